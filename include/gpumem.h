@@ -1,0 +1,16 @@
+/**
+ * @file gpumem.h
+ * @brief libgpumem: GPU memory for C, C++ and Fortran programs.
+ *
+ * The umbrella header: include this one.  Link with `pkg-config --libs gpumem`.
+ */
+#ifndef GPUMEM_H
+#define GPUMEM_H
+
+#include <gpumem/export.h>
+#include <gpumem/version.h>
+#include <gpumem/status.h>
+#include <gpumem/context.h>
+#include <gpumem/debug.h>
+
+#endif /* GPUMEM_H */

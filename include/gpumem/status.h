@@ -1,0 +1,84 @@
+/**
+ * @file gpumem/status.h
+ * @brief Status codes and error messages.
+ *
+ * Every function of the library returns a ::gpumem_status; results come back
+ * through out-parameters.  On failure the calling thread's detailed message
+ * (which argument, which limit, the driver's own error name) is available from
+ * gpumem_last_error() until the thread's next failing call.
+ *
+ * The numeric values are part of the ABI: they never change, and new codes are
+ * only ever appended.
+ */
+#ifndef GPUMEM_STATUS_H
+#define GPUMEM_STATUS_H
+
+#include <gpumem/export.h>
+
+GPUMEM_BEGIN_DECLS
+
+/** Result of every libgpumem call. */
+typedef enum gpumem_status {
+    GPUMEM_OK = 0,                          /**< success */
+    GPUMEM_ERROR_NULL_ARGUMENT = 1,         /**< a required pointer argument was NULL */
+    GPUMEM_ERROR_INVALID_VALUE = 2,         /**< an argument is out of its domain */
+    GPUMEM_ERROR_INVALID_ENVIRONMENT = 3,   /**< an environment variable or ~/.cuda-device holds a bad value */
+    GPUMEM_ERROR_OUT_OF_MEMORY = 4,         /**< device memory is exhausted */
+    GPUMEM_ERROR_HOST_OUT_OF_MEMORY = 5,    /**< host (or page-locked host) memory is exhausted */
+    GPUMEM_ERROR_DRIVER_NOT_FOUND = 6,      /**< the CUDA driver library could not be loaded or is too old */
+    GPUMEM_ERROR_NO_DEVICE = 7,             /**< no usable device: none exists, or none gives a context */
+    GPUMEM_ERROR_INVALID_DEVICE = 8,        /**< a device ordinal is out of range */
+    GPUMEM_ERROR_DEVICE_UNAVAILABLE = 9,    /**< the device refuses a context (exclusive-process mode, in use) */
+    GPUMEM_ERROR_DRIVER = 10,               /**< any other driver error; the message names it */
+    GPUMEM_ERROR_NOT_SUPPORTED = 11,        /**< the device or driver cannot do this */
+    GPUMEM_ERROR_NOT_SIMULATED = 12,        /**< the simulator backend cannot do this (kernel launches) */
+    GPUMEM_ERROR_NOT_READY = 13,            /**< asynchronous work has not completed yet (a query, not a failure) */
+    GPUMEM_ERROR_INVALID_STATE = 14,        /**< the object is in the wrong state (freed twice, scope ended twice) */
+    GPUMEM_ERROR_CONTEXT_MISMATCH = 15,     /**< objects of different contexts were used together */
+    GPUMEM_ERROR_OVERFLOW = 16,             /**< a size computation overflows */
+    GPUMEM_ERROR_NEGATIVE_DIMENSION = 17,   /**< a shape has a negative extent */
+    GPUMEM_ERROR_TOO_MANY_DIMENSIONS = 18,  /**< more than ::GPUMEM_MAX_NDIM dimensions */
+    GPUMEM_ERROR_SHAPE_MISMATCH = 19,       /**< two arrays' shapes differ where they must agree */
+    GPUMEM_ERROR_DTYPE_MISMATCH = 20,       /**< two arrays' dtypes differ where they must agree */
+    GPUMEM_ERROR_INVALID_RESHAPE = 21,      /**< a reshape changes the size or has more than one -1 */
+    GPUMEM_ERROR_COPY_REQUIRED = 22,        /**< a view was asked for where only a copy is possible */
+    GPUMEM_ERROR_INVALID_SECTION = 23,      /**< a split section is zero or negative */
+    GPUMEM_ERROR_INDEX_OUT_OF_RANGE = 24,   /**< an index or slice bound is out of range */
+    GPUMEM_ERROR_ZERO_STEP = 25,            /**< a slice step is zero */
+    GPUMEM_ERROR_INVALID_ORDER = 26,        /**< an order character is not 'C', 'F' or 'A' */
+    GPUMEM_ERROR_INVALID_DTYPE = 27,        /**< a malformed dtype, typestr or record description */
+    GPUMEM_ERROR_NOT_FOUND = 28,            /**< a named symbol, key or mapping does not exist */
+    GPUMEM_ERROR_LAUNCH_FAILED = 29,        /**< a kernel launch or its execution failed */
+    GPUMEM_ERROR_INTERNAL = 30              /**< a bug in libgpumem: please report it */
+} gpumem_status;
+
+/** The number of status codes of this version of the headers. */
+#define GPUMEM_STATUS_COUNT 31
+
+/**
+ * The name of a status code, such as "GPUMEM_ERROR_OUT_OF_MEMORY", or
+ * "GPUMEM_STATUS_UNKNOWN" for a value this version does not know.
+ * The string is static; never NULL.
+ */
+GPUMEM_API const char *gpumem_status_string(gpumem_status status);
+
+/**
+ * A one-line description of a status code, such as "out of device memory".
+ * The string is static; never NULL.
+ */
+GPUMEM_API const char *gpumem_status_description(gpumem_status status);
+
+/**
+ * The calling thread's message for its last failed call: which argument,
+ * which limit, the driver's own error name.  Empty ("") if this thread has
+ * seen no failure.  Successful calls leave it alone (like errno); the string
+ * stays valid until the thread's next failing call.  Never NULL.
+ */
+GPUMEM_API const char *gpumem_last_error(void);
+
+/** The status of the calling thread's last failed call (GPUMEM_OK if none). */
+GPUMEM_API gpumem_status gpumem_last_status(void);
+
+GPUMEM_END_DECLS
+
+#endif /* GPUMEM_STATUS_H */

@@ -1,0 +1,478 @@
+/*
+ * context.c - devices, contexts, default-device selection (pycuda's
+ * make_default_context and get_default_device) and autoinit.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "context.h"
+#include "driver.h"
+#include "env.h"
+#include "error.h"
+
+/* ---- devices ------------------------------------------------------------------ */
+
+static gpumem_status device_count(int *count)
+{
+    gpumem_status st = gm_driver_ready();
+    if (st != GPUMEM_OK)
+        return st;
+    return gm_drv_check(GM_DRV(device_get_count, count), GM_OP_device_get_count, "device count");
+}
+
+/* Checks that device is an ordinal the backend knows; `what` names where the
+ * number came from in the message. */
+static gpumem_status check_device(int device, const char *what)
+{
+    int count;
+    gpumem_status st = device_count(&count);
+    if (st != GPUMEM_OK)
+        return st;
+    if (device < 0 || device >= count) {
+        if (count == 0)
+            return gm_error(GPUMEM_ERROR_INVALID_DEVICE, "%s: no device %d: the %s backend sees no device",
+                            what, device, gm_drv->name);
+        return gm_error(GPUMEM_ERROR_INVALID_DEVICE,
+                        "%s: no device %d: the %s backend sees %d device%s (0 to %d)", what, device,
+                        gm_drv->name, count, count == 1 ? "" : "s", count - 1);
+    }
+    return GPUMEM_OK;
+}
+
+GPUMEM_API gpumem_status gpumem_backend(const char **name)
+{
+    GM_CHECK_NULL(name);
+    gpumem_status st = gm_driver_ready();
+    if (st == GPUMEM_OK)
+        *name = gm_drv->name;
+    return st;
+}
+
+GPUMEM_API gpumem_status gpumem_driver_version(int *version)
+{
+    GM_CHECK_NULL(version);
+    gpumem_status st = gm_driver_ready();
+    if (st != GPUMEM_OK)
+        return st;
+    return gm_drv_check(GM_DRV(driver_get_version, version), GM_OP_driver_get_version,
+                        "gpumem_driver_version");
+}
+
+GPUMEM_API gpumem_status gpumem_device_count(int *count)
+{
+    GM_CHECK_NULL(count);
+    return device_count(count);
+}
+
+GPUMEM_API gpumem_status gpumem_device_name(int device, char *name, size_t size)
+{
+    GM_CHECK_NULL(name);
+    if (size == 0)
+        return gm_error(GPUMEM_ERROR_INVALID_VALUE, "gpumem_device_name: size is 0");
+    gpumem_status st = check_device(device, "gpumem_device_name");
+    if (st != GPUMEM_OK)
+        return st;
+    char buf[256];
+    st = gm_drv_check(GM_DRV(device_get_name, device, buf, (int)sizeof buf), GM_OP_device_get_name,
+                      "gpumem_device_name");
+    if (st != GPUMEM_OK)
+        return st;
+    buf[sizeof buf - 1] = '\0';
+    snprintf(name, size, "%s", buf);
+    return GPUMEM_OK;
+}
+
+static gpumem_status attribute(int device, int attr, int *value, const char *what)
+{
+    return gm_drv_check(GM_DRV(device_get_attribute, device, attr, value), GM_OP_device_get_attribute, what);
+}
+
+GPUMEM_API gpumem_status gpumem_device_compute_capability(int device, int *major, int *minor)
+{
+    GM_CHECK_NULL(major);
+    GM_CHECK_NULL(minor);
+    gpumem_status st = check_device(device, "gpumem_device_compute_capability");
+    int a, b;
+    if (st == GPUMEM_OK)
+        st = attribute(device, GM_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, &a,
+                       "gpumem_device_compute_capability");
+    if (st == GPUMEM_OK)
+        st = attribute(device, GM_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, &b,
+                       "gpumem_device_compute_capability");
+    if (st == GPUMEM_OK) {
+        *major = a;
+        *minor = b;
+    }
+    return st;
+}
+
+GPUMEM_API gpumem_status gpumem_device_total_memory(int device, uint64_t *bytes)
+{
+    GM_CHECK_NULL(bytes);
+    gpumem_status st = check_device(device, "gpumem_device_total_memory");
+    if (st != GPUMEM_OK)
+        return st;
+    size_t total;
+    st = gm_drv_check(GM_DRV(device_total_mem, device, &total), GM_OP_device_total_mem,
+                      "gpumem_device_total_memory");
+    if (st == GPUMEM_OK)
+        *bytes = total;
+    return st;
+}
+
+/* gpumem_device_attr -> CUdevice_attribute, indexed by the public value. */
+static const int attr_map[] = {
+    [GPUMEM_DEVICE_MULTIPROCESSORS] = GM_CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+    [GPUMEM_DEVICE_MAX_THREADS_PER_BLOCK] = GM_CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK,
+    [GPUMEM_DEVICE_MAX_THREADS_PER_MULTIPROCESSOR] = GM_CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR,
+    [GPUMEM_DEVICE_WARP_SIZE] = GM_CU_DEVICE_ATTRIBUTE_WARP_SIZE,
+    [GPUMEM_DEVICE_MAX_SHARED_MEMORY_PER_BLOCK] = GM_CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK,
+    [GPUMEM_DEVICE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN] = GM_CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+    [GPUMEM_DEVICE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR] =
+        GM_CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR,
+    [GPUMEM_DEVICE_MAX_REGISTERS_PER_BLOCK] = GM_CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK,
+    [GPUMEM_DEVICE_MAX_REGISTERS_PER_MULTIPROCESSOR] = GM_CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR,
+    [GPUMEM_DEVICE_MAX_BLOCKS_PER_MULTIPROCESSOR] = GM_CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR,
+    [GPUMEM_DEVICE_RESERVED_SHARED_MEMORY_PER_BLOCK] = GM_CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK,
+    [GPUMEM_DEVICE_TOTAL_CONSTANT_MEMORY] = GM_CU_DEVICE_ATTRIBUTE_TOTAL_CONSTANT_MEMORY,
+    [GPUMEM_DEVICE_CAN_MAP_HOST_MEMORY] = GM_CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY,
+    [GPUMEM_DEVICE_MANAGED_MEMORY] = GM_CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY,
+    [GPUMEM_DEVICE_CONCURRENT_MANAGED_ACCESS] = GM_CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS,
+    [GPUMEM_DEVICE_UNIFIED_ADDRESSING] = GM_CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING,
+    [GPUMEM_DEVICE_COMPUTE_MODE] = GM_CU_DEVICE_ATTRIBUTE_COMPUTE_MODE,
+    [GPUMEM_DEVICE_ASYNC_ENGINES] = GM_CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT,
+    [GPUMEM_DEVICE_PCI_BUS_ID] = GM_CU_DEVICE_ATTRIBUTE_PCI_BUS_ID,
+    [GPUMEM_DEVICE_PCI_DEVICE_ID] = GM_CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID,
+    [GPUMEM_DEVICE_PCI_DOMAIN_ID] = GM_CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID,
+    [GPUMEM_DEVICE_L2_CACHE_SIZE] = GM_CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE,
+    [GPUMEM_DEVICE_CLOCK_RATE_KHZ] = GM_CU_DEVICE_ATTRIBUTE_CLOCK_RATE,
+    [GPUMEM_DEVICE_MEMORY_CLOCK_RATE_KHZ] = GM_CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE,
+    [GPUMEM_DEVICE_MEMORY_BUS_WIDTH] = GM_CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH,
+    [GPUMEM_DEVICE_TEXTURE_ALIGNMENT] = GM_CU_DEVICE_ATTRIBUTE_TEXTURE_ALIGNMENT,
+    [GPUMEM_DEVICE_INTEGRATED] = GM_CU_DEVICE_ATTRIBUTE_INTEGRATED,
+};
+
+GPUMEM_API gpumem_status gpumem_device_attribute(int device, gpumem_device_attr attr, int *value)
+{
+    GM_CHECK_NULL(value);
+    if ((unsigned)attr >= sizeof attr_map / sizeof attr_map[0])
+        return gm_error(GPUMEM_ERROR_INVALID_VALUE, "gpumem_device_attribute: attr %d is not a "
+                        "gpumem_device_attr", (int)attr);
+    gpumem_status st = check_device(device, "gpumem_device_attribute");
+    int v;
+    if (st == GPUMEM_OK)
+        st = attribute(device, attr_map[attr], &v, "gpumem_device_attribute");
+    if (st == GPUMEM_OK)
+        *value = v;
+    return st;
+}
+
+/* ---- contexts -------------------------------------------------------------------- */
+
+static atomic_bool exiting;
+
+bool gm_process_exiting(void)
+{
+    return atomic_load_explicit(&exiting, memory_order_relaxed);
+}
+
+/* Retains device's primary context into a new handle.  `what` prefixes errors. */
+static gpumem_status context_new(int device, gpumem_selection rule, const char *what, gpumem_context **out)
+{
+    gpumem_status st = check_device(device, what);
+    if (st != GPUMEM_OK)
+        return st;
+    gpumem_context *ctx = calloc(1, sizeof *ctx);
+    if (ctx == NULL)
+        return gm_error(GPUMEM_ERROR_HOST_OUT_OF_MEMORY, "%s: out of host memory", what);
+    int rc = GM_DRV(primary_ctx_retain, device, &ctx->dctx);
+    if (rc != 0) {
+        free(ctx);
+        char where[160];
+        snprintf(where, sizeof where, "%s: device %d gives no context", what, device);
+        return gm_drv_check(rc, GM_OP_primary_ctx_retain, where);
+    }
+    atomic_init(&ctx->refs, 1);
+    ctx->device = device;
+    ctx->selection = rule;
+    *out = ctx;
+    gm_debug("context on device %d (%s)", device, gpumem_selection_name(rule));
+    return GPUMEM_OK;
+}
+
+GPUMEM_API gpumem_status gpumem_context_create(int device, gpumem_context **ctx)
+{
+    GM_CHECK_NULL(ctx);
+    return context_new(device, GPUMEM_SELECTION_EXPLICIT, "gpumem_context_create", ctx);
+}
+
+GPUMEM_API gpumem_status gpumem_context_retain(gpumem_context *ctx)
+{
+    GM_CHECK_NULL(ctx);
+    atomic_fetch_add_explicit(&ctx->refs, 1, memory_order_relaxed);
+    return GPUMEM_OK;
+}
+
+GPUMEM_API gpumem_status gpumem_context_release(gpumem_context *ctx)
+{
+    if (ctx == NULL)
+        return GPUMEM_OK;
+    int before = atomic_fetch_sub_explicit(&ctx->refs, 1, memory_order_acq_rel);
+    if (before > 1)
+        return GPUMEM_OK;
+    if (before < 1) {
+        atomic_fetch_add_explicit(&ctx->refs, 1, memory_order_relaxed);
+        return gm_error(GPUMEM_ERROR_INVALID_STATE, "gpumem_context_release: the context has no "
+                        "references left (released more often than retained)");
+    }
+    gpumem_status st = GPUMEM_OK;
+    /* At exit the driver may already be tearing itself down; the operating
+     * system reclaims the context. */
+    if (!gm_process_exiting())
+        st = gm_drv_check(GM_DRV(primary_ctx_release, ctx->device), GM_OP_primary_ctx_release,
+                          "gpumem_context_release");
+    free(ctx);
+    return st;
+}
+
+GPUMEM_API gpumem_status gpumem_context_get_device(const gpumem_context *ctx, int *device)
+{
+    GM_CHECK_NULL(ctx);
+    GM_CHECK_NULL(device);
+    *device = ctx->device;
+    return GPUMEM_OK;
+}
+
+GPUMEM_API gpumem_status gpumem_context_selection(const gpumem_context *ctx, gpumem_selection *rule)
+{
+    GM_CHECK_NULL(ctx);
+    GM_CHECK_NULL(rule);
+    *rule = ctx->selection;
+    return GPUMEM_OK;
+}
+
+GPUMEM_API gpumem_status gpumem_context_refcount(const gpumem_context *ctx, int *count)
+{
+    GM_CHECK_NULL(ctx);
+    GM_CHECK_NULL(count);
+    *count = atomic_load_explicit(&ctx->refs, memory_order_relaxed);
+    return GPUMEM_OK;
+}
+
+GPUMEM_API const char *gpumem_selection_name(gpumem_selection rule)
+{
+    switch (rule) {
+    case GPUMEM_SELECTION_EXPLICIT: return "explicit";
+    case GPUMEM_SELECTION_CUDA_DEVICE: return "CUDA_DEVICE";
+    case GPUMEM_SELECTION_DEVICE_FILE: return "~/.cuda-device";
+    case GPUMEM_SELECTION_SCAN: return "scan";
+    default: return "unknown";
+    }
+}
+
+/* ---- default-device rules ------------------------------------------------------------ */
+
+/* Where a configured device number came from, for messages. */
+typedef struct configured {
+    bool found;
+    long device;
+    gpumem_selection rule;
+    char source[600]; /* "CUDA_DEVICE='3'" or "/home/u/.cuda-device (first line '3')" */
+} configured;
+
+static const char *home_dir(void)
+{
+    const char *home = gm_env("HOME");
+    if (home != NULL)
+        return home;
+    struct passwd *pw = getpwuid(getuid());
+    return pw != NULL ? pw->pw_dir : NULL;
+}
+
+/* Reads the first line of path into line; 1 read, 0 no such file, -1 error. */
+static int read_first_line(const char *path, char *line, size_t size)
+{
+    FILE *f = fopen(path, "r");
+    if (f == NULL)
+        return errno == ENOENT ? 0 : -1;
+    if (fgets(line, (int)size, f) == NULL)
+        line[0] = '\0';
+    int bad = ferror(f);
+    fclose(f);
+    if (bad)
+        return -1;
+    line[strcspn(line, "\r\n")] = '\0';
+    return 1;
+}
+
+/* Rules 1 and 2: CUDA_DEVICE, then ~/.cuda-device or ~/.cuda_device. */
+static gpumem_status configured_device(const char *what, configured *c)
+{
+    memset(c, 0, sizeof *c);
+    const char *env = gm_env("CUDA_DEVICE");
+    if (env != NULL) {
+        snprintf(c->source, sizeof c->source, "CUDA_DEVICE='%s'", env);
+        c->rule = GPUMEM_SELECTION_CUDA_DEVICE;
+        if (!gm_parse_long(env, &c->device))
+            return gm_error(GPUMEM_ERROR_INVALID_ENVIRONMENT, "%s: %s is not a decimal device ordinal",
+                            what, c->source);
+    } else {
+        const char *home = home_dir();
+        if (home == NULL)
+            return GPUMEM_OK;
+        static const char *const names[] = {".cuda-device", ".cuda_device"};
+        char path[512], line[64];
+        int got = 0;
+        for (size_t i = 0; i < 2 && got == 0; i++) {
+            snprintf(path, sizeof path, "%s/%s", home, names[i]);
+            got = read_first_line(path, line, sizeof line);
+        }
+        if (got == 0)
+            return GPUMEM_OK;
+        if (got < 0)
+            return gm_error(GPUMEM_ERROR_INVALID_ENVIRONMENT, "%s: cannot read %s: %s", what, path,
+                            strerror(errno));
+        snprintf(c->source, sizeof c->source, "%s (first line '%s')", path, line);
+        c->rule = GPUMEM_SELECTION_DEVICE_FILE;
+        if (!gm_parse_long(line, &c->device))
+            return gm_error(GPUMEM_ERROR_INVALID_ENVIRONMENT, "%s: %s is not a decimal device ordinal",
+                            what, c->source);
+    }
+    c->found = true;
+    if (c->device < 0)
+        return gm_error(GPUMEM_ERROR_INVALID_ENVIRONMENT, "%s: %s is negative; device ordinals start at 0",
+                        what, c->source);
+    if (c->device > 0x7fffffffL)
+        return gm_error(GPUMEM_ERROR_INVALID_DEVICE, "%s: %s: no such device", what, c->source);
+    return GPUMEM_OK;
+}
+
+GPUMEM_API gpumem_status gpumem_get_default_device(int fallback, int *device)
+{
+    GM_CHECK_NULL(device);
+    configured c;
+    const char *what = "gpumem_get_default_device";
+    gpumem_status st = configured_device(what, &c);
+    if (st != GPUMEM_OK)
+        return st;
+    char source[700];
+    if (c.found)
+        snprintf(source, sizeof source, "%s: %s", what, c.source);
+    else
+        snprintf(source, sizeof source, "%s: fallback", what);
+    int dev = c.found ? (int)c.device : fallback;
+    st = check_device(dev, source);
+    if (st == GPUMEM_OK)
+        *device = dev;
+    return st;
+}
+
+GPUMEM_API gpumem_status gpumem_context_create_default(gpumem_context **out)
+{
+    GM_CHECK_NULL(out);
+    const char *what = "gpumem_context_create_default";
+    configured c;
+    gpumem_status st = configured_device(what, &c);
+    if (st != GPUMEM_OK)
+        return st;
+    if (c.found) {
+        /* A configured device has no fallback, as in pycuda. */
+        char where[700];
+        snprintf(where, sizeof where, "%s: %s", what, c.source);
+        return context_new((int)c.device, c.rule, where, out);
+    }
+
+    int count;
+    st = device_count(&count);
+    if (st != GPUMEM_OK)
+        return st;
+    if (count == 0)
+        return gm_error(GPUMEM_ERROR_NO_DEVICE, "%s: CUDA_DEVICE and ~/.cuda-device are not set, and the "
+                        "%s backend sees no device", what, gm_drv->name);
+    /* Rule 4: every device in turn; keep each refusal for the final message. */
+    char tried[900] = "";
+    size_t used = 0;
+    for (int dev = 0; dev < count; dev++) {
+        st = context_new(dev, GPUMEM_SELECTION_SCAN, what, out);
+        if (st == GPUMEM_OK)
+            return GPUMEM_OK;
+        const char *err = gpumem_last_error();
+        const char *tail = strstr(err, "failed: ");
+        int n = snprintf(tried + used, sizeof tried - used, "%sdevice %d (%s)", dev ? ", " : "", dev,
+                         tail ? tail + 8 : err);
+        if (n > 0)
+            used = used + (size_t)n < sizeof tried ? used + (size_t)n : sizeof tried - 1;
+    }
+    return gm_error(GPUMEM_ERROR_NO_DEVICE, "%s: CUDA_DEVICE and ~/.cuda-device are not set, and no "
+                    "device gave a context; tried %s", what, tried);
+}
+
+/* ---- autoinit ------------------------------------------------------------------------ */
+
+static pthread_once_t autoinit_once = PTHREAD_ONCE_INIT;
+static gpumem_context *autoinit_ctx;
+static gpumem_status autoinit_status;
+static char autoinit_message[1024];
+
+static void autoinit_at_exit(void)
+{
+    /* Arrays and pools that outlive this keep their own references; their
+     * final releases see `exiting` and leave the driver alone. */
+    gpumem_context *ctx = autoinit_ctx;
+    autoinit_ctx = NULL;
+    gpumem_context_release(ctx);
+    atomic_store(&exiting, true);
+}
+
+static void autoinit_run(void)
+{
+    autoinit_status = gpumem_context_create_default(&autoinit_ctx);
+    if (autoinit_status != GPUMEM_OK)
+        snprintf(autoinit_message, sizeof autoinit_message, "gpumem_autoinit: %s", gpumem_last_error());
+    else
+        atexit(autoinit_at_exit);
+}
+
+GPUMEM_API gpumem_status gpumem_autoinit(gpumem_context **ctx)
+{
+    GM_CHECK_NULL(ctx);
+    pthread_once(&autoinit_once, autoinit_run);
+    if (autoinit_status != GPUMEM_OK)
+        return gm_error(autoinit_status, "%s", autoinit_message);
+    *ctx = autoinit_ctx;
+    return GPUMEM_OK;
+}
+
+gpumem_context *gm_context_or_default(gpumem_context *ctx, gpumem_status *st)
+{
+    *st = GPUMEM_OK;
+    if (ctx != NULL)
+        return ctx;
+    gpumem_context *dflt = NULL;
+    *st = gpumem_autoinit(&dflt);
+    return dflt;
+}
+
+GPUMEM_API gpumem_status gpumem_memory_info(gpumem_context *ctx, uint64_t *free_bytes, uint64_t *total_bytes)
+{
+    GM_CHECK_NULL(free_bytes);
+    GM_CHECK_NULL(total_bytes);
+    gpumem_status st;
+    ctx = gm_context_or_default(ctx, &st);
+    if (st != GPUMEM_OK)
+        return st;
+    size_t f, t;
+    st = gm_drv_check(GM_DRV(mem_get_info, ctx->dctx, &f, &t), GM_OP_mem_get_info, "gpumem_memory_info");
+    if (st == GPUMEM_OK) {
+        *free_bytes = f;
+        *total_bytes = t;
+    }
+    return st;
+}

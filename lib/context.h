@@ -1,0 +1,29 @@
+/*
+ * context.h - the context object behind gpumem_context (private).
+ */
+#ifndef GM_CONTEXT_H
+#define GM_CONTEXT_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+
+#include "driver.h"
+#include "gpumem/context.h"
+
+struct gpumem_context {
+    atomic_int refs;
+    int device;
+    gpumem_selection selection;
+    gm_dctx *dctx; /* the device's primary context, retained once by us */
+};
+
+/* ctx, or the autoinit context when ctx is NULL; NULL and a set last error
+ * when there is none.  No reference is added. */
+gpumem_context *gm_context_or_default(gpumem_context *ctx, gpumem_status *st);
+
+/* True once the process has started to exit (our atexit handler ran): final
+ * releases then leave driver objects to the operating system instead of
+ * calling a driver that may be tearing itself down. */
+bool gm_process_exiting(void);
+
+#endif /* GM_CONTEXT_H */

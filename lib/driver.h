@@ -1,0 +1,194 @@
+/*
+ * driver.h - the one table of driver operations, and the dispatcher every
+ * call into it goes through.
+ *
+ * Two backends fill the table: cuda.c (the NVIDIA driver, loaded with dlopen)
+ * and sim.c (a simulator on host memory).  Both speak the CUDA driver ABI of
+ * cuda_abi.h: results are CUresult codes, copies take CUDA_MEMCPY2D/3D.
+ *
+ * Call the table only through GM_DRV(op, args...): it counts the call (per
+ * operation, readable with gpumem_debug_driver_calls) and can make it fail
+ * without reaching the backend (gpumem_debug_fail_call, GPUMEM_SIM_FAIL).
+ * Turn a result into a status with gm_drv_check(rc, GM_OP_x, what), which names the driver
+ * function and its error in the thread's last-error message.
+ *
+ * Conventions of the operations:
+ *  - every operation that works in a context takes it first; the backend makes
+ *    it current on the calling thread if it is not;
+ *  - a NULL stream is the legacy default stream;
+ *  - host and device addresses share one space (unified addressing), so 1-D
+ *    copies take plain addresses and the backend infers the direction;
+ *  - copies and memsets with async != 0 are queued on the stream; with
+ *    async == 0 they have the driver's synchronous semantics (cuMemcpy):
+ *    copies to host memory are complete on return, while device-to-device
+ *    copies and memsets may still run, ordered before later work on
+ *    blocking streams.  The simulator completes them all before returning.
+ */
+#ifndef GM_DRIVER_H
+#define GM_DRIVER_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cuda_abi.h"
+#include "gpumem/status.h"
+
+typedef struct gm_dctx gm_dctx;       /* a backend context (CUcontext) */
+typedef struct gm_dstream gm_dstream; /* a backend stream (CUstream) */
+typedef struct gm_devent gm_devent;   /* a backend event (CUevent) */
+typedef struct gm_dfunc gm_dfunc;     /* a backend kernel function (CUfunction) */
+
+/* X(op, "driver function name"): the table's operations, in one list that
+ * makes the table's counters and their names. */
+#define GM_DRIVER_OPS(X)                                  \
+    X(driver_get_version, "cuDriverGetVersion")           \
+    X(device_get_count, "cuDeviceGetCount")               \
+    X(device_get_name, "cuDeviceGetName")                 \
+    X(device_get_attribute, "cuDeviceGetAttribute")       \
+    X(device_total_mem, "cuDeviceTotalMem")               \
+    X(primary_ctx_retain, "cuDevicePrimaryCtxRetain")     \
+    X(primary_ctx_release, "cuDevicePrimaryCtxRelease")   \
+    X(ctx_synchronize, "cuCtxSynchronize")                \
+    X(mem_get_info, "cuMemGetInfo")                       \
+    X(mem_alloc, "cuMemAlloc")                            \
+    X(mem_free, "cuMemFree")                              \
+    X(mem_alloc_managed, "cuMemAllocManaged")             \
+    X(mem_host_alloc, "cuMemHostAlloc")                   \
+    X(mem_free_host, "cuMemFreeHost")                     \
+    X(mem_host_register, "cuMemHostRegister")             \
+    X(mem_host_unregister, "cuMemHostUnregister")         \
+    X(mem_host_get_device_pointer, "cuMemHostGetDevicePointer") \
+    X(memcpy, "cuMemcpy")                                 \
+    X(memcpy_2d, "cuMemcpy2D")                            \
+    X(memcpy_3d, "cuMemcpy3D")                            \
+    X(memset, "cuMemsetD8")                               \
+    X(stream_create, "cuStreamCreate")                    \
+    X(stream_destroy, "cuStreamDestroy")                  \
+    X(stream_synchronize, "cuStreamSynchronize")          \
+    X(stream_query, "cuStreamQuery")                      \
+    X(stream_wait_event, "cuStreamWaitEvent")             \
+    X(launch_host_func, "cuLaunchHostFunc")               \
+    X(event_create, "cuEventCreate")                      \
+    X(event_destroy, "cuEventDestroy")                    \
+    X(event_record, "cuEventRecord")                      \
+    X(event_query, "cuEventQuery")                        \
+    X(event_synchronize, "cuEventSynchronize")            \
+    X(event_elapsed_time, "cuEventElapsedTime")           \
+    X(launch_kernel, "cuLaunchKernel")
+
+typedef struct gm_driver {
+    const char *name; /* "cuda" or "sim" */
+
+    int (*driver_get_version)(int *version);
+    int (*device_get_count)(int *count);
+    int (*device_get_name)(int dev, char *name, int len);
+    int (*device_get_attribute)(int dev, int attr, int *value);
+    int (*device_total_mem)(int dev, size_t *bytes);
+
+    /* The device's primary context; retains nest, like the driver's. */
+    int (*primary_ctx_retain)(int dev, gm_dctx **ctx);
+    int (*primary_ctx_release)(int dev);
+    int (*ctx_synchronize)(gm_dctx *ctx);
+
+    int (*mem_get_info)(gm_dctx *ctx, size_t *free_bytes, size_t *total_bytes);
+    int (*mem_alloc)(gm_dctx *ctx, gm_cu_deviceptr *ptr, size_t bytes);
+    int (*mem_free)(gm_dctx *ctx, gm_cu_deviceptr ptr);
+    int (*mem_alloc_managed)(gm_dctx *ctx, gm_cu_deviceptr *ptr, size_t bytes, unsigned flags);
+    int (*mem_host_alloc)(gm_dctx *ctx, void **ptr, size_t bytes, unsigned flags);
+    int (*mem_free_host)(gm_dctx *ctx, void *ptr);
+    int (*mem_host_register)(gm_dctx *ctx, void *ptr, size_t bytes, unsigned flags);
+    int (*mem_host_unregister)(gm_dctx *ctx, void *ptr);
+    int (*mem_host_get_device_pointer)(gm_dctx *ctx, gm_cu_deviceptr *dptr, void *ptr);
+
+    int (*memcpy)(gm_dctx *ctx, gm_cu_deviceptr dst, gm_cu_deviceptr src, size_t bytes,
+                  gm_dstream *stream, int async);
+    int (*memcpy_2d)(gm_dctx *ctx, const gm_cu_memcpy2d *copy, gm_dstream *stream, int async);
+    int (*memcpy_3d)(gm_dctx *ctx, const gm_cu_memcpy3d *copy, gm_dstream *stream, int async);
+    /* Sets count elements of elem_size (1, 2 or 4) bytes to value. */
+    int (*memset)(gm_dctx *ctx, gm_cu_deviceptr dst, unsigned value, unsigned elem_size,
+                  size_t count, gm_dstream *stream, int async);
+
+    int (*stream_create)(gm_dctx *ctx, gm_dstream **stream, unsigned flags);
+    int (*stream_destroy)(gm_dctx *ctx, gm_dstream *stream);
+    int (*stream_synchronize)(gm_dctx *ctx, gm_dstream *stream);
+    /* CUDA_SUCCESS when all work is done, CUDA_ERROR_NOT_READY otherwise. */
+    int (*stream_query)(gm_dctx *ctx, gm_dstream *stream);
+    int (*stream_wait_event)(gm_dctx *ctx, gm_dstream *stream, gm_devent *event);
+    /* Runs fn(data) on a backend thread once the stream's earlier work is done. */
+    int (*launch_host_func)(gm_dctx *ctx, gm_dstream *stream, gm_cu_host_fn fn, void *data);
+
+    int (*event_create)(gm_dctx *ctx, gm_devent **event, unsigned flags);
+    int (*event_destroy)(gm_dctx *ctx, gm_devent *event);
+    int (*event_record)(gm_dctx *ctx, gm_devent *event, gm_dstream *stream);
+    int (*event_query)(gm_dctx *ctx, gm_devent *event);
+    int (*event_synchronize)(gm_dctx *ctx, gm_devent *event);
+    int (*event_elapsed_time)(float *ms, gm_devent *start, gm_devent *end);
+
+    /* The simulator answers GM_SIM_ERROR_NOT_SIMULATED. */
+    int (*launch_kernel)(gm_dctx *ctx, gm_dfunc *func, const unsigned grid[3],
+                         const unsigned block[3], unsigned shared_bytes, gm_dstream *stream,
+                         void **params);
+} gm_driver;
+
+/* Operation indices, for the counters. */
+#define GM_OP_ENUM_(op, fn) GM_OP_##op,
+enum { GM_DRIVER_OPS(GM_OP_ENUM_) GM_OP_COUNT };
+
+/* The backends' loaders, called once per process by gm_driver_ready().  Each
+ * loads and initializes what it needs and gives its table, or fails with a
+ * status and the thread's last-error message set (gm_error) saying why:
+ * GPUMEM_ERROR_DRIVER_NOT_FOUND, GPUMEM_ERROR_NO_DEVICE,
+ * GPUMEM_ERROR_INVALID_ENVIRONMENT (a bad GPUMEM_SIM_* value), ... */
+gpumem_status gm_cuda_load(const gm_driver **table);
+gpumem_status gm_sim_load(const gm_driver **table);
+
+/* The chosen backend, after gm_driver_ready() succeeded. */
+extern const gm_driver *gm_drv;
+
+/* Chooses and loads the backend once per process (GPUMEM_BACKEND).  Returns
+ * GPUMEM_OK, or the remembered failure with its message set again. */
+gpumem_status gm_driver_ready(void);
+
+/* Dispatcher state; use the macros below. */
+extern _Atomic uint64_t gm_drv_calls[GM_OP_COUNT];
+extern _Atomic uint64_t gm_drv_total_calls;
+extern _Atomic uint64_t gm_drv_fail_at; /* total-call number to fail; 0: none */
+extern int gm_drv_fail_code;
+
+/* Counts one call of op; nonzero when this call is the one to fail. */
+static inline int gm_drv_enter(int op)
+{
+    atomic_fetch_add_explicit(&gm_drv_calls[op], 1, memory_order_relaxed);
+    uint64_t n = atomic_fetch_add_explicit(&gm_drv_total_calls, 1, memory_order_relaxed) + 1;
+    uint64_t at = atomic_load_explicit(&gm_drv_fail_at, memory_order_relaxed);
+    if (__builtin_expect(at != 0, 0) && n == at) {
+        atomic_store_explicit(&gm_drv_fail_at, 0, memory_order_relaxed);
+        return 1;
+    }
+    return 0;
+}
+
+/* Calls driver operation op: counted, injectable; evaluates to its result. */
+#define GM_DRV(op, ...) \
+    (gm_drv_enter(GM_OP_##op) ? gm_drv_fail_code : gm_drv->op(__VA_ARGS__))
+
+/* Turns a driver result of op into a status; on failure sets the thread's
+ * last error to "<what>: cuFoo failed: CUDA_ERROR_X (n): description". */
+gpumem_status gm_drv_fail_(int result, int op, const char *what);
+static inline gpumem_status gm_drv_check(int result, int op, const char *what)
+{
+    return result == 0 ? GPUMEM_OK : gm_drv_fail_(result, op, what);
+}
+
+/* The status a driver result maps to. */
+gpumem_status gm_drv_status(int result);
+
+/* The driver function name of an operation ("cuMemAlloc"). */
+const char *gm_drv_op_name(int op);
+
+/* Name and description of a CUresult (or the simulator's own code). */
+const char *gm_cu_error_name(int result);
+const char *gm_cu_error_description(int result);
+
+#endif /* GM_DRIVER_H */

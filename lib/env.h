@@ -1,0 +1,37 @@
+/*
+ * env.h - strict parsing of numbers and sizes from the environment and files.
+ * A bad value is an error naming the variable and the value, never a silent
+ * default.  Unset (or empty) variables give the default.
+ */
+#ifndef GM_ENV_H
+#define GM_ENV_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "gpumem/status.h"
+
+/* A decimal integer with optional surrounding white space and sign. */
+bool gm_parse_long(const char *s, long *out);
+
+/* A size: a decimal number with an optional suffix K, M, G or T (powers of
+ * 1024, optionally followed by "B" or "iB", any case): "512M", "2GiB", "4096". */
+bool gm_parse_size(const char *s, uint64_t *out);
+
+/* A non-negative decimal fraction such as "0.2" or "1e-3". */
+bool gm_parse_double(const char *s, double *out);
+
+/* name's value as an integer in [min, max]; *is_set tells whether it was set
+ * (may be NULL).  GPUMEM_ERROR_INVALID_ENVIRONMENT on a bad value. */
+gpumem_status gm_env_long(const char *name, long min, long max, long dflt, long *out, bool *is_set);
+
+/* name's value as a size in bytes, at least min. */
+gpumem_status gm_env_size(const char *name, uint64_t min, uint64_t dflt, uint64_t *out);
+
+/* name's value as a number in [min, max]. */
+gpumem_status gm_env_double(const char *name, double min, double max, double dflt, double *out);
+
+/* The value of name, or NULL when unset or empty. */
+const char *gm_env(const char *name);
+
+#endif /* GM_ENV_H */

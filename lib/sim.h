@@ -1,0 +1,156 @@
+/*
+ * sim.h - the simulator backend: a GPU on host memory.
+ *
+ * gm_sim_load (declared in driver.h) fills the driver table with a simulator
+ * that runs every code path of the library on a machine without a GPU, and
+ * makes misuse show up the way it does on a real one.  It speaks the CUDA
+ * driver ABI of cuda_abi.h: every operation answers a CUresult code.
+ *
+ * Settings, read once by gm_sim_load (a bad value fails the load with
+ * GPUMEM_ERROR_INVALID_ENVIRONMENT naming the variable and the value):
+ *   GPUMEM_SIM_DEVICES          number of devices, 1..64 (default 1)
+ *   GPUMEM_SIM_MEMORY           device memory per device, a size such as
+ *                               "512M", at least 1M (default 1G)
+ *   GPUMEM_SIM_ARCH             sm_75 (T4-like), sm_80 (A100-like),
+ *                               sm_86 (RTX 3090-like), sm_89 (RTX 4090-like),
+ *                               sm_90 (H100-like, the default), sm_100
+ *                               (B200-like), sm_120 (RTX 5090-like)
+ *   GPUMEM_SIM_BUSY             comma-separated ordinals ("0,2") of devices
+ *                               that refuse contexts, like exclusive-process
+ *                               GPUs in use by another process
+ *   GPUMEM_SIM_HOST_MEMORY      limit on page-locked host memory (allocated
+ *                               plus registered), a size; 0 allows none
+ *                               (default 1G)
+ *   GPUMEM_SIM_STREAM_DELAY_US  0..10000000 (default 2000): how long queued
+ *                               work waits before it runs unless something
+ *                               synchronizes on it (see Streams)
+ * (GPUMEM_SIM_FAIL, fault injection, is driver.c's.)
+ *
+ * Devices.  Attributes are the chosen architecture's real values (NVIDIA's
+ * per-compute-capability limits; SM count, clocks and caches of the named
+ * product).  A busy device reports compute mode 3 (exclusive process) and
+ * its primary_ctx_retain answers CUDA_ERROR_DEVICE_UNAVAILABLE.  Every
+ * device has its own PCI bus id.  The driver version is 13000.
+ *
+ * Contexts.  One primary context per device; retains nest.  Every operation
+ * that takes a context checks that it is retained (else
+ * CUDA_ERROR_INVALID_CONTEXT).  Releasing the last reference drains and
+ * destroys the device's streams and events and frees its device and managed
+ * allocations, as the driver does.  Page-locked host memory and host
+ * registrations outlive it (they are portable here).
+ *
+ * Memory.  Device addresses are never host addresses: device d's allocations
+ * lie at GM_SIM_DEVICE_BASE + (d << GM_SIM_DEVICE_SHIFT) + offset, bump
+ * allocated and never reused, so dereferencing one on the host crashes as it
+ * would with a GPU, and a stale pointer never aliases a new allocation.
+ * A gap follows every allocation, so running off its end is an error too.
+ * Each allocation is backed by host memory filled with GM_SIM_GARBAGE_BYTE
+ * (device memory starts uninitialized).  Sizes round up to 256 bytes for the
+ * capacity; mem_get_info gives capacity minus that use.  Managed memory is
+ * host memory (host-accessible) counted against the device capacity.
+ * Page-locked memory (mem_host_alloc, page aligned) and registered ranges
+ * count, rounded out to whole pages, against GPUMEM_SIM_HOST_MEMORY and are
+ * returned at once when freed.  With unified addressing every page-locked or
+ * registered byte is mapped: its device pointer is its host address.
+ * Copies and memsets check every device byte they touch against the live
+ * allocations and answer CUDA_ERROR_INVALID_VALUE, touching nothing, when
+ * one lies outside; memsets refuse pageable host memory.
+ *
+ * Streams.  Every stream, and every device's legacy default stream (NULL),
+ * has a FIFO of operations run by its own worker thread.  A worker runs an
+ * operation only once GPUMEM_SIM_STREAM_DELAY_US have passed since it was
+ * enqueued, unless a synchronization covers it: stream_synchronize,
+ * event_synchronize, ctx_synchronize, a synchronous copy or memset, and,
+ * transitively, whatever the covered work waits for (an event waited for, or
+ * the legacy default-stream ordering).  A synchronize therefore never waits
+ * for the delay, while a missing one leaves the work undone and the data old,
+ * deterministically.  stream_query and event_query never hurry work: polling
+ * sees CUDA_ERROR_NOT_READY until the delay has passed.
+ * Legacy default stream: work on a blocking stream waits for the work
+ * enqueued before it on the device's default stream, and work on the
+ * default stream waits for the work enqueued before it on every blocking
+ * stream of the device; GM_CU_STREAM_NON_BLOCKING streams do neither.
+ * Copies and memsets with async == 0 are queued on the given stream and
+ * waited for.  As on the driver, an async copy from pageable host memory
+ * (not page-locked, registered or managed) copies the source into a staging
+ * buffer before returning, and an async copy into pageable host memory
+ * behaves synchronously.  stream_wait_event accepts events of any device.
+ * Events: event_elapsed_time gives the milliseconds between the times the two
+ * records ran; an event never recorded is complete.  stream_destroy drains
+ * the stream, then joins its worker.  Host functions run on the worker, in
+ * order; they must not call the driver (as with CUDA).
+ *
+ * Kernels are not simulated: launch_kernel answers GM_SIM_ERROR_NOT_SIMULATED.
+ */
+#ifndef GM_SIM_H
+#define GM_SIM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "driver.h"
+
+#define GM_SIM_MAX_DEVICES 64
+#define GM_SIM_DEVICE_BASE UINT64_C(0xD000000000000000)
+#define GM_SIM_DEVICE_SHIFT 48
+#define GM_SIM_GARBAGE_BYTE 0xA5
+
+/* One architecture: what differs between them (sim_arch.c). */
+typedef struct gm_sim_arch {
+    const char *name;  /* GPUMEM_SIM_ARCH value: "sm_90" */
+    const char *model; /* "H100-like" */
+    int major, minor;
+    int sm_count;
+    int threads_per_sm;
+    int blocks_per_sm;
+    int smem_per_sm;       /* bytes */
+    int smem_optin;        /* per block, opted in */
+    int smem_reserved;     /* per block, for the system */
+    int l2_bytes;
+    int clock_khz;
+    int memory_clock_khz;
+    int bus_width;         /* bits */
+    int copy_engines;
+    int ecc;
+} gm_sim_arch;
+
+/* The architecture named name, or NULL. */
+const gm_sim_arch *gm_sim_arch_find(const char *name);
+
+/* Writes the known names, ", "-separated ("sm_75, sm_80, ..."), into buf. */
+void gm_sim_arch_names(char *buf, size_t len);
+
+/* Device ordinal's value of CUdevice_attribute attr: CUDA_SUCCESS, or
+ * CUDA_ERROR_INVALID_VALUE for an attribute the simulator does not know. */
+int gm_sim_arch_attribute(const gm_sim_arch *arch, int ordinal, int busy, int attr, int *value);
+
+/* What the allocation registry knows about an address (for pointer
+ * attribute queries and tests). */
+typedef enum gm_sim_mem_kind {
+    GM_SIM_MEM_NONE = 0,       /* pageable host memory, or nothing */
+    GM_SIM_MEM_DEVICE,         /* mem_alloc */
+    GM_SIM_MEM_MANAGED,        /* mem_alloc_managed */
+    GM_SIM_MEM_HOST_ALLOC,     /* mem_host_alloc */
+    GM_SIM_MEM_HOST_REGISTERED /* mem_host_register */
+} gm_sim_mem_kind;
+
+typedef struct gm_sim_ptr_info {
+    gm_sim_mem_kind kind;
+    int device;    /* the device of the context that made it */
+    uint64_t base; /* start of the allocation or registration */
+    size_t size;   /* its bytes, as asked for */
+    unsigned flags;
+} gm_sim_ptr_info;
+
+/* Fills info for the allocation or registration containing addr and answers
+ * CUDA_SUCCESS; CUDA_ERROR_INVALID_VALUE (info->kind = GM_SIM_MEM_NONE) when
+ * none does or the simulator is not loaded. */
+int gm_sim_pointer_info(uint64_t addr, gm_sim_ptr_info *info);
+
+/* Worker threads alive (streams, default streams included). */
+unsigned gm_sim_live_workers(void);
+
+/* Page-locked host bytes in use (allocated and registered, page-rounded). */
+uint64_t gm_sim_host_locked_bytes(void);
+
+#endif /* GM_SIM_H */

@@ -1,0 +1,108 @@
+/*
+ * child.h - run a test case in a forked child process.
+ *
+ * The backend and the default context are chosen once per process, so cases
+ * that need another environment (CUDA_DEVICE, HOME, GPUMEM_SIM_*) run in a
+ * child: the case sets its environment, calls the library and fills a
+ * child_result, which comes back through a pipe.  Fork before the parent
+ * has touched the library (it starts threads on the simulator).
+ */
+#ifndef GPUMEM_TEST_CHILD_H
+#define GPUMEM_TEST_CHILD_H
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+typedef struct child_result {
+    int status;      /* a gpumem_status */
+    long value[4];   /* case-defined values */
+    char text[1024]; /* usually gpumem_last_error() */
+    /* filled by run_child: */
+    int exited;      /* 1 when the child exited normally */
+    int exit_code;
+} child_result;
+
+typedef void (*child_fn)(const void *arg, child_result *out);
+
+static int run_child(child_fn fn, const void *arg, child_result *res) __attribute__((unused));
+static int run_child(child_fn fn, const void *arg, child_result *res)
+{
+    int fds[2];
+    memset(res, 0, sizeof *res);
+    fflush(stdout);
+    fflush(stderr);
+    if (pipe(fds) != 0)
+        return -1;
+    pid_t pid = fork();
+    if (pid < 0)
+        return -1;
+    if (pid == 0) {
+        close(fds[0]);
+        child_result r;
+        memset(&r, 0, sizeof r);
+        fn(arg, &r);
+        ssize_t n = write(fds[1], &r, sizeof r);
+        _exit(n == (ssize_t)sizeof r ? 0 : 3);
+    }
+    close(fds[1]);
+    size_t got = 0;
+    while (got < sizeof *res) {
+        ssize_t n = read(fds[0], (char *)res + got, sizeof *res - got);
+        if (n <= 0)
+            break;
+        got += (size_t)n;
+    }
+    close(fds[0]);
+    int wstatus = 0;
+    waitpid(pid, &wstatus, 0);
+    res->exited = WIFEXITED(wstatus);
+    res->exit_code = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : 128 + WTERMSIG(wstatus);
+    return got == sizeof *res ? 0 : -1;
+}
+
+/* Writes text to dir/name (creating it), for ~/.cuda-device cases. */
+static void write_file(const char *dir, const char *name, const char *text) __attribute__((unused));
+static void write_file(const char *dir, const char *name, const char *text)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    if (f == NULL) {
+        perror(path);
+        exit(99);
+    }
+    fputs(text, f);
+    fclose(f);
+}
+
+/* A fresh empty directory to serve as HOME. */
+static char *make_home(void) __attribute__((unused));
+static char *make_home(void)
+{
+    const char *tmp = getenv("TMPDIR");
+    char *dir = malloc(1024);
+    snprintf(dir, 1024, "%s/gpumem-test-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (mkdtemp(dir) == NULL) {
+        perror("mkdtemp");
+        exit(99);
+    }
+    return dir;
+}
+
+static void remove_home(char *dir) __attribute__((unused));
+static void remove_home(char *dir)
+{
+    char path[1100];
+    snprintf(path, sizeof path, "%s/.cuda-device", dir);
+    unlink(path);
+    snprintf(path, sizeof path, "%s/.cuda_device", dir);
+    unlink(path);
+    rmdir(dir);
+    free(dir);
+}
+
+#endif /* GPUMEM_TEST_CHILD_H */

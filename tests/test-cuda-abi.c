@@ -1,0 +1,105 @@
+/*
+ * test-cuda-abi.c - checks lib/cuda_abi.h, libgpumem's own declarations of
+ * the CUDA driver ABI, against the real cuda.h: every value, every struct
+ * size and field offset.  Built only where configure finds cuda.h; it needs
+ * neither a GPU nor a driver, since everything it checks is compile-time.
+ */
+#include "config.h"
+
+#include <stddef.h>
+
+#include <cuda.h>
+
+#include "cuda_abi.h"
+#include "tap.h"
+
+/* X(field) lists of the copy structs' fields, in declaration order. */
+#define MEMCPY2D_FIELDS(X)                                                           \
+    X(srcXInBytes) X(srcY) X(srcMemoryType) X(srcHost) X(srcDevice) X(srcArray)      \
+    X(srcPitch) X(dstXInBytes) X(dstY) X(dstMemoryType) X(dstHost) X(dstDevice)      \
+    X(dstArray) X(dstPitch) X(WidthInBytes) X(Height)
+
+#define MEMCPY3D_FIELDS(X)                                                           \
+    X(srcXInBytes) X(srcY) X(srcZ) X(srcLOD) X(srcMemoryType) X(srcHost)             \
+    X(srcDevice) X(srcArray) X(reserved0) X(srcPitch) X(srcHeight) X(dstXInBytes)    \
+    X(dstY) X(dstZ) X(dstLOD) X(dstMemoryType) X(dstHost) X(dstDevice) X(dstArray)   \
+    X(reserved1) X(dstPitch) X(dstHeight) X(WidthInBytes) X(Height) X(Depth)
+
+/* Both the value our list gives and the enum it names must equal cuda.h's. */
+#define CHECK_VALUE(name, value) \
+    is_int(GM_##name, name, #name); \
+    is_int(value, name, #name " (list value)");
+
+#define CHECK_CONSTANT(name) is_int(GM_##name, name, #name);
+
+#define CHECK_SIZE(ours, theirs) is_int(sizeof(ours), sizeof(theirs), "sizeof " #theirs);
+
+#define CHECK_FIELD(ours, theirs, field)                                                  \
+    is_int(offsetof(ours, field), offsetof(theirs, field), "offsetof(" #theirs ", " #field ")"); \
+    is_int(sizeof(((ours *)0)->field), sizeof(((theirs *)0)->field),                     \
+           "sizeof " #theirs "." #field);
+
+#define CHECK_FIELD_2D(field) CHECK_FIELD(gm_cu_memcpy2d, CUDA_MEMCPY2D, field)
+#define CHECK_FIELD_3D(field) CHECK_FIELD(gm_cu_memcpy3d, CUDA_MEMCPY3D, field)
+
+int main(void)
+{
+    diag("cuda.h of CUDA %d.%d", CUDA_VERSION / 1000, CUDA_VERSION % 1000 / 10);
+    ok(GM_CUDA_API_VERSION <= CUDA_VERSION, "GM_CUDA_API_VERSION %d <= CUDA_VERSION %d",
+       GM_CUDA_API_VERSION, CUDA_VERSION);
+
+    GM_CU_RESULTS(CHECK_VALUE)
+    GM_CU_DEVICE_ATTRS(CHECK_VALUE)
+
+    CHECK_CONSTANT(CU_MEMORYTYPE_HOST)
+    CHECK_CONSTANT(CU_MEMORYTYPE_DEVICE)
+    CHECK_CONSTANT(CU_MEMORYTYPE_ARRAY)
+    CHECK_CONSTANT(CU_MEMORYTYPE_UNIFIED)
+    CHECK_CONSTANT(CU_COMPUTEMODE_DEFAULT)
+    CHECK_CONSTANT(CU_COMPUTEMODE_PROHIBITED)
+    CHECK_CONSTANT(CU_COMPUTEMODE_EXCLUSIVE_PROCESS)
+
+    CHECK_CONSTANT(CU_MEMHOSTALLOC_PORTABLE)
+    CHECK_CONSTANT(CU_MEMHOSTALLOC_DEVICEMAP)
+    CHECK_CONSTANT(CU_MEMHOSTALLOC_WRITECOMBINED)
+    CHECK_CONSTANT(CU_MEMHOSTREGISTER_PORTABLE)
+    CHECK_CONSTANT(CU_MEMHOSTREGISTER_DEVICEMAP)
+    CHECK_CONSTANT(CU_MEMHOSTREGISTER_IOMEMORY)
+    CHECK_CONSTANT(CU_MEMHOSTREGISTER_READ_ONLY)
+    CHECK_CONSTANT(CU_MEM_ATTACH_GLOBAL)
+    CHECK_CONSTANT(CU_MEM_ATTACH_HOST)
+    CHECK_CONSTANT(CU_STREAM_DEFAULT)
+    CHECK_CONSTANT(CU_STREAM_NON_BLOCKING)
+    CHECK_CONSTANT(CU_EVENT_DEFAULT)
+    CHECK_CONSTANT(CU_EVENT_BLOCKING_SYNC)
+    CHECK_CONSTANT(CU_EVENT_DISABLE_TIMING)
+    CHECK_CONSTANT(CU_GET_PROC_ADDRESS_DEFAULT)
+    CHECK_CONSTANT(CU_GET_PROC_ADDRESS_LEGACY_STREAM)
+    CHECK_CONSTANT(CU_GET_PROC_ADDRESS_SUCCESS)
+    CHECK_CONSTANT(CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND)
+    CHECK_CONSTANT(CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT)
+
+    CHECK_SIZE(gm_cu_result, CUresult)
+    CHECK_SIZE(gm_cu_device, CUdevice)
+    CHECK_SIZE(gm_cu_deviceptr, CUdeviceptr)
+    CHECK_SIZE(gm_cu_context, CUcontext)
+    CHECK_SIZE(gm_cu_stream, CUstream)
+    CHECK_SIZE(gm_cu_event, CUevent)
+    CHECK_SIZE(gm_cu_array, CUarray)
+    CHECK_SIZE(gm_cu_function, CUfunction)
+    CHECK_SIZE(gm_cu_host_fn, CUhostFn)
+    CHECK_SIZE(uint64_t, cuuint64_t)
+    /* The int fields and parameters that stand for these enums. */
+    CHECK_SIZE(int, CUdevice_attribute)
+    CHECK_SIZE(int, CUmemorytype)
+    CHECK_SIZE(int, CUdriverProcAddressQueryResult)
+    is_int((gm_cu_deviceptr)-1 > 0, (CUdeviceptr)-1 > 0, "CUdeviceptr is unsigned");
+
+    CHECK_SIZE(gm_cu_memcpy2d, CUDA_MEMCPY2D)
+    MEMCPY2D_FIELDS(CHECK_FIELD_2D)
+    CHECK_SIZE(gm_cu_memcpy3d, CUDA_MEMCPY3D)
+    MEMCPY3D_FIELDS(CHECK_FIELD_3D)
+
+    done_testing();
+    return exit_status();
+}
