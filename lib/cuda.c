@@ -163,8 +163,11 @@ static gm_cu_result make_current(gm_dctx *ctx)
     return cu.cuCtxSetCurrent(CU_CTX(ctx));
 }
 
-/* Ends a copy or memset queued on stream: with async == 0 the caller wants it
- * done, so wait for the stream. */
+/* Ends a copy or memset: with async == 0 the caller wants it done.  The
+ * driver's synchronous cuMemcpy and cuMemsetD* may return before a
+ * device-to-device copy or a memset has run (they are only ordered before
+ * later work on blocking streams, not on a caller's non-blocking stream), so
+ * wait for the stream they went to. */
 static gm_cu_result finish(gm_cu_result rc, gm_dstream *stream, int async)
 {
     if (rc != GM_CUDA_SUCCESS || async)
@@ -285,7 +288,7 @@ static int cuda_memcpy(gm_dctx *ctx, gm_cu_deviceptr dst, gm_cu_deviceptr src, s
 {
     CU_TRY(make_current(ctx));
     if (!async && stream == NULL)
-        return cu.cuMemcpy(dst, src, bytes);
+        return finish(cu.cuMemcpy(dst, src, bytes), NULL, 0);
     return finish(cu.cuMemcpyAsync(dst, src, bytes, CU_STREAM(stream)), stream, async);
 }
 
@@ -295,7 +298,7 @@ static int cuda_memcpy_2d(gm_dctx *ctx, const gm_cu_memcpy2d *copy, gm_dstream *
     /* cuMemcpy2D limits pitches to CU_DEVICE_ATTRIBUTE_MAX_PITCH; the
      * unaligned variant has no limit, and the planner emits any pitch. */
     if (!async && stream == NULL)
-        return cu.cuMemcpy2DUnaligned(copy);
+        return finish(cu.cuMemcpy2DUnaligned(copy), NULL, 0);
     return finish(cu.cuMemcpy2DAsync(copy, CU_STREAM(stream)), stream, async);
 }
 
@@ -303,7 +306,7 @@ static int cuda_memcpy_3d(gm_dctx *ctx, const gm_cu_memcpy3d *copy, gm_dstream *
 {
     CU_TRY(make_current(ctx));
     if (!async && stream == NULL)
-        return cu.cuMemcpy3D(copy);
+        return finish(cu.cuMemcpy3D(copy), NULL, 0);
     return finish(cu.cuMemcpy3DAsync(copy, CU_STREAM(stream)), stream, async);
 }
 
@@ -329,9 +332,7 @@ static int cuda_memset(gm_dctx *ctx, gm_cu_deviceptr dst, unsigned value, unsign
         rc = queued ? cu.cuMemsetD32Async(dst, value, count, s) : cu.cuMemsetD32(dst, value, count);
         break;
     }
-    /* Like cuMemcpy, the legacy-stream cuMemsetD* is ordered before all later
-     * work on blocking streams; a caller's stream needs the explicit wait. */
-    return queued ? finish(rc, stream, async) : rc;
+    return finish(rc, stream, async);
 }
 
 static int cuda_stream_create(gm_dctx *ctx, gm_dstream **stream, unsigned flags)

@@ -19,10 +19,10 @@
  *  - host and device addresses share one space (unified addressing), so 1-D
  *    copies take plain addresses and the backend infers the direction;
  *  - copies and memsets with async != 0 are queued on the stream; with
- *    async == 0 they have the driver's synchronous semantics (cuMemcpy):
- *    copies to host memory are complete on return, while device-to-device
- *    copies and memsets may still run, ordered before later work on
- *    blocking streams.  The simulator completes them all before returning.
+ *    async == 0 they are complete when the call returns, whatever the
+ *    direction (the cuda backend waits for the stream after the driver's
+ *    synchronous calls, which may return early for device-to-device copies
+ *    and memsets).
  */
 #ifndef GM_DRIVER_H
 #define GM_DRIVER_H
