@@ -12,5 +12,8 @@
 #include <gpumem/status.h>
 #include <gpumem/context.h>
 #include <gpumem/debug.h>
+#include <gpumem/dtype.h>
+#include <gpumem/stream.h>
+#include <gpumem/array.h>
 
 #endif /* GPUMEM_H */

@@ -16,6 +16,7 @@
 #include "driver.h"
 #include "env.h"
 #include "error.h"
+#include "stream.h"
 
 /* ---- devices ------------------------------------------------------------------ */
 
@@ -199,9 +200,18 @@ static gpumem_status context_new(int device, gpumem_selection rule, const char *
         snprintf(where, sizeof where, "%s: device %d gives no context", what, device);
         return gm_drv_check(rc, GM_OP_primary_ctx_retain, where);
     }
+    int max_pitch = 0;
+    rc = GM_DRV(device_get_attribute, device, GM_CU_DEVICE_ATTRIBUTE_MAX_PITCH, &max_pitch);
+    if (rc != 0) {
+        GM_DRV(primary_ctx_release, device);
+        free(ctx);
+        return gm_drv_check(rc, GM_OP_device_get_attribute, what);
+    }
     atomic_init(&ctx->refs, 1);
     ctx->device = device;
     ctx->selection = rule;
+    ctx->max_pitch = max_pitch > 0 ? (size_t)max_pitch : 0;
+    pthread_mutex_init(&ctx->lock, NULL);
     *out = ctx;
     gm_debug("context on device %d (%s)", device, gpumem_selection_name(rule));
     return GPUMEM_OK;
@@ -232,12 +242,14 @@ GPUMEM_API gpumem_status gpumem_context_release(gpumem_context *ctx)
         return gm_error(GPUMEM_ERROR_INVALID_STATE, "gpumem_context_release: the context has no "
                         "references left (released more often than retained)");
     }
+    gm_context_streams_release(ctx);
     gpumem_status st = GPUMEM_OK;
     /* At exit the driver may already be tearing itself down; the operating
      * system reclaims the context. */
     if (!gm_process_exiting())
         st = gm_drv_check(GM_DRV(primary_ctx_release, ctx->device), GM_OP_primary_ctx_release,
                           "gpumem_context_release");
+    pthread_mutex_destroy(&ctx->lock);
     free(ctx);
     return st;
 }

@@ -4,17 +4,26 @@
 #ifndef GM_CONTEXT_H
 #define GM_CONTEXT_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 
 #include "driver.h"
 #include "gpumem/context.h"
+
+struct gpumem_stream;
 
 struct gpumem_context {
     atomic_int refs;
     int device;
     gpumem_selection selection;
-    gm_dctx *dctx; /* the device's primary context, retained once by us */
+    gm_dctx *dctx;     /* the device's primary context, retained once by us */
+    size_t max_pitch;  /* CU_DEVICE_ATTRIBUTE_MAX_PITCH, for the copy planner */
+
+    pthread_mutex_t lock;                  /* guards the stream list */
+    struct gpumem_stream *default_stream;  /* made on first use, owned here */
+    struct gpumem_stream *streams;         /* every live stream (linked by next) */
 };
 
 /* ctx, or the autoinit context when ctx is NULL; NULL and a set last error

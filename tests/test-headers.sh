@@ -1,6 +1,7 @@
 #!/bin/sh
 # Each public header compiles on its own as C99 and C11 with -pedantic, and
-# as C++ (extern "C": a C++ program links against the C library).
+# as C++ (extern "C": a C++ program links against the C library).  The
+# link tests use configure's CFLAGS and LDFLAGS (sanitizer builds need them).
 srcdir=${GPUMEM_TEST_SRCDIR:-.}
 builddir=${GPUMEM_TEST_BUILDDIR:-.}
 CC=${CC:-cc}
@@ -39,10 +40,10 @@ int main() { return std::strcmp(gpumem_version_string(), GPUMEM_VERSION_STRING) 
 CPP
 if [ "${GPUMEM_HAVE_CXX:-no}" = yes ]; then
     check "a C++ program links and runs against the C library" sh -c \
-        "$CXX -std=c++11 $inc '$tmp/link.cpp' -o '$tmp/link' -L'$lib' -lgpumem && LD_LIBRARY_PATH='$lib' '$tmp/link'"
+        "$CXX -std=c++11 ${GPUMEM_TEST_CFLAGS:-} $inc '$tmp/link.cpp' -o '$tmp/link' ${GPUMEM_TEST_LDFLAGS:-} -L'$lib' -lgpumem && LD_LIBRARY_PATH='$lib' '$tmp/link'"
 else
     i=$((i + 1)); echo "ok $i # SKIP no C++ compiler"
 fi
 printf '#include <gpumem.h>\nint main(void) { return gpumem_version() != GPUMEM_VERSION_NUMBER; }\n' >"$tmp/link.c"
 check "a C99 program links and runs against the library" sh -c \
-    "$CC -std=c99 -pedantic $inc '$tmp/link.c' -o '$tmp/linkc' -L'$lib' -lgpumem && LD_LIBRARY_PATH='$lib' '$tmp/linkc'"
+    "$CC -std=c99 -pedantic ${GPUMEM_TEST_CFLAGS:-} $inc '$tmp/link.c' -o '$tmp/linkc' ${GPUMEM_TEST_LDFLAGS:-} -L'$lib' -lgpumem && LD_LIBRARY_PATH='$lib' '$tmp/linkc'"

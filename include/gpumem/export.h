@@ -2,7 +2,7 @@
  * @file gpumem/export.h
  * @brief The one export macro of the public headers.
  *
- * Every public function is declared with ::GPUMEM_API.  The library is built
+ * Every public function is declared with GPUMEM_API.  The library is built
  * with -fvisibility=hidden, so only what carries this macro is exported; the
  * ELF version script then gives each exported name its version node.
  */

@@ -1,0 +1,236 @@
+/**
+ * @file gpumem/array.h
+ * @brief Arrays: numba's DeviceNDArray and DeviceRecord, host arrays, views,
+ *        and copies in every direction with any strides.
+ *
+ * A ::gpumem_array is an N-dimensional view of memory: a data pointer, a
+ * shape, strides in bytes (negative and zero allowed, as in NumPy) and a
+ * dtype.  Arrays are reference-counted (gpumem_array_retain(),
+ * gpumem_array_release()); a view keeps its base alive, and an array holds a
+ * reference to its context and dtype.
+ *
+ * @par Kinds
+ * - device: memory on the GPU (gpumem_device_array, gpumem_to_device);
+ * - host: a caller's host buffer described as an array (gpumem_host_array_wrap),
+ *   or host memory the library allocated (gpumem_host_array);
+ * - pinned, mapped, managed: host memory the driver knows (gpumem/host.h);
+ * - foreign: device memory of another library (gpumem/interop.h).
+ *
+ * @par Streams
+ * Functions that move data take a ::gpumem_stream.  NULL means synchronous:
+ * the call returns when the data has arrived.  With a stream the work is
+ * queued on it and the call returns at once; gpumem_stream_synchronize()
+ * waits for it.
+ *
+ * @par Failure
+ * A failing call changes nothing: no partial copy into a destination that
+ * the call validated, no leaked handle, and the thread's gpumem_last_error()
+ * names the argument and the limit.
+ */
+#ifndef GPUMEM_ARRAY_H
+#define GPUMEM_ARRAY_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <gpumem/export.h>
+#include <gpumem/status.h>
+#include <gpumem/context.h>
+#include <gpumem/dtype.h>
+#include <gpumem/stream.h>
+
+GPUMEM_BEGIN_DECLS
+
+/** The most dimensions an array may have. */
+#define GPUMEM_MAX_NDIM 32
+
+/** An N-dimensional array (reference-counted). */
+typedef struct gpumem_array gpumem_array;
+
+/** What memory an array lives in.  Values are ABI. */
+typedef enum gpumem_memory_kind {
+    GPUMEM_MEMORY_DEVICE = 0,  /**< device memory */
+    GPUMEM_MEMORY_HOST = 1,    /**< pageable host memory */
+    GPUMEM_MEMORY_PINNED = 2,  /**< page-locked host memory */
+    GPUMEM_MEMORY_MAPPED = 3,  /**< page-locked host memory mapped into the device (both pointers) */
+    GPUMEM_MEMORY_MANAGED = 4, /**< managed (unified) memory */
+    GPUMEM_MEMORY_FOREIGN = 5  /**< device memory owned by another library */
+} gpumem_memory_kind;
+
+/**
+ * A slice of one axis, as Python's start:stop:step.  ::GPUMEM_SLICE_DEFAULT
+ * for start or stop means omitted (the axis' beginning or end, by the step's
+ * sign); negative values count from the end.  Unlike Python, explicit bounds
+ * outside the axis are errors (::GPUMEM_ERROR_INDEX_OUT_OF_RANGE), not
+ * clamped, and step 0 is ::GPUMEM_ERROR_ZERO_STEP.
+ */
+typedef struct gpumem_slice {
+    int64_t start, stop, step;
+} gpumem_slice;
+
+/** Omitted slice bound (Python's None). */
+#define GPUMEM_SLICE_DEFAULT INT64_MIN
+/** The whole axis, `:` */
+#define GPUMEM_SLICE_ALL {GPUMEM_SLICE_DEFAULT, GPUMEM_SLICE_DEFAULT, 1}
+
+/** Flags of gpumem_to_device(). */
+#define GPUMEM_TO_DEVICE_NO_COPY 0x1   /**< allocate only (numba's copy=False) */
+#define GPUMEM_TO_DEVICE_WRITEBACK 0x2 /**< copy back into the host array when the stream is synchronized */
+
+/** Flag of gpumem_array_ravel() and gpumem_array_reshape(): fail rather than copy. */
+#define GPUMEM_NO_COPY 0x1
+
+/* ---- making arrays ---------------------------------------------------------------- */
+
+/**
+ * Describes a caller's host buffer as an array (what gpumem_to_device takes).
+ * @p strides in bytes, or NULL for C order.  The buffer is borrowed: it must
+ * outlive the array and every copy queued from or into it.
+ */
+GPUMEM_API gpumem_status gpumem_host_array_wrap(void *data, int ndim, const int64_t *shape,
+                                                const int64_t *strides, const gpumem_dtype *dtype,
+                                                gpumem_array **array);
+
+/** A new host array in memory the library owns (numpy.empty), contiguous in @p order ('C' or 'F'). */
+GPUMEM_API gpumem_status gpumem_host_array(int ndim, const int64_t *shape, const gpumem_dtype *dtype,
+                                           char order, gpumem_array **array);
+
+/**
+ * numba's device_array: an uninitialized device array.  @p strides, when
+ * not NULL, choose the axis order only: the result is always contiguous
+ * (strides with gaps cannot be allocated); NULL uses @p order ('C' or 'F').
+ * The allocation is ordered on @p stream (NULL: none).
+ */
+GPUMEM_API gpumem_status gpumem_device_array(gpumem_context *ctx, int ndim, const int64_t *shape,
+                                             const int64_t *strides, const gpumem_dtype *dtype, char order,
+                                             gpumem_stream *stream, gpumem_array **array);
+
+/**
+ * numba's device_array_like: a contiguous device array with @p like's shape,
+ * dtype and axis order (a transposed or sliced source keeps its stride
+ * order; its gaps are not copied).
+ */
+GPUMEM_API gpumem_status gpumem_device_array_like(gpumem_context *ctx, const gpumem_array *like,
+                                                  gpumem_stream *stream, gpumem_array **array);
+
+/** numba's DeviceRecord: a 0-d device array of a record dtype. */
+GPUMEM_API gpumem_status gpumem_device_record(gpumem_context *ctx, const gpumem_dtype *dtype,
+                                              gpumem_stream *stream, gpumem_array **array);
+
+/**
+ * numba's to_device: a new device array like @p host (gpumem_device_array_like),
+ * with @p host's data copied in unless ::GPUMEM_TO_DEVICE_NO_COPY is given.
+ * A 0-d host array of a record dtype (a structured scalar) gives a
+ * DeviceRecord.  With ::GPUMEM_TO_DEVICE_WRITEBACK the device data is copied
+ * back into @p host at the next gpumem_stream_synchronize() of @p stream (or
+ * of the context's default stream when @p stream is NULL) and at
+ * gpumem_stream_auto_synchronize_end(); the array and @p host stay alive
+ * until then.
+ */
+GPUMEM_API gpumem_status gpumem_to_device(gpumem_context *ctx, gpumem_array *host, gpumem_stream *stream,
+                                          unsigned flags, gpumem_array **array);
+
+/** Adds a reference. */
+GPUMEM_API gpumem_status gpumem_array_retain(gpumem_array *array);
+
+/**
+ * Drops a reference; the last one frees the memory the array owns (and
+ * returns the driver's failure to free it, if any: the handle is gone
+ * either way).  NULL is a no-op.
+ */
+GPUMEM_API gpumem_status gpumem_array_release(gpumem_array *array);
+
+/* ---- copies --------------------------------------------------------------------------- */
+
+/**
+ * Copies every element of @p src into @p dst: equal shapes and dtypes, any
+ * kinds (device, host, pinned, mapped, managed), any strides on either side
+ * (negative, zero in the source).  Only the elements are written, never the
+ * gaps of a strided destination.  The copy is planned into the fewest driver
+ * copies (one 1-D copy for two contiguous sides, one 2-D or 3-D copy for two
+ * or three strided levels, loops of those beyond; gpumem/debug.h counts
+ * them); overlapping source and destination are staged.  @p stream NULL:
+ * synchronous.
+ */
+GPUMEM_API gpumem_status gpumem_array_copy(gpumem_array *dst, const gpumem_array *src, gpumem_stream *stream);
+
+/** numba's copy_to_host(ary, stream): @p src (device) into @p dst (a host-side array). */
+GPUMEM_API gpumem_status gpumem_copy_to_host(const gpumem_array *src, gpumem_array *dst, gpumem_stream *stream);
+
+/** numba's copy_to_device(ary, stream): @p src (host or device) into @p dst (device). */
+GPUMEM_API gpumem_status gpumem_copy_to_device(gpumem_array *dst, const gpumem_array *src,
+                                               gpumem_stream *stream);
+
+/** Sets every element to the @p value of one element (itemsize bytes). */
+GPUMEM_API gpumem_status gpumem_array_fill(gpumem_array *array, const void *value, gpumem_stream *stream);
+
+/** Reads one element (itemsize bytes) at @p index (ndim indices; negative count from the end). */
+GPUMEM_API gpumem_status gpumem_array_get_item(const gpumem_array *array, const int64_t *index, void *value,
+                                               gpumem_stream *stream);
+
+/** Writes one element at @p index. */
+GPUMEM_API gpumem_status gpumem_array_set_item(gpumem_array *array, const int64_t *index, const void *value,
+                                               gpumem_stream *stream);
+
+/* ---- views ------------------------------------------------------------------------------- */
+
+/** A view of the first @p nslices axes sliced (the rest whole). */
+GPUMEM_API gpumem_status gpumem_array_slice(gpumem_array *array, const gpumem_slice *slices, int nslices,
+                                            gpumem_array **view);
+
+/** A view with permuted axes: axis i of the view is axis axes[i]; NULL reverses (NumPy's .T). */
+GPUMEM_API gpumem_status gpumem_array_transpose(gpumem_array *array, const int *axes, gpumem_array **view);
+
+/** A view of the same bytes as another dtype (NumPy's view(dtype)). */
+GPUMEM_API gpumem_status gpumem_array_view(gpumem_array *array, const gpumem_dtype *dtype, gpumem_array **view);
+
+/**
+ * numba's reshape: @p ndim extents, at most one -1, read in @p order ('C',
+ * 'F' or 'A').  A view when one exists; otherwise a contiguous copy (of the
+ * same kind, in the array's context), or ::GPUMEM_ERROR_COPY_REQUIRED with
+ * ::GPUMEM_NO_COPY.
+ */
+GPUMEM_API gpumem_status gpumem_array_reshape(gpumem_array *array, int ndim, const int64_t *shape, char order,
+                                              unsigned flags, gpumem_stream *stream, gpumem_array **result);
+
+/** numba's ravel: reshape to one dimension. */
+GPUMEM_API gpumem_status gpumem_array_ravel(gpumem_array *array, char order, unsigned flags,
+                                            gpumem_stream *stream, gpumem_array **result);
+
+/**
+ * numba's split(section): views of consecutive pieces of @p section elements
+ * of a 1-D array; the last may be shorter.  @p pieces has room for
+ * @p capacity handles; *count gets the number of pieces (also when
+ * @p capacity is too small, which is ::GPUMEM_ERROR_INVALID_VALUE and makes
+ * no views).
+ */
+GPUMEM_API gpumem_status gpumem_array_split(gpumem_array *array, int64_t section, gpumem_array **pieces,
+                                            size_t capacity, size_t *count);
+
+/* ---- properties ---------------------------------------------------------------------------- */
+
+GPUMEM_API gpumem_status gpumem_array_ndim(const gpumem_array *array, int *ndim);
+/** Copies ndim extents into @p shape. */
+GPUMEM_API gpumem_status gpumem_array_shape(const gpumem_array *array, int64_t *shape);
+/** Copies ndim byte strides into @p strides. */
+GPUMEM_API gpumem_status gpumem_array_strides(const gpumem_array *array, int64_t *strides);
+/** The dtype (borrowed: valid while the array lives). */
+GPUMEM_API gpumem_status gpumem_array_dtype(const gpumem_array *array, const gpumem_dtype **dtype);
+/** The number of elements. */
+GPUMEM_API gpumem_status gpumem_array_size(const gpumem_array *array, int64_t *size);
+/** The bytes of its elements (size * itemsize). */
+GPUMEM_API gpumem_status gpumem_array_nbytes(const gpumem_array *array, int64_t *nbytes);
+GPUMEM_API gpumem_status gpumem_array_kind(const gpumem_array *array, gpumem_memory_kind *kind);
+/** The context (borrowed; NULL for host arrays). */
+GPUMEM_API gpumem_status gpumem_array_context(const gpumem_array *array, gpumem_context **ctx);
+/** The device address of element [0, ...] (device, mapped, managed, foreign; else GPUMEM_ERROR_INVALID_VALUE). */
+GPUMEM_API gpumem_status gpumem_array_device_pointer(const gpumem_array *array, uint64_t *pointer);
+/** The host address of element [0, ...] (host, pinned, mapped, managed; else GPUMEM_ERROR_INVALID_VALUE). */
+GPUMEM_API gpumem_status gpumem_array_host_pointer(const gpumem_array *array, void **pointer);
+/** NumPy's C_CONTIGUOUS flag: *result 1 or 0. */
+GPUMEM_API gpumem_status gpumem_array_is_c_contiguous(const gpumem_array *array, int *result);
+/** NumPy's F_CONTIGUOUS flag. */
+GPUMEM_API gpumem_status gpumem_array_is_f_contiguous(const gpumem_array *array, int *result);
+
+GPUMEM_END_DECLS
+
+#endif /* GPUMEM_ARRAY_H */

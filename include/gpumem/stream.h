@@ -1,0 +1,75 @@
+/**
+ * @file gpumem/stream.h
+ * @brief Streams: numba's cuda.stream(), synchronize(), auto_synchronize(),
+ *        and the write-backs of gpumem_to_device().
+ *
+ * A ::gpumem_stream belongs to one context; arrays of another context used
+ * with it are ::GPUMEM_ERROR_CONTEXT_MISMATCH.  Work queued on a stream runs
+ * in order, asynchronously to the host; gpumem_stream_synchronize() waits
+ * for it and then commits the stream's pending write-backs.
+ */
+#ifndef GPUMEM_STREAM_H
+#define GPUMEM_STREAM_H
+
+#include <gpumem/export.h>
+#include <gpumem/status.h>
+#include <gpumem/context.h>
+
+GPUMEM_BEGIN_DECLS
+
+/** A stream of a context. */
+typedef struct gpumem_stream gpumem_stream;
+
+/** Flag of gpumem_stream_create(): no implicit ordering with the default stream. */
+#define GPUMEM_STREAM_NON_BLOCKING 0x1
+
+/** numba's cuda.stream(): a new stream of @p ctx (NULL: the autoinit context). */
+GPUMEM_API gpumem_status gpumem_stream_create(gpumem_context *ctx, unsigned flags, gpumem_stream **stream);
+
+/**
+ * Synchronizes the stream (committing its write-backs), then destroys it.
+ * The context's default stream cannot be destroyed.  NULL is a no-op.
+ */
+GPUMEM_API gpumem_status gpumem_stream_destroy(gpumem_stream *stream);
+
+/**
+ * The context's default stream (the legacy NULL stream: ordered with every
+ * blocking stream).  Borrowed: it lives as long as the context.
+ */
+GPUMEM_API gpumem_status gpumem_stream_default(gpumem_context *ctx, gpumem_stream **stream);
+
+/**
+ * Waits for all work queued on the stream, then commits its pending
+ * write-backs (and waits for them).  The first failure is returned; the
+ * write-backs are dropped either way, so none is committed twice.
+ */
+GPUMEM_API gpumem_status gpumem_stream_synchronize(gpumem_stream *stream);
+
+/** GPUMEM_OK when the stream's work is done, ::GPUMEM_ERROR_NOT_READY while it runs. */
+GPUMEM_API gpumem_status gpumem_stream_query(gpumem_stream *stream);
+
+/** The stream's context (borrowed). */
+GPUMEM_API gpumem_status gpumem_stream_context(const gpumem_stream *stream, gpumem_context **ctx);
+
+/**
+ * numba's `with stream.auto_synchronize():` begins.  Scopes nest; the
+ * outermost end synchronizes.
+ */
+GPUMEM_API gpumem_status gpumem_stream_auto_synchronize_begin(gpumem_stream *stream);
+
+/**
+ * Ends an auto_synchronize scope: the outermost end synchronizes the stream
+ * and commits its write-backs.  Call it on every path, also when the code in
+ * the scope failed: it returns the synchronization's status, so
+ *   st = work(stream); end = gpumem_stream_auto_synchronize_end(stream);
+ *   if (st == GPUMEM_OK) st = end;
+ * Ending a scope that was not begun is ::GPUMEM_ERROR_INVALID_STATE.
+ */
+GPUMEM_API gpumem_status gpumem_stream_auto_synchronize_end(gpumem_stream *stream);
+
+/** Waits for all work of the context's device and commits every write-back of the context's streams. */
+GPUMEM_API gpumem_status gpumem_context_synchronize(gpumem_context *ctx);
+
+GPUMEM_END_DECLS
+
+#endif /* GPUMEM_STREAM_H */

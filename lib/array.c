@@ -1,0 +1,560 @@
+/*
+ * array.c - array handles: making them, their lifetime, views, properties,
+ * and element access.  Copies are in copy.c; layout arithmetic in layout.c.
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "array.h"
+#include "error.h"
+#include "gpumem/dtype.h"
+#include "stream.h"
+
+#define HOST_ALIGNMENT 64
+
+int64_t gm_array_size(const gpumem_array *a)
+{
+    int64_t n = 1;
+    for (int i = 0; i < a->ndim; i++)
+        n *= a->shape[i];
+    return n;
+}
+
+static gpumem_status check_dtype(const char *what, const gpumem_dtype *dtype, size_t *itemsize)
+{
+    if (dtype == NULL)
+        return gm_error(GPUMEM_ERROR_NULL_ARGUMENT, "%s: argument 'dtype' is NULL", what);
+    gpumem_status st = gpumem_dtype_itemsize(dtype, itemsize);
+    if (st == GPUMEM_OK && *itemsize == 0)
+        st = gm_error(GPUMEM_ERROR_INVALID_DTYPE, "%s: dtype has item size 0", what);
+    return st;
+}
+
+/* A handle with no memory yet: shape, strides, dtype and context filled and
+ * retained. */
+static gpumem_array *array_alloc(gpumem_memory_kind kind, gpumem_context *ctx, int ndim, const int64_t *shape,
+                                 const int64_t *strides, const gpumem_dtype *dtype, size_t itemsize)
+{
+    gpumem_array *a = calloc(1, sizeof *a);
+    if (a == NULL)
+        return NULL;
+    atomic_init(&a->refs, 1);
+    a->kind = kind;
+    a->ndim = ndim;
+    a->itemsize = itemsize;
+    if (ndim > 0) {
+        memcpy(a->shape, shape, (size_t)ndim * sizeof *shape);
+        memcpy(a->strides, strides, (size_t)ndim * sizeof *strides);
+    }
+    a->dtype = dtype;
+    gpumem_dtype_retain(dtype);
+    a->ctx = ctx;
+    if (ctx != NULL)
+        gpumem_context_retain(ctx);
+    return a;
+}
+
+/* Frees an array whose last reference went; the status is the driver's
+ * answer to freeing its memory (the handle is gone either way). */
+static gpumem_status array_free(gpumem_array *a)
+{
+    gpumem_status st = GPUMEM_OK;
+    if (a->owned == GM_OWNED_DEVICE && a->alloc_dev != 0 && !gm_process_exiting())
+        st = gm_drv_check(GM_DRV(mem_free, a->ctx->dctx, a->alloc_dev), GM_OP_mem_free, "gpumem_array_release");
+    else if (a->owned == GM_OWNED_HOST)
+        free(a->alloc_host);
+    gpumem_dtype_release(a->dtype);
+    gpumem_context_release(a->ctx);
+    gpumem_status bst = gpumem_array_release(a->base);
+    free(a);
+    return st != GPUMEM_OK ? st : bst;
+}
+
+static gpumem_status out_of_host_memory(const char *what)
+{
+    return gm_error(GPUMEM_ERROR_HOST_OUT_OF_MEMORY, "%s: out of host memory", what);
+}
+
+gpumem_status gm_array_new_device(const char *what, gpumem_context *ctx, int ndim, const int64_t *shape,
+                                  const int64_t *strides, const gpumem_dtype *dtype, gpumem_array **out)
+{
+    size_t itemsize;
+    int64_t nbytes;
+    gpumem_status st = check_dtype(what, dtype, &itemsize);
+    if (st == GPUMEM_OK)
+        st = gm_layout_check_shape(what, ndim, shape, itemsize, NULL, &nbytes);
+    if (st != GPUMEM_OK)
+        return st;
+    gpumem_array *a = array_alloc(GPUMEM_MEMORY_DEVICE, ctx, ndim, shape, strides, dtype, itemsize);
+    if (a == NULL)
+        return out_of_host_memory(what);
+    if (nbytes > 0) {
+        int rc = GM_DRV(mem_alloc, ctx->dctx, &a->alloc_dev, (size_t)nbytes);
+        if (rc != 0) {
+            array_free(a);
+            char where[200];
+            snprintf(where, sizeof where, "%s: %lld bytes on device %d", what, (long long)nbytes, ctx->device);
+            return gm_drv_check(rc, GM_OP_mem_alloc, where);
+        }
+        a->owned = GM_OWNED_DEVICE;
+    }
+    /* Contiguous strides are never negative, so element 0 is the allocation's start. */
+    a->dev = a->alloc_dev;
+    *out = a;
+    return GPUMEM_OK;
+}
+
+gpumem_status gm_array_new_host(const char *what, int ndim, const int64_t *shape, const int64_t *strides,
+                              const gpumem_dtype *dtype, gpumem_array **out)
+{
+    size_t itemsize;
+    int64_t nbytes;
+    gpumem_status st = check_dtype(what, dtype, &itemsize);
+    if (st == GPUMEM_OK)
+        st = gm_layout_check_shape(what, ndim, shape, itemsize, NULL, &nbytes);
+    if (st != GPUMEM_OK)
+        return st;
+    gpumem_array *a = array_alloc(GPUMEM_MEMORY_HOST, NULL, ndim, shape, strides, dtype, itemsize);
+    if (a == NULL)
+        return out_of_host_memory(what);
+    size_t bytes = ((size_t)nbytes + HOST_ALIGNMENT - 1) / HOST_ALIGNMENT * HOST_ALIGNMENT;
+    a->alloc_host = aligned_alloc(HOST_ALIGNMENT, bytes > 0 ? bytes : HOST_ALIGNMENT);
+    if (a->alloc_host == NULL) {
+        array_free(a);
+        return gm_error(GPUMEM_ERROR_HOST_OUT_OF_MEMORY, "%s: cannot allocate %lld bytes of host memory", what,
+                        (long long)nbytes);
+    }
+    a->owned = GM_OWNED_HOST;
+    a->host = a->alloc_host;
+    *out = a;
+    return GPUMEM_OK;
+}
+
+static gpumem_status check_order(const char *what, char order)
+{
+    if (order == 'C' || order == 'F')
+        return GPUMEM_OK;
+    return gm_error(GPUMEM_ERROR_INVALID_ORDER, "%s: order '%c' (0x%02x): must be 'C' or 'F'", what,
+                    order >= 0x20 && order < 0x7f ? order : '?', (unsigned char)order);
+}
+
+gpumem_status gm_array_new_like(const char *what, const gpumem_array *a, int ndim, const int64_t *shape,
+                                char order, gpumem_array **out)
+{
+    int64_t strides[GM_MAX_NDIM];
+    if (order == 0)
+        gm_layout_strides_like(ndim, shape, a->strides, a->itemsize, strides);
+    else
+        gm_layout_contiguous_strides(what, ndim, shape, a->itemsize, order, strides);
+    if (gm_array_on_device(a))
+        return gm_array_new_device(what, a->ctx, ndim, shape, strides, a->dtype, out);
+    return gm_array_new_host(what, ndim, shape, strides, a->dtype, out);
+}
+
+GPUMEM_API gpumem_status gpumem_host_array_wrap(void *data, int ndim, const int64_t *shape,
+                                                const int64_t *strides, const gpumem_dtype *dtype,
+                                                gpumem_array **array)
+{
+    const char *what = "gpumem_host_array_wrap";
+    GM_CHECK_NULL(array);
+    if (ndim > 0)
+        GM_CHECK_NULL(shape);
+    size_t itemsize;
+    int64_t nbytes;
+    gpumem_status st = check_dtype(what, dtype, &itemsize);
+    if (st == GPUMEM_OK)
+        st = gm_layout_check_shape(what, ndim, shape, itemsize, NULL, &nbytes);
+    if (st != GPUMEM_OK)
+        return st;
+    if (data == NULL && nbytes > 0)
+        return gm_error(GPUMEM_ERROR_NULL_ARGUMENT, "%s: argument 'data' is NULL for %lld bytes", what,
+                        (long long)nbytes);
+    int64_t c_strides[GM_MAX_NDIM];
+    if (strides == NULL) {
+        gm_layout_contiguous_strides(what, ndim, shape, itemsize, 'C', c_strides);
+        strides = c_strides;
+    }
+    int64_t lo, hi;
+    if (!gm_layout_extent(ndim, shape, strides, itemsize, &lo, &hi))
+        return gm_error(GPUMEM_ERROR_OVERFLOW, "%s: the strides reach beyond the address space", what);
+    gpumem_array *a = array_alloc(GPUMEM_MEMORY_HOST, NULL, ndim, shape, strides, dtype, itemsize);
+    if (a == NULL)
+        return out_of_host_memory(what);
+    a->host = data;
+    *array = a;
+    return GPUMEM_OK;
+}
+
+GPUMEM_API gpumem_status gpumem_host_array(int ndim, const int64_t *shape, const gpumem_dtype *dtype, char order,
+                                           gpumem_array **array)
+{
+    const char *what = "gpumem_host_array";
+    GM_CHECK_NULL(array);
+    if (ndim > 0)
+        GM_CHECK_NULL(shape);
+    size_t itemsize;
+    gpumem_status st = check_dtype(what, dtype, &itemsize);
+    if (st == GPUMEM_OK)
+        st = check_order(what, order);
+    if (st == GPUMEM_OK)
+        st = gm_layout_check_shape(what, ndim, shape, itemsize, NULL, NULL);
+    if (st != GPUMEM_OK)
+        return st;
+    int64_t strides[GM_MAX_NDIM];
+    gm_layout_contiguous_strides(what, ndim, shape, itemsize, order, strides);
+    return gm_array_new_host(what, ndim, shape, strides, dtype, array);
+}
+
+GPUMEM_API gpumem_status gpumem_device_array(gpumem_context *ctx, int ndim, const int64_t *shape,
+                                             const int64_t *strides, const gpumem_dtype *dtype, char order,
+                                             gpumem_stream *stream, gpumem_array **array)
+{
+    const char *what = "gpumem_device_array";
+    GM_CHECK_NULL(array);
+    if (ndim > 0)
+        GM_CHECK_NULL(shape);
+    size_t itemsize;
+    gpumem_status st = check_dtype(what, dtype, &itemsize);
+    if (st == GPUMEM_OK && strides == NULL)
+        st = check_order(what, order);
+    if (st == GPUMEM_OK)
+        st = gm_layout_check_shape(what, ndim, shape, itemsize, NULL, NULL);
+    if (st != GPUMEM_OK)
+        return st;
+    ctx = gm_context_or_default(ctx, &st);
+    if (st == GPUMEM_OK)
+        st = gm_stream_check(stream, ctx, what, "ctx");
+    if (st != GPUMEM_OK)
+        return st;
+    int64_t cstrides[GM_MAX_NDIM];
+    if (strides != NULL)
+        gm_layout_strides_like(ndim, shape, strides, itemsize, cstrides);
+    else
+        gm_layout_contiguous_strides(what, ndim, shape, itemsize, order, cstrides);
+    return gm_array_new_device(what, ctx, ndim, shape, cstrides, dtype, array);
+}
+
+GPUMEM_API gpumem_status gpumem_device_array_like(gpumem_context *ctx, const gpumem_array *like,
+                                                  gpumem_stream *stream, gpumem_array **array)
+{
+    GM_CHECK_NULL(like);
+    return gpumem_device_array(ctx != NULL ? ctx : like->ctx, like->ndim, like->shape, like->strides,
+                               like->dtype, 'C', stream, array);
+}
+
+GPUMEM_API gpumem_status gpumem_device_record(gpumem_context *ctx, const gpumem_dtype *dtype,
+                                              gpumem_stream *stream, gpumem_array **array)
+{
+    return gpumem_device_array(ctx, 0, NULL, NULL, dtype, 'C', stream, array);
+}
+
+GPUMEM_API gpumem_status gpumem_to_device(gpumem_context *ctx, gpumem_array *host, gpumem_stream *stream,
+                                          unsigned flags, gpumem_array **array)
+{
+    const char *what = "gpumem_to_device";
+    GM_CHECK_NULL(host);
+    GM_CHECK_NULL(array);
+    if (flags & ~(unsigned)(GPUMEM_TO_DEVICE_NO_COPY | GPUMEM_TO_DEVICE_WRITEBACK))
+        return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: unknown flags 0x%x", what, flags);
+    gpumem_status st;
+    ctx = gm_context_or_default(ctx != NULL ? ctx : host->ctx, &st);
+    if (st == GPUMEM_OK)
+        st = gm_stream_check(stream, ctx, what, "ctx");
+    if (st != GPUMEM_OK)
+        return st;
+    gpumem_array *dev = NULL;
+    st = gpumem_device_array_like(ctx, host, stream, &dev);
+    if (st == GPUMEM_OK && !(flags & GPUMEM_TO_DEVICE_NO_COPY))
+        st = gpumem_array_copy(dev, host, stream);
+    if (st == GPUMEM_OK && (flags & GPUMEM_TO_DEVICE_WRITEBACK))
+        st = gm_stream_add_writeback(stream, ctx, dev, host);
+    if (st != GPUMEM_OK) {
+        gpumem_array_release(dev);
+        return st;
+    }
+    *array = dev;
+    return GPUMEM_OK;
+}
+
+GPUMEM_API gpumem_status gpumem_array_retain(gpumem_array *array)
+{
+    GM_CHECK_NULL(array);
+    atomic_fetch_add_explicit(&array->refs, 1, memory_order_relaxed);
+    return GPUMEM_OK;
+}
+
+GPUMEM_API gpumem_status gpumem_array_release(gpumem_array *array)
+{
+    if (array == NULL)
+        return GPUMEM_OK;
+    if (atomic_fetch_sub_explicit(&array->refs, 1, memory_order_acq_rel) == 1)
+        return array_free(array);
+    return GPUMEM_OK;
+}
+
+/* ---- views ------------------------------------------------------------------------------ */
+
+/* A view of a with new shape/strides, its element 0 `offset` bytes from a's. */
+static gpumem_status make_view(const char *what, gpumem_array *a, int ndim, const int64_t *shape,
+                               const int64_t *strides, int64_t offset, const gpumem_dtype *dtype,
+                               gpumem_array **out)
+{
+    size_t itemsize = a->itemsize;
+    if (dtype != a->dtype)
+        gpumem_dtype_itemsize(dtype, &itemsize);
+    gpumem_array *v = array_alloc(a->kind, a->ctx, ndim, shape, strides, dtype, itemsize);
+    if (v == NULL)
+        return out_of_host_memory(what);
+    v->host = a->host != NULL ? a->host + offset : NULL;
+    v->dev = a->dev != 0 ? a->dev + (gm_cu_deviceptr)offset : 0;
+    v->base = a->base != NULL ? a->base : a;
+    gpumem_array_retain(v->base);
+    *out = v;
+    return GPUMEM_OK;
+}
+
+GPUMEM_API gpumem_status gpumem_array_slice(gpumem_array *array, const gpumem_slice *slices, int nslices,
+                                            gpumem_array **view)
+{
+    const char *what = "gpumem_array_slice";
+    GM_CHECK_NULL(array);
+    GM_CHECK_NULL(view);
+    if (nslices > 0)
+        GM_CHECK_NULL(slices);
+    int64_t shape[GM_MAX_NDIM], strides[GM_MAX_NDIM], offset;
+    gpumem_status st = gm_layout_slice(what, array->ndim, array->shape, array->strides,
+                                       (const gm_slice *)slices, nslices, shape, strides, &offset);
+    if (st != GPUMEM_OK)
+        return st;
+    return make_view(what, array, array->ndim, shape, strides, offset, array->dtype, view);
+}
+
+GPUMEM_API gpumem_status gpumem_array_transpose(gpumem_array *array, const int *axes, gpumem_array **view)
+{
+    const char *what = "gpumem_array_transpose";
+    GM_CHECK_NULL(array);
+    GM_CHECK_NULL(view);
+    int64_t shape[GM_MAX_NDIM], strides[GM_MAX_NDIM];
+    gpumem_status st = gm_layout_transpose(what, array->ndim, array->shape, array->strides, axes, shape, strides);
+    if (st != GPUMEM_OK)
+        return st;
+    return make_view(what, array, array->ndim, shape, strides, 0, array->dtype, view);
+}
+
+GPUMEM_API gpumem_status gpumem_array_view(gpumem_array *array, const gpumem_dtype *dtype, gpumem_array **view)
+{
+    const char *what = "gpumem_array_view";
+    GM_CHECK_NULL(array);
+    GM_CHECK_NULL(view);
+    size_t itemsize;
+    gpumem_status st = check_dtype(what, dtype, &itemsize);
+    int64_t shape[GM_MAX_NDIM], strides[GM_MAX_NDIM];
+    if (st == GPUMEM_OK)
+        st = gm_layout_view(what, array->ndim, array->shape, array->strides, array->itemsize, itemsize, shape,
+                            strides);
+    if (st != GPUMEM_OK)
+        return st;
+    return make_view(what, array, array->ndim, shape, strides, 0, dtype, view);
+}
+
+GPUMEM_API gpumem_status gpumem_array_reshape(gpumem_array *array, int ndim, const int64_t *shape, char order,
+                                              unsigned flags, gpumem_stream *stream, gpumem_array **result)
+{
+    const char *what = "gpumem_array_reshape";
+    GM_CHECK_NULL(array);
+    GM_CHECK_NULL(result);
+    if (ndim > 0)
+        GM_CHECK_NULL(shape);
+    if (flags & ~(unsigned)GPUMEM_NO_COPY)
+        return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: unknown flags 0x%x", what, flags);
+    int64_t nshape[GM_MAX_NDIM], nstrides[GM_MAX_NDIM];
+    bool is_view;
+    gpumem_status st = gm_layout_reshape(what, array->ndim, array->shape, array->strides, array->itemsize, ndim,
+                                         shape, order, nshape, nstrides, &is_view);
+    if (st != GPUMEM_OK)
+        return st;
+    if (is_view)
+        return make_view(what, array, ndim, nshape, nstrides, 0, array->dtype, result);
+    if (flags & GPUMEM_NO_COPY)
+        return gm_error(GPUMEM_ERROR_COPY_REQUIRED, "%s: no view of this array has the new shape in order "
+                        "'%c'; a copy is required", what, order);
+    st = gm_stream_check(stream, array->ctx, what, "array");
+    if (st != GPUMEM_OK)
+        return st;
+    /* The copy: a contiguous array in the reading order, filled through a
+     * view of it with the old shape read in that same order. */
+    char rorder = order;
+    if (rorder == 'A')
+        rorder = gm_layout_is_f_contiguous(array->ndim, array->shape, array->strides, array->itemsize) &&
+                         !gm_layout_is_c_contiguous(array->ndim, array->shape, array->strides, array->itemsize)
+                     ? 'F'
+                     : 'C';
+    gpumem_array *copy = NULL, *as_old = NULL;
+    st = gm_array_new_like(what, array, ndim, nshape, rorder, &copy);
+    if (st == GPUMEM_OK) {
+        int64_t ostrides[GM_MAX_NDIM];
+        gm_layout_contiguous_strides(what, array->ndim, array->shape, array->itemsize, rorder, ostrides);
+        st = make_view(what, copy, array->ndim, array->shape, ostrides, 0, array->dtype, &as_old);
+    }
+    if (st == GPUMEM_OK)
+        st = gpumem_array_copy(as_old, array, stream);
+    gpumem_array_release(as_old);
+    if (st != GPUMEM_OK) {
+        gpumem_array_release(copy);
+        return st;
+    }
+    *result = copy;
+    return GPUMEM_OK;
+}
+
+GPUMEM_API gpumem_status gpumem_array_ravel(gpumem_array *array, char order, unsigned flags,
+                                            gpumem_stream *stream, gpumem_array **result)
+{
+    int64_t flat = -1;
+    return gpumem_array_reshape(array, 1, &flat, order, flags, stream, result);
+}
+
+GPUMEM_API gpumem_status gpumem_array_split(gpumem_array *array, int64_t section, gpumem_array **pieces,
+                                            size_t capacity, size_t *count)
+{
+    const char *what = "gpumem_array_split";
+    GM_CHECK_NULL(array);
+    GM_CHECK_NULL(count);
+    if (array->ndim != 1)
+        return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: the array has %d dimensions; split needs 1", what,
+                        array->ndim);
+    if (section <= 0)
+        return gm_error(GPUMEM_ERROR_INVALID_SECTION, "%s: section %lld must be positive", what,
+                        (long long)section);
+    int64_t n = array->shape[0];
+    size_t need = (size_t)((n + section - 1) / section);
+    *count = need;
+    if (need > capacity)
+        return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: %zu pieces do not fit in capacity %zu", what, need,
+                        capacity);
+    if (need > 0)
+        GM_CHECK_NULL(pieces);
+    for (size_t i = 0; i < need; i++) {
+        int64_t begin = (int64_t)i * section;
+        int64_t len = n - begin < section ? n - begin : section;
+        gpumem_status st = make_view(what, array, 1, &len, array->strides, begin * array->strides[0],
+                                     array->dtype, &pieces[i]);
+        if (st != GPUMEM_OK) {
+            while (i > 0)
+                gpumem_array_release(pieces[--i]);
+            return st;
+        }
+    }
+    return GPUMEM_OK;
+}
+
+/* ---- properties -------------------------------------------------------------------------- */
+
+GPUMEM_API gpumem_status gpumem_array_ndim(const gpumem_array *array, int *ndim)
+{
+    GM_CHECK_NULL(array);
+    GM_CHECK_NULL(ndim);
+    *ndim = array->ndim;
+    return GPUMEM_OK;
+}
+
+GPUMEM_API gpumem_status gpumem_array_shape(const gpumem_array *array, int64_t *shape)
+{
+    GM_CHECK_NULL(array);
+    if (array->ndim > 0) {
+        GM_CHECK_NULL(shape);
+        memcpy(shape, array->shape, (size_t)array->ndim * sizeof *shape);
+    }
+    return GPUMEM_OK;
+}
+
+GPUMEM_API gpumem_status gpumem_array_strides(const gpumem_array *array, int64_t *strides)
+{
+    GM_CHECK_NULL(array);
+    if (array->ndim > 0) {
+        GM_CHECK_NULL(strides);
+        memcpy(strides, array->strides, (size_t)array->ndim * sizeof *strides);
+    }
+    return GPUMEM_OK;
+}
+
+GPUMEM_API gpumem_status gpumem_array_dtype(const gpumem_array *array, const gpumem_dtype **dtype)
+{
+    GM_CHECK_NULL(array);
+    GM_CHECK_NULL(dtype);
+    *dtype = array->dtype;
+    return GPUMEM_OK;
+}
+
+GPUMEM_API gpumem_status gpumem_array_size(const gpumem_array *array, int64_t *size)
+{
+    GM_CHECK_NULL(array);
+    GM_CHECK_NULL(size);
+    *size = gm_array_size(array);
+    return GPUMEM_OK;
+}
+
+GPUMEM_API gpumem_status gpumem_array_nbytes(const gpumem_array *array, int64_t *nbytes)
+{
+    GM_CHECK_NULL(array);
+    GM_CHECK_NULL(nbytes);
+    *nbytes = gm_array_size(array) * (int64_t)array->itemsize;
+    return GPUMEM_OK;
+}
+
+GPUMEM_API gpumem_status gpumem_array_kind(const gpumem_array *array, gpumem_memory_kind *kind)
+{
+    GM_CHECK_NULL(array);
+    GM_CHECK_NULL(kind);
+    *kind = array->kind;
+    return GPUMEM_OK;
+}
+
+GPUMEM_API gpumem_status gpumem_array_context(const gpumem_array *array, gpumem_context **ctx)
+{
+    GM_CHECK_NULL(array);
+    GM_CHECK_NULL(ctx);
+    *ctx = array->ctx;
+    return GPUMEM_OK;
+}
+
+GPUMEM_API gpumem_status gpumem_array_device_pointer(const gpumem_array *array, uint64_t *pointer)
+{
+    GM_CHECK_NULL(array);
+    GM_CHECK_NULL(pointer);
+    if (array->kind == GPUMEM_MEMORY_HOST || array->kind == GPUMEM_MEMORY_PINNED)
+        return gm_error(GPUMEM_ERROR_INVALID_VALUE, "gpumem_array_device_pointer: a host array has no device "
+                        "address (map it with gpumem_mapped)");
+    *pointer = array->dev;
+    return GPUMEM_OK;
+}
+
+GPUMEM_API gpumem_status gpumem_array_host_pointer(const gpumem_array *array, void **pointer)
+{
+    GM_CHECK_NULL(array);
+    GM_CHECK_NULL(pointer);
+    if (gm_array_on_device(array))
+        return gm_error(GPUMEM_ERROR_INVALID_VALUE, "gpumem_array_host_pointer: a device array has no host "
+                        "address (copy it with gpumem_copy_to_host)");
+    *pointer = array->host;
+    return GPUMEM_OK;
+}
+
+GPUMEM_API gpumem_status gpumem_array_is_c_contiguous(const gpumem_array *array, int *result)
+{
+    GM_CHECK_NULL(array);
+    GM_CHECK_NULL(result);
+    *result = gm_layout_is_c_contiguous(array->ndim, array->shape, array->strides, array->itemsize);
+    return GPUMEM_OK;
+}
+
+GPUMEM_API gpumem_status gpumem_array_is_f_contiguous(const gpumem_array *array, int *result)
+{
+    GM_CHECK_NULL(array);
+    GM_CHECK_NULL(result);
+    *result = gm_layout_is_f_contiguous(array->ndim, array->shape, array->strides, array->itemsize);
+    return GPUMEM_OK;
+}

@@ -1,0 +1,437 @@
+/*
+ * copy.c - the copy engine: every copy between two arrays (any kinds, any
+ * strides) goes through gpumem_array_copy, which plans it (copyplan.c) into
+ * the fewest rectangular driver copies.  fill, get_item and set_item live
+ * here too, since they are copies of one value.
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "array.h"
+#include "copyplan.h"
+#include "error.h"
+#include "gpumem/dtype.h"
+#include "stream.h"
+
+/* How the driver addresses one side of a copy. */
+typedef struct side {
+    int memtype;            /* GM_CU_MEMORYTYPE_HOST, _DEVICE or _UNIFIED */
+    char *host;             /* element 0, for HOST */
+    gm_cu_deviceptr dev;    /* element 0, for DEVICE and UNIFIED */
+} side;
+
+static side side_of(const gpumem_array *a)
+{
+    side s = {GM_CU_MEMORYTYPE_HOST, a->host, 0};
+    if (gm_array_on_device(a)) {
+        s.memtype = GM_CU_MEMORYTYPE_DEVICE;
+        s.dev = a->dev;
+    } else if (a->kind == GPUMEM_MEMORY_MANAGED) {
+        s.memtype = GM_CU_MEMORYTYPE_UNIFIED;
+        s.dev = a->dev;
+    }
+    return s;
+}
+
+static gm_cu_deviceptr side_addr(const side *s, int64_t offset)
+{
+    return s->memtype == GM_CU_MEMORYTYPE_HOST ? (gm_cu_deviceptr)(uintptr_t)(s->host + offset)
+                                               : s->dev + (gm_cu_deviceptr)offset;
+}
+
+/* Executes plans with the driver: one call per rectangular copy. */
+typedef struct driver_run {
+    gpumem_context *ctx;
+    gm_dstream *ds;
+    int async;
+    side src, dst;
+    const char *what;
+} driver_run;
+
+static gpumem_status run_one(void *arg, const gm_copy_plan *p, int64_t src_off, int64_t dst_off)
+{
+    driver_run *r = arg;
+    gm_dctx *dctx = r->ctx->dctx;
+    if (p->dims == 1)
+        return gm_drv_check(GM_DRV(memcpy, dctx, side_addr(&r->dst, dst_off), side_addr(&r->src, src_off),
+                                   p->width, r->ds, r->async),
+                            GM_OP_memcpy, r->what);
+/* CUDA_MEMCPY2D and CUDA_MEMCPY3D name their common fields alike. */
+#define SET_COMMON(c)                                                   \
+    do {                                                                \
+        memset(&(c), 0, sizeof(c));                                     \
+        (c).srcMemoryType = r->src.memtype;                             \
+        (c).dstMemoryType = r->dst.memtype;                             \
+        if (r->src.memtype == GM_CU_MEMORYTYPE_HOST)                    \
+            (c).srcHost = r->src.host + src_off;                        \
+        else                                                            \
+            (c).srcDevice = r->src.dev + (gm_cu_deviceptr)src_off;      \
+        if (r->dst.memtype == GM_CU_MEMORYTYPE_HOST)                    \
+            (c).dstHost = r->dst.host + dst_off;                        \
+        else                                                            \
+            (c).dstDevice = r->dst.dev + (gm_cu_deviceptr)dst_off;      \
+        (c).srcPitch = p->src_pitch;                                    \
+        (c).dstPitch = p->dst_pitch;                                    \
+        (c).WidthInBytes = p->width;                                    \
+        (c).Height = p->height;                                         \
+    } while (0)
+    if (p->dims == 2) {
+        gm_cu_memcpy2d c;
+        SET_COMMON(c);
+        return gm_drv_check(GM_DRV(memcpy_2d, dctx, &c, r->ds, r->async), GM_OP_memcpy_2d, r->what);
+    }
+    gm_cu_memcpy3d c;
+    SET_COMMON(c);
+    c.srcHeight = p->src_height;
+    c.dstHeight = p->dst_height;
+    c.Depth = p->depth;
+#undef SET_COMMON
+    return gm_drv_check(GM_DRV(memcpy_3d, dctx, &c, r->ds, r->async), GM_OP_memcpy_3d, r->what);
+}
+
+static bool same_shape(const gpumem_array *a, const gpumem_array *b)
+{
+    if (a->ndim != b->ndim)
+        return false;
+    for (int i = 0; i < a->ndim; i++)
+        if (a->shape[i] != b->shape[i])
+            return false;
+    return true;
+}
+
+static void format_shape(const gpumem_array *a, char *buf, size_t size)
+{
+    size_t used = (size_t)snprintf(buf, size, "(");
+    for (int i = 0; i < a->ndim && used < size; i++)
+        used += (size_t)snprintf(buf + used, size - used, "%s%lld", i ? ", " : "", (long long)a->shape[i]);
+    if (used < size)
+        snprintf(buf + used, size - used, a->ndim == 1 ? ",)" : ")");
+}
+
+/* Whether the bytes two same-space arrays touch overlap. */
+static bool overlap(const gpumem_array *a, const gpumem_array *b)
+{
+    int64_t alo, ahi, blo, bhi;
+    gm_layout_extent(a->ndim, a->shape, a->strides, a->itemsize, &alo, &ahi);
+    gm_layout_extent(b->ndim, b->shape, b->strides, b->itemsize, &blo, &bhi);
+    uint64_t abase = gm_array_on_device(a) ? a->dev : (uint64_t)(uintptr_t)a->host;
+    uint64_t bbase = gm_array_on_device(b) ? b->dev : (uint64_t)(uintptr_t)b->host;
+    return abase + (uint64_t)alo < bbase + (uint64_t)bhi && bbase + (uint64_t)blo < abase + (uint64_t)ahi;
+}
+
+/* A contiguous scratch array like `like` (same space, its axis order). */
+static gpumem_status scratch_like(const char *what, const gpumem_array *like, gpumem_array **out)
+{
+    return gm_array_new_like(what, like, like->ndim, like->shape, 0, out);
+}
+
+/* Releases a scratch array once the work queued on it is done: freeing device
+ * memory under queued copies is not safe on every backend. */
+static gpumem_status release_scratch(gpumem_array *scratch, gpumem_context *ctx, gm_dstream *ds, int async,
+                                     gpumem_status st, const char *what)
+{
+    if (scratch == NULL)
+        return st;
+    if (async && gm_array_on_device(scratch)) {
+        gpumem_status sst = gm_drv_check(GM_DRV(stream_synchronize, ctx->dctx, ds), GM_OP_stream_synchronize,
+                                         what);
+        if (st == GPUMEM_OK)
+            st = sst;
+    }
+    gpumem_status rst = gpumem_array_release(scratch);
+    return st != GPUMEM_OK ? st : rst;
+}
+
+static gpumem_status plan_for(const char *what, const gpumem_array *dst, const gpumem_array *src,
+                              size_t max_pitch, gm_copy_plan *plan)
+{
+    gpumem_status st = gm_copy_plan_make(dst->ndim, dst->shape, src->strides, dst->strides, dst->itemsize,
+                                         max_pitch, plan);
+    return st == GPUMEM_OK ? st : gm_error_prefix(st, what);
+}
+
+/* A copy between a device side and a strided host side through a packed
+ * host buffer with strides `packed`: the CPU packs (H2D) or unpacks (D2H),
+ * and the driver moves the bytes with `staged`, the plan between the packed
+ * buffer and the device side. */
+static gpumem_status copy_packed(const char *what, gpumem_array *dst, const gpumem_array *src, driver_run *run,
+                                 const gm_copy_plan *staged, const int64_t *packed)
+{
+    bool download = gm_array_on_device(src);
+    const gpumem_array *host = download ? dst : src;
+    gpumem_array *buf = NULL;
+    gm_copy_plan cpu;
+    gpumem_status st = gm_array_new_host(what, host->ndim, host->shape, packed, host->dtype, &buf);
+    if (st != GPUMEM_OK)
+        return st;
+    if (!download) {
+        st = plan_for(what, buf, src, SIZE_MAX, &cpu);
+        if (st == GPUMEM_OK) {
+            gm_copy_plan_run_host(&cpu, src->host, buf->host);
+            run->src = side_of(buf);
+            /* An upload from pageable memory is staged by the driver before
+             * the call returns, so buf may go right after. */
+            st = gm_copy_plan_visit(staged, run_one, run);
+        }
+    } else {
+        run->dst = side_of(buf);
+        st = gm_copy_plan_visit(staged, run_one, run);
+        if (st == GPUMEM_OK && run->async)
+            st = gm_drv_check(GM_DRV(stream_synchronize, run->ctx->dctx, run->ds), GM_OP_stream_synchronize,
+                              what);
+        if (st == GPUMEM_OK)
+            st = plan_for(what, dst, buf, SIZE_MAX, &cpu);
+        if (st == GPUMEM_OK)
+            gm_copy_plan_run_host(&cpu, buf->host, dst->host);
+    }
+    gpumem_array_release(buf);
+    return st;
+}
+
+/* The engine, after the arguments were checked. */
+static gpumem_status copy_checked(const char *what, gpumem_array *dst, const gpumem_array *src,
+                                  gpumem_stream *stream, gpumem_context *ctx)
+{
+    bool src_dev = gm_array_on_device(src), dst_dev = gm_array_on_device(dst);
+    gm_copy_plan plan;
+    gpumem_status st;
+
+    if (!src_dev && !dst_dev) {
+        /* Both sides are host-addressable: the CPU copies, synchronously. */
+        gpumem_array *tmp = NULL;
+        if (overlap(src, dst)) {
+            if ((st = scratch_like(what, src, &tmp)) != GPUMEM_OK)
+                return st;
+            if ((st = plan_for(what, tmp, src, SIZE_MAX, &plan)) == GPUMEM_OK)
+                gm_copy_plan_run_host(&plan, src->host, tmp->host);
+            src = tmp;
+        }
+        st = plan_for(what, dst, src, SIZE_MAX, &plan);
+        if (st == GPUMEM_OK)
+            gm_copy_plan_run_host(&plan, src->host, dst->host);
+        gpumem_array_release(tmp);
+        return st;
+    }
+
+    driver_run run = {ctx, gm_stream_ds(stream), stream != NULL, side_of(src), side_of(dst), what};
+    size_t max_pitch = ctx->max_pitch > 0 ? ctx->max_pitch : SIZE_MAX;
+    if ((st = plan_for(what, dst, src, max_pitch, &plan)) != GPUMEM_OK)
+        return st;
+
+    gpumem_array *tmp = NULL;
+    if (src_dev && dst_dev && overlap(src, dst)) {
+        /* Overlapping device views: through a device scratch array. */
+        if ((st = scratch_like(what, src, &tmp)) != GPUMEM_OK)
+            return st;
+        st = copy_checked(what, tmp, src, stream, ctx);
+        if (st == GPUMEM_OK)
+            st = copy_checked(what, dst, tmp, stream, ctx);
+        return release_scratch(tmp, ctx, run.ds, run.async, st, what);
+    }
+
+    /* A strided host side that would cost many driver calls is packed on the
+     * CPU into a contiguous buffer in the device side's axis order, when
+     * that needs fewer calls. */
+    if (gm_copy_plan_count(&plan) > 1 && src_dev != dst_dev) {
+        const gpumem_array *dev = src_dev ? src : dst;
+        int64_t packed[GM_MAX_NDIM];
+        gm_layout_strides_like(dev->ndim, dev->shape, dev->strides, dev->itemsize, packed);
+        gm_copy_plan staged;
+        st = gm_copy_plan_make(dev->ndim, dev->shape, src_dev ? src->strides : packed,
+                               src_dev ? packed : dst->strides, dev->itemsize, max_pitch, &staged);
+        if (st == GPUMEM_OK && gm_copy_plan_count(&staged) < gm_copy_plan_count(&plan))
+            return copy_packed(what, dst, src, &run, &staged, packed);
+    }
+    return gm_copy_plan_visit(&plan, run_one, &run);
+}
+
+/* Checks a copy's arguments; gives the context that does the copy (NULL for
+ * two host-side arrays). */
+static gpumem_status check_copy(const char *what, gpumem_array *dst, const gpumem_array *src,
+                                gpumem_stream *stream, gpumem_context **ctx)
+{
+    if (dst == NULL)
+        return gm_error(GPUMEM_ERROR_NULL_ARGUMENT, "%s: argument 'dst' is NULL", what);
+    if (src == NULL)
+        return gm_error(GPUMEM_ERROR_NULL_ARGUMENT, "%s: argument 'src' is NULL", what);
+    if (!same_shape(dst, src)) {
+        char a[256], b[256];
+        format_shape(dst, a, sizeof a);
+        format_shape(src, b, sizeof b);
+        return gm_error(GPUMEM_ERROR_SHAPE_MISMATCH, "%s: 'dst' has shape %s but 'src' has shape %s", what, a, b);
+    }
+    if (!gpumem_dtype_equal(dst->dtype, src->dtype)) {
+        char a[64] = "?", b[64] = "?";
+        gpumem_dtype_typestr(dst->dtype, a, sizeof a);
+        gpumem_dtype_typestr(src->dtype, b, sizeof b);
+        return gm_error(GPUMEM_ERROR_DTYPE_MISMATCH, "%s: 'dst' has dtype %s but 'src' has dtype %s", what, a, b);
+    }
+    gpumem_status st = gm_stream_check(stream, dst->ctx, what, "dst");
+    if (st == GPUMEM_OK)
+        st = gm_stream_check(stream, src->ctx, what, "src");
+    if (st != GPUMEM_OK)
+        return st;
+    *ctx = gm_array_on_device(dst) ? dst->ctx : gm_array_on_device(src) ? src->ctx : NULL;
+    return GPUMEM_OK;
+}
+
+static gpumem_status array_copy(const char *what, gpumem_array *dst, const gpumem_array *src,
+                                gpumem_stream *stream)
+{
+    gpumem_context *ctx = NULL;
+    gpumem_status st = check_copy(what, dst, src, stream, &ctx);
+    if (st != GPUMEM_OK || gm_array_size(dst) == 0)
+        return st;
+    return copy_checked(what, dst, src, stream, ctx);
+}
+
+GPUMEM_API gpumem_status gpumem_array_copy(gpumem_array *dst, const gpumem_array *src, gpumem_stream *stream)
+{
+    return array_copy("gpumem_array_copy", dst, src, stream);
+}
+
+GPUMEM_API gpumem_status gpumem_copy_to_host(const gpumem_array *src, gpumem_array *dst, gpumem_stream *stream)
+{
+    const char *what = "gpumem_copy_to_host";
+    if (dst != NULL && gm_array_on_device(dst))
+        return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: 'dst' is a device array; copy_to_host needs a host "
+                        "array (gpumem_array_copy copies between any two)", what);
+    return array_copy(what, dst, src, stream);
+}
+
+GPUMEM_API gpumem_status gpumem_copy_to_device(gpumem_array *dst, const gpumem_array *src,
+                                               gpumem_stream *stream)
+{
+    const char *what = "gpumem_copy_to_device";
+    if (dst != NULL && !gm_array_on_device(dst))
+        return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: 'dst' is not a device array", what);
+    return array_copy(what, dst, src, stream);
+}
+
+/* ---- one value ------------------------------------------------------------------------------ */
+
+static gpumem_status item_offset(const char *what, const gpumem_array *a, const int64_t *index,
+                                 int64_t *offset)
+{
+    if (a->ndim > 0 && index == NULL)
+        return gm_error(GPUMEM_ERROR_NULL_ARGUMENT, "%s: argument 'index' is NULL", what);
+    return gm_layout_index(what, a->ndim, a->shape, a->strides, index, offset);
+}
+
+GPUMEM_API gpumem_status gpumem_array_get_item(const gpumem_array *array, const int64_t *index, void *value,
+                                               gpumem_stream *stream)
+{
+    const char *what = "gpumem_array_get_item";
+    GM_CHECK_NULL(array);
+    GM_CHECK_NULL(value);
+    int64_t off;
+    gpumem_status st = item_offset(what, array, index, &off);
+    if (st == GPUMEM_OK)
+        st = gm_stream_check(stream, array->ctx, what, "array");
+    if (st != GPUMEM_OK)
+        return st;
+    if (!gm_array_on_device(array)) {
+        memcpy(value, array->host + off, array->itemsize);
+        return GPUMEM_OK;
+    }
+    return gm_drv_check(GM_DRV(memcpy, array->ctx->dctx, (gm_cu_deviceptr)(uintptr_t)value,
+                               array->dev + (gm_cu_deviceptr)off, array->itemsize, gm_stream_ds(stream),
+                               stream != NULL),
+                        GM_OP_memcpy, what);
+}
+
+GPUMEM_API gpumem_status gpumem_array_set_item(gpumem_array *array, const int64_t *index, const void *value,
+                                               gpumem_stream *stream)
+{
+    const char *what = "gpumem_array_set_item";
+    GM_CHECK_NULL(array);
+    GM_CHECK_NULL(value);
+    int64_t off;
+    gpumem_status st = item_offset(what, array, index, &off);
+    if (st == GPUMEM_OK)
+        st = gm_stream_check(stream, array->ctx, what, "array");
+    if (st != GPUMEM_OK)
+        return st;
+    if (!gm_array_on_device(array)) {
+        memcpy(array->host + off, value, array->itemsize);
+        return GPUMEM_OK;
+    }
+    return gm_drv_check(GM_DRV(memcpy, array->ctx->dctx, array->dev + (gm_cu_deviceptr)off,
+                               (gm_cu_deviceptr)(uintptr_t)value, array->itemsize, gm_stream_ds(stream),
+                               stream != NULL),
+                        GM_OP_memcpy, what);
+}
+
+/* Fills n contiguous elements at dev with value: one memset when the value
+ * is a 1-, 2- or 4-byte pattern, else one upload and log2(n) doubling
+ * device-to-device copies. */
+static gpumem_status fill_contiguous(const char *what, gpumem_context *ctx, gm_cu_deviceptr dev, int64_t n,
+                                     size_t itemsize, const unsigned char *value, gm_dstream *ds, int async)
+{
+    size_t pattern = itemsize;
+    for (size_t p = 1; p < itemsize && p <= 4; p *= 2) {
+        /* The smallest power-of-two period (<= 4) the value repeats with. */
+        if (itemsize % p == 0) {
+            bool periodic = true;
+            for (size_t i = p; i < itemsize && periodic; i++)
+                periodic = value[i] == value[i % p];
+            if (periodic) {
+                pattern = p;
+                break;
+            }
+        }
+    }
+    if (pattern <= 4 && pattern != 3) {
+        unsigned v = 0;
+        memcpy(&v, value, pattern); /* the driver takes the pattern in host byte order */
+        size_t count = (size_t)n * itemsize / pattern;
+        return gm_drv_check(GM_DRV(memset, ctx->dctx, dev, v, (unsigned)pattern, count, ds, async),
+                            GM_OP_memset, what);
+    }
+    gpumem_status st = gm_drv_check(GM_DRV(memcpy, ctx->dctx, dev, (gm_cu_deviceptr)(uintptr_t)value, itemsize,
+                                           ds, async),
+                                    GM_OP_memcpy, what);
+    for (int64_t done = 1; st == GPUMEM_OK && done < n;) {
+        int64_t chunk = done < n - done ? done : n - done;
+        st = gm_drv_check(GM_DRV(memcpy, ctx->dctx, dev + (gm_cu_deviceptr)(done * (int64_t)itemsize), dev,
+                                 (size_t)chunk * itemsize, ds, async),
+                          GM_OP_memcpy, what);
+        done += chunk;
+    }
+    return st;
+}
+
+GPUMEM_API gpumem_status gpumem_array_fill(gpumem_array *array, const void *value, gpumem_stream *stream)
+{
+    const char *what = "gpumem_array_fill";
+    GM_CHECK_NULL(array);
+    GM_CHECK_NULL(value);
+    gpumem_status st = gm_stream_check(stream, array->ctx, what, "array");
+    int64_t n = gm_array_size(array);
+    if (st != GPUMEM_OK || n == 0)
+        return st;
+    if (!gm_array_on_device(array)) {
+        /* A copy from a broadcast source: the value with all strides 0. */
+        int64_t zeros[GM_MAX_NDIM] = {0};
+        gm_copy_plan plan;
+        st = gm_copy_plan_make(array->ndim, array->shape, zeros, array->strides, array->itemsize, SIZE_MAX, &plan);
+        if (st == GPUMEM_OK)
+            gm_copy_plan_run_host(&plan, value, array->host);
+        return st == GPUMEM_OK ? st : gm_error_prefix(st, what);
+    }
+    gm_dstream *ds = gm_stream_ds(stream);
+    if (gm_layout_is_c_contiguous(array->ndim, array->shape, array->strides, array->itemsize) ||
+        gm_layout_is_f_contiguous(array->ndim, array->shape, array->strides, array->itemsize))
+        return fill_contiguous(what, array->ctx, array->dev, n, array->itemsize, value, ds, stream != NULL);
+    /* Strided: fill a contiguous scratch array, then one planned copy. */
+    gpumem_array *tmp = NULL;
+    st = scratch_like(what, array, &tmp);
+    if (st == GPUMEM_OK)
+        st = fill_contiguous(what, array->ctx, tmp->dev, n, array->itemsize, value, ds, stream != NULL);
+    if (st == GPUMEM_OK)
+        st = copy_checked(what, array, tmp, stream, array->ctx);
+    return release_scratch(tmp, array->ctx, ds, stream != NULL, st, what);
+}

@@ -1,0 +1,264 @@
+/*
+ * stream.c - streams, synchronization, auto_synchronize scopes and
+ * write-backs.
+ */
+#include "config.h"
+
+#include <stdlib.h>
+
+#include "array.h"
+#include "error.h"
+#include "stream.h"
+
+gpumem_status gm_stream_check(const gpumem_stream *stream, const gpumem_context *ctx, const char *what,
+                              const char *arg)
+{
+    if (stream == NULL || ctx == NULL || stream->ctx->dctx == ctx->dctx)
+        return GPUMEM_OK;
+    return gm_error(GPUMEM_ERROR_CONTEXT_MISMATCH,
+                    "%s: '%s' belongs to the context of device %d, but the stream to device %d", what, arg,
+                    ctx->device, stream->ctx->device);
+}
+
+static gpumem_stream *stream_new(gpumem_context *ctx, gm_dstream *ds, bool is_default)
+{
+    gpumem_stream *s = calloc(1, sizeof *s);
+    if (s == NULL)
+        return NULL;
+    s->ctx = ctx;
+    s->ds = ds;
+    s->is_default = is_default;
+    pthread_mutex_init(&s->lock, NULL);
+    s->writebacks_tail = &s->writebacks;
+    return s;
+}
+
+static void stream_free(gpumem_stream *s)
+{
+    pthread_mutex_destroy(&s->lock);
+    free(s);
+}
+
+GPUMEM_API gpumem_status gpumem_stream_create(gpumem_context *ctx, unsigned flags, gpumem_stream **stream)
+{
+    GM_CHECK_NULL(stream);
+    gpumem_status st;
+    ctx = gm_context_or_default(ctx, &st);
+    if (st != GPUMEM_OK)
+        return st;
+    if (flags & ~(unsigned)GPUMEM_STREAM_NON_BLOCKING)
+        return gm_error(GPUMEM_ERROR_INVALID_VALUE, "gpumem_stream_create: unknown flags 0x%x", flags);
+    gm_dstream *ds = NULL;
+    st = gm_drv_check(GM_DRV(stream_create, ctx->dctx, &ds,
+                             flags & GPUMEM_STREAM_NON_BLOCKING ? GM_CU_STREAM_NON_BLOCKING : 0),
+                      GM_OP_stream_create, "gpumem_stream_create");
+    if (st != GPUMEM_OK)
+        return st;
+    gpumem_stream *s = stream_new(ctx, ds, false);
+    if (s == NULL) {
+        GM_DRV(stream_destroy, ctx->dctx, ds);
+        return gm_error(GPUMEM_ERROR_HOST_OUT_OF_MEMORY, "gpumem_stream_create: out of host memory");
+    }
+    gpumem_context_retain(ctx);
+    pthread_mutex_lock(&ctx->lock);
+    s->next = ctx->streams;
+    ctx->streams = s;
+    pthread_mutex_unlock(&ctx->lock);
+    *stream = s;
+    return GPUMEM_OK;
+}
+
+GPUMEM_API gpumem_status gpumem_stream_default(gpumem_context *ctx, gpumem_stream **stream)
+{
+    GM_CHECK_NULL(stream);
+    gpumem_status st;
+    ctx = gm_context_or_default(ctx, &st);
+    if (st != GPUMEM_OK)
+        return st;
+    pthread_mutex_lock(&ctx->lock);
+    if (ctx->default_stream == NULL)
+        ctx->default_stream = stream_new(ctx, NULL, true);
+    gpumem_stream *s = ctx->default_stream;
+    pthread_mutex_unlock(&ctx->lock);
+    if (s == NULL)
+        return gm_error(GPUMEM_ERROR_HOST_OUT_OF_MEMORY, "gpumem_stream_default: out of host memory");
+    *stream = s;
+    return GPUMEM_OK;
+}
+
+GPUMEM_API gpumem_status gpumem_stream_context(const gpumem_stream *stream, gpumem_context **ctx)
+{
+    GM_CHECK_NULL(stream);
+    GM_CHECK_NULL(ctx);
+    *ctx = stream->ctx;
+    return GPUMEM_OK;
+}
+
+gpumem_status gm_stream_add_writeback(gpumem_stream *stream, gpumem_context *ctx, gpumem_array *device,
+                                      gpumem_array *host)
+{
+    if (stream == NULL) {
+        gpumem_status st = gpumem_stream_default(ctx, &stream);
+        if (st != GPUMEM_OK)
+            return st;
+    }
+    gm_writeback *wb = malloc(sizeof *wb);
+    if (wb == NULL)
+        return gm_error(GPUMEM_ERROR_HOST_OUT_OF_MEMORY, "gpumem_to_device: out of host memory");
+    gpumem_array_retain(device);
+    gpumem_array_retain(host);
+    wb->device = device;
+    wb->host = host;
+    wb->next = NULL;
+    pthread_mutex_lock(&stream->lock);
+    *stream->writebacks_tail = wb;
+    stream->writebacks_tail = &wb->next;
+    pthread_mutex_unlock(&stream->lock);
+    return GPUMEM_OK;
+}
+
+/* Waits for the stream's work; then copies its pending write-backs back (in
+ * the order they were queued) and waits for those.  Every write-back is
+ * taken off the list first, so none is committed twice, and every one is
+ * attempted even after a failure; the first failure is returned. */
+static gpumem_status stream_sync(gpumem_stream *s, const char *what)
+{
+    gpumem_context *ctx = s->ctx;
+    gpumem_status st = gm_drv_check(GM_DRV(stream_synchronize, ctx->dctx, s->ds), GM_OP_stream_synchronize,
+                                    what);
+    pthread_mutex_lock(&s->lock);
+    gm_writeback *wb = s->writebacks;
+    s->writebacks = NULL;
+    s->writebacks_tail = &s->writebacks;
+    pthread_mutex_unlock(&s->lock);
+    while (wb != NULL) {
+        gm_writeback *next = wb->next;
+        gpumem_status cst = gpumem_array_copy(wb->host, wb->device, NULL);
+        if (cst != GPUMEM_OK && st == GPUMEM_OK)
+            st = gm_error_prefix(cst, "write-back");
+        gpumem_array_release(wb->device);
+        gpumem_array_release(wb->host);
+        free(wb);
+        wb = next;
+    }
+    return st;
+}
+
+GPUMEM_API gpumem_status gpumem_stream_synchronize(gpumem_stream *stream)
+{
+    GM_CHECK_NULL(stream);
+    return stream_sync(stream, "gpumem_stream_synchronize");
+}
+
+GPUMEM_API gpumem_status gpumem_stream_query(gpumem_stream *stream)
+{
+    GM_CHECK_NULL(stream);
+    int rc = GM_DRV(stream_query, stream->ctx->dctx, stream->ds);
+    if (rc == GM_CUDA_ERROR_NOT_READY)
+        return GPUMEM_ERROR_NOT_READY; /* an answer, not a failure: the last error stays */
+    return gm_drv_check(rc, GM_OP_stream_query, "gpumem_stream_query");
+}
+
+GPUMEM_API gpumem_status gpumem_stream_destroy(gpumem_stream *stream)
+{
+    if (stream == NULL)
+        return GPUMEM_OK;
+    if (stream->is_default)
+        return gm_error(GPUMEM_ERROR_INVALID_VALUE, "gpumem_stream_destroy: the default stream belongs to "
+                        "its context and cannot be destroyed");
+    gpumem_context *ctx = stream->ctx;
+    gpumem_status st = stream_sync(stream, "gpumem_stream_destroy");
+    gpumem_status dst = gm_drv_check(GM_DRV(stream_destroy, ctx->dctx, stream->ds), GM_OP_stream_destroy,
+                                     "gpumem_stream_destroy");
+    if (st == GPUMEM_OK)
+        st = dst;
+    pthread_mutex_lock(&ctx->lock);
+    for (gpumem_stream **p = &ctx->streams; *p != NULL; p = &(*p)->next) {
+        if (*p == stream) {
+            *p = stream->next;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&ctx->lock);
+    stream_free(stream);
+    gpumem_context_release(ctx);
+    return st;
+}
+
+GPUMEM_API gpumem_status gpumem_stream_auto_synchronize_begin(gpumem_stream *stream)
+{
+    GM_CHECK_NULL(stream);
+    pthread_mutex_lock(&stream->lock);
+    stream->auto_depth++;
+    pthread_mutex_unlock(&stream->lock);
+    return GPUMEM_OK;
+}
+
+GPUMEM_API gpumem_status gpumem_stream_auto_synchronize_end(gpumem_stream *stream)
+{
+    GM_CHECK_NULL(stream);
+    pthread_mutex_lock(&stream->lock);
+    int depth = stream->auto_depth;
+    if (depth > 0)
+        stream->auto_depth--;
+    pthread_mutex_unlock(&stream->lock);
+    if (depth <= 0)
+        return gm_error(GPUMEM_ERROR_INVALID_STATE, "gpumem_stream_auto_synchronize_end: no "
+                        "auto_synchronize scope of this stream is open");
+    if (depth > 1)
+        return GPUMEM_OK; /* an inner scope: the outermost end synchronizes */
+    return stream_sync(stream, "gpumem_stream_auto_synchronize_end");
+}
+
+/* Lock order: a context's lock, then a stream's. */
+static bool has_writebacks(gpumem_stream *s)
+{
+    if (s == NULL)
+        return false;
+    pthread_mutex_lock(&s->lock);
+    bool any = s->writebacks != NULL;
+    pthread_mutex_unlock(&s->lock);
+    return any;
+}
+
+GPUMEM_API gpumem_status gpumem_context_synchronize(gpumem_context *ctx)
+{
+    gpumem_status st;
+    ctx = gm_context_or_default(ctx, &st);
+    if (st != GPUMEM_OK)
+        return st;
+    st = gm_drv_check(GM_DRV(ctx_synchronize, ctx->dctx), GM_OP_ctx_synchronize, "gpumem_context_synchronize");
+    /* Commit every stream's write-backs, one stream at a time: a stream
+     * found under the context's lock is synchronized after the lock is
+     * dropped (its write-backs call back into the library). */
+    for (;;) {
+        gpumem_stream *pending = NULL;
+        pthread_mutex_lock(&ctx->lock);
+        if (has_writebacks(ctx->default_stream))
+            pending = ctx->default_stream;
+        for (gpumem_stream *s = ctx->streams; pending == NULL && s != NULL; s = s->next)
+            if (has_writebacks(s))
+                pending = s;
+        pthread_mutex_unlock(&ctx->lock);
+        if (pending == NULL)
+            break;
+        gpumem_status sst = stream_sync(pending, "gpumem_context_synchronize");
+        if (st == GPUMEM_OK)
+            st = sst;
+    }
+    return st;
+}
+
+void gm_context_streams_release(gpumem_context *ctx)
+{
+    /* Only the default stream can be left: every other stream holds a
+     * reference on ctx.  Its pending write-backs are committed (arrays in
+     * them hold ctx references too, so there are none here in practice). */
+    gpumem_stream *s = ctx->default_stream;
+    ctx->default_stream = NULL;
+    if (s == NULL)
+        return;
+    if (!gm_process_exiting())
+        stream_sync(s, "gpumem_context_release");
+    stream_free(s);
+}

@@ -1,0 +1,114 @@
+/* Fault injection through the one knob: every driver call of an array
+ * workload is failed in turn (in a child process each).  Each run must fail
+ * cleanly: an error status, the injected driver error in the message, no
+ * crash, and no device memory left behind by the failed call. */
+#include <stdlib.h>
+#include <string.h>
+
+#include <gpumem.h>
+
+#include "child.h"
+#include "tap.h"
+
+/* A workload touching every array path: allocation, upload, views, strided
+ * and packed copies, fill by memset and by doubling, element access, a
+ * stream with a write-back, reshape copies. */
+static gpumem_status workload(gpumem_context *ctx)
+{
+    const gpumem_dtype *f64 = gpumem_dtype_builtin(GPUMEM_FLOAT64);
+    static double host[6][8], out[6][8];
+    for (int i = 0; i < 48; i++)
+        host[i / 8][i % 8] = i;
+    gpumem_array *h = NULL, *o = NULL, *d = NULL, *v = NULL, *r = NULL, *t = NULL;
+    gpumem_stream *s = NULL;
+    gpumem_slice sl[2] = {{GPUMEM_SLICE_DEFAULT, GPUMEM_SLICE_DEFAULT, -1}, {1, 7, 3}};
+    double x = 2.5, y = 0;
+    gpumem_status st;
+    if ((st = gpumem_host_array_wrap(host, 2, (int64_t[]){6, 8}, NULL, f64, &h)) != GPUMEM_OK ||
+        (st = gpumem_host_array_wrap(out, 2, (int64_t[]){6, 8}, NULL, f64, &o)) != GPUMEM_OK ||
+        (st = gpumem_stream_create(ctx, 0, &s)) != GPUMEM_OK ||
+        (st = gpumem_to_device(ctx, h, s, GPUMEM_TO_DEVICE_WRITEBACK, &d)) != GPUMEM_OK ||
+        (st = gpumem_array_slice(d, sl, 2, &v)) != GPUMEM_OK ||
+        (st = gpumem_array_fill(v, &x, s)) != GPUMEM_OK ||
+        (st = gpumem_array_set_item(v, (int64_t[]){0, 0}, &x, NULL)) != GPUMEM_OK ||
+        (st = gpumem_array_get_item(v, (int64_t[]){1, 1}, &y, NULL)) != GPUMEM_OK ||
+        (st = gpumem_array_transpose(d, NULL, &t)) != GPUMEM_OK ||
+        (st = gpumem_array_ravel(t, 'C', 0, s, &r)) != GPUMEM_OK ||
+        (st = gpumem_copy_to_host(d, o, s)) != GPUMEM_OK)
+        goto done;
+    st = gpumem_stream_synchronize(s);
+done:
+    if (s != NULL) {
+        gpumem_status dst = gpumem_stream_destroy(s);
+        if (st == GPUMEM_OK)
+            st = dst;
+    }
+    /* Releases report a failure to free the memory they own. */
+    gpumem_array *all[] = {r, t, v, d, o, h};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
+        gpumem_status rst = gpumem_array_release(all[i]);
+        if (st == GPUMEM_OK)
+            st = rst;
+    }
+    return st;
+}
+
+static void run(const void *arg, child_result *out)
+{
+    long k = *(const long *)arg;
+    gpumem_context *ctx = NULL;
+    if (gpumem_context_create(0, &ctx) != GPUMEM_OK) {
+        out->status = -1;
+        return;
+    }
+    uint64_t f0 = 0, f1 = 0, total = 0, calls0 = 0, calls1 = 0, frees0 = 0, frees1 = 0;
+    gpumem_memory_info(ctx, &f0, &total);
+    gpumem_debug_driver_calls(NULL, &calls0);
+    gpumem_debug_driver_calls("cuMemFree", &frees0);
+    if (k > 0)
+        gpumem_debug_fail_call((uint64_t)k, 999 /* CUDA_ERROR_UNKNOWN */);
+    out->status = workload(ctx);
+    snprintf(out->text, sizeof out->text, "%s", gpumem_last_error());
+    gpumem_debug_fail_call(0, 0);
+    gpumem_debug_driver_calls(NULL, &calls1);
+    gpumem_debug_driver_calls("cuMemFree", &frees1);
+    gpumem_memory_info(ctx, &f1, &total);
+    out->value[0] = (long)(calls1 - calls0);
+    out->value[1] = (long)(f0 - f1); /* device bytes not given back */
+    out->value[2] = (long)(frees1 - frees0);
+    gpumem_context_release(ctx);
+}
+
+int main(void)
+{
+    if (!test_on_sim())
+        plan_skip_all("fault injection walks run on the simulator (GPUMEM_BACKEND=sim)");
+    plan(5);
+    child_result r;
+    long k = 0;
+    run_child(run, &k, &r);
+    is_int(r.status, GPUMEM_OK, "the workload succeeds without injection");
+    long n = r.value[0];
+    ok(n > 20, "it makes %ld driver calls", n);
+    is_int(r.value[1], 0, "and gives all device memory back");
+
+    int clean = 1, named = 1;
+    for (k = 1; k <= n; k++) {
+        run_child(run, &k, &r);
+        int failed = r.exited && r.exit_code == 0 && r.status != GPUMEM_OK && r.status != -1;
+        /* A failed cuMemFree cannot give its bytes back; everything else must. */
+        int leak_ok = r.value[1] == 0 || r.value[2] > 0;
+        if (!failed || !leak_ok) {
+            clean = 0;
+            diag("call %ld: exit %d, %s, %ld bytes kept: %s", k, r.exit_code,
+                 gpumem_status_string((gpumem_status)r.status), r.value[1], r.text);
+        }
+        if (strstr(r.text, "CUDA_ERROR_UNKNOWN") == NULL) {
+            named = 0;
+            diag("call %ld: message without the driver error: %s", k, r.text);
+        }
+    }
+    ok(clean, "failing any one of the %ld calls fails the workload cleanly, without leaks", n);
+    ok(named, "every failure's message names the injected driver error");
+    return exit_status();
+}

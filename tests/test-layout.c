@@ -1,0 +1,1581 @@
+/* The pure layout arithmetic (lib/layout.c): cases worked out from NumPy's
+ * behaviour (the NumPy expression is in each comment), every error class,
+ * and seeded property tests that check each result element by element
+ * against references written apart from layout.c. */
+#include "config.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpumem/status.h"
+#include "layout.h"
+#include "tap.h"
+
+/* 170 hand-written results and 36 property results */
+#define PLANNED 206
+
+#define D GM_SLICE_DEFAULT
+#define V(...) ((const int64_t[]){__VA_ARGS__})
+#define SL(...) ((const gm_slice[]){__VA_ARGS__})
+
+/* ------------------------------------------------------------ helpers ---- */
+
+/* "(2, 3)" in one of a few rotating buffers, so several fit in one printf. */
+static const char *vec(const int64_t *v, int n)
+{
+    static char bufs[8][1024];
+    static int next;
+    char *b = bufs[next++ % 8];
+    size_t len = 1;
+    b[0] = '(';
+    for (int i = 0; i < n && len < 1000; i++)
+        len += (size_t)snprintf(b + len, sizeof bufs[0] - len, i ? ", %" PRId64 : "%" PRId64, v[i]);
+    snprintf(b + len, sizeof bufs[0] - len, n == 1 ? ",)" : ")");
+    return b;
+}
+
+static bool eq(const int64_t *a, const int64_t *b, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (a[i] != b[i])
+            return false;
+    return true;
+}
+
+static int is_vec(const int64_t *got, const int64_t *want, int n, const char *name)
+{
+    int r = ok(eq(got, want, n), "%s", name);
+    if (!r)
+        diag("  got: %s, expected: %s", vec(got, n), vec(want, n));
+    return r;
+}
+
+/* One result: the status and a piece of the thread's message. */
+static int is_err(gpumem_status st, gpumem_status want, const char *needle, const char *name)
+{
+    const char *msg = gpumem_last_error();
+    int r = ok(st == want && strstr(msg, needle) != NULL, "%s", name);
+    if (!r)
+        diag("  got %s '%s'; expected %s with '%s'", gpumem_status_string(st), msg, gpumem_status_string(want),
+             needle);
+    return r;
+}
+
+static void slice_case(const char *name, int ndim, const int64_t *shape, const int64_t *strides,
+                       const gm_slice *s, int ns, const int64_t *wshape, const int64_t *wstrides, int64_t woff)
+{
+    int64_t sh[GM_MAX_NDIM], st[GM_MAX_NDIM], off = -1;
+    gpumem_status r = gm_layout_slice("gpumem_array_slice", ndim, shape, strides, s, ns, sh, st, &off);
+    if (!ok(r == GPUMEM_OK && eq(sh, wshape, ndim) && eq(st, wstrides, ndim) && off == woff, "%s", name))
+        diag("  got %s shape %s strides %s offset %" PRId64 "; expected shape %s strides %s offset %" PRId64,
+             gpumem_status_string(r), vec(sh, ndim), vec(st, ndim), off, vec(wshape, ndim), vec(wstrides, ndim),
+             woff);
+}
+
+static void reshape_case(const char *name, int ndim, const int64_t *shape, const int64_t *strides, size_t itemsize,
+                         int nd, const int64_t *new_shape, char order, const int64_t *wshape,
+                         const int64_t *wstrides, bool wview)
+{
+    int64_t sh[GM_MAX_NDIM], st[GM_MAX_NDIM];
+    bool view = !wview;
+    gpumem_status r = gm_layout_reshape("gpumem_array_reshape", ndim, shape, strides, itemsize, nd, new_shape, order,
+                                        sh, st, &view);
+    if (!ok(r == GPUMEM_OK && eq(sh, wshape, nd) && eq(st, wstrides, nd) && view == wview, "%s", name))
+        diag("  got %s shape %s strides %s %s; expected shape %s strides %s %s", gpumem_status_string(r),
+             vec(sh, nd), vec(st, nd), view ? "view" : "copy", vec(wshape, nd), vec(wstrides, nd),
+             wview ? "view" : "copy");
+}
+
+static void view_case(const char *name, int ndim, const int64_t *shape, const int64_t *strides, size_t olds,
+                      size_t news, const int64_t *wshape, const int64_t *wstrides)
+{
+    int64_t sh[GM_MAX_NDIM], st[GM_MAX_NDIM];
+    gpumem_status r = gm_layout_view("gpumem_array_view", ndim, shape, strides, olds, news, sh, st);
+    if (!ok(r == GPUMEM_OK && eq(sh, wshape, ndim) && eq(st, wstrides, ndim), "%s", name))
+        diag("  got %s shape %s strides %s; expected shape %s strides %s", gpumem_status_string(r), vec(sh, ndim),
+             vec(st, ndim), vec(wshape, ndim), vec(wstrides, ndim));
+}
+
+/* ------------------------------------------------------ hand-written ---- */
+
+static void test_check_shape(void)
+{
+    int64_t size = -7, nbytes = -7;
+    /* np.empty((2, 3, 4), 'f8'): size 24, nbytes 192 */
+    ok(gm_layout_check_shape("t", 3, V(2, 3, 4), 8, &size, &nbytes) == GPUMEM_OK && size == 24 && nbytes == 192,
+       "check_shape: (2, 3, 4) f8 has 24 elements, 192 bytes");
+    /* np.empty((), 'i2'): size 1, nbytes 2 */
+    ok(gm_layout_check_shape("t", 0, NULL, 2, &size, &nbytes) == GPUMEM_OK && size == 1 && nbytes == 2,
+       "check_shape: a 0-d array has one element");
+    /* np.empty((2, 0, 3), 'f8'): size 0, nbytes 0 */
+    ok(gm_layout_check_shape("t", 3, V(2, 0, 3), 8, &size, &nbytes) == GPUMEM_OK && size == 0 && nbytes == 0,
+       "check_shape: an empty shape has no elements");
+    int64_t ones[GM_MAX_NDIM + 1];
+    for (int i = 0; i <= GM_MAX_NDIM; i++)
+        ones[i] = 1;
+    ok(gm_layout_check_shape("t", GM_MAX_NDIM, ones, 4, NULL, NULL) == GPUMEM_OK,
+       "check_shape: %d dimensions, NULL outputs", GM_MAX_NDIM);
+    /* np.empty((2**31, 2**31), 'i1').nbytes == 2**62 (numbers only: it fits) */
+    ok(gm_layout_check_shape("t", 2, V(INT64_C(1) << 31, INT64_C(1) << 31), 1, &size, &nbytes) == GPUMEM_OK &&
+           nbytes == INT64_C(1) << 62,
+       "check_shape: 2**62 bytes fit");
+    ok(gm_layout_check_shape("t", 1, V(INT64_MAX), 1, &size, &nbytes) == GPUMEM_OK && nbytes == INT64_MAX,
+       "check_shape: INT64_MAX bytes fit");
+
+    size = -7;
+    is_err(gm_layout_check_shape("gpumem_device_array", GM_MAX_NDIM + 1, ones, 4, &size, NULL),
+           GPUMEM_ERROR_TOO_MANY_DIMENSIONS, "gpumem_device_array: ndim 33 exceeds the maximum of 32",
+           "check_shape: 33 dimensions");
+    ok(size == -7, "check_shape: a failure leaves the outputs alone");
+    is_err(gm_layout_check_shape("t", -1, ones, 4, NULL, NULL), GPUMEM_ERROR_INVALID_VALUE, "t: ndim -1 is negative",
+           "check_shape: negative ndim");
+    /* np.empty((2, -3, 4)): ValueError: negative dimensions are not allowed */
+    is_err(gm_layout_check_shape("gpumem_device_array", 3, V(2, -3, 4), 4, NULL, NULL),
+           GPUMEM_ERROR_NEGATIVE_DIMENSION, "gpumem_device_array: axis 1: extent -3 is negative",
+           "check_shape: negative extent names the axis");
+    /* np.empty((2**32, 2**31), 'i2'): ValueError: array is too big */
+    is_err(gm_layout_check_shape("t", 2, V(INT64_C(1) << 32, INT64_C(1) << 31), 2, NULL, NULL),
+           GPUMEM_ERROR_OVERFLOW, "t: shape (4294967296, 2147483648) with item size 2 overflows at axis 1",
+           "check_shape: 2**64 bytes overflow");
+    /* np.empty(2**62, 'i2'): the count fits, the bytes do not */
+    is_err(gm_layout_check_shape("t", 1, V(INT64_C(1) << 62), 2, NULL, NULL), GPUMEM_ERROR_OVERFLOW, "overflows",
+           "check_shape: the byte count overflows");
+    /* np.empty((0, 2**62, 2**62), 'i1'): ValueError: array is too big, though empty */
+    is_err(gm_layout_check_shape("t", 3, V(0, INT64_C(1) << 62, INT64_C(1) << 62), 1, NULL, NULL),
+           GPUMEM_ERROR_OVERFLOW, "overflows at axis 2", "check_shape: an extent 0 does not excuse the others");
+    is_err(gm_layout_check_shape("t", 1, V(2), (size_t)INT64_MAX + 1, NULL, NULL), GPUMEM_ERROR_OVERFLOW,
+           "item size", "check_shape: an item size past INT64_MAX");
+    is_err(gm_layout_check_shape("t", 2, NULL, 4, NULL, NULL), GPUMEM_ERROR_NULL_ARGUMENT,
+           "t: argument 'shape' is NULL", "check_shape: NULL shape");
+    is_err(gm_layout_check_shape(NULL, -2, NULL, 4, NULL, NULL), GPUMEM_ERROR_INVALID_VALUE, "gpumem: ndim -2",
+           "check_shape: NULL what still gives a message");
+}
+
+static void test_contiguous_strides(void)
+{
+    int64_t st[4] = {-1, -1, -1, -1};
+    /* np.empty((2, 3, 4), 'i4').strides == (48, 16, 4) */
+    ok(gm_layout_contiguous_strides("t", 3, V(2, 3, 4), 4, 'C', st) == GPUMEM_OK, "contiguous: C");
+    is_vec(st, V(48, 16, 4), 3, "contiguous: C strides of (2, 3, 4) i4");
+    /* np.empty((2, 3, 4), 'i4', order='F').strides == (4, 8, 24) */
+    gm_layout_contiguous_strides("t", 3, V(2, 3, 4), 4, 'F', st);
+    is_vec(st, V(4, 8, 24), 3, "contiguous: F strides of (2, 3, 4) i4");
+    gm_layout_contiguous_strides("t", 3, V(2, 3, 4), 4, 'A', st);
+    is_vec(st, V(48, 16, 4), 3, "contiguous: A is C");
+    /* np.empty((2, 0, 3), 'i4').strides == (12, 12, 4); order='F': (4, 8, 8) */
+    gm_layout_contiguous_strides("t", 3, V(2, 0, 3), 4, 'C', st);
+    is_vec(st, V(12, 12, 4), 3, "contiguous: an extent 0 counts as 1 (C)");
+    gm_layout_contiguous_strides("t", 3, V(2, 0, 3), 4, 'F', st);
+    is_vec(st, V(4, 8, 8), 3, "contiguous: an extent 0 counts as 1 (F)");
+    /* np.empty((1, 1), 'c16').strides == (16, 16) */
+    gm_layout_contiguous_strides("t", 2, V(1, 1), 16, 'C', st);
+    is_vec(st, V(16, 16), 2, "contiguous: extent-1 axes");
+    ok(gm_layout_contiguous_strides("t", 0, NULL, 8, 'F', NULL) == GPUMEM_OK, "contiguous: 0-d");
+    st[0] = -9;
+    is_err(gm_layout_contiguous_strides("gpumem_device_array", 1, V(5), 4, 'c', st), GPUMEM_ERROR_INVALID_ORDER,
+           "gpumem_device_array: order 0x63 ('c') is not 'C', 'F' or 'A'", "contiguous: order 'c' is refused");
+    ok(st[0] == -9, "contiguous: a failure leaves the strides alone");
+    is_err(gm_layout_contiguous_strides("t", 1, V(5), 4, '\0', st), GPUMEM_ERROR_INVALID_ORDER, "order 0x00",
+           "contiguous: order NUL is refused");
+    is_err(gm_layout_contiguous_strides("t", 1, V(5), 4, 'C', NULL), GPUMEM_ERROR_NULL_ARGUMENT,
+           "argument 'strides' is NULL", "contiguous: NULL strides");
+    /* an unchecked shape: the outermost product is never needed, the F one is */
+    ok(gm_layout_contiguous_strides("t", 2, V(INT64_C(1) << 62, 4), 4, 'C', st) == GPUMEM_OK && st[0] == 16,
+       "contiguous: only strides that are used must fit");
+    is_err(gm_layout_contiguous_strides("t", 2, V(INT64_C(1) << 62, 4), 4, 'F', st), GPUMEM_ERROR_OVERFLOW,
+           "t: the contiguous strides overflow", "contiguous: an overflowing stride");
+}
+
+static void test_strides_like(void)
+{
+    int64_t st[4];
+    /* x = np.empty((4, 5, 6), 'f8')[:, ::2, :].transpose(2, 0, 1): shape (6, 4, 3),
+     * strides (8, 240, 96); np.empty_like(x).strides == (8, 144, 48) */
+    gm_layout_strides_like(3, V(6, 4, 3), V(8, 240, 96), 8, st);
+    is_vec(st, V(8, 144, 48), 3, "strides_like: keeps a transposed slice's axis order");
+    /* x = np.empty((3, 4), 'i4')[::-1, ::2]: strides (-16, 8); empty_like: (8, 4) */
+    gm_layout_strides_like(2, V(3, 2), V(-16, 8), 4, st);
+    is_vec(st, V(8, 4), 2, "strides_like: orders by |stride|");
+    /* a C-contiguous source with an odd extent-1 stride: its C strides */
+    gm_layout_strides_like(3, V(2, 1, 3), V(12, 99, 4), 4, st);
+    is_vec(st, V(12, 12, 4), 3, "strides_like: C-contiguous gives C strides");
+    /* np.asfortranarray(np.empty((1, 3, 4), 'i4')).strides == (4, 4, 12): F strides */
+    gm_layout_strides_like(3, V(1, 3, 4), V(4, 4, 12), 4, st);
+    is_vec(st, V(4, 4, 12), 3, "strides_like: F-contiguous gives F strides");
+    /* x = np.empty((4, 3), 'f8').T[:, None, ::2]: shape (3, 1, 2), strides
+     * (8, 0, 64).  The extent-1 axis keeps its C place: (8, 24, 24).
+     * (NumPy's empty_like sorts its stride 0 innermost: (8, 8, 24).) */
+    gm_layout_strides_like(3, V(3, 1, 2), V(8, 0, 64), 8, st);
+    is_vec(st, V(8, 24, 24), 3, "strides_like: extent-1 axes keep their C place");
+    /* np.broadcast_to(np.int32(0), (2, 3)): strides (0, 0) - ties in C order */
+    gm_layout_strides_like(2, V(2, 3), V(0, 0), 4, st);
+    is_vec(st, V(12, 4), 2, "strides_like: equal strides keep axis order");
+    /* an empty source is C-contiguous, whatever its strides */
+    gm_layout_strides_like(3, V(2, 0, 3), V(-8, 100, 4), 4, st);
+    is_vec(st, V(12, 12, 4), 3, "strides_like: empty gives C strides");
+}
+
+static void test_flags(void)
+{
+    struct {
+        const char *name;
+        int ndim;
+        const int64_t *shape, *strides;
+        size_t itemsize;
+        bool c, f;
+    } cases[] = {
+        /* np.empty((2, 3), 'i4').flags: C True, F False */
+        {"C array", 2, V(2, 3), V(12, 4), 4, true, false},
+        /* np.empty((2, 3), 'i4').T.flags: C False, F True */
+        {"its transpose", 2, V(3, 2), V(4, 12), 4, false, true},
+        /* np.empty((1, 3), 'i4')[:, None, :] ... extent-1 strides are ignored */
+        {"extent-1 axes ignored", 3, V(1, 1, 3), V(99, -5, 4), 4, true, true},
+        /* np.empty((2, 0, 3))[:, :, ::-1]: both (empty) */
+        {"empty with any strides", 3, V(2, 0, 3), V(7, -9, -4), 4, true, true},
+        /* np.empty((), 'f8'): both */
+        {"0-d", 0, NULL, NULL, 8, true, true},
+        /* np.arange(3, dtype='i4')[::-1]: neither */
+        {"reversed", 1, V(3), V(-4), 4, false, false},
+        /* np.broadcast_to(np.int32(0), (3,)): neither */
+        {"broadcast", 1, V(3), V(0), 4, false, false},
+        /* np.empty((4, 6), 'i4')[:, :3]: neither */
+        {"column slice", 2, V(4, 3), V(24, 4), 4, false, false},
+        /* the same numbers with another item size */
+        {"strides (8, 4) as i4", 2, V(2, 2), V(8, 4), 4, true, false},
+        {"strides (8, 4) as f8", 2, V(2, 2), V(8, 4), 8, false, false},
+        /* np.empty(5, 'i4'): both */
+        {"1-d", 1, V(5), V(4), 4, true, true},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        bool c = gm_layout_is_c_contiguous(cases[i].ndim, cases[i].shape, cases[i].strides, cases[i].itemsize);
+        bool f = gm_layout_is_f_contiguous(cases[i].ndim, cases[i].shape, cases[i].strides, cases[i].itemsize);
+        if (!ok(c == cases[i].c && f == cases[i].f, "flags: %s", cases[i].name))
+            diag("  got C %d F %d, expected C %d F %d", c, f, cases[i].c, cases[i].f);
+    }
+}
+
+static void test_extent(void)
+{
+    int64_t lo = 1, hi = 1;
+    ok(gm_layout_extent(2, V(2, 3), V(12, 4), 4, &lo, &hi) && lo == 0 && hi == 24, "extent: C array [0, 24)");
+    /* np.arange(3, dtype='i4')[::-1] touches the 12 bytes before and at its pointer */
+    ok(gm_layout_extent(1, V(3), V(-4), 4, &lo, &hi) && lo == -8 && hi == 4, "extent: reversed [-8, 4)");
+    ok(gm_layout_extent(1, V(5), V(0), 4, &lo, &hi) && lo == 0 && hi == 4, "extent: broadcast [0, 4)");
+    ok(gm_layout_extent(2, V(2, 3), V(-12, 4), 4, &lo, &hi) && lo == -12 && hi == 12, "extent: mixed signs");
+    ok(gm_layout_extent(2, V(3, 0), V(4, 4), 4, &lo, &hi) && lo == 0 && hi == 0, "extent: empty [0, 0)");
+    ok(gm_layout_extent(0, NULL, NULL, 8, &lo, &hi) && lo == 0 && hi == 8, "extent: 0-d [0, 8)");
+    ok(gm_layout_extent(2, V(1, 2), V(INT64_MAX, 4), 4, &lo, &hi) && lo == 0 && hi == 8,
+       "extent: an extent-1 axis' stride is never used");
+    ok(!gm_layout_extent(1, V(3), V(INT64_MAX / 2 + 1), 1, &lo, &hi), "extent: overflow is reported");
+    ok(!gm_layout_extent(2, V(3, 2), V(INT64_MIN / 2, INT64_MIN / 2), 1, &lo, &hi), "extent: negative overflow");
+}
+
+static void test_slice(void)
+{
+    /* a = np.empty((4, 6), 'i4'): strides (24, 4) */
+    const int64_t *sh = V(4, 6), *st = V(24, 4);
+    /* a[1:3, ::2]: shape (2, 3), strides (24, 8), offset 24 */
+    slice_case("slice: a[1:3, ::2]", 2, sh, st, SL({1, 3, 1}, {D, D, 2}), 2, V(2, 3), V(24, 8), 24);
+    /* a[::-1]: shape (4, 6), strides (-24, 4), offset 72 */
+    slice_case("slice: a[::-1]", 2, sh, st, SL({D, D, -1}), 1, V(4, 6), V(-24, 4), 72);
+    /* a[:, -1:-4:-1]: columns 5, 4, 3 */
+    slice_case("slice: a[:, -1:-4:-1]", 2, sh, st, SL({D, D, 1}, {-1, -4, -1}), 2, V(4, 3), V(24, -4), 20);
+    /* a[:, 5:0:-2]: columns 5, 3, 1 */
+    slice_case("slice: a[:, 5:0:-2]", 2, sh, st, SL({D, D, D}, {5, 0, -2}), 2, V(4, 3), V(24, -8), 20);
+    /* a[:, ::-4]: columns 5, 1 */
+    slice_case("slice: a[:, ::-4]", 2, sh, st, SL({D, D, D}, {D, D, -4}), 2, V(4, 2), V(24, -16), 20);
+    /* a[-1:]: the last row */
+    slice_case("slice: a[-1:]", 2, sh, st, SL({-1, D, 1}), 1, V(1, 6), V(24, 4), 72);
+    /* a[1::100]: one row, NumPy's stride 24 * 100 */
+    slice_case("slice: a[1::100]", 2, sh, st, SL({1, D, 100}), 1, V(1, 6), V(2400, 4), 24);
+    /* a[:, -6:]: -6 is column 0 */
+    slice_case("slice: a[:, -6:]", 2, sh, st, SL({D, D, D}, {-6, D, 1}), 2, V(4, 6), V(24, 4), 0);
+    /* a[3:1]: empty, NumPy's offset 72 is an element */
+    slice_case("slice: a[3:1]", 2, sh, st, SL({3, 1, 1}), 1, V(0, 6), V(24, 4), 72);
+    /* a[4:]: empty; NumPy's offset 96 is past the end, the contract gives 0 */
+    slice_case("slice: a[4:] stays inside", 2, sh, st, SL({4, D, 1}), 1, V(0, 6), V(24, 4), 0);
+    /* a[1:, 6:]: empty; row 1 still counts */
+    slice_case("slice: a[1:, 6:]", 2, sh, st, SL({1, D, 1}, {6, D, 1}), 2, V(3, 0), V(24, 4), 24);
+    /* a[0:-4:-1]: stop -4 is row 0, so nothing */
+    slice_case("slice: a[0:-4:-1]", 2, sh, st, SL({0, -4, -1}), 1, V(0, 6), V(-24, 4), 0);
+    /* a[3:-4:-1]: rows 3, 2, 1 */
+    slice_case("slice: a[3:-4:-1]", 2, sh, st, SL({3, -4, -1}), 1, V(3, 6), V(-24, 4), 72);
+    /* b = np.empty((0, 3), 'i4'): b[::-1], b[0:0:-1], b[0:0] are empty views at offset 0 */
+    slice_case("slice: empty axis reversed", 2, V(0, 3), V(12, 4), SL({D, D, -1}), 1, V(0, 3), V(-12, 4), 0);
+    slice_case("slice: empty axis 0:0:-1", 2, V(0, 3), V(12, 4), SL({0, 0, -1}), 1, V(0, 3), V(-12, 4), 0);
+    /* b[0::-1]: Python clamps start 0 to -1 on an empty axis, so nothing */
+    slice_case("slice: empty axis 0::-1", 2, V(0, 3), V(12, 4), SL({0, D, -1}), 1, V(0, 3), V(-12, 4), 0);
+    slice_case("slice: empty array keeps offset 0", 2, V(0, 3), V(12, 4), SL({0, 0, 1}, {2, 3, 1}), 2, V(0, 1),
+               V(12, 4), 0);
+    /* a[...] with all defaults, step omitted too */
+    slice_case("slice: step GM_SLICE_DEFAULT is 1", 2, sh, st, SL({D, D, D}, {D, D, D}), 2, sh, st, 0);
+    slice_case("slice: no slices", 2, sh, st, NULL, 0, sh, st, 0);
+    /* 0-d: nothing to slice */
+    int64_t off = -1;
+    ok(gm_layout_slice("t", 0, NULL, NULL, NULL, 0, NULL, NULL, &off) == GPUMEM_OK && off == 0, "slice: 0-d");
+
+    int64_t osh[2] = {-1, -1}, ost[2] = {-1, -1};
+    off = -1;
+    is_err(gm_layout_slice("gpumem_array_slice", 2, sh, st, SL({D, D, 1}, {0, 9, 1}), 2, osh, ost, &off),
+           GPUMEM_ERROR_INDEX_OUT_OF_RANGE, "gpumem_array_slice: axis 1: stop 9 is out of range for extent 6",
+           "slice: stop past the end");
+    ok(osh[0] == -1 && ost[0] == -1 && off == -1, "slice: a failure leaves the outputs alone");
+    /* a[-5:] would clamp to a[0:] in Python */
+    is_err(gm_layout_slice("gpumem_array_slice", 2, sh, st, SL({-5, D, 1}), 1, osh, ost, &off),
+           GPUMEM_ERROR_INDEX_OUT_OF_RANGE, "gpumem_array_slice: axis 0: start -5 is out of range for extent 4",
+           "slice: start before the beginning");
+    is_err(gm_layout_slice("gpumem_array_slice", 2, sh, st, SL({D, D, 1}, {1, 5, 0}), 2, osh, ost, &off),
+           GPUMEM_ERROR_ZERO_STEP, "gpumem_array_slice: axis 1: slice step is zero", "slice: zero step");
+    /* a[4::-1] would clamp to a[3::-1] in Python */
+    is_err(gm_layout_slice("gpumem_array_slice", 2, sh, st, SL({4, D, -1}), 1, osh, ost, &off),
+           GPUMEM_ERROR_INDEX_OUT_OF_RANGE, "axis 0: start 4 is out of range for extent 4 with step -1",
+           "slice: negative step from one past the end");
+    /* a[2:-5:-1] would mean "down to the first row" in Python */
+    is_err(gm_layout_slice("gpumem_array_slice", 2, sh, st, SL({2, -5, -1}), 1, osh, ost, &off),
+           GPUMEM_ERROR_INDEX_OUT_OF_RANGE, "stop -5 is out of range for extent 4 with step -1 (GM_SLICE_DEFAULT",
+           "slice: negative step past the first element names the remedy");
+    is_err(gm_layout_slice("gpumem_array_slice", 2, sh, st, SL({D, D, 1}, {D, D, 1}, {D, D, 1}), 3, osh, ost, &off),
+           GPUMEM_ERROR_INVALID_VALUE, "nslices 3 is out of range for 2 dimensions", "slice: too many slices");
+    is_err(gm_layout_slice("t", 2, sh, st, NULL, -1, osh, ost, &off), GPUMEM_ERROR_INVALID_VALUE, "nslices -1",
+           "slice: negative nslices");
+    is_err(gm_layout_slice("t", 1, V(3), V(INT64_MAX / 2), SL({D, D, 3}), 1, osh, ost, &off), GPUMEM_ERROR_OVERFLOW,
+           "axis 0: stride", "slice: stride * step overflow");
+    is_err(gm_layout_slice("t", 1, V(3), V(INT64_MAX / 2 + 1), SL({2, D, 1}), 1, osh, ost, &off),
+           GPUMEM_ERROR_OVERFLOW, "axis 0: the offset of start 2 overflows", "slice: offset overflow");
+    is_err(gm_layout_slice("t", 2, sh, st, NULL, 1, osh, ost, &off), GPUMEM_ERROR_NULL_ARGUMENT,
+           "argument 'slices' is NULL", "slice: NULL slices");
+    is_err(gm_layout_slice("gpumem_array_slice", GM_MAX_NDIM + 1, sh, st, NULL, 0, osh, ost, &off),
+           GPUMEM_ERROR_TOO_MANY_DIMENSIONS, "ndim 33 exceeds", "slice: 33 dimensions");
+
+    /* in place: the outputs may be the inputs */
+    int64_t ish[2] = {4, 6}, ist[2] = {24, 4};
+    ok(gm_layout_slice("t", 2, ish, ist, SL({D, D, -2}, {1, 4, 2}), 2, ish, ist, &off) == GPUMEM_OK &&
+           eq(ish, V(2, 2), 2) && eq(ist, V(-48, 8), 2) && off == 76,
+       "slice: in place, a[::-2, 1:4:2]");
+}
+
+static void test_transpose(void)
+{
+    /* a = np.empty((2, 3, 4), 'i4'): strides (48, 16, 4) */
+    const int64_t *sh = V(2, 3, 4), *st = V(48, 16, 4);
+    int64_t osh[3] = {-1, -1, -1}, ost[3] = {-1, -1, -1};
+    /* a.T: shape (4, 3, 2), strides (4, 16, 48) */
+    ok(gm_layout_transpose("t", 3, sh, st, NULL, osh, ost) == GPUMEM_OK && eq(osh, V(4, 3, 2), 3) &&
+           eq(ost, V(4, 16, 48), 3),
+       "transpose: a.T");
+    /* a.transpose(1, 0, 2): shape (3, 2, 4), strides (16, 48, 4) */
+    ok(gm_layout_transpose("t", 3, sh, st, (const int[]){1, 0, 2}, osh, ost) == GPUMEM_OK &&
+           eq(osh, V(3, 2, 4), 3) && eq(ost, V(16, 48, 4), 3),
+       "transpose: a.transpose(1, 0, 2)");
+    /* a.transpose(-1, 0, 1): shape (4, 2, 3), strides (4, 48, 16) */
+    ok(gm_layout_transpose("t", 3, sh, st, (const int[]){-1, 0, 1}, osh, ost) == GPUMEM_OK &&
+           eq(osh, V(4, 2, 3), 3) && eq(ost, V(4, 48, 16), 3),
+       "transpose: negative axes count from the end");
+    ok(gm_layout_transpose("t", 0, NULL, NULL, NULL, NULL, NULL) == GPUMEM_OK, "transpose: 0-d");
+    /* a.transpose(0, 0, 1): ValueError: repeated axis in transpose */
+    is_err(gm_layout_transpose("gpumem_array_transpose", 3, sh, st, (const int[]){0, 0, 1}, osh, ost),
+           GPUMEM_ERROR_INVALID_VALUE, "gpumem_array_transpose: axes[1] = 0 repeats axis 0 (axes[0])",
+           "transpose: a repeated axis");
+    is_err(gm_layout_transpose("gpumem_array_transpose", 3, sh, st, (const int[]){0, -3, 2}, osh, ost),
+           GPUMEM_ERROR_INVALID_VALUE, "axes[1] = -3 repeats axis 0",
+           "transpose: a repeated axis, counted from the end");
+    /* a.transpose(0, 1, 3): AxisError: axis 3 is out of bounds for array of dimension 3 */
+    is_err(gm_layout_transpose("gpumem_array_transpose", 3, sh, st, (const int[]){0, 1, 3}, osh, ost),
+           GPUMEM_ERROR_INVALID_VALUE, "axes[2] = 3 is out of range for 3 dimensions", "transpose: axis too large");
+    is_err(gm_layout_transpose("gpumem_array_transpose", 3, sh, st, (const int[]){-4, 1, 2}, osh, ost),
+           GPUMEM_ERROR_INVALID_VALUE, "axes[0] = -4 is out of range", "transpose: axis too negative");
+    is_err(gm_layout_transpose("t", 3, NULL, st, NULL, osh, ost), GPUMEM_ERROR_NULL_ARGUMENT,
+           "argument 'shape' is NULL", "transpose: NULL shape");
+    int64_t ish[3] = {2, 3, 4}, ist[3] = {48, 16, 4};
+    ok(gm_layout_transpose("t", 3, ish, ist, (const int[]){2, 0, 1}, ish, ist) == GPUMEM_OK &&
+           eq(ish, V(4, 2, 3), 3) && eq(ist, V(4, 48, 16), 3),
+       "transpose: in place");
+}
+
+static void test_reshape(void)
+{
+    /* np.arange(24, dtype='i4').reshape(2, 3, 4): strides (48, 16, 4) */
+    reshape_case("reshape: 1-d to (2, 3, 4)", 1, V(24), V(4), 4, 3, V(2, 3, 4), 'C', V(2, 3, 4), V(48, 16, 4),
+                 true);
+    /* .reshape(6, -1): (6, 4), strides (16, 4) */
+    reshape_case("reshape: -1 is inferred", 3, V(2, 3, 4), V(48, 16, 4), 4, 2, V(6, -1), 'C', V(6, 4), V(16, 4),
+                 true);
+    /* np.arange(24, dtype='i4').reshape((2, 3, 4), order='F').strides == (4, 8, 24) */
+    reshape_case("reshape: order F", 1, V(24), V(4), 4, 3, V(2, 3, 4), 'F', V(2, 3, 4), V(4, 8, 24), true);
+    /* t = np.empty((2, 3), 'i4').T: shape (3, 2), strides (4, 12) */
+    /* t.reshape(6) copies (np.shares_memory(t.reshape(6), t) is False) */
+    reshape_case("reshape: a transpose read in C order copies", 2, V(3, 2), V(4, 12), 4, 1, V(6), 'C', V(6), V(4),
+                 false);
+    /* t.reshape(2, 3) copies too; the copy's strides are (12, 4) */
+    reshape_case("reshape: a transpose to (2, 3) copies", 2, V(3, 2), V(4, 12), 4, 2, V(2, 3), 'C', V(2, 3),
+                 V(12, 4), false);
+    /* t.reshape(6, order='F') and order='A' are views */
+    reshape_case("reshape: a transpose read in F order", 2, V(3, 2), V(4, 12), 4, 1, V(6), 'F', V(6), V(4), true);
+    reshape_case("reshape: order A follows an F array", 2, V(3, 2), V(4, 12), 4, 1, V(6), 'A', V(6), V(4), true);
+    /* order A of a C array: C */
+    reshape_case("reshape: order A of a C array", 1, V(6), V(4), 4, 2, V(2, 3), 'A', V(2, 3), V(12, 4), true);
+    /* b = np.empty((4, 6), 'i4')[:, :4]: shape (4, 4), strides (24, 4) */
+    reshape_case("reshape: b.reshape(4, 2, 2) splits a contiguous axis", 2, V(4, 4), V(24, 4), 4, 3, V(4, 2, 2),
+                 'C', V(4, 2, 2), V(24, 8, 4), true);
+    reshape_case("reshape: b.reshape(2, 2, 4) splits the outer axis", 2, V(4, 4), V(24, 4), 4, 3, V(2, 2, 4), 'C',
+                 V(2, 2, 4), V(48, 24, 4), true);
+    reshape_case("reshape: b.reshape(16) copies", 2, V(4, 4), V(24, 4), 4, 1, V(16), 'C', V(16), V(4), false);
+    /* b.reshape((-1, 4), order='F'): the same shape after all, a view */
+    reshape_case("reshape: b.reshape((-1, 4), order='F')", 2, V(4, 4), V(24, 4), 4, 2, V(-1, 4), 'F', V(4, 4),
+                 V(24, 4), true);
+    /* x = np.empty((3, 8), 'f8')[:, None, ::2]: shape (3, 1, 4), strides (64, 0, 16) */
+    const int64_t *xs = V(3, 1, 4), *xt = V(64, 0, 16);
+    reshape_case("reshape: x.reshape(3, 4) drops the extent-1 axis", 3, xs, xt, 8, 2, V(3, 4), 'C', V(3, 4),
+                 V(64, 16), true);
+    reshape_case("reshape: x.reshape(3, 4, 1): trailing 1", 3, xs, xt, 8, 3, V(3, 4, 1), 'C', V(3, 4, 1),
+                 V(64, 16, 16), true);
+    /* x.reshape((3, 4, 1), order='F').strides == (64, 16, 64): past the last run */
+    reshape_case("reshape: x.reshape((3, 4, 1), order='F'): trailing 1", 3, xs, xt, 8, 3, V(3, 4, 1), 'F',
+                 V(3, 4, 1), V(64, 16, 64), true);
+    reshape_case("reshape: x.reshape(1, 3, 4): leading 1", 3, xs, xt, 8, 3, V(1, 3, 4), 'C', V(1, 3, 4),
+                 V(192, 64, 16), true);
+    reshape_case("reshape: x.reshape(3, 1, 4) keeps every stride", 3, xs, xt, 8, 3, V(3, 1, 4), 'F', xs, xt,
+                 true);
+    /* x.reshape(12): rows of 4 * 16 bytes, 64 apart: one run of stride 16 */
+    reshape_case("reshape: x.reshape(12) is a view", 3, xs, xt, 8, 1, V(12), 'C', V(12), V(16), true);
+    /* y = np.empty((3, 8), 'f8')[:, :4:2]: rows of 2 * 8 bytes, 64 apart: y.reshape(6) copies */
+    reshape_case("reshape: y.reshape(6) copies", 2, V(3, 2), V(64, 8), 8, 1, V(6), 'C', V(6), V(8), false);
+    /* x.reshape((3, 2, 2), order='F'): F reading order, axes regroup as 3 | 2 2 */
+    reshape_case("reshape: x.reshape((3, 2, 2), order='F')", 3, xs, xt, 8, 3, V(3, 2, 2), 'F', V(3, 2, 2),
+                 V(64, 16, 32), true);
+    /* c = np.empty((6, 4), 'i4', order='F')[:4, :]: shape (4, 4), strides (4, 24) */
+    reshape_case("reshape: c.reshape((2, 2, 4), order='F')", 2, V(4, 4), V(4, 24), 4, 3, V(2, 2, 4), 'F',
+                 V(2, 2, 4), V(4, 8, 24), true);
+    reshape_case("reshape: c.reshape((2, 2, 4)) (C order) is a view too", 2, V(4, 4), V(4, 24), 4, 3, V(2, 2, 4),
+                 'C', V(2, 2, 4), V(8, 4, 24), true);
+    reshape_case("reshape: c.reshape(16, order='F') copies", 2, V(4, 4), V(4, 24), 4, 1, V(16), 'F', V(16), V(4),
+                 false);
+    /* e = np.empty((2, 0, 3), 'i4') with any strides: reshapes are views with contiguous strides */
+    const int64_t *es = V(2, 0, 3), *et = V(99, -5, 4);
+    reshape_case("reshape: empty e.reshape(0, 6)", 3, es, et, 4, 2, V(0, 6), 'C', V(0, 6), V(24, 4), true);
+    reshape_case("reshape: empty e.reshape((3, 0, 2), order='F')", 3, es, et, 4, 3, V(3, 0, 2), 'F', V(3, 0, 2),
+                 V(4, 12, 12), true);
+    reshape_case("reshape: empty e.reshape(-1, 3)", 3, es, et, 4, 2, V(-1, 3), 'C', V(0, 3), V(12, 4), true);
+    /* np.empty((), 'i4').reshape(1, 1, 1).strides == (4, 4, 4); and back */
+    reshape_case("reshape: 0-d to (1, 1, 1)", 0, NULL, NULL, 4, 3, V(1, 1, 1), 'C', V(1, 1, 1), V(4, 4, 4), true);
+    reshape_case("reshape: (-1,) of 0-d", 0, NULL, NULL, 4, 1, V(-1), 'C', V(1), V(4), true);
+    bool view = false;
+    ok(gm_layout_reshape("t", 2, V(1, 1), V(7, 9), 4, 0, NULL, 'C', NULL, NULL, &view) == GPUMEM_OK && view,
+       "reshape: (1, 1) to 0-d");
+    int64_t ish[2] = {3, 2}, ist[2] = {4, 12};
+    ok(gm_layout_reshape("t", 2, ish, ist, 4, 2, ish, 'C', ish, ist, &view) == GPUMEM_OK && view &&
+           eq(ist, V(4, 12), 2),
+       "reshape: in place");
+
+    int64_t osh[4] = {-1, -1, -1, -1}, ost[4] = {-1, -1, -1, -1};
+    view = false;
+    /* np.arange(24).reshape(-1, 2, -1): ValueError: can only specify one unknown dimension */
+    is_err(gm_layout_reshape("gpumem_array_reshape", 1, V(24), V(4), 4, 3, V(-1, 2, -1), 'C', osh, ost, &view),
+           GPUMEM_ERROR_INVALID_RESHAPE,
+           "gpumem_array_reshape: new_shape[0] and new_shape[2] are both -1: only one extent can be inferred",
+           "reshape: two -1");
+    ok(osh[0] == -1 && ost[0] == -1 && !view, "reshape: a failure leaves the outputs alone");
+    is_err(gm_layout_reshape("gpumem_array_reshape", 1, V(24), V(4), 4, 2, V(-2, 12), 'C', osh, ost, &view),
+           GPUMEM_ERROR_INVALID_RESHAPE, "new_shape[0] = -2 is negative", "reshape: another negative extent");
+    /* np.arange(24).reshape(5, 5): ValueError: cannot reshape array of size 24 into shape (5,5) */
+    is_err(gm_layout_reshape("gpumem_array_reshape", 1, V(24), V(4), 4, 2, V(5, 5), 'C', osh, ost, &view),
+           GPUMEM_ERROR_INVALID_RESHAPE, "cannot reshape an array of size 24 into shape (5, 5)",
+           "reshape: size mismatch");
+    is_err(gm_layout_reshape("gpumem_array_reshape", 1, V(24), V(4), 4, 2, V(5, -1), 'C', osh, ost, &view),
+           GPUMEM_ERROR_INVALID_RESHAPE, "cannot reshape an array of size 24 into shape (5, -1)",
+           "reshape: -1 that does not divide");
+    /* np.empty((0, 3)).reshape(0, -1): ValueError: cannot reshape array of size 0 into shape (0,newaxis) */
+    is_err(gm_layout_reshape("gpumem_array_reshape", 2, V(0, 3), V(12, 4), 4, 2, V(0, -1), 'C', osh, ost, &view),
+           GPUMEM_ERROR_INVALID_RESHAPE, "cannot infer new_shape[1] = -1 in shape (0, -1)",
+           "reshape: -1 beside a 0");
+    is_err(gm_layout_reshape("gpumem_array_reshape", 1, V(24), V(4), 4, 4,
+                             V(INT64_C(1) << 40, INT64_C(1) << 40, 0, -1), 'C', osh, ost, &view),
+           GPUMEM_ERROR_INVALID_RESHAPE, "cannot reshape", "reshape: an overflowing product is a mismatch");
+    /* a.reshape(6, order='K'): ValueError: order 'K' is not permitted for reshaping */
+    is_err(gm_layout_reshape("gpumem_array_reshape", 1, V(6), V(4), 4, 1, V(6), 'K', osh, ost, &view),
+           GPUMEM_ERROR_INVALID_ORDER, "order 0x4b ('K')", "reshape: order K");
+    int64_t ones[GM_MAX_NDIM + 1];
+    for (int i = 0; i <= GM_MAX_NDIM; i++)
+        ones[i] = 1;
+    is_err(gm_layout_reshape("gpumem_array_reshape", 0, NULL, NULL, 4, GM_MAX_NDIM + 1, ones, 'C', NULL, NULL, &view),
+           GPUMEM_ERROR_TOO_MANY_DIMENSIONS, "new_ndim 33 exceeds", "reshape: 33 dimensions");
+    /* np.empty(0, 'i1').reshape(0, 2**62, 2**62): ValueError: array is too big */
+    is_err(gm_layout_reshape("gpumem_array_reshape", 1, V(0), V(1), 1, 3, V(0, INT64_C(1) << 62, INT64_C(1) << 62),
+                             'C', osh, ost, &view),
+           GPUMEM_ERROR_OVERFLOW, "overflows", "reshape: the new shape must fit too");
+    is_err(gm_layout_reshape("gpumem_array_reshape", 1, V(6), V(4), 4, 1, V(6), 'C', osh, ost, NULL),
+           GPUMEM_ERROR_NULL_ARGUMENT, "argument 'is_view' is NULL", "reshape: NULL is_view");
+    is_err(gm_layout_reshape("gpumem_array_reshape", 2, V(INT64_C(1) << 40, INT64_C(1) << 40), V(1, 1), 1, 1,
+                             V(-1), 'C', osh, ost, &view),
+           GPUMEM_ERROR_OVERFLOW, "the array's size overflows at axis 1", "reshape: an unchecked old shape");
+}
+
+static void test_view(void)
+{
+    /* a = np.zeros((2, 4), 'i4'): strides (16, 4) */
+    const int64_t *sh = V(2, 4), *st = V(16, 4);
+    /* a.view('i8'): shape (2, 2), strides (16, 8); a.view('i2'): (2, 8), (16, 2) */
+    view_case("view: i4 as i8", 2, sh, st, 4, 8, V(2, 2), V(16, 8));
+    view_case("view: i4 as i2", 2, sh, st, 4, 2, V(2, 8), V(16, 2));
+    /* a[:, ::2].view('f4'): the same item size keeps any layout */
+    view_case("view: the same item size", 2, V(2, 2), V(16, 8), 4, 4, V(2, 2), V(16, 8));
+    /* np.zeros((3, 4), 'i4').T[:, :1].view('i2'): shape (4, 2), strides (4, 2) */
+    view_case("view: a last axis of extent 1 may have any stride", 2, V(4, 1), V(4, 16), 4, 2, V(4, 2), V(4, 2));
+    /* np.zeros((3, 0), 'i4').view('i8'): shape (3, 0), strides (4, 8) */
+    view_case("view: an empty last axis", 2, V(3, 0), V(4, 4), 4, 8, V(3, 0), V(4, 8));
+    /* np.zeros((0, 4), 'i4') with a non-contiguous last stride: empty, so allowed */
+    view_case("view: an empty array with any strides", 2, V(0, 4), V(16, 12), 4, 8, V(0, 2), V(16, 8));
+    /* np.zeros((2, 6), 'i2').view('V12'): shape (2, 1), strides (12, 12) */
+    view_case("view: i2 as V12", 2, V(2, 6), V(12, 2), 2, 12, V(2, 1), V(12, 12));
+    /* np.zeros((), 'i4').view('f4'): the same size is fine for 0-d */
+    int64_t osh[2] = {-1, -1}, ost[2] = {-1, -1};
+    ok(gm_layout_view("t", 0, NULL, NULL, 4, 4, NULL, NULL) == GPUMEM_OK, "view: 0-d, same item size");
+
+    /* a.view('V12'): ValueError: ... must be a divisor of the total size in bytes of the last axis */
+    is_err(gm_layout_view("gpumem_array_view", 2, sh, st, 4, 12, osh, ost), GPUMEM_ERROR_INVALID_VALUE,
+           "gpumem_array_view: axis 1: its 16 bytes are not a multiple of the larger item size 12",
+           "view: the last axis' bytes must divide");
+    ok(osh[0] == -1 && ost[0] == -1, "view: a failure leaves the outputs alone");
+    /* np.zeros((), 'i4').view('i2'): ValueError: Changing the dtype of a 0d array ... */
+    is_err(gm_layout_view("gpumem_array_view", 0, NULL, NULL, 4, 2, NULL, NULL), GPUMEM_ERROR_INVALID_VALUE,
+           "a 0-d array cannot change its item size (4 to 2 bytes)", "view: 0-d");
+    /* a[:, ::2].view('i2'): ValueError: ... the last axis must be contiguous */
+    is_err(gm_layout_view("gpumem_array_view", 2, V(2, 2), V(16, 8), 4, 2, osh, ost), GPUMEM_ERROR_INVALID_VALUE,
+           "axis 1: the last axis must be contiguous (its stride 8 is not the item size 4)",
+           "view: a strided last axis");
+    /* a[:, ::-1].view('i2'): the same */
+    is_err(gm_layout_view("gpumem_array_view", 2, V(2, 4), V(16, -4), 4, 2, osh, ost), GPUMEM_ERROR_INVALID_VALUE,
+           "must be contiguous", "view: a reversed last axis");
+    /* np.zeros(2, 'V6').view('i4'): ValueError: ... must be a divisor of the size of original dtype */
+    is_err(gm_layout_view("gpumem_array_view", 1, V(2), V(6), 6, 4, osh, ost), GPUMEM_ERROR_INVALID_VALUE,
+           "the smaller item size 4 must divide the item size 6", "view: a smaller size must divide the old one");
+    is_err(gm_layout_view("gpumem_array_view", 1, V(2), V(4), 4, 0, osh, ost), GPUMEM_ERROR_INVALID_VALUE,
+           "the smaller item size 0", "view: item size 0");
+    is_err(gm_layout_view("gpumem_array_view", -1, NULL, NULL, 4, 2, NULL, NULL), GPUMEM_ERROR_INVALID_VALUE,
+           "ndim -1 is negative", "view: negative ndim");
+    is_err(gm_layout_view("gpumem_array_view", 1, V(2), V(4), 4, (size_t)INT64_MAX + 1, osh, ost),
+           GPUMEM_ERROR_OVERFLOW, "item size exceeds INT64_MAX", "view: an item size past INT64_MAX");
+    /* np.zeros((2, 3), 'i2').view('i4'): 6 bytes */
+    is_err(gm_layout_view("gpumem_array_view", 2, V(2, 3), V(6, 2), 2, 4, osh, ost), GPUMEM_ERROR_INVALID_VALUE,
+           "its 6 bytes", "view: an odd row");
+}
+
+static void test_index(void)
+{
+    /* a = np.empty((4, 6), 'i4'): strides (24, 4) */
+    const int64_t *sh = V(4, 6), *st = V(24, 4);
+    int64_t off = -1;
+    ok(gm_layout_index("t", 2, sh, st, V(1, 2), &off) == GPUMEM_OK && off == 32, "index: a[1, 2] at byte 32");
+    ok(gm_layout_index("t", 2, sh, st, V(-1, -1), &off) == GPUMEM_OK && off == 92, "index: a[-1, -1] at byte 92");
+    /* b = a[::-1]: strides (-24, 4); b[1, 1] is 24 bytes before b's first element, plus 4 */
+    ok(gm_layout_index("t", 2, sh, V(-24, 4), V(1, 1), &off) == GPUMEM_OK && off == -20,
+       "index: negative strides give negative offsets");
+    ok(gm_layout_index("t", 0, NULL, NULL, NULL, &off) == GPUMEM_OK && off == 0, "index: 0-d");
+    off = -1;
+    /* a[4, 0]: IndexError: index 4 is out of bounds for axis 0 with size 4 */
+    is_err(gm_layout_index("gpumem_array_get_item", 2, sh, st, V(4, 0), &off), GPUMEM_ERROR_INDEX_OUT_OF_RANGE,
+           "gpumem_array_get_item: axis 0: index 4 is out of range for extent 4", "index: past the end");
+    ok(off == -1, "index: a failure leaves the offset alone");
+    is_err(gm_layout_index("gpumem_array_get_item", 2, sh, st, V(0, -7), &off), GPUMEM_ERROR_INDEX_OUT_OF_RANGE,
+           "axis 1: index -7 is out of range for extent 6", "index: before the beginning");
+    is_err(gm_layout_index("gpumem_array_get_item", 2, V(3, 0), st, V(0, 0), &off),
+           GPUMEM_ERROR_INDEX_OUT_OF_RANGE, "axis 1: index 0 is out of range for extent 0", "index: an empty axis");
+    is_err(gm_layout_index("t", 1, V(3), V(INT64_MAX), V(2), &off), GPUMEM_ERROR_OVERFLOW, "overflows",
+           "index: offset overflow");
+    is_err(gm_layout_index("t", 1, V(3), V(4), NULL, &off), GPUMEM_ERROR_NULL_ARGUMENT, "argument 'index' is NULL",
+           "index: NULL index");
+}
+
+/* --------------------------------------------------------- properties ---- */
+
+/* splitmix64.  The seed is fixed (GPUMEM_TEST_SEED overrides it), so every
+ * run draws the same cases and a failure names its family and case. */
+static uint64_t rng_state;
+
+static uint64_t rng_next(void)
+{
+    uint64_t z = (rng_state += UINT64_C(0x9e3779b97f4a7c15));
+    z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
+    z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
+    return z ^ (z >> 31);
+}
+
+/* uniform in [lo, hi], lo <= hi */
+static int64_t rnd(int64_t lo, int64_t hi)
+{
+    return lo + (int64_t)(rng_next() % (uint64_t)(hi - lo + 1));
+}
+
+static bool chance(int num, int den)
+{
+    return rnd(0, den - 1) < num;
+}
+
+static int failures;
+static char first_failure[4096];
+
+static void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void fail(const char *fmt, ...)
+{
+    if (failures++ > 0)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(first_failure, sizeof first_failure, fmt, ap);
+    va_end(ap);
+}
+
+typedef struct arr {
+    int ndim;
+    size_t itemsize;
+    int64_t shape[GM_MAX_NDIM], strides[GM_MAX_NDIM];
+} arr;
+
+static const char *arr_text(const arr *a)
+{
+    static char bufs[4][2200];
+    static int next;
+    char *b = bufs[next++ % 4];
+    snprintf(b, sizeof bufs[0], "shape %s strides %s itemsize %zu", vec(a->shape, a->ndim), vec(a->strides, a->ndim),
+             a->itemsize);
+    return b;
+}
+
+static const char *slices_text(const gm_slice *s, int n)
+{
+    static char buf[1024];
+    size_t len = 1;
+    buf[0] = '[';
+    for (int i = 0; i < n && len < 900; i++) {
+        char p[3][24];
+        const int64_t v[3] = {s[i].start, s[i].stop, s[i].step};
+        for (int k = 0; k < 3; k++) {
+            if (v[k] == D)
+                p[k][0] = '\0';
+            else
+                snprintf(p[k], sizeof p[k], "%" PRId64, v[k]);
+        }
+        len += (size_t)snprintf(buf + len, sizeof buf - len, "%s%s:%s:%s", i ? ", " : "", p[0], p[1], p[2]);
+    }
+    snprintf(buf + len, sizeof buf - len, "]");
+    return buf;
+}
+
+static void random_perm(int *perm, int n)
+{
+    for (int i = 0; i < n; i++)
+        perm[i] = i;
+    for (int i = n - 1; i > 0; i--) {
+        int j = (int)rnd(0, i), t = perm[i];
+        perm[i] = perm[j];
+        perm[j] = t;
+    }
+}
+
+/* Up to 6 axes of extents 0..maxext (0 now and then): a dense layout with
+ * the axes in C, F or a random order, sometimes padded between axes; `wild`
+ * adds negative strides, broadcasts (stride 0) and arbitrary strides on
+ * extent-1 axes. */
+static void random_array(arr *a, int64_t maxext, bool wild)
+{
+    static const size_t sizes[] = {1, 2, 4, 8, 12, 16};
+    a->ndim = (int)rnd(0, 6);
+    a->itemsize = sizes[rnd(0, 5)];
+    for (int i = 0; i < a->ndim; i++)
+        a->shape[i] = chance(1, 12) ? 0 : rnd(1, maxext);
+    int perm[GM_MAX_NDIM], style = (int)rnd(0, 3);
+    random_perm(perm, a->ndim);
+    if (style < 2)
+        for (int i = 0; i < a->ndim; i++)
+            perm[i] = style == 0 ? i : a->ndim - 1 - i;
+    bool padded = chance(1, 3);
+    int64_t s = (int64_t)a->itemsize * (padded && chance(1, 2) ? 2 : 1);
+    for (int k = a->ndim - 1; k >= 0; k--) {
+        int ax = perm[k];
+        a->strides[ax] = s;
+        s *= (a->shape[ax] > 0 ? a->shape[ax] : 1) + (padded ? rnd(0, 2) : 0);
+    }
+    if (!wild)
+        return;
+    for (int i = 0; i < a->ndim; i++) {
+        if (chance(1, 5))
+            a->strides[i] = -a->strides[i];
+        if (chance(1, 12))
+            a->strides[i] = 0;
+        if (a->shape[i] == 1 && chance(1, 2))
+            a->strides[i] = rnd(-100, 100);
+    }
+}
+
+/* ---- the references: plain index arithmetic, nothing from layout.c ---- */
+
+static int64_t ref_count(int ndim, const int64_t *shape)
+{
+    int64_t n = 1;
+    for (int i = 0; i < ndim; i++)
+        n *= shape[i];
+    return n;
+}
+
+static int64_t ref_offset(int ndim, const int64_t *strides, const int64_t *idx)
+{
+    int64_t off = 0;
+    for (int i = 0; i < ndim; i++)
+        off += idx[i] * strides[i];
+    return off;
+}
+
+/* The multi-index of position f in reading order: the last axis fastest, or
+ * the first (fortran).  Only for non-empty shapes. */
+static void ref_unravel(int64_t f, int ndim, const int64_t *shape, bool fortran, int64_t *idx)
+{
+    for (int k = 0; k < ndim; k++) {
+        int ax = fortran ? k : ndim - 1 - k;
+        idx[ax] = f % shape[ax];
+        f /= shape[ax];
+    }
+}
+
+static int64_t ref_ravel(int ndim, const int64_t *shape, bool fortran, const int64_t *idx)
+{
+    int64_t f = 0;
+    for (int k = 0; k < ndim; k++) {
+        int ax = fortran ? ndim - 1 - k : k;
+        f = f * shape[ax] + idx[ax];
+    }
+    return f;
+}
+
+/* What NumPy's flag means: every element sits where a C (or F) array of
+ * this shape and item size puts it. */
+static bool ref_contiguous(const arr *a, bool fortran)
+{
+    int64_t n = ref_count(a->ndim, a->shape), idx[GM_MAX_NDIM];
+    for (int64_t f = 0; f < n; f++) {
+        ref_unravel(f, a->ndim, a->shape, fortran, idx);
+        if (ref_offset(a->ndim, a->strides, idx) != f * (int64_t)a->itemsize)
+            return false;
+    }
+    return true;
+}
+
+/* NumPy's contiguous strides, an extent 0 counting as 1. */
+static void ref_fill(int ndim, const int64_t *shape, size_t itemsize, bool fortran, int64_t *strides)
+{
+    int64_t s = (int64_t)itemsize;
+    for (int k = 0; k < ndim; k++) {
+        int ax = fortran ? k : ndim - 1 - k;
+        strides[ax] = s;
+        s *= shape[ax] == 0 ? 1 : shape[ax];
+    }
+}
+
+static int64_t mag(int64_t v)
+{
+    return v < 0 ? -v : v;
+}
+
+/* ---- flags, extent, index and sizes ---- */
+
+static void prop_flags(int c)
+{
+    arr a;
+    random_array(&a, 5, true);
+    int nd = a.ndim;
+    int64_t is = (int64_t)a.itemsize;
+    bool rc = ref_contiguous(&a, false), rf = ref_contiguous(&a, true);
+    bool gc = gm_layout_is_c_contiguous(nd, a.shape, a.strides, a.itemsize);
+    bool gf = gm_layout_is_f_contiguous(nd, a.shape, a.strides, a.itemsize);
+    if (gc != rc || gf != rf)
+        fail("case %d: %s: C %d F %d, expected C %d F %d", c, arr_text(&a), gc, gf, rc, rf);
+
+    int64_t n = ref_count(nd, a.shape), idx[GM_MAX_NDIM], rlo = 0, rhi = 0;
+    for (int64_t f = 0; f < n; f++) {
+        ref_unravel(f, nd, a.shape, false, idx);
+        int64_t o = ref_offset(nd, a.strides, idx);
+        if (f == 0 || o < rlo)
+            rlo = o;
+        if (f == 0 || o + is > rhi)
+            rhi = o + is;
+    }
+    int64_t lo = 1, hi = -1;
+    if (!gm_layout_extent(nd, a.shape, a.strides, a.itemsize, &lo, &hi) || lo != rlo || hi != rhi)
+        fail("case %d: %s: extent [%" PRId64 ", %" PRId64 "), expected [%" PRId64 ", %" PRId64 ")", c, arr_text(&a),
+             lo, hi, rlo, rhi);
+
+    int64_t index[GM_MAX_NDIM], roff = 0, off = -1;
+    int bad = -1;
+    for (int i = 0; i < nd; i++) {
+        int64_t e = a.shape[i];
+        index[i] = e == 0 || chance(1, 8) ? rnd(-e - 2, e + 1) : rnd(-e, e - 1);
+        int64_t j = index[i] < 0 ? index[i] + e : index[i];
+        if ((j < 0 || j >= e) && bad < 0)
+            bad = i;
+        roff += j * a.strides[i];
+    }
+    gpumem_status st = gm_layout_index("gpumem_array_get_item", nd, a.shape, a.strides, index, &off);
+    if (bad >= 0) {
+        char needle[64];
+        snprintf(needle, sizeof needle, "axis %d: index %" PRId64 " is out of range", bad, index[bad]);
+        if (st != GPUMEM_ERROR_INDEX_OUT_OF_RANGE || strstr(gpumem_last_error(), needle) == NULL)
+            fail("case %d: %s: index %s gave %s '%s', expected '%s'", c, arr_text(&a), vec(index, nd),
+                 gpumem_status_string(st), gpumem_last_error(), needle);
+    } else if (st != GPUMEM_OK || off != roff) {
+        fail("case %d: %s: index %s gave %s offset %" PRId64 ", expected %" PRId64, c, arr_text(&a), vec(index, nd),
+             gpumem_status_string(st), off, roff);
+    }
+
+    int64_t size = -1, nbytes = -1;
+    if (gm_layout_check_shape("t", nd, a.shape, a.itemsize, &size, &nbytes) != GPUMEM_OK || size != n ||
+        nbytes != n * is)
+        fail("case %d: %s: size %" PRId64 " nbytes %" PRId64 ", expected %" PRId64, c, arr_text(&a), size, nbytes, n);
+}
+
+/* ---- contiguous strides and strides_like ---- */
+
+static void prop_strides(int c)
+{
+    arr a;
+    random_array(&a, 5, true);
+    int nd = a.ndim;
+    int64_t is = (int64_t)a.itemsize, cs[GM_MAX_NDIM], fs[GM_MAX_NDIM];
+    ref_fill(nd, a.shape, a.itemsize, false, cs);
+    ref_fill(nd, a.shape, a.itemsize, true, fs);
+    for (int fo = 0; fo < 2; fo++) {
+        arr b = a;
+        gpumem_status st = gm_layout_contiguous_strides("t", nd, a.shape, a.itemsize, fo ? 'F' : 'C', b.strides);
+        if (st != GPUMEM_OK || !eq(b.strides, fo ? fs : cs, nd) || !ref_contiguous(&b, fo))
+            fail("case %d: %s: %c strides %s", c, arr_text(&a), fo ? 'F' : 'C', vec(b.strides, nd));
+    }
+
+    arr l = a;
+    gm_layout_strides_like(nd, a.shape, a.strides, a.itemsize, l.strides);
+    if (ref_contiguous(&a, false) || ref_contiguous(&a, true)) {
+        const int64_t *want = ref_contiguous(&a, false) ? cs : fs;
+        if (!eq(l.strides, want, nd))
+            fail("case %d: like %s: %s, expected %s", c, arr_text(&a), vec(l.strides, nd), vec(want, nd));
+        return;
+    }
+    /* dense: each element in its own slot of the first size * itemsize bytes */
+    int64_t n = ref_count(nd, a.shape), idx[GM_MAX_NDIM];
+    bool *seen = calloc((size_t)n, 1);
+    if (seen == NULL)
+        bail_out("out of memory");
+    for (int64_t f = 0; f < n; f++) {
+        ref_unravel(f, nd, a.shape, false, idx);
+        int64_t o = ref_offset(nd, l.strides, idx);
+        if (o % is != 0 || o < 0 || o / is >= n || seen[o / is]) {
+            fail("case %d: like %s: %s is not dense", c, arr_text(&a), vec(l.strides, nd));
+            break;
+        }
+        seen[o / is] = true;
+    }
+    free(seen);
+    /* axes of extent != 1 ordered by decreasing |like stride|, ties by axis */
+    int moving[GM_MAX_NDIM], nm = 0;
+    for (int i = 0; i < nd; i++) {
+        if (a.shape[i] == 1)
+            continue;
+        for (int k = 0; k < nm; k++) {
+            int j = moving[k]; /* j < i */
+            if ((mag(a.strides[j]) >= mag(a.strides[i])) != (l.strides[j] > l.strides[i]))
+                fail("case %d: like %s: axes %d and %d out of order in %s", c, arr_text(&a), j, i,
+                     vec(l.strides, nd));
+        }
+        moving[nm++] = i;
+    }
+    /* an extent-1 axis keeps its C place: the m axes of extent != 1 after it
+     * are the m innermost ones */
+    for (int i = 0; i < nd; i++) {
+        if (a.shape[i] != 1)
+            continue;
+        int m = 0;
+        for (int k = 0; k < nm; k++)
+            m += moving[k] > i;
+        int64_t want = is;
+        for (int k = 0; k < nm; k++) {
+            int inner = 0; /* how many moving axes have a smaller new stride */
+            for (int q = 0; q < nm; q++)
+                inner += l.strides[moving[q]] < l.strides[moving[k]];
+            if (inner < m)
+                want *= a.shape[moving[k]];
+        }
+        if (l.strides[i] != want)
+            fail("case %d: like %s: extent-1 axis %d has stride %" PRId64 ", expected %" PRId64, c, arr_text(&a), i,
+                 l.strides[i], want);
+    }
+}
+
+/* ---- slices ---- */
+
+/* The indices a slice picks from an axis of n (at most n of them), by
+ * Python's loop with layout.h's strict bounds.  0 if valid, else 1 (zero
+ * step), 2 (start) or 3 (stop). */
+static int ref_slice_axis(int64_t n, gm_slice s, int64_t *list, int64_t *len, int64_t *start)
+{
+    int64_t step = s.step == D ? 1 : s.step;
+    if (step == 0)
+        return 1;
+    int64_t b = step > 0 ? 0 : n - 1, e = step > 0 ? n : -1;
+    if (s.start != D) {
+        b = s.start < 0 ? s.start + n : s.start;
+        if (!(step > 0 ? b >= 0 && b <= n : (b >= 0 && b <= n - 1) || (n == 0 && b == 0)))
+            return 2;
+        if (n == 0)
+            b = step > 0 ? 0 : -1; /* Python clamps into the empty axis */
+    }
+    if (s.stop != D) {
+        e = s.stop < 0 ? s.stop + n : s.stop;
+        if (!(step > 0 ? e >= 0 && e <= n : (e >= 0 && e <= n - 1) || (n == 0 && e == 0)))
+            return 3;
+    }
+    *len = 0;
+    for (int64_t i = b; step > 0 ? i < e : i > e; i += step)
+        list[(*len)++] = i;
+    *start = b;
+    return 0;
+}
+
+static gm_slice random_slice(int64_t n)
+{
+    gm_slice s;
+    if (chance(1, 8))
+        s.step = D;
+    else if (chance(1, 40))
+        s.step = 0;
+    else
+        s.step = (chance(1, 2) ? -1 : 1) * (chance(1, 6) ? rnd(4, 9) : rnd(1, 3));
+    s.start = chance(1, 4) ? D : rnd(-n - 2, n + 1);
+    s.stop = chance(1, 4) ? D : rnd(-n - 2, n + 1);
+    return s;
+}
+
+/* Slices a into b, now and then in place (b as both input and output). */
+static gpumem_status do_slice(arr *a, const gm_slice *sl, int ns, arr *b, int64_t *off)
+{
+    *b = *a;
+    if (chance(1, 2))
+        return gm_layout_slice("gpumem_array_slice", b->ndim, b->shape, b->strides, sl, ns, b->shape, b->strides, off);
+    return gm_layout_slice("gpumem_array_slice", a->ndim, a->shape, a->strides, sl, ns, b->shape, b->strides, off);
+}
+
+static void prop_slice(int c)
+{
+    arr a, b;
+    random_array(&a, 5, true);
+    int nd = a.ndim, ns = (int)rnd(0, nd), err = 0, err_axis = -1;
+    gm_slice sl[GM_MAX_NDIM];
+    int64_t list[GM_MAX_NDIM][8], len[GM_MAX_NDIM], start[GM_MAX_NDIM];
+    for (int i = 0; i < nd; i++) {
+        if (i < ns) {
+            sl[i] = random_slice(a.shape[i]);
+            int e = ref_slice_axis(a.shape[i], sl[i], list[i], &len[i], &start[i]);
+            if (e != 0 && err == 0) {
+                err = e;
+                err_axis = i;
+            }
+        } else {
+            len[i] = a.shape[i];
+            start[i] = 0;
+            for (int j = 0; j < len[i]; j++)
+                list[i][j] = j;
+        }
+    }
+    int64_t off = -1;
+    gpumem_status st = do_slice(&a, sl, ns, &b, &off);
+    if (err != 0) {
+        static const gpumem_status want[] = {GPUMEM_OK, GPUMEM_ERROR_ZERO_STEP, GPUMEM_ERROR_INDEX_OUT_OF_RANGE,
+                                             GPUMEM_ERROR_INDEX_OUT_OF_RANGE};
+        static const char *const bound[] = {"", "slice step is zero", "start", "stop"};
+        char needle[64];
+        snprintf(needle, sizeof needle, "gpumem_array_slice: axis %d: %s", err_axis, bound[err]);
+        if (st != want[err] || strstr(gpumem_last_error(), needle) == NULL || !eq(b.shape, a.shape, nd))
+            fail("case %d: %s %s gave %s '%s', expected %s with '%s'", c, arr_text(&a), slices_text(sl, ns),
+                 gpumem_status_string(st), gpumem_last_error(), gpumem_status_string(want[err]), needle);
+        return;
+    }
+    if (st != GPUMEM_OK || !eq(b.shape, len, nd)) {
+        fail("case %d: %s %s gave %s shape %s, expected %s", c, arr_text(&a), slices_text(sl, ns),
+             gpumem_status_string(st), vec(b.shape, nd), vec(len, nd));
+        return;
+    }
+    int64_t n = ref_count(nd, b.shape), idx[GM_MAX_NDIM], src[GM_MAX_NDIM];
+    for (int64_t f = 0; f < n; f++) {
+        ref_unravel(f, nd, b.shape, false, idx);
+        for (int i = 0; i < nd; i++)
+            src[i] = list[i][idx[i]];
+        if (off + ref_offset(nd, b.strides, idx) != ref_offset(nd, a.strides, src)) {
+            fail("case %d: %s %s: element %s at %" PRId64 " (strides %s offset %" PRId64 "), expected %" PRId64, c,
+                 arr_text(&a), slices_text(sl, ns), vec(idx, nd), off + ref_offset(nd, b.strides, idx),
+                 vec(b.strides, nd), off, ref_offset(nd, a.strides, src));
+            return;
+        }
+    }
+    if (n > 0)
+        return;
+    /* empty: offset 0 for an empty source, else the offset of one of its
+     * elements - the valid starts' (NumPy's terms, the rest 0) */
+    int64_t want = 0, m = ref_count(nd, a.shape);
+    bool inside = m == 0;
+    if (m > 0) {
+        for (int i = 0; i < ns; i++)
+            if (start[i] >= 0 && start[i] < a.shape[i])
+                want += start[i] * a.strides[i];
+        for (int64_t f = 0; f < m && !inside; f++) {
+            ref_unravel(f, nd, a.shape, false, idx);
+            inside = ref_offset(nd, a.strides, idx) == off;
+        }
+    }
+    if (off != want || !inside)
+        fail("case %d: %s %s: empty result at offset %" PRId64 ", expected %" PRId64 " inside the array", c,
+             arr_text(&a), slices_text(sl, ns), off, want);
+}
+
+/* ---- transposes ---- */
+
+static void prop_transpose(int c)
+{
+    arr a;
+    random_array(&a, 5, true);
+    int nd = a.ndim, axes[GM_MAX_NDIM], perm[GM_MAX_NDIM];
+    bool null_axes = chance(1, 6);
+    random_perm(perm, nd);
+    for (int i = 0; i < nd; i++) {
+        if (null_axes)
+            perm[i] = nd - 1 - i;
+        axes[i] = chance(1, 4) ? perm[i] - nd : perm[i];
+    }
+    if (!null_axes && nd > 0 && chance(1, 8)) {
+        int i = (int)rnd(0, nd - 1);
+        if (chance(1, 2))
+            axes[i] = axes[(int)rnd(0, nd - 1)]; /* maybe a repeat */
+        else
+            axes[i] = chance(1, 2) ? nd + (int)rnd(0, 2) : -nd - 1 - (int)rnd(0, 2);
+    }
+    /* the reference's verdict: in range and each axis once */
+    bool valid = true, used[GM_MAX_NDIM] = {false};
+    for (int i = 0; i < nd && valid; i++) {
+        int p = axes[i] < 0 ? axes[i] + nd : axes[i];
+        valid = p >= 0 && p < nd && !used[p];
+        if (valid) {
+            used[p] = true;
+            perm[i] = p;
+        }
+    }
+    arr b = a;
+    const arr *in = chance(1, 2) ? &b : &a; /* in place now and then */
+    gpumem_status st = gm_layout_transpose("gpumem_array_transpose", nd, in->shape, in->strides,
+                                           null_axes ? NULL : axes, b.shape, b.strides);
+    if (!valid) {
+        if (st != GPUMEM_ERROR_INVALID_VALUE || strstr(gpumem_last_error(), "gpumem_array_transpose: axes[") == NULL)
+            fail("case %d: %s: a non-permutation gave %s '%s'", c, arr_text(&a), gpumem_status_string(st),
+                 gpumem_last_error());
+        return;
+    }
+    bool shape_ok = st == GPUMEM_OK;
+    for (int k = 0; k < nd && shape_ok; k++)
+        shape_ok = b.shape[k] == a.shape[perm[k]];
+    if (!shape_ok) {
+        fail("case %d: %s: transpose gave %s shape %s", c, arr_text(&a), gpumem_status_string(st), vec(b.shape, nd));
+        return;
+    }
+    int64_t n = ref_count(nd, b.shape), idx[GM_MAX_NDIM], src[GM_MAX_NDIM];
+    for (int64_t f = 0; f < n; f++) {
+        ref_unravel(f, nd, b.shape, false, idx);
+        for (int k = 0; k < nd; k++)
+            src[perm[k]] = idx[k];
+        if (ref_offset(nd, b.strides, idx) != ref_offset(nd, a.strides, src)) {
+            fail("case %d: %s: transposed element %s is at %" PRId64 ", expected %" PRId64, c, arr_text(&a),
+                 vec(idx, nd), ref_offset(nd, b.strides, idx), ref_offset(nd, a.strides, src));
+            return;
+        }
+    }
+}
+
+/* ---- reshapes ---- */
+
+/* A random shape of `size` elements: a random factorization (extent-1 axes
+ * and all), or the old shape with axes merged, split, added or removed so
+ * that views are likely. */
+static int random_new_shape(const arr *a, int64_t size, int64_t *dims)
+{
+    int nd;
+    if (chance(1, 2)) {
+        nd = a->ndim;
+        for (int i = 0; i < nd; i++)
+            dims[i] = a->shape[i];
+        for (int ops = (int)rnd(1, 3); ops > 0; ops--) {
+            int kind = (int)rnd(0, 3);
+            if (kind == 0 && nd >= 2) { /* merge axes i and i + 1 */
+                int i = (int)rnd(0, nd - 2);
+                dims[i] *= dims[i + 1];
+                memmove(dims + i + 1, dims + i + 2, (size_t)(nd - i - 2) * sizeof *dims);
+                nd--;
+            } else if (kind == 1 && nd >= 1 && nd < 6) { /* split axis i */
+                int i = (int)rnd(0, nd - 1);
+                int64_t e = dims[i], d = 1;
+                if (e == 0)
+                    d = chance(1, 2) ? 0 : rnd(1, 3);
+                else
+                    for (int tries = 0; tries < 8 && (d == 1 || e % d != 0); tries++)
+                        d = rnd(1, e);
+                if (d != 0 && e % d != 0)
+                    d = 1;
+                memmove(dims + i + 1, dims + i, (size_t)(nd - i) * sizeof *dims);
+                dims[i] = d;
+                dims[i + 1] = e == 0 ? (d == 0 ? rnd(0, 3) : 0) : e / d;
+                nd++;
+            } else if (kind == 2 && nd < 6) { /* insert a 1 */
+                int i = (int)rnd(0, nd);
+                memmove(dims + i + 1, dims + i, (size_t)(nd - i) * sizeof *dims);
+                dims[i] = 1;
+                nd++;
+            } else if (kind == 3) { /* remove a 1 */
+                for (int i = 0; i < nd; i++) {
+                    if (dims[i] == 1) {
+                        memmove(dims + i, dims + i + 1, (size_t)(nd - i - 1) * sizeof *dims);
+                        nd--;
+                        break;
+                    }
+                }
+            }
+        }
+        return nd;
+    }
+    if (size == 0) {
+        nd = (int)rnd(1, 6);
+        for (int i = 0; i < nd; i++)
+            dims[i] = rnd(0, 5);
+        dims[rnd(0, nd - 1)] = 0;
+        return nd;
+    }
+    nd = (int)rnd(size == 1 ? 0 : 1, 6);
+    int64_t rest = size;
+    for (int i = 0; i < nd - 1; i++) {
+        int64_t divs[96];
+        int nd_ = 0;
+        for (int64_t d = 1; d <= rest && nd_ < 96; d++)
+            if (rest % d == 0)
+                divs[nd_++] = d;
+        dims[i] = divs[rnd(0, nd_ - 1)];
+        rest /= dims[i];
+    }
+    if (nd > 0)
+        dims[nd - 1] = rest;
+    return nd;
+}
+
+/* A non-trivial source now and then: a random slice and transpose of a. */
+static void random_view_of(arr *a)
+{
+    for (int tries = 0; tries < 4; tries++) {
+        gm_slice sl[GM_MAX_NDIM];
+        for (int i = 0; i < a->ndim; i++)
+            sl[i] = random_slice(a->shape[i]);
+        arr b;
+        int64_t off;
+        if (do_slice(a, sl, a->ndim, &b, &off) == GPUMEM_OK) {
+            *a = b;
+            break;
+        }
+    }
+    int perm[GM_MAX_NDIM];
+    random_perm(perm, a->ndim);
+    gm_layout_transpose("t", a->ndim, a->shape, a->strides, perm, a->shape, a->strides);
+}
+
+/* Whether some strides make the new shape read the old array's elements in
+ * `order`: the stride of each new axis of extent > 1 is forced (the offset
+ * of its unit index), so try those on every element. */
+static bool ref_view_exists(const arr *a, int nd, const int64_t *dims, bool fo)
+{
+    int64_t n = ref_count(nd, dims), cand[GM_MAX_NDIM], e[GM_MAX_NDIM], oidx[GM_MAX_NDIM];
+    if (n == 0)
+        return true;
+    for (int k = 0; k < nd; k++) {
+        cand[k] = 0;
+        if (dims[k] < 2)
+            continue;
+        memset(e, 0, sizeof e);
+        e[k] = 1;
+        ref_unravel(ref_ravel(nd, dims, fo, e), a->ndim, a->shape, fo, oidx);
+        cand[k] = ref_offset(a->ndim, a->strides, oidx);
+    }
+    for (int64_t f = 0; f < n; f++) {
+        ref_unravel(f, nd, dims, fo, e);
+        ref_unravel(f, a->ndim, a->shape, fo, oidx);
+        if (ref_offset(nd, cand, e) != ref_offset(a->ndim, a->strides, oidx))
+            return false;
+    }
+    return true;
+}
+
+static void prop_reshape(int c)
+{
+    arr a;
+    random_array(&a, 5, true);
+    if (chance(1, 2))
+        random_view_of(&a);
+    int64_t size = ref_count(a.ndim, a.shape), dims[GM_MAX_NDIM + 2];
+    int nd = random_new_shape(&a, size, dims);
+    if (nd > 0 && chance(1, 4))
+        dims[rnd(0, nd - 1)] = -1;
+    if (nd > 0 && chance(1, 12))
+        dims[rnd(0, nd - 1)] += 1;
+    if (nd > 1 && chance(1, 30))
+        dims[0] = dims[nd - 1] = -1;
+    if (nd > 0 && chance(1, 30))
+        dims[rnd(0, nd - 1)] = -rnd(2, 5);
+    static const char orders[] = "CFA";
+    char order = orders[rnd(0, 2)];
+
+    /* the reference's verdict and resolved shape */
+    bool same = nd == a.ndim && eq(dims, a.shape, nd), valid = true;
+    int unknown = -1;
+    int64_t known = 1, want[GM_MAX_NDIM];
+    for (int i = 0; i < nd; i++) {
+        want[i] = dims[i];
+        if (dims[i] == -1) {
+            valid = valid && unknown < 0;
+            unknown = i;
+        } else if (dims[i] < 0) {
+            valid = false;
+        } else {
+            known *= dims[i];
+        }
+    }
+    if (valid && !same) {
+        if (unknown >= 0 && known != 0 && size % known == 0)
+            want[unknown] = size / known;
+        else if (unknown >= 0 || known != size)
+            valid = false;
+    }
+
+    arr b = a;
+    bool view = false;
+    b.ndim = nd;
+    gpumem_status st = gm_layout_reshape("gpumem_array_reshape", a.ndim, a.shape, a.strides, a.itemsize, nd, dims,
+                                         order, b.shape, b.strides, &view);
+    if (!valid) {
+        if (st != GPUMEM_ERROR_INVALID_RESHAPE || strstr(gpumem_last_error(), "gpumem_array_reshape: ") == NULL)
+            fail("case %d: %s to %s gave %s '%s', expected GPUMEM_ERROR_INVALID_RESHAPE", c, arr_text(&a),
+                 vec(dims, nd), gpumem_status_string(st), gpumem_last_error());
+        return;
+    }
+    if (st != GPUMEM_OK || !eq(b.shape, want, nd)) {
+        fail("case %d: %s to %s order %c gave %s '%s' shape %s", c, arr_text(&a), vec(dims, nd), order,
+             gpumem_status_string(st), st != GPUMEM_OK ? gpumem_last_error() : "", vec(b.shape, nd));
+        return;
+    }
+    bool rc = ref_contiguous(&a, false), rf = ref_contiguous(&a, true);
+    bool fo = order == 'F' || (order == 'A' && rf && !rc);
+    bool exists = ref_view_exists(&a, nd, want, fo);
+    int64_t contig[GM_MAX_NDIM];
+    ref_fill(nd, want, a.itemsize, fo, contig);
+    const char *why = NULL;
+    if (view != exists)
+        why = exists ? "copies where a view exists" : "claims a view that cannot exist";
+    else if (same && !eq(b.strides, a.strides, nd))
+        why = "an unchanged shape must keep every stride";
+    else if (!same && (fo ? rf : rc) && !eq(b.strides, contig, nd))
+        why = "a contiguous array must get the contiguous strides";
+    else if (!view && !eq(b.strides, contig, nd))
+        why = "a copy must get the contiguous strides";
+    int64_t n = view ? size : 0, nidx[GM_MAX_NDIM], oidx[GM_MAX_NDIM];
+    for (int64_t f = 0; f < n && why == NULL; f++) {
+        ref_unravel(f, nd, want, fo, nidx);
+        ref_unravel(f, a.ndim, a.shape, fo, oidx);
+        if (ref_offset(nd, b.strides, nidx) != ref_offset(a.ndim, a.strides, oidx))
+            why = "the view reads another element";
+    }
+    if (why != NULL)
+        fail("case %d: %s to %s order %c: %s (got %s strides %s)", c, arr_text(&a), vec(dims, nd), order, why,
+             view ? "view" : "copy", vec(b.strides, nd));
+}
+
+/* ---- views with another item size ---- */
+
+static void prop_view(int c)
+{
+    static const size_t sizes[] = {0, 1, 2, 3, 4, 6, 8, 12, 16, 24};
+    arr a;
+    random_array(&a, 5, true);
+    int nd = a.ndim, last = nd - 1;
+    if (nd > 0 && chance(1, 2))
+        a.strides[last] = (int64_t)a.itemsize;
+    size_t news = chance(1, 5) ? a.itemsize : sizes[rnd(0, 9)];
+    int64_t os = (int64_t)a.itemsize, ns = (int64_t)news, size = ref_count(nd, a.shape);
+
+    /* NumPy's rule, in the reference's words: only the last axis changes,
+     * and only if each of its rows is one run of bytes */
+    bool valid = true;
+    int64_t want_last = 0;
+    if (ns != os) {
+        if (nd == 0 || ns == 0) {
+            valid = false;
+        } else {
+            int64_t e = a.shape[last];
+            bool rows_are_runs = size == 0 || e == 1 || a.strides[last] == os;
+            valid = rows_are_runs && (ns < os ? os % ns == 0 : (e * os) % ns == 0);
+            want_last = e * os / ns;
+        }
+    }
+    arr b = a;
+    gpumem_status st =
+        gm_layout_view("gpumem_array_view", nd, a.shape, a.strides, a.itemsize, news, b.shape, b.strides);
+    if (!valid) {
+        if (st != GPUMEM_ERROR_INVALID_VALUE || strstr(gpumem_last_error(), "gpumem_array_view: ") == NULL)
+            fail("case %d: %s as item size %zu gave %s, expected GPUMEM_ERROR_INVALID_VALUE", c, arr_text(&a), news,
+                 gpumem_status_string(st));
+        return;
+    }
+    if (st != GPUMEM_OK) {
+        fail("case %d: %s as item size %zu gave %s '%s'", c, arr_text(&a), news, gpumem_status_string(st),
+             gpumem_last_error());
+        return;
+    }
+    if (ns == os) {
+        if (!eq(b.shape, a.shape, nd) || !eq(b.strides, a.strides, nd))
+            fail("case %d: %s: the same item size changed the layout", c, arr_text(&a));
+        return;
+    }
+    bool layout_ok = b.shape[last] == want_last && b.strides[last] == ns;
+    for (int i = 0; i < last; i++)
+        layout_ok = layout_ok && b.shape[i] == a.shape[i] && b.strides[i] == a.strides[i];
+    if (!layout_ok) {
+        fail("case %d: %s as item size %zu: shape %s strides %s", c, arr_text(&a), news, vec(b.shape, nd),
+             vec(b.strides, nd));
+        return;
+    }
+    /* element j of a row starts j * new bytes into the old row's bytes */
+    int64_t n = ref_count(nd, b.shape), idx[GM_MAX_NDIM];
+    for (int64_t f = 0; f < n; f++) {
+        ref_unravel(f, nd, b.shape, false, idx);
+        int64_t j = idx[last];
+        idx[last] = 0;
+        int64_t row = ref_offset(nd, a.strides, idx);
+        idx[last] = j;
+        if (ref_offset(nd, b.strides, idx) != row + j * ns || (j + 1) * ns > a.shape[last] * os) {
+            fail("case %d: %s as item size %zu: element %s", c, arr_text(&a), news, vec(idx, nd));
+            return;
+        }
+    }
+}
+
+/* ---- chains: fill, take views and copies, read back, compare ---- */
+
+/* The current array of a chain: its layout, its data pointer (bytes from
+ * the start of its buffer), the buffer's values by slot (byte offset /
+ * itemsize), and the value each element must read, in C order. */
+typedef struct chain {
+    arr a;
+    int64_t off, nslots;
+    int64_t *buf, *table;
+} chain;
+
+static void *xmalloc(size_t n)
+{
+    void *p = malloc(n > 0 ? n : 1);
+    if (p == NULL)
+        bail_out("out of memory");
+    return p;
+}
+
+/* Every element reads its value from inside the buffer; an empty array
+ * still points inside it. */
+static bool chain_check(const chain *ch, int c, int step, const char *op)
+{
+    const arr *a = &ch->a;
+    int64_t is = (int64_t)a->itemsize, n = ref_count(a->ndim, a->shape), idx[GM_MAX_NDIM];
+    for (int64_t f = 0; f < n; f++) {
+        ref_unravel(f, a->ndim, a->shape, false, idx);
+        int64_t pos = ch->off + ref_offset(a->ndim, a->strides, idx);
+        if (pos % is != 0 || pos < 0 || pos / is >= ch->nslots) {
+            fail("case %d step %d (%s): %s: element %s at byte %" PRId64 " is outside the buffer of %" PRId64
+                 " bytes", c, step, op, arr_text(a), vec(idx, a->ndim), pos, ch->nslots * is);
+            return false;
+        }
+        if (ch->buf[pos / is] != ch->table[f]) {
+            fail("case %d step %d (%s): %s: element %s reads %" PRId64 ", expected %" PRId64, c, step, op,
+                 arr_text(a), vec(idx, a->ndim), ch->buf[pos / is], ch->table[f]);
+            return false;
+        }
+    }
+    if (n == 0 && (ch->nslots == 0 ? ch->off != 0 : ch->off < 0 || ch->off >= ch->nslots * is)) {
+        fail("case %d step %d (%s): %s: an empty array points at byte %" PRId64 " of %" PRId64, c, step, op,
+             arr_text(a), ch->off, ch->nslots * is);
+        return false;
+    }
+    return true;
+}
+
+static void prop_chain(int c)
+{
+    chain ch;
+    random_array(&ch.a, 4, true);
+    arr *a = &ch.a;
+    int64_t is = (int64_t)a->itemsize, n = ref_count(a->ndim, a->shape), idx[GM_MAX_NDIM], src[GM_MAX_NDIM];
+    /* the buffer spans the elements' offsets; every slot has its own value */
+    int64_t lo = 0, hi = 0;
+    for (int64_t f = 0; f < n; f++) {
+        ref_unravel(f, a->ndim, a->shape, false, idx);
+        int64_t o = ref_offset(a->ndim, a->strides, idx);
+        lo = f == 0 || o < lo ? o : lo;
+        hi = f == 0 || o + is > hi ? o + is : hi;
+    }
+    ch.off = -lo;
+    ch.nslots = (hi - lo) / is;
+    ch.buf = xmalloc((size_t)ch.nslots * sizeof *ch.buf);
+    for (int64_t s = 0; s < ch.nslots; s++)
+        ch.buf[s] = 1000000 + s;
+    ch.table = xmalloc((size_t)n * sizeof *ch.table);
+    for (int64_t f = 0; f < n; f++) {
+        ref_unravel(f, a->ndim, a->shape, false, idx);
+        ch.table[f] = ch.buf[(ch.off + ref_offset(a->ndim, a->strides, idx)) / is];
+    }
+
+    for (int step = 0, steps = (int)rnd(3, 6); step < steps; step++) {
+        arr b = *a;
+        int64_t *table = NULL;
+        const char *op;
+        int kind = (int)rnd(0, 3);
+        if (kind == 0) {
+            op = "slice";
+            gm_slice sl[GM_MAX_NDIM];
+            int64_t *list[GM_MAX_NDIM], len[GM_MAX_NDIM], start[GM_MAX_NDIM], off = 0, room = 0;
+            int ns = (int)rnd(0, a->ndim), bad = 0;
+            for (int i = 0; i < ns; i++)
+                room += a->shape[i];
+            int64_t *lists = xmalloc((size_t)room * sizeof *lists);
+            for (int i = 0, at = 0; i < ns; at += (int)a->shape[i], i++) {
+                sl[i] = random_slice(a->shape[i]);
+                list[i] = lists + at;
+                bad |= ref_slice_axis(a->shape[i], sl[i], list[i], &len[i], &start[i]);
+            }
+            if (bad != 0 || do_slice(a, sl, ns, &b, &off) != GPUMEM_OK) {
+                free(lists);
+                continue; /* prop_slice checks the errors */
+            }
+            table = xmalloc((size_t)ref_count(b.ndim, b.shape) * sizeof *table);
+            for (int64_t f = 0; f < ref_count(b.ndim, b.shape); f++) {
+                ref_unravel(f, b.ndim, b.shape, false, idx);
+                for (int i = 0; i < b.ndim; i++)
+                    src[i] = i < ns ? list[i][idx[i]] : idx[i];
+                table[f] = ch.table[ref_ravel(a->ndim, a->shape, false, src)];
+            }
+            free(lists);
+            ch.off += off;
+        } else if (kind == 1) {
+            op = "transpose";
+            int perm[GM_MAX_NDIM];
+            random_perm(perm, a->ndim);
+            if (gm_layout_transpose("t", a->ndim, a->shape, a->strides, perm, b.shape, b.strides) != GPUMEM_OK) {
+                fail("case %d step %d: transpose of %s failed", c, step, arr_text(a));
+                break;
+            }
+            table = xmalloc((size_t)n * sizeof *table);
+            for (int64_t f = 0; f < n; f++) {
+                ref_unravel(f, b.ndim, b.shape, false, idx);
+                for (int k = 0; k < b.ndim; k++)
+                    src[perm[k]] = idx[k];
+                table[f] = ch.table[ref_ravel(a->ndim, a->shape, false, src)];
+            }
+        } else {
+            op = "reshape";
+            static const char orders[] = "CFA";
+            char order = orders[rnd(0, 2)];
+            int64_t dims[GM_MAX_NDIM + 2];
+            b.ndim = random_new_shape(a, n, dims);
+            bool view = false;
+            if (gm_layout_reshape("t", a->ndim, a->shape, a->strides, a->itemsize, b.ndim, dims, order, b.shape,
+                                  b.strides, &view) != GPUMEM_OK) {
+                fail("case %d step %d: reshape of %s to %s failed: %s", c, step, arr_text(a), vec(dims, b.ndim),
+                     gpumem_last_error());
+                break;
+            }
+            bool fo = order == 'F' || (order == 'A' && ref_contiguous(a, true) && !ref_contiguous(a, false));
+            table = xmalloc((size_t)n * sizeof *table);
+            for (int64_t f = 0; f < n; f++) {
+                ref_unravel(f, b.ndim, b.shape, fo, idx);
+                ref_unravel(f, a->ndim, a->shape, fo, src);
+                table[ref_ravel(b.ndim, b.shape, false, idx)] = ch.table[ref_ravel(a->ndim, a->shape, false, src)];
+            }
+            if (!view) {
+                /* a copy: a new buffer, written through the new strides,
+                 * each slot exactly once */
+                op = "reshape (copy)";
+                free(ch.buf);
+                ch.buf = xmalloc((size_t)n * sizeof *ch.buf);
+                for (int64_t s = 0; s < n; s++)
+                    ch.buf[s] = -1;
+                ch.nslots = n;
+                ch.off = 0;
+                for (int64_t f = 0; f < n; f++) {
+                    ref_unravel(f, b.ndim, b.shape, false, idx);
+                    int64_t pos = ref_offset(b.ndim, b.strides, idx);
+                    if (pos % is != 0 || pos < 0 || pos / is >= n || ch.buf[pos / is] != -1) {
+                        fail("case %d step %d: the copy's strides %s of shape %s are not dense", c, step,
+                             vec(b.strides, b.ndim), vec(b.shape, b.ndim));
+                        break;
+                    }
+                    ch.buf[pos / is] = table[f];
+                }
+            }
+        }
+        free(ch.table);
+        ch.table = table;
+        *a = b;
+        n = ref_count(a->ndim, a->shape);
+        if (!chain_check(&ch, c, step, op))
+            break;
+    }
+    free(ch.buf);
+    free(ch.table);
+}
+
+static void run_family(const char *name, unsigned id, void (*fn)(int), int results, int per_result, uint64_t seed)
+{
+    rng_state = seed ^ (id * UINT64_C(0xd1b54a32d192ed03));
+    for (int r = 0; r < results; r++) {
+        failures = 0;
+        for (int c = r * per_result; c < (r + 1) * per_result; c++)
+            fn(c);
+        if (!ok(failures == 0, "%s: cases %d-%d", name, r * per_result, (r + 1) * per_result - 1))
+            diag("  %d failing (seed %#" PRIx64 "); the first: %s", failures, seed, first_failure);
+    }
+}
+
+int main(void)
+{
+    uint64_t seed = UINT64_C(0x6c61796f7574); /* "layout" */
+    const char *s = getenv("GPUMEM_TEST_SEED");
+    if (s != NULL && *s != '\0')
+        seed = strtoull(s, NULL, 0);
+
+    plan(PLANNED);
+    test_check_shape();
+    test_contiguous_strides();
+    test_strides_like();
+    test_flags();
+    test_extent();
+    test_slice();
+    test_transpose();
+    test_reshape();
+    test_view();
+    test_index();
+
+    diag("property tests: seed %#" PRIx64 " (GPUMEM_TEST_SEED=%#" PRIx64 " repeats them)", seed, seed);
+    run_family("property: contiguity flags, extent, index, size", 1, prop_flags, 4, 500, seed);
+    run_family("property: contiguous and like strides", 2, prop_strides, 4, 500, seed);
+    run_family("property: slices", 3, prop_slice, 6, 500, seed);
+    run_family("property: transposes", 4, prop_transpose, 4, 500, seed);
+    run_family("property: reshapes", 5, prop_reshape, 8, 500, seed);
+    run_family("property: views with another item size", 6, prop_view, 4, 500, seed);
+    run_family("property: chains of slices, transposes, reshapes and copies", 7, prop_chain, 6, 300, seed);
+    return exit_status();
+}

@@ -1,0 +1,148 @@
+/* Streams: asynchronous copies that are wrong without a synchronization and
+ * right with one, write-backs, auto_synchronize scopes, and streams of
+ * another context. */
+#include <stdlib.h>
+#include <string.h>
+
+#include <gpumem.h>
+
+#include "tap.h"
+
+int main(void)
+{
+    int sim = test_on_sim();
+    if (sim) {
+        setenv("GPUMEM_SIM_DEVICES", "2", 1);
+        /* Queued work waits 200 ms unless synchronized: a missing
+         * synchronization reliably reads stale data. */
+        setenv("GPUMEM_SIM_STREAM_DELAY_US", "200000", 1);
+    }
+    gpumem_context *ctx = NULL;
+    if (gpumem_context_create(0, &ctx) != GPUMEM_OK)
+        bail_out("no context: %s", gpumem_last_error());
+    const gpumem_dtype *i32 = gpumem_dtype_builtin(GPUMEM_INT32);
+    enum { N = 4096 };
+    static int32_t src[N], dst[N];
+    for (int i = 0; i < N; i++)
+        src[i] = i * 3;
+
+    gpumem_stream *s = NULL, *dflt = NULL, *dflt2 = NULL;
+    is_int(gpumem_stream_create(ctx, GPUMEM_STREAM_NON_BLOCKING, &s), GPUMEM_OK, "a non-blocking stream");
+    gpumem_context *sctx = NULL;
+    gpumem_stream_context(s, &sctx);
+    ok(sctx == ctx, "it belongs to its context");
+    is_int(gpumem_stream_default(ctx, &dflt), GPUMEM_OK, "the default stream");
+    gpumem_stream_default(ctx, &dflt2);
+    ok(dflt == dflt2 && dflt != s, "one default stream per context");
+    is_int(gpumem_stream_destroy(dflt), GPUMEM_ERROR_INVALID_VALUE, "the default stream cannot be destroyed");
+    is_int(gpumem_stream_query(s), GPUMEM_OK, "an idle stream is done");
+
+    gpumem_array *h = NULL, *hd = NULL, *a = NULL, *b = NULL;
+    gpumem_host_array_wrap(src, 1, (int64_t[]){N}, NULL, i32, &h);
+    gpumem_host_array_wrap(dst, 1, (int64_t[]){N}, NULL, i32, &hd);
+    gpumem_to_device(ctx, h, NULL, 0, &a);
+    gpumem_device_array_like(ctx, a, NULL, &b);
+    int32_t zero = 0;
+    gpumem_array_fill(b, &zero, NULL);
+
+    /* A device-to-device copy queued on the non-blocking stream, then a
+     * synchronous read on the default stream, which does not wait for it. */
+    is_int(gpumem_array_copy(b, a, s), GPUMEM_OK, "queue a device-to-device copy on the stream");
+    if (sim) {
+        is_int(gpumem_stream_query(s), GPUMEM_ERROR_NOT_READY, "the stream reports work in flight");
+        gpumem_copy_to_host(b, hd, NULL);
+        ok(dst[N - 1] == 0, "without a synchronization the copy has not happened (stale data)");
+    } else {
+        skip(2, "the real GPU's timing is not deterministic; the simulator delays queued work");
+    }
+    is_int(gpumem_stream_synchronize(s), GPUMEM_OK, "synchronize the stream");
+    is_int(gpumem_stream_query(s), GPUMEM_OK, "it is done");
+    gpumem_copy_to_host(b, hd, NULL);
+    ok(memcmp(dst, src, sizeof src) == 0, "after the synchronization the data is there");
+
+    /* Write-back: the host array gets the device data at the next synchronize. */
+    static int32_t wb[N];
+    for (int i = 0; i < N; i++)
+        wb[i] = 1;
+    gpumem_array *hw = NULL, *dw = NULL;
+    gpumem_host_array_wrap(wb, 1, (int64_t[]){N}, NULL, i32, &hw);
+    is_int(gpumem_to_device(ctx, hw, s, GPUMEM_TO_DEVICE_WRITEBACK, &dw), GPUMEM_OK, "to_device with write-back");
+    int32_t nine = 9;
+    gpumem_array_fill(dw, &nine, s);
+    ok(wb[0] == 1 && wb[N - 1] == 1, "the host array is untouched before the synchronize");
+    gpumem_array_release(dw); /* the pending write-back keeps it alive */
+    is_int(gpumem_stream_synchronize(s), GPUMEM_OK, "synchronize commits the write-back");
+    int all9 = 1;
+    for (int i = 0; i < N; i++)
+        all9 = all9 && wb[i] == 9;
+    ok(all9, "the host array now holds the device data");
+    wb[0] = 5;
+    gpumem_stream_synchronize(s);
+    is_int(wb[0], 5, "a write-back is committed once");
+
+    /* auto_synchronize: nested scopes; the outermost end synchronizes and
+     * commits, also after the code inside failed. */
+    is_int(gpumem_stream_auto_synchronize_end(s), GPUMEM_ERROR_INVALID_STATE, "an end without a begin");
+    for (int i = 0; i < N; i++)
+        wb[i] = 1;
+    gpumem_stream_auto_synchronize_begin(s);
+    gpumem_stream_auto_synchronize_begin(s);
+    gpumem_to_device(ctx, hw, s, GPUMEM_TO_DEVICE_WRITEBACK, &dw);
+    int32_t seven = 7;
+    gpumem_array_fill(dw, &seven, s);
+    gpumem_array *wrong = NULL;
+    gpumem_host_array_wrap(dst, 1, (int64_t[]){N / 2}, NULL, i32, &wrong);
+    gpumem_status body = gpumem_array_copy(dw, wrong, s); /* fails: shape mismatch */
+    ok(body == GPUMEM_ERROR_SHAPE_MISMATCH, "the code in the scope fails");
+    is_int(gpumem_stream_auto_synchronize_end(s), GPUMEM_OK, "the inner end");
+    ok(wb[0] == 1, "...does not synchronize");
+    gpumem_array_fill(dw, &seven, s);
+    is_int(gpumem_stream_auto_synchronize_end(s), GPUMEM_OK, "the outer end synchronizes");
+    int all7 = 1;
+    for (int i = 0; i < N; i++)
+        all7 = all7 && wb[i] == 7;
+    ok(all7, "and commits the write-back despite the failure inside");
+    gpumem_array_release(dw);
+    gpumem_array_release(wrong);
+
+    /* context_synchronize commits the default stream's write-backs. */
+    for (int i = 0; i < N; i++)
+        wb[i] = 1;
+    gpumem_to_device(ctx, hw, NULL, GPUMEM_TO_DEVICE_WRITEBACK, &dw);
+    int32_t four = 4;
+    gpumem_array_fill(dw, &four, NULL);
+    gpumem_array_release(dw);
+    ok(wb[0] == 1, "a write-back on the default stream waits");
+    is_int(gpumem_context_synchronize(ctx), GPUMEM_OK, "context_synchronize");
+    ok(wb[0] == 4 && wb[N - 1] == 4, "commits it");
+
+    /* A stream of another context. */
+    gpumem_context *other = NULL;
+    int count = 0;
+    gpumem_device_count(&count);
+    if (count >= 2 && gpumem_context_create(1, &other) == GPUMEM_OK) {
+        gpumem_stream *s1 = NULL;
+        gpumem_stream_create(other, 0, &s1);
+        memset(dst, 0, sizeof dst);
+        is_int(gpumem_array_copy(hd, a, s1), GPUMEM_ERROR_CONTEXT_MISMATCH,
+               "an array used with a stream of another context");
+        like(gpumem_last_error(), "'src'", "names the array");
+        ok(dst[1] == 0, "and copies nothing");
+        gpumem_array *x = NULL;
+        is_int(gpumem_to_device(ctx, h, s1, 0, &x), GPUMEM_ERROR_CONTEXT_MISMATCH, "to_device likewise");
+        gpumem_stream_destroy(s1);
+        gpumem_context_release(other);
+    } else {
+        skip(4, "needs two devices");
+    }
+
+    is_int(gpumem_stream_destroy(s), GPUMEM_OK, "destroy the stream");
+    gpumem_array_release(a);
+    gpumem_array_release(b);
+    gpumem_array_release(h);
+    gpumem_array_release(hd);
+    gpumem_array_release(hw);
+    gpumem_context_release(ctx);
+    done_testing();
+    return exit_status();
+}
