@@ -15,5 +15,6 @@
 #include <gpumem/dtype.h>
 #include <gpumem/stream.h>
 #include <gpumem/array.h>
+#include <gpumem/host.h>
 
 #endif /* GPUMEM_H */

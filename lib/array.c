@@ -11,6 +11,7 @@
 #include "array.h"
 #include "error.h"
 #include "gpumem/dtype.h"
+#include "host.h"
 #include "stream.h"
 
 #define HOST_ALIGNMENT 64
@@ -66,6 +67,15 @@ static gpumem_status array_free(gpumem_array *a)
         st = gm_drv_check(GM_DRV(mem_free, a->ctx->dctx, a->alloc_dev), GM_OP_mem_free, "gpumem_array_release");
     else if (a->owned == GM_OWNED_HOST)
         free(a->alloc_host);
+    else if (a->owned == GM_OWNED_LOCKED || a->owned == GM_OWNED_MANAGED) {
+        gm_host_untrack_allocation(a->alloc_host);
+        if (!gm_process_exiting())
+            st = a->owned == GM_OWNED_LOCKED
+                     ? gm_drv_check(GM_DRV(mem_free_host, a->ctx->dctx, a->alloc_host), GM_OP_mem_free_host,
+                                    "gpumem_array_release")
+                     : gm_drv_check(GM_DRV(mem_free, a->ctx->dctx, a->alloc_dev), GM_OP_mem_free,
+                                    "gpumem_array_release");
+    }
     gpumem_dtype_release(a->dtype);
     gpumem_context_release(a->ctx);
     gpumem_status bst = gpumem_array_release(a->base);
@@ -131,6 +141,90 @@ gpumem_status gm_array_new_host(const char *what, int ndim, const int64_t *shape
     a->host = a->alloc_host;
     *out = a;
     return GPUMEM_OK;
+}
+
+gpumem_status gm_array_new_locked(const char *what, gpumem_memory_kind kind, gpumem_context *ctx, int ndim,
+                                  const int64_t *shape, const int64_t *strides, const gpumem_dtype *dtype,
+                                  unsigned flags, gpumem_array **out)
+{
+    size_t itemsize;
+    int64_t nbytes;
+    gpumem_status st = check_dtype(what, dtype, &itemsize);
+    if (st == GPUMEM_OK)
+        st = gm_layout_check_shape(what, ndim, shape, itemsize, NULL, &nbytes);
+    if (st != GPUMEM_OK)
+        return st;
+    gpumem_array *a = array_alloc(kind, ctx, ndim, shape, strides, dtype, itemsize);
+    if (a == NULL)
+        return out_of_host_memory(what);
+    /* The driver refuses empty allocations; an empty array needs no memory. */
+    size_t bytes = nbytes > 0 ? (size_t)nbytes : 0;
+    int rc = 0, op = GM_OP_mem_host_alloc;
+    if (bytes > 0 && kind == GPUMEM_MEMORY_MANAGED) {
+        op = GM_OP_mem_alloc_managed;
+        rc = GM_DRV(mem_alloc_managed, ctx->dctx, &a->alloc_dev, bytes, flags);
+        a->alloc_host = (void *)(uintptr_t)a->alloc_dev;
+    } else if (bytes > 0) {
+        rc = GM_DRV(mem_host_alloc, ctx->dctx, &a->alloc_host, bytes, flags);
+    }
+    if (rc != 0) {
+        array_free(a);
+        char where[200];
+        snprintf(where, sizeof where, "%s: %zu bytes", what, bytes);
+        return gm_drv_check(rc, op, where);
+    }
+    if (bytes > 0) {
+        a->owned = kind == GPUMEM_MEMORY_MANAGED ? GM_OWNED_MANAGED : GM_OWNED_LOCKED;
+        st = gm_host_track_allocation(a->alloc_host, bytes);
+        if (st == GPUMEM_OK && kind == GPUMEM_MEMORY_MAPPED)
+            st = gm_drv_check(GM_DRV(mem_host_get_device_pointer, ctx->dctx, &a->alloc_dev, a->alloc_host),
+                              GM_OP_mem_host_get_device_pointer, what);
+        if (st != GPUMEM_OK) {
+            char msg[1024];
+            snprintf(msg, sizeof msg, "%s", gpumem_last_error());
+            array_free(a);
+            return gm_error(st, "%s", msg);
+        }
+    }
+    a->host = a->alloc_host;
+    if (kind != GPUMEM_MEMORY_PINNED)
+        a->dev = a->alloc_dev;
+    *out = a;
+    return GPUMEM_OK;
+}
+
+gpumem_status gm_array_mapped_view(const char *what, gpumem_context *ctx, gpumem_array *a, gpumem_array **out)
+{
+    if (a->kind != GPUMEM_MEMORY_HOST && a->kind != GPUMEM_MEMORY_PINNED) {
+        gpumem_array_retain(a);
+        *out = a;
+        return GPUMEM_OK;
+    }
+    gpumem_array *v = array_alloc(GPUMEM_MEMORY_MAPPED, ctx, a->ndim, a->shape, a->strides, a->dtype, a->itemsize);
+    if (v == NULL)
+        return out_of_host_memory(what);
+    v->host = a->host;
+    if (gm_array_size(a) > 0) {
+        gpumem_status st = gm_drv_check(GM_DRV(mem_host_get_device_pointer, ctx->dctx, &v->dev, a->host),
+                                        GM_OP_mem_host_get_device_pointer, what);
+        if (st != GPUMEM_OK) {
+            array_free(v);
+            return st;
+        }
+    }
+    v->base = a->base != NULL ? a->base : a;
+    gpumem_array_retain(v->base);
+    *out = v;
+    return GPUMEM_OK;
+}
+
+bool gm_array_is_locked(const gpumem_array *a)
+{
+    if (a->kind != GPUMEM_MEMORY_HOST)
+        return true;
+    int64_t lo, hi;
+    gm_layout_extent(a->ndim, a->shape, a->strides, a->itemsize, &lo, &hi);
+    return gm_host_is_locked(a->host + lo, (size_t)(hi - lo));
 }
 
 static gpumem_status check_order(const char *what, char order)
@@ -208,14 +302,12 @@ GPUMEM_API gpumem_status gpumem_host_array(int ndim, const int64_t *shape, const
     return gm_array_new_host(what, ndim, shape, strides, dtype, array);
 }
 
-GPUMEM_API gpumem_status gpumem_device_array(gpumem_context *ctx, int ndim, const int64_t *shape,
-                                             const int64_t *strides, const gpumem_dtype *dtype, char order,
-                                             gpumem_stream *stream, gpumem_array **array)
+gpumem_status gm_array_prepare(const char *what, gpumem_context **ctx, int ndim, const int64_t *shape,
+                               const int64_t *strides, const gpumem_dtype *dtype, char order, gpumem_stream *stream,
+                               int64_t *cstrides)
 {
-    const char *what = "gpumem_device_array";
-    GM_CHECK_NULL(array);
-    if (ndim > 0)
-        GM_CHECK_NULL(shape);
+    if (ndim > 0 && shape == NULL)
+        return gm_error(GPUMEM_ERROR_NULL_ARGUMENT, "%s: argument 'shape' is NULL", what);
     size_t itemsize;
     gpumem_status st = check_dtype(what, dtype, &itemsize);
     if (st == GPUMEM_OK && strides == NULL)
@@ -224,16 +316,29 @@ GPUMEM_API gpumem_status gpumem_device_array(gpumem_context *ctx, int ndim, cons
         st = gm_layout_check_shape(what, ndim, shape, itemsize, NULL, NULL);
     if (st != GPUMEM_OK)
         return st;
-    ctx = gm_context_or_default(ctx, &st);
+    *ctx = gm_context_or_default(*ctx, &st);
     if (st == GPUMEM_OK)
-        st = gm_stream_check(stream, ctx, what, "ctx");
+        st = gm_stream_check(stream, *ctx, what, "ctx");
     if (st != GPUMEM_OK)
         return st;
-    int64_t cstrides[GM_MAX_NDIM];
+    /* Strides choose the axis order only: gaps cannot be allocated. */
     if (strides != NULL)
         gm_layout_strides_like(ndim, shape, strides, itemsize, cstrides);
     else
         gm_layout_contiguous_strides(what, ndim, shape, itemsize, order, cstrides);
+    return GPUMEM_OK;
+}
+
+GPUMEM_API gpumem_status gpumem_device_array(gpumem_context *ctx, int ndim, const int64_t *shape,
+                                             const int64_t *strides, const gpumem_dtype *dtype, char order,
+                                             gpumem_stream *stream, gpumem_array **array)
+{
+    const char *what = "gpumem_device_array";
+    GM_CHECK_NULL(array);
+    int64_t cstrides[GM_MAX_NDIM];
+    gpumem_status st = gm_array_prepare(what, &ctx, ndim, shape, strides, dtype, order, stream, cstrides);
+    if (st != GPUMEM_OK)
+        return st;
     return gm_array_new_device(what, ctx, ndim, shape, cstrides, dtype, array);
 }
 

@@ -17,7 +17,9 @@
 typedef enum gm_owned {
     GM_OWNED_NONE = 0,   /* a view, or a wrapped caller buffer */
     GM_OWNED_DEVICE,     /* cuMemAlloc */
-    GM_OWNED_HOST        /* malloc */
+    GM_OWNED_HOST,       /* malloc */
+    GM_OWNED_LOCKED,     /* cuMemHostAlloc (pinned and mapped arrays) */
+    GM_OWNED_MANAGED     /* cuMemAllocManaged */
 } gm_owned;
 
 struct gpumem_array {
@@ -46,6 +48,13 @@ static inline bool gm_array_on_device(const gpumem_array *a)
 /* Element count (assumes a checked shape). */
 int64_t gm_array_size(const gpumem_array *a);
 
+/* Checks the arguments of an array allocation (dtype, order when strides is
+ * NULL, shape, stream of *ctx), resolves *ctx (NULL: autoinit) and gives the
+ * contiguous strides to allocate: in the axis order of strides, else in order. */
+gpumem_status gm_array_prepare(const char *what, gpumem_context **ctx, int ndim, const int64_t *shape,
+                               const int64_t *strides, const gpumem_dtype *dtype, char order, gpumem_stream *stream,
+                               int64_t *cstrides);
+
 /* A new device array of shape/strides (contiguous strides required) in ctx. */
 gpumem_status gm_array_new_device(const char *what, gpumem_context *ctx, int ndim, const int64_t *shape,
                                   const int64_t *strides, const gpumem_dtype *dtype, gpumem_array **out);
@@ -54,6 +63,20 @@ gpumem_status gm_array_new_device(const char *what, gpumem_context *ctx, int ndi
  * must be contiguous in some axis order. */
 gpumem_status gm_array_new_host(const char *what, int ndim, const int64_t *shape, const int64_t *strides,
                                 const gpumem_dtype *dtype, gpumem_array **out);
+
+/* A new pinned, mapped or managed array (kind) with contiguous strides;
+ * flags are the driver's cuMemHostAlloc or cuMemAllocManaged flags. */
+gpumem_status gm_array_new_locked(const char *what, gpumem_memory_kind kind, gpumem_context *ctx, int ndim,
+                                  const int64_t *shape, const int64_t *strides, const gpumem_dtype *dtype,
+                                  unsigned flags, gpumem_array **out);
+
+/* A view of host array a that device code can address (a mapped array over
+ * the same memory), for gpumem_mapped; device-side and mapped arrays give
+ * themselves (retained). */
+gpumem_status gm_array_mapped_view(const char *what, gpumem_context *ctx, gpumem_array *a, gpumem_array **out);
+
+/* Whether a's memory is page-locked (pinned, mapped, managed, or registered). */
+bool gm_array_is_locked(const gpumem_array *a);
 
 /* A new array of a's kind (device, or host for host-side kinds) with a's
  * shape and contiguous strides in `order` ('C'/'F'), or like a's strides when

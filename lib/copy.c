@@ -235,7 +235,8 @@ static gpumem_status copy_checked(const char *what, gpumem_array *dst, const gpu
     /* A strided host side that would cost many driver calls is packed on the
      * CPU into a contiguous buffer in the device side's axis order, when
      * that needs fewer calls. */
-    if (gm_copy_plan_count(&plan) > 1 && src_dev != dst_dev) {
+    /* (Not for an asynchronous download: the unpacking would have to wait.) */
+    if (gm_copy_plan_count(&plan) > 1 && src_dev != dst_dev && !(src_dev && run.async)) {
         const gpumem_array *dev = src_dev ? src : dst;
         int64_t packed[GM_MAX_NDIM];
         gm_layout_strides_like(dev->ndim, dev->shape, dev->strides, dev->itemsize, packed);
@@ -274,6 +275,12 @@ static gpumem_status check_copy(const char *what, gpumem_array *dst, const gpume
         st = gm_stream_check(stream, src->ctx, what, "src");
     if (st != GPUMEM_OK)
         return st;
+    /* numba#5130: the driver runs an asynchronous copy into pageable memory
+     * synchronously, and says nothing.  Refuse it instead. */
+    if (stream != NULL && gm_array_on_device(src) && !gm_array_on_device(dst) && !gm_array_is_locked(dst))
+        return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: an asynchronous copy into pageable host memory "
+                        "('dst') would run synchronously; page-lock it (gpumem_pinned, gpumem_pinned_array) or "
+                        "pass a NULL stream", what);
     *ctx = gm_array_on_device(dst) ? dst->ctx : gm_array_on_device(src) ? src->ctx : NULL;
     return GPUMEM_OK;
 }
@@ -337,9 +344,9 @@ GPUMEM_API gpumem_status gpumem_array_get_item(const gpumem_array *array, const 
         memcpy(value, array->host + off, array->itemsize);
         return GPUMEM_OK;
     }
+    /* Ordered on the stream, and waited for: the caller reads the value next. */
     return gm_drv_check(GM_DRV(memcpy, array->ctx->dctx, (gm_cu_deviceptr)(uintptr_t)value,
-                               array->dev + (gm_cu_deviceptr)off, array->itemsize, gm_stream_ds(stream),
-                               stream != NULL),
+                               array->dev + (gm_cu_deviceptr)off, array->itemsize, gm_stream_ds(stream), 0),
                         GM_OP_memcpy, what);
 }
 

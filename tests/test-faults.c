@@ -10,8 +10,8 @@
 #include "child.h"
 #include "tap.h"
 
-/* A workload touching every array path: allocation, upload, views, strided
- * and packed copies, fill by memset and by doubling, element access, a
+/* A workload touching every array path: allocation, a pinned() scope,
+ * upload, views, strided and packed copies, fill by memset and by doubling, element access, a
  * stream with a write-back, reshape copies. */
 static gpumem_status workload(gpumem_context *ctx)
 {
@@ -24,8 +24,10 @@ static gpumem_status workload(gpumem_context *ctx)
     gpumem_slice sl[2] = {{GPUMEM_SLICE_DEFAULT, GPUMEM_SLICE_DEFAULT, -1}, {1, 7, 3}};
     double x = 2.5, y = 0;
     gpumem_status st;
+    gpumem_registration *reg = NULL;
     if ((st = gpumem_host_array_wrap(host, 2, (int64_t[]){6, 8}, NULL, f64, &h)) != GPUMEM_OK ||
         (st = gpumem_host_array_wrap(out, 2, (int64_t[]){6, 8}, NULL, f64, &o)) != GPUMEM_OK ||
+        (st = gpumem_pinned(ctx, &o, 1, &reg)) != GPUMEM_OK ||
         (st = gpumem_stream_create(ctx, 0, &s)) != GPUMEM_OK ||
         (st = gpumem_to_device(ctx, h, s, GPUMEM_TO_DEVICE_WRITEBACK, &d)) != GPUMEM_OK ||
         (st = gpumem_array_slice(d, sl, 2, &v)) != GPUMEM_OK ||
@@ -42,6 +44,11 @@ done:
         gpumem_status dst = gpumem_stream_destroy(s);
         if (st == GPUMEM_OK)
             st = dst;
+    }
+    if (reg != NULL) {
+        gpumem_status ust = gpumem_unpinned(&reg);
+        if (st == GPUMEM_OK)
+            st = ust;
     }
     /* Releases report a failure to free the memory they own. */
     gpumem_array *all[] = {r, t, v, d, o, h};

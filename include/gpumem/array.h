@@ -153,7 +153,12 @@ GPUMEM_API gpumem_status gpumem_array_release(gpumem_array *array);
  */
 GPUMEM_API gpumem_status gpumem_array_copy(gpumem_array *dst, const gpumem_array *src, gpumem_stream *stream);
 
-/** numba's copy_to_host(ary, stream): @p src (device) into @p dst (a host-side array). */
+/**
+ * numba's copy_to_host(ary, stream): @p src (device) into @p dst (a host-side
+ * array).  With a stream, @p dst must be page-locked (see gpumem/host.h):
+ * an asynchronous copy into pageable memory is refused rather than run
+ * synchronously behind the caller's back (numba#5130).
+ */
 GPUMEM_API gpumem_status gpumem_copy_to_host(const gpumem_array *src, gpumem_array *dst, gpumem_stream *stream);
 
 /** numba's copy_to_device(ary, stream): @p src (host or device) into @p dst (device). */
@@ -163,7 +168,11 @@ GPUMEM_API gpumem_status gpumem_copy_to_device(gpumem_array *dst, const gpumem_a
 /** Sets every element to the @p value of one element (itemsize bytes). */
 GPUMEM_API gpumem_status gpumem_array_fill(gpumem_array *array, const void *value, gpumem_stream *stream);
 
-/** Reads one element (itemsize bytes) at @p index (ndim indices; negative count from the end). */
+/**
+ * Reads one element (itemsize bytes) at @p index (ndim indices; negative
+ * count from the end).  With a stream the read is ordered after the stream's
+ * earlier work and waited for, as the value is needed at once.
+ */
 GPUMEM_API gpumem_status gpumem_array_get_item(const gpumem_array *array, const int64_t *index, void *value,
                                                gpumem_stream *stream);
 

@@ -1,0 +1,130 @@
+/**
+ * @file gpumem/host.h
+ * @brief Host memory the driver knows: numba's pinned_array, mapped_array
+ *        (MappedNDArray), managed arrays, the pinned() and mapped() scopes,
+ *        and numba.roc's register and deregister.
+ *
+ * Page-locked ("pinned") host memory is what the GPU's copy engines read and
+ * write directly: copies from and to it take the fast path, with no staging
+ * and no driver-side bounce buffer.  Mapped memory is pinned memory that
+ * device code can also address (gpumem_array_device_pointer()).
+ *
+ * @par Registration scopes
+ * gpumem_pinned() page-locks existing host arrays (numba's
+ * `with pinned(*arrays):`) and gives a ::gpumem_registration that
+ * gpumem_unpinned() ends; gpumem_mapped() also maps them and gives device
+ * views.  Ranges are page-granular and reference-counted across scopes:
+ * overlapping or repeated arrays work, and a page is unregistered when the
+ * last scope that covers it ends.  Memory that is already page-locked (pinned,
+ * mapped or managed arrays, or memory another library registered) needs
+ * nothing and is left alone; device arrays are already device memory and
+ * are skipped (gpumem_mapped() gives the array itself as its device view).
+ * Ending a scope sets the caller's handle to NULL; ending it again is
+ * ::GPUMEM_ERROR_INVALID_STATE, not a crash.
+ *
+ * @par Asynchronous copies and pageable memory (numba#5130)
+ * A copy given a stream from pageable host memory returns once the driver has
+ * staged the source, so the source may be reused at once.  A copy given a
+ * stream INTO pageable host memory is refused (::GPUMEM_ERROR_INVALID_VALUE):
+ * the driver would silently run it synchronously.  Pin the destination
+ * (gpumem_pinned(), gpumem_pinned_array()) or pass a NULL stream.
+ */
+#ifndef GPUMEM_HOST_H
+#define GPUMEM_HOST_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <gpumem/export.h>
+#include <gpumem/status.h>
+#include <gpumem/context.h>
+#include <gpumem/dtype.h>
+#include <gpumem/stream.h>
+#include <gpumem/array.h>
+
+GPUMEM_BEGIN_DECLS
+
+/** Flag of gpumem_mapped_array(): usable from every context (numba's portable=True). */
+#define GPUMEM_HOST_PORTABLE 0x1
+/** Flag of gpumem_mapped_array(): write-combined: fast host writes and device reads, slow host reads (wc=True). */
+#define GPUMEM_HOST_WRITECOMBINED 0x4
+
+/** Flag of gpumem_managed_array(): accessible from any stream of any device (cudaMemAttachGlobal). */
+#define GPUMEM_MANAGED_ATTACH_GLOBAL 0x1
+/** Flag of gpumem_managed_array(): host-attached until a stream attaches it (cudaMemAttachHost). */
+#define GPUMEM_MANAGED_ATTACH_HOST 0x2
+
+/** A registration scope of gpumem_pinned(), gpumem_mapped() or gpumem_register(). */
+typedef struct gpumem_registration gpumem_registration;
+
+/**
+ * numba's pinned_array: a host array in page-locked memory, contiguous in
+ * the axis order of @p strides (NULL: @p order, 'C' or 'F').  Its memory goes
+ * back to the driver when the last reference goes.
+ */
+GPUMEM_API gpumem_status gpumem_pinned_array(gpumem_context *ctx, int ndim, const int64_t *shape,
+                                             const int64_t *strides, const gpumem_dtype *dtype, char order,
+                                             gpumem_array **array);
+
+/**
+ * numba's mapped_array (MappedNDArray): page-locked host memory mapped into
+ * the device, with both a host and a device pointer.  @p flags:
+ * ::GPUMEM_HOST_PORTABLE and ::GPUMEM_HOST_WRITECOMBINED, passed to the
+ * driver (numba accepts and drops them).  Devices that cannot map host
+ * memory give ::GPUMEM_ERROR_NOT_SUPPORTED.  @p stream orders nothing (the
+ * memory is ready at once); it is checked to belong to @p ctx, as numba's
+ * argument.
+ */
+GPUMEM_API gpumem_status gpumem_mapped_array(gpumem_context *ctx, int ndim, const int64_t *shape,
+                                             const int64_t *strides, const gpumem_dtype *dtype, char order,
+                                             gpumem_stream *stream, unsigned flags, gpumem_array **array);
+
+/**
+ * A managed (unified) array: one pointer valid on the host and the device.
+ * @p flags: ::GPUMEM_MANAGED_ATTACH_GLOBAL or ::GPUMEM_MANAGED_ATTACH_HOST.
+ * Devices without managed memory give ::GPUMEM_ERROR_NOT_SUPPORTED.
+ */
+GPUMEM_API gpumem_status gpumem_managed_array(gpumem_context *ctx, int ndim, const int64_t *shape,
+                                              const int64_t *strides, const gpumem_dtype *dtype, char order,
+                                              unsigned flags, gpumem_array **array);
+
+/**
+ * numba's `with pinned(*arrays):` begins: page-locks the host memory of
+ * @p count arrays and gives the scope.  The arrays are retained until the
+ * scope ends.  On failure nothing stays registered.
+ */
+GPUMEM_API gpumem_status gpumem_pinned(gpumem_context *ctx, gpumem_array *const *arrays, size_t count,
+                                       gpumem_registration **registration);
+
+/** Ends a gpumem_pinned() scope and sets *registration to NULL. */
+GPUMEM_API gpumem_status gpumem_unpinned(gpumem_registration **registration);
+
+/**
+ * numba's `with mapped(*arrays, stream=...):` begins: page-locks and maps
+ * the arrays, and gives in @p device_views[i] a new reference to a mapped
+ * array over arrays[i]'s memory that device code can use (valid until the
+ * scope ends; release each view).
+ */
+GPUMEM_API gpumem_status gpumem_mapped(gpumem_context *ctx, gpumem_array *const *arrays, size_t count,
+                                       gpumem_stream *stream, gpumem_registration **registration,
+                                       gpumem_array **device_views);
+
+/** Ends a gpumem_mapped() scope and sets *registration to NULL. */
+GPUMEM_API gpumem_status gpumem_unmapped(gpumem_registration **registration);
+
+/** numba.roc's register(*arrays): the same page-locking as gpumem_pinned(). */
+GPUMEM_API gpumem_status gpumem_register(gpumem_context *ctx, gpumem_array *const *arrays, size_t count,
+                                         gpumem_registration **registration);
+
+/** numba.roc's deregister(*arrays): ends a gpumem_register() scope and sets *registration to NULL. */
+GPUMEM_API gpumem_status gpumem_deregister(gpumem_registration **registration);
+
+/**
+ * Whether @p bytes of host memory at @p pointer are page-locked as far as
+ * libgpumem knows (its pinned, mapped and managed allocations and its
+ * registrations): *result 1 or 0.
+ */
+GPUMEM_API gpumem_status gpumem_host_is_pinned(const void *pointer, size_t bytes, int *result);
+
+GPUMEM_END_DECLS
+
+#endif /* GPUMEM_HOST_H */

@@ -1,0 +1,220 @@
+/* Host memory: pinned, mapped and managed arrays; pinned()/mapped() and
+ * register()/deregister() scopes with reference-counted pages; the fast
+ * path from page-locked memory; prompt release of pinned memory
+ * (numba#9507); asynchronous copies into pageable memory refused
+ * (numba#5130). */
+#include <stdlib.h>
+#include <string.h>
+
+#include <gpumem.h>
+
+#include "tap.h"
+
+static int64_t calls(const char *op)
+{
+    uint64_t n = 0;
+    gpumem_debug_driver_calls(op, &n);
+    return (int64_t)n;
+}
+
+static int pinned_p(const void *p, size_t n)
+{
+    int r = -1;
+    gpumem_host_is_pinned(p, n, &r);
+    return r;
+}
+
+int main(void)
+{
+    int sim = test_on_sim();
+    if (sim) {
+        setenv("GPUMEM_SIM_HOST_MEMORY", "16M", 1);
+        setenv("GPUMEM_SIM_STREAM_DELAY_US", "200000", 1);
+    }
+    gpumem_context *ctx = NULL;
+    if (gpumem_context_create_default(&ctx) != GPUMEM_OK)
+        bail_out("no context: %s", gpumem_last_error());
+    const gpumem_dtype *i32 = gpumem_dtype_builtin(GPUMEM_INT32);
+    enum { N = 1 << 16 };
+    int64_t shape[1] = {N};
+
+    /* ---- pinned arrays */
+    gpumem_array *p = NULL, *d = NULL;
+    is_int(gpumem_pinned_array(ctx, 1, shape, NULL, i32, 'C', &p), GPUMEM_OK, "pinned_array of 64K int32");
+    gpumem_memory_kind kind;
+    gpumem_array_kind(p, &kind);
+    int32_t *ph = NULL;
+    gpumem_array_host_pointer(p, (void **)&ph);
+    ok(kind == GPUMEM_MEMORY_PINNED && ph != NULL, "a pinned host array");
+    is_int(pinned_p(ph, N * 4), 1, "its memory is page-locked");
+    for (int i = 0; i < N; i++)
+        ph[i] = i;
+    int64_t c1 = calls("cuMemcpy"), reg = calls("cuMemHostRegister"), halloc = calls("cuMemHostAlloc");
+    is_int(gpumem_to_device(ctx, p, NULL, 0, &d), GPUMEM_OK, "to_device from it");
+    ok(calls("cuMemcpy") - c1 == 1 && calls("cuMemHostRegister") == reg && calls("cuMemHostAlloc") == halloc,
+       "the fast path: one copy, no staging or registration");
+
+    /* Asynchronous download into pinned memory: allowed, and really asynchronous. */
+    gpumem_stream *s = NULL;
+    gpumem_stream_create(ctx, 0, &s);
+    memset(ph, 0xff, N * 4);
+    is_int(gpumem_copy_to_host(d, p, s), GPUMEM_OK, "an asynchronous copy into pinned memory");
+    if (sim)
+        is_int(ph[N - 1], -1, "before the synchronize it has not landed");
+    else
+        skip(1, "the real GPU's timing is not deterministic");
+    gpumem_stream_synchronize(s);
+    is_int(ph[N - 1], N - 1, "after the synchronize it has");
+
+    /* numba#5130: into pageable memory with a stream is refused. */
+    int32_t *pageable = malloc(N * 4);
+    memset(pageable, 0, N * 4);
+    gpumem_array *hp = NULL;
+    gpumem_host_array_wrap(pageable, 1, shape, NULL, i32, &hp);
+    is_int(gpumem_copy_to_host(d, hp, s), GPUMEM_ERROR_INVALID_VALUE,
+           "an asynchronous copy into pageable memory is refused");
+    like(gpumem_last_error(), "pageable", "the message says why");
+    ok(pageable[5] == 0, "and nothing was copied");
+    is_int(gpumem_copy_to_host(d, hp, NULL), GPUMEM_OK, "the synchronous copy works");
+    is_int(pageable[5], 5, "...with the data");
+
+    /* ---- scopes: pinned() makes the same copy legal */
+    gpumem_registration *r1 = NULL, *r2 = NULL, *stale = NULL;
+    int64_t regs = calls("cuMemHostRegister");
+    is_int(gpumem_pinned(ctx, &hp, 1, &r1), GPUMEM_OK, "pinned() a pageable array");
+    is_int(pinned_p(pageable, N * 4), 1, "it is page-locked now");
+    is_int(calls("cuMemHostRegister") - regs, 1, "one registration");
+    memset(pageable, 0, N * 4);
+    is_int(gpumem_copy_to_host(d, hp, s), GPUMEM_OK, "an asynchronous copy into it is accepted");
+    gpumem_stream_synchronize(s);
+    is_int(pageable[N / 2], N / 2, "and lands after the synchronize");
+
+    /* Overlapping and repeated arrays: pages are reference-counted. */
+    gpumem_array *half = NULL, *list[3];
+    gpumem_slice second_half = {N / 2, GPUMEM_SLICE_DEFAULT, 1};
+    gpumem_array_slice(hp, &second_half, 1, &half);
+    list[0] = half;
+    list[1] = half;
+    list[2] = hp;
+    regs = calls("cuMemHostRegister");
+    is_int(gpumem_pinned(ctx, list, 3, &r2), GPUMEM_OK, "pinned() overlapping and repeated arrays");
+    is_int(calls("cuMemHostRegister") - regs, 0, "pages already registered are not registered again");
+    stale = r1;
+    int64_t unregs = calls("cuMemHostUnregister");
+    is_int(gpumem_unpinned(&r1), GPUMEM_OK, "end the first scope");
+    ok(r1 == NULL, "the handle is cleared");
+    is_int(pinned_p(pageable, N * 4), 1, "the second scope still holds the pages");
+    is_int(calls("cuMemHostUnregister") - unregs, 0, "so nothing was unregistered");
+    is_int(gpumem_unpinned(&r1), GPUMEM_ERROR_INVALID_STATE, "ending it again is an error");
+    is_int(gpumem_unpinned(&stale), GPUMEM_ERROR_INVALID_STATE, "so is a stale copy of the handle");
+    is_int(gpumem_unpinned(&r2), GPUMEM_OK, "end the second scope");
+    is_int(pinned_p(pageable, N * 4), 0, "the pages are no longer page-locked");
+    ok(calls("cuMemHostUnregister") - unregs >= 1, "the last end unregistered them");
+    gpumem_array_release(half);
+
+    /* Memory that is already pinned, and device memory, are handled. */
+    gpumem_array *mixed[2] = {p, d};
+    regs = calls("cuMemHostRegister");
+    is_int(gpumem_register(ctx, mixed, 2, &r1), GPUMEM_OK, "register() a pinned and a device array");
+    is_int(calls("cuMemHostRegister") - regs, 0, "needs no registration");
+    is_int(gpumem_deregister(&r1), GPUMEM_OK, "deregister()");
+    is_int(pinned_p(ph, N * 4), 1, "the pinned array stays pinned");
+    is_int(gpumem_unmapped(&r1), GPUMEM_ERROR_INVALID_STATE, "ending with the wrong call is an error");
+
+    /* mapped(): device views of host arrays. */
+    gpumem_array *view = NULL;
+    is_int(gpumem_mapped(ctx, &hp, 1, s, &r1, &view), GPUMEM_OK, "mapped() a pageable array");
+    uint64_t vdev = 0;
+    gpumem_array_kind(view, &kind);
+    ok(kind == GPUMEM_MEMORY_MAPPED && gpumem_array_device_pointer(view, &vdev) == GPUMEM_OK && vdev != 0,
+       "gives a mapped view with a device pointer");
+    is_int(gpumem_unpinned(&r1), GPUMEM_ERROR_INVALID_STATE, "a mapped scope is not ended by unpinned()");
+    is_int(gpumem_unmapped(&r1), GPUMEM_OK, "unmapped()");
+    gpumem_array_release(view);
+
+    /* ---- mapped arrays */
+    gpumem_array *m = NULL, *md = NULL;
+    is_int(gpumem_mapped_array(ctx, 1, shape, NULL, i32, 'C', s, GPUMEM_HOST_PORTABLE | GPUMEM_HOST_WRITECOMBINED,
+                               &m),
+           GPUMEM_OK, "mapped_array, portable and write-combined");
+    int32_t *mh = NULL;
+    uint64_t mdev = 0;
+    gpumem_array_host_pointer(m, (void **)&mh);
+    ok(gpumem_array_device_pointer(m, &mdev) == GPUMEM_OK && mdev != 0 && mh != NULL,
+       "it has a host and a device pointer");
+    for (int i = 0; i < N; i++)
+        mh[i] = 3 * i;
+    is_int(gpumem_to_device(ctx, m, NULL, 0, &md), GPUMEM_OK, "copies from it work like any array's");
+    gpumem_array *pieces[4];
+    size_t count = 0;
+    is_int(gpumem_array_split(m, N / 4, pieces, 4, &count), GPUMEM_OK, "and so does split");
+    int64_t item = 0;
+    int32_t v = 0;
+    item = 1;
+    gpumem_array_get_item(pieces[3], &item, &v, NULL);
+    is_int(v, 3 * (3 * N / 4 + 1), "a piece reads the right element");
+    for (size_t i = 0; i < count; i++)
+        gpumem_array_release(pieces[i]);
+    is_int(gpumem_mapped_array(ctx, 1, shape, NULL, i32, 'C', NULL, 0x100, &m), GPUMEM_ERROR_INVALID_VALUE,
+           "unknown mapped flags are refused");
+    gpumem_array_release(md);
+
+    /* ---- managed arrays */
+    gpumem_array *g = NULL;
+    is_int(gpumem_managed_array(ctx, 1, shape, NULL, i32, 'C', GPUMEM_MANAGED_ATTACH_GLOBAL, &g), GPUMEM_OK,
+           "managed_array, attach-global");
+    int32_t *gh = NULL;
+    gpumem_array_host_pointer(g, (void **)&gh);
+    for (int i = 0; i < N; i++)
+        gh[i] = 7;
+    gpumem_array *gd = NULL;
+    gpumem_to_device(ctx, g, NULL, 0, &gd);
+    int32_t seven = 0;
+    gpumem_array_get_item(gd, (int64_t[]){N - 1}, &seven, NULL);
+    is_int(seven, 7, "host writes reach the device");
+    is_int(gpumem_managed_array(ctx, 1, shape, NULL, i32, 'C', 3, &g), GPUMEM_ERROR_INVALID_VALUE,
+           "both attach flags at once are refused");
+    gpumem_array_release(gd);
+
+    /* ---- numba#9507: pinned memory is returned promptly */
+    if (sim) {
+        int all = 1;
+        for (int i = 0; i < 64 && all; i++) { /* 64 x 1M through a 16M page-locked limit */
+            gpumem_array *t = NULL;
+            all = gpumem_pinned_array(ctx, 1, (int64_t[]){1 << 20}, NULL, gpumem_dtype_builtin(GPUMEM_UINT8), 'C',
+                                      &t) == GPUMEM_OK;
+            gpumem_array_release(t);
+        }
+        ok(all, "64 MiB of pinned arrays allocated and freed through a 16 MiB limit");
+        gpumem_array *big = NULL;
+        is_int(gpumem_pinned_array(ctx, 1, (int64_t[]){32 << 20}, NULL, gpumem_dtype_builtin(GPUMEM_UINT8), 'C',
+                                   &big),
+               GPUMEM_ERROR_OUT_OF_MEMORY, "32 MiB at once is more than the limit");
+        /* A scope that cannot be completed leaves nothing registered. */
+        unsigned char *a1 = malloc(4 << 20), *a2 = malloc(20 << 20);
+        gpumem_array *two[2] = {NULL, NULL};
+        gpumem_host_array_wrap(a1, 1, (int64_t[]){4 << 20}, NULL, gpumem_dtype_builtin(GPUMEM_UINT8), &two[0]);
+        gpumem_host_array_wrap(a2, 1, (int64_t[]){20 << 20}, NULL, gpumem_dtype_builtin(GPUMEM_UINT8), &two[1]);
+        is_int(gpumem_pinned(ctx, two, 2, &r1), GPUMEM_ERROR_OUT_OF_MEMORY, "a scope over the limit fails");
+        ok(r1 == NULL && pinned_p(a1, 4 << 20) == 0, "and its first array is not left registered");
+        gpumem_array_release(two[0]);
+        gpumem_array_release(two[1]);
+        free(a1);
+        free(a2);
+    } else {
+        skip(4, "the page-locked limit is simulated (GPUMEM_SIM_HOST_MEMORY)");
+    }
+
+    gpumem_array_release(g);
+    gpumem_array_release(m);
+    gpumem_array_release(hp);
+    free(pageable);
+    gpumem_stream_destroy(s);
+    gpumem_array_release(d);
+    void *old = ph;
+    gpumem_array_release(p);
+    is_int(pinned_p(old, 4), 0, "a released pinned array's memory is no longer known as pinned");
+    gpumem_context_release(ctx);
+    done_testing();
+    return exit_status();
+}
