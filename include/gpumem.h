@@ -16,5 +16,6 @@
 #include <gpumem/stream.h>
 #include <gpumem/array.h>
 #include <gpumem/host.h>
+#include <gpumem/cleanup.h>
 
 #endif /* GPUMEM_H */

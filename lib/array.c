@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "array.h"
+#include "dealloc.h"
 #include "error.h"
 #include "gpumem/dtype.h"
 #include "host.h"
@@ -63,18 +64,18 @@ static gpumem_array *array_alloc(gpumem_memory_kind kind, gpumem_context *ctx, i
 static gpumem_status array_free(gpumem_array *a)
 {
     gpumem_status st = GPUMEM_OK;
-    if (a->owned == GM_OWNED_DEVICE && a->alloc_dev != 0 && !gm_process_exiting())
-        st = gm_drv_check(GM_DRV(mem_free, a->ctx->dctx, a->alloc_dev), GM_OP_mem_free, "gpumem_array_release");
-    else if (a->owned == GM_OWNED_HOST)
+    /* Driver memory goes to the context's deferred-free queue (dealloc.c),
+     * with its real size, pinned memory included. */
+    size_t bytes = (size_t)a->alloc_bytes;
+    if (a->owned == GM_OWNED_HOST) {
         free(a->alloc_host);
-    else if (a->owned == GM_OWNED_LOCKED || a->owned == GM_OWNED_MANAGED) {
+    } else if (a->owned == GM_OWNED_DEVICE || a->owned == GM_OWNED_MANAGED) {
+        if (a->owned == GM_OWNED_MANAGED)
+            gm_host_untrack_allocation(a->alloc_host);
+        st = gm_dealloc_free(a->ctx, GM_FREE_DEVICE, a->alloc_dev, bytes);
+    } else if (a->owned == GM_OWNED_LOCKED) {
         gm_host_untrack_allocation(a->alloc_host);
-        if (!gm_process_exiting())
-            st = a->owned == GM_OWNED_LOCKED
-                     ? gm_drv_check(GM_DRV(mem_free_host, a->ctx->dctx, a->alloc_host), GM_OP_mem_free_host,
-                                    "gpumem_array_release")
-                     : gm_drv_check(GM_DRV(mem_free, a->ctx->dctx, a->alloc_dev), GM_OP_mem_free,
-                                    "gpumem_array_release");
+        st = gm_dealloc_free(a->ctx, GM_FREE_HOST, (uint64_t)(uintptr_t)a->alloc_host, bytes);
     }
     gpumem_dtype_release(a->dtype);
     gpumem_context_release(a->ctx);
@@ -103,6 +104,8 @@ gpumem_status gm_array_new_device(const char *what, gpumem_context *ctx, int ndi
         return out_of_host_memory(what);
     if (nbytes > 0) {
         int rc = GM_DRV(mem_alloc, ctx->dctx, &a->alloc_dev, (size_t)nbytes);
+        if (rc == GM_CUDA_ERROR_OUT_OF_MEMORY && gm_dealloc_flush_for_retry(ctx))
+            rc = GM_DRV(mem_alloc, ctx->dctx, &a->alloc_dev, (size_t)nbytes);
         if (rc != 0) {
             array_free(a);
             char where[200];
@@ -110,6 +113,7 @@ gpumem_status gm_array_new_device(const char *what, gpumem_context *ctx, int ndi
             return gm_drv_check(rc, GM_OP_mem_alloc, where);
         }
         a->owned = GM_OWNED_DEVICE;
+        a->alloc_bytes = nbytes;
     }
     /* Contiguous strides are never negative, so element 0 is the allocation's start. */
     a->dev = a->alloc_dev;
@@ -159,13 +163,17 @@ gpumem_status gm_array_new_locked(const char *what, gpumem_memory_kind kind, gpu
         return out_of_host_memory(what);
     /* The driver refuses empty allocations; an empty array needs no memory. */
     size_t bytes = nbytes > 0 ? (size_t)nbytes : 0;
-    int rc = 0, op = GM_OP_mem_host_alloc;
-    if (bytes > 0 && kind == GPUMEM_MEMORY_MANAGED) {
-        op = GM_OP_mem_alloc_managed;
-        rc = GM_DRV(mem_alloc_managed, ctx->dctx, &a->alloc_dev, bytes, flags);
-        a->alloc_host = (void *)(uintptr_t)a->alloc_dev;
-    } else if (bytes > 0) {
-        rc = GM_DRV(mem_host_alloc, ctx->dctx, &a->alloc_host, bytes, flags);
+    int rc = 0, op = kind == GPUMEM_MEMORY_MANAGED ? GM_OP_mem_alloc_managed : GM_OP_mem_host_alloc;
+    for (int attempt = 0; bytes > 0 && attempt < 2; attempt++) {
+        if (kind == GPUMEM_MEMORY_MANAGED) {
+            rc = GM_DRV(mem_alloc_managed, ctx->dctx, &a->alloc_dev, bytes, flags);
+            a->alloc_host = (void *)(uintptr_t)a->alloc_dev;
+        } else {
+            rc = GM_DRV(mem_host_alloc, ctx->dctx, &a->alloc_host, bytes, flags);
+        }
+        /* Out of memory: flush the deferred frees and retry once. */
+        if (rc != GM_CUDA_ERROR_OUT_OF_MEMORY || !gm_dealloc_flush_for_retry(ctx))
+            break;
     }
     if (rc != 0) {
         array_free(a);
@@ -175,6 +183,7 @@ gpumem_status gm_array_new_locked(const char *what, gpumem_memory_kind kind, gpu
     }
     if (bytes > 0) {
         a->owned = kind == GPUMEM_MEMORY_MANAGED ? GM_OWNED_MANAGED : GM_OWNED_LOCKED;
+        a->alloc_bytes = nbytes;
         st = gm_host_track_allocation(a->alloc_host, bytes);
         if (st == GPUMEM_OK && kind == GPUMEM_MEMORY_MAPPED)
             st = gm_drv_check(GM_DRV(mem_host_get_device_pointer, ctx->dctx, &a->alloc_dev, a->alloc_host),

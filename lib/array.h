@@ -35,6 +35,7 @@ struct gpumem_array {
     gm_owned owned;
     void *alloc_host;            /* what an owner frees */
     gm_cu_deviceptr alloc_dev;
+    int64_t alloc_bytes;         /* its size */
     int64_t shape[GM_MAX_NDIM];
     int64_t strides[GM_MAX_NDIM];
 };

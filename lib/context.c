@@ -207,6 +207,17 @@ static gpumem_status context_new(int device, gpumem_selection rule, const char *
         free(ctx);
         return gm_drv_check(rc, GM_OP_device_get_attribute, what);
     }
+    size_t total = 0;
+    rc = GM_DRV(device_total_mem, device, &total);
+    if (rc == 0)
+        st = gm_dealloc_init(&ctx->dealloc, total);
+    if (rc != 0 || st != GPUMEM_OK) {
+        char msg[1024];
+        snprintf(msg, sizeof msg, "%s", gpumem_last_error());
+        GM_DRV(primary_ctx_release, device);
+        free(ctx);
+        return rc != 0 ? gm_drv_check(rc, GM_OP_device_total_mem, what) : gm_error(st, "%s: %s", what, msg);
+    }
     atomic_init(&ctx->refs, 1);
     ctx->device = device;
     ctx->selection = rule;
@@ -243,12 +254,15 @@ GPUMEM_API gpumem_status gpumem_context_release(gpumem_context *ctx)
                         "references left (released more often than retained)");
     }
     gm_context_streams_release(ctx);
-    gpumem_status st = GPUMEM_OK;
+    gpumem_status st = gm_dealloc_destroy(ctx);
     /* At exit the driver may already be tearing itself down; the operating
      * system reclaims the context. */
-    if (!gm_process_exiting())
-        st = gm_drv_check(GM_DRV(primary_ctx_release, ctx->device), GM_OP_primary_ctx_release,
-                          "gpumem_context_release");
+    if (!gm_process_exiting()) {
+        gpumem_status rst = gm_drv_check(GM_DRV(primary_ctx_release, ctx->device), GM_OP_primary_ctx_release,
+                                         "gpumem_context_release");
+        if (st == GPUMEM_OK)
+            st = rst;
+    }
     pthread_mutex_destroy(&ctx->lock);
     free(ctx);
     return st;

@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "dealloc.h"
 #include "driver.h"
 #include "gpumem/context.h"
 
@@ -24,6 +25,8 @@ struct gpumem_context {
     pthread_mutex_t lock;                  /* guards the stream list */
     struct gpumem_stream *default_stream;  /* made on first use, owned here */
     struct gpumem_stream *streams;         /* every live stream (linked by next) */
+
+    gm_dealloc dealloc;                    /* deferred frees (dealloc.c) */
 };
 
 /* ctx, or the autoinit context when ctx is NULL; NULL and a set last error

@@ -268,6 +268,7 @@ int main(void)
     is_int(gpumem_array_get_item(dv, (int64_t[]){4, 0}, &item, NULL), GPUMEM_ERROR_INDEX_OUT_OF_RANGE,
            "an index past the end");
     uint64_t free0 = 0, free1 = 0, total = 0;
+    gpumem_context_flush_deallocations(ctx);
     gpumem_memory_info(ctx, &free0, &total);
     is_int(gpumem_device_array(ctx, 1, (int64_t[]){(int64_t)total}, NULL, f32, 'C', NULL, &bad),
            GPUMEM_ERROR_OUT_OF_MEMORY, "more than the device has");
@@ -291,6 +292,7 @@ int main(void)
     gpumem_array_release(h);
     gpumem_array_release(fa);
     gpumem_array_release(d);
+    gpumem_context_flush_deallocations(ctx);
     gpumem_memory_info(ctx, &free1, &total);
     if (test_on_sim())
         is_int(free1, total, "every byte is back once the arrays are gone");

@@ -72,12 +72,15 @@ static void run(const void *arg, child_result *out)
     gpumem_memory_info(ctx, &f0, &total);
     gpumem_debug_driver_calls(NULL, &calls0);
     gpumem_debug_driver_calls("cuMemFree", &frees0);
+    /* Free at every release, so each free is a call of the workload. */
+    gpumem_context_set_dealloc_limits(ctx, 0, 0.0);
     if (k > 0)
         gpumem_debug_fail_call((uint64_t)k, 999 /* CUDA_ERROR_UNKNOWN */);
     out->status = workload(ctx);
     snprintf(out->text, sizeof out->text, "%s", gpumem_last_error());
     gpumem_debug_fail_call(0, 0);
     gpumem_debug_driver_calls(NULL, &calls1);
+    gpumem_context_flush_deallocations(ctx); /* deferred frees, not counted as the workload's */
     gpumem_debug_driver_calls("cuMemFree", &frees1);
     gpumem_memory_info(ctx, &f1, &total);
     out->value[0] = (long)(calls1 - calls0);

@@ -1,0 +1,202 @@
+/*
+ * dealloc.c - deferred deallocation (numba.cuda's pending-deallocation queue
+ * and defer_cleanup).  See gpumem/cleanup.h for the rules.
+ */
+#include "config.h"
+
+#include <stdlib.h>
+
+#include "context.h"
+#include "dealloc.h"
+#include "env.h"
+#include "error.h"
+#include "gpumem/cleanup.h"
+
+#define DEFAULT_MAX_COUNT 10
+#define DEFAULT_MAX_RATIO 0.2
+
+gpumem_status gm_dealloc_init(gm_dealloc *q, uint64_t total_memory)
+{
+    long count;
+    double ratio;
+    gpumem_status st = gm_env_long("GPUMEM_MAX_PENDING_DEALLOCS_COUNT", 0, 1L << 30, DEFAULT_MAX_COUNT, &count,
+                                   NULL);
+    if (st == GPUMEM_OK)
+        st = gm_env_double("GPUMEM_MAX_PENDING_DEALLOCS_RATIO", 0.0, 1.0, DEFAULT_MAX_RATIO, &ratio);
+    if (st != GPUMEM_OK)
+        return st;
+    pthread_mutex_init(&q->lock, NULL);
+    q->items = NULL;
+    q->count = q->cap = 0;
+    q->bytes = 0;
+    q->max_count = (size_t)count;
+    q->max_ratio = ratio;
+    q->total_memory = total_memory;
+    q->defer_depth = 0;
+    return GPUMEM_OK;
+}
+
+static bool over_limits(const gm_dealloc *q)
+{
+    return q->count > q->max_count || (double)q->bytes > q->max_ratio * (double)q->total_memory;
+}
+
+/* Does the queued frees (taken out under the lock, freed without it: the
+ * driver synchronizes).  Every free is attempted; the first failure is
+ * returned. */
+static gpumem_status flush(gpumem_context *ctx, const char *what)
+{
+    gm_dealloc *q = &ctx->dealloc;
+    pthread_mutex_lock(&q->lock);
+    gm_pending_free *items = q->items;
+    size_t n = q->count;
+    q->items = NULL;
+    q->count = q->cap = 0;
+    q->bytes = 0;
+    pthread_mutex_unlock(&q->lock);
+    gpumem_status st = GPUMEM_OK;
+    for (size_t i = 0; i < n && !gm_process_exiting(); i++) {
+        gpumem_status fst;
+        if (items[i].kind == GM_FREE_DEVICE)
+            fst = gm_drv_check(GM_DRV(mem_free, ctx->dctx, items[i].ptr), GM_OP_mem_free, what);
+        else
+            fst = gm_drv_check(GM_DRV(mem_free_host, ctx->dctx, (void *)(uintptr_t)items[i].ptr),
+                               GM_OP_mem_free_host, what);
+        if (st == GPUMEM_OK)
+            st = fst;
+    }
+    free(items);
+    return st;
+}
+
+gpumem_status gm_dealloc_destroy(gpumem_context *ctx)
+{
+    gpumem_status st = flush(ctx, "gpumem_context_release");
+    pthread_mutex_destroy(&ctx->dealloc.lock);
+    return st;
+}
+
+gpumem_status gm_dealloc_free(gpumem_context *ctx, gm_free_kind kind, uint64_t ptr, size_t bytes)
+{
+    gm_dealloc *q = &ctx->dealloc;
+    pthread_mutex_lock(&q->lock);
+    if (q->count == q->cap) {
+        size_t ncap = q->cap ? q->cap * 2 : 16;
+        gm_pending_free *n = realloc(q->items, ncap * sizeof *n);
+        if (n == NULL) {
+            /* No room to queue it: free it now rather than leak it. */
+            pthread_mutex_unlock(&q->lock);
+            return kind == GM_FREE_DEVICE
+                       ? gm_drv_check(GM_DRV(mem_free, ctx->dctx, ptr), GM_OP_mem_free, "gpumem_array_release")
+                       : gm_drv_check(GM_DRV(mem_free_host, ctx->dctx, (void *)(uintptr_t)ptr),
+                                      GM_OP_mem_free_host, "gpumem_array_release");
+        }
+        q->items = n;
+        q->cap = ncap;
+    }
+    q->items[q->count++] = (gm_pending_free){kind, ptr, bytes};
+    q->bytes += bytes;
+    bool now = q->defer_depth == 0 && over_limits(q);
+    pthread_mutex_unlock(&q->lock);
+    return now ? flush(ctx, "gpumem_array_release") : GPUMEM_OK;
+}
+
+bool gm_dealloc_flush_for_retry(gpumem_context *ctx)
+{
+    gm_dealloc *q = &ctx->dealloc;
+    pthread_mutex_lock(&q->lock);
+    bool can = q->defer_depth == 0 && q->count > 0;
+    pthread_mutex_unlock(&q->lock);
+    return can && flush(ctx, "flushing deferred frees before a retry") == GPUMEM_OK;
+}
+
+/* ---- the public API ------------------------------------------------------------------------ */
+
+GPUMEM_API gpumem_status gpumem_context_set_dealloc_limits(gpumem_context *ctx, size_t max_count,
+                                                           double max_ratio)
+{
+    gpumem_status st;
+    ctx = gm_context_or_default(ctx, &st);
+    if (st != GPUMEM_OK)
+        return st;
+    if (!(max_ratio >= 0.0 && max_ratio <= 1.0))
+        return gm_error(GPUMEM_ERROR_INVALID_VALUE, "gpumem_context_set_dealloc_limits: max_ratio %g must be "
+                        "between 0 and 1", max_ratio);
+    gm_dealloc *q = &ctx->dealloc;
+    pthread_mutex_lock(&q->lock);
+    q->max_count = max_count;
+    q->max_ratio = max_ratio;
+    bool now = q->defer_depth == 0 && over_limits(q);
+    pthread_mutex_unlock(&q->lock);
+    return now ? flush(ctx, "gpumem_context_set_dealloc_limits") : GPUMEM_OK;
+}
+
+GPUMEM_API gpumem_status gpumem_context_get_dealloc_limits(gpumem_context *ctx, size_t *max_count,
+                                                           double *max_ratio)
+{
+    GM_CHECK_NULL(max_count);
+    GM_CHECK_NULL(max_ratio);
+    gpumem_status st;
+    ctx = gm_context_or_default(ctx, &st);
+    if (st != GPUMEM_OK)
+        return st;
+    pthread_mutex_lock(&ctx->dealloc.lock);
+    *max_count = ctx->dealloc.max_count;
+    *max_ratio = ctx->dealloc.max_ratio;
+    pthread_mutex_unlock(&ctx->dealloc.lock);
+    return GPUMEM_OK;
+}
+
+GPUMEM_API gpumem_status gpumem_context_flush_deallocations(gpumem_context *ctx)
+{
+    gpumem_status st;
+    ctx = gm_context_or_default(ctx, &st);
+    if (st != GPUMEM_OK)
+        return st;
+    return flush(ctx, "gpumem_context_flush_deallocations");
+}
+
+GPUMEM_API gpumem_status gpumem_context_pending_deallocations(gpumem_context *ctx, size_t *count,
+                                                              uint64_t *bytes)
+{
+    gpumem_status st;
+    ctx = gm_context_or_default(ctx, &st);
+    if (st != GPUMEM_OK)
+        return st;
+    pthread_mutex_lock(&ctx->dealloc.lock);
+    if (count != NULL)
+        *count = ctx->dealloc.count;
+    if (bytes != NULL)
+        *bytes = ctx->dealloc.bytes;
+    pthread_mutex_unlock(&ctx->dealloc.lock);
+    return GPUMEM_OK;
+}
+
+GPUMEM_API gpumem_status gpumem_defer_cleanup_begin(gpumem_context *ctx)
+{
+    gpumem_status st;
+    ctx = gm_context_or_default(ctx, &st);
+    if (st != GPUMEM_OK)
+        return st;
+    pthread_mutex_lock(&ctx->dealloc.lock);
+    ctx->dealloc.defer_depth++;
+    pthread_mutex_unlock(&ctx->dealloc.lock);
+    return GPUMEM_OK;
+}
+
+GPUMEM_API gpumem_status gpumem_defer_cleanup_end(gpumem_context *ctx)
+{
+    gpumem_status st;
+    ctx = gm_context_or_default(ctx, &st);
+    if (st != GPUMEM_OK)
+        return st;
+    gm_dealloc *q = &ctx->dealloc;
+    pthread_mutex_lock(&q->lock);
+    if (q->defer_depth == 0) {
+        pthread_mutex_unlock(&q->lock);
+        return gm_error(GPUMEM_ERROR_INVALID_STATE, "gpumem_defer_cleanup_end: no defer_cleanup scope is open");
+    }
+    bool now = --q->defer_depth == 0 && over_limits(q);
+    pthread_mutex_unlock(&q->lock);
+    return now ? flush(ctx, "gpumem_defer_cleanup_end") : GPUMEM_OK;
+}

@@ -1,0 +1,53 @@
+/*
+ * dealloc.h - the per-context queue of deferred frees (private).
+ */
+#ifndef GM_DEALLOC_H
+#define GM_DEALLOC_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "driver.h"
+#include "gpumem/status.h"
+
+struct gpumem_context;
+
+typedef enum gm_free_kind {
+    GM_FREE_DEVICE,  /* cuMemFree: device and managed memory */
+    GM_FREE_HOST     /* cuMemFreeHost: pinned and mapped memory */
+} gm_free_kind;
+
+typedef struct gm_pending_free {
+    gm_free_kind kind;
+    uint64_t ptr;
+    size_t bytes;
+} gm_pending_free;
+
+typedef struct gm_dealloc {
+    pthread_mutex_t lock;
+    gm_pending_free *items;
+    size_t count, cap;
+    uint64_t bytes;
+    size_t max_count;
+    double max_ratio;
+    uint64_t total_memory; /* the device's, for the ratio */
+    int defer_depth;
+} gm_dealloc;
+
+/* Reads the limits from the environment (errors name the variable). */
+gpumem_status gm_dealloc_init(gm_dealloc *q, uint64_t total_memory);
+
+/* Flushes whatever is queued (at context release) and frees the queue. */
+gpumem_status gm_dealloc_destroy(struct gpumem_context *ctx);
+
+/* Queues a free of memory the library allocated; flushes if over the limits
+ * and no defer_cleanup scope is open.  The status is the flush's. */
+gpumem_status gm_dealloc_free(struct gpumem_context *ctx, gm_free_kind kind, uint64_t ptr, size_t bytes);
+
+/* For an allocation that failed for lack of memory: flushes the queue if
+ * that is allowed and frees something.  True when a retry may succeed. */
+bool gm_dealloc_flush_for_retry(struct gpumem_context *ctx);
+
+#endif /* GM_DEALLOC_H */
