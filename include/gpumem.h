@@ -17,5 +17,6 @@
 #include <gpumem/array.h>
 #include <gpumem/host.h>
 #include <gpumem/cleanup.h>
+#include <gpumem/occupancy.h>
 
 #endif /* GPUMEM_H */

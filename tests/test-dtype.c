@@ -741,7 +741,7 @@ static gpumem_dtype *random_record(int depth)
                                      ">u4", "<u8", "<f2", ">f2", "<f4", ">f4", "<f8", ">f8", "<c8", ">c16"};
     gpumem_field f[6];
     gpumem_dtype *owned[6] = {0};
-    char names[6][8];
+    char names[6][24]; /* room for any size_t: -Wformat-truncation */
     int64_t shapes[6][3];
     size_t n = rnd(6);
     gpumem_record_layout layout = rnd(2) ? GPUMEM_RECORD_ALIGNED : GPUMEM_RECORD_PACKED;

@@ -2,6 +2,7 @@
  * gpumem - the libgpumem command-line tool.
  *
  *   gpumem info [--json]     backend, driver, devices and the default device
+ *   gpumem occupancy ...     occupancy of a launch shape (cmd-occupancy.c)
  *   gpumem --help | --version
  *
  * Exit status: 0 success, 1 a library failure (its message on stderr),
@@ -15,6 +16,8 @@
 
 #include <gpumem.h>
 
+int gpumem_cmd_occupancy(int argc, char **argv); /* cmd-occupancy.c */
+
 static void usage(FILE *out)
 {
     fputs("Usage: gpumem COMMAND [OPTIONS]\n"
@@ -23,6 +26,9 @@ static void usage(FILE *out)
           "  info [--json]   show the backend, the driver version, every device (name,\n"
           "                  compute capability, memory, multiprocessors) and the default\n"
           "                  device with the rule that chose it\n"
+          "  occupancy --threads N [--smem B] [--regs R] [--device D] [--json]\n"
+          "                  thread blocks per multiprocessor for a kernel's launch\n"
+          "                  shape, and what limits them (pycuda's OccupancyRecord)\n"
           "\n"
           "Options:\n"
           "  -h, --help      show this help and exit\n"
@@ -167,6 +173,8 @@ int main(int argc, char **argv)
         printf("gpumem (libgpumem) %s\n", gpumem_version_string());
         return 0;
     }
+    if (strcmp(cmd, "occupancy") == 0)
+        return gpumem_cmd_occupancy(argc - 1, argv + 1);
     if (strcmp(cmd, "info") == 0) {
         int json = 0;
         for (int i = 2; i < argc; i++) {
