@@ -15,8 +15,13 @@
 #include <gpumem/dtype.h>
 #include <gpumem/stream.h>
 #include <gpumem/array.h>
+#include <gpumem/pool.h>
 #include <gpumem/host.h>
 #include <gpumem/cleanup.h>
 #include <gpumem/occupancy.h>
+#include <gpumem/interop.h>
+#include <gpumem/memo.h>
+#include <gpumem/module.h>
+#include <gpumem/testing.h>
 
 #endif /* GPUMEM_H */

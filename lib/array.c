@@ -13,6 +13,7 @@
 #include "error.h"
 #include "gpumem/dtype.h"
 #include "host.h"
+#include "pool.h"
 #include "stream.h"
 
 #define HOST_ALIGNMENT 64
@@ -76,6 +77,13 @@ static gpumem_status array_free(gpumem_array *a)
     } else if (a->owned == GM_OWNED_LOCKED) {
         gm_host_untrack_allocation(a->alloc_host);
         st = gm_dealloc_free(a->ctx, GM_FREE_HOST, (uint64_t)(uintptr_t)a->alloc_host, bytes);
+    } else if (a->owned == GM_OWNED_POOL) {
+        /* Back to the pool, ordered on the stream it was allocated on while
+         * that stream lives (a destroyed stream was synchronized: nothing
+         * of it is pending). */
+        st = gm_pool_release(a->pool_token, gm_stream_if_alive(a->ctx, a->pool_stream), "gpumem_array_release");
+    } else if (a->owned == GM_OWNED_FOREIGN && a->owner_release != NULL) {
+        a->owner_release(a->owner);
     }
     gpumem_dtype_release(a->dtype);
     gpumem_context_release(a->ctx);
@@ -90,7 +98,8 @@ static gpumem_status out_of_host_memory(const char *what)
 }
 
 gpumem_status gm_array_new_device(const char *what, gpumem_context *ctx, int ndim, const int64_t *shape,
-                                  const int64_t *strides, const gpumem_dtype *dtype, gpumem_array **out)
+                                  const int64_t *strides, const gpumem_dtype *dtype, gpumem_stream *stream,
+                                  gpumem_array **out)
 {
     size_t itemsize;
     int64_t nbytes;
@@ -102,7 +111,21 @@ gpumem_status gm_array_new_device(const char *what, gpumem_context *ctx, int ndi
     gpumem_array *a = array_alloc(GPUMEM_MEMORY_DEVICE, ctx, ndim, shape, strides, dtype, itemsize);
     if (a == NULL)
         return out_of_host_memory(what);
-    if (nbytes > 0) {
+    gpumem_pool *pool = atomic_load_explicit(&ctx->pool, memory_order_acquire);
+    if (nbytes > 0 && pool != NULL) {
+        /* The context's pool: its own out-of-memory ladder flushes the
+         * deferred frees too (gm_pool_set_flush_hook). */
+        st = gm_pool_alloc(pool, (size_t)nbytes, stream, what, &a->alloc_dev, &a->pool_token);
+        if (st != GPUMEM_OK) {
+            char msg[1024];
+            snprintf(msg, sizeof msg, "%s", gpumem_last_error());
+            array_free(a);
+            return gm_error(st, "%s", msg);
+        }
+        a->owned = GM_OWNED_POOL;
+        a->pool_stream = stream;
+        a->alloc_bytes = nbytes;
+    } else if (nbytes > 0) {
         int rc = GM_DRV(mem_alloc, ctx->dctx, &a->alloc_dev, (size_t)nbytes);
         if (rc == GM_CUDA_ERROR_OUT_OF_MEMORY && gm_dealloc_flush_for_retry(ctx))
             rc = GM_DRV(mem_alloc, ctx->dctx, &a->alloc_dev, (size_t)nbytes);
@@ -202,6 +225,36 @@ gpumem_status gm_array_new_locked(const char *what, gpumem_memory_kind kind, gpu
     return GPUMEM_OK;
 }
 
+gpumem_status gm_array_wrap(const char *what, gpumem_context *ctx, gpumem_memory_kind kind,
+                                   gm_cu_deviceptr ptr, int ndim, const int64_t *shape, const int64_t *strides,
+                                   const gpumem_dtype *dtype, void (*release)(void *), void *owner,
+                                   gpumem_array **out)
+{
+    size_t itemsize;
+    gpumem_status st = check_dtype(what, dtype, &itemsize);
+    if (st == GPUMEM_OK)
+        st = gm_layout_check_shape(what, ndim, shape, itemsize, NULL, NULL);
+    if (st != GPUMEM_OK)
+        return st;
+    int64_t c_strides[GM_MAX_NDIM];
+    if (strides == NULL) {
+        gm_layout_contiguous_strides(what, ndim, shape, itemsize, 'C', c_strides);
+        strides = c_strides;
+    }
+    gpumem_array *a = array_alloc(kind, ctx, ndim, shape, strides, dtype, itemsize);
+    if (a == NULL)
+        return out_of_host_memory(what);
+    if (kind != GPUMEM_MEMORY_HOST && kind != GPUMEM_MEMORY_PINNED)
+        a->dev = ptr;
+    if (kind != GPUMEM_MEMORY_DEVICE && kind != GPUMEM_MEMORY_FOREIGN)
+        a->host = (char *)(uintptr_t)ptr;
+    a->owned = GM_OWNED_FOREIGN;
+    a->owner_release = release;
+    a->owner = owner;
+    *out = a;
+    return GPUMEM_OK;
+}
+
 gpumem_status gm_array_mapped_view(const char *what, gpumem_context *ctx, gpumem_array *a, gpumem_array **out)
 {
     if (a->kind != GPUMEM_MEMORY_HOST && a->kind != GPUMEM_MEMORY_PINNED) {
@@ -227,6 +280,43 @@ gpumem_status gm_array_mapped_view(const char *what, gpumem_context *ctx, gpumem
     return GPUMEM_OK;
 }
 
+gpumem_status gm_array_new_pooled_host(const char *what, gpumem_host_pool *pool, int ndim, const int64_t *shape,
+                                       const int64_t *strides, const gpumem_dtype *dtype, gpumem_array **out)
+{
+    size_t itemsize;
+    int64_t nbytes;
+    gpumem_status st = check_dtype(what, dtype, &itemsize);
+    if (st == GPUMEM_OK)
+        st = gm_layout_check_shape(what, ndim, shape, itemsize, NULL, &nbytes);
+    if (st != GPUMEM_OK)
+        return st;
+    bool mapped = (gm_host_pool_alloc_flags(pool) & GM_CU_MEMHOSTALLOC_DEVICEMAP) != 0;
+    gpumem_context *ctx = gm_host_pool_context(pool);
+    gpumem_array *a = array_alloc(mapped ? GPUMEM_MEMORY_MAPPED : GPUMEM_MEMORY_PINNED, ctx, ndim, shape, strides,
+                                  dtype, itemsize);
+    if (a == NULL)
+        return out_of_host_memory(what);
+    void *p = NULL;
+    st = gm_host_pool_alloc(pool, (size_t)nbytes, what, &p, &a->pool_token);
+    if (st == GPUMEM_OK) {
+        a->owned = GM_OWNED_POOL;
+        a->host = p;
+        a->alloc_bytes = nbytes;
+        /* Under unified addressing a mapped block's device address is its host address. */
+        if (mapped && nbytes > 0)
+            st = gm_drv_check(GM_DRV(mem_host_get_device_pointer, ctx->dctx, &a->dev, p),
+                              GM_OP_mem_host_get_device_pointer, what);
+    }
+    if (st != GPUMEM_OK) {
+        char msg[1024];
+        snprintf(msg, sizeof msg, "%s", gpumem_last_error());
+        array_free(a);
+        return gm_error(st, "%s", msg);
+    }
+    *out = a;
+    return GPUMEM_OK;
+}
+
 bool gm_array_is_locked(const gpumem_array *a)
 {
     if (a->kind != GPUMEM_MEMORY_HOST)
@@ -245,7 +335,7 @@ static gpumem_status check_order(const char *what, char order)
 }
 
 gpumem_status gm_array_new_like(const char *what, const gpumem_array *a, int ndim, const int64_t *shape,
-                                char order, gpumem_array **out)
+                                char order, gpumem_stream *stream, gpumem_array **out)
 {
     int64_t strides[GM_MAX_NDIM];
     if (order == 0)
@@ -253,7 +343,7 @@ gpumem_status gm_array_new_like(const char *what, const gpumem_array *a, int ndi
     else
         gm_layout_contiguous_strides(what, ndim, shape, a->itemsize, order, strides);
     if (gm_array_on_device(a))
-        return gm_array_new_device(what, a->ctx, ndim, shape, strides, a->dtype, out);
+        return gm_array_new_device(what, a->ctx, ndim, shape, strides, a->dtype, stream, out);
     return gm_array_new_host(what, ndim, shape, strides, a->dtype, out);
 }
 
@@ -348,7 +438,7 @@ GPUMEM_API gpumem_status gpumem_device_array(gpumem_context *ctx, int ndim, cons
     gpumem_status st = gm_array_prepare(what, &ctx, ndim, shape, strides, dtype, order, stream, cstrides);
     if (st != GPUMEM_OK)
         return st;
-    return gm_array_new_device(what, ctx, ndim, shape, cstrides, dtype, array);
+    return gm_array_new_device(what, ctx, ndim, shape, cstrides, dtype, stream, array);
 }
 
 GPUMEM_API gpumem_status gpumem_device_array_like(gpumem_context *ctx, const gpumem_array *like,
@@ -507,7 +597,7 @@ GPUMEM_API gpumem_status gpumem_array_reshape(gpumem_array *array, int ndim, con
                      ? 'F'
                      : 'C';
     gpumem_array *copy = NULL, *as_old = NULL;
-    st = gm_array_new_like(what, array, ndim, nshape, rorder, &copy);
+    st = gm_array_new_like(what, array, ndim, nshape, rorder, stream, &copy);
     if (st == GPUMEM_OK) {
         int64_t ostrides[GM_MAX_NDIM];
         gm_layout_contiguous_strides(what, array->ndim, array->shape, array->itemsize, rorder, ostrides);

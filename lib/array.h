@@ -11,6 +11,7 @@
 #include "context.h"
 #include "driver.h"
 #include "gpumem/array.h"
+#include "gpumem/pool.h"
 #include "layout.h"
 
 /* Memory an owner array frees when its last reference goes. */
@@ -19,7 +20,9 @@ typedef enum gm_owned {
     GM_OWNED_DEVICE,     /* cuMemAlloc */
     GM_OWNED_HOST,       /* malloc */
     GM_OWNED_LOCKED,     /* cuMemHostAlloc (pinned and mapped arrays) */
-    GM_OWNED_MANAGED     /* cuMemAllocManaged */
+    GM_OWNED_MANAGED,    /* cuMemAllocManaged */
+    GM_OWNED_FOREIGN,    /* memory of another owner: owner_release(owner) at the end */
+    GM_OWNED_POOL        /* a block of a device or page-locked pool (pool_token) */
 } gm_owned;
 
 struct gpumem_array {
@@ -36,6 +39,10 @@ struct gpumem_array {
     void *alloc_host;            /* what an owner frees */
     gm_cu_deviceptr alloc_dev;
     int64_t alloc_bytes;         /* its size */
+    void (*owner_release)(void *); /* GM_OWNED_FOREIGN: tells the owner the array is gone */
+    void *owner;
+    struct gpumem_allocation *pool_token; /* GM_OWNED_POOL */
+    gpumem_stream *pool_stream;           /* the stream it was allocated on (may be gone) */
     int64_t shape[GM_MAX_NDIM];
     int64_t strides[GM_MAX_NDIM];
 };
@@ -58,7 +65,8 @@ gpumem_status gm_array_prepare(const char *what, gpumem_context **ctx, int ndim,
 
 /* A new device array of shape/strides (contiguous strides required) in ctx. */
 gpumem_status gm_array_new_device(const char *what, gpumem_context *ctx, int ndim, const int64_t *shape,
-                                  const int64_t *strides, const gpumem_dtype *dtype, gpumem_array **out);
+                                  const int64_t *strides, const gpumem_dtype *dtype, gpumem_stream *stream,
+                                  gpumem_array **out);
 
 /* A new host array (memory the library owns) with the given strides, which
  * must be contiguous in some axis order. */
@@ -76,13 +84,30 @@ gpumem_status gm_array_new_locked(const char *what, gpumem_memory_kind kind, gpu
  * themselves (retained). */
 gpumem_status gm_array_mapped_view(const char *what, gpumem_context *ctx, gpumem_array *a, gpumem_array **out);
 
+/* A pinned (or mapped, for a DEVICEMAP pool) host array on a block of a
+ * page-locked pool; the block goes back to the pool with the array. */
+gpumem_status gm_array_new_pooled_host(const char *what, gpumem_host_pool *pool, int ndim, const int64_t *shape,
+                                       const int64_t *strides, const gpumem_dtype *dtype, gpumem_array **out);
+
 /* Whether a's memory is page-locked (pinned, mapped, managed, or registered). */
 bool gm_array_is_locked(const gpumem_array *a);
+
+/* An array over memory that someone else owns (a module's global, another
+ * library's buffer): release(owner) is called exactly once, when the
+ * array's last reference goes (release may be NULL; it is not called when
+ * this fails).  ptr is element 0's address: a device address for DEVICE and
+ * FOREIGN, a host address for HOST and PINNED, both at once (unified) for
+ * MAPPED and MANAGED.  strides NULL is C order.  The caller has checked that
+ * the memory covers the layout. */
+gpumem_status gm_array_wrap(const char *what, gpumem_context *ctx, gpumem_memory_kind kind,
+                                   gm_cu_deviceptr ptr, int ndim, const int64_t *shape, const int64_t *strides,
+                                   const gpumem_dtype *dtype, void (*release)(void *), void *owner,
+                                   gpumem_array **out);
 
 /* A new array of a's kind (device, or host for host-side kinds) with a's
  * shape and contiguous strides in `order` ('C'/'F'), or like a's strides when
  * order is 0. */
 gpumem_status gm_array_new_like(const char *what, const gpumem_array *a, int ndim, const int64_t *shape,
-                                char order, gpumem_array **out);
+                                char order, gpumem_stream *stream, gpumem_array **out);
 
 #endif /* GM_ARRAY_H */

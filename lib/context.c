@@ -16,6 +16,7 @@
 #include "driver.h"
 #include "env.h"
 #include "error.h"
+#include "pool.h"
 #include "stream.h"
 
 /* ---- devices ------------------------------------------------------------------ */
@@ -218,7 +219,10 @@ static gpumem_status context_new(int device, gpumem_selection rule, const char *
         free(ctx);
         return rc != 0 ? gm_drv_check(rc, GM_OP_device_total_mem, what) : gm_error(st, "%s: %s", what, msg);
     }
+    /* Pools flush this context's deferred frees before they give up. */
+    gm_pool_set_flush_hook(gm_dealloc_flush_for_retry);
     atomic_init(&ctx->refs, 1);
+    atomic_init(&ctx->pool, NULL);
     ctx->device = device;
     ctx->selection = rule;
     ctx->max_pitch = max_pitch > 0 ? (size_t)max_pitch : 0;
@@ -253,6 +257,7 @@ GPUMEM_API gpumem_status gpumem_context_release(gpumem_context *ctx)
         return gm_error(GPUMEM_ERROR_INVALID_STATE, "gpumem_context_release: the context has no "
                         "references left (released more often than retained)");
     }
+    gm_memo_context_release(ctx);
     gm_context_streams_release(ctx);
     gpumem_status st = gm_dealloc_destroy(ctx);
     /* At exit the driver may already be tearing itself down; the operating
@@ -501,4 +506,20 @@ GPUMEM_API gpumem_status gpumem_memory_info(gpumem_context *ctx, uint64_t *free_
         *total_bytes = t;
     }
     return st;
+}
+
+GPUMEM_API gpumem_status gpumem_context_set_pool(gpumem_context *ctx, gpumem_pool *pool)
+{
+    gpumem_status st;
+    ctx = gm_context_or_default(ctx, &st);
+    if (st != GPUMEM_OK)
+        return st;
+    if (pool != NULL) {
+        gpumem_context *owner = gm_pool_context(pool);
+        if (owner == NULL || owner->dctx != ctx->dctx)
+            return gm_error(GPUMEM_ERROR_CONTEXT_MISMATCH, "gpumem_context_set_pool: the pool belongs to "
+                            "device %d, the context to device %d", owner ? owner->device : -1, ctx->device);
+    }
+    atomic_store_explicit(&ctx->pool, pool, memory_order_release);
+    return GPUMEM_OK;
 }

@@ -27,11 +27,17 @@ struct gpumem_context {
     struct gpumem_stream *streams;         /* every live stream (linked by next) */
 
     gm_dealloc dealloc;                    /* deferred frees (dealloc.c) */
+    _Atomic(struct gpumem_pool *) pool;    /* arrays allocate here when set (gpumem_context_set_pool) */
+    _Atomic(void *) memo;                  /* memoized values and kernel cache (memo.c), made on first use */
 };
 
 /* ctx, or the autoinit context when ctx is NULL; NULL and a set last error
  * when there is none.  No reference is added. */
 gpumem_context *gm_context_or_default(gpumem_context *ctx, gpumem_status *st);
+
+/* Drops the context's memoized values and cached modules (memo.c): the
+ * final release calls it first, while the context still works. */
+void gm_memo_context_release(gpumem_context *ctx);
 
 /* True once the process has started to exit (our atexit handler ran): final
  * releases then leave driver objects to the operating system instead of

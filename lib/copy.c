@@ -123,9 +123,10 @@ static bool overlap(const gpumem_array *a, const gpumem_array *b)
 }
 
 /* A contiguous scratch array like `like` (same space, its axis order). */
-static gpumem_status scratch_like(const char *what, const gpumem_array *like, gpumem_array **out)
+static gpumem_status scratch_like(const char *what, const gpumem_array *like, gpumem_stream *stream,
+                                  gpumem_array **out)
 {
-    return gm_array_new_like(what, like, like->ndim, like->shape, 0, out);
+    return gm_array_new_like(what, like, like->ndim, like->shape, 0, stream, out);
 }
 
 /* Releases a scratch array once the work queued on it is done: freeing device
@@ -203,7 +204,7 @@ static gpumem_status copy_checked(const char *what, gpumem_array *dst, const gpu
         /* Both sides are host-addressable: the CPU copies, synchronously. */
         gpumem_array *tmp = NULL;
         if (overlap(src, dst)) {
-            if ((st = scratch_like(what, src, &tmp)) != GPUMEM_OK)
+            if ((st = scratch_like(what, src, stream, &tmp)) != GPUMEM_OK)
                 return st;
             if ((st = plan_for(what, tmp, src, SIZE_MAX, &plan)) == GPUMEM_OK)
                 gm_copy_plan_run_host(&plan, src->host, tmp->host);
@@ -224,7 +225,7 @@ static gpumem_status copy_checked(const char *what, gpumem_array *dst, const gpu
     gpumem_array *tmp = NULL;
     if (src_dev && dst_dev && overlap(src, dst)) {
         /* Overlapping device views: through a device scratch array. */
-        if ((st = scratch_like(what, src, &tmp)) != GPUMEM_OK)
+        if ((st = scratch_like(what, src, stream, &tmp)) != GPUMEM_OK)
             return st;
         st = copy_checked(what, tmp, src, stream, ctx);
         if (st == GPUMEM_OK)
@@ -435,7 +436,7 @@ GPUMEM_API gpumem_status gpumem_array_fill(gpumem_array *array, const void *valu
         return fill_contiguous(what, array->ctx, array->dev, n, array->itemsize, value, ds, stream != NULL);
     /* Strided: fill a contiguous scratch array, then one planned copy. */
     gpumem_array *tmp = NULL;
-    st = scratch_like(what, array, &tmp);
+    st = scratch_like(what, array, stream, &tmp);
     if (st == GPUMEM_OK)
         st = fill_contiguous(what, array->ctx, tmp->dev, n, array->itemsize, value, ds, stream != NULL);
     if (st == GPUMEM_OK)

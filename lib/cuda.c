@@ -75,6 +75,16 @@
     X(cuEventQuery, (gm_cu_event event))                                                   \
     X(cuEventSynchronize, (gm_cu_event event))                                             \
     X(cuEventElapsedTime, (float *ms, gm_cu_event start, gm_cu_event end))                 \
+    X(cuModuleLoadDataEx, (gm_cu_module *module, const void *image, unsigned num_options,  \
+                           int *options, void **option_values))                            \
+    X(cuModuleUnload, (gm_cu_module module))                                               \
+    X(cuModuleGetFunction, (gm_cu_function *func, gm_cu_module module, const char *name))  \
+    X(cuModuleGetGlobal, (gm_cu_deviceptr *dptr, size_t *bytes, gm_cu_module module,       \
+                          const char *name))                                               \
+    X(cuFuncGetAttribute, (int *value, int attrib, gm_cu_function func))                   \
+    X(cuFuncSetAttribute, (gm_cu_function func, int attrib, int value))                    \
+    X(cuOccupancyMaxActiveBlocksPerMultiprocessor, (int *blocks, gm_cu_function func,      \
+                                                    int block_size, size_t dynamic_smem))  \
     X(cuLaunchKernel, (gm_cu_function func, unsigned grid_x, unsigned grid_y,              \
                        unsigned grid_z, unsigned block_x, unsigned block_y,                \
                        unsigned block_z, unsigned shared_bytes, gm_cu_stream stream,       \
@@ -147,6 +157,8 @@ static const char *cu_error_description(gm_cu_result rc)
 #define CU_CTX(ctx) ((gm_cu_context)(ctx))
 #define CU_STREAM(s) ((gm_cu_stream)(s))
 #define CU_EVENT(e) ((gm_cu_event)(e))
+#define CU_MODULE(m) ((gm_cu_module)(m))
+#define CU_FUNC(f) ((gm_cu_function)(f))
 
 /* Makes ctx current on this thread; the check first because the library
  * calls from threads that are already bound far more often than not, and a
@@ -412,12 +424,76 @@ static int cuda_event_elapsed_time(float *ms, gm_devent *start, gm_devent *end)
     return cu.cuEventElapsedTime(ms, CU_EVENT(start), CU_EVENT(end));
 }
 
+/* cuModuleLoadDataEx with the JIT's error log: a PTX that does not compile
+ * then says why.  The driver finds the image's size in the image. */
+static int cuda_module_load_data(gm_dctx *ctx, gm_dmodule **module, const void *image, size_t size,
+                                 char *error_log, size_t log_size)
+{
+    (void)size;
+    gm_cu_module m = NULL;
+    int options[2] = {GM_CU_JIT_ERROR_LOG_BUFFER, GM_CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+    /* the size option is an unsigned int passed in the pointer's bits */
+    unsigned log_bytes = log_size > 0xffffffffu ? 0xffffffffu : (unsigned)log_size;
+    void *values[2] = {error_log, (void *)(uintptr_t)log_bytes};
+    unsigned n = error_log != NULL && log_bytes > 0 ? 2 : 0;
+    if (n != 0)
+        error_log[0] = '\0';
+    CU_TRY(make_current(ctx));
+    gm_cu_result rc = cu.cuModuleLoadDataEx(&m, image, n, options, values);
+    if (n != 0)
+        error_log[log_bytes - 1] = '\0';
+    if (rc == GM_CUDA_SUCCESS)
+        *module = (gm_dmodule *)m;
+    return rc;
+}
+
+static int cuda_module_unload(gm_dctx *ctx, gm_dmodule *module)
+{
+    CU_TRY(make_current(ctx));
+    return cu.cuModuleUnload(CU_MODULE(module));
+}
+
+static int cuda_module_get_function(gm_dctx *ctx, gm_dfunc **func, gm_dmodule *module, const char *name)
+{
+    gm_cu_function f = NULL;
+    CU_TRY(make_current(ctx));
+    CU_TRY(cu.cuModuleGetFunction(&f, CU_MODULE(module), name));
+    *func = (gm_dfunc *)f;
+    return GM_CUDA_SUCCESS;
+}
+
+static int cuda_module_get_global(gm_dctx *ctx, gm_cu_deviceptr *dptr, size_t *bytes, gm_dmodule *module,
+                                  const char *name)
+{
+    CU_TRY(make_current(ctx));
+    return cu.cuModuleGetGlobal(dptr, bytes, CU_MODULE(module), name);
+}
+
+static int cuda_func_get_attribute(gm_dctx *ctx, int *value, int attr, gm_dfunc *func)
+{
+    CU_TRY(make_current(ctx));
+    return cu.cuFuncGetAttribute(value, attr, CU_FUNC(func));
+}
+
+static int cuda_func_set_attribute(gm_dctx *ctx, gm_dfunc *func, int attr, int value)
+{
+    CU_TRY(make_current(ctx));
+    return cu.cuFuncSetAttribute(CU_FUNC(func), attr, value);
+}
+
+static int cuda_occupancy_max_active_blocks(gm_dctx *ctx, int *blocks, gm_dfunc *func, int block_size,
+                                            size_t dynamic_smem)
+{
+    CU_TRY(make_current(ctx));
+    return cu.cuOccupancyMaxActiveBlocksPerMultiprocessor(blocks, CU_FUNC(func), block_size, dynamic_smem);
+}
+
 static int cuda_launch_kernel(gm_dctx *ctx, gm_dfunc *func, const unsigned grid[3],
                               const unsigned block[3], unsigned shared_bytes, gm_dstream *stream,
                               void **params)
 {
     CU_TRY(make_current(ctx));
-    return cu.cuLaunchKernel((gm_cu_function)func, grid[0], grid[1], grid[2], block[0], block[1],
+    return cu.cuLaunchKernel(CU_FUNC(func), grid[0], grid[1], grid[2], block[0], block[1],
                              block[2], shared_bytes, CU_STREAM(stream), params, NULL);
 }
 
@@ -456,6 +532,13 @@ static const gm_driver cuda_driver = {
     .event_query = cuda_event_query,
     .event_synchronize = cuda_event_synchronize,
     .event_elapsed_time = cuda_event_elapsed_time,
+    .module_load_data = cuda_module_load_data,
+    .module_unload = cuda_module_unload,
+    .module_get_function = cuda_module_get_function,
+    .module_get_global = cuda_module_get_global,
+    .func_get_attribute = cuda_func_get_attribute,
+    .func_set_attribute = cuda_func_set_attribute,
+    .occupancy_max_active_blocks = cuda_occupancy_max_active_blocks,
     .launch_kernel = cuda_launch_kernel,
 };
 

@@ -27,6 +27,7 @@ typedef struct gm_cu_stream_st *gm_cu_stream;
 typedef struct gm_cu_event_st *gm_cu_event;
 typedef struct gm_cu_array_st *gm_cu_array;
 typedef struct gm_cu_func_st *gm_cu_function;
+typedef struct gm_cu_mod_st *gm_cu_module;
 typedef void (*gm_cu_host_fn)(void *user_data);
 
 /* CUresult: X(name, value).  Every code the library names. */
@@ -133,6 +134,48 @@ enum { GM_CU_RESULTS(GM_CU_ENUM_) GM_CU_RESULT_END_ };
 
 #define GM_CU_ATTR_ENUM_(name, value) GM_##name = value,
 enum { GM_CU_DEVICE_ATTRS(GM_CU_ATTR_ENUM_) GM_CU_DEVICE_ATTR_END_ };
+
+/* CUfunction_attribute: X(name, value).  The ones the library reads or sets. */
+#define GM_CU_FUNC_ATTRS(X)                                          \
+    X(CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, 0)                    \
+    X(CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, 1)                        \
+    X(CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES, 2)                         \
+    X(CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, 3)                         \
+    X(CU_FUNC_ATTRIBUTE_NUM_REGS, 4)                                 \
+    X(CU_FUNC_ATTRIBUTE_PTX_VERSION, 5)                              \
+    X(CU_FUNC_ATTRIBUTE_BINARY_VERSION, 6)                           \
+    X(CU_FUNC_ATTRIBUTE_CACHE_MODE_CA, 7)                            \
+    X(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, 8)            \
+    X(CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, 9)
+
+#define GM_CU_FUNC_ATTR_ENUM_(name, value) GM_##name = value,
+enum { GM_CU_FUNC_ATTRS(GM_CU_FUNC_ATTR_ENUM_) GM_CU_FUNC_ATTR_END_ };
+
+/* CUjit_option: X(name, value).  The options cuModuleLoadDataEx is given. */
+#define GM_CU_JIT_OPTIONS(X)                                         \
+    X(CU_JIT_INFO_LOG_BUFFER, 3)                                     \
+    X(CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES, 4)                          \
+    X(CU_JIT_ERROR_LOG_BUFFER, 5)                                    \
+    X(CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES, 6)
+
+#define GM_CU_JIT_ENUM_(name, value) GM_##name = value,
+enum { GM_CU_JIT_OPTIONS(GM_CU_JIT_ENUM_) GM_CU_JIT_OPTION_END_ };
+
+/* Module images: magic numbers that tell cuModuleLoadData's formats apart
+ * (fatbinary_section.h, and the fatbin header nvcc writes; the ELF ident of
+ * a cubin, whose e_machine is EM_CUDA). */
+#define GM_FATBIN_MAGIC 0xBA55ED50u          /* a fat binary: 16-byte header, then entries */
+#define GM_FATBINC_WRAPPER_MAGIC 0x466243B1u /* __fatBinC_Wrapper_t, pointing at a fat binary */
+#define GM_ELF_EM_CUDA 190
+
+/* __fatBinC_Wrapper_t of fatbinary_section.h: what nvcc's host code
+ * registers; its data points at the fat binary. */
+typedef struct gm_cu_fatbin_wrapper {
+    int magic;
+    int version;
+    const unsigned long long *data;
+    void *filename_or_fatbins;
+} gm_cu_fatbin_wrapper;
 
 /* CUmemorytype */
 enum {

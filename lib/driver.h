@@ -38,6 +38,7 @@ typedef struct gm_dctx gm_dctx;       /* a backend context (CUcontext) */
 typedef struct gm_dstream gm_dstream; /* a backend stream (CUstream) */
 typedef struct gm_devent gm_devent;   /* a backend event (CUevent) */
 typedef struct gm_dfunc gm_dfunc;     /* a backend kernel function (CUfunction) */
+typedef struct gm_dmodule gm_dmodule; /* a backend loaded module (CUmodule) */
 
 /* X(op, "driver function name"): the table's operations, in one list that
  * makes the table's counters and their names. */
@@ -75,6 +76,13 @@ typedef struct gm_dfunc gm_dfunc;     /* a backend kernel function (CUfunction) 
     X(event_query, "cuEventQuery")                        \
     X(event_synchronize, "cuEventSynchronize")            \
     X(event_elapsed_time, "cuEventElapsedTime")           \
+    X(module_load_data, "cuModuleLoadDataEx")             \
+    X(module_unload, "cuModuleUnload")                    \
+    X(module_get_function, "cuModuleGetFunction")         \
+    X(module_get_global, "cuModuleGetGlobal")             \
+    X(func_get_attribute, "cuFuncGetAttribute")           \
+    X(func_set_attribute, "cuFuncSetAttribute")           \
+    X(occupancy_max_active_blocks, "cuOccupancyMaxActiveBlocksPerMultiprocessor") \
     X(launch_kernel, "cuLaunchKernel")
 
 typedef struct gm_driver {
@@ -124,6 +132,27 @@ typedef struct gm_driver {
     int (*event_query)(gm_dctx *ctx, gm_devent *event);
     int (*event_synchronize)(gm_dctx *ctx, gm_devent *event);
     int (*event_elapsed_time)(float *ms, gm_devent *start, gm_devent *end);
+
+    /* Loads a module image: NUL-terminated PTX text, a cubin (CUDA ELF) or a
+     * fat binary, whose bytes are image[0, size) (the driver reads the size
+     * from the image itself; the simulator checks against size).  A JIT or
+     * loader error message goes into error_log (log_size bytes, always
+     * NUL-terminated when log_size > 0; "" when there is none). */
+    int (*module_load_data)(gm_dctx *ctx, gm_dmodule **module, const void *image, size_t size,
+                            char *error_log, size_t log_size);
+    int (*module_unload)(gm_dctx *ctx, gm_dmodule *module);
+    /* CUDA_ERROR_NOT_FOUND when the module has no kernel (.entry) of that name. */
+    int (*module_get_function)(gm_dctx *ctx, gm_dfunc **func, gm_dmodule *module, const char *name);
+    /* A __device__ (.global) or __constant__ (.const) variable: its address and size. */
+    int (*module_get_global)(gm_dctx *ctx, gm_cu_deviceptr *dptr, size_t *bytes, gm_dmodule *module,
+                             const char *name);
+    /* attr is a CUfunction_attribute. */
+    int (*func_get_attribute)(gm_dctx *ctx, int *value, int attr, gm_dfunc *func);
+    int (*func_set_attribute)(gm_dctx *ctx, gm_dfunc *func, int attr, int value);
+    /* Resident blocks per multiprocessor of func at block_size threads and
+     * dynamic_smem bytes; the simulator answers GM_SIM_ERROR_NOT_SIMULATED. */
+    int (*occupancy_max_active_blocks)(gm_dctx *ctx, int *blocks, gm_dfunc *func, int block_size,
+                                       size_t dynamic_smem);
 
     /* The simulator answers GM_SIM_ERROR_NOT_SIMULATED. */
     int (*launch_kernel)(gm_dctx *ctx, gm_dfunc *func, const unsigned grid[3],

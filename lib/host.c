@@ -22,6 +22,7 @@
 #include "error.h"
 #include "gpumem/host.h"
 #include "host.h"
+#include "pool.h"
 #include "stream.h"
 
 typedef enum range_kind {
@@ -445,4 +446,18 @@ GPUMEM_API gpumem_status gpumem_managed_array(gpumem_context *ctx, int ndim, con
     return gm_array_new_locked(what, GPUMEM_MEMORY_MANAGED, ctx, ndim, shape, cstrides, dtype,
                                flags == GPUMEM_MANAGED_ATTACH_GLOBAL ? GM_CU_MEM_ATTACH_GLOBAL : GM_CU_MEM_ATTACH_HOST,
                                array);
+}
+
+GPUMEM_API gpumem_status gpumem_host_pool_allocate(gpumem_host_pool *pool, int ndim, const int64_t *shape,
+                                                   const gpumem_dtype *dtype, char order, gpumem_array **array)
+{
+    const char *what = "gpumem_host_pool_allocate";
+    GM_CHECK_NULL(pool);
+    GM_CHECK_NULL(array);
+    int64_t cstrides[GM_MAX_NDIM];
+    gpumem_context *ctx = gm_host_pool_context(pool);
+    gpumem_status st = gm_array_prepare(what, &ctx, ndim, shape, NULL, dtype, order, NULL, cstrides);
+    if (st != GPUMEM_OK)
+        return st;
+    return gm_array_new_pooled_host(what, pool, ndim, shape, cstrides, dtype, array);
 }

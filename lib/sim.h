@@ -80,11 +80,71 @@
  * the stream, then joins its worker.  Host functions run on the worker, in
  * order; they must not call the driver (as with CUDA).
  *
- * Kernels are not simulated: launch_kernel answers GM_SIM_ERROR_NOT_SIMULATED.
+ * Modules.  module_load_data reads the image (sim_image.c) without
+ * compiling anything:
+ *  - PTX text (NUL-terminated): it must begin with .version and have a
+ *    .target sm_XX.  Kernels are the .entry definitions (.visible or not;
+ *    .func device functions are not kernels, as with cuModuleGetFunction).
+ *    Globals are the module-scope .global (__device__) and .const
+ *    (__constant__) declarations that are not .extern, such as
+ *    `.visible .const .align 4 .b8 coeffs[64];` or `.global .f32 t[4][4];`:
+ *    size = type size x vector width x dimensions (a first dimension `[]`
+ *    takes the initializer's length).  Literal initializers (integers,
+ *    decimal floats, 0f and 0d hexadecimal float bits) are stored; what the
+ *    reader cannot evaluate (addresses of symbols, generic(), .f16 and
+ *    .b128 values) stays zero.  Malformed text (no .version or .target, an
+ *    unknown type, unbalanced braces, a duplicate name, a statement that is
+ *    not a directive) is CUDA_ERROR_INVALID_PTX, with the line in the log.
+ *    Instructions are not checked: PTX the JIT would refuse for its code
+ *    loads here.
+ *  - a cubin (64-bit little-endian ELF, e_machine EM_CUDA): kernels are the
+ *    global or weak STT_FUNC symbols of .symtab; globals are the STT_OBJECT
+ *    symbols (local ones too, as nvcc writes them) of .nv.constant* and
+ *    .nv.global* sections with their st_size, initialized from the section's
+ *    bytes (zeros for NOBITS).  A kernel's static shared memory is its
+ *    .nv.shared.<name> section, less the architecture's reserved bytes when
+ *    the cubin has .nv.shared.reserved.* sections (as sm_80+ cubins do); its
+ *    registers and frame size come from .nv.info (EIATTR_REGCOUNT,
+ *    EIATTR_FRAME_SIZE).  The cubin's architecture is not checked against
+ *    the device.
+ *  - a fat binary (magic 0xBA55ED50): the simulator takes the uncompressed
+ *    cubin entry of the highest architecture the device runs (same major,
+ *    minor not above the device's), else the uncompressed PTX entry of the
+ *    highest architecture not above the device's, and reads it as above.
+ *    Compressed entries (nvcc compresses fat binaries by default) cannot be
+ *    read: a fat binary with no usable uncompressed entry is
+ *    CUDA_ERROR_INVALID_IMAGE saying so, or CUDA_ERROR_NO_BINARY_FOR_GPU
+ *    when it has entries but none for the device.  The __fatBinC_Wrapper_t
+ *    (magic 0x466243B1) is refused: pass the fat binary it points to.
+ *  - anything malformed: CUDA_ERROR_INVALID_IMAGE (ELF, fat binary) or
+ *    CUDA_ERROR_INVALID_PTX (text), with a one-line reason in the error log.
+ * Every global gets device memory of its size in the device's window,
+ * zero-filled then initialized, counted against the device capacity, and
+ * freed by module_unload or the context's teardown (mem_free refuses it).
+ * module_get_global gives its address and size, so copies to and from it
+ * work; module_get_function gives a handle per kernel.  A module's handles
+ * belong to the context it was loaded in (CUDA_ERROR_INVALID_CONTEXT
+ * elsewhere; CUDA_ERROR_INVALID_HANDLE once unloaded).
+ * func_get_attribute answers, for every kernel: MAX_THREADS_PER_BLOCK 1024;
+ * SHARED_SIZE_BYTES the kernel's static .shared declarations (a cubin: its
+ * .nv.shared.<name> section); CONST_SIZE_BYTES the module's .const bytes;
+ * LOCAL_SIZE_BYTES its .local declarations (a cubin: its frame size);
+ * NUM_REGS a cubin's register count, else 32 (simulated: PTX is not
+ * register-allocated); PTX_VERSION the .target's
+ * sm number (the device's for a cubin); BINARY_VERSION the device's compute
+ * capability (major * 10 + minor); CACHE_MODE_CA 0;
+ * MAX_DYNAMIC_SHARED_SIZE_BYTES 48 KiB minus the static shared bytes until
+ * set (func_set_attribute: up to the architecture's opt-in limit minus the
+ * static bytes); PREFERRED_SHARED_MEMORY_CARVEOUT -1 until set (-1..100).
+ * Other attributes are CUDA_ERROR_INVALID_VALUE.
+ *
+ * Kernels are not simulated: launch_kernel and occupancy_max_active_blocks
+ * answer GM_SIM_ERROR_NOT_SIMULATED.
  */
 #ifndef GM_SIM_H
 #define GM_SIM_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -123,6 +183,44 @@ void gm_sim_arch_names(char *buf, size_t len);
 /* Device ordinal's value of CUdevice_attribute attr: CUDA_SUCCESS, or
  * CUDA_ERROR_INVALID_VALUE for an attribute the simulator does not know. */
 int gm_sim_arch_attribute(const gm_sim_arch *arch, int ordinal, int busy, int attr, int *value);
+
+/* What a module image holds (sim_image.c). */
+typedef struct gm_sim_image_func {
+    char *name;
+    size_t shared_bytes; /* static shared memory */
+    size_t local_bytes;  /* .local per thread (a cubin: its frame size) */
+    int num_regs;        /* a cubin's register count; 0: unknown */
+} gm_sim_image_func;
+
+typedef struct gm_sim_image_var {
+    char *name;
+    size_t size;
+    int is_const;        /* .const (__constant__), else .global (__device__) */
+    unsigned char *init; /* size bytes of initial value, or NULL for zeros */
+} gm_sim_image_var;
+
+enum { GM_SIM_IMAGE_PTX = 1, GM_SIM_IMAGE_CUBIN = 2 };
+
+typedef struct gm_sim_image {
+    int format;         /* what was read: GM_SIM_IMAGE_PTX or _CUBIN (a fat binary's choice) */
+    int ptx_target;     /* the PTX's .target sm number; 0 for a cubin */
+    size_t const_bytes; /* the .const variables' bytes together */
+    gm_sim_image_func *funcs;
+    size_t nfuncs;
+    gm_sim_image_var *vars;
+    size_t nvars;
+} gm_sim_image;
+
+/* Reads image[0, size) (PTX text, a cubin or a fat binary, for a device of
+ * arch) into *out: CUDA_SUCCESS, or CUDA_ERROR_INVALID_PTX,
+ * CUDA_ERROR_INVALID_IMAGE, CUDA_ERROR_NO_BINARY_FOR_GPU or
+ * CUDA_ERROR_OUT_OF_MEMORY with a one-line reason in log (when log_size > 0)
+ * and *out empty. */
+int gm_sim_image_parse(const void *image, size_t size, const gm_sim_arch *arch, gm_sim_image *out,
+                       char *log, size_t log_size);
+
+/* Frees what gm_sim_image_parse filled in. */
+void gm_sim_image_free(gm_sim_image *img);
 
 /* What the allocation registry knows about an address (for pointer
  * attribute queries and tests). */

@@ -262,3 +262,18 @@ void gm_context_streams_release(gpumem_context *ctx)
         stream_sync(s, "gpumem_context_release");
     stream_free(s);
 }
+
+gpumem_stream *gm_stream_if_alive(gpumem_context *ctx, gpumem_stream *stream)
+{
+    if (stream == NULL || ctx == NULL)
+        return NULL;
+    gpumem_stream *found = NULL;
+    pthread_mutex_lock(&ctx->lock);
+    if (stream == ctx->default_stream)
+        found = stream;
+    for (gpumem_stream *s = ctx->streams; found == NULL && s != NULL; s = s->next)
+        if (s == stream)
+            found = s;
+    pthread_mutex_unlock(&ctx->lock);
+    return found;
+}

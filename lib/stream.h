@@ -48,6 +48,10 @@ gpumem_status gm_stream_check(const gpumem_stream *stream, const gpumem_context 
 gpumem_status gm_stream_add_writeback(gpumem_stream *stream, gpumem_context *ctx, gpumem_array *device,
                                       gpumem_array *host);
 
+/* stream if it is still a live stream of ctx (or its default stream), else
+ * NULL: a destroyed stream was synchronized, so nothing of it is pending. */
+gpumem_stream *gm_stream_if_alive(gpumem_context *ctx, gpumem_stream *stream);
+
 /* Synchronizes, commits and destroys the context's streams' state at the
  * context's final release (no driver calls once the process is exiting). */
 void gm_context_streams_release(gpumem_context *ctx);

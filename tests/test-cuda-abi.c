@@ -6,9 +6,11 @@
  */
 #include "config.h"
 
+#include <elf.h>
 #include <stddef.h>
 
 #include <cuda.h>
+#include <fatbinary_section.h>
 
 #include "cuda_abi.h"
 #include "tap.h"
@@ -39,8 +41,11 @@
     is_int(sizeof(((ours *)0)->field), sizeof(((theirs *)0)->field),                     \
            "sizeof " #theirs "." #field);
 
+#define WRAPPER_FIELDS(X) X(magic) X(version) X(data) X(filename_or_fatbins)
+
 #define CHECK_FIELD_2D(field) CHECK_FIELD(gm_cu_memcpy2d, CUDA_MEMCPY2D, field)
 #define CHECK_FIELD_3D(field) CHECK_FIELD(gm_cu_memcpy3d, CUDA_MEMCPY3D, field)
+#define CHECK_FIELD_WRAPPER(field) CHECK_FIELD(gm_cu_fatbin_wrapper, __fatBinC_Wrapper_t, field)
 
 int main(void)
 {
@@ -50,6 +55,8 @@ int main(void)
 
     GM_CU_RESULTS(CHECK_VALUE)
     GM_CU_DEVICE_ATTRS(CHECK_VALUE)
+    GM_CU_FUNC_ATTRS(CHECK_VALUE)
+    GM_CU_JIT_OPTIONS(CHECK_VALUE)
 
     CHECK_CONSTANT(CU_MEMORYTYPE_HOST)
     CHECK_CONSTANT(CU_MEMORYTYPE_DEVICE)
@@ -87,18 +94,27 @@ int main(void)
     CHECK_SIZE(gm_cu_event, CUevent)
     CHECK_SIZE(gm_cu_array, CUarray)
     CHECK_SIZE(gm_cu_function, CUfunction)
+    CHECK_SIZE(gm_cu_module, CUmodule)
     CHECK_SIZE(gm_cu_host_fn, CUhostFn)
     CHECK_SIZE(uint64_t, cuuint64_t)
     /* The int fields and parameters that stand for these enums. */
     CHECK_SIZE(int, CUdevice_attribute)
     CHECK_SIZE(int, CUmemorytype)
     CHECK_SIZE(int, CUdriverProcAddressQueryResult)
+    CHECK_SIZE(int, CUfunction_attribute)
+    CHECK_SIZE(int, CUjit_option)
     is_int((gm_cu_deviceptr)-1 > 0, (CUdeviceptr)-1 > 0, "CUdeviceptr is unsigned");
 
     CHECK_SIZE(gm_cu_memcpy2d, CUDA_MEMCPY2D)
     MEMCPY2D_FIELDS(CHECK_FIELD_2D)
     CHECK_SIZE(gm_cu_memcpy3d, CUDA_MEMCPY3D)
     MEMCPY3D_FIELDS(CHECK_FIELD_3D)
+
+    /* module images */
+    is_int(GM_FATBINC_WRAPPER_MAGIC, FATBINC_MAGIC, "FATBINC_MAGIC");
+    is_int(GM_ELF_EM_CUDA, EM_CUDA, "EM_CUDA");
+    CHECK_SIZE(gm_cu_fatbin_wrapper, __fatBinC_Wrapper_t)
+    WRAPPER_FIELDS(CHECK_FIELD_WRAPPER)
 
     done_testing();
     return exit_status();

@@ -1,0 +1,311 @@
+/**
+ * @file gpumem/pool.h
+ * @brief Memory pools: pycuda.tools' DeviceMemoryPool, PooledDeviceAllocation,
+ *        PageLockedAllocator and PageLockedMemoryPool.
+ *
+ * A pool keeps the blocks its users free and hands them out again, so that
+ * a program that allocates and frees the same sizes over and over pays the
+ * driver (cuMemAlloc, cuMemHostAlloc) once per block instead of once per
+ * allocation.  A ::gpumem_pool holds device memory of one context; a
+ * ::gpumem_host_pool holds page-locked host memory.  Both hand out
+ * ::gpumem_allocation handles, freed with gpumem_allocation_free().
+ *
+ * @par Size classes
+ * A request of @c size bytes takes a block of its size class, which
+ * gpumem_pool_block_size() gives: sizes up to 8 KiB round up to a multiple
+ * of 256 bytes; above that there are 16 classes per power of two (a block
+ * for 2^k < size <= 2^(k+1) is a multiple of 2^(k-4)).  The padding is
+ * therefore at most 255 bytes for sizes up to 4 KiB and less than 1/16
+ * (6.25%) of the size above, pycuda's bound.  gpumem_allocation_size()
+ * gives the size asked for (pycuda's len()), not the block's.  A size of 0
+ * is a valid empty allocation: pointer 0, no block, no driver call (like
+ * CuPy; a zero-element array needs no memory).  Sizes above half the
+ * address space (2^63 bytes on 64-bit systems) are ::GPUMEM_ERROR_OVERFLOW.
+ *
+ * @par Threads
+ * Every function may be called from any thread.  Allocation and free are
+ * O(1) on a hit: each thread keeps a small cache per pool (8 blocks per
+ * size class up to 1 MiB, 16 MiB in all) in front of the pool's shared
+ * store, so hits from different threads do not contend on a lock.  A
+ * block freed by one thread may be reused by another.  The caches belong to
+ * the pool: gpumem_pool_free_held(), gpumem_pool_stop_holding(),
+ * gpumem_pool_destroy() and the out-of-memory ladder empty every thread's
+ * cache, not only the caller's; a thread that exits hands its cache back to
+ * the pool.  ::GPUMEM_POOL_NO_THREAD_CACHE turns the caches off.
+ *
+ * @par Streams
+ * gpumem_allocation_free() takes the stream on which work using the block
+ * may still be queued (NULL: none; the caller has synchronized or used the
+ * memory synchronously).  Such a block is reused at once by an allocation
+ * on the same stream, whose later work is ordered after the pending work.
+ * It is reused for an allocation on another stream, or with a NULL stream,
+ * only once an event that the free recorded on its stream has completed;
+ * the pool queries such events (it never waits for them) and allocates a
+ * fresh block when none has.  Frees with a stream record one event (pooled,
+ * timing disabled); while the pool holds, frees with NULL and allocations
+ * served from held blocks make no driver call at all.  Host blocks are
+ * written by the CPU, so a host block freed with a stream is reused only
+ * once its event has completed, whatever the stream.
+ *
+ * @par Out of memory
+ * When the driver refuses a block, the pool gives back every block it
+ * holds (in every thread's cache), lets the library flush the context's
+ * deferred deallocations (gpumem/cleanup.h), and retries once; only then
+ * does the allocation fail, with ::GPUMEM_ERROR_OUT_OF_MEMORY (or
+ * ::GPUMEM_ERROR_HOST_OUT_OF_MEMORY for a host pool) and a message that
+ * says how much was asked for and how much the pool held and released.
+ * gpumem_pool_stats() counts the retries.
+ *
+ * @par Handles
+ * A ::gpumem_allocation is generation-checked: freeing it makes the handle
+ * dead, and every later use of a dead handle (a second free, its pointer,
+ * its size) is ::GPUMEM_ERROR_INVALID_STATE, even after its block has been
+ * handed out again under a new handle.  Of two threads that free one
+ * handle at once, exactly one succeeds.  (Handles are opaque values, not
+ * addresses; the check is exact unless one block was handed out again 2^31
+ * times between the two frees, 2^9 times on 32-bit systems.)
+ *
+ * @par Lifetime
+ * A pool holds a reference to its context.  gpumem_pool_destroy() gives
+ * back every held block at once; allocations that are still live stay
+ * valid, and their frees go straight to the driver.  The pool's memory goes
+ * when the last of them is freed.  The pool handle itself must not be used
+ * after gpumem_pool_destroy().
+ *
+ * @par Example
+ * @code
+ * gpumem_pool *pool;
+ * gpumem_allocation *a;
+ * uint64_t dptr;
+ * gpumem_pool_create(NULL, 0, &pool);
+ * gpumem_pool_allocate(pool, 1 << 20, stream, &a);
+ * gpumem_allocation_pointer(a, &dptr);          // int(a) in pycuda
+ * ...queue work on stream that uses dptr...
+ * gpumem_allocation_free(a, stream);            // reusable at once on stream
+ * gpumem_pool_destroy(pool);
+ * @endcode
+ */
+#ifndef GPUMEM_POOL_H
+#define GPUMEM_POOL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <gpumem/export.h>
+#include <gpumem/status.h>
+#include <gpumem/context.h>
+#include <gpumem/stream.h>
+#include <gpumem/array.h>
+#include <gpumem/dtype.h>
+
+GPUMEM_BEGIN_DECLS
+
+/** A pool of device memory of one context (pycuda's DeviceMemoryPool). */
+typedef struct gpumem_pool gpumem_pool;
+
+/** A pool of page-locked host memory (pycuda's PageLockedMemoryPool). */
+typedef struct gpumem_host_pool gpumem_host_pool;
+
+/** One allocation from a pool (pycuda's PooledDeviceAllocation, PooledHostAllocation). */
+typedef struct gpumem_allocation gpumem_allocation;
+
+/**
+ * Flag of gpumem_pool_create() and gpumem_host_pool_create(): no per-thread
+ * caches; every allocation and free goes through the shared store.
+ */
+#define GPUMEM_POOL_NO_THREAD_CACHE 0x100
+
+/** Flag of gpumem_host_pool_create(): page-locked for every context (CU_MEMHOSTALLOC_PORTABLE). */
+#define GPUMEM_HOST_ALLOC_PORTABLE 0x1
+/** Flag of gpumem_host_pool_create(): mapped into the device's address space (CU_MEMHOSTALLOC_DEVICEMAP). */
+#define GPUMEM_HOST_ALLOC_DEVICEMAP 0x2
+/**
+ * Flag of gpumem_host_pool_create(): write-combined memory: fast host writes
+ * and device reads, slow host reads (CU_MEMHOSTALLOC_WRITECOMBINED).
+ */
+#define GPUMEM_HOST_ALLOC_WRITECOMBINED 0x4
+
+/**
+ * A pool's counters, filled by gpumem_pool_stats() and
+ * gpumem_host_pool_stats().  Set @c size to sizeof(struct gpumem_pool_stats)
+ * before the call: later versions only append fields, and fill only those
+ * that fit in @c size bytes.
+ *
+ * Bytes are block bytes (size classes), except @c active_requested_bytes.
+ * The counts are exact when no other thread uses the pool during the call.
+ */
+struct gpumem_pool_stats {
+    size_t size;                     /**< set by the caller: sizeof(struct gpumem_pool_stats) */
+    uint64_t held_blocks;            /**< free blocks the pool keeps for reuse (pycuda's held_blocks) */
+    uint64_t held_bytes;             /**< their bytes */
+    uint64_t active_blocks;          /**< blocks handed out and not yet freed (pycuda's active_blocks) */
+    uint64_t active_bytes;           /**< their bytes */
+    uint64_t active_requested_bytes; /**< the sizes asked for by the active allocations */
+    /**
+     * The highest active_bytes seen.  The pool samples it whenever an
+     * allocation misses the calling thread's cache and at every stats call,
+     * so that cache hits stay free of shared counters; a peak reached by
+     * cache hits alone between two samples can be missed, and while other
+     * threads allocate and free, a sample may count a block in flight.
+     */
+    uint64_t peak_active_bytes;
+    uint64_t hits;                   /**< allocations served from held blocks */
+    uint64_t misses;                 /**< allocations that asked the driver for a new block */
+    uint64_t oom_retries;            /**< times the driver ran out of memory, and the pool released its blocks and retried */
+    uint64_t driver_frees;           /**< blocks given back to the driver */
+};
+
+/* ---- device pools ---------------------------------------------------------------- */
+
+/**
+ * pycuda's DeviceMemoryPool(): a new, empty pool of device memory of
+ * @p ctx (NULL: the autoinit context).  @p flags: 0 or
+ * ::GPUMEM_POOL_NO_THREAD_CACHE.  The pool holds a reference to the context.
+ */
+GPUMEM_API gpumem_status gpumem_pool_create(gpumem_context *ctx, unsigned flags, gpumem_pool **pool);
+
+/**
+ * Gives back every held block and ends the handle.  Allocations still live
+ * stay valid; freeing them later gives their blocks to the driver, and the
+ * last one ends the pool (see Lifetime above).  NULL is a no-op.  The status
+ * is the first failure of giving blocks back; the pool is destroyed either
+ * way.
+ */
+GPUMEM_API gpumem_status gpumem_pool_destroy(gpumem_pool *pool);
+
+/**
+ * pycuda's DeviceMemoryPool.allocate(size): a block of at least @p size
+ * bytes, usable at once by work on @p stream (NULL: by synchronous use and
+ * any stream).  A held block of the size class is reused when one is free
+ * for that stream (see Streams above); otherwise the driver is asked, with
+ * the out-of-memory ladder above.  @p size 0 gives an empty allocation.
+ */
+GPUMEM_API gpumem_status gpumem_pool_allocate(gpumem_pool *pool, size_t size, gpumem_stream *stream,
+                                              gpumem_allocation **alloc);
+
+/** The block size (size class) that an allocation of @p size bytes takes; 0 for @p size 0. */
+GPUMEM_API gpumem_status gpumem_pool_block_size(size_t size, size_t *block_size);
+
+/** The pool's context (borrowed). */
+GPUMEM_API gpumem_status gpumem_pool_context(const gpumem_pool *pool, gpumem_context **ctx);
+
+/** pycuda's held_blocks: free blocks the pool keeps, in every thread's cache and the shared store. */
+GPUMEM_API gpumem_status gpumem_pool_held_blocks(gpumem_pool *pool, uint64_t *count);
+
+/** pycuda's active_blocks: blocks handed out and not yet freed (empty allocations do not count). */
+GPUMEM_API gpumem_status gpumem_pool_active_blocks(gpumem_pool *pool, uint64_t *count);
+
+/**
+ * pycuda's free_held(): gives every held block back to the driver, from the
+ * shared store and from every thread's cache, and destroys the pooled
+ * events.  A held block whose free was recorded on a stream is given back
+ * once that event has completed (this call waits for it).  The pool keeps
+ * holding what is freed afterwards.
+ */
+GPUMEM_API gpumem_status gpumem_pool_free_held(gpumem_pool *pool);
+
+/**
+ * pycuda's stop_holding(): gives back every held block (as
+ * gpumem_pool_free_held()), and from now on every free goes straight to
+ * the driver (after waiting for the work of the stream it names).  There is
+ * no way back; create a new pool to pool again.
+ */
+GPUMEM_API gpumem_status gpumem_pool_stop_holding(gpumem_pool *pool);
+
+/** Fills @p stats (whose @c size field the caller set) with the pool's counters. */
+GPUMEM_API gpumem_status gpumem_pool_stats(gpumem_pool *pool, struct gpumem_pool_stats *stats);
+
+/* ---- allocations ----------------------------------------------------------------- */
+
+/**
+ * int(allocation): the address of the allocation's memory (a device
+ * address; for a host pool, the host address as an integer); 0 for an
+ * empty allocation.
+ */
+GPUMEM_API gpumem_status gpumem_allocation_pointer(const gpumem_allocation *alloc, uint64_t *pointer);
+
+/** The host address of an allocation of a host pool; ::GPUMEM_ERROR_INVALID_VALUE for device memory. */
+GPUMEM_API gpumem_status gpumem_allocation_host_pointer(const gpumem_allocation *alloc, void **pointer);
+
+/** len(allocation): the size that was asked for (not the block's, see gpumem_pool_block_size()). */
+GPUMEM_API gpumem_status gpumem_allocation_size(const gpumem_allocation *alloc, size_t *size);
+
+/**
+ * allocation.free(): returns the block to its pool (or to the driver when
+ * the pool does not hold, or was destroyed), and ends the handle.
+ * @p stream: the stream on which work that uses the memory may still be
+ * queued, or NULL when none is (see Streams above); it must belong to the
+ * pool's context.  A second free of the same handle is
+ * ::GPUMEM_ERROR_INVALID_STATE.  When recording the stream's event or giving
+ * the block back fails, the status says so, and the handle is ended anyway
+ * (the block goes to the driver rather than back into the pool).
+ */
+GPUMEM_API gpumem_status gpumem_allocation_free(gpumem_allocation *alloc, gpumem_stream *stream);
+
+/* ---- page-locked host pools ------------------------------------------------------ */
+
+/**
+ * pycuda's PageLockedMemoryPool(PageLockedAllocator(flags)): a new, empty
+ * pool of page-locked host memory allocated by cuMemHostAlloc in @p ctx
+ * (NULL: the autoinit context) with @p flags, any of
+ * ::GPUMEM_HOST_ALLOC_PORTABLE, ::GPUMEM_HOST_ALLOC_DEVICEMAP and
+ * ::GPUMEM_HOST_ALLOC_WRITECOMBINED, plus ::GPUMEM_POOL_NO_THREAD_CACHE.
+ */
+GPUMEM_API gpumem_status gpumem_host_pool_create(gpumem_context *ctx, unsigned flags, gpumem_host_pool **pool);
+
+/** As gpumem_pool_destroy(), for a host pool. */
+GPUMEM_API gpumem_status gpumem_host_pool_destroy(gpumem_host_pool *pool);
+
+/**
+ * A block of at least @p size bytes of page-locked host memory, ready for
+ * the CPU (no work of any stream uses it).  gpumem_allocation_host_pointer()
+ * gives its address; gpumem_allocation_free() returns it.  @p size 0 gives
+ * an empty allocation.  (gpumem_host_pool_allocate() gives an array.)
+ */
+GPUMEM_API gpumem_status gpumem_host_pool_allocate_bytes(gpumem_host_pool *pool, size_t size,
+                                                         gpumem_allocation **alloc);
+
+/** The host pool's context (borrowed). */
+GPUMEM_API gpumem_status gpumem_host_pool_context(const gpumem_host_pool *pool, gpumem_context **ctx);
+
+/** pycuda's PageLockedMemoryPool.held_blocks. */
+GPUMEM_API gpumem_status gpumem_host_pool_held_blocks(gpumem_host_pool *pool, uint64_t *count);
+
+/** pycuda's PageLockedMemoryPool.active_blocks. */
+GPUMEM_API gpumem_status gpumem_host_pool_active_blocks(gpumem_host_pool *pool, uint64_t *count);
+
+/** pycuda's PageLockedMemoryPool.free_held(), as gpumem_pool_free_held(). */
+GPUMEM_API gpumem_status gpumem_host_pool_free_held(gpumem_host_pool *pool);
+
+/** pycuda's PageLockedMemoryPool.stop_holding(), as gpumem_pool_stop_holding(). */
+GPUMEM_API gpumem_status gpumem_host_pool_stop_holding(gpumem_host_pool *pool);
+
+/** The host pool's counters, as gpumem_pool_stats(). */
+GPUMEM_API gpumem_status gpumem_host_pool_stats(gpumem_host_pool *pool, struct gpumem_pool_stats *stats);
+
+/* ---- arrays on pools ----------------------------------------------------------------------- */
+
+/**
+ * numba's memory-manager plug-in: from now on the device allocations of
+ * @p ctx's arrays (gpumem_device_array, gpumem_to_device, reshape copies,
+ * the scratch space of copies and fills) come from @p pool, a pool of the
+ * same device; NULL goes back to the driver.  Arrays allocated before keep
+ * their memory.  A pooled array's block goes back to the pool when its last
+ * reference goes, ordered on the stream it was allocated on (work queued on
+ * other streams must be synchronized first, as with PyTorch's caching
+ * allocator).  The pool must outlive its use here: set NULL before
+ * destroying it.
+ */
+GPUMEM_API gpumem_status gpumem_context_set_pool(gpumem_context *ctx, gpumem_pool *pool);
+
+/**
+ * pycuda's PageLockedMemoryPool.allocate(shape, dtype, order): a pinned
+ * host array (mapped, if the pool was made with
+ * ::GPUMEM_HOST_ALLOC_DEVICEMAP) whose memory goes back to the pool when
+ * the array's last reference goes.
+ */
+GPUMEM_API gpumem_status gpumem_host_pool_allocate(gpumem_host_pool *pool, int ndim, const int64_t *shape,
+                                                   const gpumem_dtype *dtype, char order, gpumem_array **array);
+
+GPUMEM_END_DECLS
+
+#endif /* GPUMEM_POOL_H */

@@ -1,0 +1,256 @@
+/*
+ * cai.c - the CUDA Array Interface, version 3: an array's
+ * __cuda_array_interface__ (gpumem_array_interface) and numba's
+ * as_cuda_array (gpumem_as_cuda_array); and the layout check and foreign
+ * wrapping that DLPack (dlpack.c) shares.
+ */
+#include "config.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "array.h"
+#include "dtype.h"
+#include "error.h"
+#include "gpumem/interop.h"
+#include "interop.h"
+#include "layout.h"
+#include "stream.h"
+
+/* ---- shared with dlpack.c --------------------------------------------------------------- */
+
+gpumem_status gm_interop_check_layout(const char *what, const char *data_name, int ndim, const int64_t *shape,
+                                      const int64_t *strides, size_t itemsize, uint64_t data)
+{
+    int64_t size, nbytes;
+    gpumem_status st = gm_layout_check_shape(what, ndim, shape, itemsize, &size, &nbytes);
+    if (st != GPUMEM_OK || size == 0)
+        return st; /* an empty array touches no memory: any address and strides do */
+    if (data == 0)
+        return gm_error(GPUMEM_ERROR_NULL_ARGUMENT, "%s: %s is NULL for a non-empty array of %" PRId64 " elements",
+                        what, data_name, size);
+    int64_t lo = 0, hi = nbytes;
+    if (strides != NULL && !gm_layout_extent(ndim, shape, strides, itemsize, &lo, &hi))
+        return gm_error(GPUMEM_ERROR_OVERFLOW, "%s: the strides reach beyond the address space", what);
+    /* lo <= 0 < hi: the elements lie in [data + lo, data + hi). */
+    uint64_t below = (uint64_t)0 - (uint64_t)lo, above = (uint64_t)hi;
+    if (below > data || above > UINT64_MAX - data)
+        return gm_error(GPUMEM_ERROR_OVERFLOW,
+                        "%s: the elements reach from %" PRId64 " to %" PRId64 " bytes around %s 0x%" PRIx64
+                        ", beyond the address space",
+                        what, lo, hi, data_name, data);
+    return GPUMEM_OK;
+}
+
+/* ---- gpumem_array_interface ---------------------------------------------------------------- */
+
+static const char *kind_name(gpumem_memory_kind kind)
+{
+    switch (kind) {
+    case GPUMEM_MEMORY_DEVICE:
+        return "device";
+    case GPUMEM_MEMORY_HOST:
+        return "host";
+    case GPUMEM_MEMORY_PINNED:
+        return "pinned";
+    case GPUMEM_MEMORY_MAPPED:
+        return "mapped";
+    case GPUMEM_MEMORY_MANAGED:
+        return "managed";
+    case GPUMEM_MEMORY_FOREIGN:
+        return "foreign";
+    }
+    return "unknown";
+}
+
+static gpumem_status check_desc_size(const char *what, size_t size)
+{
+    if (size < sizeof(gpumem_cuda_array_interface))
+        return gm_error(GPUMEM_ERROR_INVALID_VALUE,
+                        "%s: desc->size is %zu, less than sizeof(gpumem_cuda_array_interface), %zu: set it first",
+                        what, size, sizeof(gpumem_cuda_array_interface));
+    return GPUMEM_OK;
+}
+
+/* The specification's rule for leaving strides out: C-contiguous, and not
+ * broadcast (no stride 0), which numba gets wrong. */
+static bool strides_needed(const gpumem_array *a)
+{
+    for (int i = 0; i < a->ndim; i++)
+        if (a->strides[i] == 0)
+            return true;
+    return !gm_layout_is_c_contiguous(a->ndim, a->shape, a->strides, a->itemsize);
+}
+
+GPUMEM_API gpumem_status gpumem_array_interface(const gpumem_array *array, gpumem_stream *stream,
+                                                gpumem_cuda_array_interface *desc)
+{
+    const char *what = "gpumem_array_interface";
+    GM_CHECK_NULL(array);
+    GM_CHECK_NULL(desc);
+    gpumem_status st = check_desc_size(what, desc->size);
+    if (st != GPUMEM_OK)
+        return st;
+    if (array->kind == GPUMEM_MEMORY_HOST || array->kind == GPUMEM_MEMORY_PINNED)
+        return gm_error(GPUMEM_ERROR_INVALID_VALUE,
+                        "%s: 'array' is %s memory, not device memory: the CUDA Array Interface describes "
+                        "device memory (map it with gpumem_mapped, or copy it with gpumem_to_device)",
+                        what, kind_name(array->kind));
+    st = gm_stream_check(stream, array->ctx, what, "array");
+    if (st != GPUMEM_OK)
+        return st;
+
+    gpumem_cuda_array_interface d;
+    memset(&d, 0, sizeof d);
+    d.size = desc->size;
+    d.descr_buffer = desc->descr_buffer;
+    d.descr_buffer_size = desc->descr_buffer_size;
+    d.version = GPUMEM_CAI_VERSION;
+    d.ndim = array->ndim;
+    for (int i = 0; i < array->ndim; i++)
+        d.shape[i] = array->shape[i];
+    if (strides_needed(array)) {
+        d.has_strides = 1;
+        for (int i = 0; i < array->ndim; i++)
+            d.strides[i] = array->strides[i];
+    }
+    st = gpumem_dtype_typestr(array->dtype, d.typestr, sizeof d.typestr);
+    if (st != GPUMEM_OK)
+        return gm_error_prefix(st, what);
+    if (gm_dtype_is_record(array->dtype)) {
+        char none = '\0';
+        bool have = desc->descr_buffer != NULL;
+        st = gpumem_dtype_descr(array->dtype, have ? desc->descr_buffer : &none, have ? desc->descr_buffer_size : 0);
+        if (st != GPUMEM_OK)
+            return gm_error_prefix(st, have ? "gpumem_array_interface: desc->descr_buffer"
+                                            : "gpumem_array_interface: the dtype is a record, and "
+                                              "desc->descr_buffer is NULL");
+        d.descr = desc->descr_buffer;
+    }
+    /* The specification asks for 0 as the pointer of an empty array. */
+    d.data = gm_array_size(array) > 0 ? array->dev : 0;
+    d.readonly = 0;
+    d.has_mask = 0;
+    if (stream != NULL) {
+        gm_dstream *ds = gm_stream_ds(stream);
+        d.has_stream = 1;
+        d.stream = ds == NULL ? GPUMEM_CAI_STREAM_LEGACY : (intptr_t)(uintptr_t)ds;
+    }
+    memcpy(desc, &d, sizeof d);
+    return GPUMEM_OK;
+}
+
+/* ---- gpumem_as_cuda_array ------------------------------------------------------------------ */
+
+/* The dtype of a description: typestr's, or descr's record for raw bytes. */
+static gpumem_status desc_dtype(const char *what, const gpumem_cuda_array_interface *desc, gpumem_dtype **out)
+{
+    if (memchr(desc->typestr, '\0', sizeof desc->typestr) == NULL)
+        return gm_error(GPUMEM_ERROR_INVALID_DTYPE, "%s: desc->typestr is not NUL-terminated within %zu bytes", what,
+                        sizeof desc->typestr);
+    gpumem_dtype *dt = NULL;
+    gpumem_status st = gpumem_dtype_from_typestr(desc->typestr, &dt);
+    if (st != GPUMEM_OK)
+        return gm_error_prefix(st, "gpumem_as_cuda_array: desc->typestr");
+    if (desc->descr == NULL || desc->descr[0] == '\0') {
+        *out = dt;
+        return GPUMEM_OK;
+    }
+    gpumem_dtype *rec = NULL;
+    st = gpumem_dtype_from_descr(desc->descr, &rec);
+    if (st != GPUMEM_OK) {
+        gpumem_dtype_release(dt);
+        return gm_error_prefix(st, "gpumem_as_cuda_array: desc->descr");
+    }
+    if (dt->type == GPUMEM_VOID ? rec->itemsize != dt->itemsize : !gpumem_dtype_equal(rec, dt)) {
+        st = gm_error(GPUMEM_ERROR_INVALID_DTYPE,
+                      "%s: desc->descr (%zu bytes) disagrees with desc->typestr '%s' (%zu bytes)%s", what,
+                      rec->itemsize, desc->typestr, dt->itemsize,
+                      dt->type == GPUMEM_VOID ? "" : ": a descr describes the typestr's dtype or raw bytes");
+        gpumem_dtype_release(rec);
+        gpumem_dtype_release(dt);
+        return st;
+    }
+    gpumem_dtype_release(dt);
+    *out = rec;
+    return GPUMEM_OK;
+}
+
+/* Waits for the description's stream (1 legacy, 2 per-thread, else a
+ * handle) in ctx. */
+static gpumem_status sync_stream(const char *what, gpumem_context *ctx, intptr_t stream)
+{
+    char where[160];
+    int rc, op;
+    if (stream == GPUMEM_CAI_STREAM_LEGACY) {
+        snprintf(where, sizeof where, "%s: desc->stream 1 (the legacy default stream)", what);
+        op = GM_OP_stream_synchronize;
+        rc = GM_DRV(stream_synchronize, ctx->dctx, NULL);
+    } else if (stream == GPUMEM_CAI_STREAM_PER_THREAD) {
+        /* The driver table has no per-thread stream handle: the context's
+         * synchronization waits for every stream of it, the calling
+         * thread's default stream included. */
+        snprintf(where, sizeof where, "%s: desc->stream 2 (the per-thread default stream)", what);
+        op = GM_OP_ctx_synchronize;
+        rc = GM_DRV(ctx_synchronize, ctx->dctx);
+    } else {
+        snprintf(where, sizeof where, "%s: desc->stream 0x%" PRIxPTR, what, (uintptr_t)stream);
+        op = GM_OP_stream_synchronize;
+        rc = GM_DRV(stream_synchronize, ctx->dctx, (gm_dstream *)(uintptr_t)stream);
+    }
+    return gm_drv_check(rc, op, where);
+}
+
+GPUMEM_API gpumem_status gpumem_as_cuda_array(gpumem_context *ctx, const gpumem_cuda_array_interface *desc,
+                                              unsigned flags, void (*release)(void *owner), void *owner,
+                                              gpumem_array **array)
+{
+    const char *what = "gpumem_as_cuda_array";
+    GM_CHECK_NULL(desc);
+    GM_CHECK_NULL(array);
+    gpumem_status st = check_desc_size(what, desc->size);
+    if (st != GPUMEM_OK)
+        return st;
+    if (flags & ~(unsigned)(GPUMEM_CAI_NO_SYNCHRONIZE | GPUMEM_CAI_READ_ONLY))
+        return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: unknown flags 0x%x", what, flags);
+    if (desc->version != 2 && desc->version != 3)
+        return gm_error(GPUMEM_ERROR_INVALID_VALUE,
+                        "%s: desc->version %d is not supported: versions 2 and 3 are (versions 0 and 1 left "
+                        "the strides of C-contiguous and empty arrays undefined)",
+                        what, desc->version);
+    if (desc->has_mask)
+        return gm_error(GPUMEM_ERROR_NOT_SUPPORTED, "%s: desc->has_mask: masked arrays are not supported (numba "
+                        "refuses them too)", what);
+    if (desc->readonly && !(flags & GPUMEM_CAI_READ_ONLY))
+        return gm_error(GPUMEM_ERROR_INVALID_VALUE,
+                        "%s: desc->readonly: the data is read-only and arrays are writable; pass "
+                        "GPUMEM_CAI_READ_ONLY to promise not to write it",
+                        what);
+    if (desc->has_stream && desc->version < 3)
+        return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: desc->stream is given, but version %d has no stream entry",
+                        what, desc->version);
+    if (desc->has_stream && desc->stream == 0)
+        return gm_error(GPUMEM_ERROR_INVALID_VALUE,
+                        "%s: desc->stream is 0, which the specification forbids: 1 is the legacy default stream, "
+                        "2 the per-thread default stream, and an absent stream (has_stream 0) means no "
+                        "synchronization",
+                        what);
+    if (desc->ndim < 0)
+        return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: desc->ndim %d is negative", what, desc->ndim);
+    gpumem_dtype *dt = NULL;
+    st = desc_dtype(what, desc, &dt);
+    if (st != GPUMEM_OK)
+        return st;
+    const int64_t *strides = desc->has_strides ? desc->strides : NULL;
+    st = gm_interop_check_layout(what, "desc->data", desc->ndim, desc->shape, strides, dt->itemsize, desc->data);
+    if (st == GPUMEM_OK)
+        ctx = gm_context_or_default(ctx, &st);
+    if (st == GPUMEM_OK && desc->has_stream && !(flags & GPUMEM_CAI_NO_SYNCHRONIZE))
+        st = sync_stream(what, ctx, desc->stream);
+    if (st == GPUMEM_OK)
+        st = gm_array_wrap(what, ctx, GPUMEM_MEMORY_FOREIGN, desc->data, desc->ndim, desc->shape, strides, dt,
+                             release, owner, array);
+    gpumem_dtype_release(dt);
+    return st;
+}

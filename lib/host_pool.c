@@ -1,0 +1,140 @@
+/*
+ * host_pool.c - pycuda's PageLockedMemoryPool: the page-locked host pool's
+ * public API over the pool core of pool.c, with blocks from cuMemHostAlloc.
+ */
+#include "config.h"
+
+#include "error.h"
+#include "pool.h"
+
+#define HOST_ALLOC_FLAGS \
+    (GPUMEM_HOST_ALLOC_PORTABLE | GPUMEM_HOST_ALLOC_DEVICEMAP | GPUMEM_HOST_ALLOC_WRITECOMBINED)
+
+/* The public flags are the driver's CU_MEMHOSTALLOC_* values. */
+_Static_assert(GPUMEM_HOST_ALLOC_PORTABLE == GM_CU_MEMHOSTALLOC_PORTABLE &&
+                   GPUMEM_HOST_ALLOC_DEVICEMAP == GM_CU_MEMHOSTALLOC_DEVICEMAP &&
+                   GPUMEM_HOST_ALLOC_WRITECOMBINED == GM_CU_MEMHOSTALLOC_WRITECOMBINED,
+               "host allocation flags");
+_Static_assert((HOST_ALLOC_FLAGS & GPUMEM_POOL_NO_THREAD_CACHE) == 0, "pool flags overlap");
+
+static gpumem_status host_check(const gpumem_host_pool *pool, const char *what, gm_pool **out)
+{
+    gm_pool *p = gm_pool_of_host(pool);
+    gpumem_status st = gm_pool_core_check(p, GM_POOL_HOST, what, "pool");
+    if (st == GPUMEM_OK)
+        *out = p;
+    return st;
+}
+
+GPUMEM_API gpumem_status gpumem_host_pool_create(gpumem_context *ctx, unsigned flags, gpumem_host_pool **pool)
+{
+    GM_CHECK_NULL(pool);
+    if (flags & ~(unsigned)(HOST_ALLOC_FLAGS | GPUMEM_POOL_NO_THREAD_CACHE))
+        return gm_error(GPUMEM_ERROR_INVALID_VALUE, "gpumem_host_pool_create: unknown flags 0x%x", flags);
+    gm_pool *p = NULL;
+    gpumem_status st = gm_pool_core_create(GM_POOL_HOST, ctx, flags & GPUMEM_POOL_NO_THREAD_CACHE,
+                                           flags & HOST_ALLOC_FLAGS, "gpumem_host_pool_create", &p);
+    if (st == GPUMEM_OK)
+        *pool = (gpumem_host_pool *)(void *)p;
+    return st;
+}
+
+GPUMEM_API gpumem_status gpumem_host_pool_destroy(gpumem_host_pool *pool)
+{
+    if (pool == NULL)
+        return GPUMEM_OK;
+    gm_pool *p = NULL;
+    gpumem_status st = host_check(pool, "gpumem_host_pool_destroy", &p);
+    return st != GPUMEM_OK ? st : gm_pool_core_destroy(p, "gpumem_host_pool_destroy");
+}
+
+gpumem_status gm_host_pool_alloc(gpumem_host_pool *pool, size_t size, const char *what, void **ptr,
+                                 gpumem_allocation **token)
+{
+    gm_pool *p = NULL;
+    gpumem_status st = host_check(pool, what, &p);
+    if (st != GPUMEM_OK)
+        return st;
+    uint64_t addr = 0;
+    /* No stream: the CPU uses the block at once, so only idle blocks do. */
+    st = gm_pool_core_alloc(p, size, NULL, what, &addr, token);
+    if (st == GPUMEM_OK)
+        *ptr = (void *)(uintptr_t)addr;
+    return st;
+}
+
+GPUMEM_API gpumem_status gpumem_host_pool_allocate_bytes(gpumem_host_pool *pool, size_t size,
+                                                         gpumem_allocation **alloc)
+{
+    GM_CHECK_NULL(alloc);
+    void *ptr;
+    return gm_host_pool_alloc(pool, size, "gpumem_host_pool_allocate_bytes", &ptr, alloc);
+}
+
+GPUMEM_API gpumem_status gpumem_host_pool_context(const gpumem_host_pool *pool, gpumem_context **ctx)
+{
+    GM_CHECK_NULL(ctx);
+    gm_pool *p = NULL;
+    gpumem_status st = host_check(pool, "gpumem_host_pool_context", &p);
+    if (st == GPUMEM_OK)
+        *ctx = gm_pool_core_context(p);
+    return st;
+}
+
+gpumem_context *gm_host_pool_context(const gpumem_host_pool *pool)
+{
+    return gm_pool_core_context(gm_pool_of_host(pool));
+}
+
+unsigned gm_host_pool_alloc_flags(const gpumem_host_pool *pool)
+{
+    return gm_pool_core_alloc_flags(gm_pool_of_host(pool));
+}
+
+GPUMEM_API gpumem_status gpumem_host_pool_held_blocks(gpumem_host_pool *pool, uint64_t *count)
+{
+    GM_CHECK_NULL(count);
+    gm_pool *p = NULL;
+    gpumem_status st = host_check(pool, "gpumem_host_pool_held_blocks", &p);
+    if (st != GPUMEM_OK)
+        return st;
+    struct gpumem_pool_stats s;
+    gm_pool_core_stats(p, &s);
+    *count = s.held_blocks;
+    return GPUMEM_OK;
+}
+
+GPUMEM_API gpumem_status gpumem_host_pool_active_blocks(gpumem_host_pool *pool, uint64_t *count)
+{
+    GM_CHECK_NULL(count);
+    gm_pool *p = NULL;
+    gpumem_status st = host_check(pool, "gpumem_host_pool_active_blocks", &p);
+    if (st != GPUMEM_OK)
+        return st;
+    struct gpumem_pool_stats s;
+    gm_pool_core_stats(p, &s);
+    *count = s.active_blocks;
+    return GPUMEM_OK;
+}
+
+GPUMEM_API gpumem_status gpumem_host_pool_free_held(gpumem_host_pool *pool)
+{
+    gm_pool *p = NULL;
+    gpumem_status st = host_check(pool, "gpumem_host_pool_free_held", &p);
+    return st != GPUMEM_OK ? st : gm_pool_core_free_held(p, false, "gpumem_host_pool_free_held");
+}
+
+GPUMEM_API gpumem_status gpumem_host_pool_stop_holding(gpumem_host_pool *pool)
+{
+    gm_pool *p = NULL;
+    gpumem_status st = host_check(pool, "gpumem_host_pool_stop_holding", &p);
+    return st != GPUMEM_OK ? st : gm_pool_core_free_held(p, true, "gpumem_host_pool_stop_holding");
+}
+
+GPUMEM_API gpumem_status gpumem_host_pool_stats(gpumem_host_pool *pool, struct gpumem_pool_stats *stats)
+{
+    GM_CHECK_NULL(stats);
+    gm_pool *p = NULL;
+    gpumem_status st = host_check(pool, "gpumem_host_pool_stats", &p);
+    return st != GPUMEM_OK ? st : gm_pool_stats_out(p, stats, "gpumem_host_pool_stats");
+}

@@ -1,0 +1,410 @@
+/*
+ * memo.c - pycuda's context_dependent_memoize and clear_context_caches:
+ * values computed once per context and key.
+ *
+ * Every context has its own table (a gm_memo, made on first use and
+ * published in ctx->memo), so hits in different contexts share nothing and
+ * hits in one context share one rwlock in read mode.  An entry is created
+ * in the table as pending before its create callback runs (with no lock
+ * held); threads that find it pending sleep on the table's condition
+ * variable until the creator publishes the value or takes the entry out
+ * again after a failure, then look again.
+ *
+ * Locks, in the order they may be taken: stores_mu (the list of tables,
+ * with each table's busy count), then a table's wait_mu, then its rwlock.
+ * No callback runs under any of them.
+ */
+#include "config.h"
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+#include "memo.h"
+
+typedef struct memo_entry {
+    struct memo_entry *next; /* in its bucket */
+    uint64_t hash;
+    uint64_t seq; /* creation order, so that entries are destroyed newest first */
+    gpumem_memo_create_fn create;
+    gpumem_memo_destroy_fn destroy;
+    void *user;
+    void *value;
+    bool ready;        /* false while the creator runs create */
+    pthread_t creator; /* while not ready */
+    size_t key_size;
+    unsigned char key[];
+} memo_entry;
+
+typedef struct gm_memo {
+    pthread_rwlock_t lock; /* the table: buckets, entries' ready and value */
+    memo_entry **buckets;
+    size_t nbuckets; /* a power of two */
+    size_t count;
+    uint64_t next_seq;
+    pthread_mutex_t wait_mu; /* waiters for pending entries sleep on wait_cv */
+    pthread_cond_t wait_cv;
+    unsigned busy;               /* clear_context_caches is destroying entries of it (stores_mu) */
+    struct gm_memo *next, *prev; /* in stores (stores_mu) */
+} gm_memo;
+
+static pthread_mutex_t stores_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t stores_cv = PTHREAD_COND_INITIALIZER;
+static gm_memo *stores;
+
+/* ---- hashing ------------------------------------------------------------------ */
+
+#define FNV_OFFSET UINT64_C(0xcbf29ce484222325)
+#define FNV_PRIME UINT64_C(0x100000001b3)
+
+static uint64_t fnv1a(uint64_t h, const void *data, size_t n)
+{
+    const unsigned char *p = data;
+    for (size_t i = 0; i < n; i++) {
+        h ^= p[i];
+        h *= FNV_PRIME;
+    }
+    return h;
+}
+
+static uint64_t entry_hash(gpumem_memo_create_fn create, const void *key, size_t key_size)
+{
+    unsigned char fn[sizeof create];
+    memcpy(fn, &create, sizeof create);
+    uint64_t h = fnv1a(FNV_OFFSET, fn, sizeof fn);
+    h = fnv1a(h, &key_size, sizeof key_size);
+    return fnv1a(h, key, key_size);
+}
+
+/* ---- tables ---------------------------------------------------------------------- */
+
+static memo_entry *find(const gm_memo *m, uint64_t hash, gpumem_memo_create_fn create, const void *key,
+                        size_t key_size)
+{
+    for (memo_entry *e = m->buckets[hash & (m->nbuckets - 1)]; e != NULL; e = e->next)
+        if (e->hash == hash && e->create == create && e->key_size == key_size &&
+            (key_size == 0 || memcmp(e->key, key, key_size) == 0))
+            return e;
+    return NULL;
+}
+
+/* Doubles the buckets when the table is full; a failure only keeps chains longer. */
+static void maybe_grow(gm_memo *m)
+{
+    if (m->count < m->nbuckets)
+        return;
+    size_t n = m->nbuckets * 2;
+    memo_entry **b = calloc(n, sizeof *b);
+    if (b == NULL)
+        return;
+    for (size_t i = 0; i < m->nbuckets; i++) {
+        for (memo_entry *e = m->buckets[i], *next; e != NULL; e = next) {
+            next = e->next;
+            e->next = b[e->hash & (n - 1)];
+            b[e->hash & (n - 1)] = e;
+        }
+    }
+    free(m->buckets);
+    m->buckets = b;
+    m->nbuckets = n;
+}
+
+static void unlink_entry(gm_memo *m, memo_entry *e)
+{
+    memo_entry **p = &m->buckets[e->hash & (m->nbuckets - 1)];
+    while (*p != e)
+        p = &(*p)->next;
+    *p = e->next;
+    m->count--;
+}
+
+/* The context's table; made when `make` is set and there is none (NULL then
+ * only when out of memory). */
+static gm_memo *table_of(gpumem_context *ctx, bool make)
+{
+    gm_memo *m = atomic_load_explicit(&ctx->memo, memory_order_acquire);
+    if (m != NULL || !make)
+        return m;
+    pthread_mutex_lock(&stores_mu);
+    m = atomic_load_explicit(&ctx->memo, memory_order_relaxed);
+    if (m == NULL && (m = calloc(1, sizeof *m)) != NULL) {
+        m->nbuckets = 16;
+        m->buckets = calloc(m->nbuckets, sizeof *m->buckets);
+        if (m->buckets == NULL || pthread_rwlock_init(&m->lock, NULL) != 0) {
+            free(m->buckets);
+            free(m);
+            m = NULL;
+        } else {
+            pthread_mutex_init(&m->wait_mu, NULL);
+            pthread_cond_init(&m->wait_cv, NULL);
+            m->next = stores;
+            if (stores != NULL)
+                stores->prev = m;
+            stores = m;
+            atomic_store_explicit(&ctx->memo, m, memory_order_release);
+        }
+    }
+    pthread_mutex_unlock(&stores_mu);
+    return m;
+}
+
+/* Takes the table's entries out: all of them, or the ready ones only; gives
+ * them newest first in *out (count in *n).  False when out of memory (then
+ * nothing was taken). */
+static bool take_entries(gm_memo *m, bool all, memo_entry ***out, size_t *n)
+{
+    pthread_rwlock_wrlock(&m->lock);
+    memo_entry **v = m->count ? malloc(m->count * sizeof *v) : NULL;
+    size_t k = 0;
+    if (m->count && v == NULL) {
+        pthread_rwlock_unlock(&m->lock);
+        return false;
+    }
+    for (size_t i = 0; i < m->nbuckets; i++) {
+        for (memo_entry **p = &m->buckets[i]; *p != NULL;) {
+            memo_entry *e = *p;
+            if (all || e->ready) {
+                *p = e->next;
+                m->count--;
+                v[k++] = e;
+            } else {
+                p = &e->next;
+            }
+        }
+    }
+    pthread_rwlock_unlock(&m->lock);
+    /* newest first: later values may use earlier ones */
+    for (size_t i = 1; i < k; i++) {
+        memo_entry *e = v[i];
+        size_t j = i;
+        for (; j > 0 && v[j - 1]->seq < e->seq; j--)
+            v[j] = v[j - 1];
+        v[j] = e;
+    }
+    *out = v;
+    *n = k;
+    return true;
+}
+
+static void destroy_entries(memo_entry **v, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        memo_entry *e = v[i];
+        if (e->ready && e->destroy != NULL)
+            e->destroy(e->value, e->user);
+        free(e);
+    }
+    free(v);
+}
+
+/* ---- lookups ------------------------------------------------------------------------ */
+
+/* Waits until the entry for the key is no longer pending (ready, or gone). */
+static void wait_pending(gm_memo *m, uint64_t hash, gpumem_memo_create_fn create, const void *key, size_t key_size)
+{
+    pthread_mutex_lock(&m->wait_mu);
+    for (;;) {
+        pthread_rwlock_rdlock(&m->lock);
+        memo_entry *e = find(m, hash, create, key, key_size);
+        bool pending = e != NULL && !e->ready;
+        pthread_rwlock_unlock(&m->lock);
+        if (!pending)
+            break;
+        /* the creator publishes under the rwlock, then broadcasts under
+         * wait_mu, which we hold from the check to the wait */
+        pthread_cond_wait(&m->wait_cv, &m->wait_mu);
+    }
+    pthread_mutex_unlock(&m->wait_mu);
+}
+
+/* Runs create for the pending entry e (inserted by the caller) and publishes
+ * the result, or takes e out again on failure. */
+static gpumem_status run_create(const char *what, gpumem_context *ctx, gm_memo *m, memo_entry *e, const void *key,
+                                size_t key_size, void (*acquire)(void *), void **value)
+{
+    /* to tell whether the callback said why it failed */
+    char before[256];
+    gpumem_status before_st = gpumem_last_status();
+    snprintf(before, sizeof before, "%s", gpumem_last_error());
+
+    void *v = NULL;
+    gpumem_status st = e->create(ctx, key, key_size, e->user, &v);
+
+    pthread_rwlock_wrlock(&m->lock);
+    if (st == GPUMEM_OK) {
+        e->value = v;
+        e->ready = true;
+        if (acquire != NULL)
+            acquire(v);
+    } else {
+        unlink_entry(m, e);
+    }
+    pthread_rwlock_unlock(&m->lock);
+    pthread_mutex_lock(&m->wait_mu);
+    pthread_cond_broadcast(&m->wait_cv);
+    pthread_mutex_unlock(&m->wait_mu);
+
+    if (st == GPUMEM_OK) {
+        *value = v;
+        return GPUMEM_OK;
+    }
+    free(e);
+    bool said = gpumem_last_status() != before_st || strncmp(before, gpumem_last_error(), sizeof before - 1) != 0;
+    if (!said)
+        return gm_error(st, "%s: the create callback failed with %s", what, gpumem_status_string(st));
+    if (gpumem_last_status() != st) { /* keep its message, with the status it returned */
+        char msg[1024];
+        snprintf(msg, sizeof msg, "%s", gpumem_last_error());
+        return gm_error(st, "%s", msg);
+    }
+    return st;
+}
+
+gpumem_status gm_memo_get(const char *what, gpumem_context *ctx, const void *key, size_t key_size,
+                          gpumem_memo_create_fn create, gpumem_memo_destroy_fn destroy, void *user,
+                          void (*acquire)(void *value), void **value)
+{
+    gm_memo *m = table_of(ctx, true);
+    if (m == NULL)
+        return gm_error(GPUMEM_ERROR_HOST_OUT_OF_MEMORY, "%s: out of host memory", what);
+    uint64_t hash = entry_hash(create, key, key_size);
+    for (;;) {
+        /* the hit: a shared lock of this context's table only */
+        pthread_rwlock_rdlock(&m->lock);
+        memo_entry *e = find(m, hash, create, key, key_size);
+        if (e != NULL && e->ready) {
+            void *v = e->value;
+            if (acquire != NULL)
+                acquire(v);
+            pthread_rwlock_unlock(&m->lock);
+            *value = v;
+            return GPUMEM_OK;
+        }
+        pthread_rwlock_unlock(&m->lock);
+
+        pthread_rwlock_wrlock(&m->lock);
+        e = find(m, hash, create, key, key_size);
+        if (e != NULL && e->ready) {
+            void *v = e->value;
+            if (acquire != NULL)
+                acquire(v);
+            pthread_rwlock_unlock(&m->lock);
+            *value = v;
+            return GPUMEM_OK;
+        }
+        if (e == NULL) {
+            e = malloc(sizeof *e + key_size);
+            if (e == NULL) {
+                pthread_rwlock_unlock(&m->lock);
+                return gm_error(GPUMEM_ERROR_HOST_OUT_OF_MEMORY, "%s: out of host memory", what);
+            }
+            *e = (memo_entry){.hash = hash, .seq = m->next_seq++, .create = create, .destroy = destroy,
+                              .user = user, .creator = pthread_self(), .key_size = key_size};
+            if (key_size > 0)
+                memcpy(e->key, key, key_size);
+            maybe_grow(m);
+            memo_entry **b = &m->buckets[hash & (m->nbuckets - 1)];
+            e->next = *b;
+            *b = e;
+            m->count++;
+            pthread_rwlock_unlock(&m->lock);
+            return run_create(what, ctx, m, e, key, key_size, acquire, value);
+        }
+        bool mine = pthread_equal(e->creator, pthread_self());
+        pthread_rwlock_unlock(&m->lock);
+        if (mine)
+            return gm_error(GPUMEM_ERROR_INVALID_STATE, "%s: the create callback asked for its own key "
+                            "(recursion would wait for itself)", what);
+        wait_pending(m, hash, create, key, key_size);
+        /* ready now (a hit), or the creator failed or the entry was
+         * cleared (then this thread may become the creator) */
+    }
+}
+
+GPUMEM_API gpumem_status gpumem_memoize(gpumem_context *ctx, const void *key, size_t key_size,
+                                        gpumem_memo_create_fn create, gpumem_memo_destroy_fn destroy,
+                                        void *user, void **value)
+{
+    GM_CHECK_NULL(create);
+    GM_CHECK_NULL(value);
+    if (key == NULL && key_size > 0)
+        return gm_error(GPUMEM_ERROR_NULL_ARGUMENT, "gpumem_memoize: argument 'key' is NULL but key_size "
+                        "is %zu", key_size);
+    gpumem_status st;
+    ctx = gm_context_or_default(ctx, &st);
+    if (st != GPUMEM_OK)
+        return st;
+    return gm_memo_get("gpumem_memoize", ctx, key, key_size, create, destroy, user, NULL, value);
+}
+
+/* ---- dropping entries ------------------------------------------------------------------- */
+
+GPUMEM_API gpumem_status gpumem_clear_context_caches(void)
+{
+    gpumem_status st = GPUMEM_OK;
+    pthread_mutex_lock(&stores_mu);
+    for (gm_memo *m = stores; m != NULL; m = m->next) {
+        memo_entry **v;
+        size_t n;
+        if (!take_entries(m, false, &v, &n)) {
+            st = gm_error(GPUMEM_ERROR_HOST_OUT_OF_MEMORY, "gpumem_clear_context_caches: out of host memory");
+            continue;
+        }
+        if (n == 0) {
+            free(v);
+            continue;
+        }
+        /* busy keeps m linked (and its context's release waiting) while the
+         * callbacks run without the lock */
+        m->busy++;
+        pthread_mutex_unlock(&stores_mu);
+        destroy_entries(v, n);
+        pthread_mutex_lock(&stores_mu);
+        m->busy--;
+        pthread_cond_broadcast(&stores_cv);
+    }
+    pthread_mutex_unlock(&stores_mu);
+    return st;
+}
+
+void gm_memo_context_release(gpumem_context *ctx)
+{
+    gm_memo *m = atomic_exchange_explicit(&ctx->memo, NULL, memory_order_acq_rel);
+    if (m == NULL)
+        return;
+    pthread_mutex_lock(&stores_mu);
+    while (m->busy > 0)
+        pthread_cond_wait(&stores_cv, &stores_mu);
+    if (m->prev != NULL)
+        m->prev->next = m->next;
+    else
+        stores = m->next;
+    if (m->next != NULL)
+        m->next->prev = m->prev;
+    pthread_mutex_unlock(&stores_mu);
+
+    memo_entry **v;
+    size_t n;
+    if (take_entries(m, true, &v, &n)) {
+        destroy_entries(v, n);
+    } else {
+        /* out of memory for the ordering: destroy in table order */
+        for (size_t i = 0; i < m->nbuckets; i++) {
+            for (memo_entry *e = m->buckets[i], *next; e != NULL; e = next) {
+                next = e->next;
+                if (e->ready && e->destroy != NULL)
+                    e->destroy(e->value, e->user);
+                free(e);
+            }
+        }
+    }
+    pthread_rwlock_destroy(&m->lock);
+    pthread_mutex_destroy(&m->wait_mu);
+    pthread_cond_destroy(&m->wait_cv);
+    free(m->buckets);
+    free(m);
+}

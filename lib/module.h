@@ -1,0 +1,52 @@
+/*
+ * module.h - the objects behind gpumem_module and gpumem_function (private).
+ */
+#ifndef GM_MODULE_H
+#define GM_MODULE_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "context.h"
+#include "driver.h"
+#include "gpumem/module.h"
+
+struct gpumem_function {
+    struct gpumem_function *next; /* in its module's list */
+    gpumem_module *module;
+    gm_dfunc *df;
+    char name[];
+};
+
+typedef struct gm_global {
+    struct gm_global *next;
+    gm_cu_deviceptr ptr;
+    size_t bytes;
+    char name[];
+} gm_global;
+
+struct gpumem_module {
+    /* the cache's reference (holding no context reference) + callers'
+     * references (each holding one) + arrays of const_array_like (whose
+     * arrays hold one) */
+    atomic_int refs;
+    gpumem_context *ctx;
+    gm_dmodule *dm;
+    pthread_rwlock_t lock; /* the name lists below; entries are never removed */
+    struct gpumem_function *functions;
+    gm_global *globals;
+};
+
+/* The context and driver kernel of a function: for driver calls about it
+ * (occupancy). */
+static inline gpumem_context *gm_function_context(const gpumem_function *f)
+{
+    return f->module->ctx;
+}
+
+static inline gm_dfunc *gm_function_dfunc(const gpumem_function *f)
+{
+    return f->df;
+}
+
+#endif /* GM_MODULE_H */

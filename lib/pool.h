@@ -1,0 +1,146 @@
+/*
+ * pool.h - device and page-locked memory pools (private): the internal API
+ * that arrays use to allocate from a pool, and the core that pool.c
+ * implements for both kinds of pool (host_pool.c is the host pool's public
+ * face).
+ *
+ * Design (the public header says what users see):
+ *  - Blocks and handles.  Every block is described by a record (one cache
+ *    line) in one process-wide table whose records are never freed, only
+ *    recycled; a handle encodes (record index, record tag), where the tag
+ *    is generation << 1 | live.  A free claims the record with one
+ *    compare-and-swap of the tag, so stale and concurrent double frees are
+ *    caught without touching freed memory.
+ *  - Size classes (gm_pool_class_of): 256-byte steps up to 8 KiB, then 16
+ *    classes per power of two; padding < max(256 bytes, size/16).
+ *  - Thread caches.  Each thread has, per pool it uses, a cache of up to 8
+ *    held blocks per class for classes up to 1 MiB (16 MiB in all).  Its
+ *    owner enters it on every operation with a plain store and a load (no
+ *    atomic read-modify-write): an asymmetric Dekker handshake in which the
+ *    rare other side (free_held, stop_holding, the OOM ladder, destroy)
+ *    pays with one membarrier(2) for all caches; without membarrier both
+ *    sides use sequentially consistent operations.  The caches' counters
+ *    are single-writer relaxed atomics, so statistics never enter a cache.
+ *    The pool and the thread own a cache jointly (a reference count): a
+ *    thread that exits (or evicts the pool from its 4 slots) marks its cache
+ *    orphaned with one CAS, without touching the pool, which takes the
+ *    blocks back on its next slow path.  Pool ids are never reused, so a
+ *    thread's stale slot never matches a new pool.
+ *  - Shared store, under the pool's mutex: per class, a LIFO of idle blocks
+ *    and a FIFO of blocks whose free recorded an event.  Bigger blocks, cache
+ *    overflow and orphaned caches go there.
+ *  - Streams.  A block freed on a stream carries that stream's key (the
+ *    driver stream, or 1 for the legacy default stream) and an event
+ *    recorded at the free.  Reuse on the same key is immediate; on another
+ *    key, or for a NULL-stream or host allocation, only once the event's
+ *    query says it completed (at most 2 queries per allocation).  Blocks
+ *    given back to the driver wait for their event first.  Events are
+ *    pooled with their blocks: a block's event is made at its first free on
+ *    a stream, recorded again at each later one, and destroyed with it.
+ *  - Lifetime.  A destroyed pool with live allocations becomes a zombie:
+ *    it holds nothing, frees go to the driver, the last one frees the pool.
+ *
+ * Lock order: pool->oom_lock, then pool->lock, then entering a thread cache
+ * (others enter only while holding pool->lock); the record table's lock is
+ * a leaf.  Driver calls for blocks are made with no lock held, except event
+ * records and queries (inside a cache or under pool->lock, both short).
+ */
+#ifndef GM_POOL_H
+#define GM_POOL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "context.h"
+#include "driver.h"
+#include "gpumem/pool.h"
+#include "gpumem/stream.h"
+
+/* ---- for the rest of the library -------------------------------------------------- */
+
+/* Called by a pool when the driver is out of memory, after the pool has
+ * released its held blocks and before it retries: flushes the context's
+ * deferred deallocations (which may free into this pool; no pool lock is
+ * held).  Answers whether anything was freed.  NULL (the default): none. */
+typedef bool (*gm_pool_flush_fn)(gpumem_context *ctx);
+void gm_pool_set_flush_hook(gm_pool_flush_fn fn);
+
+/* Allocates size bytes from a device pool for use on stream (NULL:
+ * synchronous use), as gpumem_pool_allocate; gives the device pointer and
+ * the token to release it with.  `what` prefixes error messages ("gpumem_
+ * device_array").  size 0 gives pointer 0 and a valid token. */
+gpumem_status gm_pool_alloc(gpumem_pool *pool, size_t size, gpumem_stream *stream, const char *what,
+                            gm_cu_deviceptr *dptr, gpumem_allocation **token);
+
+/* Gives a device or host block back, as gpumem_allocation_free: stream is
+ * the stream whose queued work may still use it (NULL: none). */
+gpumem_status gm_pool_release(gpumem_allocation *token, gpumem_stream *stream, const char *what);
+
+/* A host pool's block of size bytes (for gpumem_host_pool_allocate's arrays):
+ * its host address and its token, released with gm_pool_release. */
+gpumem_status gm_host_pool_alloc(gpumem_host_pool *pool, size_t size, const char *what, void **ptr,
+                                 gpumem_allocation **token);
+
+/* The pool's context (not retained again) and, for host pools, the
+ * GPUMEM_HOST_ALLOC_* flags its blocks were allocated with. */
+gpumem_context *gm_pool_context(const gpumem_pool *pool);
+gpumem_context *gm_host_pool_context(const gpumem_host_pool *pool);
+unsigned gm_host_pool_alloc_flags(const gpumem_host_pool *pool);
+
+/* ---- size classes ---------------------------------------------------------------- */
+
+#define GM_POOL_GRANULE 256u
+/* Largest size with a class: half the address space. */
+#define GM_POOL_MAX_SIZE ((SIZE_MAX >> 1) + 1)
+/* 32 granule classes up to 8 KiB, then 16 per power of two up to GM_POOL_MAX_SIZE. */
+#define GM_POOL_CLASSES (32u + (unsigned)(sizeof(size_t) * 8 - 14) * 16u)
+
+/* The class of size, 1 <= size <= GM_POOL_MAX_SIZE. */
+static inline unsigned gm_pool_class_of(size_t size)
+{
+    if (size <= 8192)
+        return (unsigned)((size - 1) >> 8);
+    size_t s = size - 1; /* 2^k <= s < 2^(k+1), k >= 13 */
+    unsigned k = (unsigned)(sizeof(unsigned long long) * 8 - 1) - (unsigned)__builtin_clzll(s);
+    unsigned shift = k - 4;
+    unsigned m = (unsigned)(s >> shift) + 1; /* 17..32 */
+    return 32u + (k - 13u) * 16u + (m - 17u);
+}
+
+/* The block bytes of class c. */
+static inline size_t gm_pool_class_bytes(unsigned c)
+{
+    if (c < 32)
+        return (size_t)(c + 1) << 8;
+    unsigned k = 13u + (c - 32u) / 16u;
+    size_t m = 17u + (c - 32u) % 16u;
+    return m << (k - 4u);
+}
+
+/* ---- the core, shared by pool.c and host_pool.c ---------------------------------- */
+
+typedef enum gm_pool_kind { GM_POOL_DEVICE, GM_POOL_HOST } gm_pool_kind;
+
+typedef struct gm_pool gm_pool;
+
+/* Public handles are the core object. */
+static inline gm_pool *gm_pool_of_device(const gpumem_pool *p) { return (gm_pool *)(uintptr_t)p; }
+static inline gm_pool *gm_pool_of_host(const gpumem_host_pool *p) { return (gm_pool *)(uintptr_t)p; }
+
+/* flags: GPUMEM_POOL_NO_THREAD_CACHE; alloc_flags: cuMemHostAlloc's (host). */
+gpumem_status gm_pool_core_create(gm_pool_kind kind, gpumem_context *ctx, unsigned flags, unsigned alloc_flags,
+                                  const char *what, gm_pool **out);
+gpumem_status gm_pool_core_destroy(gm_pool *p, const char *what);
+/* key: the stream key for device allocations (0: synchronous); the host
+ * pool passes 0.  *addr: device address or host address. */
+gpumem_status gm_pool_core_alloc(gm_pool *p, size_t size, gpumem_stream *stream, const char *what,
+                                 uint64_t *addr, gpumem_allocation **token);
+gpumem_status gm_pool_core_free_held(gm_pool *p, bool stop, const char *what);
+void gm_pool_core_stats(gm_pool *p, struct gpumem_pool_stats *s); /* fills every field but size */
+gpumem_status gm_pool_core_check(const gm_pool *p, gm_pool_kind kind, const char *what, const char *arg);
+gpumem_context *gm_pool_core_context(const gm_pool *p);
+unsigned gm_pool_core_alloc_flags(const gm_pool *p);
+gpumem_status gm_pool_stats_out(gm_pool *p, struct gpumem_pool_stats *out, const char *what);
+
+#endif /* GM_POOL_H */
