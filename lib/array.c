@@ -463,6 +463,11 @@ GPUMEM_API gpumem_status gpumem_to_device(gpumem_context *ctx, gpumem_array *hos
     GM_CHECK_NULL(array);
     if (flags & ~(unsigned)(GPUMEM_TO_DEVICE_NO_COPY | GPUMEM_TO_DEVICE_WRITEBACK))
         return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: unknown flags 0x%x", what, flags);
+    if (flags & GPUMEM_TO_DEVICE_WRITEBACK) {
+        gpumem_status wst = gm_array_check_writable(what, host, "host");
+        if (wst != GPUMEM_OK)
+            return wst;
+    }
     gpumem_status st;
     ctx = gm_context_or_default(ctx != NULL ? ctx : host->ctx, &st);
     if (st == GPUMEM_OK)
@@ -516,6 +521,8 @@ static gpumem_status make_view(const char *what, gpumem_array *a, int ndim, cons
     v->dev = a->dev != 0 ? a->dev + (gm_cu_deviceptr)offset : 0;
     v->base = a->base != NULL ? a->base : a;
     gpumem_array_retain(v->base);
+    v->readonly = a->readonly;
+    v->readonly_locked = a->readonly_locked;
     *out = v;
     return GPUMEM_OK;
 }
@@ -760,5 +767,38 @@ GPUMEM_API gpumem_status gpumem_array_is_f_contiguous(const gpumem_array *array,
     GM_CHECK_NULL(array);
     GM_CHECK_NULL(result);
     *result = gm_layout_is_f_contiguous(array->ndim, array->shape, array->strides, array->itemsize);
+    return GPUMEM_OK;
+}
+
+/* ---- read-only arrays ---------------------------------------------------------------------- */
+
+gpumem_status gm_array_check_writable(const char *what, const gpumem_array *a, const char *arg)
+{
+    if (!a->readonly)
+        return GPUMEM_OK;
+    return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: '%s' is read-only", what, arg);
+}
+
+GPUMEM_API gpumem_status gpumem_array_is_readonly(const gpumem_array *array, int *readonly)
+{
+    GM_CHECK_NULL(array);
+    GM_CHECK_NULL(readonly);
+    *readonly = array->readonly;
+    return GPUMEM_OK;
+}
+
+GPUMEM_API gpumem_status gpumem_array_set_readonly(gpumem_array *array, int readonly)
+{
+    GM_CHECK_NULL(array);
+    if (!readonly) {
+        const gpumem_array *owner = array->base != NULL ? array->base : array;
+        if (array->readonly_locked)
+            return gm_error(GPUMEM_ERROR_INVALID_VALUE, "gpumem_array_set_readonly: the array's memory was "
+                            "imported read-only and cannot be made writable");
+        if (owner != array && owner->readonly)
+            return gm_error(GPUMEM_ERROR_INVALID_VALUE, "gpumem_array_set_readonly: the array is a view of a "
+                            "read-only array");
+    }
+    array->readonly = readonly != 0;
     return GPUMEM_OK;
 }

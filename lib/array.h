@@ -36,6 +36,8 @@ struct gpumem_array {
     char *host;                  /* host address of element 0 (host-side kinds), else NULL */
     gm_cu_deviceptr dev;         /* device address of element 0 (device-side kinds), else 0 */
     gm_owned owned;
+    bool readonly;               /* writes through the library are refused; views inherit it */
+    bool readonly_locked;        /* the memory itself is read-only (an import): cannot be undone */
     void *alloc_host;            /* what an owner frees */
     gm_cu_deviceptr alloc_dev;
     int64_t alloc_bytes;         /* its size */
@@ -88,6 +90,9 @@ gpumem_status gm_array_mapped_view(const char *what, gpumem_context *ctx, gpumem
  * page-locked pool; the block goes back to the pool with the array. */
 gpumem_status gm_array_new_pooled_host(const char *what, gpumem_host_pool *pool, int ndim, const int64_t *shape,
                                        const int64_t *strides, const gpumem_dtype *dtype, gpumem_array **out);
+
+/* GPUMEM_ERROR_INVALID_VALUE naming `arg` when a is read-only. */
+gpumem_status gm_array_check_writable(const char *what, const gpumem_array *a, const char *arg);
 
 /* Whether a's memory is page-locked (pinned, mapped, managed, or registered). */
 bool gm_array_is_locked(const gpumem_array *a);

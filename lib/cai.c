@@ -130,7 +130,7 @@ GPUMEM_API gpumem_status gpumem_array_interface(const gpumem_array *array, gpume
     }
     /* The specification asks for 0 as the pointer of an empty array. */
     d.data = gm_array_size(array) > 0 ? array->dev : 0;
-    d.readonly = 0;
+    d.readonly = array->readonly;
     d.has_mask = 0;
     if (stream != NULL) {
         gm_dstream *ds = gm_stream_ds(stream);
@@ -251,6 +251,8 @@ GPUMEM_API gpumem_status gpumem_as_cuda_array(gpumem_context *ctx, const gpumem_
     if (st == GPUMEM_OK)
         st = gm_array_wrap(what, ctx, GPUMEM_MEMORY_FOREIGN, desc->data, desc->ndim, desc->shape, strides, dt,
                              release, owner, array);
+    if (st == GPUMEM_OK && desc->readonly)
+        (*array)->readonly = (*array)->readonly_locked = true; /* the producer's memory stays read-only */
     gpumem_dtype_release(dt);
     return st;
 }

@@ -271,7 +271,9 @@ static gpumem_status check_copy(const char *what, gpumem_array *dst, const gpume
         gpumem_dtype_typestr(src->dtype, b, sizeof b);
         return gm_error(GPUMEM_ERROR_DTYPE_MISMATCH, "%s: 'dst' has dtype %s but 'src' has dtype %s", what, a, b);
     }
-    gpumem_status st = gm_stream_check(stream, dst->ctx, what, "dst");
+    gpumem_status st = gm_array_check_writable(what, dst, "dst");
+    if (st == GPUMEM_OK)
+        st = gm_stream_check(stream, dst->ctx, what, "dst");
     if (st == GPUMEM_OK)
         st = gm_stream_check(stream, src->ctx, what, "src");
     if (st != GPUMEM_OK)
@@ -358,7 +360,9 @@ GPUMEM_API gpumem_status gpumem_array_set_item(gpumem_array *array, const int64_
     GM_CHECK_NULL(array);
     GM_CHECK_NULL(value);
     int64_t off;
-    gpumem_status st = item_offset(what, array, index, &off);
+    gpumem_status st = gm_array_check_writable(what, array, "array");
+    if (st == GPUMEM_OK)
+        st = item_offset(what, array, index, &off);
     if (st == GPUMEM_OK)
         st = gm_stream_check(stream, array->ctx, what, "array");
     if (st != GPUMEM_OK)
@@ -417,7 +421,9 @@ GPUMEM_API gpumem_status gpumem_array_fill(gpumem_array *array, const void *valu
     const char *what = "gpumem_array_fill";
     GM_CHECK_NULL(array);
     GM_CHECK_NULL(value);
-    gpumem_status st = gm_stream_check(stream, array->ctx, what, "array");
+    gpumem_status st = gm_array_check_writable(what, array, "array");
+    if (st == GPUMEM_OK)
+        st = gm_stream_check(stream, array->ctx, what, "array");
     int64_t n = gm_array_size(array);
     if (st != GPUMEM_OK || n == 0)
         return st;

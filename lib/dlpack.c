@@ -223,6 +223,8 @@ GPUMEM_API gpumem_status gpumem_array_to_dlpack(gpumem_array *array, unsigned fl
     if (flags & ~(unsigned)(GPUMEM_DLPACK_VERSIONED | GPUMEM_DLPACK_READ_ONLY))
         return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: unknown flags 0x%x", what, flags);
     bool versioned = (flags & GPUMEM_DLPACK_VERSIONED) != 0;
+    if (array->readonly)
+        flags |= GPUMEM_DLPACK_READ_ONLY; /* a read-only array is exported read-only */
     if ((flags & GPUMEM_DLPACK_READ_ONLY) && !versioned)
         return gm_error(GPUMEM_ERROR_INVALID_VALUE,
                         "%s: GPUMEM_DLPACK_READ_ONLY needs GPUMEM_DLPACK_VERSIONED: a legacy DLManagedTensor "
@@ -359,6 +361,7 @@ GPUMEM_API gpumem_status gpumem_array_from_dlpack(gpumem_context *ctx, void *ten
         return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: unknown flags 0x%x", what, flags);
     const gm_dl_tensor *t;
     void (*release)(void *);
+    bool readonly = false;
     if (flags & GPUMEM_DLPACK_VERSIONED) {
         const gm_dl_managed_tensor_versioned *v = tensor;
         /* Only the fields up to flags are safe to read in another major version. */
@@ -374,6 +377,7 @@ GPUMEM_API gpumem_status gpumem_array_from_dlpack(gpumem_context *ctx, void *ten
                             what);
         t = &v->dl_tensor;
         release = release_versioned;
+        readonly = (v->flags & GM_DLPACK_FLAG_BITMASK_READ_ONLY) != 0;
     } else {
         const gm_dl_managed_tensor *m = tensor;
         t = &m->dl_tensor;
@@ -424,6 +428,8 @@ GPUMEM_API gpumem_status gpumem_array_from_dlpack(gpumem_context *ctx, void *ten
     st = import_device(what, t->device, &ctx, &kind, &own);
     if (st == GPUMEM_OK)
         st = gm_array_wrap(what, ctx, kind, ptr, ndim, t->shape, bstrides, dt, release, tensor, array);
+    if (st == GPUMEM_OK && readonly)
+        (*array)->readonly = (*array)->readonly_locked = true; /* the producer's memory stays read-only */
     gpumem_context_release(own);
     return st;
 }

@@ -279,6 +279,31 @@ int main(void)
     else
         skip(1, "free memory of a real GPU moves with other processes and tests");
 
+    /* ---- read-only arrays: writes through the library are refused */
+    int ro = -1;
+    gpumem_array_is_readonly(dv, &ro);
+    is_int(ro, 0, "arrays are writable by default");
+    is_int(gpumem_array_set_readonly(dv, 1), GPUMEM_OK, "make one read-only");
+    int32_t before_ro[24], after_ro[24];
+    read_all(dv, before_ro);
+    int32_t minus = -5;
+    is_int(gpumem_array_fill(dv, &minus, NULL), GPUMEM_ERROR_INVALID_VALUE, "fill is refused");
+    like(gpumem_last_error(), "read-only", "saying why");
+    is_int(gpumem_array_set_item(dv, (int64_t[]){0, 0}, &minus, NULL), GPUMEM_ERROR_INVALID_VALUE,
+           "set_item is refused");
+    is_int(gpumem_copy_to_device(dv, h, NULL), GPUMEM_ERROR_INVALID_VALUE, "a copy into it is refused");
+    ok(read_all(dv, after_ro) && memcmp(before_ro, after_ro, sizeof after_ro) == 0, "and nothing changed");
+    gpumem_array *rov = NULL;
+    gpumem_array_slice(dv, sl, 2, &rov);
+    gpumem_array_is_readonly(rov, &ro);
+    is_int(ro, 1, "a view of it is read-only too");
+    is_int(gpumem_array_set_readonly(rov, 0), GPUMEM_ERROR_INVALID_VALUE,
+           "and cannot be made writable while its base is read-only");
+    gpumem_array_release(rov);
+    is_int(gpumem_array_set_readonly(dv, 0), GPUMEM_OK, "the owner can be made writable again");
+    is_int(gpumem_array_fill(dv, &minus, NULL), GPUMEM_OK, "then fill works");
+    gpumem_copy_to_device(dv, h, NULL);
+
     /* ---- lifetime: a view keeps its base alive */
     gpumem_array *keep = NULL;
     gpumem_array_slice(dv, sl, 1, &keep);

@@ -401,6 +401,12 @@ int main(void)
     released = 0;
     is_int(gpumem_as_cuda_array(ctx, &x, GPUMEM_CAI_READ_ONLY, release_owner, NULL, &v2), GPUMEM_OK,
            "read-only data with GPUMEM_CAI_READ_ONLY");
+    int roflag = 0;
+    gpumem_array_is_readonly(v2, &roflag);
+    is_int(roflag, 1, "gives a read-only array");
+    gpumem_cuda_array_interface back_desc = {.size = sizeof back_desc};
+    gpumem_array_interface(v2, NULL, &back_desc);
+    is_int(back_desc.readonly, 1, "which describes itself as read-only");
     gpumem_array_release(v2);
     is_int(released, 1, "released once");
     x = m;

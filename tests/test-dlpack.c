@@ -210,6 +210,10 @@ int main(void)
            "its import without GPUMEM_DLPACK_READ_ONLY is refused");
     is_int(gpumem_array_from_dlpack(ctx, ro, GPUMEM_DLPACK_VERSIONED | GPUMEM_DLPACK_READ_ONLY, &roa), GPUMEM_OK,
            "and accepted with it");
+    int roflag = 0;
+    gpumem_array_is_readonly(roa, &roflag);
+    is_int(roflag, 1, "the imported array is read-only");
+    is_int(gpumem_array_set_readonly(roa, 0), GPUMEM_ERROR_INVALID_VALUE, "for good");
     gpumem_array_release(roa);
     void *p = NULL;
     is_int(gpumem_array_to_dlpack(d, GPUMEM_DLPACK_READ_ONLY, &p), GPUMEM_ERROR_INVALID_VALUE,

@@ -240,6 +240,21 @@ GPUMEM_API gpumem_status gpumem_array_is_c_contiguous(const gpumem_array *array,
 /** NumPy's F_CONTIGUOUS flag. */
 GPUMEM_API gpumem_status gpumem_array_is_f_contiguous(const gpumem_array *array, int *result);
 
+/**
+ * NumPy's WRITEABLE flag, inverted: *readonly 1 when writes through the
+ * library (copies into it, fill, set_item, write-backs) are refused.  Arrays
+ * imported read-only (CUDA Array Interface `readonly`, DLPack's read-only
+ * flag) are read-only; views inherit it.
+ */
+GPUMEM_API gpumem_status gpumem_array_is_readonly(const gpumem_array *array, int *readonly);
+
+/**
+ * Makes an array read-only (@p readonly 1) or writable again (0).  An array
+ * whose memory was imported read-only, or a view of a read-only array,
+ * cannot be made writable (::GPUMEM_ERROR_INVALID_VALUE), as in NumPy.
+ */
+GPUMEM_API gpumem_status gpumem_array_set_readonly(gpumem_array *array, int readonly);
+
 GPUMEM_END_DECLS
 
 #endif /* GPUMEM_ARRAY_H */
