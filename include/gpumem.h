@@ -20,6 +20,7 @@
 #include <gpumem/cleanup.h>
 #include <gpumem/occupancy.h>
 #include <gpumem/interop.h>
+#include <gpumem/ipc.h>
 #include <gpumem/memo.h>
 #include <gpumem/module.h>
 #include <gpumem/testing.h>

@@ -88,7 +88,14 @@
     X(cuLaunchKernel, (gm_cu_function func, unsigned grid_x, unsigned grid_y,              \
                        unsigned grid_z, unsigned block_x, unsigned block_y,                \
                        unsigned block_z, unsigned shared_bytes, gm_cu_stream stream,       \
-                       void **params, void **extra))
+                       void **params, void **extra))                                      \
+    X(cuPointerGetAttributes, (unsigned count, int *attrs, void **data, gm_cu_deviceptr ptr)) \
+    X(cuIpcGetMemHandle, (gm_cu_ipc_mem_handle *handle, gm_cu_deviceptr dptr))            \
+    X(cuIpcOpenMemHandle, (gm_cu_deviceptr *dptr, gm_cu_ipc_mem_handle handle,             \
+                           unsigned flags))                                                \
+    X(cuIpcCloseMemHandle, (gm_cu_deviceptr dptr))                                         \
+    X(cuDeviceCanAccessPeer, (int *can, gm_cu_device dev, gm_cu_device peer))              \
+    X(cuCtxEnablePeerAccess, (gm_cu_context peer, unsigned flags))
 
 /* Used only for messages: a driver without them still works. */
 #define GM_CU_OPTIONAL_ENTRY_POINTS(X)                                   \
@@ -497,6 +504,49 @@ static int cuda_launch_kernel(gm_dctx *ctx, gm_dfunc *func, const unsigned grid[
                              block[2], shared_bytes, CU_STREAM(stream), params, NULL);
 }
 
+static int cuda_pointer_get_attributes(unsigned count, const int *attrs, void **data, gm_cu_deviceptr ptr)
+{
+    int copy[16];
+    if (count > sizeof copy / sizeof copy[0])
+        return GM_CUDA_ERROR_INVALID_VALUE;
+    /* the driver's prototype takes a non-const array it does not write */
+    memcpy(copy, attrs, count * sizeof *attrs);
+    return cu.cuPointerGetAttributes(count, copy, data, ptr);
+}
+
+static int cuda_ipc_get_mem_handle(gm_dctx *ctx, gm_cu_ipc_mem_handle *handle, gm_cu_deviceptr ptr)
+{
+    CU_TRY(make_current(ctx));
+    return cu.cuIpcGetMemHandle(handle, ptr);
+}
+
+static int cuda_ipc_open_mem_handle(gm_dctx *ctx, gm_cu_deviceptr *ptr, const gm_cu_ipc_mem_handle *handle,
+                                    unsigned flags)
+{
+    CU_TRY(make_current(ctx));
+    return cu.cuIpcOpenMemHandle(ptr, *handle, flags);
+}
+
+static int cuda_ipc_close_mem_handle(gm_dctx *ctx, gm_cu_deviceptr ptr)
+{
+    CU_TRY(make_current(ctx));
+    return cu.cuIpcCloseMemHandle(ptr);
+}
+
+static int cuda_device_can_access_peer(int ordinal, int peer_ordinal, int *can)
+{
+    gm_cu_device dev, peer;
+    CU_TRY(cu.cuDeviceGet(&dev, ordinal));
+    CU_TRY(cu.cuDeviceGet(&peer, peer_ordinal));
+    return cu.cuDeviceCanAccessPeer(can, dev, peer);
+}
+
+static int cuda_ctx_enable_peer_access(gm_dctx *ctx, gm_dctx *peer)
+{
+    CU_TRY(make_current(ctx));
+    return cu.cuCtxEnablePeerAccess(CU_CTX(peer), 0);
+}
+
 static const gm_driver cuda_driver = {
     .name = "cuda",
     .driver_get_version = cuda_driver_get_version,
@@ -540,6 +590,12 @@ static const gm_driver cuda_driver = {
     .func_set_attribute = cuda_func_set_attribute,
     .occupancy_max_active_blocks = cuda_occupancy_max_active_blocks,
     .launch_kernel = cuda_launch_kernel,
+    .pointer_get_attributes = cuda_pointer_get_attributes,
+    .ipc_get_mem_handle = cuda_ipc_get_mem_handle,
+    .ipc_open_mem_handle = cuda_ipc_open_mem_handle,
+    .ipc_close_mem_handle = cuda_ipc_close_mem_handle,
+    .device_can_access_peer = cuda_device_can_access_peer,
+    .ctx_enable_peer_access = cuda_ctx_enable_peer_access,
 };
 
 /* ---- loading ------------------------------------------------------------------- */

@@ -185,6 +185,35 @@ enum {
     GM_CU_MEMORYTYPE_UNIFIED = 4
 };
 
+/* CUpointer_attribute: X(name, value).  The ones cuPointerGetAttributes is
+ * asked for.  The data each one writes: CONTEXT a CUcontext; MEMORY_TYPE an
+ * unsigned CUmemorytype (0: memory the driver does not know); DEVICE_POINTER,
+ * RANGE_START_ADDR a CUdeviceptr; HOST_POINTER a void *; IS_MANAGED, MAPPED,
+ * IS_LEGACY_CUDA_IPC_CAPABLE a boolean; DEVICE_ORDINAL an int; RANGE_SIZE a
+ * size_t. */
+#define GM_CU_POINTER_ATTRS(X)                                       \
+    X(CU_POINTER_ATTRIBUTE_CONTEXT, 1)                               \
+    X(CU_POINTER_ATTRIBUTE_MEMORY_TYPE, 2)                           \
+    X(CU_POINTER_ATTRIBUTE_DEVICE_POINTER, 3)                        \
+    X(CU_POINTER_ATTRIBUTE_HOST_POINTER, 4)                          \
+    X(CU_POINTER_ATTRIBUTE_IS_MANAGED, 8)                            \
+    X(CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, 9)                        \
+    X(CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE, 10)           \
+    X(CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, 11)                     \
+    X(CU_POINTER_ATTRIBUTE_RANGE_SIZE, 12)                           \
+    X(CU_POINTER_ATTRIBUTE_MAPPED, 13)
+
+#define GM_CU_POINTER_ATTR_ENUM_(name, value) GM_##name = value,
+enum { GM_CU_POINTER_ATTRS(GM_CU_POINTER_ATTR_ENUM_) GM_CU_POINTER_ATTR_END_ };
+
+/* CUipcMemHandle: the opaque bytes cuIpcGetMemHandle gives, passed by value
+ * to cuIpcOpenMemHandle; and cuIpcOpenMemHandle's flag. */
+#define GM_CU_IPC_HANDLE_SIZE 64
+typedef struct gm_cu_ipc_mem_handle {
+    char reserved[GM_CU_IPC_HANDLE_SIZE];
+} gm_cu_ipc_mem_handle;
+#define GM_CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS 0x1
+
 /* CUcomputemode */
 enum {
     GM_CU_COMPUTEMODE_DEFAULT = 0,

@@ -83,7 +83,13 @@ typedef struct gm_dmodule gm_dmodule; /* a backend loaded module (CUmodule) */
     X(func_get_attribute, "cuFuncGetAttribute")           \
     X(func_set_attribute, "cuFuncSetAttribute")           \
     X(occupancy_max_active_blocks, "cuOccupancyMaxActiveBlocksPerMultiprocessor") \
-    X(launch_kernel, "cuLaunchKernel")
+    X(launch_kernel, "cuLaunchKernel")                    \
+    X(pointer_get_attributes, "cuPointerGetAttributes")   \
+    X(ipc_get_mem_handle, "cuIpcGetMemHandle")            \
+    X(ipc_open_mem_handle, "cuIpcOpenMemHandle")          \
+    X(ipc_close_mem_handle, "cuIpcCloseMemHandle")        \
+    X(device_can_access_peer, "cuDeviceCanAccessPeer")    \
+    X(ctx_enable_peer_access, "cuCtxEnablePeerAccess")
 
 typedef struct gm_driver {
     const char *name; /* "cuda" or "sim" */
@@ -158,6 +164,27 @@ typedef struct gm_driver {
     int (*launch_kernel)(gm_dctx *ctx, gm_dfunc *func, const unsigned grid[3],
                          const unsigned block[3], unsigned shared_bytes, gm_dstream *stream,
                          void **params);
+
+    /* cuPointerGetAttributes: data[i] receives attribute attrs[i] (a
+     * CUpointer_attribute; see cuda_abi.h for what each writes).  An address
+     * the driver does not know is no error: its attributes get their null
+     * values (memory type 0, context NULL, device ordinal -2, ranges 0) and
+     * the result is CUDA_SUCCESS, as cuPointerGetAttributes documents.  Needs
+     * no context. */
+    int (*pointer_get_attributes)(unsigned count, const int *attrs, void **data, gm_cu_deviceptr ptr);
+    /* The IPC handle of the device allocation (cuMemAlloc) that starts at ptr. */
+    int (*ipc_get_mem_handle)(gm_dctx *ctx, gm_cu_ipc_mem_handle *handle, gm_cu_deviceptr ptr);
+    /* Maps another process's allocation into ctx; flags 0 or
+     * GM_CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS.  The driver refuses a handle of
+     * the calling process (CUDA_ERROR_INVALID_CONTEXT). */
+    int (*ipc_open_mem_handle)(gm_dctx *ctx, gm_cu_deviceptr *ptr, const gm_cu_ipc_mem_handle *handle,
+                               unsigned flags);
+    int (*ipc_close_mem_handle)(gm_dctx *ctx, gm_cu_deviceptr ptr);
+    /* *can = 1 when device dev can address device peer's memory (0 for dev == peer). */
+    int (*device_can_access_peer)(int dev, int peer, int *can);
+    /* Lets ctx address peer's memory; CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED
+     * the second time. */
+    int (*ctx_enable_peer_access)(gm_dctx *ctx, gm_dctx *peer);
 } gm_driver;
 
 /* Operation indices, for the counters. */

@@ -152,6 +152,7 @@ struct gm_dctx {
     uint64_t used;     /* device and managed bytes charged */
     uint64_t next_off; /* bump pointer in the device's address window */
     gm_dstream *dflt;  /* the legacy default stream, while retained */
+    uint64_t peers;    /* bit per ordinal: peer access enabled (ctx_enable_peer_access) */
 };
 
 static struct {
@@ -954,6 +955,7 @@ static void ctx_teardown(gm_dctx *d)
         if (r->dev == d->ordinal && (r->kind == GM_SIM_MEM_DEVICE || r->kind == GM_SIM_MEM_MANAGED))
             alloc_drop(r);
     }
+    d->peers = 0;
     d->closing = false;
     pthread_cond_broadcast(&S.done);
 }
@@ -1680,6 +1682,165 @@ static int sim_launch_kernel(gm_dctx *ctx, gm_dfunc *func, const unsigned grid[3
 
 /* ------------------------------------------------------------- loading -- */
 
+/* ------------------------------------------------- pointers and IPC -- */
+
+/* One attribute of a known record r (NULL: an address the driver does not
+ * know, which gets the null values).  Booleans are one byte, as the driver
+ * writes them. */
+static int pointer_attribute(const sim_alloc *r, uint64_t ptr, int attr, void *data)
+{
+    bool host_side = r != NULL && r->kind != GM_SIM_MEM_DEVICE;
+    switch (attr) {
+    case GM_CU_POINTER_ATTRIBUTE_CONTEXT: {
+        gm_dctx *c = r != NULL ? &S.dev[r->dev] : NULL;
+        memcpy(data, &c, sizeof c);
+        return CU_OK;
+    }
+    case GM_CU_POINTER_ATTRIBUTE_MEMORY_TYPE: {
+        /* managed memory is device memory to the driver, with IS_MANAGED set */
+        unsigned t = r == NULL ? 0
+                     : r->kind == GM_SIM_MEM_DEVICE || r->kind == GM_SIM_MEM_MANAGED ? GM_CU_MEMORYTYPE_DEVICE
+                                                                                    : GM_CU_MEMORYTYPE_HOST;
+        memcpy(data, &t, sizeof t);
+        return CU_OK;
+    }
+    case GM_CU_POINTER_ATTRIBUTE_DEVICE_POINTER: {
+        gm_cu_deviceptr p = r != NULL ? ptr : 0; /* every known byte is mapped */
+        memcpy(data, &p, sizeof p);
+        return CU_OK;
+    }
+    case GM_CU_POINTER_ATTRIBUTE_HOST_POINTER: {
+        void *p = host_side ? (void *)(uintptr_t)ptr : NULL;
+        memcpy(data, &p, sizeof p);
+        return CU_OK;
+    }
+    case GM_CU_POINTER_ATTRIBUTE_IS_MANAGED:
+        *(bool *)data = r != NULL && r->kind == GM_SIM_MEM_MANAGED;
+        return CU_OK;
+    case GM_CU_POINTER_ATTRIBUTE_MAPPED:
+        *(bool *)data = r != NULL;
+        return CU_OK;
+    case GM_CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE:
+        *(bool *)data = r != NULL && r->kind == GM_SIM_MEM_DEVICE && !r->module;
+        return CU_OK;
+    case GM_CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL: {
+        int d = r != NULL ? r->dev : -2;
+        memcpy(data, &d, sizeof d);
+        return CU_OK;
+    }
+    case GM_CU_POINTER_ATTRIBUTE_RANGE_START_ADDR: {
+        gm_cu_deviceptr p = r != NULL ? r->base : 0;
+        memcpy(data, &p, sizeof p);
+        return CU_OK;
+    }
+    case GM_CU_POINTER_ATTRIBUTE_RANGE_SIZE: {
+        size_t n = r != NULL ? r->size : 0;
+        memcpy(data, &n, sizeof n);
+        return CU_OK;
+    }
+    default:
+        return GM_CUDA_ERROR_INVALID_VALUE;
+    }
+}
+
+static int sim_pointer_get_attributes(unsigned count, const int *attrs, void **data, gm_cu_deviceptr ptr)
+{
+    if (count == 0 || attrs == NULL || data == NULL)
+        return GM_CUDA_ERROR_INVALID_VALUE;
+    for (unsigned i = 0; i < count; i++)
+        if (data[i] == NULL)
+            return GM_CUDA_ERROR_INVALID_VALUE;
+    lock();
+    const sim_alloc *r = reg_find(ptr);
+    int rc = CU_OK;
+    for (unsigned i = 0; i < count && rc == CU_OK; i++)
+        rc = pointer_attribute(r, ptr, attrs[i], data[i]);
+    unlock();
+    return rc;
+}
+
+/* The simulator's IPC handle: magic, the exporting process, the allocation. */
+#define SIM_IPC_MAGIC "GMSIMIPC"
+typedef struct sim_ipc {
+    char magic[8];
+    uint64_t pid;
+    uint64_t base;
+    uint64_t size;
+    int32_t dev;
+} sim_ipc;
+_Static_assert(sizeof(sim_ipc) <= sizeof(gm_cu_ipc_mem_handle), "sim_ipc must fit in a CUipcMemHandle");
+
+static int sim_ipc_get_mem_handle(gm_dctx *ctx, gm_cu_ipc_mem_handle *handle, gm_cu_deviceptr ptr)
+{
+    if (handle == NULL)
+        return GM_CUDA_ERROR_INVALID_VALUE;
+    lock();
+    int rc = ctx_ok(ctx) ? CU_OK : GM_CUDA_ERROR_INVALID_CONTEXT;
+    const sim_alloc *r = rc == CU_OK ? reg_find(ptr) : NULL;
+    if (rc == CU_OK && (r == NULL || r->kind != GM_SIM_MEM_DEVICE || r->module))
+        rc = GM_CUDA_ERROR_INVALID_VALUE; /* only cuMemAlloc memory has IPC handles */
+    if (rc == CU_OK) {
+        sim_ipc h = {.pid = (uint64_t)getpid(), .base = r->base, .size = r->size, .dev = r->dev};
+        memcpy(h.magic, SIM_IPC_MAGIC, sizeof h.magic);
+        memset(handle, 0, sizeof *handle);
+        memcpy(handle, &h, sizeof h);
+    }
+    unlock();
+    return rc;
+}
+
+static int sim_ipc_open_mem_handle(gm_dctx *ctx, gm_cu_deviceptr *ptr, const gm_cu_ipc_mem_handle *handle,
+                                   unsigned flags)
+{
+    if (ptr == NULL || handle == NULL || (flags & ~(unsigned)GM_CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS) != 0)
+        return GM_CUDA_ERROR_INVALID_VALUE;
+    sim_ipc h;
+    memcpy(&h, handle, sizeof h);
+    lock();
+    int rc = ctx_ok(ctx) ? CU_OK : GM_CUDA_ERROR_INVALID_CONTEXT;
+    unlock();
+    if (rc != CU_OK)
+        return rc;
+    if (memcmp(h.magic, SIM_IPC_MAGIC, sizeof h.magic) != 0)
+        return GM_CUDA_ERROR_INVALID_VALUE;
+    if (h.pid == (uint64_t)getpid())
+        return GM_CUDA_ERROR_INVALID_CONTEXT; /* what the driver answers in the exporting process */
+    return GM_SIM_ERROR_NOT_SIMULATED;        /* another process's memory is out of reach */
+}
+
+static int sim_ipc_close_mem_handle(gm_dctx *ctx, gm_cu_deviceptr ptr)
+{
+    (void)ptr;
+    lock();
+    int rc = ctx_ok(ctx) ? GM_CUDA_ERROR_INVALID_VALUE : GM_CUDA_ERROR_INVALID_CONTEXT; /* nothing is ever open */
+    unlock();
+    return rc;
+}
+
+static int sim_device_can_access_peer(int dev, int peer, int *can)
+{
+    if (can == NULL)
+        return GM_CUDA_ERROR_INVALID_VALUE;
+    if (dev < 0 || dev >= S.ndev || peer < 0 || peer >= S.ndev)
+        return GM_CUDA_ERROR_INVALID_DEVICE;
+    *can = dev != peer;
+    return CU_OK;
+}
+
+static int sim_ctx_enable_peer_access(gm_dctx *ctx, gm_dctx *peer)
+{
+    lock();
+    int rc = ctx_ok(ctx) && ctx_ok(peer) ? CU_OK : GM_CUDA_ERROR_INVALID_CONTEXT;
+    if (rc == CU_OK && ctx == peer)
+        rc = GM_CUDA_ERROR_INVALID_DEVICE;
+    else if (rc == CU_OK && (ctx->peers >> peer->ordinal & 1))
+        rc = GM_CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED;
+    else if (rc == CU_OK)
+        ctx->peers |= UINT64_C(1) << peer->ordinal;
+    unlock();
+    return rc;
+}
+
 static const gm_driver sim_driver = {
     .name = "sim",
     .driver_get_version = sim_driver_get_version,
@@ -1723,6 +1884,12 @@ static const gm_driver sim_driver = {
     .func_set_attribute = sim_func_set_attribute,
     .occupancy_max_active_blocks = sim_occupancy_max_active_blocks,
     .launch_kernel = sim_launch_kernel,
+    .pointer_get_attributes = sim_pointer_get_attributes,
+    .ipc_get_mem_handle = sim_ipc_get_mem_handle,
+    .ipc_open_mem_handle = sim_ipc_open_mem_handle,
+    .ipc_close_mem_handle = sim_ipc_close_mem_handle,
+    .device_can_access_peer = sim_device_can_access_peer,
+    .ctx_enable_peer_access = sim_ctx_enable_peer_access,
 };
 
 /* GPUMEM_SIM_BUSY: distinct ordinals below ndev, comma-separated. */

@@ -140,6 +140,33 @@
  *
  * Kernels are not simulated: launch_kernel and occupancy_max_active_blocks
  * answer GM_SIM_ERROR_NOT_SIMULATED.
+ *
+ * Pointer attributes.  pointer_get_attributes answers from the allocation
+ * registry, as cuPointerGetAttributes does: device and module memory have
+ * memory type DEVICE; managed memory DEVICE with IS_MANAGED; page-locked
+ * and registered memory HOST.  Every known byte is mapped (MAPPED 1, its
+ * DEVICE_POINTER the address itself), HOST_POINTER is the address for
+ * host-side memory and NULL for device memory, CONTEXT the primary context
+ * of the device that made it, RANGE_START_ADDR and RANGE_SIZE the whole
+ * allocation or registration.  An address the registry does not know
+ * (pageable memory, freed memory, nothing) is no error, as with the driver:
+ * CUDA_SUCCESS with memory type 0, CONTEXT NULL, DEVICE_ORDINAL -2 and the
+ * other values 0.  Attributes other than those of cuda_abi.h's list are
+ * CUDA_ERROR_INVALID_VALUE.
+ *
+ * IPC.  ipc_get_mem_handle works for device allocations (not managed,
+ * host or module memory: CUDA_ERROR_INVALID_VALUE) and encodes the process
+ * id, the device and the allocation.  One process's simulated memory cannot
+ * be reached from another, so ipc_open_mem_handle answers
+ * GM_SIM_ERROR_NOT_SIMULATED for a handle of another process, and, like the
+ * driver, CUDA_ERROR_INVALID_CONTEXT for one of the calling process (bytes
+ * that are no simulator handle: CUDA_ERROR_INVALID_VALUE);
+ * ipc_close_mem_handle therefore never finds a mapping
+ * (CUDA_ERROR_INVALID_VALUE).  device_can_access_peer answers 1 for every
+ * pair of distinct devices; ctx_enable_peer_access records the pair
+ * (CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED the second time,
+ * CUDA_ERROR_INVALID_DEVICE for a context and itself) until the context's
+ * last release.
  */
 #ifndef GM_SIM_H
 #define GM_SIM_H

@@ -1,0 +1,336 @@
+/* IPC handles: the bytes gpumem_ipc_get_handle writes (layout of
+ * gpumem/ipc.h), every malformed handle gpumem_ipc_open refuses, the
+ * exporting process's refusal, and a second process that opens the handle:
+ * on a GPU it reads and writes the first process's array and closes the
+ * mapping; the simulator says it cannot. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gpumem.h>
+
+#include "tap.h"
+
+#define N 256
+
+static gpumem_context *ctx;
+static const gpumem_dtype *i32;
+
+static uint64_t calls(const char *op)
+{
+    uint64_t n = 0;
+    gpumem_debug_driver_calls(op, &n);
+    return n;
+}
+
+static uint32_t rd32(const gpumem_ipc_handle *h, size_t off)
+{
+    uint32_t v = 0;
+    for (int i = 3; i >= 0; i--)
+        v = v << 8 | h->bytes[off + (size_t)i];
+    return v;
+}
+
+static uint64_t rd64(const gpumem_ipc_handle *h, size_t off)
+{
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--)
+        v = v << 8 | h->bytes[off + (size_t)i];
+    return v;
+}
+
+static void wr32(gpumem_ipc_handle *h, size_t off, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        h->bytes[off + (size_t)i] = (unsigned char)(v >> (8 * i));
+}
+
+static void wr64(gpumem_ipc_handle *h, size_t off, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        h->bytes[off + (size_t)i] = (unsigned char)(v >> (8 * i));
+}
+
+/* ---- the second process --------------------------------------------------------------- */
+
+typedef struct child_report {
+    int status;       /* of gpumem_ipc_open */
+    int kind;         /* the opened array's */
+    int read_ok;      /* it read 0, 1, 2, ... */
+    int write_ok;     /* its write of 1000 + i succeeded */
+    long closes;      /* cuIpcCloseMemHandle calls after the release */
+    char text[512];
+} child_report;
+
+static int to_child[2], from_child[2];
+static pid_t child;
+
+/* Forked before the parent touches the library: waits for a handle, opens
+ * it, reads, writes, releases. */
+static void child_main(void)
+{
+    gpumem_ipc_handle h;
+    child_report rep;
+    memset(&rep, 0, sizeof rep);
+    size_t got = 0;
+    while (got < sizeof h) {
+        ssize_t n = read(to_child[0], (char *)&h + got, sizeof h - got);
+        if (n <= 0)
+            _exit(0);
+        got += (size_t)n;
+    }
+    gpumem_array *a = NULL;
+    const gpumem_dtype *int32 = gpumem_dtype_builtin(GPUMEM_INT32); /* i32 is set after the fork */
+    rep.status = gpumem_ipc_open(NULL, &h, &a);
+    snprintf(rep.text, sizeof rep.text, "%s", rep.status == GPUMEM_OK ? "" : gpumem_last_error());
+    if (rep.status == GPUMEM_OK) {
+        gpumem_memory_kind kind;
+        gpumem_array_kind(a, &kind);
+        rep.kind = (int)kind;
+        int32_t v[N];
+        gpumem_array *hv = NULL;
+        gpumem_host_array_wrap(v, 1, (int64_t[]){N}, NULL, int32, &hv);
+        rep.read_ok = gpumem_array_copy(hv, a, NULL) == GPUMEM_OK;
+        for (int i = 0; i < N; i++) {
+            rep.read_ok &= v[i] == i;
+            v[i] = 1000 + i;
+        }
+        rep.write_ok = gpumem_array_copy(a, hv, NULL) == GPUMEM_OK;
+        gpumem_array_release(hv);
+        uint64_t before = calls("cuIpcCloseMemHandle");
+        gpumem_array_release(a);
+        rep.closes = (long)(calls("cuIpcCloseMemHandle") - before);
+    }
+    ssize_t n = write(from_child[1], &rep, sizeof rep);
+    _exit(n == (ssize_t)sizeof rep ? 0 : 3);
+}
+
+static void start_child(void)
+{
+    if (pipe(to_child) != 0 || pipe(from_child) != 0)
+        bail_out("pipe");
+    fflush(stdout);
+    child = fork();
+    if (child < 0)
+        bail_out("fork");
+    if (child == 0) {
+        close(to_child[1]);
+        close(from_child[0]);
+        child_main();
+    }
+    close(to_child[0]);
+    close(from_child[1]);
+}
+
+static void check_second_process(gpumem_array *d, const gpumem_ipc_handle *h)
+{
+    child_report rep;
+    memset(&rep, 0, sizeof rep);
+    ssize_t n = write(to_child[1], h, sizeof *h);
+    size_t got = 0;
+    while (n == (ssize_t)sizeof *h && got < sizeof rep) {
+        ssize_t k = read(from_child[0], (char *)&rep + got, sizeof rep - got);
+        if (k <= 0)
+            break;
+        got += (size_t)k;
+    }
+    int ws = 0;
+    waitpid(child, &ws, 0);
+    ok(got == sizeof rep && WIFEXITED(ws) && WEXITSTATUS(ws) == 0, "the second process reported");
+    if (test_on_sim()) {
+        is_int(rep.status, GPUMEM_ERROR_NOT_SIMULATED, "simulator: another process cannot open the handle");
+        like(rep.text, "cuIpcOpenMemHandle", "the message names cuIpcOpenMemHandle");
+        skip(5, "the simulator cannot reach another process's memory");
+        return;
+    }
+    if (!is_int(rep.status, GPUMEM_OK, "the second process opened the handle"))
+        diag("%s", rep.text);
+    is_int(rep.kind, GPUMEM_MEMORY_FOREIGN, "the opened array is foreign memory");
+    ok(rep.read_ok, "the second process read the first one's values");
+    ok(rep.write_ok, "the second process wrote into the array");
+    is_int(rep.closes, 1, "its last release closed the mapping (one cuIpcCloseMemHandle)");
+    int32_t v[N];
+    gpumem_array *hv = NULL;
+    gpumem_host_array_wrap(v, 1, (int64_t[]){N}, NULL, i32, &hv);
+    int same = gpumem_array_copy(hv, d, NULL) == GPUMEM_OK;
+    for (int i = 0; i < N; i++)
+        same &= v[i] == 1000 + i;
+    ok(same, "the first process sees the second one's writes");
+    gpumem_array_release(hv);
+}
+
+/* ---- this process --------------------------------------------------------------------- */
+
+static gpumem_status open_status(const gpumem_ipc_handle *h)
+{
+    gpumem_array *a = NULL;
+    gpumem_status st = gpumem_ipc_open(ctx, h, &a);
+    if (a != NULL)
+        gpumem_array_release(a);
+    return st;
+}
+
+/* One damaged copy of good: the status, and the message naming what. */
+static void refuse(const gpumem_ipc_handle *good, size_t off, int width, uint64_t value, gpumem_status want,
+                   const char *needle, const char *name)
+{
+    gpumem_ipc_handle h = *good;
+    if (width == 4)
+        wr32(&h, off, (uint32_t)value);
+    else if (width == 8)
+        wr64(&h, off, value);
+    else
+        h.bytes[off] = (unsigned char)value;
+    is_int(open_status(&h), want, name);
+    like(gpumem_last_error(), needle, name);
+}
+
+int main(void)
+{
+    start_child();
+    if (test_on_sim())
+        setenv("GPUMEM_SIM_MEMORY", "64M", 1);
+    if (gpumem_context_create(0, &ctx) != GPUMEM_OK)
+        bail_out("no context: %s", gpumem_last_error());
+    i32 = gpumem_dtype_builtin(GPUMEM_INT32);
+
+    int32_t v[N];
+    for (int i = 0; i < N; i++)
+        v[i] = i;
+    gpumem_array *hv = NULL, *d = NULL;
+    gpumem_host_array_wrap(v, 1, (int64_t[]){N}, NULL, i32, &hv);
+    if (gpumem_to_device(ctx, hv, NULL, 0, &d) != GPUMEM_OK)
+        bail_out("to_device: %s", gpumem_last_error());
+    uint64_t dptr = 0;
+    gpumem_array_device_pointer(d, &dptr);
+
+    /* the handle's bytes */
+    gpumem_ipc_handle h;
+    memset(&h, 0xee, sizeof h);
+    if (!is_int(gpumem_ipc_get_handle(d, &h), GPUMEM_OK, "a device array's handle"))
+        diag("%s", gpumem_last_error());
+    ok(memcmp(h.bytes, "GPUMEMIP", 8) == 0, "magic GPUMEMIP");
+    is_int(rd32(&h, 8), GPUMEM_IPC_VERSION, "version");
+    is_int(rd32(&h, 12), GPUMEM_IPC_HANDLE_SIZE, "size");
+    is_int(rd64(&h, 16), getpid(), "the exporting process id");
+    is_int(rd64(&h, 112), 0, "offset 0 for the allocation's start");
+    ok(rd64(&h, 120) >= N * 4, "the allocation's size covers the array");
+    is_int(rd32(&h, 128), 1, "ndim");
+    is_int(rd32(&h, 132), 4, "item size");
+    is_int(rd64(&h, 136), N, "shape[0]");
+    is_int(rd64(&h, 392), 4, "strides[0]");
+    is_str((const char *)h.bytes + 648, "<i4", "typestr");
+    is_int(rd32(&h, 672), 0, "no record description");
+    is_int(h.bytes[GPUMEM_IPC_HANDLE_SIZE - 1], 0, "unused bytes are zero");
+
+    /* a reversed slice: element 0 is the last one */
+    gpumem_array *rev = NULL;
+    gpumem_slice back = {GPUMEM_SLICE_DEFAULT, GPUMEM_SLICE_DEFAULT, -2};
+    gpumem_array_slice(d, &back, 1, &rev);
+    gpumem_ipc_handle hr;
+    ok(gpumem_ipc_get_handle(rev, &hr) == GPUMEM_OK, "a reversed, strided view's handle");
+    is_int(rd64(&hr, 112), (N - 1) * 4, "its offset is element 0's");
+    ok(rd64(&hr, 136) == N / 2 && (int64_t)rd64(&hr, 392) == -8, "its shape and negative stride");
+    is_int(open_status(&hr), GPUMEM_ERROR_INVALID_STATE, "a valid view's handle is refused in this process too");
+    gpumem_array_release(rev);
+
+    /* a record dtype carries its description */
+    gpumem_dtype *rec = NULL;
+    gpumem_dtype_from_descr("[('x', '<f4'), ('n', '<i4')]", &rec);
+    gpumem_array *rd = NULL;
+    gpumem_ipc_handle hrec;
+    if (gpumem_device_array(ctx, 1, (int64_t[]){8}, NULL, rec, 'C', NULL, &rd) == GPUMEM_OK &&
+        gpumem_ipc_get_handle(rd, &hrec) == GPUMEM_OK) {
+        is_str((const char *)hrec.bytes + 648, "|V8", "a record's typestr");
+        ok(rd32(&hrec, 672) > 0 && strstr((const char *)hrec.bytes + 676, "'x'") != NULL,
+           "a record's description: %s", (const char *)hrec.bytes + 676);
+    } else {
+        ok(0, "a record array's handle: %s", gpumem_last_error());
+        skip(1, "no record handle");
+    }
+    gpumem_array_release(rd);
+    gpumem_dtype_release(rec);
+
+    /* arrays without handles */
+    gpumem_ipc_handle x;
+    is_int(gpumem_ipc_get_handle(NULL, &x), GPUMEM_ERROR_NULL_ARGUMENT, "array NULL");
+    is_int(gpumem_ipc_get_handle(d, NULL), GPUMEM_ERROR_NULL_ARGUMENT, "handle NULL");
+    is_int(gpumem_ipc_get_handle(hv, &x), GPUMEM_ERROR_INVALID_VALUE, "a host array has no handle");
+    like(gpumem_last_error(), "host-side", "the message says why");
+    gpumem_array *pa = NULL, *ma = NULL, *ea = NULL;
+    gpumem_pinned_array(ctx, 1, (int64_t[]){4}, NULL, i32, 'C', &pa);
+    is_int(gpumem_ipc_get_handle(pa, &x), GPUMEM_ERROR_INVALID_VALUE, "a pinned array has no handle");
+    gpumem_array_release(pa);
+    if (gpumem_managed_array(ctx, 1, (int64_t[]){4}, NULL, i32, 'C', GPUMEM_MANAGED_ATTACH_GLOBAL, &ma) ==
+        GPUMEM_OK) {
+        is_int(gpumem_ipc_get_handle(ma, &x), GPUMEM_ERROR_INVALID_VALUE, "a managed array has no handle");
+        like(gpumem_last_error(), "managed", "the message says managed");
+        gpumem_array_release(ma);
+    } else {
+        skip(2, "no managed memory");
+    }
+    gpumem_device_array(ctx, 1, (int64_t[]){0}, NULL, i32, 'C', NULL, &ea);
+    is_int(gpumem_ipc_get_handle(ea, &x), GPUMEM_ERROR_INVALID_VALUE, "an empty array has no handle");
+    gpumem_array_release(ea);
+
+    /* a driver failure */
+    uint64_t gets = calls("cuIpcGetMemHandle");
+    gpumem_debug_fail_call(3, 999); /* after cuPointerGetAttributes and a first cuDeviceGetAttribute */
+    gpumem_status st = gpumem_ipc_get_handle(d, &x);
+    gpumem_debug_fail_call(0, 0);
+    is_int(st, GPUMEM_ERROR_DRIVER, "a failing driver call fails gpumem_ipc_get_handle");
+    like(gpumem_last_error(), "cuDeviceGetAttribute", "the message names the driver function");
+    ok(calls("cuIpcGetMemHandle") == gets, "nothing exported after the failure");
+
+    /* the exporting process: refused before any driver call */
+    uint64_t opens = calls("cuIpcOpenMemHandle");
+    gpumem_array *o = (gpumem_array *)&o;
+    is_int(gpumem_ipc_open(ctx, &h, &o), GPUMEM_ERROR_INVALID_STATE, "opening in the exporting process");
+    like(gpumem_last_error(), "made by this process", "the message says so");
+    ok(o == (gpumem_array *)&o, "*array untouched on failure");
+    is_int(gpumem_ipc_open(NULL, &h, &o), GPUMEM_ERROR_INVALID_STATE, "also with the default context");
+    ok(calls("cuIpcOpenMemHandle") == opens, "no cuIpcOpenMemHandle call");
+    is_int(gpumem_ipc_open(ctx, NULL, &o), GPUMEM_ERROR_NULL_ARGUMENT, "handle NULL");
+    is_int(gpumem_ipc_open(ctx, &h, NULL), GPUMEM_ERROR_NULL_ARGUMENT, "array NULL");
+
+    /* malformed handles: each field checked before anything else */
+    refuse(&h, 0, 1, 'X', GPUMEM_ERROR_INVALID_VALUE, "magic", "a wrong magic");
+    refuse(&h, 8, 4, 2, GPUMEM_ERROR_INVALID_VALUE, "version 2", "another version");
+    refuse(&h, 12, 4, 1024, GPUMEM_ERROR_INVALID_VALUE, "size", "a wrong size field");
+    refuse(&h, 128, 4, GPUMEM_MAX_NDIM + 1, GPUMEM_ERROR_INVALID_VALUE, "ndim", "ndim above GPUMEM_MAX_NDIM");
+    refuse(&h, 132, 4, 8, GPUMEM_ERROR_INVALID_VALUE, "item size", "an item size that is not the dtype's");
+    refuse(&h, 136, 8, (uint64_t)-5, GPUMEM_ERROR_INVALID_VALUE, "shape[0]", "a negative extent");
+    refuse(&h, 136, 8, 0, GPUMEM_ERROR_INVALID_VALUE, "empty", "an empty array");
+    refuse(&h, 136, 8, rd64(&h, 120) / 4 + 1, GPUMEM_ERROR_INVALID_VALUE, "outside the allocation",
+           "more elements than the allocation holds");
+    refuse(&h, 112, 8, rd64(&h, 120), GPUMEM_ERROR_INVALID_VALUE, "outside the allocation",
+           "an offset at the allocation's end");
+    refuse(&h, 392, 8, (uint64_t)-4, GPUMEM_ERROR_INVALID_VALUE, "outside the allocation",
+           "negative strides from offset 0");
+    refuse(&h, 648, 1, 'Q', GPUMEM_ERROR_INVALID_DTYPE, "typestr", "a malformed typestr");
+    gpumem_ipc_handle t = h;
+    memset(t.bytes + 648, 'f', 24);
+    is_int(open_status(&t), GPUMEM_ERROR_INVALID_VALUE, "an unterminated typestr");
+    like(gpumem_last_error(), "NUL-terminated", "the message says NUL-terminated");
+    refuse(&h, 672, 4, 5, GPUMEM_ERROR_INVALID_VALUE, "record description", "a description length without text");
+    refuse(&h, 672, 4, 5000, GPUMEM_ERROR_INVALID_VALUE, "record description", "a description length too long");
+    ok(calls("cuIpcOpenMemHandle") == opens, "no malformed handle reached the driver");
+
+    /* the handle travels by value: a copy in another buffer is the same */
+    unsigned char raw[GPUMEM_IPC_HANDLE_SIZE];
+    memcpy(raw, &h, sizeof raw);
+    gpumem_ipc_handle h2;
+    memcpy(&h2, raw, sizeof h2);
+    is_int(open_status(&h2), GPUMEM_ERROR_INVALID_STATE, "a copied handle is the same handle");
+
+    check_second_process(d, &h);
+
+    gpumem_array_release(hv);
+    gpumem_array_release(d);
+    gpumem_context_release(ctx);
+    done_testing();
+    return exit_status();
+}
