@@ -24,7 +24,7 @@
 #include "gpumem/pool.h"
 #include "stream.h"
 
-typedef enum { POOL, POOL_STREAM, DRIVER } bench_kind;
+typedef enum { POOL, POOL_STREAM, DRIVER, DRIVER_ASYNC } bench_kind;
 
 typedef struct bench_case {
     const char *name;
@@ -41,6 +41,8 @@ static const bench_case cases[] = {
     {"pool, 4 KiB, freed on a stream (cuEventRecord)", POOL_STREAM, 0, 4096},
     {"driver cuMemAlloc+cuMemFree, 4 KiB", DRIVER, 0, 4096},
     {"driver cuMemAlloc+cuMemFree, 4 MiB", DRIVER, 0, 4u << 20},
+    {"driver cuMemAllocAsync+cuMemFreeAsync, 4 KiB", DRIVER_ASYNC, 0, 4096},
+    {"driver cuMemAllocAsync+cuMemFreeAsync, 4 MiB", DRIVER_ASYNC, 0, 4u << 20},
 };
 
 static gpumem_context *ctx;
@@ -72,6 +74,16 @@ static gpumem_status pair(worker *w, gpumem_stream *s)
             st = gm_drv_check(GM_DRV(mem_free, ctx->dctx, d), GM_OP_mem_free, "bench");
         return st;
     }
+    if (w->c->kind == DRIVER_ASYNC) {
+        /* The driver's stream-ordered pool, on the worker's own stream. */
+        gm_cu_deviceptr d = 0;
+        gm_dstream *ds = gm_stream_ds(s);
+        gpumem_status st = gm_drv_check(GM_DRV(mem_alloc_async, ctx->dctx, &d, w->c->size, ds),
+                                        GM_OP_mem_alloc_async, "bench");
+        if (st == GPUMEM_OK)
+            st = gm_drv_check(GM_DRV(mem_free_async, ctx->dctx, d, ds), GM_OP_mem_free_async, "bench");
+        return st;
+    }
     gpumem_allocation *a = NULL;
     gpumem_status st = gpumem_pool_allocate(w->pool, w->c->size, s, &a);
     if (st == GPUMEM_OK)
@@ -83,7 +95,7 @@ static void *run(void *v)
 {
     worker *w = v;
     gpumem_stream *s = NULL;
-    if (w->c->kind == POOL_STREAM)
+    if (w->c->kind == POOL_STREAM || w->c->kind == DRIVER_ASYNC)
         w->st = gpumem_stream_create(ctx, GPUMEM_STREAM_NON_BLOCKING, &s);
     for (int i = 0; i < 100 && w->st == GPUMEM_OK; i++)
         w->st = pair(w, s);

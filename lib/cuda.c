@@ -41,6 +41,8 @@
     X(cuMemGetInfo, (size_t *free_bytes, size_t *total_bytes))                             \
     X(cuMemAlloc, (gm_cu_deviceptr *dptr, size_t bytes))                                   \
     X(cuMemFree, (gm_cu_deviceptr dptr))                                                   \
+    X(cuMemAllocAsync, (gm_cu_deviceptr *dptr, size_t bytes, gm_cu_stream stream))         \
+    X(cuMemFreeAsync, (gm_cu_deviceptr dptr, gm_cu_stream stream))                         \
     X(cuMemAllocManaged, (gm_cu_deviceptr *dptr, size_t bytes, unsigned flags))            \
     X(cuMemHostAlloc, (void **pp, size_t bytes, unsigned flags))                           \
     X(cuMemFreeHost, (void *p))                                                            \
@@ -264,6 +266,18 @@ static int cuda_mem_free(gm_dctx *ctx, gm_cu_deviceptr ptr)
 {
     CU_TRY(make_current(ctx));
     return cu.cuMemFree(ptr);
+}
+
+static int cuda_mem_alloc_async(gm_dctx *ctx, gm_cu_deviceptr *ptr, size_t bytes, gm_dstream *stream)
+{
+    CU_TRY(make_current(ctx));
+    return cu.cuMemAllocAsync(ptr, bytes, CU_STREAM(stream));
+}
+
+static int cuda_mem_free_async(gm_dctx *ctx, gm_cu_deviceptr ptr, gm_dstream *stream)
+{
+    CU_TRY(make_current(ctx));
+    return cu.cuMemFreeAsync(ptr, CU_STREAM(stream));
 }
 
 static int cuda_mem_alloc_managed(gm_dctx *ctx, gm_cu_deviceptr *ptr, size_t bytes, unsigned flags)
@@ -560,6 +574,8 @@ static const gm_driver cuda_driver = {
     .mem_get_info = cuda_mem_get_info,
     .mem_alloc = cuda_mem_alloc,
     .mem_free = cuda_mem_free,
+    .mem_alloc_async = cuda_mem_alloc_async,
+    .mem_free_async = cuda_mem_free_async,
     .mem_alloc_managed = cuda_mem_alloc_managed,
     .mem_host_alloc = cuda_mem_host_alloc,
     .mem_free_host = cuda_mem_free_host,

@@ -54,6 +54,8 @@ typedef struct gm_dmodule gm_dmodule; /* a backend loaded module (CUmodule) */
     X(mem_get_info, "cuMemGetInfo")                       \
     X(mem_alloc, "cuMemAlloc")                            \
     X(mem_free, "cuMemFree")                              \
+    X(mem_alloc_async, "cuMemAllocAsync")                 \
+    X(mem_free_async, "cuMemFreeAsync")                   \
     X(mem_alloc_managed, "cuMemAllocManaged")             \
     X(mem_host_alloc, "cuMemHostAlloc")                   \
     X(mem_free_host, "cuMemFreeHost")                     \
@@ -108,6 +110,10 @@ typedef struct gm_driver {
     int (*mem_get_info)(gm_dctx *ctx, size_t *free_bytes, size_t *total_bytes);
     int (*mem_alloc)(gm_dctx *ctx, gm_cu_deviceptr *ptr, size_t bytes);
     int (*mem_free)(gm_dctx *ctx, gm_cu_deviceptr ptr);
+    /* Stream-ordered allocation from the device's default memory pool (the
+     * driver's own; benchmarks compare our pool with it). */
+    int (*mem_alloc_async)(gm_dctx *ctx, gm_cu_deviceptr *ptr, size_t bytes, gm_dstream *stream);
+    int (*mem_free_async)(gm_dctx *ctx, gm_cu_deviceptr ptr, gm_dstream *stream);
     int (*mem_alloc_managed)(gm_dctx *ctx, gm_cu_deviceptr *ptr, size_t bytes, unsigned flags);
     int (*mem_host_alloc)(gm_dctx *ctx, void **ptr, size_t bytes, unsigned flags);
     int (*mem_free_host)(gm_dctx *ctx, void *ptr);

@@ -1257,6 +1257,25 @@ static int sim_stream_synchronize(gm_dctx *ctx, gm_dstream *stream)
     return rc;
 }
 
+static int sim_stream_query(gm_dctx *ctx, gm_dstream *stream);
+
+/* Stream-ordered allocation, simulated plainly: the memory is usable at
+ * once, and a free waits for the stream's earlier work before it frees
+ * (what the driver's ordering guarantees, done synchronously). */
+static int sim_mem_alloc_async(gm_dctx *ctx, gm_cu_deviceptr *ptr, size_t bytes, gm_dstream *stream)
+{
+    int rc = sim_stream_query(ctx, stream);
+    if (rc != CU_OK && rc != GM_CUDA_ERROR_NOT_READY)
+        return rc;
+    return sim_mem_alloc(ctx, ptr, bytes);
+}
+
+static int sim_mem_free_async(gm_dctx *ctx, gm_cu_deviceptr ptr, gm_dstream *stream)
+{
+    int rc = sim_stream_synchronize(ctx, stream);
+    return rc != CU_OK ? rc : sim_mem_free(ctx, ptr);
+}
+
 static int sim_stream_query(gm_dctx *ctx, gm_dstream *stream)
 {
     gm_dstream *s;
@@ -1854,6 +1873,8 @@ static const gm_driver sim_driver = {
     .mem_get_info = sim_mem_get_info,
     .mem_alloc = sim_mem_alloc,
     .mem_free = sim_mem_free,
+    .mem_alloc_async = sim_mem_alloc_async,
+    .mem_free_async = sim_mem_free_async,
     .mem_alloc_managed = sim_mem_alloc_managed,
     .mem_host_alloc = sim_mem_host_alloc,
     .mem_free_host = sim_mem_free_host,

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "child.h"
+#include "context.h"
 #include "driver.h"
 #include "gpumem.h"
 #include "tap.h"
@@ -55,7 +56,7 @@ static void walk(const void *arg, child_result *out)
 
 int main(void)
 {
-    plan(26);
+    plan(29);
     child_result r;
 
     static const char *const bogus[] = {"GPUMEM_BACKEND", "opencl", NULL};
@@ -136,5 +137,19 @@ int main(void)
     is_int(gpumem_debug_fail_call(1, 0), GPUMEM_ERROR_INVALID_VALUE, "success is not an error to inject");
     is_str(gpumem_debug_driver_error_name(GM_CUDA_ERROR_DEVICE_UNAVAILABLE), "CUDA_ERROR_DEVICE_UNAVAILABLE",
            "driver error names");
+
+    /* Stream-ordered allocation (the driver's pool, which benchmarks compare with ours). */
+    gpumem_context *c = NULL;
+    gpumem_context_create(0, &c);
+    uint64_t f0 = 0, f1 = 0, f2 = 0, t = 0;
+    gpumem_memory_info(c, &f0, &t);
+    gm_cu_deviceptr p = 0;
+    is_int(GM_DRV(mem_alloc_async, c->dctx, &p, 1 << 20, NULL), 0, "cuMemAllocAsync on the default stream");
+    gpumem_memory_info(c, &f1, &t);
+    is_int(f0 - f1, 1 << 20, "takes its bytes");
+    GM_DRV(mem_free_async, c->dctx, p, NULL);
+    gpumem_memory_info(c, &f2, &t);
+    is_int(f2, f0, "cuMemFreeAsync gives them back");
+    gpumem_context_release(c);
     return exit_status();
 }
