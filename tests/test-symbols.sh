@@ -4,7 +4,7 @@
 srcdir=${GPUMEM_TEST_SRCDIR:-.}
 builddir=${GPUMEM_TEST_BUILDDIR:-.}
 so=$(ls "$builddir"/lib/.libs/libgpumem.so.* 2>/dev/null | head -n 1)
-echo "1..6"
+echo "1..8"
 if [ -z "$so" ] || ! command -v nm >/dev/null 2>&1; then
     echo "Bail out! no shared library or no nm"
     exit 1
@@ -34,3 +34,21 @@ if [ -z "$diffmap" ]; then echo "ok 5 - lib/libgpumem.map lists exactly the decl
 soname=$(objdump -p "$so" 2>/dev/null | awk '$1 == "SONAME" {print $2}')
 if [ "$soname" = "libgpumem.so.1" ]; then echo "ok 6 - SONAME is libgpumem.so.1"; else
     echo "not ok 6 - SONAME is '$soname'"; fi
+
+# The static archive: only gpumem_* names are global, and a static link works.
+a="$builddir/lib/.libs/libgpumem.a"
+if [ -f "$a" ]; then
+    others=$(nm -g --defined-only "$a" 2>/dev/null | awk 'NF == 3 {print $3}' | grep -v '^gpumem_' | sort -u)
+    if [ -z "$others" ]; then echo "ok 7 - the static archive defines only gpumem_* globals"; else
+        echo "not ok 7 - the static archive also defines:"; echo "$others" | head -20 | sed 's/^/# /'; fi
+    printf '#include <gpumem.h>\nint main(void) { const char *b; gpumem_context *c;\n  if (gpumem_backend(&b) != GPUMEM_OK || gpumem_context_create(0, &c) != GPUMEM_OK) return 1;\n  return gpumem_context_release(c) != GPUMEM_OK; }\n' >"$tmp/static.c"
+    if ${CC:-cc} ${GPUMEM_TEST_CFLAGS:-} -I"$srcdir/include" -I"$builddir/include" "$tmp/static.c" -o "$tmp/static" \
+        ${GPUMEM_TEST_LDFLAGS:-} "$a" -pthread -ldl >"$tmp/log" 2>&1 && "$tmp/static" >>"$tmp/log" 2>&1; then
+        echo "ok 8 - a program links the static archive and makes a context"
+    else
+        echo "not ok 8 - a static link"; sed 's/^/# /' "$tmp/log"
+    fi
+else
+    echo "ok 7 # SKIP no static archive (--disable-static)"
+    echo "ok 8 # SKIP no static archive (--disable-static)"
+fi
