@@ -36,6 +36,14 @@ static gpumem_status check_dtype(const char *what, const gpumem_dtype *dtype, si
     return st;
 }
 
+/* A dtype and a shape fit for an array: item size and byte count (nbytes may be NULL). */
+static gpumem_status check_layout(const char *what, int ndim, const int64_t *shape, const gpumem_dtype *dtype,
+                                  size_t *itemsize, int64_t *nbytes)
+{
+    gpumem_status st = check_dtype(what, dtype, itemsize);
+    return st != GPUMEM_OK ? st : gm_layout_check_shape(what, ndim, shape, *itemsize, NULL, nbytes);
+}
+
 /* A handle with no memory yet: shape, strides, dtype and context filled and
  * retained. */
 static gpumem_array *array_alloc(gpumem_memory_kind kind, gpumem_context *ctx, int ndim, const int64_t *shape,
@@ -103,9 +111,7 @@ gpumem_status gm_array_new_device(const char *what, gpumem_context *ctx, int ndi
 {
     size_t itemsize;
     int64_t nbytes;
-    gpumem_status st = check_dtype(what, dtype, &itemsize);
-    if (st == GPUMEM_OK)
-        st = gm_layout_check_shape(what, ndim, shape, itemsize, NULL, &nbytes);
+    gpumem_status st = check_layout(what, ndim, shape, dtype, &itemsize, &nbytes);
     if (st != GPUMEM_OK)
         return st;
     gpumem_array *a = array_alloc(GPUMEM_MEMORY_DEVICE, ctx, ndim, shape, strides, dtype, itemsize);
@@ -117,10 +123,10 @@ gpumem_status gm_array_new_device(const char *what, gpumem_context *ctx, int ndi
          * deferred frees too (gm_pool_set_flush_hook). */
         st = gm_pool_alloc(pool, (size_t)nbytes, stream, what, &a->alloc_dev, &a->pool_token);
         if (st != GPUMEM_OK) {
-            char msg[1024];
-            snprintf(msg, sizeof msg, "%s", gpumem_last_error());
+            gm_error_hold();
             array_free(a);
-            return gm_error(st, "%s", msg);
+            gm_error_unhold();
+            return st;
         }
         a->owned = GM_OWNED_POOL;
         a->pool_stream = stream;
@@ -149,9 +155,7 @@ gpumem_status gm_array_new_host(const char *what, int ndim, const int64_t *shape
 {
     size_t itemsize;
     int64_t nbytes;
-    gpumem_status st = check_dtype(what, dtype, &itemsize);
-    if (st == GPUMEM_OK)
-        st = gm_layout_check_shape(what, ndim, shape, itemsize, NULL, &nbytes);
+    gpumem_status st = check_layout(what, ndim, shape, dtype, &itemsize, &nbytes);
     if (st != GPUMEM_OK)
         return st;
     gpumem_array *a = array_alloc(GPUMEM_MEMORY_HOST, NULL, ndim, shape, strides, dtype, itemsize);
@@ -176,9 +180,7 @@ gpumem_status gm_array_new_locked(const char *what, gpumem_memory_kind kind, gpu
 {
     size_t itemsize;
     int64_t nbytes;
-    gpumem_status st = check_dtype(what, dtype, &itemsize);
-    if (st == GPUMEM_OK)
-        st = gm_layout_check_shape(what, ndim, shape, itemsize, NULL, &nbytes);
+    gpumem_status st = check_layout(what, ndim, shape, dtype, &itemsize, &nbytes);
     if (st != GPUMEM_OK)
         return st;
     gpumem_array *a = array_alloc(kind, ctx, ndim, shape, strides, dtype, itemsize);
@@ -212,10 +214,10 @@ gpumem_status gm_array_new_locked(const char *what, gpumem_memory_kind kind, gpu
             st = gm_drv_check(GM_DRV(mem_host_get_device_pointer, ctx->dctx, &a->alloc_dev, a->alloc_host),
                               GM_OP_mem_host_get_device_pointer, what);
         if (st != GPUMEM_OK) {
-            char msg[1024];
-            snprintf(msg, sizeof msg, "%s", gpumem_last_error());
+            gm_error_hold();
             array_free(a);
-            return gm_error(st, "%s", msg);
+            gm_error_unhold();
+            return st;
         }
     }
     a->host = a->alloc_host;
@@ -231,9 +233,7 @@ gpumem_status gm_array_wrap(const char *what, gpumem_context *ctx, gpumem_memory
                                    gpumem_array **out)
 {
     size_t itemsize;
-    gpumem_status st = check_dtype(what, dtype, &itemsize);
-    if (st == GPUMEM_OK)
-        st = gm_layout_check_shape(what, ndim, shape, itemsize, NULL, NULL);
+    gpumem_status st = check_layout(what, ndim, shape, dtype, &itemsize, NULL);
     if (st != GPUMEM_OK)
         return st;
     int64_t c_strides[GM_MAX_NDIM];
@@ -285,9 +285,7 @@ gpumem_status gm_array_new_pooled_host(const char *what, gpumem_host_pool *pool,
 {
     size_t itemsize;
     int64_t nbytes;
-    gpumem_status st = check_dtype(what, dtype, &itemsize);
-    if (st == GPUMEM_OK)
-        st = gm_layout_check_shape(what, ndim, shape, itemsize, NULL, &nbytes);
+    gpumem_status st = check_layout(what, ndim, shape, dtype, &itemsize, &nbytes);
     if (st != GPUMEM_OK)
         return st;
     bool mapped = (gm_host_pool_alloc_flags(pool) & GM_CU_MEMHOSTALLOC_DEVICEMAP) != 0;
@@ -308,10 +306,10 @@ gpumem_status gm_array_new_pooled_host(const char *what, gpumem_host_pool *pool,
                               GM_OP_mem_host_get_device_pointer, what);
     }
     if (st != GPUMEM_OK) {
-        char msg[1024];
-        snprintf(msg, sizeof msg, "%s", gpumem_last_error());
+        gm_error_hold();
         array_free(a);
-        return gm_error(st, "%s", msg);
+        gm_error_unhold();
+        return st;
     }
     *out = a;
     return GPUMEM_OK;
@@ -355,30 +353,17 @@ GPUMEM_API gpumem_status gpumem_host_array_wrap(void *data, int ndim, const int6
     GM_CHECK_NULL(array);
     if (ndim > 0)
         GM_CHECK_NULL(shape);
+    /* A caller's buffer is foreign memory of kind HOST: the same checks and
+     * wrapping as CAI and DLPack imports, with no owner to tell. */
     size_t itemsize;
-    int64_t nbytes;
     gpumem_status st = check_dtype(what, dtype, &itemsize);
     if (st == GPUMEM_OK)
-        st = gm_layout_check_shape(what, ndim, shape, itemsize, NULL, &nbytes);
+        st = gm_layout_check_memory(what, "argument 'data'", ndim, shape, strides, itemsize,
+                                     (uint64_t)(uintptr_t)data);
     if (st != GPUMEM_OK)
         return st;
-    if (data == NULL && nbytes > 0)
-        return gm_error(GPUMEM_ERROR_NULL_ARGUMENT, "%s: argument 'data' is NULL for %lld bytes", what,
-                        (long long)nbytes);
-    int64_t c_strides[GM_MAX_NDIM];
-    if (strides == NULL) {
-        gm_layout_contiguous_strides(what, ndim, shape, itemsize, 'C', c_strides);
-        strides = c_strides;
-    }
-    int64_t lo, hi;
-    if (!gm_layout_extent(ndim, shape, strides, itemsize, &lo, &hi))
-        return gm_error(GPUMEM_ERROR_OVERFLOW, "%s: the strides reach beyond the address space", what);
-    gpumem_array *a = array_alloc(GPUMEM_MEMORY_HOST, NULL, ndim, shape, strides, dtype, itemsize);
-    if (a == NULL)
-        return out_of_host_memory(what);
-    a->host = data;
-    *array = a;
-    return GPUMEM_OK;
+    return gm_array_wrap(what, NULL, GPUMEM_MEMORY_HOST, (uint64_t)(uintptr_t)data, ndim, shape, strides, dtype,
+                         NULL, NULL, array);
 }
 
 GPUMEM_API gpumem_status gpumem_host_array(int ndim, const int64_t *shape, const gpumem_dtype *dtype, char order,

@@ -1,8 +1,7 @@
 /*
  * cai.c - the CUDA Array Interface, version 3: an array's
  * __cuda_array_interface__ (gpumem_array_interface) and numba's
- * as_cuda_array (gpumem_as_cuda_array); and the layout check and foreign
- * wrapping that DLPack (dlpack.c) shares.
+ * as_cuda_array (gpumem_as_cuda_array).
  */
 #include "config.h"
 
@@ -14,34 +13,8 @@
 #include "dtype.h"
 #include "error.h"
 #include "gpumem/interop.h"
-#include "interop.h"
 #include "layout.h"
 #include "stream.h"
-
-/* ---- shared with dlpack.c --------------------------------------------------------------- */
-
-gpumem_status gm_interop_check_layout(const char *what, const char *data_name, int ndim, const int64_t *shape,
-                                      const int64_t *strides, size_t itemsize, uint64_t data)
-{
-    int64_t size, nbytes;
-    gpumem_status st = gm_layout_check_shape(what, ndim, shape, itemsize, &size, &nbytes);
-    if (st != GPUMEM_OK || size == 0)
-        return st; /* an empty array touches no memory: any address and strides do */
-    if (data == 0)
-        return gm_error(GPUMEM_ERROR_NULL_ARGUMENT, "%s: %s is NULL for a non-empty array of %" PRId64 " elements",
-                        what, data_name, size);
-    int64_t lo = 0, hi = nbytes;
-    if (strides != NULL && !gm_layout_extent(ndim, shape, strides, itemsize, &lo, &hi))
-        return gm_error(GPUMEM_ERROR_OVERFLOW, "%s: the strides reach beyond the address space", what);
-    /* lo <= 0 < hi: the elements lie in [data + lo, data + hi). */
-    uint64_t below = (uint64_t)0 - (uint64_t)lo, above = (uint64_t)hi;
-    if (below > data || above > UINT64_MAX - data)
-        return gm_error(GPUMEM_ERROR_OVERFLOW,
-                        "%s: the elements reach from %" PRId64 " to %" PRId64 " bytes around %s 0x%" PRIx64
-                        ", beyond the address space",
-                        what, lo, hi, data_name, data);
-    return GPUMEM_OK;
-}
 
 /* ---- gpumem_array_interface ---------------------------------------------------------------- */
 
@@ -243,7 +216,7 @@ GPUMEM_API gpumem_status gpumem_as_cuda_array(gpumem_context *ctx, const gpumem_
     if (st != GPUMEM_OK)
         return st;
     const int64_t *strides = desc->has_strides ? desc->strides : NULL;
-    st = gm_interop_check_layout(what, "desc->data", desc->ndim, desc->shape, strides, dt->itemsize, desc->data);
+    st = gm_layout_check_memory(what, "desc->data", desc->ndim, desc->shape, strides, dt->itemsize, desc->data);
     if (st == GPUMEM_OK)
         ctx = gm_context_or_default(ctx, &st);
     if (st == GPUMEM_OK && desc->has_stream && !(flags & GPUMEM_CAI_NO_SYNCHRONIZE))

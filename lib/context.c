@@ -213,11 +213,9 @@ static gpumem_status context_new(int device, gpumem_selection rule, const char *
     if (rc == 0)
         st = gm_dealloc_init(&ctx->dealloc, total);
     if (rc != 0 || st != GPUMEM_OK) {
-        char msg[1024];
-        snprintf(msg, sizeof msg, "%s", gpumem_last_error());
-        GM_DRV(primary_ctx_release, device);
+        GM_DRV(primary_ctx_release, device); /* a raw call: the message stays */
         free(ctx);
-        return rc != 0 ? gm_drv_check(rc, GM_OP_device_total_mem, what) : gm_error(st, "%s: %s", what, msg);
+        return rc != 0 ? gm_drv_check(rc, GM_OP_device_total_mem, what) : gm_error_prefix(st, what);
     }
     /* Pools flush this context's deferred frees before they give up. */
     gm_pool_set_flush_hook(gm_dealloc_flush_for_retry);

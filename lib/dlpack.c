@@ -17,7 +17,6 @@
 #include "dtype.h"
 #include "error.h"
 #include "gpumem/interop.h"
-#include "interop.h"
 #include "layout.h"
 
 /* The documented LP64 layout (dlpack_abi.h); tests/test-dlpack-abi.c also
@@ -419,7 +418,7 @@ GPUMEM_API gpumem_status gpumem_array_from_dlpack(gpumem_context *ctx, void *ten
     if (base == 0 && size > 0)
         return gm_error(GPUMEM_ERROR_NULL_ARGUMENT, "%s: the tensor's data is NULL for %" PRId64 " elements", what,
                         size);
-    st = gm_interop_check_layout(what, "data + byte_offset", ndim, t->shape, bstrides, dt->itemsize, ptr);
+    st = gm_layout_check_memory(what, "data + byte_offset", ndim, t->shape, bstrides, dt->itemsize, ptr);
     if (st != GPUMEM_OK)
         return st;
 

@@ -17,6 +17,7 @@
 
 static _Thread_local char last_message[GM_MESSAGE_MAX];
 static _Thread_local gpumem_status last_status;
+static _Thread_local int hold_depth; /* > 0: cleanup runs; keep the first error */
 
 static const struct {
     const char *name;
@@ -86,6 +87,8 @@ gpumem_status gm_error(gpumem_status st, const char *fmt, ...)
 {
     /* Format into a scratch buffer first: fmt's arguments may point into
      * last_message itself (a message that wraps the previous one). */
+    if (hold_depth > 0)
+        return st;
     char buf[GM_MESSAGE_MAX];
     va_list ap;
     va_start(ap, fmt);
@@ -95,6 +98,16 @@ gpumem_status gm_error(gpumem_status st, const char *fmt, ...)
     last_status = st;
     gm_debug("error %s: %s", gpumem_status_string(st), buf);
     return st;
+}
+
+void gm_error_hold(void)
+{
+    hold_depth++;
+}
+
+void gm_error_unhold(void)
+{
+    hold_depth--;
 }
 
 gpumem_status gm_error_prefix(gpumem_status st, const char *prefix)

@@ -11,6 +11,13 @@
 gpumem_status gm_error(gpumem_status st, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+/* Cleanup after a failure: between gm_error_hold() and gm_error_unhold()
+ * (they nest) failures of the cleanup leave the thread's first error, status
+ * and message, as it was:
+ *     gm_error_hold(); array_free(a); gm_error_unhold(); return st; */
+void gm_error_hold(void);
+void gm_error_unhold(void);
+
 /* Prefixes the thread's current message with "prefix: " (keeps the status). */
 gpumem_status gm_error_prefix(gpumem_status st, const char *prefix);
 

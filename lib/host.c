@@ -276,14 +276,13 @@ static gpumem_status begin(const char *what, gpumem_context *ctx, gpumem_array *
         st = register_pages(reg, s, e, &room, what);
     }
     if (st != GPUMEM_OK) {
-        gpumem_status keep = st;
-        char msg[1024];
-        snprintf(msg, sizeof msg, "%s", gpumem_last_error());
+        gm_error_hold();
         for (size_t i = 0; i < reg->npieces; i++)
             unref_range(reg->pieces[i], what);
         pthread_mutex_unlock(&lock);
         registration_free(reg);
-        return gm_error(keep, "%s", msg);
+        gm_error_unhold();
+        return st;
     }
     reg->next = live;
     live = reg;
@@ -363,12 +362,12 @@ GPUMEM_API gpumem_status gpumem_mapped(gpumem_context *ctx, gpumem_array *const 
     for (; made < count && st == GPUMEM_OK; made++)
         st = gm_array_mapped_view(what, c, arrays[made], &device_views[made]);
     if (st != GPUMEM_OK) {
-        char msg[1024];
-        snprintf(msg, sizeof msg, "%s", gpumem_last_error());
+        gm_error_hold();
         while (--made > 0)
             gpumem_array_release(device_views[made - 1]);
         end(what, &reg, true);
-        return gm_error(st, "%s", msg);
+        gm_error_unhold();
+        return st;
     }
     *registration = reg;
     return GPUMEM_OK;

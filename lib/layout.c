@@ -615,3 +615,26 @@ gpumem_status gm_layout_index(const char *what, int ndim, const int64_t *shape, 
     *offset = off;
     return GPUMEM_OK;
 }
+
+gpumem_status gm_layout_check_memory(const char *what, const char *data_name, int ndim, const int64_t *shape,
+                                     const int64_t *strides, size_t itemsize, uint64_t data)
+{
+    int64_t size, nbytes;
+    gpumem_status st = gm_layout_check_shape(what, ndim, shape, itemsize, &size, &nbytes);
+    if (st != GPUMEM_OK || size == 0)
+        return st; /* an empty array touches no memory: any address and strides do */
+    if (data == 0)
+        return gm_error(GPUMEM_ERROR_NULL_ARGUMENT, "%s: %s is NULL for a non-empty array of %" PRId64 " elements",
+                        what, data_name, size);
+    int64_t lo = 0, hi = nbytes;
+    if (strides != NULL && !gm_layout_extent(ndim, shape, strides, itemsize, &lo, &hi))
+        return gm_error(GPUMEM_ERROR_OVERFLOW, "%s: the strides reach beyond the address space", what);
+    /* lo <= 0 < hi: the elements lie in [data + lo, data + hi). */
+    uint64_t below = (uint64_t)0 - (uint64_t)lo, above = (uint64_t)hi;
+    if (below > data || above > UINT64_MAX - data)
+        return gm_error(GPUMEM_ERROR_OVERFLOW,
+                        "%s: the elements reach from %" PRId64 " to %" PRId64 " bytes around %s 0x%" PRIx64
+                        ", beyond the address space",
+                        what, lo, hi, data_name, data);
+    return GPUMEM_OK;
+}

@@ -144,4 +144,12 @@ gpumem_status gm_layout_view(const char *what, int ndim, const int64_t *shape, c
 gpumem_status gm_layout_index(const char *what, int ndim, const int64_t *shape, const int64_t *strides,
                               const int64_t *index, int64_t *offset);
 
+/* Checks memory another party describes (a caller's buffer, a CAI or
+ * DLPack import): the shape (gm_layout_check_shape), strides (NULL: C
+ * order) whose extent fits in int64_t, a data address that is not 0 for a
+ * non-empty array (`data_name` names it in the message), and
+ * [data + lo, data + hi) inside the 64-bit address space. */
+gpumem_status gm_layout_check_memory(const char *what, const char *data_name, int ndim, const int64_t *shape,
+                                     const int64_t *strides, size_t itemsize, uint64_t data);
+
 #endif /* GM_LAYOUT_H */

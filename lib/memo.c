@@ -256,11 +256,8 @@ static gpumem_status run_create(const char *what, gpumem_context *ctx, gm_memo *
     bool said = gpumem_last_status() != before_st || strncmp(before, gpumem_last_error(), sizeof before - 1) != 0;
     if (!said)
         return gm_error(st, "%s: the create callback failed with %s", what, gpumem_status_string(st));
-    if (gpumem_last_status() != st) { /* keep its message, with the status it returned */
-        char msg[1024];
-        snprintf(msg, sizeof msg, "%s", gpumem_last_error());
-        return gm_error(st, "%s", msg);
-    }
+    if (gpumem_last_status() != st) /* keep its message, with the status it returned */
+        return gm_error(st, "%s", gpumem_last_error());
     return st;
 }
 

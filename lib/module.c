@@ -190,9 +190,7 @@ static gpumem_status module_create(gpumem_context *ctx, const void *key, size_t 
         gpumem_status st = gm_drv_check(rc, GM_OP_module_load_data, what);
         if (n == 0)
             return st;
-        char msg[1024];
-        snprintf(msg, sizeof msg, "%s", gpumem_last_error());
-        return gm_error(st, "%s; log: %s", msg, log);
+        return gm_error(st, "%s; log: %s", gpumem_last_error(), log); /* gm_error copes with its own message */
     }
     atomic_init(&m->refs, 1); /* the cache's */
     m->ctx = ctx;
@@ -446,11 +444,8 @@ GPUMEM_API gpumem_status gpumem_function_set_attribute(gpumem_function *function
              function->name);
     int rc = GM_DRV(func_set_attribute, function->module->ctx->dctx, function->df, (int)attr, value);
     gpumem_status st = gm_drv_check(rc, GM_OP_func_set_attribute, what);
-    if (rc == GM_CUDA_ERROR_INVALID_VALUE) { /* a value the device refuses */
-        char msg[1024];
-        snprintf(msg, sizeof msg, "%s", gpumem_last_error());
-        st = gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s", msg);
-    }
+    if (rc == GM_CUDA_ERROR_INVALID_VALUE) /* a value the device refuses */
+        st = gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s", gpumem_last_error());
     return st;
 }
 
@@ -536,10 +531,10 @@ GPUMEM_API gpumem_status gpumem_const_array_like(gpumem_module *module, const ch
     }
     st = gpumem_array_copy(d, array, stream);
     if (st != GPUMEM_OK) {
-        char msg[1024];
-        snprintf(msg, sizeof msg, "%s", gpumem_last_error());
+        gm_error_hold();
         gpumem_array_release(d);
-        return gm_error(st, "%s: copying into '%s': %s", what, symbol, msg);
+        gm_error_unhold();
+        return gm_error(st, "%s: copying into '%s': %s", what, symbol, gpumem_last_error());
     }
     *device_array = d;
     return GPUMEM_OK;
