@@ -17,6 +17,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "tap.h"
+
 typedef struct child_result {
     int status;      /* a gpumem_status */
     long value[4];   /* case-defined values */
@@ -103,6 +105,36 @@ static void remove_home(char *dir)
     unlink(path);
     rmdir(dir);
     free(dir);
+}
+
+
+/* The fault walk: runs fn (the workload, arg a long k) in a child for every
+ * k from 1 to n with the k-th driver call failing (fn arms it with
+ * gpumem_debug_fail_call(k, CUDA_ERROR_UNKNOWN)).  fn reports its status,
+ * its last error in text, and in value[1] the memory it did not give back.
+ * Two TAP results: every run failed cleanly (an error, no crash, nothing kept
+ * unless the failed call was `free_call`, whose bytes cannot come back), and
+ * every message names the injected error. */
+static void fault_walk(child_fn fn, long n, const char *free_call) __attribute__((unused));
+static void fault_walk(child_fn fn, long n, const char *free_call)
+{
+    int clean = 1, named = 1;
+    child_result r;
+    for (long k = 1; k <= n; k++) {
+        run_child(fn, &k, &r);
+        int failed = r.exited && r.exit_code == 0 && r.status != 0 && r.status != -1;
+        int leak_ok = r.value[1] == 0 || strstr(r.text, free_call) != NULL;
+        if (!failed || !leak_ok) {
+            clean = 0;
+            diag("call %ld: exit %d, status %d, %ld bytes kept: %s", k, r.exit_code, r.status, r.value[1], r.text);
+        }
+        if (strstr(r.text, "CUDA_ERROR_UNKNOWN") == NULL) {
+            named = 0;
+            diag("call %ld: message without the driver error: %s", k, r.text);
+        }
+    }
+    ok(clean, "failing any one of the %ld calls fails the workload cleanly, without leaks", n);
+    ok(named, "every failure's message names the injected driver error");
 }
 
 #endif /* GPUMEM_TEST_CHILD_H */

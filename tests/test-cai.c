@@ -7,6 +7,7 @@
 
 #include <gpumem.h>
 
+#include "arrays.h"
 #include "tap.h"
 
 static gpumem_context *ctx;
@@ -18,29 +19,6 @@ static void release_owner(void *owner)
 {
     released++;
     released_owner = owner;
-}
-
-static int64_t calls(const char *op)
-{
-    uint64_t n = 0;
-    gpumem_debug_driver_calls(op, &n);
-    return (int64_t)n;
-}
-
-/* Reads a whole array (any kind) into a C-ordered host buffer. */
-static int read_all(gpumem_array *a, void *out)
-{
-    int ndim;
-    int64_t shape[GPUMEM_MAX_NDIM];
-    const gpumem_dtype *dt;
-    gpumem_array_ndim(a, &ndim);
-    gpumem_array_shape(a, shape);
-    gpumem_array_dtype(a, &dt);
-    gpumem_array *h = NULL;
-    int rc = gpumem_host_array_wrap(out, ndim, shape, NULL, dt, &h) == GPUMEM_OK &&
-             gpumem_array_copy(h, a, NULL) == GPUMEM_OK;
-    gpumem_array_release(h);
-    return rc;
 }
 
 /* A device array with the values 0, 1, 2, ... */

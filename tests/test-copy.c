@@ -6,17 +6,11 @@
 
 #include <gpumem.h>
 
+#include "arrays.h"
 #include "tap.h"
 
 static gpumem_context *ctx;
 static const gpumem_dtype *i32;
-
-static int64_t calls(const char *op)
-{
-    uint64_t n = 0;
-    gpumem_debug_driver_calls(op, &n);
-    return (int64_t)n;
-}
 
 typedef struct counts {
     int64_t c1, c2, c3;

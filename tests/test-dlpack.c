@@ -10,6 +10,7 @@
 #include <gpumem.h>
 
 #include "dlpack_abi.h"
+#include "arrays.h"
 #include "tap.h"
 
 static gpumem_context *ctx;
@@ -65,21 +66,6 @@ static void refused(void *tensor, unsigned flags, gpumem_status st, const char *
         diag("  got %s (%s), array %p, deleted %d", gpumem_status_string(got), gpumem_last_error(), (void *)a,
              deleted);
     gpumem_array_release(a);
-}
-
-static int read_all(gpumem_array *a, void *out)
-{
-    int ndim;
-    int64_t shape[GPUMEM_MAX_NDIM];
-    const gpumem_dtype *dt;
-    gpumem_array_ndim(a, &ndim);
-    gpumem_array_shape(a, shape);
-    gpumem_array_dtype(a, &dt);
-    gpumem_array *h = NULL;
-    int rc = gpumem_host_array_wrap(out, ndim, shape, NULL, dt, &h) == GPUMEM_OK &&
-             gpumem_array_copy(h, a, NULL) == GPUMEM_OK;
-    gpumem_array_release(h);
-    return rc;
 }
 
 static gpumem_array *iota(int ndim, const int64_t *shape)

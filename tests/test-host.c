@@ -8,14 +8,8 @@
 
 #include <gpumem.h>
 
+#include "arrays.h"
 #include "tap.h"
-
-static int64_t calls(const char *op)
-{
-    uint64_t n = 0;
-    gpumem_debug_driver_calls(op, &n);
-    return (int64_t)n;
-}
 
 static int pinned_p(const void *p, size_t n)
 {

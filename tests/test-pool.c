@@ -914,24 +914,7 @@ static void test_faults(void)
     long n = r.value[0];
     ok(n > 20, "it makes %ld driver calls", n);
     is_int(r.value[1], 0, "and gives all device memory back");
-    int clean = 1, named = 1;
-    for (k = 1; k <= n; k++) {
-        run_child(fault_child, &k, &r);
-        int failed = r.exited && r.exit_code == 0 && r.status != GPUMEM_OK && r.status != -1;
-        /* A failed cuMemFree cannot give its bytes back; every other failure must. */
-        int leak_ok = r.value[1] == 0 || strstr(r.text, "cuMemFree") != NULL;
-        if (!failed || !leak_ok) {
-            clean = 0;
-            diag("call %ld: exit %d, %s, %ld bytes kept: %s", k, r.exit_code,
-                 gpumem_status_string((gpumem_status)r.status), r.value[1], r.text);
-        }
-        if (strstr(r.text, "CUDA_ERROR_UNKNOWN") == NULL) {
-            named = 0;
-            diag("call %ld: message without the driver error: %s", k, r.text);
-        }
-    }
-    ok(clean, "failing any one of the %ld calls fails the workload cleanly, without leaks", n);
-    ok(named, "every failure's message names the injected driver error");
+    fault_walk(fault_child, n, "cuMemFree");
 }
 
 /* Runs a TAP section in a child with its own environment; its results
