@@ -1,0 +1,73 @@
+/*
+ * alloc.h - the context allocator (private): every allocation and free of
+ * device, page-locked (pinned, mapped) and managed memory that arrays,
+ * scratch space and staging buffers use goes through here.
+ *
+ * It owns, in one place:
+ *  - the choice between the context's pool (gpumem_context_set_pool) and the
+ *    driver;
+ *  - the one out-of-memory ladder: on the driver's CUDA_ERROR_OUT_OF_MEMORY,
+ *    give the context's pool's held blocks back to the driver, flush the
+ *    context's deferred frees, and retry once;
+ *  - where a free goes: driver memory into the deferred-deallocation queue
+ *    (dealloc.c, numba's semantics), pool blocks back to their pool, ordered
+ *    after the stream that may still use them.
+ *
+ * Layering: alloc calls pools, the deferred queue, the host registry and the
+ * driver; nothing below it calls up.  Arrays, copies and staging call it.
+ */
+#ifndef GM_ALLOC_H
+#define GM_ALLOC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "context.h"
+#include "driver.h"
+#include "gpumem/pool.h"
+#include "gpumem/stream.h"
+
+/* What a block is, and so how it is freed. */
+typedef enum gm_mem {
+    GM_MEM_NONE = 0,  /* nothing (a zero-byte request): freeing it does nothing */
+    GM_MEM_DEVICE,    /* cuMemAlloc */
+    GM_MEM_LOCKED,    /* cuMemHostAlloc: pinned, or mapped with DEVICEMAP */
+    GM_MEM_MANAGED,   /* cuMemAllocManaged */
+    GM_MEM_POOL       /* a block of a device or page-locked pool (token) */
+} gm_mem;
+
+/* An allocation.  A plain value: the caller keeps it and hands it back to
+ * gm_alloc_free exactly once. */
+typedef struct gm_block {
+    uint64_t addr;                /* device address (DEVICE, MANAGED, device POOL) or host address */
+    size_t bytes;                 /* bytes asked for */
+    gm_mem mem;
+    struct gpumem_allocation *token; /* GM_MEM_POOL: the pool's token */
+    gpumem_stream *stream;        /* the stream a pool block was allocated on (retained), or NULL */
+} gm_block;
+
+/* bytes of device memory for use on stream (NULL: synchronous use), from the
+ * context's pool when one is set, else from the driver.  0 bytes gives a
+ * GM_MEM_NONE block at address 0.  `what` prefixes error messages. */
+gpumem_status gm_alloc_device(gpumem_context *ctx, size_t bytes, gpumem_stream *stream, const char *what,
+                              gm_block *out);
+
+/* bytes of page-locked host memory (cuMemHostAlloc flags: GM_CU_MEMHOSTALLOC_*),
+ * tracked in the host registry while it lives.  Errors are the host's:
+ * GPUMEM_ERROR_HOST_OUT_OF_MEMORY when the driver has no memory. */
+gpumem_status gm_alloc_locked(gpumem_context *ctx, size_t bytes, unsigned flags, const char *what, gm_block *out);
+
+/* bytes of managed memory (cuMemAllocManaged flags), tracked in the host
+ * registry while it lives. */
+gpumem_status gm_alloc_managed(gpumem_context *ctx, size_t bytes, unsigned flags, const char *what, gm_block *out);
+
+/* A block of a page-locked pool. */
+gpumem_status gm_alloc_host_pool(gpumem_host_pool *pool, size_t bytes, const char *what, gm_block *out);
+
+/* Frees b (allocated in ctx): driver memory through the deferred queue, a
+ * pool block back to its pool, ordered after the work queued on the stream it
+ * was allocated on.  The status is that of any flush it caused; the block is
+ * gone either way.  b is cleared. */
+gpumem_status gm_alloc_free(gpumem_context *ctx, gm_block *b);
+
+#endif /* GM_ALLOC_H */
