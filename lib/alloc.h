@@ -43,7 +43,8 @@ typedef struct gm_block {
     size_t bytes;                 /* bytes asked for */
     gm_mem mem;
     struct gpumem_allocation *token; /* GM_MEM_POOL: the pool's token */
-    gpumem_stream *stream;        /* the stream a pool block was allocated on (retained), or NULL */
+    gpumem_stream *stream;        /* the stream a pool block was allocated on (held), or NULL */
+    gpumem_context *pool_ctx;     /* GM_MEM_POOL: the pool's context, which lives while the block does */
 } gm_block;
 
 /* bytes of device memory for use on stream (NULL: synchronous use), from the

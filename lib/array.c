@@ -8,11 +8,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <stddef.h>
+
 #include "array.h"
-#include "dealloc.h"
+#include "dtype.h"
 #include "error.h"
 #include "gpumem/dtype.h"
-#include "host.h"
+#include "hostreg.h"
 #include "pool.h"
 #include "stream.h"
 
@@ -49,9 +51,12 @@ static gpumem_status check_layout(const char *what, int ndim, const int64_t *sha
 static gpumem_array *array_alloc(gpumem_memory_kind kind, gpumem_context *ctx, int ndim, const int64_t *shape,
                                  const int64_t *strides, const gpumem_dtype *dtype, size_t itemsize)
 {
-    gpumem_array *a = calloc(1, sizeof *a);
+    /* Only the header is cleared: shape and strides beyond ndim are never
+     * read, and clearing all GM_MAX_NDIM of them costs the fast path. */
+    gpumem_array *a = malloc(sizeof *a);
     if (a == NULL)
         return NULL;
+    memset(a, 0, offsetof(gpumem_array, shape));
     atomic_init(&a->refs, 1);
     a->kind = kind;
     a->ndim = ndim;
@@ -60,8 +65,7 @@ static gpumem_array *array_alloc(gpumem_memory_kind kind, gpumem_context *ctx, i
         memcpy(a->shape, shape, (size_t)ndim * sizeof *shape);
         memcpy(a->strides, strides, (size_t)ndim * sizeof *strides);
     }
-    a->dtype = dtype;
-    gpumem_dtype_retain(dtype);
+    a->dtype = gm_dtype_ref(dtype);
     a->ctx = ctx;
     if (ctx != NULL)
         gpumem_context_retain(ctx);
@@ -73,31 +77,27 @@ static gpumem_array *array_alloc(gpumem_memory_kind kind, gpumem_context *ctx, i
 static gpumem_status array_free(gpumem_array *a)
 {
     gpumem_status st = GPUMEM_OK;
-    /* Driver memory goes to the context's deferred-free queue (dealloc.c),
-     * with its real size, pinned memory included. */
-    size_t bytes = (size_t)a->alloc_bytes;
+    gpumem_array *base = a->base;
+    gpumem_context *ctx = a->ctx;
+    gm_dtype_unref(a->dtype);
     if (a->owned == GM_OWNED_HOST) {
         free(a->alloc_host);
-    } else if (a->owned == GM_OWNED_DEVICE || a->owned == GM_OWNED_MANAGED) {
-        if (a->owned == GM_OWNED_MANAGED)
-            gm_host_untrack_allocation(a->alloc_host);
-        st = gm_dealloc_free(a->ctx, GM_FREE_DEVICE, a->alloc_dev, bytes);
-    } else if (a->owned == GM_OWNED_LOCKED) {
-        gm_host_untrack_allocation(a->alloc_host);
-        st = gm_dealloc_free(a->ctx, GM_FREE_HOST, (uint64_t)(uintptr_t)a->alloc_host, bytes);
-    } else if (a->owned == GM_OWNED_POOL) {
-        /* Back to the pool, ordered on the stream it was allocated on while
-         * that stream lives (a destroyed stream was synchronized: nothing
-         * of it is pending). */
-        st = gm_pool_release(a->pool_token, gm_stream_if_alive(a->ctx, a->pool_stream), "gpumem_array_release");
+    } else if (a->owned == GM_OWNED_BLOCK) {
+        /* A borrowed context lives while the block does: nothing of ctx is
+         * used after the block went back. */
+        gm_block b = a->block;
+        bool borrowed = a->ctx_borrowed;
+        free(a);
+        st = gm_alloc_free(ctx, &b);
+        if (!borrowed)
+            gpumem_context_release(ctx);
+        return gm_keep_first(st, gpumem_array_release(base));
     } else if (a->owned == GM_OWNED_FOREIGN && a->owner_release != NULL) {
         a->owner_release(a->owner);
     }
-    gpumem_dtype_release(a->dtype);
-    gpumem_context_release(a->ctx);
-    gpumem_status bst = gpumem_array_release(a->base);
     free(a);
-    return st != GPUMEM_OK ? st : bst;
+    gpumem_context_release(ctx);
+    return gm_keep_first(st, gpumem_array_release(base));
 }
 
 static gpumem_status out_of_host_memory(const char *what)
@@ -114,38 +114,26 @@ gpumem_status gm_array_new_device(const char *what, gpumem_context *ctx, int ndi
     gpumem_status st = check_layout(what, ndim, shape, dtype, &itemsize, &nbytes);
     if (st != GPUMEM_OK)
         return st;
-    gpumem_array *a = array_alloc(GPUMEM_MEMORY_DEVICE, ctx, ndim, shape, strides, dtype, itemsize);
+    gpumem_array *a = array_alloc(GPUMEM_MEMORY_DEVICE, NULL, ndim, shape, strides, dtype, itemsize);
     if (a == NULL)
         return out_of_host_memory(what);
-    gpumem_pool *pool = atomic_load_explicit(&ctx->pool, memory_order_acquire);
-    if (nbytes > 0 && pool != NULL) {
-        /* The context's pool: its own out-of-memory ladder flushes the
-         * deferred frees too (gm_pool_set_flush_hook). */
-        st = gm_pool_alloc(pool, (size_t)nbytes, stream, what, &a->alloc_dev, &a->pool_token);
-        if (st != GPUMEM_OK) {
-            gm_error_hold();
-            array_free(a);
-            gm_error_unhold();
-            return st;
-        }
-        a->owned = GM_OWNED_POOL;
-        a->pool_stream = stream;
-        a->alloc_bytes = nbytes;
-    } else if (nbytes > 0) {
-        int rc = GM_DRV(mem_alloc, ctx->dctx, &a->alloc_dev, (size_t)nbytes);
-        if (rc == GM_CUDA_ERROR_OUT_OF_MEMORY && gm_dealloc_flush_for_retry(ctx))
-            rc = GM_DRV(mem_alloc, ctx->dctx, &a->alloc_dev, (size_t)nbytes);
-        if (rc != 0) {
-            array_free(a);
-            char where[200];
-            snprintf(where, sizeof where, "%s: %lld bytes on device %d", what, (long long)nbytes, ctx->device);
-            return gm_drv_check(rc, GM_OP_mem_alloc, where);
-        }
-        a->owned = GM_OWNED_DEVICE;
-        a->alloc_bytes = nbytes;
+    a->ctx = ctx;
+    st = gm_alloc_device(ctx, (size_t)nbytes, stream, what, &a->block);
+    /* A block of the context's own pool lends the array the pool's
+     * reference to ctx (kept until the block is back, even by a destroyed
+     * pool): the fast path then touches no counter that threads share. */
+    a->ctx_borrowed = st == GPUMEM_OK && a->block.mem == GM_MEM_POOL && a->block.pool_ctx == ctx;
+    if (!a->ctx_borrowed)
+        gpumem_context_retain(ctx);
+    if (st != GPUMEM_OK) {
+        gm_error_hold();
+        array_free(a);
+        gm_error_unhold();
+        return st;
     }
+    a->owned = GM_OWNED_BLOCK;
     /* Contiguous strides are never negative, so element 0 is the allocation's start. */
-    a->dev = a->alloc_dev;
+    a->dev = a->block.addr;
     *out = a;
     return GPUMEM_OK;
 }
@@ -186,43 +174,25 @@ gpumem_status gm_array_new_locked(const char *what, gpumem_memory_kind kind, gpu
     gpumem_array *a = array_alloc(kind, ctx, ndim, shape, strides, dtype, itemsize);
     if (a == NULL)
         return out_of_host_memory(what);
-    /* The driver refuses empty allocations; an empty array needs no memory. */
-    size_t bytes = nbytes > 0 ? (size_t)nbytes : 0;
-    int rc = 0, op = kind == GPUMEM_MEMORY_MANAGED ? GM_OP_mem_alloc_managed : GM_OP_mem_host_alloc;
-    for (int attempt = 0; bytes > 0 && attempt < 2; attempt++) {
-        if (kind == GPUMEM_MEMORY_MANAGED) {
-            rc = GM_DRV(mem_alloc_managed, ctx->dctx, &a->alloc_dev, bytes, flags);
-            a->alloc_host = (void *)(uintptr_t)a->alloc_dev;
-        } else {
-            rc = GM_DRV(mem_host_alloc, ctx->dctx, &a->alloc_host, bytes, flags);
-        }
-        /* Out of memory: flush the deferred frees and retry once. */
-        if (rc != GM_CUDA_ERROR_OUT_OF_MEMORY || !gm_dealloc_flush_for_retry(ctx))
-            break;
-    }
-    if (rc != 0) {
+    if (kind == GPUMEM_MEMORY_MANAGED)
+        st = gm_alloc_managed(ctx, (size_t)nbytes, flags, what, &a->block);
+    else
+        st = gm_alloc_locked(ctx, (size_t)nbytes, flags, what, &a->block);
+    a->owned = GM_OWNED_BLOCK;
+    /* Managed memory is addressed alike on both sides; a mapped array's
+     * device address comes from the driver. */
+    a->host = (char *)(uintptr_t)a->block.addr;
+    if (st == GPUMEM_OK && kind == GPUMEM_MEMORY_MANAGED)
+        a->dev = a->block.addr;
+    if (st == GPUMEM_OK && kind == GPUMEM_MEMORY_MAPPED && nbytes > 0)
+        st = gm_drv_check(GM_DRV(mem_host_get_device_pointer, ctx->dctx, &a->dev, a->host),
+                          GM_OP_mem_host_get_device_pointer, what);
+    if (st != GPUMEM_OK) {
+        gm_error_hold();
         array_free(a);
-        char where[200];
-        snprintf(where, sizeof where, "%s: %zu bytes", what, bytes);
-        return gm_drv_check(rc, op, where);
+        gm_error_unhold();
+        return st;
     }
-    if (bytes > 0) {
-        a->owned = kind == GPUMEM_MEMORY_MANAGED ? GM_OWNED_MANAGED : GM_OWNED_LOCKED;
-        a->alloc_bytes = nbytes;
-        st = gm_host_track_allocation(a->alloc_host, bytes);
-        if (st == GPUMEM_OK && kind == GPUMEM_MEMORY_MAPPED)
-            st = gm_drv_check(GM_DRV(mem_host_get_device_pointer, ctx->dctx, &a->alloc_dev, a->alloc_host),
-                              GM_OP_mem_host_get_device_pointer, what);
-        if (st != GPUMEM_OK) {
-            gm_error_hold();
-            array_free(a);
-            gm_error_unhold();
-            return st;
-        }
-    }
-    a->host = a->alloc_host;
-    if (kind != GPUMEM_MEMORY_PINNED)
-        a->dev = a->alloc_dev;
     *out = a;
     return GPUMEM_OK;
 }
@@ -294,15 +264,13 @@ gpumem_status gm_array_new_pooled_host(const char *what, gpumem_host_pool *pool,
                                   dtype, itemsize);
     if (a == NULL)
         return out_of_host_memory(what);
-    void *p = NULL;
-    st = gm_host_pool_alloc(pool, (size_t)nbytes, what, &p, &a->pool_token);
+    st = gm_alloc_host_pool(pool, (size_t)nbytes, what, &a->block);
     if (st == GPUMEM_OK) {
-        a->owned = GM_OWNED_POOL;
-        a->host = p;
-        a->alloc_bytes = nbytes;
+        a->owned = GM_OWNED_BLOCK;
+        a->host = (char *)(uintptr_t)a->block.addr;
         /* Under unified addressing a mapped block's device address is its host address. */
         if (mapped && nbytes > 0)
-            st = gm_drv_check(GM_DRV(mem_host_get_device_pointer, ctx->dctx, &a->dev, p),
+            st = gm_drv_check(GM_DRV(mem_host_get_device_pointer, ctx->dctx, &a->dev, a->host),
                               GM_OP_mem_host_get_device_pointer, what);
     }
     if (st != GPUMEM_OK) {
@@ -440,6 +408,37 @@ GPUMEM_API gpumem_status gpumem_device_record(gpumem_context *ctx, const gpumem_
     return gpumem_device_array(ctx, 0, NULL, NULL, dtype, 'C', stream, array);
 }
 
+/* A write-back queued on a stream: copy device into host when the stream is
+ * synchronized.  Both arrays are retained until then. */
+typedef struct writeback {
+    gpumem_array *device, *host;
+} writeback;
+
+static gpumem_status writeback_run(void *arg, bool run)
+{
+    writeback *w = arg;
+    gpumem_status st = run ? gpumem_array_copy(w->host, w->device, NULL) : GPUMEM_OK;
+    gpumem_array_release(w->device);
+    gpumem_array_release(w->host);
+    free(w);
+    return st;
+}
+
+static gpumem_status add_writeback(gpumem_stream *stream, gpumem_context *ctx, gpumem_array *device,
+                                   gpumem_array *host)
+{
+    writeback *w = malloc(sizeof *w);
+    if (w == NULL)
+        return gm_error(GPUMEM_ERROR_HOST_OUT_OF_MEMORY, "gpumem_to_device: out of host memory");
+    gpumem_array_retain(device);
+    gpumem_array_retain(host);
+    *w = (writeback){device, host};
+    gpumem_status st = gm_stream_add_writeback(stream, ctx, writeback_run, w);
+    if (st != GPUMEM_OK)
+        writeback_run(w, false);
+    return st;
+}
+
 GPUMEM_API gpumem_status gpumem_to_device(gpumem_context *ctx, gpumem_array *host, gpumem_stream *stream,
                                           unsigned flags, gpumem_array **array)
 {
@@ -464,7 +463,7 @@ GPUMEM_API gpumem_status gpumem_to_device(gpumem_context *ctx, gpumem_array *hos
     if (st == GPUMEM_OK && !(flags & GPUMEM_TO_DEVICE_NO_COPY))
         st = gpumem_array_copy(dev, host, stream);
     if (st == GPUMEM_OK && (flags & GPUMEM_TO_DEVICE_WRITEBACK))
-        st = gm_stream_add_writeback(stream, ctx, dev, host);
+        st = add_writeback(stream, ctx, dev, host);
     if (st != GPUMEM_OK) {
         gpumem_array_release(dev);
         return st;

@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "alloc.h"
 #include "context.h"
 #include "driver.h"
 #include "gpumem/array.h"
@@ -17,12 +18,9 @@
 /* Memory an owner array frees when its last reference goes. */
 typedef enum gm_owned {
     GM_OWNED_NONE = 0,   /* a view, or a wrapped caller buffer */
-    GM_OWNED_DEVICE,     /* cuMemAlloc */
-    GM_OWNED_HOST,       /* malloc */
-    GM_OWNED_LOCKED,     /* cuMemHostAlloc (pinned and mapped arrays) */
-    GM_OWNED_MANAGED,    /* cuMemAllocManaged */
-    GM_OWNED_FOREIGN,    /* memory of another owner: owner_release(owner) at the end */
-    GM_OWNED_POOL        /* a block of a device or page-locked pool (pool_token) */
+    GM_OWNED_HOST,       /* malloc (alloc_host) */
+    GM_OWNED_BLOCK,      /* the context allocator's (block): device, page-locked, managed, pool */
+    GM_OWNED_FOREIGN     /* memory of another owner: owner_release(owner) at the end */
 } gm_owned;
 
 struct gpumem_array {
@@ -38,13 +36,11 @@ struct gpumem_array {
     gm_owned owned;
     bool readonly;               /* writes through the library are refused; views inherit it */
     bool readonly_locked;        /* the memory itself is read-only (an import): cannot be undone */
-    void *alloc_host;            /* what an owner frees */
-    gm_cu_deviceptr alloc_dev;
-    int64_t alloc_bytes;         /* its size */
+    bool ctx_borrowed;           /* ctx is not retained: the pool the block came from holds it */
+    void *alloc_host;            /* GM_OWNED_HOST: what an owner frees */
+    gm_block block;              /* GM_OWNED_BLOCK */
     void (*owner_release)(void *); /* GM_OWNED_FOREIGN: tells the owner the array is gone */
     void *owner;
-    struct gpumem_allocation *pool_token; /* GM_OWNED_POOL */
-    gpumem_stream *pool_stream;           /* the stream it was allocated on (may be gone) */
     int64_t shape[GM_MAX_NDIM];
     int64_t strides[GM_MAX_NDIM];
 };

@@ -16,7 +16,6 @@
 #include "driver.h"
 #include "env.h"
 #include "error.h"
-#include "pool.h"
 #include "stream.h"
 
 /* ---- devices ------------------------------------------------------------------ */
@@ -185,6 +184,48 @@ bool gm_process_exiting(void)
     return atomic_load_explicit(&exiting, memory_order_relaxed);
 }
 
+/* ---- hooks ---- */
+
+static gm_context_hook *hooks; /* by increasing order; fixed once the first context exists */
+
+void gm_context_hook_add(gm_context_hook *hook)
+{
+    gm_context_hook **p = &hooks;
+    while (*p != NULL && (*p)->order <= hook->order)
+        p = &(*p)->next;
+    hook->next = *p;
+    *p = hook;
+}
+
+/* Runs the teardowns of the hooks from `from` on (every hook when NULL),
+ * in increasing order; the first failure is returned. */
+static gpumem_status run_teardowns(gpumem_context *ctx, const gm_context_hook *from)
+{
+    gpumem_status st = GPUMEM_OK;
+    for (const gm_context_hook *h = from != NULL ? from : hooks; h != NULL; h = h->next)
+        if (h->teardown != NULL)
+            st = gm_keep_first(st, h->teardown(ctx));
+    return st;
+}
+
+/* Runs the creates in decreasing order (a recursion over the list, which
+ * holds a handful of hooks); on a failure, tears down what was made. */
+static gpumem_status run_creates(gpumem_context *ctx, const gm_context_hook *h, const char *what)
+{
+    if (h == NULL)
+        return GPUMEM_OK;
+    gpumem_status st = run_creates(ctx, h->next, what);
+    if (st != GPUMEM_OK || h->create == NULL)
+        return st;
+    st = h->create(ctx, what);
+    if (st != GPUMEM_OK && h->next != NULL) {
+        gm_error_hold();
+        run_teardowns(ctx, h->next);
+        gm_error_unhold();
+    }
+    return st;
+}
+
 /* Retains device's primary context into a new handle.  `what` prefixes errors. */
 static gpumem_status context_new(int device, gpumem_selection rule, const char *what, gpumem_context **out)
 {
@@ -208,23 +249,20 @@ static gpumem_status context_new(int device, gpumem_selection rule, const char *
         free(ctx);
         return gm_drv_check(rc, GM_OP_device_get_attribute, what);
     }
-    size_t total = 0;
-    rc = GM_DRV(device_total_mem, device, &total);
-    if (rc == 0)
-        st = gm_dealloc_init(&ctx->dealloc, total);
-    if (rc != 0 || st != GPUMEM_OK) {
-        GM_DRV(primary_ctx_release, device); /* a raw call: the message stays */
-        free(ctx);
-        return rc != 0 ? gm_drv_check(rc, GM_OP_device_total_mem, what) : gm_error_prefix(st, what);
-    }
-    /* Pools flush this context's deferred frees before they give up. */
-    gm_pool_set_flush_hook(gm_dealloc_flush_for_retry);
     atomic_init(&ctx->refs, 1);
     atomic_init(&ctx->pool, NULL);
+    atomic_init(&ctx->memo, NULL);
     ctx->device = device;
     ctx->selection = rule;
     ctx->max_pitch = max_pitch > 0 ? (size_t)max_pitch : 0;
     pthread_mutex_init(&ctx->lock, NULL);
+    st = run_creates(ctx, hooks, what);
+    if (st != GPUMEM_OK) {
+        GM_DRV(primary_ctx_release, device); /* a raw call: the message stays */
+        pthread_mutex_destroy(&ctx->lock);
+        free(ctx);
+        return st;
+    }
     *out = ctx;
     gm_debug("context on device %d (%s)", device, gpumem_selection_name(rule));
     return GPUMEM_OK;
@@ -255,16 +293,13 @@ GPUMEM_API gpumem_status gpumem_context_release(gpumem_context *ctx)
         return gm_error(GPUMEM_ERROR_INVALID_STATE, "gpumem_context_release: the context has no "
                         "references left (released more often than retained)");
     }
-    gm_memo_context_release(ctx);
-    gm_context_streams_release(ctx);
-    gpumem_status st = gm_dealloc_destroy(ctx);
+    gpumem_status st = run_teardowns(ctx, NULL);
     /* At exit the driver may already be tearing itself down; the operating
      * system reclaims the context. */
     if (!gm_process_exiting()) {
         gpumem_status rst = gm_drv_check(GM_DRV(primary_ctx_release, ctx->device), GM_OP_primary_ctx_release,
                                          "gpumem_context_release");
-        if (st == GPUMEM_OK)
-            st = rst;
+        st = gm_keep_first(st, rst);
     }
     pthread_mutex_destroy(&ctx->lock);
     free(ctx);
@@ -506,18 +541,12 @@ GPUMEM_API gpumem_status gpumem_memory_info(gpumem_context *ctx, uint64_t *free_
     return st;
 }
 
-GPUMEM_API gpumem_status gpumem_context_set_pool(gpumem_context *ctx, gpumem_pool *pool)
+GPUMEM_API gpumem_status gpumem_context_synchronize(gpumem_context *ctx)
 {
     gpumem_status st;
     ctx = gm_context_or_default(ctx, &st);
     if (st != GPUMEM_OK)
         return st;
-    if (pool != NULL) {
-        gpumem_context *owner = gm_pool_context(pool);
-        if (owner == NULL || owner->dctx != ctx->dctx)
-            return gm_error(GPUMEM_ERROR_CONTEXT_MISMATCH, "gpumem_context_set_pool: the pool belongs to "
-                            "device %d, the context to device %d", owner ? owner->device : -1, ctx->device);
-    }
-    atomic_store_explicit(&ctx->pool, pool, memory_order_release);
-    return GPUMEM_OK;
+    st = gm_drv_check(GM_DRV(ctx_synchronize, ctx->dctx), GM_OP_ctx_synchronize, "gpumem_context_synchronize");
+    return gm_keep_first(st, gm_streams_commit(ctx, "gpumem_context_synchronize"));
 }

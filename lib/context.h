@@ -9,11 +9,13 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "dealloc.h"
 #include "driver.h"
 #include "gpumem/context.h"
 
 struct gpumem_stream;
+struct gpumem_pool;
+struct gm_dealloc;
+struct gm_memo;
 
 struct gpumem_context {
     atomic_int refs;
@@ -26,18 +28,52 @@ struct gpumem_context {
     struct gpumem_stream *default_stream;  /* made on first use, owned here */
     struct gpumem_stream *streams;         /* every live stream (linked by next) */
 
-    gm_dealloc dealloc;                    /* deferred frees (dealloc.c) */
+    /* State of the layers above, made and ended by their hooks (below);
+     * the context only carries it. */
+    struct gm_dealloc *dealloc;            /* deferred frees (dealloc.c) */
     _Atomic(struct gpumem_pool *) pool;    /* arrays allocate here when set (gpumem_context_set_pool) */
-    _Atomic(void *) memo;                  /* memoized values and kernel cache (memo.c), made on first use */
+    _Atomic(struct gm_memo *) memo;        /* memoized values and kernel cache (memo.c), made on first use */
+    void *staging;                         /* pinned bounce buffers of pageable copies, made on first use */
 };
+
+/* ---- hooks of the layers above ------------------------------------------------------ */
+
+/* A layer above the context keeps per-context state through a hook, as
+ * libuv's handles get close callbacks: the context names no subsystem.
+ * create runs when a context is made and may fail, failing the creation;
+ * teardown runs at the final release, while the context still works.  Hooks run in increasing `order` at teardown and
+ * in decreasing order at creation, so a layer that uses another is torn down
+ * first (the kernel cache before the streams, the streams' write-backs
+ * before the deferred frees).  Either function may be NULL. */
+typedef struct gm_context_hook {
+    int order;
+    gpumem_status (*create)(gpumem_context *ctx, const char *what);
+    gpumem_status (*teardown)(gpumem_context *ctx);
+    struct gm_context_hook *next; /* the registry's */
+} gm_context_hook;
+
+/* Teardown orders of the library's hooks. */
+enum {
+    GM_HOOK_MEMO = 10,    /* memoized values and cached modules */
+    GM_HOOK_STAGING = 20, /* staging buffers of pageable copies */
+    GM_HOOK_STREAMS = 30, /* the default stream and its pending write-backs */
+    GM_HOOK_DEALLOC = 90  /* the deferred frees: flushed last */
+};
+
+/* Adds a hook for every context made after the call; called once per hook,
+ * from a constructor (before any thread can make a context). */
+void gm_context_hook_add(gm_context_hook *hook);
+
+/* Declares a constructor that adds `hook` (a gm_context_hook) at load time. */
+#define GM_CONTEXT_HOOK(name, hook)                                   \
+    __attribute__((constructor)) static void name##_register(void) \
+    {                                                                 \
+        gm_context_hook_add(&(hook));                                 \
+    }
 
 /* ctx, or the autoinit context when ctx is NULL; NULL and a set last error
  * when there is none.  No reference is added. */
 gpumem_context *gm_context_or_default(gpumem_context *ctx, gpumem_status *st);
-
-/* Drops the context's memoized values and cached modules (memo.c): the
- * final release calls it first, while the context still works. */
-void gm_memo_context_release(gpumem_context *ctx);
 
 /* True once the process has started to exit (our atexit handler ran): final
  * releases then leave driver objects to the operating system instead of

@@ -15,8 +15,13 @@
 #define DEFAULT_MAX_COUNT 10
 #define DEFAULT_MAX_RATIO 0.2
 
-gpumem_status gm_dealloc_init(gm_dealloc *q, uint64_t total_memory)
+/* The context hook: the queue is made with the context. */
+static gpumem_status dealloc_create(gpumem_context *ctx, const char *what)
 {
+    size_t total_memory = 0;
+    int rc = GM_DRV(device_total_mem, ctx->device, &total_memory);
+    if (rc != 0)
+        return gm_drv_check(rc, GM_OP_device_total_mem, what);
     long count;
     double ratio;
     gpumem_status st = gm_env_long("GPUMEM_MAX_PENDING_DEALLOCS_COUNT", 0, 1L << 30, DEFAULT_MAX_COUNT, &count,
@@ -24,7 +29,10 @@ gpumem_status gm_dealloc_init(gm_dealloc *q, uint64_t total_memory)
     if (st == GPUMEM_OK)
         st = gm_env_double("GPUMEM_MAX_PENDING_DEALLOCS_RATIO", 0.0, 1.0, DEFAULT_MAX_RATIO, &ratio);
     if (st != GPUMEM_OK)
-        return st;
+        return gm_error_prefix(st, what);
+    gm_dealloc *q = malloc(sizeof *q);
+    if (q == NULL)
+        return gm_error(GPUMEM_ERROR_HOST_OUT_OF_MEMORY, "%s: out of host memory", what);
     pthread_mutex_init(&q->lock, NULL);
     q->items = NULL;
     q->count = q->cap = 0;
@@ -33,6 +41,7 @@ gpumem_status gm_dealloc_init(gm_dealloc *q, uint64_t total_memory)
     q->max_ratio = ratio;
     q->total_memory = total_memory;
     q->defer_depth = 0;
+    ctx->dealloc = q;
     return GPUMEM_OK;
 }
 
@@ -46,7 +55,7 @@ static bool over_limits(const gm_dealloc *q)
  * returned. */
 static gpumem_status flush(gpumem_context *ctx, const char *what)
 {
-    gm_dealloc *q = &ctx->dealloc;
+    gm_dealloc *q = ctx->dealloc;
     pthread_mutex_lock(&q->lock);
     gm_pending_free *items = q->items;
     size_t n = q->count;
@@ -62,23 +71,27 @@ static gpumem_status flush(gpumem_context *ctx, const char *what)
         else
             fst = gm_drv_check(GM_DRV(mem_free_host, ctx->dctx, (void *)(uintptr_t)items[i].ptr),
                                GM_OP_mem_free_host, what);
-        if (st == GPUMEM_OK)
-            st = fst;
+        st = gm_keep_first(st, fst);
     }
     free(items);
     return st;
 }
 
-gpumem_status gm_dealloc_destroy(gpumem_context *ctx)
+static gpumem_status dealloc_teardown(gpumem_context *ctx)
 {
     gpumem_status st = flush(ctx, "gpumem_context_release");
-    pthread_mutex_destroy(&ctx->dealloc.lock);
+    pthread_mutex_destroy(&ctx->dealloc->lock);
+    free(ctx->dealloc);
+    ctx->dealloc = NULL;
     return st;
 }
 
+static gm_context_hook hook = {GM_HOOK_DEALLOC, dealloc_create, dealloc_teardown, NULL};
+GM_CONTEXT_HOOK(dealloc, hook)
+
 gpumem_status gm_dealloc_free(gpumem_context *ctx, gm_free_kind kind, uint64_t ptr, size_t bytes)
 {
-    gm_dealloc *q = &ctx->dealloc;
+    gm_dealloc *q = ctx->dealloc;
     pthread_mutex_lock(&q->lock);
     if (q->count == q->cap) {
         size_t ncap = q->cap ? q->cap * 2 : 16;
@@ -103,7 +116,7 @@ gpumem_status gm_dealloc_free(gpumem_context *ctx, gm_free_kind kind, uint64_t p
 
 bool gm_dealloc_flush_for_retry(gpumem_context *ctx)
 {
-    gm_dealloc *q = &ctx->dealloc;
+    gm_dealloc *q = ctx->dealloc;
     pthread_mutex_lock(&q->lock);
     bool can = q->defer_depth == 0 && q->count > 0;
     pthread_mutex_unlock(&q->lock);
@@ -122,7 +135,7 @@ GPUMEM_API gpumem_status gpumem_context_set_dealloc_limits(gpumem_context *ctx, 
     if (!(max_ratio >= 0.0 && max_ratio <= 1.0))
         return gm_error(GPUMEM_ERROR_INVALID_VALUE, "gpumem_context_set_dealloc_limits: max_ratio %g must be "
                         "between 0 and 1", max_ratio);
-    gm_dealloc *q = &ctx->dealloc;
+    gm_dealloc *q = ctx->dealloc;
     pthread_mutex_lock(&q->lock);
     q->max_count = max_count;
     q->max_ratio = max_ratio;
@@ -140,10 +153,10 @@ GPUMEM_API gpumem_status gpumem_context_get_dealloc_limits(gpumem_context *ctx, 
     ctx = gm_context_or_default(ctx, &st);
     if (st != GPUMEM_OK)
         return st;
-    pthread_mutex_lock(&ctx->dealloc.lock);
-    *max_count = ctx->dealloc.max_count;
-    *max_ratio = ctx->dealloc.max_ratio;
-    pthread_mutex_unlock(&ctx->dealloc.lock);
+    pthread_mutex_lock(&ctx->dealloc->lock);
+    *max_count = ctx->dealloc->max_count;
+    *max_ratio = ctx->dealloc->max_ratio;
+    pthread_mutex_unlock(&ctx->dealloc->lock);
     return GPUMEM_OK;
 }
 
@@ -163,12 +176,12 @@ GPUMEM_API gpumem_status gpumem_context_pending_deallocations(gpumem_context *ct
     ctx = gm_context_or_default(ctx, &st);
     if (st != GPUMEM_OK)
         return st;
-    pthread_mutex_lock(&ctx->dealloc.lock);
+    pthread_mutex_lock(&ctx->dealloc->lock);
     if (count != NULL)
-        *count = ctx->dealloc.count;
+        *count = ctx->dealloc->count;
     if (bytes != NULL)
-        *bytes = ctx->dealloc.bytes;
-    pthread_mutex_unlock(&ctx->dealloc.lock);
+        *bytes = ctx->dealloc->bytes;
+    pthread_mutex_unlock(&ctx->dealloc->lock);
     return GPUMEM_OK;
 }
 
@@ -178,9 +191,9 @@ GPUMEM_API gpumem_status gpumem_defer_cleanup_begin(gpumem_context *ctx)
     ctx = gm_context_or_default(ctx, &st);
     if (st != GPUMEM_OK)
         return st;
-    pthread_mutex_lock(&ctx->dealloc.lock);
-    ctx->dealloc.defer_depth++;
-    pthread_mutex_unlock(&ctx->dealloc.lock);
+    pthread_mutex_lock(&ctx->dealloc->lock);
+    ctx->dealloc->defer_depth++;
+    pthread_mutex_unlock(&ctx->dealloc->lock);
     return GPUMEM_OK;
 }
 
@@ -190,7 +203,7 @@ GPUMEM_API gpumem_status gpumem_defer_cleanup_end(gpumem_context *ctx)
     ctx = gm_context_or_default(ctx, &st);
     if (st != GPUMEM_OK)
         return st;
-    gm_dealloc *q = &ctx->dealloc;
+    gm_dealloc *q = ctx->dealloc;
     pthread_mutex_lock(&q->lock);
     if (q->defer_depth == 0) {
         pthread_mutex_unlock(&q->lock);

@@ -1,5 +1,7 @@
 /*
- * dealloc.h - the per-context queue of deferred frees (private).
+ * dealloc.h - the per-context queue of deferred frees (private): numba's
+ * pending-deallocation queue.  Made with each context (a context hook, which
+ * reads the limits from the environment) and flushed at its final release.
  */
 #ifndef GM_DEALLOC_H
 #define GM_DEALLOC_H
@@ -35,12 +37,6 @@ typedef struct gm_dealloc {
     uint64_t total_memory; /* the device's, for the ratio */
     int defer_depth;
 } gm_dealloc;
-
-/* Reads the limits from the environment (errors name the variable). */
-gpumem_status gm_dealloc_init(gm_dealloc *q, uint64_t total_memory);
-
-/* Flushes whatever is queued (at context release) and frees the queue. */
-gpumem_status gm_dealloc_destroy(struct gpumem_context *ctx);
 
 /* Queues a free of memory the library allocated; flushes if over the limits
  * and no defer_cleanup scope is open.  The status is the flush's. */

@@ -18,6 +18,13 @@ gpumem_status gm_error(gpumem_status st, const char *fmt, ...)
 void gm_error_hold(void);
 void gm_error_unhold(void);
 
+/* The first failure of a sequence of steps that all run (cleanup, a list of
+ * frees): st = gm_keep_first(st, step()); */
+static inline gpumem_status gm_keep_first(gpumem_status st, gpumem_status next)
+{
+    return st != GPUMEM_OK ? st : next;
+}
+
 /* Prefixes the thread's current message with "prefix: " (keeps the status). */
 gpumem_status gm_error_prefix(gpumem_status st, const char *prefix);
 

@@ -1,14 +1,8 @@
 /*
- * host.c - page-locked host memory: pinned, mapped and managed arrays, and
- * registration scopes (numba's pinned()/mapped(), numba.roc's register()).
- *
- * Registration is page-granular and reference-counted.  A scope's ranges are
- * rounded out to whole pages and cut into pieces: pieces already registered
- * by an earlier scope gain a reference; pieces in no known range are
- * registered with the driver as new ranges; pieces inside libgpumem's own
- * page-locked allocations need nothing.  A range is unregistered when its
- * last reference goes.  So overlapping and repeated arrays work, though the
- * driver refuses overlapping registrations.
+ * host.c - page-locked host memory for arrays: pinned, mapped and managed
+ * arrays, arrays on page-locked pools, and registration scopes (numba's
+ * pinned()/mapped(), numba.roc's register()).  The pages themselves are
+ * counted by the registry (hostreg.c).
  */
 #include "config.h"
 
@@ -21,112 +15,9 @@
 #include "array.h"
 #include "error.h"
 #include "gpumem/host.h"
-#include "host.h"
+#include "hostreg.h"
 #include "pool.h"
 #include "stream.h"
-
-typedef enum range_kind {
-    RANGE_ALLOCATION,   /* our own page-locked allocation: not a registration */
-    RANGE_REGISTERED,   /* registered by us; unregistered at its last reference */
-    RANGE_FOREIGN       /* the driver said another party registered it: never unregistered */
-} range_kind;
-
-typedef struct range {
-    uintptr_t start, end;
-    range_kind kind;
-    int refs;               /* scopes covering it (registrations) */
-    gpumem_context *ctx;    /* retained by registrations: the context that unregisters */
-} range;
-
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static range *ranges;       /* sorted by start, disjoint */
-static size_t nranges, cap;
-
-/* Index of the first range that ends after p. */
-static size_t first_after(uintptr_t p)
-{
-    size_t lo = 0, hi = nranges;
-    while (lo < hi) {
-        size_t mid = (lo + hi) / 2;
-        if (ranges[mid].end <= p)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
-}
-
-static bool insert_at(size_t i, range r)
-{
-    if (nranges == cap) {
-        size_t ncap = cap ? cap * 2 : 16;
-        range *n = realloc(ranges, ncap * sizeof *n);
-        if (n == NULL)
-            return false;
-        ranges = n;
-        cap = ncap;
-    }
-    memmove(&ranges[i + 1], &ranges[i], (nranges - i) * sizeof *ranges);
-    ranges[i] = r;
-    nranges++;
-    return true;
-}
-
-static void remove_at(size_t i)
-{
-    memmove(&ranges[i], &ranges[i + 1], (nranges - i - 1) * sizeof *ranges);
-    nranges--;
-}
-
-static size_t find_start(uintptr_t start)
-{
-    size_t i = first_after(start);
-    return i < nranges && ranges[i].start == start ? i : (size_t)-1;
-}
-
-gpumem_status gm_host_track_allocation(const void *start, size_t bytes)
-{
-    uintptr_t s = (uintptr_t)start;
-    range r = {s, s + bytes, RANGE_ALLOCATION, 0, NULL};
-    pthread_mutex_lock(&lock);
-    bool ok = insert_at(first_after(s), r);
-    pthread_mutex_unlock(&lock);
-    return ok ? GPUMEM_OK : gm_error(GPUMEM_ERROR_HOST_OUT_OF_MEMORY, "out of host memory");
-}
-
-void gm_host_untrack_allocation(const void *start)
-{
-    pthread_mutex_lock(&lock);
-    size_t i = find_start((uintptr_t)start);
-    if (i != (size_t)-1 && ranges[i].kind == RANGE_ALLOCATION)
-        remove_at(i);
-    pthread_mutex_unlock(&lock);
-}
-
-bool gm_host_is_locked(const void *p, size_t bytes)
-{
-    uintptr_t a = (uintptr_t)p, b = a + bytes;
-    if (bytes == 0)
-        return true;
-    pthread_mutex_lock(&lock);
-    bool covered = true;
-    for (size_t i = first_after(a); a < b; i++) {
-        if (i >= nranges || ranges[i].start > a) {
-            covered = false;
-            break;
-        }
-        a = ranges[i].end;
-    }
-    pthread_mutex_unlock(&lock);
-    return covered;
-}
-
-GPUMEM_API gpumem_status gpumem_host_is_pinned(const void *pointer, size_t bytes, int *result)
-{
-    GM_CHECK_NULL(result);
-    *result = pointer != NULL && gm_host_is_locked(pointer, bytes);
-    return GPUMEM_OK;
-}
 
 /* ---- registration scopes ----------------------------------------------------------------- */
 
@@ -135,92 +26,18 @@ struct gpumem_registration {
     bool mapped;
     size_t narrays;
     gpumem_array **arrays;  /* retained */
-    size_t npieces;
-    uintptr_t *pieces;      /* starts of the ranges this scope holds a reference on */
+    gm_pin_set pins;        /* the page ranges this scope holds a reference on */
     struct gpumem_registration *next; /* live scopes, to catch a stale handle */
 };
 
-static gpumem_registration *live; /* guarded by lock */
-
-/* Drops this scope's reference on the range starting at start; unregisters
- * the range at its last reference.  Called with the lock held. */
-static gpumem_status unref_range(uintptr_t start, const char *what)
-{
-    size_t i = find_start(start);
-    if (i == (size_t)-1)
-        return gm_error(GPUMEM_ERROR_INTERNAL, "%s: a registered range is missing", what);
-    if (--ranges[i].refs > 0)
-        return GPUMEM_OK;
-    range r = ranges[i];
-    remove_at(i);
-    gpumem_status st = GPUMEM_OK;
-    if (r.kind == RANGE_REGISTERED && !gm_process_exiting())
-        st = gm_drv_check(GM_DRV(mem_host_unregister, r.ctx->dctx, (void *)r.start), GM_OP_mem_host_unregister,
-                          what);
-    gpumem_context_release(r.ctx);
-    return st;
-}
-
-static gpumem_status add_piece(gpumem_registration *reg, uintptr_t start, size_t *room)
-{
-    if (reg->npieces == *room) {
-        size_t n = *room ? *room * 2 : 8;
-        uintptr_t *p = realloc(reg->pieces, n * sizeof *p);
-        if (p == NULL)
-            return gm_error(GPUMEM_ERROR_HOST_OUT_OF_MEMORY, "out of host memory");
-        reg->pieces = p;
-        *room = n;
-    }
-    reg->pieces[reg->npieces++] = start;
-    return GPUMEM_OK;
-}
-
-/* Registers the pages of [a, b) for reg (lock held): new pieces are
- * registered with the driver, known ones gain a reference. */
-static gpumem_status register_pages(gpumem_registration *reg, uintptr_t a, uintptr_t b, size_t *room,
-                                    const char *what)
-{
-    gpumem_status st = GPUMEM_OK;
-    while (a < b && st == GPUMEM_OK) {
-        size_t i = first_after(a);
-        if (i < nranges && ranges[i].start <= a) {
-            /* inside a known range */
-            if (ranges[i].kind != RANGE_ALLOCATION) {
-                st = add_piece(reg, ranges[i].start, room);
-                if (st == GPUMEM_OK)
-                    ranges[i].refs++;
-            }
-            a = ranges[i].end;
-            continue;
-        }
-        uintptr_t end = i < nranges && ranges[i].start < b ? ranges[i].start : b;
-        range r = {a, end, RANGE_REGISTERED, 1, reg->ctx};
-        int rc = GM_DRV(mem_host_register, reg->ctx->dctx, (void *)a, end - a,
-                        GM_CU_MEMHOSTREGISTER_PORTABLE | GM_CU_MEMHOSTREGISTER_DEVICEMAP);
-        if (rc == GM_CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED)
-            r.kind = RANGE_FOREIGN; /* another library pinned it: use it, never unregister it */
-        else if (rc != 0)
-            return gm_drv_check(rc, GM_OP_mem_host_register, what);
-        if (!insert_at(i, r)) {
-            if (r.kind == RANGE_REGISTERED)
-                GM_DRV(mem_host_unregister, reg->ctx->dctx, (void *)a);
-            return gm_error(GPUMEM_ERROR_HOST_OUT_OF_MEMORY, "%s: out of host memory", what);
-        }
-        gpumem_context_retain(reg->ctx);
-        st = add_piece(reg, a, room);
-        if (st != GPUMEM_OK)
-            unref_range(a, what);
-        a = end;
-    }
-    return st;
-}
+static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
+static gpumem_registration *live; /* guarded by live_lock */
 
 static void registration_free(gpumem_registration *reg)
 {
     for (size_t i = 0; i < reg->narrays; i++)
         gpumem_array_release(reg->arrays[i]);
     free(reg->arrays);
-    free(reg->pieces);
     gpumem_context_release(reg->ctx);
     free(reg);
 }
@@ -259,8 +76,6 @@ static gpumem_status begin(const char *what, gpumem_context *ctx, gpumem_array *
     reg->mapped = mapped;
     long page = sysconf(_SC_PAGESIZE);
     uintptr_t mask = (uintptr_t)(page > 0 ? page : 4096) - 1;
-    size_t room = 0;
-    pthread_mutex_lock(&lock);
     for (size_t i = 0; i < count && st == GPUMEM_OK; i++) {
         gpumem_array *a = arrays[i];
         gpumem_array_retain(a);
@@ -273,20 +88,20 @@ static gpumem_status begin(const char *what, gpumem_context *ctx, gpumem_array *
             continue;
         uintptr_t s = ((uintptr_t)a->host + (uintptr_t)lo) & ~mask;
         uintptr_t e = ((uintptr_t)a->host + (uintptr_t)hi + mask) & ~mask;
-        st = register_pages(reg, s, e, &room, what);
+        st = gm_host_pin_pages(ctx, &reg->pins, s, e,
+                               GM_CU_MEMHOSTREGISTER_PORTABLE | GM_CU_MEMHOSTREGISTER_DEVICEMAP, what);
     }
     if (st != GPUMEM_OK) {
         gm_error_hold();
-        for (size_t i = 0; i < reg->npieces; i++)
-            unref_range(reg->pieces[i], what);
-        pthread_mutex_unlock(&lock);
+        gm_host_unpin_set(&reg->pins, what);
         registration_free(reg);
         gm_error_unhold();
         return st;
     }
+    pthread_mutex_lock(&live_lock);
     reg->next = live;
     live = reg;
-    pthread_mutex_unlock(&lock);
+    pthread_mutex_unlock(&live_lock);
     *out = reg;
     return GPUMEM_OK;
 }
@@ -297,23 +112,18 @@ static gpumem_status end(const char *what, gpumem_registration **handle, bool ma
     gpumem_registration *reg = *handle;
     if (reg == NULL)
         return gm_error(GPUMEM_ERROR_INVALID_STATE, "%s: the scope was already ended (the handle is NULL)", what);
-    pthread_mutex_lock(&lock);
+    pthread_mutex_lock(&live_lock);
     gpumem_registration **p = &live;
     while (*p != NULL && *p != reg)
         p = &(*p)->next;
     if (*p == NULL || reg->mapped != mapped) {
-        pthread_mutex_unlock(&lock);
+        pthread_mutex_unlock(&live_lock);
         return gm_error(GPUMEM_ERROR_INVALID_STATE, "%s: not a live %s scope (ended already?)", what,
                         mapped ? "mapped" : "pinned/register");
     }
     *p = reg->next;
-    gpumem_status st = GPUMEM_OK;
-    for (size_t i = 0; i < reg->npieces; i++) {
-        gpumem_status ust = unref_range(reg->pieces[i], what);
-        if (st == GPUMEM_OK)
-            st = ust;
-    }
-    pthread_mutex_unlock(&lock);
+    pthread_mutex_unlock(&live_lock);
+    gpumem_status st = gm_host_unpin_set(&reg->pins, what);
     registration_free(reg);
     *handle = NULL;
     return st;

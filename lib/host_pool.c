@@ -48,29 +48,6 @@ GPUMEM_API gpumem_status gpumem_host_pool_destroy(gpumem_host_pool *pool)
     return st != GPUMEM_OK ? st : gm_pool_core_destroy(p, "gpumem_host_pool_destroy");
 }
 
-gpumem_status gm_host_pool_alloc(gpumem_host_pool *pool, size_t size, const char *what, void **ptr,
-                                 gpumem_allocation **token)
-{
-    gm_pool *p = NULL;
-    gpumem_status st = host_check(pool, what, &p);
-    if (st != GPUMEM_OK)
-        return st;
-    uint64_t addr = 0;
-    /* No stream: the CPU uses the block at once, so only idle blocks do. */
-    st = gm_pool_core_alloc(p, size, NULL, what, &addr, token);
-    if (st == GPUMEM_OK)
-        *ptr = (void *)(uintptr_t)addr;
-    return st;
-}
-
-GPUMEM_API gpumem_status gpumem_host_pool_allocate_bytes(gpumem_host_pool *pool, size_t size,
-                                                         gpumem_allocation **alloc)
-{
-    GM_CHECK_NULL(alloc);
-    void *ptr;
-    return gm_host_pool_alloc(pool, size, "gpumem_host_pool_allocate_bytes", &ptr, alloc);
-}
-
 GPUMEM_API gpumem_status gpumem_host_pool_context(const gpumem_host_pool *pool, gpumem_context **ctx)
 {
     GM_CHECK_NULL(ctx);

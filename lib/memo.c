@@ -13,6 +13,16 @@
  * Locks, in the order they may be taken: stores_mu (the list of tables,
  * with each table's busy count), then a table's wait_mu, then its rwlock.
  * No callback runs under any of them.
+ *
+ * Hits of gpumem_memoize skip even the rwlock: each thread remembers its
+ * last few hits (table, create, key, value) in a small cache, valid while
+ * the process-wide generation `memo_gen` is the one it was filled under.
+ * Every removal of an entry (clear_context_caches, a context's end) bumps
+ * the generation under the table's write lock before the entry is
+ * destroyed, so a remembered value is never returned after its entry went.
+ * (A value returned just before a concurrent clear may be destroyed by it,
+ * as with the locked path: that is why the kernel cache passes an acquire
+ * hook and always takes the locked path.)
  */
 #include "config.h"
 
@@ -53,6 +63,55 @@ typedef struct gm_memo {
 } gm_memo;
 
 static pthread_mutex_t stores_mu = PTHREAD_MUTEX_INITIALIZER;
+static _Atomic uint64_t memo_gen = 1;
+
+/* ---- the per-thread cache of hits ---- */
+
+#define HIT_SLOTS 4
+#define HIT_KEY_MAX 48 /* longer keys are not remembered */
+
+typedef struct memo_hit {
+    uint64_t gen; /* 0: empty */
+    const gm_memo *table;
+    gpumem_memo_create_fn create;
+    void *value;
+    size_t key_size;
+    unsigned char key[HIT_KEY_MAX];
+} memo_hit;
+
+static _Thread_local memo_hit hits[HIT_SLOTS];
+static _Thread_local unsigned hit_next;
+
+static inline bool hit_find(const gm_memo *m, gpumem_memo_create_fn create, const void *key, size_t key_size,
+                            void **value)
+{
+    uint64_t gen = atomic_load_explicit(&memo_gen, memory_order_acquire);
+    for (unsigned i = 0; i < HIT_SLOTS; i++) {
+        const memo_hit *h = &hits[i];
+        if (h->gen == gen && h->table == m && h->create == create && h->key_size == key_size &&
+            memcmp(h->key, key, key_size) == 0) {
+            *value = h->value;
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Remembers a hit found under the table's lock (gen read under it too). */
+static void hit_remember(const gm_memo *m, gpumem_memo_create_fn create, const void *key, size_t key_size,
+                         void *value, uint64_t gen)
+{
+    if (key_size > HIT_KEY_MAX)
+        return;
+    memo_hit *h = &hits[hit_next++ % HIT_SLOTS];
+    h->gen = gen;
+    h->table = m;
+    h->create = create;
+    h->value = value;
+    h->key_size = key_size;
+    if (key_size > 0)
+        memcpy(h->key, key, key_size);
+}
 static pthread_cond_t stores_cv = PTHREAD_COND_INITIALIZER;
 static gm_memo *stores;
 
@@ -158,6 +217,7 @@ static gm_memo *table_of(gpumem_context *ctx, bool make)
 static bool take_entries(gm_memo *m, bool all, memo_entry ***out, size_t *n)
 {
     pthread_rwlock_wrlock(&m->lock);
+    atomic_fetch_add_explicit(&memo_gen, 1, memory_order_acq_rel);
     memo_entry **v = m->count ? malloc(m->count * sizeof *v) : NULL;
     size_t k = 0;
     if (m->count && v == NULL) {
@@ -268,6 +328,8 @@ gpumem_status gm_memo_get(const char *what, gpumem_context *ctx, const void *key
     gm_memo *m = table_of(ctx, true);
     if (m == NULL)
         return gm_error(GPUMEM_ERROR_HOST_OUT_OF_MEMORY, "%s: out of host memory", what);
+    if (acquire == NULL && hit_find(m, create, key, key_size, value))
+        return GPUMEM_OK;
     uint64_t hash = entry_hash(create, key, key_size);
     for (;;) {
         /* the hit: a shared lock of this context's table only */
@@ -277,6 +339,8 @@ gpumem_status gm_memo_get(const char *what, gpumem_context *ctx, const void *key
             void *v = e->value;
             if (acquire != NULL)
                 acquire(v);
+            else
+                hit_remember(m, create, key, key_size, v, atomic_load_explicit(&memo_gen, memory_order_relaxed));
             pthread_rwlock_unlock(&m->lock);
             *value = v;
             return GPUMEM_OK;
@@ -368,11 +432,13 @@ GPUMEM_API gpumem_status gpumem_clear_context_caches(void)
     return st;
 }
 
-void gm_memo_context_release(gpumem_context *ctx)
+/* The context hook: the context's values go first at its final release,
+ * while the context still works. */
+static gpumem_status memo_teardown(gpumem_context *ctx)
 {
     gm_memo *m = atomic_exchange_explicit(&ctx->memo, NULL, memory_order_acq_rel);
     if (m == NULL)
-        return;
+        return GPUMEM_OK;
     pthread_mutex_lock(&stores_mu);
     while (m->busy > 0)
         pthread_cond_wait(&stores_cv, &stores_mu);
@@ -404,4 +470,8 @@ void gm_memo_context_release(gpumem_context *ctx)
     pthread_cond_destroy(&m->wait_cv);
     free(m->buckets);
     free(m);
+    return GPUMEM_OK;
 }
+
+static gm_context_hook hook = {GM_HOOK_MEMO, NULL, memo_teardown, NULL};
+GM_CONTEXT_HOOK(memo, hook)

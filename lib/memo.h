@@ -2,8 +2,8 @@
  * memo.h - the per-context caches behind gpumem_memoize (private).
  *
  * Each context gets its own table on first use (ctx->memo); the final
- * gpumem_context_release drops it with gm_memo_context_release (declared in
- * context.h).  The kernel cache of module.c is one more user of it.
+ * gpumem_context_release drops it through memo.c's context hook.  The
+ * kernel cache of module.c is one more user of it.
  */
 #ifndef GM_MEMO_H
 #define GM_MEMO_H

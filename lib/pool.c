@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "error.h"
-#include "host.h"
+#include "hostreg.h"
 #include "pool.h"
 #include "stream.h"
 
@@ -182,12 +182,9 @@ struct gm_pool {
     atomic_bool holding;
     /* On its own cache lines: the fields above are read by every hit. */
     _Alignas(64) pthread_mutex_t lock; /* guards everything below but oom_lock */
-    /* One out-of-memory ladder at a time: a thread that finds the driver
-     * out of memory waits until another's release has reached the driver,
-     * instead of retrying while those blocks are in flight. */
-    pthread_mutex_t oom_lock;
     bool destroyed;
     int64_t zombie_live;  /* live allocations left once destroyed */
+    gm_pool *live_next, *live_prev; /* in live_pools, until destroyed (live_lock) */
     gm_tcache *tcaches;
     /* Blocks and bytes obtained from the driver and not given back; what
      * the store holds; the rest of the books (thread caches keep their own
@@ -198,12 +195,11 @@ struct gm_pool {
 };
 
 static _Atomic uint64_t next_pool_id = 1;
-static _Atomic(gm_pool_flush_fn) flush_hook;
 
-void gm_pool_set_flush_hook(gm_pool_flush_fn fn)
-{
-    atomic_store(&flush_hook, fn);
-}
+/* Every pool that is not destroyed, for the out-of-memory ladder
+ * (gm_pools_release_held).  Lock order: live_lock, then a pool's locks. */
+static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
+static gm_pool *live_pools;
 
 static inline uintptr_t stream_key(const gpumem_stream *s)
 {
@@ -316,11 +312,6 @@ static int drv_alloc(gm_pool *p, size_t bytes, uint64_t *addr)
     return rc;
 }
 
-static gpumem_status keep_first(gpumem_status st, gpumem_status next)
-{
-    return st != GPUMEM_OK ? st : next;
-}
-
 /* Gives a block to the driver: waits for the work its free recorded (or,
  * with sync, for all of that stream's), then frees its event and its
  * memory.  The first failure is returned; the memory is freed whatever
@@ -336,15 +327,15 @@ static gpumem_status release_block(gm_pool *p, gm_rec *r, gpumem_stream *sync, c
     else if (sync != NULL)
         st = gm_drv_check(GM_DRV(stream_synchronize, dctx, gm_stream_ds(sync)), GM_OP_stream_synchronize, what);
     if (r->event != NULL) {
-        st = keep_first(st, gm_drv_check(GM_DRV(event_destroy, dctx, r->event), GM_OP_event_destroy, what));
+        st = gm_keep_first(st, gm_drv_check(GM_DRV(event_destroy, dctx, r->event), GM_OP_event_destroy, what));
         r->event = NULL;
     }
     r->key = 0;
     if (p->kind == GM_POOL_DEVICE)
-        st = keep_first(st, gm_drv_check(GM_DRV(mem_free, dctx, r->addr), GM_OP_mem_free, what));
+        st = gm_keep_first(st, gm_drv_check(GM_DRV(mem_free, dctx, r->addr), GM_OP_mem_free, what));
     else {
         gm_host_untrack_allocation((void *)(uintptr_t)r->addr);
-        st = keep_first(st, gm_drv_check(GM_DRV(mem_free_host, dctx, (void *)(uintptr_t)r->addr),
+        st = gm_keep_first(st, gm_drv_check(GM_DRV(mem_free_host, dctx, (void *)(uintptr_t)r->addr),
                                          GM_OP_mem_free_host, what));
     }
     return st;
@@ -701,7 +692,7 @@ static gpumem_status release_all(gm_pool *p, const char *what, uint64_t *blocks,
     gpumem_status st = GPUMEM_OK;
     while (list != NULL) {
         gm_rec *next = list->next;
-        st = keep_first(st, release_block(p, list, NULL, what));
+        st = gm_keep_first(st, release_block(p, list, NULL, what));
         rec_put(list);
         list = next;
     }
@@ -732,8 +723,13 @@ gpumem_status gm_pool_core_create(gm_pool_kind kind, gpumem_context *ctx, unsign
     p->ctx = ctx;
     atomic_init(&p->holding, true);
     pthread_mutex_init(&p->lock, NULL);
-    pthread_mutex_init(&p->oom_lock, NULL);
     gpumem_context_retain(ctx);
+    pthread_mutex_lock(&live_lock);
+    p->live_next = live_pools;
+    if (live_pools != NULL)
+        live_pools->live_prev = p;
+    live_pools = p;
+    pthread_mutex_unlock(&live_lock);
     *out = p;
     return GPUMEM_OK;
 }
@@ -750,7 +746,6 @@ static void pool_end(gm_pool *p)
         tc_unref(tc);
     }
     pthread_mutex_destroy(&p->lock);
-    pthread_mutex_destroy(&p->oom_lock);
     gpumem_context_release(p->ctx);
     free(p);
 }
@@ -760,6 +755,14 @@ gpumem_status gm_pool_core_destroy(gm_pool *p, const char *what)
     /* Frees racing with this see holding false inside their cache (the
      * release below enters every cache after this store) or under the lock,
      * and go to the driver; the zombie count below includes them. */
+    pthread_mutex_lock(&live_lock);
+    if (p->live_prev != NULL)
+        p->live_prev->live_next = p->live_next;
+    else
+        live_pools = p->live_next;
+    if (p->live_next != NULL)
+        p->live_next->live_prev = p->live_prev;
+    pthread_mutex_unlock(&live_lock);
     atomic_store(&p->holding, false);
     gpumem_status st = release_all(p, what, NULL, NULL);
     pthread_mutex_lock(&p->lock);
@@ -802,9 +805,10 @@ static gpumem_status empty_alloc(gm_pool *p, const char *what, uint64_t *addr, g
     return GPUMEM_OK;
 }
 
-static gpumem_status out_of_memory(gm_pool *p, size_t size, unsigned cls, uint64_t held_blocks,
-                                   uint64_t held_bytes, int rc, const char *what)
+gpumem_status gm_pool_core_oom_error(gm_pool *p, size_t size, uint64_t held_blocks, uint64_t held_bytes,
+                                     const char *what)
 {
+    unsigned cls = gm_pool_class_of(size);
     pthread_mutex_lock(&p->lock);
     gm_sums s = sum_locked(p);
     long long active_blocks = (long long)(p->blocks - s.held_blocks);
@@ -817,13 +821,38 @@ static gpumem_status out_of_memory(gm_pool *p, size_t size, unsigned cls, uint64
                     "(%s: %s)",
                     what, dev ? "device" : "page-locked host", size, gm_pool_class_bytes(cls),
                     (unsigned long long)held_bytes, (unsigned long long)held_blocks, active_blocks, active_bytes,
-                    dev ? "cuMemAlloc" : "cuMemHostAlloc", gm_cu_error_name(rc));
+                    dev ? "cuMemAlloc" : "cuMemHostAlloc", gm_cu_error_name(GM_CUDA_ERROR_OUT_OF_MEMORY));
+}
+
+void gm_pool_core_count_retry(gm_pool *p)
+{
+    pthread_mutex_lock(&p->lock);
+    p->oom_retries++;
+    pthread_mutex_unlock(&p->lock);
+}
+
+gpumem_status gm_pools_release_held(const gm_dctx *dctx, gm_pool_kind kind, const char *what, uint64_t *blocks,
+                                    uint64_t *bytes)
+{
+    gpumem_status st = GPUMEM_OK;
+    *blocks = *bytes = 0;
+    pthread_mutex_lock(&live_lock);
+    for (gm_pool *p = live_pools; p != NULL; p = p->live_next) {
+        if (p->kind != kind || p->ctx->dctx != dctx)
+            continue;
+        uint64_t n = 0, b = 0;
+        st = gm_keep_first(st, release_all(p, what, &n, &b));
+        *blocks += n;
+        *bytes += b;
+    }
+    pthread_mutex_unlock(&live_lock);
+    return st;
 }
 
 /* A block from the shared store, or a new one from the driver, with the
  * out-of-memory ladder; NULL with *stp set on failure. */
 static gm_rec *alloc_slow(gm_pool *p, unsigned cls, size_t size, uintptr_t key, const char *what,
-                          gpumem_status *stp)
+                          gpumem_status *stp, bool *oom)
 {
     gpumem_status st = GPUMEM_OK;
     size_t bytes = gm_pool_class_bytes(cls);
@@ -849,31 +878,11 @@ static gm_rec *alloc_slow(gm_pool *p, unsigned cls, size_t size, uintptr_t key, 
     uint64_t addr = 0;
     int rc = drv_alloc(p, bytes, &addr);
     if (rc == GM_CUDA_ERROR_OUT_OF_MEMORY) {
-        /* Everything held goes at once (pycuda frees one block per retry),
-         * then the deferred frees, which may land here as held blocks. */
-        uint64_t n1 = 0, b1 = 0, n2 = 0, b2 = 0;
-        pthread_mutex_lock(&p->oom_lock);
-        st = release_all(p, what, &n1, &b1);
-        gm_pool_flush_fn hook = atomic_load(&flush_hook);
-        if (st == GPUMEM_OK && hook != NULL && hook(p->ctx))
-            st = release_all(p, what, &n2, &b2);
-        if (st == GPUMEM_OK) {
-            pthread_mutex_lock(&p->lock);
-            p->oom_retries++;
-            pthread_mutex_unlock(&p->lock);
-            rc = drv_alloc(p, bytes, &addr);
-        }
-        pthread_mutex_unlock(&p->oom_lock);
-        if (st != GPUMEM_OK) {
-            rec_put(r);
-            *stp = st;
-            return NULL;
-        }
-        if (rc == GM_CUDA_ERROR_OUT_OF_MEMORY) {
-            rec_put(r);
-            *stp = out_of_memory(p, size, cls, n1 + n2, b1 + b2, rc, what);
-            return NULL;
-        }
+        /* The allocator's ladder (alloc.c) releases and retries. */
+        rec_put(r);
+        *stp = p->kind == GM_POOL_DEVICE ? GPUMEM_ERROR_OUT_OF_MEMORY : GPUMEM_ERROR_HOST_OUT_OF_MEMORY;
+        *oom = true;
+        return NULL;
     }
     if (rc != 0) {
         rec_put(r);
@@ -896,8 +905,9 @@ static gm_rec *alloc_slow(gm_pool *p, unsigned cls, size_t size, uintptr_t key, 
 }
 
 gpumem_status gm_pool_core_alloc(gm_pool *p, size_t size, gpumem_stream *stream, const char *what,
-                                 uint64_t *addr, gpumem_allocation **token)
+                                 uint64_t *addr, gpumem_allocation **token, bool *oom)
 {
+    *oom = false;
     if (stream != NULL) {
         gpumem_status st = gm_stream_check(stream, p->ctx, what, "pool");
         if (st != GPUMEM_OK)
@@ -927,7 +937,7 @@ gpumem_status gm_pool_core_alloc(gm_pool *p, size_t size, gpumem_stream *stream,
     }
     if (r == NULL) {
         gpumem_status st = GPUMEM_OK;
-        if ((r = alloc_slow(p, cls, size, key, what, &st)) == NULL)
+        if ((r = alloc_slow(p, cls, size, key, what, &st, oom)) == NULL)
             return st;
     }
     /* A block taken pending on this stream is ordered for the new owner;
@@ -1206,28 +1216,6 @@ GPUMEM_API gpumem_status gpumem_pool_destroy(gpumem_pool *pool)
     return st != GPUMEM_OK ? st : gm_pool_core_destroy(p, "gpumem_pool_destroy");
 }
 
-gpumem_status gm_pool_alloc(gpumem_pool *pool, size_t size, gpumem_stream *stream, const char *what,
-                            gm_cu_deviceptr *dptr, gpumem_allocation **token)
-{
-    gm_pool *p = gm_pool_of_device(pool);
-    gpumem_status st = gm_pool_core_check(p, GM_POOL_DEVICE, what, "pool");
-    if (st != GPUMEM_OK)
-        return st;
-    uint64_t addr = 0;
-    st = gm_pool_core_alloc(p, size, stream, what, &addr, token);
-    if (st == GPUMEM_OK)
-        *dptr = addr;
-    return st;
-}
-
-GPUMEM_API gpumem_status gpumem_pool_allocate(gpumem_pool *pool, size_t size, gpumem_stream *stream,
-                                              gpumem_allocation **alloc)
-{
-    GM_CHECK_NULL(alloc);
-    gm_cu_deviceptr d;
-    return gm_pool_alloc(pool, size, stream, "gpumem_pool_allocate", &d, alloc);
-}
-
 GPUMEM_API gpumem_status gpumem_pool_block_size(size_t size, size_t *block_size)
 {
     GM_CHECK_NULL(block_size);
@@ -1302,4 +1290,23 @@ GPUMEM_API gpumem_status gpumem_pool_stats(gpumem_pool *pool, struct gpumem_pool
     gm_pool *p = gm_pool_of_device(pool);
     gpumem_status st = gm_pool_core_check(p, GM_POOL_DEVICE, "gpumem_pool_stats", "pool");
     return st != GPUMEM_OK ? st : gm_pool_stats_out(p, stats, "gpumem_pool_stats");
+}
+
+GPUMEM_API gpumem_status gpumem_context_set_pool(gpumem_context *ctx, gpumem_pool *pool)
+{
+    gpumem_status st;
+    ctx = gm_context_or_default(ctx, &st);
+    if (st != GPUMEM_OK)
+        return st;
+    if (pool != NULL) {
+        st = gm_pool_core_check(gm_pool_of_device(pool), GM_POOL_DEVICE, "gpumem_context_set_pool", "pool");
+        if (st != GPUMEM_OK)
+            return st;
+        gpumem_context *owner = gm_pool_context(pool);
+        if (owner->dctx != ctx->dctx)
+            return gm_error(GPUMEM_ERROR_CONTEXT_MISMATCH, "gpumem_context_set_pool: the pool belongs to "
+                            "device %d, the context to device %d", owner->device, ctx->device);
+    }
+    atomic_store_explicit(&ctx->pool, pool, memory_order_release);
+    return GPUMEM_OK;
 }

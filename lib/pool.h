@@ -40,7 +40,7 @@
  *  - Lifetime.  A destroyed pool with live allocations becomes a zombie:
  *    it holds nothing, frees go to the driver, the last one frees the pool.
  *
- * Lock order: pool->oom_lock, then pool->lock, then entering a thread cache
+ * Lock order: the live-pool list, then pool->lock, then entering a thread cache
  * (others enter only while holding pool->lock); the record table's lock is
  * a leaf.  Driver calls for blocks are made with no lock held, except event
  * records and queries (inside a cache or under pool->lock, both short).
@@ -59,34 +59,33 @@
 
 /* ---- for the rest of the library -------------------------------------------------- */
 
-/* Called by a pool when the driver is out of memory, after the pool has
- * released its held blocks and before it retries: flushes the context's
- * deferred deallocations (which may free into this pool; no pool lock is
- * held).  Answers whether anything was freed.  NULL (the default): none. */
-typedef bool (*gm_pool_flush_fn)(gpumem_context *ctx);
-void gm_pool_set_flush_hook(gm_pool_flush_fn fn);
-
-/* Allocates size bytes from a device pool for use on stream (NULL:
- * synchronous use), as gpumem_pool_allocate; gives the device pointer and
- * the token to release it with.  `what` prefixes error messages ("gpumem_
- * device_array").  size 0 gives pointer 0 and a valid token. */
-gpumem_status gm_pool_alloc(gpumem_pool *pool, size_t size, gpumem_stream *stream, const char *what,
-                            gm_cu_deviceptr *dptr, gpumem_allocation **token);
-
 /* Gives a device or host block back, as gpumem_allocation_free: stream is
  * the stream whose queued work may still use it (NULL: none). */
 gpumem_status gm_pool_release(gpumem_allocation *token, gpumem_stream *stream, const char *what);
-
-/* A host pool's block of size bytes (for gpumem_host_pool_allocate's arrays):
- * its host address and its token, released with gm_pool_release. */
-gpumem_status gm_host_pool_alloc(gpumem_host_pool *pool, size_t size, const char *what, void **ptr,
-                                 gpumem_allocation **token);
 
 /* The pool's context (not retained again) and, for host pools, the
  * GPUMEM_HOST_ALLOC_* flags its blocks were allocated with. */
 gpumem_context *gm_pool_context(const gpumem_pool *pool);
 gpumem_context *gm_host_pool_context(const gpumem_host_pool *pool);
 unsigned gm_host_pool_alloc_flags(const gpumem_host_pool *pool);
+
+/* ---- for the out-of-memory ladder ---- */
+
+typedef enum gm_pool_kind { GM_POOL_DEVICE, GM_POOL_HOST } gm_pool_kind;
+typedef struct gm_pool gm_pool;
+
+/* Gives every block held by the live pools of one kind on dctx's device
+ * back to the driver; *blocks and *bytes get how many. */
+gpumem_status gm_pools_release_held(const gm_dctx *dctx, gm_pool_kind kind, const char *what, uint64_t *blocks,
+                                    uint64_t *bytes);
+
+/* The error of an allocation of size bytes that failed after the ladder had
+ * released held_blocks blocks of held_bytes. */
+gpumem_status gm_pool_core_oom_error(gm_pool *p, size_t size, uint64_t held_blocks, uint64_t held_bytes,
+                                     const char *what);
+
+/* Counts a retry of the ladder in p's statistics. */
+void gm_pool_core_count_retry(gm_pool *p);
 
 /* ---- size classes ---------------------------------------------------------------- */
 
@@ -120,10 +119,6 @@ static inline size_t gm_pool_class_bytes(unsigned c)
 
 /* ---- the core, shared by pool.c and host_pool.c ---------------------------------- */
 
-typedef enum gm_pool_kind { GM_POOL_DEVICE, GM_POOL_HOST } gm_pool_kind;
-
-typedef struct gm_pool gm_pool;
-
 /* Public handles are the core object. */
 static inline gm_pool *gm_pool_of_device(const gpumem_pool *p) { return (gm_pool *)(uintptr_t)p; }
 static inline gm_pool *gm_pool_of_host(const gpumem_host_pool *p) { return (gm_pool *)(uintptr_t)p; }
@@ -132,10 +127,14 @@ static inline gm_pool *gm_pool_of_host(const gpumem_host_pool *p) { return (gm_p
 gpumem_status gm_pool_core_create(gm_pool_kind kind, gpumem_context *ctx, unsigned flags, unsigned alloc_flags,
                                   const char *what, gm_pool **out);
 gpumem_status gm_pool_core_destroy(gm_pool *p, const char *what);
-/* key: the stream key for device allocations (0: synchronous); the host
- * pool passes 0.  *addr: device address or host address. */
+/* size bytes for use on stream (NULL: synchronous use; host pools pass
+ * NULL); *addr: device address or host address.  size 0 gives address 0
+ * and a valid token.  When the driver is out of memory: *oom is set and
+ * the status is GPUMEM_ERROR_(HOST_)OUT_OF_MEMORY with no message, and
+ * nothing was released: the allocator's ladder (alloc.c) releases, retries
+ * and words the error (gm_pool_core_oom_error). */
 gpumem_status gm_pool_core_alloc(gm_pool *p, size_t size, gpumem_stream *stream, const char *what,
-                                 uint64_t *addr, gpumem_allocation **token);
+                                 uint64_t *addr, gpumem_allocation **token, bool *oom);
 gpumem_status gm_pool_core_free_held(gm_pool *p, bool stop, const char *what);
 void gm_pool_core_stats(gm_pool *p, struct gpumem_pool_stats *s); /* fills every field but size */
 gpumem_status gm_pool_core_check(const gm_pool *p, gm_pool_kind kind, const char *what, const char *arg);

@@ -6,7 +6,6 @@
 
 #include <stdlib.h>
 
-#include "array.h"
 #include "error.h"
 #include "stream.h"
 
@@ -28,15 +27,19 @@ static gpumem_stream *stream_new(gpumem_context *ctx, gm_dstream *ds, bool is_de
     s->ctx = ctx;
     s->ds = ds;
     s->is_default = is_default;
+    atomic_init(&s->refs, 1);
+    atomic_init(&s->destroyed, false);
     pthread_mutex_init(&s->lock, NULL);
     s->writebacks_tail = &s->writebacks;
     return s;
 }
 
-static void stream_free(gpumem_stream *s)
+void gm_stream_unhold(gpumem_stream *s)
 {
-    pthread_mutex_destroy(&s->lock);
-    free(s);
+    if (s != NULL && atomic_fetch_sub_explicit(&s->refs, 1, memory_order_acq_rel) == 1) {
+        pthread_mutex_destroy(&s->lock);
+        free(s);
+    }
 }
 
 GPUMEM_API gpumem_status gpumem_stream_create(gpumem_context *ctx, unsigned flags, gpumem_stream **stream)
@@ -94,8 +97,7 @@ GPUMEM_API gpumem_status gpumem_stream_context(const gpumem_stream *stream, gpum
     return GPUMEM_OK;
 }
 
-gpumem_status gm_stream_add_writeback(gpumem_stream *stream, gpumem_context *ctx, gpumem_array *device,
-                                      gpumem_array *host)
+gpumem_status gm_stream_add_writeback(gpumem_stream *stream, gpumem_context *ctx, gm_writeback_fn fn, void *arg)
 {
     if (stream == NULL) {
         gpumem_status st = gpumem_stream_default(ctx, &stream);
@@ -105,10 +107,8 @@ gpumem_status gm_stream_add_writeback(gpumem_stream *stream, gpumem_context *ctx
     gm_writeback *wb = malloc(sizeof *wb);
     if (wb == NULL)
         return gm_error(GPUMEM_ERROR_HOST_OUT_OF_MEMORY, "gpumem_to_device: out of host memory");
-    gpumem_array_retain(device);
-    gpumem_array_retain(host);
-    wb->device = device;
-    wb->host = host;
+    wb->fn = fn;
+    wb->arg = arg;
     wb->next = NULL;
     pthread_mutex_lock(&stream->lock);
     *stream->writebacks_tail = wb;
@@ -133,11 +133,9 @@ static gpumem_status stream_sync(gpumem_stream *s, const char *what)
     pthread_mutex_unlock(&s->lock);
     while (wb != NULL) {
         gm_writeback *next = wb->next;
-        gpumem_status cst = gpumem_array_copy(wb->host, wb->device, NULL);
+        gpumem_status cst = wb->fn(wb->arg, true);
         if (cst != GPUMEM_OK && st == GPUMEM_OK)
             st = gm_error_prefix(cst, "write-back");
-        gpumem_array_release(wb->device);
-        gpumem_array_release(wb->host);
         free(wb);
         wb = next;
     }
@@ -170,8 +168,8 @@ GPUMEM_API gpumem_status gpumem_stream_destroy(gpumem_stream *stream)
     gpumem_status st = stream_sync(stream, "gpumem_stream_destroy");
     gpumem_status dst = gm_drv_check(GM_DRV(stream_destroy, ctx->dctx, stream->ds), GM_OP_stream_destroy,
                                      "gpumem_stream_destroy");
-    if (st == GPUMEM_OK)
-        st = dst;
+    st = gm_keep_first(st, dst);
+    atomic_store_explicit(&stream->destroyed, true, memory_order_release);
     pthread_mutex_lock(&ctx->lock);
     for (gpumem_stream **p = &ctx->streams; *p != NULL; p = &(*p)->next) {
         if (*p == stream) {
@@ -180,7 +178,7 @@ GPUMEM_API gpumem_status gpumem_stream_destroy(gpumem_stream *stream)
         }
     }
     pthread_mutex_unlock(&ctx->lock);
-    stream_free(stream);
+    gm_stream_unhold(stream);
     gpumem_context_release(ctx);
     return st;
 }
@@ -221,16 +219,12 @@ static bool has_writebacks(gpumem_stream *s)
     return any;
 }
 
-GPUMEM_API gpumem_status gpumem_context_synchronize(gpumem_context *ctx)
+gpumem_status gm_streams_commit(gpumem_context *ctx, const char *what)
 {
-    gpumem_status st;
-    ctx = gm_context_or_default(ctx, &st);
-    if (st != GPUMEM_OK)
-        return st;
-    st = gm_drv_check(GM_DRV(ctx_synchronize, ctx->dctx), GM_OP_ctx_synchronize, "gpumem_context_synchronize");
-    /* Commit every stream's write-backs, one stream at a time: a stream
-     * found under the context's lock is synchronized after the lock is
-     * dropped (its write-backs call back into the library). */
+    /* One stream at a time: a stream found under the context's lock is
+     * synchronized after the lock is dropped (its write-backs call back
+     * into the library). */
+    gpumem_status st = GPUMEM_OK;
     for (;;) {
         gpumem_stream *pending = NULL;
         pthread_mutex_lock(&ctx->lock);
@@ -242,38 +236,35 @@ GPUMEM_API gpumem_status gpumem_context_synchronize(gpumem_context *ctx)
         pthread_mutex_unlock(&ctx->lock);
         if (pending == NULL)
             break;
-        gpumem_status sst = stream_sync(pending, "gpumem_context_synchronize");
-        if (st == GPUMEM_OK)
-            st = sst;
+        st = gm_keep_first(st, stream_sync(pending, what));
     }
     return st;
 }
 
-void gm_context_streams_release(gpumem_context *ctx)
+/* The context hook: the default stream ends with its context.  Every other
+ * stream holds a reference on ctx, so only the default stream can be left;
+ * its pending write-backs are committed (arrays in them hold ctx references
+ * too, so there are none here in practice). */
+static gpumem_status streams_teardown(gpumem_context *ctx)
 {
-    /* Only the default stream can be left: every other stream holds a
-     * reference on ctx.  Its pending write-backs are committed (arrays in
-     * them hold ctx references too, so there are none here in practice). */
     gpumem_stream *s = ctx->default_stream;
     ctx->default_stream = NULL;
     if (s == NULL)
-        return;
-    if (!gm_process_exiting())
-        stream_sync(s, "gpumem_context_release");
-    stream_free(s);
+        return GPUMEM_OK;
+    gpumem_status st = GPUMEM_OK;
+    if (!gm_process_exiting()) {
+        st = stream_sync(s, "gpumem_context_release");
+    } else {
+        for (gm_writeback *wb = s->writebacks, *next; wb != NULL; wb = next) {
+            next = wb->next;
+            wb->fn(wb->arg, false);
+            free(wb);
+        }
+    }
+    atomic_store_explicit(&s->destroyed, true, memory_order_release);
+    gm_stream_unhold(s);
+    return st;
 }
 
-gpumem_stream *gm_stream_if_alive(gpumem_context *ctx, gpumem_stream *stream)
-{
-    if (stream == NULL || ctx == NULL)
-        return NULL;
-    gpumem_stream *found = NULL;
-    pthread_mutex_lock(&ctx->lock);
-    if (stream == ctx->default_stream)
-        found = stream;
-    for (gpumem_stream *s = ctx->streams; found == NULL && s != NULL; s = s->next)
-        if (s == stream)
-            found = s;
-    pthread_mutex_unlock(&ctx->lock);
-    return found;
-}
+static gm_context_hook hook = {GM_HOOK_STREAMS, NULL, streams_teardown, NULL};
+GM_CONTEXT_HOOK(streams, hook)

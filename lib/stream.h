@@ -1,6 +1,13 @@
 /*
  * stream.h - the stream object behind gpumem_stream (private), and its
  * pending write-backs.
+ *
+ * A write-back is a callback that the array layer queues (numba's
+ * to_device(..., copy back on synchronize)): the stream knows nothing of
+ * arrays.  A stream handle is reference-counted inside the library, so
+ * memory freed "after this stream's work" (pool blocks) can hold it without
+ * a search of the context's streams; gpumem_stream_destroy drops the user's
+ * reference and marks the stream destroyed (its work was synchronized).
  */
 #ifndef GM_STREAM_H
 #define GM_STREAM_H
@@ -8,16 +15,20 @@
 #include <pthread.h>
 #include <stdbool.h>
 
+#include <stdatomic.h>
+
 #include "context.h"
 #include "driver.h"
-#include "gpumem/array.h"
 #include "gpumem/stream.h"
 
-/* A write-back: copy `device` into `host` when the stream is synchronized.
- * Both are retained until then. */
+/* A write-back: fn(arg, true) when the stream is synchronized, which does
+ * the work and frees arg; fn(arg, false) only frees arg (the stream ends
+ * while the process exits).  The status of a run is the stream's. */
+typedef gpumem_status (*gm_writeback_fn)(void *arg, bool run);
+
 typedef struct gm_writeback {
-    gpumem_array *device;
-    gpumem_array *host;
+    gm_writeback_fn fn;
+    void *arg;
     struct gm_writeback *next;
 } gm_writeback;
 
@@ -25,6 +36,8 @@ struct gpumem_stream {
     gpumem_context *ctx;  /* retained, except by the default stream, which the context owns */
     gm_dstream *ds;       /* the driver stream; NULL: the legacy default stream */
     bool is_default;
+    atomic_int refs;      /* the user's (or the context's, for the default) and gm_stream_hold's */
+    atomic_bool destroyed; /* gpumem_stream_destroy ran: nothing of it is pending */
     pthread_mutex_t lock; /* guards the fields below */
     gm_writeback *writebacks; /* in the order they were added */
     gm_writeback **writebacks_tail;
@@ -43,17 +56,29 @@ static inline gm_dstream *gm_stream_ds(const gpumem_stream *s)
 gpumem_status gm_stream_check(const gpumem_stream *stream, const gpumem_context *ctx, const char *what,
                               const char *arg);
 
-/* Queues a write-back of device into host on stream (NULL: ctx's default
- * stream).  Retains both. */
-gpumem_status gm_stream_add_writeback(gpumem_stream *stream, gpumem_context *ctx, gpumem_array *device,
-                                      gpumem_array *host);
+/* Queues a write-back on stream (NULL: ctx's default stream).  On failure
+ * fn is not called: arg stays the caller's. */
+gpumem_status gm_stream_add_writeback(gpumem_stream *stream, gpumem_context *ctx, gm_writeback_fn fn, void *arg);
 
-/* stream if it is still a live stream of ctx (or its default stream), else
- * NULL: a destroyed stream was synchronized, so nothing of it is pending. */
-gpumem_stream *gm_stream_if_alive(gpumem_context *ctx, gpumem_stream *stream);
+/* Keeps the stream's handle valid (not its driver stream) until
+ * gm_stream_unhold.  NULL-safe. */
+static inline gpumem_stream *gm_stream_hold(gpumem_stream *s)
+{
+    if (s != NULL)
+        atomic_fetch_add_explicit(&s->refs, 1, memory_order_relaxed);
+    return s;
+}
+void gm_stream_unhold(gpumem_stream *s);
 
-/* Synchronizes, commits and destroys the context's streams' state at the
- * context's final release (no driver calls once the process is exiting). */
-void gm_context_streams_release(gpumem_context *ctx);
+/* The held stream s if its work may still be pending (not destroyed), else
+ * NULL: a destroyed stream was synchronized.  NULL-safe. */
+static inline gpumem_stream *gm_stream_if_alive(gpumem_stream *s)
+{
+    return s != NULL && !atomic_load_explicit(&s->destroyed, memory_order_acquire) ? s : NULL;
+}
+
+/* Synchronizes every stream of ctx with write-backs pending and commits
+ * them (gpumem_context_synchronize). */
+gpumem_status gm_streams_commit(gpumem_context *ctx, const char *what);
 
 #endif /* GM_STREAM_H */

@@ -183,7 +183,7 @@ int main(void)
         gpumem_array *big = NULL;
         is_int(gpumem_pinned_array(ctx, 1, (int64_t[]){32 << 20}, NULL, gpumem_dtype_builtin(GPUMEM_UINT8), 'C',
                                    &big),
-               GPUMEM_ERROR_OUT_OF_MEMORY, "32 MiB at once is more than the limit");
+               GPUMEM_ERROR_HOST_OUT_OF_MEMORY, "32 MiB at once is more than the limit: the host's shortage");
         /* A scope that cannot be completed leaves nothing registered. */
         unsigned char *a1 = malloc(4 << 20), *a2 = malloc(20 << 20);
         gpumem_array *two[2] = {NULL, NULL};

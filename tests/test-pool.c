@@ -389,18 +389,6 @@ static void test_streams(void)
 
 /* ---- out of memory ------------------------------------------------------------------ */
 
-static gm_cu_deviceptr deferred;
-static int hook_calls;
-static bool flush_deferred(gpumem_context *c)
-{
-    hook_calls++;
-    if (deferred == 0)
-        return false;
-    GM_DRV(mem_free, c->dctx, deferred);
-    deferred = 0;
-    return true;
-}
-
 static void test_oom(void)
 {
     const size_t M = (size_t)1 << 20;
@@ -429,19 +417,24 @@ static void test_oom(void)
     like(msg, "CUDA_ERROR_OUT_OF_MEMORY", "and the driver's error");
     is_int(stats_of(pool).oom_retries, 2, "the retry is counted");
 
-    /* The deferred-deallocation hook runs between releasing and retrying. */
+    /* The ladder flushes the context's deferred frees between releasing
+     * and retrying. */
     gpumem_allocation_free(big, NULL);
-    gm_cu_deviceptr d = 0;
-    GM_DRV(mem_alloc, ctx->dctx, &d, 24 * M); /* memory waiting in a deferred-free queue */
-    deferred = d;
-    gm_pool_set_flush_hook(flush_deferred);
-    hook_calls = 0;
+    gpumem_context_set_dealloc_limits(ctx, 100, 1.0);
+    int64_t n24 = (int64_t)(24 * M);
+    gpumem_array *dv = NULL;
+    gpumem_device_array(ctx, 1, &n24, NULL, gpumem_dtype_builtin(GPUMEM_UINT8), 'C', NULL, &dv);
+    gpumem_array_release(dv); /* 24 MiB waiting in the deferred-free queue */
+    size_t pending = 0;
+    gpumem_context_pending_deallocations(ctx, &pending, NULL);
+    is_int(pending, 1, "a 24 MiB array's free is deferred");
     gpumem_allocation *c = NULL;
     is_int(gpumem_pool_allocate(pool, 48 * M, NULL, &c), GPUMEM_OK,
-           "48 MiB with 32 held and 24 waiting to be freed: succeeds after the flush hook");
-    ok(hook_calls == 1 && deferred == 0, "the hook was called once and flushed");
+           "48 MiB with 32 held and 24 waiting to be freed: succeeds after the flush");
+    gpumem_context_pending_deallocations(ctx, &pending, NULL);
+    is_int(pending, 0, "the ladder flushed the deferred frees");
     gpumem_allocation_free(c, NULL);
-    gm_pool_set_flush_hook(NULL);
+    gpumem_context_set_dealloc_limits(ctx, 10, 0.2);
     gpumem_pool_destroy(pool);
     is_int(used(), base, "all memory is back");
 }

@@ -1,0 +1,270 @@
+/*
+ * alloc.c - the context allocator: the one path by which arrays, scratch
+ * and staging get device, page-locked and managed memory (alloc.h), with
+ * the library's one out-of-memory ladder, and the pools' public allocate
+ * calls, which take the same ladder.
+ */
+#include "config.h"
+
+#include <pthread.h>
+#include <stdio.h>
+
+#include "alloc.h"
+#include "dealloc.h"
+#include "error.h"
+#include "hostreg.h"
+#include "pool.h"
+#include "stream.h"
+
+/* ---- the out-of-memory ladder ----------------------------------------------------- */
+
+/* One ladder at a time: a thread that finds the driver out of memory waits
+ * until another's release has reached the driver, instead of retrying while
+ * those blocks are in flight.  Running out of memory is rare; one lock for
+ * the process is enough. */
+static pthread_mutex_t ladder_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* One attempt at an allocation: a driver result (0, CUDA_ERROR_OUT_OF_MEMORY,
+ * another error) for driver memory, or a status for a pool block. */
+typedef struct attempt {
+    gpumem_context *ctx;
+    gm_pool_kind kind; /* whose held blocks the ladder releases */
+    const char *what;
+    /* what to allocate */
+    gm_mem mem;
+    size_t bytes;
+    unsigned flags;
+    gpumem_stream *stream;
+    gm_pool *pool; /* GM_MEM_POOL: from this pool */
+    /* the result */
+    gm_block *out;
+    uint64_t released_blocks, released_bytes;
+} attempt;
+
+/* Returns the driver's result for driver memory; for a pool block, 0, or
+ * GM_CUDA_ERROR_OUT_OF_MEMORY, or -1 with *st set for another failure. */
+static int try_once(attempt *a, gpumem_status *st)
+{
+    gm_block *b = a->out;
+    gm_dctx *dctx = a->ctx->dctx;
+    switch (a->mem) {
+    case GM_MEM_DEVICE: {
+        gm_cu_deviceptr d = 0;
+        int rc = GM_DRV(mem_alloc, dctx, &d, a->bytes);
+        b->addr = d;
+        return rc;
+    }
+    case GM_MEM_MANAGED: {
+        gm_cu_deviceptr d = 0;
+        int rc = GM_DRV(mem_alloc_managed, dctx, &d, a->bytes, a->flags);
+        b->addr = d;
+        return rc;
+    }
+    case GM_MEM_LOCKED: {
+        void *h = NULL;
+        int rc = GM_DRV(mem_host_alloc, dctx, &h, a->bytes, a->flags);
+        b->addr = (uint64_t)(uintptr_t)h;
+        return rc;
+    }
+    case GM_MEM_POOL: {
+        uint64_t addr = 0;
+        bool oom = false;
+        *st = gm_pool_core_alloc(a->pool, a->bytes, a->stream, a->what, &addr, &b->token, &oom);
+        b->addr = addr;
+        return *st == GPUMEM_OK ? 0 : oom ? GM_CUDA_ERROR_OUT_OF_MEMORY : -1;
+    }
+    default:
+        return -1;
+    }
+}
+
+/* The ladder: try; when the driver is out of memory, give back every block
+ * the pools of this device hold, flush the context's deferred frees, and
+ * try once more.  Returns as try_once. */
+static int with_ladder(attempt *a, gpumem_status *st)
+{
+    *st = GPUMEM_OK;
+    int rc = try_once(a, st);
+    if (rc != GM_CUDA_ERROR_OUT_OF_MEMORY)
+        return rc;
+    pthread_mutex_lock(&ladder_lock);
+    gpumem_status rst = gm_pools_release_held(a->ctx->dctx, a->kind, a->what, &a->released_blocks,
+                                              &a->released_bytes);
+    if (rst == GPUMEM_OK && gm_dealloc_flush_for_retry(a->ctx)) {
+        /* the flush may have freed into a pool that holds */
+        uint64_t n = 0, b = 0;
+        rst = gm_pools_release_held(a->ctx->dctx, a->kind, a->what, &n, &b);
+        a->released_blocks += n;
+        a->released_bytes += b;
+    }
+    if (rst == GPUMEM_OK) {
+        if (a->pool != NULL)
+            gm_pool_core_count_retry(a->pool);
+        rc = try_once(a, st);
+    } else {
+        *st = rst;
+        rc = -1;
+    }
+    pthread_mutex_unlock(&ladder_lock);
+    return rc;
+}
+
+/* ---- driver memory ------------------------------------------------------------------ */
+
+static const char *mem_name(gm_mem mem)
+{
+    return mem == GM_MEM_DEVICE ? "device memory" : mem == GM_MEM_MANAGED ? "managed memory" : "page-locked memory";
+}
+
+/* Driver memory of a kind, with the ladder. */
+static gpumem_status alloc_driver(gpumem_context *ctx, gm_mem mem, size_t bytes, unsigned flags, const char *what,
+                                  gm_block *out)
+{
+    *out = (gm_block){0};
+    if (bytes == 0)
+        return GPUMEM_OK; /* the driver refuses empty allocations; none is needed */
+    attempt a = {.ctx = ctx, .kind = mem == GM_MEM_LOCKED ? GM_POOL_HOST : GM_POOL_DEVICE, .what = what,
+                 .mem = mem, .bytes = bytes, .flags = flags, .out = out};
+    gpumem_status st;
+    int rc = with_ladder(&a, &st);
+    if (rc < 0)
+        return st;
+    if (rc != 0) {
+        char where[240];
+        snprintf(where, sizeof where, "%s: %zu bytes of %s on device %d", what, bytes, mem_name(mem), ctx->device);
+        int op = mem == GM_MEM_DEVICE ? GM_OP_mem_alloc : mem == GM_MEM_MANAGED ? GM_OP_mem_alloc_managed
+                                                                                 : GM_OP_mem_host_alloc;
+        st = gm_drv_check(rc, op, where);
+        /* Host memory the driver cannot give is the host's shortage. */
+        if (mem == GM_MEM_LOCKED && st == GPUMEM_ERROR_OUT_OF_MEMORY)
+            st = gm_error(GPUMEM_ERROR_HOST_OUT_OF_MEMORY, "%s", gpumem_last_error());
+        *out = (gm_block){0};
+        return st;
+    }
+    out->bytes = bytes;
+    out->mem = mem;
+    if (mem != GM_MEM_DEVICE) {
+        /* Known as page-locked (gpumem_host_is_pinned, copy planning) while it lives. */
+        st = gm_host_track_allocation((void *)(uintptr_t)out->addr, bytes);
+        if (st != GPUMEM_OK) {
+            if (mem == GM_MEM_MANAGED)
+                GM_DRV(mem_free, ctx->dctx, out->addr);
+            else
+                GM_DRV(mem_free_host, ctx->dctx, (void *)(uintptr_t)out->addr);
+            *out = (gm_block){0};
+            return gm_error_prefix(st, what);
+        }
+    }
+    return GPUMEM_OK;
+}
+
+/* A pool block, with the ladder. */
+static gpumem_status alloc_pool(gpumem_context *ctx, gm_pool *pool, gm_pool_kind kind, size_t bytes,
+                                gpumem_stream *stream, const char *what, gm_block *out)
+{
+    *out = (gm_block){0};
+    attempt a = {.ctx = ctx, .kind = kind, .what = what, .mem = GM_MEM_POOL, .bytes = bytes, .stream = stream,
+                 .pool = pool, .out = out};
+    gpumem_status st;
+    int rc = with_ladder(&a, &st);
+    if (rc == GM_CUDA_ERROR_OUT_OF_MEMORY)
+        st = gm_pool_core_oom_error(pool, bytes, a.released_blocks, a.released_bytes, what);
+    if (rc != 0) {
+        *out = (gm_block){0};
+        return st;
+    }
+    out->bytes = bytes;
+    out->mem = GM_MEM_POOL;
+    out->stream = gm_stream_hold(stream);
+    out->pool_ctx = gm_pool_core_context(pool);
+    return GPUMEM_OK;
+}
+
+gpumem_status gm_alloc_device(gpumem_context *ctx, size_t bytes, gpumem_stream *stream, const char *what,
+                              gm_block *out)
+{
+    gpumem_pool *pool = atomic_load_explicit(&ctx->pool, memory_order_acquire);
+    if (pool == NULL || bytes == 0)
+        return alloc_driver(ctx, GM_MEM_DEVICE, bytes, 0, what, out);
+    return alloc_pool(ctx, gm_pool_of_device(pool), GM_POOL_DEVICE, bytes, stream, what, out);
+}
+
+gpumem_status gm_alloc_locked(gpumem_context *ctx, size_t bytes, unsigned flags, const char *what, gm_block *out)
+{
+    return alloc_driver(ctx, GM_MEM_LOCKED, bytes, flags, what, out);
+}
+
+gpumem_status gm_alloc_managed(gpumem_context *ctx, size_t bytes, unsigned flags, const char *what, gm_block *out)
+{
+    return alloc_driver(ctx, GM_MEM_MANAGED, bytes, flags, what, out);
+}
+
+gpumem_status gm_alloc_host_pool(gpumem_host_pool *pool, size_t bytes, const char *what, gm_block *out)
+{
+    gm_pool *p = gm_pool_of_host(pool);
+    gpumem_status st = gm_pool_core_check(p, GM_POOL_HOST, what, "pool");
+    if (st != GPUMEM_OK)
+        return st;
+    /* No stream: the CPU uses the block at once, so only idle blocks do. */
+    return alloc_pool(gm_pool_core_context(p), p, GM_POOL_HOST, bytes, NULL, what, out);
+}
+
+gpumem_status gm_alloc_free(gpumem_context *ctx, gm_block *b)
+{
+    gpumem_status st = GPUMEM_OK;
+    switch (b->mem) {
+    case GM_MEM_NONE:
+        break;
+    case GM_MEM_DEVICE:
+        st = gm_dealloc_free(ctx, GM_FREE_DEVICE, b->addr, b->bytes);
+        break;
+    case GM_MEM_MANAGED:
+        gm_host_untrack_allocation((void *)(uintptr_t)b->addr);
+        st = gm_dealloc_free(ctx, GM_FREE_DEVICE, b->addr, b->bytes);
+        break;
+    case GM_MEM_LOCKED:
+        gm_host_untrack_allocation((void *)(uintptr_t)b->addr);
+        st = gm_dealloc_free(ctx, GM_FREE_HOST, b->addr, b->bytes);
+        break;
+    case GM_MEM_POOL:
+        /* Back to the pool, ordered after the work of the stream it was
+         * allocated on while that stream lives (a destroyed stream was
+         * synchronized: nothing of it is pending). */
+        st = gm_pool_release(b->token, gm_stream_if_alive(b->stream), "gpumem_array_release");
+        gm_stream_unhold(b->stream);
+        break;
+    }
+    *b = (gm_block){0};
+    return st;
+}
+
+/* ---- the pools' public allocate calls ---------------------------------------------- */
+
+GPUMEM_API gpumem_status gpumem_pool_allocate(gpumem_pool *pool, size_t size, gpumem_stream *stream,
+                                              gpumem_allocation **alloc)
+{
+    GM_CHECK_NULL(alloc);
+    const char *what = "gpumem_pool_allocate";
+    gm_pool *p = gm_pool_of_device(pool);
+    gpumem_status st = gm_pool_core_check(p, GM_POOL_DEVICE, what, "pool");
+    if (st != GPUMEM_OK)
+        return st;
+    gm_block b;
+    st = alloc_pool(gm_pool_core_context(p), p, GM_POOL_DEVICE, size, stream, what, &b);
+    if (st == GPUMEM_OK) {
+        gm_stream_unhold(b.stream); /* the caller frees it with its own stream */
+        *alloc = b.token;
+    }
+    return st;
+}
+
+GPUMEM_API gpumem_status gpumem_host_pool_allocate_bytes(gpumem_host_pool *pool, size_t size,
+                                                         gpumem_allocation **alloc)
+{
+    GM_CHECK_NULL(alloc);
+    gm_block b;
+    gpumem_status st = gm_alloc_host_pool(pool, size, "gpumem_host_pool_allocate_bytes", &b);
+    if (st == GPUMEM_OK)
+        *alloc = b.token;
+    return st;
+}

@@ -1,0 +1,50 @@
+/*
+ * hostreg.h - the registry of page-locked host memory (private).
+ *
+ * One process-wide, sorted list of disjoint ranges that libgpumem knows to be
+ * page-locked: its own allocations (pinned, mapped, managed memory, pool
+ * blocks) and the page-granular, reference-counted ranges that registration
+ * scopes (host.c) registered with the driver.
+ *
+ * No lock is held across a driver call: a range being registered or
+ * unregistered is in the list as busy (not page-locked for
+ * gm_host_is_locked); a scope that needs a busy range waits until it is
+ * published, so an asynchronous copy's check never waits for another
+ * thread's cuMemHostRegister.
+ */
+#ifndef GM_HOSTREG_H
+#define GM_HOSTREG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "context.h"
+#include "gpumem/status.h"
+
+/* Records / forgets an allocation of page-locked memory. */
+gpumem_status gm_host_track_allocation(const void *start, size_t bytes);
+void gm_host_untrack_allocation(const void *start);
+
+/* Whether every byte of [p, p + bytes) is page-locked as far as we know. */
+bool gm_host_is_locked(const void *p, size_t bytes);
+
+/* The ranges a registration scope holds a reference on. */
+typedef struct gm_pin_set {
+    uintptr_t *pieces; /* starts of the ranges */
+    size_t count, room;
+} gm_pin_set;
+
+/* Page-locks the pages [a, b) (page-aligned) for a scope of ctx: ranges
+ * already registered gain a reference, pages in none are registered with the
+ * driver (flags: CU_MEMHOSTREGISTER_*), pages of the library's own
+ * allocations need nothing.  On failure what this call added is still in
+ * set: the caller drops the whole set. */
+gpumem_status gm_host_pin_pages(gpumem_context *ctx, gm_pin_set *set, uintptr_t a, uintptr_t b, unsigned flags,
+                                const char *what);
+
+/* Drops the set's references (unregistering ranges at their last) and
+ * frees it; the first failure is returned. */
+gpumem_status gm_host_unpin_set(gm_pin_set *set, const char *what);
+
+#endif /* GM_HOSTREG_H */
