@@ -8,10 +8,18 @@
  *
  * Each thread warms up, waits for the others, then repeats pairs for the
  * given time; ns/pair is per thread (wall time / its pairs, averaged), and
- * Mpairs/s is the total rate of all threads. */
+ * Mpairs/s is the total rate of all threads.
+ *
+ * Rows: pool pairs; arrays on a pool (gpumem_device_array +
+ * gpumem_array_release with the context's pool set: at most 4x a pool
+ * pair, issue 10); memoize hits (one call, not a pair); and the driver's
+ * own allocators as the baseline.  The driver rows call the backend table
+ * directly (private headers: no public call allocates without the library's
+ * bookkeeping), so this program links the internal library. */
 #include "config.h"
 
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,7 +32,7 @@
 #include "gpumem/pool.h"
 #include "stream.h"
 
-typedef enum { POOL, POOL_STREAM, DRIVER, DRIVER_ASYNC } bench_kind;
+typedef enum { POOL, POOL_STREAM, ARRAY, MEMO, DRIVER, DRIVER_ASYNC } bench_kind;
 
 typedef struct bench_case {
     const char *name;
@@ -39,6 +47,9 @@ static const bench_case cases[] = {
     {"pool, 4 KiB, shared store only (NO_THREAD_CACHE)", POOL, GPUMEM_POOL_NO_THREAD_CACHE, 4096},
     {"pool, 4 MiB (shared store)", POOL, 0, 4u << 20},
     {"pool, 4 KiB, freed on a stream (cuEventRecord)", POOL_STREAM, 0, 4096},
+    {"array 4 KiB on the context's pool (create+release)", ARRAY, 0, 4096},
+    {"array 4 KiB on a NO_THREAD_CACHE pool", ARRAY, GPUMEM_POOL_NO_THREAD_CACHE, 4096},
+    {"memoize hit (one call)", MEMO, 0, 0},
     {"driver cuMemAlloc+cuMemFree, 4 KiB", DRIVER, 0, 4096},
     {"driver cuMemAlloc+cuMemFree, 4 MiB", DRIVER, 0, 4u << 20},
     {"driver cuMemAllocAsync+cuMemFreeAsync, 4 KiB", DRIVER_ASYNC, 0, 4096},
@@ -65,8 +76,26 @@ static double now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+static gpumem_status memo_create(gpumem_context *c, const void *key, size_t key_size, void *user, void **value)
+{
+    (void)c, (void)key, (void)key_size, (void)user;
+    *value = &memo_create; /* any non-NULL value */
+    return GPUMEM_OK;
+}
+
 static gpumem_status pair(worker *w, gpumem_stream *s)
 {
+    if (w->c->kind == ARRAY) {
+        int64_t n = (int64_t)(w->c->size / 4);
+        gpumem_array *a = NULL;
+        gpumem_status st = gpumem_device_array(ctx, 1, &n, NULL, gpumem_dtype_builtin(GPUMEM_FLOAT32), 'C', NULL, &a);
+        return st != GPUMEM_OK ? st : gpumem_array_release(a);
+    }
+    if (w->c->kind == MEMO) {
+        static const uint64_t key = 42;
+        void *v = NULL;
+        return gpumem_memoize(ctx, &key, sizeof key, memo_create, NULL, NULL, &v);
+    }
     if (w->c->kind == DRIVER) {
         gm_cu_deviceptr d = 0;
         gpumem_status st = gm_drv_check(GM_DRV(mem_alloc, ctx->dctx, &d, w->c->size), GM_OP_mem_alloc, "bench");
@@ -100,7 +129,7 @@ static void *run(void *v)
     for (int i = 0; i < 100 && w->st == GPUMEM_OK; i++)
         w->st = pair(w, s);
     pthread_barrier_wait(w->bar);
-    int batch = w->c->kind == POOL ? 1000 : 20;
+    int batch = w->c->kind == POOL || w->c->kind == ARRAY || w->c->kind == MEMO ? 1000 : 20;
     uint64_t n = 0;
     double t0 = now(), t = t0;
     while (w->st == GPUMEM_OK && t - t0 < w->seconds) {
@@ -121,10 +150,13 @@ static void *run(void *v)
 static int measure(const bench_case *c, int threads, double seconds)
 {
     gpumem_pool *pool = NULL;
-    if (c->kind != DRIVER && gpumem_pool_create(ctx, c->flags, &pool) != GPUMEM_OK) {
+    bool needs_pool = c->kind == POOL || c->kind == POOL_STREAM || c->kind == ARRAY;
+    if (needs_pool && gpumem_pool_create(ctx, c->flags, &pool) != GPUMEM_OK) {
         fprintf(stderr, "bench-pool: %s\n", gpumem_last_error());
         return 1;
     }
+    if (c->kind == ARRAY)
+        gpumem_context_set_pool(ctx, pool);
     pthread_barrier_t bar;
     pthread_barrier_init(&bar, NULL, (unsigned)threads);
     worker *w = calloc((size_t)threads, sizeof *w);
@@ -158,6 +190,8 @@ static int measure(const bench_case *c, int threads, double seconds)
     pthread_barrier_destroy(&bar);
     free(w);
     free(th);
+    if (c->kind == ARRAY)
+        gpumem_context_set_pool(ctx, NULL);
     gpumem_pool_destroy(pool);
     return bad;
 }

@@ -162,16 +162,25 @@ static gpumem_status alloc_driver(gpumem_context *ctx, gm_mem mem, size_t bytes,
 static gpumem_status alloc_pool(gpumem_context *ctx, gm_pool *pool, gm_pool_kind kind, size_t bytes,
                                 gpumem_stream *stream, const char *what, gm_block *out)
 {
-    *out = (gm_block){0};
-    attempt a = {.ctx = ctx, .kind = kind, .what = what, .mem = GM_MEM_POOL, .bytes = bytes, .stream = stream,
-                 .pool = pool, .out = out};
-    gpumem_status st;
-    int rc = with_ladder(&a, &st);
-    if (rc == GM_CUDA_ERROR_OUT_OF_MEMORY)
-        st = gm_pool_core_oom_error(pool, bytes, a.released_blocks, a.released_bytes, what);
-    if (rc != 0) {
-        *out = (gm_block){0};
-        return st;
+    /* The first try is the pool's fast path, made directly. */
+    uint64_t addr = 0;
+    bool oom = false;
+    gpumem_status st = gm_pool_core_alloc(pool, bytes, stream, what, &addr, &out->token, &oom);
+    out->addr = addr;
+    if (st != GPUMEM_OK) {
+        if (!oom) {
+            *out = (gm_block){0};
+            return st;
+        }
+        attempt a = {.ctx = ctx, .kind = kind, .what = what, .mem = GM_MEM_POOL, .bytes = bytes,
+                     .stream = stream, .pool = pool, .out = out};
+        int rc = with_ladder(&a, &st);
+        if (rc == GM_CUDA_ERROR_OUT_OF_MEMORY)
+            st = gm_pool_core_oom_error(pool, bytes, a.released_blocks, a.released_bytes, what);
+        if (rc != 0) {
+            *out = (gm_block){0};
+            return st;
+        }
     }
     out->bytes = bytes;
     out->mem = GM_MEM_POOL;

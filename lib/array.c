@@ -105,15 +105,12 @@ static gpumem_status out_of_host_memory(const char *what)
     return gm_error(GPUMEM_ERROR_HOST_OUT_OF_MEMORY, "%s: out of host memory", what);
 }
 
-gpumem_status gm_array_new_device(const char *what, gpumem_context *ctx, int ndim, const int64_t *shape,
-                                  const int64_t *strides, const gpumem_dtype *dtype, gpumem_stream *stream,
-                                  gpumem_array **out)
+/* A device array of a checked layout of nbytes. */
+static gpumem_status new_device(const char *what, gpumem_context *ctx, int ndim, const int64_t *shape,
+                                const int64_t *strides, const gpumem_dtype *dtype, size_t itemsize, int64_t nbytes,
+                                gpumem_stream *stream, gpumem_array **out)
 {
-    size_t itemsize;
-    int64_t nbytes;
-    gpumem_status st = check_layout(what, ndim, shape, dtype, &itemsize, &nbytes);
-    if (st != GPUMEM_OK)
-        return st;
+    gpumem_status st;
     gpumem_array *a = array_alloc(GPUMEM_MEMORY_DEVICE, NULL, ndim, shape, strides, dtype, itemsize);
     if (a == NULL)
         return out_of_host_memory(what);
@@ -136,6 +133,18 @@ gpumem_status gm_array_new_device(const char *what, gpumem_context *ctx, int ndi
     a->dev = a->block.addr;
     *out = a;
     return GPUMEM_OK;
+}
+
+gpumem_status gm_array_new_device(const char *what, gpumem_context *ctx, int ndim, const int64_t *shape,
+                                  const int64_t *strides, const gpumem_dtype *dtype, gpumem_stream *stream,
+                                  gpumem_array **out)
+{
+    size_t itemsize;
+    int64_t nbytes;
+    gpumem_status st = check_layout(what, ndim, shape, dtype, &itemsize, &nbytes);
+    if (st != GPUMEM_OK)
+        return st;
+    return new_device(what, ctx, ndim, shape, strides, dtype, itemsize, nbytes, stream, out);
 }
 
 gpumem_status gm_array_new_host(const char *what, int ndim, const int64_t *shape, const int64_t *strides,
@@ -354,9 +363,10 @@ GPUMEM_API gpumem_status gpumem_host_array(int ndim, const int64_t *shape, const
     return gm_array_new_host(what, ndim, shape, strides, dtype, array);
 }
 
-gpumem_status gm_array_prepare(const char *what, gpumem_context **ctx, int ndim, const int64_t *shape,
-                               const int64_t *strides, const gpumem_dtype *dtype, char order, gpumem_stream *stream,
-                               int64_t *cstrides)
+/* gm_array_prepare, giving the item size and byte count too. */
+static gpumem_status prepare(const char *what, gpumem_context **ctx, int ndim, const int64_t *shape,
+                             const int64_t *strides, const gpumem_dtype *dtype, char order, gpumem_stream *stream,
+                             int64_t *cstrides, size_t *itemsize_out, int64_t *nbytes)
 {
     if (ndim > 0 && shape == NULL)
         return gm_error(GPUMEM_ERROR_NULL_ARGUMENT, "%s: argument 'shape' is NULL", what);
@@ -365,7 +375,7 @@ gpumem_status gm_array_prepare(const char *what, gpumem_context **ctx, int ndim,
     if (st == GPUMEM_OK && strides == NULL)
         st = check_order(what, order);
     if (st == GPUMEM_OK)
-        st = gm_layout_check_shape(what, ndim, shape, itemsize, NULL, NULL);
+        st = gm_layout_check_shape(what, ndim, shape, itemsize, NULL, nbytes);
     if (st != GPUMEM_OK)
         return st;
     *ctx = gm_context_or_default(*ctx, &st);
@@ -378,7 +388,17 @@ gpumem_status gm_array_prepare(const char *what, gpumem_context **ctx, int ndim,
         gm_layout_strides_like(ndim, shape, strides, itemsize, cstrides);
     else
         gm_layout_contiguous_strides(what, ndim, shape, itemsize, order, cstrides);
+    *itemsize_out = itemsize;
     return GPUMEM_OK;
+}
+
+gpumem_status gm_array_prepare(const char *what, gpumem_context **ctx, int ndim, const int64_t *shape,
+                               const int64_t *strides, const gpumem_dtype *dtype, char order, gpumem_stream *stream,
+                               int64_t *cstrides)
+{
+    size_t itemsize;
+    int64_t nbytes;
+    return prepare(what, ctx, ndim, shape, strides, dtype, order, stream, cstrides, &itemsize, &nbytes);
 }
 
 GPUMEM_API gpumem_status gpumem_device_array(gpumem_context *ctx, int ndim, const int64_t *shape,
@@ -388,10 +408,12 @@ GPUMEM_API gpumem_status gpumem_device_array(gpumem_context *ctx, int ndim, cons
     const char *what = "gpumem_device_array";
     GM_CHECK_NULL(array);
     int64_t cstrides[GM_MAX_NDIM];
-    gpumem_status st = gm_array_prepare(what, &ctx, ndim, shape, strides, dtype, order, stream, cstrides);
+    size_t itemsize;
+    int64_t nbytes;
+    gpumem_status st = prepare(what, &ctx, ndim, shape, strides, dtype, order, stream, cstrides, &itemsize, &nbytes);
     if (st != GPUMEM_OK)
         return st;
-    return gm_array_new_device(what, ctx, ndim, shape, cstrides, dtype, stream, array);
+    return new_device(what, ctx, ndim, shape, cstrides, dtype, itemsize, nbytes, stream, array);
 }
 
 GPUMEM_API gpumem_status gpumem_device_array_like(gpumem_context *ctx, const gpumem_array *like,

@@ -63,12 +63,14 @@ typedef struct gm_memo {
 } gm_memo;
 
 static pthread_mutex_t stores_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t stores_cv = PTHREAD_COND_INITIALIZER;
+static gm_memo *stores;
 static _Atomic uint64_t memo_gen = 1;
 
 /* ---- the per-thread cache of hits ---- */
 
 #define HIT_SLOTS 4
-#define HIT_KEY_MAX 48 /* longer keys are not remembered */
+#define HIT_KEY_WORDS 4 /* keys up to 32 bytes are remembered */
 
 typedef struct memo_hit {
     uint64_t gen; /* 0: empty */
@@ -76,20 +78,41 @@ typedef struct memo_hit {
     gpumem_memo_create_fn create;
     void *value;
     size_t key_size;
-    unsigned char key[HIT_KEY_MAX];
+    uint64_t key[HIT_KEY_WORDS]; /* zero-padded */
 } memo_hit;
 
-static _Thread_local memo_hit hits[HIT_SLOTS];
-static _Thread_local unsigned hit_next;
+/* One thread-local object (one TLS lookup); slot 0 is the newest. */
+static _Thread_local struct {
+    memo_hit slot[HIT_SLOTS];
+} hits;
+
+static inline bool key_equal(const uint64_t *stored, const void *key, size_t key_size)
+{
+    /* Fixed-size loads for the usual keys (a pointer, an id, two of them). */
+    uint64_t w[2];
+    switch (key_size) {
+    case 8:
+        memcpy(w, key, 8);
+        return w[0] == stored[0];
+    case 16:
+        memcpy(w, key, 16);
+        return ((w[0] ^ stored[0]) | (w[1] ^ stored[1])) == 0;
+    default:
+        return memcmp(stored, key, key_size) == 0;
+    }
+}
 
 static inline bool hit_find(const gm_memo *m, gpumem_memo_create_fn create, const void *key, size_t key_size,
                             void **value)
 {
+    if (key_size > sizeof hits.slot[0].key)
+        return false;
     uint64_t gen = atomic_load_explicit(&memo_gen, memory_order_acquire);
+    const memo_hit *slot = hits.slot; /* one TLS lookup */
     for (unsigned i = 0; i < HIT_SLOTS; i++) {
-        const memo_hit *h = &hits[i];
+        const memo_hit *h = &slot[i];
         if (h->gen == gen && h->table == m && h->create == create && h->key_size == key_size &&
-            memcmp(h->key, key, key_size) == 0) {
+            key_equal(h->key, key, key_size)) {
             *value = h->value;
             return true;
         }
@@ -97,23 +120,19 @@ static inline bool hit_find(const gm_memo *m, gpumem_memo_create_fn create, cons
     return false;
 }
 
-/* Remembers a hit found under the table's lock (gen read under it too). */
+/* Remembers a hit found under the table's lock (gen read under it too), as
+ * the newest slot. */
 static void hit_remember(const gm_memo *m, gpumem_memo_create_fn create, const void *key, size_t key_size,
                          void *value, uint64_t gen)
 {
-    if (key_size > HIT_KEY_MAX)
+    if (key_size > sizeof hits.slot[0].key)
         return;
-    memo_hit *h = &hits[hit_next++ % HIT_SLOTS];
-    h->gen = gen;
-    h->table = m;
-    h->create = create;
-    h->value = value;
-    h->key_size = key_size;
+    memmove(&hits.slot[1], &hits.slot[0], (HIT_SLOTS - 1) * sizeof hits.slot[0]);
+    memo_hit *h = &hits.slot[0];
+    *h = (memo_hit){.gen = gen, .table = m, .create = create, .value = value, .key_size = key_size};
     if (key_size > 0)
         memcpy(h->key, key, key_size);
 }
-static pthread_cond_t stores_cv = PTHREAD_COND_INITIALIZER;
-static gm_memo *stores;
 
 /* ---- hashing ------------------------------------------------------------------ */
 
@@ -321,6 +340,7 @@ static gpumem_status run_create(const char *what, gpumem_context *ctx, gm_memo *
     return st;
 }
 
+__attribute__((noinline)) /* keeps gpumem_memoize's hit path small */
 gpumem_status gm_memo_get(const char *what, gpumem_context *ctx, const void *key, size_t key_size,
                           gpumem_memo_create_fn create, gpumem_memo_destroy_fn destroy, void *user,
                           void (*acquire)(void *value), void **value)
@@ -328,8 +348,6 @@ gpumem_status gm_memo_get(const char *what, gpumem_context *ctx, const void *key
     gm_memo *m = table_of(ctx, true);
     if (m == NULL)
         return gm_error(GPUMEM_ERROR_HOST_OUT_OF_MEMORY, "%s: out of host memory", what);
-    if (acquire == NULL && hit_find(m, create, key, key_size, value))
-        return GPUMEM_OK;
     uint64_t hash = entry_hash(create, key, key_size);
     for (;;) {
         /* the hit: a shared lock of this context's table only */
@@ -399,6 +417,10 @@ GPUMEM_API gpumem_status gpumem_memoize(gpumem_context *ctx, const void *key, si
     ctx = gm_context_or_default(ctx, &st);
     if (st != GPUMEM_OK)
         return st;
+    /* the hit, before anything else */
+    gm_memo *m = atomic_load_explicit(&ctx->memo, memory_order_acquire);
+    if (m != NULL && hit_find(m, create, key, key_size, value))
+        return GPUMEM_OK;
     return gm_memo_get("gpumem_memoize", ctx, key, key_size, create, destroy, user, NULL, value);
 }
 
