@@ -8,9 +8,11 @@
 
 #include <pthread.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "alloc.h"
 #include "dealloc.h"
+#include "env.h"
 #include "error.h"
 #include "hostreg.h"
 #include "pool.h"
@@ -185,7 +187,7 @@ static gpumem_status alloc_pool(gpumem_context *ctx, gm_pool *pool, gm_pool_kind
     out->bytes = bytes;
     out->mem = GM_MEM_POOL;
     out->stream = gm_stream_hold(stream);
-    out->pool_ctx = gm_pool_core_context(pool);
+    out->pool_ctx = gm_pool_core_holds_context(pool) ? gm_pool_core_context(pool) : NULL;
     return GPUMEM_OK;
 }
 
@@ -246,6 +248,42 @@ gpumem_status gm_alloc_free(gpumem_context *ctx, gm_block *b)
     *b = (gm_block){0};
     return st;
 }
+
+/* ---- the default allocator ------------------------------------------------------------ */
+
+/* GPUMEM_ALLOCATOR=pool gives every context its own device pool at creation
+ * (the context holds it, and destroys it at its end); driver, the default,
+ * gives none.  pool.h says why the driver is the default. */
+static gpumem_status allocator_create(gpumem_context *ctx, const char *what)
+{
+    const char *v = gm_env("GPUMEM_ALLOCATOR");
+    if (v == NULL || strcmp(v, "driver") == 0)
+        return GPUMEM_OK;
+    if (strcmp(v, "pool") != 0)
+        return gm_error(GPUMEM_ERROR_INVALID_ENVIRONMENT, "%s: GPUMEM_ALLOCATOR='%s': expected 'driver' or 'pool'",
+                        what, v);
+    gm_pool *p = NULL;
+    gpumem_status st = gm_pool_core_create(GM_POOL_DEVICE, ctx, GM_POOL_CONTEXT_OWNED, 0, what, &p);
+    if (st == GPUMEM_OK) {
+        ctx->own_pool = (gpumem_pool *)(void *)p;
+        atomic_store_explicit(&ctx->pool, ctx->own_pool, memory_order_release);
+    }
+    return st;
+}
+
+static gpumem_status allocator_teardown(gpumem_context *ctx)
+{
+    gpumem_pool *own = ctx->own_pool;
+    if (own == NULL)
+        return GPUMEM_OK;
+    gpumem_pool *expected = own;
+    atomic_compare_exchange_strong(&ctx->pool, &expected, NULL);
+    ctx->own_pool = NULL;
+    return gm_pool_core_destroy(gm_pool_of_device(own), "gpumem_context_release");
+}
+
+static gm_context_hook hook = {GM_HOOK_ALLOCATOR, allocator_create, allocator_teardown, NULL};
+GM_CONTEXT_HOOK(allocator, hook)
 
 /* ---- the pools' public allocate calls ---------------------------------------------- */
 

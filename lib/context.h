@@ -32,6 +32,7 @@ struct gpumem_context {
      * the context only carries it. */
     struct gm_dealloc *dealloc;            /* deferred frees (dealloc.c) */
     _Atomic(struct gpumem_pool *) pool;    /* arrays allocate here when set (gpumem_context_set_pool) */
+    struct gpumem_pool *own_pool;          /* the context's own pool (GPUMEM_ALLOCATOR=pool), alloc.c's */
     _Atomic(struct gm_memo *) memo;        /* memoized values and kernel cache (memo.c), made on first use */
     void *staging;                         /* pinned bounce buffers of pageable copies, made on first use */
 };
@@ -57,6 +58,7 @@ enum {
     GM_HOOK_MEMO = 10,    /* memoized values and cached modules */
     GM_HOOK_STAGING = 20, /* staging buffers of pageable copies */
     GM_HOOK_STREAMS = 30, /* the default stream and its pending write-backs */
+    GM_HOOK_ALLOCATOR = 40, /* the context's own pool (GPUMEM_ALLOCATOR=pool) */
     GM_HOOK_DEALLOC = 90  /* the deferred frees: flushed last */
 };
 

@@ -723,7 +723,8 @@ gpumem_status gm_pool_core_create(gm_pool_kind kind, gpumem_context *ctx, unsign
     p->ctx = ctx;
     atomic_init(&p->holding, true);
     pthread_mutex_init(&p->lock, NULL);
-    gpumem_context_retain(ctx);
+    if (!(flags & GM_POOL_CONTEXT_OWNED))
+        gpumem_context_retain(ctx);
     pthread_mutex_lock(&live_lock);
     p->live_next = live_pools;
     if (live_pools != NULL)
@@ -746,7 +747,8 @@ static void pool_end(gm_pool *p)
         tc_unref(tc);
     }
     pthread_mutex_destroy(&p->lock);
-    gpumem_context_release(p->ctx);
+    if (!(p->flags & GM_POOL_CONTEXT_OWNED))
+        gpumem_context_release(p->ctx);
     free(p);
 }
 
@@ -1145,6 +1147,11 @@ gpumem_status gm_pool_core_check(const gm_pool *p, gm_pool_kind kind, const char
 gpumem_context *gm_pool_core_context(const gm_pool *p)
 {
     return p->ctx;
+}
+
+bool gm_pool_core_holds_context(const gm_pool *p)
+{
+    return !(p->flags & GM_POOL_CONTEXT_OWNED);
 }
 
 unsigned gm_pool_core_alloc_flags(const gm_pool *p)

@@ -123,7 +123,16 @@ static inline size_t gm_pool_class_bytes(unsigned c)
 static inline gm_pool *gm_pool_of_device(const gpumem_pool *p) { return (gm_pool *)(uintptr_t)p; }
 static inline gm_pool *gm_pool_of_host(const gpumem_host_pool *p) { return (gm_pool *)(uintptr_t)p; }
 
-/* flags: GPUMEM_POOL_NO_THREAD_CACHE; alloc_flags: cuMemHostAlloc's (host). */
+/* An internal flag: the pool is its context's own (GPUMEM_ALLOCATOR=pool),
+ * made and destroyed with the context, and holds no reference to it. */
+#define GM_POOL_CONTEXT_OWNED 0x80000000u
+
+/* Whether the pool holds a reference to its context (all but the
+ * context's own). */
+bool gm_pool_core_holds_context(const gm_pool *p);
+
+/* flags: GPUMEM_POOL_NO_THREAD_CACHE, GM_POOL_CONTEXT_OWNED; alloc_flags:
+ * cuMemHostAlloc's (host). */
 gpumem_status gm_pool_core_create(gm_pool_kind kind, gpumem_context *ctx, unsigned flags, unsigned alloc_flags,
                                   const char *what, gm_pool **out);
 gpumem_status gm_pool_core_destroy(gm_pool *p, const char *what);

@@ -8,6 +8,7 @@
 #include <gpumem.h>
 
 #include "arrays.h"
+#include "child.h"
 #include "tap.h"
 
 static uint64_t held(gpumem_pool *p)
@@ -24,8 +25,48 @@ static uint64_t active(gpumem_pool *p)
     return n;
 }
 
+/* GPUMEM_ALLOCATOR=pool: a fresh context allocates its arrays from its own
+ * pool; value[0]: cuMemAlloc calls for two arrays made one after the other,
+ * value[1]: deferred frees after the first is released, value[2]: the
+ * cuMemFree calls made by the context's last release. */
+static void own_pool(const void *arg, child_result *out)
+{
+    setenv("GPUMEM_ALLOCATOR", (const char *)arg, 1);
+    gpumem_context *c = NULL;
+    out->status = gpumem_context_create(0, &c);
+    snprintf(out->text, sizeof out->text, "%s", gpumem_last_error());
+    if (out->status != GPUMEM_OK)
+        return;
+    int64_t n = 1000;
+    gpumem_array *x = NULL, *y = NULL;
+    int64_t allocs = calls("cuMemAlloc");
+    gpumem_device_array(c, 1, &n, NULL, gpumem_dtype_builtin(GPUMEM_FLOAT32), 'C', NULL, &x);
+    gpumem_array_release(x);
+    size_t pending = 99;
+    gpumem_context_pending_deallocations(c, &pending, NULL);
+    gpumem_device_array(c, 1, &n, NULL, gpumem_dtype_builtin(GPUMEM_FLOAT32), 'C', NULL, &y);
+    out->value[0] = (long)(calls("cuMemAlloc") - allocs);
+    out->value[1] = (long)pending;
+    gpumem_array_release(y);
+    int64_t frees = calls("cuMemFree");
+    gpumem_context_release(c);
+    out->value[2] = (long)(calls("cuMemFree") - frees);
+}
+
 int main(void)
 {
+    child_result r;
+    run_child(own_pool, "pool", &r);
+    is_int(r.status, GPUMEM_OK, "GPUMEM_ALLOCATOR=pool: a context");
+    ok(r.value[0] == 1 && r.value[1] == 0, "its arrays come from its own pool: one cuMemAlloc for two, no deferred free");
+    is_int(r.value[2], 1, "and the pool's block goes back to the driver with the context");
+    run_child(own_pool, "driver", &r);
+    ok(r.status == GPUMEM_OK && r.value[0] == 2 && r.value[1] == 1,
+       "GPUMEM_ALLOCATOR=driver: each array from the driver, frees deferred (numba's default)");
+    run_child(own_pool, "caching", &r);
+    is_int(r.status, GPUMEM_ERROR_INVALID_ENVIRONMENT, "GPUMEM_ALLOCATOR=caching is refused");
+    like(r.text, "GPUMEM_ALLOCATOR='caching'", "naming the variable and its value");
+
     if (test_on_sim())
         setenv("GPUMEM_SIM_DEVICES", "2", 1);
     gpumem_context *ctx = NULL;

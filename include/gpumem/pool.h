@@ -284,6 +284,22 @@ GPUMEM_API gpumem_status gpumem_host_pool_stats(gpumem_host_pool *pool, struct g
 
 /* ---- arrays on pools ----------------------------------------------------------------------- */
 
+/*
+ * The default allocator.  A context allocates its arrays from the driver,
+ * with numba's deferred frees (gpumem/cleanup.h), unless a pool is set with
+ * gpumem_context_set_pool() or the environment says GPUMEM_ALLOCATOR=pool,
+ * which gives every new context its own caching pool (CuPy's and PyTorch's
+ * default).  The driver is the default on purpose: HPC programs share the
+ * GPU with other CUDA libraries (cuBLAS, cuFFT, MPI, NCCL) that allocate
+ * from the driver too, and memory a pool holds is invisible to them; the
+ * footprint of the driver path is what the program uses, as numba users
+ * expect.  A program that allocates and frees arrays in a loop gains the
+ * pool's speed with one call.  Either way, an allocation that the driver
+ * refuses first makes every pool of the device give back what it holds and
+ * the deferred frees run, then retries once: a pool never makes another
+ * library of the process fail for memory it merely holds.
+ */
+
 /**
  * numba's memory-manager plug-in: from now on the device allocations of
  * @p ctx's arrays (gpumem_device_array, gpumem_to_device, reshape copies,
