@@ -29,7 +29,7 @@
 #include <gpumem/occupancy.h>
 
 /* The entry point tools/gpumem.c calls with argv[0] = "occupancy". */
-int gpumem_cmd_occupancy(int argc, char **argv);
+int cmd_occupancy(int argc, char **argv);
 
 static void occupancy_usage(FILE *out)
 {
@@ -169,7 +169,7 @@ static void print_json(int device, const char *name, int cc, const gpumem_occupa
     printf("}\n");
 }
 
-int gpumem_cmd_occupancy(int argc, char **argv)
+int cmd_occupancy(int argc, char **argv)
 {
     static const char *const names[] = {"--threads", "--smem", "--regs", "--device"};
     const char *values[4] = {NULL, NULL, NULL, NULL};

@@ -16,7 +16,7 @@
 
 #include <gpumem.h>
 
-int gpumem_cmd_occupancy(int argc, char **argv); /* cmd-occupancy.c */
+int cmd_occupancy(int argc, char **argv); /* cmd-occupancy.c */
 
 static void usage(FILE *out)
 {
@@ -174,7 +174,7 @@ int main(int argc, char **argv)
         return 0;
     }
     if (strcmp(cmd, "occupancy") == 0)
-        return gpumem_cmd_occupancy(argc - 1, argv + 1);
+        return cmd_occupancy(argc - 1, argv + 1);
     if (strcmp(cmd, "info") == 0) {
         int json = 0;
         for (int i = 2; i < argc; i++) {
