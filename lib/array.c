@@ -322,6 +322,23 @@ gpumem_status gm_array_new_like(const char *what, const gpumem_array *a, int ndi
     return gm_array_new_host(what, ndim, shape, strides, a->dtype, out);
 }
 
+/* A contiguous array of a's kind (pinned, mapped and managed included) with
+ * a new shape in `order`: the copy of a reshape. */
+static gpumem_status new_same_kind(const char *what, const gpumem_array *a, int ndim, const int64_t *shape,
+                                   char order, gpumem_stream *stream, gpumem_array **out)
+{
+    unsigned flags;
+    switch (a->kind) {
+    case GPUMEM_MEMORY_PINNED: flags = GM_CU_MEMHOSTALLOC_PORTABLE; break;
+    case GPUMEM_MEMORY_MAPPED: flags = GM_CU_MEMHOSTALLOC_PORTABLE | GM_CU_MEMHOSTALLOC_DEVICEMAP; break;
+    case GPUMEM_MEMORY_MANAGED: flags = GM_CU_MEM_ATTACH_GLOBAL; break;
+    default: return gm_array_new_like(what, a, ndim, shape, order, stream, out);
+    }
+    int64_t strides[GM_MAX_NDIM];
+    gm_layout_contiguous_strides(what, ndim, shape, a->itemsize, order, strides);
+    return gm_array_new_locked(what, a->kind, a->ctx, ndim, shape, strides, a->dtype, flags, out);
+}
+
 GPUMEM_API gpumem_status gpumem_host_array_wrap(void *data, int ndim, const int64_t *shape,
                                                 const int64_t *strides, const gpumem_dtype *dtype,
                                                 gpumem_array **array)
@@ -610,7 +627,7 @@ GPUMEM_API gpumem_status gpumem_array_reshape(gpumem_array *array, int ndim, con
                      ? 'F'
                      : 'C';
     gpumem_array *copy = NULL, *as_old = NULL;
-    st = gm_array_new_like(what, array, ndim, nshape, rorder, stream, &copy);
+    st = new_same_kind(what, array, ndim, nshape, rorder, stream, &copy);
     if (st == GPUMEM_OK) {
         int64_t ostrides[GM_MAX_NDIM];
         gm_layout_contiguous_strides(what, array->ndim, array->shape, array->itemsize, rorder, ostrides);

@@ -208,6 +208,38 @@ int main(void)
     void *old = ph;
     gpumem_array_release(p);
     is_int(pinned_p(old, 4), 0, "a released pinned array's memory is no longer known as pinned");
+
+    /* A reshape that needs a copy keeps the memory kind (array.h). */
+    for (int k = 0; k < 3; k++) {
+        gpumem_array *src = NULL, *t = NULL, *flat = NULL;
+        int64_t shp[2] = {4, 6}, n24 = 24;
+        gpumem_memory_kind want = k == 0 ? GPUMEM_MEMORY_PINNED : k == 1 ? GPUMEM_MEMORY_MAPPED : GPUMEM_MEMORY_MANAGED;
+        gpumem_status cst = k == 0   ? gpumem_pinned_array(ctx, 2, shp, NULL, i32, 'C', &src)
+                            : k == 1 ? gpumem_mapped_array(ctx, 2, shp, NULL, i32, 'C', NULL, 0, &src)
+                                     : gpumem_managed_array(ctx, 2, shp, NULL, i32, 'C', GPUMEM_MANAGED_ATTACH_GLOBAL,
+                                                            &src);
+        if (cst != GPUMEM_OK) {
+            diag("kind %d: %s", (int)want, gpumem_last_error());
+            skip(2, "this device has no such memory");
+            continue;
+        }
+        int32_t *vals = NULL;
+        gpumem_array_host_pointer(src, (void **)&vals);
+        for (int i = 0; i < 24; i++)
+            vals[i] = i;
+        gpumem_array_transpose(src, NULL, &t); /* 6x4, not C-contiguous */
+        gpumem_memory_kind got = GPUMEM_MEMORY_HOST;
+        int32_t last = -1;
+        if (gpumem_array_reshape(t, 1, &n24, 'C', 0, NULL, &flat) == GPUMEM_OK) {
+            gpumem_array_kind(flat, &got);
+            gpumem_array_get_item(flat, (int64_t[]){23}, &last, NULL);
+        }
+        is_int(got, want, "a reshape copy of a pinned/mapped/managed array has its kind");
+        is_int(last, 23, "and the values in the new order");
+        gpumem_array_release(flat);
+        gpumem_array_release(t);
+        gpumem_array_release(src);
+    }
     gpumem_context_release(ctx);
     done_testing();
     return exit_status();
