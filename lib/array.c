@@ -14,6 +14,7 @@
 #include "dtype.h"
 #include "error.h"
 #include "gpumem/dtype.h"
+#include "handles.h"
 #include "hostreg.h"
 #include "pool.h"
 #include "stream.h"
@@ -53,10 +54,11 @@ static gpumem_array *array_alloc(gpumem_memory_kind kind, gpumem_context *ctx, i
 {
     /* Only the header is cleared: shape and strides beyond ndim are never
      * read, and clearing all GM_MAX_NDIM of them costs the fast path. */
-    gpumem_array *a = malloc(sizeof *a);
+    gpumem_array *a = gm_handle_take(sizeof *a);
     if (a == NULL)
         return NULL;
     memset(a, 0, offsetof(gpumem_array, shape));
+    a->magic = GM_HANDLE_LIVE;
     atomic_init(&a->refs, 1);
     a->kind = kind;
     a->ndim = ndim;
@@ -70,6 +72,13 @@ static gpumem_array *array_alloc(gpumem_memory_kind kind, gpumem_context *ctx, i
     if (ctx != NULL)
         gpumem_context_retain(ctx);
     return a;
+}
+
+/* The handle goes back to the store, dead. */
+static void handle_free(gpumem_array *a)
+{
+    a->magic = GM_HANDLE_DEAD;
+    gm_handle_give(a);
 }
 
 /* Frees an array whose last reference went; the status is the driver's
@@ -87,7 +96,7 @@ static gpumem_status array_free(gpumem_array *a)
          * used after the block went back. */
         gm_block b = a->block;
         bool borrowed = a->ctx_borrowed;
-        free(a);
+        handle_free(a);
         st = gm_alloc_free(ctx, &b);
         if (!borrowed)
             gpumem_context_release(ctx);
@@ -95,7 +104,7 @@ static gpumem_status array_free(gpumem_array *a)
     } else if (a->owned == GM_OWNED_FOREIGN && a->owner_release != NULL) {
         a->owner_release(a->owner);
     }
-    free(a);
+    handle_free(a);
     gpumem_context_release(ctx);
     return gm_keep_first(st, gpumem_array_release(base));
 }
@@ -511,9 +520,17 @@ GPUMEM_API gpumem_status gpumem_to_device(gpumem_context *ctx, gpumem_array *hos
     return GPUMEM_OK;
 }
 
+static gpumem_status released_already(const char *what)
+{
+    return gm_error(GPUMEM_ERROR_INVALID_STATE, "%s: the array was released already (released more often than "
+                    "retained)", what);
+}
+
 GPUMEM_API gpumem_status gpumem_array_retain(gpumem_array *array)
 {
     GM_CHECK_NULL(array);
+    if (array->magic != GM_HANDLE_LIVE)
+        return released_already("gpumem_array_retain");
     atomic_fetch_add_explicit(&array->refs, 1, memory_order_relaxed);
     return GPUMEM_OK;
 }
@@ -522,8 +539,15 @@ GPUMEM_API gpumem_status gpumem_array_release(gpumem_array *array)
 {
     if (array == NULL)
         return GPUMEM_OK;
-    if (atomic_fetch_sub_explicit(&array->refs, 1, memory_order_acq_rel) == 1)
+    if (array->magic != GM_HANDLE_LIVE)
+        return released_already("gpumem_array_release");
+    int before = atomic_fetch_sub_explicit(&array->refs, 1, memory_order_acq_rel);
+    if (before == 1)
         return array_free(array);
+    if (before < 1) { /* two threads raced to release the last reference twice */
+        atomic_fetch_add_explicit(&array->refs, 1, memory_order_relaxed);
+        return released_already("gpumem_array_release");
+    }
     return GPUMEM_OK;
 }
 

@@ -24,6 +24,7 @@ typedef enum gm_owned {
 } gm_owned;
 
 struct gpumem_array {
+    uint32_t magic;              /* GM_HANDLE_LIVE, or GM_HANDLE_DEAD once released (handles.h) */
     atomic_int refs;
     gpumem_memory_kind kind;
     int ndim;

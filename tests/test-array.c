@@ -302,6 +302,16 @@ int main(void)
     else
         skip(1, "other processes may hold memory of a real GPU");
     gpumem_context_release(ctx);
+    /* A handle released twice is refused, not a use after free (array.h). */
+    {
+        gpumem_array *twice = NULL;
+        int64_t n = 8;
+        gpumem_host_array(1, &n, gpumem_dtype_builtin(GPUMEM_INT8), 'C', &twice);
+        is_int(gpumem_array_release(twice), GPUMEM_OK, "release an array");
+        is_int(gpumem_array_release(twice), GPUMEM_ERROR_INVALID_STATE, "releasing it again is INVALID_STATE");
+        like(gpumem_last_error(), "released already", "saying it was released already");
+        is_int(gpumem_array_retain(twice), GPUMEM_ERROR_INVALID_STATE, "and so is retaining it");
+    }
     done_testing();
     return exit_status();
 }

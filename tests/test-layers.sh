@@ -18,7 +18,7 @@ layer_of() {
     driver|cuda|cuda_abi|sim|sim_*|arch_table|pointer|kernels/*) echo 1 ;;
     context|stream) echo 2 ;;
     alloc|pool|host_pool|hostreg|dealloc|staging*) echo 3 ;;
-    array|copy|copy_*|host|pack*) echo 4 ;;
+    array|copy|copy_*|host|handles|pack*) echo 4 ;;
     cai|dlpack|dlpack_abi|ipc|memo|module|occupancy) echo 5 ;;
     *) echo "" ;;
     esac

@@ -129,13 +129,26 @@ GPUMEM_API gpumem_status gpumem_device_record(gpumem_context *ctx, const gpumem_
 GPUMEM_API gpumem_status gpumem_to_device(gpumem_context *ctx, gpumem_array *host, gpumem_stream *stream,
                                           unsigned flags, gpumem_array **array);
 
-/** Adds a reference. */
+/**
+ * Adds a reference.  A handle whose last reference went is
+ * ::GPUMEM_ERROR_INVALID_STATE (see gpumem_array_release()).
+ */
 GPUMEM_API gpumem_status gpumem_array_retain(gpumem_array *array);
 
 /**
  * Drops a reference; the last one frees the memory the array owns (and
  * returns the driver's failure to free it, if any: the handle is gone
  * either way).  NULL is a no-op.
+ *
+ * Releasing more often than retaining is a bug of the caller, as free()
+ * twice is.  The library detects it where it can: array handles are never
+ * given back to the system while the process runs, so releasing (or
+ * retaining) a handle whose last reference went is
+ * ::GPUMEM_ERROR_INVALID_STATE, changes nothing and touches no freed
+ * memory, unless the calling thread has released 64 more arrays since and
+ * the handle was handed out again for a new array (then it names that
+ * array).  An extra release while other references remain (a view's on its
+ * base, a stream's) cannot be told from a rightful one.
  */
 GPUMEM_API gpumem_status gpumem_array_release(gpumem_array *array);
 
