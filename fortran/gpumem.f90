@@ -66,6 +66,9 @@
 !   [m, n] is the Fortran array (n, m): view it through
 !   gpumem_array_transpose.
 !
+!   Give gpumem_f_pointer a pointer that is defined (nullified or
+!   associated, `=> null()` in its declaration), as any pointer argument.
+!
 !   The array given to a helper must have the TARGET (or POINTER)
 !   attribute.  gpumem_f_wrap borrows the Fortran array's memory: it must
 !   outlive the host array and every copy queued from or into it, as with

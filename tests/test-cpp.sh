@@ -6,11 +6,7 @@
 srcdir=${GPUMEM_TEST_SRCDIR:-.}
 builddir=${GPUMEM_TEST_BUILDDIR:-.}
 CXX=${CXX:-c++}
-echo "1..10"
-if [ "${GPUMEM_HAVE_CXX:-no}" != yes ]; then
-    i=0; while [ $i -lt 10 ]; do i=$((i + 1)); echo "ok $i # SKIP no C++ compiler"; done
-    exit 0
-fi
+echo "1..11"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/gpumem-cpp.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
 lib="$builddir/lib/.libs"
@@ -20,6 +16,23 @@ result() { # ok?, description, log
     i=$((i + 1))
     if [ "$1" = 0 ]; then echo "ok $i - $2"; else echo "not ok $i - $2"; sed 's/^/# /' "$3"; fi
 }
+# The README's snippet from examples/cpp/first.cpp: every line of it is a line of the example.
+snippet_check() { # example file, README marker, description
+    awk -v m="$2" 'index($0, m) {f = 1; next} f && /^    / {print; g = 1; next} f && g && !/^$/ {exit}' \
+        "$srcdir/README" | sed 's/^ *//' >"$tmp/snippet"
+    : >"$tmp/missing"
+    while IFS= read -r line; do
+        sed 's/^ *//' "$1" | grep -qxF -- "$line" || printf '%s\n' "$line" >>"$tmp/missing"
+    done <"$tmp/snippet"
+    if [ -s "$tmp/snippet" ] && [ ! -s "$tmp/missing" ]; then result 0 "$3" "$tmp/missing"
+    else echo "(snippet: $(wc -l <"$tmp/snippet") lines; not in the example:)" >"$tmp/log"; cat "$tmp/missing" >>"$tmp/log"; result 1 "$3" "$tmp/log"; fi
+}
+snippet_check "$srcdir/examples/cpp/first.cpp" "From examples/cpp/first.cpp:" \
+    "the README's C++ snippet is taken from examples/cpp/first.cpp"
+if [ "${GPUMEM_HAVE_CXX:-no}" != yes ]; then
+    while [ $i -lt 11 ]; do i=$((i + 1)); echo "ok $i # SKIP no C++ compiler"; done
+    exit 0
+fi
 for std in c++17 c++20; do
     for prog in examples/cpp/first examples/cpp/pool tests/test-hpp; do
         name=$(basename "$prog")

@@ -7,12 +7,8 @@
 srcdir=${GPUMEM_TEST_SRCDIR:-.}
 builddir=${GPUMEM_TEST_BUILDDIR:-.}
 CC=${CC:-cc}
-n=6
+n=7
 echo "1..$n"
-if [ "${GPUMEM_HAVE_FORTRAN:-no}" != yes ]; then
-    i=0; while [ $i -lt $n ]; do i=$((i + 1)); echo "ok $i # SKIP the Fortran module is not built (no Fortran compiler, or --disable-fortran)"; done
-    exit 0
-fi
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/gpumem-fortran.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
 mod="$srcdir/fortran/gpumem.f90"
@@ -22,6 +18,23 @@ result() { # 0|1, description, log
     i=$((i + 1))
     if [ "$1" = 0 ]; then echo "ok $i - $2"; else echo "not ok $i - $2"; sed 's/^/# /' "$3" | head -40; fi
 }
+# The README's snippet from examples/fortran/example.f90: every line of it is a line of the example.
+snippet_check() { # example file, README marker, description
+    awk -v m="$2" 'index($0, m) {f = 1; next} f && /^    / {print; g = 1; next} f && g && !/^$/ {exit}' \
+        "$srcdir/README" | sed 's/^ *//' >"$tmp/snippet"
+    : >"$tmp/missing"
+    while IFS= read -r line; do
+        sed 's/^ *//' "$1" | grep -qxF -- "$line" || printf '%s\n' "$line" >>"$tmp/missing"
+    done <"$tmp/snippet"
+    if [ -s "$tmp/snippet" ] && [ ! -s "$tmp/missing" ]; then result 0 "$3" "$tmp/missing"
+    else echo "(snippet: $(wc -l <"$tmp/snippet") lines; not in the example:)" >"$tmp/log"; cat "$tmp/missing" >>"$tmp/log"; result 1 "$3" "$tmp/log"; fi
+}
+snippet_check "$srcdir/examples/fortran/example.f90" "examples/fortran/example.f90, a(6, 4)" \
+    "the README's Fortran snippet is taken from examples/fortran/example.f90"
+if [ "${GPUMEM_HAVE_FORTRAN:-no}" != yes ]; then
+    while [ $i -lt $n ]; do i=$((i + 1)); echo "ok $i # SKIP the Fortran module is not built (no Fortran compiler, or --disable-fortran)"; done
+    exit 0
+fi
 
 # 1. interfaces: the bind(c) names are exactly the GPUMEM_API functions.
 grep -hE '^GPUMEM_API' "$srcdir"/include/gpumem/*.h "$builddir/include/gpumem/version.h" |
