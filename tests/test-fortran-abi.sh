@@ -7,7 +7,7 @@
 srcdir=${GPUMEM_TEST_SRCDIR:-.}
 builddir=${GPUMEM_TEST_BUILDDIR:-.}
 CC=${CC:-cc}
-n=7
+n=8
 echo "1..$n"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/gpumem-fortran.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
@@ -31,6 +31,14 @@ snippet_check() { # example file, README marker, description
 }
 snippet_check "$srcdir/examples/fortran/example.f90" "examples/fortran/example.f90, a(6, 4)" \
     "the README's Fortran snippet is taken from examples/fortran/example.f90"
+if command -v python3 >/dev/null 2>&1; then
+    mkdir "$tmp/gen" && python3 "$srcdir/fortran/gen-typed.py" "$tmp/gen" >"$tmp/log" 2>&1 &&
+        diff "$srcdir/fortran/gpumem_typed.inc" "$tmp/gen/gpumem_typed.inc" >>"$tmp/log" 2>&1 &&
+        diff "$srcdir/fortran/gpumem_generics.inc" "$tmp/gen/gpumem_generics.inc" >>"$tmp/log" 2>&1
+    result $? "fortran/gpumem_typed.inc and gpumem_generics.inc are what fortran/gen-typed.py writes" "$tmp/log"
+else
+    i=$((i + 1)); echo "ok $i # SKIP no python3 to run fortran/gen-typed.py"
+fi
 if [ "${GPUMEM_HAVE_FORTRAN:-no}" != yes ]; then
     while [ $i -lt $n ]; do i=$((i + 1)); echo "ok $i # SKIP the Fortran module is not built (no Fortran compiler, or --disable-fortran)"; done
     exit 0
