@@ -1,0 +1,1537 @@
+/**
+ * @file gpumem.hpp
+ * @brief C++17 RAII wrappers over the C API: header-only, no state, no symbols.
+ *
+ * Every member function here is an inline call of the C function it names,
+ * with the same arguments, the same ownership rules and the same errors; a
+ * failure throws gpumem::error, which carries the status and the thread's
+ * gpumem_last_error() message.  The header adds no library, no global state
+ * and no exported symbol: the C library's ABI (libgpumem.so.1) stays the only
+ * one, and `pkg-config --cflags --libs gpumem` is all a C++ program needs.
+ *
+ * @par Ownership
+ * - Reference-counted C handles are copyable; a copy is a retain, a
+ *   destructor a release: gpumem::context, gpumem::array, gpumem::dtype,
+ *   gpumem::module.
+ * - Handles the C API ends exactly once are move-only; the destructor ends
+ *   them: gpumem::stream (gpumem_stream_destroy), gpumem::pool and
+ *   gpumem::host_pool (gpumem_pool_destroy, gpumem_host_pool_destroy),
+ *   gpumem::allocation (gpumem_allocation_free with no stream),
+ *   gpumem::registration (gpumem_unpinned, gpumem_unmapped or
+ *   gpumem_deregister), gpumem::device_data, and the scope guards
+ *   gpumem::auto_synchronize and gpumem::defer_cleanup.
+ * - Borrowed C results (a stream's or array's context, the default stream,
+ *   gpumem_autoinit()) are retained when they become an owning wrapper, and
+ *   are gpumem::stream_ref (never owning) where the C API has no reference
+ *   count.
+ * - Destructors cannot throw, so they drop the status of the C call; call the
+ *   explicit member (destroy(), free(), end()) where the status matters, as
+ *   for gpumem_stream_destroy(), which synchronizes.
+ * - get() gives the C handle for any C function not wrapped here; adopt()
+ *   takes over a reference the caller owns, share() retains a borrowed one.
+ *
+ * An empty gpumem::context (default-constructed) is NULL in C, which every
+ * function taking a context reads as the autoinit context; an empty
+ * gpumem::stream_ref is a NULL stream: synchronous.
+ *
+ * @par Example (examples/cpp/first.cpp)
+ * @code
+ * auto ctx = gpumem::context::create_default();
+ * float host[4][6] = {};
+ * auto d = gpumem::to_device(ctx, gpumem::wrap(&host[0][0], {4, 6}));
+ * auto cols = d.slice({gpumem::all, {0, 6, 2}});     // d[:, ::2], a view
+ * float out[4][3];
+ * cols.copy_to_host(gpumem::wrap(&out[0][0], {4, 3}));
+ * @endcode
+ */
+#ifndef GPUMEM_HPP
+#define GPUMEM_HPP
+
+#if __cplusplus < 201703L
+#error "gpumem.hpp needs C++17 (use <gpumem.h> from older C++)"
+#endif
+
+#include <gpumem.h>
+
+#include <complex>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <initializer_list>
+#include <iterator>
+#include <memory_resource>
+#include <new>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+#if __cplusplus >= 202002L && __has_include(<span>)
+#include <span>
+#include <ranges>
+#endif
+
+namespace gpumem {
+
+/* ---- errors ------------------------------------------------------------------------------ */
+
+/** A failed call: the status and the thread's gpumem_last_error() at the time of the failure. */
+class error : public std::runtime_error {
+public:
+    /** The error of the C call that just failed with @p status (reads gpumem_last_error()). */
+    explicit error(gpumem_status status)
+        : std::runtime_error(std::string(gpumem_status_string(status)) + ": " + gpumem_last_error()),
+          status_(status) {}
+    /** An error this header found itself (a size or rank that does not match), with its own message. */
+    error(gpumem_status status, const std::string &message)
+        : std::runtime_error(std::string(gpumem_status_string(status)) + ": " + message), status_(status) {}
+    /** The status code. */
+    gpumem_status status() const noexcept { return status_; }
+    /** Its name, such as "GPUMEM_ERROR_OUT_OF_MEMORY". */
+    const char *name() const noexcept { return gpumem_status_string(status_); }
+
+private:
+    gpumem_status status_;
+};
+
+/** What gpumem::pool_resource throws when the page-locked pool cannot allocate: a std::bad_alloc with the status. */
+class bad_alloc : public std::bad_alloc {
+public:
+    explicit bad_alloc(gpumem_status status)
+        : status_(status), what_(std::string(gpumem_status_string(status)) + ": " + gpumem_last_error()) {}
+    const char *what() const noexcept override { return what_.c_str(); }
+    gpumem_status status() const noexcept { return status_; }
+
+private:
+    gpumem_status status_;
+    std::string what_;
+};
+
+/** Throws gpumem::error unless @p status is GPUMEM_OK. */
+inline void check(gpumem_status status)
+{
+    if (status != GPUMEM_OK)
+        throw error(status);
+}
+
+/* ---- small value types ------------------------------------------------------------------- */
+
+/**
+ * A shape or a list of strides: up to GPUMEM_MAX_NDIM int64_t values, kept
+ * inline (no allocation), and a contiguous range (begin/end/data/size).
+ */
+class dims {
+public:
+    dims() noexcept = default;
+    dims(std::initializer_list<int64_t> values) { assign(values.begin(), values.size()); }
+    /** From any range of integers (std::vector, std::array, another dims, ...). */
+    template <class Range, class = decltype(std::begin(std::declval<const Range &>())),
+              class = std::enable_if_t<!std::is_same_v<std::decay_t<Range>, dims>>>
+    explicit dims(const Range &range)
+    {
+        std::vector<int64_t> v;
+        for (auto x : range)
+            v.push_back(static_cast<int64_t>(x));
+        assign(v.data(), v.size());
+    }
+    int size() const noexcept { return n_; }
+    bool empty() const noexcept { return n_ == 0; }
+    const int64_t *data() const noexcept { return v_; }
+    int64_t *data() noexcept { return v_; }
+    const int64_t *begin() const noexcept { return v_; }
+    const int64_t *end() const noexcept { return v_ + n_; }
+    int64_t operator[](int i) const noexcept { return v_[i]; }
+    int64_t &operator[](int i) noexcept { return v_[i]; }
+    /** The product of the values: the element count of a shape. */
+    int64_t product() const noexcept
+    {
+        int64_t p = 1;
+        for (int i = 0; i < n_; i++)
+            p *= v_[i];
+        return p;
+    }
+    /** Gives the size (0 to GPUMEM_MAX_NDIM); the values are uninitialized, for C out-parameters. */
+    void resize(int n) { assign(nullptr, static_cast<size_t>(n)); }
+    friend bool operator==(const dims &a, const dims &b) noexcept
+    {
+        return a.n_ == b.n_ && std::memcmp(a.v_, b.v_, sizeof(int64_t) * static_cast<size_t>(a.n_)) == 0;
+    }
+    friend bool operator!=(const dims &a, const dims &b) noexcept { return !(a == b); }
+
+private:
+    void assign(const int64_t *p, size_t n)
+    {
+        if (n > GPUMEM_MAX_NDIM)
+            throw error(GPUMEM_ERROR_TOO_MANY_DIMENSIONS,
+                        "gpumem::dims: " + std::to_string(n) + " values, more than GPUMEM_MAX_NDIM (32)");
+        n_ = static_cast<int>(n);
+        if (p != nullptr && n != 0)
+            std::memcpy(v_, p, n * sizeof(int64_t));
+    }
+    int64_t v_[GPUMEM_MAX_NDIM] = {};
+    int n_ = 0;
+};
+
+/**
+ * A view of contiguous host memory: a pointer and a count.  In C++20 it
+ * converts to std::span and is a borrowed view for std::ranges.
+ */
+template <class T>
+class span {
+public:
+    using element_type = T;
+    using value_type = std::remove_cv_t<T>;
+    using size_type = std::size_t;
+    using iterator = T *;
+    constexpr span() noexcept = default;
+    constexpr span(T *data, std::size_t size) noexcept : p_(data), n_(size) {}
+    constexpr T *data() const noexcept { return p_; }
+    constexpr std::size_t size() const noexcept { return n_; }
+    constexpr bool empty() const noexcept { return n_ == 0; }
+    constexpr T *begin() const noexcept { return p_; }
+    constexpr T *end() const noexcept { return p_ + n_; }
+    constexpr T &operator[](std::size_t i) const noexcept { return p_[i]; }
+#if defined(__cpp_lib_span)
+    constexpr operator std::span<T>() const noexcept { return std::span<T>(p_, n_); }
+#endif
+
+private:
+    T *p_ = nullptr;
+    std::size_t n_ = 0;
+};
+
+/** The whole axis, Python's `:` (GPUMEM_SLICE_ALL). */
+inline constexpr gpumem_slice all = GPUMEM_SLICE_ALL;
+/** An omitted slice bound (Python's None): {gpumem::none, gpumem::none, -1} reverses an axis. */
+inline constexpr int64_t none = GPUMEM_SLICE_DEFAULT;
+
+/** The builtin element type of a C++ type: integers by size and sign, bool, float, double, std::complex. */
+template <class T, class = void>
+struct builtin_type; /* no value: the type has no builtin dtype */
+template <class T>
+struct builtin_type<T, std::enable_if_t<std::is_integral_v<T> && !std::is_same_v<T, bool>>> {
+    static constexpr gpumem_type value =
+        sizeof(T) == 1   ? (std::is_signed_v<T> ? GPUMEM_INT8 : GPUMEM_UINT8)
+        : sizeof(T) == 2 ? (std::is_signed_v<T> ? GPUMEM_INT16 : GPUMEM_UINT16)
+        : sizeof(T) == 4 ? (std::is_signed_v<T> ? GPUMEM_INT32 : GPUMEM_UINT32)
+                         : (std::is_signed_v<T> ? GPUMEM_INT64 : GPUMEM_UINT64);
+    static_assert(sizeof(T) <= 8, "no builtin dtype for integers wider than 64 bits");
+};
+template <> struct builtin_type<bool> { static constexpr gpumem_type value = GPUMEM_BOOL; };
+template <> struct builtin_type<float> { static constexpr gpumem_type value = GPUMEM_FLOAT32; };
+template <> struct builtin_type<double> { static constexpr gpumem_type value = GPUMEM_FLOAT64; };
+template <> struct builtin_type<std::complex<float>> { static constexpr gpumem_type value = GPUMEM_COMPLEX64; };
+template <> struct builtin_type<std::complex<double>> { static constexpr gpumem_type value = GPUMEM_COMPLEX128; };
+
+class array;
+class stream;
+class pool;
+
+/* ---- dtypes ------------------------------------------------------------------------------ */
+
+/** An element type (gpumem/dtype.h); copy = gpumem_dtype_retain (a no-op for builtins). */
+class dtype {
+public:
+    dtype() noexcept = default;
+    /** gpumem_dtype_builtin(@p type). */
+    static dtype builtin(gpumem_type type)
+    {
+        const gpumem_dtype *d = gpumem_dtype_builtin(type);
+        if (d == nullptr)
+            throw error(gpumem_last_status());
+        return dtype(d);
+    }
+    /** The builtin dtype of @p T (float: GPUMEM_FLOAT32, std::complex<double>: GPUMEM_COMPLEX128, ...). */
+    template <class T>
+    static dtype of() { return builtin(builtin_type<T>::value); }
+    /** gpumem_dtype_from_typestr(): NumPy's "<f4", "|V16", ... */
+    static dtype from_typestr(const char *typestr)
+    {
+        gpumem_dtype *d = nullptr;
+        check(gpumem_dtype_from_typestr(typestr, &d));
+        return dtype(d);
+    }
+    /** gpumem_dtype_from_descr(): a record from NumPy's descr notation. */
+    static dtype from_descr(const char *descr)
+    {
+        gpumem_dtype *d = nullptr;
+        check(gpumem_dtype_from_descr(descr, &d));
+        return dtype(d);
+    }
+    /** gpumem_dtype_record_create(). */
+    static dtype record(const gpumem_field *fields, std::size_t nfields,
+                        gpumem_record_layout layout = GPUMEM_RECORD_PACKED, std::size_t itemsize = 0)
+    {
+        gpumem_dtype *d = nullptr;
+        check(gpumem_dtype_record_create(fields, nfields, layout, itemsize, &d));
+        return dtype(d);
+    }
+    /** Takes over a reference the caller owns. */
+    static dtype adopt(const gpumem_dtype *d) noexcept { return dtype(d); }
+    /** Retains a borrowed dtype. */
+    static dtype share(const gpumem_dtype *d)
+    {
+        if (d != nullptr)
+            check(gpumem_dtype_retain(d));
+        return dtype(d);
+    }
+    dtype(const dtype &o) : d_(o.d_)
+    {
+        if (d_ != nullptr)
+            check(gpumem_dtype_retain(d_));
+    }
+    dtype(dtype &&o) noexcept : d_(std::exchange(o.d_, nullptr)) {}
+    dtype &operator=(dtype o) noexcept
+    {
+        std::swap(d_, o.d_);
+        return *this;
+    }
+    ~dtype() { gpumem_dtype_release(d_); }
+
+    const gpumem_dtype *get() const noexcept { return d_; }
+    explicit operator bool() const noexcept { return d_ != nullptr; }
+    std::size_t itemsize() const
+    {
+        std::size_t n = 0;
+        check(gpumem_dtype_itemsize(d_, &n));
+        return n;
+    }
+    std::size_t alignment() const
+    {
+        std::size_t n = 0;
+        check(gpumem_dtype_alignment(d_, &n));
+        return n;
+    }
+    gpumem_type type() const
+    {
+        gpumem_type t = GPUMEM_VOID;
+        check(gpumem_dtype_type(d_, &t, nullptr));
+        return t;
+    }
+    gpumem_byteorder byteorder() const
+    {
+        gpumem_byteorder o = GPUMEM_BYTEORDER_NA;
+        check(gpumem_dtype_type(d_, nullptr, &o));
+        return o;
+    }
+    std::string typestr() const
+    {
+        char buf[24];
+        check(gpumem_dtype_typestr(d_, buf, sizeof buf));
+        return buf;
+    }
+    /** gpumem_dtype_descr(), in a buffer that grows until it fits. */
+    std::string descr() const
+    {
+        std::vector<char> buf(256);
+        for (;;) {
+            gpumem_status st = gpumem_dtype_descr(d_, buf.data(), buf.size());
+            if (st == GPUMEM_OK)
+                return buf.data();
+            if (st != GPUMEM_ERROR_INVALID_VALUE || buf.size() >= (std::size_t(1) << 26))
+                throw error(st);
+            buf.resize(buf.size() * 4);
+        }
+    }
+    std::size_t field_count() const
+    {
+        std::size_t n = 0;
+        check(gpumem_dtype_field_count(d_, &n));
+        return n;
+    }
+    std::size_t field_index(const char *name) const
+    {
+        std::size_t i = 0;
+        check(gpumem_dtype_field_index(d_, name, &i));
+        return i;
+    }
+    /** gpumem_dtype_equal(). */
+    friend bool operator==(const dtype &a, const dtype &b) noexcept { return gpumem_dtype_equal(a.d_, b.d_) == 1; }
+    friend bool operator!=(const dtype &a, const dtype &b) noexcept { return !(a == b); }
+
+private:
+    explicit dtype(const gpumem_dtype *d) noexcept : d_(d) {}
+    const gpumem_dtype *d_ = nullptr;
+};
+
+/* ---- streams (non-owning reference) ------------------------------------------------------ */
+
+/** A stream argument that owns nothing: a gpumem::stream, a borrowed C stream, or nullptr (synchronous). */
+class stream_ref {
+public:
+    constexpr stream_ref() noexcept = default;
+    constexpr stream_ref(std::nullptr_t) noexcept {}
+    explicit constexpr stream_ref(gpumem_stream *s) noexcept : s_(s) {}
+    stream_ref(const stream &s) noexcept; /* defined after gpumem::stream */
+    gpumem_stream *get() const noexcept { return s_; }
+    explicit operator bool() const noexcept { return s_ != nullptr; }
+    void synchronize() const { check(gpumem_stream_synchronize(s_)); }
+    /** gpumem_stream_query(): true when the work is done, false while it runs. */
+    bool query() const
+    {
+        gpumem_status st = gpumem_stream_query(s_);
+        if (st == GPUMEM_ERROR_NOT_READY)
+            return false;
+        check(st);
+        return true;
+    }
+
+private:
+    gpumem_stream *s_ = nullptr;
+};
+
+/* ---- contexts ---------------------------------------------------------------------------- */
+
+/** Free and total bytes of a device (gpumem_memory_info). */
+struct memory_info {
+    uint64_t free;
+    uint64_t total;
+};
+
+/** A device's primary context (gpumem/context.h); copy = gpumem_context_retain. Empty: the autoinit context. */
+class context {
+public:
+    context() noexcept = default;
+    /** gpumem_context_create(@p device). */
+    static context create(int device)
+    {
+        gpumem_context *c = nullptr;
+        check(gpumem_context_create(device, &c));
+        return context(c);
+    }
+    /** pycuda's make_default_context(): gpumem_context_create_default(). */
+    static context create_default()
+    {
+        gpumem_context *c = nullptr;
+        check(gpumem_context_create_default(&c));
+        return context(c);
+    }
+    /** pycuda.autoinit: gpumem_autoinit(), retained, so the wrapper owns a reference. */
+    static context autoinit()
+    {
+        gpumem_context *c = nullptr;
+        check(gpumem_autoinit(&c));
+        return share(c);
+    }
+    static context adopt(gpumem_context *c) noexcept { return context(c); }
+    static context share(gpumem_context *c)
+    {
+        if (c != nullptr)
+            check(gpumem_context_retain(c));
+        return context(c);
+    }
+    context(const context &o) : c_(o.c_)
+    {
+        if (c_ != nullptr)
+            check(gpumem_context_retain(c_));
+    }
+    context(context &&o) noexcept : c_(std::exchange(o.c_, nullptr)) {}
+    context &operator=(context o) noexcept
+    {
+        std::swap(c_, o.c_);
+        return *this;
+    }
+    ~context() { gpumem_context_release(c_); }
+
+    gpumem_context *get() const noexcept { return c_; }
+    explicit operator bool() const noexcept { return c_ != nullptr; }
+    /** Gives up the reference without releasing it (the caller releases it). */
+    gpumem_context *detach() noexcept { return std::exchange(c_, nullptr); }
+
+    int device() const
+    {
+        int d = -1;
+        check(gpumem_context_get_device(c_, &d));
+        return d;
+    }
+    gpumem_selection selection() const
+    {
+        gpumem_selection s = GPUMEM_SELECTION_EXPLICIT;
+        check(gpumem_context_selection(c_, &s));
+        return s;
+    }
+    int refcount() const
+    {
+        int n = 0;
+        check(gpumem_context_refcount(c_, &n));
+        return n;
+    }
+    gpumem::memory_info memory_info() const
+    {
+        gpumem::memory_info m{0, 0};
+        check(gpumem_memory_info(c_, &m.free, &m.total));
+        return m;
+    }
+    void synchronize() const { check(gpumem_context_synchronize(c_)); }
+    /** The context's default stream (borrowed: valid while the context lives). */
+    stream_ref default_stream() const
+    {
+        gpumem_stream *s = nullptr;
+        check(gpumem_stream_default(c_, &s));
+        return stream_ref(s);
+    }
+    void flush_deallocations() const { check(gpumem_context_flush_deallocations(c_)); }
+    void set_dealloc_limits(std::size_t max_count, double max_ratio) const
+    {
+        check(gpumem_context_set_dealloc_limits(c_, max_count, max_ratio));
+    }
+    /** gpumem_context_set_pool(): arrays of this context allocate from @p p (nullptr: the driver again). */
+    void set_pool(const pool *p) const; /* defined after gpumem::pool */
+
+private:
+    explicit context(gpumem_context *c) noexcept : c_(c) {}
+    gpumem_context *c_ = nullptr;
+};
+
+/* ---- streams ----------------------------------------------------------------------------- */
+
+/** numba's cuda.stream(): a stream of a context (move-only; the destructor is gpumem_stream_destroy). */
+class stream {
+public:
+    stream() noexcept = default;
+    /** gpumem_stream_create(@p ctx, @p flags). */
+    explicit stream(const context &ctx, unsigned flags = 0) { check(gpumem_stream_create(ctx.get(), flags, &s_)); }
+    stream(stream &&o) noexcept : s_(std::exchange(o.s_, nullptr)) {}
+    stream &operator=(stream &&o) noexcept
+    {
+        if (this != &o) {
+            gpumem_stream_destroy(s_);
+            s_ = std::exchange(o.s_, nullptr);
+        }
+        return *this;
+    }
+    stream(const stream &) = delete;
+    stream &operator=(const stream &) = delete;
+    ~stream() { gpumem_stream_destroy(s_); }
+
+    gpumem_stream *get() const noexcept { return s_; }
+    explicit operator bool() const noexcept { return s_ != nullptr; }
+    /** gpumem_stream_destroy(): synchronizes (committing write-backs), then ends the stream; throws its status. */
+    void destroy() { check(gpumem_stream_destroy(std::exchange(s_, nullptr))); }
+    void synchronize() const { check(gpumem_stream_synchronize(s_)); }
+    bool query() const { return stream_ref(s_).query(); }
+    /** The stream's context, retained. */
+    gpumem::context context() const
+    {
+        gpumem_context *c = nullptr;
+        check(gpumem_stream_context(s_, &c));
+        return gpumem::context::share(c);
+    }
+
+private:
+    gpumem_stream *s_ = nullptr;
+};
+
+inline stream_ref::stream_ref(const stream &s) noexcept : s_(s.get()) {}
+
+/**
+ * numba's `with stream.auto_synchronize():` as a scope guard: the
+ * constructor begins it, end() or the destructor ends it (the outermost end
+ * synchronizes the stream).
+ */
+class auto_synchronize {
+public:
+    explicit auto_synchronize(stream_ref s) : s_(s.get()) { check(gpumem_stream_auto_synchronize_begin(s_)); }
+    auto_synchronize(const auto_synchronize &) = delete;
+    auto_synchronize &operator=(const auto_synchronize &) = delete;
+    ~auto_synchronize()
+    {
+        if (s_ != nullptr)
+            gpumem_stream_auto_synchronize_end(s_);
+    }
+    /** Ends the scope now and throws the synchronization's status. */
+    void end() { check(gpumem_stream_auto_synchronize_end(std::exchange(s_, nullptr))); }
+
+private:
+    gpumem_stream *s_;
+};
+
+/** numba's `with defer_cleanup():` as a scope guard (gpumem_defer_cleanup_begin / _end). */
+class defer_cleanup {
+public:
+    explicit defer_cleanup(const context &ctx) : c_(ctx) { check(gpumem_defer_cleanup_begin(c_.get())); }
+    defer_cleanup(const defer_cleanup &) = delete;
+    defer_cleanup &operator=(const defer_cleanup &) = delete;
+    ~defer_cleanup()
+    {
+        if (!ended_)
+            gpumem_defer_cleanup_end(c_.get());
+    }
+    void end()
+    {
+        ended_ = true;
+        check(gpumem_defer_cleanup_end(c_.get()));
+    }
+
+private:
+    context c_;
+    bool ended_ = false;
+};
+
+/* ---- arrays ------------------------------------------------------------------------------ */
+
+/** An N-dimensional array (gpumem/array.h); copy = gpumem_array_retain.  A view keeps its base alive. */
+class array {
+public:
+    array() noexcept = default;
+    static array adopt(gpumem_array *a) noexcept { return array(a); }
+    static array share(gpumem_array *a)
+    {
+        if (a != nullptr)
+            check(gpumem_array_retain(a));
+        return array(a);
+    }
+    array(const array &o) : a_(o.a_)
+    {
+        if (a_ != nullptr)
+            check(gpumem_array_retain(a_));
+    }
+    array(array &&o) noexcept : a_(std::exchange(o.a_, nullptr)) {}
+    array &operator=(array o) noexcept
+    {
+        std::swap(a_, o.a_);
+        return *this;
+    }
+    ~array() { gpumem_array_release(a_); }
+
+    gpumem_array *get() const noexcept { return a_; }
+    explicit operator bool() const noexcept { return a_ != nullptr; }
+    gpumem_array *detach() noexcept { return std::exchange(a_, nullptr); }
+    /** gpumem_array_release() now, throwing the driver's failure to free (the handle is gone either way). */
+    void release() { check(gpumem_array_release(std::exchange(a_, nullptr))); }
+
+    /* properties */
+    int ndim() const
+    {
+        int n = 0;
+        check(gpumem_array_ndim(a_, &n));
+        return n;
+    }
+    dims shape() const
+    {
+        dims d;
+        d.resize(ndim());
+        check(gpumem_array_shape(a_, d.data()));
+        return d;
+    }
+    /** Byte strides. */
+    dims strides() const
+    {
+        dims d;
+        d.resize(ndim());
+        check(gpumem_array_strides(a_, d.data()));
+        return d;
+    }
+    gpumem::dtype dtype() const
+    {
+        const gpumem_dtype *d = nullptr;
+        check(gpumem_array_dtype(a_, &d));
+        return gpumem::dtype::share(d);
+    }
+    int64_t size() const
+    {
+        int64_t n = 0;
+        check(gpumem_array_size(a_, &n));
+        return n;
+    }
+    int64_t nbytes() const
+    {
+        int64_t n = 0;
+        check(gpumem_array_nbytes(a_, &n));
+        return n;
+    }
+    gpumem_memory_kind kind() const
+    {
+        gpumem_memory_kind k = GPUMEM_MEMORY_HOST;
+        check(gpumem_array_kind(a_, &k));
+        return k;
+    }
+    /** The array's context, retained (empty for host arrays). */
+    gpumem::context context() const
+    {
+        gpumem_context *c = nullptr;
+        check(gpumem_array_context(a_, &c));
+        return gpumem::context::share(c);
+    }
+    uint64_t device_pointer() const
+    {
+        uint64_t p = 0;
+        check(gpumem_array_device_pointer(a_, &p));
+        return p;
+    }
+    void *host_pointer() const
+    {
+        void *p = nullptr;
+        check(gpumem_array_host_pointer(a_, &p));
+        return p;
+    }
+    bool is_c_contiguous() const
+    {
+        int r = 0;
+        check(gpumem_array_is_c_contiguous(a_, &r));
+        return r != 0;
+    }
+    bool is_f_contiguous() const
+    {
+        int r = 0;
+        check(gpumem_array_is_f_contiguous(a_, &r));
+        return r != 0;
+    }
+    bool is_readonly() const
+    {
+        int r = 0;
+        check(gpumem_array_is_readonly(a_, &r));
+        return r != 0;
+    }
+    void set_readonly(bool readonly) const { check(gpumem_array_set_readonly(a_, readonly ? 1 : 0)); }
+
+    /**
+     * The elements of a contiguous host-side array (host, pinned, mapped,
+     * managed; C or F order) as a span of @p T, whose size must be the item
+     * size.  The span is valid while the array lives.
+     */
+    template <class T>
+    span<T> host_span() const
+    {
+        std::size_t itemsize = dtype().itemsize();
+        if (itemsize != sizeof(T))
+            throw error(GPUMEM_ERROR_DTYPE_MISMATCH,
+                        "gpumem::array::host_span: the item size is " + std::to_string(itemsize) +
+                            " bytes, the span's type " + std::to_string(sizeof(T)));
+        if (!is_c_contiguous() && !is_f_contiguous())
+            throw error(GPUMEM_ERROR_COPY_REQUIRED, "gpumem::array::host_span: the array is not contiguous");
+        return span<T>(static_cast<T *>(host_pointer()), static_cast<std::size_t>(size()));
+    }
+
+    /* copies */
+    /** numba's copy_to_host(ary, stream): gpumem_copy_to_host(*this, @p dst, @p s). */
+    void copy_to_host(const array &dst, stream_ref s = {}) const { check(gpumem_copy_to_host(a_, dst.a_, s.get())); }
+    /** numba's copy_to_device(ary, stream): gpumem_copy_to_device(*this, @p src, @p s). */
+    void copy_to_device(const array &src, stream_ref s = {}) const
+    {
+        check(gpumem_copy_to_device(a_, src.a_, s.get()));
+    }
+    /** gpumem_array_copy(*this, @p src, @p s): any kinds, any strides. */
+    void copy_from(const array &src, stream_ref s = {}) const { check(gpumem_array_copy(a_, src.a_, s.get())); }
+    /** gpumem_array_fill() with one element of type @p T (its size must be the item size). */
+    template <class T>
+    void fill(const T &value, stream_ref s = {}) const
+    {
+        check_item<T>("fill");
+        check(gpumem_array_fill(a_, &value, s.get()));
+    }
+    /** gpumem_array_get_item(): the element at @p index (ndim indices, negative from the end). */
+    template <class T>
+    T get(const dims &index, stream_ref s = {}) const
+    {
+        check_item<T>("get");
+        T v{};
+        check(gpumem_array_get_item(a_, index.data(), &v, s.get()));
+        return v;
+    }
+    template <class T>
+    void set(const dims &index, const T &value, stream_ref s = {}) const
+    {
+        check_item<T>("set");
+        check(gpumem_array_set_item(a_, index.data(), &value, s.get()));
+    }
+
+    /* views */
+    /** gpumem_array_slice(): {start, stop, step} per leading axis, gpumem::all for `:`. */
+    array slice(std::initializer_list<gpumem_slice> slices) const
+    {
+        gpumem_array *v = nullptr;
+        check(gpumem_array_slice(a_, slices.begin(), static_cast<int>(slices.size()), &v));
+        return array(v);
+    }
+    /** NumPy's .T: the axes reversed. */
+    array transpose() const
+    {
+        gpumem_array *v = nullptr;
+        check(gpumem_array_transpose(a_, nullptr, &v));
+        return array(v);
+    }
+    array transpose(std::initializer_list<int> axes) const
+    {
+        if (static_cast<int>(axes.size()) != ndim())
+            throw error(GPUMEM_ERROR_INVALID_VALUE, "gpumem::array::transpose: " + std::to_string(axes.size()) +
+                                                        " axes for an array of " + std::to_string(ndim()));
+        gpumem_array *v = nullptr;
+        check(gpumem_array_transpose(a_, axes.begin(), &v));
+        return array(v);
+    }
+    /** NumPy's view(dtype). */
+    array view(const gpumem::dtype &d) const
+    {
+        gpumem_array *v = nullptr;
+        check(gpumem_array_view(a_, d.get(), &v));
+        return array(v);
+    }
+    /** numba's reshape: a view when one exists, else a copy (unless @p flags has GPUMEM_NO_COPY). */
+    array reshape(const dims &shape, char order = 'C', unsigned flags = 0, stream_ref s = {}) const
+    {
+        gpumem_array *v = nullptr;
+        check(gpumem_array_reshape(a_, shape.size(), shape.data(), order, flags, s.get(), &v));
+        return array(v);
+    }
+    array ravel(char order = 'C', unsigned flags = 0, stream_ref s = {}) const
+    {
+        gpumem_array *v = nullptr;
+        check(gpumem_array_ravel(a_, order, flags, s.get(), &v));
+        return array(v);
+    }
+    /** numba's split(section): the views of a 1-D array, in order. */
+    std::vector<array> split(int64_t section) const
+    {
+        std::size_t count = 0; /* first ask for the count: capacity 0 fails with it set */
+        gpumem_status st = gpumem_array_split(a_, section, nullptr, 0, &count);
+        if (st != GPUMEM_OK && (st != GPUMEM_ERROR_INVALID_VALUE || count == 0))
+            throw error(st);
+        std::vector<gpumem_array *> raw(count);
+        check(gpumem_array_split(a_, section, raw.data(), raw.size(), &count));
+        std::vector<array> pieces;
+        pieces.reserve(count);
+        for (std::size_t i = 0; i < count; i++)
+            pieces.push_back(array(raw[i]));
+        return pieces;
+    }
+
+    /* interop */
+    /** gpumem_array_interface(): the `__cuda_array_interface__` (a record's descr is not written). */
+    gpumem_cuda_array_interface cuda_array_interface(stream_ref s = {}) const
+    {
+        gpumem_cuda_array_interface d;
+        std::memset(&d, 0, sizeof d);
+        d.size = sizeof d;
+        check(gpumem_array_interface(a_, s.get(), &d));
+        return d;
+    }
+    /** gpumem_array_to_dlpack(): a DLManagedTensor (or, with GPUMEM_DLPACK_VERSIONED, a DLManagedTensorVersioned). */
+    void *to_dlpack(unsigned flags = 0) const
+    {
+        void *t = nullptr;
+        check(gpumem_array_to_dlpack(a_, flags, &t));
+        return t;
+    }
+    gpumem_ipc_handle ipc_handle() const
+    {
+        gpumem_ipc_handle h;
+        check(gpumem_ipc_get_handle(a_, &h));
+        return h;
+    }
+
+private:
+    explicit array(gpumem_array *a) noexcept : a_(a) {}
+    template <class T>
+    void check_item(const char *what) const
+    {
+        static_assert(std::is_trivially_copyable_v<T>, "elements are copied as bytes");
+        std::size_t itemsize = dtype().itemsize();
+        if (itemsize != sizeof(T))
+            throw error(GPUMEM_ERROR_DTYPE_MISMATCH, std::string("gpumem::array::") + what + ": the item size is " +
+                                                         std::to_string(itemsize) + " bytes, the value's " +
+                                                         std::to_string(sizeof(T)));
+    }
+    gpumem_array *a_ = nullptr;
+};
+
+/* ---- making arrays ------------------------------------------------------------------------ */
+
+/** gpumem_host_array_wrap(): a caller's buffer (borrowed) as a host array; @p strides in bytes, empty: C order. */
+inline array wrap(void *data, const dims &shape, const dtype &d, const dims &strides = {})
+{
+    gpumem_array *a = nullptr;
+    check(gpumem_host_array_wrap(data, shape.size(), shape.data(), strides.empty() ? nullptr : strides.data(),
+                                 d.get(), &a));
+    return array::adopt(a);
+}
+/** The same for elements of a builtin type: wrap(&host[0][0], {4, 6}). */
+template <class T>
+array wrap(T *data, const dims &shape, const dims &strides = {})
+{
+    return wrap(static_cast<void *>(data), shape, dtype::of<std::remove_cv_t<T>>(), strides);
+}
+/** A contiguous range (std::vector, std::array, gpumem::span, ...) as a 1-D host array over its memory. */
+template <class Range, class T = std::remove_pointer_t<decltype(std::data(std::declval<Range &>()))>>
+array wrap(Range &range)
+{
+    return wrap(std::data(range), {static_cast<int64_t>(std::size(range))});
+}
+/** numpy.empty: gpumem_host_array(). */
+inline array host_array(const dims &shape, const dtype &d, char order = 'C')
+{
+    gpumem_array *a = nullptr;
+    check(gpumem_host_array(shape.size(), shape.data(), d.get(), order, &a));
+    return array::adopt(a);
+}
+/** numba's device_array: gpumem_device_array() in C or F @p order. */
+inline array device_array(const context &ctx, const dims &shape, const dtype &d, char order = 'C',
+                          stream_ref s = {})
+{
+    gpumem_array *a = nullptr;
+    check(gpumem_device_array(ctx.get(), shape.size(), shape.data(), nullptr, d.get(), order, s.get(), &a));
+    return array::adopt(a);
+}
+template <class T>
+array device_array(const context &ctx, const dims &shape, char order = 'C', stream_ref s = {})
+{
+    return device_array(ctx, shape, dtype::of<T>(), order, s);
+}
+/** numba's device_array_like. */
+inline array device_array_like(const context &ctx, const array &like, stream_ref s = {})
+{
+    gpumem_array *a = nullptr;
+    check(gpumem_device_array_like(ctx.get(), like.get(), s.get(), &a));
+    return array::adopt(a);
+}
+/** numba's DeviceRecord. */
+inline array device_record(const context &ctx, const dtype &d, stream_ref s = {})
+{
+    gpumem_array *a = nullptr;
+    check(gpumem_device_record(ctx.get(), d.get(), s.get(), &a));
+    return array::adopt(a);
+}
+/** numba's to_device: gpumem_to_device(@p ctx, @p host, @p s, @p flags). */
+inline array to_device(const context &ctx, const array &host, stream_ref s = {}, unsigned flags = 0)
+{
+    gpumem_array *a = nullptr;
+    check(gpumem_to_device(ctx.get(), host.get(), s.get(), flags, &a));
+    return array::adopt(a);
+}
+/** numba's pinned_array. */
+inline array pinned_array(const context &ctx, const dims &shape, const dtype &d, char order = 'C')
+{
+    gpumem_array *a = nullptr;
+    check(gpumem_pinned_array(ctx.get(), shape.size(), shape.data(), nullptr, d.get(), order, &a));
+    return array::adopt(a);
+}
+/** numba's mapped_array (GPUMEM_HOST_PORTABLE, GPUMEM_HOST_WRITECOMBINED). */
+inline array mapped_array(const context &ctx, const dims &shape, const dtype &d, char order = 'C',
+                          stream_ref s = {}, unsigned flags = 0)
+{
+    gpumem_array *a = nullptr;
+    check(gpumem_mapped_array(ctx.get(), shape.size(), shape.data(), nullptr, d.get(), order, s.get(), flags, &a));
+    return array::adopt(a);
+}
+/** A managed array (GPUMEM_MANAGED_ATTACH_GLOBAL or GPUMEM_MANAGED_ATTACH_HOST). */
+inline array managed_array(const context &ctx, const dims &shape, const dtype &d, char order = 'C',
+                           unsigned flags = GPUMEM_MANAGED_ATTACH_GLOBAL)
+{
+    gpumem_array *a = nullptr;
+    check(gpumem_managed_array(ctx.get(), shape.size(), shape.data(), nullptr, d.get(), order, flags, &a));
+    return array::adopt(a);
+}
+/** gpumem_array_from_dlpack(): on success the array owns the tensor. */
+inline array from_dlpack(const context &ctx, void *tensor, unsigned flags = 0)
+{
+    gpumem_array *a = nullptr;
+    check(gpumem_array_from_dlpack(ctx.get(), tensor, flags, &a));
+    return array::adopt(a);
+}
+/** numba's as_cuda_array: gpumem_as_cuda_array(); @p release(@p owner) runs when the last reference goes. */
+inline array as_cuda_array(const context &ctx, const gpumem_cuda_array_interface &desc, unsigned flags = 0,
+                           void (*release)(void *) = nullptr, void *owner = nullptr)
+{
+    gpumem_array *a = nullptr;
+    check(gpumem_as_cuda_array(ctx.get(), &desc, flags, release, owner, &a));
+    return array::adopt(a);
+}
+/** numba's open_ipc_array: gpumem_ipc_open(). */
+inline array ipc_open(const context &ctx, const gpumem_ipc_handle &handle)
+{
+    gpumem_array *a = nullptr;
+    check(gpumem_ipc_open(ctx.get(), &handle, &a));
+    return array::adopt(a);
+}
+
+/* ---- registration scopes ------------------------------------------------------------------ */
+
+/** A gpumem_pinned(), gpumem_mapped() or gpumem_register() scope; move-only, the destructor ends it. */
+class registration {
+public:
+    registration() noexcept = default;
+    registration(registration &&o) noexcept : r_(std::exchange(o.r_, nullptr)), end_(o.end_) {}
+    registration &operator=(registration &&o) noexcept
+    {
+        if (this != &o) {
+            if (r_ != nullptr)
+                end_(&r_);
+            r_ = std::exchange(o.r_, nullptr);
+            end_ = o.end_;
+        }
+        return *this;
+    }
+    registration(const registration &) = delete;
+    registration &operator=(const registration &) = delete;
+    ~registration()
+    {
+        if (r_ != nullptr)
+            end_(&r_);
+    }
+    gpumem_registration *get() const noexcept { return r_; }
+    /** Ends the scope now (gpumem_unpinned, gpumem_unmapped or gpumem_deregister) and throws its status. */
+    void end()
+    {
+        if (r_ != nullptr)
+            check(end_(&r_));
+    }
+
+private:
+    using end_fn = gpumem_status (*)(gpumem_registration **);
+    registration(gpumem_registration *r, end_fn finish) noexcept : r_(r), end_(finish) {}
+    gpumem_registration *r_ = nullptr;
+    end_fn end_ = nullptr;
+    friend registration pinned(const context &, std::initializer_list<array>);
+    friend registration mapped(const context &, std::initializer_list<array>, std::vector<array> &, stream_ref);
+    friend registration register_arrays(const context &, std::initializer_list<array>);
+};
+
+namespace detail {
+inline std::vector<gpumem_array *> handles(std::initializer_list<array> arrays)
+{
+    std::vector<gpumem_array *> v;
+    v.reserve(arrays.size());
+    for (const array &a : arrays)
+        v.push_back(a.get());
+    return v;
+}
+} // namespace detail
+
+/** numba's `with pinned(*arrays):` */
+inline registration pinned(const context &ctx, std::initializer_list<array> arrays)
+{
+    auto v = detail::handles(arrays);
+    gpumem_registration *r = nullptr;
+    check(gpumem_pinned(ctx.get(), v.data(), v.size(), &r));
+    return registration(r, gpumem_unpinned);
+}
+/** numba's `with mapped(*arrays, stream=s):`; @p device_views gets one mapped view per array. */
+inline registration mapped(const context &ctx, std::initializer_list<array> arrays,
+                           std::vector<array> &device_views, stream_ref s = {})
+{
+    auto v = detail::handles(arrays);
+    std::vector<gpumem_array *> views(v.size(), nullptr);
+    gpumem_registration *r = nullptr;
+    check(gpumem_mapped(ctx.get(), v.data(), v.size(), s.get(), &r, views.data()));
+    registration scope(r, gpumem_unmapped);
+    device_views.clear();
+    for (gpumem_array *a : views)
+        device_views.push_back(array::adopt(a));
+    return scope;
+}
+/** numba.roc's register(*arrays) (`register` is a C++ keyword). */
+inline registration register_arrays(const context &ctx, std::initializer_list<array> arrays)
+{
+    auto v = detail::handles(arrays);
+    gpumem_registration *r = nullptr;
+    check(gpumem_register(ctx.get(), v.data(), v.size(), &r));
+    return registration(r, gpumem_deregister);
+}
+
+/* ---- pools -------------------------------------------------------------------------------- */
+
+/** One allocation of a pool (move-only; the destructor is gpumem_allocation_free with no stream). */
+class allocation {
+public:
+    allocation() noexcept = default;
+    static allocation adopt(gpumem_allocation *a) noexcept { return allocation(a); }
+    allocation(allocation &&o) noexcept : a_(std::exchange(o.a_, nullptr)) {}
+    allocation &operator=(allocation &&o) noexcept
+    {
+        if (this != &o) {
+            if (a_ != nullptr)
+                gpumem_allocation_free(a_, nullptr);
+            a_ = std::exchange(o.a_, nullptr);
+        }
+        return *this;
+    }
+    allocation(const allocation &) = delete;
+    allocation &operator=(const allocation &) = delete;
+    ~allocation()
+    {
+        if (a_ != nullptr)
+            gpumem_allocation_free(a_, nullptr);
+    }
+    gpumem_allocation *get() const noexcept { return a_; }
+    explicit operator bool() const noexcept { return a_ != nullptr; }
+    gpumem_allocation *detach() noexcept { return std::exchange(a_, nullptr); }
+    /** int(allocation): the device address (a host pool's: the host address as an integer). */
+    uint64_t pointer() const
+    {
+        uint64_t p = 0;
+        check(gpumem_allocation_pointer(a_, &p));
+        return p;
+    }
+    void *host_pointer() const
+    {
+        void *p = nullptr;
+        check(gpumem_allocation_host_pointer(a_, &p));
+        return p;
+    }
+    /** len(allocation): the size asked for. */
+    std::size_t size() const
+    {
+        std::size_t n = 0;
+        check(gpumem_allocation_size(a_, &n));
+        return n;
+    }
+    /** allocation.free(): @p s is the stream whose queued work may still use the memory. */
+    void free(stream_ref s = {}) { check(gpumem_allocation_free(std::exchange(a_, nullptr), s.get())); }
+
+private:
+    explicit allocation(gpumem_allocation *a) noexcept : a_(a) {}
+    gpumem_allocation *a_ = nullptr;
+};
+
+/** A pool's counters (struct gpumem_pool_stats; the C name is also a function's). */
+using pool_stats = struct gpumem_pool_stats;
+
+/** Zeroed counters with their size field set, for gpumem_pool_stats() and gpumem_host_pool_stats(). */
+inline pool_stats make_pool_stats() noexcept
+{
+    pool_stats s;
+    std::memset(&s, 0, sizeof s);
+    s.size = sizeof s;
+    return s;
+}
+
+/** pycuda's DeviceMemoryPool (move-only; the destructor is gpumem_pool_destroy). */
+class pool {
+public:
+    /** gpumem_pool_create(@p ctx, @p flags). */
+    explicit pool(const context &ctx = {}, unsigned flags = 0) { check(gpumem_pool_create(ctx.get(), flags, &p_)); }
+    pool(pool &&o) noexcept : p_(std::exchange(o.p_, nullptr)) {}
+    pool &operator=(pool &&o) noexcept
+    {
+        if (this != &o) {
+            gpumem_pool_destroy(p_);
+            p_ = std::exchange(o.p_, nullptr);
+        }
+        return *this;
+    }
+    pool(const pool &) = delete;
+    pool &operator=(const pool &) = delete;
+    ~pool() { gpumem_pool_destroy(p_); }
+    gpumem_pool *get() const noexcept { return p_; }
+    void destroy() { check(gpumem_pool_destroy(std::exchange(p_, nullptr))); }
+    /** DeviceMemoryPool.allocate(size), usable at once by work on @p s. */
+    allocation allocate(std::size_t size, stream_ref s = {}) const
+    {
+        gpumem_allocation *a = nullptr;
+        check(gpumem_pool_allocate(p_, size, s.get(), &a));
+        return allocation::adopt(a);
+    }
+    static std::size_t block_size(std::size_t size)
+    {
+        std::size_t b = 0;
+        check(gpumem_pool_block_size(size, &b));
+        return b;
+    }
+    uint64_t held_blocks() const
+    {
+        uint64_t n = 0;
+        check(gpumem_pool_held_blocks(p_, &n));
+        return n;
+    }
+    uint64_t active_blocks() const
+    {
+        uint64_t n = 0;
+        check(gpumem_pool_active_blocks(p_, &n));
+        return n;
+    }
+    void free_held() const { check(gpumem_pool_free_held(p_)); }
+    void stop_holding() const { check(gpumem_pool_stop_holding(p_)); }
+    pool_stats stats() const
+    {
+        pool_stats s = make_pool_stats();
+        check(gpumem_pool_stats(p_, &s));
+        return s;
+    }
+    gpumem::context context() const
+    {
+        gpumem_context *c = nullptr;
+        check(gpumem_pool_context(p_, &c));
+        return gpumem::context::share(c);
+    }
+
+private:
+    gpumem_pool *p_ = nullptr;
+};
+
+inline void context::set_pool(const pool *p) const
+{
+    check(gpumem_context_set_pool(c_, p != nullptr ? p->get() : nullptr));
+}
+
+/** pycuda's PageLockedMemoryPool (move-only; the destructor is gpumem_host_pool_destroy). */
+class host_pool {
+public:
+    /** gpumem_host_pool_create(@p ctx, @p flags): GPUMEM_HOST_ALLOC_* and GPUMEM_POOL_NO_THREAD_CACHE. */
+    explicit host_pool(const context &ctx = {}, unsigned flags = 0)
+    {
+        check(gpumem_host_pool_create(ctx.get(), flags, &p_));
+    }
+    host_pool(host_pool &&o) noexcept : p_(std::exchange(o.p_, nullptr)) {}
+    host_pool &operator=(host_pool &&o) noexcept
+    {
+        if (this != &o) {
+            gpumem_host_pool_destroy(p_);
+            p_ = std::exchange(o.p_, nullptr);
+        }
+        return *this;
+    }
+    host_pool(const host_pool &) = delete;
+    host_pool &operator=(const host_pool &) = delete;
+    ~host_pool() { gpumem_host_pool_destroy(p_); }
+    gpumem_host_pool *get() const noexcept { return p_; }
+    void destroy() { check(gpumem_host_pool_destroy(std::exchange(p_, nullptr))); }
+    /** gpumem_host_pool_allocate_bytes(): page-locked bytes (host_pointer() gives them). */
+    allocation allocate_bytes(std::size_t size) const
+    {
+        gpumem_allocation *a = nullptr;
+        check(gpumem_host_pool_allocate_bytes(p_, size, &a));
+        return allocation::adopt(a);
+    }
+    /** PageLockedMemoryPool.allocate(shape, dtype, order): a pinned array whose memory returns to the pool. */
+    array allocate(const dims &shape, const dtype &d, char order = 'C') const
+    {
+        gpumem_array *a = nullptr;
+        check(gpumem_host_pool_allocate(p_, shape.size(), shape.data(), d.get(), order, &a));
+        return array::adopt(a);
+    }
+    template <class T>
+    array allocate(const dims &shape, char order = 'C') const
+    {
+        return allocate(shape, dtype::of<T>(), order);
+    }
+    uint64_t held_blocks() const
+    {
+        uint64_t n = 0;
+        check(gpumem_host_pool_held_blocks(p_, &n));
+        return n;
+    }
+    uint64_t active_blocks() const
+    {
+        uint64_t n = 0;
+        check(gpumem_host_pool_active_blocks(p_, &n));
+        return n;
+    }
+    void free_held() const { check(gpumem_host_pool_free_held(p_)); }
+    void stop_holding() const { check(gpumem_host_pool_stop_holding(p_)); }
+    pool_stats stats() const
+    {
+        pool_stats s = make_pool_stats();
+        check(gpumem_host_pool_stats(p_, &s));
+        return s;
+    }
+    gpumem::context context() const
+    {
+        gpumem_context *c = nullptr;
+        check(gpumem_host_pool_context(p_, &c));
+        return gpumem::context::share(c);
+    }
+
+private:
+    gpumem_host_pool *p_ = nullptr;
+};
+
+/**
+ * A std::pmr::memory_resource over a page-locked pool: std::pmr containers
+ * whose elements live in pinned memory, reused through the pool.  Each
+ * allocation is gpumem_host_pool_allocate_bytes() of the size asked for
+ * plus one pointer, where the allocation's handle is kept (after the
+ * elements), so deallocation is gpumem_allocation_free() of that handle:
+ * the resource keeps no table of its own.  Blocks are page-aligned on the
+ * driver; a larger alignment than a block has is met by asking for
+ * alignment - 1 bytes more.  Failures throw gpumem::bad_alloc (a
+ * std::bad_alloc).  The pool must outlive the memory handed out; two
+ * resources over one pool compare equal.
+ */
+class pool_resource : public std::pmr::memory_resource {
+public:
+    explicit pool_resource(const host_pool &pool) noexcept : pool_(pool.get()) {}
+    gpumem_host_pool *pool() const noexcept { return pool_; }
+
+protected:
+    void *do_allocate(std::size_t bytes, std::size_t alignment) override
+    {
+        const std::size_t trailer = trailer_offset(bytes);
+        if (trailer > SIZE_MAX - sizeof(gpumem_allocation *) - alignment)
+            throw bad_alloc(GPUMEM_ERROR_OVERFLOW);
+        std::size_t size = trailer + sizeof(gpumem_allocation *);
+        gpumem_allocation *a = allocate_raw(size);
+        auto base = reinterpret_cast<std::uintptr_t>(host_pointer(a));
+        std::uintptr_t p = base;
+        if (p % alignment != 0) { /* the block is less aligned than asked: take a larger one */
+            gpumem_allocation_free(a, nullptr);
+            a = allocate_raw(size + alignment - 1);
+            base = reinterpret_cast<std::uintptr_t>(host_pointer(a));
+            p = (base + alignment - 1) / alignment * alignment;
+        }
+        std::memcpy(reinterpret_cast<void *>(p + trailer), &a, sizeof a);
+        return reinterpret_cast<void *>(p);
+    }
+    void do_deallocate(void *p, std::size_t bytes, std::size_t) override
+    {
+        gpumem_allocation *a = nullptr;
+        std::memcpy(&a, static_cast<char *>(p) + trailer_offset(bytes), sizeof a);
+        gpumem_allocation_free(a, nullptr);
+    }
+    bool do_is_equal(const std::pmr::memory_resource &other) const noexcept override
+    {
+        auto *o = dynamic_cast<const pool_resource *>(&other);
+        return o != nullptr && o->pool_ == pool_;
+    }
+
+private:
+    static std::size_t trailer_offset(std::size_t bytes) noexcept
+    {
+        const std::size_t a = alignof(gpumem_allocation *);
+        return bytes > SIZE_MAX - a ? bytes : (bytes + a - 1) / a * a;
+    }
+    gpumem_allocation *allocate_raw(std::size_t size)
+    {
+        gpumem_allocation *a = nullptr;
+        gpumem_status st = gpumem_host_pool_allocate_bytes(pool_, size, &a);
+        if (st != GPUMEM_OK)
+            throw bad_alloc(st);
+        return a;
+    }
+    static void *host_pointer(gpumem_allocation *a)
+    {
+        void *p = nullptr;
+        gpumem_status st = gpumem_allocation_host_pointer(a, &p);
+        if (st != GPUMEM_OK) {
+            gpumem_allocation_free(a, nullptr);
+            throw bad_alloc(st);
+        }
+        return p;
+    }
+    gpumem_host_pool *pool_;
+};
+
+/* ---- modules and kernels ------------------------------------------------------------------ */
+
+class module;
+
+/** A kernel of a module (no ownership: valid while its module is). */
+class function {
+public:
+    function() noexcept = default;
+    explicit function(gpumem_function *f) noexcept : f_(f) {}
+    gpumem_function *get() const noexcept { return f_; }
+    std::string name() const
+    {
+        const char *n = nullptr;
+        check(gpumem_function_name(f_, &n));
+        return n;
+    }
+    int attribute(gpumem_function_attr attr) const
+    {
+        int v = 0;
+        check(gpumem_function_attribute(f_, attr, &v));
+        return v;
+    }
+    void set_attribute(gpumem_function_attr attr, int value) const
+    {
+        check(gpumem_function_set_attribute(f_, attr, value));
+    }
+    int max_active_blocks(int block_threads, std::size_t shared_bytes = 0) const
+    {
+        int n = 0;
+        check(gpumem_function_max_active_blocks(f_, block_threads, shared_bytes, &n));
+        return n;
+    }
+    /** gpumem_launch(): @p params points at one pointer per kernel parameter (nullptr: none). */
+    void launch(const unsigned (&grid)[3], const unsigned (&block)[3], unsigned shared_bytes = 0,
+                stream_ref s = {}, void **params = nullptr) const
+    {
+        check(gpumem_launch(f_, grid, block, shared_bytes, s.get(), params));
+    }
+
+private:
+    gpumem_function *f_ = nullptr;
+};
+
+/** A module of the kernel cache (gpumem/module.h); copy = gpumem_module_retain. */
+class module {
+public:
+    module() noexcept = default;
+    /** gpumem_module_load(): loaded once per context and image content. */
+    static module load(const context &ctx, const void *image, std::size_t size = 0)
+    {
+        gpumem_module *m = nullptr;
+        check(gpumem_module_load(ctx.get(), image, size, &m));
+        return module(m);
+    }
+    module(const module &o) : m_(o.m_)
+    {
+        if (m_ != nullptr)
+            check(gpumem_module_retain(m_));
+    }
+    module(module &&o) noexcept : m_(std::exchange(o.m_, nullptr)) {}
+    module &operator=(module o) noexcept
+    {
+        std::swap(m_, o.m_);
+        return *this;
+    }
+    ~module() { gpumem_module_release(m_); }
+    gpumem_module *get() const noexcept { return m_; }
+    gpumem::function function(const char *name) const
+    {
+        gpumem_function *f = nullptr;
+        check(gpumem_module_get_function(m_, name, &f));
+        return gpumem::function(f);
+    }
+    /** A global's device address and size. */
+    std::pair<uint64_t, std::size_t> global(const char *name) const
+    {
+        uint64_t p = 0;
+        std::size_t n = 0;
+        check(gpumem_module_get_global(m_, name, &p, &n));
+        return {p, n};
+    }
+    /** numba's const.array_like. */
+    array const_array_like(const char *symbol, const array &a, stream_ref s = {}) const
+    {
+        gpumem_array *d = nullptr;
+        check(gpumem_const_array_like(m_, symbol, a.get(), s.get(), &d));
+        return array::adopt(d);
+    }
+
+private:
+    explicit module(gpumem_module *m) noexcept : m_(m) {}
+    gpumem_module *m_ = nullptr;
+};
+
+/* ---- device data and occupancy ----------------------------------------------------------- */
+
+/** pycuda's DeviceData (move-only; the destructor is gpumem_device_data_destroy). */
+class device_data {
+public:
+    explicit device_data(int device = GPUMEM_DEVICE_DATA_DEFAULT) { check(gpumem_device_data_create(device, &d_)); }
+    device_data(device_data &&o) noexcept : d_(std::exchange(o.d_, nullptr)) {}
+    device_data &operator=(device_data &&o) noexcept
+    {
+        if (this != &o) {
+            gpumem_device_data_destroy(d_);
+            d_ = std::exchange(o.d_, nullptr);
+        }
+        return *this;
+    }
+    device_data(const device_data &) = delete;
+    device_data &operator=(const device_data &) = delete;
+    ~device_data() { gpumem_device_data_destroy(d_); }
+    const gpumem_device_data *get() const noexcept { return d_; }
+    int operator[](gpumem_device_data_field field) const
+    {
+        int v = 0;
+        check(gpumem_device_data_get(d_, field, &v));
+        return v;
+    }
+    std::size_t align_bytes(std::size_t word_size = 4) const
+    {
+        std::size_t n = 0;
+        check(gpumem_device_data_align_bytes(d_, word_size, &n));
+        return n;
+    }
+    std::size_t align(std::size_t bytes, std::size_t word_size = 4) const
+    {
+        std::size_t n = 0;
+        check(gpumem_device_data_align(d_, bytes, word_size, &n));
+        return n;
+    }
+    std::size_t align_words(std::size_t word_size) const
+    {
+        std::size_t n = 0;
+        check(gpumem_device_data_align_words(d_, word_size, &n));
+        return n;
+    }
+    std::size_t align_dtype(std::size_t elements, const dtype &d) const
+    {
+        std::size_t n = 0;
+        check(gpumem_device_data_align_dtype(d_, elements, d.get(), &n));
+        return n;
+    }
+    /** pycuda's OccupancyRecord(devdata, threads, shared_mem, registers). */
+    gpumem_occupancy_record occupancy(int threads, std::size_t shared_mem = 0, int registers = 0) const
+    {
+        gpumem_occupancy_record r;
+        std::memset(&r, 0, sizeof r);
+        r.size = sizeof r;
+        check(gpumem_occupancy(d_, threads, shared_mem, registers, &r));
+        return r;
+    }
+
+private:
+    gpumem_device_data *d_ = nullptr;
+};
+
+/* ---- the library, the backend and the devices --------------------------------------------- */
+
+inline unsigned version() noexcept { return gpumem_version(); }
+inline const char *version_string() noexcept { return gpumem_version_string(); }
+/** gpumem_backend(): "cuda" or "sim". */
+inline const char *backend()
+{
+    const char *name = nullptr;
+    check(gpumem_backend(&name));
+    return name;
+}
+inline int driver_version()
+{
+    int v = 0;
+    check(gpumem_driver_version(&v));
+    return v;
+}
+inline int device_count()
+{
+    int n = 0;
+    check(gpumem_device_count(&n));
+    return n;
+}
+inline std::string device_name(int device)
+{
+    char name[256];
+    check(gpumem_device_name(device, name, sizeof name));
+    return name;
+}
+inline std::pair<int, int> compute_capability(int device)
+{
+    int major = 0, minor = 0;
+    check(gpumem_device_compute_capability(device, &major, &minor));
+    return {major, minor};
+}
+inline uint64_t device_total_memory(int device)
+{
+    uint64_t n = 0;
+    check(gpumem_device_total_memory(device, &n));
+    return n;
+}
+inline int device_attribute(int device, gpumem_device_attr attr)
+{
+    int v = 0;
+    check(gpumem_device_attribute(device, attr, &v));
+    return v;
+}
+/** pycuda's get_default_device(fallback). */
+inline int default_device(int fallback = 0)
+{
+    int d = 0;
+    check(gpumem_get_default_device(fallback, &d));
+    return d;
+}
+inline void clear_context_caches() { check(gpumem_clear_context_caches()); }
+
+} // namespace gpumem
+
+#if defined(__cpp_lib_ranges)
+namespace std::ranges {
+template <class T>
+inline constexpr bool enable_borrowed_range<gpumem::span<T>> = true;
+template <class T>
+inline constexpr bool enable_view<gpumem::span<T>> = true;
+} // namespace std::ranges
+#endif
+
+#endif /* GPUMEM_HPP */

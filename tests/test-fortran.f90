@@ -1,0 +1,292 @@
+! test-fortran.f90 - the gpumem module: its interfaces call the C library,
+! and its helpers describe Fortran arrays (column-major, sections with their
+! strides, ranks 0 to 7, every interoperable type) without a copy.  TAP.
+! (Every call is a statement of its own: Fortran may evaluate the operands of
+! .and. in any order, or not at all.)
+program test_fortran
+  use, intrinsic :: iso_c_binding
+  use gpumem
+  implicit none
+  integer, parameter :: planned = 47
+  integer :: n_run = 0, n_failed = 0
+  type(c_ptr) :: ctx, d, h, v, s, pool, dt, hp, a
+  integer(c_int) :: st, st2, nd, flag, order
+  integer(c_int64_t) :: shp(7), n64
+  character(len=256) :: why, msg
+  type(gpumem_slice) :: sl
+  integer :: i
+
+  st = gpumem_test_context(ctx, why, int(len(why), c_size_t))
+  if (st /= GPUMEM_OK) then
+    if (gpumem_test_should_skip(st)) then
+      print '(a, a)', '1..0 # SKIP ', before_nul(why)
+      stop
+    end if
+    print '(a, a)', 'Bail out! ', before_nul(why)
+    error stop 1
+  end if
+  print '(a, i0)', '1..', planned
+
+  ! ---- strings, constants, errors ----
+  call ok(gpumem_f_status_string(GPUMEM_ERROR_OUT_OF_MEMORY) == 'GPUMEM_ERROR_OUT_OF_MEMORY', &
+      'gpumem_f_status_string names a status')
+  call ok(gpumem_f_string(gpumem_version_string()) /= '', 'gpumem_f_string reads gpumem_version_string()')
+  st = gpumem_context_create(1000_c_int, v)
+  msg = gpumem_f_last_error()
+  call ok(st == GPUMEM_ERROR_INVALID_DEVICE .and. index(msg, '1000') > 0, &
+      'a failing call gives its status, and gpumem_f_last_error its message')
+  st = gpumem_dtype_from_typestr(gpumem_f_cstr('>i2'), dt)
+  call ok(st == GPUMEM_OK, 'gpumem_dtype_from_typestr(gpumem_f_cstr(''>i2''))')
+  st = gpumem_dtype_type(dt, order=order)
+  call ok(st == GPUMEM_OK .and. order == GPUMEM_BYTEORDER_BIG, 'gpumem_dtype_type with its type argument left out')
+  st = gpumem_dtype_release(dt)
+
+  ! ---- a Fortran array in, strided sections out ----
+  block
+    real(c_double), target :: a2(5, 4), b(3, 2), c(5, 4), e
+    a2 = reshape([(real(i, c_double), i = 1, 20)], [5, 4])
+    st = gpumem_f_to_device(ctx, a2, d)
+    call ok(st == GPUMEM_OK, 'gpumem_f_to_device of a(5, 4)')
+    st = gpumem_array_shape(d, shp)
+    st2 = gpumem_array_is_f_contiguous(d, flag)
+    call ok(all(shp(1:2) == [5, 4]) .and. flag == 1, 'the device array has shape [5, 4], F order')
+    st = gpumem_array_get_item(d, [3_c_int64_t, 2_c_int64_t], e, c_null_ptr)
+    call ok(st == GPUMEM_OK .and. e == a2(4, 3), 'element [3, 2] is a(4, 3)')
+    st = gpumem_array_slice(d, [gpumem_f_section(1, 5, 2), gpumem_f_section(2, 4, 2)], 2_c_int, v)
+    b = 0
+    st = gpumem_f_copy_to_host(v, b)
+    call ok(st == GPUMEM_OK .and. all(b == a2(1:5:2, 2:4:2)), &
+        'the device view d(1:5:2, 2:4:2) copied out equals the same Fortran section')
+    c = -1
+    st = gpumem_f_copy_to_host(v, c(1:5:2, 2:4:2))
+    call ok(st == GPUMEM_OK .and. all(c(1:5:2, 2:4:2) == a2(1:5:2, 2:4:2)) .and. count(c == -1) == 14, &
+        'copied into a strided section of another array: the gaps untouched')
+    msg = ''
+    st = gpumem_f_copy_to_host(v, c(1:3, 1:1), errmsg=msg)
+    call ok(st == GPUMEM_ERROR_SHAPE_MISMATCH .and. msg /= '' .and. count(c == -1) == 14, &
+        'a section of the wrong shape is refused, with the message, nothing written')
+    st = gpumem_array_release(v)
+    st = gpumem_array_slice(d, [gpumem_f_section(5, 1, -2)], 1_c_int, v)
+    st2 = gpumem_array_shape(v, shp)
+    call ok(st == GPUMEM_OK .and. shp(1) == 3 .and. shp(2) == 4, 'gpumem_f_section(5, 1, -2) selects 3 rows')
+    c = 0
+    st = gpumem_f_copy_to_host(v, c(1:3, :))
+    call ok(st == GPUMEM_OK .and. all(c(1:3, :) == a2(5:1:-2, :)), 'they are rows 5, 3, 1, in that order')
+    st = gpumem_array_release(v)
+    c = a2 * 2
+    st = gpumem_f_copy_to_device(d, c(5:1:-1, 4:1:-1))
+    call ok(st == GPUMEM_OK, 'a reversed Fortran section copied in')
+    st = gpumem_array_get_item(d, [0_c_int64_t, 0_c_int64_t], e, c_null_ptr)
+    call ok(st == GPUMEM_OK .and. e == c(5, 4), 'element [0, 0] is now c(5, 4)')
+    st = gpumem_array_release(d)
+  end block
+
+  ! ---- every type, ranks 0 to 4, empty arrays ----
+  block
+    integer(c_int8_t), target :: i1(3, 2, 2), i1b(3, 2, 2)
+    integer(c_int16_t), target :: i2(7), i2b(7)
+    integer(c_int32_t), target :: i4(2, 2, 2, 2), i4b(2, 2, 2, 2)
+    integer(c_int64_t), target :: i8, i8b
+    real(c_float), target :: r4(4, 3), r4e(0, 3)
+    complex(c_float_complex), target :: c4(2, 3), c4b(2, 3)
+    complex(c_double_complex), target :: c8(3), c8b(3)
+    logical(c_bool), target :: l1(4), l1b(4)
+    i1 = reshape([(int(i, c_int8_t), i = 1, 12)], [3, 2, 2])
+    st = gpumem_f_to_device(ctx, i1, d)
+    st2 = gpumem_f_copy_to_host(d, i1b)
+    call ok(st == GPUMEM_OK .and. st2 == GPUMEM_OK .and. all(i1b == i1), 'integer(c_int8_t), rank 3, round trip')
+    st = gpumem_array_release(d)
+    i2 = [(int(-i, c_int16_t), i = 1, 7)]
+    st = gpumem_f_to_device(ctx, i2, d)
+    st2 = gpumem_f_copy_to_host(d, i2b)
+    call ok(st == GPUMEM_OK .and. st2 == GPUMEM_OK .and. all(i2b == i2), 'integer(c_int16_t), rank 1, round trip')
+    st = gpumem_array_release(d)
+    i4 = reshape([(i, i = 1, 16)], [2, 2, 2, 2])
+    st = gpumem_f_to_device(ctx, i4, d)
+    st2 = gpumem_f_copy_to_host(d, i4b)
+    call ok(st == GPUMEM_OK .and. st2 == GPUMEM_OK .and. all(i4b == i4), 'integer(c_int32_t), rank 4, round trip')
+    st = gpumem_array_release(d)
+    i8 = 1234567890123_c_int64_t
+    i8b = 0
+    st = gpumem_f_to_device(ctx, i8, d)
+    st2 = gpumem_array_ndim(d, nd)
+    st2 = gpumem_f_copy_to_host(d, i8b)
+    call ok(st == GPUMEM_OK .and. nd == 0 .and. i8b == i8, 'integer(c_int64_t), rank 0 (a scalar), round trip')
+    st = gpumem_array_release(d)
+    c4 = reshape([(cmplx(i, -i, c_float_complex), i = 1, 6)], [2, 3])
+    st = gpumem_f_to_device(ctx, c4, d)
+    st2 = gpumem_f_copy_to_host(d, c4b)
+    call ok(st == GPUMEM_OK .and. st2 == GPUMEM_OK .and. all(c4b == c4), 'complex(c_float_complex) round trip')
+    st = gpumem_array_release(d)
+    c8 = [(cmplx(i, 2 * i, c_double_complex), i = 1, 3)]
+    st = gpumem_f_to_device(ctx, c8, d)
+    st2 = gpumem_f_copy_to_host(d, c8b)
+    call ok(st == GPUMEM_OK .and. st2 == GPUMEM_OK .and. all(c8b == c8), 'complex(c_double_complex) round trip')
+    st = gpumem_array_release(d)
+    l1 = [logical(.true., c_bool), logical(.false., c_bool), logical(.false., c_bool), logical(.true., c_bool)]
+    l1b = logical(.false., c_bool)
+    st = gpumem_f_to_device(ctx, l1, d)
+    st2 = gpumem_f_copy_to_host(d, l1b)
+    call ok(st == GPUMEM_OK .and. st2 == GPUMEM_OK .and. all(l1b .eqv. l1), 'logical(c_bool) round trip')
+    st = gpumem_array_release(d)
+    st = gpumem_f_to_device(ctx, r4e, d)
+    st2 = gpumem_array_shape(d, shp)
+    call ok(st == GPUMEM_OK .and. shp(1) == 0 .and. shp(2) == 3, 'an empty array (0, 3) goes to the device')
+    st = gpumem_array_release(d)
+    r4 = 1
+    st = gpumem_f_to_device(ctx, r4, d)
+    st = gpumem_array_view(d, gpumem_dtype_builtin(GPUMEM_INT32), v)
+    st = gpumem_array_release(d)
+    msg = ''
+    st = gpumem_f_copy_to_host(v, r4, errmsg=msg)
+    call ok(st == GPUMEM_ERROR_DTYPE_MISMATCH .and. msg /= '', &
+        'copying int32 into a real array is a dtype mismatch, with a message')
+    st = gpumem_array_release(v)
+  end block
+
+  ! ---- Fortran pointers onto host-side arrays ----
+  block
+    real(c_float), pointer :: p2(:, :) => null(), p1(:) => null()
+    integer(c_int32_t), pointer :: q2(:, :) => null()
+    real(c_float) :: e
+    st = gpumem_pinned_array(ctx, 2_c_int, [3_c_int64_t, 4_c_int64_t], dtype=gpumem_dtype_builtin(GPUMEM_FLOAT32), &
+        order='F', array=h)
+    call ok(st == GPUMEM_OK, 'gpumem_pinned_array, F order, strides left out (NULL)')
+    st = gpumem_f_pointer(h, p2)
+    call ok(st == GPUMEM_OK .and. all(shape(p2) == [3, 4]), 'gpumem_f_pointer gives a 3 x 4 pointer')
+    p2 = reshape([(real(i, c_float), i = 1, 12)], [3, 4])
+    st = gpumem_f_to_device(ctx, p2, d)
+    st2 = gpumem_array_get_item(d, [2_c_int64_t, 1_c_int64_t], e, c_null_ptr)
+    call ok(st == GPUMEM_OK .and. e == 6.0, 'element [2, 1] is p2(3, 2) = 6, written through the pointer')
+    msg = ''
+    st = gpumem_f_pointer(h, p1, msg)
+    call ok(st == GPUMEM_ERROR_SHAPE_MISMATCH .and. index(msg, '2 dimensions') > 0 .and. .not. associated(p1), &
+        'a pointer of the wrong rank: GPUMEM_ERROR_SHAPE_MISMATCH, nullified')
+    st = gpumem_f_pointer(h, q2, msg)
+    call ok(st == GPUMEM_ERROR_DTYPE_MISMATCH .and. index(msg, '<f4') > 0, &
+        'a pointer of the wrong type: GPUMEM_ERROR_DTYPE_MISMATCH, naming the dtype')
+    st = gpumem_array_transpose(h, view=v)
+    st = gpumem_f_pointer(v, p2, msg)
+    call ok(st == GPUMEM_ERROR_COPY_REQUIRED .and. index(msg, 'F-contiguous') > 0, &
+        'a C-ordered view: GPUMEM_ERROR_COPY_REQUIRED')
+    st = gpumem_array_release(v)
+    st = gpumem_f_pointer(d, p2, msg)
+    call ok(st == GPUMEM_ERROR_INVALID_VALUE .and. index(msg, 'gpumem_array_host_pointer') > 0, &
+        'device memory has no Fortran pointer (the C message)')
+    st = gpumem_array_release(d)
+    st = gpumem_array_release(h)
+  end block
+
+  ! ---- streams ----
+  block
+    real(c_double), target :: x(1000)
+    real(c_double), pointer :: px(:) => null()
+    st = gpumem_stream_create(ctx, 0_c_int, s)
+    call ok(st == GPUMEM_OK, 'gpumem_stream_create')
+    x = 1
+    st = gpumem_f_to_device(ctx, x, d, stream=s)
+    st = gpumem_array_fill(d, 4.0_c_double, s)
+    msg = ''
+    st = gpumem_f_copy_to_host(d, x, s, msg)
+    call ok(st == GPUMEM_ERROR_INVALID_VALUE .and. msg /= '' .and. all(x == 1), &
+        'an asynchronous copy into pageable memory is refused')
+    st = gpumem_pinned_array(ctx, 1_c_int, [1000_c_int64_t], dtype=gpumem_dtype_builtin(GPUMEM_FLOAT64), &
+        order='C', array=h)
+    st = gpumem_f_pointer(h, px)
+    px = 0
+    st = gpumem_array_copy(h, d, s)
+    st2 = gpumem_stream_synchronize(s)
+    call ok(st == GPUMEM_OK .and. st2 == GPUMEM_OK .and. all(px == 4), &
+        'fill and copy queued on a stream, then synchronized')
+    st = gpumem_array_release(h)
+    st = gpumem_array_release(d)
+    st = gpumem_stream_destroy(s)
+    call ok(st == GPUMEM_OK, 'gpumem_stream_destroy')
+  end block
+
+  ! ---- pools and structs ----
+  block
+    type(gpumem_pool_stats_t) :: stats
+    integer(c_int64_t) :: ptr
+    integer(c_size_t) :: sz
+    real(c_float), pointer :: pf(:, :) => null()
+    st = gpumem_pool_create(ctx, 0_c_int, pool)
+    call ok(st == GPUMEM_OK, 'gpumem_pool_create')
+    st = gpumem_pool_allocate(pool, 4096_c_size_t, c_null_ptr, a)
+    st2 = gpumem_allocation_pointer(a, ptr)
+    st2 = gpumem_allocation_size(a, sz)
+    call ok(st == GPUMEM_OK .and. ptr /= 0 .and. sz == 4096, 'an allocation of 4096 bytes with a device address')
+    st = gpumem_allocation_free(a, c_null_ptr)
+    st = gpumem_pool_allocate(pool, 4000_c_size_t, c_null_ptr, a)
+    st = gpumem_allocation_free(a, c_null_ptr)
+    stats%size = c_sizeof(stats)
+    st = gpumem_pool_stats(pool, stats)
+    call ok(st == GPUMEM_OK .and. stats%hits == 1 .and. stats%misses == 1 .and. stats%held_blocks == 1, &
+        'type(gpumem_pool_stats_t): 1 hit, 1 miss, 1 held block')
+    st = gpumem_allocation_free(a, c_null_ptr)
+    call ok(st == GPUMEM_ERROR_INVALID_STATE, 'a second free is GPUMEM_ERROR_INVALID_STATE')
+    st = gpumem_pool_destroy(pool)
+    call ok(st == GPUMEM_OK, 'gpumem_pool_destroy')
+    st = gpumem_host_pool_create(ctx, 0_c_int, hp)
+    st = gpumem_host_pool_allocate(hp, 2_c_int, [10_c_int64_t, 20_c_int64_t], gpumem_dtype_builtin(GPUMEM_FLOAT32), &
+        'F', h)
+    st2 = gpumem_f_pointer(h, pf)
+    call ok(st == GPUMEM_OK .and. st2 == GPUMEM_OK .and. all(shape(pf) == [10, 20]), &
+        'a page-locked pool array viewed as pf(10, 20)')
+    st = gpumem_host_pool_active_blocks(hp, n64)
+    call ok(st == GPUMEM_OK .and. n64 == 1, 'the host pool has one active block')
+    st = gpumem_array_release(h)
+    st = gpumem_host_pool_active_blocks(hp, n64)
+    call ok(st == GPUMEM_OK .and. n64 == 0, 'releasing the array returned its block')
+    st = gpumem_host_pool_destroy(hp)
+  end block
+
+  ! ---- helpers' own errors ----
+  block
+    real(c_float), target :: big(1, 1, 1, 1, 1, 1, 1, 2)
+    big = 0
+    msg = ''
+    st = gpumem_f_to_device(ctx, big, d, errmsg=msg)
+    call ok(st == GPUMEM_ERROR_NOT_SUPPORTED .and. index(msg, 'rank 0 to 7') > 0 .and. .not. c_associated(d), &
+        'a rank-8 array: GPUMEM_ERROR_NOT_SUPPORTED, the output NULL')
+  end block
+  sl = gpumem_f_section(3, 7)
+  call ok(sl%start == 2 .and. sl%stop == 7 .and. sl%step == 1, 'gpumem_f_section(3, 7) is {2, 7, 1}')
+  sl = gpumem_f_section(4, 1, -1)
+  call ok(sl%start == 3 .and. sl%stop == GPUMEM_SLICE_DEFAULT .and. sl%step == -1, &
+      'gpumem_f_section(4, 1, -1) runs down to the first element')
+
+  st = gpumem_context_release(ctx)
+  call ok(st == GPUMEM_OK, 'gpumem_context_release')
+  if (n_run /= planned) then
+    print '(a, i0, a, i0)', '# planned ', planned, ' tests but ran ', n_run
+    error stop 1
+  end if
+  if (n_failed > 0) error stop 1
+
+contains
+
+  subroutine ok(cond, name)
+    logical, intent(in) :: cond
+    character(len=*), intent(in) :: name
+    n_run = n_run + 1
+    if (cond) then
+      print '(a, i0, a, a)', 'ok ', n_run, ' - ', name
+    else
+      n_failed = n_failed + 1
+      print '(a, i0, a, a)', 'not ok ', n_run, ' - ', name
+      print '(a, a)', '# last error: ', gpumem_f_last_error()
+    end if
+  end subroutine ok
+
+  ! The text before the NUL of a buffer C wrote.
+  function before_nul(buf) result(s)
+    character(len=*), intent(in) :: buf
+    character(len=:), allocatable :: s
+    integer :: n
+    n = index(buf, c_null_char)
+    if (n == 0) n = len_trim(buf) + 1
+    s = buf(1:n - 1)
+  end function before_nul
+
+end program test_fortran
