@@ -29,6 +29,7 @@ typedef struct gm_rec {
     _Alignas(64) _Atomic uint32_t tag; /* generation << 1 | live */
     uint32_t index;
     uint32_t cls;
+    uint32_t stripe;       /* the stripe its free goes to: the allocating thread's (see pool.h) */
     gm_pool *pool;
     uint64_t addr;         /* device address, or host address */
     size_t requested;      /* what the live allocation asked for */
@@ -404,25 +405,24 @@ static int pending_done(gm_pool *p, gm_rec *r, const char *what, gpumem_status *
 
 /* ---- the shared store: stripes ---- */
 
-/* A thread's stripe index, assigned once per thread, round robin. */
+/* The thread's pool slots (thread caches below) and its stripe number. */
 typedef struct gm_tls {
     uint64_t id[TLS_SLOTS];
     gm_tcache *tc[TLS_SLOTS];
     unsigned evict;
-    unsigned stripe;
-    bool striped;
+    unsigned stripe; /* 0: none yet; else given round robin, odd */
     bool keyed;
 } gm_tls;
 
 static _Thread_local gm_tls tls;
 
+/* The calling thread's stripe of p. */
 static inline unsigned my_stripe(const gm_pool *p)
 {
-    if (__builtin_expect(!tls.striped, 0)) {
-        tls.stripe = atomic_fetch_add_explicit(&next_stripe, 1, memory_order_relaxed);
-        tls.striped = true;
-    }
-    return tls.stripe & p->stripe_mask;
+    unsigned s = tls.stripe;
+    if (__builtin_expect(s == 0, 0))
+        tls.stripe = s = atomic_fetch_add_explicit(&next_stripe, 1, memory_order_relaxed) << 1 | 1u;
+    return (s >> 1) & p->stripe_mask;
 }
 
 /* The stripe's lock held. */
@@ -500,15 +500,14 @@ static gm_rec *store_take(gm_pool *p, gm_stripe *s, unsigned cls, uintptr_t key,
 }
 
 /* A held block of class cls for an allocation of size bytes on stream key,
- * from the calling thread's stripe first, then from the others; NULL (with
+ * from stripe own first, then from the others; NULL (with
  * *st set when an event query failed) when none will do.  A first round
  * looks for same-stream and idle blocks, a second queries at most
  * TC_QUERIES events, oldest first.  Stripes that hold nothing are skipped
  * without locking them. */
-static gm_rec *stripes_take(gm_pool *p, unsigned cls, size_t size, uintptr_t key, const char *what,
-                            gpumem_status *st)
+static gm_rec *stripes_take(gm_pool *p, unsigned own, unsigned cls, size_t size, uintptr_t key,
+                            const char *what, gpumem_status *st)
 {
-    unsigned own = my_stripe(p);
     int queries = TC_QUERIES;
     for (int round = 0; round < 2; round++) {
         for (unsigned i = 0; i <= p->stripe_mask; i++) {
@@ -671,17 +670,19 @@ static void harvest_orphans(gm_pool *p)
     atomic_store_explicit(&p->harvested, epoch, memory_order_relaxed);
 }
 
-/* Harvests when some thread let go of a cache since this pool last looked:
- * one relaxed load of a counter that changes only when threads exit. */
-static inline void maybe_harvest(gm_pool *p)
+/* Harvests when some thread let go of a cache since this pool last looked
+ * (two relaxed loads; the counter changes only when threads let go).
+ * Whether it did. */
+static inline bool maybe_harvest(gm_pool *p)
 {
-    if (__builtin_expect(atomic_load_explicit(&orphan_epoch, memory_order_relaxed) !=
+    if (__builtin_expect(atomic_load_explicit(&orphan_epoch, memory_order_relaxed) ==
                              atomic_load_explicit(&p->harvested, memory_order_relaxed),
-                         0)) {
-        pthread_mutex_lock(&p->lock);
-        harvest_orphans(p);
-        pthread_mutex_unlock(&p->lock);
-    }
+                         1))
+        return false;
+    pthread_mutex_lock(&p->lock);
+    harvest_orphans(p);
+    pthread_mutex_unlock(&p->lock);
+    return true;
 }
 
 /* A block of class cls in the thread's cache usable on key, or NULL (with
@@ -998,9 +999,16 @@ static gm_rec *alloc_slow(gm_pool *p, unsigned cls, size_t size, uintptr_t key, 
 {
     gpumem_status st = GPUMEM_OK;
     size_t bytes = gm_pool_class_bytes(cls);
-    maybe_harvest(p);
-    gm_rec *r = stripes_take(p, cls, size, key, what, &st);
+    unsigned own = my_stripe(p);
+    gm_rec *r;
+    /* Before asking the driver, once: blocks that exited threads left behind. */
+    for (bool again = true;; again = false)
+        if ((r = stripes_take(p, own, cls, size, key, what, &st)) != NULL || st != GPUMEM_OK || !again ||
+            !maybe_harvest(p))
+            break;
     if (st != GPUMEM_OK || r != NULL) {
+        if (r != NULL)
+            r->stripe = own;
         *stp = st;
         return r;
     }
@@ -1028,6 +1036,7 @@ static gm_rec *alloc_slow(gm_pool *p, unsigned cls, size_t size, uintptr_t key, 
     }
     r->pool = p;
     r->cls = cls;
+    r->stripe = own;
     r->addr = addr;
     pthread_mutex_lock(&p->lock);
     p->misses++;
@@ -1129,8 +1138,8 @@ static gpumem_status free_direct(gm_pool *p, gm_rec *r, gpumem_stream *sync, con
     return st;
 }
 
-/* The block goes to the calling thread's stripe (or, when the pool does not
- * hold, to the driver).  A full thread-cache bin first sends its older half
+/* The block goes to its home stripe (or, when the pool does not hold, to
+ * the driver).  A full thread-cache bin first sends its older half
  * to the stripe, so the cache keeps the most recently freed blocks.
  * Whether the pool holds is read inside the cache or under the stripe's
  * lock: a thread that stops the pool clears holding, then enters every cache
@@ -1139,7 +1148,7 @@ static gpumem_status free_slow(gm_pool *p, gm_tcache *tc, gm_rec *r, gpumem_stre
 {
     int64_t bytes = (int64_t)gm_pool_class_bytes(r->cls);
     maybe_harvest(p);
-    gm_stripe *s = &p->stripes[my_stripe(p)];
+    gm_stripe *s = &p->stripes[r->stripe];
     if (tc != NULL && r->cls < TC_CLASSES) {
         tc_enter(tc);
         if (!atomic_load_explicit(&p->holding, memory_order_relaxed)) {
