@@ -1,7 +1,8 @@
 /*
- * pool.c - the pool core (records, thread caches, shared store, streams,
- * the out-of-memory ladder, lifetime) and the device pool's public API.
- * pool.h explains the design.
+ * pool.c - the pool core (records, thread caches, the striped shared
+ * store, streams, lifetime) and the device pool's public API.  pool.h
+ * explains the design, why the shared store is striped, and the lock order;
+ * the out-of-memory ladder is the allocator's (alloc.c).
  */
 #include "config.h"
 
