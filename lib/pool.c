@@ -186,7 +186,7 @@ typedef struct gm_stripe {
     gm_class_store store[GM_POOL_CLASSES];
 } gm_stripe;
 
-#define STRIPES_MIN 4u  /* so that the search of other stripes is exercised on small machines too */
+#define STRIPES_MIN 4u /* threads outnumber small machines' cores; a preempted lock holder then stalls fewer */
 #define STRIPES_MAX 16u
 
 struct gm_pool {
@@ -896,9 +896,10 @@ static void pool_end(gm_pool *p)
 
 gpumem_status gm_pool_core_destroy(gm_pool *p, const char *what)
 {
-    /* Frees racing with this see holding false inside their cache (the
-     * release below enters every cache after this store) or under the lock,
-     * and go to the driver; the zombie count below includes them. */
+    /* Frees racing with this see holding false inside their cache or under
+     * their stripe's lock (the release below enters every cache and locks
+     * every stripe after this store), and go to the driver; the zombie
+     * count below includes them. */
     pthread_mutex_lock(&live_lock);
     if (p->live_prev != NULL)
         p->live_prev->live_next = p->live_next;
