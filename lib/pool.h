@@ -35,11 +35,11 @@
  *    with its own mutex and, per class, a LIFO of idle blocks and a FIFO of
  *    blocks whose free recorded an event, plus its held, requested and hit
  *    counters.  Each thread gets a stripe number once, round robin, so that
- *    as many threads as there are stripes never share one.  An allocation looks in the thread's stripe
- *    first, then in the others (a stripe whose held count reads 0 is skipped
- *    without locking it): first for a block freed on the same stream or an
- *    idle one, then querying at most 2 pending events, oldest first; only
- *    then does it ask the driver.  A block freed goes to its home stripe,
+ *    as many threads as there are stripes never share one.  An allocation
+ *    looks in the thread's stripe first, then in the others (a stripe whose
+ *    held count reads 0 is skipped without locking it): first for a block
+ *    freed on the same stream or an idle one, then querying at most 2
+ *    pending events, oldest first; only then does it ask the driver.  A block freed goes to its home stripe,
  *    that of the thread that last took it from the store or the driver
  *    (kept in its record): a free needs no thread-local lookup, and a thread
  *    that allocates for others to free gets its blocks back in its own
@@ -74,8 +74,9 @@
  * release_all (free_held, stop_holding, destroy, the OOM ladder) holds
  * pool->lock, enters every cache, then locks each stripe in turn; an owner
  * inside its cache may lock a stripe (to spill half a full bin) but never
- * takes pool->lock there; a thread holding a stripe takes no other lock
- * and enters no cache; harvest_orphans locks a stripe under pool->lock.
+ * takes pool->lock there; a thread holding a stripe takes no other lock of
+ * the pool and enters no cache; harvest_orphans locks a stripe under
+ * pool->lock.
  * Whether the pool holds is read inside a cache or under a stripe's mutex:
  * stop_holding and destroy clear it before release_all, which enters every
  * cache and locks every stripe, so no block is put where it would be missed.
