@@ -1,7 +1,8 @@
 /*
- * pool.c - the pool core (records, thread caches, shared store, streams,
- * the out-of-memory ladder, lifetime) and the device pool's public API.
- * pool.h explains the design.
+ * pool.c - the pool core (records, thread caches, the striped shared
+ * store, streams, lifetime) and the device pool's public API.  pool.h
+ * explains the design, why the shared store is striped, and the lock order;
+ * the out-of-memory ladder is the allocator's (alloc.c).
  */
 #include "config.h"
 
@@ -29,6 +30,7 @@ typedef struct gm_rec {
     _Alignas(64) _Atomic uint32_t tag; /* generation << 1 | live */
     uint32_t index;
     uint32_t cls;
+    uint32_t stripe;       /* the stripe its free goes to: the allocating thread's (see pool.h) */
     gm_pool *pool;
     uint64_t addr;         /* device address, or host address */
     size_t requested;      /* what the live allocation asked for */
@@ -173,26 +175,53 @@ typedef struct gm_class_store {
     gm_rec *pending_head, *pending_tail; /* FIFO through next: oldest first */
 } gm_class_store;
 
+/* One stripe of the shared store (see pool.h): its own lock and lists, on
+ * its own cache lines.  The counters are written under the stripe's lock and
+ * read without it (statistics, and held_blocks as the hint that lets the
+ * search skip an empty stripe without locking it). */
+typedef struct gm_stripe {
+    _Alignas(64) pthread_mutex_t lock;
+    _Atomic int64_t held_blocks, held_bytes, act_req;
+    _Atomic uint64_t hits;
+    gm_class_store store[GM_POOL_CLASSES];
+} gm_stripe;
+
+#define STRIPES_MIN 4u /* threads outnumber small machines' cores; a preempted lock holder then stalls fewer */
+#define STRIPES_MAX 16u
+
 struct gm_pool {
     gm_pool_kind kind;
     uint64_t id; /* never reused: thread slots match on it */
     unsigned flags;
     unsigned alloc_flags;
+    unsigned stripe_mask; /* stripes - 1, a power of two less one */
     gpumem_context *ctx;
     atomic_bool holding;
-    /* On its own cache lines: the fields above are read by every hit. */
-    _Alignas(64) pthread_mutex_t lock; /* guards everything below but oom_lock */
+    _Atomic uint64_t harvested; /* orphan_epoch when this pool last harvested (written under lock) */
+    void *mem;                  /* what calloc gave (the pool is aligned inside it) */
+    /* On its own cache lines: the fields above are read by every operation. */
+    _Alignas(64) pthread_mutex_t lock; /* guards everything below but the stripes */
     bool destroyed;
     int64_t zombie_live;  /* live allocations left once destroyed */
     gm_pool *live_next, *live_prev; /* in live_pools, until destroyed (live_lock) */
     gm_tcache *tcaches;
-    /* Blocks and bytes obtained from the driver and not given back; what
-     * the store holds; the rest of the books (thread caches keep their own
-     * held, requested and hit counts). */
-    int64_t blocks, bytes, held_blocks, held_bytes, act_req, empty_live;
+    /* Blocks and bytes obtained from the driver and not given back; the
+     * requested bytes and hits of misses, direct frees and harvested caches
+     * (the stripes and thread caches keep their own held, requested and hit
+     * counts); the rest of the books. */
+    int64_t blocks, bytes, act_req, empty_live;
     uint64_t hits, misses, oom_retries, driver_frees, peak;
-    gm_class_store store[GM_POOL_CLASSES];
+    gm_stripe stripes[]; /* stripe_mask + 1 */
 };
+
+/* Bumped by every thread that lets go of a cache (tc_let_go): a pool whose
+ * harvested count differs has an orphan to take back, maybe.  One counter
+ * for the process, because a thread that lets go must not touch the pool
+ * (it may have ended); threads let go rarely (exit, slot eviction). */
+static _Atomic uint64_t orphan_epoch;
+
+/* Stripe indices, handed out round robin, once per thread. */
+static _Atomic unsigned next_stripe;
 
 static _Atomic uint64_t next_pool_id = 1;
 
@@ -375,13 +404,34 @@ static int pending_done(gm_pool *p, gm_rec *r, const char *what, gpumem_status *
     return -1;
 }
 
-/* ---- the shared store (pool->lock held) ---- */
+/* ---- the shared store: stripes ---- */
 
-static void store_put(gm_pool *p, gm_rec *r)
+/* The thread's pool slots (thread caches below) and its stripe number. */
+typedef struct gm_tls {
+    uint64_t id[TLS_SLOTS];
+    gm_tcache *tc[TLS_SLOTS];
+    unsigned evict;
+    unsigned stripe; /* 0: none yet; else given round robin, odd */
+    bool keyed;
+} gm_tls;
+
+static _Thread_local gm_tls tls;
+
+/* The calling thread's stripe of p. */
+static inline unsigned my_stripe(const gm_pool *p)
 {
-    gm_class_store *cs = &p->store[r->cls];
-    p->held_blocks++;
-    p->held_bytes += (int64_t)gm_pool_class_bytes(r->cls);
+    unsigned s = tls.stripe;
+    if (__builtin_expect(s == 0, 0))
+        tls.stripe = s = atomic_fetch_add_explicit(&next_stripe, 1, memory_order_relaxed) << 1 | 1u;
+    return (s >> 1) & p->stripe_mask;
+}
+
+/* The stripe's lock held. */
+static void store_put(gm_stripe *s, gm_rec *r)
+{
+    gm_class_store *cs = &s->store[r->cls];
+    ADD(s->held_blocks, 1);
+    ADD(s->held_bytes, (int64_t)gm_pool_class_bytes(r->cls));
     if (r->key == 0) {
         r->next = cs->idle;
         cs->idle = r;
@@ -407,28 +457,31 @@ static void pending_unlink(gm_class_store *cs, gm_rec *prev, gm_rec *r)
     r->next = NULL;
 }
 
-/* A held block of class cls usable on stream key (0: by anyone), or NULL.
- * Bounded: the first STORE_SCAN pending blocks are looked at for the same
- * stream, and the TC_QUERIES oldest are queried. */
-static gm_rec *store_take(gm_pool *p, unsigned cls, uintptr_t key, const char *what, gpumem_status *st)
+/* A held block of class cls in stripe s usable on stream key (0: by
+ * anyone), or NULL; the stripe's lock held.  With queries NULL: a pending
+ * block freed on the same stream (among the first STORE_SCAN), else an idle
+ * one.  Otherwise: a pending block whose event has completed, querying the
+ * oldest ones while *queries lasts. */
+static gm_rec *store_take(gm_pool *p, gm_stripe *s, unsigned cls, uintptr_t key, int *queries, const char *what,
+                          gpumem_status *st)
 {
-    gm_class_store *cs = &p->store[cls];
+    gm_class_store *cs = &s->store[cls];
     gm_rec *prev = NULL, *r = cs->pending_head, *found = NULL;
-    for (int i = 0; key != 0 && r != NULL && i < STORE_SCAN && found == NULL; i++) {
-        if (r->key == key)
-            found = r;
-        else
-            prev = r, r = r->next;
-    }
-    if (found != NULL) {
-        pending_unlink(cs, prev, found);
-    } else if ((found = cs->idle) != NULL) {
-        cs->idle = found->next;
-        found->next = NULL;
+    if (queries == NULL) {
+        for (int i = 0; key != 0 && r != NULL && i < STORE_SCAN && found == NULL; i++) {
+            if (r->key == key)
+                found = r;
+            else
+                prev = r, r = r->next;
+        }
+        if (found != NULL) {
+            pending_unlink(cs, prev, found);
+        } else if ((found = cs->idle) != NULL) {
+            cs->idle = found->next;
+            found->next = NULL;
+        }
     } else {
-        prev = NULL;
-        r = cs->pending_head;
-        for (int i = 0; r != NULL && i < TC_QUERIES && found == NULL; i++) {
+        for (; r != NULL && *queries > 0 && found == NULL; --*queries) {
             int done = pending_done(p, r, what, st);
             if (done < 0)
                 return NULL;
@@ -441,22 +494,43 @@ static gm_rec *store_take(gm_pool *p, unsigned cls, uintptr_t key, const char *w
             pending_unlink(cs, prev, found);
     }
     if (found != NULL) {
-        p->held_blocks--;
-        p->held_bytes -= (int64_t)gm_pool_class_bytes(cls);
+        ADD(s->held_blocks, -1);
+        ADD(s->held_bytes, -(int64_t)gm_pool_class_bytes(cls));
     }
     return found;
 }
 
+/* A held block of class cls for an allocation of size bytes on stream key,
+ * from stripe own first, then from the others; NULL (with
+ * *st set when an event query failed) when none will do.  A first round
+ * looks for same-stream and idle blocks, a second queries at most
+ * TC_QUERIES events, oldest first.  Stripes that hold nothing are skipped
+ * without locking them. */
+static gm_rec *stripes_take(gm_pool *p, unsigned own, unsigned cls, size_t size, uintptr_t key,
+                            const char *what, gpumem_status *st)
+{
+    int queries = TC_QUERIES;
+    for (int round = 0; round < 2; round++) {
+        for (unsigned i = 0; i <= p->stripe_mask; i++) {
+            gm_stripe *s = &p->stripes[(own + i) & p->stripe_mask];
+            if (GET(s->held_blocks) == 0)
+                continue;
+            pthread_mutex_lock(&s->lock);
+            gm_rec *r = store_take(p, s, cls, key, round ? &queries : NULL, what, st);
+            if (r != NULL) {
+                ADD(s->hits, 1);
+                ADD(s->act_req, (int64_t)size);
+            }
+            pthread_mutex_unlock(&s->lock);
+            if (r != NULL || *st != GPUMEM_OK || queries == 0)
+                return r;
+        }
+    }
+    return NULL;
+}
+
 /* ---- thread caches ---- */
 
-typedef struct gm_tls {
-    uint64_t id[TLS_SLOTS];
-    gm_tcache *tc[TLS_SLOTS];
-    unsigned evict;
-    bool keyed;
-} gm_tls;
-
-static _Thread_local gm_tls tls;
 static pthread_key_t tls_key;
 static bool tls_key_ok;
 static pthread_once_t tls_once = PTHREAD_ONCE_INIT;
@@ -472,8 +546,9 @@ static void tc_unref(gm_tcache *tc)
 static void tc_let_go(gm_tcache *tc)
 {
     int attached = TC_ATTACHED;
-    atomic_compare_exchange_strong_explicit(&tc->state, &attached, TC_ORPHANED, memory_order_acq_rel,
-                                            memory_order_acquire);
+    if (atomic_compare_exchange_strong_explicit(&tc->state, &attached, TC_ORPHANED, memory_order_acq_rel,
+                                                memory_order_acquire))
+        atomic_fetch_add_explicit(&orphan_epoch, 1, memory_order_release); /* after the CAS: see harvest_orphans */
     tc_unref(tc);
 }
 
@@ -561,11 +636,16 @@ static void tc_empty(gm_tcache *tc, gm_rec **out)
     atomic_store_explicit(&tc->held_bytes, 0, memory_order_relaxed);
 }
 
-/* Takes the blocks and counts of orphaned caches into the store and drops
- * the caches.  pool->lock held.  The thread let go with an acq_rel CAS
- * after its last operation, so reading the state here orders after it. */
+/* Takes the blocks and counts of orphaned caches into the calling thread's
+ * stripe and drops the caches.  pool->lock held.  A thread lets go with an
+ * acq_rel CAS after its last operation and then bumps orphan_epoch; the
+ * epoch is read (acquire) before the walk, so every cache counted in it is
+ * seen orphaned, and one orphaned later bumps the epoch past the value
+ * stored here, so that maybe_harvest comes back. */
 static void harvest_orphans(gm_pool *p)
 {
+    uint64_t epoch = atomic_load_explicit(&orphan_epoch, memory_order_acquire);
+    gm_stripe *s = &p->stripes[my_stripe(p)];
     for (gm_tcache **pp = &p->tcaches; *pp != NULL;) {
         gm_tcache *tc = *pp;
         if (atomic_load_explicit(&tc->state, memory_order_acquire) != TC_ORPHANED) {
@@ -574,16 +654,36 @@ static void harvest_orphans(gm_pool *p)
         }
         gm_rec *list = NULL;
         tc_empty(tc, &list);
-        while (list != NULL) {
-            gm_rec *next = list->next;
-            store_put(p, list);
-            list = next;
+        if (list != NULL) {
+            pthread_mutex_lock(&s->lock);
+            while (list != NULL) {
+                gm_rec *next = list->next;
+                store_put(s, list);
+                list = next;
+            }
+            pthread_mutex_unlock(&s->lock);
         }
         p->act_req += GET(tc->act_req);
         p->hits += GET(tc->hits);
         *pp = tc->next;
         tc_unref(tc);
     }
+    atomic_store_explicit(&p->harvested, epoch, memory_order_relaxed);
+}
+
+/* Harvests when some thread let go of a cache since this pool last looked
+ * (two relaxed loads; the counter changes only when threads let go).
+ * Whether it did. */
+static inline bool maybe_harvest(gm_pool *p)
+{
+    if (__builtin_expect(atomic_load_explicit(&orphan_epoch, memory_order_relaxed) ==
+                             atomic_load_explicit(&p->harvested, memory_order_relaxed),
+                         1))
+        return false;
+    pthread_mutex_lock(&p->lock);
+    harvest_orphans(p);
+    pthread_mutex_unlock(&p->lock);
+    return true;
 }
 
 /* A block of class cls in the thread's cache usable on key, or NULL (with
@@ -625,11 +725,19 @@ typedef struct gm_sums {
     uint64_t hits;
 } gm_sums;
 
-/* The pool's books with every thread cache's (pool->lock held).  The caches'
- * counters are read without entering them: exact when the pool is quiet. */
+/* The pool's books with every stripe's and thread cache's (pool->lock
+ * held).  Their counters are read without their locks or entering them:
+ * exact when the pool is quiet. */
 static gm_sums sum_locked(gm_pool *p)
 {
-    gm_sums s = {p->held_blocks, p->held_bytes, p->act_req, p->hits};
+    gm_sums s = {0, 0, p->act_req, p->hits};
+    for (unsigned i = 0; i <= p->stripe_mask; i++) {
+        gm_stripe *st = &p->stripes[i];
+        s.held_blocks += GET(st->held_blocks);
+        s.held_bytes += GET(st->held_bytes);
+        s.act_req += GET(st->act_req);
+        s.hits += GET(st->hits);
+    }
     for (gm_tcache *tc = p->tcaches; tc != NULL; tc = tc->next) {
         s.held_blocks += GET(tc->held_blocks);
         s.held_bytes += GET(tc->held_bytes);
@@ -649,8 +757,34 @@ static void sample_peak_locked(gm_pool *p)
 
 /* ---- giving held blocks back ---- */
 
+/* Moves every block of a stripe to the list *out (through next); the
+ * stripe's lock held. */
+static void stripe_empty(gm_stripe *s, gm_rec **out)
+{
+    if (GET(s->held_blocks) == 0)
+        return;
+    for (unsigned c = 0; c < GM_POOL_CLASSES; c++) {
+        gm_class_store *cs = &s->store[c];
+        while (cs->idle != NULL) {
+            gm_rec *r = cs->idle;
+            cs->idle = r->next;
+            r->next = *out;
+            *out = r;
+        }
+        while (cs->pending_head != NULL) {
+            gm_rec *r = cs->pending_head;
+            pending_unlink(cs, NULL, r);
+            r->next = *out;
+            *out = r;
+        }
+    }
+    atomic_store_explicit(&s->held_blocks, 0, memory_order_relaxed);
+    atomic_store_explicit(&s->held_bytes, 0, memory_order_relaxed);
+}
+
 /* Gives every held block back to the driver: from orphaned caches, every
- * thread's cache and the store.  The blocks leave the pool's books under its
+ * thread's cache and every stripe, taken while every cache is entered (see
+ * the lock order in pool.h).  The blocks leave the pool's books under its
  * lock; the driver calls are made after.  *blocks and *bytes (optional) get
  * what was given back. */
 static gpumem_status release_all(gm_pool *p, const char *what, uint64_t *blocks, uint64_t *bytes)
@@ -661,24 +795,13 @@ static gpumem_status release_all(gm_pool *p, const char *what, uint64_t *blocks,
     steal_all(p);
     for (gm_tcache *tc = p->tcaches; tc != NULL; tc = tc->next)
         tc_empty(tc, &list);
-    unsteal_all(p);
-    for (unsigned c = 0; c < GM_POOL_CLASSES; c++) {
-        gm_class_store *cs = &p->store[c];
-        while (cs->idle != NULL) {
-            gm_rec *r = cs->idle;
-            cs->idle = r->next;
-            r->next = list;
-            list = r;
-        }
-        while (cs->pending_head != NULL) {
-            gm_rec *r = cs->pending_head;
-            pending_unlink(cs, NULL, r);
-            r->next = list;
-            list = r;
-        }
+    for (unsigned i = 0; i <= p->stripe_mask; i++) {
+        gm_stripe *s = &p->stripes[i];
+        pthread_mutex_lock(&s->lock);
+        stripe_empty(s, &list);
+        pthread_mutex_unlock(&s->lock);
     }
-    p->held_blocks = 0;
-    p->held_bytes = 0;
+    unsteal_all(p);
     uint64_t n = 0, b = 0;
     for (gm_rec *r = list; r != NULL; r = r->next) {
         n++;
@@ -705,6 +828,17 @@ static gpumem_status release_all(gm_pool *p, const char *what, uint64_t *blocks,
 
 /* ---- creation and the end ---- */
 
+/* Stripes per pool: enough for every core to have its own (a power of two
+ * from STRIPES_MIN to STRIPES_MAX). */
+static unsigned stripe_count(void)
+{
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    unsigned n = STRIPES_MIN;
+    while (n < STRIPES_MAX && (long)n < cpus)
+        n <<= 1;
+    return n;
+}
+
 gpumem_status gm_pool_core_create(gm_pool_kind kind, gpumem_context *ctx, unsigned flags, unsigned alloc_flags,
                                   const char *what, gm_pool **out)
 {
@@ -712,10 +846,18 @@ gpumem_status gm_pool_core_create(gm_pool_kind kind, gpumem_context *ctx, unsign
     ctx = gm_context_or_default(ctx, &st);
     if (st != GPUMEM_OK)
         return st;
-    void *mem = NULL;
-    if (posix_memalign(&mem, _Alignof(gm_pool), sizeof(gm_pool)) != 0)
+    unsigned n = stripe_count();
+    /* calloc: large, and mostly untouched (a stripe's lists of unused
+     * classes stay zero pages). */
+    void *mem = calloc(1, sizeof(gm_pool) + n * sizeof(gm_stripe) + _Alignof(gm_pool));
+    if (mem == NULL)
         return gm_error(GPUMEM_ERROR_HOST_OUT_OF_MEMORY, "%s: out of host memory", what);
-    gm_pool *p = memset(mem, 0, sizeof(gm_pool));
+    gm_pool *p = (gm_pool *)(((uintptr_t)mem + _Alignof(gm_pool) - 1) & ~(uintptr_t)(_Alignof(gm_pool) - 1));
+    p->mem = mem;
+    p->stripe_mask = n - 1;
+    for (unsigned i = 0; i < n; i++)
+        pthread_mutex_init(&p->stripes[i].lock, NULL);
+    atomic_init(&p->harvested, atomic_load_explicit(&orphan_epoch, memory_order_acquire));
     p->kind = kind;
     p->id = atomic_fetch_add(&next_pool_id, 1);
     p->flags = flags;
@@ -746,17 +888,20 @@ static void pool_end(gm_pool *p)
         atomic_store_explicit(&tc->state, TC_DEAD, memory_order_release);
         tc_unref(tc);
     }
+    for (unsigned i = 0; i <= p->stripe_mask; i++)
+        pthread_mutex_destroy(&p->stripes[i].lock);
     pthread_mutex_destroy(&p->lock);
     if (!(p->flags & GM_POOL_CONTEXT_OWNED))
         gpumem_context_release(p->ctx);
-    free(p);
+    free(p->mem);
 }
 
 gpumem_status gm_pool_core_destroy(gm_pool *p, const char *what)
 {
-    /* Frees racing with this see holding false inside their cache (the
-     * release below enters every cache after this store) or under the lock,
-     * and go to the driver; the zombie count below includes them. */
+    /* Frees racing with this see holding false inside their cache or under
+     * their stripe's lock (the release below enters every cache and locks
+     * every stripe after this store), and go to the driver; the zombie
+     * count below includes them. */
     pthread_mutex_lock(&live_lock);
     if (p->live_prev != NULL)
         p->live_prev->live_next = p->live_next;
@@ -851,23 +996,23 @@ gpumem_status gm_pools_release_held(const gm_dctx *dctx, gm_pool_kind kind, cons
     return st;
 }
 
-/* A block from the shared store, or a new one from the driver, with the
- * out-of-memory ladder; NULL with *stp set on failure. */
+/* A block from the shared store, or a new one from the driver; NULL with
+ * *stp set on failure (and *oom when the driver is out of memory). */
 static gm_rec *alloc_slow(gm_pool *p, unsigned cls, size_t size, uintptr_t key, const char *what,
                           gpumem_status *stp, bool *oom)
 {
     gpumem_status st = GPUMEM_OK;
     size_t bytes = gm_pool_class_bytes(cls);
-    pthread_mutex_lock(&p->lock);
-    harvest_orphans(p);
-    gm_rec *r = store_take(p, cls, key, what, &st);
-    if (r != NULL) {
-        p->hits++;
-        p->act_req += (int64_t)size;
-        sample_peak_locked(p);
-    }
-    pthread_mutex_unlock(&p->lock);
+    unsigned own = my_stripe(p);
+    gm_rec *r;
+    /* Before asking the driver, once: blocks that exited threads left behind. */
+    for (bool again = true;; again = false)
+        if ((r = stripes_take(p, own, cls, size, key, what, &st)) != NULL || st != GPUMEM_OK || !again ||
+            !maybe_harvest(p))
+            break;
     if (st != GPUMEM_OK || r != NULL) {
+        if (r != NULL)
+            r->stripe = own;
         *stp = st;
         return r;
     }
@@ -895,13 +1040,14 @@ static gm_rec *alloc_slow(gm_pool *p, unsigned cls, size_t size, uintptr_t key, 
     }
     r->pool = p;
     r->cls = cls;
+    r->stripe = own;
     r->addr = addr;
     pthread_mutex_lock(&p->lock);
     p->misses++;
     p->blocks++;
     p->bytes += (int64_t)bytes;
     p->act_req += (int64_t)size;
-    sample_peak_locked(p);
+    sample_peak_locked(p); /* a new block: the one moment active bytes can pass the last driver peak */
     pthread_mutex_unlock(&p->lock);
     return r;
 }
@@ -996,27 +1142,31 @@ static gpumem_status free_direct(gm_pool *p, gm_rec *r, gpumem_stream *sync, con
     return st;
 }
 
-/* The block goes to the store (or, when the pool does not hold, to the
- * driver).  A full thread-cache bin first sends its older half to the
- * store, so the cache keeps the most recently freed blocks. */
+/* The block goes to its home stripe (or, when the pool does not hold, to
+ * the driver).  A full thread-cache bin first sends its older half
+ * to the stripe, so the cache keeps the most recently freed blocks.
+ * Whether the pool holds is read inside the cache or under the stripe's
+ * lock: a thread that stops the pool clears holding, then enters every cache
+ * and locks every stripe, so no block is left behind. */
 static gpumem_status free_slow(gm_pool *p, gm_tcache *tc, gm_rec *r, gpumem_stream *stream, const char *what)
 {
     int64_t bytes = (int64_t)gm_pool_class_bytes(r->cls);
-    pthread_mutex_lock(&p->lock);
-    if (!atomic_load_explicit(&p->holding, memory_order_relaxed)) {
-        pthread_mutex_unlock(&p->lock);
-        return free_direct(p, r, stream, what);
-    }
-    harvest_orphans(p);
-    bool cached = false;
-    if (tc != NULL) {
-        tc_enter(tc); /* no other thread enters it: they would hold pool->lock */
+    maybe_harvest(p);
+    gm_stripe *s = &p->stripes[r->stripe];
+    if (tc != NULL && r->cls < TC_CLASSES) {
+        tc_enter(tc);
+        if (!atomic_load_explicit(&p->holding, memory_order_relaxed)) {
+            tc_exit(tc);
+            return free_direct(p, r, stream, what);
+        }
         unsigned cls = r->cls, half = TC_DEPTH / 2;
         gm_rec **b = tc->bin[cls];
-        if (cls < TC_CLASSES && GET(tc->held_bytes) + bytes <= TC_MAX_BYTES) {
+        if (GET(tc->held_bytes) + bytes <= TC_MAX_BYTES) {
             if (tc->n[cls] == TC_DEPTH) {
+                pthread_mutex_lock(&s->lock); /* inside the cache: see the lock order in pool.h */
                 for (unsigned i = 0; i < half; i++)
-                    store_put(p, b[i]);
+                    store_put(s, b[i]);
+                pthread_mutex_unlock(&s->lock);
                 for (unsigned i = 0; i + half < TC_DEPTH; i++)
                     b[i] = b[i + half];
                 tc->n[cls] = (uint8_t)(TC_DEPTH - half);
@@ -1027,15 +1177,19 @@ static gpumem_status free_slow(gm_pool *p, gm_tcache *tc, gm_rec *r, gpumem_stre
             ADD(tc->held_blocks, 1);
             ADD(tc->held_bytes, bytes);
             ADD(tc->act_req, -(int64_t)r->requested);
-            cached = true;
+            tc_exit(tc);
+            return GPUMEM_OK;
         }
         tc_exit(tc);
     }
-    if (!cached) {
-        store_put(p, r);
-        p->act_req -= (int64_t)r->requested;
+    pthread_mutex_lock(&s->lock);
+    if (!atomic_load_explicit(&p->holding, memory_order_relaxed)) {
+        pthread_mutex_unlock(&s->lock);
+        return free_direct(p, r, stream, what);
     }
-    pthread_mutex_unlock(&p->lock);
+    store_put(s, r);
+    ADD(s->act_req, -(int64_t)r->requested);
+    pthread_mutex_unlock(&s->lock);
     return GPUMEM_OK;
 }
 

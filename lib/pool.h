@@ -23,12 +23,40 @@
  *    are single-writer relaxed atomics, so statistics never enter a cache.
  *    The pool and the thread own a cache jointly (a reference count): a
  *    thread that exits (or evicts the pool from its 4 slots) marks its cache
- *    orphaned with one CAS, without touching the pool, which takes the
- *    blocks back on its next slow path.  Pool ids are never reused, so a
+ *    orphaned with one CAS and bumps a process-wide counter, without
+ *    touching the pool (it may have ended).  A pool whose last harvest saw
+ *    an older count takes orphaned caches' blocks back (harvest_orphans)
+ *    before it asks the driver for a block, and on a slow-path free; an
+ *    unchanged count costs two loads.  Pool ids are never reused, so a
  *    thread's stale slot never matches a new pool.
- *  - Shared store, under the pool's mutex: per class, a LIFO of idle blocks
- *    and a FIFO of blocks whose free recorded an event.  Bigger blocks, cache
- *    overflow and orphaned caches go there.
+ *  - Shared store: blocks above 1 MiB, cache overflow, orphaned caches, and
+ *    everything with GPUMEM_POOL_NO_THREAD_CACHE.  It is split into stripes
+ *    (a power of two, one per core, 4 to 16), each on its own cache lines
+ *    with its own mutex and, per class, a LIFO of idle blocks and a FIFO of
+ *    blocks whose free recorded an event, plus its held, requested and hit
+ *    counters.  Each thread gets a stripe number once, round robin, so that
+ *    as many threads as there are stripes never share one.  An allocation
+ *    looks in the thread's stripe first, then in the others (a stripe whose
+ *    held count reads 0 is skipped without locking it): first for a block
+ *    freed on the same stream or an idle one, then querying at most 2
+ *    pending events, oldest first; only then does it ask the driver.  A block freed goes to its home stripe,
+ *    that of the thread that last took it from the store or the driver
+ *    (kept in its record): a free needs no thread-local lookup, and a thread
+ *    that allocates for others to free gets its blocks back in its own
+ *    stripe.  Why stripes: a single mutex, taken by every store operation,
+ *    collapsed under contention (8 threads did 0.13x one thread's work);
+ *    per-class locks would not help threads that use one size, and lock-free
+ *    lists need a safe-reclamation scheme for the pending FIFO's scans.
+ *    With a stripe per thread, the store's hits and frees touch no line that
+ *    another thread writes.  The pool-wide books that change only with the
+ *    driver (blocks, bytes, misses, driver frees, the peak) stay under the
+ *    pool's mutex.
+ *  - Peak.  The highest active bytes is sampled when the pool gets a block
+ *    from the driver and at every statistics call (each sample sums every
+ *    stripe and cache), not at hits: a hit would have to read every other
+ *    thread's counters.  Active bytes rise above their last sample at a
+ *    miss only if hits took held blocks in between, so a peak made of hits
+ *    alone between two samples can be missed.
  *  - Streams.  A block freed on a stream carries that stream's key (the
  *    driver stream, or 1 for the legacy default stream) and an event
  *    recorded at the free.  Reuse on the same key is immediate; on another
@@ -40,10 +68,20 @@
  *  - Lifetime.  A destroyed pool with live allocations becomes a zombie:
  *    it holds nothing, frees go to the driver, the last one frees the pool.
  *
- * Lock order: the live-pool list, then pool->lock, then entering a thread cache
- * (others enter only while holding pool->lock); the record table's lock is
- * a leaf.  Driver calls for blocks are made with no lock held, except event
- * records and queries (inside a cache or under pool->lock, both short).
+ * Lock order: the live-pool list, then pool->lock, then entering a thread
+ * cache (others enter only while holding pool->lock), then one stripe's
+ * mutex (never two at once); the record table's lock is a leaf.  So:
+ * release_all (free_held, stop_holding, destroy, the OOM ladder) holds
+ * pool->lock, enters every cache, then locks each stripe in turn; an owner
+ * inside its cache may lock a stripe (to spill half a full bin) but never
+ * takes pool->lock there; a thread holding a stripe takes no other lock of
+ * the pool and enters no cache; harvest_orphans locks a stripe under
+ * pool->lock.
+ * Whether the pool holds is read inside a cache or under a stripe's mutex:
+ * stop_holding and destroy clear it before release_all, which enters every
+ * cache and locks every stripe, so no block is put where it would be missed.
+ * Driver calls for blocks are made with no lock held, except event records
+ * and queries (inside a cache or under a stripe's mutex, both short).
  */
 #ifndef GM_POOL_H
 #define GM_POOL_H

@@ -2,7 +2,9 @@
  * data still there, hits without driver calls, empty allocations, double
  * frees, bad arguments, stream-safe reuse, the out-of-memory ladder,
  * free_held and stop_holding, destroy with live allocations, thread caches
- * of threads that exit or outlive the pool, an 8-thread stress test, and a
+ * of threads that exit or outlive the pool, the striped shared store (other
+ * threads' stripes, streams, free_held, stop_holding and destroy while
+ * threads free), 8-thread stress tests with and without thread caches, and a
  * fault-injection walk over a pool workload.
  *
  * Internal: it writes into pooled blocks and queues work on streams through
@@ -598,6 +600,208 @@ static void test_thread_caches(void)
     mem_ok(used() == base, "no memory is left behind");
 }
 
+/* ---- the striped shared store -------------------------------------------------------- */
+
+/* Allocates a block of size on stream (or takes the one given) and frees it
+ * on stream; with a barrier, waits there between the two. */
+typedef struct store_arg {
+    gpumem_pool *pool;
+    size_t size;
+    gpumem_stream *stream;
+    gpumem_allocation *given;
+    pthread_barrier_t *bar;
+    uint64_t ptr;
+    int ok;
+} store_arg;
+
+static void *store_worker(void *v)
+{
+    store_arg *a = v;
+    gpumem_allocation *x = a->given;
+    a->ok = x != NULL || gpumem_pool_allocate(a->pool, a->size, a->stream, &x) == GPUMEM_OK;
+    a->ptr = ptr_of(x);
+    if (a->bar != NULL)
+        pthread_barrier_wait(a->bar);
+    a->ok &= gpumem_allocation_free(x, a->stream) == GPUMEM_OK;
+    return NULL;
+}
+
+/* Runs store_worker on n threads at once (a barrier between allocate and
+ * free when bar is set), or one after another.  Whether all went well. */
+static int run_workers(store_arg *args, int n, int at_once)
+{
+    pthread_t th[16];
+    int good = 1;
+    for (int i = 0; i < n; i++) {
+        pthread_create(&th[i], NULL, store_worker, &args[i]);
+        if (!at_once)
+            pthread_join(th[i], NULL);
+    }
+    for (int i = 0; i < n; i++) {
+        if (at_once)
+            pthread_join(th[i], NULL);
+        good &= args[i].ok;
+    }
+    return good;
+}
+
+enum { W = 8 }; /* worker threads: consecutive stripe numbers, so at least 7 stripes not the main thread's,
+                   or every stripe */
+
+static size_t class_size(int i)
+{
+    return (size_t)(i + 1) * 1024; /* W distinct classes */
+}
+
+static void test_stripes(void)
+{
+    uint64_t base = used();
+    gpumem_pool *pool = NULL;
+    gpumem_pool_create(ctx, GPUMEM_POOL_NO_THREAD_CACHE, &pool);
+    store_arg args[W];
+
+    /* Blocks that other threads freed into their stripes are found. */
+    for (int i = 0; i < W; i++)
+        args[i] = (store_arg){.pool = pool, .size = class_size(i)};
+    ok(run_workers(args, W, 0), "%d threads, one after another, each allocate and free a block", W);
+    struct gpumem_pool_stats s = stats_of(pool);
+    ok(s.held_blocks == W && s.misses == W && s.hits == 0, "the pool holds their %d blocks", W);
+    int same = 0;
+    gpumem_allocation *a[W], *y[W], *z[W];
+    for (int i = 0; i < W; i++) {
+        gpumem_pool_allocate(pool, class_size(i), NULL, &a[i]);
+        same += ptr_of(a[i]) == args[i].ptr;
+    }
+    is_int(same, W, "this thread gets every one of them back, whichever stripe holds it");
+    s = stats_of(pool);
+    ok(s.held_blocks == 0 && s.misses == W && s.hits == W && s.active_blocks == W,
+       "%d hits, no new block from the driver", W);
+
+    /* A block freed by another thread goes back to the stripe of the thread that allocated it. */
+    store_arg fr = {.pool = pool, .given = a[0]};
+    ok(run_workers(&fr, 1, 0), "another thread frees one of them");
+    gpumem_allocation *b = NULL;
+    gpumem_pool_allocate(pool, class_size(0), NULL, &b);
+    ok(ptr_of(b) == args[0].ptr, "and the allocating thread gets it back");
+    a[0] = b;
+    for (int i = 0; i < W; i++)
+        gpumem_allocation_free(a[i], NULL);
+
+    /* Streams: pending blocks in other threads' stripes keep their rules. */
+    gpumem_stream *S = NULL, *T = NULL;
+    gpumem_stream_create(ctx, GPUMEM_STREAM_NON_BLOCKING, &S);
+    gpumem_stream_create(ctx, GPUMEM_STREAM_NON_BLOCKING, &T);
+    gpumem_pool_free_held(pool);
+    struct gpumem_pool_stats s0 = stats_of(pool);
+    atomic_store(&gate, 0);
+    GM_DRV(launch_host_func, ctx->dctx, gm_stream_ds(S), gate_fn, NULL);
+    for (int i = 0; i < W; i++)
+        args[i] = (store_arg){.pool = pool, .size = class_size(i), .stream = S};
+    ok(run_workers(args, W, 0), "%d threads allocate and free a block each on stream S, its work held back", W);
+    int on_t = 0, on_null = 0, on_s = 0, later_t = 0;
+    for (int i = 0; i < W; i++) {
+        gpumem_pool_allocate(pool, class_size(i), T, &y[i]);
+        on_t += ptr_of(y[i]) == args[i].ptr;
+        gpumem_pool_allocate(pool, class_size(i), NULL, &z[i]);
+        on_null += ptr_of(z[i]) == args[i].ptr;
+        gpumem_pool_allocate(pool, class_size(i), S, &a[i]);
+        on_s += ptr_of(a[i]) == args[i].ptr;
+    }
+    is_int(on_t, 0, "stream T gets none of them while S's work is pending");
+    is_int(on_null, 0, "nor does a synchronous allocation");
+    is_int(on_s, W, "stream S gets all of them at once, from whichever stripe");
+    for (int i = 0; i < W; i++)
+        gpumem_allocation_free(a[i], S);
+    atomic_store(&gate, 1);
+    gpumem_stream_synchronize(S);
+    for (int i = 0; i < W; i++) {
+        gpumem_pool_allocate(pool, class_size(i), T, &a[i]);
+        later_t += ptr_of(a[i]) == args[i].ptr;
+    }
+    is_int(later_t, W, "once S's events have completed, T gets them");
+    for (int i = 0; i < W; i++) {
+        gpumem_allocation_free(a[i], NULL);
+        gpumem_allocation_free(y[i], NULL);
+        gpumem_allocation_free(z[i], NULL);
+    }
+    s = stats_of(pool);
+    ok(s.misses - s0.misses == 3 * W && s.hits - s0.hits == 2 * W && s.held_blocks == 3 * W && s.active_blocks == 0,
+       "%d new blocks, %d reused, all held at the end", 3 * W, 2 * W);
+    gpumem_stream_destroy(S);
+    gpumem_stream_destroy(T);
+
+    /* free_held, stop_holding and destroy reach every stripe, also while other threads free. */
+    pthread_barrier_t bar;
+    pthread_barrier_init(&bar, NULL, W);
+    for (int i = 0; i < W; i++)
+        args[i] = (store_arg){.pool = pool, .size = 5u << 20, .bar = &bar};
+    ok(run_workers(args, W, 1), "%d threads hold a 5 MiB block each at once, then free them", W);
+    s = stats_of(pool);
+    is_int(s.held_blocks, 3 * W + W, "the pool holds them all");
+    uint64_t f0 = s.driver_frees;
+    is_int(gpumem_pool_free_held(pool), GPUMEM_OK, "free_held");
+    s = stats_of(pool);
+    ok(s.held_blocks == 0 && s.held_bytes == 0 && s.driver_frees == f0 + 4 * W, "gives back every stripe's blocks");
+    mem_ok(used() == base, "all the memory is back");
+    pthread_barrier_destroy(&bar);
+
+    pthread_barrier_t bar2;
+    pthread_barrier_init(&bar2, NULL, W + 1);
+    pthread_t th[W];
+    for (int i = 0; i < W; i++) {
+        args[i] = (store_arg){.pool = pool, .size = (size_t)(i + 1) << 20, .bar = &bar2};
+        pthread_create(&th[i], NULL, store_worker, &args[i]);
+    }
+    pthread_barrier_wait(&bar2); /* every thread holds a block */
+    gpumem_status st = gpumem_pool_stop_holding(pool);
+    int good = st == GPUMEM_OK;
+    for (int i = 0; i < W; i++) {
+        pthread_join(th[i], NULL);
+        good &= args[i].ok;
+    }
+    ok(good, "stop_holding while %d threads free", W);
+    s = stats_of(pool);
+    ok(s.held_blocks == 0 && s.active_blocks == 0, "no block is left held or active");
+    mem_ok(used() == base, "every block went to the driver");
+    gpumem_pool_destroy(pool);
+
+    int r0 = 0, r1 = 0;
+    gpumem_context_refcount(ctx, &r0);
+    gpumem_pool_create(ctx, GPUMEM_POOL_NO_THREAD_CACHE, &pool);
+    for (int i = 0; i < W; i++) {
+        args[i] = (store_arg){.pool = pool, .size = (size_t)(i + 1) << 20, .bar = &bar2};
+        pthread_create(&th[i], NULL, store_worker, &args[i]);
+    }
+    pthread_barrier_wait(&bar2);
+    st = gpumem_pool_destroy(pool);
+    good = st == GPUMEM_OK;
+    for (int i = 0; i < W; i++) {
+        pthread_join(th[i], NULL);
+        good &= args[i].ok;
+    }
+    ok(good, "destroy while %d threads free", W);
+    gpumem_context_refcount(ctx, &r1);
+    is_int(r1, r0, "the last free ended the pool");
+    mem_ok(used() == base, "and all its memory is back");
+    pthread_barrier_destroy(&bar2);
+
+    /* The peak is sampled when a block comes from the driver and at every stats call. */
+    gpumem_pool_create(ctx, 0, &pool);
+    gpumem_allocation *p1 = NULL, *p2 = NULL, *p3 = NULL;
+    gpumem_pool_allocate(pool, 1024, NULL, &p1);
+    gpumem_pool_allocate(pool, 1024, NULL, &p2);
+    gpumem_allocation_free(p1, NULL);
+    gpumem_pool_allocate(pool, 3072, NULL, &p3); /* a miss: 4096 active of 5120 */
+    gpumem_pool_allocate(pool, 1024, NULL, &p1); /* a hit: 5120 active */
+    s = stats_of(pool);
+    is_int(s.peak_active_bytes, 5120, "the peak counts blocks reused since the last miss");
+    gpumem_allocation_free(p1, NULL);
+    gpumem_allocation_free(p2, NULL);
+    gpumem_allocation_free(p3, NULL);
+    is_int(stats_of(pool).peak_active_bytes, 5120, "and stays when they are freed");
+    gpumem_pool_destroy(pool);
+}
+
 /* ---- stress ------------------------------------------------------------------------------ */
 
 enum { THREADS = 8, ITERS = 20000, LIVE = 24 };
@@ -644,7 +848,7 @@ static void live_del(uint64_t p)
 
 typedef struct stress_arg {
     gpumem_pool *pool;
-    int id;
+    int id, iters;
 } stress_arg;
 
 static void drop(gpumem_allocation *a, gpumem_stream *s)
@@ -664,7 +868,7 @@ static void *stress(void *v)
     if (gpumem_stream_create(ctx, GPUMEM_STREAM_NON_BLOCKING, &st) != GPUMEM_OK)
         fail();
     gpumem_allocation *mine[LIVE] = {0};
-    for (int it = 0; it < ITERS; it++) {
+    for (int it = 0; it < arg->iters; it++) {
         if (it % 64 == 63 && gpumem_stream_synchronize(st) != GPUMEM_OK) /* its events complete */
             fail();
         int k = rand_r(&seed) % LIVE;
@@ -739,15 +943,24 @@ static void *drainer(void *v)
     return NULL;
 }
 
-static void test_stress(void)
+/* flags: the pool's (with GPUMEM_POOL_NO_THREAD_CACHE, everything goes
+ * through the striped store). */
+static void test_stress(unsigned flags, int iters)
 {
     uint64_t base = used();
+    const char *how = flags & GPUMEM_POOL_NO_THREAD_CACHE ? "no thread caches: " : "";
+    atomic_store(&overlaps, 0);
+    atomic_store(&failures, 0);
+    atomic_store(&allocs_total, 0);
+    atomic_store(&empties_total, 0);
+    atomic_store(&stress_done, 0);
+    atomic_store(&drains, 0);
     gpumem_pool *pool = NULL;
-    gpumem_pool_create(ctx, 0, &pool);
+    gpumem_pool_create(ctx, flags, &pool);
     pthread_t th[THREADS], dr;
     stress_arg args[THREADS];
     for (int i = 0; i < THREADS; i++) {
-        args[i] = (stress_arg){pool, i};
+        args[i] = (stress_arg){pool, i, iters};
         pthread_create(&th[i], NULL, stress, &args[i]);
     }
     pthread_create(&dr, NULL, drainer, pool);
@@ -760,9 +973,9 @@ static void test_stress(void)
         if (a != NULL)
             drop(a, NULL);
     }
-    if (!is_int(atomic_load(&failures), 0,
-                "8 threads, random sizes and streams, cross-thread frees, a 9th emptying their caches: "
-                "no call failed"))
+    if (!ok(atomic_load(&failures) == 0,
+            "%s8 threads, random sizes and streams, cross-thread frees, a 9th emptying the pool: no call failed",
+            how))
         diag("first failure: %s", first_failure);
     is_int(atomic_load(&overlaps), 0, "no two live allocations ever overlapped");
     struct gpumem_pool_stats s = stats_of(pool);
@@ -956,7 +1169,9 @@ int main(void)
     test_streams();
     test_holding();
     test_thread_caches();
-    test_stress();
+    test_stripes();
+    test_stress(0, ITERS);
+    test_stress(GPUMEM_POOL_NO_THREAD_CACHE, ITERS / 2);
     gpumem_context_release(ctx);
     done_testing();
     return exit_status();

@@ -26,7 +26,12 @@
  * Every function may be called from any thread.  Allocation and free are
  * O(1) on a hit: each thread keeps a small cache per pool (8 blocks per
  * size class up to 1 MiB, 16 MiB in all) in front of the pool's shared
- * store, so hits from different threads do not contend on a lock.  A
+ * store, so hits from different threads do not contend on a lock.  The
+ * shared store, which holds larger blocks and the caches' overflow, is
+ * split into stripes, as many as the machine has cores (4 to 16); each
+ * thread is given one, round robin, and allocates from it first, so that
+ * many threads allocating and freeing at once do not wait for each other
+ * either.  A
  * block freed by one thread may be reused by another.  The caches belong to
  * the pool: gpumem_pool_free_held(), gpumem_pool_stop_holding(),
  * gpumem_pool_destroy() and the out-of-memory ladder empty every thread's
@@ -141,11 +146,12 @@ struct gpumem_pool_stats {
     uint64_t active_bytes;           /**< their bytes */
     uint64_t active_requested_bytes; /**< the sizes asked for by the active allocations */
     /**
-     * The highest active_bytes seen.  The pool samples it whenever an
-     * allocation misses the calling thread's cache and at every stats call,
-     * so that cache hits stay free of shared counters; a peak reached by
-     * cache hits alone between two samples can be missed, and while other
-     * threads allocate and free, a sample may count a block in flight.
+     * The highest active_bytes seen.  The pool samples it whenever it asks
+     * the driver for a new block and at every stats call, so that
+     * allocations served from held blocks, in any thread, stay free of
+     * pool-wide counters; a peak reached by such allocations alone between
+     * two samples can be missed, and while other threads allocate and free,
+     * a sample may count a block in flight.
      */
     uint64_t peak_active_bytes;
     uint64_t hits;                   /**< allocations served from held blocks */
