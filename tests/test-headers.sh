@@ -9,8 +9,8 @@ CXX=${CXX:-c++}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/gpumem-headers.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
 inc="-I$srcdir/include -I$builddir/include"
-headers=$(cd "$srcdir/include" && ls gpumem.h gpumem/*.h) 
-headers="$headers gpumem/version.h"
+# version.h is generated: in the build tree, also under make distcheck.
+headers=$( (cd "$srcdir/include" && ls gpumem.h gpumem/*.h; echo gpumem/version.h) | sort -u)
 n=0
 for h in $headers; do n=$((n + 3)); done
 n=$((n + 2))

@@ -1,22 +1,51 @@
 #!/bin/sh
-# The README's first program compiles, links and prints what it says.
+# The README's first program compiles as C and as C++, links, and prints
+# what the README says when run as the README says to run it without a GPU.
 srcdir=${GPUMEM_TEST_SRCDIR:-.}
 builddir=${GPUMEM_TEST_BUILDDIR:-.}
 CC=${CC:-cc}
+CXX=${CXX:-c++}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/gpumem-readme.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
-echo "1..2"
-awk '/^    \/\* first.c/{f=1} f&&/^Every function/{exit} f' "$srcdir/README" | sed 's/^    //' >"$tmp/first.c"
+echo "1..6"
+# The program: from its first line to the closing brace of main.
+awk '/^    \/\* first.c/{f=1} f{print} f&&/^    }$/{exit}' "$srcdir/README" | sed 's/^    //' >"$tmp/first.c"
+inc="-I$srcdir/include -I$builddir/include"
 lib="$builddir/lib/.libs"
-if $CC -std=c11 -Wall -Wextra -Werror ${GPUMEM_TEST_CFLAGS:-} -I"$srcdir/include" -I"$builddir/include" \
-    "$tmp/first.c" -o "$tmp/first" ${GPUMEM_TEST_LDFLAGS:-} -L"$lib" -lgpumem >"$tmp/log" 2>&1; then
-    echo "ok 1 - the README's first program compiles with -Wall -Wextra -Werror"
+if grep -q '^int main' "$tmp/first.c" && tail -n 1 "$tmp/first.c" | grep -qx '}'; then
+    echo "ok 1 - the README has the first program"
 else
-    echo "not ok 1 - the README's first program compiles"; sed 's/^/# /' "$tmp/log"
+    echo "not ok 1 - no first program found in the README"; sed 's/^/# /' "$tmp/first.c"
 fi
-out=$(LD_LIBRARY_PATH="$lib" "$tmp/first" 2>&1)
-if [ "$out" = "out[3] = 18 20 22" ]; then
-    echo "ok 2 - it prints what the README says"
+if $CC -std=c11 -Wall -Wextra -Werror ${GPUMEM_TEST_CFLAGS:-} $inc \
+    "$tmp/first.c" -o "$tmp/first" ${GPUMEM_TEST_LDFLAGS:-} -L"$lib" -lgpumem >"$tmp/log" 2>&1; then
+    echo "ok 2 - it compiles as C11 with -Wall -Wextra -Werror"
 else
-    echo "not ok 2 - it printed: $out"
+    echo "not ok 2 - it compiles as C11"; sed 's/^/# /' "$tmp/log"
+fi
+if [ "${GPUMEM_HAVE_CXX:-no}" != yes ]; then
+    echo "ok 3 # SKIP no C++ compiler"
+elif $CXX -std=c++11 -x c++ -Wall -Wextra -Werror ${GPUMEM_TEST_CFLAGS:-} $inc \
+    "$tmp/first.c" -o "$tmp/first-cxx" ${GPUMEM_TEST_LDFLAGS:-} -L"$lib" -lgpumem >"$tmp/log" 2>&1; then
+    echo "ok 3 - it compiles as C++11 with -Wall -Wextra -Werror"
+else
+    echo "not ok 3 - it compiles as C++11"; sed 's/^/# /' "$tmp/log"
+fi
+# The README shows how to run it without a GPU; run it that way.
+if grep -q '^    GPUMEM_BACKEND=sim ./first ' "$srcdir/README"; then
+    echo "ok 4 - the README's run line for a machine without a GPU sets GPUMEM_BACKEND=sim"
+else
+    echo "not ok 4 - the README has no 'GPUMEM_BACKEND=sim ./first' run line"
+fi
+out=$(GPUMEM_BACKEND=sim LD_LIBRARY_PATH="$lib" "$tmp/first" 2>&1)
+if [ "$out" = "out[3] = 18 20 22" ]; then
+    echo "ok 5 - GPUMEM_BACKEND=sim ./first prints what the README says"
+else
+    echo "not ok 5 - it printed: $out"
+fi
+if [ "${GPUMEM_HAVE_CXX:-no}" != yes ]; then
+    echo "ok 6 # SKIP no C++ compiler"
+else
+    out=$(GPUMEM_BACKEND=sim LD_LIBRARY_PATH="$lib" "$tmp/first-cxx" 2>&1)
+    if [ "$out" = "out[3] = 18 20 22" ]; then echo "ok 6 - so does the C++ build"; else echo "not ok 6 - the C++ build printed: $out"; fi
 fi

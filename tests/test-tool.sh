@@ -9,7 +9,7 @@ if [ "${GPUMEM_BACKEND:-sim}" = sim ]; then
 fi
 export HOME="$tmp"
 unset CUDA_DEVICE
-echo "1..14"
+echo "1..19"
 i=0
 t() { i=$((i + 1)); if [ "$1" = 0 ]; then echo "ok $i - $2"; else echo "not ok $i - $2"; [ -f "$tmp/out" ] && sed 's/^/# /' "$tmp/out" "$tmp/err"; fi; }
 
@@ -42,3 +42,27 @@ fi
 
 CUDA_DEVICE=7 "$gpumem" info >"$tmp/out" 2>"$tmp/err"; [ $? = 1 ]; t $? "no default device: exit 1"
 grep -q "CUDA_DEVICE='7'" "$tmp/err"; t $? "...with the library's message"
+
+# --json prints one JSON object whatever fails, with the version, and the
+# error when there is one.
+version=$("$gpumem" --version | sed 's/^gpumem (libgpumem) //')
+json_check() { # file, python assertions over d
+    if command -v python3 >/dev/null 2>&1; then
+        python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); v=sys.argv[2]
+'"$2" "$1" "$version" >"$tmp/out" 2>"$tmp/err"
+    else
+        grep -q "\"version\": \"$version\"" "$1"
+    fi
+}
+json_check "$tmp/json" 'assert d["version"] == v, d; assert "error" not in d, d'
+t $? "info --json has the library version and no error"
+GPUMEM_BACKEND=cuda GPUMEM_CUDA_LIBRARY=/nonexistent/libcuda.so.1 "$gpumem" info --json >"$tmp/json" 2>"$tmp/err"
+[ $? = 1 ]; t $? "info --json without a driver: exit 1"
+json_check "$tmp/json" 'assert d["version"] == v and d["backend"] is None and d["devices"] == [] and d["default_device"] is None, d
+assert "/nonexistent/libcuda.so.1" in d["error"], d'
+t $? "...and still one JSON object, with the version and the error"
+CUDA_DEVICE=7 "$gpumem" info --json >"$tmp/json" 2>"$tmp/err"
+[ $? = 1 ]; t $? "info --json with no default device: exit 1"
+json_check "$tmp/json" 'assert d["version"] == v and len(d["devices"]) >= 1 and d["default_device"] is None, d
+assert "CUDA_DEVICE=\x277\x27" in d["error"], d'
+t $? "...with the devices and the error"

@@ -1,7 +1,8 @@
 /*
  * gpumem - the libgpumem command-line tool.
  *
- *   gpumem info [--json]     backend, driver, devices and the default device
+ *   gpumem info [--json]     backend, driver, devices and the default device;
+ *                            --json prints one JSON object whatever fails
  *   gpumem occupancy ...     occupancy of a launch shape (cmd-occupancy.c)
  *   gpumem --help | --version
  *
@@ -34,15 +35,9 @@ static void usage(FILE *out)
           "  -h, --help      show this help and exit\n"
           "  -V, --version   show the version and exit\n"
           "\n"
-          "Environment: GPUMEM_BACKEND=auto|cuda|sim, CUDA_DEVICE, ~/.cuda-device,\n"
-          "GPUMEM_SIM_* (see the README).\n",
+          "Environment: GPUMEM_BACKEND=auto|cuda|sim (sim: the simulator, for a machine\n"
+          "without a GPU), CUDA_DEVICE, ~/.cuda-device, GPUMEM_SIM_*; see gpumem(1).\n",
           out);
-}
-
-static int fail(const char *what)
-{
-    fprintf(stderr, "gpumem: %s: %s\n", what, gpumem_last_error());
-    return 1;
 }
 
 /* Writes s as a JSON string literal. */
@@ -77,82 +72,137 @@ static int query_device(int dev, device_info *d)
     return 0;
 }
 
-static int cmd_info(int json)
+/* What `gpumem info` found; error is "" when nothing failed. */
+typedef struct info {
+    const char *backend; /* NULL: no backend loaded */
+    int have_version, version, count;
+    device_info *devs;
+    int def;             /* the default device, -1 when none */
+    gpumem_selection rule;
+    char error[1024];
+} info;
+
+/* Records the first failure: what failed and the library's message. */
+static void info_fail(info *in, const char *what)
 {
-    const char *backend;
-    int version, count;
-    if (gpumem_backend(&backend) != GPUMEM_OK)
-        return fail("backend");
-    if (gpumem_driver_version(&version) != GPUMEM_OK)
-        return fail("driver version");
-    if (gpumem_device_count(&count) != GPUMEM_OK)
-        return fail("device count");
-    device_info *devs = calloc(count > 0 ? (size_t)count : 1, sizeof *devs);
-    if (devs == NULL) {
-        fputs("gpumem: out of memory\n", stderr);
-        return 1;
+    if (in->error[0] == '\0')
+        snprintf(in->error, sizeof in->error, "%s: %s", what, gpumem_last_error());
+}
+
+/* Asks the library everything it can; stops at the first failure but keeps
+ * what came before it, so --json can still print it. */
+static void gather(info *in)
+{
+    if (gpumem_backend(&in->backend) != GPUMEM_OK) {
+        in->backend = NULL;
+        info_fail(in, "backend");
+        return;
     }
-    for (int i = 0; i < count; i++) {
-        if (query_device(i, &devs[i]) != 0) {
-            free(devs);
-            return fail("device query");
+    if (gpumem_driver_version(&in->version) != GPUMEM_OK) {
+        info_fail(in, "driver version");
+        return;
+    }
+    in->have_version = 1;
+    int count;
+    if (gpumem_device_count(&count) != GPUMEM_OK) {
+        info_fail(in, "device count");
+        return;
+    }
+    in->devs = calloc(count > 0 ? (size_t)count : 1, sizeof *in->devs);
+    if (in->devs == NULL) {
+        snprintf(in->error, sizeof in->error, "out of memory");
+        return;
+    }
+    for (; in->count < count; in->count++) {
+        if (query_device(in->count, &in->devs[in->count]) != 0) {
+            info_fail(in, "device query");
+            return;
         }
     }
-
     /* The default device comes last: its failure still shows the rest. */
     gpumem_context *ctx = NULL;
-    gpumem_status st = gpumem_context_create_default(&ctx);
-    char error[1024] = "";
-    int def = -1;
-    gpumem_selection rule = GPUMEM_SELECTION_SCAN;
-    if (st == GPUMEM_OK) {
-        gpumem_context_get_device(ctx, &def);
-        gpumem_context_selection(ctx, &rule);
-        gpumem_context_release(ctx);
-    } else {
-        snprintf(error, sizeof error, "%s", gpumem_last_error());
+    if (gpumem_context_create_default(&ctx) != GPUMEM_OK) {
+        info_fail(in, "no default device");
+        return;
     }
+    gpumem_context_get_device(ctx, &in->def);
+    gpumem_context_selection(ctx, &in->rule);
+    gpumem_context_release(ctx);
+}
 
-    if (json) {
-        printf("{\"backend\": ");
-        json_string(backend);
-        printf(", \"driver_version\": %d, \"devices\": [", version);
-        for (int i = 0; i < count; i++) {
-            printf("%s{\"ordinal\": %d, \"name\": ", i ? ", " : "", i);
-            json_string(devs[i].name);
-            printf(", \"compute_capability\": [%d, %d], \"total_memory\": %llu, \"multiprocessors\": %d}",
-                   devs[i].major, devs[i].minor, (unsigned long long)devs[i].memory, devs[i].multiprocessors);
-        }
-        printf("], \"default_device\": ");
-        if (def >= 0) {
-            printf("{\"ordinal\": %d, \"source\": ", def);
-            json_string(gpumem_selection_name(rule));
-            printf("}");
-        } else {
-            printf("null, \"error\": ");
-            json_string(error);
-        }
-        printf("}\n");
-    } else {
-        printf("libgpumem %s\n", gpumem_version_string());
-        printf("backend:         %s%s\n", backend, strcmp(backend, "sim") == 0 ? " (simulator)" : "");
-        printf("driver version:  %d.%d (%d)\n", version / 1000, version % 1000 / 10, version);
-        printf("devices:         %d\n", count);
-        for (int i = 0; i < count; i++) {
-            printf("  device %d: %s\n", i, devs[i].name);
-            printf("    compute capability: %d.%d\n", devs[i].major, devs[i].minor);
-            printf("    memory:             %.2f GiB (%llu bytes)\n", (double)devs[i].memory / (1 << 30),
-                   (unsigned long long)devs[i].memory);
-            printf("    multiprocessors:    %d\n", devs[i].multiprocessors);
-        }
-        if (def >= 0)
-            printf("default device:  %d (chosen by %s)\n", def, gpumem_selection_name(rule));
-        else
-            printf("default device:  none\n");
+/* One JSON object on one line, whatever failed: "version" always, null for
+ * what could not be learnt, and "error" when something failed. */
+static void print_json(const info *in)
+{
+    printf("{\"version\": ");
+    json_string(gpumem_version_string());
+    printf(", \"backend\": ");
+    if (in->backend)
+        json_string(in->backend);
+    else
+        printf("null");
+    if (in->have_version)
+        printf(", \"driver_version\": %d", in->version);
+    else
+        printf(", \"driver_version\": null");
+    printf(", \"devices\": [");
+    for (int i = 0; i < in->count; i++) {
+        const device_info *d = &in->devs[i];
+        printf("%s{\"ordinal\": %d, \"name\": ", i ? ", " : "", i);
+        json_string(d->name);
+        printf(", \"compute_capability\": [%d, %d], \"total_memory\": %llu, \"multiprocessors\": %d}", d->major,
+               d->minor, (unsigned long long)d->memory, d->multiprocessors);
     }
-    free(devs);
-    if (def < 0) {
-        fprintf(stderr, "gpumem: no default device: %s\n", error);
+    printf("], \"default_device\": ");
+    if (in->def >= 0) {
+        printf("{\"ordinal\": %d, \"source\": ", in->def);
+        json_string(gpumem_selection_name(in->rule));
+        printf("}");
+    } else {
+        printf("null");
+    }
+    if (in->error[0]) {
+        printf(", \"error\": ");
+        json_string(in->error);
+    }
+    printf("}\n");
+}
+
+static void print_text(const info *in)
+{
+    printf("libgpumem %s\n", gpumem_version_string());
+    if (in->backend == NULL)
+        return;
+    printf("backend:         %s%s\n", in->backend, strcmp(in->backend, "sim") == 0 ? " (simulator)" : "");
+    if (!in->have_version)
+        return;
+    printf("driver version:  %d.%d (%d)\n", in->version / 1000, in->version % 1000 / 10, in->version);
+    printf("devices:         %d\n", in->count);
+    for (int i = 0; i < in->count; i++) {
+        const device_info *d = &in->devs[i];
+        printf("  device %d: %s\n", i, d->name);
+        printf("    compute capability: %d.%d\n", d->major, d->minor);
+        printf("    memory:             %.2f GiB (%llu bytes)\n", (double)d->memory / (1 << 30),
+               (unsigned long long)d->memory);
+        printf("    multiprocessors:    %d\n", d->multiprocessors);
+    }
+    if (in->def >= 0)
+        printf("default device:  %d (chosen by %s)\n", in->def, gpumem_selection_name(in->rule));
+    else
+        printf("default device:  none\n");
+}
+
+static int cmd_info(int json)
+{
+    info in = {.def = -1, .rule = GPUMEM_SELECTION_SCAN};
+    gather(&in);
+    if (json)
+        print_json(&in);
+    else
+        print_text(&in);
+    free(in.devs);
+    if (in.error[0]) {
+        fprintf(stderr, "gpumem: %s\n", in.error);
         return 1;
     }
     return 0;

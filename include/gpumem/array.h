@@ -64,7 +64,9 @@ typedef enum gpumem_memory_kind {
  * clamped, and step 0 is ::GPUMEM_ERROR_ZERO_STEP.
  */
 typedef struct gpumem_slice {
-    int64_t start, stop, step;
+    int64_t start; /**< first index, or ::GPUMEM_SLICE_DEFAULT */
+    int64_t stop;  /**< one past the last index, or ::GPUMEM_SLICE_DEFAULT */
+    int64_t step;  /**< distance between indices; negative walks backwards, 0 is an error */
 } gpumem_slice;
 
 /** Omitted slice bound (Python's None). */
@@ -118,7 +120,7 @@ GPUMEM_API gpumem_status gpumem_device_record(gpumem_context *ctx, const gpumem_
 
 /**
  * numba's to_device: a new device array like @p host (gpumem_device_array_like),
- * with @p host's data copied in unless ::GPUMEM_TO_DEVICE_NO_COPY is given.
+ * with the data of @p host copied in unless ::GPUMEM_TO_DEVICE_NO_COPY is given.
  * A 0-d host array of a record dtype (a structured scalar) gives a
  * DeviceRecord.  With ::GPUMEM_TO_DEVICE_WRITEBACK the device data is copied
  * back into @p host at the next gpumem_stream_synchronize() of @p stream (or
@@ -230,6 +232,7 @@ GPUMEM_API gpumem_status gpumem_array_split(gpumem_array *array, int64_t section
 
 /* ---- properties ---------------------------------------------------------------------------- */
 
+/** The number of dimensions (0 for a DeviceRecord or a 0-d array). */
 GPUMEM_API gpumem_status gpumem_array_ndim(const gpumem_array *array, int *ndim);
 /** Copies ndim extents into @p shape. */
 GPUMEM_API gpumem_status gpumem_array_shape(const gpumem_array *array, int64_t *shape);
@@ -241,6 +244,7 @@ GPUMEM_API gpumem_status gpumem_array_dtype(const gpumem_array *array, const gpu
 GPUMEM_API gpumem_status gpumem_array_size(const gpumem_array *array, int64_t *size);
 /** The bytes of its elements (size * itemsize). */
 GPUMEM_API gpumem_status gpumem_array_nbytes(const gpumem_array *array, int64_t *nbytes);
+/** What memory the array lives in (device, host, pinned, mapped, managed or foreign). */
 GPUMEM_API gpumem_status gpumem_array_kind(const gpumem_array *array, gpumem_memory_kind *kind);
 /** The context (borrowed; NULL for host arrays). */
 GPUMEM_API gpumem_status gpumem_array_context(const gpumem_array *array, gpumem_context **ctx);
