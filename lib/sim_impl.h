@@ -56,7 +56,7 @@ typedef struct sim_alloc {
     bool module;   /* a module's global: only module_unload frees it */
 } sim_alloc;
 
-enum { OP_COPY, OP_SET, OP_HOSTFN, OP_RECORD, OP_WAIT };
+enum { OP_COPY, OP_SET, OP_HOSTFN, OP_RECORD, OP_WAIT, OP_KERNEL };
 
 typedef struct sim_op {
     struct sim_op *next;
@@ -84,6 +84,10 @@ typedef struct sim_op {
             gm_devent *ev;
             uint64_t gen;
         } rec;
+        struct {
+            void (*fn)(void *arg); /* a kernel run natively; arg is freed after */
+            void *arg;
+        } kernel;
         struct {
             gm_dstream *target;
             uint64_t n;
@@ -125,6 +129,7 @@ struct gm_dfunc {
     size_t shared_bytes, local_bytes;
     int num_regs;           /* a cubin's; 0: unknown */
     int max_dynamic_shared; /* -1: the default */
+    int native;             /* the library's pack kernel it is (kernels/pack.h index), or -1 */
     int carveout;           /* PREFERRED_SHARED_MEMORY_CARVEOUT, -1 until set */
 };
 
@@ -137,6 +142,7 @@ typedef struct sim_global {
 /* A loaded module; its kernels and globals live as long as it does. */
 struct gm_dmodule {
     gm_dctx *dev;
+    bool native_pack;       /* the library's own pack module (kernels/pack.h): its kernels run in C */
     int ptx_target;
     size_t const_bytes;
     gm_dfunc *funcs;
@@ -236,6 +242,12 @@ int gm_sim_event_record(gm_dctx *ctx, gm_devent *event, gm_dstream *stream);
 int gm_sim_event_query(gm_dctx *ctx, gm_devent *event);
 int gm_sim_event_synchronize(gm_dctx *ctx, gm_devent *event);
 int gm_sim_event_elapsed_time(float *ms, gm_devent *start, gm_devent *end);
+
+/* Queues fn(arg) on stream of ctx as device work (a kernel the simulator
+ * runs natively), in stream order; a and b (may be NULL) stay alive until
+ * it ran, and arg is freed after.  Lock held; on failure arg is freed. */
+int gm_sim_submit_kernel_locked(gm_dctx *ctx, gm_dstream *stream, void (*fn)(void *), void *arg, sim_alloc *a,
+                                sim_alloc *b);
 
 /* ---- sim_module.c: modules, functions, globals, occupancy, launches ---- */
 

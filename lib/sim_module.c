@@ -20,6 +20,7 @@
 #include "error.h"
 #include "sim.h"
 #include "sim_impl.h"
+#include "kernels/pack.h"
 
 /* ------------------------------------------------------------- modules -- */
 
@@ -76,12 +77,13 @@ static int func_get(const gm_dctx *ctx, const gm_dfunc *h, gm_dfunc **out)
 
 /* Builds the module of a parsed image in ctx, with its globals' memory;
  * takes the image's names over. */
-static int module_build_locked(gm_dctx *ctx, gm_sim_image *img, gm_dmodule **out)
+static int module_build_locked(gm_dctx *ctx, gm_sim_image *img, bool native_pack, gm_dmodule **out)
 {
     gm_dmodule *m = calloc(1, sizeof *m);
     if (m == NULL)
         return GM_CUDA_ERROR_OUT_OF_MEMORY;
     m->dev = ctx;
+    m->native_pack = native_pack;
     m->ptx_target = img->ptx_target;
     m->const_bytes = img->const_bytes;
     m->funcs = img->nfuncs ? calloc(img->nfuncs, sizeof *m->funcs) : NULL;
@@ -101,6 +103,12 @@ static int module_build_locked(gm_dctx *ctx, gm_sim_image *img, gm_dmodule **out
         img->funcs[i].name = NULL;
     }
     m->nfuncs = img->nfuncs;
+    for (size_t i = 0; i < m->nfuncs; i++) {
+        m->funcs[i].native = -1;
+        for (int k = 0; m->native_pack && k < GM_PACK_NKERNELS; k++)
+            if (strcmp(m->funcs[i].name, gm_pack_kernel_name(k)) == 0)
+                m->funcs[i].native = k;
+    }
     int rc = CU_OK;
     for (size_t i = 0; i < img->nvars; i++) {
         gm_sim_image_var *v = &img->vars[i];
@@ -143,7 +151,9 @@ int gm_sim_module_load_data(gm_dctx *ctx, gm_dmodule **module, const void *image
     if (rc != CU_OK)
         return rc;
     lock();
-    rc = gm_sim_ctx_ok(ctx) ? module_build_locked(ctx, &img, module) : GM_CUDA_ERROR_INVALID_CONTEXT;
+    /* the library's own pack kernels, recognised by their exact bytes */
+    bool native = size == gm_pack_ptx_size && memcmp(image, gm_pack_ptx, size) == 0;
+    rc = gm_sim_ctx_ok(ctx) ? module_build_locked(ctx, &img, native, module) : GM_CUDA_ERROR_INVALID_CONTEXT;
     unlock();
     gm_sim_image_free(&img);
     return rc;
@@ -274,13 +284,99 @@ int gm_sim_occupancy_max_active_blocks(gm_dctx *ctx, int *blocks, gm_dfunc *func
     return rc == CU_OK ? GM_SIM_ERROR_NOT_SIMULATED : rc;
 }
 
-int gm_sim_launch_kernel(gm_dctx *ctx, gm_dfunc *func, const unsigned grid[3],
-                             const unsigned block[3], unsigned shared_bytes, gm_dstream *stream,
-                             void **params)
+/* A pack kernel's run on a worker: the parameter block with host addresses. */
+typedef struct native_pack {
+    gm_pack_params p;
+    bool unpack;
+} native_pack;
+
+static void native_pack_run(void *arg)
 {
-    (void)func, (void)grid, (void)block, (void)shared_bytes, (void)stream, (void)params;
+    native_pack *n = arg;
+    gm_pack_run_host(&n->p, n->unpack, 0, n->p.rows);
+}
+
+/* The host bytes behind the device bytes [addr + lo, addr + hi) that a
+ * kernel touches: one live allocation must hold them all (device, managed
+ * or page-locked memory, which unified addressing maps). */
+static int kernel_span(uint64_t addr, int64_t lo, int64_t hi, uint64_t *host, sim_alloc **rec)
+{
+    uint64_t first = addr + (uint64_t)lo;
+    sim_alloc *r = hi > lo ? gm_sim_reg_find_range(first, (size_t)(hi - lo)) : NULL;
+    if (r == NULL)
+        return GM_CUDA_ERROR_ILLEGAL_ADDRESS;
+    *host = (uint64_t)(uintptr_t)(r->mem + (addr - r->base));
+    *rec = r;
+    return CU_OK;
+}
+
+/* Checks a launch of pack kernel k and queues its C twin. */
+static int launch_native_locked(gm_dctx *ctx, const gm_dfunc *f, const unsigned grid[3], const unsigned block[3],
+                                gm_dstream *stream, void **params)
+{
+    int unit;
+    bool wide, unpack;
+    gm_pack_kernel_info(f->native, &unit, &wide, &unpack);
+    if (params == NULL || params[0] == NULL)
+        return GM_CUDA_ERROR_INVALID_VALUE;
+    for (int i = 0; i < 3; i++)
+        if (grid[i] == 0 || block[i] == 0)
+            return GM_CUDA_ERROR_INVALID_VALUE;
+    if ((uint64_t)block[0] * block[1] * block[2] > GM_PACK_THREADS)
+        return GM_CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES; /* __launch_bounds__ */
+    native_pack n;
+    memcpy(&n.p, params[0], sizeof n.p);
+    n.unpack = unpack;
+    const gm_pack_params *p = &n.p;
+    /* what the kernel assumes of its block (pack_params.h) */
+    if (p->unit != unit || p->nouter < 0 || p->nouter > GM_PACK_MAX_OUTER || p->col_stride % unit != 0 ||
+        p->strided % (unsigned)unit != 0 || p->packed % (unsigned)unit != 0)
+        return GM_CUDA_ERROR_INVALID_VALUE;
+    uint64_t rows = 1;
+    for (int i = 0; i < p->nouter; i++) {
+        if (p->outer_shape[i] <= 0 || p->outer_stride[i] % unit != 0 ||
+            __builtin_mul_overflow(rows, (uint64_t)p->outer_shape[i], &rows))
+            return GM_CUDA_ERROR_INVALID_VALUE;
+    }
+    if (rows != p->rows)
+        return GM_CUDA_ERROR_INVALID_VALUE;
+    if (p->rows == 0 || p->cols == 0)
+        return CU_OK; /* nothing to touch */
+    int64_t lo, hi;
+    uint64_t packed_bytes;
+    if (__builtin_mul_overflow(p->rows, p->cols, &packed_bytes) ||
+        __builtin_mul_overflow(packed_bytes, (uint64_t)unit, &packed_bytes) || packed_bytes > INT64_MAX)
+        return GM_CUDA_ERROR_INVALID_VALUE;
+    gm_pack_strided_span(p, &lo, &hi);
+    /* a 32-bit kernel computes in 32 bits: what does not fit would go astray */
+    if (!wide && (p->rows > INT32_MAX || p->cols > INT32_MAX || lo < INT32_MIN || hi > INT32_MAX))
+        return GM_CUDA_ERROR_ILLEGAL_ADDRESS;
+    sim_alloc *a, *b;
+    uint64_t hs, hp;
+    int rc = kernel_span(p->strided, lo, hi, &hs, &a);
+    if (rc == CU_OK)
+        rc = kernel_span(p->packed, 0, (int64_t)packed_bytes, &hp, &b);
+    if (rc != CU_OK)
+        return rc;
+    native_pack *arg = malloc(sizeof *arg);
+    if (arg == NULL)
+        return GM_CUDA_ERROR_OUT_OF_MEMORY;
+    *arg = n;
+    arg->p.strided = hs;
+    arg->p.packed = hp;
+    return gm_sim_submit_kernel_locked(ctx, stream, native_pack_run, arg, a, b);
+}
+
+int gm_sim_launch_kernel(gm_dctx *ctx, gm_dfunc *func, const unsigned grid[3],
+                         const unsigned block[3], unsigned shared_bytes, gm_dstream *stream,
+                         void **params)
+{
+    (void)shared_bytes;
+    gm_dfunc *f;
     lock();
-    int rc = gm_sim_ctx_ok(ctx) ? GM_SIM_ERROR_NOT_SIMULATED : GM_CUDA_ERROR_INVALID_CONTEXT;
+    int rc = gm_sim_ctx_ok(ctx) ? func_get(ctx, func, &f) : GM_CUDA_ERROR_INVALID_CONTEXT;
+    if (rc == CU_OK)
+        rc = f->native >= 0 ? launch_native_locked(ctx, f, grid, block, stream, params) : GM_SIM_ERROR_NOT_SIMULATED;
     unlock();
     return rc;
 }

@@ -85,6 +85,8 @@ static void op_free(sim_op *op)
         if (op->hold[i] != NULL)
             gm_sim_alloc_unref(op->hold[i]);
     free(op->staging);
+    if (op->kind == OP_KERNEL)
+        free(op->u.kernel.arg);
     if (op->kind == OP_WAIT)
         stream_unref(op->u.wait.target);
     else if (op->kind == OP_RECORD)
@@ -128,6 +130,9 @@ static void op_run(sim_op *op)
         break;
     case OP_HOSTFN:
         op->u.host.fn(op->u.host.data);
+        break;
+    case OP_KERNEL:
+        op->u.kernel.fn(op->u.kernel.arg);
         break;
     default:
         break;
@@ -794,4 +799,24 @@ int gm_sim_event_elapsed_time(float *ms, gm_devent *start, gm_devent *end)
                       (double)(b->time.tv_nsec - a->time.tv_nsec) / 1e6);
     unlock();
     return rc;
+}
+
+int gm_sim_submit_kernel_locked(gm_dctx *ctx, gm_dstream *stream, void (*fn)(void *), void *arg, sim_alloc *a,
+                                sim_alloc *b)
+{
+    gm_dstream *s;
+    sim_op *op = NULL;
+    int rc = stream_get(ctx, stream, &s);
+    if (rc == CU_OK && (op = calloc(1, sizeof *op)) == NULL)
+        rc = GM_CUDA_ERROR_OUT_OF_MEMORY;
+    if (rc != CU_OK) {
+        free(arg);
+        return rc;
+    }
+    op->kind = OP_KERNEL;
+    op->u.kernel.fn = fn;
+    op->u.kernel.arg = arg;
+    hold(op, 0, a);
+    hold(op, 1, b);
+    return submit(s, op, false);
 }
