@@ -6,7 +6,9 @@
 #include "config.h"
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "copy_pack.h"
 #include "error.h"
@@ -29,6 +31,18 @@ static void kernels_unref(gm_pack_kernels *k)
     }
 }
 
+/* Whether a module load's error says that this driver cannot use the PTX
+ * at all (the message names the driver's error: driver.c). */
+static bool cannot_load(const char *message)
+{
+    static const char *const codes[] = {"CUDA_ERROR_UNSUPPORTED_PTX_VERSION", "CUDA_ERROR_INVALID_PTX",
+                                        "CUDA_ERROR_NO_BINARY_FOR_GPU", "CUDA_ERROR_INVALID_IMAGE"};
+    for (size_t i = 0; i < sizeof codes / sizeof *codes; i++)
+        if (strstr(message, codes[i]) != NULL)
+            return true;
+    return false;
+}
+
 static gpumem_status kernels_create(gpumem_context *ctx, const void *key, size_t key_size, void *user,
                                     void **value)
 {
@@ -39,9 +53,10 @@ static gpumem_status kernels_create(gpumem_context *ctx, const void *key, size_t
     atomic_init(&k->refs, 1);
     gpumem_module *m = NULL;
     gpumem_status st = gpumem_module_load(ctx, gm_pack_ptx, gm_pack_ptx_size, &m);
-    if (st == GPUMEM_ERROR_DRIVER) {
+    if (st == GPUMEM_ERROR_DRIVER && cannot_load(gpumem_last_error())) {
         /* the driver cannot load them (say, PTX newer than it): remembered
-         * as unavailable, so no copy tries again */
+         * as unavailable, so no copy tries again; other failures (out of
+         * memory, a lost device) fail the copy and are not remembered */
         *value = k;
         return GPUMEM_OK;
     }

@@ -16,10 +16,11 @@ typedef struct gm_pack_kernels gm_pack_kernels;
  * with gm_pack_kernels_put once the launches are complete).  The first call
  * in a context loads lib/kernels/pack.cu's PTX through the kernel cache
  * (gpumem_module_load) and looks the kernels up; later calls are a cache
- * hit.  When the driver cannot load them (a driver older than the PTX), *out
- * is NULL and the status GPUMEM_OK: the copy engine does without, and the
- * failure is remembered for the context (the load is not retried until
- * gpumem_clear_context_caches). */
+ * hit.  When the driver cannot use the PTX (CUDA_ERROR_UNSUPPORTED_PTX_VERSION
+ * from a driver older than it, INVALID_PTX, NO_BINARY_FOR_GPU,
+ * INVALID_IMAGE), *out is NULL and the status GPUMEM_OK: the copy engine
+ * does without, and that is remembered for the context (not retried until
+ * gpumem_clear_context_caches).  Other failures are returned. */
 gpumem_status gm_pack_kernels_get(gpumem_context *ctx, gm_pack_kernels **out);
 void gm_pack_kernels_put(gm_pack_kernels *k);
 
