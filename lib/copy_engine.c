@@ -37,6 +37,7 @@
 #include "env.h"
 #include "error.h"
 #include "gpumem/dtype.h"
+#include "staging.h"
 #include "stream.h"
 
 /* ---- the path of the thread's last copy ------------------------------------------------------ */
@@ -137,6 +138,7 @@ typedef struct job {
     gpumem_array *staging;   /* host staging */
     bool launched;           /* a kernel is queued */
     bool queued;             /* an asynchronous operation is queued */
+    bool staged;             /* a transfer went through the staging engine */
 } job;
 
 /* One rectangular copy of a plan, with the driver. */
@@ -190,9 +192,35 @@ static gpumem_status run_plan(job *j, const gm_copy_plan *plan, side src, side d
     return gm_copy_plan_visit(plan, run_one, j);
 }
 
-/* One contiguous transfer of bytes, lowest address to lowest address. */
-static gpumem_status transfer(job *j, gm_cu_deviceptr dst, gm_cu_deviceptr src, size_t bytes)
+/* Whether a is pageable host memory (the driver stages it itself, slowly). */
+static bool pageable(const gpumem_array *a)
 {
+    return a->kind == GPUMEM_MEMORY_HOST && !gm_array_is_locked(a);
+}
+
+/* One contiguous transfer of bytes, lowest address to lowest address; dir
+ * 1 uploads, -1 downloads, 0 copies on the device.  A pageable host side
+ * (`paged`) of at least the staging threshold goes through the staging
+ * engine, unless another copy is using it. */
+static gpumem_status transfer(job *j, gm_cu_deviceptr dst, gm_cu_deviceptr src, size_t bytes, int dir, bool paged)
+{
+    size_t min = 0;
+    gpumem_status st;
+    if (dir != 0 && paged && (st = gm_staging_min_bytes(&min)) != GPUMEM_OK)
+        return gm_error_prefix(st, j->what);
+    if (dir != 0 && paged && bytes >= min) {
+        gm_staging *e = NULL;
+        if ((st = gm_staging_acquire(j->ctx, &e)) != GPUMEM_OK)
+            return st;
+        if (e != NULL) {
+            j->staged = true;
+            j->queued |= j->async != 0;
+            st = dir > 0 ? gm_staging_upload(e, dst, (const void *)(uintptr_t)src, bytes, j->ds, j->async, j->what)
+                         : gm_staging_download(e, (void *)(uintptr_t)dst, src, bytes, j->ds, j->what);
+            gm_staging_release(e);
+            return st;
+        }
+    }
     j->queued |= j->async != 0;
     return gm_drv_check(GM_DRV(memcpy, j->ctx->dctx, dst, src, bytes, j->ds, j->async), GM_OP_memcpy, j->what);
 }
@@ -420,7 +448,8 @@ static gpumem_status h2d_packed(job *j, gpumem_array *dst, const gpumem_array *s
         *path = GPUMEM_COPY_PATH_DEVICE_PACK;
         int64_t lo = low_of(src);
         if ((st = scratch(j, bytes, &tmp)) == GPUMEM_OK &&
-            (st = transfer(j, tmp, side_addr(&(side){GM_CU_MEMORYTYPE_HOST, src->host, 0}, lo), bytes)) == GPUMEM_OK)
+            (st = transfer(j, tmp, side_addr(&(side){GM_CU_MEMORYTYPE_HOST, src->host, 0}, lo), bytes, 1,
+                           pageable(src))) == GPUMEM_OK)
             st = device_pack(j, dst, dst->strides, dst->dev, src->strides, tmp - (uint64_t)lo, true);
         return st;
     }
@@ -434,12 +463,12 @@ static gpumem_status h2d_packed(job *j, gpumem_array *dst, const gpumem_array *s
         return st;
     if (direct) { /* the staging buffer is dst's bytes: one transfer */
         *path = GPUMEM_COPY_PATH_CPU_PACK;
-        return transfer(j, dst->dev + (gm_cu_deviceptr)lo, (gm_cu_deviceptr)(uintptr_t)buf, bytes);
+        return transfer(j, dst->dev + (gm_cu_deviceptr)lo, (gm_cu_deviceptr)(uintptr_t)buf, bytes, 1, true);
     }
     if (k != NULL) {
         *path = GPUMEM_COPY_PATH_CPU_DEVICE_PACK;
         if ((st = scratch(j, bytes, &tmp)) == GPUMEM_OK &&
-            (st = transfer(j, tmp, (gm_cu_deviceptr)(uintptr_t)buf, bytes)) == GPUMEM_OK)
+            (st = transfer(j, tmp, (gm_cu_deviceptr)(uintptr_t)buf, bytes, 1, true)) == GPUMEM_OK)
             st = device_pack(j, dst, dst->strides, dst->dev, like, tmp, true);
         return st;
     }
@@ -466,7 +495,7 @@ static gpumem_status d2h_packed(job *j, gpumem_array *dst, const gpumem_array *s
         if ((st = scratch(j, bytes, &tmp)) == GPUMEM_OK &&
             (st = device_pack(j, dst, src->strides, src->dev, dst->strides, tmp - (uint64_t)lo, false)) ==
                 GPUMEM_OK)
-            st = transfer(j, (gm_cu_deviceptr)(uintptr_t)(dst->host + lo), tmp, bytes);
+            st = transfer(j, (gm_cu_deviceptr)(uintptr_t)(dst->host + lo), tmp, bytes, -1, pageable(dst));
         return st;
     }
     /* dst strided: into host staging, then the CPU unpacks (after the transfer) */
@@ -478,14 +507,14 @@ static gpumem_status d2h_packed(job *j, gpumem_array *dst, const gpumem_array *s
         *path = GPUMEM_COPY_PATH_CPU_PACK;
         layout = src->strides;
         lo = low_of(src);
-        st = transfer(j, (gm_cu_deviceptr)(uintptr_t)buf, src->dev + (gm_cu_deviceptr)lo, bytes);
+        st = transfer(j, (gm_cu_deviceptr)(uintptr_t)buf, src->dev + (gm_cu_deviceptr)lo, bytes, -1, true);
     } else if (k != NULL) {
         *path = GPUMEM_COPY_PATH_CPU_DEVICE_PACK;
         gm_layout_strides_like(dst->ndim, dst->shape, dst->strides, dst->itemsize, like);
         layout = like;
         if ((st = scratch(j, bytes, &tmp)) == GPUMEM_OK &&
             (st = device_pack(j, dst, src->strides, src->dev, like, tmp, false)) == GPUMEM_OK)
-            st = transfer(j, (gm_cu_deviceptr)(uintptr_t)buf, tmp, bytes);
+            st = transfer(j, (gm_cu_deviceptr)(uintptr_t)buf, tmp, bytes, -1, true);
     } else {
         gm_layout_strides_like(src->ndim, src->shape, src->strides, src->itemsize, like);
         layout = like;
@@ -573,6 +602,16 @@ gpumem_status gm_copy_run(const char *what, gpumem_array *dst, const gpumem_arra
     job j = {.what = what, .ctx = ctx, .stream = stream, .ds = gm_stream_ds(stream), .async = stream != NULL};
     uint64_t count = gm_copy_plan_count(&plan);
     bool narrow = plan.dims >= 2 && plan.width < min_row;
+    if (count == 1 && plan.dims == 1 && src_dev != dst_dev) {
+        /* one run: the staging engine decides between itself and the driver */
+        side s = side_of(src), d = side_of(dst);
+        last_path = GPUMEM_COPY_PATH_CONTIGUOUS;
+        st = transfer(&j, side_addr(&d, plan.dst_offset), side_addr(&s, plan.src_offset), plan.width,
+                      dst_dev ? 1 : -1, pageable(dst_dev ? src : dst));
+        if (j.staged)
+            last_path = GPUMEM_COPY_PATH_STAGED;
+        return finish(&j, st);
+    }
     if (count == 1 && !narrow) {
         last_path = plan.dims == 1 ? GPUMEM_COPY_PATH_CONTIGUOUS : GPUMEM_COPY_PATH_DMA;
         return finish(&j, run_plan(&j, &plan, side_of(src), side_of(dst)));

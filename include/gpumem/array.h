@@ -34,7 +34,9 @@
  * into temporaries) leaves the destination unchanged.  A failure of the last
  * step itself, or of waiting for it ("the write into the destination was
  * issued" in the message), can leave it partly written, as any failing
- * driver copy can; so can a copy of the one kind that needs several driver
+ * driver copy can (a staged download's last step is its chunked transfer,
+ * so its failure can leave the destination partly written too); so can a
+ * copy of the one kind that needs several driver
  * copies (::GPUMEM_COPY_PATH_DMA_LOOP: only when the driver cannot load the
  * library's pack kernels).  A failure to free a copy's temporaries after it
  * completed ("the copy completed" in the message) leaves the destination
@@ -171,10 +173,20 @@ GPUMEM_API gpumem_status gpumem_array_release(gpumem_array *array);
  *   transfer), a host side by CPU threads into host staging memory.  The
  *   packed layout is the other side's when that side is one run, so the
  *   transfer lands in it directly.
- * Overlapping source and destination are staged through a temporary.
- * @p stream NULL: synchronous.  With a stream, copies that use temporaries
- * wait for their stream before returning (the temporaries must outlive the
- * work); the others are queued.
+ * Overlapping source and destination are staged through a temporary.  A
+ * contiguous transfer of pageable host memory of at least the staging
+ * threshold goes through the context's staging engine (gpumem/staging.h).
+ *
+ * @p stream NULL: synchronous.  With a stream, in stream order:
+ * - copies between device and page-locked memory, and device to device
+ *   without temporaries, are queued and return at once;
+ * - an upload from pageable memory returns once the source was read (it may
+ *   be reused at once); the data reaches the device in stream order;
+ * - copies that use temporaries (scratch, staging) wait for their stream
+ *   before returning, since the temporaries must outlive the work;
+ * - a download into pageable memory is refused (::GPUMEM_ERROR_INVALID_VALUE):
+ *   the driver runs it synchronously while the caller expects it queued
+ *   (numba#5130); page-lock the destination or pass NULL.
  */
 GPUMEM_API gpumem_status gpumem_array_copy(gpumem_array *dst, const gpumem_array *src, gpumem_stream *stream);
 
