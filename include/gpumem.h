@@ -24,5 +24,6 @@
 #include <gpumem/memo.h>
 #include <gpumem/module.h>
 #include <gpumem/testing.h>
+#include <gpumem/staging.h>
 
 #endif /* GPUMEM_H */

@@ -1,8 +1,8 @@
 /*
- * copy.c - the copy engine: every copy between two arrays (any kinds, any
- * strides) goes through gpumem_array_copy, which plans it (copyplan.c) into
- * the fewest rectangular driver copies.  fill, get_item and set_item live
- * here too, since they are copies of one value.
+ * copy.c - copies between arrays: the public calls check their arguments
+ * and hand the copy to the engine (copy_engine.c), which chooses how to move
+ * it.  fill, get_item and set_item live here too, since they are copies of
+ * one value.
  */
 #include "config.h"
 
@@ -11,86 +11,11 @@
 #include <string.h>
 
 #include "array.h"
+#include "copy_engine.h"
 #include "copyplan.h"
 #include "error.h"
 #include "gpumem/dtype.h"
 #include "stream.h"
-
-/* How the driver addresses one side of a copy. */
-typedef struct side {
-    int memtype;            /* GM_CU_MEMORYTYPE_HOST, _DEVICE or _UNIFIED */
-    char *host;             /* element 0, for HOST */
-    gm_cu_deviceptr dev;    /* element 0, for DEVICE and UNIFIED */
-} side;
-
-static side side_of(const gpumem_array *a)
-{
-    side s = {GM_CU_MEMORYTYPE_HOST, a->host, 0};
-    if (gm_array_on_device(a)) {
-        s.memtype = GM_CU_MEMORYTYPE_DEVICE;
-        s.dev = a->dev;
-    } else if (a->kind == GPUMEM_MEMORY_MANAGED) {
-        s.memtype = GM_CU_MEMORYTYPE_UNIFIED;
-        s.dev = a->dev;
-    }
-    return s;
-}
-
-static gm_cu_deviceptr side_addr(const side *s, int64_t offset)
-{
-    return s->memtype == GM_CU_MEMORYTYPE_HOST ? (gm_cu_deviceptr)(uintptr_t)(s->host + offset)
-                                               : s->dev + (gm_cu_deviceptr)offset;
-}
-
-/* Executes plans with the driver: one call per rectangular copy. */
-typedef struct driver_run {
-    gpumem_context *ctx;
-    gm_dstream *ds;
-    int async;
-    side src, dst;
-    const char *what;
-} driver_run;
-
-static gpumem_status run_one(void *arg, const gm_copy_plan *p, int64_t src_off, int64_t dst_off)
-{
-    driver_run *r = arg;
-    gm_dctx *dctx = r->ctx->dctx;
-    if (p->dims == 1)
-        return gm_drv_check(GM_DRV(memcpy, dctx, side_addr(&r->dst, dst_off), side_addr(&r->src, src_off),
-                                   p->width, r->ds, r->async),
-                            GM_OP_memcpy, r->what);
-/* CUDA_MEMCPY2D and CUDA_MEMCPY3D name their common fields alike. */
-#define SET_COMMON(c)                                                   \
-    do {                                                                \
-        memset(&(c), 0, sizeof(c));                                     \
-        (c).srcMemoryType = r->src.memtype;                             \
-        (c).dstMemoryType = r->dst.memtype;                             \
-        if (r->src.memtype == GM_CU_MEMORYTYPE_HOST)                    \
-            (c).srcHost = r->src.host + src_off;                        \
-        else                                                            \
-            (c).srcDevice = r->src.dev + (gm_cu_deviceptr)src_off;      \
-        if (r->dst.memtype == GM_CU_MEMORYTYPE_HOST)                    \
-            (c).dstHost = r->dst.host + dst_off;                        \
-        else                                                            \
-            (c).dstDevice = r->dst.dev + (gm_cu_deviceptr)dst_off;      \
-        (c).srcPitch = p->src_pitch;                                    \
-        (c).dstPitch = p->dst_pitch;                                    \
-        (c).WidthInBytes = p->width;                                    \
-        (c).Height = p->height;                                         \
-    } while (0)
-    if (p->dims == 2) {
-        gm_cu_memcpy2d c;
-        SET_COMMON(c);
-        return gm_drv_check(GM_DRV(memcpy_2d, dctx, &c, r->ds, r->async), GM_OP_memcpy_2d, r->what);
-    }
-    gm_cu_memcpy3d c;
-    SET_COMMON(c);
-    c.srcHeight = p->src_height;
-    c.dstHeight = p->dst_height;
-    c.Depth = p->depth;
-#undef SET_COMMON
-    return gm_drv_check(GM_DRV(memcpy_3d, dctx, &c, r->ds, r->async), GM_OP_memcpy_3d, r->what);
-}
 
 static bool same_shape(const gpumem_array *a, const gpumem_array *b)
 {
@@ -109,17 +34,6 @@ static void format_shape(const gpumem_array *a, char *buf, size_t size)
         used += (size_t)snprintf(buf + used, size - used, "%s%lld", i ? ", " : "", (long long)a->shape[i]);
     if (used < size)
         snprintf(buf + used, size - used, a->ndim == 1 ? ",)" : ")");
-}
-
-/* Whether the bytes two same-space arrays touch overlap. */
-static bool overlap(const gpumem_array *a, const gpumem_array *b)
-{
-    int64_t alo, ahi, blo, bhi;
-    gm_layout_extent(a->ndim, a->shape, a->strides, a->itemsize, &alo, &ahi);
-    gm_layout_extent(b->ndim, b->shape, b->strides, b->itemsize, &blo, &bhi);
-    uint64_t abase = gm_array_on_device(a) ? a->dev : (uint64_t)(uintptr_t)a->host;
-    uint64_t bbase = gm_array_on_device(b) ? b->dev : (uint64_t)(uintptr_t)b->host;
-    return abase + (uint64_t)alo < bbase + (uint64_t)bhi && bbase + (uint64_t)blo < abase + (uint64_t)ahi;
 }
 
 /* A contiguous scratch array like `like` (same space, its axis order). */
@@ -144,110 +58,6 @@ static gpumem_status release_scratch(gpumem_array *scratch, gpumem_context *ctx,
     }
     gpumem_status rst = gpumem_array_release(scratch);
     return st != GPUMEM_OK ? st : rst;
-}
-
-static gpumem_status plan_for(const char *what, const gpumem_array *dst, const gpumem_array *src,
-                              size_t max_pitch, gm_copy_plan *plan)
-{
-    gpumem_status st = gm_copy_plan_make(dst->ndim, dst->shape, src->strides, dst->strides, dst->itemsize,
-                                         max_pitch, plan);
-    return st == GPUMEM_OK ? st : gm_error_prefix(st, what);
-}
-
-/* A copy between a device side and a strided host side through a packed
- * host buffer with strides `packed`: the CPU packs (H2D) or unpacks (D2H),
- * and the driver moves the bytes with `staged`, the plan between the packed
- * buffer and the device side. */
-static gpumem_status copy_packed(const char *what, gpumem_array *dst, const gpumem_array *src, driver_run *run,
-                                 const gm_copy_plan *staged, const int64_t *packed)
-{
-    bool download = gm_array_on_device(src);
-    const gpumem_array *host = download ? dst : src;
-    gpumem_array *buf = NULL;
-    gm_copy_plan cpu;
-    gpumem_status st = gm_array_new_host(what, host->ndim, host->shape, packed, host->dtype, &buf);
-    if (st != GPUMEM_OK)
-        return st;
-    if (!download) {
-        st = plan_for(what, buf, src, SIZE_MAX, &cpu);
-        if (st == GPUMEM_OK) {
-            gm_copy_plan_run_host(&cpu, src->host, buf->host);
-            run->src = side_of(buf);
-            /* An upload from pageable memory is staged by the driver before
-             * the call returns, so buf may go right after. */
-            st = gm_copy_plan_visit(staged, run_one, run);
-        }
-    } else {
-        run->dst = side_of(buf);
-        st = gm_copy_plan_visit(staged, run_one, run);
-        if (st == GPUMEM_OK && run->async)
-            st = gm_drv_check(GM_DRV(stream_synchronize, run->ctx->dctx, run->ds), GM_OP_stream_synchronize,
-                              what);
-        if (st == GPUMEM_OK)
-            st = plan_for(what, dst, buf, SIZE_MAX, &cpu);
-        if (st == GPUMEM_OK)
-            gm_copy_plan_run_host(&cpu, buf->host, dst->host);
-    }
-    gpumem_array_release(buf);
-    return st;
-}
-
-/* The engine, after the arguments were checked. */
-static gpumem_status copy_checked(const char *what, gpumem_array *dst, const gpumem_array *src,
-                                  gpumem_stream *stream, gpumem_context *ctx)
-{
-    bool src_dev = gm_array_on_device(src), dst_dev = gm_array_on_device(dst);
-    gm_copy_plan plan;
-    gpumem_status st;
-
-    if (!src_dev && !dst_dev) {
-        /* Both sides are host-addressable: the CPU copies, synchronously. */
-        gpumem_array *tmp = NULL;
-        if (overlap(src, dst)) {
-            if ((st = scratch_like(what, src, stream, &tmp)) != GPUMEM_OK)
-                return st;
-            if ((st = plan_for(what, tmp, src, SIZE_MAX, &plan)) == GPUMEM_OK)
-                gm_copy_plan_run_host(&plan, src->host, tmp->host);
-            src = tmp;
-        }
-        st = plan_for(what, dst, src, SIZE_MAX, &plan);
-        if (st == GPUMEM_OK)
-            gm_copy_plan_run_host(&plan, src->host, dst->host);
-        gpumem_array_release(tmp);
-        return st;
-    }
-
-    driver_run run = {ctx, gm_stream_ds(stream), stream != NULL, side_of(src), side_of(dst), what};
-    size_t max_pitch = ctx->max_pitch > 0 ? ctx->max_pitch : SIZE_MAX;
-    if ((st = plan_for(what, dst, src, max_pitch, &plan)) != GPUMEM_OK)
-        return st;
-
-    gpumem_array *tmp = NULL;
-    if (src_dev && dst_dev && overlap(src, dst)) {
-        /* Overlapping device views: through a device scratch array. */
-        if ((st = scratch_like(what, src, stream, &tmp)) != GPUMEM_OK)
-            return st;
-        st = copy_checked(what, tmp, src, stream, ctx);
-        if (st == GPUMEM_OK)
-            st = copy_checked(what, dst, tmp, stream, ctx);
-        return release_scratch(tmp, ctx, run.ds, run.async, st, what);
-    }
-
-    /* A strided host side that would cost many driver calls is packed on the
-     * CPU into a contiguous buffer in the device side's axis order, when
-     * that needs fewer calls. */
-    /* (Not for an asynchronous download: the unpacking would have to wait.) */
-    if (gm_copy_plan_count(&plan) > 1 && src_dev != dst_dev && !(src_dev && run.async)) {
-        const gpumem_array *dev = src_dev ? src : dst;
-        int64_t packed[GM_MAX_NDIM];
-        gm_layout_strides_like(dev->ndim, dev->shape, dev->strides, dev->itemsize, packed);
-        gm_copy_plan staged;
-        st = gm_copy_plan_make(dev->ndim, dev->shape, src_dev ? src->strides : packed,
-                               src_dev ? packed : dst->strides, dev->itemsize, max_pitch, &staged);
-        if (st == GPUMEM_OK && gm_copy_plan_count(&staged) < gm_copy_plan_count(&plan))
-            return copy_packed(what, dst, src, &run, &staged, packed);
-    }
-    return gm_copy_plan_visit(&plan, run_one, &run);
 }
 
 /* Checks a copy's arguments; gives the context that does the copy (NULL for
@@ -295,7 +105,7 @@ static gpumem_status array_copy(const char *what, gpumem_array *dst, const gpume
     gpumem_status st = check_copy(what, dst, src, stream, &ctx);
     if (st != GPUMEM_OK || gm_array_size(dst) == 0)
         return st;
-    return copy_checked(what, dst, src, stream, ctx);
+    return gm_copy_run(what, dst, src, stream, ctx);
 }
 
 GPUMEM_API gpumem_status gpumem_array_copy(gpumem_array *dst, const gpumem_array *src, gpumem_stream *stream)
@@ -446,6 +256,6 @@ GPUMEM_API gpumem_status gpumem_array_fill(gpumem_array *array, const void *valu
     if (st == GPUMEM_OK)
         st = fill_contiguous(what, array->ctx, tmp->dev, n, array->itemsize, value, ds, stream != NULL);
     if (st == GPUMEM_OK)
-        st = copy_checked(what, array, tmp, stream, array->ctx);
+        st = gm_copy_run(what, array, tmp, stream, array->ctx);
     return release_scratch(tmp, array->ctx, ds, stream != NULL, st, what);
 }

@@ -267,3 +267,138 @@ void gm_copy_plan_run_host(const gm_copy_plan *plan, const void *src, void *dst)
     if (plan != NULL && src != NULL && dst != NULL)
         (void)gm_copy_plan_visit(plan, host_copy, &h);
 }
+
+/* ---- packing ------------------------------------------------------------------------------ */
+
+/* One axis of a pack: extent, strided side's stride, packed side's stride. */
+typedef struct pk_axis {
+    int64_t n, s, p;
+} pk_axis;
+
+gpumem_status gm_pack_plan_make(int ndim, const int64_t *shape, const int64_t *strided, const int64_t *packed,
+                                size_t itemsize, uint64_t strided_addr, uint64_t packed_addr, bool unpack,
+                                gm_pack_plan *plan)
+{
+    GM_CHECK_NULL(plan);
+    if (ndim < 0 || ndim > GM_MAX_NDIM)
+        return gm_error(ndim < 0 ? GPUMEM_ERROR_INVALID_VALUE : GPUMEM_ERROR_TOO_MANY_DIMENSIONS,
+                        "ndim %d is out of range 0..%d", ndim, GM_MAX_NDIM);
+    if (ndim > 0) {
+        GM_CHECK_NULL(shape);
+        GM_CHECK_NULL(strided);
+        GM_CHECK_NULL(packed);
+    }
+    if (itemsize > INT32_MAX)
+        return gm_error(GPUMEM_ERROR_OVERFLOW, "item size %zu is too large to pack", itemsize);
+    gm_pack_plan p;
+    memset(&p, 0, sizeof p);
+    const int64_t isz = (int64_t)itemsize;
+    bool empty = itemsize == 0;
+    for (int i = 0; i < ndim; i++)
+        empty |= shape[i] == 0;
+    if (empty) {
+        *plan = p;
+        return GPUMEM_OK;
+    }
+
+    /* 1. Extent-1 axes; span_fits bounds every product formed below. */
+    cp_axis ax3[GM_MAX_NDIM];
+    pk_axis ax[GM_MAX_NDIM + 1];
+    int n = 0;
+    for (int i = 0; i < ndim; i++) {
+        if (shape[i] < 0)
+            return gm_error(GPUMEM_ERROR_NEGATIVE_DIMENSION, "axis %d has extent %lld", i, (long long)shape[i]);
+        if (shape[i] == 1)
+            continue;
+        if (unpack && strided[i] == 0)
+            return gm_error(GPUMEM_ERROR_INVALID_VALUE,
+                            "axis %d has stride 0 and extent %lld: a broadcast cannot be written", i,
+                            (long long)shape[i]);
+        ax3[n] = (cp_axis){shape[i], strided[i], packed[i]};
+        ax[n++] = (pk_axis){shape[i], strided[i], packed[i]};
+    }
+    if (!span_fits(n, ax3, true, isz) || !span_fits(n, ax3, false, isz))
+        return gm_error(GPUMEM_ERROR_OVERFLOW, "the bytes an array spans do not fit in int64_t");
+
+    /* 2. Flip the axes the packed side runs backwards. */
+    int64_t soff = 0, poff = 0;
+    for (int i = 0; i < n; i++) {
+        if (ax[i].p < 0) {
+            soff += (ax[i].n - 1) * ax[i].s;
+            poff += (ax[i].n - 1) * ax[i].p;
+            ax[i].s = -ax[i].s;
+            ax[i].p = -ax[i].p;
+        }
+    }
+    /* 3. Sort by decreasing packed stride (stable), 4. check contiguity. */
+    for (int i = 1; i < n; i++) {
+        pk_axis a = ax[i];
+        int j = i;
+        for (; j > 0 && ax[j - 1].p < a.p; j--)
+            ax[j] = ax[j - 1];
+        ax[j] = a;
+    }
+    int64_t expect = isz;
+    for (int i = n - 1; i >= 0; i--) {
+        if (ax[i].p != expect)
+            return gm_error(GPUMEM_ERROR_INVALID_VALUE, "the packed side is not contiguous");
+        expect *= ax[i].n;
+    }
+    p.bytes = (uint64_t)expect;
+
+    /* 5. The unit: the widest power of two up to 16 that the item, every
+     * strided stride and both first addresses are multiples of. */
+    uint64_t m = (uint64_t)isz | 16 | (strided_addr + (uint64_t)soff) | (packed_addr + (uint64_t)poff);
+    for (int i = 0; i < n; i++)
+        m |= (uint64_t)ax[i].s;
+    int64_t unit = (int64_t)(m & (~m + 1));
+    if (isz > unit)
+        ax[n++] = (pk_axis){isz / unit, unit, unit};
+
+    /* 6. Merge runs of the strided side (the packed side is one run). */
+    int k = 0;
+    for (int i = 0; i < n; i++) {
+        if (k > 0 && ax[k - 1].s == ax[i].s * ax[i].n)
+            ax[k - 1] = (pk_axis){ax[k - 1].n * ax[i].n, ax[i].s, ax[i].p};
+        else
+            ax[k++] = ax[i];
+    }
+    n = k;
+
+    /* 7. Widen the unit over an inner run. */
+    if (n > 0 && ax[n - 1].s == unit) {
+        int64_t run = ax[n - 1].n * unit;
+        for (int64_t w = 16; w > unit; w /= 2) {
+            bool ok = run % w == 0 && (strided_addr + (uint64_t)soff) % (uint64_t)w == 0 &&
+                      (packed_addr + (uint64_t)poff) % (uint64_t)w == 0;
+            for (int i = 0; i < n - 1 && ok; i++)
+                ok = ax[i].s % w == 0;
+            if (ok) {
+                unit = w;
+                ax[n - 1] = (pk_axis){run / w, w, w};
+                break;
+            }
+        }
+    }
+
+    /* 8. Columns and rows. */
+    gm_pack_params *q = &p.params;
+    q->unit = (int)unit;
+    q->cols = n > 0 ? (uint64_t)ax[n - 1].n : 1;
+    q->col_stride = n > 0 ? ax[n - 1].s : unit;
+    q->nouter = n > 0 ? n - 1 : 0;
+    q->rows = 1;
+    for (int i = 0; i + 1 < n; i++) {
+        q->outer_shape[i] = ax[i].n;
+        q->outer_stride[i] = ax[i].s;
+        q->rows *= (uint64_t)ax[i].n;
+    }
+    q->strided = (unsigned long long)soff;
+    q->packed = (unsigned long long)poff;
+    int64_t lo, hi;
+    gm_pack_strided_span(q, &lo, &hi);
+    p.wide = q->rows > INT32_MAX || q->cols > INT32_MAX || lo < INT32_MIN || hi > INT32_MAX;
+    p.kernel = gm_pack_kernel_index((int)unit, p.wide, unpack);
+    *plan = p;
+    return GPUMEM_OK;
+}

@@ -85,10 +85,12 @@
 #ifndef GM_COPYPLAN_H
 #define GM_COPYPLAN_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "gpumem/status.h"
+#include "kernels/pack.h"
 #include "layout.h"
 
 /* The fields map onto CUDA_MEMCPY3D directly (and, for dims <= 2, onto
@@ -143,5 +145,38 @@ gpumem_status gm_copy_plan_visit(const gm_copy_plan *plan, gm_copy_visit_fn fn, 
  * one memcpy of width bytes per row - the reference for how copy.c fills
  * CUDA_MEMCPY2D/3D. */
 void gm_copy_plan_run_host(const gm_copy_plan *plan, const void *src, void *dst);
+
+/* ---- packing ------------------------------------------------------------------------------ */
+
+/* A pack (gather of a strided side into a packed buffer) or unpack (the
+ * scatter back), collapsed for the kernels of kernels/pack.h and their C
+ * twin.  params.strided and params.packed hold the offsets to add to the two
+ * sides' element-0 addresses (they may be negative, as two's complement):
+ * the caller adds the base addresses. */
+typedef struct gm_pack_plan {
+    gm_pack_params params;
+    uint64_t bytes; /* the packed bytes: element count x item size */
+    bool wide;      /* needs the 64-bit kernels */
+    int kernel;     /* gm_pack_kernel_index(unit, wide, unpack) */
+} gm_pack_plan;
+
+/* Plans moving ndim-dimensional elements of `itemsize` bytes between a side
+ * with byte strides `strided` at address strided_addr and a packed side
+ * with strides `packed` at packed_addr; the packed side must be contiguous
+ * in some axis order, any axes reversed (its bytes are one run of
+ * size x itemsize).  The addresses only choose the widest unit (1, 2, 4, 8
+ * or 16 bytes) that every element's address is aligned to.  Planning: drop
+ * extent-1 axes; flip the axes the packed side runs backwards; sort by the
+ * packed strides; split an item that is no unit into units (a record of 12
+ * bytes is 3 units of 4); merge axes that are one run on the strided side
+ * too; widen the unit over an inner run (a row of 8 contiguous float32 is 2
+ * units of 16); the innermost axis becomes the columns, the rest the rows.
+ * An empty copy (an extent 0, itemsize 0) gives bytes 0.  Errors:
+ * GPUMEM_ERROR_INVALID_VALUE when `packed` is not contiguous, or when
+ * unpack and a strided axis of extent > 1 has stride 0;
+ * GPUMEM_ERROR_TOO_MANY_DIMENSIONS; GPUMEM_ERROR_OVERFLOW. */
+gpumem_status gm_pack_plan_make(int ndim, const int64_t *shape, const int64_t *strided, const int64_t *packed,
+                                size_t itemsize, uint64_t strided_addr, uint64_t packed_addr, bool unpack,
+                                gm_pack_plan *plan);
 
 #endif /* GM_COPYPLAN_H */

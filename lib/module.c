@@ -154,6 +154,16 @@ static gpumem_status module_unref(gpumem_module *m)
     return GPUMEM_OK;
 }
 
+void gm_module_hold(gpumem_module *m)
+{
+    atomic_fetch_add_explicit(&m->refs, 1, memory_order_relaxed);
+}
+
+gpumem_status gm_module_drop(gpumem_module *m)
+{
+    return m == NULL ? GPUMEM_OK : module_unref(m);
+}
+
 /* memo.c's callbacks for the kernel cache: the key is the image (PTX
  * without its NUL). */
 static gpumem_status module_create(gpumem_context *ctx, const void *key, size_t key_size, void *user, void **value)

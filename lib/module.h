@@ -49,4 +49,9 @@ static inline gm_dfunc *gm_function_dfunc(const gpumem_function *f)
     return f->df;
 }
 
+/* A module reference that holds no context reference, for a value cached
+ * per context (which must not keep its context alive), and its release. */
+void gm_module_hold(gpumem_module *m);
+gpumem_status gm_module_drop(gpumem_module *m);
+
 #endif /* GM_MODULE_H */

@@ -138,8 +138,20 @@
  * static bytes); PREFERRED_SHARED_MEMORY_CARVEOUT -1 until set (-1..100).
  * Other attributes are CUDA_ERROR_INVALID_VALUE.
  *
- * Kernels are not simulated: launch_kernel and occupancy_max_active_blocks
- * answer GM_SIM_ERROR_NOT_SIMULATED.
+ * Kernels are not simulated, except the library's own: a module whose image
+ * is exactly the library's pack kernels' PTX (lib/kernels/pack_ptx.c) is
+ * recognised at load, and launch_kernel of one of its kernels checks the
+ * parameter block (kernels/pack_params.h; CUDA_ERROR_INVALID_VALUE when its
+ * unit, shape or alignment does not fit the kernel, or a 32-bit kernel
+ * gets a copy that needs 64 bits: CUDA_ERROR_ILLEGAL_ADDRESS, as the
+ * kernel would go astray) and that every byte it touches lies in one live
+ * allocation (device, managed or page-locked; else
+ * CUDA_ERROR_ILLEGAL_ADDRESS at the launch, where a GPU would fault later),
+ * then queues the kernel's C twin (pack_host.c) on the stream's worker, in
+ * stream order like any other work.  Every other launch, and
+ * occupancy_max_active_blocks of any kernel, answers
+ * GM_SIM_ERROR_NOT_SIMULATED (a launch of no known kernel:
+ * CUDA_ERROR_INVALID_HANDLE).
  *
  * Pointer attributes.  pointer_get_attributes answers from the allocation
  * registry, as cuPointerGetAttributes does: device and module memory have

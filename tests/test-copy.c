@@ -1,6 +1,9 @@
 /* The copy engine: every direction, any strides, exactly the elements (never
  * the gaps: numba#3553), broadcast sources (numba#3550), negative strides
- * (numba#3723), overlapping views, and the fewest driver calls. */
+ * (numba#3723), overlapping views, and the fewest driver calls.  The DMA
+ * row threshold is 0 here (GPUMEM_COPY_MIN_ROW_BYTES), so the planner's
+ * rectangular copies run as planned; test-copy-paths checks the cost model
+ * with the default threshold. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -270,6 +273,7 @@ done:
 
 int main(void)
 {
+    setenv("GPUMEM_COPY_MIN_ROW_BYTES", "0", 1);
     if (gpumem_context_create_default(&ctx) != GPUMEM_OK)
         bail_out("no context: %s", gpumem_last_error());
     i32 = gpumem_dtype_builtin(GPUMEM_INT32);

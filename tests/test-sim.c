@@ -959,7 +959,7 @@ int main(void)
     test_events(c0, c1);
     test_host_funcs(c0);
     is_int(GM_DRV(launch_kernel, c0, NULL, (unsigned[3]){1, 1, 1}, (unsigned[3]){32, 1, 1}, 0, NULL, NULL),
-           GM_SIM_ERROR_NOT_SIMULATED, "kernel launches are not simulated");
+           GM_CUDA_ERROR_INVALID_HANDLE, "a launch of no kernel is an invalid handle");
     test_release(&c1);
     test_stress(c0, c1);
     GM_DRV(primary_ctx_release, 1);

@@ -18,6 +18,7 @@
 #include <gpumem.h>
 
 int cmd_occupancy(int argc, char **argv); /* cmd-occupancy.c */
+int cmd_bench(int argc, char **argv);            /* cmd-bench.c */
 
 static void usage(FILE *out)
 {
@@ -30,6 +31,9 @@ static void usage(FILE *out)
           "  occupancy --threads N [--smem B] [--regs R] [--device D] [--json]\n"
           "                  thread blocks per multiprocessor for a kernel's launch\n"
           "                  shape, and what limits them (pycuda's OccupancyRecord)\n"
+          "  bench [--quick] [--rows] [--json | --csv] [--reps N]\n"
+          "                  transfer bandwidth of each copy path beside the plain driver\n"
+          "                  call; --rows: 2-D copy bandwidth against row width\n"
           "\n"
           "Options:\n"
           "  -h, --help      show this help and exit\n"
@@ -225,6 +229,8 @@ int main(int argc, char **argv)
     }
     if (strcmp(cmd, "occupancy") == 0)
         return cmd_occupancy(argc - 1, argv + 1);
+    if (strcmp(cmd, "bench") == 0)
+        return cmd_bench(argc - 1, argv + 1);
     if (strcmp(cmd, "info") == 0) {
         int json = 0;
         for (int i = 2; i < argc; i++) {

@@ -25,7 +25,22 @@
  * @par Failure
  * A failing call changes nothing: no partial copy into a destination that
  * the call validated, no leaked handle, and the thread's gpumem_last_error()
- * names the argument and the limit.
+ * names the argument and the limit.  For copies this holds exactly as
+ * follows.  A copy writes its destination once, with its last step (one
+ * driver transfer, one 2-D or 3-D copy, one unpack kernel, or the CPU's
+ * unpacking after the data arrived in host staging memory); everything
+ * before that step writes only temporary memory.  So a failure before the
+ * last step (argument checks, allocating temporaries, packing, transfers
+ * into temporaries) leaves the destination unchanged.  A failure of the last
+ * step itself, or of waiting for it ("the write into the destination was
+ * issued" in the message), can leave it partly written, as any failing
+ * driver copy can (a staged download's last step is its chunked transfer,
+ * so its failure can leave the destination partly written too); so can a
+ * copy of the one kind that needs several driver
+ * copies (::GPUMEM_COPY_PATH_DMA_LOOP: only when the driver cannot load the
+ * library's pack kernels).  A failure to free a copy's temporaries after it
+ * completed ("the copy completed" in the message) leaves the destination
+ * holding the copy.
  */
 #ifndef GPUMEM_ARRAY_H
 #define GPUMEM_ARRAY_H
@@ -160,11 +175,33 @@ GPUMEM_API gpumem_status gpumem_array_release(gpumem_array *array);
  * Copies every element of @p src into @p dst: equal shapes and dtypes, any
  * kinds (device, host, pinned, mapped, managed), any strides on either side
  * (negative, zero in the source).  Only the elements are written, never the
- * gaps of a strided destination.  The copy is planned into the fewest driver
- * copies (one 1-D copy for two contiguous sides, one 2-D or 3-D copy for two
- * or three strided levels, loops of those beyond; gpumem/debug.h counts
- * them); overlapping source and destination are staged.  @p stream NULL:
- * synchronous.
+ * gaps of a strided destination.  The copy engine chooses, per copy, the
+ * cheapest way by bytes per DMA row and memory kind (gpumem/debug.h's
+ * gpumem_debug_last_copy_path() tells which it took):
+ * - one contiguous transfer when both sides are one run in the same order;
+ * - one 2-D or 3-D driver copy when that does it and its rows are at least
+ *   GPUMEM_COPY_MIN_ROW_BYTES wide (doc/environment.md; narrower rows run
+ *   far below the link's speed);
+ * - otherwise the strided sides are packed and one contiguous transfer
+ *   crosses the link: a device side by the library's pack and unpack
+ *   kernels into device scratch (device to device: one or two kernels, no
+ *   transfer), a host side by CPU threads into host staging memory.  The
+ *   packed layout is the other side's when that side is one run, so the
+ *   transfer lands in it directly.
+ * Overlapping source and destination are staged through a temporary.  A
+ * contiguous transfer of pageable host memory of at least the staging
+ * threshold goes through the context's staging engine (gpumem/staging.h).
+ *
+ * @p stream NULL: synchronous.  With a stream, in stream order:
+ * - copies between device and page-locked memory, and device to device
+ *   without temporaries, are queued and return at once;
+ * - an upload from pageable memory returns once the source was read (it may
+ *   be reused at once); the data reaches the device in stream order;
+ * - copies that use temporaries (scratch, staging) wait for their stream
+ *   before returning, since the temporaries must outlive the work;
+ * - a download into pageable memory is refused (::GPUMEM_ERROR_INVALID_VALUE):
+ *   the driver runs it synchronously while the caller expects it queued
+ *   (numba#5130); page-lock the destination or pass NULL.
  */
 GPUMEM_API gpumem_status gpumem_array_copy(gpumem_array *dst, const gpumem_array *src, gpumem_stream *stream);
 

@@ -1,6 +1,7 @@
 /**
  * @file gpumem/debug.h
- * @brief Driver instrumentation for tests: call counters and fault injection.
+ * @brief Driver instrumentation for tests: call counters, fault injection,
+ *        and the path each copy took.
  *
  * Every call into the driver backend goes through one dispatcher that counts
  * it and can make it fail.  Tests count driver calls to prove that a copy was
@@ -43,6 +44,49 @@ GPUMEM_API gpumem_status gpumem_debug_fail_call(uint64_t nth, int driver_error);
  * NULL for a code the library does not know.
  */
 GPUMEM_API const char *gpumem_debug_driver_error_name(int driver_error);
+
+/**
+ * How the copy engine moved a copy (gpumem/array.h says when each is
+ * chosen).  Values are part of the ABI.
+ */
+typedef enum gpumem_copy_path {
+    /** No copy on this thread yet, or the last one had nothing to move. */
+    GPUMEM_COPY_PATH_NONE = 0,
+    /** Both sides in host memory: the CPU copied. */
+    GPUMEM_COPY_PATH_HOST = 1,
+    /** One contiguous driver transfer. */
+    GPUMEM_COPY_PATH_CONTIGUOUS = 2,
+    /** One 2-D or 3-D driver copy (rows wide enough, or nothing better). */
+    GPUMEM_COPY_PATH_DMA = 3,
+    /** The library's pack or unpack kernels on the device side, and at
+     *  most one contiguous transfer. */
+    GPUMEM_COPY_PATH_DEVICE_PACK = 4,
+    /** The CPU packed (or unpacked) the strided host side through a staging
+     *  buffer, and one contiguous transfer moved it. */
+    GPUMEM_COPY_PATH_CPU_PACK = 5,
+    /** Both: the CPU on the host side, the kernels on the device side,
+     *  one contiguous transfer between them. */
+    GPUMEM_COPY_PATH_CPU_DEVICE_PACK = 6,
+    /** A contiguous transfer of pageable host memory through the staging
+     *  engine's pinned buffers. */
+    GPUMEM_COPY_PATH_STAGED = 7,
+    /** Several rectangular driver copies: the pack kernels are unavailable
+     *  (the driver could not load them) and no one operation does it. */
+    GPUMEM_COPY_PATH_DMA_LOOP = 8
+} gpumem_copy_path;
+
+/**
+ * The path that the calling thread's last copy took: the last
+ * gpumem_array_copy(), gpumem_copy_to_host(), gpumem_copy_to_device() or
+ * copy made inside another call (gpumem_to_device(), a strided
+ * gpumem_array_fill(), a reshape or ravel copy) that got past its argument
+ * checks, whether it then succeeded or failed.  A copy through a temporary
+ * (overlapping views) reports its last step.  Added in GPUMEM_1.1.
+ */
+GPUMEM_API gpumem_status gpumem_debug_last_copy_path(gpumem_copy_path *path);
+
+/** The name of a path, such as "device-pack"; NULL for an unknown value.  Added in GPUMEM_1.1. */
+GPUMEM_API const char *gpumem_copy_path_name(gpumem_copy_path path);
 
 GPUMEM_END_DECLS
 

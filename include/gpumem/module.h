@@ -40,7 +40,9 @@
  * compiles nothing: a PTX whose instructions the JIT would refuse loads
  * there, and kernel attributes are plausible values (32 registers).  It does not run kernels:
  * gpumem_launch() and gpumem_function_max_active_blocks() return
- * ::GPUMEM_ERROR_NOT_SIMULATED there.
+ * ::GPUMEM_ERROR_NOT_SIMULATED there.  The one exception is the library's
+ * own pack kernels, which the copy engine loads through this cache and
+ * which the simulator runs natively, so that every copy path runs there.
  */
 #ifndef GPUMEM_MODULE_H
 #define GPUMEM_MODULE_H

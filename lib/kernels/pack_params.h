@@ -1,0 +1,42 @@
+/*
+ * pack_params.h - the parameter block of the library's pack and unpack
+ * kernels (pack.cu), shared by the CUDA source, the host code that launches
+ * them (copy.c) and the C implementation the simulator and the CPU packing
+ * run (pack_host.c).  Plain C that nvcc and a C11 compiler read alike.
+ *
+ * A pack kernel gathers a strided view into a packed (contiguous) buffer;
+ * an unpack kernel scatters a packed buffer into a strided view.  The host
+ * collapses the copy first (copyplan.c, gm_pack_plan_make) into
+ *   rows x cols elements of `unit` bytes (1, 2, 4, 8 or 16),
+ * packed in row-major order at `packed`; element (r, c) of the strided side
+ * is at strided + row_offset(r) + c * col_stride, where row_offset(r)
+ * decomposes r over outer_shape (outermost first) and sums index x
+ * outer_stride.  Strides are bytes, of any sign, zero included (a pack may
+ * read one element many times; an unpack's planner refuses zero).
+ *
+ * Kernel names: gm_pack_<unit>_<bits> and gm_unpack_<unit>_<bits>, with
+ * bits 32 when rows and cols are below 2^31 and every byte offset of the
+ * strided side fits in int32 (32-bit index arithmetic), else 64.  Each
+ * takes one parameter, the block by value.  Blocks are 2-D (x over the
+ * columns, y over rows), grids 2-D; both loops are grid-stride loops, so
+ * any grid covers the copy.
+ */
+#ifndef GM_PACK_PARAMS_H
+#define GM_PACK_PARAMS_H
+
+#define GM_PACK_MAX_OUTER 32 /* GPUMEM_MAX_NDIM, plus the axis that splits an item into units, less the inner */
+#define GM_PACK_THREADS 256  /* threads per block (blockDim.x * blockDim.y) */
+
+typedef struct gm_pack_params {
+    unsigned long long strided;    /* device address of the strided side's element (0, 0) */
+    unsigned long long packed;     /* device address of the packed buffer */
+    unsigned long long rows;       /* product of outer_shape (1 when nouter == 0) */
+    unsigned long long cols;       /* elements per row */
+    long long col_stride;          /* strided side's bytes between columns */
+    int nouter;                    /* 0 .. GM_PACK_MAX_OUTER */
+    int unit;                      /* bytes per element: 1, 2, 4, 8 or 16 */
+    long long outer_shape[GM_PACK_MAX_OUTER];
+    long long outer_stride[GM_PACK_MAX_OUTER];
+} gm_pack_params;
+
+#endif /* GM_PACK_PARAMS_H */

@@ -1,0 +1,270 @@
+/*
+ * sim_impl.h - the simulator's shared state (private to sim*.c).
+ *
+ * The simulator is split by what it simulates: devices, contexts and memory
+ * (sim.c, which also fills the driver table), streams, events, copies and
+ * memsets with their worker threads (sim_stream.c), and modules, functions,
+ * globals, occupancy and launches (sim_module.c).  Module images are read
+ * by sim_image.c, architectures described by sim_arch.c.
+ *
+ * One mutex guards all state: devices, the allocation registry, streams with
+ * their queues, and events.  Workers let go of it only to move bytes or to
+ * run a host function.  S.done is broadcast whenever an operation completes
+ * (or a context teardown ends); synchronous callers and workers blocked on a
+ * wait item sleep on it.
+ *
+ * Every queued operation has a number in its stream (1, 2, ...); a stream
+ * counts what it enqueued and completed, and flush_to says up to which number
+ * a synchronization wants work done without the delay.  Waits between
+ * streams are queue items "until stream X completed op n", with n taken at
+ * enqueue time, so they never form a cycle, and a flush follows them at once
+ * (gm_sim_flush), so a synchronize never waits for the delay.
+ *
+ * Functions one file calls in another have a gm_sim_ prefix (hidden, like
+ * every internal symbol); "_locked" or a comment says where the lock must be
+ * held.
+ */
+#ifndef GM_SIM_IMPL_H
+#define GM_SIM_IMPL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "cuda_abi.h"
+#include "driver.h"
+#include "sim.h"
+
+#define DEVICE_ALIGN 512 /* cuMemAlloc alignment (texture alignment) */
+#define DEVICE_GAP 512   /* unbacked bytes after each allocation: overruns fault */
+#define GRANULE 256      /* unit of the capacity accounting */
+#define WINDOW (UINT64_C(1) << GM_SIM_DEVICE_SHIFT)
+
+enum { CU_OK = GM_CUDA_SUCCESS };
+
+typedef struct sim_alloc {
+    uint64_t base;      /* the address users see */
+    size_t size;        /* bytes asked for */
+    size_t charged;     /* bytes counted against the device or host limit */
+    unsigned char *mem; /* the bytes: our backing for device memory, else base */
+    bool owned;         /* mem is freed with the record */
+    gm_sim_mem_kind kind;
+    int dev;
+    unsigned flags;
+    unsigned refs; /* 1 while in the registry, +1 per queued op using it */
+    bool module;   /* a module's global: only module_unload frees it */
+} sim_alloc;
+
+enum { OP_COPY, OP_SET, OP_HOSTFN, OP_RECORD, OP_WAIT, OP_KERNEL };
+
+typedef struct sim_op {
+    struct sim_op *next;
+    int kind;
+    uint64_t seq;          /* its number in its stream */
+    struct timespec ready; /* when it may run without a flush */
+    sim_alloc *hold[2];    /* allocations kept alive until it completes */
+    void *staging;         /* our copy of a pageable source */
+    union {
+        struct {
+            unsigned char *dst;
+            const unsigned char *src;
+            size_t w, h, d, dpitch, dslice, spitch, sslice;
+        } copy;
+        struct {
+            unsigned char *dst;
+            unsigned value, elem;
+            size_t count;
+        } set;
+        struct {
+            gm_cu_host_fn fn;
+            void *data;
+        } host;
+        struct {
+            gm_devent *ev;
+            uint64_t gen;
+        } rec;
+        struct {
+            void (*fn)(void *arg); /* a kernel run natively; arg is freed after */
+            void *arg;
+        } kernel;
+        struct {
+            gm_dstream *target;
+            uint64_t n;
+        } wait;
+    } u;
+} sim_op;
+
+struct gm_dstream {
+    gm_dctx *dev;
+    unsigned flags;
+    bool is_default;
+    bool stop;
+    unsigned refs; /* the handle, wait items, events and synchronous callers */
+    pthread_t thread;
+    pthread_cond_t cv; /* wakes the worker (CLOCK_MONOTONIC, for the delay) */
+    sim_op *head, *tail;
+    uint64_t enqueued, completed, flush_to;
+    uint64_t dflt_waited;    /* blocking: the default stream's last op it waits for */
+    uint64_t waited_by_dflt; /* blocking: its last op the default stream waits for */
+    gm_dstream *next, *prev; /* S.streams, while the handle is valid */
+};
+
+struct gm_devent {
+    gm_dctx *dev;
+    unsigned flags;
+    unsigned refs;      /* the handle and queued records */
+    gm_dstream *stream; /* of the last record (referenced); NULL: never recorded */
+    uint64_t seq;       /* that record's number there */
+    uint64_t rec_gen;   /* records made */
+    uint64_t done_gen;  /* the newest record that ran */
+    struct timespec time;
+    gm_devent *next, *prev;
+};
+
+/* A kernel of a loaded module. */
+struct gm_dfunc {
+    gm_dmodule *mod;
+    char *name;
+    size_t shared_bytes, local_bytes;
+    int num_regs;           /* a cubin's; 0: unknown */
+    int max_dynamic_shared; /* -1: the default */
+    int native;             /* the library's pack kernel it is (kernels/pack.h index), or -1 */
+    int carveout;           /* PREFERRED_SHARED_MEMORY_CARVEOUT, -1 until set */
+};
+
+typedef struct sim_global {
+    char *name;
+    size_t size;
+    uint64_t addr;
+} sim_global;
+
+/* A loaded module; its kernels and globals live as long as it does. */
+struct gm_dmodule {
+    gm_dctx *dev;
+    bool native_pack;       /* the library's own pack module (kernels/pack.h): its kernels run in C */
+    int ptx_target;
+    size_t const_bytes;
+    gm_dfunc *funcs;
+    size_t nfuncs;
+    sim_global *globals;
+    size_t nglobals;
+    gm_dmodule *next, *prev; /* S.modules */
+};
+
+/* A device and its primary context: the context handle is its address. */
+struct gm_dctx {
+    int ordinal;
+    unsigned refs;
+    bool closing;      /* the last release is tearing it down */
+    uint64_t used;     /* device and managed bytes charged */
+    uint64_t next_off; /* bump pointer in the device's address window */
+    gm_dstream *dflt;  /* the legacy default stream, while retained */
+    uint64_t peers;    /* bit per ordinal: peer access enabled (ctx_enable_peer_access) */
+};
+
+struct gm_sim_state {
+    pthread_mutex_t mu;
+    pthread_cond_t done;
+    bool loaded;
+    int ndev;
+    uint64_t capacity;
+    uint64_t host_limit, host_used;
+    long delay_us;
+    const gm_sim_arch *arch;
+    uint64_t busy; /* bit per ordinal */
+    size_t page;
+    struct gm_dctx dev[GM_SIM_MAX_DEVICES];
+    sim_alloc **reg; /* sorted by base; records never overlap */
+    size_t nreg, capreg;
+    gm_dstream *streams;
+    gm_devent *events;
+    gm_dmodule *modules;
+    unsigned workers;
+};
+
+/* The one state (sim.c); S is its short name in the simulator's files. */
+extern struct gm_sim_state gm_sim_S;
+#define S gm_sim_S
+
+static inline void lock(void)
+{
+    pthread_mutex_lock(&S.mu);
+}
+
+static inline void unlock(void)
+{
+    pthread_mutex_unlock(&S.mu);
+}
+
+/* ---- sim.c: devices, contexts, memory (all with the lock held) ---- */
+
+/* Whether ctx is a device's primary context, retained. */
+bool gm_sim_ctx_ok(const gm_dctx *ctx);
+/* Whether addr lies in some device's address window. */
+bool gm_sim_in_device_window(uint64_t addr);
+/* The record holding addr, or NULL. */
+sim_alloc *gm_sim_reg_find(uint64_t addr);
+/* The record holding all of [addr, addr + len), len > 0, or NULL. */
+sim_alloc *gm_sim_reg_find_range(uint64_t addr, size_t len);
+/* Drops a reference to r; the last one frees it. */
+void gm_sim_alloc_unref(sim_alloc *r);
+/* Takes r out of the registry and gives its bytes back to its limit. */
+void gm_sim_alloc_drop(sim_alloc *r);
+/* cuMemAlloc in ctx: device memory filled with GM_SIM_GARBAGE_BYTE. */
+int gm_sim_mem_alloc_locked(gm_dctx *ctx, gm_cu_deviceptr *ptr, size_t bytes);
+
+/* ---- sim_stream.c: streams, events, copies, memsets ---- */
+
+/* A new stream of device dev with its worker (lock held). */
+int gm_sim_stream_new(gm_dctx *dev, unsigned flags, bool is_default, gm_dstream **out);
+/* Invalidates s, drains it and joins its worker (drops the lock meanwhile). */
+void gm_sim_stream_retire(gm_dstream *s);
+/* Unlinks an event from S.events and drops the handle's reference. */
+void gm_sim_event_unlink(gm_devent *ev);
+
+int gm_sim_ctx_synchronize(gm_dctx *ctx);
+int gm_sim_memcpy(gm_dctx *ctx, gm_cu_deviceptr dst, gm_cu_deviceptr src, size_t bytes, gm_dstream *stream,
+                  int async);
+int gm_sim_memcpy_2d(gm_dctx *ctx, const gm_cu_memcpy2d *c, gm_dstream *stream, int async);
+int gm_sim_memcpy_3d(gm_dctx *ctx, const gm_cu_memcpy3d *c, gm_dstream *stream, int async);
+int gm_sim_memset(gm_dctx *ctx, gm_cu_deviceptr dst, unsigned value, unsigned elem_size, size_t count,
+                  gm_dstream *stream, int async);
+int gm_sim_stream_create(gm_dctx *ctx, gm_dstream **stream, unsigned flags);
+int gm_sim_stream_destroy(gm_dctx *ctx, gm_dstream *stream);
+int gm_sim_stream_synchronize(gm_dctx *ctx, gm_dstream *stream);
+int gm_sim_stream_query(gm_dctx *ctx, gm_dstream *stream);
+int gm_sim_stream_wait_event(gm_dctx *ctx, gm_dstream *stream, gm_devent *event);
+int gm_sim_launch_host_func(gm_dctx *ctx, gm_dstream *stream, gm_cu_host_fn fn, void *data);
+int gm_sim_event_create(gm_dctx *ctx, gm_devent **event, unsigned flags);
+int gm_sim_event_destroy(gm_dctx *ctx, gm_devent *event);
+int gm_sim_event_record(gm_dctx *ctx, gm_devent *event, gm_dstream *stream);
+int gm_sim_event_query(gm_dctx *ctx, gm_devent *event);
+int gm_sim_event_synchronize(gm_dctx *ctx, gm_devent *event);
+int gm_sim_event_elapsed_time(float *ms, gm_devent *start, gm_devent *end);
+
+/* Queues fn(arg) on stream of ctx as device work (a kernel the simulator
+ * runs natively), in stream order; a and b (may be NULL) stay alive until
+ * it ran, and arg is freed after.  Lock held; on failure arg is freed. */
+int gm_sim_submit_kernel_locked(gm_dctx *ctx, gm_dstream *stream, void (*fn)(void *), void *arg, sim_alloc *a,
+                                sim_alloc *b);
+
+/* ---- sim_module.c: modules, functions, globals, occupancy, launches ---- */
+
+/* Unlinks m, frees its globals' memory and the module (lock held). */
+void gm_sim_module_free(gm_dmodule *m);
+
+int gm_sim_module_load_data(gm_dctx *ctx, gm_dmodule **module, const void *image, size_t size, char *error_log,
+                            size_t log_size);
+int gm_sim_module_unload(gm_dctx *ctx, gm_dmodule *module);
+int gm_sim_module_get_function(gm_dctx *ctx, gm_dfunc **func, gm_dmodule *module, const char *name);
+int gm_sim_module_get_global(gm_dctx *ctx, gm_cu_deviceptr *dptr, size_t *bytes, gm_dmodule *module,
+                             const char *name);
+int gm_sim_func_get_attribute(gm_dctx *ctx, int *value, int attr, gm_dfunc *func);
+int gm_sim_func_set_attribute(gm_dctx *ctx, gm_dfunc *func, int attr, int value);
+int gm_sim_occupancy_max_active_blocks(gm_dctx *ctx, int *blocks, gm_dfunc *func, int block_size,
+                                       size_t dynamic_smem);
+int gm_sim_launch_kernel(gm_dctx *ctx, gm_dfunc *func, const unsigned grid[3], const unsigned block[3],
+                         unsigned shared_bytes, gm_dstream *stream, void **params);
+
+#endif /* GM_SIM_IMPL_H */

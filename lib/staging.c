@@ -1,0 +1,414 @@
+/*
+ * staging.c - the staging engine (gpumem/staging.h): per context, a ring of
+ * pinned buffers with one event each and a pool of host threads, memoized
+ * per context (memo.c), so that it is made on first use, reused by every
+ * copy, and freed with the context's cached values (its final release, or
+ * gpumem_clear_context_caches) without the context naming it.  The value
+ * holds no context reference: it talks to the driver through the context's
+ * driver handle, which outlives the memo entries.
+ *
+ * An upload: for chunk i, buffer i % depth waits for its event (its last
+ * transfer is done), the threads fill it, an asynchronous copy moves it and
+ * the event is recorded after it.  A download: transfers of the first depth
+ * chunks are queued, then for chunk i the buffer's event is waited for, the
+ * threads drain it, and the transfer of chunk i + depth is queued into it.
+ */
+#include "config.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "env.h"
+#include "error.h"
+#include "gpumem/staging.h"
+#include "memo.h"
+#include "staging.h"
+
+#define MAX_THREADS 64
+#define MAX_DEPTH 64
+
+/* ---- settings ------------------------------------------------------------------------------------ */
+
+static pthread_mutex_t settings_mu = PTHREAD_MUTEX_INITIALIZER;
+static bool settings_read;
+static gpumem_status settings_status;
+static char settings_error[256];
+static gpumem_staging_settings settings;
+static uint64_t settings_gen = 1;
+
+/* Reads the environment once (settings_mu held). */
+static gpumem_status settings_load(void)
+{
+    if (settings_read)
+        return settings_status == GPUMEM_OK ? GPUMEM_OK
+                                            : gm_error(settings_status, "%s", settings_error);
+    long n = sysconf(_SC_NPROCESSORS_ONLN), threads, depth;
+    uint64_t chunk, min;
+    long dflt = n < 1 ? 1 : n > 8 ? 8 : n;
+    gpumem_status st;
+    if ((st = gm_env_long("GPUMEM_STAGING_THREADS", 1, MAX_THREADS, dflt, &threads, NULL)) == GPUMEM_OK &&
+        (st = gm_env_size("GPUMEM_STAGING_CHUNK", 64 << 10, 8 << 20, &chunk)) == GPUMEM_OK &&
+        (st = gm_env_long("GPUMEM_STAGING_DEPTH", 2, MAX_DEPTH, 4, &depth, NULL)) == GPUMEM_OK &&
+        (st = gm_env_size("GPUMEM_STAGING_MIN_BYTES", 0, 1 << 20, &min)) == GPUMEM_OK && chunk > (1u << 30))
+        st = gm_error(GPUMEM_ERROR_INVALID_ENVIRONMENT, "GPUMEM_STAGING_CHUNK: %llu bytes is more than 1 GiB",
+                      (unsigned long long)chunk);
+    settings_read = true;
+    settings_status = st;
+    if (st != GPUMEM_OK) {
+        snprintf(settings_error, sizeof settings_error, "%s", gpumem_last_error());
+        return st;
+    }
+    settings = (gpumem_staging_settings){sizeof settings, (unsigned)threads, (size_t)chunk, (unsigned)depth,
+                                         (size_t)min};
+    return GPUMEM_OK;
+}
+
+GPUMEM_API gpumem_status gpumem_staging_get(gpumem_staging_settings *out)
+{
+    GM_CHECK_NULL(out);
+    if (out->size != sizeof *out)
+        return gm_error(GPUMEM_ERROR_INVALID_VALUE, "gpumem_staging_get: settings->size is %zu, not %zu",
+                        out->size, sizeof *out);
+    pthread_mutex_lock(&settings_mu);
+    gpumem_status st = settings_load();
+    if (st == GPUMEM_OK)
+        *out = settings;
+    pthread_mutex_unlock(&settings_mu);
+    return st;
+}
+
+GPUMEM_API gpumem_status gpumem_staging_set(const gpumem_staging_settings *in)
+{
+    const char *what = "gpumem_staging_set";
+    GM_CHECK_NULL(in);
+    if (in->size != sizeof *in)
+        return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: settings->size is %zu, not %zu", what, in->size, sizeof *in);
+    if (in->threads < 1 || in->threads > MAX_THREADS)
+        return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: threads %u is not in 1..%d", what, in->threads, MAX_THREADS);
+    if (in->chunk_bytes < (64u << 10) || in->chunk_bytes > (1u << 30))
+        return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: chunk_bytes %zu is not in 64 KiB..1 GiB", what,
+                        in->chunk_bytes);
+    if (in->depth < 2 || in->depth > MAX_DEPTH)
+        return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: depth %u is not in 2..%d", what, in->depth, MAX_DEPTH);
+    pthread_mutex_lock(&settings_mu);
+    (void)settings_load(); /* a bad environment is overridden */
+    settings = *in;
+    settings_status = GPUMEM_OK;
+    settings_gen++;
+    pthread_mutex_unlock(&settings_mu);
+    return GPUMEM_OK;
+}
+
+gpumem_status gm_staging_min_bytes(size_t *out)
+{
+    pthread_mutex_lock(&settings_mu);
+    gpumem_status st = settings_load();
+    *out = settings.min_bytes;
+    pthread_mutex_unlock(&settings_mu);
+    return st;
+}
+
+/* ---- the thread pool ------------------------------------------------------------------------------ */
+
+/* Threads that each copy their share of one memcpy, then wait for the next. */
+typedef struct pool {
+    pthread_mutex_t mu;
+    pthread_cond_t go, done;
+    unsigned n;          /* threads, the caller included */
+    pthread_t tid[MAX_THREADS];
+    unsigned started;
+    uint64_t gen;        /* task number */
+    unsigned pending;    /* shares not done */
+    bool stop;
+    char *dst;
+    const char *src;
+    size_t bytes;
+} pool;
+
+static void share(pool *p, unsigned i, char **d, const char **s, size_t *n)
+{
+    size_t a = p->bytes * i / p->n, b = p->bytes * (i + 1) / p->n;
+    *d = p->dst + a;
+    *s = p->src + a;
+    *n = b - a;
+}
+
+static void *pool_main(void *arg)
+{
+    pool *p = ((void **)arg)[0];
+    unsigned index = (unsigned)(uintptr_t)((void **)arg)[1];
+    free(arg);
+    uint64_t seen = 0;
+    pthread_mutex_lock(&p->mu);
+    for (;;) {
+        while (!p->stop && p->gen == seen)
+            pthread_cond_wait(&p->go, &p->mu);
+        if (p->stop)
+            break;
+        seen = p->gen;
+        char *d;
+        const char *s;
+        size_t n;
+        share(p, index, &d, &s, &n);
+        pthread_mutex_unlock(&p->mu);
+        memcpy(d, s, n);
+        pthread_mutex_lock(&p->mu);
+        if (--p->pending == 0)
+            pthread_cond_signal(&p->done);
+    }
+    pthread_mutex_unlock(&p->mu);
+    return NULL;
+}
+
+static void pool_stop(pool *p)
+{
+    pthread_mutex_lock(&p->mu);
+    p->stop = true;
+    pthread_cond_broadcast(&p->go);
+    pthread_mutex_unlock(&p->mu);
+    for (unsigned i = 0; i < p->started; i++)
+        pthread_join(p->tid[i], NULL);
+    pthread_mutex_destroy(&p->mu);
+    pthread_cond_destroy(&p->go);
+    pthread_cond_destroy(&p->done);
+}
+
+/* n threads: the caller and n - 1 workers (fewer when some do not start). */
+static void pool_start(pool *p, unsigned n)
+{
+    memset(p, 0, sizeof *p);
+    pthread_mutex_init(&p->mu, NULL);
+    pthread_cond_init(&p->go, NULL);
+    pthread_cond_init(&p->done, NULL);
+    for (unsigned i = 1; i < n; i++) {
+        void **arg = malloc(2 * sizeof *arg);
+        if (arg == NULL)
+            break;
+        arg[0] = p;
+        arg[1] = (void *)(uintptr_t)i;
+        if (pthread_create(&p->tid[p->started], NULL, pool_main, arg) != 0) {
+            free(arg);
+            break;
+        }
+        p->started++;
+    }
+    p->n = p->started + 1;
+}
+
+/* memcpy on every thread of the pool. */
+static void pool_copy(pool *p, char *dst, const char *src, size_t bytes)
+{
+    if (p->n < 2 || bytes < (256u << 10)) {
+        memcpy(dst, src, bytes);
+        return;
+    }
+    pthread_mutex_lock(&p->mu);
+    p->dst = dst;
+    p->src = src;
+    p->bytes = bytes;
+    p->pending = p->n - 1;
+    p->gen++;
+    pthread_cond_broadcast(&p->go);
+    pthread_mutex_unlock(&p->mu);
+    char *d;
+    const char *s;
+    size_t n;
+    share(p, 0, &d, &s, &n);
+    memcpy(d, s, n);
+    pthread_mutex_lock(&p->mu);
+    while (p->pending > 0)
+        pthread_cond_wait(&p->done, &p->mu);
+    pthread_mutex_unlock(&p->mu);
+}
+
+/* ---- the engine --------------------------------------------------------------------------------------- */
+
+struct gm_staging {
+    pthread_mutex_t mu;   /* one copy at a time */
+    atomic_int refs;      /* the memo entry's + users' */
+    gm_dctx *dctx;
+    uint64_t gen;         /* the settings it was built with; 0: not built */
+    gpumem_staging_settings cfg;
+    void *buf[MAX_DEPTH];
+    gm_devent *ev[MAX_DEPTH];
+    bool used[MAX_DEPTH]; /* an event was recorded */
+    pool threads;
+    bool have_threads;
+};
+
+/* Frees the ring and the threads (mu held or the last reference). */
+static void ring_free(gm_staging *e)
+{
+    for (unsigned i = 0; i < MAX_DEPTH; i++) {
+        if (e->ev[i] != NULL) {
+            if (e->used[i])
+                (void)GM_DRV(event_synchronize, e->dctx, e->ev[i]);
+            (void)GM_DRV(event_destroy, e->dctx, e->ev[i]);
+        }
+        if (e->buf[i] != NULL)
+            (void)GM_DRV(mem_free_host, e->dctx, e->buf[i]);
+        e->ev[i] = NULL;
+        e->buf[i] = NULL;
+        e->used[i] = false;
+    }
+    if (e->have_threads)
+        pool_stop(&e->threads);
+    e->have_threads = false;
+    e->gen = 0;
+}
+
+/* Builds the ring for the current settings, if it was built for others. */
+static gpumem_status ring_ready(gm_staging *e, const char *what)
+{
+    pthread_mutex_lock(&settings_mu);
+    gpumem_status st = settings_load();
+    gpumem_staging_settings cfg = settings;
+    uint64_t gen = settings_gen;
+    pthread_mutex_unlock(&settings_mu);
+    if (st != GPUMEM_OK || e->gen == gen)
+        return st;
+    ring_free(e);
+    e->cfg = cfg;
+    for (unsigned i = 0; i < cfg.depth && st == GPUMEM_OK; i++) {
+        st = gm_drv_check(GM_DRV(mem_host_alloc, e->dctx, &e->buf[i], cfg.chunk_bytes, 0), GM_OP_mem_host_alloc,
+                          what);
+        if (st == GPUMEM_OK)
+            st = gm_drv_check(GM_DRV(event_create, e->dctx, &e->ev[i], GM_CU_EVENT_DISABLE_TIMING),
+                              GM_OP_event_create, what);
+    }
+    if (st != GPUMEM_OK) {
+        ring_free(e);
+        return st;
+    }
+    pool_start(&e->threads, cfg.threads);
+    e->have_threads = true;
+    e->gen = gen;
+    return GPUMEM_OK;
+}
+
+static void engine_unref(gm_staging *e)
+{
+    if (atomic_fetch_sub_explicit(&e->refs, 1, memory_order_acq_rel) == 1) {
+        ring_free(e);
+        pthread_mutex_destroy(&e->mu);
+        free(e);
+    }
+}
+
+static gpumem_status engine_create(gpumem_context *ctx, const void *key, size_t key_size, void *user, void **value)
+{
+    (void)key, (void)key_size, (void)user;
+    gm_staging *e = calloc(1, sizeof *e);
+    if (e == NULL)
+        return gm_error(GPUMEM_ERROR_HOST_OUT_OF_MEMORY, "the staging engine: out of host memory");
+    pthread_mutex_init(&e->mu, NULL);
+    atomic_init(&e->refs, 1);
+    e->dctx = ctx->dctx;
+    *value = e;
+    return GPUMEM_OK;
+}
+
+static void engine_destroy(void *value, void *user)
+{
+    (void)user;
+    engine_unref(value);
+}
+
+static void engine_acquire(void *value)
+{
+    atomic_fetch_add_explicit(&((gm_staging *)value)->refs, 1, memory_order_relaxed);
+}
+
+gpumem_status gm_staging_acquire(gpumem_context *ctx, gm_staging **out)
+{
+    void *v = NULL;
+    gpumem_status st = gm_memo_get("the staging engine", ctx, NULL, 0, engine_create, engine_destroy, NULL,
+                                   engine_acquire, &v);
+    if (st != GPUMEM_OK)
+        return st;
+    gm_staging *e = v;
+    if (pthread_mutex_trylock(&e->mu) != 0) { /* busy: the caller uses the driver's call */
+        engine_unref(e);
+        e = NULL;
+    }
+    *out = e;
+    return GPUMEM_OK;
+}
+
+void gm_staging_release(gm_staging *e)
+{
+    if (e != NULL) {
+        pthread_mutex_unlock(&e->mu);
+        engine_unref(e);
+    }
+}
+
+/* Waits until buffer b is free. */
+static gpumem_status buffer_free(gm_staging *e, unsigned b, const char *what)
+{
+    if (!e->used[b])
+        return GPUMEM_OK;
+    e->used[b] = false;
+    return gm_drv_check(GM_DRV(event_synchronize, e->dctx, e->ev[b]), GM_OP_event_synchronize, what);
+}
+
+static gpumem_status chunk_copy(gm_staging *e, unsigned b, gm_cu_deviceptr dst, gm_cu_deviceptr src, size_t n,
+                                gm_dstream *ds, const char *what)
+{
+    gpumem_status st = gm_drv_check(GM_DRV(memcpy, e->dctx, dst, src, n, ds, 1), GM_OP_memcpy, what);
+    if (st == GPUMEM_OK)
+        st = gm_drv_check(GM_DRV(event_record, e->dctx, e->ev[b], ds), GM_OP_event_record, what);
+    e->used[b] = st == GPUMEM_OK;
+    return st;
+}
+
+gpumem_status gm_staging_upload(gm_staging *e, gm_cu_deviceptr dst, const void *src, size_t bytes, gm_dstream *ds,
+                                int async, const char *what)
+{
+    gpumem_status st = ring_ready(e, what);
+    size_t chunk = e->cfg.chunk_bytes;
+    for (size_t off = 0, i = 0; st == GPUMEM_OK && off < bytes; off += chunk, i++) {
+        unsigned b = (unsigned)(i % e->cfg.depth);
+        size_t n = bytes - off < chunk ? bytes - off : chunk;
+        if ((st = buffer_free(e, b, what)) != GPUMEM_OK)
+            break;
+        pool_copy(&e->threads, e->buf[b], (const char *)src + off, n);
+        st = chunk_copy(e, b, dst + off, (gm_cu_deviceptr)(uintptr_t)e->buf[b], n, ds, what);
+    }
+    if (st == GPUMEM_OK && !async)
+        st = gm_drv_check(GM_DRV(stream_synchronize, e->dctx, ds), GM_OP_stream_synchronize, what);
+    return st;
+}
+
+gpumem_status gm_staging_download(gm_staging *e, void *dst, gm_cu_deviceptr src, size_t bytes, gm_dstream *ds,
+                                  const char *what)
+{
+    gpumem_status st = ring_ready(e, what);
+    if (st != GPUMEM_OK)
+        return st;
+    size_t chunk = e->cfg.chunk_bytes, nchunks = (bytes + chunk - 1) / chunk;
+    unsigned depth = e->cfg.depth;
+    /* the first transfers, one per buffer */
+    for (size_t i = 0; st == GPUMEM_OK && i < nchunks && i < depth; i++) {
+        size_t off = i * chunk, n = bytes - off < chunk ? bytes - off : chunk;
+        if ((st = buffer_free(e, (unsigned)i, what)) == GPUMEM_OK)
+            st = chunk_copy(e, (unsigned)i, (gm_cu_deviceptr)(uintptr_t)e->buf[i], src + off, n, ds, what);
+    }
+    for (size_t i = 0; st == GPUMEM_OK && i < nchunks; i++) {
+        unsigned b = (unsigned)(i % depth);
+        size_t off = i * chunk, n = bytes - off < chunk ? bytes - off : chunk;
+        if ((st = buffer_free(e, b, what)) != GPUMEM_OK)
+            break;
+        pool_copy(&e->threads, (char *)dst + off, e->buf[b], n);
+        size_t next = i + depth;
+        if (next < nchunks) {
+            size_t noff = next * chunk, nn = bytes - noff < chunk ? bytes - noff : chunk;
+            st = chunk_copy(e, b, (gm_cu_deviceptr)(uintptr_t)e->buf[b], src + noff, nn, ds, what);
+        }
+    }
+    return st;
+}

@@ -1,0 +1,335 @@
+/* The pack and unpack kernels: the planner that collapses a copy for them
+ * (gm_pack_plan_make), their C twin, and the kernels themselves, loaded once
+ * per context through the kernel cache and launched on random layouts (any
+ * ndim, negative and zero strides, items of 1 to 32 bytes, misaligned
+ * bases), checked element by element, gaps included.  On the simulator the
+ * kernels run natively in C (other kernels stay "not simulated"); with
+ * GPUMEM_BACKEND=cuda the real kernels run.  Internal test. */
+#include "config.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "copy_pack.h"
+#include "copyplan.h"
+#include "gpumem.h"
+#include "kernels/pack.h"
+#include "tap.h"
+
+static uint64_t rng = 88172645463325252ull;
+static uint64_t next(void)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return rng;
+}
+static int64_t pick(int64_t n)
+{
+    return (int64_t)(next() % (uint64_t)n);
+}
+
+static gm_pack_plan plan_of(int ndim, const int64_t *shape, const int64_t *s, const int64_t *p, size_t isz,
+                            uint64_t sa, uint64_t pa, bool unpack, gpumem_status *st)
+{
+    gm_pack_plan pl;
+    memset(&pl, 0, sizeof pl);
+    *st = gm_pack_plan_make(ndim, shape, s, p, isz, sa, pa, unpack, &pl);
+    return pl;
+}
+
+static void test_plans(void)
+{
+    gpumem_status st;
+    /* a[:, ::2] of C (4,6) float32 -> C (4,3): one row of 12 at stride 8 */
+    gm_pack_plan p = plan_of(2, (int64_t[]){4, 3}, (int64_t[]){24, 8}, (int64_t[]){12, 4}, 4, 0, 0, false, &st);
+    is_int(st, GPUMEM_OK, "a[:, ::2] plans");
+    ok(p.params.unit == 4 && p.params.cols == 12 && p.params.col_stride == 8 && p.params.nouter == 0 &&
+           p.params.rows == 1 && p.bytes == 48 && !p.wide,
+       "a[:, ::2]: the rows merge into 12 units of 4 at stride 8");
+    is_str(gm_pack_kernel_name(p.kernel), "gm_pack_4_32", "its kernel");
+    /* C (3,5) -> F (3,5): the transposing gather */
+    p = plan_of(2, (int64_t[]){3, 5}, (int64_t[]){20, 4}, (int64_t[]){4, 12}, 4, 0, 0, false, &st);
+    ok(st == GPUMEM_OK && p.params.cols == 3 && p.params.col_stride == 20 && p.params.nouter == 1 &&
+           p.params.outer_shape[0] == 5 && p.params.outer_stride[0] == 4 && p.params.rows == 5,
+       "a transpose: columns along the packed side's fastest axis");
+    /* a[:, :8] of C (4,16) float32: rows of 32 bytes widen to units of 16 */
+    p = plan_of(2, (int64_t[]){4, 8}, (int64_t[]){64, 4}, (int64_t[]){32, 4}, 4, 256, 512, true, &st);
+    ok(st == GPUMEM_OK && p.params.unit == 16 && p.params.cols == 2 && p.params.outer_stride[0] == 64,
+       "contiguous runs widen to units of 16");
+    is_str(gm_pack_kernel_name(p.kernel), "gm_unpack_16_32", "an unpack's kernel");
+    /* the same at an address aligned to 4 only */
+    p = plan_of(2, (int64_t[]){4, 8}, (int64_t[]){64, 4}, (int64_t[]){32, 4}, 4, 260, 512, true, &st);
+    ok(st == GPUMEM_OK && p.params.unit == 4 && p.params.cols == 8, "a misaligned base keeps units of 4");
+    /* records of 12 bytes, every other one */
+    p = plan_of(1, (int64_t[]){10}, (int64_t[]){24}, (int64_t[]){12}, 12, 0, 0, false, &st);
+    ok(st == GPUMEM_OK && p.params.unit == 4 && p.params.cols == 3 && p.params.col_stride == 4 &&
+           p.params.rows == 10 && p.params.outer_stride[0] == 24,
+       "a 12-byte record is 3 units of 4");
+    /* a[::-1]: the strided side runs backwards */
+    p = plan_of(1, (int64_t[]){5}, (int64_t[]){-4}, (int64_t[]){4}, 4, 0, 0, false, &st);
+    ok(st == GPUMEM_OK && p.params.cols == 5 && p.params.col_stride == -4 && p.params.strided == 0,
+       "a reversed source: negative column stride");
+    /* a reversed packed side flips both */
+    p = plan_of(1, (int64_t[]){5}, (int64_t[]){8}, (int64_t[]){-4}, 4, 0, 0, false, &st);
+    ok(st == GPUMEM_OK && p.params.col_stride == -8 && (int64_t)p.params.strided == 32 &&
+           (int64_t)p.params.packed == -16,
+       "a reversed packed side: offsets to its lowest byte");
+    /* a broadcast source */
+    p = plan_of(2, (int64_t[]){3, 4}, (int64_t[]){0, 4}, (int64_t[]){16, 4}, 4, 0, 0, false, &st);
+    ok(st == GPUMEM_OK && p.params.rows == 3 && p.params.outer_stride[0] == 0, "a broadcast row packs");
+    plan_of(2, (int64_t[]){3, 4}, (int64_t[]){0, 4}, (int64_t[]){16, 4}, 4, 0, 0, true, &st);
+    is_int(st, GPUMEM_ERROR_INVALID_VALUE, "an unpack into a broadcast is refused");
+    plan_of(2, (int64_t[]){3, 4}, (int64_t[]){16, 4}, (int64_t[]){32, 4}, 4, 0, 0, false, &st);
+    is_int(st, GPUMEM_ERROR_INVALID_VALUE, "a packed side with gaps is refused");
+    p = plan_of(2, (int64_t[]){3, 0}, (int64_t[]){16, 4}, (int64_t[]){32, 4}, 4, 0, 0, false, &st);
+    ok(st == GPUMEM_OK && p.bytes == 0, "an empty copy packs nothing");
+    /* wide: more than 2^31 columns of 1 byte at stride 2 */
+    p = plan_of(1, (int64_t[]){INT64_C(3) << 30}, (int64_t[]){2}, (int64_t[]){1}, 1, 0, 0, false, &st);
+    ok(st == GPUMEM_OK && p.wide && p.kernel == gm_pack_kernel_index(1, true, false), "big copies use 64 bits");
+}
+
+/* The layout of one side: strides, and the offset of element 0 in a buffer
+ * spanning [0, span). */
+typedef struct side {
+    int64_t strides[4];
+    int64_t off, span;
+} side;
+
+static void layout_span(int ndim, const int64_t *shape, side *s, size_t isz)
+{
+    int64_t lo = 0, hi = 0;
+    for (int i = 0; i < ndim; i++) {
+        int64_t t = (shape[i] - 1) * s->strides[i];
+        if (t < 0)
+            lo += t;
+        else
+            hi += t;
+    }
+    s->off = -lo;
+    s->span = hi - lo + (int64_t)isz;
+}
+
+/* Element e (odometer order) of a layout: its byte offset. */
+static int64_t elem_offset(int ndim, const int64_t *shape, const side *s, int64_t e)
+{
+    int64_t off = s->off;
+    for (int i = ndim - 1; i >= 0; i--) {
+        off += (e % shape[i]) * s->strides[i];
+        e /= shape[i];
+    }
+    return off;
+}
+
+static gpumem_array *to_device(gpumem_context *ctx, unsigned char *bytes, int64_t n)
+{
+    gpumem_array *h = NULL, *d = NULL;
+    gpumem_host_array_wrap(bytes, 1, &n, NULL, gpumem_dtype_builtin(GPUMEM_UINT8), &h);
+    gpumem_to_device(ctx, h, NULL, 0, &d);
+    gpumem_array_release(h);
+    return d;
+}
+
+static int read_back(gpumem_array *d, unsigned char *bytes, int64_t n)
+{
+    gpumem_array *h = NULL;
+    gpumem_host_array_wrap(bytes, 1, &n, NULL, gpumem_dtype_builtin(GPUMEM_UINT8), &h);
+    gpumem_status st = gpumem_copy_to_host(d, h, NULL);
+    gpumem_array_release(h);
+    return st == GPUMEM_OK;
+}
+
+/* One random pack or unpack through the kernels, checked byte for byte. */
+static int fuzz_one(gpumem_context *ctx, gm_pack_kernels *k, bool unpack, char *why, size_t whylen)
+{
+    static const size_t sizes[] = {1, 2, 3, 4, 8, 12, 16, 32};
+    size_t isz = sizes[pick(8)];
+    int ndim = 1 + (int)pick(4);
+    int64_t shape[4], n = 1;
+    for (int i = 0; i < ndim; i++)
+        n *= shape[i] = 1 + pick(6);
+    /* strided: a permuted, stepped view of a C buffer */
+    side s, p;
+    int perm[4] = {0, 1, 2, 3};
+    for (int i = ndim - 1; i > 0; i--) {
+        int j = (int)pick(i + 1), t = perm[i];
+        perm[i] = perm[j];
+        perm[j] = t;
+    }
+    int64_t acc = (int64_t)isz * (1 + pick(2));
+    for (int i = ndim - 1; i >= 0; i--) {
+        static const int steps[] = {1, 2, -1, -3, 1, 0};
+        int step = steps[pick(unpack ? 5 : 6)];
+        s.strides[perm[i]] = acc * step;
+        acc *= shape[perm[i]] * (step < 0 ? -step : step > 0 ? step : 1) + (int64_t)pick(2);
+    }
+    /* packed: contiguous in another order, maybe reversed on one axis */
+    for (int i = ndim - 1; i > 0; i--) {
+        int j = (int)pick(i + 1), t = perm[i];
+        perm[i] = perm[j];
+        perm[j] = t;
+    }
+    acc = (int64_t)isz;
+    for (int i = ndim - 1; i >= 0; i--) {
+        p.strides[perm[i]] = acc * (pick(5) == 0 ? -1 : 1);
+        acc *= shape[perm[i]];
+    }
+    layout_span(ndim, shape, &s, isz);
+    layout_span(ndim, shape, &p, isz);
+    int64_t smis = pick(16), pmis = pick(16); /* misaligned bases */
+    int64_t sbytes = s.span + smis, pbytes = p.span + pmis;
+    unsigned char *sh = malloc((size_t)sbytes), *ph = malloc((size_t)pbytes);
+    unsigned char *sw = malloc((size_t)sbytes), *pw = malloc((size_t)pbytes);
+    for (int64_t i = 0; i < sbytes; i++)
+        sh[i] = (unsigned char)next();
+    for (int64_t i = 0; i < pbytes; i++)
+        ph[i] = (unsigned char)next();
+    gpumem_array *sd = to_device(ctx, sh, sbytes), *pd = to_device(ctx, ph, pbytes);
+    uint64_t sa = 0, pa = 0;
+    gpumem_array_device_pointer(sd, &sa);
+    gpumem_array_device_pointer(pd, &pa);
+    sa += (uint64_t)(smis + s.off);
+    pa += (uint64_t)(pmis + p.off);
+    gm_pack_plan pl;
+    gpumem_status st = gm_pack_plan_make(ndim, shape, s.strides, p.strides, isz, sa, pa, unpack, &pl);
+    int good = st == GPUMEM_OK;
+    if (good)
+        st = gm_pack_launch(k, &pl, sa, pa, NULL, "test");
+    good = st == GPUMEM_OK && read_back(sd, sw, sbytes) && read_back(pd, pw, pbytes);
+    /* expected: the untouched side's bytes moved element by element */
+    unsigned char *want_s = malloc((size_t)sbytes), *want_p = malloc((size_t)pbytes);
+    memcpy(want_s, sh, (size_t)sbytes);
+    memcpy(want_p, ph, (size_t)pbytes);
+    for (int64_t e = 0; e < n; e++) {
+        int64_t so = smis + elem_offset(ndim, shape, &s, e), po = pmis + elem_offset(ndim, shape, &p, e);
+        if (unpack)
+            memcpy(want_s + so, ph + po, isz);
+        else
+            memcpy(want_p + po, sh + so, isz);
+    }
+    if (good && (memcmp(want_s, sw, (size_t)sbytes) != 0 || memcmp(want_p, pw, (size_t)pbytes) != 0))
+        good = 0;
+    if (!good)
+        snprintf(why, whylen, "%s of ndim %d item %zu shape (%lld,%lld,%lld,%lld) kernel %s: %s",
+                 unpack ? "unpack" : "pack", ndim, isz, (long long)shape[0], (long long)(ndim > 1 ? shape[1] : 0),
+                 (long long)(ndim > 2 ? shape[2] : 0), (long long)(ndim > 3 ? shape[3] : 0),
+                 st == GPUMEM_OK ? gm_pack_kernel_name(pl.kernel) : "-",
+                 st == GPUMEM_OK ? "wrong bytes" : gpumem_last_error());
+    free(want_s);
+    free(want_p);
+    free(sh);
+    free(ph);
+    free(sw);
+    free(pw);
+    gpumem_array_release(sd);
+    gpumem_array_release(pd);
+    return good;
+}
+
+/* Every kernel once, 32- and 64-bit: a[::2] of n units (a 64-bit kernel is
+ * launched on a small copy; it computes the same). */
+static void test_each_kernel(gpumem_context *ctx, gm_pack_kernels *k)
+{
+    for (int i = 0; i < GM_PACK_NKERNELS; i++) {
+        int unit;
+        bool wide, unpack;
+        gm_pack_kernel_info(i, &unit, &wide, &unpack);
+        int64_t n = 1000, bytes = 2 * n * unit;
+        unsigned char *a = malloc((size_t)bytes), *b = malloc((size_t)(n * unit)), *ra = malloc((size_t)bytes),
+                      *rb = malloc((size_t)(n * unit));
+        for (int64_t j = 0; j < bytes; j++)
+            a[j] = (unsigned char)next();
+        for (int64_t j = 0; j < n * unit; j++)
+            b[j] = (unsigned char)next();
+        gpumem_array *ad = to_device(ctx, a, bytes), *bd = to_device(ctx, b, n * unit);
+        uint64_t aa, ba;
+        gpumem_array_device_pointer(ad, &aa);
+        gpumem_array_device_pointer(bd, &ba);
+        gm_pack_plan pl;
+        gpumem_status st = gm_pack_plan_make(1, &n, (int64_t[]){2 * unit}, (int64_t[]){unit}, (size_t)unit, aa,
+                                             ba, unpack, &pl);
+        pl.wide = wide;
+        pl.kernel = i;
+        if (st == GPUMEM_OK)
+            st = gm_pack_launch(k, &pl, aa, ba, NULL, "test");
+        int good = st == GPUMEM_OK && read_back(ad, ra, bytes) && read_back(bd, rb, n * unit);
+        for (int64_t j = 0; good && j < n; j++) {
+            const unsigned char *want = unpack ? b + j * unit : a + 2 * j * unit;
+            good = memcmp(unpack ? ra + 2 * j * unit : rb + j * unit, want, (size_t)unit) == 0;
+            if (unpack) /* the gaps stay */
+                good = good && memcmp(ra + (2 * j + 1) * unit, a + (2 * j + 1) * unit, (size_t)unit) == 0;
+        }
+        ok(good, "%s moves a[::2] of %lld units (%s)", gm_pack_kernel_name(i), (long long)n,
+           st == GPUMEM_OK ? "launched" : gpumem_last_error());
+        gpumem_array_release(ad);
+        gpumem_array_release(bd);
+        free(a);
+        free(b);
+        free(ra);
+        free(rb);
+    }
+}
+
+int main(void)
+{
+    test_plans();
+    gpumem_context *ctx = NULL;
+    char why[256];
+    gpumem_status st = gpumem_test_context(&ctx, why, sizeof why);
+    if (st != GPUMEM_OK) {
+        if (gpumem_test_should_skip(st)) {
+            skip(1, why);
+            return exit_status();
+        }
+        bail_out("%s", why);
+    }
+    uint64_t loads0 = 0, loads1 = 0, loads2 = 0;
+    gpumem_debug_driver_calls("cuModuleLoadDataEx", &loads0);
+    gm_pack_kernels *k = NULL, *k2 = NULL;
+    is_int(gm_pack_kernels_get(ctx, &k), GPUMEM_OK, "the pack kernels load");
+    gpumem_debug_driver_calls("cuModuleLoadDataEx", &loads1);
+    is_int(gm_pack_kernels_get(ctx, &k2), GPUMEM_OK, "and again");
+    gpumem_debug_driver_calls("cuModuleLoadDataEx", &loads2);
+    ok(k != NULL && k == k2, "the same kernels, from the per-context cache");
+    is_int(loads1 - loads0, 1, "one module load for the first call");
+    is_int(loads2 - loads1, 0, "none for the second");
+    gm_pack_kernels_put(k2);
+    if (k == NULL)
+        bail_out("the pack kernels are unavailable: %s", gpumem_last_error());
+    test_each_kernel(ctx, k);
+    int bad = 0;
+    for (int i = 0; i < 400 && bad < 5; i++) {
+        if (!fuzz_one(ctx, k, i % 2 == 1, why, sizeof why)) {
+            ok(0, "random layout %d: %s", i, why);
+            bad++;
+        }
+    }
+    ok(bad == 0, "400 random packs and unpacks move every element and leave the gaps");
+
+    /* a parameter block that does not fit its kernel */
+    gm_pack_plan pl;
+    int64_t n = 16;
+    gpumem_array *d = to_device(ctx, (unsigned char[64]){0}, 64);
+    uint64_t a = 0;
+    gpumem_array_device_pointer(d, &a);
+    gm_pack_plan_make(1, &n, (int64_t[]){4}, (int64_t[]){4}, 4, a, a, false, &pl);
+    gm_pack_plan bad_unit = pl;
+    bad_unit.kernel = gm_pack_kernel_index(8, false, false);
+    if (test_on_sim()) {
+        is_int(gm_pack_launch(k, &bad_unit, a, a, NULL, "test"), GPUMEM_ERROR_DRIVER,
+               "the simulator refuses a block whose unit is not the kernel's");
+        like(gpumem_last_error(), "CUDA_ERROR_INVALID_VALUE", "as the driver's invalid value");
+        is_int(gm_pack_launch(k, &pl, a + 4096, a, NULL, "test"), GPUMEM_ERROR_DRIVER,
+               "and a block that reaches outside device memory");
+        like(gpumem_last_error(), "CUDA_ERROR_ILLEGAL_ADDRESS", "as an illegal address");
+    } else {
+        skip(4, "the simulator's checks of a launch");
+    }
+    gpumem_array_release(d);
+    gm_pack_kernels_put(k);
+    gpumem_context_release(ctx);
+    done_testing();
+    return exit_status();
+}

@@ -1,0 +1,478 @@
+/*
+ * cmd-bench.c - gpumem bench: transfer bandwidth of each copy path of the
+ * library beside the plain driver call that is its baseline.
+ *
+ *   gpumem bench [--quick] [--rows] [--json | --csv] [--reps N]
+ *
+ * Cases (each a median of N timed runs after one warm-up; every run is
+ * complete when timed: synchronous copies, and a context synchronization
+ * for the baseline):
+ *   h2d/d2h pinned and pageable, 4 KiB to 1 GiB (--quick: to 1 MiB);
+ *   strided and transposed copies of 64 MiB of useful bytes (--quick:
+ *   256 KiB) against the contiguous copy of the same bytes and host kind:
+ *   d[:, ::2] -> host, host -> d[:, ::2], d[::2] -> host (1-D), a 3-D slab
+ *   d[:, 8:-8, 8:-8] -> host, and a C host array into an F device array;
+ *   --rows: a 2-D copy of 64 MiB (--quick: 1 MiB) of rows of 4 B to 64 KiB
+ *   at a pitch of twice the row, pinned, both ways: where it reaches the
+ *   contiguous figure is GPUMEM_COPY_MIN_ROW_BYTES for this machine.
+ * The baseline ("driver") is the CUDA driver called directly, through
+ * libcuda.so.1: cuMemcpy for contiguous copies, cuMemcpy2D with the
+ * element as the row for strided ones (what a planner minimizing calls
+ * issues).  On the simulator there is no driver to call: the baseline
+ * column is empty and the figures mean nothing (make check runs --quick as a
+ * smoke test).  The allocation rows of bench/bench-pool (pools, memoize,
+ * against cuMemAlloc and cuMemAllocAsync at 1-8 threads) are to join this
+ * table after "strided" (the lead's part of issue 11).
+ *
+ * Output: a table; --json one object {"machine": {...}, "results": [...]};
+ * --csv one line per result (bench/bandwidth.gp plots it).  A progress
+ * line goes to stderr when it is a terminal.  Exit status: 0, 1 a library
+ * failure, 2 a usage error.
+ */
+#include "config.h"
+
+#include <dlfcn.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <gpumem.h>
+
+int cmd_bench(int argc, char **argv);
+
+/* ---- the driver, for the baselines ------------------------------------------------------------- */
+
+/* CUDA_MEMCPY2D as cuda.h lays it out (the tool uses only public headers of
+ * the library, so it declares the few driver types it needs itself). */
+typedef struct drv_memcpy2d {
+    size_t srcXInBytes, srcY;
+    int srcMemoryType;
+    const void *srcHost;
+    unsigned long long srcDevice;
+    void *srcArray;
+    size_t srcPitch;
+    size_t dstXInBytes, dstY;
+    int dstMemoryType;
+    void *dstHost;
+    unsigned long long dstDevice;
+    void *dstArray;
+    size_t dstPitch;
+    size_t WidthInBytes, Height;
+} drv_memcpy2d;
+
+static struct {
+    int ok;
+    int (*init)(unsigned);
+    int (*device_get)(int *, int);
+    int (*primary_retain)(void **, int);
+    int (*ctx_set_current)(void *);
+    int (*memcpy)(unsigned long long, unsigned long long, size_t);
+    int (*memcpy2d)(const drv_memcpy2d *);
+    int (*ctx_synchronize)(void);
+} drv;
+
+/* Loads the driver when the library runs on it; the baseline then runs in
+ * the device's primary context, the one the library uses. */
+static void driver_open(int device)
+{
+    const char *backend = NULL;
+    if (gpumem_backend(&backend) != GPUMEM_OK || strcmp(backend, "cuda") != 0)
+        return;
+    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (h == NULL)
+        return;
+    *(void **)&drv.init = dlsym(h, "cuInit");
+    *(void **)&drv.device_get = dlsym(h, "cuDeviceGet");
+    *(void **)&drv.primary_retain = dlsym(h, "cuDevicePrimaryCtxRetain");
+    *(void **)&drv.ctx_set_current = dlsym(h, "cuCtxSetCurrent");
+    *(void **)&drv.memcpy = dlsym(h, "cuMemcpy");
+    *(void **)&drv.memcpy2d = dlsym(h, "cuMemcpy2D_v2");
+    *(void **)&drv.ctx_synchronize = dlsym(h, "cuCtxSynchronize");
+    int dev = 0;
+    void *ctx = NULL;
+    drv.ok = drv.init && drv.device_get && drv.primary_retain && drv.ctx_set_current && drv.memcpy &&
+             drv.memcpy2d && drv.ctx_synchronize && drv.init(0) == 0 && drv.device_get(&dev, device) == 0 &&
+             drv.primary_retain(&ctx, dev) == 0 && drv.ctx_set_current(ctx) == 0;
+}
+
+/* ---- timing and output --------------------------------------------------------------------------- */
+
+typedef struct bench {
+    gpumem_context *ctx;
+    int reps, json, csv, progress, quick, nresults;
+    FILE *out;
+} bench;
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+typedef int (*run_fn)(void *arg); /* one complete run; 0 on success */
+
+/* The median seconds of b->reps runs after a warm-up; < 0 on failure. */
+static double median(bench *b, run_fn fn, void *arg)
+{
+    double t[64];
+    int n = b->reps < 64 ? b->reps : 64;
+    if (fn(arg) != 0)
+        return -1;
+    for (int i = 0; i < n; i++) {
+        double t0 = now_s();
+        if (fn(arg) != 0)
+            return -1;
+        t[i] = now_s() - t0;
+    }
+    qsort(t, (size_t)n, sizeof *t, cmp_double);
+    return n % 2 ? t[n / 2] : (t[n / 2 - 1] + t[n / 2]) / 2;
+}
+
+static void result(bench *b, const char *group, const char *name, const char *path, uint64_t bytes, double s)
+{
+    double gbs = s > 0 ? (double)bytes / s / 1e9 : 0;
+    if (b->progress)
+        fprintf(stderr, "\r\033[K");
+    if (b->json)
+        printf("%s\n    {\"group\": \"%s\", \"case\": \"%s\", \"path\": \"%s\", \"bytes\": %llu, \"seconds\": %.9f, "
+               "\"gb_per_s\": %.3f}",
+               b->nresults ? "," : "", group, name, path, (unsigned long long)bytes, s, gbs);
+    else if (b->csv)
+        printf("%s,%s,%s,%llu,%.9f,%.3f\n", group, name, path, (unsigned long long)bytes, s, gbs);
+    else
+        printf("%-9s %-34s %-16s %12llu %10.1f us %9.2f GB/s\n", group, name, path, (unsigned long long)bytes,
+               s * 1e6, gbs);
+    b->nresults++;
+    fflush(stdout);
+}
+
+static void progress(bench *b, const char *what)
+{
+    if (b->progress)
+        fprintf(stderr, "\r\033[Kgpumem bench: %s ...", what);
+}
+
+/* ---- cases ---------------------------------------------------------------------------------------------- */
+
+typedef struct copy_case {
+    gpumem_array *dst, *src;
+} copy_case;
+
+static int run_copy(void *arg)
+{
+    copy_case *c = arg;
+    return gpumem_array_copy(c->dst, c->src, NULL) != GPUMEM_OK;
+}
+
+typedef struct drv_case {
+    unsigned long long dst, src;
+    size_t bytes;
+    drv_memcpy2d m;
+    int two_d;
+} drv_case;
+
+static int run_drv(void *arg)
+{
+    drv_case *c = arg;
+    int rc = c->two_d ? drv.memcpy2d(&c->m) : drv.memcpy(c->dst, c->src, c->bytes);
+    return rc != 0 || drv.ctx_synchronize() != 0;
+}
+
+static uint64_t addr_of(gpumem_array *a, int device)
+{
+    uint64_t p = 0;
+    void *h = NULL;
+    if (device)
+        gpumem_array_device_pointer(a, &p);
+    else if (gpumem_array_host_pointer(a, &h) == GPUMEM_OK)
+        p = (uint64_t)(uintptr_t)h;
+    return p;
+}
+
+/* One gpumem copy (and its path) and, when given, its driver baseline. */
+static int measure(bench *b, const char *group, const char *name, gpumem_array *dst, gpumem_array *src,
+                   uint64_t bytes, drv_case *base)
+{
+    progress(b, name);
+    copy_case c = {dst, src};
+    double s = median(b, run_copy, &c);
+    if (s < 0) {
+        fprintf(stderr, "\ngpumem bench: %s: %s\n", name, gpumem_last_error());
+        return 1;
+    }
+    gpumem_copy_path p = GPUMEM_COPY_PATH_NONE;
+    gpumem_debug_last_copy_path(&p);
+    result(b, group, name, gpumem_copy_path_name(p), bytes, s);
+    if (base != NULL && drv.ok) {
+        double d = median(b, run_drv, base);
+        if (d >= 0)
+            result(b, group, name, "driver", bytes, d);
+    }
+    return 0;
+}
+
+static gpumem_array *host_bytes(bench *b, int pinned, int64_t n, void **mem)
+{
+    const gpumem_dtype *u8 = gpumem_dtype_builtin(GPUMEM_UINT8);
+    gpumem_array *a = NULL;
+    *mem = NULL;
+    if (pinned) {
+        gpumem_pinned_array(b->ctx, 1, &n, NULL, u8, 'C', &a);
+    } else if ((*mem = malloc((size_t)n)) != NULL) {
+        memset(*mem, 1, (size_t)n); /* touch every page */
+        gpumem_host_array_wrap(*mem, 1, &n, NULL, u8, &a);
+    }
+    return a;
+}
+
+static int bench_contiguous(bench *b)
+{
+    int64_t top = b->quick ? (1 << 20) : (INT64_C(1) << 30);
+    const gpumem_dtype *u8 = gpumem_dtype_builtin(GPUMEM_UINT8);
+    for (int pinned = 0; pinned < 2; pinned++) {
+        void *mem = NULL;
+        gpumem_array *h = host_bytes(b, pinned, top, &mem), *d = NULL;
+        if (h == NULL || gpumem_device_array(b->ctx, 1, &top, NULL, u8, 'C', NULL, &d) != GPUMEM_OK) {
+            fprintf(stderr, "gpumem bench: %s\n", gpumem_last_error());
+            gpumem_array_release(h);
+            free(mem);
+            return 1;
+        }
+        for (int64_t n = 4096; n <= top; n *= 4) {
+            gpumem_array *hv = NULL, *dv = NULL;
+            gpumem_slice s = {0, n, 1};
+            gpumem_array_slice(h, &s, 1, &hv);
+            gpumem_array_slice(d, &s, 1, &dv);
+            char name[64];
+            drv_case up = {addr_of(dv, 1), addr_of(hv, 0), (size_t)n, {0}, 0};
+            drv_case down = {addr_of(hv, 0), addr_of(dv, 1), (size_t)n, {0}, 0};
+            snprintf(name, sizeof name, "h2d %s", pinned ? "pinned" : "pageable");
+            int rc = measure(b, "transfer", name, dv, hv, (uint64_t)n, &up);
+            snprintf(name, sizeof name, "d2h %s", pinned ? "pinned" : "pageable");
+            rc |= measure(b, "transfer", name, hv, dv, (uint64_t)n, &down);
+            gpumem_array_release(hv);
+            gpumem_array_release(dv);
+            if (rc)
+                return 1;
+        }
+        gpumem_array_release(h);
+        gpumem_array_release(d);
+        free(mem);
+    }
+    return 0;
+}
+
+/* A 2-D driver baseline: rows of `width` bytes at the two pitches. */
+static drv_case base2d(uint64_t dst, int dst_dev, size_t dpitch, uint64_t src, int src_dev, size_t spitch,
+                       size_t width, size_t height)
+{
+    drv_case c = {0};
+    c.two_d = 1;
+    c.m.srcMemoryType = src_dev ? 2 : 1; /* CU_MEMORYTYPE_DEVICE, _HOST */
+    c.m.dstMemoryType = dst_dev ? 2 : 1;
+    if (src_dev)
+        c.m.srcDevice = src;
+    else
+        c.m.srcHost = (const void *)(uintptr_t)src;
+    if (dst_dev)
+        c.m.dstDevice = dst;
+    else
+        c.m.dstHost = (void *)(uintptr_t)dst;
+    c.m.srcPitch = spitch;
+    c.m.dstPitch = dpitch;
+    c.m.WidthInBytes = width;
+    c.m.Height = height;
+    return c;
+}
+
+static int bench_strided(bench *b)
+{
+    const gpumem_dtype *f32 = gpumem_dtype_builtin(GPUMEM_FLOAT32);
+    int64_t rows = b->quick ? 64 : 2048, cols = b->quick ? 1024 : 8192; /* useful: rows x cols float32 */
+    uint64_t useful = (uint64_t)(rows * cols * 4);
+    int rc = 0;
+    for (int pinned = 0; pinned < 2 && !rc; pinned++) {
+        const char *kind = pinned ? "pinned" : "pageable";
+        char name[96];
+        void *mem = NULL;
+        gpumem_array *hb = host_bytes(b, pinned, (int64_t)useful, &mem), *h = NULL, *d = NULL, *dc = NULL;
+        gpumem_array_view(hb, f32, &h);
+        gpumem_array *h2 = NULL;
+        gpumem_array_reshape(h, 2, (int64_t[]){rows, cols}, 'C', GPUMEM_NO_COPY, NULL, &h2);
+        gpumem_device_array(b->ctx, 2, (int64_t[]){rows, 2 * cols}, NULL, f32, 'C', NULL, &d);
+        gpumem_device_array(b->ctx, 2, (int64_t[]){rows, cols}, NULL, f32, 'C', NULL, &dc);
+        gpumem_slice sl[2] = {GPUMEM_SLICE_ALL, {0, GPUMEM_SLICE_DEFAULT, 2}};
+        gpumem_array *dv = NULL;
+        gpumem_array_slice(d, sl, 2, &dv);
+        if (h2 == NULL || dv == NULL || dc == NULL) {
+            fprintf(stderr, "gpumem bench: %s\n", gpumem_last_error());
+            rc = 1;
+        }
+        drv_case up = {addr_of(dc, 1), addr_of(h2, 0), (size_t)useful, {0}, 0};
+        drv_case down = {addr_of(h2, 0), addr_of(dc, 1), (size_t)useful, {0}, 0};
+        snprintf(name, sizeof name, "d2h contiguous %s", kind);
+        rc = rc || measure(b, "strided", name, h2, dc, useful, &down);
+        snprintf(name, sizeof name, "d2h d[:, ::2] %s", kind);
+        drv_case s2 = base2d(addr_of(h2, 0), 0, 4, addr_of(dv, 1), 1, 8, 4, (size_t)(rows * cols));
+        rc = rc || measure(b, "strided", name, h2, dv, useful, &s2);
+        snprintf(name, sizeof name, "h2d contiguous %s", kind);
+        rc = rc || measure(b, "strided", name, dc, h2, useful, &up);
+        snprintf(name, sizeof name, "h2d d[:, ::2] %s", kind);
+        drv_case s3 = base2d(addr_of(dv, 1), 1, 8, addr_of(h2, 0), 0, 4, 4, (size_t)(rows * cols));
+        rc = rc || measure(b, "strided", name, dv, h2, useful, &s3);
+        /* [::2] of a 1-D array */
+        gpumem_array *d1 = NULL, *d1v = NULL, *h1 = NULL;
+        gpumem_array_reshape(d, 1, (int64_t[]){rows * 2 * cols}, 'C', GPUMEM_NO_COPY, NULL, &d1);
+        gpumem_array_slice(d1, (gpumem_slice[]){{0, GPUMEM_SLICE_DEFAULT, 2}}, 1, &d1v);
+        gpumem_array_reshape(h, 1, (int64_t[]){rows * cols}, 'C', GPUMEM_NO_COPY, NULL, &h1);
+        snprintf(name, sizeof name, "d2h d[::2] %s", kind);
+        rc = rc || measure(b, "strided", name, h1, d1v, useful, &s2);
+        /* a 3-D slab: the inner 16 of every 32 x 32 x 32 block... */
+        int64_t n0 = rows * cols / 1024, e = 32;
+        gpumem_array *d3 = NULL, *d3v = NULL, *h3 = NULL;
+        gpumem_device_array(b->ctx, 3, (int64_t[]){n0, e + 16, e + 16}, NULL, f32, 'C', NULL, &d3);
+        gpumem_slice s3d[3] = {GPUMEM_SLICE_ALL, {8, 8 + e, 1}, {8, 8 + e, 1}};
+        gpumem_array_slice(d3, s3d, 3, &d3v);
+        gpumem_array_reshape(h, 3, (int64_t[]){n0, e, e}, 'C', GPUMEM_NO_COPY, NULL, &h3);
+        snprintf(name, sizeof name, "d2h 3-D slab %s", kind);
+        rc = rc || (d3v != NULL && h3 != NULL && measure(b, "strided", name, h3, d3v, (uint64_t)(n0 * e * e * 4), NULL));
+        /* transposed: a C host array into an F device array */
+        gpumem_array *df = NULL;
+        gpumem_device_array(b->ctx, 2, (int64_t[]){rows, cols}, NULL, f32, 'F', NULL, &df);
+        snprintf(name, sizeof name, "h2d transposed %s", kind);
+        rc = rc || (df != NULL && measure(b, "strided", name, df, h2, useful, NULL));
+        gpumem_array *all[] = {hb, h, h2, d, dc, dv, d1, d1v, h1, d3, d3v, h3, df};
+        for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+            gpumem_array_release(all[i]);
+        free(mem);
+    }
+    /* (the allocation rows of bench/bench-pool go here: the lead's) */
+    return rc;
+}
+
+/* 2-D copies of rows of 4 B .. 64 KiB at a pitch of twice the row. */
+static int bench_rows(bench *b)
+{
+    const gpumem_dtype *u8 = gpumem_dtype_builtin(GPUMEM_UINT8);
+    int64_t total = b->quick ? (1 << 20) : (64 << 20);
+    void *mem = NULL;
+    gpumem_array *h = host_bytes(b, 1, total, &mem), *d = NULL;
+    int64_t dn = 2 * total;
+    if (h == NULL || gpumem_device_array(b->ctx, 1, &dn, NULL, u8, 'C', NULL, &d) != GPUMEM_OK) {
+        fprintf(stderr, "gpumem bench: %s\n", gpumem_last_error());
+        gpumem_array_release(h);
+        return 1;
+    }
+    int rc = 0;
+    for (int64_t w = 4; w <= 65536 && !rc; w *= 2) {
+        int64_t height = total / w;
+        gpumem_array *hv = NULL, *dv0 = NULL, *dv = NULL;
+        gpumem_array_reshape(h, 2, (int64_t[]){height, w}, 'C', GPUMEM_NO_COPY, NULL, &hv);
+        gpumem_array_reshape(d, 2, (int64_t[]){height, 2 * w}, 'C', GPUMEM_NO_COPY, NULL, &dv0);
+        gpumem_array_slice(dv0, (gpumem_slice[]){GPUMEM_SLICE_ALL, {0, w, 1}}, 2, &dv);
+        char name[64];
+        drv_case down = base2d(addr_of(hv, 0), 0, (size_t)w, addr_of(dv, 1), 1, (size_t)(2 * w), (size_t)w,
+                               (size_t)height);
+        drv_case up = base2d(addr_of(dv, 1), 1, (size_t)(2 * w), addr_of(hv, 0), 0, (size_t)w, (size_t)w,
+                             (size_t)height);
+        snprintf(name, sizeof name, "d2h 2-D rows of %lld B", (long long)w);
+        rc = measure(b, "rows", name, hv, dv, (uint64_t)total, &down);
+        snprintf(name, sizeof name, "h2d 2-D rows of %lld B", (long long)w);
+        rc = rc || measure(b, "rows", name, dv, hv, (uint64_t)total, &up);
+        gpumem_array_release(hv);
+        gpumem_array_release(dv0);
+        gpumem_array_release(dv);
+    }
+    gpumem_array_release(h);
+    gpumem_array_release(d);
+    return rc;
+}
+
+static void machine(bench *b)
+{
+    const char *backend = "?";
+    char name[256] = "?";
+    int dev = 0, major = 0, minor = 0;
+    gpumem_backend(&backend);
+    gpumem_context_get_device(b->ctx, &dev);
+    gpumem_device_name(dev, name, sizeof name);
+    gpumem_device_compute_capability(dev, &major, &minor);
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    gpumem_staging_settings st = {.size = sizeof st};
+    gpumem_staging_get(&st);
+    char host[256] = "?";
+    gethostname(host, sizeof host - 1);
+    if (b->json) {
+        printf("{\n  \"machine\": {\"host\": \"%s\", \"backend\": \"%s\", \"device\": %d, \"name\": \"%s\", "
+               "\"compute_capability\": [%d, %d], \"cpus\": %ld, \"library\": \"%s\", \"staging\": {\"threads\": %u, "
+               "\"chunk_bytes\": %zu, \"depth\": %u, \"min_bytes\": %zu}, \"reps\": %d, \"baseline\": %s},\n"
+               "  \"results\": [",
+               host, backend, dev, name, major, minor, cpus, gpumem_version_string(), st.threads, st.chunk_bytes,
+               st.depth, st.min_bytes, b->reps, drv.ok ? "\"libcuda\"" : "null");
+    } else if (b->csv) {
+        printf("group,case,path,bytes,seconds,gb_per_s\n");
+    } else {
+        printf("# %s: %s device %d (%s, sm_%d%d), %ld CPUs, libgpumem %s, median of %d%s\n", host, backend, dev,
+               name, major, minor, cpus, gpumem_version_string(), b->reps,
+               drv.ok ? "" : "; no driver baseline (not the cuda backend)");
+        if (strcmp(backend, "sim") == 0)
+            printf("# the simulator: these figures mean nothing\n");
+    }
+}
+
+int cmd_bench(int argc, char **argv)
+{
+    bench b = {.reps = 0};
+    int rows = 0;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--quick") == 0)
+            b.quick = 1;
+        else if (strcmp(argv[i], "--rows") == 0)
+            rows = 1;
+        else if (strcmp(argv[i], "--json") == 0)
+            b.json = 1;
+        else if (strcmp(argv[i], "--csv") == 0)
+            b.csv = 1;
+        else if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc && atoi(argv[i + 1]) > 0)
+            b.reps = atoi(argv[++i]);
+        else {
+            fprintf(stderr, "gpumem bench: unknown argument '%s'\n"
+                    "Usage: gpumem bench [--quick] [--rows] [--json | --csv] [--reps N]\n", argv[i]);
+            return 2;
+        }
+    }
+    if (b.json && b.csv) {
+        fprintf(stderr, "gpumem bench: --json and --csv exclude each other\n");
+        return 2;
+    }
+    if (b.reps == 0)
+        b.reps = b.quick ? 3 : 9;
+    if (b.reps > 64)
+        b.reps = 64;
+    b.progress = isatty(2) && !b.quick;
+    if (gpumem_context_create_default(&b.ctx) != GPUMEM_OK) {
+        fprintf(stderr, "gpumem bench: %s\n", gpumem_last_error());
+        return 1;
+    }
+    int dev = 0;
+    gpumem_context_get_device(b.ctx, &dev);
+    driver_open(dev);
+    machine(&b);
+    int rc = rows ? bench_rows(&b) : bench_contiguous(&b) || bench_strided(&b);
+    if (b.progress)
+        fprintf(stderr, "\r\033[K");
+    if (b.json)
+        printf("\n  ]\n}\n");
+    gpumem_context_release(b.ctx);
+    return rc ? 1 : 0;
+}
