@@ -126,6 +126,16 @@ module gpumem
   integer(c_int), parameter :: GPUMEM_DEVICE_MEMORY_BUS_WIDTH = 24
   integer(c_int), parameter :: GPUMEM_DEVICE_TEXTURE_ALIGNMENT = 25
   integer(c_int), parameter :: GPUMEM_DEVICE_INTEGRATED = 26
+  ! gpumem/debug.h
+  integer(c_int), parameter :: GPUMEM_COPY_PATH_NONE = 0
+  integer(c_int), parameter :: GPUMEM_COPY_PATH_HOST = 1
+  integer(c_int), parameter :: GPUMEM_COPY_PATH_CONTIGUOUS = 2
+  integer(c_int), parameter :: GPUMEM_COPY_PATH_DMA = 3
+  integer(c_int), parameter :: GPUMEM_COPY_PATH_DEVICE_PACK = 4
+  integer(c_int), parameter :: GPUMEM_COPY_PATH_CPU_PACK = 5
+  integer(c_int), parameter :: GPUMEM_COPY_PATH_CPU_DEVICE_PACK = 6
+  integer(c_int), parameter :: GPUMEM_COPY_PATH_STAGED = 7
+  integer(c_int), parameter :: GPUMEM_COPY_PATH_DMA_LOOP = 8
   ! gpumem/dtype.h
   integer(c_int), parameter :: GPUMEM_BOOL = 0
   integer(c_int), parameter :: GPUMEM_INT8 = 1
@@ -268,6 +278,15 @@ module gpumem
     integer(c_int64_t) :: held_blocks, held_bytes, active_blocks, active_bytes, active_requested_bytes
     integer(c_int64_t) :: peak_active_bytes, hits, misses, oom_retries, driver_frees
   end type gpumem_pool_stats_t
+
+  !> gpumem_staging_settings (set %size = c_sizeof(x) first).
+  type, bind(c) :: gpumem_staging_settings
+    integer(c_size_t) :: size
+    integer(c_int) :: threads
+    integer(c_size_t) :: chunk_bytes
+    integer(c_int) :: depth
+    integer(c_size_t) :: min_bytes
+  end type gpumem_staging_settings
 
   !> gpumem_field, for gpumem_dtype_record_create.
   type, bind(c) :: gpumem_field
@@ -793,6 +812,31 @@ module gpumem
       import
       integer(c_int), value :: driver_error
       type(c_ptr) :: gpumem_debug_driver_error_name
+    end function
+    function gpumem_debug_last_copy_path(path) &
+        bind(c, name='gpumem_debug_last_copy_path')
+      import
+      integer(c_int), intent(out) :: path
+      integer(c_int) :: gpumem_debug_last_copy_path
+    end function
+    function gpumem_copy_path_name(path) &
+        bind(c, name='gpumem_copy_path_name')
+      import
+      integer(c_int), value :: path
+      type(c_ptr) :: gpumem_copy_path_name
+    end function
+    ! ---- gpumem/staging.h
+    function gpumem_staging_get(settings) &
+        bind(c, name='gpumem_staging_get')
+      import
+      type(gpumem_staging_settings), intent(inout) :: settings
+      integer(c_int) :: gpumem_staging_get
+    end function
+    function gpumem_staging_set(settings) &
+        bind(c, name='gpumem_staging_set')
+      import
+      type(gpumem_staging_settings), intent(in) :: settings
+      integer(c_int) :: gpumem_staging_set
     end function
     ! ---- gpumem/dtype.h
     function gpumem_dtype_builtin(type) &

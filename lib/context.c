@@ -252,6 +252,7 @@ static gpumem_status context_new(int device, gpumem_selection rule, const char *
     atomic_init(&ctx->refs, 1);
     atomic_init(&ctx->pool, NULL);
     atomic_init(&ctx->memo, NULL);
+    atomic_init(&ctx->staging, NULL);
     ctx->device = device;
     ctx->selection = rule;
     ctx->max_pitch = max_pitch > 0 ? (size_t)max_pitch : 0;

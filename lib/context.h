@@ -16,6 +16,7 @@ struct gpumem_stream;
 struct gpumem_pool;
 struct gm_dealloc;
 struct gm_memo;
+struct gm_staging;
 
 struct gpumem_context {
     atomic_int refs;
@@ -34,7 +35,7 @@ struct gpumem_context {
     _Atomic(struct gpumem_pool *) pool;    /* arrays allocate here when set (gpumem_context_set_pool) */
     struct gpumem_pool *own_pool;          /* the context's own pool (GPUMEM_ALLOCATOR=pool), alloc.c's */
     _Atomic(struct gm_memo *) memo;        /* memoized values and kernel cache (memo.c), made on first use */
-    void *staging;                         /* pinned bounce buffers of pageable copies, made on first use */
+    _Atomic(struct gm_staging *) staging;  /* pinned bounce buffers of pageable copies (staging.c), made on first use */
 };
 
 /* ---- hooks of the layers above ------------------------------------------------------ */

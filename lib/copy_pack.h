@@ -12,6 +12,22 @@
 
 typedef struct gm_pack_kernels gm_pack_kernels;
 
+/* The kernels live in the kernel cache, a layer above the copy engine:
+ * pack_kernels.c gives the engine these functions at load time, so the
+ * engine names nothing above it.  The calls below go through them. */
+typedef struct gm_pack_provider {
+    gpumem_status (*get)(gpumem_context *ctx, gm_pack_kernels **out);
+    void (*put)(gm_pack_kernels *k);
+    gpumem_status (*launch)(gm_pack_kernels *k, const gm_pack_plan *plan, uint64_t strided, uint64_t packed,
+                            gpumem_stream *stream, const char *what);
+} gm_pack_provider;
+
+void gm_pack_provider_set(const gm_pack_provider *p);
+
+/* pack_kernels.c's provider, which it registers itself at load time; named
+ * here for internal tests, whose static link would otherwise leave it out. */
+const gm_pack_provider *gm_pack_kernels_provider(void);
+
 /* The context's pack kernels, with a reference for the caller (give it back
  * with gm_pack_kernels_put once the launches are complete).  The first call
  * in a context loads lib/kernels/pack.cu's PTX through the kernel cache
@@ -20,7 +36,8 @@ typedef struct gm_pack_kernels gm_pack_kernels;
  * from a driver older than it, INVALID_PTX, NO_BINARY_FOR_GPU,
  * INVALID_IMAGE), *out is NULL and the status GPUMEM_OK: the copy engine
  * does without, and that is remembered for the context (not retried until
- * gpumem_clear_context_caches).  Other failures are returned. */
+ * gpumem_clear_context_caches).  Other failures are returned.  Without a
+ * provider, *out is NULL too. */
 gpumem_status gm_pack_kernels_get(gpumem_context *ctx, gm_pack_kernels **out);
 void gm_pack_kernels_put(gm_pack_kernels *k);
 

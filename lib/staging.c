@@ -1,11 +1,9 @@
 /*
  * staging.c - the staging engine (gpumem/staging.h): per context, a ring of
- * pinned buffers with one event each and a pool of host threads, memoized
- * per context (memo.c), so that it is made on first use, reused by every
- * copy, and freed with the context's cached values (its final release, or
- * gpumem_clear_context_caches) without the context naming it.  The value
- * holds no context reference: it talks to the driver through the context's
- * driver handle, which outlives the memo entries.
+ * pinned buffers with one event each and a pool of host threads, made on
+ * first use (ctx->staging), reused by every copy, and ended by a context
+ * hook at the context's final release.  The buffers come from the context
+ * allocator (alloc.c), so its out-of-memory ladder covers them.
  *
  * An upload: for chunk i, buffer i % depth waits for its event (its last
  * transfer is done), the threads fill it, an asynchronous copy moves it and
@@ -25,7 +23,7 @@
 #include "env.h"
 #include "error.h"
 #include "gpumem/staging.h"
-#include "memo.h"
+#include "alloc.h"
 #include "staging.h"
 
 #define MAX_THREADS 64
@@ -229,8 +227,10 @@ static void pool_copy(pool *p, char *dst, const char *src, size_t bytes)
 
 struct gm_staging {
     pthread_mutex_t mu;   /* one copy at a time */
-    atomic_int refs;      /* the memo entry's + users' */
+    atomic_int refs;      /* the context's + users' */
+    gpumem_context *ctx;  /* not retained: the engine ends with it */
     gm_dctx *dctx;
+    gm_block blk[MAX_DEPTH]; /* the buffers' blocks */
     uint64_t gen;         /* the settings it was built with; 0: not built */
     gpumem_staging_settings cfg;
     void *buf[MAX_DEPTH];
@@ -250,7 +250,7 @@ static void ring_free(gm_staging *e)
             (void)GM_DRV(event_destroy, e->dctx, e->ev[i]);
         }
         if (e->buf[i] != NULL)
-            (void)GM_DRV(mem_free_host, e->dctx, e->buf[i]);
+            (void)gm_alloc_free(e->ctx, &e->blk[i]);
         e->ev[i] = NULL;
         e->buf[i] = NULL;
         e->used[i] = false;
@@ -274,8 +274,8 @@ static gpumem_status ring_ready(gm_staging *e, const char *what)
     ring_free(e);
     e->cfg = cfg;
     for (unsigned i = 0; i < cfg.depth && st == GPUMEM_OK; i++) {
-        st = gm_drv_check(GM_DRV(mem_host_alloc, e->dctx, &e->buf[i], cfg.chunk_bytes, 0), GM_OP_mem_host_alloc,
-                          what);
+        st = gm_alloc_locked(e->ctx, cfg.chunk_bytes, 0, what, &e->blk[i]);
+        e->buf[i] = (void *)(uintptr_t)e->blk[i].addr;
         if (st == GPUMEM_OK)
             st = gm_drv_check(GM_DRV(event_create, e->dctx, &e->ev[i], GM_CU_EVENT_DISABLE_TIMING),
                               GM_OP_event_create, what);
@@ -299,38 +299,50 @@ static void engine_unref(gm_staging *e)
     }
 }
 
-static gpumem_status engine_create(gpumem_context *ctx, const void *key, size_t key_size, void *user, void **value)
+static pthread_mutex_t make_mu = PTHREAD_MUTEX_INITIALIZER;
+
+/* ctx's engine, made on first use (a reference for the caller). */
+static gpumem_status engine_of(gpumem_context *ctx, gm_staging **out)
 {
-    (void)key, (void)key_size, (void)user;
-    gm_staging *e = calloc(1, sizeof *e);
-    if (e == NULL)
-        return gm_error(GPUMEM_ERROR_HOST_OUT_OF_MEMORY, "the staging engine: out of host memory");
-    pthread_mutex_init(&e->mu, NULL);
-    atomic_init(&e->refs, 1);
-    e->dctx = ctx->dctx;
-    *value = e;
+    gm_staging *e = atomic_load_explicit(&ctx->staging, memory_order_acquire);
+    if (e == NULL) {
+        pthread_mutex_lock(&make_mu);
+        e = atomic_load_explicit(&ctx->staging, memory_order_relaxed);
+        if (e == NULL && (e = calloc(1, sizeof *e)) != NULL) {
+            pthread_mutex_init(&e->mu, NULL);
+            atomic_init(&e->refs, 1); /* the context's */
+            e->ctx = ctx;
+            e->dctx = ctx->dctx;
+            atomic_store_explicit(&ctx->staging, e, memory_order_release);
+        }
+        pthread_mutex_unlock(&make_mu);
+        if (e == NULL)
+            return gm_error(GPUMEM_ERROR_HOST_OUT_OF_MEMORY, "the staging engine: out of host memory");
+    }
+    atomic_fetch_add_explicit(&e->refs, 1, memory_order_relaxed);
+    *out = e;
     return GPUMEM_OK;
 }
 
-static void engine_destroy(void *value, void *user)
+/* The context hook: the engine ends with its context (users hold the
+ * context, so there are none left). */
+static gpumem_status staging_teardown(gpumem_context *ctx)
 {
-    (void)user;
-    engine_unref(value);
+    gm_staging *e = atomic_exchange_explicit(&ctx->staging, NULL, memory_order_acq_rel);
+    if (e != NULL)
+        engine_unref(e);
+    return GPUMEM_OK;
 }
 
-static void engine_acquire(void *value)
-{
-    atomic_fetch_add_explicit(&((gm_staging *)value)->refs, 1, memory_order_relaxed);
-}
+static gm_context_hook hook = {GM_HOOK_STAGING, NULL, staging_teardown, NULL};
+GM_CONTEXT_HOOK(staging, hook)
 
 gpumem_status gm_staging_acquire(gpumem_context *ctx, gm_staging **out)
 {
-    void *v = NULL;
-    gpumem_status st = gm_memo_get("the staging engine", ctx, NULL, 0, engine_create, engine_destroy, NULL,
-                                   engine_acquire, &v);
+    gm_staging *e = NULL;
+    gpumem_status st = engine_of(ctx, &e);
     if (st != GPUMEM_OK)
         return st;
-    gm_staging *e = v;
     if (pthread_mutex_trylock(&e->mu) != 0) { /* busy: the caller uses the driver's call */
         engine_unref(e);
         e = NULL;
