@@ -103,8 +103,8 @@ gpumem_status gm_layout_check_shape(const char *what, int ndim, const int64_t *s
     NEED(shape, ndim);
     for (int i = 0; i < ndim; i++)
         if (shape[i] < 0)
-            return gm_error(GPUMEM_ERROR_NEGATIVE_DIMENSION, "%s: axis %d: extent %" PRId64 " is negative", what,
-                            i, shape[i]);
+            return gm_error(GPUMEM_ERROR_NEGATIVE_DIMENSION, "%s: shape[%d] (axis %d) is %" PRId64
+                            ": an extent cannot be negative", what, i, i, shape[i]);
     if (itemsize > (size_t)INT64_MAX)
         return gm_error(GPUMEM_ERROR_OVERFLOW, "%s: item size %zu exceeds INT64_MAX", what, itemsize);
     /* As NumPy, the non-zero extents must fit even when another is 0: the

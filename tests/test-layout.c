@@ -136,7 +136,7 @@ static void test_check_shape(void)
            "check_shape: negative ndim");
     /* np.empty((2, -3, 4)): ValueError: negative dimensions are not allowed */
     is_err(gm_layout_check_shape("gpumem_device_array", 3, V(2, -3, 4), 4, NULL, NULL),
-           GPUMEM_ERROR_NEGATIVE_DIMENSION, "gpumem_device_array: axis 1: extent -3 is negative",
+           GPUMEM_ERROR_NEGATIVE_DIMENSION, "gpumem_device_array: shape[1] (axis 1) is -3: an extent cannot be negative",
            "check_shape: negative extent names the axis");
     /* np.empty((2**32, 2**31), 'i2'): ValueError: array is too big */
     is_err(gm_layout_check_shape("t", 2, V(INT64_C(1) << 32, INT64_C(1) << 31), 2, NULL, NULL),
