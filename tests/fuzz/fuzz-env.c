@@ -161,8 +161,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         size_t sl = e - d;
         static const char *const units = "KMGT";
         if (ok && sl > 0) {
-            const char *u = strchr(units, suf[0] & ~0x20);
-            if (u != NULL && suf[0] != '\0') {
+            char up = (char)(suf[0] >= 'a' && suf[0] <= 'z' ? suf[0] - 32 : suf[0]);
+            const char *u = up != '\0' ? strchr(units, up) : NULL;
+            if (u != NULL) {
                 shift = 10 * (unsigned)(u - units + 1);
                 if (sl == 1 || (sl == 2 && (suf[1] | 0x20) == 'b') ||
                     (sl == 3 && (suf[1] | 0x20) == 'i' && (suf[2] | 0x20) == 'b'))
