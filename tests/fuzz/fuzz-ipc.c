@@ -11,12 +11,12 @@
 
 static gpumem_context *ctx;
 static gpumem_ipc_handle good[2];
+static gpumem_array *d, *rec; /* kept for the run, so the handles stay valid */
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
     (void)argc, (void)argv;
     setenv("GPUMEM_BACKEND", "sim", 1);
-    gpumem_array *d = NULL, *rec = NULL;
     gpumem_dtype *rt = NULL;
     if (gpumem_context_create(0, &ctx) != GPUMEM_OK ||
         gpumem_device_array(ctx, 2, (int64_t[]){16, 8}, NULL, gpumem_dtype_builtin(GPUMEM_FLOAT32), 'C', NULL, &d) !=
@@ -28,7 +28,6 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
         fprintf(stderr, "fuzz-ipc: setup: %s\n", gpumem_last_error());
         abort();
     }
-    /* the handles stay valid descriptions; the arrays are kept for the run */
     gpumem_dtype_release(rt);
     return 0;
 }
