@@ -688,7 +688,7 @@ GPUMEM_API gpumem_status gpumem_array_split(gpumem_array *array, int64_t section
         return gm_error(GPUMEM_ERROR_INVALID_SECTION, "%s: section %lld must be positive", what,
                         (long long)section);
     int64_t n = array->shape[0];
-    size_t need = (size_t)((n + section - 1) / section);
+    size_t need = (size_t)(n / section + (n % section != 0)); /* no n + section overflow */
     *count = need;
     if (need > capacity)
         return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: %zu pieces do not fit in capacity %zu", what, need,

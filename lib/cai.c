@@ -168,6 +168,21 @@ static gpumem_status sync_stream(const char *what, gpumem_context *ctx, intptr_t
         op = GM_OP_ctx_synchronize;
         rc = GM_DRV(ctx_synchronize, ctx->dctx);
     } else {
+        /* A foreign handle: what can be checked without undefined behaviour
+         * in the driver (gpumem/interop.h): an address outside the null page
+         * and user space, then one the driver knows in this context. */
+        if (stream < 0 || stream < 4096)
+            return gm_error(GPUMEM_ERROR_INVALID_VALUE,
+                            "%s: desc->stream %" PRIdPTR " is not a stream: 1 and 2 are the default streams, and a "
+                            "CUstream is the address of a driver object (not in the first page, not negative)",
+                            what, stream);
+        rc = GM_DRV(stream_query, ctx->dctx, (gm_dstream *)(uintptr_t)stream);
+        if (rc == GM_CUDA_ERROR_INVALID_HANDLE || rc == GM_CUDA_ERROR_INVALID_CONTEXT ||
+            rc == GM_CUDA_ERROR_INVALID_VALUE)
+            return gm_error(GPUMEM_ERROR_INVALID_VALUE,
+                            "%s: desc->stream 0x%" PRIxPTR " is not a stream of device %d's context that the driver "
+                            "knows (cuStreamQuery: %s)", what, (uintptr_t)stream, ctx->device,
+                            gm_cu_error_name(rc));
         snprintf(where, sizeof where, "%s: desc->stream 0x%" PRIxPTR, what, (uintptr_t)stream);
         op = GM_OP_stream_synchronize;
         rc = GM_DRV(stream_synchronize, ctx->dctx, (gm_dstream *)(uintptr_t)stream);

@@ -6,13 +6,13 @@
 
 #include <errno.h>
 #include <pthread.h>
-#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "context.h"
+#include "devfile.h"
 #include "driver.h"
 #include "env.h"
 #include "error.h"
@@ -344,90 +344,15 @@ GPUMEM_API const char *gpumem_selection_name(gpumem_selection rule)
 
 /* ---- default-device rules ------------------------------------------------------------ */
 
-/* Where a configured device number came from, for messages. */
-typedef struct configured {
-    bool found;
-    long device;
-    gpumem_selection rule;
-    char source[600]; /* "CUDA_DEVICE='3'" or "/home/u/.cuda-device (first line '3')" */
-} configured;
-
-static const char *home_dir(void)
-{
-    const char *home = gm_env("HOME");
-    if (home != NULL)
-        return home;
-    struct passwd *pw = getpwuid(getuid());
-    return pw != NULL ? pw->pw_dir : NULL;
-}
-
-/* Reads the first line of path into line; 1 read, 0 no such file, -1 error. */
-static int read_first_line(const char *path, char *line, size_t size)
-{
-    FILE *f = fopen(path, "r");
-    if (f == NULL)
-        return errno == ENOENT ? 0 : -1;
-    if (fgets(line, (int)size, f) == NULL)
-        line[0] = '\0';
-    int bad = ferror(f);
-    fclose(f);
-    if (bad)
-        return -1;
-    line[strcspn(line, "\r\n")] = '\0';
-    return 1;
-}
-
-/* Rules 1 and 2: CUDA_DEVICE, then ~/.cuda-device or ~/.cuda_device. */
-static gpumem_status configured_device(const char *what, configured *c)
-{
-    memset(c, 0, sizeof *c);
-    const char *env = gm_env("CUDA_DEVICE");
-    if (env != NULL) {
-        snprintf(c->source, sizeof c->source, "CUDA_DEVICE='%s'", env);
-        c->rule = GPUMEM_SELECTION_CUDA_DEVICE;
-        if (!gm_parse_long(env, &c->device))
-            return gm_error(GPUMEM_ERROR_INVALID_ENVIRONMENT, "%s: %s is not a decimal device ordinal",
-                            what, c->source);
-    } else {
-        const char *home = home_dir();
-        if (home == NULL)
-            return GPUMEM_OK;
-        static const char *const names[] = {".cuda-device", ".cuda_device"};
-        char path[512], line[64];
-        int got = 0;
-        for (size_t i = 0; i < 2 && got == 0; i++) {
-            snprintf(path, sizeof path, "%s/%s", home, names[i]);
-            got = read_first_line(path, line, sizeof line);
-        }
-        if (got == 0)
-            return GPUMEM_OK;
-        if (got < 0)
-            return gm_error(GPUMEM_ERROR_INVALID_ENVIRONMENT, "%s: cannot read %s: %s", what, path,
-                            strerror(errno));
-        snprintf(c->source, sizeof c->source, "%s (first line '%s')", path, line);
-        c->rule = GPUMEM_SELECTION_DEVICE_FILE;
-        if (!gm_parse_long(line, &c->device))
-            return gm_error(GPUMEM_ERROR_INVALID_ENVIRONMENT, "%s: %s is not a decimal device ordinal",
-                            what, c->source);
-    }
-    c->found = true;
-    if (c->device < 0)
-        return gm_error(GPUMEM_ERROR_INVALID_ENVIRONMENT, "%s: %s is negative; device ordinals start at 0",
-                        what, c->source);
-    if (c->device > 0x7fffffffL)
-        return gm_error(GPUMEM_ERROR_INVALID_DEVICE, "%s: %s: no such device", what, c->source);
-    return GPUMEM_OK;
-}
-
 GPUMEM_API gpumem_status gpumem_get_default_device(int fallback, int *device)
 {
     GM_CHECK_NULL(device);
-    configured c;
+    gm_configured c;
     const char *what = "gpumem_get_default_device";
-    gpumem_status st = configured_device(what, &c);
+    gpumem_status st = gm_configured_device(what, &c);
     if (st != GPUMEM_OK)
         return st;
-    char source[700];
+    char source[sizeof c.source + 64];
     if (c.found)
         snprintf(source, sizeof source, "%s: %s", what, c.source);
     else
@@ -443,13 +368,13 @@ GPUMEM_API gpumem_status gpumem_context_create_default(gpumem_context **out)
 {
     GM_CHECK_NULL(out);
     const char *what = "gpumem_context_create_default";
-    configured c;
-    gpumem_status st = configured_device(what, &c);
+    gm_configured c;
+    gpumem_status st = gm_configured_device(what, &c);
     if (st != GPUMEM_OK)
         return st;
     if (c.found) {
         /* A configured device has no fallback, as in pycuda. */
-        char where[700];
+        char where[sizeof c.source + 64];
         snprintf(where, sizeof where, "%s: %s", what, c.source);
         return context_new((int)c.device, c.rule, where, out);
     }
@@ -468,6 +393,9 @@ GPUMEM_API gpumem_status gpumem_context_create_default(gpumem_context **out)
         st = context_new(dev, GPUMEM_SELECTION_SCAN, what, out);
         if (st == GPUMEM_OK)
             return GPUMEM_OK;
+        /* Not a refusal of this device (a bad GPUMEM_* value): every device would answer the same. */
+        if (st == GPUMEM_ERROR_INVALID_ENVIRONMENT || st == GPUMEM_ERROR_HOST_OUT_OF_MEMORY)
+            return st;
         const char *err = gpumem_last_error();
         const char *tail = strstr(err, "failed: ");
         int n = snprintf(tried + used, sizeof tried - used, "%sdevice %d (%s)", dev ? ", " : "", dev,

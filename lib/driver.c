@@ -157,34 +157,50 @@ static gpumem_status parse_sim_fail(void)
     const char *s = gm_env("GPUMEM_SIM_FAIL");
     if (s == NULL)
         return GPUMEM_OK;
-    char buf[128];
-    snprintf(buf, sizeof buf, "%s", s);
-    char *colon = strchr(buf, ':');
-    if (colon != NULL)
-        *colon++ = '\0';
     long k;
-    int code = GM_CUDA_ERROR_UNKNOWN;
-    if (!gm_parse_long(buf, &k) || k < 1)
-        return gm_error(GPUMEM_ERROR_INVALID_ENVIRONMENT,
-                        "GPUMEM_SIM_FAIL='%s': expected k[:ERROR] with k >= 1, the call to fail", s);
-    if (colon != NULL) {
-        long v;
-        size_t i, n = sizeof cu_names / sizeof cu_names[0];
-        for (i = 0; i < n; i++)
-            if (strcmp(colon, cu_names[i].name) == 0)
-                break;
-        if (i < n && cu_names[i].code != 0)
-            code = cu_names[i].code;
-        else if (gm_parse_long(colon, &v) && v > 0 && v <= 0x7fffffff)
-            code = (int)v;
-        else
+    int code;
+    const char *bad;
+    if (!gm_parse_sim_fail(s, &k, &code, &bad)) {
+        if (bad == NULL)
             return gm_error(GPUMEM_ERROR_INVALID_ENVIRONMENT,
-                            "GPUMEM_SIM_FAIL='%s': '%s' is not a CUDA driver error name or non-zero number",
-                            s, colon);
+                            "GPUMEM_SIM_FAIL='%s': expected k[:ERROR] with k >= 1, the call to fail", s);
+        return gm_error(GPUMEM_ERROR_INVALID_ENVIRONMENT,
+                        "GPUMEM_SIM_FAIL='%s': '%s' is not a CUDA driver error name or non-zero number", s, bad);
     }
     gm_drv_fail_code = code;
     atomic_store(&gm_drv_fail_at, (uint64_t)k);
     return GPUMEM_OK;
+}
+
+bool gm_parse_sim_fail(const char *s, long *k, int *code, const char **bad)
+{
+    /* k is parsed from a copy of the text before the colon, of any length */
+    *bad = NULL;
+    const char *colon = strchr(s, ':');
+    size_t klen = colon != NULL ? (size_t)(colon - s) : strlen(s);
+    char *kbuf = strndup(s, klen);
+    bool good = kbuf != NULL && gm_parse_long(kbuf, k) && *k >= 1;
+    free(kbuf);
+    if (!good)
+        return false;
+    *code = GM_CUDA_ERROR_UNKNOWN;
+    if (colon == NULL)
+        return true;
+    const char *name = colon + 1;
+    long v;
+    size_t i, n = sizeof cu_names / sizeof cu_names[0];
+    for (i = 0; i < n; i++)
+        if (strcmp(name, cu_names[i].name) == 0)
+            break;
+    if (i < n && cu_names[i].code != 0)
+        *code = cu_names[i].code;
+    else if (gm_parse_long(name, &v) && v > 0 && v <= 0x7fffffff)
+        *code = (int)v;
+    else {
+        *bad = name;
+        return false;
+    }
+    return true;
 }
 
 /* ---- backend selection --------------------------------------------------------- */

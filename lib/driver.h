@@ -28,6 +28,7 @@
 #define GM_DRIVER_H
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -252,5 +253,11 @@ const char *gm_drv_op_name(int op);
 /* Name and description of a CUresult (or the simulator's own code). */
 const char *gm_cu_error_name(int result);
 const char *gm_cu_error_description(int result);
+
+/* GPUMEM_SIM_FAIL's value "k[:ERROR]" (pure; for the fuzzer too): k >= 1 an
+ * integer (env.h's grammar), ERROR a CUresult name or a number in
+ * [1, INT_MAX].  false when bad, with *bad the ERROR text when that is what
+ * is wrong, else NULL. */
+bool gm_parse_sim_fail(const char *s, long *k, int *code, const char **bad);
 
 #endif /* GM_DRIVER_H */

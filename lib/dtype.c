@@ -840,6 +840,13 @@ static gpumem_status parse_string(parser *ps, char **out)
         case 'x': digits = 2; break;
         case 'u': digits = 4; break;
         case 'U': digits = 8; break;
+        case 'N':
+            /* Python looks the name up in the Unicode database, which the
+             * library does not carry: refused, never kept as text. */
+            ps->p = esc;
+            st = syntax(ps, "the named escape \\N{...} is not supported; write the character or \\u/\\U "
+                        "with its code point");
+            continue;
         case '\0':
             ps->p = start;
             st = syntax(ps, "unterminated string");

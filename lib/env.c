@@ -6,6 +6,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>
+#include <locale.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,9 +14,37 @@
 #include "env.h"
 #include "error.h"
 
-static const char *skip_space(const char *s)
+/* The grammar, in one place (doc/environment.md says the same):
+ *   blank   = ' ' | '\t'            (around the value; no other white space)
+ *   integer = '-'? ( '0' | [1-9][0-9]* )       no '+', no "-0", no leading zeros
+ *   size    = ( '0' | [1-9][0-9]* ) ( [KMGT] ( 'B' | 'iB' )? | 'B' )?   any case
+ *   number  = '-'? ( [0-9]+ ( '.' [0-9]* )? | '.' [0-9]+ ) ( [eE] [+-]? [0-9]+ )?
+ * A number is decimal only (no hex floats, inf or nan); it is rounded to the
+ * nearest double, so one too small for a double (1e-400) is 0, and one too
+ * large (1e400) is refused.  -0 is 0. */
+
+static const char *skip_blank(const char *s)
 {
-    while (isspace((unsigned char)*s))
+    while (*s == ' ' || *s == '\t')
+        s++;
+    return s;
+}
+
+/* The unsigned decimal at *s without leading zeros: its end, or NULL. */
+static const char *canonical_digits(const char *s)
+{
+    if (*s < '0' || *s > '9')
+        return NULL;
+    if (*s == '0')
+        return s + 1;
+    while (*s >= '0' && *s <= '9')
+        s++;
+    return s;
+}
+
+static const char *digit_run(const char *s)
+{
+    while (*s >= '0' && *s <= '9')
         s++;
     return s;
 }
@@ -24,15 +53,15 @@ bool gm_parse_long(const char *s, long *out)
 {
     if (s == NULL)
         return false;
-    s = skip_space(s);
-    if (*s == '\0')
+    s = skip_blank(s);
+    bool negative = *s == '-';
+    const char *d = negative ? s + 1 : s;
+    const char *end = canonical_digits(d);
+    if (end == NULL || *skip_blank(end) != '\0' || (negative && *d == '0'))
         return false;
     errno = 0;
-    char *end;
-    long v = strtol(s, &end, 10);
-    if (end == s || errno == ERANGE)
-        return false;
-    if (*skip_space(end) != '\0')
+    long v = strtol(s, NULL, 10);
+    if (errno == ERANGE)
         return false;
     *out = v;
     return true;
@@ -42,12 +71,12 @@ bool gm_parse_size(const char *s, uint64_t *out)
 {
     if (s == NULL)
         return false;
-    s = skip_space(s);
-    if (!isdigit((unsigned char)*s))
+    s = skip_blank(s);
+    const char *end = canonical_digits(s);
+    if (end == NULL)
         return false;
     errno = 0;
-    char *end;
-    unsigned long long v = strtoull(s, &end, 10);
+    unsigned long long v = strtoull(s, NULL, 10);
     if (errno == ERANGE)
         return false;
     unsigned shift = 0;
@@ -66,7 +95,7 @@ bool gm_parse_size(const char *s, uint64_t *out)
     } else if (toupper((unsigned char)end[0]) == 'B') {
         end++;
     }
-    if (*skip_space(end) != '\0')
+    if (*skip_blank(end) != '\0')
         return false;
     if (shift != 0 && v > (UINT64_MAX >> shift))
         return false;
@@ -78,17 +107,38 @@ bool gm_parse_double(const char *s, double *out)
 {
     if (s == NULL)
         return false;
-    s = skip_space(s);
-    if (*s == '\0')
+    s = skip_blank(s);
+    const char *p = *s == '-' ? s + 1 : s;
+    const char *int_end = digit_run(p);
+    const char *end = int_end;
+    if (*end == '.')
+        end = digit_run(end + 1);
+    if (int_end == p && end - int_end < 2) /* no digit before or after the point */
         return false;
+    if (*end == 'e' || *end == 'E') {
+        const char *e = end + 1;
+        if (*e == '+' || *e == '-')
+            e++;
+        const char *e_end = digit_run(e);
+        if (e_end == e)
+            return false;
+        end = e_end;
+    }
+    if (*skip_blank(end) != '\0')
+        return false;
+    /* The grammar above is a subset of strtod's (C locale digits, '.'). */
+    locale_t c = newlocale(LC_NUMERIC_MASK, "C", (locale_t)0);
+    locale_t old = c != (locale_t)0 ? uselocale(c) : (locale_t)0;
     errno = 0;
-    char *end;
-    double v = strtod(s, &end);
-    if (end == s || errno == ERANGE || !isfinite(v))
+    char *stop;
+    double v = strtod(s, &stop);
+    if (c != (locale_t)0) {
+        uselocale(old);
+        freelocale(c);
+    }
+    if (stop != end || !isfinite(v) || (errno == ERANGE && fabs(v) > 1.0))
         return false;
-    if (*skip_space(end) != '\0')
-        return false;
-    *out = v;
+    *out = v + 0.0; /* -0 is 0 */
     return true;
 }
 

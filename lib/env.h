@@ -11,14 +11,17 @@
 
 #include "gpumem/status.h"
 
-/* A decimal integer with optional surrounding white space and sign. */
+/* The grammar of each is in env.c and doc/environment.md.  Blanks (spaces
+ * and tabs) may surround the value; nothing else may.
+ * A decimal integer: an optional '-', no '+', no leading zeros, no "-0". */
 bool gm_parse_long(const char *s, long *out);
 
 /* A size: a decimal number with an optional suffix K, M, G or T (powers of
  * 1024, optionally followed by "B" or "iB", any case): "512M", "2GiB", "4096". */
 bool gm_parse_size(const char *s, uint64_t *out);
 
-/* A non-negative decimal fraction such as "0.2" or "1e-3". */
+/* A decimal number such as "0.2", "-1", ".5" or "1e-3"; no hex, inf or nan;
+ * rounded to the nearest double (an underflow is 0, an overflow refused). */
 bool gm_parse_double(const char *s, double *out);
 
 /* name's value as an integer in [min, max]; *is_set tells whether it was set

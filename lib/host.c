@@ -45,9 +45,9 @@ static void registration_free(gpumem_registration *reg)
 static gpumem_status begin(const char *what, gpumem_context *ctx, gpumem_array *const *arrays, size_t count,
                            bool mapped, gpumem_registration **out)
 {
-    GM_CHECK_NULL(out);
-    if (count > 0)
-        GM_CHECK_NULL(arrays);
+    if (out == NULL || (count > 0 && arrays == NULL)) /* the public names */
+        return gm_error(GPUMEM_ERROR_NULL_ARGUMENT, "%s: argument '%s' is NULL", what,
+                        out == NULL ? "registration" : "arrays");
     for (size_t i = 0; i < count; i++)
         if (arrays[i] == NULL)
             return gm_error(GPUMEM_ERROR_NULL_ARGUMENT, "%s: arrays[%zu] is NULL", what, i);
@@ -108,7 +108,8 @@ static gpumem_status begin(const char *what, gpumem_context *ctx, gpumem_array *
 
 static gpumem_status end(const char *what, gpumem_registration **handle, bool mapped)
 {
-    GM_CHECK_NULL(handle);
+    if (handle == NULL)
+        return gm_error(GPUMEM_ERROR_NULL_ARGUMENT, "%s: argument 'registration' is NULL", what);
     gpumem_registration *reg = *handle;
     if (reg == NULL)
         return gm_error(GPUMEM_ERROR_INVALID_STATE, "%s: the scope was already ended (the handle is NULL)", what);

@@ -265,24 +265,43 @@ static gpumem_status decode(const char *what, const unsigned char *in, decoded *
     memcpy(d->descr, in + OFF_DESCR, dlen + 1);
     d->has_descr = dlen > 0;
 
-    /* the dtype's size is the item size */
+    /* the dtype's size is the item size; the record description (read
+     * again by gpumem_as_cuda_array once mapped) is checked here, before
+     * the driver */
     gpumem_dtype *dt = NULL;
     gpumem_status st = gpumem_dtype_from_typestr(d->typestr, &dt);
     if (st != GPUMEM_OK)
         return gm_error_prefix(st, "gpumem_ipc_open: the handle's typestr");
     size_t dsize = 0;
     gpumem_dtype_itemsize(dt, &dsize);
+    gpumem_type type = GPUMEM_VOID;
+    gpumem_dtype_type(dt, &type, NULL);
+    gpumem_dtype *rec = NULL;
+    if (dsize == d->itemsize && d->has_descr && (st = gpumem_dtype_from_descr(d->descr, &rec)) != GPUMEM_OK) {
+        gpumem_dtype_release(dt);
+        return gm_error_prefix(st, "gpumem_ipc_open: the handle's record description");
+    }
+    size_t rsize = 0;
+    if (rec != NULL)
+        gpumem_dtype_itemsize(rec, &rsize);
+    /* as gpumem_as_cuda_array reads them: a descr describes raw bytes of its size, or the typestr's dtype */
+    bool agree = rec == NULL || (type == GPUMEM_VOID ? rsize == dsize : gpumem_dtype_equal(rec, dt));
+    gpumem_dtype_release(rec);
     gpumem_dtype_release(dt);
     if (dsize != d->itemsize)
         return gm_error(GPUMEM_ERROR_INVALID_VALUE,
                         "%s: not a valid IPC handle: the typestr '%s' has %zu bytes, the item size is %zu", what,
                         d->typestr, dsize, d->itemsize);
+    if (!agree)
+        return gm_error(GPUMEM_ERROR_INVALID_DTYPE,
+                        "%s: not a valid IPC handle: the record description (%zu bytes) disagrees with the "
+                        "typestr '%s' (%zu bytes)", what, rsize, d->typestr, dsize);
 
     /* every element lies in the allocation */
     int64_t count, nbytes;
     st = gm_layout_check_shape(what, d->ndim, d->shape, d->itemsize, &count, &nbytes);
-    if (st != GPUMEM_OK)
-        return st;
+    if (st != GPUMEM_OK) /* ipc.h documents INVALID_VALUE for every field */
+        return gm_error_prefix(GPUMEM_ERROR_INVALID_VALUE, "not a valid IPC handle: its shape");
     if (count == 0)
         return bad(what, "the array is empty", 0);
     int64_t lo = 0, hi = nbytes;

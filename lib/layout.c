@@ -103,8 +103,8 @@ gpumem_status gm_layout_check_shape(const char *what, int ndim, const int64_t *s
     NEED(shape, ndim);
     for (int i = 0; i < ndim; i++)
         if (shape[i] < 0)
-            return gm_error(GPUMEM_ERROR_NEGATIVE_DIMENSION, "%s: axis %d: extent %" PRId64 " is negative", what,
-                            i, shape[i]);
+            return gm_error(GPUMEM_ERROR_NEGATIVE_DIMENSION, "%s: shape[%d] (axis %d) is %" PRId64
+                            ": an extent cannot be negative", what, i, i, shape[i]);
     if (itemsize > (size_t)INT64_MAX)
         return gm_error(GPUMEM_ERROR_OVERFLOW, "%s: item size %zu exceeds INT64_MAX", what, itemsize);
     /* As NumPy, the non-zero extents must fit even when another is 0: the
@@ -314,7 +314,12 @@ gpumem_status gm_layout_slice(const char *what, int ndim, const int64_t *shape, 
             len = e > b ? (e - b - 1) / step + 1 : 0;
         else
             len = b > e ? (b - e - 1) / -step + 1 : 0;
-        if (__builtin_mul_overflow(strides[i], step, &nstrides[i]))
+        /* NumPy's stride * step; an axis of 0 or 1 elements never steps, so
+         * where that overflows it keeps its stride (a huge step such as
+         * INT64_MIN + 1 takes one element, as x[::-2**63] in NumPy). */
+        if (__builtin_mul_overflow(strides[i], step, &nstrides[i]) && len <= 1)
+            nstrides[i] = strides[i];
+        else if (__builtin_mul_overflow(strides[i], step, &nstrides[i]))
             return gm_error(GPUMEM_ERROR_OVERFLOW, "%s: axis %d: stride %" PRId64 " times step %" PRId64 " overflows",
                             what, i, strides[i], step);
         nshape[i] = len;

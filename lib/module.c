@@ -224,7 +224,8 @@ static void module_acquire(void *value)
 GPUMEM_API gpumem_status gpumem_module_load(gpumem_context *ctx, const void *image_data, size_t size,
                                             gpumem_module **module)
 {
-    GM_CHECK_NULL(image_data);
+    if (image_data == NULL) /* the header's name */
+        return gm_error(GPUMEM_ERROR_NULL_ARGUMENT, "gpumem_module_load: argument 'image' is NULL");
     GM_CHECK_NULL(module);
     gpumem_status st;
     ctx = gm_context_or_default(ctx, &st);

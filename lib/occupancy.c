@@ -201,7 +201,7 @@ GPUMEM_API const char *gpumem_device_data_field_name(gpumem_device_data_field fi
 
 /* pycuda's align_bytes: 16 words of 4 bytes, and 128 bytes for 8 and 16 (a
  * half-warp's coalesced access, capped at a 128-byte line). */
-static gpumem_status align_bytes(size_t word_size, size_t *bytes, const char *what)
+static gpumem_status align_bytes(size_t word_size, size_t *bytes, const char *what, const char *arg)
 {
     switch (word_size) {
     case 4: *bytes = 64; return GPUMEM_OK;
@@ -209,13 +209,13 @@ static gpumem_status align_bytes(size_t word_size, size_t *bytes, const char *wh
     case 16: *bytes = 128; return GPUMEM_OK;
     default:
         return gm_error(GPUMEM_ERROR_INVALID_VALUE,
-                        "%s: no alignment possible for fetches of size %zu (only 4, 8 and 16 have one)", what,
-                        word_size);
+                        "%s: %s %zu: no alignment possible for fetches of that size (only 4, 8 and 16 have one)",
+                        what, arg, word_size);
     }
 }
 
 /* x rounded up to a multiple of unit (> 0), or GPUMEM_ERROR_OVERFLOW. */
-static gpumem_status round_up_size(size_t x, size_t unit, size_t *out, const char *what)
+static gpumem_status round_up_size(size_t x, size_t unit, size_t *out, const char *what, const char *arg)
 {
     size_t r = x % unit;
     if (r == 0) {
@@ -223,8 +223,8 @@ static gpumem_status round_up_size(size_t x, size_t unit, size_t *out, const cha
         return GPUMEM_OK;
     }
     if (x > SIZE_MAX - (unit - r))
-        return gm_error(GPUMEM_ERROR_OVERFLOW, "%s: %zu rounded up to a multiple of %zu does not fit in a size_t",
-                        what, x, unit);
+        return gm_error(GPUMEM_ERROR_OVERFLOW, "%s: %s %zu rounded up to a multiple of %zu does not fit in a size_t",
+                        what, arg, x, unit);
     *out = x + (unit - r);
     return GPUMEM_OK;
 }
@@ -234,7 +234,7 @@ GPUMEM_API gpumem_status gpumem_device_data_align_bytes(const gpumem_device_data
 {
     GM_CHECK_NULL(dd);
     GM_CHECK_NULL(bytes);
-    return align_bytes(word_size, bytes, "gpumem_device_data_align_bytes");
+    return align_bytes(word_size, bytes, "gpumem_device_data_align_bytes", "word_size");
 }
 
 GPUMEM_API gpumem_status gpumem_device_data_align(const gpumem_device_data *dd, size_t bytes, size_t word_size,
@@ -243,16 +243,16 @@ GPUMEM_API gpumem_status gpumem_device_data_align(const gpumem_device_data *dd, 
     GM_CHECK_NULL(dd);
     GM_CHECK_NULL(aligned);
     size_t unit = 1;
-    gpumem_status st = align_bytes(word_size, &unit, "gpumem_device_data_align");
+    gpumem_status st = align_bytes(word_size, &unit, "gpumem_device_data_align", "word_size");
     if (st == GPUMEM_OK)
-        st = round_up_size(bytes, unit, aligned, "gpumem_device_data_align");
+        st = round_up_size(bytes, unit, aligned, "gpumem_device_data_align", "bytes");
     return st;
 }
 
-static gpumem_status align_words(size_t word_size, size_t *words, const char *what)
+static gpumem_status align_words(size_t word_size, size_t *words, const char *what, const char *arg)
 {
     size_t bytes;
-    gpumem_status st = align_bytes(word_size, &bytes, what);
+    gpumem_status st = align_bytes(word_size, &bytes, what, arg);
     if (st != GPUMEM_OK)
         return st;
     /* pycuda checks that the division leaves no remainder. */
@@ -268,7 +268,7 @@ GPUMEM_API gpumem_status gpumem_device_data_align_words(const gpumem_device_data
 {
     GM_CHECK_NULL(dd);
     GM_CHECK_NULL(words);
-    return align_words(word_size, words, "gpumem_device_data_align_words");
+    return align_words(word_size, words, "gpumem_device_data_align_words", "word_size");
 }
 
 GPUMEM_API gpumem_status gpumem_device_data_align_dtype(const gpumem_device_data *dd, size_t elements,
@@ -280,9 +280,9 @@ GPUMEM_API gpumem_status gpumem_device_data_align_dtype(const gpumem_device_data
     size_t itemsize = 0, words = 1;
     gpumem_status st = gpumem_dtype_itemsize(dtype, &itemsize);
     if (st == GPUMEM_OK)
-        st = align_words(itemsize, &words, "gpumem_device_data_align_dtype");
+        st = align_words(itemsize, &words, "gpumem_device_data_align_dtype", "the dtype's item size");
     if (st == GPUMEM_OK)
-        st = round_up_size(elements, words, aligned, "gpumem_device_data_align_dtype");
+        st = round_up_size(elements, words, aligned, "gpumem_device_data_align_dtype", "elements");
     return st;
 }
 
@@ -292,7 +292,7 @@ GPUMEM_API gpumem_status gpumem_make_valid_tex_channel_count(int size, int *coun
     static const int valid[] = {1, 2, 4};
     if (size < 1)
         return gm_error(GPUMEM_ERROR_INVALID_VALUE,
-                        "gpumem_make_valid_tex_channel_count: %d is not a channel count (1 or more)", size);
+                        "gpumem_make_valid_tex_channel_count: size %d is not a channel count (1 or more)", size);
     for (size_t i = 0; i < sizeof valid / sizeof valid[0]; i++) {
         if (size <= valid[i]) {
             *count = valid[i];
@@ -300,7 +300,7 @@ GPUMEM_API gpumem_status gpumem_make_valid_tex_channel_count(int size, int *coun
         }
     }
     return gm_error(GPUMEM_ERROR_INVALID_VALUE,
-                    "gpumem_make_valid_tex_channel_count: could not enlarge %d to a valid channel count (1, 2 or 4)",
+                    "gpumem_make_valid_tex_channel_count: could not enlarge size %d to a valid channel count (1, 2 or 4)",
                     size);
 }
 

@@ -167,6 +167,36 @@ int main(void)
     is_int(gpumem_array_split(line, 5, pieces, 4, &count), GPUMEM_ERROR_INVALID_VALUE,
            "too little room for the pieces");
     is_int(count, 5, "...and the count says how many are needed");
+    count = 0;
+    is_int(gpumem_array_split(line, INT64_MAX, pieces, 4, &count), GPUMEM_OK,
+           "split(INT64_MAX) of 24 elements: no overflow");
+    int64_t whole = 0;
+    ok(count == 1 && gpumem_array_size(pieces[0], &whole) == GPUMEM_OK && whole == 24,
+       "one piece of all 24 elements");
+    gpumem_array_release(pieces[0]);
+    gpumem_array *two = NULL;
+    gpumem_array_slice(line, (gpumem_slice[]){{0, 2, 1}}, 1, &two);
+    count = 0;
+    is_int(gpumem_array_split(two, INT64_MAX - 1, pieces, 1, &count), GPUMEM_OK,
+           "split(INT64_MAX - 1) of 2 elements");
+    ok(count == 1, "is one piece");
+    gpumem_array_release(pieces[0]);
+    gpumem_array_release(two);
+
+    /* ---- steps at the ends of int64 */
+    gpumem_array *last_only = NULL, *all24 = NULL;
+    int64_t n1 = 0, n24 = 0;
+    int32_t lastv[24];
+    is_int(gpumem_array_slice(line, (gpumem_slice[]){{GPUMEM_SLICE_DEFAULT, GPUMEM_SLICE_DEFAULT, INT64_MIN + 1}},
+                              1, &last_only), GPUMEM_OK, "step INT64_MIN + 1");
+    ok(gpumem_array_size(last_only, &n1) == GPUMEM_OK && n1 == 1 && read_all(last_only, lastv) && lastv[0] == 23,
+       "is the last element alone, as NumPy's x[::-2**63]");
+    is_int(gpumem_array_slice(line, (gpumem_slice[]){{GPUMEM_SLICE_DEFAULT, GPUMEM_SLICE_DEFAULT, INT64_MIN}}, 1,
+                              &all24), GPUMEM_OK, "step INT64_MIN (GPUMEM_SLICE_DEFAULT)");
+    ok(gpumem_array_size(all24, &n24) == GPUMEM_OK && n24 == 24 && read_all(all24, lastv) && lastv[23] == 23,
+       "is the omitted step, 1: the whole axis, as array.h documents");
+    gpumem_array_release(last_only);
+    gpumem_array_release(all24);
 
     /* ---- view(dtype) */
     gpumem_array *bytes = NULL;

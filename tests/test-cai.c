@@ -297,10 +297,27 @@ int main(void)
     if (test_on_sim()) {
         gpumem_cuda_array_interface cbad = cs;
         cbad.stream = 0x5151;
-        refused(&cbad, 0, GPUMEM_ERROR_DRIVER, "cuStreamSynchronize", "a stream handle the driver refuses");
+        refused(&cbad, 0, GPUMEM_ERROR_INVALID_VALUE, "cuStreamQuery: CUDA_ERROR_INVALID_HANDLE",
+                "a stream handle the driver does not know is INVALID_VALUE");
         like(gpumem_last_error(), "desc->stream 0x5151", "names the stream");
     } else {
-        skip(2, "only the simulator checks stream handles");
+        skip(2, "only the simulator answers made-up stream handles (the driver's answer is undefined)");
+    }
+    {
+        gpumem_cuda_array_interface cbad = cs;
+        uint64_t calls0 = 0, calls1 = 0;
+        gpumem_debug_driver_calls(NULL, &calls0);
+        cbad.stream = 7;
+        refused(&cbad, 0, GPUMEM_ERROR_INVALID_VALUE, "desc->stream 7 is not a stream", "stream 7: in the null page");
+        cbad.stream = -5;
+        refused(&cbad, 0, GPUMEM_ERROR_INVALID_VALUE, "desc->stream -5 is not a stream", "stream -5: negative");
+        gpumem_debug_driver_calls(NULL, &calls1);
+        is_int(calls1 - calls0, 0, "both refused before any driver call");
+        cbad.stream = 7;
+        gpumem_array *nosync = NULL;
+        is_int(gpumem_as_cuda_array(ctx, &cbad, GPUMEM_CAI_NO_SYNCHRONIZE, NULL, NULL, &nosync), GPUMEM_OK,
+               "with GPUMEM_CAI_NO_SYNCHRONIZE the stream is not looked at");
+        gpumem_array_release(nosync);
     }
     cs.stream = 1;
     gpumem_debug_fail_call(1, 999);

@@ -627,6 +627,13 @@ static void test_descr_parse(void)
            "and written back as Python's repr writes them");
     ok(round_trips(d), "names with escapes round-trip");
     gpumem_dtype_release(d);
+    d = NULL;
+    is_int(gpumem_dtype_from_descr("[('\\N{x}', '<f4')]", &d), GPUMEM_ERROR_INVALID_DTYPE,
+           "a named escape \\N{x} is refused, not kept as text");
+    like(gpumem_last_error(), "named escape", "the message says why");
+    ok(d == NULL, "and makes no dtype");
+    is_int(gpumem_dtype_from_descr("[('\\N{LATIN SMALL LETTER E WITH ACUTE}', '<f4')]", &d),
+           GPUMEM_ERROR_INVALID_DTYPE, "so is a valid Unicode name");
 
     /* Gaps of any type are padding; a record of only padding is |Vn. */
     d = NULL;

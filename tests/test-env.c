@@ -1,18 +1,24 @@
 /* Strict parsing of numbers and sizes from the environment (lib/env.c). */
 #include "config.h"
 
+#include <limits.h>
+#include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
+#include "devfile.h"
+#include "driver.h"
 #include "env.h"
 #include "gpumem/status.h"
 #include "tap.h"
 
 int main(void)
 {
-    plan(24);
+    plan(86);
     long v = 0;
     ok(gm_parse_long("42", &v) && v == 42, "a decimal");
-    ok(gm_parse_long("  7\t\n", &v) && v == 7, "surrounding white space");
+    ok(gm_parse_long("  7\t", &v) && v == 7, "surrounding blanks");
+    ok(!gm_parse_long("7\n", &v), "a newline is not a blank");
     ok(gm_parse_long("-3", &v) && v == -3, "a sign");
     ok(!gm_parse_long("", &v), "empty is not a number");
     ok(!gm_parse_long("  ", &v), "blank is not a number");
@@ -34,6 +40,96 @@ int main(void)
     double d = 0;
     ok(gm_parse_double("0.2", &d) && d == 0.2, "a fraction");
     ok(!gm_parse_double("nan", &d), "nan is refused");
+
+    /* The grammar of env.c, case by case (doc/environment.md). */
+    ok(!gm_parse_long("+0", &v), "integers: no '+'");
+    ok(!gm_parse_long("-0", &v), "integers: no -0");
+    ok(!gm_parse_long("007", &v), "integers: no leading zeros");
+    ok(gm_parse_long("0", &v) && v == 0, "integers: 0");
+    ok(!gm_parse_long("0x10", &v), "integers: no hex");
+    ok(!gm_parse_long("1\r", &v), "integers: no carriage return");
+    ok(!gm_parse_long("\v1", &v), "integers: no vertical tab");
+    ok(gm_parse_long("-9223372036854775808", &v) && v == LONG_MIN, "integers: LONG_MIN");
+    ok(!gm_parse_long("9223372036854775808", &v), "integers: LONG_MAX + 1");
+    ok(!gm_parse_size("+1", &s), "sizes: no sign");
+    ok(!gm_parse_size("01K", &s), "sizes: no leading zeros");
+    ok(gm_parse_size("0", &s) && s == 0, "sizes: 0");
+    ok(gm_parse_size("7B", &s) && s == 7, "sizes: a B suffix");
+    ok(!gm_parse_size("1 K", &s), "sizes: no blank before the suffix");
+    ok(!gm_parse_size("1KiBx", &s), "sizes: junk after the suffix");
+    ok(!gm_parse_size("18446744073709551616", &s), "sizes: past UINT64_MAX");
+    ok(gm_parse_double("1e-3", &d) && d == 1e-3, "numbers: an exponent");
+    ok(gm_parse_double(".5", &d) && d == 0.5, "numbers: .5");
+    ok(gm_parse_double("5.", &d) && d == 5.0, "numbers: 5.");
+    ok(gm_parse_double("-1", &d) && d == -1.0, "numbers: a minus sign");
+    ok(gm_parse_double("-0", &d) && d == 0.0 && !signbit(d), "numbers: -0 is 0");
+    ok(gm_parse_double("1e-400", &d) && d == 0.0, "numbers: an underflow is 0");
+    ok(!gm_parse_double("1e400", &d), "numbers: an overflow is refused");
+    ok(!gm_parse_double("0x1p-2", &d), "numbers: no hex floats");
+    ok(!gm_parse_double("+0.5", &d), "numbers: no '+'");
+    ok(!gm_parse_double("inf", &d), "numbers: no inf");
+    ok(!gm_parse_double(".", &d), "numbers: a lone point");
+    ok(!gm_parse_double("1e", &d), "numbers: an empty exponent");
+    ok(!gm_parse_double("1e+", &d), "numbers: an exponent without digits");
+    ok(!gm_parse_double("0.5 0", &d), "numbers: two numbers");
+    ok(gm_parse_double(" 0.25\t", &d) && d == 0.25, "numbers: blanks around");
+
+    /* CUDA_DEVICE and ~/.cuda-device, as pure parsers */
+    int dev = -7;
+    is_int(gm_parse_cuda_device("3", &dev), GPUMEM_OK, "CUDA_DEVICE=3");
+    is_int(dev, 3, "is device 3");
+    is_int(gm_parse_cuda_device("+0", &dev), GPUMEM_ERROR_INVALID_ENVIRONMENT, "CUDA_DEVICE=+0 is refused");
+    is_int(gm_parse_cuda_device("-0", &dev), GPUMEM_ERROR_INVALID_ENVIRONMENT, "CUDA_DEVICE=-0 is refused");
+    is_int(gm_parse_cuda_device("01", &dev), GPUMEM_ERROR_INVALID_ENVIRONMENT, "CUDA_DEVICE=01 is refused");
+    like(gpumem_last_error(), "leading zeros", "saying why");
+    is_int(gm_parse_cuda_device("-2", &dev), GPUMEM_ERROR_INVALID_ENVIRONMENT, "CUDA_DEVICE=-2 is refused");
+    like(gpumem_last_error(), "negative", "as negative");
+    is_int(gm_parse_cuda_device("2147483648", &dev), GPUMEM_ERROR_INVALID_DEVICE, "above INT_MAX: no such device");
+    is_int(gm_parse_cuda_device("99999999999999999999999", &dev), GPUMEM_ERROR_INVALID_DEVICE,
+           "far above INT_MAX: no such device");
+    is_int(gm_parse_cuda_device("1\x01", &dev), GPUMEM_ERROR_INVALID_ENVIRONMENT, "a control byte");
+    like(gpumem_last_error(), "CUDA_DEVICE='1\\x01'", "is shown escaped");
+    is_int(dev, 3, "failures leave the device alone");
+    char line[200];
+    memset(line, ' ', sizeof line);
+    line[0] = '1';
+    memcpy(line + 100, "junk", 4);
+    is_int(gm_parse_device_file("/h/.cuda-device", line, sizeof line, false, &dev),
+           GPUMEM_ERROR_INVALID_ENVIRONMENT, "a first line of 200 bytes is refused");
+    like(gpumem_last_error(), "longer than 64 bytes", "naming the limit");
+    is_int(gm_parse_device_file("/h/.cuda-device", "1\0garbage\n", 10, false, &dev),
+           GPUMEM_ERROR_INVALID_ENVIRONMENT, "a NUL in the first line is refused");
+    like(gpumem_last_error(), "first line '1\\x00garbage'", "and shown");
+    is_int(gm_parse_device_file("/h/.cuda-device", "1\r2\n", 4, false, &dev), GPUMEM_ERROR_INVALID_ENVIRONMENT,
+           "a carriage return is refused");
+    is_int(gm_parse_device_file("/h/.cuda-device", "1\r\n", 3, false, &dev), GPUMEM_ERROR_INVALID_ENVIRONMENT,
+           "so are DOS line ends");
+    is_int(gm_parse_device_file("/h/.cuda-device", "0000000000000000000000000000000000000000000000000000000019\n",
+                                59, false, &dev), GPUMEM_ERROR_INVALID_ENVIRONMENT, "leading zeros are refused");
+    is_int(gm_parse_device_file("/h/.cuda-device", " 2 \nnext", 8, false, &dev), GPUMEM_OK,
+           "the first line is read");
+    is_int(dev, 2, "as device 2");
+    is_int(gm_parse_device_file("/h/.cuda-device", "1", 1, true, &dev), GPUMEM_ERROR_INVALID_ENVIRONMENT,
+           "a line that goes on past what was read is too long");
+
+    /* GPUMEM_SIM_FAIL */
+    long k = 0;
+    int code = 0;
+    const char *bad = NULL;
+    ok(gm_parse_sim_fail("12:CUDA_ERROR_OUT_OF_MEMORY", &k, &code, &bad) && k == 12 && code == 2,
+       "GPUMEM_SIM_FAIL=12:CUDA_ERROR_OUT_OF_MEMORY");
+    ok(gm_parse_sim_fail("3", &k, &code, &bad) && k == 3 && code == 999, "GPUMEM_SIM_FAIL=3: CUDA_ERROR_UNKNOWN");
+    char longv[260];
+    memset(longv, ' ', sizeof longv);
+    longv[0] = '1';
+    memcpy(longv + 250, ":junk", 6);
+    ok(!gm_parse_sim_fail(longv, &k, &code, &bad) && bad != NULL && strcmp(bad, "junk") == 0,
+       "GPUMEM_SIM_FAIL='1<249 spaces>:junk' is refused for its ERROR");
+    longv[250] = 'x';
+    ok(!gm_parse_sim_fail(longv, &k, &code, &bad) && bad == NULL, "and '1<249 spaces>xjunk' for its k");
+    ok(!gm_parse_sim_fail("0", &k, &code, &bad), "k 0 is refused");
+    ok(!gm_parse_sim_fail("1:0", &k, &code, &bad), "ERROR 0 is refused");
+    ok(!gm_parse_sim_fail("1:CUDA_SUCCESS", &k, &code, &bad), "CUDA_SUCCESS is refused");
 
     unsetenv("GPUMEM_TEST_X");
     bool set = true;

@@ -247,6 +247,21 @@ int main(void)
         is_str((const char *)hrec.bytes + 648, "|V8", "a record's typestr");
         ok(rd32(&hrec, 672) > 0 && strstr((const char *)hrec.bytes + 676, "'x'") != NULL,
            "a record's description: %s", (const char *)hrec.bytes + 676);
+        uint64_t opens0 = calls("cuIpcOpenMemHandle");
+        gpumem_ipc_handle bad = hrec;
+        const char *junk = "[('x', '<f4'), ('n', 'Q')]";
+        memset(bad.bytes + 676, 0, 1372);
+        memcpy(bad.bytes + 676, junk, strlen(junk));
+        wr32(&bad, 672, (uint32_t)strlen(junk));
+        is_int(open_status(&bad), GPUMEM_ERROR_INVALID_DTYPE, "a malformed record description: INVALID_DTYPE");
+        like(gpumem_last_error(), "record description", "naming the field");
+        const char *wide = "[('x', '<f8'), ('n', '<i4')]";
+        memset(bad.bytes + 676, 0, 1372);
+        memcpy(bad.bytes + 676, wide, strlen(wide));
+        wr32(&bad, 672, (uint32_t)strlen(wide));
+        is_int(open_status(&bad), GPUMEM_ERROR_INVALID_DTYPE, "a record description of another size");
+        like(gpumem_last_error(), "disagrees with the typestr", "says so");
+        ok(calls("cuIpcOpenMemHandle") == opens0, "neither reached cuIpcOpenMemHandle");
     } else {
         ok(0, "a record array's handle: %s", gpumem_last_error());
         skip(1, "no record handle");
@@ -304,6 +319,8 @@ int main(void)
     refuse(&h, 132, 4, 8, GPUMEM_ERROR_INVALID_VALUE, "item size", "an item size that is not the dtype's");
     refuse(&h, 136, 8, (uint64_t)-5, GPUMEM_ERROR_INVALID_VALUE, "shape[0]", "a negative extent");
     refuse(&h, 136, 8, 0, GPUMEM_ERROR_INVALID_VALUE, "empty", "an empty array");
+    refuse(&h, 136, 8, UINT64_C(1) << 62, GPUMEM_ERROR_INVALID_VALUE, "its shape", "a shape whose bytes overflow "
+           "is INVALID_VALUE, as ipc.h lists");
     refuse(&h, 136, 8, rd64(&h, 120) / 4 + 1, GPUMEM_ERROR_INVALID_VALUE, "outside the allocation",
            "more elements than the allocation holds");
     refuse(&h, 112, 8, rd64(&h, 120), GPUMEM_ERROR_INVALID_VALUE, "outside the allocation",

@@ -413,7 +413,7 @@ int main(void)
     gpumem_device_data_align_bytes(dd, 16, &n);
     is_int(n, 128, "align_bytes(16) = 128");
     is_int(gpumem_device_data_align_bytes(dd, 2, &n), GPUMEM_ERROR_INVALID_VALUE, "align_bytes(2) is refused");
-    like(gpumem_last_error(), "no alignment possible for fetches of size 2", "with pycuda's words");
+    like(gpumem_last_error(), "word_size 2: no alignment possible for fetches of that size", "with pycuda's words");
     gpumem_device_data_align(dd, 100, 4, &n);
     is_int(n, 128, "align(100, 4) = 128");
     gpumem_device_data_align(dd, 128, 4, &n);

@@ -3,6 +3,7 @@
  * a number is given, else a scan.  Each case runs in its own process. */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <gpumem.h>
 
@@ -73,6 +74,20 @@ static const selcase cases[] = {
      NULL},
     {"get_default_device: a bad fallback", 0, NULL, NULL, NULL, NULL, 1, 99, GPUMEM_ERROR_INVALID_DEVICE, -1,
      0, "fallback"},
+    {"~/.cuda-device: a carriage return in the first line is an error", 0, NULL, "1\r2\n", NULL, NULL, 0, 0,
+     GPUMEM_ERROR_INVALID_ENVIRONMENT, -1, 0, "first line '1\\x0d2'"},
+    {"~/.cuda-device: junk after 100 blanks is an error", 0, NULL,
+     "1                                                                                                    junk\n",
+     NULL, NULL, 0, 0, GPUMEM_ERROR_INVALID_ENVIRONMENT, -1, 0, "longer than 64 bytes"},
+    {"~/.cuda-device: leading zeros are an error, not device 0", 0, NULL,
+     "0000000000000000000000000000000000000000000000000000000000000000000000019\n", NULL, NULL, 0, 0,
+     GPUMEM_ERROR_INVALID_ENVIRONMENT, -1, 0, "longer than 64 bytes"},
+    {"~/.cuda-device: 01 is an error", 0, NULL, "01\n", NULL, NULL, 0, 0, GPUMEM_ERROR_INVALID_ENVIRONMENT, -1,
+     0, "leading zeros"},
+    {"CUDA_DEVICE=+0 is an error", 0, "+0", NULL, NULL, NULL, 0, 0, GPUMEM_ERROR_INVALID_ENVIRONMENT, -1, 0,
+     "CUDA_DEVICE='+0'"},
+    {"CUDA_DEVICE=-0 is an error", 0, "-0", NULL, NULL, NULL, 0, 0, GPUMEM_ERROR_INVALID_ENVIRONMENT, -1, 0,
+     "CUDA_DEVICE='-0'"},
     {"get_default_device: junk is an error", 0, "x", NULL, NULL, NULL, 1, 0, GPUMEM_ERROR_INVALID_ENVIRONMENT,
      -1, 0, "CUDA_DEVICE='x'"},
 };
@@ -121,10 +136,66 @@ static void run_case(const void *arg, child_result *out)
     out->value[2] = (long)retains;
 }
 
+/* Cases that the table cannot express: value[0] 1 selects ~/.cuda-device as
+ * a FIFO, 2 a file with a NUL, 3 a HOME longer than the path limit, 4 a bad
+ * GPUMEM_MAX_PENDING_DEALLOCS_COUNT with nothing configured (the scan). */
+static void run_special(const void *arg, child_result *out)
+{
+    long which = *(const long *)arg;
+    unsetenv("CUDA_DEVICE");
+    setenv("HOME", home, 1);
+    char path[1100];
+    snprintf(path, sizeof path, "%s/.cuda-device", home);
+    if (which == 1 && mkfifo(path, 0600) != 0)
+        exit(98);
+    if (which == 2) {
+        FILE *f = fopen(path, "w");
+        if (f == NULL || fwrite("1\0garbage\n", 1, 10, f) != 10 || fclose(f) != 0)
+            exit(98);
+    }
+    if (which == 3) {
+        char *long_home = malloc(5000);
+        snprintf(long_home, 5000, "%s/", home);
+        size_t n = strlen(long_home);
+        memset(long_home + n, 'h', 4999 - n);
+        long_home[4999] = '\0';
+        setenv("HOME", long_home, 1);
+        free(long_home);
+    }
+    if (which == 4)
+        setenv("GPUMEM_MAX_PENDING_DEALLOCS_COUNT", "lots", 1);
+    gpumem_context *ctx = NULL;
+    out->status = gpumem_context_create_default(&ctx);
+    snprintf(out->text, sizeof out->text, "%s", gpumem_last_error());
+    if (out->status == GPUMEM_OK)
+        gpumem_context_release(ctx);
+}
+
+static void special(long which, gpumem_status want, const char *message, const char *title)
+{
+    home = make_home();
+    child_result r;
+    int rc = run_child(run_special, &which, &r);
+    remove_home(home);
+    ok(rc == 0 && r.status == (int)want && strstr(r.text, message) != NULL, "%s", title);
+    if (rc != 0 || r.status != (int)want || strstr(r.text, message) == NULL)
+        diag("  rc %d, exit %d, status %s: %s", rc, r.exit_code, gpumem_status_string((gpumem_status)r.status),
+             r.text);
+}
+
 int main(void)
 {
     size_t n = sizeof cases / sizeof cases[0];
-    plan((int)n);
+    plan((int)n + 4);
+    /* These come first: a hang would show here. */
+    special(1, GPUMEM_ERROR_INVALID_ENVIRONMENT, "not a regular file", "~/.cuda-device as a FIFO is refused "
+            "without waiting for a writer");
+    special(2, GPUMEM_ERROR_INVALID_ENVIRONMENT, "first line '1\\x00garbage'", "~/.cuda-device with a NUL is "
+            "refused");
+    special(3, GPUMEM_ERROR_INVALID_ENVIRONMENT, "longer than 4095 bytes", "a HOME too long for a path is an "
+            "error naming the limit, not cut");
+    special(4, GPUMEM_ERROR_INVALID_ENVIRONMENT, "GPUMEM_MAX_PENDING_DEALLOCS_COUNT='lots'", "a bad "
+            "GPUMEM_MAX_PENDING_DEALLOCS_COUNT is INVALID_ENVIRONMENT from the scan, not NO_DEVICE");
     int sim = test_on_sim();
     for (size_t i = 0; i < n; i++) {
         const selcase *c = &cases[i];

@@ -77,6 +77,12 @@ typedef enum gpumem_memory_kind {
  * sign); negative values count from the end.  Unlike Python, explicit bounds
  * outside the axis are errors (::GPUMEM_ERROR_INDEX_OUT_OF_RANGE), not
  * clamped, and step 0 is ::GPUMEM_ERROR_ZERO_STEP.
+ *
+ * ::GPUMEM_SLICE_DEFAULT for step means omitted too, which is 1 (Python's
+ * `x[::None]`), so a step of INT64_MIN cannot be asked for: it is the
+ * whole axis, not NumPy's `x[::-2**63]`.  Write INT64_MIN + 1 for that: it
+ * selects the same elements (the last one alone) on every axis, whose
+ * extents never reach 2^62.
  */
 typedef struct gpumem_slice {
     int64_t start; /**< first index, or ::GPUMEM_SLICE_DEFAULT */
@@ -84,7 +90,7 @@ typedef struct gpumem_slice {
     int64_t step;  /**< distance between indices; negative walks backwards, 0 is an error */
 } gpumem_slice;
 
-/** Omitted slice bound (Python's None). */
+/** Omitted slice bound or step (Python's None); a step so given is 1. */
 #define GPUMEM_SLICE_DEFAULT INT64_MIN
 /** The whole axis, `:` */
 #define GPUMEM_SLICE_ALL {GPUMEM_SLICE_DEFAULT, GPUMEM_SLICE_DEFAULT, 1}

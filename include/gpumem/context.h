@@ -13,14 +13,19 @@
  *
  * @par Choosing the default device (gpumem_context_create_default)
  * The rules of pycuda.tools.make_default_context, in order:
- *  1. the environment variable @c CUDA_DEVICE: a decimal device ordinal,
- *     surrounding white space allowed;
+ *  1. the environment variable @c CUDA_DEVICE: a decimal device ordinal
+ *     (`0` or digits not starting with `0`, no sign), spaces and tabs around
+ *     it allowed, nothing else;
  *  2. else the first line of @c $HOME/.cuda-device, or, if that file does not
- *     exist, of @c $HOME/.cuda_device (the name pycuda's code actually reads);
+ *     exist, of @c $HOME/.cuda_device (the name pycuda's code actually reads):
+ *     a regular file whose first line (64 bytes at most) is an ordinal as in
+ *     @c CUDA_DEVICE (doc/environment.md has the exact rules);
  *  3. once 1 or 2 names a device there is no fallback: a bad value, a device
  *     out of range or a device that refuses a context is an error that names
  *     the variable or file and the value;
- *  4. else every device in turn, and the first that gives a context wins;
+ *  4. else every device in turn, and the first that gives a context wins
+ *     (a bad @c GPUMEM_* value stops the scan with
+ *     ::GPUMEM_ERROR_INVALID_ENVIRONMENT);
  *  5. else ::GPUMEM_ERROR_NO_DEVICE, with a message listing what was tried.
  *
  * @par Backends

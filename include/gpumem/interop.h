@@ -186,6 +186,19 @@ GPUMEM_API gpumem_status gpumem_array_interface(const gpumem_array *array, gpume
  * context, which includes it), any other value a stream handle of @p ctx's
  * device.  A driver failure there fails the call.
  *
+ * A stream value comes from another library and is checked as far as it
+ * can be without undefined behaviour: a CUstream is the address of a
+ * driver object, so a value from 3 to 4095 (the null page) or a negative
+ * one (not a user-space address) is ::GPUMEM_ERROR_INVALID_VALUE before
+ * any driver call; then the driver is asked about it (cuStreamQuery), and
+ * a handle it does not know, or one of another context, is
+ * ::GPUMEM_ERROR_INVALID_VALUE too.  What cannot be checked: a handle of a
+ * stream that was destroyed (its memory possibly reused) or any other
+ * made-up address is undefined behaviour inside the CUDA driver, as it is
+ * for numba and CuPy; the simulator answers such handles with
+ * CUDA_ERROR_INVALID_HANDLE.  With ::GPUMEM_CAI_NO_SYNCHRONIZE the stream
+ * is not looked at.
+ *
  * @p release (may be NULL) is called with @p owner exactly once, when the
  * array's last reference goes (views keep it alive): a binding passes a
  * function that drops its reference to the producer object.  When the call
@@ -197,7 +210,7 @@ GPUMEM_API gpumem_status gpumem_array_interface(const gpumem_array *array, gpume
  *  - ::GPUMEM_ERROR_INVALID_VALUE: @c size too small, @c version other than 2
  *    and 3, @c stream 0 (the specification forbids it), @c stream given with
  *    version 2, @c readonly without ::GPUMEM_CAI_READ_ONLY, unknown @p flags,
- *    @c ndim below 0;
+ *    @c ndim below 0, a @c stream that is no stream (see above);
  *  - ::GPUMEM_ERROR_INVALID_DTYPE: a malformed or unterminated @c typestr or
  *    @c descr, a descr that disagrees with the typestr;
  *  - ::GPUMEM_ERROR_NEGATIVE_DIMENSION, ::GPUMEM_ERROR_TOO_MANY_DIMENSIONS,

@@ -46,8 +46,10 @@
  * gpumem_ipc_open() checks every field before it calls the driver: a wrong
  * magic, version or size, ndim out of range, a negative extent, an
  * unterminated text, a dtype whose size is not the item size, an element
- * outside the allocation is ::GPUMEM_ERROR_INVALID_VALUE (or
- * ::GPUMEM_ERROR_INVALID_DTYPE for a malformed dtype text) naming the field.
+ * outside the allocation, a shape whose bytes overflow int64 is
+ * ::GPUMEM_ERROR_INVALID_VALUE, and a malformed typestr or record
+ * description, or a description that disagrees with the typestr, is
+ * ::GPUMEM_ERROR_INVALID_DTYPE; the message names the field.
  *
  * @par Devices
  * The handle names its device by PCI id, not by ordinal, since the other
