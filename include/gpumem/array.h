@@ -78,8 +78,8 @@ typedef enum gpumem_memory_kind {
  * outside the axis are errors (::GPUMEM_ERROR_INDEX_OUT_OF_RANGE), not
  * clamped, and step 0 is ::GPUMEM_ERROR_ZERO_STEP.
  *
- * ::GPUMEM_SLICE_DEFAULT for step means omitted too, which is 1 (Python's
- * `x[::None]`), so a step of INT64_MIN cannot be asked for: it is the
+ * ::GPUMEM_SLICE_DEFAULT for step means omitted too, which is 1 (a Python
+ * step of None), so a step of INT64_MIN cannot be asked for: it is the
  * whole axis, not NumPy's `x[::-2**63]`.  Write INT64_MIN + 1 for that: it
  * selects the same elements (the last one alone) on every axis, whose
  * extents never reach 2^62.
