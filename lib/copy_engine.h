@@ -13,10 +13,12 @@
 
 /* DMA rows narrower than this many bytes run far below the link's speed
  * (the copy engine moves each row as a separate burst): the engine packs
- * such copies instead of issuing a 2-D or 3-D copy.  A first guess, to be
- * set from `gpumem bench --row-sweep` on the GPU machine;
- * GPUMEM_COPY_MIN_ROW_BYTES overrides it. */
-#define GM_COPY_MIN_ROW_BYTES 512
+ * such copies instead of issuing a 2-D or 3-D copy.  Measured with
+ * `gpumem bench --rows` on an H100 (PCIe gen5, 64 MiB, 2026-11-24): 2-D DMA
+ * moves 128-byte rows at 51-52 GB/s, as fast as packing (50.7), 64-byte rows
+ * at 43-45 GB/s against packing's 49-50, and 8-byte rows at 3.6-6.3 GB/s
+ * against 47-48 (bench/RESULTS.md); GPUMEM_COPY_MIN_ROW_BYTES overrides it. */
+#define GM_COPY_MIN_ROW_BYTES 128
 
 /* A host side at least this big is packed by several CPU threads. */
 #define GM_COPY_CPU_THREAD_BYTES (4u << 20)
