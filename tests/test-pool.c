@@ -1171,8 +1171,11 @@ int main(void)
     test_holding();
     test_thread_caches();
     test_stripes();
-    test_stress(0, ITERS);
-    test_stress(GPUMEM_POOL_NO_THREAD_CACHE, ITERS / 2);
+    /* Under a sanitizer (make check-asan, check-tsan) each operation costs
+     * tens of times more: fewer rounds, the same interleavings. */
+    int iters = getenv("GPUMEM_TEST_SANITIZER") != NULL ? ITERS / 5 : ITERS;
+    test_stress(0, iters);
+    test_stress(GPUMEM_POOL_NO_THREAD_CACHE, iters / 2);
     gpumem_context_release(ctx);
     done_testing();
     return exit_status();
