@@ -14,8 +14,12 @@
  * `with pinned(*arrays):`) and gives a ::gpumem_registration that
  * gpumem_unpinned() ends; gpumem_mapped() also maps them and gives device
  * views.  Ranges are page-granular and reference-counted across scopes:
- * overlapping or repeated arrays work, and a page is unregistered when the
- * last scope that covers it ends.  Memory that is already page-locked (pinned,
+ * overlapping or repeated arrays work.  The driver registers and unregisters
+ * whole ranges only, so a scope that covers part of a range an earlier
+ * scope registered holds that whole range: the range (every page of it) is
+ * unregistered when the last scope that holds it ends.  Pin A, then B
+ * overlapping A, then end A: A's pages outside B stay page-locked until B
+ * ends too.  Memory that is already page-locked (pinned,
  * mapped or managed arrays, or memory another library registered) needs
  * nothing and is left alone; device arrays are already device memory and
  * are skipped (gpumem_mapped() gives the array itself as its device view).

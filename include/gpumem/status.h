@@ -33,7 +33,16 @@ typedef enum gpumem_status {
     GPUMEM_ERROR_NOT_SUPPORTED = 11,        /**< the device or driver cannot do this */
     GPUMEM_ERROR_NOT_SIMULATED = 12,        /**< the simulator backend cannot do this (kernel launches) */
     GPUMEM_ERROR_NOT_READY = 13,            /**< asynchronous work has not completed yet (a query, not a failure) */
-    GPUMEM_ERROR_INVALID_STATE = 14,        /**< the object is in the wrong state (freed twice, scope ended twice) */
+    /**
+     * The object is in the wrong state: a pool allocation freed twice, a
+     * registration scope or defer_cleanup scope ended twice, an array
+     * released or retained after its last release (array.h says when that
+     * is detected), a context released more often than retained while its
+     * memory is still the library's.  Releasing or destroying any other
+     * handle twice (a context after its final release, a stream, a pool, a
+     * host pool, a record dtype) is undefined, as free() twice is.
+     */
+    GPUMEM_ERROR_INVALID_STATE = 14,
     GPUMEM_ERROR_CONTEXT_MISMATCH = 15,     /**< objects of different contexts were used together */
     GPUMEM_ERROR_OVERFLOW = 16,             /**< a size computation overflows */
     GPUMEM_ERROR_NEGATIVE_DIMENSION = 17,   /**< a shape has a negative extent */
