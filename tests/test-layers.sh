@@ -17,7 +17,7 @@ layer_of() {
     error|env|layout|dtype|bytes|version|copyplan|testing|devfile|kernels/*) echo 0 ;;
     driver|cuda|cuda_abi|sim|sim_*|arch_table|pointer) echo 1 ;;
     context|stream) echo 2 ;;
-    alloc|pool|host_pool|hostreg|dealloc) echo 3 ;;
+    alloc|pool|device_pool|host_pool|hostreg|dealloc) echo 3 ;;
     pack_kernels) echo 5 ;;
     array|copy|copy_*|host|handles|staging) echo 4 ;;
     cai|dlpack|dlpack_abi|ipc|memo|module|occupancy) echo 5 ;;

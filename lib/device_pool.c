@@ -1,0 +1,129 @@
+/*
+ * device_pool.c - pycuda's DeviceMemoryPool: the device pool's public API
+ * over the pool core of pool.c, and gpumem_context_set_pool (numba's
+ * memory-manager plug-in).
+ */
+#include "config.h"
+
+#include <stdatomic.h>
+
+#include "error.h"
+#include "pool.h"
+
+/* ---- device pools ------------------------------------------------------------------ */
+
+GPUMEM_API gpumem_status gpumem_pool_create(gpumem_context *ctx, unsigned flags, gpumem_pool **pool)
+{
+    GM_CHECK_NULL(pool);
+    if (flags & ~(unsigned)GPUMEM_POOL_NO_THREAD_CACHE)
+        return gm_error(GPUMEM_ERROR_INVALID_VALUE, "gpumem_pool_create: unknown flags 0x%x", flags);
+    gm_pool *p = NULL;
+    gpumem_status st = gm_pool_core_create(GM_POOL_DEVICE, ctx, flags, 0, "gpumem_pool_create", &p);
+    if (st == GPUMEM_OK)
+        *pool = (gpumem_pool *)(void *)p;
+    return st;
+}
+
+GPUMEM_API gpumem_status gpumem_pool_destroy(gpumem_pool *pool)
+{
+    if (pool == NULL)
+        return GPUMEM_OK;
+    gm_pool *p = gm_pool_of_device(pool);
+    gpumem_status st = gm_pool_core_check(p, GM_POOL_DEVICE, "gpumem_pool_destroy", "pool");
+    return st != GPUMEM_OK ? st : gm_pool_core_destroy(p, "gpumem_pool_destroy");
+}
+
+GPUMEM_API gpumem_status gpumem_pool_block_size(size_t size, size_t *block_size)
+{
+    GM_CHECK_NULL(block_size);
+    if (size > GM_POOL_MAX_SIZE)
+        return gm_error(GPUMEM_ERROR_OVERFLOW, "gpumem_pool_block_size: size %zu is larger than a pool's "
+                        "largest block (%zu bytes)", size, (size_t)GM_POOL_MAX_SIZE);
+    *block_size = size == 0 ? 0 : gm_pool_class_bytes(gm_pool_class_of(size));
+    return GPUMEM_OK;
+}
+
+GPUMEM_API gpumem_status gpumem_pool_context(const gpumem_pool *pool, gpumem_context **ctx)
+{
+    GM_CHECK_NULL(ctx);
+    gm_pool *p = gm_pool_of_device(pool);
+    gpumem_status st = gm_pool_core_check(p, GM_POOL_DEVICE, "gpumem_pool_context", "pool");
+    if (st == GPUMEM_OK)
+        *ctx = gm_pool_core_context(p);
+    return st;
+}
+
+gpumem_context *gm_pool_context(const gpumem_pool *pool)
+{
+    return gm_pool_core_context(gm_pool_of_device(pool));
+}
+
+static gpumem_status device_stats(gpumem_pool *pool, struct gpumem_pool_stats *s, const char *what)
+{
+    gm_pool *p = gm_pool_of_device(pool);
+    gpumem_status st = gm_pool_core_check(p, GM_POOL_DEVICE, what, "pool");
+    if (st == GPUMEM_OK)
+        gm_pool_core_stats(p, s);
+    return st;
+}
+
+GPUMEM_API gpumem_status gpumem_pool_held_blocks(gpumem_pool *pool, uint64_t *count)
+{
+    GM_CHECK_NULL(count);
+    struct gpumem_pool_stats s;
+    gpumem_status st = device_stats(pool, &s, "gpumem_pool_held_blocks");
+    if (st == GPUMEM_OK)
+        *count = s.held_blocks;
+    return st;
+}
+
+GPUMEM_API gpumem_status gpumem_pool_active_blocks(gpumem_pool *pool, uint64_t *count)
+{
+    GM_CHECK_NULL(count);
+    struct gpumem_pool_stats s;
+    gpumem_status st = device_stats(pool, &s, "gpumem_pool_active_blocks");
+    if (st == GPUMEM_OK)
+        *count = s.active_blocks;
+    return st;
+}
+
+GPUMEM_API gpumem_status gpumem_pool_free_held(gpumem_pool *pool)
+{
+    gm_pool *p = gm_pool_of_device(pool);
+    gpumem_status st = gm_pool_core_check(p, GM_POOL_DEVICE, "gpumem_pool_free_held", "pool");
+    return st != GPUMEM_OK ? st : gm_pool_core_free_held(p, false, "gpumem_pool_free_held");
+}
+
+GPUMEM_API gpumem_status gpumem_pool_stop_holding(gpumem_pool *pool)
+{
+    gm_pool *p = gm_pool_of_device(pool);
+    gpumem_status st = gm_pool_core_check(p, GM_POOL_DEVICE, "gpumem_pool_stop_holding", "pool");
+    return st != GPUMEM_OK ? st : gm_pool_core_free_held(p, true, "gpumem_pool_stop_holding");
+}
+
+GPUMEM_API gpumem_status gpumem_pool_stats(gpumem_pool *pool, struct gpumem_pool_stats *stats)
+{
+    GM_CHECK_NULL(stats);
+    gm_pool *p = gm_pool_of_device(pool);
+    gpumem_status st = gm_pool_core_check(p, GM_POOL_DEVICE, "gpumem_pool_stats", "pool");
+    return st != GPUMEM_OK ? st : gm_pool_stats_out(p, stats, "gpumem_pool_stats");
+}
+
+GPUMEM_API gpumem_status gpumem_context_set_pool(gpumem_context *ctx, gpumem_pool *pool)
+{
+    gpumem_status st;
+    ctx = gm_context_or_default(ctx, &st);
+    if (st != GPUMEM_OK)
+        return st;
+    if (pool != NULL) {
+        st = gm_pool_core_check(gm_pool_of_device(pool), GM_POOL_DEVICE, "gpumem_context_set_pool", "pool");
+        if (st != GPUMEM_OK)
+            return st;
+        gpumem_context *owner = gm_pool_context(pool);
+        if (owner->dctx != ctx->dctx)
+            return gm_error(GPUMEM_ERROR_CONTEXT_MISMATCH, "gpumem_context_set_pool: the pool belongs to "
+                            "device %d, the context to device %d", owner->device, ctx->device);
+    }
+    atomic_store_explicit(&ctx->pool, pool, memory_order_release);
+    return GPUMEM_OK;
+}
