@@ -64,6 +64,7 @@ static gpumem_status flush(gpumem_context *ctx, const char *what)
     q->bytes = 0;
     pthread_mutex_unlock(&q->lock);
     gpumem_status st = GPUMEM_OK;
+    size_t kept = 0; /* frees the driver refused: queued again, retried at the next flush */
     for (size_t i = 0; i < n && !gm_process_exiting(); i++) {
         gpumem_status fst;
         if (items[i].kind == GM_FREE_DEVICE)
@@ -71,7 +72,25 @@ static gpumem_status flush(gpumem_context *ctx, const char *what)
         else
             fst = gm_drv_check(GM_DRV(mem_free_host, ctx->dctx, (void *)(uintptr_t)items[i].ptr),
                                GM_OP_mem_free_host, what);
+        if (fst != GPUMEM_OK)
+            items[kept++] = items[i];
         st = gm_keep_first(st, fst);
+    }
+    if (kept > 0) {
+        pthread_mutex_lock(&q->lock);
+        for (size_t i = 0; i < kept; i++) {
+            if (q->count == q->cap) {
+                size_t ncap = q->cap ? q->cap * 2 : 16;
+                gm_pending_free *m = realloc(q->items, ncap * sizeof *m);
+                if (m == NULL)
+                    break; /* no room: those are lost, as a failed free would be */
+                q->items = m;
+                q->cap = ncap;
+            }
+            q->items[q->count++] = items[i];
+            q->bytes += items[i].bytes;
+        }
+        pthread_mutex_unlock(&q->lock);
     }
     free(items);
     return st;
@@ -80,7 +99,10 @@ static gpumem_status flush(gpumem_context *ctx, const char *what)
 static gpumem_status dealloc_teardown(gpumem_context *ctx)
 {
     gpumem_status st = flush(ctx, "gpumem_context_release");
+    if (ctx->dealloc->count > 0) /* refused frees: one more try, then they are the driver's */
+        (void)flush(ctx, "gpumem_context_release");
     pthread_mutex_destroy(&ctx->dealloc->lock);
+    free(ctx->dealloc->items);
     free(ctx->dealloc);
     ctx->dealloc = NULL;
     return st;

@@ -41,7 +41,7 @@ int main(void)
     if (!test_on_sim())
         plan_skip_all("the flush points are measured against a simulated device of known size "
                       "(GPUMEM_SIM_MEMORY); run with GPUMEM_BACKEND=sim");
-    plan(30);
+    plan(34);
     child_result r;
     static const char *const bad_count[] = {"GPUMEM_MAX_PENDING_DEALLOCS_COUNT", "ten"};
     run_child(bad_env, bad_count, &r);
@@ -145,6 +145,15 @@ int main(void)
     is_int(pending(NULL), 3, "three frees wait under a limit of 3");
     gpumem_context_set_dealloc_limits(ctx, 2, 1.0);
     is_int(pending(NULL), 0, "lowering the limit below the queue flushes it");
+
+    /* A free the driver refuses stays queued and is retried (cleanup.h). */
+    gpumem_context_set_dealloc_limits(ctx, 10, 1.0);
+    gpumem_array_release(dev_bytes(4096));
+    gpumem_debug_fail_call(1, 1); /* the next driver call: the flush's cuMemFree */
+    is_int(gpumem_context_flush_deallocations(ctx), GPUMEM_ERROR_DRIVER, "a refused free fails the flush");
+    is_int(pending(NULL), 1, "and stays queued");
+    is_int(gpumem_context_flush_deallocations(ctx), GPUMEM_OK, "the next flush frees it");
+    is_int(pending(NULL), 0, "and nothing is left");
 
     uint64_t f = 0, t = 0;
     gpumem_context_flush_deallocations(ctx);

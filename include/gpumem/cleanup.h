@@ -16,6 +16,10 @@
  *  - when an allocation fails for lack of memory: the queue is flushed and
  *    the allocation retried once;
  *  - by gpumem_context_flush_deallocations(), and when the context is released.
+ * A free that the driver refuses makes the flush return its error, and stays
+ * queued (counted by gpumem_context_pending_deallocations()) to be retried
+ * at the next flush; the context's final release tries twice, then leaves
+ * such memory to the driver.
  * Between gpumem_defer_cleanup_begin() and the matching end, nothing is
  * freed (scopes nest); an allocation that fails there is reported as out of
  * memory without a flush.  The outermost end flushes if the limits are
