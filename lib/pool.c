@@ -1128,6 +1128,10 @@ static gpumem_status empty_free(gm_pool *p, gm_rec *r)
  * for when the block has no event recorded. */
 static gpumem_status free_direct(gm_pool *p, gm_rec *r, gpumem_stream *sync, const char *what)
 {
+    /* The block goes to the driver before it leaves the books: until then a
+     * concurrent destroy counts it live, so the pool cannot end while this
+     * thread still reads it (TSan found the other order). */
+    gpumem_status st = release_block(p, r, sync, what);
     bool end = false;
     pthread_mutex_lock(&p->lock);
     p->blocks--;
@@ -1136,7 +1140,6 @@ static gpumem_status free_direct(gm_pool *p, gm_rec *r, gpumem_stream *sync, con
     p->driver_frees++;
     count_end_locked(p, &end);
     pthread_mutex_unlock(&p->lock);
-    gpumem_status st = release_block(p, r, sync, what);
     rec_put(r);
     if (end)
         pool_end(p);
