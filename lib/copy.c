@@ -88,12 +88,6 @@ static gpumem_status check_copy(const char *what, gpumem_array *dst, const gpume
         st = gm_stream_check(stream, src->ctx, what, "src");
     if (st != GPUMEM_OK)
         return st;
-    /* numba#5130: the driver runs an asynchronous copy into pageable memory
-     * synchronously, and says nothing.  Refuse it instead. */
-    if (stream != NULL && gm_array_on_device(src) && !gm_array_on_device(dst) && !gm_array_is_locked(dst))
-        return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: an asynchronous copy into pageable host memory "
-                        "('dst') would run synchronously; page-lock it (gpumem_pinned, gpumem_pinned_array) or "
-                        "pass a NULL stream", what);
     *ctx = gm_array_on_device(dst) ? dst->ctx : gm_array_on_device(src) ? src->ctx : NULL;
     return GPUMEM_OK;
 }

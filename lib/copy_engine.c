@@ -577,8 +577,21 @@ gpumem_status gm_copy_run(const char *what, gpumem_array *dst, const gpumem_arra
                           gpumem_context *ctx)
 {
     bool src_dev = gm_array_on_device(src), dst_dev = gm_array_on_device(dst);
+    /* downloads queued on the stream write host memory when the stream gets
+     * there: a copy that touches host memory from the CPU now waits for them */
+    if (stream != NULL && (!src_dev || !dst_dev) &&
+        atomic_load_explicit(&stream->landings, memory_order_acquire) > 0) {
+        gpumem_status sst = gm_drv_check(GM_DRV(stream_synchronize, ctx != NULL ? ctx->dctx : stream->ctx->dctx,
+                                                gm_stream_ds(stream)),
+                                         GM_OP_stream_synchronize, what);
+        if (sst != GPUMEM_OK)
+            return sst;
+    }
     if (!src_dev && !dst_dev)
         return host_copy(what, dst, src, stream);
+
+    if (stream != NULL && src_dev && pageable(dst))
+        return gm_copy_queued_download(what, dst, src, stream, ctx);
 
     gpumem_status st;
     if (src_dev && dst_dev && overlap(src, dst)) {

@@ -33,6 +33,12 @@
 gpumem_status gm_copy_run(const char *what, gpumem_array *dst, const gpumem_array *src, gpumem_stream *stream,
                           gpumem_context *ctx);
 
+/* A copy from device array src into pageable host array dst on stream (not
+ * NULL), queued: into a pinned bounce block on the stream, then a host
+ * function on the stream writes dst (copy_queued.c).  Returns at once. */
+gpumem_status gm_copy_queued_download(const char *what, gpumem_array *dst, const gpumem_array *src,
+                                      gpumem_stream *stream, gpumem_context *ctx);
+
 /* The row width below which DMA is avoided: GPUMEM_COPY_MIN_ROW_BYTES, read
  * once, else GM_COPY_MIN_ROW_BYTES. */
 gpumem_status gm_copy_min_row_bytes(size_t *out);

@@ -28,6 +28,7 @@
 
 #define MAX_THREADS 64
 #define MAX_DEPTH 64
+#define BOUNCE_KEEP 4 /* pinned blocks of queued downloads kept for reuse */
 
 /* ---- settings ------------------------------------------------------------------------------------ */
 
@@ -238,6 +239,9 @@ struct gm_staging {
     bool used[MAX_DEPTH]; /* an event was recorded */
     pool threads;
     bool have_threads;
+    pthread_mutex_t bmu;  /* guards the bounce cache */
+    gm_block bounce[BOUNCE_KEEP]; /* pinned blocks of queued downloads, kept for reuse */
+    unsigned nbounce;
 };
 
 /* Frees the ring and the threads (mu held or the last reference). */
@@ -290,10 +294,20 @@ static gpumem_status ring_ready(gm_staging *e, const char *what)
     return GPUMEM_OK;
 }
 
+/* Frees the kept bounce blocks (the last reference). */
+static void bounce_free(gm_staging *e)
+{
+    for (unsigned i = 0; i < e->nbounce; i++)
+        (void)gm_alloc_free(e->ctx, &e->bounce[i]);
+    e->nbounce = 0;
+}
+
 static void engine_unref(gm_staging *e)
 {
     if (atomic_fetch_sub_explicit(&e->refs, 1, memory_order_acq_rel) == 1) {
         ring_free(e);
+        bounce_free(e);
+        pthread_mutex_destroy(&e->bmu);
         pthread_mutex_destroy(&e->mu);
         free(e);
     }
@@ -310,6 +324,7 @@ static gpumem_status engine_of(gpumem_context *ctx, gm_staging **out)
         e = atomic_load_explicit(&ctx->staging, memory_order_relaxed);
         if (e == NULL && (e = calloc(1, sizeof *e)) != NULL) {
             pthread_mutex_init(&e->mu, NULL);
+            pthread_mutex_init(&e->bmu, NULL);
             atomic_init(&e->refs, 1); /* the context's */
             e->ctx = ctx;
             e->dctx = ctx->dctx;
@@ -378,11 +393,27 @@ static gpumem_status chunk_copy(gm_staging *e, unsigned b, gm_cu_deviceptr dst, 
     return st;
 }
 
+/* The chunk of one transfer: the configured one, or smaller for a transfer
+ * that would not fill the ring, so that the threads' copying of one chunk
+ * overlaps the link's moving of the one before (a single 8 MiB chunk of a
+ * 4 MiB transfer does one after the other).  Never below 256 KiB, where
+ * the per-chunk cost of waking the threads dominates. */
+static size_t chunk_for(const gm_staging *e, size_t bytes)
+{
+    size_t c = e->cfg.chunk_bytes, want = bytes / e->cfg.depth;
+    if (want >= c)
+        return c;
+    want = (want + 4095) & ~(size_t)4095;
+    if (want < (256u << 10))
+        want = 256u << 10;
+    return want < c ? want : c;
+}
+
 gpumem_status gm_staging_upload(gm_staging *e, gm_cu_deviceptr dst, const void *src, size_t bytes, gm_dstream *ds,
                                 int async, const char *what)
 {
     gpumem_status st = ring_ready(e, what);
-    size_t chunk = e->cfg.chunk_bytes;
+    size_t chunk = st == GPUMEM_OK ? chunk_for(e, bytes) : 1;
     for (size_t off = 0, i = 0; st == GPUMEM_OK && off < bytes; off += chunk, i++) {
         unsigned b = (unsigned)(i % e->cfg.depth);
         size_t n = bytes - off < chunk ? bytes - off : chunk;
@@ -402,7 +433,7 @@ gpumem_status gm_staging_download(gm_staging *e, void *dst, gm_cu_deviceptr src,
     gpumem_status st = ring_ready(e, what);
     if (st != GPUMEM_OK)
         return st;
-    size_t chunk = e->cfg.chunk_bytes, nchunks = (bytes + chunk - 1) / chunk;
+    size_t chunk = chunk_for(e, bytes), nchunks = (bytes + chunk - 1) / chunk;
     unsigned depth = e->cfg.depth;
     /* the first transfers, one per buffer */
     for (size_t i = 0; st == GPUMEM_OK && i < nchunks && i < depth; i++) {
@@ -423,4 +454,55 @@ gpumem_status gm_staging_download(gm_staging *e, void *dst, gm_cu_deviceptr src,
         }
     }
     return st;
+}
+
+/* ---- bounce blocks of queued downloads -------------------------------------------------------------- */
+
+gpumem_status gm_staging_bounce_get(gpumem_context *ctx, size_t bytes, const char *what, gm_block *out)
+{
+    gm_staging *e = NULL;
+    gpumem_status st = engine_of(ctx, &e);
+    if (st != GPUMEM_OK)
+        return st;
+    /* the smallest kept block that fits, unless it is more than twice too big */
+    pthread_mutex_lock(&e->bmu);
+    unsigned best = e->nbounce;
+    for (unsigned i = 0; i < e->nbounce; i++)
+        if (e->bounce[i].bytes >= bytes && e->bounce[i].bytes / 2 <= bytes &&
+            (best == e->nbounce || e->bounce[i].bytes < e->bounce[best].bytes))
+            best = i;
+    bool hit = best < e->nbounce;
+    if (hit) {
+        *out = e->bounce[best];
+        e->bounce[best] = e->bounce[--e->nbounce];
+    }
+    pthread_mutex_unlock(&e->bmu);
+    if (!hit)
+        st = gm_alloc_locked(ctx, bytes, 0, what, out);
+    engine_unref(e);
+    return st;
+}
+
+gpumem_status gm_staging_bounce_put(gpumem_context *ctx, gm_block *b)
+{
+    gm_staging *e = atomic_load_explicit(&ctx->staging, memory_order_acquire);
+    if (e != NULL) {
+        atomic_fetch_add_explicit(&e->refs, 1, memory_order_relaxed);
+        pthread_mutex_lock(&e->bmu);
+        if (e->nbounce == BOUNCE_KEEP) { /* full: the smallest kept block makes room */
+            unsigned small = 0;
+            for (unsigned i = 1; i < e->nbounce; i++)
+                if (e->bounce[i].bytes < e->bounce[small].bytes)
+                    small = i;
+            gm_block old = e->bounce[small];
+            e->bounce[small] = *b;
+            *b = old;
+        } else {
+            e->bounce[e->nbounce++] = *b;
+            *b = (gm_block){0};
+        }
+        pthread_mutex_unlock(&e->bmu);
+        engine_unref(e);
+    }
+    return b->bytes != 0 || b->addr != 0 ? gm_alloc_free(ctx, b) : GPUMEM_OK;
 }

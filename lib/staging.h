@@ -8,6 +8,7 @@
 #include <stddef.h>
 
 #include "context.h"
+#include "alloc.h"
 #include "driver.h"
 
 typedef struct gm_staging gm_staging;
@@ -28,5 +29,15 @@ gpumem_status gm_staging_upload(gm_staging *e, gm_cu_deviceptr dst, const void *
 /* bytes from device src to pageable dst, on ds; returns once they arrived. */
 gpumem_status gm_staging_download(gm_staging *e, void *dst, gm_cu_deviceptr src, size_t bytes, gm_dstream *ds,
                                   const char *what);
+
+/* A pinned block of at least bytes for a download queued on a stream
+ * (copy_queued.c): one the engine kept, else a new one from the allocator.
+ * It goes back through gm_staging_bounce_put once the stream is done with
+ * it. */
+gpumem_status gm_staging_bounce_get(gpumem_context *ctx, size_t bytes, const char *what, gm_block *out);
+
+/* Gives b back: kept for reuse (a few blocks per context, freed with the
+ * engine), or freed.  b is cleared.  The status is the allocator's free's. */
+gpumem_status gm_staging_bounce_put(gpumem_context *ctx, gm_block *b);
 
 #endif /* GM_STAGING_H */

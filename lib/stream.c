@@ -29,6 +29,7 @@ static gpumem_stream *stream_new(gpumem_context *ctx, gm_dstream *ds, bool is_de
     s->is_default = is_default;
     atomic_init(&s->refs, 1);
     atomic_init(&s->destroyed, false);
+    atomic_init(&s->landings, 0);
     pthread_mutex_init(&s->lock, NULL);
     s->writebacks_tail = &s->writebacks;
     return s;

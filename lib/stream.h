@@ -38,6 +38,7 @@ struct gpumem_stream {
     bool is_default;
     atomic_int refs;      /* the user's (or the context's, for the default) and gm_stream_hold's */
     atomic_bool destroyed; /* gpumem_stream_destroy ran: nothing of it is pending */
+    atomic_int landings;  /* queued host functions that will write host memory (copy_queued.c), not yet run */
     pthread_mutex_t lock; /* guards the fields below */
     gm_writeback *writebacks; /* in the order they were added */
     gm_writeback **writebacks_tail;

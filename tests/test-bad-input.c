@@ -372,7 +372,6 @@ static void copies_and_items(void)
     BAD(gpumem_copy_to_host(d, d, NULL), GPUMEM_ERROR_INVALID_VALUE, "dst");
     BAD(gpumem_copy_to_host(d1, h, NULL), GPUMEM_ERROR_SHAPE_MISMATCH, "shape");
     BAD(gpumem_copy_to_host(df, h, NULL), GPUMEM_ERROR_DTYPE_MISMATCH, "dtype");
-    BAD(gpumem_copy_to_host(d, h, s), GPUMEM_ERROR_INVALID_VALUE, "pageable");
     BAD(gpumem_copy_to_device(NULL, h, NULL), GPUMEM_ERROR_NULL_ARGUMENT, "'dst'");
     BAD(gpumem_copy_to_device(d, NULL, NULL), GPUMEM_ERROR_NULL_ARGUMENT, "'src'");
     BAD(gpumem_copy_to_device(h, h, NULL), GPUMEM_ERROR_INVALID_VALUE, "dst");

@@ -205,17 +205,25 @@ GPUMEM_API gpumem_status gpumem_array_release(gpumem_array *array);
  *   be reused at once); the data reaches the device in stream order;
  * - copies that use temporaries (scratch, staging) wait for their stream
  *   before returning, since the temporaries must outlive the work;
- * - a download into pageable memory is refused (::GPUMEM_ERROR_INVALID_VALUE):
- *   the driver runs it synchronously while the caller expects it queued
- *   (numba#5130); page-lock the destination or pass NULL.
+ * - a download into pageable memory is queued too, where the driver would
+ *   run it synchronously (numba#5130): the bytes go into a pinned bounce
+ *   block on the stream, and a host function queued after them writes the
+ *   destination when the stream gets there.  The call returns at once; the
+ *   destination must stay valid and untouched until the stream is
+ *   synchronized.  The bounce block is reused or freed at the stream's next
+ *   gpumem_stream_synchronize(), gpumem_context_synchronize() or
+ *   gpumem_stream_destroy();
+ * - a later copy on the same stream that reads or writes host memory with
+ *   the CPU (from pageable memory, or through host packing) first waits for
+ *   the downloads queued before it, so stream order holds for it too.
  */
 GPUMEM_API gpumem_status gpumem_array_copy(gpumem_array *dst, const gpumem_array *src, gpumem_stream *stream);
 
 /**
  * numba's copy_to_host(ary, stream): @p src (device) into @p dst (a host-side
- * array).  With a stream, @p dst must be page-locked (see gpumem/host.h):
- * an asynchronous copy into pageable memory is refused rather than run
- * synchronously behind the caller's back (numba#5130).
+ * array), as gpumem_array_copy().  With a stream the copy is queued whatever
+ * @p dst's memory: into pageable memory through a pinned bounce block and a
+ * host function on the stream (numba#5130; see gpumem_array_copy()).
  */
 GPUMEM_API gpumem_status gpumem_copy_to_host(const gpumem_array *src, gpumem_array *dst, gpumem_stream *stream);
 

@@ -27,11 +27,13 @@
  * ::GPUMEM_ERROR_INVALID_STATE, not a crash.
  *
  * @par Asynchronous copies and pageable memory (numba#5130)
- * A copy given a stream from pageable host memory returns once the driver has
- * staged the source, so the source may be reused at once.  A copy given a
- * stream INTO pageable host memory is refused (::GPUMEM_ERROR_INVALID_VALUE):
- * the driver would silently run it synchronously.  Pin the destination
- * (gpumem_pinned(), gpumem_pinned_array()) or pass a NULL stream.
+ * A copy given a stream from pageable host memory returns once the source
+ * was read, so the source may be reused at once.  A copy given a stream INTO
+ * pageable host memory, which the driver would silently run synchronously,
+ * is queued instead: through a pinned bounce block and a host function on
+ * the stream, which writes the destination in stream order (see
+ * gpumem_array_copy()).  Page-locked destinations (gpumem_pinned(),
+ * gpumem_pinned_array()) need no bounce block: the transfer lands in them.
  */
 #ifndef GPUMEM_HOST_H
 #define GPUMEM_HOST_H

@@ -20,9 +20,10 @@
  * An upload on a stream returns once every byte has left the source (the
  * source may be reused at once, as with the driver's own pageable copies);
  * the last chunks may still be on their way to the device, in stream order.
- * A download into pageable memory on a stream is refused
- * (::GPUMEM_ERROR_INVALID_VALUE, as before; numba#5130): the driver would
- * run it synchronously while the caller expects it queued.
+ * A download into pageable memory on a stream does not use the ring: it is
+ * queued through a pinned bounce block and a host function on the stream
+ * (numba#5130; gpumem_array_copy()).  The engine keeps up to four such
+ * blocks per context for reuse, freed with the ring.
  *
  * The ring is freed with the context's other cached values: at the
  * context's final release or at gpumem_clear_context_caches().
@@ -46,7 +47,9 @@ GPUMEM_BEGIN_DECLS
 typedef struct gpumem_staging_settings {
     size_t size;          /**< sizeof(gpumem_staging_settings): set it before a call */
     unsigned threads;     /**< host threads copying chunks, 1 to 64 (default: the CPUs, at most 8) */
-    size_t chunk_bytes;   /**< bytes per pinned buffer, 64 KiB to 1 GiB (default 8 MiB) */
+    size_t chunk_bytes;   /**< bytes per pinned buffer, 64 KiB to 1 GiB (default 8 MiB); a transfer of less than
+                               depth chunks moves in depth smaller chunks (at least 256 KiB), so copying and
+                               moving overlap */
     unsigned depth;       /**< pinned buffers per context, 2 to 64 (default 4) */
     size_t min_bytes;     /**< transfers of at least this many bytes are staged (default 1 MiB) */
 } gpumem_staging_settings;
