@@ -14,7 +14,11 @@
  *   d[:, 8:-8, 8:-8] -> host, and a C host array into an F device array;
  *   --rows: a 2-D copy of 64 MiB (--quick: 1 MiB) of rows of 4 B to 64 KiB
  *   at a pitch of twice the row, pinned, both ways: where it reaches the
- *   contiguous figure is GPUMEM_COPY_MIN_ROW_BYTES for this machine.
+ *   contiguous figure is GPUMEM_COPY_MIN_ROW_BYTES for this machine;
+ *   overlap: a pageable copy on one stream (a download queued through a
+ *   bounce block, an upload through the staging engine) beside a pinned
+ *   copy the other way on a second stream, 256 MiB each (--quick: 1 MiB):
+ *   each alone, then both at once.
  * The baseline ("driver") is the CUDA driver called directly, through
  * libcuda.so.1: cuMemcpy for contiguous copies, cuMemcpy2D with the
  * element as the row for strided ones (what a planner minimizing calls
@@ -248,7 +252,8 @@ static int bench_contiguous(bench *b)
             free(mem);
             return 1;
         }
-        for (int64_t n = 4096; n <= top; n *= 4) {
+        /* x4 steps, x2 from 1 to 64 MiB, where staging overtakes the driver */
+        for (int64_t n = 4096; n <= top; n *= n >= (1 << 20) && n < (64 << 20) ? 2 : 4) {
             gpumem_array *hv = NULL, *dv = NULL;
             gpumem_slice s = {0, n, 1};
             gpumem_array_slice(h, &s, 1, &hv);
@@ -398,6 +403,77 @@ static int bench_rows(bench *b)
     return rc;
 }
 
+/* ---- overlap: a pageable copy on one stream beside a pinned copy on another ----------------------------- */
+
+typedef struct overlap_case {
+    gpumem_array *pdst, *psrc; /* the pageable copy, on s1 */
+    gpumem_array *qdst, *qsrc; /* the pinned copy the other way, on s2 */
+    gpumem_stream *s1, *s2;
+    int which;                 /* 1: the pageable alone, 2: the pinned alone, 3: both */
+} overlap_case;
+
+static int run_overlap(void *arg)
+{
+    overlap_case *c = arg;
+    int rc = 0;
+    if (c->which & 2) /* queued first: it runs while the pageable copy is issued */
+        rc |= gpumem_array_copy(c->qdst, c->qsrc, c->s2) != GPUMEM_OK;
+    if (c->which & 1)
+        rc |= gpumem_array_copy(c->pdst, c->psrc, c->s1) != GPUMEM_OK;
+    if (c->which & 1)
+        rc |= gpumem_stream_synchronize(c->s1) != GPUMEM_OK;
+    if (c->which & 2)
+        rc |= gpumem_stream_synchronize(c->s2) != GPUMEM_OK;
+    return rc;
+}
+
+/* Pageable D2H (queued on a stream) beside a pinned H2D on another stream,
+ * and pageable H2D beside a pinned D2H: the time of each alone and of both
+ * at once.  Both at once near the longer one alone shows the overlap. */
+static int bench_overlap(bench *b)
+{
+    int64_t n = b->quick ? (1 << 20) : (256 << 20);
+    const gpumem_dtype *u8 = gpumem_dtype_builtin(GPUMEM_UINT8);
+    void *mem = NULL;
+    void *unused = NULL;
+    gpumem_array *page = host_bytes(b, 0, n, &mem), *pin = host_bytes(b, 1, n, &unused), *d1 = NULL, *d2 = NULL;
+    gpumem_stream *s1 = NULL, *s2 = NULL;
+    int rc = page == NULL || pin == NULL ||
+             gpumem_device_array(b->ctx, 1, &n, NULL, u8, 'C', NULL, &d1) != GPUMEM_OK ||
+             gpumem_device_array(b->ctx, 1, &n, NULL, u8, 'C', NULL, &d2) != GPUMEM_OK ||
+             gpumem_stream_create(b->ctx, GPUMEM_STREAM_NON_BLOCKING, &s1) != GPUMEM_OK ||
+             gpumem_stream_create(b->ctx, GPUMEM_STREAM_NON_BLOCKING, &s2) != GPUMEM_OK;
+    if (rc)
+        fprintf(stderr, "gpumem bench: %s\n", gpumem_last_error());
+    static const char *const names[2][3] = {
+        {"d2h pageable on s1 (queued)", "h2d pinned on s2", "both at once"},
+        {"h2d pageable on s1", "d2h pinned on s2", "both at once"}};
+    for (int dir = 0; dir < 2 && !rc; dir++) {
+        overlap_case c = {dir == 0 ? page : d1, dir == 0 ? d1 : page, dir == 0 ? d2 : pin, dir == 0 ? pin : d2,
+                          s1, s2, 0};
+        for (int which = 1; which <= 3 && !rc; which++) {
+            c.which = which;
+            progress(b, names[dir][which - 1]);
+            double t = median(b, run_overlap, &c);
+            if (t < 0) {
+                fprintf(stderr, "\ngpumem bench: %s: %s\n", names[dir][which - 1], gpumem_last_error());
+                rc = 1;
+                break;
+            }
+            result(b, "overlap", names[dir][which - 1], which == 3 ? "together" : "alone",
+                   (uint64_t)n * (which == 3 ? 2 : 1), t);
+        }
+    }
+    gpumem_stream_destroy(s1);
+    gpumem_stream_destroy(s2);
+    gpumem_array_release(d1);
+    gpumem_array_release(d2);
+    gpumem_array_release(page);
+    gpumem_array_release(pin);
+    free(mem);
+    return rc;
+}
+
 static void machine(bench *b)
 {
     const char *backend = "?";
@@ -468,7 +544,7 @@ int cmd_bench(int argc, char **argv)
     gpumem_context_get_device(b.ctx, &dev);
     driver_open(dev);
     machine(&b);
-    int rc = rows ? bench_rows(&b) : bench_contiguous(&b) || bench_strided(&b);
+    int rc = rows ? bench_rows(&b) : bench_contiguous(&b) || bench_strided(&b) || bench_overlap(&b);
     if (b.progress)
         fprintf(stderr, "\r\033[K");
     if (b.json)
