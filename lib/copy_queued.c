@@ -21,8 +21,11 @@
  */
 #include "config.h"
 
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "copy_engine.h"
 #include "copyplan.h"
@@ -30,6 +33,11 @@
 #include "layout.h"
 #include "staging.h"
 #include "stream.h"
+
+/* A landing of at least two of these is shared by several threads, at
+ * most LAND_MAX_THREADS. */
+#define LAND_SHARE_BYTES (4u << 20)
+#define LAND_MAX_THREADS 8
 
 /* What the host function does: the plan from the bounce into dst. */
 typedef struct landing {
@@ -39,10 +47,60 @@ typedef struct landing {
     char *to;         /* dst's element 0 */
 } landing;
 
+/* One thread's share of a landing's memcpy. */
+typedef struct share {
+    char *to;
+    const char *from;
+    size_t n;
+} share;
+
+static void *share_run(void *arg)
+{
+    share *p = arg;
+    memcpy(p->to, p->from, p->n);
+    return NULL;
+}
+
+/* A big memcpy on several threads: one thread moves pinned into pageable
+ * memory at about 10 GB/s, a quarter of the link (H100, 256 MiB). */
+static void parallel_memcpy(char *to, const char *from, size_t n)
+{
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    size_t k = n / LAND_SHARE_BYTES;
+    if (k > LAND_MAX_THREADS)
+        k = LAND_MAX_THREADS;
+    if (cpus > 0 && k > (size_t)cpus)
+        k = (size_t)cpus;
+    if (k < 2) {
+        memcpy(to, from, n);
+        return;
+    }
+    share parts[LAND_MAX_THREADS];
+    pthread_t tid[LAND_MAX_THREADS];
+    bool started[LAND_MAX_THREADS] = {false};
+    for (size_t i = 0; i < k; i++) {
+        size_t a = n * i / k, b = n * (i + 1) / k;
+        parts[i] = (share){to + a, from + a, b - a};
+        if (i > 0)
+            started[i] = pthread_create(&tid[i], NULL, share_run, &parts[i]) == 0;
+    }
+    for (size_t i = 0; i < k; i++)
+        if (!started[i]) /* the caller's share, and any thread that did not start */
+            share_run(&parts[i]);
+    for (size_t i = 1; i < k; i++)
+        if (started[i])
+            pthread_join(tid[i], NULL);
+}
+
+/* The host function: the driver's thread runs it, in stream order. */
 static void land(void *arg)
 {
     landing *l = arg;
-    gm_copy_plan_run_host(&l->plan, l->from, l->to);
+    const gm_copy_plan *p = &l->plan;
+    if (p->dims == 1 && gm_copy_plan_count(p) == 1)
+        parallel_memcpy(l->to + p->dst_offset, l->from + p->src_offset, p->width);
+    else
+        gm_copy_plan_run_host(p, l->from, l->to);
     atomic_fetch_sub_explicit(&l->stream->landings, 1, memory_order_release);
     free(l);
 }

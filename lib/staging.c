@@ -29,6 +29,7 @@
 #define MAX_THREADS 64
 #define MAX_DEPTH 64
 #define BOUNCE_KEEP 4 /* pinned blocks of queued downloads kept for reuse */
+#define BOUNCE_KEEP_BYTES ((size_t)1 << 30) /* ...holding at most this much page-locked memory */
 
 /* ---- settings ------------------------------------------------------------------------------------ */
 
@@ -52,7 +53,7 @@ static gpumem_status settings_load(void)
     if ((st = gm_env_long("GPUMEM_STAGING_THREADS", 1, MAX_THREADS, dflt, &threads, NULL)) == GPUMEM_OK &&
         (st = gm_env_size("GPUMEM_STAGING_CHUNK", 64 << 10, 8 << 20, &chunk)) == GPUMEM_OK &&
         (st = gm_env_long("GPUMEM_STAGING_DEPTH", 2, MAX_DEPTH, 4, &depth, NULL)) == GPUMEM_OK &&
-        (st = gm_env_size("GPUMEM_STAGING_MIN_BYTES", 0, 1 << 20, &min)) == GPUMEM_OK && chunk > (1u << 30))
+        (st = gm_env_size("GPUMEM_STAGING_MIN_BYTES", 0, 4 << 20, &min)) == GPUMEM_OK && chunk > (1u << 30))
         st = gm_error(GPUMEM_ERROR_INVALID_ENVIRONMENT, "GPUMEM_STAGING_CHUNK: %llu bytes is more than 1 GiB",
                       (unsigned long long)chunk);
     settings_read = true;
@@ -489,7 +490,12 @@ gpumem_status gm_staging_bounce_put(gpumem_context *ctx, gm_block *b)
     if (e != NULL) {
         atomic_fetch_add_explicit(&e->refs, 1, memory_order_relaxed);
         pthread_mutex_lock(&e->bmu);
-        if (e->nbounce == BOUNCE_KEEP) { /* full: the smallest kept block makes room */
+        size_t kept = b->bytes;
+        for (unsigned i = 0; i < e->nbounce; i++)
+            kept += e->bounce[i].bytes;
+        if (kept > BOUNCE_KEEP_BYTES) {
+            /* too much page-locked memory would stay: b is freed */
+        } else if (e->nbounce == BOUNCE_KEEP) { /* full: the smallest kept block makes room */
             unsigned small = 0;
             for (unsigned i = 1; i < e->nbounce; i++)
                 if (e->bounce[i].bytes < e->bounce[small].bytes)

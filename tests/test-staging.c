@@ -72,8 +72,8 @@ int main(void)
         bail_out("no context: %s", gpumem_last_error());
     gpumem_staging_settings s = {.size = sizeof s};
     is_int(gpumem_staging_get(&s), GPUMEM_OK, "the settings");
-    ok(s.threads >= 1 && s.chunk_bytes == (8u << 20) && s.depth == 4 && s.min_bytes == (1u << 20),
-       "the defaults: threads %u, chunk 8 MiB, depth 4, from 1 MiB", s.threads);
+    ok(s.threads >= 1 && s.chunk_bytes == (8u << 20) && s.depth == 4 && s.min_bytes == (4u << 20),
+       "the defaults: threads %u, chunk 8 MiB, depth 4, from 4 MiB", s.threads);
     gpumem_staging_settings bad = s;
     bad.size = 3;
     is_int(gpumem_staging_get(&bad), GPUMEM_ERROR_INVALID_VALUE, "a wrong size is refused");
@@ -137,6 +137,43 @@ int main(void)
         gpumem_array_release(dd);
     }
     ok(clean, "a failing call of a staged upload is reported with the driver's error");
+
+    /* a big download queued on a stream lands on several threads, exactly */
+    {
+        int64_t big = (12 << 20) + 4, half = big / 2;
+        unsigned char *host = malloc((size_t)big), *want = malloc((size_t)big);
+        gpumem_array *h = NULL, *dd = NULL, *hv = NULL, *dv = NULL;
+        gpumem_stream *qs = NULL;
+        for (int64_t i = 0; i < big; i++)
+            want[i] = (unsigned char)(i * 7 + 3);
+        gpumem_host_array_wrap(want, 1, &big, NULL, u8, &h);
+        gpumem_stream_create(ctx, 0, &qs);
+        is_int(gpumem_to_device(ctx, h, qs, 0, &dd), GPUMEM_OK, "12 MiB + 4 bytes to the device");
+        gpumem_array_release(h);
+        memset(host, 0, (size_t)big);
+        gpumem_host_array_wrap(host, 1, &big, NULL, u8, &h);
+        is_int(gpumem_array_copy(h, dd, qs), GPUMEM_OK, "queued back into pageable memory");
+        is_int(gpumem_stream_synchronize(qs), GPUMEM_OK, "synchronize");
+        ok(memcmp(host, want, (size_t)big) == 0, "every byte landed");
+        /* strided both sides: dd[1::2] into host[::2] (the host plan, one thread) */
+        memset(host, 0, (size_t)big);
+        gpumem_slice odd = {1, GPUMEM_SLICE_DEFAULT, 2}, even = {0, big - 1, 2};
+        gpumem_array_slice(dd, &odd, 1, &dv);
+        gpumem_array_slice(h, &even, 1, &hv);
+        is_int(gpumem_array_copy(hv, dv, qs), GPUMEM_OK, "queued: dd[1::2] into host[:-1:2]");
+        gpumem_stream_synchronize(qs);
+        int wrong = 0;
+        for (int64_t i = 0; i < half && !wrong; i++)
+            wrong = host[2 * i] != want[2 * i + 1] || host[2 * i + 1] != 0;
+        ok(!wrong, "the strided download landed, the gaps untouched");
+        gpumem_array_release(hv);
+        gpumem_array_release(dv);
+        gpumem_array_release(h);
+        gpumem_array_release(dd);
+        gpumem_stream_destroy(qs);
+        free(host);
+        free(want);
+    }
     gpumem_context_release(ctx);
     done_testing();
     return exit_status();

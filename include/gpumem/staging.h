@@ -23,7 +23,7 @@
  * A download into pageable memory on a stream does not use the ring: it is
  * queued through a pinned bounce block and a host function on the stream
  * (numba#5130; gpumem_array_copy()).  The engine keeps up to four such
- * blocks per context for reuse, freed with the ring.
+ * blocks per context for reuse (at most 1 GiB in all), freed with the ring.
  *
  * The ring is freed with the context's other cached values: at the
  * context's final release or at gpumem_clear_context_caches().
@@ -51,7 +51,7 @@ typedef struct gpumem_staging_settings {
                                depth chunks moves in depth smaller chunks (at least 256 KiB), so copying and
                                moving overlap */
     unsigned depth;       /**< pinned buffers per context, 2 to 64 (default 4) */
-    size_t min_bytes;     /**< transfers of at least this many bytes are staged (default 1 MiB) */
+    size_t min_bytes;     /**< transfers of at least this many bytes are staged (default 4 MiB: measured, bench/RESULTS.md) */
 } gpumem_staging_settings;
 
 /**
