@@ -5,7 +5,7 @@ builddir=${GPUMEM_TEST_BUILDDIR:-.}
 gpumem="$builddir/tools/gpumem"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/gpumem-bench.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
-echo "1..8"
+echo "1..9"
 i=0
 t() { i=$((i + 1)); if [ "$1" = 0 ]; then echo "ok $i - $2"; else echo "not ok $i - $2"; sed 's/^/# /' "$tmp/err"; fi; }
 GPUMEM_STAGING_MIN_BYTES=1M "$gpumem" bench --quick >"$tmp/out" 2>"$tmp/err"; t $? "bench --quick exits 0"
@@ -24,4 +24,7 @@ else
 fi
 "$gpumem" bench --quick --rows --reps 1 >"$tmp/out" 2>"$tmp/err" && grep -q '^rows .*rows of 65536 B' "$tmp/out"
 t $? "--rows measures 2-D copies up to rows of 64 KiB"
+"$gpumem" bench --quick --alloc --reps 1 >"$tmp/out" 2>"$tmp/err" &&
+    [ "$(grep -c '^alloc .*gpumem' "$tmp/out")" -ge 16 ] && grep -q '^alloc  *memoize hit, 8 threads' "$tmp/out"
+t $? "--alloc: pool, array, page-locked pool and memoize rows at 1 to 8 threads"
 "$gpumem" bench --bogus >"$tmp/out" 2>"$tmp/err"; [ $? = 2 ]; t $? "a bad argument exits 2"

@@ -2,7 +2,7 @@
  * cmd-bench.c - gpumem bench: transfer bandwidth of each copy path of the
  * library beside the plain driver call that is its baseline.
  *
- *   gpumem bench [--quick] [--rows] [--json | --csv] [--reps N]
+ *   gpumem bench [--quick] [--rows | --alloc] [--json | --csv] [--reps N]
  *
  * Cases (each a median of N timed runs after one warm-up; every run is
  * complete when timed: synchronous copies, and a context synchronization
@@ -24,9 +24,9 @@
  * element as the row for strided ones (what a planner minimizing calls
  * issues).  On the simulator there is no driver to call: the baseline
  * column is empty and the figures mean nothing (make check runs --quick as a
- * smoke test).  The allocation rows of bench/bench-pool (pools, memoize,
- * against cuMemAlloc and cuMemAllocAsync at 1-8 threads) are to join this
- * table after "strided" (the lead's part of issue 11).
+ * smoke test).  After "strided" come the allocation rows
+ * (cmd-bench-alloc.c: pools, arrays on a pool, memoize, against cuMemAlloc
+ * and cuMemAllocAsync, at 1, 2, 4 and 8 threads; --alloc: those alone).
  *
  * Output: a table; --json one object {"machine": {...}, "results": [...]};
  * --csv one line per result (bench/bandwidth.gp plots it).  A progress
@@ -44,6 +44,8 @@
 #include <unistd.h>
 
 #include <gpumem.h>
+
+#include "cmd-bench.h"
 
 int cmd_bench(int argc, char **argv);
 
@@ -105,6 +107,7 @@ static void driver_open(int device)
 /* ---- timing and output --------------------------------------------------------------------------- */
 
 typedef struct bench {
+    bench_io io; /* first: the callbacks get the bench */
     gpumem_context *ctx;
     int reps, json, csv, progress, quick, nresults;
     FILE *out;
@@ -164,6 +167,30 @@ static void progress(bench *b, const char *what)
 {
     if (b->progress)
         fprintf(stderr, "\r\033[Kgpumem bench: %s ...", what);
+}
+
+static void io_progress(bench_io *io, const char *what)
+{
+    progress((bench *)io, what);
+}
+
+/* An allocation row: seconds per pair (per thread) and the total rate; in
+ * JSON and CSV, bytes is the block size and gb_per_s is 0. */
+static void io_alloc_result(bench_io *io, const char *name, const char *path, int threads, double s, double rate)
+{
+    bench *b = (bench *)io;
+    if (b->progress)
+        fprintf(stderr, "\r\033[K");
+    if (b->json)
+        printf("%s\n    {\"group\": \"alloc\", \"case\": \"%s\", \"path\": \"%s\", \"bytes\": 4096, \"seconds\": %.12f, "
+               "\"gb_per_s\": 0, \"threads\": %d, \"pairs_per_s\": %.1f}",
+               b->nresults ? "," : "", name, path, s, threads, rate);
+    else if (b->csv)
+        printf("alloc,%s,%s,4096,%.12f,0\n", name, path, s);
+    else
+        printf("%-9s %-50s %-8s %10.1f ns/pair %9.2f M pairs/s\n", "alloc", name, path, s * 1e9, rate / 1e6);
+    b->nresults++;
+    fflush(stdout);
 }
 
 /* ---- cases ---------------------------------------------------------------------------------------------- */
@@ -508,13 +535,15 @@ static void machine(bench *b)
 
 int cmd_bench(int argc, char **argv)
 {
-    bench b = {.reps = 0};
-    int rows = 0;
+    bench b = {.io = {io_progress, io_alloc_result}, .reps = 0};
+    int rows = 0, alloc = 0;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--quick") == 0)
             b.quick = 1;
         else if (strcmp(argv[i], "--rows") == 0)
             rows = 1;
+        else if (strcmp(argv[i], "--alloc") == 0)
+            alloc = 1;
         else if (strcmp(argv[i], "--json") == 0)
             b.json = 1;
         else if (strcmp(argv[i], "--csv") == 0)
@@ -523,7 +552,7 @@ int cmd_bench(int argc, char **argv)
             b.reps = atoi(argv[++i]);
         else {
             fprintf(stderr, "gpumem bench: unknown argument '%s'\n"
-                    "Usage: gpumem bench [--quick] [--rows] [--json | --csv] [--reps N]\n", argv[i]);
+                    "Usage: gpumem bench [--quick] [--rows | --alloc] [--json | --csv] [--reps N]\n", argv[i]);
             return 2;
         }
     }
@@ -544,7 +573,10 @@ int cmd_bench(int argc, char **argv)
     gpumem_context_get_device(b.ctx, &dev);
     driver_open(dev);
     machine(&b);
-    int rc = rows ? bench_rows(&b) : bench_contiguous(&b) || bench_strided(&b) || bench_overlap(&b);
+    int rc = rows    ? bench_rows(&b)
+             : alloc ? bench_alloc(&b.io, b.ctx, b.quick)
+                     : bench_contiguous(&b) || bench_strided(&b) || bench_alloc(&b.io, b.ctx, b.quick) ||
+                           bench_overlap(&b);
     if (b.progress)
         fprintf(stderr, "\r\033[K");
     if (b.json)

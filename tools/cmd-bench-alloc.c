@@ -1,0 +1,268 @@
+/*
+ * cmd-bench-alloc.c - the allocation rows of gpumem bench: nanoseconds per
+ * allocate+free pair (per thread) and the total rate, at 1, 2, 4 and 8
+ * threads, for
+ *   - a device pool (gpumem_pool_allocate + gpumem_allocation_free);
+ *   - arrays on the context's pool (gpumem_device_array + release);
+ *   - a page-locked pool (gpumem_host_pool_allocate_bytes + free);
+ *   - memoize hits (one call, not a pair);
+ *   - the driver's own allocators as the baseline: cuMemAlloc + cuMemFree
+ *     and cuMemAllocAsync + cuMemFreeAsync (each thread on its own stream),
+ *     called through libcuda.so.1 in the device's primary context (only
+ *     when the library runs on the cuda backend).
+ * Every block is 4 KiB.  bench/bench-pool has more cases (the shared store
+ * alone, 4 MiB blocks) and runs on the simulator's driver table too.
+ */
+#include "config.h"
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <gpumem.h>
+
+#include "cmd-bench.h"
+
+#define BLOCK 4096
+
+/* The driver entry points of the baseline. */
+static struct {
+    int ok;
+    void *primary; /* CUcontext */
+    int (*ctx_set_current)(void *);
+    int (*mem_alloc)(unsigned long long *, size_t);
+    int (*mem_free)(unsigned long long);
+    int (*mem_alloc_async)(unsigned long long *, size_t, void *);
+    int (*mem_free_async)(unsigned long long, void *);
+    int (*stream_create)(void **, unsigned);
+    int (*stream_synchronize)(void *);
+    int (*stream_destroy)(void *);
+} drv;
+
+static void driver_open(int device)
+{
+    const char *backend = "";
+    gpumem_backend(&backend);
+    if (strcmp(backend, "cuda") != 0)
+        return;
+    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    if (h == NULL)
+        return;
+    int (*device_get)(int *, int) = (int (*)(int *, int))dlsym(h, "cuDeviceGet");
+    int (*retain)(void **, int) = (int (*)(void **, int))dlsym(h, "cuDevicePrimaryCtxRetain");
+    drv.ctx_set_current = (int (*)(void *))dlsym(h, "cuCtxSetCurrent");
+    drv.mem_alloc = (int (*)(unsigned long long *, size_t))dlsym(h, "cuMemAlloc_v2");
+    drv.mem_free = (int (*)(unsigned long long))dlsym(h, "cuMemFree_v2");
+    drv.mem_alloc_async = (int (*)(unsigned long long *, size_t, void *))dlsym(h, "cuMemAllocAsync");
+    drv.mem_free_async = (int (*)(unsigned long long, void *))dlsym(h, "cuMemFreeAsync");
+    drv.stream_create = (int (*)(void **, unsigned))dlsym(h, "cuStreamCreate");
+    drv.stream_synchronize = (int (*)(void *))dlsym(h, "cuStreamSynchronize");
+    drv.stream_destroy = (int (*)(void *))dlsym(h, "cuStreamDestroy_v2");
+    int dev = 0;
+    drv.ok = device_get != NULL && retain != NULL && drv.ctx_set_current != NULL && drv.mem_alloc != NULL &&
+             drv.mem_free != NULL && drv.mem_alloc_async != NULL && drv.mem_free_async != NULL &&
+             drv.stream_create != NULL && drv.stream_synchronize != NULL && drv.stream_destroy != NULL &&
+             device_get(&dev, device) == 0 && retain(&drv.primary, dev) == 0;
+    /* the primary context stays retained: the library holds it as well */
+}
+
+typedef enum { POOL, ARRAY, HOST_POOL, MEMO, DRIVER, DRIVER_ASYNC } kind;
+
+static const struct {
+    const char *name;
+    kind k;
+} cases[] = {
+    {"pool 4 KiB", POOL},
+    {"array 4 KiB on the context's pool", ARRAY},
+    {"page-locked pool 4 KiB", HOST_POOL},
+    {"memoize hit", MEMO},
+    {"cuMemAlloc+cuMemFree 4 KiB", DRIVER},
+    {"cuMemAllocAsync+cuMemFreeAsync 4 KiB", DRIVER_ASYNC},
+};
+
+typedef struct worker {
+    kind k;
+    gpumem_context *ctx;
+    gpumem_pool *pool;
+    gpumem_host_pool *host_pool;
+    struct gate *gate;
+    double seconds;
+    void *stream; /* DRIVER_ASYNC: the thread's own driver stream */
+    uint64_t pairs;
+    double elapsed;
+    int bad;
+} worker;
+
+/* Starts the timed loops of all threads together, after their warm-ups. */
+typedef struct gate {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int ready, go;
+} gate;
+
+static void gate_pass(gate *g)
+{
+    pthread_mutex_lock(&g->mu);
+    g->ready++;
+    pthread_cond_broadcast(&g->cv);
+    while (!g->go)
+        pthread_cond_wait(&g->cv, &g->mu);
+    pthread_mutex_unlock(&g->mu);
+}
+
+/* Opens the gate once `threads` are at it. */
+static void gate_open(gate *g, int threads)
+{
+    pthread_mutex_lock(&g->mu);
+    while (g->ready < threads)
+        pthread_cond_wait(&g->cv, &g->mu);
+    g->go = 1;
+    pthread_cond_broadcast(&g->cv);
+    pthread_mutex_unlock(&g->mu);
+}
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static gpumem_status memo_create(gpumem_context *c, const void *key, size_t key_size, void *user, void **value)
+{
+    (void)c, (void)key, (void)key_size, (void)user;
+    *value = &drv;
+    return GPUMEM_OK;
+}
+
+/* One pair; 0 on success. */
+static int pair(worker *w)
+{
+    gpumem_allocation *a = NULL;
+    switch (w->k) {
+    case POOL:
+        return gpumem_pool_allocate(w->pool, BLOCK, NULL, &a) != GPUMEM_OK || gpumem_allocation_free(a, NULL) != GPUMEM_OK;
+    case HOST_POOL:
+        return gpumem_host_pool_allocate_bytes(w->host_pool, BLOCK, &a) != GPUMEM_OK ||
+               gpumem_allocation_free(a, NULL) != GPUMEM_OK;
+    case ARRAY: {
+        int64_t n = BLOCK;
+        gpumem_array *arr = NULL;
+        return gpumem_device_array(w->ctx, 1, &n, NULL, gpumem_dtype_builtin(GPUMEM_UINT8), 'C', NULL, &arr) !=
+                   GPUMEM_OK ||
+               gpumem_array_release(arr) != GPUMEM_OK;
+    }
+    case MEMO: {
+        static const uint64_t key = 42;
+        void *v = NULL;
+        return gpumem_memoize(w->ctx, &key, sizeof key, memo_create, NULL, NULL, &v) != GPUMEM_OK;
+    }
+    case DRIVER: {
+        unsigned long long d = 0;
+        return drv.mem_alloc(&d, BLOCK) != 0 || drv.mem_free(d) != 0;
+    }
+    case DRIVER_ASYNC: {
+        unsigned long long d = 0;
+        return drv.mem_alloc_async(&d, BLOCK, w->stream) != 0 || drv.mem_free_async(d, w->stream) != 0;
+    }
+    }
+    return 1;
+}
+
+static void *run(void *arg)
+{
+    worker *w = arg;
+    if (w->k == DRIVER || w->k == DRIVER_ASYNC)
+        w->bad = drv.ctx_set_current(drv.primary) != 0 ||
+                 (w->k == DRIVER_ASYNC && drv.stream_create(&w->stream, 1 /* non-blocking */) != 0);
+    for (int i = 0; i < 100 && !w->bad; i++)
+        w->bad = pair(w);
+    gate_pass(w->gate);
+    int batch = w->k == DRIVER || w->k == DRIVER_ASYNC ? 20 : 1000;
+    uint64_t n = 0;
+    double t0 = now_s(), t = t0;
+    while (!w->bad && t - t0 < w->seconds) {
+        for (int i = 0; i < batch && !w->bad; i++)
+            w->bad = pair(w);
+        n += (uint64_t)batch;
+        t = now_s();
+    }
+    w->pairs = n;
+    w->elapsed = t - t0;
+    if (w->stream != NULL) {
+        drv.stream_synchronize(w->stream);
+        drv.stream_destroy(w->stream);
+    }
+    return NULL;
+}
+
+/* One case on `threads` threads: its row.  0 on success. */
+static int measure(bench_io *io, gpumem_context *ctx, int c, int threads, double seconds)
+{
+    worker w[8];
+    pthread_t th[8];
+    gate g = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0};
+    gpumem_pool *pool = NULL;
+    gpumem_host_pool *host_pool = NULL;
+    kind k = cases[c].k;
+    if ((k == POOL || k == ARRAY) && gpumem_pool_create(ctx, 0, &pool) != GPUMEM_OK)
+        return 1;
+    if (k == HOST_POOL && gpumem_host_pool_create(ctx, 0, &host_pool) != GPUMEM_OK)
+        return 1;
+    if (k == ARRAY)
+        gpumem_context_set_pool(ctx, pool);
+    int started = 0;
+    for (int i = 0; i < threads; i++) {
+        w[i] = (worker){.k = k, .ctx = ctx, .pool = pool, .host_pool = host_pool, .gate = &g, .seconds = seconds};
+        if (pthread_create(&th[i], NULL, run, &w[i]) != 0)
+            break;
+        started++;
+    }
+    gate_open(&g, started);
+    int bad = started < threads;
+    double ns = 0, longest = 0;
+    uint64_t total = 0;
+    for (int i = 0; i < started; i++) {
+        pthread_join(th[i], NULL);
+        bad |= w[i].bad;
+        ns += w[i].pairs ? w[i].elapsed * 1e9 / (double)w[i].pairs : 0;
+        total += w[i].pairs;
+        if (w[i].elapsed > longest)
+            longest = w[i].elapsed;
+    }
+    if (k == ARRAY)
+        gpumem_context_set_pool(ctx, NULL);
+    gpumem_pool_destroy(pool);
+    gpumem_host_pool_destroy(host_pool);
+    if (bad)
+        return 1;
+    char name[96];
+    snprintf(name, sizeof name, "%s, %d thread%s", cases[c].name, threads, threads > 1 ? "s" : "");
+    io->alloc_result(io, name, k == DRIVER || k == DRIVER_ASYNC ? "driver" : "gpumem", threads, ns / threads * 1e-9,
+                     longest > 0 ? (double)total / longest : 0);
+    return 0;
+}
+
+int bench_alloc(bench_io *io, gpumem_context *ctx, int quick)
+{
+    int device = 0;
+    gpumem_context_get_device(ctx, &device);
+    driver_open(device);
+    static const int threads[] = {1, 2, 4, 8};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        if ((cases[c].k == DRIVER || cases[c].k == DRIVER_ASYNC) && !drv.ok)
+            continue; /* no driver to call on the simulator */
+        for (size_t t = 0; t < sizeof threads / sizeof threads[0]; t++) {
+            io->progress(io, cases[c].name);
+            if (measure(io, ctx, (int)c, threads[t], quick ? 0.02 : 0.3) != 0) {
+                fprintf(stderr, "\ngpumem bench: %s: %s\n", cases[c].name, gpumem_last_error());
+                return 1;
+            }
+        }
+    }
+    return 0;
+}
