@@ -1,7 +1,8 @@
 /*
  * dtype.c - NumPy's dtypes: the builtins in both byte orders, raw bytes
- * (|Vn), records (structured dtypes), and the typestr and descr notations of
- * NumPy's array interface.
+ * (|Vn), records (structured dtypes), the typestr notation of NumPy's array
+ * interface, comparison and accessors.  dtype_descr.c reads and writes the
+ * descr notation.
  */
 #include "config.h"
 
@@ -14,19 +15,9 @@
 #include <string.h>
 
 #include "dtype.h"
+#include "dtype_impl.h"
 #include "error.h"
 
-/* The largest item size: byte counts are int64_t in layouts and size_t in
- * memory, so it must fit both. */
-#if SIZE_MAX < INT64_MAX
-#define MAX_BYTES ((int64_t)SIZE_MAX)
-#else
-#define MAX_BYTES INT64_MAX
-#endif
-
-/* How much of a user's string a message quotes. */
-#define QUOTE_MAX 64
-#define QUOTE_BUF (QUOTE_MAX * 4 + 8)
 
 /* ---- builtins ------------------------------------------------------------------ */
 
@@ -114,7 +105,7 @@ GPUMEM_API gpumem_status gpumem_dtype_release(const gpumem_dtype *dtype)
     return GPUMEM_OK;
 }
 
-static gpumem_status out_of_memory(const char *what, size_t bytes)
+gpumem_status gm_dtype_out_of_memory(const char *what, size_t bytes)
 {
     return gm_error(GPUMEM_ERROR_HOST_OUT_OF_MEMORY, "%s: out of host memory (%zu bytes)", what, bytes);
 }
@@ -124,7 +115,7 @@ static gpumem_status out_of_memory(const char *what, size_t bytes)
 /* Writes s as a quoted string for a message: quote characters, backslashes
  * and control characters escaped, at most QUOTE_MAX bytes of s (then "...").
  * out has QUOTE_BUF bytes. */
-static const char *quoted(char *out, const char *s, char quote)
+const char *gm_dtype_quoted(char *out, const char *s, char quote)
 {
     size_t n = 0;
     out[n++] = quote;
@@ -167,7 +158,7 @@ static gpumem_dtype *void_create(int64_t size)
 
 /* Parses a NumPy typestr.  `what` starts every message (the function, and
  * for a descr the field).  Builtins come back static, raw bytes allocated. */
-static gpumem_status parse_typestr(const char *what, const char *s, const gpumem_dtype **out)
+gpumem_status gm_dtype_parse_typestr(const char *what, const char *s, const gpumem_dtype **out)
 {
     char q[QUOTE_BUF];
 #define BAD(...) gm_error(GPUMEM_ERROR_INVALID_DTYPE, "%s: typestr %s: " __VA_ARGS__)
@@ -175,47 +166,47 @@ static gpumem_status parse_typestr(const char *what, const char *s, const gpumem
         return gm_error(GPUMEM_ERROR_INVALID_DTYPE, "%s: typestr \"\" is empty", what);
     char ord = s[0];
     if (strchr("<>=|", ord) == NULL)
-        return BAD("must start with a byte-order character ('<', '>', '=' or '|')", what, quoted(q, s, '"'));
+        return BAD("must start with a byte-order character ('<', '>', '=' or '|')", what, gm_dtype_quoted(q, s, '"'));
     char kind = s[1];
     if (kind == '\0')
-        return BAD("has no kind character after the byte order", what, quoted(q, s, '"'));
+        return BAD("has no kind character after the byte order", what, gm_dtype_quoted(q, s, '"'));
     if (strchr("biufcV", kind) == NULL) {
         char k[QUOTE_BUF];
-        return BAD("unknown kind %s (the kinds are b i u f c V)", what, quoted(q, s, '"'),
-                   quoted(k, (char[]){kind, '\0'}, '\''));
+        return BAD("unknown kind %s (the kinds are b i u f c V)", what, gm_dtype_quoted(q, s, '"'),
+                   gm_dtype_quoted(k, (char[]){kind, '\0'}, '\''));
     }
     const char *p = s + 2;
     if (*p == '\0')
-        return BAD("has no item size after the kind '%c'", what, quoted(q, s, '"'), kind);
+        return BAD("has no item size after the kind '%c'", what, gm_dtype_quoted(q, s, '"'), kind);
     if (*p < '0' || *p > '9')
-        return BAD("the item size must be a decimal number of bytes", what, quoted(q, s, '"'));
+        return BAD("the item size must be a decimal number of bytes", what, gm_dtype_quoted(q, s, '"'));
     int64_t size = 0;
     for (; *p >= '0' && *p <= '9'; p++) {
         if (size > (MAX_BYTES - (*p - '0')) / 10)
-            return BAD("the item size is too large (at most %" PRId64 " bytes)", what, quoted(q, s, '"'),
+            return BAD("the item size is too large (at most %" PRId64 " bytes)", what, gm_dtype_quoted(q, s, '"'),
                        MAX_BYTES);
         size = size * 10 + (*p - '0');
     }
     if (*p != '\0')
-        return BAD("trailing characters after the item size", what, quoted(q, s, '"'));
+        return BAD("trailing characters after the item size", what, gm_dtype_quoted(q, s, '"'));
 
     int type = -1;
     if (kind == 'V') {
         if (size < 1)
-            return BAD("raw bytes 'V' need a size of at least 1", what, quoted(q, s, '"'));
+            return BAD("raw bytes 'V' need a size of at least 1", what, gm_dtype_quoted(q, s, '"'));
     } else {
         type = builtin_type(kind, size);
         if (type < 0) {
             static const char *const sizes[] = {['b'] = "1", ['i'] = "1, 2, 4 or 8", ['u'] = "1, 2, 4 or 8",
                                                 ['f'] = "2, 4 or 8", ['c'] = "8 or 16"};
-            return BAD("kind '%c' has no %" PRId64 "-byte type (sizes: %s)", what, quoted(q, s, '"'), kind, size,
-                       sizes[(unsigned char)kind]);
+            return BAD("kind '%c' has no %" PRId64 "-byte type (sizes: %s)", what, gm_dtype_quoted(q, s, '"'), kind,
+                       size, sizes[(unsigned char)kind]);
         }
     }
     if (ord == '|' && size > 1 && kind != 'V')
         return BAD("'|' (no byte order) is only for one-byte types and raw bytes 'V'; "
                    "a %" PRId64 "-byte type needs '<', '>' or '='",
-                   what, quoted(q, s, '"'), size);
+                   what, gm_dtype_quoted(q, s, '"'), size);
 #undef BAD
 
     if (type >= 0) {
@@ -227,7 +218,7 @@ static gpumem_status parse_typestr(const char *what, const char *s, const gpumem
     }
     gpumem_dtype *v = void_create(size);
     if (v == NULL)
-        return out_of_memory(what, sizeof *v);
+        return gm_dtype_out_of_memory(what, sizeof *v);
     *out = v;
     return GPUMEM_OK;
 }
@@ -237,7 +228,7 @@ GPUMEM_API gpumem_status gpumem_dtype_from_typestr(const char *typestr, gpumem_d
     GM_CHECK_NULL(typestr);
     GM_CHECK_NULL(dtype);
     const gpumem_dtype *d;
-    gpumem_status st = parse_typestr(__func__, typestr, &d);
+    gpumem_status st = gm_dtype_parse_typestr(__func__, typestr, &d);
     if (st == GPUMEM_OK)
         *dtype = (gpumem_dtype *)d; /* static builtins are never written through it */
     return st;
@@ -245,7 +236,7 @@ GPUMEM_API gpumem_status gpumem_dtype_from_typestr(const char *typestr, gpumem_d
 
 /* The typestr of any dtype; records are raw bytes of their size, as NumPy's
  * dtype.str.  buf has room for 24 bytes. */
-static void format_typestr(const gpumem_dtype *d, char *buf)
+void gm_dtype_format_typestr(const gpumem_dtype *d, char *buf)
 {
     char ord = d->order == GPUMEM_BYTEORDER_LITTLE ? '<' : d->order == GPUMEM_BYTEORDER_BIG ? '>' : '|';
     snprintf(buf, 24, "%c%c%zu", ord, d->kind, d->itemsize);
@@ -253,15 +244,8 @@ static void format_typestr(const gpumem_dtype *d, char *buf)
 
 /* ---- writing into a caller's buffer ----------------------------------------------- */
 
-/* Counts every byte and stores those that fit, like snprintf, so that one
- * pass both writes and measures. */
-typedef struct writer {
-    char *buf;
-    size_t size;
-    size_t len;
-} writer;
 
-static void put(writer *w, const char *s, size_t n)
+void gm_dtype_put(gm_dtype_writer *w, const char *s, size_t n)
 {
     if (w->len < w->size) {
         size_t room = w->size - w->len;
@@ -270,14 +254,14 @@ static void put(writer *w, const char *s, size_t n)
     w->len += n;
 }
 
-static void puts_(writer *w, const char *s)
+void gm_dtype_puts(gm_dtype_writer *w, const char *s)
 {
-    put(w, s, strlen(s));
+    gm_dtype_put(w, s, strlen(s));
 }
 
 /* Ends the string, or fails saying how many bytes it needs; on failure the
  * buffer holds "". */
-static gpumem_status finish(writer *w, const char *what, const char *thing)
+gpumem_status gm_dtype_finish(gm_dtype_writer *w, const char *what, const char *thing)
 {
     if (w->len < w->size) {
         w->buf[w->len] = '\0';
@@ -294,15 +278,15 @@ GPUMEM_API gpumem_status gpumem_dtype_typestr(const gpumem_dtype *dtype, char *b
     GM_CHECK_NULL(dtype);
     GM_CHECK_NULL(buf);
     char ts[24];
-    format_typestr(dtype, ts);
-    writer w = {buf, size, 0};
-    puts_(&w, ts);
-    return finish(&w, __func__, "typestr");
+    gm_dtype_format_typestr(dtype, ts);
+    gm_dtype_writer w = {buf, size, 0};
+    gm_dtype_puts(&w, ts);
+    return gm_dtype_finish(&w, __func__, "typestr");
 }
 
 /* ---- records ----------------------------------------------------------------------- */
 
-static bool add_overflows(int64_t a, int64_t b)
+bool gm_dtype_add_overflows(int64_t a, int64_t b)
 {
     return a > MAX_BYTES - b;
 }
@@ -334,7 +318,7 @@ static gpumem_status check_fields(const char *what, const gm_field *fields, size
         return GPUMEM_OK;
     const gm_field **order = malloc(n * sizeof *order);
     if (order == NULL)
-        return out_of_memory(what, n * sizeof *order);
+        return gm_dtype_out_of_memory(what, n * sizeof *order);
     char q1[QUOTE_BUF], q2[QUOTE_BUF];
     gpumem_status st = GPUMEM_OK;
     for (size_t i = 0; i < n; i++)
@@ -343,7 +327,7 @@ static gpumem_status check_fields(const char *what, const gm_field *fields, size
     for (size_t i = 1; i < n && st == GPUMEM_OK; i++)
         if (strcmp(order[i - 1]->name, order[i]->name) == 0)
             st = gm_error(GPUMEM_ERROR_INVALID_DTYPE, "%s: field %s: duplicate field name", what,
-                          quoted(q1, order[i]->name, '\''));
+                          gm_dtype_quoted(q1, order[i]->name, '\''));
     if (st == GPUMEM_OK) {
         qsort(order, n, sizeof *order, by_offset);
         /* Sorted by start, then end: a field overlaps an earlier one exactly
@@ -356,8 +340,8 @@ static gpumem_status check_fields(const char *what, const gm_field *fields, size
                 st = gm_error(GPUMEM_ERROR_INVALID_DTYPE,
                               "%s: field %s (bytes %" PRId64 " to %" PRId64 ") overlaps field %s (bytes %" PRId64
                               " to %" PRId64 ")",
-                              what, quoted(q1, f->name, '\''), f->offset, f->offset + f->size,
-                              quoted(q2, furthest->name, '\''), furthest->offset,
+                              what, gm_dtype_quoted(q1, f->name, '\''), f->offset, f->offset + f->size,
+                              gm_dtype_quoted(q2, furthest->name, '\''), furthest->offset,
                               furthest->offset + furthest->size);
             else if (f->size > 0 &&
                      (furthest == NULL || f->offset + f->size > furthest->offset + furthest->size))
@@ -375,8 +359,8 @@ static size_t round_up(size_t n, size_t align)
 
 /* Makes a record; `what` starts every message.  On failure nothing is
  * allocated and no reference is taken. */
-static gpumem_status record_make(const char *what, const gpumem_field *fields, size_t nfields,
-                                 gpumem_record_layout layout, size_t itemsize, const gpumem_dtype **out)
+gpumem_status gm_dtype_record_make(const char *what, const gpumem_field *fields, size_t nfields,
+                                   gpumem_record_layout layout, size_t itemsize, const gpumem_dtype **out)
 {
     char q[QUOTE_BUF];
     if (layout != GPUMEM_RECORD_PACKED && layout != GPUMEM_RECORD_ALIGNED)
@@ -397,7 +381,7 @@ static gpumem_status record_make(const char *what, const gpumem_field *fields, s
         if (f->name == NULL || f->name[0] == '\0')
             return gm_error(GPUMEM_ERROR_INVALID_DTYPE, "%s: field %zu has %s name", what, i,
                             f->name == NULL ? "a NULL" : "an empty");
-        const char *name = quoted(q, f->name, '\'');
+        const char *name = gm_dtype_quoted(q, f->name, '\'');
         if (f->dtype == NULL)
             return gm_error(GPUMEM_ERROR_INVALID_DTYPE, "%s: field %s has a NULL dtype", what, name);
         if (f->ndim < 0 || f->ndim > GM_DTYPE_MAX_NDIM)
@@ -430,7 +414,7 @@ static gpumem_status record_make(const char *what, const gpumem_field *fields, s
     size_t total = at_names + names_len;
     char *block = calloc(1, total);
     if (block == NULL)
-        return out_of_memory(what, total);
+        return gm_dtype_out_of_memory(what, total);
     gpumem_dtype *d = (gpumem_dtype *)(void *)block;
     gm_field *mf = (gm_field *)(void *)(block + at_fields);
     int64_t *shapes = (int64_t *)(void *)(block + at_shapes);
@@ -444,7 +428,7 @@ static gpumem_status record_make(const char *what, const gpumem_field *fields, s
     for (size_t i = 0; i < nfields && st == GPUMEM_OK; i++) {
         const gpumem_field *f = &fields[i];
         gm_field *g = &mf[i];
-        const char *name = quoted(q, f->name, '\'');
+        const char *name = gm_dtype_quoted(q, f->name, '\'');
         size_t len = strlen(f->name) + 1;
         memcpy(names, f->name, len);
         g->name = names;
@@ -475,7 +459,7 @@ static gpumem_status record_make(const char *what, const gpumem_field *fields, s
             max_align = align;
         int64_t offset = f->offset;
         if (offset == -1) {
-            if (add_overflows(prev_end, (int64_t)align - 1)) {
+            if (gm_dtype_add_overflows(prev_end, (int64_t)align - 1)) {
                 st = gm_error(GPUMEM_ERROR_INVALID_DTYPE, "%s: field %s: the offset overflows", what, name);
                 break;
             }
@@ -488,7 +472,7 @@ static gpumem_status record_make(const char *what, const gpumem_field *fields, s
                           what, name, offset, align);
             break;
         }
-        if (add_overflows(offset, size)) {
+        if (gm_dtype_add_overflows(offset, size)) {
             st = gm_error(GPUMEM_ERROR_INVALID_DTYPE,
                           "%s: field %s: offset %" PRId64 " plus size %" PRId64 " overflows", what, name, offset, size);
             break;
@@ -516,7 +500,7 @@ static gpumem_status record_make(const char *what, const gpumem_field *fields, s
         } else if ((size_t)max_end > itemsize) {
             st = gm_error(GPUMEM_ERROR_INVALID_DTYPE,
                           "%s: field %s ends at byte %" PRId64 ", past the itemsize %zu", what,
-                          quoted(q, last->name, '\''), max_end, itemsize);
+                          gm_dtype_quoted(q, last->name, '\''), max_end, itemsize);
         } else if (itemsize % alignment != 0) {
             st = gm_error(GPUMEM_ERROR_INVALID_DTYPE,
                           "%s: itemsize %zu is not a multiple of the record's alignment %zu (GPUMEM_RECORD_ALIGNED)",
@@ -551,571 +535,9 @@ GPUMEM_API gpumem_status gpumem_dtype_record_create(const gpumem_field *fields, 
         GM_CHECK_NULL(fields);
     GM_CHECK_NULL(dtype);
     const gpumem_dtype *d;
-    gpumem_status st = record_make(__func__, fields, nfields, layout, itemsize, &d);
+    gpumem_status st = gm_dtype_record_make(__func__, fields, nfields, layout, itemsize, &d);
     if (st == GPUMEM_OK)
         *dtype = (gpumem_dtype *)d;
-    return st;
-}
-
-/* ---- descr: writing ------------------------------------------------------------------ */
-
-/* A field name as Python's repr() writes a str: single quotes unless the
- * name holds a ' and no ", backslash escapes for the quote, backslashes and
- * control characters.  Bytes above 0x7f (UTF-8) are copied as they are. */
-static void put_pyrepr(writer *w, const char *s)
-{
-    char q = strchr(s, '\'') != NULL && strchr(s, '"') == NULL ? '"' : '\'';
-    put(w, &q, 1);
-    for (; *s != '\0'; s++) {
-        unsigned char c = (unsigned char)*s;
-        char esc[8];
-        if (c == (unsigned char)q || c == '\\') {
-            esc[0] = '\\';
-            esc[1] = (char)c;
-            put(w, esc, 2);
-        } else if (c == '\t') {
-            puts_(w, "\\t");
-        } else if (c == '\n') {
-            puts_(w, "\\n");
-        } else if (c == '\r') {
-            puts_(w, "\\r");
-        } else if (c < 0x20 || c == 0x7f) {
-            snprintf(esc, sizeof esc, "\\x%02x", c);
-            puts_(w, esc);
-        } else {
-            put(w, (const char *)&c, 1);
-        }
-    }
-    put(w, &q, 1);
-}
-
-static void put_gap(writer *w, int64_t bytes)
-{
-    char buf[48];
-    snprintf(buf, sizeof buf, "('', '|V%" PRId64 "')", bytes);
-    puts_(w, buf);
-}
-
-/* NumPy's _array_descr() for a record: fields in order, a ('', '|Vn') entry
- * for every gap and for trailing padding, so that offsets follow from the
- * order.  Like NumPy, a record whose fields are not in increasing offset
- * order has no descr. */
-static void sep(writer *w, bool *first)
-{
-    if (!*first)
-        puts_(w, ", ");
-    *first = false;
-}
-
-static gpumem_status put_record(writer *w, const char *what, const gpumem_dtype *d)
-{
-    int64_t at = 0;
-    bool first = true;
-    put(w, "[", 1);
-    for (size_t i = 0; i < d->nfields; i++) {
-        const gm_field *f = &d->fields[i];
-        if (f->offset < at) {
-            char q[QUOTE_BUF];
-            return gm_error(GPUMEM_ERROR_INVALID_DTYPE,
-                            "%s: field %s at offset %" PRId64 " starts before the end of the fields before it "
-                            "(byte %" PRId64 "): a descr cannot describe out-of-order fields",
-                            what, quoted(q, f->name, '\''), f->offset, at);
-        }
-        if (f->offset > at) {
-            sep(w, &first);
-            put_gap(w, f->offset - at);
-        }
-        sep(w, &first);
-        at = f->offset + f->size;
-        put(w, "(", 1);
-        put_pyrepr(w, f->name);
-        puts_(w, ", ");
-        if (f->dtype->type == GPUMEM_RECORD) {
-            gpumem_status st = put_record(w, what, f->dtype);
-            if (st != GPUMEM_OK)
-                return st;
-        } else {
-            char ts[24];
-            format_typestr(f->dtype, ts);
-            put(w, "'", 1);
-            puts_(w, ts);
-            put(w, "'", 1);
-        }
-        if (f->ndim > 0) {
-            /* Python's tuple repr: (3,) for one extent, (2, 3) for more. */
-            puts_(w, ", (");
-            for (int k = 0; k < f->ndim; k++) {
-                char buf[32];
-                snprintf(buf, sizeof buf, "%s%" PRId64, k > 0 ? ", " : "", f->shape[k]);
-                puts_(w, buf);
-            }
-            puts_(w, f->ndim == 1 ? ",)" : ")");
-        }
-        put(w, ")", 1);
-    }
-    if ((int64_t)d->itemsize > at) {
-        sep(w, &first);
-        put_gap(w, (int64_t)d->itemsize - at);
-    }
-    put(w, "]", 1);
-    return GPUMEM_OK;
-}
-
-GPUMEM_API gpumem_status gpumem_dtype_descr(const gpumem_dtype *dtype, char *buf, size_t size)
-{
-    GM_CHECK_NULL(dtype);
-    GM_CHECK_NULL(buf);
-    writer w = {buf, size, 0};
-    if (dtype->type == GPUMEM_RECORD) {
-        gpumem_status st = put_record(&w, __func__, dtype);
-        if (st != GPUMEM_OK) {
-            if (size > 0)
-                buf[0] = '\0';
-            return st;
-        }
-    } else {
-        char ts[24];
-        format_typestr(dtype, ts);
-        puts_(&w, "[('', '");
-        puts_(&w, ts);
-        puts_(&w, "')]");
-    }
-    return finish(&w, __func__, "descr");
-}
-
-/* ---- descr: reading ---------------------------------------------------------------- */
-
-/* The descr grammar is the Python literal NumPy writes: a list of tuples
- * (name, typestr-or-list[, shape]), any whitespace, ' or " strings with
- * Python's escapes, trailing commas, and a shape written as an int or a
- * tuple of ints. */
-typedef struct parser {
-    const char *what;
-    const char *text; /* the whole descr, for messages */
-    const char *p;
-} parser;
-
-/* One entry of a list while it is read. */
-typedef struct entry {
-    char *name;
-    const gpumem_dtype *dtype; /* owned */
-    int ndim;
-    int64_t shape[GM_DTYPE_MAX_NDIM];
-} entry;
-
-static gpumem_status syntax(parser *ps, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static gpumem_status syntax(parser *ps, const char *fmt, ...)
-{
-    char why[256], q[QUOTE_BUF], near[QUOTE_BUF], tail[24];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(why, sizeof why, fmt, ap);
-    va_end(ap);
-    snprintf(tail, sizeof tail, "%s", ps->p);
-    return gm_error(GPUMEM_ERROR_INVALID_DTYPE, "%s: descr %s: at character %zu (%s): %s", ps->what,
-                    quoted(q, ps->text, '"'), (size_t)(ps->p - ps->text),
-                    *ps->p == '\0' ? "the end" : quoted(near, tail, '"'), why);
-}
-
-static void skip_ws(parser *ps)
-{
-    while (*ps->p != '\0' && strchr(" \t\n\r\f\v", *ps->p) != NULL)
-        ps->p++;
-}
-
-/* Skips whitespace, then c if it is next. */
-static bool accept(parser *ps, char c)
-{
-    skip_ws(ps);
-    if (*ps->p != c)
-        return false;
-    ps->p++;
-    return true;
-}
-
-static int hex_value(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
-/* A growing string for a literal's contents. */
-typedef struct strbuf {
-    char *s;
-    size_t len, cap;
-} strbuf;
-
-static bool sb_put(strbuf *b, const char *s, size_t n)
-{
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 32;
-        while (b->len + n + 1 > cap)
-            cap *= 2;
-        char *t = realloc(b->s, cap);
-        if (t == NULL)
-            return false;
-        b->s = t;
-        b->cap = cap;
-    }
-    memcpy(b->s + b->len, s, n);
-    b->len += n;
-    b->s[b->len] = '\0';
-    return true;
-}
-
-/* A code point as UTF-8, the way Python's str holds it. */
-static bool sb_put_codepoint(strbuf *b, uint32_t cp)
-{
-    char u[4];
-    size_t n;
-    if (cp < 0x80) {
-        u[0] = (char)cp;
-        n = 1;
-    } else if (cp < 0x800) {
-        u[0] = (char)(0xc0 | (cp >> 6));
-        u[1] = (char)(0x80 | (cp & 0x3f));
-        n = 2;
-    } else if (cp < 0x10000) {
-        u[0] = (char)(0xe0 | (cp >> 12));
-        u[1] = (char)(0x80 | ((cp >> 6) & 0x3f));
-        u[2] = (char)(0x80 | (cp & 0x3f));
-        n = 3;
-    } else {
-        u[0] = (char)(0xf0 | (cp >> 18));
-        u[1] = (char)(0x80 | ((cp >> 12) & 0x3f));
-        u[2] = (char)(0x80 | ((cp >> 6) & 0x3f));
-        u[3] = (char)(0x80 | (cp & 0x3f));
-        n = 4;
-    }
-    return sb_put(b, u, n);
-}
-
-/* A Python string literal; *out is malloc'd. */
-static gpumem_status parse_string(parser *ps, char **out)
-{
-    skip_ws(ps);
-    char quote = *ps->p;
-    if (quote != '\'' && quote != '"')
-        return syntax(ps, "expected a quoted string");
-    const char *start = ps->p++;
-    strbuf b = {NULL, 0, 0};
-    gpumem_status st = GPUMEM_OK;
-    bool ok = sb_put(&b, "", 0);
-    while (ok && st == GPUMEM_OK) {
-        char c = *ps->p;
-        if (c == '\0' || c == '\n') {
-            ps->p = start;
-            st = syntax(ps, "unterminated string");
-            break;
-        }
-        ps->p++;
-        if (c == quote)
-            break;
-        if (c != '\\') {
-            ok = sb_put(&b, &c, 1);
-            continue;
-        }
-        const char *esc = ps->p - 1;
-        char e = *ps->p++;
-        uint32_t cp = 0;
-        int digits = 0;
-        switch (e) {
-        case '\\': case '\'': case '"':
-            ok = sb_put(&b, &e, 1);
-            continue;
-        case '\n': /* a line continuation */
-            continue;
-        case 'a': cp = 7; break;
-        case 'b': cp = 8; break;
-        case 'f': cp = 12; break;
-        case 'n': cp = 10; break;
-        case 'r': cp = 13; break;
-        case 't': cp = 9; break;
-        case 'v': cp = 11; break;
-        case 'x': digits = 2; break;
-        case 'u': digits = 4; break;
-        case 'U': digits = 8; break;
-        case 'N':
-            /* Python looks the name up in the Unicode database, which the
-             * library does not carry: refused, never kept as text. */
-            ps->p = esc;
-            st = syntax(ps, "the named escape \\N{...} is not supported; write the character or \\u/\\U "
-                        "with its code point");
-            continue;
-        case '\0':
-            ps->p = start;
-            st = syntax(ps, "unterminated string");
-            continue;
-        default:
-            if (e >= '0' && e <= '7') {
-                cp = (uint32_t)(e - '0');
-                for (int k = 0; k < 2 && *ps->p >= '0' && *ps->p <= '7'; k++)
-                    cp = cp * 8 + (uint32_t)(*ps->p++ - '0');
-            } else {
-                /* Python keeps an unknown escape as it is. */
-                ok = sb_put(&b, esc, 2);
-                continue;
-            }
-        }
-        for (int k = 0; k < digits; k++) {
-            int v = hex_value(*ps->p);
-            if (v < 0) {
-                ps->p = esc;
-                st = syntax(ps, "the escape \\%c needs %d hexadecimal digits", e, digits);
-                break;
-            }
-            cp = cp * 16 + (uint32_t)v;
-            ps->p++;
-        }
-        if (st != GPUMEM_OK)
-            break;
-        if (cp == 0) {
-            ps->p = esc;
-            st = syntax(ps, "a NUL character cannot be part of a name");
-        } else if (cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) {
-            ps->p = esc;
-            st = syntax(ps, "the escape is not a Unicode character");
-        } else {
-            ok = sb_put_codepoint(&b, cp);
-        }
-    }
-    if (!ok && st == GPUMEM_OK)
-        st = out_of_memory(ps->what, b.cap * 2);
-    if (st != GPUMEM_OK) {
-        free(b.s);
-        return st;
-    }
-    *out = b.s;
-    return GPUMEM_OK;
-}
-
-/* A non-negative decimal integer (a sub-array extent). */
-static gpumem_status parse_extent(parser *ps, int64_t *out)
-{
-    skip_ws(ps);
-    if (*ps->p == '-')
-        return syntax(ps, "a sub-array extent cannot be negative");
-    if (*ps->p < '0' || *ps->p > '9')
-        return syntax(ps, "expected a sub-array extent (a non-negative integer)");
-    int64_t v = 0;
-    const char *start = ps->p;
-    for (; *ps->p >= '0' && *ps->p <= '9'; ps->p++) {
-        if (v > (INT64_MAX - (*ps->p - '0')) / 10) {
-            ps->p = start;
-            return syntax(ps, "the sub-array extent is too large");
-        }
-        v = v * 10 + (*ps->p - '0');
-    }
-    *out = v;
-    return GPUMEM_OK;
-}
-
-/* A shape: an int, or a parenthesized, comma-separated list of ints
- * ("(3)" is the int 3 in Python; "(3,)" a tuple; "()" no dimensions). */
-static gpumem_status parse_shape(parser *ps, entry *e)
-{
-    skip_ws(ps);
-    if (*ps->p != '(') {
-        e->ndim = 1;
-        return parse_extent(ps, &e->shape[0]);
-    }
-    ps->p++;
-    e->ndim = 0;
-    if (accept(ps, ')'))
-        return GPUMEM_OK;
-    for (;;) {
-        if (e->ndim == GM_DTYPE_MAX_NDIM)
-            return syntax(ps, "a sub-array has at most %d dimensions", GM_DTYPE_MAX_NDIM);
-        gpumem_status st = parse_extent(ps, &e->shape[e->ndim++]);
-        if (st != GPUMEM_OK)
-            return st;
-        if (accept(ps, ')'))
-            return GPUMEM_OK;
-        if (!accept(ps, ','))
-            return syntax(ps, "expected ',' or ')' in a sub-array shape");
-        if (accept(ps, ')'))
-            return GPUMEM_OK;
-    }
-}
-
-static gpumem_status parse_list(parser *ps, int depth, const gpumem_dtype **out);
-
-/* One (name, type[, shape]) tuple. */
-static gpumem_status parse_entry(parser *ps, int depth, entry *e)
-{
-    if (!accept(ps, '('))
-        return syntax(ps, "expected '(' to start a field");
-    gpumem_status st = parse_string(ps, &e->name);
-    if (st != GPUMEM_OK)
-        return st;
-    if (!accept(ps, ','))
-        return syntax(ps, "expected ',' after the field name");
-    skip_ws(ps);
-    if (*ps->p == '[') {
-        st = parse_list(ps, depth + 1, &e->dtype);
-    } else if (*ps->p == '\'' || *ps->p == '"') {
-        char *ts;
-        st = parse_string(ps, &ts);
-        if (st == GPUMEM_OK) {
-            char what[QUOTE_BUF + 64], q[QUOTE_BUF];
-            snprintf(what, sizeof what, "%s: field %s", ps->what, quoted(q, e->name, '\''));
-            st = parse_typestr(what, ts, &e->dtype);
-            free(ts);
-        }
-    } else {
-        st = syntax(ps, "expected a typestr or a list of fields");
-    }
-    if (st != GPUMEM_OK)
-        return st;
-    if (accept(ps, ')'))
-        return GPUMEM_OK;
-    if (!accept(ps, ','))
-        return syntax(ps, "expected ',' or ')' after the field's type");
-    if (accept(ps, ')'))
-        return GPUMEM_OK;
-    st = parse_shape(ps, e);
-    if (st != GPUMEM_OK)
-        return st;
-    accept(ps, ',');
-    if (!accept(ps, ')'))
-        return syntax(ps, "expected ')' to end the field");
-    return GPUMEM_OK;
-}
-
-static void entries_free(entry *v, size_t n)
-{
-    for (size_t i = 0; i < n; i++) {
-        free(v[i].name);
-        gm_dtype_unref(v[i].dtype);
-    }
-    free(v);
-}
-
-/* The dtype a list of entries describes: a packed record whose offsets
- * follow from the order, unnamed entries being gaps; except that the whole
- * descr [('', '<f4')] or [('', '|V16')] is that builtin or those raw bytes,
- * as NumPy writes them.  In a field, a list is always a record: NumPy
- * writes a record without fields there as [('', '|Vn')]. */
-static gpumem_status build(parser *ps, entry *v, size_t n, bool top, const gpumem_dtype **out)
-{
-    if (top && n == 1 && v[0].name[0] == '\0' && v[0].ndim == 0) {
-        *out = v[0].dtype;
-        v[0].dtype = NULL;
-        return GPUMEM_OK;
-    }
-    gpumem_field *fields = malloc((n > 0 ? n : 1) * sizeof *fields);
-    if (fields == NULL)
-        return out_of_memory(ps->what, n * sizeof *fields);
-    size_t k = 0;
-    int64_t at = 0;
-    gpumem_status st = GPUMEM_OK;
-    for (size_t i = 0; i < n && st == GPUMEM_OK; i++) {
-        int64_t size = (int64_t)v[i].dtype->itemsize;
-        for (int j = 0; j < v[i].ndim && st == GPUMEM_OK; j++) {
-            if (v[i].shape[j] > 0 && size > MAX_BYTES / v[i].shape[j])
-                st = gm_error(GPUMEM_ERROR_INVALID_DTYPE, "%s: entry %zu: the sub-array's size overflows", ps->what, i);
-            else
-                size *= v[i].shape[j];
-        }
-        if (st == GPUMEM_OK && add_overflows(at, size))
-            st = gm_error(GPUMEM_ERROR_INVALID_DTYPE, "%s: entry %zu: the record's size overflows", ps->what, i);
-        if (st != GPUMEM_OK)
-            break;
-        if (v[i].name[0] != '\0')
-            fields[k++] = (gpumem_field){v[i].name, v[i].dtype, at, v[i].ndim, v[i].shape};
-        at += size;
-    }
-    if (st == GPUMEM_OK)
-        st = record_make(ps->what, fields, k, GPUMEM_RECORD_PACKED, (size_t)at, out);
-    free(fields);
-    return st;
-}
-
-static gpumem_status parse_list(parser *ps, int depth, const gpumem_dtype **out)
-{
-    if (depth > GM_DTYPE_MAX_DEPTH)
-        return syntax(ps, "records nest more than %d levels deep", GM_DTYPE_MAX_DEPTH);
-    if (!accept(ps, '['))
-        return syntax(ps, "expected '[' to start a list of fields");
-    entry *v = NULL;
-    size_t n = 0, cap = 0;
-    gpumem_status st = GPUMEM_OK;
-    if (!accept(ps, ']')) {
-        for (;;) {
-            if (n == cap) {
-                size_t ncap = cap ? cap * 2 : 8;
-                entry *t = realloc(v, ncap * sizeof *v);
-                if (t == NULL) {
-                    st = out_of_memory(ps->what, ncap * sizeof *v);
-                    break;
-                }
-                v = t;
-                cap = ncap;
-            }
-            memset(&v[n], 0, sizeof v[n]);
-            st = parse_entry(ps, depth, &v[n++]);
-            if (st != GPUMEM_OK)
-                break;
-            if (accept(ps, ']'))
-                break;
-            if (!accept(ps, ',')) {
-                st = syntax(ps, "expected ',' or ']' after a field");
-                break;
-            }
-            if (accept(ps, ']'))
-                break;
-        }
-    }
-    if (st == GPUMEM_OK)
-        st = build(ps, v, n, depth == 1, out);
-    entries_free(v, n);
-    return st;
-}
-
-GPUMEM_API gpumem_status gpumem_dtype_from_descr(const char *descr, gpumem_dtype **dtype)
-{
-    GM_CHECK_NULL(descr);
-    GM_CHECK_NULL(dtype);
-    parser ps = {__func__, descr, descr};
-    const gpumem_dtype *d = NULL;
-    gpumem_status st;
-    skip_ws(&ps);
-    if (*ps.p == '\0')
-        return gm_error(GPUMEM_ERROR_INVALID_DTYPE, "%s: the descr is empty", __func__);
-    if (*ps.p == '[') {
-        st = parse_list(&ps, 1, &d);
-    } else if (*ps.p == '\'' || *ps.p == '"') {
-        char *ts;
-        st = parse_string(&ps, &ts);
-        if (st == GPUMEM_OK) {
-            st = parse_typestr(__func__, ts, &d);
-            free(ts);
-        }
-    } else {
-        /* A bare typestr: up to the trailing whitespace. */
-        const char *end = ps.p + strlen(ps.p);
-        while (end > ps.p && strchr(" \t\n\r\f\v", end[-1]) != NULL)
-            end--;
-        char *ts = strndup(ps.p, (size_t)(end - ps.p));
-        if (ts == NULL)
-            return out_of_memory(__func__, (size_t)(end - ps.p) + 1);
-        st = parse_typestr(__func__, ts, &d);
-        free(ts);
-        ps.p = end;
-    }
-    if (st == GPUMEM_OK) {
-        skip_ws(&ps);
-        if (*ps.p != '\0') {
-            gm_dtype_unref(d);
-            return syntax(&ps, "trailing characters after the descr");
-        }
-        *dtype = (gpumem_dtype *)d;
-    }
     return st;
 }
 
@@ -1197,7 +619,7 @@ GPUMEM_API gpumem_status gpumem_dtype_field(const gpumem_dtype *dtype, size_t in
     GM_CHECK_NULL(dtype);
     if (index >= dtype->nfields) {
         char ts[24];
-        format_typestr(dtype, ts);
+        gm_dtype_format_typestr(dtype, ts);
         if (dtype->type != GPUMEM_RECORD)
             return gm_error(GPUMEM_ERROR_INDEX_OUT_OF_RANGE, "%s: the dtype '%s' is not a record: it has no field %zu",
                             __func__, ts, index);
@@ -1229,10 +651,10 @@ GPUMEM_API gpumem_status gpumem_dtype_field_index(const gpumem_dtype *dtype, con
             return GPUMEM_OK;
         }
     char q[QUOTE_BUF], ts[24];
-    format_typestr(dtype, ts);
+    gm_dtype_format_typestr(dtype, ts);
     if (dtype->type != GPUMEM_RECORD)
         return gm_error(GPUMEM_ERROR_NOT_FOUND, "%s: no field %s: the dtype '%s' is not a record", __func__,
-                        quoted(q, name, '\''), ts);
+                        gm_dtype_quoted(q, name, '\''), ts);
     return gm_error(GPUMEM_ERROR_NOT_FOUND, "%s: no field %s in the record (it has %zu field%s)", __func__,
-                    quoted(q, name, '\''), dtype->nfields, dtype->nfields == 1 ? "" : "s");
+                    gm_dtype_quoted(q, name, '\''), dtype->nfields, dtype->nfields == 1 ? "" : "s");
 }
