@@ -175,9 +175,15 @@ static int streams(gpumem_context *ctx)
     TRY(gpumem_stream_auto_synchronize_begin(s2));
     TRY(gpumem_copy_to_host(d2, o, s2));
     TRY(gpumem_stream_auto_synchronize_end(s2));
+    /* a download into pageable memory, queued on the stream */
+    static double back[64];
+    memset(back, 0, sizeof back);
+    gpumem_array *hb = NULL;
+    TRY(gpumem_host_array_wrap(back, 1, (int64_t[]){64}, NULL, f64, &hb));
+    TRY(gpumem_copy_to_host(d2, hb, s2));
     TRY(gpumem_context_synchronize(ctx));
-    int good = st == GPUMEM_OK && out != NULL && check_doubles(out, 64, iota);
-    gpumem_array *all[] = {d2, d, o, h};
+    int good = st == GPUMEM_OK && out != NULL && check_doubles(out, 64, iota) && check_doubles(back, 64, iota);
+    gpumem_array *all[] = {d2, d, o, h, hb};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         KEEP(gpumem_array_release(all[i]));
     if (s2 != NULL)
