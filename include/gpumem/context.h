@@ -176,8 +176,8 @@ GPUMEM_API gpumem_status gpumem_get_default_device(int fallback, int *device);
  * @param device the device ordinal.
  * @param[out] ctx the new reference.
  * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT, ::GPUMEM_ERROR_INVALID_DEVICE,
- *        ::GPUMEM_ERROR_DEVICE_UNAVAILABLE, ::GPUMEM_ERROR_INVALID_ENVIRONMENT (a bad deferred-free or
- *        staging variable), ::GPUMEM_ERROR_HOST_OUT_OF_MEMORY, a backend failure or a driver failure.
+ *        ::GPUMEM_ERROR_DEVICE_UNAVAILABLE, ::GPUMEM_ERROR_INVALID_ENVIRONMENT (a bad deferred-free
+ *        variable), ::GPUMEM_ERROR_HOST_OUT_OF_MEMORY, a backend failure or a driver failure.
  */
 GPUMEM_API gpumem_status gpumem_context_create(int device, gpumem_context **ctx);
 

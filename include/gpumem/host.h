@@ -126,12 +126,11 @@ GPUMEM_API gpumem_status gpumem_managed_array(gpumem_context *ctx, int ndim, con
  * @p count arrays and gives the scope.  The arrays are retained until the
  * scope ends.  On failure nothing stays registered.
  * @param ctx the context, or NULL for the autoinit context.
- * @param[in] arrays @p count host arrays.
+ * @param[in] arrays @p count arrays (only pageable host memory needs page-locking).
  * @param count the number of arrays.
  * @param[out] registration the scope.
- * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT, ::GPUMEM_ERROR_INVALID_VALUE (not a host array),
- *        ::GPUMEM_ERROR_INVALID_STATE (already registered), ::GPUMEM_ERROR_HOST_OUT_OF_MEMORY,
- *        ::GPUMEM_ERROR_NOT_SUPPORTED, an autoinit failure or a driver failure.
+ * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT (@p registration, @p arrays or an element),
+ *        ::GPUMEM_ERROR_HOST_OUT_OF_MEMORY, an autoinit failure or a driver failure.
  */
 GPUMEM_API gpumem_status gpumem_pinned(gpumem_context *ctx, gpumem_array *const *arrays, size_t count,
                                        gpumem_registration **registration);
@@ -150,12 +149,14 @@ GPUMEM_API gpumem_status gpumem_unpinned(gpumem_registration **registration);
  * array over arrays[i]'s memory that device code can use (valid until the
  * scope ends; release each view).
  * @param ctx the context, or NULL for the autoinit context.
- * @param[in] arrays @p count host arrays.
+ * @param[in] arrays @p count arrays (only pageable host memory needs page-locking).
  * @param count the number of arrays.
  * @param stream a stream of @p ctx, or NULL.
  * @param[out] registration the scope.
  * @param[out] device_views room for @p count views.
- * @return ::GPUMEM_OK; as gpumem_pinned(), also ::GPUMEM_ERROR_CONTEXT_MISMATCH (@p stream).
+ * @return ::GPUMEM_OK; as gpumem_pinned(), also ::GPUMEM_ERROR_NULL_ARGUMENT (@p device_views),
+ *        ::GPUMEM_ERROR_CONTEXT_MISMATCH (@p stream), ::GPUMEM_ERROR_NOT_SUPPORTED (the device cannot map host
+ *        memory).
  */
 GPUMEM_API gpumem_status gpumem_mapped(gpumem_context *ctx, gpumem_array *const *arrays, size_t count,
                                        gpumem_stream *stream, gpumem_registration **registration,
@@ -171,7 +172,7 @@ GPUMEM_API gpumem_status gpumem_unmapped(gpumem_registration **registration);
 /**
  * numba.roc's register(*arrays): the same page-locking as gpumem_pinned().
  * @param ctx the context, or NULL for the autoinit context.
- * @param[in] arrays @p count host arrays.
+ * @param[in] arrays @p count arrays (only pageable host memory needs page-locking).
  * @param count the number of arrays.
  * @param[out] registration the scope.
  * @return as gpumem_pinned().

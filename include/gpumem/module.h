@@ -95,9 +95,9 @@ typedef enum gpumem_function_attr {
  * @param[in] image PTX, cubin or fat binary.
  * @param size its length in bytes, or 0.
  * @param[out] module a new reference.
- * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT, ::GPUMEM_ERROR_INVALID_VALUE, ::GPUMEM_ERROR_DRIVER,
- *        ::GPUMEM_ERROR_HOST_OUT_OF_MEMORY, ::GPUMEM_ERROR_NOT_SIMULATED, an autoinit failure or another
- *        driver failure.
+ * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT, ::GPUMEM_ERROR_INVALID_VALUE (an empty image, or one whose
+ *        size cannot be read), ::GPUMEM_ERROR_DRIVER (a malformed image), ::GPUMEM_ERROR_HOST_OUT_OF_MEMORY,
+ *        an autoinit failure or another driver failure.
  */
 GPUMEM_API gpumem_status gpumem_module_load(gpumem_context *ctx, const void *image, size_t size,
                                             gpumem_module **module);

@@ -181,7 +181,8 @@ GPUMEM_API gpumem_status gpumem_pool_create(gpumem_context *ctx, unsigned flags,
  * is the first failure of giving blocks back; the pool is destroyed either
  * way.
  * @param pool the pool, or NULL.
- * @return ::GPUMEM_OK, or a driver failure giving blocks back.
+ * @return ::GPUMEM_OK; ::GPUMEM_ERROR_INVALID_VALUE (a pool of the other kind), or a driver failure giving
+ *        blocks back.
  */
 GPUMEM_API gpumem_status gpumem_pool_destroy(gpumem_pool *pool);
 
@@ -346,8 +347,8 @@ GPUMEM_API gpumem_status gpumem_host_pool_destroy(gpumem_host_pool *pool);
  * @param pool the pool.
  * @param size the bytes.
  * @param[out] alloc the allocation; free it with gpumem_allocation_free().
- * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT, ::GPUMEM_ERROR_OVERFLOW,
- *        ::GPUMEM_ERROR_HOST_OUT_OF_MEMORY, or a driver failure.
+ * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT, ::GPUMEM_ERROR_INVALID_VALUE (a pool of the other kind),
+ *        ::GPUMEM_ERROR_OVERFLOW, ::GPUMEM_ERROR_HOST_OUT_OF_MEMORY, or a driver failure.
  */
 GPUMEM_API gpumem_status gpumem_host_pool_allocate_bytes(gpumem_host_pool *pool, size_t size,
                                                          gpumem_allocation **alloc);
