@@ -303,8 +303,8 @@ GPUMEM_API gpumem_status gpumem_copy_to_device(gpumem_array *dst, const gpumem_a
  * @param[in] value one element, itemsize bytes.
  * @param stream the stream, or NULL (synchronous).
  * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT, ::GPUMEM_ERROR_INVALID_VALUE (read-only),
- *        ::GPUMEM_ERROR_CONTEXT_MISMATCH, ::GPUMEM_ERROR_OUT_OF_MEMORY, ::GPUMEM_ERROR_HOST_OUT_OF_MEMORY, or
- *        a driver failure.
+ *        ::GPUMEM_ERROR_CONTEXT_MISMATCH, ::GPUMEM_ERROR_OUT_OF_MEMORY, ::GPUMEM_ERROR_HOST_OUT_OF_MEMORY, a
+ *        driver failure, or (a strided array, filled through a copy) the statuses of gpumem_array_copy().
  */
 GPUMEM_API gpumem_status gpumem_array_fill(gpumem_array *array, const void *value, gpumem_stream *stream);
 

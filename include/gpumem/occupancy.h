@@ -322,7 +322,8 @@ GPUMEM_API gpumem_status gpumem_make_valid_tex_channel_count(int size, int *coun
  * @param shared_mem shared memory per block in bytes.
  * @param registers registers per thread, or 0.
  * @param[in,out] record the result; its @c size set by the caller.
- * @return ::GPUMEM_OK, or one of the errors above.
+ * @return ::GPUMEM_OK, one of the errors above, or ::GPUMEM_ERROR_INTERNAL (no limit explains a workload
+ *        that does not fit: a bug).
  */
 GPUMEM_API gpumem_status gpumem_occupancy(const gpumem_device_data *dd, int threads, size_t shared_mem,
                                           int registers, gpumem_occupancy_record *record);
