@@ -78,16 +78,23 @@ namespace gpumem {
 /** A failed call: the status and the thread's gpumem_last_error() at the time of the failure. */
 class error : public std::runtime_error {
 public:
-    /** The error of the C call that just failed with @p status (reads gpumem_last_error()). */
+    /**
+     * The error of the C call that just failed with @p status (reads gpumem_last_error()).
+     * @param status the status of the failed call.
+     */
     explicit error(gpumem_status status)
         : std::runtime_error(std::string(gpumem_status_string(status)) + ": " + gpumem_last_error()),
           status_(status) {}
-    /** An error this header found itself (a size or rank that does not match), with its own message. */
+    /**
+     * An error this header found itself (a size or rank that does not match), with its own message.
+     * @param status the status.
+     * @param message what went wrong.
+     */
     error(gpumem_status status, const std::string &message)
         : std::runtime_error(std::string(gpumem_status_string(status)) + ": " + message), status_(status) {}
-    /** The status code. */
+    /** The status code. @return the status. */
     gpumem_status status() const noexcept { return status_; }
-    /** Its name, such as "GPUMEM_ERROR_OUT_OF_MEMORY". */
+    /** Its name, such as "GPUMEM_ERROR_OUT_OF_MEMORY". @return the name (static). */
     const char *name() const noexcept { return gpumem_status_string(status_); }
 
 private:
@@ -97,9 +104,15 @@ private:
 /** What gpumem::pool_resource throws when the page-locked pool cannot allocate: a std::bad_alloc with the status. */
 class bad_alloc : public std::bad_alloc {
 public:
+    /**
+     * The error of a failed allocation with @p status (reads gpumem_last_error()).
+     * @param status the status.
+     */
     explicit bad_alloc(gpumem_status status)
         : status_(status), what_(std::string(gpumem_status_string(status)) + ": " + gpumem_last_error()) {}
+    /** The status' name and the thread's message. @return the message. */
     const char *what() const noexcept override { return what_.c_str(); }
+    /** The status code. @return the status. */
     gpumem_status status() const noexcept { return status_; }
 
 private:
@@ -107,7 +120,7 @@ private:
     std::string what_;
 };
 
-/** Throws gpumem::error unless @p status is GPUMEM_OK. */
+/** Throws gpumem::error unless @p status is GPUMEM_OK. @param status a status. */
 inline void check(gpumem_status status)
 {
     if (status != GPUMEM_OK)
@@ -123,8 +136,9 @@ inline void check(gpumem_status status)
 class dims {
 public:
     dims() noexcept = default;
+    /** From a list of values: dims{4, 6}. @param values up to GPUMEM_MAX_NDIM values. */
     dims(std::initializer_list<int64_t> values) { assign(values.begin(), values.size()); }
-    /** From any range of integers (std::vector, std::array, another dims, ...). */
+    /** From any range of integers (std::vector, std::array, another dims, ...). @param range the values. */
     template <class Range, class = decltype(std::begin(std::declval<const Range &>())),
               class = std::enable_if_t<!std::is_same_v<std::decay_t<Range>, dims>>>
     explicit dims(const Range &range)
@@ -134,15 +148,23 @@ public:
             v.push_back(static_cast<int64_t>(x));
         assign(v.data(), v.size());
     }
+    /** The number of values. @return 0 to GPUMEM_MAX_NDIM. */
     int size() const noexcept { return n_; }
+    /** Whether there are no values (a 0-d shape). @return true when size() is 0. */
     bool empty() const noexcept { return n_ == 0; }
+    /** The values. @return a pointer to size() values. */
     const int64_t *data() const noexcept { return v_; }
+    /** The values, writable (for C out-parameters). @return a pointer to size() values. */
     int64_t *data() noexcept { return v_; }
+    /** The first value. @return data(). */
     const int64_t *begin() const noexcept { return v_; }
+    /** One past the last value. @return data() + size(). */
     const int64_t *end() const noexcept { return v_ + n_; }
+    /** Value @p i (not checked). @param i 0 to size() - 1. @return the value. */
     int64_t operator[](int i) const noexcept { return v_[i]; }
+    /** Value @p i, writable (not checked). @param i 0 to size() - 1. @return a reference to it. */
     int64_t &operator[](int i) noexcept { return v_[i]; }
-    /** The product of the values: the element count of a shape. */
+    /** The product of the values: the element count of a shape. @return the product (1 for no values). */
     int64_t product() const noexcept
     {
         int64_t p = 1;
@@ -150,12 +172,17 @@ public:
             p *= v_[i];
         return p;
     }
-    /** Gives the size (0 to GPUMEM_MAX_NDIM); the values are uninitialized, for C out-parameters. */
+    /**
+     * Gives the size (0 to GPUMEM_MAX_NDIM); the values are uninitialized, for C out-parameters.
+     * @param n the new size.
+     */
     void resize(int n) { assign(nullptr, static_cast<size_t>(n)); }
+    /** Equal sizes and values. @param a a list. @param b a list. @return whether they are equal. */
     friend bool operator==(const dims &a, const dims &b) noexcept
     {
         return a.n_ == b.n_ && std::memcmp(a.v_, b.v_, sizeof(int64_t) * static_cast<size_t>(a.n_)) == 0;
     }
+    /** Not operator==. @param a a list. @param b a list. @return whether they differ. */
     friend bool operator!=(const dims &a, const dims &b) noexcept { return !(a == b); }
 
 private:
@@ -179,17 +206,32 @@ private:
 template <class T>
 class span {
 public:
+    /** The element type. */
     using element_type = T;
+    /** The element type without const. */
     using value_type = std::remove_cv_t<T>;
+    /** The type of size(). */
     using size_type = std::size_t;
+    /** The iterator type. */
     using iterator = T *;
     constexpr span() noexcept = default;
+    /**
+     * A view of @p size elements at @p data.
+     * @param data the first element.
+     * @param size the number of elements.
+     */
     constexpr span(T *data, std::size_t size) noexcept : p_(data), n_(size) {}
+    /** The first element. @return the pointer. */
     constexpr T *data() const noexcept { return p_; }
+    /** The number of elements. @return the count. */
     constexpr std::size_t size() const noexcept { return n_; }
+    /** Whether there are no elements. @return true when size() is 0. */
     constexpr bool empty() const noexcept { return n_ == 0; }
+    /** The first element. @return data(). */
     constexpr T *begin() const noexcept { return p_; }
+    /** One past the last element. @return data() + size(). */
     constexpr T *end() const noexcept { return p_ + n_; }
+    /** Element @p i (not checked). @param i 0 to size() - 1. @return a reference to it. */
     constexpr T &operator[](std::size_t i) const noexcept { return p_[i]; }
 #if defined(__cpp_lib_span)
     constexpr operator std::span<T>() const noexcept { return std::span<T>(p_, n_); }
@@ -208,6 +250,8 @@ inline constexpr int64_t none = GPUMEM_SLICE_DEFAULT;
 /** The builtin element type of a C++ type: integers by size and sign, bool, float, double, std::complex. */
 template <class T, class = void>
 struct builtin_type; /* no value: the type has no builtin dtype */
+/// @cond
+// The specializations: each has a `value`, the gpumem_type of T.
 template <class T>
 struct builtin_type<T, std::enable_if_t<std::is_integral_v<T> && !std::is_same_v<T, bool>>> {
     static constexpr gpumem_type value =
@@ -222,6 +266,7 @@ template <> struct builtin_type<float> { static constexpr gpumem_type value = GP
 template <> struct builtin_type<double> { static constexpr gpumem_type value = GPUMEM_FLOAT64; };
 template <> struct builtin_type<std::complex<float>> { static constexpr gpumem_type value = GPUMEM_COMPLEX64; };
 template <> struct builtin_type<std::complex<double>> { static constexpr gpumem_type value = GPUMEM_COMPLEX128; };
+/// @endcond
 
 class array;
 class stream;
@@ -233,7 +278,7 @@ class pool;
 class dtype {
 public:
     dtype() noexcept = default;
-    /** gpumem_dtype_builtin(@p type). */
+    /** gpumem_dtype_builtin(@p type). @param type a builtin type. @return the dtype. */
     static dtype builtin(gpumem_type type)
     {
         const gpumem_dtype *d = gpumem_dtype_builtin(type);
@@ -241,24 +286,42 @@ public:
             throw error(gpumem_last_status());
         return dtype(d);
     }
-    /** The builtin dtype of @p T (float: GPUMEM_FLOAT32, std::complex<double>: GPUMEM_COMPLEX128, ...). */
+    /**
+     * The builtin dtype of @p T (float: GPUMEM_FLOAT32, std::complex<double>: GPUMEM_COMPLEX128, ...).
+     * @return the dtype.
+     */
     template <class T>
     static dtype of() { return builtin(builtin_type<T>::value); }
-    /** gpumem_dtype_from_typestr(): NumPy's "<f4", "|V16", ... */
+    /**
+     * gpumem_dtype_from_typestr(): NumPy's "<f4", "|V16", ...
+     * @param typestr the typestr.
+     * @return the dtype.
+     */
     static dtype from_typestr(const char *typestr)
     {
         gpumem_dtype *d = nullptr;
         check(gpumem_dtype_from_typestr(typestr, &d));
         return dtype(d);
     }
-    /** gpumem_dtype_from_descr(): a record from NumPy's descr notation. */
+    /**
+     * gpumem_dtype_from_descr(): a record from NumPy's descr notation.
+     * @param descr the descr.
+     * @return the record dtype.
+     */
     static dtype from_descr(const char *descr)
     {
         gpumem_dtype *d = nullptr;
         check(gpumem_dtype_from_descr(descr, &d));
         return dtype(d);
     }
-    /** gpumem_dtype_record_create(). */
+    /**
+     * gpumem_dtype_record_create().
+     * @param fields @p nfields fields.
+     * @param nfields the number of fields.
+     * @param layout packed or aligned.
+     * @param itemsize the size, or 0 to compute it.
+     * @return the record dtype.
+     */
     static dtype record(const gpumem_field *fields, std::size_t nfields,
                         gpumem_record_layout layout = GPUMEM_RECORD_PACKED, std::size_t itemsize = 0)
     {
@@ -266,21 +329,32 @@ public:
         check(gpumem_dtype_record_create(fields, nfields, layout, itemsize, &d));
         return dtype(d);
     }
-    /** Takes over a reference the caller owns. */
+    /**
+     * Takes over a reference the caller owns.
+     * @param d a dtype reference the caller owns.
+     * @return the wrapper, which releases it.
+     */
     static dtype adopt(const gpumem_dtype *d) noexcept { return dtype(d); }
-    /** Retains a borrowed dtype. */
+    /**
+     * Retains a borrowed dtype.
+     * @param d a borrowed dtype, or nullptr.
+     * @return the wrapper, holding its own reference.
+     */
     static dtype share(const gpumem_dtype *d)
     {
         if (d != nullptr)
             check(gpumem_dtype_retain(d));
         return dtype(d);
     }
+    /** Copies: gpumem_dtype_retain(). @param o the dtype. */
     dtype(const dtype &o) : d_(o.d_)
     {
         if (d_ != nullptr)
             check(gpumem_dtype_retain(d_));
     }
+    /** Moves. @param o the dtype, left empty. */
     dtype(dtype &&o) noexcept : d_(std::exchange(o.d_, nullptr)) {}
+    /** Assigns (copy and swap). @param o the dtype. @return *this. */
     dtype &operator=(dtype o) noexcept
     {
         std::swap(d_, o.d_);
@@ -288,39 +362,46 @@ public:
     }
     ~dtype() { gpumem_dtype_release(d_); }
 
+    /** The C handle (borrowed). @return the handle, or nullptr. */
     const gpumem_dtype *get() const noexcept { return d_; }
+    /** Whether the wrapper holds a dtype. @return true unless empty. */
     explicit operator bool() const noexcept { return d_ != nullptr; }
+    /** gpumem_dtype_itemsize(). @return the bytes per element. */
     std::size_t itemsize() const
     {
         std::size_t n = 0;
         check(gpumem_dtype_itemsize(d_, &n));
         return n;
     }
+    /** gpumem_dtype_alignment(). @return the alignment in bytes. */
     std::size_t alignment() const
     {
         std::size_t n = 0;
         check(gpumem_dtype_alignment(d_, &n));
         return n;
     }
+    /** gpumem_dtype_type(): the type. @return the type. */
     gpumem_type type() const
     {
         gpumem_type t = GPUMEM_VOID;
         check(gpumem_dtype_type(d_, &t, nullptr));
         return t;
     }
+    /** gpumem_dtype_type(): the byte order. @return the byte order. */
     gpumem_byteorder byteorder() const
     {
         gpumem_byteorder o = GPUMEM_BYTEORDER_NA;
         check(gpumem_dtype_type(d_, nullptr, &o));
         return o;
     }
+    /** gpumem_dtype_typestr(). @return the typestr, such as "<f4". */
     std::string typestr() const
     {
         char buf[24];
         check(gpumem_dtype_typestr(d_, buf, sizeof buf));
         return buf;
     }
-    /** gpumem_dtype_descr(), in a buffer that grows until it fits. */
+    /** gpumem_dtype_descr(), in a buffer that grows until it fits. @return the descr. */
     std::string descr() const
     {
         std::vector<char> buf(256);
@@ -333,12 +414,14 @@ public:
             buf.resize(buf.size() * 4);
         }
     }
+    /** gpumem_dtype_field_count(). @return the number of fields. */
     std::size_t field_count() const
     {
         std::size_t n = 0;
         check(gpumem_dtype_field_count(d_, &n));
         return n;
     }
+    /** gpumem_dtype_field_index(). @param name the field's name. @return its index. */
     std::size_t field_index(const char *name) const
     {
         std::size_t i = 0;
@@ -347,6 +430,7 @@ public:
     }
     /** gpumem_dtype_equal(). */
     friend bool operator==(const dtype &a, const dtype &b) noexcept { return gpumem_dtype_equal(a.d_, b.d_) == 1; }
+    /** Not operator==. @param a a dtype. @param b a dtype. @return whether they differ. */
     friend bool operator!=(const dtype &a, const dtype &b) noexcept { return !(a == b); }
 
 private:
@@ -360,13 +444,22 @@ private:
 class stream_ref {
 public:
     constexpr stream_ref() noexcept = default;
+    /** nullptr: synchronous. */
     constexpr stream_ref(std::nullptr_t) noexcept {}
+    /** A borrowed C stream. @param s the stream, or nullptr. */
     explicit constexpr stream_ref(gpumem_stream *s) noexcept : s_(s) {}
+    /** A gpumem::stream (borrowed). @param s the stream. */
     stream_ref(const stream &s) noexcept; /* defined after gpumem::stream */
+    /** The C handle. @return the stream, or nullptr. */
     gpumem_stream *get() const noexcept { return s_; }
+    /** Whether a stream is named. @return true unless synchronous. */
     explicit operator bool() const noexcept { return s_ != nullptr; }
+    /** gpumem_stream_synchronize(). */
     void synchronize() const { check(gpumem_stream_synchronize(s_)); }
-    /** gpumem_stream_query(): true when the work is done, false while it runs. */
+    /**
+     * gpumem_stream_query(): true when the work is done, false while it runs.
+     * @return whether the work is done.
+     */
     bool query() const
     {
         gpumem_status st = gpumem_stream_query(s_);
@@ -384,7 +477,9 @@ private:
 
 /** Free and total bytes of a device (gpumem_memory_info). */
 struct memory_info {
+    /** Free bytes. */
     uint64_t free;
+    /** Total bytes. */
     uint64_t total;
 };
 
@@ -392,40 +487,49 @@ struct memory_info {
 class context {
 public:
     context() noexcept = default;
-    /** gpumem_context_create(@p device). */
+    /** gpumem_context_create(@p device). @param device the device ordinal. @return the context. */
     static context create(int device)
     {
         gpumem_context *c = nullptr;
         check(gpumem_context_create(device, &c));
         return context(c);
     }
-    /** pycuda's make_default_context(): gpumem_context_create_default(). */
+    /** pycuda's make_default_context(): gpumem_context_create_default(). @return the context. */
     static context create_default()
     {
         gpumem_context *c = nullptr;
         check(gpumem_context_create_default(&c));
         return context(c);
     }
-    /** pycuda.autoinit: gpumem_autoinit(), retained, so the wrapper owns a reference. */
+    /** pycuda.autoinit: gpumem_autoinit(), retained, so the wrapper owns a reference. @return the context. */
     static context autoinit()
     {
         gpumem_context *c = nullptr;
         check(gpumem_autoinit(&c));
         return share(c);
     }
+    /**
+     * Takes over a reference the caller owns.
+     * @param c the context.
+     * @return the wrapper, which releases it.
+     */
     static context adopt(gpumem_context *c) noexcept { return context(c); }
+    /** Retains a borrowed context. @param c the context, or nullptr. @return the wrapper. */
     static context share(gpumem_context *c)
     {
         if (c != nullptr)
             check(gpumem_context_retain(c));
         return context(c);
     }
+    /** Copies: gpumem_context_retain(). @param o the context. */
     context(const context &o) : c_(o.c_)
     {
         if (c_ != nullptr)
             check(gpumem_context_retain(c_));
     }
+    /** Moves. @param o the context, left empty. */
     context(context &&o) noexcept : c_(std::exchange(o.c_, nullptr)) {}
+    /** Assigns (copy and swap). @param o the context. @return *this. */
     context &operator=(context o) noexcept
     {
         std::swap(c_, o.c_);
@@ -433,49 +537,65 @@ public:
     }
     ~context() { gpumem_context_release(c_); }
 
+    /** The C handle (borrowed; nullptr: the autoinit context). @return the handle. */
     gpumem_context *get() const noexcept { return c_; }
+    /** Whether the wrapper holds a context. @return true unless empty. */
     explicit operator bool() const noexcept { return c_ != nullptr; }
-    /** Gives up the reference without releasing it (the caller releases it). */
+    /** Gives up the reference without releasing it (the caller releases it). @return the handle. */
     gpumem_context *detach() noexcept { return std::exchange(c_, nullptr); }
 
+    /** gpumem_context_get_device(). @return the device ordinal. */
     int device() const
     {
         int d = -1;
         check(gpumem_context_get_device(c_, &d));
         return d;
     }
+    /** gpumem_context_selection(). @return the rule that chose the device. */
     gpumem_selection selection() const
     {
         gpumem_selection s = GPUMEM_SELECTION_EXPLICIT;
         check(gpumem_context_selection(c_, &s));
         return s;
     }
+    /** gpumem_context_refcount(). @return the references. */
     int refcount() const
     {
         int n = 0;
         check(gpumem_context_refcount(c_, &n));
         return n;
     }
+    /** gpumem_memory_info(). @return free and total bytes. */
     gpumem::memory_info memory_info() const
     {
         gpumem::memory_info m{0, 0};
         check(gpumem_memory_info(c_, &m.free, &m.total));
         return m;
     }
+    /** gpumem_context_synchronize(). */
     void synchronize() const { check(gpumem_context_synchronize(c_)); }
-    /** The context's default stream (borrowed: valid while the context lives). */
+    /** The context's default stream (borrowed: valid while the context lives). @return the default stream. */
     stream_ref default_stream() const
     {
         gpumem_stream *s = nullptr;
         check(gpumem_stream_default(c_, &s));
         return stream_ref(s);
     }
+    /** gpumem_context_flush_deallocations(). */
     void flush_deallocations() const { check(gpumem_context_flush_deallocations(c_)); }
+    /**
+     * gpumem_context_set_dealloc_limits().
+     * @param max_count the most queued frees.
+     * @param max_ratio the most queued bytes, as a fraction of the device's memory.
+     */
     void set_dealloc_limits(std::size_t max_count, double max_ratio) const
     {
         check(gpumem_context_set_dealloc_limits(c_, max_count, max_ratio));
     }
-    /** gpumem_context_set_pool(): arrays of this context allocate from @p p (nullptr: the driver again). */
+    /**
+     * gpumem_context_set_pool(): arrays of this context allocate from @p p (nullptr: the driver again).
+     * @param p the pool, or nullptr.
+     */
     void set_pool(const pool *p) const; /* defined after gpumem::pool */
 
 private:
@@ -489,9 +609,15 @@ private:
 class stream {
 public:
     stream() noexcept = default;
-    /** gpumem_stream_create(@p ctx, @p flags). */
+    /**
+     * gpumem_stream_create(@p ctx, @p flags).
+     * @param ctx the context (empty: the autoinit context).
+     * @param flags 0 or GPUMEM_STREAM_NON_BLOCKING.
+     */
     explicit stream(const context &ctx, unsigned flags = 0) { check(gpumem_stream_create(ctx.get(), flags, &s_)); }
+    /** Moves. @param o the stream, left empty. */
     stream(stream &&o) noexcept : s_(std::exchange(o.s_, nullptr)) {}
+    /** Move-assigns, destroying the stream held before. @param o the stream, left empty. @return *this. */
     stream &operator=(stream &&o) noexcept
     {
         if (this != &o) {
@@ -504,13 +630,17 @@ public:
     stream &operator=(const stream &) = delete;
     ~stream() { gpumem_stream_destroy(s_); }
 
+    /** The C handle (borrowed). @return the stream. */
     gpumem_stream *get() const noexcept { return s_; }
+    /** Whether the wrapper holds a stream. @return true unless empty or destroyed. */
     explicit operator bool() const noexcept { return s_ != nullptr; }
     /** gpumem_stream_destroy(): synchronizes (committing write-backs), then ends the stream; throws its status. */
     void destroy() { check(gpumem_stream_destroy(std::exchange(s_, nullptr))); }
+    /** gpumem_stream_synchronize(). */
     void synchronize() const { check(gpumem_stream_synchronize(s_)); }
+    /** gpumem_stream_query(). @return whether the work is done. */
     bool query() const { return stream_ref(s_).query(); }
-    /** The stream's context, retained. */
+    /** The stream's context, retained. @return the context. */
     gpumem::context context() const
     {
         gpumem_context *c = nullptr;
@@ -531,6 +661,7 @@ inline stream_ref::stream_ref(const stream &s) noexcept : s_(s.get()) {}
  */
 class auto_synchronize {
 public:
+    /** gpumem_stream_auto_synchronize_begin(@p s). @param s the stream. */
     explicit auto_synchronize(stream_ref s) : s_(s.get()) { check(gpumem_stream_auto_synchronize_begin(s_)); }
     auto_synchronize(const auto_synchronize &) = delete;
     auto_synchronize &operator=(const auto_synchronize &) = delete;
@@ -549,6 +680,7 @@ private:
 /** numba's `with defer_cleanup():` as a scope guard (gpumem_defer_cleanup_begin / _end). */
 class defer_cleanup {
 public:
+    /** gpumem_defer_cleanup_begin(@p ctx). @param ctx the context (empty: the autoinit context). */
     explicit defer_cleanup(const context &ctx) : c_(ctx) { check(gpumem_defer_cleanup_begin(c_.get())); }
     defer_cleanup(const defer_cleanup &) = delete;
     defer_cleanup &operator=(const defer_cleanup &) = delete;
@@ -557,6 +689,7 @@ public:
         if (!ended_)
             gpumem_defer_cleanup_end(c_.get());
     }
+    /** gpumem_defer_cleanup_end() now, with its status (the destructor then does nothing). */
     void end()
     {
         ended_ = true;
@@ -574,19 +707,24 @@ private:
 class array {
 public:
     array() noexcept = default;
+    /** Takes over a reference the caller owns. @param a the array. @return the wrapper, which releases it. */
     static array adopt(gpumem_array *a) noexcept { return array(a); }
+    /** Retains a borrowed array. @param a the array, or nullptr. @return the wrapper. */
     static array share(gpumem_array *a)
     {
         if (a != nullptr)
             check(gpumem_array_retain(a));
         return array(a);
     }
+    /** Copies: gpumem_array_retain(). @param o the array. */
     array(const array &o) : a_(o.a_)
     {
         if (a_ != nullptr)
             check(gpumem_array_retain(a_));
     }
+    /** Moves. @param o the array, left empty. */
     array(array &&o) noexcept : a_(std::exchange(o.a_, nullptr)) {}
+    /** Assigns (copy and swap). @param o the array. @return *this. */
     array &operator=(array o) noexcept
     {
         std::swap(a_, o.a_);
@@ -594,19 +732,24 @@ public:
     }
     ~array() { gpumem_array_release(a_); }
 
+    /** The C handle (borrowed). @return the handle, or nullptr. */
     gpumem_array *get() const noexcept { return a_; }
+    /** Whether the wrapper holds an array. @return true unless empty. */
     explicit operator bool() const noexcept { return a_ != nullptr; }
+    /** Gives up the reference without releasing it. @return the handle, for the caller to release. */
     gpumem_array *detach() noexcept { return std::exchange(a_, nullptr); }
     /** gpumem_array_release() now, throwing the driver's failure to free (the handle is gone either way). */
     void release() { check(gpumem_array_release(std::exchange(a_, nullptr))); }
 
     /* properties */
+    /** gpumem_array_ndim(). @return the number of dimensions. */
     int ndim() const
     {
         int n = 0;
         check(gpumem_array_ndim(a_, &n));
         return n;
     }
+    /** gpumem_array_shape(). @return the extents. */
     dims shape() const
     {
         dims d;
@@ -614,7 +757,7 @@ public:
         check(gpumem_array_shape(a_, d.data()));
         return d;
     }
-    /** Byte strides. */
+    /** Byte strides. @return the strides. */
     dims strides() const
     {
         dims d;
@@ -622,73 +765,84 @@ public:
         check(gpumem_array_strides(a_, d.data()));
         return d;
     }
+    /** gpumem_array_dtype(). @return the dtype, retained. */
     gpumem::dtype dtype() const
     {
         const gpumem_dtype *d = nullptr;
         check(gpumem_array_dtype(a_, &d));
         return gpumem::dtype::share(d);
     }
+    /** gpumem_array_size(). @return the number of elements. */
     int64_t size() const
     {
         int64_t n = 0;
         check(gpumem_array_size(a_, &n));
         return n;
     }
+    /** gpumem_array_nbytes(). @return the bytes of the elements. */
     int64_t nbytes() const
     {
         int64_t n = 0;
         check(gpumem_array_nbytes(a_, &n));
         return n;
     }
+    /** gpumem_array_kind(). @return the memory kind. */
     gpumem_memory_kind kind() const
     {
         gpumem_memory_kind k = GPUMEM_MEMORY_HOST;
         check(gpumem_array_kind(a_, &k));
         return k;
     }
-    /** The array's context, retained (empty for host arrays). */
+    /** The array's context, retained (empty for host arrays). @return the context. */
     gpumem::context context() const
     {
         gpumem_context *c = nullptr;
         check(gpumem_array_context(a_, &c));
         return gpumem::context::share(c);
     }
+    /** gpumem_array_device_pointer(). @return the device address of element [0, ...]. */
     uint64_t device_pointer() const
     {
         uint64_t p = 0;
         check(gpumem_array_device_pointer(a_, &p));
         return p;
     }
+    /** gpumem_array_host_pointer(). @return the host address of element [0, ...]. */
     void *host_pointer() const
     {
         void *p = nullptr;
         check(gpumem_array_host_pointer(a_, &p));
         return p;
     }
+    /** gpumem_array_is_c_contiguous(). @return the flag. */
     bool is_c_contiguous() const
     {
         int r = 0;
         check(gpumem_array_is_c_contiguous(a_, &r));
         return r != 0;
     }
+    /** gpumem_array_is_f_contiguous(). @return the flag. */
     bool is_f_contiguous() const
     {
         int r = 0;
         check(gpumem_array_is_f_contiguous(a_, &r));
         return r != 0;
     }
+    /** gpumem_array_is_readonly(). @return the flag. */
     bool is_readonly() const
     {
         int r = 0;
         check(gpumem_array_is_readonly(a_, &r));
         return r != 0;
     }
+    /** gpumem_array_set_readonly(). @param readonly true: read-only; false: writable. */
     void set_readonly(bool readonly) const { check(gpumem_array_set_readonly(a_, readonly ? 1 : 0)); }
 
     /**
      * The elements of a contiguous host-side array (host, pinned, mapped,
      * managed; C or F order) as a span of @p T, whose size must be the item
      * size.  The span is valid while the array lives.
+     * @return the elements.
      */
     template <class T>
     span<T> host_span() const
@@ -704,23 +858,44 @@ public:
     }
 
     /* copies */
-    /** numba's copy_to_host(ary, stream): gpumem_copy_to_host(*this, @p dst, @p s). */
+    /**
+     * numba's copy_to_host(ary, stream): gpumem_copy_to_host(*this, @p dst, @p s).
+     * @param dst a host-side array.
+     * @param s the stream (empty: synchronous).
+     */
     void copy_to_host(const array &dst, stream_ref s = {}) const { check(gpumem_copy_to_host(a_, dst.a_, s.get())); }
-    /** numba's copy_to_device(ary, stream): gpumem_copy_to_device(*this, @p src, @p s). */
+    /**
+     * numba's copy_to_device(ary, stream): gpumem_copy_to_device(*this, @p src, @p s).
+     * @param src the source.
+     * @param s the stream (empty: synchronous).
+     */
     void copy_to_device(const array &src, stream_ref s = {}) const
     {
         check(gpumem_copy_to_device(a_, src.a_, s.get()));
     }
-    /** gpumem_array_copy(*this, @p src, @p s): any kinds, any strides. */
+    /**
+     * gpumem_array_copy(*this, @p src, @p s): any kinds, any strides.
+     * @param src the source.
+     * @param s the stream (empty: synchronous).
+     */
     void copy_from(const array &src, stream_ref s = {}) const { check(gpumem_array_copy(a_, src.a_, s.get())); }
-    /** gpumem_array_fill() with one element of type @p T (its size must be the item size). */
+    /**
+     * gpumem_array_fill() with one element of type @p T (its size must be the item size).
+     * @param value the element.
+     * @param s the stream (empty: synchronous).
+     */
     template <class T>
     void fill(const T &value, stream_ref s = {}) const
     {
         check_item<T>("fill");
         check(gpumem_array_fill(a_, &value, s.get()));
     }
-    /** gpumem_array_get_item(): the element at @p index (ndim indices, negative from the end). */
+    /**
+     * gpumem_array_get_item(): the element at @p index (ndim indices, negative from the end).
+     * @param index ndim indices.
+     * @param s the stream, or empty.
+     * @return the element.
+     */
     template <class T>
     T get(const dims &index, stream_ref s = {}) const
     {
@@ -729,6 +904,12 @@ public:
         check(gpumem_array_get_item(a_, index.data(), &v, s.get()));
         return v;
     }
+    /**
+     * gpumem_array_set_item(): writes @p value at @p index.
+     * @param index ndim indices.
+     * @param value the element.
+     * @param s the stream (empty: synchronous).
+     */
     template <class T>
     void set(const dims &index, const T &value, stream_ref s = {}) const
     {
@@ -737,20 +918,29 @@ public:
     }
 
     /* views */
-    /** gpumem_array_slice(): {start, stop, step} per leading axis, gpumem::all for `:`. */
+    /**
+     * gpumem_array_slice(): {start, stop, step} per leading axis, gpumem::all for `:`.
+     * @param slices the slices.
+     * @return the view.
+     */
     array slice(std::initializer_list<gpumem_slice> slices) const
     {
         gpumem_array *v = nullptr;
         check(gpumem_array_slice(a_, slices.begin(), static_cast<int>(slices.size()), &v));
         return array(v);
     }
-    /** NumPy's .T: the axes reversed. */
+    /** NumPy's .T: the axes reversed. @return the view. */
     array transpose() const
     {
         gpumem_array *v = nullptr;
         check(gpumem_array_transpose(a_, nullptr, &v));
         return array(v);
     }
+    /**
+     * gpumem_array_transpose(): axis i of the view is axis @p axes[i].
+     * @param axes a permutation of the axes.
+     * @return the view.
+     */
     array transpose(std::initializer_list<int> axes) const
     {
         if (static_cast<int>(axes.size()) != ndim())
@@ -760,27 +950,45 @@ public:
         check(gpumem_array_transpose(a_, axes.begin(), &v));
         return array(v);
     }
-    /** NumPy's view(dtype). */
+    /** NumPy's view(dtype). @param d the new dtype. @return the view. */
     array view(const gpumem::dtype &d) const
     {
         gpumem_array *v = nullptr;
         check(gpumem_array_view(a_, d.get(), &v));
         return array(v);
     }
-    /** numba's reshape: a view when one exists, else a copy (unless @p flags has GPUMEM_NO_COPY). */
+    /**
+     * numba's reshape: a view when one exists, else a copy (unless @p flags has GPUMEM_NO_COPY).
+     * @param shape the new extents, at most one -1.
+     * @param order 'C', 'F' or 'A'.
+     * @param flags 0 or GPUMEM_NO_COPY.
+     * @param s the stream of a copy, or empty.
+     * @return the view or copy.
+     */
     array reshape(const dims &shape, char order = 'C', unsigned flags = 0, stream_ref s = {}) const
     {
         gpumem_array *v = nullptr;
         check(gpumem_array_reshape(a_, shape.size(), shape.data(), order, flags, s.get(), &v));
         return array(v);
     }
+    /**
+     * numba's ravel: reshape to one dimension.
+     * @param order 'C', 'F' or 'A'.
+     * @param flags 0 or GPUMEM_NO_COPY.
+     * @param s the stream of a copy, or empty.
+     * @return the view or copy.
+     */
     array ravel(char order = 'C', unsigned flags = 0, stream_ref s = {}) const
     {
         gpumem_array *v = nullptr;
         check(gpumem_array_ravel(a_, order, flags, s.get(), &v));
         return array(v);
     }
-    /** numba's split(section): the views of a 1-D array, in order. */
+    /**
+     * numba's split(section): the views of a 1-D array, in order.
+     * @param section the elements per piece.
+     * @return the views.
+     */
     std::vector<array> split(int64_t section) const
     {
         std::size_t count = 0; /* first ask for the count: capacity 0 fails with it set */
@@ -797,7 +1005,11 @@ public:
     }
 
     /* interop */
-    /** gpumem_array_interface(): the `__cuda_array_interface__` (a record's descr is not written). */
+    /**
+     * gpumem_array_interface(): the `__cuda_array_interface__` (a record's descr is not written).
+     * @param s the stream the data is ready on, or empty.
+     * @return the description.
+     */
     gpumem_cuda_array_interface cuda_array_interface(stream_ref s = {}) const
     {
         gpumem_cuda_array_interface d;
@@ -806,13 +1018,18 @@ public:
         check(gpumem_array_interface(a_, s.get(), &d));
         return d;
     }
-    /** gpumem_array_to_dlpack(): a DLManagedTensor (or, with GPUMEM_DLPACK_VERSIONED, a DLManagedTensorVersioned). */
+    /**
+     * gpumem_array_to_dlpack(): a DLManagedTensor (or, with GPUMEM_DLPACK_VERSIONED, a DLManagedTensorVersioned).
+     * @param flags 0, GPUMEM_DLPACK_VERSIONED, GPUMEM_DLPACK_READ_ONLY.
+     * @return the tensor.
+     */
     void *to_dlpack(unsigned flags = 0) const
     {
         void *t = nullptr;
         check(gpumem_array_to_dlpack(a_, flags, &t));
         return t;
     }
+    /** gpumem_ipc_get_handle(). @return the handle. */
     gpumem_ipc_handle ipc_handle() const
     {
         gpumem_ipc_handle h;
@@ -837,7 +1054,14 @@ private:
 
 /* ---- making arrays ------------------------------------------------------------------------ */
 
-/** gpumem_host_array_wrap(): a caller's buffer (borrowed) as a host array; @p strides in bytes, empty: C order. */
+/**
+ * gpumem_host_array_wrap(): a caller's buffer (borrowed) as a host array; @p strides in bytes, empty: C order.
+ * @param data the buffer.
+ * @param shape the extents.
+ * @param d the element type.
+ * @param strides byte strides, or empty.
+ * @return the host array.
+ */
 inline array wrap(void *data, const dims &shape, const dtype &d, const dims &strides = {})
 {
     gpumem_array *a = nullptr;
@@ -845,26 +1069,50 @@ inline array wrap(void *data, const dims &shape, const dtype &d, const dims &str
                                  d.get(), &a));
     return array::adopt(a);
 }
-/** The same for elements of a builtin type: wrap(&host[0][0], {4, 6}). */
+/**
+ * The same for elements of a builtin type: wrap(&host[0][0], {4, 6}).
+ * @param data the first element.
+ * @param shape the extents.
+ * @param strides byte strides, or empty.
+ * @return the host array.
+ */
 template <class T>
 array wrap(T *data, const dims &shape, const dims &strides = {})
 {
     return wrap(static_cast<void *>(data), shape, dtype::of<std::remove_cv_t<T>>(), strides);
 }
-/** A contiguous range (std::vector, std::array, gpumem::span, ...) as a 1-D host array over its memory. */
+/**
+ * A contiguous range (std::vector, std::array, gpumem::span, ...) as a 1-D host array over its memory.
+ * @param range the range.
+ * @return the 1-D host array.
+ */
 template <class Range, class T = std::remove_pointer_t<decltype(std::data(std::declval<Range &>()))>>
 array wrap(Range &range)
 {
     return wrap(std::data(range), {static_cast<int64_t>(std::size(range))});
 }
-/** numpy.empty: gpumem_host_array(). */
+/**
+ * numpy.empty: gpumem_host_array().
+ * @param shape the extents.
+ * @param d the element type.
+ * @param order 'C' or 'F'.
+ * @return the host array.
+ */
 inline array host_array(const dims &shape, const dtype &d, char order = 'C')
 {
     gpumem_array *a = nullptr;
     check(gpumem_host_array(shape.size(), shape.data(), d.get(), order, &a));
     return array::adopt(a);
 }
-/** numba's device_array: gpumem_device_array() in C or F @p order. */
+/**
+ * numba's device_array: gpumem_device_array() in C or F @p order.
+ * @param ctx the context (empty: the autoinit context).
+ * @param shape the extents.
+ * @param d the element type.
+ * @param order 'C' or 'F'.
+ * @param s the stream of the allocation, or empty.
+ * @return the device array.
+ */
 inline array device_array(const context &ctx, const dims &shape, const dtype &d, char order = 'C',
                           stream_ref s = {})
 {
@@ -872,40 +1120,83 @@ inline array device_array(const context &ctx, const dims &shape, const dtype &d,
     check(gpumem_device_array(ctx.get(), shape.size(), shape.data(), nullptr, d.get(), order, s.get(), &a));
     return array::adopt(a);
 }
+/**
+ * numba's device_array of elements of type @p T.
+ * @param ctx the context (empty: the autoinit context).
+ * @param shape the extents.
+ * @param order 'C' or 'F'.
+ * @param s the stream of the allocation, or empty.
+ * @return the device array.
+ */
 template <class T>
 array device_array(const context &ctx, const dims &shape, char order = 'C', stream_ref s = {})
 {
     return device_array(ctx, shape, dtype::of<T>(), order, s);
 }
-/** numba's device_array_like. */
+/**
+ * numba's device_array_like.
+ * @param ctx the context (empty: the autoinit context).
+ * @param like the array to imitate.
+ * @param s the stream of the allocation, or empty.
+ * @return the device array.
+ */
 inline array device_array_like(const context &ctx, const array &like, stream_ref s = {})
 {
     gpumem_array *a = nullptr;
     check(gpumem_device_array_like(ctx.get(), like.get(), s.get(), &a));
     return array::adopt(a);
 }
-/** numba's DeviceRecord. */
+/**
+ * numba's DeviceRecord.
+ * @param ctx the context (empty: the autoinit context).
+ * @param d a record dtype.
+ * @param s the stream of the allocation, or empty.
+ * @return the 0-d device array.
+ */
 inline array device_record(const context &ctx, const dtype &d, stream_ref s = {})
 {
     gpumem_array *a = nullptr;
     check(gpumem_device_record(ctx.get(), d.get(), s.get(), &a));
     return array::adopt(a);
 }
-/** numba's to_device: gpumem_to_device(@p ctx, @p host, @p s, @p flags). */
+/**
+ * numba's to_device: gpumem_to_device(@p ctx, @p host, @p s, @p flags).
+ * @param ctx the context (empty: the autoinit context).
+ * @param host the host array.
+ * @param s the stream of the copy, or empty.
+ * @param flags GPUMEM_TO_DEVICE_* flags.
+ * @return the device array.
+ */
 inline array to_device(const context &ctx, const array &host, stream_ref s = {}, unsigned flags = 0)
 {
     gpumem_array *a = nullptr;
     check(gpumem_to_device(ctx.get(), host.get(), s.get(), flags, &a));
     return array::adopt(a);
 }
-/** numba's pinned_array. */
+/**
+ * numba's pinned_array.
+ * @param ctx the context (empty: the autoinit context).
+ * @param shape the extents.
+ * @param d the element type.
+ * @param order 'C' or 'F'.
+ * @return the pinned array.
+ */
 inline array pinned_array(const context &ctx, const dims &shape, const dtype &d, char order = 'C')
 {
     gpumem_array *a = nullptr;
     check(gpumem_pinned_array(ctx.get(), shape.size(), shape.data(), nullptr, d.get(), order, &a));
     return array::adopt(a);
 }
-/** numba's mapped_array (GPUMEM_HOST_PORTABLE, GPUMEM_HOST_WRITECOMBINED). */
+/**
+ * numba's mapped_array (GPUMEM_HOST_PORTABLE, GPUMEM_HOST_WRITECOMBINED).
+ * @param ctx the context (empty: the autoinit context).
+ * @param shape the extents.
+ * @param d the element type.
+ * @param order 'C' or 'F'.
+ * @param s a stream of @p ctx, or empty.
+ * @param flags the host flags.
+ * @return the mapped array.
+ */
 inline array mapped_array(const context &ctx, const dims &shape, const dtype &d, char order = 'C',
                           stream_ref s = {}, unsigned flags = 0)
 {
@@ -913,7 +1204,15 @@ inline array mapped_array(const context &ctx, const dims &shape, const dtype &d,
     check(gpumem_mapped_array(ctx.get(), shape.size(), shape.data(), nullptr, d.get(), order, s.get(), flags, &a));
     return array::adopt(a);
 }
-/** A managed array (GPUMEM_MANAGED_ATTACH_GLOBAL or GPUMEM_MANAGED_ATTACH_HOST). */
+/**
+ * A managed array (GPUMEM_MANAGED_ATTACH_GLOBAL or GPUMEM_MANAGED_ATTACH_HOST).
+ * @param ctx the context (empty: the autoinit context).
+ * @param shape the extents.
+ * @param d the element type.
+ * @param order 'C' or 'F'.
+ * @param flags the attach flag.
+ * @return the managed array.
+ */
 inline array managed_array(const context &ctx, const dims &shape, const dtype &d, char order = 'C',
                            unsigned flags = GPUMEM_MANAGED_ATTACH_GLOBAL)
 {
@@ -921,14 +1220,28 @@ inline array managed_array(const context &ctx, const dims &shape, const dtype &d
     check(gpumem_managed_array(ctx.get(), shape.size(), shape.data(), nullptr, d.get(), order, flags, &a));
     return array::adopt(a);
 }
-/** gpumem_array_from_dlpack(): on success the array owns the tensor. */
+/**
+ * gpumem_array_from_dlpack(): on success the array owns the tensor.
+ * @param ctx the context, or empty (see gpumem_array_from_dlpack()).
+ * @param tensor the tensor.
+ * @param flags GPUMEM_DLPACK_* flags.
+ * @return the array.
+ */
 inline array from_dlpack(const context &ctx, void *tensor, unsigned flags = 0)
 {
     gpumem_array *a = nullptr;
     check(gpumem_array_from_dlpack(ctx.get(), tensor, flags, &a));
     return array::adopt(a);
 }
-/** numba's as_cuda_array: gpumem_as_cuda_array(); @p release(@p owner) runs when the last reference goes. */
+/**
+ * numba's as_cuda_array: gpumem_as_cuda_array(); @p release(@p owner) runs when the last reference goes.
+ * @param ctx the context (empty: the autoinit context).
+ * @param desc the producer's description.
+ * @param flags GPUMEM_CAI_* flags.
+ * @param release called with @p owner, or nullptr.
+ * @param owner passed to @p release.
+ * @return the foreign array.
+ */
 inline array as_cuda_array(const context &ctx, const gpumem_cuda_array_interface &desc, unsigned flags = 0,
                            void (*release)(void *) = nullptr, void *owner = nullptr)
 {
@@ -936,7 +1249,12 @@ inline array as_cuda_array(const context &ctx, const gpumem_cuda_array_interface
     check(gpumem_as_cuda_array(ctx.get(), &desc, flags, release, owner, &a));
     return array::adopt(a);
 }
-/** numba's open_ipc_array: gpumem_ipc_open(). */
+/**
+ * numba's open_ipc_array: gpumem_ipc_open().
+ * @param ctx the context, or empty (see gpumem_ipc_open()).
+ * @param handle the handle.
+ * @return the array.
+ */
 inline array ipc_open(const context &ctx, const gpumem_ipc_handle &handle)
 {
     gpumem_array *a = nullptr;
@@ -950,7 +1268,9 @@ inline array ipc_open(const context &ctx, const gpumem_ipc_handle &handle)
 class registration {
 public:
     registration() noexcept = default;
+    /** Moves. @param o the scope, left empty. */
     registration(registration &&o) noexcept : r_(std::exchange(o.r_, nullptr)), end_(o.end_) {}
+    /** Move-assigns, ending the scope held before. @param o the scope, left empty. @return *this. */
     registration &operator=(registration &&o) noexcept
     {
         if (this != &o) {
@@ -968,6 +1288,7 @@ public:
         if (r_ != nullptr)
             end_(&r_);
     }
+    /** The C handle (borrowed). @return the scope, or nullptr. */
     gpumem_registration *get() const noexcept { return r_; }
     /** Ends the scope now (gpumem_unpinned, gpumem_unmapped or gpumem_deregister) and throws its status. */
     void end()
@@ -987,6 +1308,7 @@ private:
 };
 
 namespace detail {
+/** The C handles of @p arrays (borrowed). @param arrays the arrays. @return the handles. */
 inline std::vector<gpumem_array *> handles(std::initializer_list<array> arrays)
 {
     std::vector<gpumem_array *> v;
@@ -997,7 +1319,12 @@ inline std::vector<gpumem_array *> handles(std::initializer_list<array> arrays)
 }
 } // namespace detail
 
-/** numba's `with pinned(*arrays):` */
+/**
+ * numba's `with pinned(*arrays):`
+ * @param ctx the context (empty: the autoinit context).
+ * @param arrays the host arrays.
+ * @return the scope.
+ */
 inline registration pinned(const context &ctx, std::initializer_list<array> arrays)
 {
     auto v = detail::handles(arrays);
@@ -1005,7 +1332,14 @@ inline registration pinned(const context &ctx, std::initializer_list<array> arra
     check(gpumem_pinned(ctx.get(), v.data(), v.size(), &r));
     return registration(r, gpumem_unpinned);
 }
-/** numba's `with mapped(*arrays, stream=s):`; @p device_views gets one mapped view per array. */
+/**
+ * numba's `with mapped(*arrays, stream=s):`; @p device_views gets one mapped view per array.
+ * @param ctx the context (empty: the autoinit context).
+ * @param arrays the host arrays.
+ * @param device_views receives the views.
+ * @param s a stream of @p ctx, or empty.
+ * @return the scope.
+ */
 inline registration mapped(const context &ctx, std::initializer_list<array> arrays,
                            std::vector<array> &device_views, stream_ref s = {})
 {
@@ -1019,7 +1353,12 @@ inline registration mapped(const context &ctx, std::initializer_list<array> arra
         device_views.push_back(array::adopt(a));
     return scope;
 }
-/** numba.roc's register(*arrays) (`register` is a C++ keyword). */
+/**
+ * numba.roc's register(*arrays) (`register` is a C++ keyword).
+ * @param ctx the context (empty: the autoinit context).
+ * @param arrays the host arrays.
+ * @return the scope.
+ */
 inline registration register_arrays(const context &ctx, std::initializer_list<array> arrays)
 {
     auto v = detail::handles(arrays);
@@ -1034,8 +1373,19 @@ inline registration register_arrays(const context &ctx, std::initializer_list<ar
 class allocation {
 public:
     allocation() noexcept = default;
+    /**
+     * Takes over an allocation the caller owns.
+     * @param a the allocation.
+     * @return the wrapper, which frees it.
+     */
     static allocation adopt(gpumem_allocation *a) noexcept { return allocation(a); }
+    /** Moves. @param o the allocation, left empty. */
     allocation(allocation &&o) noexcept : a_(std::exchange(o.a_, nullptr)) {}
+    /**
+     * Move-assigns, freeing the allocation held before.
+     * @param o the allocation, left empty.
+     * @return *this.
+     */
     allocation &operator=(allocation &&o) noexcept
     {
         if (this != &o) {
@@ -1052,30 +1402,40 @@ public:
         if (a_ != nullptr)
             gpumem_allocation_free(a_, nullptr);
     }
+    /** The C handle (borrowed). @return the handle, or nullptr. */
     gpumem_allocation *get() const noexcept { return a_; }
+    /** Whether the wrapper holds an allocation. @return true unless empty or freed. */
     explicit operator bool() const noexcept { return a_ != nullptr; }
+    /** Gives up the allocation without freeing it. @return the handle, for the caller to free. */
     gpumem_allocation *detach() noexcept { return std::exchange(a_, nullptr); }
-    /** int(allocation): the device address (a host pool's: the host address as an integer). */
+    /**
+     * int(allocation): the device address (a host pool's: the host address as an integer).
+     * @return the address.
+     */
     uint64_t pointer() const
     {
         uint64_t p = 0;
         check(gpumem_allocation_pointer(a_, &p));
         return p;
     }
+    /** gpumem_allocation_host_pointer(): a host pool's memory. @return the host address. */
     void *host_pointer() const
     {
         void *p = nullptr;
         check(gpumem_allocation_host_pointer(a_, &p));
         return p;
     }
-    /** len(allocation): the size asked for. */
+    /** len(allocation): the size asked for. @return the size in bytes. */
     std::size_t size() const
     {
         std::size_t n = 0;
         check(gpumem_allocation_size(a_, &n));
         return n;
     }
-    /** allocation.free(): @p s is the stream whose queued work may still use the memory. */
+    /**
+     * allocation.free(): @p s is the stream whose queued work may still use the memory.
+     * @param s the stream, or empty.
+     */
     void free(stream_ref s = {}) { check(gpumem_allocation_free(std::exchange(a_, nullptr), s.get())); }
 
 private:
@@ -1086,7 +1446,10 @@ private:
 /** A pool's counters (struct gpumem_pool_stats; the C name is also a function's). */
 using pool_stats = struct gpumem_pool_stats;
 
-/** Zeroed counters with their size field set, for gpumem_pool_stats() and gpumem_host_pool_stats(). */
+/**
+ * Zeroed counters with their size field set, for gpumem_pool_stats() and gpumem_host_pool_stats().
+ * @return the counters.
+ */
 inline pool_stats make_pool_stats() noexcept
 {
     pool_stats s;
@@ -1098,9 +1461,15 @@ inline pool_stats make_pool_stats() noexcept
 /** pycuda's DeviceMemoryPool (move-only; the destructor is gpumem_pool_destroy). */
 class pool {
 public:
-    /** gpumem_pool_create(@p ctx, @p flags). */
+    /**
+     * gpumem_pool_create(@p ctx, @p flags).
+     * @param ctx the context (empty: the autoinit context).
+     * @param flags 0 or GPUMEM_POOL_NO_THREAD_CACHE.
+     */
     explicit pool(const context &ctx = {}, unsigned flags = 0) { check(gpumem_pool_create(ctx.get(), flags, &p_)); }
+    /** Moves. @param o the pool, left empty. */
     pool(pool &&o) noexcept : p_(std::exchange(o.p_, nullptr)) {}
+    /** Move-assigns, destroying the pool held before. @param o the pool, left empty. @return *this. */
     pool &operator=(pool &&o) noexcept
     {
         if (this != &o) {
@@ -1112,41 +1481,55 @@ public:
     pool(const pool &) = delete;
     pool &operator=(const pool &) = delete;
     ~pool() { gpumem_pool_destroy(p_); }
+    /** The C handle (borrowed). @return the pool, or nullptr. */
     gpumem_pool *get() const noexcept { return p_; }
+    /** gpumem_pool_destroy() now, with its status. */
     void destroy() { check(gpumem_pool_destroy(std::exchange(p_, nullptr))); }
-    /** DeviceMemoryPool.allocate(size), usable at once by work on @p s. */
+    /**
+     * DeviceMemoryPool.allocate(size), usable at once by work on @p s.
+     * @param size the bytes.
+     * @param s the stream that uses the block, or empty.
+     * @return the allocation.
+     */
     allocation allocate(std::size_t size, stream_ref s = {}) const
     {
         gpumem_allocation *a = nullptr;
         check(gpumem_pool_allocate(p_, size, s.get(), &a));
         return allocation::adopt(a);
     }
+    /** gpumem_pool_block_size(). @param size the bytes. @return the block size. */
     static std::size_t block_size(std::size_t size)
     {
         std::size_t b = 0;
         check(gpumem_pool_block_size(size, &b));
         return b;
     }
+    /** gpumem_pool_held_blocks(). @return the held blocks. */
     uint64_t held_blocks() const
     {
         uint64_t n = 0;
         check(gpumem_pool_held_blocks(p_, &n));
         return n;
     }
+    /** gpumem_pool_active_blocks(). @return the active blocks. */
     uint64_t active_blocks() const
     {
         uint64_t n = 0;
         check(gpumem_pool_active_blocks(p_, &n));
         return n;
     }
+    /** gpumem_pool_free_held(). */
     void free_held() const { check(gpumem_pool_free_held(p_)); }
+    /** gpumem_pool_stop_holding(). */
     void stop_holding() const { check(gpumem_pool_stop_holding(p_)); }
+    /** gpumem_pool_stats(). @return the counters. */
     pool_stats stats() const
     {
         pool_stats s = make_pool_stats();
         check(gpumem_pool_stats(p_, &s));
         return s;
     }
+    /** gpumem_pool_context(). @return the context, retained. */
     gpumem::context context() const
     {
         gpumem_context *c = nullptr;
@@ -1166,12 +1549,18 @@ inline void context::set_pool(const pool *p) const
 /** pycuda's PageLockedMemoryPool (move-only; the destructor is gpumem_host_pool_destroy). */
 class host_pool {
 public:
-    /** gpumem_host_pool_create(@p ctx, @p flags): GPUMEM_HOST_ALLOC_* and GPUMEM_POOL_NO_THREAD_CACHE. */
+    /**
+     * gpumem_host_pool_create(@p ctx, @p flags): GPUMEM_HOST_ALLOC_* and GPUMEM_POOL_NO_THREAD_CACHE.
+     * @param ctx the context (empty: the autoinit context).
+     * @param flags the flags.
+     */
     explicit host_pool(const context &ctx = {}, unsigned flags = 0)
     {
         check(gpumem_host_pool_create(ctx.get(), flags, &p_));
     }
+    /** Moves. @param o the pool, left empty. */
     host_pool(host_pool &&o) noexcept : p_(std::exchange(o.p_, nullptr)) {}
+    /** Move-assigns, destroying the pool held before. @param o the pool, left empty. @return *this. */
     host_pool &operator=(host_pool &&o) noexcept
     {
         if (this != &o) {
@@ -1183,47 +1572,71 @@ public:
     host_pool(const host_pool &) = delete;
     host_pool &operator=(const host_pool &) = delete;
     ~host_pool() { gpumem_host_pool_destroy(p_); }
+    /** The C handle (borrowed). @return the pool, or nullptr. */
     gpumem_host_pool *get() const noexcept { return p_; }
+    /** gpumem_host_pool_destroy() now, with its status. */
     void destroy() { check(gpumem_host_pool_destroy(std::exchange(p_, nullptr))); }
-    /** gpumem_host_pool_allocate_bytes(): page-locked bytes (host_pointer() gives them). */
+    /**
+     * gpumem_host_pool_allocate_bytes(): page-locked bytes (host_pointer() gives them).
+     * @param size the bytes.
+     * @return the allocation.
+     */
     allocation allocate_bytes(std::size_t size) const
     {
         gpumem_allocation *a = nullptr;
         check(gpumem_host_pool_allocate_bytes(p_, size, &a));
         return allocation::adopt(a);
     }
-    /** PageLockedMemoryPool.allocate(shape, dtype, order): a pinned array whose memory returns to the pool. */
+    /**
+     * PageLockedMemoryPool.allocate(shape, dtype, order): a pinned array whose memory returns to the pool.
+     * @param shape the extents.
+     * @param d the element type.
+     * @param order 'C' or 'F'.
+     * @return the pinned array.
+     */
     array allocate(const dims &shape, const dtype &d, char order = 'C') const
     {
         gpumem_array *a = nullptr;
         check(gpumem_host_pool_allocate(p_, shape.size(), shape.data(), d.get(), order, &a));
         return array::adopt(a);
     }
+    /**
+     * The same for elements of type @p T.
+     * @param shape the extents.
+     * @param order 'C' or 'F'.
+     * @return the pinned array.
+     */
     template <class T>
     array allocate(const dims &shape, char order = 'C') const
     {
         return allocate(shape, dtype::of<T>(), order);
     }
+    /** gpumem_host_pool_held_blocks(). @return the held blocks. */
     uint64_t held_blocks() const
     {
         uint64_t n = 0;
         check(gpumem_host_pool_held_blocks(p_, &n));
         return n;
     }
+    /** gpumem_host_pool_active_blocks(). @return the active blocks. */
     uint64_t active_blocks() const
     {
         uint64_t n = 0;
         check(gpumem_host_pool_active_blocks(p_, &n));
         return n;
     }
+    /** gpumem_host_pool_free_held(). */
     void free_held() const { check(gpumem_host_pool_free_held(p_)); }
+    /** gpumem_host_pool_stop_holding(). */
     void stop_holding() const { check(gpumem_host_pool_stop_holding(p_)); }
+    /** gpumem_host_pool_stats(). @return the counters. */
     pool_stats stats() const
     {
         pool_stats s = make_pool_stats();
         check(gpumem_host_pool_stats(p_, &s));
         return s;
     }
+    /** gpumem_host_pool_context(). @return the context, retained. */
     gpumem::context context() const
     {
         gpumem_context *c = nullptr;
@@ -1249,10 +1662,18 @@ private:
  */
 class pool_resource : public std::pmr::memory_resource {
 public:
+    /** A resource over @p pool, which must outlive it. @param pool the host pool. */
     explicit pool_resource(const host_pool &pool) noexcept : pool_(pool.get()) {}
+    /** The host pool. @return the C handle. */
     gpumem_host_pool *pool() const noexcept { return pool_; }
 
 protected:
+    /**
+     * Allocates from the pool; throws gpumem::bad_alloc.
+     * @param bytes the size.
+     * @param alignment the alignment.
+     * @return the memory.
+     */
     void *do_allocate(std::size_t bytes, std::size_t alignment) override
     {
         const std::size_t trailer = trailer_offset(bytes);
@@ -1271,12 +1692,18 @@ protected:
         std::memcpy(reinterpret_cast<void *>(p + trailer), &a, sizeof a);
         return reinterpret_cast<void *>(p);
     }
+    /** Returns memory to the pool. @param p the memory. @param bytes its size. */
     void do_deallocate(void *p, std::size_t bytes, std::size_t) override
     {
         gpumem_allocation *a = nullptr;
         std::memcpy(&a, static_cast<char *>(p) + trailer_offset(bytes), sizeof a);
         gpumem_allocation_free(a, nullptr);
     }
+    /**
+     * Equal when both allocate from the same host pool.
+     * @param other a resource.
+     * @return whether they are equal.
+     */
     bool do_is_equal(const std::pmr::memory_resource &other) const noexcept override
     {
         auto *o = dynamic_cast<const pool_resource *>(&other);
@@ -1318,31 +1745,49 @@ class module;
 class function {
 public:
     function() noexcept = default;
+    /** Wraps a function handle of a module (borrowed). @param f the function. */
     explicit function(gpumem_function *f) noexcept : f_(f) {}
+    /** The C handle. @return the function. */
     gpumem_function *get() const noexcept { return f_; }
+    /** gpumem_function_name(). @return the name. */
     std::string name() const
     {
         const char *n = nullptr;
         check(gpumem_function_name(f_, &n));
         return n;
     }
+    /** gpumem_function_attribute(). @param attr the attribute. @return its value. */
     int attribute(gpumem_function_attr attr) const
     {
         int v = 0;
         check(gpumem_function_attribute(f_, attr, &v));
         return v;
     }
+    /** gpumem_function_set_attribute(). @param attr a settable attribute. @param value its value. */
     void set_attribute(gpumem_function_attr attr, int value) const
     {
         check(gpumem_function_set_attribute(f_, attr, value));
     }
+    /**
+     * gpumem_function_max_active_blocks().
+     * @param block_threads threads per block.
+     * @param shared_bytes dynamic shared memory per block.
+     * @return blocks per multiprocessor.
+     */
     int max_active_blocks(int block_threads, std::size_t shared_bytes = 0) const
     {
         int n = 0;
         check(gpumem_function_max_active_blocks(f_, block_threads, shared_bytes, &n));
         return n;
     }
-    /** gpumem_launch(): @p params points at one pointer per kernel parameter (nullptr: none). */
+    /**
+     * gpumem_launch(): @p params points at one pointer per kernel parameter (nullptr: none).
+     * @param grid blocks in x, y, z.
+     * @param block threads per block in x, y, z.
+     * @param shared_bytes dynamic shared memory per block.
+     * @param s the stream, or empty.
+     * @param params the kernel parameters.
+     */
     void launch(const unsigned (&grid)[3], const unsigned (&block)[3], unsigned shared_bytes = 0,
                 stream_ref s = {}, void **params = nullptr) const
     {
@@ -1357,33 +1802,44 @@ private:
 class module {
 public:
     module() noexcept = default;
-    /** gpumem_module_load(): loaded once per context and image content. */
+    /**
+     * gpumem_module_load(): loaded once per context and image content.
+     * @param ctx the context (empty: the autoinit context).
+     * @param image PTX, cubin or fat binary.
+     * @param size its length, or 0.
+     * @return the module.
+     */
     static module load(const context &ctx, const void *image, std::size_t size = 0)
     {
         gpumem_module *m = nullptr;
         check(gpumem_module_load(ctx.get(), image, size, &m));
         return module(m);
     }
+    /** Copies: gpumem_module_retain(). @param o the module. */
     module(const module &o) : m_(o.m_)
     {
         if (m_ != nullptr)
             check(gpumem_module_retain(m_));
     }
+    /** Moves. @param o the module, left empty. */
     module(module &&o) noexcept : m_(std::exchange(o.m_, nullptr)) {}
+    /** Assigns (copy and swap). @param o the module. @return *this. */
     module &operator=(module o) noexcept
     {
         std::swap(m_, o.m_);
         return *this;
     }
     ~module() { gpumem_module_release(m_); }
+    /** The C handle (borrowed). @return the module, or nullptr. */
     gpumem_module *get() const noexcept { return m_; }
+    /** gpumem_module_get_function(). @param name the kernel's name. @return the kernel. */
     gpumem::function function(const char *name) const
     {
         gpumem_function *f = nullptr;
         check(gpumem_module_get_function(m_, name, &f));
         return gpumem::function(f);
     }
-    /** A global's device address and size. */
+    /** A global's device address and size. @param name the variable's name. @return its address and size. */
     std::pair<uint64_t, std::size_t> global(const char *name) const
     {
         uint64_t p = 0;
@@ -1391,7 +1847,13 @@ public:
         check(gpumem_module_get_global(m_, name, &p, &n));
         return {p, n};
     }
-    /** numba's const.array_like. */
+    /**
+     * numba's const.array_like.
+     * @param symbol the variable's name.
+     * @param a the data.
+     * @param s the stream of the copy, or empty.
+     * @return the array over the variable.
+     */
     array const_array_like(const char *symbol, const array &a, stream_ref s = {}) const
     {
         gpumem_array *d = nullptr;
@@ -1409,8 +1871,14 @@ private:
 /** pycuda's DeviceData (move-only; the destructor is gpumem_device_data_destroy). */
 class device_data {
 public:
+    /**
+     * gpumem_device_data_create(@p device).
+     * @param device a device ordinal, or GPUMEM_DEVICE_DATA_DEFAULT.
+     */
     explicit device_data(int device = GPUMEM_DEVICE_DATA_DEFAULT) { check(gpumem_device_data_create(device, &d_)); }
+    /** Moves. @param o the object, left empty. */
     device_data(device_data &&o) noexcept : d_(std::exchange(o.d_, nullptr)) {}
+    /** Move-assigns, freeing the object held before. @param o the object, left empty. @return *this. */
     device_data &operator=(device_data &&o) noexcept
     {
         if (this != &o) {
@@ -1422,38 +1890,60 @@ public:
     device_data(const device_data &) = delete;
     device_data &operator=(const device_data &) = delete;
     ~device_data() { gpumem_device_data_destroy(d_); }
+    /** The C handle (borrowed). @return the object. */
     const gpumem_device_data *get() const noexcept { return d_; }
+    /** gpumem_device_data_get(). @param field the field. @return its value. */
     int operator[](gpumem_device_data_field field) const
     {
         int v = 0;
         check(gpumem_device_data_get(d_, field, &v));
         return v;
     }
+    /** gpumem_device_data_align_bytes(). @param word_size 4, 8 or 16. @return the alignment in bytes. */
     std::size_t align_bytes(std::size_t word_size = 4) const
     {
         std::size_t n = 0;
         check(gpumem_device_data_align_bytes(d_, word_size, &n));
         return n;
     }
+    /**
+     * gpumem_device_data_align().
+     * @param bytes the size.
+     * @param word_size 4, 8 or 16.
+     * @return the rounded size.
+     */
     std::size_t align(std::size_t bytes, std::size_t word_size = 4) const
     {
         std::size_t n = 0;
         check(gpumem_device_data_align(d_, bytes, word_size, &n));
         return n;
     }
+    /** gpumem_device_data_align_words(). @param word_size 4, 8 or 16. @return the alignment in words. */
     std::size_t align_words(std::size_t word_size) const
     {
         std::size_t n = 0;
         check(gpumem_device_data_align_words(d_, word_size, &n));
         return n;
     }
+    /**
+     * gpumem_device_data_align_dtype().
+     * @param elements the count.
+     * @param d the dtype.
+     * @return the rounded count.
+     */
     std::size_t align_dtype(std::size_t elements, const dtype &d) const
     {
         std::size_t n = 0;
         check(gpumem_device_data_align_dtype(d_, elements, d.get(), &n));
         return n;
     }
-    /** pycuda's OccupancyRecord(devdata, threads, shared_mem, registers). */
+    /**
+     * pycuda's OccupancyRecord(devdata, threads, shared_mem, registers).
+     * @param threads threads per block.
+     * @param shared_mem shared memory per block.
+     * @param registers registers per thread, or 0.
+     * @return the record.
+     */
     gpumem_occupancy_record occupancy(int threads, std::size_t shared_mem = 0, int registers = 0) const
     {
         gpumem_occupancy_record r;
@@ -1469,58 +1959,76 @@ private:
 
 /* ---- the library, the backend and the devices --------------------------------------------- */
 
+/** gpumem_version(). @return major * 10000 + minor * 100 + patch. */
 inline unsigned version() noexcept { return gpumem_version(); }
+/** gpumem_version_string(). @return "major.minor.patch". */
 inline const char *version_string() noexcept { return gpumem_version_string(); }
-/** gpumem_backend(): "cuda" or "sim". */
+/** gpumem_backend(): "cuda" or "sim". @return the backend's name. */
 inline const char *backend()
 {
     const char *name = nullptr;
     check(gpumem_backend(&name));
     return name;
 }
+/** gpumem_driver_version(). @return the driver's CUDA version. */
 inline int driver_version()
 {
     int v = 0;
     check(gpumem_driver_version(&v));
     return v;
 }
+/** gpumem_device_count(). @return the number of devices. */
 inline int device_count()
 {
     int n = 0;
     check(gpumem_device_count(&n));
     return n;
 }
+/** gpumem_device_name(). @param device the device ordinal. @return its name. */
 inline std::string device_name(int device)
 {
     char name[256];
     check(gpumem_device_name(device, name, sizeof name));
     return name;
 }
+/** gpumem_device_compute_capability(). @param device the device ordinal. @return major and minor. */
 inline std::pair<int, int> compute_capability(int device)
 {
     int major = 0, minor = 0;
     check(gpumem_device_compute_capability(device, &major, &minor));
     return {major, minor};
 }
+/** gpumem_device_total_memory(). @param device the device ordinal. @return the bytes. */
 inline uint64_t device_total_memory(int device)
 {
     uint64_t n = 0;
     check(gpumem_device_total_memory(device, &n));
     return n;
 }
+/**
+ * gpumem_device_attribute().
+ * @param device the device ordinal.
+ * @param attr the attribute.
+ * @return its value.
+ */
 inline int device_attribute(int device, gpumem_device_attr attr)
 {
     int v = 0;
     check(gpumem_device_attribute(device, attr, &v));
     return v;
 }
-/** pycuda's get_default_device(fallback). */
+/**
+ * pycuda's get_default_device(fallback).
+ * @param fallback the ordinal when none is named.
+ * @return the ordinal.
+ */
 inline int default_device(int fallback = 0)
 {
     int d = 0;
     check(gpumem_get_default_device(fallback, &d));
     return d;
 }
+/** pycuda's clear_context_caches(): gpumem_clear_context_caches(). */
 inline void clear_context_caches() { check(gpumem_clear_context_caches()); }
 
 } // namespace gpumem

@@ -5,7 +5,8 @@
 # man pages.  Run by `make installcheck` (so by `make distcheck`) and
 # `make check-install`:
 #   GM_ROOT=$DESTDIR GM_PREFIX=... GM_LIBDIR=... GM_BINDIR=... GM_MANDIR=...
-#   GM_MODULEDIR=... GM_VERSION=... sh tests/installcheck.sh
+#   GM_MODULEDIR=... GM_FMODDIR=... GM_VERSION=... sh tests/installcheck.sh
+# (GM_FMODDIR: where gpumem.mod is installed; empty when Fortran was not built)
 # A missing tool is a skip, unless GPUMEM_INSTALLCHECK_STRICT=yes (CI).
 srcdir=${GPUMEM_TEST_SRCDIR:-.}
 root=${GM_ROOT:-}
@@ -93,10 +94,10 @@ if [ -x "$lmod" ]; then
     # module load, in a subshell: prints the variables the module set.
     load() { # MODULEPATH, module
         (
-            unset GPUMEM_ROOT CPATH LIBRARY_PATH PKG_CONFIG_PATH MANPATH CMAKE_PREFIX_PATH LOADEDMODULES _LMFILES_
+            unset GPUMEM_ROOT GPUMEM_FORTRAN_MODDIR CPATH LIBRARY_PATH PKG_CONFIG_PATH MANPATH CMAKE_PREFIX_PATH LOADEDMODULES _LMFILES_
             MODULEPATH=$1; export MODULEPATH
             eval "$("$lmod" sh load "$2")" || exit 1
-            env | grep -E '^(GPUMEM_ROOT|PATH|LD_LIBRARY_PATH|LIBRARY_PATH|CPATH|PKG_CONFIG_PATH|MANPATH|CMAKE_PREFIX_PATH)='
+            env | grep -E '^(GPUMEM_ROOT|GPUMEM_FORTRAN_MODDIR|PATH|LD_LIBRARY_PATH|LIBRARY_PATH|CPATH|PKG_CONFIG_PATH|MANPATH|CMAKE_PREFIX_PATH)='
             command -v gpumem | sed 's/^/gpumem=/'
             gpumem --version | sed 's/^/version=/'
             man -w gpumem_to_device 2>&1 | sed 's/^/man3=/'
@@ -108,6 +109,13 @@ if [ -x "$lmod" ]; then
                  "man3=$root$GM_MANDIR/man3/gpumem_to_device.3" "hello=libgpumem $GM_VERSION (built with headers $GM_VERSION)"; do
             grep -qxF "$l" "$tmp/env" || echo "expected: $l" >>"$tmp/log"
         done
+        # The Fortran module's directory, set only when Fortran was built.
+        if [ -n "${GM_FMODDIR:-}" ]; then
+            grep -qxF "GPUMEM_FORTRAN_MODDIR=$root$GM_FMODDIR" "$tmp/env" && [ -f "$root$GM_FMODDIR/gpumem.mod" ] ||
+                echo "expected: GPUMEM_FORTRAN_MODDIR=$root$GM_FMODDIR, holding gpumem.mod" >>"$tmp/log"
+        elif grep -q '^GPUMEM_FORTRAN_MODDIR=' "$tmp/env"; then
+            echo "expected no GPUMEM_FORTRAN_MODDIR: Fortran was not built" >>"$tmp/log"
+        fi
         for v in "PATH=$root$GM_BINDIR" "LD_LIBRARY_PATH=$lib" "LIBRARY_PATH=$lib" "CPATH=$root$GM_PREFIX/include" \
                  "PKG_CONFIG_PATH=$lib/pkgconfig" "MANPATH=$root$GM_MANDIR" "CMAKE_PREFIX_PATH=$root$GM_PREFIX"; do
             grep -q "^$v\(:\|\$\)" "$tmp/env" || echo "expected ${v%%=*} to start with ${v#*=}" >>"$tmp/log"

@@ -108,12 +108,31 @@ typedef struct gpumem_slice {
  * Describes a caller's host buffer as an array (what gpumem_to_device takes).
  * @p strides in bytes, or NULL for C order.  The buffer is borrowed: it must
  * outlive the array and every copy queued from or into it.
+ * @param[in] data the caller's buffer (borrowed).
+ * @param ndim the number of dimensions, 0 to ::GPUMEM_MAX_NDIM.
+ * @param[in] shape @p ndim extents (may be NULL when @p ndim is 0).
+ * @param[in] strides @p ndim byte strides, or NULL for C order.
+ * @param dtype the element type (the array holds a reference).
+ * @param[out] array the new array.
+ * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT, ::GPUMEM_ERROR_TOO_MANY_DIMENSIONS,
+ *        ::GPUMEM_ERROR_NEGATIVE_DIMENSION, ::GPUMEM_ERROR_OVERFLOW, ::GPUMEM_ERROR_INVALID_VALUE,
+ *        ::GPUMEM_ERROR_INVALID_DTYPE, ::GPUMEM_ERROR_HOST_OUT_OF_MEMORY.
  */
 GPUMEM_API gpumem_status gpumem_host_array_wrap(void *data, int ndim, const int64_t *shape,
                                                 const int64_t *strides, const gpumem_dtype *dtype,
                                                 gpumem_array **array);
 
-/** A new host array in memory the library owns (numpy.empty), contiguous in @p order ('C' or 'F'). */
+/**
+ * A new host array in memory the library owns (numpy.empty), contiguous in @p order ('C' or 'F').
+ * @param ndim the number of dimensions, 0 to ::GPUMEM_MAX_NDIM.
+ * @param[in] shape @p ndim extents.
+ * @param dtype the element type.
+ * @param order 'C' or 'F'.
+ * @param[out] array the new array.
+ * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT, ::GPUMEM_ERROR_TOO_MANY_DIMENSIONS,
+ *        ::GPUMEM_ERROR_NEGATIVE_DIMENSION, ::GPUMEM_ERROR_OVERFLOW, ::GPUMEM_ERROR_INVALID_ORDER,
+ *        ::GPUMEM_ERROR_INVALID_DTYPE, ::GPUMEM_ERROR_INVALID_VALUE, ::GPUMEM_ERROR_HOST_OUT_OF_MEMORY.
+ */
 GPUMEM_API gpumem_status gpumem_host_array(int ndim, const int64_t *shape, const gpumem_dtype *dtype,
                                            char order, gpumem_array **array);
 
@@ -122,6 +141,19 @@ GPUMEM_API gpumem_status gpumem_host_array(int ndim, const int64_t *shape, const
  * not NULL, choose the axis order only: the result is always contiguous
  * (strides with gaps cannot be allocated); NULL uses @p order ('C' or 'F').
  * The allocation is ordered on @p stream (NULL: none).
+ * @param ctx the context, or NULL for the autoinit context.
+ * @param ndim the number of dimensions, 0 to ::GPUMEM_MAX_NDIM.
+ * @param[in] shape @p ndim extents.
+ * @param[in] strides byte strides giving the axis order, or NULL.
+ * @param dtype the element type.
+ * @param order 'C' or 'F', when @p strides is NULL.
+ * @param stream the stream the allocation is ordered on, or NULL.
+ * @param[out] array the new array.
+ * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT, ::GPUMEM_ERROR_TOO_MANY_DIMENSIONS,
+ *        ::GPUMEM_ERROR_NEGATIVE_DIMENSION, ::GPUMEM_ERROR_OVERFLOW, ::GPUMEM_ERROR_INVALID_ORDER,
+ *        ::GPUMEM_ERROR_INVALID_DTYPE, ::GPUMEM_ERROR_INVALID_VALUE, ::GPUMEM_ERROR_CONTEXT_MISMATCH (@p
+ *        stream), ::GPUMEM_ERROR_OUT_OF_MEMORY, ::GPUMEM_ERROR_HOST_OUT_OF_MEMORY, an autoinit failure or a
+ *        driver failure.
  */
 GPUMEM_API gpumem_status gpumem_device_array(gpumem_context *ctx, int ndim, const int64_t *shape,
                                              const int64_t *strides, const gpumem_dtype *dtype, char order,
@@ -131,11 +163,23 @@ GPUMEM_API gpumem_status gpumem_device_array(gpumem_context *ctx, int ndim, cons
  * numba's device_array_like: a contiguous device array with @p like's shape,
  * dtype and axis order (a transposed or sliced source keeps its stride
  * order; its gaps are not copied).
+ * @param ctx the context, or NULL for the autoinit context.
+ * @param like the array whose shape, dtype and axis order are taken.
+ * @param stream the stream the allocation is ordered on, or NULL.
+ * @param[out] array the new array.
+ * @return as gpumem_device_array().
  */
 GPUMEM_API gpumem_status gpumem_device_array_like(gpumem_context *ctx, const gpumem_array *like,
                                                   gpumem_stream *stream, gpumem_array **array);
 
-/** numba's DeviceRecord: a 0-d device array of a record dtype. */
+/**
+ * numba's DeviceRecord: a 0-d device array of a record dtype.
+ * @param ctx the context, or NULL for the autoinit context.
+ * @param dtype a record dtype.
+ * @param stream the stream the allocation is ordered on, or NULL.
+ * @param[out] array the new 0-d array.
+ * @return as gpumem_device_array().
+ */
 GPUMEM_API gpumem_status gpumem_device_record(gpumem_context *ctx, const gpumem_dtype *dtype,
                                               gpumem_stream *stream, gpumem_array **array);
 
@@ -148,6 +192,13 @@ GPUMEM_API gpumem_status gpumem_device_record(gpumem_context *ctx, const gpumem_
  * of the context's default stream when @p stream is NULL) and at
  * gpumem_stream_auto_synchronize_end(); the array and @p host stay alive
  * until then.
+ * @param ctx the context, or NULL for the autoinit context.
+ * @param host the source, a host-side array.
+ * @param stream the stream of the copy, or NULL (synchronous).
+ * @param flags 0, ::GPUMEM_TO_DEVICE_NO_COPY, ::GPUMEM_TO_DEVICE_WRITEBACK.
+ * @param[out] array the new device array.
+ * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT, ::GPUMEM_ERROR_INVALID_VALUE (unknown flags), the
+ *        statuses of gpumem_device_array() and of gpumem_array_copy().
  */
 GPUMEM_API gpumem_status gpumem_to_device(gpumem_context *ctx, gpumem_array *host, gpumem_stream *stream,
                                           unsigned flags, gpumem_array **array);
@@ -155,6 +206,8 @@ GPUMEM_API gpumem_status gpumem_to_device(gpumem_context *ctx, gpumem_array *hos
 /**
  * Adds a reference.  A handle whose last reference went is
  * ::GPUMEM_ERROR_INVALID_STATE (see gpumem_array_release()).
+ * @param array the array.
+ * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT, ::GPUMEM_ERROR_INVALID_STATE (its last reference went).
  */
 GPUMEM_API gpumem_status gpumem_array_retain(gpumem_array *array);
 
@@ -172,6 +225,9 @@ GPUMEM_API gpumem_status gpumem_array_retain(gpumem_array *array);
  * the handle was handed out again for a new array (then it names that
  * array).  An extra release while other references remain (a view's on its
  * base, a stream's) cannot be told from a rightful one.
+ * @param array the array, or NULL.
+ * @return ::GPUMEM_OK; ::GPUMEM_ERROR_INVALID_STATE (released after its last release), or a driver failure
+ *        freeing the memory.
  */
 GPUMEM_API gpumem_status gpumem_array_release(gpumem_array *array);
 
@@ -216,6 +272,14 @@ GPUMEM_API gpumem_status gpumem_array_release(gpumem_array *array);
  * - a later copy on the same stream that reads or writes host memory with
  *   the CPU (from pageable memory, or through host packing) first waits for
  *   the downloads queued before it, so stream order holds for it too.
+ * @param dst the destination (writable).
+ * @param src the source, of the same shape and dtype.
+ * @param stream the stream, or NULL (synchronous).
+ * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT, ::GPUMEM_ERROR_SHAPE_MISMATCH,
+ *        ::GPUMEM_ERROR_DTYPE_MISMATCH, ::GPUMEM_ERROR_CONTEXT_MISMATCH, ::GPUMEM_ERROR_INVALID_VALUE
+ *        (read-only @p dst), ::GPUMEM_ERROR_OVERFLOW, ::GPUMEM_ERROR_OUT_OF_MEMORY,
+ *        ::GPUMEM_ERROR_HOST_OUT_OF_MEMORY, ::GPUMEM_ERROR_INVALID_ENVIRONMENT (a bad staging variable), or a
+ *        driver failure.
  */
 GPUMEM_API gpumem_status gpumem_array_copy(gpumem_array *dst, const gpumem_array *src, gpumem_stream *stream);
 
@@ -224,38 +288,93 @@ GPUMEM_API gpumem_status gpumem_array_copy(gpumem_array *dst, const gpumem_array
  * array), as gpumem_array_copy().  With a stream the copy is queued whatever
  * @p dst's memory: into pageable memory through a pinned bounce block and a
  * host function on the stream (numba#5130; see gpumem_array_copy()).
+ * @param src the source, a device-side array.
+ * @param dst the destination, a host-side array.
+ * @param stream the stream, or NULL (synchronous).
+ * @return as gpumem_array_copy(); also ::GPUMEM_ERROR_INVALID_VALUE when @p dst is not on the host side.
  */
 GPUMEM_API gpumem_status gpumem_copy_to_host(const gpumem_array *src, gpumem_array *dst, gpumem_stream *stream);
 
-/** numba's copy_to_device(ary, stream): @p src (host or device) into @p dst (device). */
+/**
+ * numba's copy_to_device(ary, stream): @p src (host or device) into @p dst (device).
+ * @param dst the destination, a device-side array.
+ * @param src the source.
+ * @param stream the stream, or NULL (synchronous).
+ * @return as gpumem_array_copy(); also ::GPUMEM_ERROR_INVALID_VALUE when @p dst is not on the device side.
+ */
 GPUMEM_API gpumem_status gpumem_copy_to_device(gpumem_array *dst, const gpumem_array *src,
                                                gpumem_stream *stream);
 
-/** Sets every element to the @p value of one element (itemsize bytes). */
+/**
+ * Sets every element to the @p value of one element (itemsize bytes).
+ * @param array the destination (writable).
+ * @param[in] value one element, itemsize bytes.
+ * @param stream the stream, or NULL (synchronous).
+ * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT, ::GPUMEM_ERROR_INVALID_VALUE (read-only),
+ *        ::GPUMEM_ERROR_CONTEXT_MISMATCH, ::GPUMEM_ERROR_OUT_OF_MEMORY, ::GPUMEM_ERROR_HOST_OUT_OF_MEMORY, a
+ *        driver failure, or (a strided array, filled through a copy) the statuses of gpumem_array_copy().
+ */
 GPUMEM_API gpumem_status gpumem_array_fill(gpumem_array *array, const void *value, gpumem_stream *stream);
 
 /**
  * Reads one element (itemsize bytes) at @p index (ndim indices; negative
  * count from the end).  With a stream the read is ordered after the stream's
  * earlier work and waited for, as the value is needed at once.
+ * @param array the array.
+ * @param[in] index ndim indices (NULL for a 0-d array).
+ * @param[out] value itemsize bytes.
+ * @param stream the stream, or NULL.
+ * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT, ::GPUMEM_ERROR_INDEX_OUT_OF_RANGE,
+ *        ::GPUMEM_ERROR_CONTEXT_MISMATCH, or a driver failure.
  */
 GPUMEM_API gpumem_status gpumem_array_get_item(const gpumem_array *array, const int64_t *index, void *value,
                                                gpumem_stream *stream);
 
-/** Writes one element at @p index. */
+/**
+ * Writes one element at @p index.
+ * @param array the array (writable).
+ * @param[in] index ndim indices (NULL for a 0-d array).
+ * @param[in] value itemsize bytes.
+ * @param stream the stream, or NULL (synchronous).
+ * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT, ::GPUMEM_ERROR_INDEX_OUT_OF_RANGE,
+ *        ::GPUMEM_ERROR_INVALID_VALUE (read-only), ::GPUMEM_ERROR_CONTEXT_MISMATCH, or a driver failure.
+ */
 GPUMEM_API gpumem_status gpumem_array_set_item(gpumem_array *array, const int64_t *index, const void *value,
                                                gpumem_stream *stream);
 
 /* ---- views ------------------------------------------------------------------------------- */
 
-/** A view of the first @p nslices axes sliced (the rest whole). */
+/**
+ * A view of the first @p nslices axes sliced (the rest whole).
+ * @param array the array.
+ * @param[in] slices @p nslices slices.
+ * @param nslices 0 to ndim.
+ * @param[out] view the new view.
+ * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT, ::GPUMEM_ERROR_INVALID_VALUE (@p nslices),
+ *        ::GPUMEM_ERROR_INDEX_OUT_OF_RANGE, ::GPUMEM_ERROR_ZERO_STEP, ::GPUMEM_ERROR_HOST_OUT_OF_MEMORY,
+ *        ::GPUMEM_ERROR_INVALID_STATE (a released array).
+ */
 GPUMEM_API gpumem_status gpumem_array_slice(gpumem_array *array, const gpumem_slice *slices, int nslices,
                                             gpumem_array **view);
 
-/** A view with permuted axes: axis i of the view is axis axes[i]; NULL reverses (NumPy's .T). */
+/**
+ * A view with permuted axes: axis i of the view is axis axes[i]; NULL reverses (NumPy's .T).
+ * @param array the array.
+ * @param[in] axes a permutation of 0..ndim-1, or NULL.
+ * @param[out] view the new view.
+ * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT, ::GPUMEM_ERROR_INVALID_VALUE (not a permutation),
+ *        ::GPUMEM_ERROR_HOST_OUT_OF_MEMORY, ::GPUMEM_ERROR_INVALID_STATE.
+ */
 GPUMEM_API gpumem_status gpumem_array_transpose(gpumem_array *array, const int *axes, gpumem_array **view);
 
-/** A view of the same bytes as another dtype (NumPy's view(dtype)). */
+/**
+ * A view of the same bytes as another dtype (NumPy's view(dtype)).
+ * @param array the array.
+ * @param dtype the new element type.
+ * @param[out] view the new view.
+ * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT, ::GPUMEM_ERROR_INVALID_VALUE (the bytes do not divide),
+ *        ::GPUMEM_ERROR_INVALID_DTYPE, ::GPUMEM_ERROR_HOST_OUT_OF_MEMORY, ::GPUMEM_ERROR_INVALID_STATE.
+ */
 GPUMEM_API gpumem_status gpumem_array_view(gpumem_array *array, const gpumem_dtype *dtype, gpumem_array **view);
 
 /**
@@ -263,11 +382,29 @@ GPUMEM_API gpumem_status gpumem_array_view(gpumem_array *array, const gpumem_dty
  * 'F' or 'A').  A view when one exists; otherwise a contiguous copy (of the
  * same kind, in the array's context), or ::GPUMEM_ERROR_COPY_REQUIRED with
  * ::GPUMEM_NO_COPY.
+ * @param array the array.
+ * @param ndim the new number of dimensions.
+ * @param[in] shape @p ndim extents, at most one -1.
+ * @param order 'C', 'F' or 'A'.
+ * @param flags 0 or ::GPUMEM_NO_COPY.
+ * @param stream the stream of a copy, or NULL.
+ * @param[out] result the view or copy.
+ * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT, ::GPUMEM_ERROR_INVALID_VALUE,
+ *        ::GPUMEM_ERROR_TOO_MANY_DIMENSIONS, ::GPUMEM_ERROR_INVALID_RESHAPE, ::GPUMEM_ERROR_INVALID_ORDER,
+ *        ::GPUMEM_ERROR_COPY_REQUIRED, or the statuses of a copy (gpumem_array_copy()).
  */
 GPUMEM_API gpumem_status gpumem_array_reshape(gpumem_array *array, int ndim, const int64_t *shape, char order,
                                               unsigned flags, gpumem_stream *stream, gpumem_array **result);
 
-/** numba's ravel: reshape to one dimension. */
+/**
+ * numba's ravel: reshape to one dimension.
+ * @param array the array.
+ * @param order 'C', 'F' or 'A'.
+ * @param flags 0 or ::GPUMEM_NO_COPY.
+ * @param stream the stream of a copy, or NULL.
+ * @param[out] result the view or copy.
+ * @return as gpumem_array_reshape().
+ */
 GPUMEM_API gpumem_status gpumem_array_ravel(gpumem_array *array, char order, unsigned flags,
                                             gpumem_stream *stream, gpumem_array **result);
 
@@ -277,35 +414,102 @@ GPUMEM_API gpumem_status gpumem_array_ravel(gpumem_array *array, char order, uns
  * @p capacity handles; *count gets the number of pieces (also when
  * @p capacity is too small, which is ::GPUMEM_ERROR_INVALID_VALUE and makes
  * no views).
+ * @param array a 1-D array.
+ * @param section the elements per piece, at least 1.
+ * @param[out] pieces room for @p capacity views.
+ * @param capacity the room in @p pieces.
+ * @param[out] count the number of pieces.
+ * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT, ::GPUMEM_ERROR_INVALID_SECTION,
+ *        ::GPUMEM_ERROR_INVALID_VALUE (not 1-D, @p capacity too small), ::GPUMEM_ERROR_HOST_OUT_OF_MEMORY.
  */
 GPUMEM_API gpumem_status gpumem_array_split(gpumem_array *array, int64_t section, gpumem_array **pieces,
                                             size_t capacity, size_t *count);
 
 /* ---- properties ---------------------------------------------------------------------------- */
 
-/** The number of dimensions (0 for a DeviceRecord or a 0-d array). */
+/**
+ * The number of dimensions (0 for a DeviceRecord or a 0-d array).
+ * @param array the array.
+ * @param[out] ndim the number of dimensions.
+ * @return ::GPUMEM_OK, or ::GPUMEM_ERROR_NULL_ARGUMENT.
+ */
 GPUMEM_API gpumem_status gpumem_array_ndim(const gpumem_array *array, int *ndim);
-/** Copies ndim extents into @p shape. */
+/**
+ * Copies ndim extents into @p shape.
+ * @param array the array.
+ * @param[out] shape room for ndim extents.
+ * @return ::GPUMEM_OK, or ::GPUMEM_ERROR_NULL_ARGUMENT.
+ */
 GPUMEM_API gpumem_status gpumem_array_shape(const gpumem_array *array, int64_t *shape);
-/** Copies ndim byte strides into @p strides. */
+/**
+ * Copies ndim byte strides into @p strides.
+ * @param array the array.
+ * @param[out] strides room for ndim strides.
+ * @return ::GPUMEM_OK, or ::GPUMEM_ERROR_NULL_ARGUMENT.
+ */
 GPUMEM_API gpumem_status gpumem_array_strides(const gpumem_array *array, int64_t *strides);
-/** The dtype (borrowed: valid while the array lives). */
+/**
+ * The dtype (borrowed: valid while the array lives).
+ * @param array the array.
+ * @param[out] dtype the dtype.
+ * @return ::GPUMEM_OK, or ::GPUMEM_ERROR_NULL_ARGUMENT.
+ */
 GPUMEM_API gpumem_status gpumem_array_dtype(const gpumem_array *array, const gpumem_dtype **dtype);
-/** The number of elements. */
+/**
+ * The number of elements.
+ * @param array the array.
+ * @param[out] size the number of elements.
+ * @return ::GPUMEM_OK, or ::GPUMEM_ERROR_NULL_ARGUMENT.
+ */
 GPUMEM_API gpumem_status gpumem_array_size(const gpumem_array *array, int64_t *size);
-/** The bytes of its elements (size * itemsize). */
+/**
+ * The bytes of its elements (size * itemsize).
+ * @param array the array.
+ * @param[out] nbytes the bytes.
+ * @return ::GPUMEM_OK, or ::GPUMEM_ERROR_NULL_ARGUMENT.
+ */
 GPUMEM_API gpumem_status gpumem_array_nbytes(const gpumem_array *array, int64_t *nbytes);
-/** What memory the array lives in (device, host, pinned, mapped, managed or foreign). */
+/**
+ * What memory the array lives in (device, host, pinned, mapped, managed or foreign).
+ * @param array the array.
+ * @param[out] kind the memory kind.
+ * @return ::GPUMEM_OK, or ::GPUMEM_ERROR_NULL_ARGUMENT.
+ */
 GPUMEM_API gpumem_status gpumem_array_kind(const gpumem_array *array, gpumem_memory_kind *kind);
-/** The context (borrowed; NULL for host arrays). */
+/**
+ * The context (borrowed; NULL for host arrays).
+ * @param array the array.
+ * @param[out] ctx the context, or NULL.
+ * @return ::GPUMEM_OK, or ::GPUMEM_ERROR_NULL_ARGUMENT.
+ */
 GPUMEM_API gpumem_status gpumem_array_context(const gpumem_array *array, gpumem_context **ctx);
-/** The device address of element [0, ...] (device, mapped, managed, foreign; else GPUMEM_ERROR_INVALID_VALUE). */
+/**
+ * The device address of element [0, ...] (device, mapped, managed, foreign; else GPUMEM_ERROR_INVALID_VALUE).
+ * @param array the array.
+ * @param[out] pointer the device address.
+ * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT, ::GPUMEM_ERROR_INVALID_VALUE (no device address).
+ */
 GPUMEM_API gpumem_status gpumem_array_device_pointer(const gpumem_array *array, uint64_t *pointer);
-/** The host address of element [0, ...] (host, pinned, mapped, managed; else GPUMEM_ERROR_INVALID_VALUE). */
+/**
+ * The host address of element [0, ...] (host, pinned, mapped, managed; else GPUMEM_ERROR_INVALID_VALUE).
+ * @param array the array.
+ * @param[out] pointer the host address.
+ * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT, ::GPUMEM_ERROR_INVALID_VALUE (no host address).
+ */
 GPUMEM_API gpumem_status gpumem_array_host_pointer(const gpumem_array *array, void **pointer);
-/** NumPy's C_CONTIGUOUS flag: *result 1 or 0. */
+/**
+ * NumPy's C_CONTIGUOUS flag: *result 1 or 0.
+ * @param array the array.
+ * @param[out] result 1 or 0.
+ * @return ::GPUMEM_OK, or ::GPUMEM_ERROR_NULL_ARGUMENT.
+ */
 GPUMEM_API gpumem_status gpumem_array_is_c_contiguous(const gpumem_array *array, int *result);
-/** NumPy's F_CONTIGUOUS flag. */
+/**
+ * NumPy's F_CONTIGUOUS flag.
+ * @param array the array.
+ * @param[out] result 1 or 0.
+ * @return ::GPUMEM_OK, or ::GPUMEM_ERROR_NULL_ARGUMENT.
+ */
 GPUMEM_API gpumem_status gpumem_array_is_f_contiguous(const gpumem_array *array, int *result);
 
 /**
@@ -313,6 +517,9 @@ GPUMEM_API gpumem_status gpumem_array_is_f_contiguous(const gpumem_array *array,
  * library (copies into it, fill, set_item, write-backs) are refused.  Arrays
  * imported read-only (CUDA Array Interface `readonly`, DLPack's read-only
  * flag) are read-only; views inherit it.
+ * @param array the array.
+ * @param[out] readonly 1 or 0.
+ * @return ::GPUMEM_OK, or ::GPUMEM_ERROR_NULL_ARGUMENT.
  */
 GPUMEM_API gpumem_status gpumem_array_is_readonly(const gpumem_array *array, int *readonly);
 
@@ -320,6 +527,9 @@ GPUMEM_API gpumem_status gpumem_array_is_readonly(const gpumem_array *array, int
  * Makes an array read-only (@p readonly 1) or writable again (0).  An array
  * whose memory was imported read-only, or a view of a read-only array,
  * cannot be made writable (::GPUMEM_ERROR_INVALID_VALUE), as in NumPy.
+ * @param array the array.
+ * @param readonly 1 (read-only) or 0 (writable).
+ * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT, ::GPUMEM_ERROR_INVALID_VALUE (cannot be made writable).
  */
 GPUMEM_API gpumem_status gpumem_array_set_readonly(gpumem_array *array, int readonly);
 

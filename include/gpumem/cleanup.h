@@ -44,27 +44,54 @@ GPUMEM_BEGIN_DECLS
  * more than @p max_ratio (0 to 1) of the device's total memory in queued
  * bytes, flushes the queue.  0 and 0.0 flush at every free.  If the queue is
  * over the new limits (and no defer_cleanup scope is open), it is flushed.
+ * @param ctx the context, or NULL for the autoinit context.
+ * @param max_count the most queued frees.
+ * @param max_ratio the most queued bytes, as a fraction of the device's memory, 0 to 1.
+ * @return ::GPUMEM_OK; ::GPUMEM_ERROR_INVALID_VALUE (@p max_ratio), an autoinit failure, or a driver failure
+ *        of the flush.
  */
 GPUMEM_API gpumem_status gpumem_context_set_dealloc_limits(gpumem_context *ctx, size_t max_count,
                                                            double max_ratio);
 
-/** The context's flush limits. */
+/**
+ * The context's flush limits.
+ * @param ctx the context, or NULL for the autoinit context.
+ * @param[out] max_count the most queued frees.
+ * @param[out] max_ratio the most queued bytes, as a fraction.
+ * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT, or an autoinit failure.
+ */
 GPUMEM_API gpumem_status gpumem_context_get_dealloc_limits(gpumem_context *ctx, size_t *max_count,
                                                            double *max_ratio);
 
-/** Does every queued free now (also inside a defer_cleanup scope: an explicit request). */
+/**
+ * Does every queued free now (also inside a defer_cleanup scope: an explicit request).
+ * @param ctx the context, or NULL for the autoinit context.
+ * @return ::GPUMEM_OK; an autoinit failure, or a driver failure (the frees it refused stay queued).
+ */
 GPUMEM_API gpumem_status gpumem_context_flush_deallocations(gpumem_context *ctx);
 
-/** The frees queued now and their bytes (either pointer may be NULL). */
+/**
+ * The frees queued now and their bytes (either pointer may be NULL).
+ * @param ctx the context, or NULL for the autoinit context.
+ * @param[out] count the queued frees, or NULL.
+ * @param[out] bytes their bytes, or NULL.
+ * @return ::GPUMEM_OK, or an autoinit failure.
+ */
 GPUMEM_API gpumem_status gpumem_context_pending_deallocations(gpumem_context *ctx, size_t *count,
                                                               uint64_t *bytes);
 
-/** numba's `with defer_cleanup():` begins: no memory of @p ctx is freed until the matching end. */
+/**
+ * numba's `with defer_cleanup():` begins: no memory of @p ctx is freed until the matching end.
+ * @param ctx the context, or NULL for the autoinit context.
+ * @return ::GPUMEM_OK, or an autoinit failure.
+ */
 GPUMEM_API gpumem_status gpumem_defer_cleanup_begin(gpumem_context *ctx);
 
 /**
  * Ends a defer_cleanup scope; the outermost end flushes the queue if it is
  * over the limits.  An end without a begin is ::GPUMEM_ERROR_INVALID_STATE.
+ * @param ctx the context, or NULL for the autoinit context.
+ * @return ::GPUMEM_OK; ::GPUMEM_ERROR_INVALID_STATE, an autoinit failure, or a driver failure of the flush.
  */
 GPUMEM_API gpumem_status gpumem_defer_cleanup_end(gpumem_context *ctx);
 

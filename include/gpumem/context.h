@@ -96,27 +96,65 @@ typedef enum gpumem_device_attr {
  * Fails with ::GPUMEM_ERROR_DRIVER_NOT_FOUND or ::GPUMEM_ERROR_NO_DEVICE when
  * no backend can be used; the message says why.  Every other function that
  * needs the driver does this first, and fails the same way.
+ * @param[out] name "cuda" or "sim".
+ * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT, or a backend failure (::GPUMEM_ERROR_DRIVER_NOT_FOUND,
+ *        ::GPUMEM_ERROR_NO_DEVICE, ::GPUMEM_ERROR_INVALID_ENVIRONMENT for a bad GPUMEM_BACKEND).
  */
 GPUMEM_API gpumem_status gpumem_backend(const char **name);
 
-/** The driver's CUDA version, as cuDriverGetVersion gives it (13000 is 13.0). */
+/**
+ * The driver's CUDA version, as cuDriverGetVersion gives it (13000 is 13.0).
+ * @param[out] version the version, 1000 * major + 10 * minor.
+ * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT, a backend failure or a driver failure.
+ */
 GPUMEM_API gpumem_status gpumem_driver_version(int *version);
 
 /* ---- devices ------------------------------------------------------------- */
 
-/** The number of devices the backend sees. */
+/**
+ * The number of devices the backend sees.
+ * @param[out] count the number of devices.
+ * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT, a backend failure or a driver failure.
+ */
 GPUMEM_API gpumem_status gpumem_device_count(int *count);
 
-/** The device's name, NUL-terminated and truncated to fit @p size bytes. */
+/**
+ * The device's name, NUL-terminated and truncated to fit @p size bytes.
+ * @param device the device ordinal.
+ * @param[out] name room for @p size bytes.
+ * @param size at least 1.
+ * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT, ::GPUMEM_ERROR_INVALID_VALUE (@p size 0),
+ *        ::GPUMEM_ERROR_INVALID_DEVICE, a backend failure or a driver failure.
+ */
 GPUMEM_API gpumem_status gpumem_device_name(int device, char *name, size_t size);
 
-/** The device's compute capability, such as 9.0. */
+/**
+ * The device's compute capability, such as 9.0.
+ * @param device the device ordinal.
+ * @param[out] major the major version.
+ * @param[out] minor the minor version.
+ * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT, ::GPUMEM_ERROR_INVALID_DEVICE, a backend failure or a
+ *        driver failure.
+ */
 GPUMEM_API gpumem_status gpumem_device_compute_capability(int device, int *major, int *minor);
 
-/** The device's total memory in bytes (no context is needed). */
+/**
+ * The device's total memory in bytes (no context is needed).
+ * @param device the device ordinal.
+ * @param[out] bytes the total memory.
+ * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT, ::GPUMEM_ERROR_INVALID_DEVICE, a backend failure or a
+ *        driver failure.
+ */
 GPUMEM_API gpumem_status gpumem_device_total_memory(int device, uint64_t *bytes);
 
-/** One attribute of a device. */
+/**
+ * One attribute of a device.
+ * @param device the device ordinal.
+ * @param attr the attribute.
+ * @param[out] value its value.
+ * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT, ::GPUMEM_ERROR_INVALID_VALUE (unknown @p attr),
+ *        ::GPUMEM_ERROR_INVALID_DEVICE, a backend failure or a driver failure.
+ */
 GPUMEM_API gpumem_status gpumem_device_attribute(int device, gpumem_device_attr attr, int *value);
 
 /**
@@ -124,47 +162,90 @@ GPUMEM_API gpumem_status gpumem_device_attribute(int device, gpumem_device_attr 
  * CUDA_DEVICE or ~/.cuda-device (the same parsing and the same errors as
  * gpumem_context_create_default()), else @p fallback.  It checks that the
  * ordinal exists but creates no context.
+ * @param fallback the ordinal when neither names one.
+ * @param[out] device the ordinal.
+ * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT, ::GPUMEM_ERROR_INVALID_ENVIRONMENT,
+ *        ::GPUMEM_ERROR_INVALID_DEVICE, a backend failure or a driver failure.
  */
 GPUMEM_API gpumem_status gpumem_get_default_device(int fallback, int *device);
 
 /* ---- contexts ------------------------------------------------------------ */
 
-/** A new reference on device @p device's primary context. */
+/**
+ * A new reference on device @p device's primary context.
+ * @param device the device ordinal.
+ * @param[out] ctx the new reference.
+ * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT, ::GPUMEM_ERROR_INVALID_DEVICE,
+ *        ::GPUMEM_ERROR_DEVICE_UNAVAILABLE, ::GPUMEM_ERROR_INVALID_ENVIRONMENT (a bad deferred-free
+ *        variable), ::GPUMEM_ERROR_HOST_OUT_OF_MEMORY, a backend failure or a driver failure.
+ */
 GPUMEM_API gpumem_status gpumem_context_create(int device, gpumem_context **ctx);
 
 /**
  * pycuda's make_default_context(): a context on the device the rules above
  * choose.  gpumem_context_selection() tells which rule chose it.
+ * @param[out] ctx the new reference.
+ * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT, ::GPUMEM_ERROR_INVALID_ENVIRONMENT,
+ *        ::GPUMEM_ERROR_INVALID_DEVICE, ::GPUMEM_ERROR_NO_DEVICE (no device gives a context),
+ *        ::GPUMEM_ERROR_HOST_OUT_OF_MEMORY, a backend failure or a driver failure.
  */
 GPUMEM_API gpumem_status gpumem_context_create_default(gpumem_context **ctx);
 
-/** Adds a reference. */
+/**
+ * Adds a reference.
+ * @param ctx the context.
+ * @return ::GPUMEM_OK, or ::GPUMEM_ERROR_NULL_ARGUMENT.
+ */
 GPUMEM_API gpumem_status gpumem_context_retain(gpumem_context *ctx);
 
 /**
  * Drops a reference; the last one releases the primary context.  Releasing
  * NULL is a no-op that succeeds.
+ * @param ctx the context, or NULL.
+ * @return ::GPUMEM_OK; ::GPUMEM_ERROR_INVALID_STATE (more releases than references while its memory is still
+ *        held), or a driver failure of the final release.
  */
 GPUMEM_API gpumem_status gpumem_context_release(gpumem_context *ctx);
 
-/** The context's device ordinal (pycuda.autoinit.device). */
+/**
+ * The context's device ordinal (pycuda.autoinit.device).
+ * @param ctx the context.
+ * @param[out] device the ordinal.
+ * @return ::GPUMEM_OK, or ::GPUMEM_ERROR_NULL_ARGUMENT.
+ */
 GPUMEM_API gpumem_status gpumem_context_get_device(const gpumem_context *ctx, int *device);
 
-/** The rule that chose the context's device. */
+/**
+ * The rule that chose the context's device.
+ * @param ctx the context.
+ * @param[out] rule the rule.
+ * @return ::GPUMEM_OK, or ::GPUMEM_ERROR_NULL_ARGUMENT.
+ */
 GPUMEM_API gpumem_status gpumem_context_selection(const gpumem_context *ctx, gpumem_selection *rule);
 
 /**
  * A short name for a selection rule: "explicit", "CUDA_DEVICE",
  * "~/.cuda-device" or "scan"; "unknown" otherwise.  Static; never NULL.
+ * @param rule the rule.
+ * @return the name; never NULL.
  */
 GPUMEM_API const char *gpumem_selection_name(gpumem_selection rule);
 
-/** The number of references the context holds now (for tests and debugging). */
+/**
+ * The number of references the context holds now (for tests and debugging).
+ * @param ctx the context.
+ * @param[out] count the references.
+ * @return ::GPUMEM_OK, or ::GPUMEM_ERROR_NULL_ARGUMENT.
+ */
 GPUMEM_API gpumem_status gpumem_context_refcount(const gpumem_context *ctx, int *count);
 
 /**
  * Free and total memory of the context's device, in bytes (get_memory_info).
  * NULL means the autoinit context.
+ * @param ctx the context, or NULL for the autoinit context.
+ * @param[out] free_bytes the free memory.
+ * @param[out] total_bytes the total memory.
+ * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT, an autoinit failure or a driver failure.
  */
 GPUMEM_API gpumem_status gpumem_memory_info(gpumem_context *ctx, uint64_t *free_bytes,
                                             uint64_t *total_bytes);
@@ -176,6 +257,9 @@ GPUMEM_API gpumem_status gpumem_memory_info(gpumem_context *ctx, uint64_t *free_
  * a borrowed reference: valid until exit; call gpumem_context_retain() to
  * keep it beyond that in objects of your own.  A failure is remembered and
  * reported again by every later call.
+ * @param[out] ctx the autoinit context (borrowed).
+ * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT, or the remembered failure of
+ *        gpumem_context_create_default().
  */
 GPUMEM_API gpumem_status gpumem_autoinit(gpumem_context **ctx);
 

@@ -28,6 +28,9 @@ GPUMEM_BEGIN_DECLS
  * @p op is NULL, else those of one operation, named as the CUDA driver names
  * it ("cuMemAlloc", "cuMemcpy2D", "cuStreamSynchronize", ...).  An unknown
  * name is ::GPUMEM_ERROR_NOT_FOUND.
+ * @param op a driver function name, or NULL for all.
+ * @param[out] count the number of calls.
+ * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT (@p count), ::GPUMEM_ERROR_NOT_FOUND (@p op).
  */
 GPUMEM_API gpumem_status gpumem_debug_driver_calls(const char *op, uint64_t *count);
 
@@ -36,12 +39,17 @@ GPUMEM_API gpumem_status gpumem_debug_driver_calls(const char *op, uint64_t *cou
  * driver error @p driver_error (a CUresult value, such as 2 for
  * CUDA_ERROR_OUT_OF_MEMORY) without reaching the driver.  Only that one call
  * fails.  @p nth 0 disarms.  Replaces any earlier arming.
+ * @param nth which call fails, counted from 1; 0 disarms.
+ * @param driver_error the CUresult to fail with (not 0).
+ * @return ::GPUMEM_OK, or ::GPUMEM_ERROR_INVALID_VALUE (@p driver_error 0 with @p nth set).
  */
 GPUMEM_API gpumem_status gpumem_debug_fail_call(uint64_t nth, int driver_error);
 
 /**
  * The name of a CUDA driver error code, such as "CUDA_ERROR_OUT_OF_MEMORY";
  * NULL for a code the library does not know.
+ * @param driver_error a CUresult value.
+ * @return the name (static), or NULL.
  */
 GPUMEM_API const char *gpumem_debug_driver_error_name(int driver_error);
 
@@ -82,10 +90,16 @@ typedef enum gpumem_copy_path {
  * gpumem_array_fill(), a reshape or ravel copy) that got past its argument
  * checks, whether it then succeeded or failed.  A copy through a temporary
  * (overlapping views) reports its last step.  Added in GPUMEM_1.1.
+ * @param[out] path the path.
+ * @return ::GPUMEM_OK, or ::GPUMEM_ERROR_NULL_ARGUMENT.
  */
 GPUMEM_API gpumem_status gpumem_debug_last_copy_path(gpumem_copy_path *path);
 
-/** The name of a path, such as "device-pack"; NULL for an unknown value.  Added in GPUMEM_1.1. */
+/**
+ * The name of a path, such as "device-pack"; NULL for an unknown value.  Added in GPUMEM_1.1.
+ * @param path a path.
+ * @return the name (static), or NULL.
+ */
 GPUMEM_API const char *gpumem_copy_path_name(gpumem_copy_path path);
 
 GPUMEM_END_DECLS

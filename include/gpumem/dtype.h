@@ -92,6 +92,8 @@ typedef enum gpumem_record_layout {
  * GPUMEM_VOID or an unknown value).  Its byte order is
  * ::GPUMEM_BYTEORDER_LITTLE or ::GPUMEM_BYTEORDER_BIG, as the machine's
  * (::GPUMEM_BYTEORDER_NA for one-byte types).
+ * @param type a builtin type.
+ * @return the dtype, or NULL (with ::GPUMEM_ERROR_INVALID_VALUE as the thread's last status).
  */
 GPUMEM_API const gpumem_dtype *gpumem_dtype_builtin(gpumem_type type);
 
@@ -104,6 +106,10 @@ GPUMEM_API const gpumem_dtype *gpumem_dtype_builtin(gpumem_type type);
  * no-op, so callers may release every result); "|Vn" is a new
  * ::GPUMEM_VOID dtype.  Malformed strings are ::GPUMEM_ERROR_INVALID_DTYPE
  * with a message that quotes the string and says what is wrong.
+ * @param typestr the typestr.
+ * @param[out] dtype the dtype; release it with gpumem_dtype_release().
+ * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT, ::GPUMEM_ERROR_INVALID_DTYPE,
+ *        ::GPUMEM_ERROR_HOST_OUT_OF_MEMORY.
  */
 GPUMEM_API gpumem_status gpumem_dtype_from_typestr(const char *typestr, gpumem_dtype **dtype);
 
@@ -113,6 +119,10 @@ GPUMEM_API gpumem_status gpumem_dtype_from_typestr(const char *typestr, gpumem_d
  * and '|' for the others, as NumPy's __array_interface__.  If it does not
  * fit, ::GPUMEM_ERROR_INVALID_VALUE, the message says how many bytes it
  * needs, and @p buf holds "" (unless @p size is 0).  24 bytes always do.
+ * @param dtype the dtype.
+ * @param[out] buf room for @p size bytes.
+ * @param size the size of @p buf.
+ * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT, ::GPUMEM_ERROR_INVALID_VALUE (too small).
  */
 GPUMEM_API gpumem_status gpumem_dtype_typestr(const gpumem_dtype *dtype, char *buf, size_t size);
 
@@ -129,6 +139,10 @@ GPUMEM_API gpumem_status gpumem_dtype_typestr(const gpumem_dtype *dtype, char *b
  * typestr is accepted too.  gpumem_dtype_from_descr() of
  * gpumem_dtype_descr() gives a dtype gpumem_dtype_equal() to the original.
  * Errors are ::GPUMEM_ERROR_INVALID_DTYPE, saying where and why.
+ * @param descr the descr.
+ * @param[out] dtype the dtype; release it with gpumem_dtype_release().
+ * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT, ::GPUMEM_ERROR_INVALID_DTYPE,
+ *        ::GPUMEM_ERROR_HOST_OUT_OF_MEMORY.
  */
 GPUMEM_API gpumem_status gpumem_dtype_from_descr(const char *descr, gpumem_dtype **dtype);
 
@@ -140,6 +154,11 @@ GPUMEM_API gpumem_status gpumem_dtype_from_descr(const char *descr, gpumem_dtype
  * are not in increasing offset order has no descr, as in NumPy:
  * ::GPUMEM_ERROR_INVALID_DTYPE.  Buffers that are too small are handled as
  * in gpumem_dtype_typestr().
+ * @param dtype the dtype.
+ * @param[out] buf room for @p size bytes.
+ * @param size the size of @p buf.
+ * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT, ::GPUMEM_ERROR_INVALID_DTYPE (no descr),
+ *        ::GPUMEM_ERROR_INVALID_VALUE (too small).
  */
 GPUMEM_API gpumem_status gpumem_dtype_descr(const gpumem_dtype *dtype, char *buf, size_t size);
 
@@ -154,30 +173,57 @@ GPUMEM_API gpumem_status gpumem_dtype_descr(const gpumem_dtype *dtype, char *buf
  * offsets (other than -1) or extents, more than 32 dimensions, a field past
  * @p itemsize, sizes that overflow, records nested more than 64 deep, and
  * the ::GPUMEM_RECORD_ALIGNED rules.
+ * @param[in] fields @p nfields fields.
+ * @param nfields the number of fields.
+ * @param layout packed or aligned.
+ * @param itemsize the record's size, or 0 to compute it.
+ * @param[out] dtype the new record; release it with gpumem_dtype_release().
+ * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT, ::GPUMEM_ERROR_INVALID_VALUE (@p layout),
+ *        ::GPUMEM_ERROR_INVALID_DTYPE, ::GPUMEM_ERROR_HOST_OUT_OF_MEMORY.
  */
 GPUMEM_API gpumem_status gpumem_dtype_record_create(const gpumem_field *fields, size_t nfields,
                                                     gpumem_record_layout layout, size_t itemsize,
                                                     gpumem_dtype **dtype);
 
-/** Adds a reference (a no-op for builtins); atomic. */
+/**
+ * Adds a reference (a no-op for builtins); atomic.
+ * @param dtype the dtype.
+ * @return ::GPUMEM_OK, or ::GPUMEM_ERROR_NULL_ARGUMENT.
+ */
 GPUMEM_API gpumem_status gpumem_dtype_retain(const gpumem_dtype *dtype);
 
-/** Drops a reference (a no-op for builtins and NULL). */
+/**
+ * Drops a reference (a no-op for builtins and NULL).
+ * @param dtype the dtype, or NULL.
+ * @return ::GPUMEM_OK.
+ */
 GPUMEM_API gpumem_status gpumem_dtype_release(const gpumem_dtype *dtype);
 
-/** The size of one element in bytes. */
+/**
+ * The size of one element in bytes.
+ * @param dtype the dtype.
+ * @param[out] itemsize bytes per element.
+ * @return ::GPUMEM_OK, or ::GPUMEM_ERROR_NULL_ARGUMENT.
+ */
 GPUMEM_API gpumem_status gpumem_dtype_itemsize(const gpumem_dtype *dtype, size_t *itemsize);
 
 /**
  * The alignment of one element in bytes: the item size for builtins, the
  * component's for complex types, 1 for raw bytes and packed records, the
  * largest field's for aligned records.
+ * @param dtype the dtype.
+ * @param[out] alignment the alignment in bytes.
+ * @return ::GPUMEM_OK, or ::GPUMEM_ERROR_NULL_ARGUMENT.
  */
 GPUMEM_API gpumem_status gpumem_dtype_alignment(const gpumem_dtype *dtype, size_t *alignment);
 
 /**
  * The type (a builtin's, GPUMEM_RECORD or GPUMEM_VOID) and the byte order
  * (never native: '=' was resolved).  Either out-parameter may be NULL.
+ * @param dtype the dtype.
+ * @param[out] type the type, or NULL.
+ * @param[out] order the byte order, or NULL.
+ * @return ::GPUMEM_OK, or ::GPUMEM_ERROR_NULL_ARGUMENT (@p dtype).
  */
 GPUMEM_API gpumem_status gpumem_dtype_type(const gpumem_dtype *dtype, gpumem_type *type,
                                            gpumem_byteorder *order);
@@ -188,10 +234,18 @@ GPUMEM_API gpumem_status gpumem_dtype_type(const gpumem_dtype *dtype, gpumem_typ
  * NULL).  Alignment is not compared: a descr does not carry it.  A record
  * without fields equals raw bytes of its size (both have the descr
  * [('', '|Vn')]).
+ * @param a a dtype, or NULL.
+ * @param b a dtype, or NULL.
+ * @return 1 or 0.
  */
 GPUMEM_API int gpumem_dtype_equal(const gpumem_dtype *a, const gpumem_dtype *b);
 
-/** The number of named fields of a record (0 for other dtypes). */
+/**
+ * The number of named fields of a record (0 for other dtypes).
+ * @param dtype the dtype.
+ * @param[out] count the number of fields.
+ * @return ::GPUMEM_OK, or ::GPUMEM_ERROR_NULL_ARGUMENT.
+ */
 GPUMEM_API gpumem_status gpumem_dtype_field_count(const gpumem_dtype *dtype, size_t *count);
 
 /**
@@ -200,12 +254,26 @@ GPUMEM_API gpumem_status gpumem_dtype_field_count(const gpumem_dtype *dtype, siz
  * otherwise it has room for 32 extents).  Any out-parameter may be NULL.
  * An index past the last field (any index for a non-record) is
  * ::GPUMEM_ERROR_INDEX_OUT_OF_RANGE.
+ * @param dtype the record.
+ * @param index the field's index.
+ * @param[out] name its name, or NULL.
+ * @param[out] field_dtype its dtype, or NULL.
+ * @param[out] offset its byte offset, or NULL.
+ * @param[out] ndim its sub-array's dimensions, or NULL.
+ * @param[out] shape its sub-array's extents, or NULL.
+ * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT (@p dtype), ::GPUMEM_ERROR_INDEX_OUT_OF_RANGE.
  */
 GPUMEM_API gpumem_status gpumem_dtype_field(const gpumem_dtype *dtype, size_t index, const char **name,
                                             const gpumem_dtype **field_dtype, int64_t *offset, int *ndim,
                                             int64_t *shape);
 
-/** Looks a field up by name; ::GPUMEM_ERROR_NOT_FOUND, naming it, if there is none. */
+/**
+ * Looks a field up by name; ::GPUMEM_ERROR_NOT_FOUND, naming it, if there is none.
+ * @param dtype the record.
+ * @param name the field's name.
+ * @param[out] index its index.
+ * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT, ::GPUMEM_ERROR_NOT_FOUND.
+ */
 GPUMEM_API gpumem_status gpumem_dtype_field_index(const gpumem_dtype *dtype, const char *name,
                                                   size_t *index);
 

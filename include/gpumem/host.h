@@ -66,6 +66,15 @@ typedef struct gpumem_registration gpumem_registration;
  * numba's pinned_array: a host array in page-locked memory, contiguous in
  * the axis order of @p strides (NULL: @p order, 'C' or 'F').  Its memory goes
  * back to the driver when the last reference goes.
+ * @param ctx the context, or NULL for the autoinit context.
+ * @param ndim the number of dimensions.
+ * @param[in] shape @p ndim extents.
+ * @param[in] strides byte strides giving the axis order, or NULL.
+ * @param dtype the element type.
+ * @param order 'C' or 'F', when @p strides is NULL.
+ * @param[out] array the new array.
+ * @return ::GPUMEM_OK; the argument statuses of gpumem_device_array(), ::GPUMEM_ERROR_HOST_OUT_OF_MEMORY, an
+ *        autoinit failure or a driver failure.
  */
 GPUMEM_API gpumem_status gpumem_pinned_array(gpumem_context *ctx, int ndim, const int64_t *shape,
                                              const int64_t *strides, const gpumem_dtype *dtype, char order,
@@ -79,6 +88,17 @@ GPUMEM_API gpumem_status gpumem_pinned_array(gpumem_context *ctx, int ndim, cons
  * memory give ::GPUMEM_ERROR_NOT_SUPPORTED.  @p stream orders nothing (the
  * memory is ready at once); it is checked to belong to @p ctx, as numba's
  * argument.
+ * @param ctx the context, or NULL for the autoinit context.
+ * @param ndim the number of dimensions.
+ * @param[in] shape @p ndim extents.
+ * @param[in] strides byte strides giving the axis order, or NULL.
+ * @param dtype the element type.
+ * @param order 'C' or 'F', when @p strides is NULL.
+ * @param stream a stream of @p ctx, or NULL.
+ * @param flags 0, ::GPUMEM_HOST_PORTABLE, ::GPUMEM_HOST_WRITECOMBINED.
+ * @param[out] array the new array.
+ * @return ::GPUMEM_OK; as gpumem_pinned_array(), also ::GPUMEM_ERROR_INVALID_VALUE (unknown flags),
+ *        ::GPUMEM_ERROR_CONTEXT_MISMATCH (@p stream), ::GPUMEM_ERROR_NOT_SUPPORTED.
  */
 GPUMEM_API gpumem_status gpumem_mapped_array(gpumem_context *ctx, int ndim, const int64_t *shape,
                                              const int64_t *strides, const gpumem_dtype *dtype, char order,
@@ -88,6 +108,16 @@ GPUMEM_API gpumem_status gpumem_mapped_array(gpumem_context *ctx, int ndim, cons
  * A managed (unified) array: one pointer valid on the host and the device.
  * @p flags: ::GPUMEM_MANAGED_ATTACH_GLOBAL or ::GPUMEM_MANAGED_ATTACH_HOST.
  * Devices without managed memory give ::GPUMEM_ERROR_NOT_SUPPORTED.
+ * @param ctx the context, or NULL for the autoinit context.
+ * @param ndim the number of dimensions.
+ * @param[in] shape @p ndim extents.
+ * @param[in] strides byte strides giving the axis order, or NULL.
+ * @param dtype the element type.
+ * @param order 'C' or 'F', when @p strides is NULL.
+ * @param flags ::GPUMEM_MANAGED_ATTACH_GLOBAL or ::GPUMEM_MANAGED_ATTACH_HOST.
+ * @param[out] array the new array.
+ * @return ::GPUMEM_OK; as gpumem_pinned_array(), also ::GPUMEM_ERROR_INVALID_VALUE (@p flags),
+ *        ::GPUMEM_ERROR_OUT_OF_MEMORY, ::GPUMEM_ERROR_NOT_SUPPORTED.
  */
 GPUMEM_API gpumem_status gpumem_managed_array(gpumem_context *ctx, int ndim, const int64_t *shape,
                                               const int64_t *strides, const gpumem_dtype *dtype, char order,
@@ -97,11 +127,22 @@ GPUMEM_API gpumem_status gpumem_managed_array(gpumem_context *ctx, int ndim, con
  * numba's `with pinned(*arrays):` begins: page-locks the host memory of
  * @p count arrays and gives the scope.  The arrays are retained until the
  * scope ends.  On failure nothing stays registered.
+ * @param ctx the context, or NULL for the autoinit context.
+ * @param[in] arrays @p count arrays (only pageable host memory needs page-locking).
+ * @param count the number of arrays.
+ * @param[out] registration the scope.
+ * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT (@p registration, @p arrays or an element),
+ *        ::GPUMEM_ERROR_HOST_OUT_OF_MEMORY, an autoinit failure or a driver failure.
  */
 GPUMEM_API gpumem_status gpumem_pinned(gpumem_context *ctx, gpumem_array *const *arrays, size_t count,
                                        gpumem_registration **registration);
 
-/** Ends a gpumem_pinned() scope and sets *registration to NULL. */
+/**
+ * Ends a gpumem_pinned() scope and sets *registration to NULL.
+ * @param[in,out] registration the scope; set to NULL.
+ * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT, ::GPUMEM_ERROR_INVALID_STATE (ended twice), or a driver
+ *        failure (the scope ends either way).
+ */
 GPUMEM_API gpumem_status gpumem_unpinned(gpumem_registration **registration);
 
 /**
@@ -109,25 +150,53 @@ GPUMEM_API gpumem_status gpumem_unpinned(gpumem_registration **registration);
  * the arrays, and gives in @p device_views[i] a new reference to a mapped
  * array over arrays[i]'s memory that device code can use (valid until the
  * scope ends; release each view).
+ * @param ctx the context, or NULL for the autoinit context.
+ * @param[in] arrays @p count arrays (only pageable host memory needs page-locking).
+ * @param count the number of arrays.
+ * @param stream a stream of @p ctx, or NULL.
+ * @param[out] registration the scope.
+ * @param[out] device_views room for @p count views.
+ * @return ::GPUMEM_OK; as gpumem_pinned(), also ::GPUMEM_ERROR_NULL_ARGUMENT (@p device_views),
+ *        ::GPUMEM_ERROR_CONTEXT_MISMATCH (@p stream), ::GPUMEM_ERROR_NOT_SUPPORTED (the device cannot map host
+ *        memory).
  */
 GPUMEM_API gpumem_status gpumem_mapped(gpumem_context *ctx, gpumem_array *const *arrays, size_t count,
                                        gpumem_stream *stream, gpumem_registration **registration,
                                        gpumem_array **device_views);
 
-/** Ends a gpumem_mapped() scope and sets *registration to NULL. */
+/**
+ * Ends a gpumem_mapped() scope and sets *registration to NULL.
+ * @param[in,out] registration the scope; set to NULL.
+ * @return as gpumem_unpinned().
+ */
 GPUMEM_API gpumem_status gpumem_unmapped(gpumem_registration **registration);
 
-/** numba.roc's register(*arrays): the same page-locking as gpumem_pinned(). */
+/**
+ * numba.roc's register(*arrays): the same page-locking as gpumem_pinned().
+ * @param ctx the context, or NULL for the autoinit context.
+ * @param[in] arrays @p count arrays (only pageable host memory needs page-locking).
+ * @param count the number of arrays.
+ * @param[out] registration the scope.
+ * @return as gpumem_pinned().
+ */
 GPUMEM_API gpumem_status gpumem_register(gpumem_context *ctx, gpumem_array *const *arrays, size_t count,
                                          gpumem_registration **registration);
 
-/** numba.roc's deregister(*arrays): ends a gpumem_register() scope and sets *registration to NULL. */
+/**
+ * numba.roc's deregister(*arrays): ends a gpumem_register() scope and sets *registration to NULL.
+ * @param[in,out] registration the scope; set to NULL.
+ * @return as gpumem_unpinned().
+ */
 GPUMEM_API gpumem_status gpumem_deregister(gpumem_registration **registration);
 
 /**
  * Whether @p bytes of host memory at @p pointer are page-locked as far as
  * libgpumem knows (its pinned, mapped and managed allocations and its
  * registrations): *result 1 or 0.
+ * @param pointer the host address.
+ * @param bytes the length.
+ * @param[out] result 1 or 0.
+ * @return ::GPUMEM_OK, or ::GPUMEM_ERROR_NULL_ARGUMENT (@p result).
  */
 GPUMEM_API gpumem_status gpumem_host_is_pinned(const void *pointer, size_t bytes, int *result);
 

@@ -167,6 +167,11 @@ typedef struct gpumem_cuda_array_interface {
  * order has no descr (::GPUMEM_ERROR_INVALID_DTYPE).  Other dtypes get
  * @c descr NULL.  `readonly` is 0, `mask` absent, `version` 3.  On failure
  * @p desc is unchanged (except for descr_buffer).
+ * @param array a device, foreign, managed or mapped array.
+ * @param stream the stream the data is ready on, or NULL.
+ * @param[in,out] desc the description; its @c size set by the caller.
+ * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT, ::GPUMEM_ERROR_INVALID_VALUE,
+ *        ::GPUMEM_ERROR_CONTEXT_MISMATCH, ::GPUMEM_ERROR_INVALID_DTYPE (see above).
  */
 GPUMEM_API gpumem_status gpumem_array_interface(const gpumem_array *array, gpumem_stream *stream,
                                                 gpumem_cuda_array_interface *desc);
@@ -218,6 +223,13 @@ GPUMEM_API gpumem_status gpumem_array_interface(const gpumem_array *array, gpume
  *    ::GPUMEM_MAX_NDIM dimensions, a layout that leaves the address space;
  *  - ::GPUMEM_ERROR_NOT_SUPPORTED: a @c mask (as in numba);
  *  - the driver's error when synchronizing the stream fails.
+ * @param ctx the context, or NULL for the autoinit context.
+ * @param[in] desc the producer's description; its @c size set.
+ * @param flags 0, ::GPUMEM_CAI_NO_SYNCHRONIZE, ::GPUMEM_CAI_READ_ONLY.
+ * @param release called with @p owner when the array goes, or NULL.
+ * @param owner passed to @p release.
+ * @param[out] array the new foreign array.
+ * @return ::GPUMEM_OK, one of the errors above, ::GPUMEM_ERROR_HOST_OUT_OF_MEMORY, or an autoinit failure.
  */
 GPUMEM_API gpumem_status gpumem_as_cuda_array(gpumem_context *ctx, const gpumem_cuda_array_interface *desc,
                                               unsigned flags, void (*release)(void *owner), void *owner,
@@ -260,6 +272,10 @@ struct DLManagedTensorVersioned;
  * item size; ::GPUMEM_ERROR_INVALID_DTYPE for records, raw bytes and
  * non-native byte order (the message names the dtype);
  * ::GPUMEM_ERROR_HOST_OUT_OF_MEMORY.
+ * @param array the array to export.
+ * @param flags 0, ::GPUMEM_DLPACK_VERSIONED, ::GPUMEM_DLPACK_READ_ONLY.
+ * @param[out] tensor the new tensor.
+ * @return ::GPUMEM_OK, or one of the errors above.
  */
 GPUMEM_API gpumem_status gpumem_array_to_dlpack(gpumem_array *array, unsigned flags, void **tensor);
 
@@ -293,6 +309,12 @@ GPUMEM_API gpumem_status gpumem_array_to_dlpack(gpumem_array *array, unsigned fl
  * ::GPUMEM_ERROR_NEGATIVE_DIMENSION, ::GPUMEM_ERROR_TOO_MANY_DIMENSIONS;
  * ::GPUMEM_ERROR_OVERFLOW for strides or a byte_offset that leave the
  * address space.
+ * @param ctx the context, or NULL (see above).
+ * @param tensor the tensor; owned by the array on success.
+ * @param flags 0, ::GPUMEM_DLPACK_VERSIONED, ::GPUMEM_DLPACK_READ_ONLY.
+ * @param[out] array the new array.
+ * @return ::GPUMEM_OK, one of the errors above, ::GPUMEM_ERROR_CONTEXT_MISMATCH,
+ *        ::GPUMEM_ERROR_HOST_OUT_OF_MEMORY, an autoinit failure or a driver failure.
  */
 GPUMEM_API gpumem_status gpumem_array_from_dlpack(gpumem_context *ctx, void *tensor, unsigned flags,
                                                   gpumem_array **array);

@@ -144,6 +144,10 @@ typedef struct gpumem_pointer_info {
  * Errors: ::GPUMEM_ERROR_NULL_ARGUMENT (@p result),
  * ::GPUMEM_ERROR_INVALID_VALUE (@p info->size too small), the backend's
  * load errors, and the driver's error when the query fails.
+ * @param pointer the address.
+ * @param[out] result 1 or 0.
+ * @param[out] info the details, or NULL.
+ * @return ::GPUMEM_OK, or one of the errors above.
  */
 GPUMEM_API gpumem_status gpumem_is_cuda_array(uint64_t pointer, int *result, gpumem_pointer_info *info);
 
@@ -170,6 +174,9 @@ typedef struct gpumem_ipc_handle {
  * in the handle (more than 1371 characters) or has none; the driver's error
  * (cuIpcGetMemHandle), e.g. ::GPUMEM_ERROR_NOT_SUPPORTED where the platform
  * has no CUDA IPC.
+ * @param array a device array.
+ * @param[out] handle the handle.
+ * @return ::GPUMEM_OK, or one of the errors above.
  */
 GPUMEM_API gpumem_status gpumem_ipc_get_handle(const gpumem_array *array, gpumem_ipc_handle *handle);
 
@@ -186,6 +193,10 @@ GPUMEM_API gpumem_status gpumem_ipc_get_handle(const gpumem_array *array, gpumem
  * ::GPUMEM_ERROR_NOT_SIMULATED on the simulator; the driver's error
  * (cuIpcOpenMemHandle), e.g. when the exporting process has freed the
  * memory or exited.
+ * @param ctx the context, or NULL (see above).
+ * @param[in] handle the handle from gpumem_ipc_get_handle().
+ * @param[out] array the new array.
+ * @return ::GPUMEM_OK, one of the errors above, ::GPUMEM_ERROR_HOST_OUT_OF_MEMORY, or an autoinit failure.
  */
 GPUMEM_API gpumem_status gpumem_ipc_open(gpumem_context *ctx, const gpumem_ipc_handle *handle, gpumem_array **array);
 

@@ -77,6 +77,16 @@ typedef void (*gpumem_memo_destroy_fn)(void *value, void *user);
  * NULL) frees the value when the entry is dropped.  The value in @p *value
  * is borrowed (see the file's Lifetime notes); a failed call leaves
  * @p *value untouched.
+ * @param ctx the context, or NULL for the autoinit context.
+ * @param[in] key the key's bytes (NULL when @p key_size is 0).
+ * @param key_size the key's length in bytes.
+ * @param create computes the value on a miss.
+ * @param destroy frees the value when its entry is dropped, or NULL.
+ * @param user passed to @p create and @p destroy.
+ * @param[out] value the cached value (borrowed).
+ * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT (@p create, @p value, or @p key with a nonzero size),
+ *        ::GPUMEM_ERROR_INVALID_STATE (@p create asked for its own key), ::GPUMEM_ERROR_HOST_OUT_OF_MEMORY,
+ *        an autoinit failure, or the status @p create returned.
  */
 GPUMEM_API gpumem_status gpumem_memoize(gpumem_context *ctx, const void *key, size_t key_size,
                                         gpumem_memo_create_fn create, gpumem_memo_destroy_fn destroy,
@@ -90,6 +100,7 @@ GPUMEM_API gpumem_status gpumem_memoize(gpumem_context *ctx, const void *key, si
  * when it runs are kept.  pycuda's call also lets go of the contexts its
  * cache kept alive; this cache keeps none alive, so there is nothing else
  * to release.
+ * @return ::GPUMEM_OK, or ::GPUMEM_ERROR_HOST_OUT_OF_MEMORY (nothing is dropped then).
  */
 GPUMEM_API gpumem_status gpumem_clear_context_caches(void);
 

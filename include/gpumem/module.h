@@ -91,17 +91,37 @@ typedef enum gpumem_function_attr {
  * driver's CUDA_ERROR_INVALID_PTX or CUDA_ERROR_INVALID_IMAGE) with the
  * JIT's or loader's log in the message; an empty one is
  * ::GPUMEM_ERROR_INVALID_VALUE.
+ * @param ctx the context, or NULL for the autoinit context.
+ * @param[in] image PTX, cubin or fat binary.
+ * @param size its length in bytes, or 0.
+ * @param[out] module a new reference.
+ * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT, ::GPUMEM_ERROR_INVALID_VALUE (an empty image, or one whose
+ *        size cannot be read), ::GPUMEM_ERROR_DRIVER (a malformed image), ::GPUMEM_ERROR_HOST_OUT_OF_MEMORY,
+ *        an autoinit failure or another driver failure.
  */
 GPUMEM_API gpumem_status gpumem_module_load(gpumem_context *ctx, const void *image, size_t size,
                                             gpumem_module **module);
 
-/** Adds a reference (which holds the module's context). */
+/**
+ * Adds a reference (which holds the module's context).
+ * @param module the module.
+ * @return ::GPUMEM_OK, or ::GPUMEM_ERROR_NULL_ARGUMENT.
+ */
 GPUMEM_API gpumem_status gpumem_module_retain(gpumem_module *module);
 
-/** Drops a reference of gpumem_module_load() or gpumem_module_retain(); NULL is a no-op. */
+/**
+ * Drops a reference of gpumem_module_load() or gpumem_module_retain(); NULL is a no-op.
+ * @param module the module, or NULL.
+ * @return ::GPUMEM_OK; ::GPUMEM_ERROR_INVALID_STATE (released too often), or a driver failure unloading it.
+ */
 GPUMEM_API gpumem_status gpumem_module_release(gpumem_module *module);
 
-/** The module's context (borrowed). */
+/**
+ * The module's context (borrowed).
+ * @param module the module.
+ * @param[out] ctx its context.
+ * @return ::GPUMEM_OK, or ::GPUMEM_ERROR_NULL_ARGUMENT.
+ */
 GPUMEM_API gpumem_status gpumem_module_context(const gpumem_module *module, gpumem_context **ctx);
 
 /**
@@ -109,6 +129,11 @@ GPUMEM_API gpumem_status gpumem_module_context(const gpumem_module *module, gpum
  * mangled unless declared `extern "C"`) named @p name.  The driver is asked
  * once per module and name; later calls give the same handle.  An unknown
  * name is ::GPUMEM_ERROR_NOT_FOUND.
+ * @param module the module.
+ * @param name the kernel's name.
+ * @param[out] function the kernel (valid as long as the module).
+ * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT, ::GPUMEM_ERROR_NOT_FOUND,
+ *        ::GPUMEM_ERROR_HOST_OUT_OF_MEMORY, or a driver failure.
  */
 GPUMEM_API gpumem_status gpumem_module_get_function(gpumem_module *module, const char *name,
                                                     gpumem_function **function);
@@ -118,17 +143,40 @@ GPUMEM_API gpumem_status gpumem_module_get_function(gpumem_module *module, const
  * `__constant__` (.const) variable @p name, looked up once per module and
  * name.  @p pointer or @p bytes may be NULL.  An unknown name is
  * ::GPUMEM_ERROR_NOT_FOUND.
+ * @param module the module.
+ * @param name the variable's name.
+ * @param[out] pointer its device address, or NULL.
+ * @param[out] bytes its size, or NULL.
+ * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT, ::GPUMEM_ERROR_NOT_FOUND,
+ *        ::GPUMEM_ERROR_HOST_OUT_OF_MEMORY, or a driver failure.
  */
 GPUMEM_API gpumem_status gpumem_module_get_global(gpumem_module *module, const char *name, uint64_t *pointer,
                                                   size_t *bytes);
 
-/** The function's name (valid as long as the module). */
+/**
+ * The function's name (valid as long as the module).
+ * @param function the function.
+ * @param[out] name its name.
+ * @return ::GPUMEM_OK, or ::GPUMEM_ERROR_NULL_ARGUMENT.
+ */
 GPUMEM_API gpumem_status gpumem_function_name(const gpumem_function *function, const char **name);
 
-/** The function's module (borrowed). */
+/**
+ * The function's module (borrowed).
+ * @param function the function.
+ * @param[out] module its module.
+ * @return ::GPUMEM_OK, or ::GPUMEM_ERROR_NULL_ARGUMENT.
+ */
 GPUMEM_API gpumem_status gpumem_function_module(const gpumem_function *function, gpumem_module **module);
 
-/** A kernel attribute: registers, shared, constant and local memory, ... */
+/**
+ * A kernel attribute: registers, shared, constant and local memory, ...
+ * @param function the function.
+ * @param attr the attribute.
+ * @param[out] value its value.
+ * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT, ::GPUMEM_ERROR_INVALID_VALUE (unknown @p attr), or a
+ *        driver failure.
+ */
 GPUMEM_API gpumem_status gpumem_function_attribute(const gpumem_function *function, gpumem_function_attr attr,
                                                    int *value);
 
@@ -137,6 +185,10 @@ GPUMEM_API gpumem_status gpumem_function_attribute(const gpumem_function *functi
  * (opting in to more than 48 KiB of shared memory per block) or
  * ::GPUMEM_FUNCTION_PREFERRED_SHARED_MEMORY_CARVEOUT.  Other attributes and
  * values the device refuses are ::GPUMEM_ERROR_INVALID_VALUE.
+ * @param function the function.
+ * @param attr a settable attribute.
+ * @param value its new value.
+ * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT, ::GPUMEM_ERROR_INVALID_VALUE, or a driver failure.
  */
 GPUMEM_API gpumem_status gpumem_function_set_attribute(gpumem_function *function, gpumem_function_attr attr,
                                                        int value);
@@ -146,6 +198,12 @@ GPUMEM_API gpumem_status gpumem_function_set_attribute(gpumem_function *function
  * @p shared_bytes of dynamic shared memory each fit on one multiprocessor
  * at once (cuOccupancyMaxActiveBlocksPerMultiprocessor).
  * ::GPUMEM_ERROR_NOT_SIMULATED on the simulator.
+ * @param function the kernel.
+ * @param block_threads threads per block, at least 1.
+ * @param shared_bytes dynamic shared memory per block.
+ * @param[out] blocks blocks per multiprocessor.
+ * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT, ::GPUMEM_ERROR_INVALID_VALUE (@p block_threads),
+ *        ::GPUMEM_ERROR_NOT_SIMULATED, or a driver failure.
  */
 GPUMEM_API gpumem_status gpumem_function_max_active_blocks(const gpumem_function *function, int block_threads,
                                                            size_t shared_bytes, int *blocks);
@@ -160,6 +218,15 @@ GPUMEM_API gpumem_status gpumem_function_max_active_blocks(const gpumem_function
  * launch is queued; a failed launch is ::GPUMEM_ERROR_LAUNCH_FAILED or the
  * driver's error, and errors of the running kernel surface at the next
  * synchronization.  ::GPUMEM_ERROR_NOT_SIMULATED on the simulator.
+ * @param function the kernel.
+ * @param grid blocks in x, y, z.
+ * @param block threads per block in x, y, z.
+ * @param shared_bytes dynamic shared memory per block.
+ * @param stream a stream of the function's context, or NULL.
+ * @param params the kernel parameters, or NULL.
+ * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT, ::GPUMEM_ERROR_INVALID_VALUE (an extent 0),
+ *        ::GPUMEM_ERROR_CONTEXT_MISMATCH, ::GPUMEM_ERROR_LAUNCH_FAILED, ::GPUMEM_ERROR_NOT_SIMULATED, or
+ *        another driver failure.
  */
 GPUMEM_API gpumem_status gpumem_launch(const gpumem_function *function, const unsigned grid[3],
                                        const unsigned block[3], unsigned shared_bytes, gpumem_stream *stream,
@@ -175,6 +242,13 @@ GPUMEM_API gpumem_status gpumem_launch(const gpumem_function *function, const un
  * copy is queued on @p stream (NULL: done on return).  The new array holds a
  * reference on the module, so the symbol's memory stays valid while the
  * array lives; writing into it changes what the kernels read.
+ * @param module the module.
+ * @param symbol the variable's name.
+ * @param array the data to copy in.
+ * @param stream the stream of the copy, or NULL.
+ * @param[out] device_array the new array over the variable.
+ * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT, ::GPUMEM_ERROR_NOT_FOUND, ::GPUMEM_ERROR_INVALID_VALUE
+ *        (too big), ::GPUMEM_ERROR_CONTEXT_MISMATCH, or the statuses of the copy (gpumem_array_copy()).
  */
 GPUMEM_API gpumem_status gpumem_const_array_like(gpumem_module *module, const char *symbol,
                                                  const gpumem_array *array, gpumem_stream *stream,

@@ -206,14 +206,25 @@ typedef struct gpumem_occupancy_record {
  * devices older than compute capability 5.0, the driver's errors, and
  * ::GPUMEM_ERROR_HOST_OUT_OF_MEMORY.  Free it with
  * gpumem_device_data_destroy().
+ * @param device a device ordinal, or ::GPUMEM_DEVICE_DATA_DEFAULT.
+ * @param[out] dd the new object.
+ * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT, one of the errors above, or an autoinit failure.
  */
 GPUMEM_API gpumem_status gpumem_device_data_create(int device, gpumem_device_data **dd);
 
-/** Frees a device data object; NULL is a no-op that succeeds. */
+/**
+ * Frees a device data object; NULL is a no-op that succeeds.
+ * @param dd the object, or NULL.
+ * @return ::GPUMEM_OK.
+ */
 GPUMEM_API gpumem_status gpumem_device_data_destroy(gpumem_device_data *dd);
 
 /**
  * One field's value.  An unknown @p field is ::GPUMEM_ERROR_INVALID_VALUE.
+ * @param dd the device data.
+ * @param field the field.
+ * @param[out] value its value.
+ * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT, ::GPUMEM_ERROR_INVALID_VALUE.
  */
 GPUMEM_API gpumem_status gpumem_device_data_get(const gpumem_device_data *dd, gpumem_device_data_field field,
                                                 int *value);
@@ -222,6 +233,8 @@ GPUMEM_API gpumem_status gpumem_device_data_get(const gpumem_device_data *dd, gp
  * A field's name: pycuda's attribute name for the first eight
  * ("max_threads", "warp_size", ...), the names in the enum's comments for
  * the others; NULL for an unknown field.  Static.
+ * @param field the field.
+ * @return the name, or NULL.
  */
 GPUMEM_API const char *gpumem_device_data_field_name(gpumem_device_data_field field);
 
@@ -231,6 +244,10 @@ GPUMEM_API const char *gpumem_device_data_field_name(gpumem_device_data_field fi
  * for 8 and 16 (pycuda's default word size is 4).  Other sizes are
  * ::GPUMEM_ERROR_INVALID_VALUE ("no alignment possible for fetches of size
  * n", as pycuda says).
+ * @param dd the device data.
+ * @param word_size 4, 8 or 16.
+ * @param[out] bytes the alignment in bytes.
+ * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT, ::GPUMEM_ERROR_INVALID_VALUE.
  */
 GPUMEM_API gpumem_status gpumem_device_data_align_bytes(const gpumem_device_data *dd, size_t word_size,
                                                         size_t *bytes);
@@ -239,6 +256,11 @@ GPUMEM_API gpumem_status gpumem_device_data_align_bytes(const gpumem_device_data
  * pycuda's align(bytes, word_size): @p bytes rounded up to the next
  * multiple of gpumem_device_data_align_bytes(@p word_size).
  * ::GPUMEM_ERROR_OVERFLOW if that does not fit in a size_t.
+ * @param dd the device data.
+ * @param bytes the size to round up.
+ * @param word_size 4, 8 or 16.
+ * @param[out] aligned the rounded size.
+ * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT, ::GPUMEM_ERROR_INVALID_VALUE, ::GPUMEM_ERROR_OVERFLOW.
  */
 GPUMEM_API gpumem_status gpumem_device_data_align(const gpumem_device_data *dd, size_t bytes, size_t word_size,
                                                   size_t *aligned);
@@ -246,6 +268,10 @@ GPUMEM_API gpumem_status gpumem_device_data_align(const gpumem_device_data *dd, 
 /**
  * pycuda's align_words(word_size): gpumem_device_data_align_bytes(@p
  * word_size) / @p word_size, in words (16, 16 and 8 for 4, 8 and 16).
+ * @param dd the device data.
+ * @param word_size 4, 8 or 16.
+ * @param[out] words the alignment in words.
+ * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT, ::GPUMEM_ERROR_INVALID_VALUE.
  */
 GPUMEM_API gpumem_status gpumem_device_data_align_words(const gpumem_device_data *dd, size_t word_size,
                                                         size_t *words);
@@ -255,6 +281,11 @@ GPUMEM_API gpumem_status gpumem_device_data_align_words(const gpumem_device_data
  * next multiple of gpumem_device_data_align_words() of @p dtype's item size,
  * so that arrays of that many elements keep the next one aligned.  Item
  * sizes other than 4, 8 and 16 are ::GPUMEM_ERROR_INVALID_VALUE.
+ * @param dd the device data.
+ * @param elements the count to round up.
+ * @param dtype a dtype of item size 4, 8 or 16.
+ * @param[out] aligned the rounded count.
+ * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT, ::GPUMEM_ERROR_INVALID_VALUE, ::GPUMEM_ERROR_OVERFLOW.
  */
 GPUMEM_API gpumem_status gpumem_device_data_align_dtype(const gpumem_device_data *dd, size_t elements,
                                                         const gpumem_dtype *dtype, size_t *aligned);
@@ -264,6 +295,9 @@ GPUMEM_API gpumem_status gpumem_device_data_align_dtype(const gpumem_device_data
  * up to a valid texture channel count, 1, 2 or 4.  A size above 4 ("could
  * not enlarge argument to valid channel count") or below 1 is
  * ::GPUMEM_ERROR_INVALID_VALUE.
+ * @param size 1 to 4.
+ * @param[out] count 1, 2 or 4.
+ * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT, ::GPUMEM_ERROR_INVALID_VALUE.
  */
 GPUMEM_API gpumem_status gpumem_make_valid_tex_channel_count(int size, int *count);
 
@@ -283,6 +317,13 @@ GPUMEM_API gpumem_status gpumem_make_valid_tex_channel_count(int size, int *coun
  * fills the record with @c tb_per_mp 0, @c occupancy 0, @c limited_by the
  * first of warps, registers and shared memory that is exceeded, and the
  * per-factor limits.
+ * @param dd the device data.
+ * @param threads threads per block.
+ * @param shared_mem shared memory per block in bytes.
+ * @param registers registers per thread, or 0.
+ * @param[in,out] record the result; its @c size set by the caller.
+ * @return ::GPUMEM_OK, one of the errors above, or ::GPUMEM_ERROR_INTERNAL (no limit explains a workload
+ *        that does not fit: a bug).
  */
 GPUMEM_API gpumem_status gpumem_occupancy(const gpumem_device_data *dd, int threads, size_t shared_mem,
                                           int registers, gpumem_occupancy_record *record);
@@ -290,6 +331,8 @@ GPUMEM_API gpumem_status gpumem_occupancy(const gpumem_device_data *dd, int thre
 /**
  * pycuda's name of a limiting factor: "device", "warps", "regs" or "smem";
  * NULL for an unknown value.  Static.
+ * @param limit the factor.
+ * @return the name, or NULL.
  */
 GPUMEM_API const char *gpumem_occupancy_limit_name(gpumem_occupancy_limit limit);
 

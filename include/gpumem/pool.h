@@ -166,6 +166,11 @@ struct gpumem_pool_stats {
  * pycuda's DeviceMemoryPool(): a new, empty pool of device memory of
  * @p ctx (NULL: the autoinit context).  @p flags: 0 or
  * ::GPUMEM_POOL_NO_THREAD_CACHE.  The pool holds a reference to the context.
+ * @param ctx the context, or NULL for the autoinit context.
+ * @param flags 0 or ::GPUMEM_POOL_NO_THREAD_CACHE.
+ * @param[out] pool the new pool.
+ * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT, ::GPUMEM_ERROR_INVALID_VALUE (unknown flags),
+ *        ::GPUMEM_ERROR_HOST_OUT_OF_MEMORY, or an autoinit failure.
  */
 GPUMEM_API gpumem_status gpumem_pool_create(gpumem_context *ctx, unsigned flags, gpumem_pool **pool);
 
@@ -175,6 +180,9 @@ GPUMEM_API gpumem_status gpumem_pool_create(gpumem_context *ctx, unsigned flags,
  * last one ends the pool (see Lifetime above).  NULL is a no-op.  The status
  * is the first failure of giving blocks back; the pool is destroyed either
  * way.
+ * @param pool the pool, or NULL.
+ * @return ::GPUMEM_OK; ::GPUMEM_ERROR_INVALID_VALUE (a pool of the other kind), or a driver failure giving
+ *        blocks back.
  */
 GPUMEM_API gpumem_status gpumem_pool_destroy(gpumem_pool *pool);
 
@@ -184,20 +192,50 @@ GPUMEM_API gpumem_status gpumem_pool_destroy(gpumem_pool *pool);
  * any stream).  A held block of the size class is reused when one is free
  * for that stream (see Streams above); otherwise the driver is asked, with
  * the out-of-memory ladder above.  @p size 0 gives an empty allocation.
+ * @param pool the pool.
+ * @param size the bytes.
+ * @param stream the stream that uses the block, or NULL.
+ * @param[out] alloc the allocation; free it with gpumem_allocation_free().
+ * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT, ::GPUMEM_ERROR_INVALID_VALUE (a pool of the other kind),
+ *        ::GPUMEM_ERROR_CONTEXT_MISMATCH (@p stream), ::GPUMEM_ERROR_OVERFLOW, ::GPUMEM_ERROR_OUT_OF_MEMORY,
+ *        ::GPUMEM_ERROR_HOST_OUT_OF_MEMORY, or a driver failure.
  */
 GPUMEM_API gpumem_status gpumem_pool_allocate(gpumem_pool *pool, size_t size, gpumem_stream *stream,
                                               gpumem_allocation **alloc);
 
-/** The block size (size class) that an allocation of @p size bytes takes; 0 for @p size 0. */
+/**
+ * The block size (size class) that an allocation of @p size bytes takes; 0 for @p size 0.
+ * @param size the bytes.
+ * @param[out] block_size the block size.
+ * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT, ::GPUMEM_ERROR_OVERFLOW.
+ */
 GPUMEM_API gpumem_status gpumem_pool_block_size(size_t size, size_t *block_size);
 
-/** The pool's context (borrowed). */
+/**
+ * The pool's context (borrowed).
+ * @param pool the pool.
+ * @param[out] ctx its context.
+ * @return ::GPUMEM_OK, or ::GPUMEM_ERROR_NULL_ARGUMENT, ::GPUMEM_ERROR_INVALID_VALUE (a pool of the other
+ *        kind).
+ */
 GPUMEM_API gpumem_status gpumem_pool_context(const gpumem_pool *pool, gpumem_context **ctx);
 
-/** pycuda's held_blocks: free blocks the pool keeps, in every thread's cache and the shared store. */
+/**
+ * pycuda's held_blocks: free blocks the pool keeps, in every thread's cache and the shared store.
+ * @param pool the pool.
+ * @param[out] count the held blocks.
+ * @return ::GPUMEM_OK, or ::GPUMEM_ERROR_NULL_ARGUMENT, ::GPUMEM_ERROR_INVALID_VALUE (a pool of the other
+ *        kind).
+ */
 GPUMEM_API gpumem_status gpumem_pool_held_blocks(gpumem_pool *pool, uint64_t *count);
 
-/** pycuda's active_blocks: blocks handed out and not yet freed (empty allocations do not count). */
+/**
+ * pycuda's active_blocks: blocks handed out and not yet freed (empty allocations do not count).
+ * @param pool the pool.
+ * @param[out] count the active blocks.
+ * @return ::GPUMEM_OK, or ::GPUMEM_ERROR_NULL_ARGUMENT, ::GPUMEM_ERROR_INVALID_VALUE (a pool of the other
+ *        kind).
+ */
 GPUMEM_API gpumem_status gpumem_pool_active_blocks(gpumem_pool *pool, uint64_t *count);
 
 /**
@@ -206,6 +244,9 @@ GPUMEM_API gpumem_status gpumem_pool_active_blocks(gpumem_pool *pool, uint64_t *
  * events.  A held block whose free was recorded on a stream is given back
  * once that event has completed (this call waits for it).  The pool keeps
  * holding what is freed afterwards.
+ * @param pool the pool.
+ * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT, ::GPUMEM_ERROR_INVALID_VALUE (a pool of the other kind),
+ *        or the first driver failure.
  */
 GPUMEM_API gpumem_status gpumem_pool_free_held(gpumem_pool *pool);
 
@@ -214,10 +255,19 @@ GPUMEM_API gpumem_status gpumem_pool_free_held(gpumem_pool *pool);
  * gpumem_pool_free_held()), and from now on every free goes straight to
  * the driver (after waiting for the work of the stream it names).  There is
  * no way back; create a new pool to pool again.
+ * @param pool the pool.
+ * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT, ::GPUMEM_ERROR_INVALID_VALUE (a pool of the other kind),
+ *        or the first driver failure.
  */
 GPUMEM_API gpumem_status gpumem_pool_stop_holding(gpumem_pool *pool);
 
-/** Fills @p stats (whose @c size field the caller set) with the pool's counters. */
+/**
+ * Fills @p stats (whose @c size field the caller set) with the pool's counters.
+ * @param pool the pool.
+ * @param[in,out] stats the counters; its @c size set by the caller.
+ * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT, ::GPUMEM_ERROR_INVALID_VALUE (a pool of the other kind,
+ *        @c size too small).
+ */
 GPUMEM_API gpumem_status gpumem_pool_stats(gpumem_pool *pool, struct gpumem_pool_stats *stats);
 
 /* ---- allocations ----------------------------------------------------------------- */
@@ -226,13 +276,29 @@ GPUMEM_API gpumem_status gpumem_pool_stats(gpumem_pool *pool, struct gpumem_pool
  * int(allocation): the address of the allocation's memory (a device
  * address; for a host pool, the host address as an integer); 0 for an
  * empty allocation.
+ * @param alloc the allocation.
+ * @param[out] pointer the address, or 0.
+ * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT, ::GPUMEM_ERROR_INVALID_VALUE (not an allocation handle),
+ *        ::GPUMEM_ERROR_INVALID_STATE (freed).
  */
 GPUMEM_API gpumem_status gpumem_allocation_pointer(const gpumem_allocation *alloc, uint64_t *pointer);
 
-/** The host address of an allocation of a host pool; ::GPUMEM_ERROR_INVALID_VALUE for device memory. */
+/**
+ * The host address of an allocation of a host pool; ::GPUMEM_ERROR_INVALID_VALUE for device memory.
+ * @param alloc the allocation.
+ * @param[out] pointer the host address.
+ * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT, ::GPUMEM_ERROR_INVALID_VALUE (not an allocation handle,
+ *        or device memory), ::GPUMEM_ERROR_INVALID_STATE (freed).
+ */
 GPUMEM_API gpumem_status gpumem_allocation_host_pointer(const gpumem_allocation *alloc, void **pointer);
 
-/** len(allocation): the size that was asked for (not the block's, see gpumem_pool_block_size()). */
+/**
+ * len(allocation): the size that was asked for (not the block's, see gpumem_pool_block_size()).
+ * @param alloc the allocation.
+ * @param[out] size the bytes asked for.
+ * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT, ::GPUMEM_ERROR_INVALID_VALUE (not an allocation handle),
+ *        ::GPUMEM_ERROR_INVALID_STATE (freed).
+ */
 GPUMEM_API gpumem_status gpumem_allocation_size(const gpumem_allocation *alloc, size_t *size);
 
 /**
@@ -244,6 +310,10 @@ GPUMEM_API gpumem_status gpumem_allocation_size(const gpumem_allocation *alloc, 
  * ::GPUMEM_ERROR_INVALID_STATE.  When recording the stream's event or giving
  * the block back fails, the status says so, and the handle is ended anyway
  * (the block goes to the driver rather than back into the pool).
+ * @param alloc the allocation.
+ * @param stream the stream still using it, or NULL.
+ * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT, ::GPUMEM_ERROR_INVALID_VALUE (not an allocation handle),
+ *        ::GPUMEM_ERROR_INVALID_STATE, ::GPUMEM_ERROR_CONTEXT_MISMATCH, or a driver failure.
  */
 GPUMEM_API gpumem_status gpumem_allocation_free(gpumem_allocation *alloc, gpumem_stream *stream);
 
@@ -255,10 +325,18 @@ GPUMEM_API gpumem_status gpumem_allocation_free(gpumem_allocation *alloc, gpumem
  * (NULL: the autoinit context) with @p flags, any of
  * ::GPUMEM_HOST_ALLOC_PORTABLE, ::GPUMEM_HOST_ALLOC_DEVICEMAP and
  * ::GPUMEM_HOST_ALLOC_WRITECOMBINED, plus ::GPUMEM_POOL_NO_THREAD_CACHE.
+ * @param ctx the context, or NULL for the autoinit context.
+ * @param flags the allocation flags above.
+ * @param[out] pool the new pool.
+ * @return as gpumem_pool_create().
  */
 GPUMEM_API gpumem_status gpumem_host_pool_create(gpumem_context *ctx, unsigned flags, gpumem_host_pool **pool);
 
-/** As gpumem_pool_destroy(), for a host pool. */
+/**
+ * As gpumem_pool_destroy(), for a host pool.
+ * @param pool the pool, or NULL.
+ * @return as gpumem_pool_destroy().
+ */
 GPUMEM_API gpumem_status gpumem_host_pool_destroy(gpumem_host_pool *pool);
 
 /**
@@ -266,26 +344,62 @@ GPUMEM_API gpumem_status gpumem_host_pool_destroy(gpumem_host_pool *pool);
  * the CPU (no work of any stream uses it).  gpumem_allocation_host_pointer()
  * gives its address; gpumem_allocation_free() returns it.  @p size 0 gives
  * an empty allocation.  (gpumem_host_pool_allocate() gives an array.)
+ * @param pool the pool.
+ * @param size the bytes.
+ * @param[out] alloc the allocation; free it with gpumem_allocation_free().
+ * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT, ::GPUMEM_ERROR_INVALID_VALUE (a pool of the other kind),
+ *        ::GPUMEM_ERROR_OVERFLOW, ::GPUMEM_ERROR_HOST_OUT_OF_MEMORY, or a driver failure.
  */
 GPUMEM_API gpumem_status gpumem_host_pool_allocate_bytes(gpumem_host_pool *pool, size_t size,
                                                          gpumem_allocation **alloc);
 
-/** The host pool's context (borrowed). */
+/**
+ * The host pool's context (borrowed).
+ * @param pool the pool.
+ * @param[out] ctx its context.
+ * @return ::GPUMEM_OK, or ::GPUMEM_ERROR_NULL_ARGUMENT, ::GPUMEM_ERROR_INVALID_VALUE (a pool of the other
+ *        kind).
+ */
 GPUMEM_API gpumem_status gpumem_host_pool_context(const gpumem_host_pool *pool, gpumem_context **ctx);
 
-/** pycuda's PageLockedMemoryPool.held_blocks. */
+/**
+ * pycuda's PageLockedMemoryPool.held_blocks.
+ * @param pool the pool.
+ * @param[out] count the held blocks.
+ * @return ::GPUMEM_OK, or ::GPUMEM_ERROR_NULL_ARGUMENT, ::GPUMEM_ERROR_INVALID_VALUE (a pool of the other
+ *        kind).
+ */
 GPUMEM_API gpumem_status gpumem_host_pool_held_blocks(gpumem_host_pool *pool, uint64_t *count);
 
-/** pycuda's PageLockedMemoryPool.active_blocks. */
+/**
+ * pycuda's PageLockedMemoryPool.active_blocks.
+ * @param pool the pool.
+ * @param[out] count the active blocks.
+ * @return ::GPUMEM_OK, or ::GPUMEM_ERROR_NULL_ARGUMENT, ::GPUMEM_ERROR_INVALID_VALUE (a pool of the other
+ *        kind).
+ */
 GPUMEM_API gpumem_status gpumem_host_pool_active_blocks(gpumem_host_pool *pool, uint64_t *count);
 
-/** pycuda's PageLockedMemoryPool.free_held(), as gpumem_pool_free_held(). */
+/**
+ * pycuda's PageLockedMemoryPool.free_held(), as gpumem_pool_free_held().
+ * @param pool the pool.
+ * @return as gpumem_pool_free_held().
+ */
 GPUMEM_API gpumem_status gpumem_host_pool_free_held(gpumem_host_pool *pool);
 
-/** pycuda's PageLockedMemoryPool.stop_holding(), as gpumem_pool_stop_holding(). */
+/**
+ * pycuda's PageLockedMemoryPool.stop_holding(), as gpumem_pool_stop_holding().
+ * @param pool the pool.
+ * @return as gpumem_pool_stop_holding().
+ */
 GPUMEM_API gpumem_status gpumem_host_pool_stop_holding(gpumem_host_pool *pool);
 
-/** The host pool's counters, as gpumem_pool_stats(). */
+/**
+ * The host pool's counters, as gpumem_pool_stats().
+ * @param pool the pool.
+ * @param[in,out] stats the counters; its @c size set by the caller.
+ * @return as gpumem_pool_stats().
+ */
 GPUMEM_API gpumem_status gpumem_host_pool_stats(gpumem_host_pool *pool, struct gpumem_pool_stats *stats);
 
 /* ---- arrays on pools ----------------------------------------------------------------------- */
@@ -316,6 +430,10 @@ GPUMEM_API gpumem_status gpumem_host_pool_stats(gpumem_host_pool *pool, struct g
  * other streams must be synchronized first, as with PyTorch's caching
  * allocator).  The pool must outlive its use here: set NULL before
  * destroying it.
+ * @param ctx the context, or NULL for the autoinit context.
+ * @param pool a pool of the same device, or NULL.
+ * @return ::GPUMEM_OK; ::GPUMEM_ERROR_INVALID_VALUE (a host pool), ::GPUMEM_ERROR_CONTEXT_MISMATCH, or an
+ *        autoinit failure.
  */
 GPUMEM_API gpumem_status gpumem_context_set_pool(gpumem_context *ctx, gpumem_pool *pool);
 
@@ -324,6 +442,14 @@ GPUMEM_API gpumem_status gpumem_context_set_pool(gpumem_context *ctx, gpumem_poo
  * host array (mapped, if the pool was made with
  * ::GPUMEM_HOST_ALLOC_DEVICEMAP) whose memory goes back to the pool when
  * the array's last reference goes.
+ * @param pool the pool.
+ * @param ndim the number of dimensions.
+ * @param[in] shape @p ndim extents.
+ * @param dtype the element type.
+ * @param order 'C' or 'F'.
+ * @param[out] array the new array.
+ * @return ::GPUMEM_OK; the argument statuses of gpumem_host_array(), ::GPUMEM_ERROR_HOST_OUT_OF_MEMORY, or a
+ *        driver failure.
  */
 GPUMEM_API gpumem_status gpumem_host_pool_allocate(gpumem_host_pool *pool, int ndim, const int64_t *shape,
                                                    const gpumem_dtype *dtype, char order, gpumem_array **array);

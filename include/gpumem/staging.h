@@ -59,12 +59,17 @@ typedef struct gpumem_staging_settings {
  * `GPUMEM_STAGING_*` variable has a bad value (the message names it);
  * ::GPUMEM_ERROR_INVALID_VALUE when @p settings->size is not the size of
  * the struct.
+ * @param[in,out] settings the settings; its @c size set by the caller.
+ * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT, ::GPUMEM_ERROR_INVALID_VALUE,
+ *        ::GPUMEM_ERROR_INVALID_ENVIRONMENT.
  */
 GPUMEM_API gpumem_status gpumem_staging_get(gpumem_staging_settings *settings);
 
 /**
  * Replaces the settings.  A value out of its range is
  * ::GPUMEM_ERROR_INVALID_VALUE naming the field, and nothing changes.
+ * @param[in] settings the new settings; its @c size set by the caller.
+ * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT, ::GPUMEM_ERROR_INVALID_VALUE.
  */
 GPUMEM_API gpumem_status gpumem_staging_set(const gpumem_staging_settings *settings);
 

@@ -9,6 +9,25 @@
  *
  * The numeric values are part of the ABI: they never change, and new codes are
  * only ever appended.
+ *
+ * @par Statuses that many calls share
+ * The functions' @return lists name these groups rather than repeat them:
+ * - a backend failure: no backend can be used (gpumem_backend()):
+ *   ::GPUMEM_ERROR_DRIVER_NOT_FOUND, ::GPUMEM_ERROR_NO_DEVICE, or
+ *   ::GPUMEM_ERROR_INVALID_ENVIRONMENT for a bad GPUMEM_BACKEND;
+ * - an autoinit failure: a NULL context means the autoinit context, and
+ *   gpumem_autoinit() fails: the status of gpumem_context_create_default()
+ *   (a backend failure, ::GPUMEM_ERROR_INVALID_ENVIRONMENT,
+ *   ::GPUMEM_ERROR_INVALID_DEVICE, ::GPUMEM_ERROR_DEVICE_UNAVAILABLE,
+ *   ::GPUMEM_ERROR_HOST_OUT_OF_MEMORY, a driver failure), every time;
+ * - a driver failure: a driver call failed; its CUresult maps to
+ *   ::GPUMEM_ERROR_OUT_OF_MEMORY, ::GPUMEM_ERROR_NO_DEVICE,
+ *   ::GPUMEM_ERROR_INVALID_DEVICE, ::GPUMEM_ERROR_DEVICE_UNAVAILABLE,
+ *   ::GPUMEM_ERROR_NOT_READY, ::GPUMEM_ERROR_NOT_SUPPORTED,
+ *   ::GPUMEM_ERROR_NOT_FOUND, ::GPUMEM_ERROR_LAUNCH_FAILED,
+ *   ::GPUMEM_ERROR_DRIVER_NOT_FOUND (a driver too old for the device),
+ *   ::GPUMEM_ERROR_NOT_SIMULATED (the simulator), or else
+ *   ::GPUMEM_ERROR_DRIVER; the message names the driver function and error.
  */
 #ifndef GPUMEM_STATUS_H
 #define GPUMEM_STATUS_H
@@ -68,12 +87,16 @@ typedef enum gpumem_status {
  * The name of a status code, such as "GPUMEM_ERROR_OUT_OF_MEMORY", or
  * "GPUMEM_STATUS_UNKNOWN" for a value this version does not know.
  * The string is static; never NULL.
+ * @param status any value, known or not.
+ * @return the status' name; never NULL.
  */
 GPUMEM_API const char *gpumem_status_string(gpumem_status status);
 
 /**
  * A one-line description of a status code, such as "out of device memory".
  * The string is static; never NULL.
+ * @param status any value, known or not.
+ * @return the description; never NULL.
  */
 GPUMEM_API const char *gpumem_status_description(gpumem_status status);
 
@@ -82,10 +105,14 @@ GPUMEM_API const char *gpumem_status_description(gpumem_status status);
  * which limit, the driver's own error name.  Empty ("") if this thread has
  * seen no failure.  Successful calls leave it alone (like errno); the string
  * stays valid until the thread's next failing call.  Never NULL.
+ * @return the message, or ""; never NULL.
  */
 GPUMEM_API const char *gpumem_last_error(void);
 
-/** The status of the calling thread's last failed call (GPUMEM_OK if none). */
+/**
+ * The status of the calling thread's last failed call (GPUMEM_OK if none).
+ * @return the last failed call's status, or ::GPUMEM_OK.
+ */
 GPUMEM_API gpumem_status gpumem_last_status(void);
 
 GPUMEM_END_DECLS

@@ -23,18 +23,33 @@ typedef struct gpumem_stream gpumem_stream;
 /** Flag of gpumem_stream_create(): no implicit ordering with the default stream. */
 #define GPUMEM_STREAM_NON_BLOCKING 0x1
 
-/** numba's cuda.stream(): a new stream of @p ctx (NULL: the autoinit context). */
+/**
+ * numba's cuda.stream(): a new stream of @p ctx (NULL: the autoinit context).
+ * @param ctx the context, or NULL for the autoinit context.
+ * @param flags 0 or ::GPUMEM_STREAM_NON_BLOCKING.
+ * @param[out] stream the new stream; destroy it with gpumem_stream_destroy().
+ * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT (@p stream), ::GPUMEM_ERROR_INVALID_VALUE (unknown
+ *        flags), ::GPUMEM_ERROR_HOST_OUT_OF_MEMORY, an autoinit failure or a driver failure (see
+ *        gpumem/status.h).
+ */
 GPUMEM_API gpumem_status gpumem_stream_create(gpumem_context *ctx, unsigned flags, gpumem_stream **stream);
 
 /**
  * Synchronizes the stream (committing its write-backs), then destroys it.
  * The context's default stream cannot be destroyed.  NULL is a no-op.
+ * @param stream the stream, or NULL.
+ * @return ::GPUMEM_OK; ::GPUMEM_ERROR_INVALID_VALUE (the default stream), or the first driver failure of
+ *        the final synchronization or the destruction (the stream is destroyed either way).
  */
 GPUMEM_API gpumem_status gpumem_stream_destroy(gpumem_stream *stream);
 
 /**
  * The context's default stream (the legacy NULL stream: ordered with every
  * blocking stream).  Borrowed: it lives as long as the context.
+ * @param ctx the context, or NULL for the autoinit context.
+ * @param[out] stream the default stream (borrowed).
+ * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT (@p stream), ::GPUMEM_ERROR_HOST_OUT_OF_MEMORY, or an
+ *        autoinit failure.
  */
 GPUMEM_API gpumem_status gpumem_stream_default(gpumem_context *ctx, gpumem_stream **stream);
 
@@ -42,18 +57,33 @@ GPUMEM_API gpumem_status gpumem_stream_default(gpumem_context *ctx, gpumem_strea
  * Waits for all work queued on the stream, then commits its pending
  * write-backs (and waits for them).  The first failure is returned; the
  * write-backs are dropped either way, so none is committed twice.
+ * @param stream the stream.
+ * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT, or the first failure of the stream's work or write-backs
+ *        (a driver failure).
  */
 GPUMEM_API gpumem_status gpumem_stream_synchronize(gpumem_stream *stream);
 
-/** GPUMEM_OK when the stream's work is done, ::GPUMEM_ERROR_NOT_READY while it runs. */
+/**
+ * GPUMEM_OK when the stream's work is done, ::GPUMEM_ERROR_NOT_READY while it runs.
+ * @param stream the stream.
+ * @return ::GPUMEM_OK when done; ::GPUMEM_ERROR_NOT_READY while work runs; ::GPUMEM_ERROR_NULL_ARGUMENT, or a
+ *        driver failure.
+ */
 GPUMEM_API gpumem_status gpumem_stream_query(gpumem_stream *stream);
 
-/** The stream's context (borrowed). */
+/**
+ * The stream's context (borrowed).
+ * @param stream the stream.
+ * @param[out] ctx its context (borrowed).
+ * @return ::GPUMEM_OK, or ::GPUMEM_ERROR_NULL_ARGUMENT.
+ */
 GPUMEM_API gpumem_status gpumem_stream_context(const gpumem_stream *stream, gpumem_context **ctx);
 
 /**
  * numba's `with stream.auto_synchronize():` begins.  Scopes nest; the
  * outermost end synchronizes.
+ * @param stream the stream.
+ * @return ::GPUMEM_OK, or ::GPUMEM_ERROR_NULL_ARGUMENT.
  */
 GPUMEM_API gpumem_status gpumem_stream_auto_synchronize_begin(gpumem_stream *stream);
 
@@ -64,10 +94,18 @@ GPUMEM_API gpumem_status gpumem_stream_auto_synchronize_begin(gpumem_stream *str
  *   st = work(stream); end = gpumem_stream_auto_synchronize_end(stream);
  *   if (st == GPUMEM_OK) st = end;
  * Ending a scope that was not begun is ::GPUMEM_ERROR_INVALID_STATE.
+ * @param stream the stream.
+ * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT, ::GPUMEM_ERROR_INVALID_STATE (no scope open), or the
+ *        synchronization's failure (a driver failure).
  */
 GPUMEM_API gpumem_status gpumem_stream_auto_synchronize_end(gpumem_stream *stream);
 
-/** Waits for all work of the context's device and commits every write-back of the context's streams. */
+/**
+ * Waits for all work of the context's device and commits every write-back of the context's streams.
+ * @param ctx the context, or NULL for the autoinit context.
+ * @return ::GPUMEM_OK; an autoinit failure, or the first driver failure of the synchronization or a
+ *        write-back.
+ */
 GPUMEM_API gpumem_status gpumem_context_synchronize(gpumem_context *ctx);
 
 GPUMEM_END_DECLS

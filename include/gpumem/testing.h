@@ -44,6 +44,10 @@ GPUMEM_BEGIN_DECLS
  * device: gpumem_context_create_default: ... the cuda backend sees no
  * device", and the status says whether to skip: see
  * gpumem_test_should_skip().  On success @p reason is "".
+ * @param[out] ctx the new context.
+ * @param[out] reason room for @p size bytes, or NULL.
+ * @param size the size of @p reason.
+ * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT, or the failure of gpumem_context_create_default().
  */
 GPUMEM_API gpumem_status gpumem_test_context(gpumem_context **ctx, char *reason, size_t size);
 
