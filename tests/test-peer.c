@@ -131,6 +131,45 @@ static void copy_case(const void *arg, child_result *out)
     gpumem_context_release(c1);
 }
 
+/* The out-of-memory ladder of device 0 releases device 0's held pool
+ * blocks only: value[1] and value[2] the blocks pools of devices 0 and 1
+ * still hold after device 0 ran out. */
+static void ladder_case(const void *arg, child_result *out)
+{
+    (void)arg;
+    setenv("GPUMEM_SIM_DEVICES", "2", 1);
+    setenv("GPUMEM_SIM_MEMORY", "8M", 1);
+    gpumem_context *c[2] = {NULL, NULL};
+    gpumem_pool *p[2] = {NULL, NULL};
+    for (int d = 0; d < 2; d++) {
+        gpumem_allocation *a = NULL;
+        if ((out->status = gpumem_context_create(d, &c[d])) != GPUMEM_OK ||
+            (out->status = gpumem_pool_create(c[d], 0, &p[d])) != GPUMEM_OK ||
+            (out->status = gpumem_pool_allocate(p[d], 4u << 20, NULL, &a)) != GPUMEM_OK ||
+            (out->status = gpumem_allocation_free(a, NULL)) != GPUMEM_OK) {
+            snprintf(out->text, sizeof out->text, "setup: %s", gpumem_last_error());
+            return;
+        }
+    }
+    uint64_t h0 = 0, h1 = 0;
+    gpumem_pool_held_blocks(p[0], &h0);
+    gpumem_pool_held_blocks(p[1], &h1);
+    out->value[0] = (long)(h0 * 10 + h1);
+    int64_t n = (6 << 20) / 4;
+    gpumem_array *big = NULL;
+    out->status = gpumem_device_array(c[0], 1, &n, NULL, i32(), 'C', NULL, &big);
+    snprintf(out->text, sizeof out->text, "%s", out->status ? gpumem_last_error() : "");
+    gpumem_pool_held_blocks(p[0], &h0);
+    gpumem_pool_held_blocks(p[1], &h1);
+    out->value[1] = (long)h0;
+    out->value[2] = (long)h1;
+    gpumem_array_release(big);
+    for (int d = 0; d < 2; d++) {
+        gpumem_pool_destroy(p[d]);
+        gpumem_context_release(c[d]);
+    }
+}
+
 static void env_cases(void)
 {
     child_result r;
@@ -159,6 +198,12 @@ static void env_cases(void)
     run_child(copy_case, &(env_case){"GPUMEM_PEER", "yes"}, &r);
     is_int(r.status, GPUMEM_ERROR_INVALID_ENVIRONMENT, "GPUMEM_PEER=yes is refused");
     like(r.text, "GPUMEM_PEER", "the message names GPUMEM_PEER");
+
+    run_child(ladder_case, NULL, &r);
+    is_int(r.value[0], 11, "each device's pool holds one block");
+    is_int(r.status, GPUMEM_OK, "device 0 out of memory: its ladder makes room");
+    is_int(r.value[1], 0, "device 0's pool gave its block back");
+    is_int(r.value[2], 1, "device 1's pool still holds its block");
 
     static const char *bad[] = {"0-0", "0-2", "0-1,1-0", "0:1", "some", ""};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
@@ -281,7 +326,16 @@ static void streams(gpumem_context *c0, gpumem_context *c1, gpumem_context *c2)
     } else {
         skip(2, "a third device's stream: needs three devices");
     }
-    /* a host copy still takes only the array's device's stream */
+    /* everything else takes only the array's device's stream */
+    gpumem_array *other = NULL;
+    is_int(gpumem_device_array(c1, 1, &n, NULL, i32(), 'C', s0, &other), GPUMEM_ERROR_CONTEXT_MISMATCH,
+           "a device array of device 1 allocated on device 0's stream is refused");
+    int32_t item = 0;
+    is_int(gpumem_array_get_item(b, (int64_t[]){0}, &item, s0), GPUMEM_ERROR_CONTEXT_MISMATCH,
+           "get_item with another device's stream is refused");
+    is_int(gpumem_array_set_item(b, (int64_t[]){0}, &item, s0), GPUMEM_ERROR_CONTEXT_MISMATCH,
+           "set_item with another device's stream is refused");
+    is_int(gpumem_array_get_item(b, (int64_t[]){1}, &item, s1), GPUMEM_OK, "get_item with its own device's stream");
     int32_t hv[N];
     gpumem_array *h = NULL;
     gpumem_host_array_wrap(hv, 1, &n, NULL, i32(), &h);

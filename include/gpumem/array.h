@@ -121,7 +121,8 @@ GPUMEM_API gpumem_status gpumem_host_array(int ndim, const int64_t *shape, const
  * numba's device_array: an uninitialized device array.  @p strides, when
  * not NULL, choose the axis order only: the result is always contiguous
  * (strides with gaps cannot be allocated); NULL uses @p order ('C' or 'F').
- * The allocation is ordered on @p stream (NULL: none).
+ * The allocation is ordered on @p stream (NULL: none), a stream of @p ctx's
+ * device (another device's is ::GPUMEM_ERROR_CONTEXT_MISMATCH).
  */
 GPUMEM_API gpumem_status gpumem_device_array(gpumem_context *ctx, int ndim, const int64_t *shape,
                                              const int64_t *strides, const gpumem_dtype *dtype, char order,
@@ -208,6 +209,12 @@ GPUMEM_API gpumem_status gpumem_array_release(gpumem_array *array);
  * - a download into pageable memory is refused (::GPUMEM_ERROR_INVALID_VALUE):
  *   the driver runs it synchronously while the caller expects it queued
  *   (numba#5130); page-lock the destination or pass NULL.
+ *
+ * Device arrays of two different devices: a cross-device copy (peer access
+ * or pinned host staging, gpumem/peer.h says how and how it is ordered);
+ * @p stream may then belong to either device.  Otherwise @p stream must
+ * belong to the device side's context: a stream of another device is
+ * ::GPUMEM_ERROR_CONTEXT_MISMATCH.
  */
 GPUMEM_API gpumem_status gpumem_array_copy(gpumem_array *dst, const gpumem_array *src, gpumem_stream *stream);
 
@@ -219,17 +226,21 @@ GPUMEM_API gpumem_status gpumem_array_copy(gpumem_array *dst, const gpumem_array
  */
 GPUMEM_API gpumem_status gpumem_copy_to_host(const gpumem_array *src, gpumem_array *dst, gpumem_stream *stream);
 
-/** numba's copy_to_device(ary, stream): @p src (host or device) into @p dst (device). */
+/** numba's copy_to_device(ary, stream): @p src (host or device) into @p dst (device); a @p src of another
+ *  device is a cross-device copy, as in gpumem_array_copy(). */
 GPUMEM_API gpumem_status gpumem_copy_to_device(gpumem_array *dst, const gpumem_array *src,
                                                gpumem_stream *stream);
 
-/** Sets every element to the @p value of one element (itemsize bytes). */
+/** Sets every element to the @p value of one element (itemsize bytes).  A @p stream of another device
+ *  than the array's is ::GPUMEM_ERROR_CONTEXT_MISMATCH. */
 GPUMEM_API gpumem_status gpumem_array_fill(gpumem_array *array, const void *value, gpumem_stream *stream);
 
 /**
  * Reads one element (itemsize bytes) at @p index (ndim indices; negative
  * count from the end).  With a stream the read is ordered after the stream's
- * earlier work and waited for, as the value is needed at once.
+ * earlier work and waited for, as the value is needed at once.  A @p stream
+ * of another device than the array's is ::GPUMEM_ERROR_CONTEXT_MISMATCH (so
+ * for gpumem_array_set_item()).
  */
 GPUMEM_API gpumem_status gpumem_array_get_item(const gpumem_array *array, const int64_t *index, void *value,
                                                gpumem_stream *stream);
