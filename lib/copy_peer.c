@@ -290,8 +290,9 @@ gpumem_status gm_copy_peer(const char *what, gpumem_array *dst, const gpumem_arr
     bool src_direct = has_layout(src, layout), dst_direct = has_layout(dst, layout);
     size_t bytes = (size_t)gm_array_size(dst) * dst->itemsize;
     if (peer && src_direct && dst_direct) /* one run both sides: queued on the stream */
-        return gm_drv_check(GM_DRV(memcpy_peer, dst->ctx->dctx, low_addr(dst), src->ctx->dctx, low_addr(src), bytes,
-                                   gm_stream_ds(stream), stream != NULL),
+        return gm_drv_check(GM_DRV(memcpy_peer, stream != NULL ? stream->ctx->dctx : dst->ctx->dctx, low_addr(dst),
+                                   dst->ctx->dctx, low_addr(src), src->ctx->dctx, bytes, gm_stream_ds(stream),
+                                   stream != NULL),
                             GM_OP_memcpy_peer, what);
 
     /* Every other path runs on the legacy streams of both devices: wait for
@@ -309,8 +310,8 @@ gpumem_status gm_copy_peer(const char *what, gpumem_array *dst, const gpumem_arr
     if (st == GPUMEM_OK && !dst_direct && (st = scratch(what, dst, layout, &d)) == GPUMEM_OK)
         to = d;
     if (st == GPUMEM_OK && peer)
-        st = gm_drv_check(GM_DRV(memcpy_peer, to->ctx->dctx, low_addr(to), from->ctx->dctx, low_addr(from), bytes,
-                                 NULL, 0),
+        st = gm_drv_check(GM_DRV(memcpy_peer, to->ctx->dctx, low_addr(to), to->ctx->dctx, low_addr(from),
+                                 from->ctx->dctx, bytes, NULL, 0),
                           GM_OP_memcpy_peer, what);
     else if (st == GPUMEM_OK)
         st = staged_move(what, to->ctx, low_addr(to), from->ctx, low_addr(from), bytes);

@@ -566,11 +566,12 @@ static int cuda_ctx_enable_peer_access(gm_dctx *ctx, gm_dctx *peer)
 }
 
 /* cuMemcpyPeer returns before the copy ran (it is asynchronous with respect
- * to the host, ordered on the legacy stream of both contexts): wait for dst's. */
-static int cuda_memcpy_peer(gm_dctx *dst_ctx, gm_cu_deviceptr dst, gm_dctx *src_ctx, gm_cu_deviceptr src,
-                            size_t bytes, gm_dstream *stream, int async)
+ * to the host, serialized with the work of the current, source and
+ * destination contexts): wait for the current one's legacy stream. */
+static int cuda_memcpy_peer(gm_dctx *ctx, gm_cu_deviceptr dst, gm_dctx *dst_ctx, gm_cu_deviceptr src,
+                            gm_dctx *src_ctx, size_t bytes, gm_dstream *stream, int async)
 {
-    CU_TRY(make_current(dst_ctx));
+    CU_TRY(make_current(ctx));
     if (!async && stream == NULL)
         return finish(cu.cuMemcpyPeer(dst, CU_CTX(dst_ctx), src, CU_CTX(src_ctx), bytes), NULL, 0);
     return finish(cu.cuMemcpyPeerAsync(dst, CU_CTX(dst_ctx), src, CU_CTX(src_ctx), bytes, CU_STREAM(stream)),

@@ -194,11 +194,12 @@ typedef struct gm_driver {
      * the second time. */
     int (*ctx_enable_peer_access)(gm_dctx *ctx, gm_dctx *peer);
     /* bytes from src, device memory of src_ctx's device, to dst, device
-     * memory of dst_ctx's device (cuMemcpyPeer, cuMemcpyPeerAsync with
-     * async).  Works without peer access (the driver then stages it), only
-     * faster with it.  stream may belong to either context. */
-    int (*memcpy_peer)(gm_dctx *dst_ctx, gm_cu_deviceptr dst, gm_dctx *src_ctx, gm_cu_deviceptr src,
-                       size_t bytes, gm_dstream *stream, int async);
+     * memory of dst_ctx's device (cuMemcpyPeer; cuMemcpyPeerAsync with
+     * async), issued in ctx, the context of stream (either of the two; any
+     * of them when stream is NULL, the legacy stream).  Works without peer
+     * access (the driver then stages it), only faster with it. */
+    int (*memcpy_peer)(gm_dctx *ctx, gm_cu_deviceptr dst, gm_dctx *dst_ctx, gm_cu_deviceptr src,
+                       gm_dctx *src_ctx, size_t bytes, gm_dstream *stream, int async);
 } gm_driver;
 
 /* Operation indices, for the counters. */
