@@ -390,6 +390,40 @@ static void switch_and_edges(gpumem_context *c0, gpumem_context *c1)
     gpumem_array_release(b);
 }
 
+/* Every driver call of a strided cross-device copy failing in turn, on
+ * both paths: a clear error or success, never a crash or a hang, and the
+ * next copy works. */
+static void peer_faults(gpumem_context *c0, gpumem_context *c1)
+{
+    gpumem_array *a = filled(c0, 2 * N, 9), *b = filled(c1, 2 * N, 0);
+    gpumem_array *sa = sliced(a, 0, GPUMEM_SLICE_DEFAULT, 2), *sb = sliced(b, GPUMEM_SLICE_DEFAULT, GPUMEM_SLICE_DEFAULT, -2);
+    for (int staged = 0; staged < 2; staged++) {
+        gpumem_peer_set_enabled(!staged);
+        int failed = 0, bad = 0, k = 1;
+        for (; k < 200; k++) {
+            gpumem_debug_fail_call((uint64_t)k, 999);
+            gpumem_status st = gpumem_array_copy(sb, sa, NULL);
+            gpumem_debug_fail_call(0, 0);
+            if (st == GPUMEM_OK)
+                break;
+            failed++;
+            bad |= strstr(gpumem_last_error(), "CUDA_ERROR_UNKNOWN") == NULL;
+        }
+        ok(failed > 3 && k < 200, "%s: each of the first %d driver calls failing fails the copy",
+           staged ? "staged" : "peer", failed);
+        ok(!bad, "...with the driver's error in the message");
+        int32_t v[2 * N];
+        is_int(gpumem_array_copy(sb, sa, NULL), GPUMEM_OK, "and the next copy works");
+        values(b, v, 2 * N);
+        ok(v[2 * N - 1] == 9 && v[2 * N - 3] == 11 && v[1] == 9 + 2 * (N - 1) && v[0] == 0, "with its values");
+    }
+    gpumem_peer_set_enabled(1);
+    gpumem_array_release(sa);
+    gpumem_array_release(sb);
+    gpumem_array_release(a);
+    gpumem_array_release(b);
+}
+
 static void pools(gpumem_context *c0, gpumem_context *c1)
 {
     gpumem_pool *p1 = NULL;
@@ -434,6 +468,7 @@ int main(void)
     strided_copies(c0, c1, can ? GPUMEM_COPY_PATH_PEER : GPUMEM_COPY_PATH_PEER_STAGED);
     streams(c0, c1, c2);
     switch_and_edges(c0, c1);
+    peer_faults(c0, c1);
     pools(c0, c1);
     gpumem_context_release(c2);
     gpumem_context_release(c1);

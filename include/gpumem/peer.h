@@ -39,6 +39,12 @@
  * devices' legacy default streams and is complete when the call returns.
  * Work queued on the other device's streams is not waited for: order it
  * yourself (gpumem_context_synchronize(), events) before the copy.
+ *
+ * @par Failures
+ * A failing cross-device copy returns the driver's error.  As for the
+ * staging engine's uploads, a staged copy straight into a dense destination
+ * writes it chunk by chunk, so one that fails part-way may have written a
+ * part of it; every other path writes the destination once, last.
  */
 #ifndef GPUMEM_PEER_H
 #define GPUMEM_PEER_H
