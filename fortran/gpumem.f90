@@ -136,6 +136,8 @@ module gpumem
   integer(c_int), parameter :: GPUMEM_COPY_PATH_CPU_DEVICE_PACK = 6
   integer(c_int), parameter :: GPUMEM_COPY_PATH_STAGED = 7
   integer(c_int), parameter :: GPUMEM_COPY_PATH_DMA_LOOP = 8
+  integer(c_int), parameter :: GPUMEM_COPY_PATH_PEER = 9
+  integer(c_int), parameter :: GPUMEM_COPY_PATH_PEER_STAGED = 10
   ! gpumem/dtype.h
   integer(c_int), parameter :: GPUMEM_BOOL = 0
   integer(c_int), parameter :: GPUMEM_INT8 = 1
@@ -824,6 +826,27 @@ module gpumem
       import
       integer(c_int), value :: path
       type(c_ptr) :: gpumem_copy_path_name
+    end function
+    ! ---- gpumem/peer.h
+    function gpumem_peer_can_access(device, peer, can) &
+        bind(c, name='gpumem_peer_can_access')
+      import
+      integer(c_int), value :: device
+      integer(c_int), value :: peer
+      integer(c_int), intent(out) :: can
+      integer(c_int) :: gpumem_peer_can_access
+    end function
+    function gpumem_peer_set_enabled(enabled) &
+        bind(c, name='gpumem_peer_set_enabled')
+      import
+      integer(c_int), value :: enabled
+      integer(c_int) :: gpumem_peer_set_enabled
+    end function
+    function gpumem_peer_enabled(enabled) &
+        bind(c, name='gpumem_peer_enabled')
+      import
+      integer(c_int), intent(out) :: enabled
+      integer(c_int) :: gpumem_peer_enabled
     end function
     ! ---- gpumem/staging.h
     function gpumem_staging_get(settings) &

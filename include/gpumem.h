@@ -25,5 +25,6 @@
 #include <gpumem/module.h>
 #include <gpumem/testing.h>
 #include <gpumem/staging.h>
+#include <gpumem/peer.h>
 
 #endif /* GPUMEM_H */

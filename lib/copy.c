@@ -12,6 +12,7 @@
 
 #include "array.h"
 #include "copy_engine.h"
+#include "copy_peer.h"
 #include "copyplan.h"
 #include "error.h"
 #include "gpumem/dtype.h"
@@ -82,6 +83,16 @@ static gpumem_status check_copy(const char *what, gpumem_array *dst, const gpume
         return gm_error(GPUMEM_ERROR_DTYPE_MISMATCH, "%s: 'dst' has dtype %s but 'src' has dtype %s", what, a, b);
     }
     gpumem_status st = gm_array_check_writable(what, dst, "dst");
+    if (st == GPUMEM_OK && gm_copy_is_cross_device(dst, src)) {
+        /* between two devices: a stream of either will do */
+        if (stream != NULL && stream->ctx->dctx != dst->ctx->dctx && stream->ctx->dctx != src->ctx->dctx)
+            return gm_error(GPUMEM_ERROR_CONTEXT_MISMATCH,
+                            "%s: a copy from device %d to device %d takes a stream of either device, but the "
+                            "stream belongs to device %d", what, src->ctx->device, dst->ctx->device,
+                            stream->ctx->device);
+        *ctx = dst->ctx;
+        return GPUMEM_OK;
+    }
     if (st == GPUMEM_OK)
         st = gm_stream_check(stream, dst->ctx, what, "dst");
     if (st == GPUMEM_OK)
@@ -99,6 +110,8 @@ static gpumem_status array_copy(const char *what, gpumem_array *dst, const gpume
     gpumem_status st = check_copy(what, dst, src, stream, &ctx);
     if (st != GPUMEM_OK || gm_array_size(dst) == 0)
         return st;
+    if (gm_copy_is_cross_device(dst, src))
+        return gm_copy_peer(what, dst, src, stream);
     return gm_copy_run(what, dst, src, stream, ctx);
 }
 

@@ -51,6 +51,11 @@ GPUMEM_API gpumem_status gpumem_debug_last_copy_path(gpumem_copy_path *path)
     return GPUMEM_OK;
 }
 
+void gm_copy_set_last_path(gpumem_copy_path path)
+{
+    last_path = path;
+}
+
 GPUMEM_API const char *gpumem_copy_path_name(gpumem_copy_path path)
 {
     switch (path) {
@@ -63,6 +68,8 @@ GPUMEM_API const char *gpumem_copy_path_name(gpumem_copy_path path)
     case GPUMEM_COPY_PATH_CPU_DEVICE_PACK: return "cpu-device-pack";
     case GPUMEM_COPY_PATH_STAGED: return "staged";
     case GPUMEM_COPY_PATH_DMA_LOOP: return "dma-loop";
+    case GPUMEM_COPY_PATH_PEER: return "peer";
+    case GPUMEM_COPY_PATH_PEER_STAGED: return "peer-staged";
     }
     return NULL;
 }

@@ -39,6 +39,10 @@ gpumem_status gm_copy_run(const char *what, gpumem_array *dst, const gpumem_arra
 gpumem_status gm_copy_queued_download(const char *what, gpumem_array *dst, const gpumem_array *src,
                                       gpumem_stream *stream, gpumem_context *ctx);
 
+/* Records path as the calling thread's last copy path (for copies that run
+ * outside the engine, copy_peer.c's). */
+void gm_copy_set_last_path(gpumem_copy_path path);
+
 /* The row width below which DMA is avoided: GPUMEM_COPY_MIN_ROW_BYTES, read
  * once, else GM_COPY_MIN_ROW_BYTES. */
 gpumem_status gm_copy_min_row_bytes(size_t *out);

@@ -97,7 +97,11 @@
                            unsigned flags))                                                \
     X(cuIpcCloseMemHandle, (gm_cu_deviceptr dptr))                                         \
     X(cuDeviceCanAccessPeer, (int *can, gm_cu_device dev, gm_cu_device peer))              \
-    X(cuCtxEnablePeerAccess, (gm_cu_context peer, unsigned flags))
+    X(cuCtxEnablePeerAccess, (gm_cu_context peer, unsigned flags))                         \
+    X(cuMemcpyPeer, (gm_cu_deviceptr dst, gm_cu_context dst_ctx, gm_cu_deviceptr src,        \
+                     gm_cu_context src_ctx, size_t bytes))                                  \
+    X(cuMemcpyPeerAsync, (gm_cu_deviceptr dst, gm_cu_context dst_ctx, gm_cu_deviceptr src,   \
+                          gm_cu_context src_ctx, size_t bytes, gm_cu_stream stream))
 
 /* Used only for messages: a driver without them still works. */
 #define GM_CU_OPTIONAL_ENTRY_POINTS(X)                                   \
@@ -561,6 +565,19 @@ static int cuda_ctx_enable_peer_access(gm_dctx *ctx, gm_dctx *peer)
     return cu.cuCtxEnablePeerAccess(CU_CTX(peer), 0);
 }
 
+/* cuMemcpyPeer returns before the copy ran (it is asynchronous with respect
+ * to the host, serialized with the work of the current, source and
+ * destination contexts): wait for the current one's legacy stream. */
+static int cuda_memcpy_peer(gm_dctx *ctx, gm_cu_deviceptr dst, gm_dctx *dst_ctx, gm_cu_deviceptr src,
+                            gm_dctx *src_ctx, size_t bytes, gm_dstream *stream, int async)
+{
+    CU_TRY(make_current(ctx));
+    if (!async && stream == NULL)
+        return finish(cu.cuMemcpyPeer(dst, CU_CTX(dst_ctx), src, CU_CTX(src_ctx), bytes), NULL, 0);
+    return finish(cu.cuMemcpyPeerAsync(dst, CU_CTX(dst_ctx), src, CU_CTX(src_ctx), bytes, CU_STREAM(stream)),
+                  stream, async);
+}
+
 static const gm_driver cuda_driver = {
     .name = "cuda",
     .driver_get_version = cuda_driver_get_version,
@@ -612,6 +629,7 @@ static const gm_driver cuda_driver = {
     .ipc_close_mem_handle = cuda_ipc_close_mem_handle,
     .device_can_access_peer = cuda_device_can_access_peer,
     .ctx_enable_peer_access = cuda_ctx_enable_peer_access,
+    .memcpy_peer = cuda_memcpy_peer,
 };
 
 /* ---- loading ------------------------------------------------------------------- */

@@ -52,6 +52,7 @@ typedef void (*gm_cu_host_fn)(void *user_data);
     X(CUDA_ERROR_NOT_MAPPED, 211)                          \
     X(CUDA_ERROR_UNSUPPORTED_PTX_VERSION, 222)             \
     X(CUDA_ERROR_INVALID_PTX, 218)                         \
+    X(CUDA_ERROR_PEER_ACCESS_UNSUPPORTED, 217)             \
     X(CUDA_ERROR_INVALID_SOURCE, 300)                      \
     X(CUDA_ERROR_FILE_NOT_FOUND, 301)                      \
     X(CUDA_ERROR_SHARED_OBJECT_INIT_FAILED, 303)           \
@@ -65,6 +66,7 @@ typedef void (*gm_cu_host_fn)(void *user_data);
     X(CUDA_ERROR_LAUNCH_TIMEOUT, 702)                      \
     X(CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED, 704)         \
     X(CUDA_ERROR_PEER_ACCESS_NOT_ENABLED, 705)             \
+    X(CUDA_ERROR_TOO_MANY_PEERS, 711)                      \
     X(CUDA_ERROR_PRIMARY_CONTEXT_ACTIVE, 708)              \
     X(CUDA_ERROR_CONTEXT_IS_DESTROYED, 709)                \
     X(CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED, 712)      \

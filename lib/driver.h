@@ -92,7 +92,8 @@ typedef struct gm_dmodule gm_dmodule; /* a backend loaded module (CUmodule) */
     X(ipc_open_mem_handle, "cuIpcOpenMemHandle")          \
     X(ipc_close_mem_handle, "cuIpcCloseMemHandle")        \
     X(device_can_access_peer, "cuDeviceCanAccessPeer")    \
-    X(ctx_enable_peer_access, "cuCtxEnablePeerAccess")
+    X(ctx_enable_peer_access, "cuCtxEnablePeerAccess")   \
+    X(memcpy_peer, "cuMemcpyPeer")
 
 typedef struct gm_driver {
     const char *name; /* "cuda" or "sim" */
@@ -192,6 +193,13 @@ typedef struct gm_driver {
     /* Lets ctx address peer's memory; CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED
      * the second time. */
     int (*ctx_enable_peer_access)(gm_dctx *ctx, gm_dctx *peer);
+    /* bytes from src, device memory of src_ctx's device, to dst, device
+     * memory of dst_ctx's device (cuMemcpyPeer; cuMemcpyPeerAsync with
+     * async), issued in ctx, the context of stream (either of the two; any
+     * of them when stream is NULL, the legacy stream).  Works without peer
+     * access (the driver then stages it), only faster with it. */
+    int (*memcpy_peer)(gm_dctx *ctx, gm_cu_deviceptr dst, gm_dctx *dst_ctx, gm_cu_deviceptr src,
+                       gm_dctx *src_ctx, size_t bytes, gm_dstream *stream, int async);
 } gm_driver;
 
 /* Operation indices, for the counters. */

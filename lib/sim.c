@@ -638,7 +638,7 @@ static int sim_device_can_access_peer(int dev, int peer, int *can)
         return GM_CUDA_ERROR_INVALID_VALUE;
     if (dev < 0 || dev >= S.ndev || peer < 0 || peer >= S.ndev)
         return GM_CUDA_ERROR_INVALID_DEVICE;
-    *can = dev != peer;
+    *can = dev != peer && (S.can_peer[dev] >> peer & 1);
     return CU_OK;
 }
 
@@ -648,6 +648,8 @@ static int sim_ctx_enable_peer_access(gm_dctx *ctx, gm_dctx *peer)
     int rc = gm_sim_ctx_ok(ctx) && gm_sim_ctx_ok(peer) ? CU_OK : GM_CUDA_ERROR_INVALID_CONTEXT;
     if (rc == CU_OK && ctx == peer)
         rc = GM_CUDA_ERROR_INVALID_DEVICE;
+    else if (rc == CU_OK && !(S.can_peer[ctx->ordinal] >> peer->ordinal & 1))
+        rc = GM_CUDA_ERROR_PEER_ACCESS_UNSUPPORTED;
     else if (rc == CU_OK && (ctx->peers >> peer->ordinal & 1))
         rc = GM_CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED;
     else if (rc == CU_OK)
@@ -707,6 +709,7 @@ static const gm_driver sim_driver = {
     .ipc_close_mem_handle = sim_ipc_close_mem_handle,
     .device_can_access_peer = sim_device_can_access_peer,
     .ctx_enable_peer_access = sim_ctx_enable_peer_access,
+    .memcpy_peer = gm_sim_memcpy_peer,
 };
 
 /* GPUMEM_SIM_BUSY: distinct ordinals below ndev, comma-separated. */
@@ -742,6 +745,60 @@ static gpumem_status parse_busy(long ndev, uint64_t *mask)
     return GPUMEM_OK;
 }
 
+/* GPUMEM_SIM_PEERS: "all" (the default), "none", or comma-separated pairs
+ * "a-b" of distinct ordinals below ndev that can access each other. */
+static gpumem_status parse_peers(long ndev, uint64_t *can)
+{
+    static const char name[] = "GPUMEM_SIM_PEERS";
+    const char *v = gm_env(name);
+    uint64_t all = ndev >= 64 ? UINT64_MAX : (UINT64_C(1) << ndev) - 1;
+    for (long i = 0; i < GM_SIM_MAX_DEVICES; i++)
+        can[i] = 0;
+    if (v == NULL || strcmp(v, "all") == 0) {
+        for (long i = 0; i < ndev; i++)
+            can[i] = all & ~(UINT64_C(1) << i);
+        return GPUMEM_OK;
+    }
+    if (strcmp(v, "none") == 0)
+        return GPUMEM_OK;
+    for (const char *p = v; p != NULL;) {
+        const char *comma = strchr(p, ',');
+        size_t n = comma != NULL ? (size_t)(comma - p) : strlen(p);
+        char tok[48];
+        char *dash = NULL;
+        long a = -1, b = -1;
+        bool ok = n < sizeof tok;
+        if (ok) {
+            memcpy(tok, p, n);
+            tok[n] = '\0';
+            dash = strchr(tok, '-');
+            ok = dash != NULL && dash != tok;
+        }
+        if (ok) {
+            *dash = '\0';
+            ok = gm_parse_long(tok, &a) && gm_parse_long(dash + 1, &b);
+        }
+        if (!ok)
+            return gm_error(GPUMEM_ERROR_INVALID_ENVIRONMENT,
+                            "%s='%s': '%.*s' is not a pair of device ordinals 'a-b' (or use 'all' or 'none')",
+                            name, v, (int)n, p);
+        if (a < 0 || a >= ndev || b < 0 || b >= ndev)
+            return gm_error(GPUMEM_ERROR_INVALID_ENVIRONMENT,
+                            "%s='%s': device %ld does not exist (GPUMEM_SIM_DEVICES=%ld)", name, v,
+                            a < 0 || a >= ndev ? a : b, ndev);
+        if (a == b)
+            return gm_error(GPUMEM_ERROR_INVALID_ENVIRONMENT, "%s='%s': a device is no peer of itself (%ld-%ld)",
+                            name, v, a, b);
+        if (can[a] >> b & 1)
+            return gm_error(GPUMEM_ERROR_INVALID_ENVIRONMENT, "%s='%s': the pair %ld-%ld is listed twice", name,
+                            v, a, b);
+        can[a] |= UINT64_C(1) << b;
+        can[b] |= UINT64_C(1) << a;
+        p = comma != NULL ? comma + 1 : NULL;
+    }
+    return GPUMEM_OK;
+}
+
 static gpumem_status configure(void)
 {
     long ndev, delay;
@@ -751,7 +808,7 @@ static gpumem_status configure(void)
         (st = gm_env_size("GPUMEM_SIM_MEMORY", UINT64_C(1) << 20, UINT64_C(1) << 30, &capacity)) != GPUMEM_OK ||
         (st = gm_env_size("GPUMEM_SIM_HOST_MEMORY", 0, UINT64_C(1) << 30, &host_limit)) != GPUMEM_OK ||
         (st = gm_env_long("GPUMEM_SIM_STREAM_DELAY_US", 0, 10000000, 2000, &delay, NULL)) != GPUMEM_OK ||
-        (st = parse_busy(ndev, &busy)) != GPUMEM_OK)
+        (st = parse_busy(ndev, &busy)) != GPUMEM_OK || (st = parse_peers(ndev, S.can_peer)) != GPUMEM_OK)
         return st;
     if (capacity > SIZE_MAX || host_limit > SIZE_MAX)
         return gm_error(GPUMEM_ERROR_INVALID_ENVIRONMENT,

@@ -18,6 +18,9 @@
  *   GPUMEM_SIM_BUSY             comma-separated ordinals ("0,2") of devices
  *                               that refuse contexts, like exclusive-process
  *                               GPUs in use by another process
+ *   GPUMEM_SIM_PEERS            which devices can access each other's memory:
+ *                               "all" (default: every distinct pair), "none",
+ *                               or symmetric pairs "0-1,2-3"
  *   GPUMEM_SIM_HOST_MEMORY      limit on page-locked host memory (allocated
  *                               plus registered), a size; 0 allows none
  *                               (default 1G)
@@ -174,11 +177,15 @@
  * driver, CUDA_ERROR_INVALID_CONTEXT for one of the calling process (bytes
  * that are no simulator handle: CUDA_ERROR_INVALID_VALUE);
  * ipc_close_mem_handle therefore never finds a mapping
- * (CUDA_ERROR_INVALID_VALUE).  device_can_access_peer answers 1 for every
- * pair of distinct devices; ctx_enable_peer_access records the pair
- * (CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED the second time,
+ * (CUDA_ERROR_INVALID_VALUE).  device_can_access_peer answers 1 for the
+ * pairs of GPUMEM_SIM_PEERS (every distinct pair by default);
+ * ctx_enable_peer_access records the pair (CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED
+ * the second time, CUDA_ERROR_PEER_ACCESS_UNSUPPORTED for a pair that cannot,
  * CUDA_ERROR_INVALID_DEVICE for a context and itself) until the context's
- * last release.
+ * last release.  memcpy_peer copies between device allocations of the two
+ * contexts' devices (else CUDA_ERROR_INVALID_VALUE) whether or not peer
+ * access is enabled, as the driver does (staging through the host); tests
+ * tell the paths apart by the driver call counters (cuMemcpyPeer).
  */
 #ifndef GM_SIM_H
 #define GM_SIM_H

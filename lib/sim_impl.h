@@ -173,6 +173,7 @@ struct gm_sim_state {
     long delay_us;
     const gm_sim_arch *arch;
     uint64_t busy; /* bit per ordinal */
+    uint64_t can_peer[GM_SIM_MAX_DEVICES]; /* bit per ordinal: device i can access it (GPUMEM_SIM_PEERS) */
     size_t page;
     struct gm_dctx dev[GM_SIM_MAX_DEVICES];
     sim_alloc **reg; /* sorted by base; records never overlap */
@@ -227,6 +228,8 @@ int gm_sim_ctx_synchronize(gm_dctx *ctx);
 int gm_sim_memcpy(gm_dctx *ctx, gm_cu_deviceptr dst, gm_cu_deviceptr src, size_t bytes, gm_dstream *stream,
                   int async);
 int gm_sim_memcpy_2d(gm_dctx *ctx, const gm_cu_memcpy2d *c, gm_dstream *stream, int async);
+int gm_sim_memcpy_peer(gm_dctx *ctx, gm_cu_deviceptr dst, gm_dctx *dst_ctx, gm_cu_deviceptr src, gm_dctx *src_ctx,
+                       size_t bytes, gm_dstream *stream, int async);
 int gm_sim_memcpy_3d(gm_dctx *ctx, const gm_cu_memcpy3d *c, gm_dstream *stream, int async);
 int gm_sim_memset(gm_dctx *ctx, gm_cu_deviceptr dst, unsigned value, unsigned elem_size, size_t count,
                   gm_dstream *stream, int async);

@@ -491,6 +491,29 @@ int gm_sim_memcpy(gm_dctx *ctx, gm_cu_deviceptr dst, gm_cu_deviceptr src, size_t
     return rc;
 }
 
+/* cuMemcpyPeer: both ends must be device allocations of their contexts'
+ * devices; issued in ctx (the stream's).  Peer access need not be enabled
+ * (the driver stages such copies). */
+int gm_sim_memcpy_peer(gm_dctx *ctx, gm_cu_deviceptr dst, gm_dctx *dst_ctx, gm_cu_deviceptr src, gm_dctx *src_ctx,
+                       size_t bytes, gm_dstream *stream, int async)
+{
+    region s = {GM_CU_MEMORYTYPE_DEVICE, src, bytes, bytes};
+    region d = {GM_CU_MEMORYTYPE_DEVICE, dst, bytes, bytes};
+    lock();
+    int rc = gm_sim_ctx_ok(ctx) && gm_sim_ctx_ok(dst_ctx) && gm_sim_ctx_ok(src_ctx) ? CU_OK
+                                                                                     : GM_CUDA_ERROR_INVALID_CONTEXT;
+    if (rc == CU_OK && bytes > 0) {
+        sim_alloc *sr = gm_sim_reg_find_range(src, bytes), *dr = gm_sim_reg_find_range(dst, bytes);
+        if (sr == NULL || dr == NULL || sr->kind != GM_SIM_MEM_DEVICE || dr->kind != GM_SIM_MEM_DEVICE ||
+            sr->dev != src_ctx->ordinal || dr->dev != dst_ctx->ordinal)
+            rc = GM_CUDA_ERROR_INVALID_VALUE;
+    }
+    if (rc == CU_OK)
+        rc = copy_locked(ctx, stream, async, &s, &d, bytes, 1, 1);
+    unlock();
+    return rc;
+}
+
 int gm_sim_memcpy_2d(gm_dctx *ctx, const gm_cu_memcpy2d *c, gm_dstream *stream, int async)
 {
     if (c == NULL)

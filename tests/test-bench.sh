@@ -5,7 +5,7 @@ builddir=${GPUMEM_TEST_BUILDDIR:-.}
 gpumem="$builddir/tools/gpumem"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/gpumem-bench.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
-echo "1..9"
+echo "1..11"
 i=0
 t() { i=$((i + 1)); if [ "$1" = 0 ]; then echo "ok $i - $2"; else echo "not ok $i - $2"; sed 's/^/# /' "$tmp/err"; fi; }
 GPUMEM_STAGING_MIN_BYTES=1M "$gpumem" bench --quick >"$tmp/out" 2>"$tmp/err"; t $? "bench --quick exits 0"
@@ -27,4 +27,13 @@ t $? "--rows measures 2-D copies up to rows of 64 KiB"
 "$gpumem" bench --quick --alloc --reps 1 >"$tmp/out" 2>"$tmp/err" &&
     [ "$(grep -c '^alloc .*gpumem' "$tmp/out")" -ge 16 ] && grep -q '^alloc  *memoize hit, 8 threads' "$tmp/out"
 t $? "--alloc: pool, array, page-locked pool and memoize rows at 1 to 8 threads"
+if [ "${GPUMEM_BACKEND:-sim}" = sim ]; then
+    GPUMEM_SIM_DEVICES=2 "$gpumem" bench --quick --peer --reps 1 >"$tmp/out" 2>"$tmp/err" &&
+        grep -q '^peer .*d2d 0->1 \[::2\]  *peer ' "$tmp/out" && grep -q '^peer .*d2d 1->0 contiguous staged  *peer-staged ' "$tmp/out"
+    t $? "--peer measures both directions, peer and staged (two simulated devices)"
+    GPUMEM_SIM_DEVICES=1 "$gpumem" bench --quick --peer >"$tmp/out" 2>"$tmp/err"; [ $? = 1 ] && grep -q 'two devices' "$tmp/err"
+    t $? "--peer with one device: exit 1, saying why"
+else
+    i=$((i + 2)); echo "ok $((i - 1)) # SKIP --peer: run on the GPU by hand (gpumem bench --peer)"; echo "ok $i # SKIP --peer"
+fi
 "$gpumem" bench --bogus >"$tmp/out" 2>"$tmp/err"; [ $? = 2 ]; t $? "a bad argument exits 2"

@@ -9,7 +9,7 @@ if [ "${GPUMEM_BACKEND:-sim}" = sim ]; then
 fi
 export HOME="$tmp"
 unset CUDA_DEVICE
-echo "1..19"
+echo "1..23"
 i=0
 t() { i=$((i + 1)); if [ "$1" = 0 ]; then echo "ok $i - $2"; else echo "not ok $i - $2"; [ -f "$tmp/out" ] && sed 's/^/# /' "$tmp/out" "$tmp/err"; fi; }
 
@@ -22,6 +22,7 @@ grep -q 'Usage' "$tmp/err"; t $? "...with the usage on stderr"
 "$gpumem" info --bogus >"$tmp/out" 2>"$tmp/err"; [ $? = 2 ]; t $? "a bad info argument exits 2"
 
 "$gpumem" info >"$tmp/out" 2>"$tmp/err"; t $? "info exits 0"
+cp "$tmp/out" "$tmp/out.info"
 grep -q "^backend: *${GPUMEM_BACKEND:-sim}" "$tmp/out" && grep -q "^default device: *0 (chosen by scan)" "$tmp/out"
 t $? "info shows the backend and the default device with its rule"
 
@@ -38,6 +39,24 @@ if command -v python3 >/dev/null 2>&1; then
     t $? "info --json is one valid JSON object with the default device"
 else
     i=$((i + 1)); echo "ok $i # SKIP python3 is not installed to parse the JSON"
+fi
+
+# the peer-access matrix
+if [ "${GPUMEM_BACKEND:-sim}" = sim ]; then
+    grep -q '"peer_access": \[\[false, true\], \[true, false\]\]' "$tmp/json"
+    t $? "info --json has the peer-access matrix (two simulated peers)"
+    GPUMEM_SIM_PEERS=none "$gpumem" info --json >"$tmp/json2" 2>"$tmp/err"
+    grep -q '"peer_access": \[\[false, false\], \[false, false\]\]' "$tmp/json2"
+    t $? "...and GPUMEM_SIM_PEERS=none empties it"
+    grep -A3 '^peer access:' "$tmp/out.info" | grep -q '^ *0  *-  *y$'
+    t $? "info prints the matrix"
+    GPUMEM_SIM_PEERS=0-0 "$gpumem" info >"$tmp/out" 2>"$tmp/err"; [ $? = 1 ] && grep -q GPUMEM_SIM_PEERS "$tmp/err"
+    t $? "a bad GPUMEM_SIM_PEERS: exit 1, naming it"
+else
+    grep -q '"peer_access": \[\[false' "$tmp/json"; t $? "info --json has the peer-access matrix"
+    grep -q '^peer access:' "$tmp/out.info" || [ "$(grep -c '^  device' "$tmp/out.info")" -lt 2 ]
+    t $? "info prints the matrix when there are several devices"
+    i=$((i + 2)); echo "ok $((i - 1)) # SKIP GPUMEM_SIM_PEERS is the simulator's"; echo "ok $i # SKIP GPUMEM_SIM_PEERS is the simulator's"
 fi
 
 CUDA_DEVICE=7 "$gpumem" info >"$tmp/out" 2>"$tmp/err"; [ $? = 1 ]; t $? "no default device: exit 1"

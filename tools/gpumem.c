@@ -1,7 +1,8 @@
 /*
  * gpumem - the libgpumem command-line tool.
  *
- *   gpumem info [--json]     backend, driver, devices and the default device;
+ *   gpumem info [--json]     backend, driver, devices, the peer-access matrix
+ *                            and the default device;
  *                            --json prints one JSON object whatever fails
  *   gpumem occupancy ...     occupancy of a launch shape (cmd-occupancy.c)
  *   gpumem --help | --version
@@ -26,14 +27,15 @@ static void usage(FILE *out)
           "\n"
           "Commands:\n"
           "  info [--json]   show the backend, the driver version, every device (name,\n"
-          "                  compute capability, memory, multiprocessors) and the default\n"
-          "                  device with the rule that chose it\n"
+          "                  compute capability, memory, multiprocessors), the peer-access\n"
+          "                  matrix and the default device with the rule that chose it\n"
           "  occupancy --threads N [--smem B] [--regs R] [--device D] [--json]\n"
           "                  thread blocks per multiprocessor for a kernel's launch\n"
           "                  shape, and what limits them (pycuda's OccupancyRecord)\n"
-          "  bench [--quick] [--rows] [--json | --csv] [--reps N]\n"
+          "  bench [--quick] [--rows | --peer] [--json | --csv] [--reps N]\n"
           "                  transfer bandwidth of each copy path beside the plain driver\n"
-          "                  call; --rows: 2-D copy bandwidth against row width\n"
+          "                  call; --rows: 2-D copy bandwidth against row width; --peer:\n"
+          "                  device 0 to 1 and back, peer and staged, against cuMemcpyPeer\n"
           "\n"
           "Options:\n"
           "  -h, --help      show this help and exit\n"
@@ -81,6 +83,7 @@ typedef struct info {
     const char *backend; /* NULL: no backend loaded */
     int have_version, version, count;
     device_info *devs;
+    int *peer;           /* count x count: row can access column; NULL when not learnt */
     int def;             /* the default device, -1 when none */
     gpumem_selection rule;
     char error[1024];
@@ -123,6 +126,19 @@ static void gather(info *in)
             return;
         }
     }
+    in->peer = calloc((size_t)count * (size_t)count + 1, sizeof *in->peer);
+    if (in->peer == NULL) {
+        snprintf(in->error, sizeof in->error, "out of memory");
+        return;
+    }
+    for (int a = 0; a < count; a++)
+        for (int b = 0; b < count; b++)
+            if (gpumem_peer_can_access(a, b, &in->peer[a * count + b]) != GPUMEM_OK) {
+                free(in->peer);
+                in->peer = NULL;
+                info_fail(in, "peer access");
+                return;
+            }
     /* The default device comes last: its failure still shows the rest. */
     gpumem_context *ctx = NULL;
     if (gpumem_context_create_default(&ctx) != GPUMEM_OK) {
@@ -157,7 +173,20 @@ static void print_json(const info *in)
         printf(", \"compute_capability\": [%d, %d], \"total_memory\": %llu, \"multiprocessors\": %d}", d->major,
                d->minor, (unsigned long long)d->memory, d->multiprocessors);
     }
-    printf("], \"default_device\": ");
+    printf("], \"peer_access\": ");
+    if (in->peer != NULL) {
+        printf("[");
+        for (int a = 0; a < in->count; a++) {
+            printf("%s[", a ? ", " : "");
+            for (int b = 0; b < in->count; b++)
+                printf("%s%s", b ? ", " : "", in->peer[a * in->count + b] ? "true" : "false");
+            printf("]");
+        }
+        printf("]");
+    } else {
+        printf("null");
+    }
+    printf(", \"default_device\": ");
     if (in->def >= 0) {
         printf("{\"ordinal\": %d, \"source\": ", in->def);
         json_string(gpumem_selection_name(in->rule));
@@ -190,6 +219,18 @@ static void print_text(const info *in)
                (unsigned long long)d->memory);
         printf("    multiprocessors:    %d\n", d->multiprocessors);
     }
+    if (in->peer != NULL && in->count > 1) {
+        printf("peer access:     (y: the row's device can access the column's memory)\n        ");
+        for (int b = 0; b < in->count; b++)
+            printf(" %3d", b);
+        printf("\n");
+        for (int a = 0; a < in->count; a++) {
+            printf("    %3d ", a);
+            for (int b = 0; b < in->count; b++)
+                printf(" %3s", a == b ? "-" : in->peer[a * in->count + b] ? "y" : "n");
+            printf("\n");
+        }
+    }
     if (in->def >= 0)
         printf("default device:  %d (chosen by %s)\n", in->def, gpumem_selection_name(in->rule));
     else
@@ -205,6 +246,7 @@ static int cmd_info(int json)
     else
         print_text(&in);
     free(in.devs);
+    free(in.peer);
     if (in.error[0]) {
         fprintf(stderr, "gpumem: %s\n", in.error);
         return 1;

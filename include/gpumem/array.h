@@ -140,7 +140,8 @@ GPUMEM_API gpumem_status gpumem_host_array(int ndim, const int64_t *shape, const
  * numba's device_array: an uninitialized device array.  @p strides, when
  * not NULL, choose the axis order only: the result is always contiguous
  * (strides with gaps cannot be allocated); NULL uses @p order ('C' or 'F').
- * The allocation is ordered on @p stream (NULL: none).
+ * The allocation is ordered on @p stream (NULL: none), a stream of @p ctx's
+ * device (another device's is ::GPUMEM_ERROR_CONTEXT_MISMATCH).
  * @param ctx the context, or NULL for the autoinit context.
  * @param ndim the number of dimensions, 0 to ::GPUMEM_MAX_NDIM.
  * @param[in] shape @p ndim extents.
@@ -272,6 +273,12 @@ GPUMEM_API gpumem_status gpumem_array_release(gpumem_array *array);
  * - a later copy on the same stream that reads or writes host memory with
  *   the CPU (from pageable memory, or through host packing) first waits for
  *   the downloads queued before it, so stream order holds for it too.
+ *
+ * Device arrays of two different devices: a cross-device copy (peer access
+ * or pinned host staging, gpumem/peer.h says how and how it is ordered);
+ * @p stream may then belong to either device.  Otherwise @p stream must
+ * belong to the device side's context: a stream of another device is
+ * ::GPUMEM_ERROR_CONTEXT_MISMATCH.
  * @param dst the destination (writable).
  * @param src the source, of the same shape and dtype.
  * @param stream the stream, or NULL (synchronous).
@@ -296,7 +303,8 @@ GPUMEM_API gpumem_status gpumem_array_copy(gpumem_array *dst, const gpumem_array
 GPUMEM_API gpumem_status gpumem_copy_to_host(const gpumem_array *src, gpumem_array *dst, gpumem_stream *stream);
 
 /**
- * numba's copy_to_device(ary, stream): @p src (host or device) into @p dst (device).
+ * numba's copy_to_device(ary, stream): @p src (host or device) into @p dst (device); a @p src of
+ * another device is a cross-device copy, as in gpumem_array_copy().
  * @param dst the destination, a device-side array.
  * @param src the source.
  * @param stream the stream, or NULL (synchronous).
@@ -306,7 +314,8 @@ GPUMEM_API gpumem_status gpumem_copy_to_device(gpumem_array *dst, const gpumem_a
                                                gpumem_stream *stream);
 
 /**
- * Sets every element to the @p value of one element (itemsize bytes).
+ * Sets every element to the @p value of one element (itemsize bytes).  A @p stream of another
+ * device than the array's is ::GPUMEM_ERROR_CONTEXT_MISMATCH.
  * @param array the destination (writable).
  * @param[in] value one element, itemsize bytes.
  * @param stream the stream, or NULL (synchronous).
@@ -319,7 +328,9 @@ GPUMEM_API gpumem_status gpumem_array_fill(gpumem_array *array, const void *valu
 /**
  * Reads one element (itemsize bytes) at @p index (ndim indices; negative
  * count from the end).  With a stream the read is ordered after the stream's
- * earlier work and waited for, as the value is needed at once.
+ * earlier work and waited for, as the value is needed at once.  A @p stream
+ * of another device than the array's is ::GPUMEM_ERROR_CONTEXT_MISMATCH (so
+ * for gpumem_array_set_item()).
  * @param array the array.
  * @param[in] index ndim indices (NULL for a 0-d array).
  * @param[out] value itemsize bytes.

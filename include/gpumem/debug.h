@@ -80,7 +80,15 @@ typedef enum gpumem_copy_path {
     GPUMEM_COPY_PATH_STAGED = 7,
     /** Several rectangular driver copies: the pack kernels are unavailable
      *  (the driver could not load them) and no one operation does it. */
-    GPUMEM_COPY_PATH_DMA_LOOP = 8
+    GPUMEM_COPY_PATH_DMA_LOOP = 8,
+    /** Between two devices, through peer access: one cuMemcpyPeer, with the
+     *  strided sides packed and unpacked on their own devices (gpumem/peer.h).
+     *  Added in GPUMEM_1.1. */
+    GPUMEM_COPY_PATH_PEER = 9,
+    /** Between two devices without peer access (none, or switched off):
+     *  through pinned host memory in chunks, strided sides packed and
+     *  unpacked on their own devices (gpumem/peer.h).  Added in GPUMEM_1.1. */
+    GPUMEM_COPY_PATH_PEER_STAGED = 10
 } gpumem_copy_path;
 
 /**

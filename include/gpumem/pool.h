@@ -429,11 +429,12 @@ GPUMEM_API gpumem_status gpumem_host_pool_stats(gpumem_host_pool *pool, struct g
  * reference goes, ordered on the stream it was allocated on (work queued on
  * other streams must be synchronized first, as with PyTorch's caching
  * allocator).  The pool must outlive its use here: set NULL before
- * destroying it.
+ * destroying it.  A pool of another device is ::GPUMEM_ERROR_CONTEXT_MISMATCH:
+ * pools, like deferred frees and staging buffers, are per device (gpumem/peer.h).
  * @param ctx the context, or NULL for the autoinit context.
  * @param pool a pool of the same device, or NULL.
- * @return ::GPUMEM_OK; ::GPUMEM_ERROR_INVALID_VALUE (a host pool), ::GPUMEM_ERROR_CONTEXT_MISMATCH, or an
- *        autoinit failure.
+ * @return ::GPUMEM_OK; ::GPUMEM_ERROR_INVALID_VALUE (a host pool), ::GPUMEM_ERROR_CONTEXT_MISMATCH (a pool of
+ *        another device), or an autoinit failure.
  */
 GPUMEM_API gpumem_status gpumem_context_set_pool(gpumem_context *ctx, gpumem_pool *pool);
 

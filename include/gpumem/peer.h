@@ -1,0 +1,94 @@
+/**
+ * @file gpumem/peer.h
+ * @brief Several devices in one process: copies between devices, peer
+ *        access and its switch.
+ *
+ * @par Several devices
+ * Every array, stream and pool belongs to one device's context.  Pools, the
+ * deferred-deallocation queue and the staging buffers of pageable copies are
+ * per context, and a context's out-of-memory ladder frees only its own
+ * pool's blocks.  A call that takes an array together with a stream, pool or
+ * context of another device is either a cross-device operation or
+ * ::GPUMEM_ERROR_CONTEXT_MISMATCH, never a silent use of the wrong device:
+ *  - gpumem_array_copy() (and gpumem_copy_to_device()) between device
+ *    arrays of two devices is a cross-device copy (below); its stream may be
+ *    one of either device; any other stream is a mismatch;
+ *  - a copy between a device array and host memory, gpumem_array_fill(),
+ *    gpumem_array_get_item() and gpumem_array_set_item() take only a stream
+ *    of the array's device;
+ *  - making an array with a stream takes only a stream of the context it is
+ *    made in, and gpumem_context_set_pool() only a pool of that context's
+ *    device (gpumem/array.h, gpumem/pool.h).
+ *
+ * @par Copies between devices
+ * gpumem_array_copy() between device arrays of two devices moves one dense
+ * run of bytes between them.  A strided source is first packed on its own
+ * device into scratch, and a strided destination is unpacked on its own
+ * device, so any two views work (negative strides, transposes).  The run
+ * crosses by one cuMemcpyPeer when peer access is on for the pair (path
+ * ::GPUMEM_COPY_PATH_PEER; the library enables it both ways the first time
+ * and remembers it), else through pinned host memory in chunks
+ * (::GPUMEM_COPY_PATH_PEER_STAGED).  Peer access is on when the devices can
+ * (gpumem_peer_can_access()) and neither the environment variable
+ * @c GPUMEM_PEER=0 nor gpumem_peer_set_enabled(0) switched it off.
+ *
+ * @par Ordering
+ * Only the peer copy of two arrays that share one dense layout is queued on
+ * the caller's stream (and with a NULL stream, complete on return).  Every
+ * other cross-device copy first waits for the caller's stream, runs on both
+ * devices' legacy default streams and is complete when the call returns.
+ * Work queued on the other device's streams is not waited for: order it
+ * yourself (gpumem_context_synchronize(), events) before the copy.
+ *
+ * @par Failures
+ * A failing cross-device copy returns the driver's error.  As for the
+ * staging engine's uploads, a staged copy straight into a dense destination
+ * writes it chunk by chunk, so one that fails part-way may have written a
+ * part of it; every other path writes the destination once, last.
+ */
+#ifndef GPUMEM_PEER_H
+#define GPUMEM_PEER_H
+
+#include <gpumem/export.h>
+#include <gpumem/status.h>
+
+GPUMEM_BEGIN_DECLS
+
+/**
+ * Whether @p device can address @p peer's memory (cuDeviceCanAccessPeer);
+ * a device is no peer of itself.  Added in GPUMEM_1.1.
+ * @param device a device ordinal
+ * @param peer another device ordinal
+ * @param can receives 1 when it can, else 0
+ * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT when @p can is NULL;
+ *         ::GPUMEM_ERROR_INVALID_DEVICE for an ordinal out of range; the
+ *         backend's errors (::GPUMEM_ERROR_NO_DEVICE,
+ *         ::GPUMEM_ERROR_DRIVER_NOT_FOUND, ::GPUMEM_ERROR_INVALID_ENVIRONMENT, a
+ *         driver error).
+ */
+GPUMEM_API gpumem_status gpumem_peer_can_access(int device, int peer, int *can);
+
+/**
+ * Switches peer access for copies between devices on (1) or off (0, the
+ * staged path for every pair), for the whole process, overriding
+ * @c GPUMEM_PEER.  Access already enabled in the driver stays enabled; only
+ * the library's choice of path changes.  Added in GPUMEM_1.1.
+ * @param enabled 0 or 1
+ * @return ::GPUMEM_OK; ::GPUMEM_ERROR_INVALID_VALUE for another value.
+ */
+GPUMEM_API gpumem_status gpumem_peer_set_enabled(int enabled);
+
+/**
+ * Whether copies between devices may use peer access: the value of
+ * gpumem_peer_set_enabled() once called, else of @c GPUMEM_PEER (0 or 1,
+ * default 1).  Added in GPUMEM_1.1.
+ * @param enabled receives 0 or 1
+ * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT when @p enabled is NULL;
+ *         ::GPUMEM_ERROR_INVALID_ENVIRONMENT when @c GPUMEM_PEER is neither 0
+ *         nor 1 (every cross-device copy then fails the same way).
+ */
+GPUMEM_API gpumem_status gpumem_peer_enabled(int *enabled);
+
+GPUMEM_END_DECLS
+
+#endif /* GPUMEM_PEER_H */

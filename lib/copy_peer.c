@@ -1,0 +1,325 @@
+/*
+ * copy_peer.c - copies between device arrays of two devices, and the peer
+ * settings of gpumem/peer.h.
+ *
+ * Every such copy moves one dense run of bytes from the source device to
+ * the destination device: a strided source is first packed on its own device
+ * (the copy engine, in the source's context) into scratch, and a strided
+ * destination is unpacked on its own device from scratch.  The run crosses
+ * by one cuMemcpyPeer when peer access is on for the pair (enabled once,
+ * both ways, and remembered), else through two pinned host buffers in
+ * chunks (download of one chunk overlapping the upload of the previous).
+ */
+#include "config.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "context.h"
+#include "copy_engine.h"
+#include "copy_peer.h"
+#include "env.h"
+#include "error.h"
+#include "gpumem/dtype.h"
+#include "gpumem/peer.h"
+#include "layout.h"
+#include "stream.h"
+
+/* ---- settings ------------------------------------------------------------------------------------ */
+
+static pthread_once_t env_once = PTHREAD_ONCE_INIT;
+static gpumem_status env_status;
+static char env_error[256];
+static long env_peer = 1;
+static atomic_int api_peer = -1; /* gpumem_peer_set_enabled's value; -1: not called */
+
+static void env_read(void)
+{
+    env_status = gm_env_long("GPUMEM_PEER", 0, 1, 1, &env_peer, NULL);
+    if (env_status != GPUMEM_OK)
+        snprintf(env_error, sizeof env_error, "%s", gpumem_last_error());
+}
+
+static gpumem_status peer_setting(const char *what, int *enabled)
+{
+    pthread_once(&env_once, env_read);
+    if (env_status != GPUMEM_OK)
+        return gm_error(env_status, "%s: %s", what, env_error);
+    int api = atomic_load(&api_peer);
+    *enabled = api >= 0 ? api : (int)env_peer;
+    return GPUMEM_OK;
+}
+
+GPUMEM_API gpumem_status gpumem_peer_set_enabled(int enabled)
+{
+    if (enabled != 0 && enabled != 1)
+        return gm_error(GPUMEM_ERROR_INVALID_VALUE, "gpumem_peer_set_enabled: 'enabled' is %d; it must be 0 or 1",
+                        enabled);
+    atomic_store(&api_peer, enabled);
+    return GPUMEM_OK;
+}
+
+GPUMEM_API gpumem_status gpumem_peer_enabled(int *enabled)
+{
+    GM_CHECK_NULL(enabled);
+    return peer_setting("gpumem_peer_enabled", enabled);
+}
+
+static gpumem_status check_ordinal(const char *what, const char *arg, int device, int count)
+{
+    if (device < 0 || device >= count)
+        return gm_error(GPUMEM_ERROR_INVALID_DEVICE, "%s: '%s' is %d, but the backend has %d device%s", what, arg,
+                        device, count, count == 1 ? "" : "s");
+    return GPUMEM_OK;
+}
+
+GPUMEM_API gpumem_status gpumem_peer_can_access(int device, int peer, int *can)
+{
+    static const char what[] = "gpumem_peer_can_access";
+    GM_CHECK_NULL(can);
+    int count = 0, c = 0;
+    gpumem_status st = gm_driver_ready();
+    if (st == GPUMEM_OK)
+        st = gm_drv_check(GM_DRV(device_get_count, &count), GM_OP_device_get_count, what);
+    if (st == GPUMEM_OK)
+        st = check_ordinal(what, "device", device, count);
+    if (st == GPUMEM_OK)
+        st = check_ordinal(what, "peer", peer, count);
+    if (st == GPUMEM_OK && device != peer)
+        st = gm_drv_check(GM_DRV(device_can_access_peer, device, peer, &c), GM_OP_device_can_access_peer, what);
+    if (st == GPUMEM_OK)
+        *can = c != 0;
+    return st;
+}
+
+/* ---- peer access, once per pair ------------------------------------------------------------------ */
+
+/* pairs[a][b]: whether copies between devices a and b use peer access
+ * (enabled both ways): 0 not known yet, 1 yes, 2 no.  Forgotten when a
+ * context of either device ends (its primary context may end with it, and
+ * with it the access). */
+#define MAX_PAIRED 64
+static pthread_mutex_t pairs_lock = PTHREAD_MUTEX_INITIALIZER;
+static unsigned char pairs[MAX_PAIRED][MAX_PAIRED];
+
+static gpumem_status forget_device(gpumem_context *ctx)
+{
+    if (ctx->device >= 0 && ctx->device < MAX_PAIRED) {
+        pthread_mutex_lock(&pairs_lock);
+        for (int i = 0; i < MAX_PAIRED; i++)
+            pairs[ctx->device][i] = pairs[i][ctx->device] = 0;
+        pthread_mutex_unlock(&pairs_lock);
+    }
+    return GPUMEM_OK;
+}
+
+static gm_context_hook peer_hook = {.order = GM_HOOK_MEMO, .teardown = forget_device};
+GM_CONTEXT_HOOK(copy_peer, peer_hook)
+
+/* Lets a address b's memory: true when done (or already done), false when
+ * the driver says the pair cannot. */
+static gpumem_status enable_one(const char *what, gpumem_context *a, gpumem_context *b, bool *ok)
+{
+    int rc = GM_DRV(ctx_enable_peer_access, a->dctx, b->dctx);
+    *ok = rc == GM_CUDA_SUCCESS || rc == GM_CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED;
+    if (*ok || rc == GM_CUDA_ERROR_PEER_ACCESS_UNSUPPORTED || rc == GM_CUDA_ERROR_TOO_MANY_PEERS)
+        return GPUMEM_OK;
+    return gm_drv_check(rc, GM_OP_ctx_enable_peer_access, what);
+}
+
+/* Whether a copy between a's and b's devices goes through peer access:
+ * the setting allows it and the devices can, with access enabled both ways. */
+static gpumem_status peer_ready(const char *what, gpumem_context *a, gpumem_context *b, bool *ready)
+{
+    int enabled = 0;
+    gpumem_status st = peer_setting(what, &enabled);
+    *ready = false;
+    if (st != GPUMEM_OK || !enabled)
+        return st;
+    bool cached = a->device < MAX_PAIRED && b->device < MAX_PAIRED;
+    pthread_mutex_lock(&pairs_lock);
+    unsigned char known = cached ? pairs[a->device][b->device] : 0;
+    if (known == 0) {
+        int ab = 0, ba = 0;
+        bool ok1 = false, ok2 = false;
+        st = gm_drv_check(GM_DRV(device_can_access_peer, a->device, b->device, &ab), GM_OP_device_can_access_peer,
+                          what);
+        if (st == GPUMEM_OK)
+            st = gm_drv_check(GM_DRV(device_can_access_peer, b->device, a->device, &ba),
+                              GM_OP_device_can_access_peer, what);
+        if (st == GPUMEM_OK && ab && ba && (st = enable_one(what, a, b, &ok1)) == GPUMEM_OK && ok1)
+            st = enable_one(what, b, a, &ok2);
+        if (st == GPUMEM_OK) {
+            known = ok1 && ok2 ? 1 : 2;
+            if (cached)
+                pairs[a->device][b->device] = pairs[b->device][a->device] = known;
+        }
+    }
+    pthread_mutex_unlock(&pairs_lock);
+    *ready = known == 1;
+    return st;
+}
+
+/* ---- layouts ------------------------------------------------------------------------------------- */
+
+bool gm_copy_is_cross_device(const gpumem_array *a, const gpumem_array *b)
+{
+    return gm_array_on_device(a) && gm_array_on_device(b) && a->ctx != NULL && b->ctx != NULL &&
+           a->ctx->device != b->ctx->device;
+}
+
+/* Whether a is dense with strides s (axes of length 1 aside). */
+static bool has_layout(const gpumem_array *a, const int64_t *s)
+{
+    int64_t like[GM_MAX_NDIM];
+    gm_layout_strides_like(a->ndim, a->shape, a->strides, a->itemsize, like);
+    for (int i = 0; i < a->ndim; i++) {
+        if (a->shape[i] <= 1)
+            continue;
+        if (a->strides[i] != s[i] || (s[i] != like[i] && s[i] != -like[i]))
+            return false;
+    }
+    return true;
+}
+
+/* Whether a is dense with positive strides. */
+static bool dense_forward(const gpumem_array *a)
+{
+    for (int i = 0; i < a->ndim; i++)
+        if (a->shape[i] > 1 && a->strides[i] < 0)
+            return false;
+    return has_layout(a, a->strides);
+}
+
+/* The layout of the run that crosses: both sides' own when they share a
+ * dense one, else the destination's when it is dense, else the source's,
+ * else contiguous in the destination's axis order (scratch gets it, so it
+ * has positive strides). */
+static void crossing_layout(const gpumem_array *dst, const gpumem_array *src, int64_t *out)
+{
+    if (has_layout(dst, dst->strides) && has_layout(src, dst->strides))
+        memcpy(out, dst->strides, sizeof(int64_t) * (size_t)dst->ndim);
+    else if (dense_forward(dst))
+        memcpy(out, dst->strides, sizeof(int64_t) * (size_t)dst->ndim);
+    else if (dense_forward(src))
+        memcpy(out, src->strides, sizeof(int64_t) * (size_t)src->ndim);
+    else
+        gm_layout_strides_like(dst->ndim, dst->shape, dst->strides, dst->itemsize, out);
+    for (int i = 0; i < dst->ndim; i++) /* length-1 axes: any stride; scratch wants a contiguous one */
+        if (dst->shape[i] <= 1)
+            out[i] = 0;
+    int64_t like[GM_MAX_NDIM];
+    gm_layout_strides_like(dst->ndim, dst->shape, out, dst->itemsize, like);
+    for (int i = 0; i < dst->ndim; i++)
+        if (dst->shape[i] <= 1)
+            out[i] = like[i];
+}
+
+/* The address of a's lowest byte. */
+static gm_cu_deviceptr low_addr(const gpumem_array *a)
+{
+    int64_t lo = 0, hi = 0;
+    gm_layout_extent(a->ndim, a->shape, a->strides, a->itemsize, &lo, &hi);
+    return a->dev + (gm_cu_deviceptr)lo;
+}
+
+/* ---- the crossing -------------------------------------------------------------------------------- */
+
+/* bytes from src (src_ctx's device) to dst (dst_ctx's device) through two
+ * pinned host buffers; complete on return. */
+static gpumem_status staged_move(const char *what, gpumem_context *dst_ctx, gm_cu_deviceptr dst,
+                                 gpumem_context *src_ctx, gm_cu_deviceptr src, size_t bytes)
+{
+    size_t chunk = GM_PEER_STAGE_CHUNK, total = bytes < 2 * (size_t)chunk ? bytes : 2 * (size_t)chunk;
+    int64_t n = (int64_t)total, one = 1;
+    gpumem_array *buf = NULL;
+    gpumem_status st = gm_array_new_locked(what, GPUMEM_MEMORY_PINNED, src_ctx, 1, &n, &one,
+                                           gpumem_dtype_builtin(GPUMEM_UINT8), GM_CU_MEMHOSTALLOC_PORTABLE, &buf);
+    if (st != GPUMEM_OK)
+        return st;
+    gm_cu_deviceptr half[2] = {(gm_cu_deviceptr)(uintptr_t)buf->host,
+                               (gm_cu_deviceptr)(uintptr_t)(buf->host + (total + 1) / 2)};
+    size_t step = (total + 1) / 2;
+    /* chunk k: download into half[k % 2] on the source's legacy stream, then
+     * upload from it on the destination's; the download of k + 1 runs while
+     * the upload of k does. */
+    size_t len0 = bytes < step ? bytes : step;
+    st = gm_drv_check(GM_DRV(memcpy, src_ctx->dctx, half[0], src, len0, NULL, 1), GM_OP_memcpy, what);
+    for (size_t off = 0, k = 0; st == GPUMEM_OK && off < bytes; k++) {
+        size_t len = bytes - off < step ? bytes - off : step;
+        st = gm_drv_check(GM_DRV(stream_synchronize, src_ctx->dctx, NULL), GM_OP_stream_synchronize, what);
+        if (st == GPUMEM_OK) /* the upload of k - 1 read the other half: it may be written again */
+            st = gm_drv_check(GM_DRV(stream_synchronize, dst_ctx->dctx, NULL), GM_OP_stream_synchronize, what);
+        if (st == GPUMEM_OK)
+            st = gm_drv_check(GM_DRV(memcpy, dst_ctx->dctx, dst + off, half[k % 2], len, NULL, 1), GM_OP_memcpy,
+                              what);
+        size_t next = off + len;
+        if (st == GPUMEM_OK && next < bytes) {
+            size_t nlen = bytes - next < step ? bytes - next : step;
+            st = gm_drv_check(GM_DRV(memcpy, src_ctx->dctx, half[(k + 1) % 2], src + next, nlen, NULL, 1),
+                              GM_OP_memcpy, what);
+        }
+        off = next;
+    }
+    /* nothing may still read or write the buffers when they go */
+    gpumem_status s1 = gm_drv_check(GM_DRV(stream_synchronize, src_ctx->dctx, NULL), GM_OP_stream_synchronize, what);
+    gpumem_status s2 = gm_drv_check(GM_DRV(stream_synchronize, dst_ctx->dctx, NULL), GM_OP_stream_synchronize, what);
+    if (st == GPUMEM_OK)
+        st = s1 != GPUMEM_OK ? s1 : s2;
+    gpumem_status rst = gpumem_array_release(buf);
+    return st != GPUMEM_OK ? st : rst;
+}
+
+/* Scratch on a's device (its context) with strides s. */
+static gpumem_status scratch(const char *what, const gpumem_array *a, const int64_t *s, gpumem_array **out)
+{
+    return gm_array_new_device(what, a->ctx, a->ndim, a->shape, s, a->dtype, NULL, out);
+}
+
+gpumem_status gm_copy_peer(const char *what, gpumem_array *dst, const gpumem_array *src, gpumem_stream *stream)
+{
+    bool peer = false;
+    gpumem_status st = peer_ready(what, dst->ctx, src->ctx, &peer);
+    if (st != GPUMEM_OK)
+        return st;
+    gm_copy_set_last_path(peer ? GPUMEM_COPY_PATH_PEER : GPUMEM_COPY_PATH_PEER_STAGED);
+    int64_t layout[GM_MAX_NDIM];
+    crossing_layout(dst, src, layout);
+    bool src_direct = has_layout(src, layout), dst_direct = has_layout(dst, layout);
+    size_t bytes = (size_t)gm_array_size(dst) * dst->itemsize;
+    if (peer && src_direct && dst_direct) /* one run both sides: queued on the stream */
+        return gm_drv_check(GM_DRV(memcpy_peer, stream != NULL ? stream->ctx->dctx : dst->ctx->dctx, low_addr(dst),
+                                   dst->ctx->dctx, low_addr(src), src->ctx->dctx, bytes, gm_stream_ds(stream),
+                                   stream != NULL),
+                            GM_OP_memcpy_peer, what);
+
+    /* Every other path runs on the legacy streams of both devices: wait for
+     * the caller's stream first, finish before returning. */
+    if (stream != NULL && (st = gm_drv_check(GM_DRV(stream_synchronize, stream->ctx->dctx, gm_stream_ds(stream)),
+                                             GM_OP_stream_synchronize, what)) != GPUMEM_OK)
+        return st;
+    gpumem_array *s = NULL, *d = NULL;
+    const gpumem_array *from = src;
+    gpumem_array *to = dst;
+    if (!src_direct && (st = scratch(what, src, layout, &s)) == GPUMEM_OK) {
+        st = gm_copy_run(what, s, src, NULL, src->ctx);
+        from = s;
+    }
+    if (st == GPUMEM_OK && !dst_direct && (st = scratch(what, dst, layout, &d)) == GPUMEM_OK)
+        to = d;
+    if (st == GPUMEM_OK && peer)
+        st = gm_drv_check(GM_DRV(memcpy_peer, to->ctx->dctx, low_addr(to), to->ctx->dctx, low_addr(from),
+                                 from->ctx->dctx, bytes, NULL, 0),
+                          GM_OP_memcpy_peer, what);
+    else if (st == GPUMEM_OK)
+        st = staged_move(what, to->ctx, low_addr(to), from->ctx, low_addr(from), bytes);
+    if (st == GPUMEM_OK && d != NULL)
+        st = gm_copy_run(what, dst, d, NULL, dst->ctx);
+    gm_copy_set_last_path(peer ? GPUMEM_COPY_PATH_PEER : GPUMEM_COPY_PATH_PEER_STAGED);
+    gpumem_status r1 = gpumem_array_release(s), r2 = gpumem_array_release(d);
+    if (st == GPUMEM_OK)
+        st = r1 != GPUMEM_OK ? r1 : r2;
+    return st;
+}

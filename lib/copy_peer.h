@@ -1,0 +1,26 @@
+/*
+ * copy_peer.h - copies between device arrays of two different devices
+ * (private; copy.c sends them here).  gpumem/peer.h describes the paths and
+ * their settings.
+ */
+#ifndef GM_COPY_PEER_H
+#define GM_COPY_PEER_H
+
+#include "array.h"
+
+/* Pinned staging of the staged path: two buffers of this many bytes, so
+ * that the download of one chunk overlaps the upload of the previous one. */
+#define GM_PEER_STAGE_CHUNK (4u << 20)
+
+/* Whether a and b are device arrays of two different devices. */
+bool gm_copy_is_cross_device(const gpumem_array *a, const gpumem_array *b);
+
+/* Copies src into dst, device arrays of two different devices (arguments
+ * checked: equal shape and dtype, dst writable, nonzero size).  stream is
+ * NULL or a stream of either array's device (the caller checked).  The
+ * contiguous peer path is queued on stream; every other path waits for
+ * stream first and completes before returning.  Records the path
+ * (GPUMEM_COPY_PATH_PEER or GPUMEM_COPY_PATH_PEER_STAGED). */
+gpumem_status gm_copy_peer(const char *what, gpumem_array *dst, const gpumem_array *src, gpumem_stream *stream);
+
+#endif /* GM_COPY_PEER_H */

@@ -1,0 +1,478 @@
+/* Copies between devices (gpumem/peer.h): the peer path and the staged
+ * path, contiguous and strided on either side, checked by value; streams of
+ * either device; the switches (GPUMEM_PEER, gpumem_peer_set_enabled,
+ * GPUMEM_SIM_PEERS) and their bad values.  On the simulator it runs with
+ * three devices; on a GPU it needs two. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <gpumem.h>
+
+#include "child.h"
+#include "tap.h"
+
+enum { N = 1000 };
+
+static const gpumem_dtype *i32(void)
+{
+    return gpumem_dtype_builtin(GPUMEM_INT32);
+}
+
+static uint64_t peer_calls(void)
+{
+    uint64_t n = 0;
+    gpumem_debug_driver_calls("cuMemcpyPeer", &n);
+    return n;
+}
+
+static gpumem_copy_path last_path(void)
+{
+    gpumem_copy_path p = GPUMEM_COPY_PATH_NONE;
+    gpumem_debug_last_copy_path(&p);
+    return p;
+}
+
+/* A device array of n int32 on ctx holding base + i. */
+static gpumem_array *filled(gpumem_context *ctx, int64_t n, int32_t base)
+{
+    int32_t *v = malloc((size_t)n * sizeof *v);
+    gpumem_array *h = NULL, *d = NULL;
+    for (int64_t i = 0; i < n; i++)
+        v[i] = base + (int32_t)i;
+    if (gpumem_host_array_wrap(v, 1, &n, NULL, i32(), &h) != GPUMEM_OK ||
+        gpumem_to_device(ctx, h, NULL, 0, &d) != GPUMEM_OK)
+        bail_out("making a device array: %s", gpumem_last_error());
+    gpumem_array_release(h);
+    free(v);
+    return d;
+}
+
+/* The int32 values of a (any layout, any device), in C order, into out. */
+static void values(gpumem_array *a, int32_t *out, int64_t n)
+{
+    int ndim = 0;
+    int64_t shape[8];
+    gpumem_array *h = NULL;
+    gpumem_array_ndim(a, &ndim);
+    gpumem_array_shape(a, shape);
+    (void)n;
+    if (gpumem_host_array_wrap(out, ndim, shape, NULL, i32(), &h) != GPUMEM_OK ||
+        gpumem_array_copy(h, a, NULL) != GPUMEM_OK)
+        bail_out("reading back: %s", gpumem_last_error());
+    gpumem_array_release(h);
+}
+
+static gpumem_array *sliced(gpumem_array *a, int64_t start, int64_t stop, int64_t step)
+{
+    gpumem_array *v = NULL;
+    gpumem_slice s = {start, stop, step};
+    if (gpumem_array_slice(a, &s, 1, &v) != GPUMEM_OK)
+        bail_out("slice: %s", gpumem_last_error());
+    return v;
+}
+
+/* ---- children: settings read once per process ---- */
+
+typedef struct env_case {
+    const char *name, *value;
+} env_case;
+
+/* Copies 4 MiB + 12 bytes contiguous and a [::2] view from device 0 to 1;
+ * value[0] the paths (10 * contiguous + strided), value[1] whether the
+ * values are right, value[2] the cuMemcpyPeer calls. */
+static void copy_case(const void *arg, child_result *out)
+{
+    const env_case *e = arg;
+    setenv("GPUMEM_SIM_DEVICES", "2", 1);
+    if (e->name != NULL)
+        setenv(e->name, e->value, 1);
+    gpumem_context *c0 = NULL, *c1 = NULL;
+    out->status = gpumem_context_create(0, &c0);
+    if (out->status == GPUMEM_OK)
+        out->status = gpumem_context_create(1, &c1);
+    if (out->status != GPUMEM_OK) {
+        snprintf(out->text, sizeof out->text, "%s", gpumem_last_error());
+        return;
+    }
+    int64_t n = (4 << 20) / 4 + 3 + (int64_t)(9u << 20) / 4; /* three staging chunks and a bit */
+    gpumem_array *a = filled(c0, n, 5), *b = NULL, *b2 = NULL;
+    gpumem_device_array(c1, 1, &n, NULL, i32(), 'C', NULL, &b);
+    out->status = gpumem_array_copy(b, a, NULL);
+    snprintf(out->text, sizeof out->text, "%s", out->status ? gpumem_last_error() : "");
+    out->value[0] = 10 * last_path();
+    int32_t *v = malloc((size_t)n * 4);
+    long good = out->status == GPUMEM_OK;
+    if (good) {
+        values(b, v, n);
+        for (int64_t i = 0; i < n; i++)
+            good &= v[i] == 5 + i;
+    }
+    gpumem_array *sa = sliced(a, 0, GPUMEM_SLICE_DEFAULT, 2);
+    int64_t half = (n + 1) / 2;
+    gpumem_device_array(c1, 1, &half, NULL, i32(), 'C', NULL, &b2);
+    gpumem_status st = gpumem_array_copy(b2, sa, NULL);
+    out->value[0] += last_path();
+    if (out->status == GPUMEM_OK)
+        out->status = st;
+    if (st == GPUMEM_OK) {
+        values(b2, v, half);
+        for (int64_t i = 0; i < half; i++)
+            good &= v[i] == 5 + 2 * i;
+    }
+    out->value[1] = good;
+    out->value[2] = (long)peer_calls();
+    free(v);
+    gpumem_array_release(sa);
+    gpumem_array_release(a);
+    gpumem_array_release(b);
+    gpumem_array_release(b2);
+    gpumem_context_release(c0);
+    gpumem_context_release(c1);
+}
+
+/* The out-of-memory ladder of device 0 releases device 0's held pool
+ * blocks only: value[1] and value[2] the blocks pools of devices 0 and 1
+ * still hold after device 0 ran out. */
+static void ladder_case(const void *arg, child_result *out)
+{
+    (void)arg;
+    setenv("GPUMEM_SIM_DEVICES", "2", 1);
+    setenv("GPUMEM_SIM_MEMORY", "8M", 1);
+    gpumem_context *c[2] = {NULL, NULL};
+    gpumem_pool *p[2] = {NULL, NULL};
+    for (int d = 0; d < 2; d++) {
+        gpumem_allocation *a = NULL;
+        if ((out->status = gpumem_context_create(d, &c[d])) != GPUMEM_OK ||
+            (out->status = gpumem_pool_create(c[d], 0, &p[d])) != GPUMEM_OK ||
+            (out->status = gpumem_pool_allocate(p[d], 4u << 20, NULL, &a)) != GPUMEM_OK ||
+            (out->status = gpumem_allocation_free(a, NULL)) != GPUMEM_OK) {
+            snprintf(out->text, sizeof out->text, "setup: %s", gpumem_last_error());
+            return;
+        }
+    }
+    uint64_t h0 = 0, h1 = 0;
+    gpumem_pool_held_blocks(p[0], &h0);
+    gpumem_pool_held_blocks(p[1], &h1);
+    out->value[0] = (long)(h0 * 10 + h1);
+    int64_t n = (6 << 20) / 4;
+    gpumem_array *big = NULL;
+    out->status = gpumem_device_array(c[0], 1, &n, NULL, i32(), 'C', NULL, &big);
+    snprintf(out->text, sizeof out->text, "%s", out->status ? gpumem_last_error() : "");
+    gpumem_pool_held_blocks(p[0], &h0);
+    gpumem_pool_held_blocks(p[1], &h1);
+    out->value[1] = (long)h0;
+    out->value[2] = (long)h1;
+    gpumem_array_release(big);
+    for (int d = 0; d < 2; d++) {
+        gpumem_pool_destroy(p[d]);
+        gpumem_context_release(c[d]);
+    }
+}
+
+static void env_cases(void)
+{
+    child_result r;
+    const long peer2 = 10 * GPUMEM_COPY_PATH_PEER + GPUMEM_COPY_PATH_PEER;
+    const long staged2 = 10 * GPUMEM_COPY_PATH_PEER_STAGED + GPUMEM_COPY_PATH_PEER_STAGED;
+
+    run_child(copy_case, &(env_case){NULL, NULL}, &r);
+    is_int(r.status, GPUMEM_OK, "default: both copies succeed");
+    is_int(r.value[0], peer2, "default: both copies take the peer path");
+    ok(r.value[1] == 1, "default: values arrive");
+    is_int(r.value[2], 2, "default: one cuMemcpyPeer each");
+
+    run_child(copy_case, &(env_case){"GPUMEM_PEER", "0"}, &r);
+    is_int(r.status, GPUMEM_OK, "GPUMEM_PEER=0: both copies succeed");
+    is_int(r.value[0], staged2, "GPUMEM_PEER=0: staged path");
+    ok(r.value[1] == 1, "GPUMEM_PEER=0: values arrive through pinned host memory");
+    is_int(r.value[2], 0, "GPUMEM_PEER=0: no cuMemcpyPeer");
+
+    run_child(copy_case, &(env_case){"GPUMEM_SIM_PEERS", "none"}, &r);
+    is_int(r.value[0], staged2, "GPUMEM_SIM_PEERS=none: staged path");
+    ok(r.status == GPUMEM_OK && r.value[1] == 1, "GPUMEM_SIM_PEERS=none: values arrive");
+
+    run_child(copy_case, &(env_case){"GPUMEM_SIM_PEERS", "0-1"}, &r);
+    is_int(r.value[0], peer2, "GPUMEM_SIM_PEERS=0-1: peer path");
+
+    run_child(copy_case, &(env_case){"GPUMEM_PEER", "yes"}, &r);
+    is_int(r.status, GPUMEM_ERROR_INVALID_ENVIRONMENT, "GPUMEM_PEER=yes is refused");
+    like(r.text, "GPUMEM_PEER", "the message names GPUMEM_PEER");
+
+    run_child(ladder_case, NULL, &r);
+    is_int(r.value[0], 11, "each device's pool holds one block");
+    is_int(r.status, GPUMEM_OK, "device 0 out of memory: its ladder makes room");
+    is_int(r.value[1], 0, "device 0's pool gave its block back");
+    is_int(r.value[2], 1, "device 1's pool still holds its block");
+
+    static const char *bad[] = {"0-0", "0-2", "0-1,1-0", "0:1", "some", ""};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        run_child(copy_case, &(env_case){"GPUMEM_SIM_PEERS", bad[i]}, &r);
+        if (bad[i][0] == '\0') { /* empty is unset: the default */
+            is_int(r.value[0], peer2, "GPUMEM_SIM_PEERS='' is the default");
+            continue;
+        }
+        char name[96];
+        snprintf(name, sizeof name, "GPUMEM_SIM_PEERS='%s' is refused, naming the variable", bad[i]);
+        ok(r.status == GPUMEM_ERROR_INVALID_ENVIRONMENT && strstr(r.text, "GPUMEM_SIM_PEERS") != NULL, "%s", name);
+    }
+}
+
+/* ---- in this process ---- */
+
+static void peer_access(int count)
+{
+    int can = -1;
+    is_int(gpumem_peer_can_access(0, 1, &can), GPUMEM_OK, "gpumem_peer_can_access(0, 1)");
+    if (test_on_sim())
+        is_int(can, 1, "simulated devices 0 and 1 are peers");
+    else
+        ok(can == 0 || can == 1, "0 or 1");
+    gpumem_peer_can_access(0, 0, &can);
+    is_int(can, 0, "a device is no peer of itself");
+    is_int(gpumem_peer_can_access(0, count, &can), GPUMEM_ERROR_INVALID_DEVICE, "peer out of range");
+    is_int(gpumem_peer_can_access(-1, 0, &can), GPUMEM_ERROR_INVALID_DEVICE, "device out of range");
+    is_int(gpumem_peer_can_access(0, 1, NULL), GPUMEM_ERROR_NULL_ARGUMENT, "NULL can");
+}
+
+static void strided_copies(gpumem_context *c0, gpumem_context *c1, int want_path)
+{
+    int32_t v[2 * N];
+    /* src [::2] -> dst [::-3] view of a bigger array; the gaps stay */
+    gpumem_array *a = filled(c0, 2 * N, 0), *b = filled(c1, 3 * N, -1000000);
+    gpumem_array *sa = sliced(a, 0, GPUMEM_SLICE_DEFAULT, 2), *sb = sliced(b, GPUMEM_SLICE_DEFAULT, GPUMEM_SLICE_DEFAULT, -3);
+    is_int(gpumem_array_copy(sb, sa, NULL), GPUMEM_OK, "[::2] -> [::-3] between devices");
+    is_int(last_path(), want_path, "its path");
+    int32_t *w = malloc(3 * N * sizeof *w);
+    values(b, w, 3 * N);
+    int good = 1;
+    for (int j = 0; j < 3 * N; j++) {
+        int32_t want = -1000000 + j;
+        if (j % 3 == 2) /* b[::-3] element k is b[3N-1-3k], gets a[2k] */
+            want = 2 * ((3 * N - 1 - j) / 3);
+        good &= w[j] == want;
+    }
+    ok(good, "values land in the strided destination, its gaps untouched");
+    free(w);
+    gpumem_array_release(sa);
+    gpumem_array_release(sb);
+
+    /* reversed contiguous source -> contiguous destination */
+    gpumem_array *ra = sliced(a, GPUMEM_SLICE_DEFAULT, GPUMEM_SLICE_DEFAULT, -1), *d = NULL;
+    int64_t n2 = 2 * N;
+    gpumem_device_array(c1, 1, &n2, NULL, i32(), 'C', NULL, &d);
+    is_int(gpumem_array_copy(d, ra, NULL), GPUMEM_OK, "[::-1] -> contiguous between devices");
+    values(d, v, n2);
+    good = 1;
+    for (int j = 0; j < 2 * N; j++)
+        good &= v[j] == 2 * N - 1 - j;
+    ok(good, "reversed values arrive");
+    gpumem_array_release(ra);
+    gpumem_array_release(d);
+    gpumem_array_release(a);
+    gpumem_array_release(b);
+
+    /* transposed: a C-order 20x50 on device 1 into the .T of a C-order 50x20 on device 0 */
+    int64_t sh[2] = {20, 50}, sh2[2] = {50, 20};
+    int32_t host[1000];
+    for (int j = 0; j < 1000; j++)
+        host[j] = 7 * j;
+    gpumem_array *h = NULL, *m = NULL, *t = NULL, *tv = NULL;
+    gpumem_host_array_wrap(host, 2, sh, NULL, i32(), &h);
+    gpumem_to_device(c1, h, NULL, 0, &m);
+    gpumem_device_array(c0, 2, sh2, NULL, i32(), 'C', NULL, &t);
+    gpumem_array_transpose(t, NULL, &tv);
+    is_int(gpumem_array_copy(tv, m, NULL), GPUMEM_OK, "C-order -> transposed view between devices");
+    is_int(last_path(), want_path, "its path");
+    values(t, v, 1000);
+    good = 1;
+    for (int r = 0; r < 50; r++)
+        for (int c = 0; c < 20; c++)
+            good &= v[r * 20 + c] == 7 * (c * 50 + r);
+    ok(good, "the transpose arrives");
+    gpumem_array_release(h);
+    gpumem_array_release(m);
+    gpumem_array_release(t);
+    gpumem_array_release(tv);
+}
+
+static void streams(gpumem_context *c0, gpumem_context *c1, gpumem_context *c2)
+{
+    gpumem_stream *s0 = NULL, *s1 = NULL, *s2 = NULL;
+    gpumem_stream_create(c0, 0, &s0);
+    gpumem_stream_create(c1, 0, &s1);
+    int64_t n = N;
+    int32_t v[N];
+    gpumem_array *a = filled(c0, n, 3), *b = NULL;
+    gpumem_device_array(c1, 1, &n, NULL, i32(), 'C', NULL, &b);
+    is_int(gpumem_array_copy(b, a, s0), GPUMEM_OK, "a stream of the source's device is accepted");
+    gpumem_stream_synchronize(s0);
+    values(b, v, n);
+    ok(v[0] == 3 && v[N - 1] == 3 + N - 1, "its values arrive");
+    gpumem_array *a2 = filled(c0, n, 11);
+    is_int(gpumem_array_copy(b, a2, s1), GPUMEM_OK, "a stream of the destination's device is accepted");
+    gpumem_stream_synchronize(s1);
+    values(b, v, n);
+    ok(v[0] == 11 && v[N - 1] == 11 + N - 1, "its values arrive");
+    gpumem_array *sa = sliced(a, 0, GPUMEM_SLICE_DEFAULT, 2), *sb = sliced(b, 0, GPUMEM_SLICE_DEFAULT, 2);
+    is_int(gpumem_array_copy(sb, sa, s1), GPUMEM_OK, "a strided copy with the destination's stream");
+    values(b, v, n);
+    ok(v[0] == 3 && v[2] == 5 && v[1] == 12, "complete on return (strided paths wait)");
+    if (c2 != NULL) {
+        gpumem_stream_create(c2, 0, &s2);
+        is_int(gpumem_array_copy(b, a, s2), GPUMEM_ERROR_CONTEXT_MISMATCH, "a third device's stream is refused");
+        like(gpumem_last_error(), "either device", "the message says which streams it takes");
+        gpumem_stream_destroy(s2);
+    } else {
+        skip(2, "a third device's stream: needs three devices");
+    }
+    /* everything else takes only the array's device's stream */
+    gpumem_array *other = NULL;
+    is_int(gpumem_device_array(c1, 1, &n, NULL, i32(), 'C', s0, &other), GPUMEM_ERROR_CONTEXT_MISMATCH,
+           "a device array of device 1 allocated on device 0's stream is refused");
+    int32_t item = 0;
+    is_int(gpumem_array_get_item(b, (int64_t[]){0}, &item, s0), GPUMEM_ERROR_CONTEXT_MISMATCH,
+           "get_item with another device's stream is refused");
+    is_int(gpumem_array_set_item(b, (int64_t[]){0}, &item, s0), GPUMEM_ERROR_CONTEXT_MISMATCH,
+           "set_item with another device's stream is refused");
+    is_int(gpumem_array_get_item(b, (int64_t[]){1}, &item, s1), GPUMEM_OK, "get_item with its own device's stream");
+    int32_t hv[N];
+    gpumem_array *h = NULL;
+    gpumem_host_array_wrap(hv, 1, &n, NULL, i32(), &h);
+    is_int(gpumem_array_copy(b, h, s0), GPUMEM_ERROR_CONTEXT_MISMATCH, "host -> device 1 with device 0's stream is refused");
+    is_int(gpumem_array_fill(b, &(int32_t){1}, s0), GPUMEM_ERROR_CONTEXT_MISMATCH, "fill with another device's stream is refused");
+    gpumem_array_release(h);
+    gpumem_array_release(sa);
+    gpumem_array_release(sb);
+    gpumem_array_release(a);
+    gpumem_array_release(a2);
+    gpumem_array_release(b);
+    gpumem_stream_destroy(s0);
+    gpumem_stream_destroy(s1);
+}
+
+static void switch_and_edges(gpumem_context *c0, gpumem_context *c1)
+{
+    int en = -1;
+    is_int(gpumem_peer_set_enabled(2), GPUMEM_ERROR_INVALID_VALUE, "gpumem_peer_set_enabled(2) is refused");
+    is_int(gpumem_peer_enabled(NULL), GPUMEM_ERROR_NULL_ARGUMENT, "gpumem_peer_enabled(NULL)");
+    is_int(gpumem_peer_set_enabled(0), GPUMEM_OK, "switch peer access off");
+    gpumem_peer_enabled(&en);
+    is_int(en, 0, "gpumem_peer_enabled says so");
+    int64_t n = N;
+    int32_t v[N];
+    gpumem_array *a = filled(c1, n, 42), *b = NULL;
+    gpumem_device_array(c0, 1, &n, NULL, i32(), 'C', NULL, &b);
+    uint64_t before = peer_calls();
+    is_int(gpumem_array_copy(b, a, NULL), GPUMEM_OK, "device 1 -> 0 with the switch off");
+    is_int(last_path(), GPUMEM_COPY_PATH_PEER_STAGED, "staged");
+    is_int(peer_calls() - before, 0, "no cuMemcpyPeer");
+    values(b, v, n);
+    ok(v[0] == 42 && v[N - 1] == 42 + N - 1, "values arrive");
+    strided_copies(c0, c1, GPUMEM_COPY_PATH_PEER_STAGED);
+    gpumem_peer_set_enabled(1);
+    gpumem_peer_enabled(&en);
+    is_int(en, 1, "switched on again");
+
+    /* zero size: nothing moves */
+    int64_t z = 0;
+    gpumem_array *za = NULL, *zb = NULL;
+    gpumem_device_array(c0, 1, &z, NULL, i32(), 'C', NULL, &za);
+    gpumem_device_array(c1, 1, &z, NULL, i32(), 'C', NULL, &zb);
+    before = peer_calls();
+    is_int(gpumem_array_copy(zb, za, NULL), GPUMEM_OK, "an empty copy between devices");
+    is_int(peer_calls() - before, 0, "moves nothing");
+    /* shapes still checked first */
+    is_int(gpumem_array_copy(zb, a, NULL), GPUMEM_ERROR_SHAPE_MISMATCH, "shape mismatch between devices");
+    gpumem_array_release(za);
+    gpumem_array_release(zb);
+    gpumem_array_release(a);
+    gpumem_array_release(b);
+}
+
+/* Every driver call of a strided cross-device copy failing in turn, on
+ * both paths: a clear error or success, never a crash or a hang, and the
+ * next copy works. */
+static void peer_faults(gpumem_context *c0, gpumem_context *c1)
+{
+    gpumem_array *a = filled(c0, 2 * N, 9), *b = filled(c1, 2 * N, 0);
+    gpumem_array *sa = sliced(a, 0, GPUMEM_SLICE_DEFAULT, 2), *sb = sliced(b, GPUMEM_SLICE_DEFAULT, GPUMEM_SLICE_DEFAULT, -2);
+    for (int staged = 0; staged < 2; staged++) {
+        gpumem_peer_set_enabled(!staged);
+        int failed = 0, bad = 0, k = 1;
+        for (; k < 200; k++) {
+            gpumem_debug_fail_call((uint64_t)k, 999);
+            gpumem_status st = gpumem_array_copy(sb, sa, NULL);
+            gpumem_debug_fail_call(0, 0);
+            if (st == GPUMEM_OK)
+                break;
+            failed++;
+            bad |= strstr(gpumem_last_error(), "CUDA_ERROR_UNKNOWN") == NULL;
+        }
+        ok(failed > 3 && k < 200, "%s: each of the first %d driver calls failing fails the copy",
+           staged ? "staged" : "peer", failed);
+        ok(!bad, "...with the driver's error in the message");
+        int32_t v[2 * N];
+        is_int(gpumem_array_copy(sb, sa, NULL), GPUMEM_OK, "and the next copy works");
+        values(b, v, 2 * N);
+        ok(v[2 * N - 1] == 9 && v[2 * N - 3] == 11 && v[1] == 9 + 2 * (N - 1) && v[0] == 0, "with its values");
+    }
+    gpumem_peer_set_enabled(1);
+    gpumem_array_release(sa);
+    gpumem_array_release(sb);
+    gpumem_array_release(a);
+    gpumem_array_release(b);
+}
+
+static void pools(gpumem_context *c0, gpumem_context *c1)
+{
+    gpumem_pool *p1 = NULL;
+    if (gpumem_pool_create(c1, 0, &p1) != GPUMEM_OK)
+        bail_out("pool: %s", gpumem_last_error());
+    is_int(gpumem_context_set_pool(c0, p1), GPUMEM_ERROR_CONTEXT_MISMATCH, "a pool of device 1 for device 0 is refused");
+    is_int(gpumem_context_set_pool(c1, p1), GPUMEM_OK, "a pool of its own device");
+    gpumem_array *a = filled(c0, N, 1), *b = NULL;
+    int64_t n = N;
+    int32_t v[N];
+    gpumem_device_array(c1, 1, &n, NULL, i32(), 'C', NULL, &b);
+    gpumem_array_kind(b, &(gpumem_memory_kind){0});
+    is_int(gpumem_array_copy(b, a, NULL), GPUMEM_OK, "a copy into a pooled array of the other device");
+    values(b, v, n);
+    ok(v[5] == 6, "values arrive");
+    gpumem_array_release(a);
+    gpumem_array_release(b);
+    gpumem_context_set_pool(c1, NULL);
+    gpumem_pool_destroy(p1);
+}
+
+int main(void)
+{
+    if (test_on_sim()) {
+        env_cases();
+        setenv("GPUMEM_SIM_DEVICES", "3", 1);
+    }
+    int count = 0;
+    if (gpumem_device_count(&count) != GPUMEM_OK || count < 2) {
+        if (test_on_sim())
+            bail_out("the simulator has %d devices", count);
+        plan_skip_all("needs two devices (nvidia-h200-x2)");
+    }
+    gpumem_context *c0 = NULL, *c1 = NULL, *c2 = NULL;
+    gpumem_context_create(0, &c0);
+    gpumem_context_create(1, &c1);
+    if (count >= 3)
+        gpumem_context_create(2, &c2);
+    int can = 0;
+    gpumem_peer_can_access(0, 1, &can);
+    peer_access(count);
+    strided_copies(c0, c1, can ? GPUMEM_COPY_PATH_PEER : GPUMEM_COPY_PATH_PEER_STAGED);
+    streams(c0, c1, c2);
+    switch_and_edges(c0, c1);
+    peer_faults(c0, c1);
+    pools(c0, c1);
+    gpumem_context_release(c2);
+    gpumem_context_release(c1);
+    gpumem_context_release(c0);
+    done_testing();
+    return exit_status();
+}
