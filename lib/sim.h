@@ -171,7 +171,8 @@
  * CUDA_ERROR_INVALID_VALUE).  The first export of an allocation moves its
  * bytes into a memfd mapped MAP_SHARED (after the ops queued on it ran);
  * the handle carries the process id, the memfd's number and inode, the
- * size and the device.  ipc_open_mem_handle in another process opens
+ * size and the device (an exported allocation holds its file descriptor
+ * until it is freed).  ipc_open_mem_handle in another process opens
  * /proc/<pid>/fd/<n>, checks the inode and size, maps it and registers the
  * mapping as device memory of the calling context at a new address (not
  * charged to the device: the exporter's memory); each open makes its own
@@ -184,8 +185,9 @@
  * address), and the context's last release drops those left open.  Like
  * CUDA's, the mapping does not keep the exporter's memory alive in the
  * exporter; its pages stay valid for the importer until it closes.
- * device_can_access_peer answers 1 for every
- * pair of distinct devices; ctx_enable_peer_access records the pair
+ *
+ * Peers.  device_can_access_peer answers 1 for every pair of distinct
+ * devices; ctx_enable_peer_access records the pair
  * (CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED the second time,
  * CUDA_ERROR_INVALID_DEVICE for a context and itself) until the context's
  * last release.
