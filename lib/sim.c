@@ -2,7 +2,7 @@
  * sim.c - the simulator backend: a GPU on host memory (sim.h says what it
  * simulates and why).  This file: devices, contexts and memory (the
  * allocation registry, device, managed, page-locked and registered memory,
- * pointer attributes, IPC and peers), the driver table and the settings.
+ * pointer attributes and peers), the driver table and the settings.
  * sim_impl.h describes the shared state and the other files.
  */
 #include "config.h"
@@ -112,7 +112,9 @@ static bool reg_insert(sim_alloc *r)
 void gm_sim_alloc_unref(sim_alloc *r)
 {
     if (--r->refs == 0) {
-        if (r->owned)
+        if (r->shared || r->ipc_mapped)
+            gm_sim_ipc_free(r);
+        else if (r->owned)
             free(r->mem);
         free(r);
     }
@@ -286,20 +288,29 @@ static int sim_mem_get_info(gm_dctx *ctx, size_t *free_bytes, size_t *total_byte
     return rc;
 }
 
+/* Reserves bytes at the end of ctx's address window: *base, and the
+ * extent to add to next_off once the record is in. */
+static bool window_reserve(gm_dctx *ctx, size_t bytes, uint64_t *base, size_t *extent)
+{
+    if (!round_up(bytes, DEVICE_ALIGN, extent) || *extent > WINDOW - DEVICE_GAP ||
+        ctx->next_off > WINDOW - DEVICE_GAP - *extent)
+        return false;
+    *base = GM_SIM_DEVICE_BASE + ((uint64_t)ctx->ordinal << GM_SIM_DEVICE_SHIFT) + ctx->next_off;
+    return true;
+}
+
 int gm_sim_mem_alloc_locked(gm_dctx *ctx, gm_cu_deviceptr *ptr, size_t bytes)
 {
     size_t charged, extent;
+    uint64_t base;
     if (!round_up(bytes, GRANULE, &charged) || charged > S.capacity - ctx->used ||
-        !round_up(bytes, DEVICE_ALIGN, &extent) || extent > WINDOW - DEVICE_GAP ||
-        ctx->next_off > WINDOW - DEVICE_GAP - extent)
+        !window_reserve(ctx, bytes, &base, &extent))
         return GM_CUDA_ERROR_OUT_OF_MEMORY;
     sim_alloc *r = calloc(1, sizeof *r);
     unsigned char *mem = malloc(bytes);
     if (r != NULL && mem != NULL)
-        *r = (sim_alloc){.base = GM_SIM_DEVICE_BASE +
-                                 ((uint64_t)ctx->ordinal << GM_SIM_DEVICE_SHIFT) + ctx->next_off,
-                         .size = bytes, .charged = charged, .mem = mem, .owned = true,
-                         .kind = GM_SIM_MEM_DEVICE, .dev = ctx->ordinal, .refs = 1};
+        *r = (sim_alloc){.base = base, .size = bytes, .charged = charged, .mem = mem, .owned = true,
+                         .kind = GM_SIM_MEM_DEVICE, .dev = ctx->ordinal, .refs = 1, .fd = -1};
     if (r == NULL || mem == NULL || !reg_insert(r)) {
         free(r);
         free(mem);
@@ -309,6 +320,25 @@ int gm_sim_mem_alloc_locked(gm_dctx *ctx, gm_cu_deviceptr *ptr, size_t bytes)
     ctx->next_off += extent + DEVICE_GAP;
     ctx->used += charged;
     *ptr = r->base;
+    return CU_OK;
+}
+
+int gm_sim_ipc_map_locked(gm_dctx *ctx, unsigned char *mem, size_t bytes, gm_cu_deviceptr *ptr)
+{
+    size_t extent;
+    uint64_t base;
+    if (!window_reserve(ctx, bytes, &base, &extent))
+        return GM_CUDA_ERROR_OUT_OF_MEMORY;
+    sim_alloc *r = calloc(1, sizeof *r);
+    if (r != NULL)
+        *r = (sim_alloc){.base = base, .size = bytes, .mem = mem, .kind = GM_SIM_MEM_DEVICE,
+                         .dev = ctx->ordinal, .refs = 1, .ipc_mapped = true, .fd = -1};
+    if (r == NULL || !reg_insert(r)) {
+        free(r);
+        return GM_CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    ctx->next_off += extent + DEVICE_GAP;
+    *ptr = base;
     return CU_OK;
 }
 
@@ -328,7 +358,7 @@ static int sim_mem_free(gm_dctx *ctx, gm_cu_deviceptr ptr)
     int rc = gm_sim_ctx_ok(ctx) ? CU_OK : GM_CUDA_ERROR_INVALID_CONTEXT;
     if (rc == CU_OK) {
         sim_alloc *r = gm_sim_reg_find(ptr);
-        if (r != NULL && r->base == ptr && !r->module &&
+        if (r != NULL && r->base == ptr && !r->module && !r->ipc_mapped &&
             (r->kind == GM_SIM_MEM_DEVICE || r->kind == GM_SIM_MEM_MANAGED))
             gm_sim_alloc_drop(r);
         else
@@ -497,7 +527,7 @@ static int sim_mem_free_async(gm_dctx *ctx, gm_cu_deviceptr ptr, gm_dstream *str
     return rc != CU_OK ? rc : sim_mem_free(ctx, ptr);
 }
 
-/* ------------------------------------------------- pointers and IPC -- */
+/* ------------------------------------------------------------ pointers -- */
 
 /* One attribute of a known record r (NULL: an address the driver does not
  * know, which gets the null values).  Booleans are one byte, as the driver
@@ -536,7 +566,7 @@ static int pointer_attribute(const sim_alloc *r, uint64_t ptr, int attr, void *d
         *(bool *)data = r != NULL;
         return CU_OK;
     case GM_CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE:
-        *(bool *)data = r != NULL && r->kind == GM_SIM_MEM_DEVICE && !r->module;
+        *(bool *)data = r != NULL && r->kind == GM_SIM_MEM_DEVICE && !r->module && !r->ipc_mapped;
         return CU_OK;
     case GM_CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL: {
         int d = r != NULL ? r->dev : -2;
@@ -570,64 +600,6 @@ static int sim_pointer_get_attributes(unsigned count, const int *attrs, void **d
     int rc = CU_OK;
     for (unsigned i = 0; i < count && rc == CU_OK; i++)
         rc = pointer_attribute(r, ptr, attrs[i], data[i]);
-    unlock();
-    return rc;
-}
-
-/* The simulator's IPC handle: magic, the exporting process, the allocation. */
-#define SIM_IPC_MAGIC "GMSIMIPC"
-typedef struct sim_ipc {
-    char magic[8];
-    uint64_t pid;
-    uint64_t base;
-    uint64_t size;
-    int32_t dev;
-} sim_ipc;
-_Static_assert(sizeof(sim_ipc) <= sizeof(gm_cu_ipc_mem_handle), "sim_ipc must fit in a CUipcMemHandle");
-
-static int sim_ipc_get_mem_handle(gm_dctx *ctx, gm_cu_ipc_mem_handle *handle, gm_cu_deviceptr ptr)
-{
-    if (handle == NULL)
-        return GM_CUDA_ERROR_INVALID_VALUE;
-    lock();
-    int rc = gm_sim_ctx_ok(ctx) ? CU_OK : GM_CUDA_ERROR_INVALID_CONTEXT;
-    const sim_alloc *r = rc == CU_OK ? gm_sim_reg_find(ptr) : NULL;
-    if (rc == CU_OK && (r == NULL || r->kind != GM_SIM_MEM_DEVICE || r->module))
-        rc = GM_CUDA_ERROR_INVALID_VALUE; /* only cuMemAlloc memory has IPC handles */
-    if (rc == CU_OK) {
-        sim_ipc h = {.pid = (uint64_t)getpid(), .base = r->base, .size = r->size, .dev = r->dev};
-        memcpy(h.magic, SIM_IPC_MAGIC, sizeof h.magic);
-        memset(handle, 0, sizeof *handle);
-        memcpy(handle, &h, sizeof h);
-    }
-    unlock();
-    return rc;
-}
-
-static int sim_ipc_open_mem_handle(gm_dctx *ctx, gm_cu_deviceptr *ptr, const gm_cu_ipc_mem_handle *handle,
-                                   unsigned flags)
-{
-    if (ptr == NULL || handle == NULL || (flags & ~(unsigned)GM_CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS) != 0)
-        return GM_CUDA_ERROR_INVALID_VALUE;
-    sim_ipc h;
-    memcpy(&h, handle, sizeof h);
-    lock();
-    int rc = gm_sim_ctx_ok(ctx) ? CU_OK : GM_CUDA_ERROR_INVALID_CONTEXT;
-    unlock();
-    if (rc != CU_OK)
-        return rc;
-    if (memcmp(h.magic, SIM_IPC_MAGIC, sizeof h.magic) != 0)
-        return GM_CUDA_ERROR_INVALID_VALUE;
-    if (h.pid == (uint64_t)getpid())
-        return GM_CUDA_ERROR_INVALID_CONTEXT; /* what the driver answers in the exporting process */
-    return GM_SIM_ERROR_NOT_SIMULATED;        /* another process's memory is out of reach */
-}
-
-static int sim_ipc_close_mem_handle(gm_dctx *ctx, gm_cu_deviceptr ptr)
-{
-    (void)ptr;
-    lock();
-    int rc = gm_sim_ctx_ok(ctx) ? GM_CUDA_ERROR_INVALID_VALUE : GM_CUDA_ERROR_INVALID_CONTEXT; /* nothing is ever open */
     unlock();
     return rc;
 }
@@ -704,9 +676,9 @@ static const gm_driver sim_driver = {
     .occupancy_max_active_blocks = gm_sim_occupancy_max_active_blocks,
     .launch_kernel = gm_sim_launch_kernel,
     .pointer_get_attributes = sim_pointer_get_attributes,
-    .ipc_get_mem_handle = sim_ipc_get_mem_handle,
-    .ipc_open_mem_handle = sim_ipc_open_mem_handle,
-    .ipc_close_mem_handle = sim_ipc_close_mem_handle,
+    .ipc_get_mem_handle = gm_sim_ipc_get_mem_handle,
+    .ipc_open_mem_handle = gm_sim_ipc_open_mem_handle,
+    .ipc_close_mem_handle = gm_sim_ipc_close_mem_handle,
     .device_can_access_peer = sim_device_can_access_peer,
     .ctx_enable_peer_access = sim_ctx_enable_peer_access,
     .memcpy_peer = gm_sim_memcpy_peer,

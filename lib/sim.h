@@ -170,17 +170,29 @@
  * CUDA_ERROR_INVALID_VALUE.
  *
  * IPC.  ipc_get_mem_handle works for device allocations (not managed,
- * host or module memory: CUDA_ERROR_INVALID_VALUE) and encodes the process
- * id, the device and the allocation.  One process's simulated memory cannot
- * be reached from another, so ipc_open_mem_handle answers
- * GM_SIM_ERROR_NOT_SIMULATED for a handle of another process, and, like the
- * driver, CUDA_ERROR_INVALID_CONTEXT for one of the calling process (bytes
- * that are no simulator handle: CUDA_ERROR_INVALID_VALUE);
- * ipc_close_mem_handle therefore never finds a mapping
- * (CUDA_ERROR_INVALID_VALUE).  device_can_access_peer answers 1 for the
- * pairs of GPUMEM_SIM_PEERS (every distinct pair by default);
- * ctx_enable_peer_access records the pair (CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED
- * the second time, CUDA_ERROR_PEER_ACCESS_UNSUPPORTED for a pair that cannot,
+ * host or module memory, nor a mapping opened from a handle:
+ * CUDA_ERROR_INVALID_VALUE).  The first export of an allocation moves its
+ * bytes into a memfd mapped MAP_SHARED (after the ops queued on it ran);
+ * the handle carries the process id, the memfd's number and inode, the
+ * size and the device (an exported allocation holds its file descriptor
+ * until it is freed).  ipc_open_mem_handle in another process opens
+ * /proc/<pid>/fd/<n>, checks the inode and size, maps it and registers the
+ * mapping as device memory of the calling context at a new address (not
+ * charged to the device: the exporter's memory); each open makes its own
+ * mapping.  A handle whose process exited or freed the allocation (the
+ * number is closed, or names another file) is CUDA_ERROR_INVALID_VALUE, as
+ * are bytes that are no simulator handle; in the exporting process the
+ * handle is CUDA_ERROR_INVALID_CONTEXT, as with the driver.  The mapping
+ * is no cuMemAlloc memory (mem_free: CUDA_ERROR_INVALID_VALUE);
+ * ipc_close_mem_handle unmaps it (CUDA_ERROR_INVALID_VALUE for any other
+ * address), and the context's last release drops those left open.  Like
+ * CUDA's, the mapping does not keep the exporter's memory alive in the
+ * exporter; its pages stay valid for the importer until it closes.
+ *
+ * Peers.  device_can_access_peer answers 1 for the pairs of
+ * GPUMEM_SIM_PEERS (every distinct pair by default); ctx_enable_peer_access
+ * records the pair (CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED the second time,
+ * CUDA_ERROR_PEER_ACCESS_UNSUPPORTED for a pair that cannot,
  * CUDA_ERROR_INVALID_DEVICE for a context and itself) until the context's
  * last release.  memcpy_peer copies between device allocations of the two
  * contexts' devices (else CUDA_ERROR_INVALID_VALUE) whether or not peer

@@ -20,6 +20,9 @@
  * enqueue time, so they never form a cycle, and a flush follows them at once
  * (gm_sim_flush), so a synchronize never waits for the delay.
  *
+ * IPC handles (sim_ipc.c) reach another process through shared memory:
+ * see sim.h.
+ *
  * Functions one file calls in another have a gm_sim_ prefix (hidden, like
  * every internal symbol); "_locked" or a comment says where the lock must be
  * held.
@@ -54,6 +57,11 @@ typedef struct sim_alloc {
     unsigned flags;
     unsigned refs; /* 1 while in the registry, +1 per queued op using it */
     bool module;   /* a module's global: only module_unload frees it */
+    /* IPC (sim_ipc.c): an exported allocation's bytes move to a memfd that
+     * other processes map; an opened handle is such a mapping (not owned) */
+    bool shared;     /* mem is a MAP_SHARED mapping of memfd `fd`, owned */
+    bool ipc_mapped; /* mem maps another process's memfd (cuIpcOpenMemHandle) */
+    int fd;          /* the memfd, while shared */
 } sim_alloc;
 
 enum { OP_COPY, OP_SET, OP_HOSTFN, OP_RECORD, OP_WAIT, OP_KERNEL };
@@ -214,6 +222,18 @@ void gm_sim_alloc_unref(sim_alloc *r);
 void gm_sim_alloc_drop(sim_alloc *r);
 /* cuMemAlloc in ctx: device memory filled with GM_SIM_GARBAGE_BYTE. */
 int gm_sim_mem_alloc_locked(gm_dctx *ctx, gm_cu_deviceptr *ptr, size_t bytes);
+/* Registers mem (bytes long, mapped by the caller) at a fresh address of
+ * ctx's window as an IPC mapping: device memory, not owned, not charged. */
+int gm_sim_ipc_map_locked(gm_dctx *ctx, unsigned char *mem, size_t bytes, gm_cu_deviceptr *ptr);
+
+/* ---- sim_ipc.c: IPC handles between processes ---- */
+
+/* Unmaps r's shared or mapped bytes (its last reference went). */
+void gm_sim_ipc_free(sim_alloc *r);
+int gm_sim_ipc_get_mem_handle(gm_dctx *ctx, gm_cu_ipc_mem_handle *handle, gm_cu_deviceptr ptr);
+int gm_sim_ipc_open_mem_handle(gm_dctx *ctx, gm_cu_deviceptr *ptr, const gm_cu_ipc_mem_handle *handle,
+                               unsigned flags);
+int gm_sim_ipc_close_mem_handle(gm_dctx *ctx, gm_cu_deviceptr ptr);
 
 /* ---- sim_stream.c: streams, events, copies, memsets ---- */
 

@@ -1,8 +1,10 @@
 /* IPC handles: the bytes gpumem_ipc_get_handle writes (layout of
  * gpumem/ipc.h), every malformed handle gpumem_ipc_open refuses, the
- * exporting process's refusal, and a second process that opens the handle:
- * on a GPU it reads and writes the first process's array and closes the
- * mapping; the simulator says it cannot. */
+ * exporting process's refusal, and a second process that opens the handle,
+ * reads and writes the first process's array and closes the mapping (on
+ * the simulator through its shared-memory model); then the other way
+ * round, and a handle of a process that has exited. */
+#include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,6 +65,8 @@ typedef struct child_report {
     int write_ok;     /* its write of 1000 + i succeeded */
     long closes;      /* cuIpcCloseMemHandle calls after the release */
     char text[512];
+    int export_status;      /* of exporting its own array of 7 * i */
+    gpumem_ipc_handle mine; /* that array's handle */
 } child_report;
 
 static int to_child[2], from_child[2];
@@ -104,7 +108,26 @@ static void child_main(void)
         gpumem_array_release(a);
         rep.closes = (long)(calls("cuIpcCloseMemHandle") - before);
     }
+    /* an array of its own for the first process to open, kept until told */
+    gpumem_context *c = NULL;
+    gpumem_array *mine = NULL, *src = NULL;
+    int32_t v[N];
+    for (int i = 0; i < N; i++)
+        v[i] = 7 * i;
+    rep.export_status = gpumem_context_create(0, &c);
+    if (rep.export_status == GPUMEM_OK)
+        rep.export_status = gpumem_host_array_wrap(v, 1, (int64_t[]){N}, NULL, int32, &src);
+    if (rep.export_status == GPUMEM_OK)
+        rep.export_status = gpumem_to_device(c, src, NULL, 0, &mine);
+    if (rep.export_status == GPUMEM_OK)
+        rep.export_status = gpumem_ipc_get_handle(mine, &rep.mine);
     ssize_t n = write(from_child[1], &rep, sizeof rep);
+    char go;
+    if (read(to_child[0], &go, 1) < 0) /* the first process is done with the array (or gone) */
+        n = -1;
+    gpumem_array_release(mine);
+    gpumem_array_release(src);
+    gpumem_context_release(c);
     _exit(n == (ssize_t)sizeof rep ? 0 : 3);
 }
 
@@ -137,15 +160,7 @@ static void check_second_process(gpumem_array *d, const gpumem_ipc_handle *h)
             break;
         got += (size_t)k;
     }
-    int ws = 0;
-    waitpid(child, &ws, 0);
-    ok(got == sizeof rep && WIFEXITED(ws) && WEXITSTATUS(ws) == 0, "the second process reported");
-    if (test_on_sim()) {
-        is_int(rep.status, GPUMEM_ERROR_NOT_SIMULATED, "simulator: another process cannot open the handle");
-        like(rep.text, "cuIpcOpenMemHandle", "the message names cuIpcOpenMemHandle");
-        skip(5, "the simulator cannot reach another process's memory");
-        return;
-    }
+    ok(got == sizeof rep, "the second process reported");
     if (!is_int(rep.status, GPUMEM_OK, "the second process opened the handle"))
         diag("%s", rep.text);
     is_int(rep.kind, GPUMEM_MEMORY_FOREIGN, "the opened array is foreign memory");
@@ -159,6 +174,49 @@ static void check_second_process(gpumem_array *d, const gpumem_ipc_handle *h)
     for (int i = 0; i < N; i++)
         same &= v[i] == 1000 + i;
     ok(same, "the first process sees the second one's writes");
+
+    /* the other way round: this process opens the second one's array */
+    is_int(rep.export_status, GPUMEM_OK, "the second process exported an array of its own");
+    gpumem_array *a = NULL;
+    gpumem_status st = gpumem_ipc_open(ctx, &rep.mine, &a);
+    if (!is_int(st, GPUMEM_OK, "this process opens the second one's handle"))
+        diag("%s", gpumem_last_error());
+    same = st == GPUMEM_OK && gpumem_array_copy(hv, a, NULL) == GPUMEM_OK;
+    for (int i = 0; i < N; i++)
+        same &= v[i] == 7 * i;
+    ok(same, "and reads its values");
+    uint64_t closes = calls("cuIpcCloseMemHandle");
+    if (a != NULL)
+        gpumem_array_release(a);
+    ok(calls("cuIpcCloseMemHandle") == closes + (a != NULL), "the release closed the mapping");
+    if (test_on_sim()) {
+        /* the simulator's handle (bytes 32 to 96) names the memfd by number
+         * and inode: a number that now names another file is refused */
+        gpumem_ipc_handle t = rep.mine;
+        t.bytes[32 + 16] ^= 1;
+        a = NULL;
+        is_int(gpumem_ipc_open(ctx, &t, &a), GPUMEM_ERROR_DRIVER, "simulator: a handle whose inode differs");
+        like(gpumem_last_error(), "CUDA_ERROR_INVALID_VALUE", "is the driver's CUDA_ERROR_INVALID_VALUE");
+        ok(a == NULL, "no array");
+    } else {
+        skip(3, "a simulator handle's fields");
+    }
+
+    /* the exporting process exits: its handle opens no more */
+    ssize_t w = write(to_child[1], "x", 1);
+    int ws = 0;
+    waitpid(child, &ws, 0);
+    ok(w == 1 && WIFEXITED(ws) && WEXITSTATUS(ws) == 0, "the second process exited cleanly");
+    a = NULL;
+    st = gpumem_ipc_open(ctx, &rep.mine, &a);
+    ok(st != GPUMEM_OK && a == NULL, "a handle of a process that exited does not open");
+    if (test_on_sim()) {
+        is_int(st, GPUMEM_ERROR_DRIVER, "simulator: the driver's error");
+        like(gpumem_last_error(), "CUDA_ERROR_INVALID_VALUE", "CUDA_ERROR_INVALID_VALUE");
+    } else {
+        diag("the driver answers a dead exporter's handle with: %s", gpumem_last_error());
+        skip(2, "the driver's own error for a dead exporter");
+    }
     gpumem_array_release(hv);
 }
 
@@ -190,6 +248,7 @@ static void refuse(const gpumem_ipc_handle *good, size_t off, int width, uint64_
 
 int main(void)
 {
+    signal(SIGPIPE, SIG_IGN); /* a second process that died shows as a short report, not a kill */
     start_child();
     if (test_on_sim())
         setenv("GPUMEM_SIM_MEMORY", "64M", 1);

@@ -88,10 +88,15 @@
  * Only memory from cuMemAlloc has IPC handles: ::GPUMEM_MEMORY_DEVICE arrays
  * (also those allocated from a pool: the handle names the pool's block) and
  * ::GPUMEM_MEMORY_FOREIGN arrays over such memory.  Host-side and managed
- * arrays, and empty arrays, are ::GPUMEM_ERROR_INVALID_VALUE.  The simulator
- * makes handles, and refuses them in the exporting process like the driver,
- * but cannot open one in another process (::GPUMEM_ERROR_NOT_SIMULATED):
- * its device memory lives in the exporting process.
+ * arrays, and empty arrays, are ::GPUMEM_ERROR_INVALID_VALUE.
+ *
+ * @par The simulator
+ * The simulator (GPUMEM_BACKEND=sim) opens handles in another process of
+ * the same machine and user: an exported allocation moves into shared
+ * memory, which the other process maps, so both see each other's writes as
+ * on a GPU.  A handle whose exporting process has exited or freed the
+ * memory fails with ::GPUMEM_ERROR_DRIVER, the message naming
+ * CUDA_ERROR_INVALID_VALUE, as the driver answers it.
  */
 #ifndef GPUMEM_IPC_H
 #define GPUMEM_IPC_H
@@ -190,9 +195,8 @@ GPUMEM_API gpumem_status gpumem_ipc_get_handle(const gpumem_array *array, gpumem
  * ::GPUMEM_ERROR_INVALID_DTYPE for a malformed handle (the message names the
  * field); ::GPUMEM_ERROR_INVALID_STATE in the exporting process;
  * ::GPUMEM_ERROR_INVALID_DEVICE when the handle's device is not visible;
- * ::GPUMEM_ERROR_NOT_SIMULATED on the simulator; the driver's error
- * (cuIpcOpenMemHandle), e.g. when the exporting process has freed the
- * memory or exited.
+ * the driver's error (cuIpcOpenMemHandle), e.g. when the exporting process
+ * has freed the memory or exited.
  * @param ctx the context, or NULL (see above).
  * @param[in] handle the handle from gpumem_ipc_get_handle().
  * @param[out] array the new array.
