@@ -17,6 +17,7 @@
 #include "dtype.h"
 #include "error.h"
 #include "gpumem/interop.h"
+#include "gpumem/ipc.h"
 #include "layout.h"
 
 /* The documented LP64 layout (dlpack_abi.h); tests/test-dlpack-abi.c also
@@ -350,6 +351,45 @@ static gpumem_status import_device(const char *what, gm_dl_device dev, gpumem_co
     }
 }
 
+/* A kDLCUDAManaged or kDLCUDAHost tensor is read and written by the CPU (host
+ * packing, host copies), so its claim is checked with the driver: every
+ * byte it touches must lie in one managed, or one page-locked, range.  A
+ * device pointer sent as managed memory would otherwise be dereferenced on
+ * the host. */
+static gpumem_status check_host_side(const char *what, int32_t type, int ndim, const int64_t *shape,
+                                     const int64_t *strides, size_t itemsize, uint64_t ptr)
+{
+    int64_t cs[GM_MAX_NDIM], lo = 0, hi = 0;
+    if (strides == NULL) {
+        gpumem_status st = gm_layout_contiguous_strides(what, ndim, shape, itemsize, 'C', cs);
+        if (st != GPUMEM_OK)
+            return st;
+        strides = cs;
+    }
+    if (!gm_layout_extent(ndim, shape, strides, itemsize, &lo, &hi) || hi == lo)
+        return GPUMEM_OK; /* empty (an overflow was refused by gm_layout_check_memory) */
+    gpumem_pointer_info info = {.size = sizeof info};
+    int is_cuda = 0;
+    gpumem_status st = gpumem_is_cuda_array(ptr + (uint64_t)lo, &is_cuda, &info);
+    if (st != GPUMEM_OK)
+        return gm_error_prefix(st, what);
+    bool managed = type == GM_DL_CUDA_MANAGED;
+    bool kind_ok = managed ? info.kind == GPUMEM_POINTER_MANAGED
+                           : info.kind == GPUMEM_POINTER_PINNED || info.kind == GPUMEM_POINTER_MAPPED;
+    uint64_t first = ptr + (uint64_t)lo, last = ptr + (uint64_t)hi; /* [first, last) */
+    bool inside = info.range_size > 0 && first >= info.range_start && last - info.range_start <= info.range_size;
+    if (!kind_ok || !inside)
+        return gm_error(GPUMEM_ERROR_INVALID_VALUE,
+                        "%s: the tensor says %s, but its bytes [0x%" PRIx64 ", 0x%" PRIx64 ") are %s to the driver",
+                        what, managed ? "kDLCUDAManaged" : "kDLCUDAHost", first, last,
+                        !kind_ok ? (info.kind == GPUMEM_POINTER_DEVICE    ? "device memory"
+                                    : info.kind == GPUMEM_POINTER_MANAGED ? "managed memory"
+                                    : info.kind == GPUMEM_POINTER_UNKNOWN ? "unknown memory"
+                                                                          : "page-locked memory")
+                                 : "not inside one allocation");
+    return GPUMEM_OK;
+}
+
 GPUMEM_API gpumem_status gpumem_array_from_dlpack(gpumem_context *ctx, void *tensor, unsigned flags,
                                                   gpumem_array **array)
 {
@@ -425,6 +465,8 @@ GPUMEM_API gpumem_status gpumem_array_from_dlpack(gpumem_context *ctx, void *ten
     gpumem_memory_kind kind = GPUMEM_MEMORY_FOREIGN;
     gpumem_context *own = NULL;
     st = import_device(what, t->device, &ctx, &kind, &own);
+    if (st == GPUMEM_OK && (kind == GPUMEM_MEMORY_MANAGED || kind == GPUMEM_MEMORY_PINNED))
+        st = check_host_side(what, t->device.device_type, ndim, t->shape, bstrides, dt->itemsize, ptr);
     if (st == GPUMEM_OK)
         st = gm_array_wrap(what, ctx, kind, ptr, ndim, t->shape, bstrides, dt, release, tensor, array);
     if (st == GPUMEM_OK && readonly)

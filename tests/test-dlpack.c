@@ -548,6 +548,41 @@ int main(void)
     gpumem_array_release(na);
     is_int(deleted, 1, "deleted once");
 
+    /* kDLCUDAManaged and kDLCUDAHost claims are checked with the driver: the
+     * CPU reads such memory, so device memory sent as either is refused. */
+    {
+        int64_t n = 64;
+        gpumem_array *dev = iota(1, &n), *mgd = NULL, *pin = NULL;
+        uint64_t devp = 0;
+        void *mptr = NULL, *pptr = NULL;
+        gpumem_array_device_pointer(dev, &devp);
+        producer q;
+        make_tensor(&q, (void *)(uintptr_t)devp, n, GM_DL_CUDA_MANAGED, 0);
+        refused(&q.legacy, 0, GPUMEM_ERROR_INVALID_VALUE, "device memory", "device memory sent as kDLCUDAManaged");
+        make_tensor(&q, (void *)(uintptr_t)devp, n, GM_DL_CUDA_HOST, 0);
+        refused(&q.legacy, 0, GPUMEM_ERROR_INVALID_VALUE, "device memory", "device memory sent as kDLCUDAHost");
+        gpumem_managed_array(ctx, 1, &n, NULL, i32, 'C', GPUMEM_MANAGED_ATTACH_GLOBAL, &mgd);
+        gpumem_array_host_pointer(mgd, &mptr);
+        make_tensor(&q, mptr, n + 1, GM_DL_CUDA_MANAGED, 0);
+        refused(&q.legacy, 0, GPUMEM_ERROR_INVALID_VALUE, "not inside one allocation",
+                "a kDLCUDAManaged tensor one element past its allocation");
+        make_tensor(&q, mptr, n, GM_DL_CUDA_HOST, 0);
+        refused(&q.legacy, 0, GPUMEM_ERROR_INVALID_VALUE, "managed memory", "managed memory sent as kDLCUDAHost");
+        gpumem_pinned_array(ctx, 1, &n, NULL, i32, 'C', &pin);
+        gpumem_array_host_pointer(pin, &pptr);
+        make_tensor(&q, pptr, n, GM_DL_CUDA_HOST, 0);
+        deleted = 0;
+        is_int(gpumem_array_from_dlpack(ctx, &q.legacy, 0, &na), GPUMEM_OK, "pinned memory as kDLCUDAHost");
+        gpumem_array_release(na);
+        make_tensor(&q, mptr, n, GM_DL_CUDA_MANAGED, 0);
+        is_int(gpumem_array_from_dlpack(ctx, &q.legacy, 0, &na), GPUMEM_OK, "managed memory as kDLCUDAManaged");
+        gpumem_array_release(na);
+        is_int(deleted, 2, "each deleted once");
+        gpumem_array_release(pin);
+        gpumem_array_release(mgd);
+        gpumem_array_release(dev);
+    }
+
     gpumem_array_release(d);
     gpumem_context_release(ctx);
     done_testing();

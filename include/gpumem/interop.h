@@ -296,7 +296,10 @@ GPUMEM_API gpumem_status gpumem_array_to_dlpack(gpumem_array *array, unsigned fl
  * a kDLCUDA tensor of another device than @p ctx's is
  * ::GPUMEM_ERROR_CONTEXT_MISMATCH.  Element [0, ...] is at data +
  * byte_offset (any byte_offset); strides are in elements, NULL meaning C
- * order.
+ * order.  The CPU reads and writes kDLCUDAManaged and kDLCUDAHost memory,
+ * so their claim is checked with the driver (cuPointerGetAttributes): every
+ * byte the tensor touches must lie in one managed allocation, or in one
+ * page-locked (pinned, mapped or registered) range.
  *
  * Errors (the message names the field and the value): ::GPUMEM_ERROR_NULL_ARGUMENT
  * (@p tensor, @p array, a NULL data pointer of a non-empty tensor);
@@ -305,7 +308,9 @@ GPUMEM_API gpumem_status gpumem_array_to_dlpack(gpumem_array *array, unsigned fl
  * kDLCUDA device_id the backend does not have; ::GPUMEM_ERROR_INVALID_DTYPE
  * for dtypes outside the table of the file's notes;
  * ::GPUMEM_ERROR_INVALID_VALUE for unknown @p flags, a NULL shape, ndim
- * below 0, or a read-only tensor without ::GPUMEM_DLPACK_READ_ONLY;
+ * below 0, a read-only tensor without ::GPUMEM_DLPACK_READ_ONLY, or a
+ * kDLCUDAManaged or kDLCUDAHost tensor whose bytes are not such memory (device
+ * memory, say);
  * ::GPUMEM_ERROR_NEGATIVE_DIMENSION, ::GPUMEM_ERROR_TOO_MANY_DIMENSIONS;
  * ::GPUMEM_ERROR_OVERFLOW for strides or a byte_offset that leave the
  * address space.
