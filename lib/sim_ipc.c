@@ -122,6 +122,14 @@ static int map_remote(const sim_ipc *h, unsigned char **mem)
     if (fstat(fd, &st) != 0 || (uint64_t)st.st_ino != h->ino || (uint64_t)st.st_dev != h->st_dev ||
         st.st_size < 0 || (uint64_t)st.st_size != h->size)
         rc = GM_CUDA_ERROR_INVALID_VALUE;
+    /* /proc/<pid> also names this process's own threads: a handle whose pid
+     * is one of them reaches this process's own memfd, which the driver
+     * refuses as it refuses the exporting process */
+    struct stat own;
+    char self[64];
+    snprintf(self, sizeof self, "/proc/self/fd/%d", (int)h->fd);
+    if (rc == CU_OK && stat(self, &own) == 0 && own.st_ino == st.st_ino && own.st_dev == st.st_dev)
+        rc = GM_CUDA_ERROR_INVALID_CONTEXT;
     if (rc == CU_OK) {
         void *p = mmap(NULL, (size_t)h->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
         if (p == MAP_FAILED)

@@ -266,6 +266,59 @@ static size_t free_of(gm_dctx *c)
     return f;
 }
 
+/* A thread of this process, kept alive while the test reads its id. */
+static pthread_mutex_t tid_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t tid_cv = PTHREAD_COND_INITIALIZER;
+static long thread_tid;
+static int tid_done;
+
+static void *tid_thread(void *arg)
+{
+    (void)arg;
+    pthread_mutex_lock(&tid_mu);
+    thread_tid = (long)gettid();
+    pthread_cond_broadcast(&tid_cv);
+    while (!tid_done)
+        pthread_cond_wait(&tid_cv, &tid_mu);
+    pthread_mutex_unlock(&tid_mu);
+    return NULL;
+}
+
+/* /proc/<pid> also names a process's threads: a handle whose process id is
+ * one of this process's threads reaches this process's own memory, which
+ * the driver refuses as in the exporting process (found by fuzz-ipc). */
+static void test_ipc_own_thread(gm_dctx *c)
+{
+    gm_cu_deviceptr d = 0, o = 0;
+    gm_cu_ipc_mem_handle h;
+    GM_DRV(mem_alloc, c, &d, 4096);
+    is_int(GM_DRV(ipc_get_mem_handle, c, &h, d), GM_CUDA_SUCCESS, "an IPC handle of this process");
+    pthread_t t;
+    pthread_create(&t, NULL, tid_thread, NULL);
+    pthread_mutex_lock(&tid_mu);
+    while (thread_tid == 0)
+        pthread_cond_wait(&tid_cv, &tid_mu);
+    pthread_mutex_unlock(&tid_mu);
+    /* the process id, wherever the handle keeps it, becomes the thread's id */
+    uint64_t pid = (uint64_t)getpid(), tid = (uint64_t)thread_tid;
+    int found = 0;
+    for (size_t off = 0; off + 8 <= sizeof h; off++)
+        if (memcmp((char *)&h + off, &pid, 8) == 0) {
+            memcpy((char *)&h + off, &tid, 8);
+            found = 1;
+            break;
+        }
+    ok(found && tid != pid, "the handle names a thread of this process (%llu) instead", (unsigned long long)tid);
+    is_int(GM_DRV(ipc_open_mem_handle, c, &o, &h, 0), GM_CUDA_ERROR_INVALID_CONTEXT,
+           "opening it is refused as in the exporting process");
+    pthread_mutex_lock(&tid_mu);
+    tid_done = 1;
+    pthread_cond_broadcast(&tid_cv);
+    pthread_mutex_unlock(&tid_mu);
+    pthread_join(t, NULL);
+    GM_DRV(mem_free, c, d);
+}
+
 static void test_capacity(gm_dctx *c)
 {
     gm_cu_deviceptr a = 0, b = 0, x = 0;
@@ -934,7 +987,7 @@ int main(void)
     setenv("GPUMEM_SIM_BUSY", "2", 1);
     setenv("GPUMEM_SIM_HOST_MEMORY", "16M", 1);
     setenv("GPUMEM_SIM_STREAM_DELAY_US", "300000", 1);
-    plan(235);
+    plan(238);
     unsetenv("GPUMEM_SIM_FAIL");
 
     /* children first: they must fork before this process starts workers */
@@ -950,6 +1003,7 @@ int main(void)
     GM_DRV(primary_ctx_retain, 1, &c1);
     test_capacity(c0);
     test_copies(c0);
+    test_ipc_own_thread(c0);
     test_copies_2d(c0);
     test_copies_3d(c0);
     test_pinned(c0);
