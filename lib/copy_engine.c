@@ -626,8 +626,9 @@ gpumem_status gm_copy_run(const char *what, gpumem_array *dst, const gpumem_arra
      * packed): from the staging threshold on, pack instead, so that one
      * contiguous transfer goes through ours */
     size_t stage_min = SIZE_MAX;
-    bool paged = src_dev != dst_dev && pageable(dst_dev ? src : dst) && gm_staging_min_bytes(&stage_min) == GPUMEM_OK &&
-                 nbytes_of(dst) >= stage_min;
+    /* asked only of 2-D/3-D plans: the threshold takes the settings' lock */
+    bool paged = plan.dims >= 2 && src_dev != dst_dev && pageable(dst_dev ? src : dst) &&
+                 gm_staging_min_bytes(&stage_min) == GPUMEM_OK && nbytes_of(dst) >= stage_min;
     bool narrow = plan.dims >= 2 && (plan.width < min_row || paged);
     if (count == 1 && plan.dims == 1 && src_dev != dst_dev) {
         /* one run: the staging engine decides between itself and the driver */
