@@ -160,9 +160,10 @@ GPUMEM_API gpumem_status gpumem_array_get_item(const gpumem_array *array, const 
         st = gm_stream_check(stream, array->ctx, what, "array");
     if (st != GPUMEM_OK)
         return st;
-    if (!gm_array_on_device(array)) {
-        memcpy(value, array->host + off, array->itemsize);
-        return GPUMEM_OK;
+    if (!gm_array_on_device(array)) { /* after the stream's queued downloads into it */
+        if ((st = gm_stream_wait(stream, what)) == GPUMEM_OK)
+            memcpy(value, array->host + off, array->itemsize);
+        return st;
     }
     /* Ordered on the stream, and waited for: the caller reads the value next. */
     return gm_drv_check(GM_DRV(memcpy, array->ctx->dctx, (gm_cu_deviceptr)(uintptr_t)value,
@@ -184,9 +185,10 @@ GPUMEM_API gpumem_status gpumem_array_set_item(gpumem_array *array, const int64_
         st = gm_stream_check(stream, array->ctx, what, "array");
     if (st != GPUMEM_OK)
         return st;
-    if (!gm_array_on_device(array)) {
-        memcpy(array->host + off, value, array->itemsize);
-        return GPUMEM_OK;
+    if (!gm_array_on_device(array)) { /* after the stream's queued downloads into it */
+        if ((st = gm_stream_wait(stream, what)) == GPUMEM_OK)
+            memcpy(array->host + off, value, array->itemsize);
+        return st;
     }
     return gm_drv_check(GM_DRV(memcpy, array->ctx->dctx, array->dev + (gm_cu_deviceptr)off,
                                (gm_cu_deviceptr)(uintptr_t)value, array->itemsize, gm_stream_ds(stream),
@@ -245,13 +247,16 @@ GPUMEM_API gpumem_status gpumem_array_fill(gpumem_array *array, const void *valu
     if (st != GPUMEM_OK || n == 0)
         return st;
     if (!gm_array_on_device(array)) {
-        /* A copy from a broadcast source: the value with all strides 0. */
+        /* A copy from a broadcast source: the value with all strides 0,
+         * after the stream's queued downloads into the array. */
         int64_t zeros[GM_MAX_NDIM] = {0};
         gm_copy_plan plan;
         st = gm_copy_plan_make(array->ndim, array->shape, zeros, array->strides, array->itemsize, SIZE_MAX, &plan);
-        if (st == GPUMEM_OK)
+        if (st != GPUMEM_OK)
+            return gm_error_prefix(st, what);
+        if ((st = gm_stream_wait(stream, what)) == GPUMEM_OK)
             gm_copy_plan_run_host(&plan, value, array->host);
-        return st == GPUMEM_OK ? st : gm_error_prefix(st, what);
+        return st;
     }
     gm_dstream *ds = gm_stream_ds(stream);
     if (gm_layout_is_c_contiguous(array->ndim, array->shape, array->strides, array->itemsize) ||

@@ -31,6 +31,7 @@ static gpumem_stream *stream_new(gpumem_context *ctx, gm_dstream *ds, bool is_de
     atomic_init(&s->destroyed, false);
     atomic_init(&s->landings, 0);
     pthread_mutex_init(&s->lock, NULL);
+    pthread_cond_init(&s->idle, NULL);
     s->writebacks_tail = &s->writebacks;
     return s;
 }
@@ -39,6 +40,7 @@ void gm_stream_unhold(gpumem_stream *s)
 {
     if (s != NULL && atomic_fetch_sub_explicit(&s->refs, 1, memory_order_acq_rel) == 1) {
         pthread_mutex_destroy(&s->lock);
+        pthread_cond_destroy(&s->idle);
         free(s);
     }
 }
@@ -112,25 +114,39 @@ gpumem_status gm_stream_add_writeback(gpumem_stream *stream, gpumem_context *ctx
     wb->arg = arg;
     wb->next = NULL;
     pthread_mutex_lock(&stream->lock);
+    wb->seq = ++stream->writebacks_added;
     *stream->writebacks_tail = wb;
     stream->writebacks_tail = &wb->next;
     pthread_mutex_unlock(&stream->lock);
     return GPUMEM_OK;
 }
 
-/* Waits for the stream's work; then copies its pending write-backs back (in
- * the order they were queued) and waits for those.  Every write-back is
- * taken off the list first, so none is committed twice, and every one is
- * attempted even after a failure; the first failure is returned. */
+/* Waits for the stream's work; then runs the write-backs that the wait
+ * covered, in the order they were queued.  A write-back is added after the
+ * work it finishes was queued, so those added before the wait began are
+ * covered; one added meanwhile by another thread (its work perhaps still
+ * queued) stays for a later synchronization.  They are taken off the list
+ * first, so none runs twice, and every one is attempted even after a
+ * failure; the first failure is returned. */
 static gpumem_status stream_sync(gpumem_stream *s, const char *what)
 {
     gpumem_context *ctx = s->ctx;
+    pthread_mutex_lock(&s->lock);
+    uint64_t covered = s->writebacks_added;
+    pthread_mutex_unlock(&s->lock);
     gpumem_status st = gm_drv_check(GM_DRV(stream_synchronize, ctx->dctx, s->ds), GM_OP_stream_synchronize,
                                     what);
     pthread_mutex_lock(&s->lock);
-    gm_writeback *wb = s->writebacks;
-    s->writebacks = NULL;
-    s->writebacks_tail = &s->writebacks;
+    gm_writeback *wb = NULL, **cut = &s->writebacks;
+    while (*cut != NULL && (*cut)->seq <= covered)
+        cut = &(*cut)->next;
+    if (cut != &s->writebacks) { /* detach the covered head of the list */
+        wb = s->writebacks;
+        s->writebacks = *cut;
+        *cut = NULL;
+        if (s->writebacks == NULL)
+            s->writebacks_tail = &s->writebacks;
+    }
     pthread_mutex_unlock(&s->lock);
     while (wb != NULL) {
         gm_writeback *next = wb->next;
@@ -166,12 +182,13 @@ GPUMEM_API gpumem_status gpumem_stream_destroy(gpumem_stream *stream)
         return gm_error(GPUMEM_ERROR_INVALID_VALUE, "gpumem_stream_destroy: the default stream belongs to "
                         "its context and cannot be destroyed");
     gpumem_context *ctx = stream->ctx;
-    gpumem_status st = stream_sync(stream, "gpumem_stream_destroy");
-    gpumem_status dst = gm_drv_check(GM_DRV(stream_destroy, ctx->dctx, stream->ds), GM_OP_stream_destroy,
-                                     "gpumem_stream_destroy");
-    st = gm_keep_first(st, dst);
-    atomic_store_explicit(&stream->destroyed, true, memory_order_release);
+    /* Out of the context's list first, once no gpumem_context_synchronize
+     * is synchronizing it: none can then use the driver stream destroyed
+     * below.  Its write-backs are committed here. */
     pthread_mutex_lock(&ctx->lock);
+    stream->dying = true;
+    while (stream->committing > 0)
+        pthread_cond_wait(&stream->idle, &ctx->lock);
     for (gpumem_stream **p = &ctx->streams; *p != NULL; p = &(*p)->next) {
         if (*p == stream) {
             *p = stream->next;
@@ -179,6 +196,11 @@ GPUMEM_API gpumem_status gpumem_stream_destroy(gpumem_stream *stream)
         }
     }
     pthread_mutex_unlock(&ctx->lock);
+    gpumem_status st = stream_sync(stream, "gpumem_stream_destroy");
+    gpumem_status dst = gm_drv_check(GM_DRV(stream_destroy, ctx->dctx, stream->ds), GM_OP_stream_destroy,
+                                     "gpumem_stream_destroy");
+    st = gm_keep_first(st, dst);
+    atomic_store_explicit(&stream->destroyed, true, memory_order_release);
     gm_stream_unhold(stream);
     gpumem_context_release(ctx);
     return st;
@@ -209,6 +231,14 @@ GPUMEM_API gpumem_status gpumem_stream_auto_synchronize_end(gpumem_stream *strea
     return stream_sync(stream, "gpumem_stream_auto_synchronize_end");
 }
 
+gpumem_status gm_stream_wait(gpumem_stream *stream, const char *what)
+{
+    if (stream == NULL)
+        return GPUMEM_OK;
+    return gm_drv_check(GM_DRV(stream_synchronize, stream->ctx->dctx, stream->ds), GM_OP_stream_synchronize,
+                        what);
+}
+
 /* Lock order: a context's lock, then a stream's. */
 static bool has_writebacks(gpumem_stream *s)
 {
@@ -220,25 +250,43 @@ static bool has_writebacks(gpumem_stream *s)
     return any;
 }
 
+/* The first stream from s on (in ctx->streams) with write-backs that no
+ * destroyer owns, marked as being committed; ctx->lock held. */
+static gpumem_stream *take_next(gpumem_stream *s)
+{
+    for (; s != NULL; s = s->next) {
+        if (!s->dying && has_writebacks(s)) {
+            s->committing++;
+            return s;
+        }
+    }
+    return NULL;
+}
+
 gpumem_status gm_streams_commit(gpumem_context *ctx, const char *what)
 {
-    /* One stream at a time: a stream found under the context's lock is
-     * synchronized after the lock is dropped (its write-backs call back
-     * into the library). */
+    /* The default stream (the context's own: never destroyed before it),
+     * then each other stream once.  A stream is synchronized after the
+     * context's lock is dropped (its write-backs call back into the
+     * library); while it is, gpumem_stream_destroy waits (committing) and it
+     * stays in the list, so its successor is still its successor after. */
     gpumem_status st = GPUMEM_OK;
-    for (;;) {
-        gpumem_stream *pending = NULL;
-        pthread_mutex_lock(&ctx->lock);
-        if (has_writebacks(ctx->default_stream))
-            pending = ctx->default_stream;
-        for (gpumem_stream *s = ctx->streams; pending == NULL && s != NULL; s = s->next)
-            if (has_writebacks(s))
-                pending = s;
+    pthread_mutex_lock(&ctx->lock);
+    gpumem_stream *dflt = has_writebacks(ctx->default_stream) ? ctx->default_stream : NULL;
+    pthread_mutex_unlock(&ctx->lock);
+    if (dflt != NULL)
+        st = stream_sync(dflt, what);
+    pthread_mutex_lock(&ctx->lock);
+    gpumem_stream *s = take_next(ctx->streams);
+    while (s != NULL) {
         pthread_mutex_unlock(&ctx->lock);
-        if (pending == NULL)
-            break;
-        st = gm_keep_first(st, stream_sync(pending, what));
+        st = gm_keep_first(st, stream_sync(s, what));
+        pthread_mutex_lock(&ctx->lock);
+        if (--s->committing == 0)
+            pthread_cond_broadcast(&s->idle);
+        s = take_next(s->next);
     }
+    pthread_mutex_unlock(&ctx->lock);
     return st;
 }
 

@@ -14,6 +14,7 @@
 
 #include <pthread.h>
 #include <stdbool.h>
+#include <stdint.h>
 
 #include <stdatomic.h>
 
@@ -29,6 +30,7 @@ typedef gpumem_status (*gm_writeback_fn)(void *arg, bool run);
 typedef struct gm_writeback {
     gm_writeback_fn fn;
     void *arg;
+    uint64_t seq;         /* the stream's count of write-backs when it was added */
     struct gm_writeback *next;
 } gm_writeback;
 
@@ -39,11 +41,16 @@ struct gpumem_stream {
     atomic_int refs;      /* the user's (or the context's, for the default) and gm_stream_hold's */
     atomic_bool destroyed; /* gpumem_stream_destroy ran: nothing of it is pending */
     atomic_int landings;  /* queued host functions that will write host memory (copy_queued.c), not yet run */
-    pthread_mutex_t lock; /* guards the fields below */
+    pthread_mutex_t lock; /* guards the fields below, up to the context's */
     gm_writeback *writebacks; /* in the order they were added */
     gm_writeback **writebacks_tail;
+    uint64_t writebacks_added; /* write-backs ever added: the last one's seq */
     int auto_depth;       /* open auto_synchronize scopes */
+    /* guarded by ctx->lock: */
     struct gpumem_stream *next; /* in ctx->streams */
+    int committing;       /* gm_streams_commit calls synchronizing it now */
+    bool dying;           /* gpumem_stream_destroy runs: no commit takes it */
+    pthread_cond_t idle;  /* signalled when committing drops to 0 */
 };
 
 /* The driver stream of s, NULL for none or the default stream. */
@@ -78,8 +85,16 @@ static inline gpumem_stream *gm_stream_if_alive(gpumem_stream *s)
     return s != NULL && !atomic_load_explicit(&s->destroyed, memory_order_acquire) ? s : NULL;
 }
 
+/* Waits for the work queued on stream so far, without committing its
+ * write-backs: CPU-side work on host memory that the stream's queued
+ * copies write (downloads into pinned memory, landings into pageable
+ * memory) calls it first.  NULL-safe (nothing to wait for). */
+gpumem_status gm_stream_wait(gpumem_stream *stream, const char *what);
+
 /* Synchronizes every stream of ctx with write-backs pending and commits
- * them (gpumem_context_synchronize). */
+ * them (gpumem_context_synchronize).  Each stream is synchronized once, and
+ * only the write-backs added before its wait began are committed; a stream
+ * being destroyed meanwhile is left to its destroyer, which commits them. */
 gpumem_status gm_streams_commit(gpumem_context *ctx, const char *what);
 
 #endif /* GM_STREAM_H */

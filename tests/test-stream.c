@@ -8,6 +8,58 @@
 
 #include "tap.h"
 
+enum { M = 4096 };
+
+/* With a stream, host-side element access and fill come after the stream's
+ * earlier work (here a download into the same host array, pageable or
+ * pinned). */
+static void ordered_host_access(gpumem_context *ctx, int pinned)
+{
+    const char *kind = pinned ? "pinned" : "pageable";
+    gpumem_array *d = NULL, *h = NULL;
+    gpumem_stream *s = NULL;
+    uint32_t seven = 7, nine = 9, v = 0;
+    const gpumem_dtype *u32 = gpumem_dtype_builtin(GPUMEM_UINT32);
+    static uint32_t plain[M];
+    gpumem_stream_create(ctx, 0, &s);
+    gpumem_device_array(ctx, 1, (int64_t[]){M}, NULL, u32, 'C', NULL, &d);
+    gpumem_array_fill(d, &seven, NULL);
+    if (pinned)
+        gpumem_pinned_array(ctx, 1, (int64_t[]){M}, NULL, u32, 'C', &h);
+    else
+        gpumem_host_array_wrap(plain, 1, (int64_t[]){M}, NULL, u32, &h);
+    uint32_t zero = 0;
+    gpumem_array_fill(h, &zero, NULL);
+
+    ok((gpumem_copy_to_host(d, h, s)) == (GPUMEM_OK), "%s: a download queued on s", kind);
+    ok((gpumem_array_get_item(h, (int64_t[]){M - 1}, &v, s)) == (GPUMEM_OK), "%s: get_item on s", kind);
+    ok(((int)v) == (7), "%s: get_item on s reads what the download wrote", kind);
+
+    gpumem_array_fill(h, &zero, NULL);
+    gpumem_copy_to_host(d, h, s);
+    ok((gpumem_array_set_item(h, (int64_t[]){3}, &nine, s)) == (GPUMEM_OK), "%s: set_item on s", kind);
+    gpumem_stream_synchronize(s);
+    gpumem_array_get_item(h, (int64_t[]){3}, &v, NULL);
+    ok(((int)v) == (9), "%s: set_item on s is not overwritten by the earlier download", kind);
+    gpumem_array_get_item(h, (int64_t[]){4}, &v, NULL);
+    ok(((int)v) == (7), "%s: and the download landed around it", kind);
+
+    gpumem_array_fill(h, &zero, NULL);
+    gpumem_copy_to_host(d, h, s);
+    ok((gpumem_array_fill(h, &nine, s)) == (GPUMEM_OK), "%s: fill on s", kind);
+    gpumem_stream_synchronize(s);
+    int all_nine = 1;
+    for (int64_t i = 0; i < M; i += 97) {
+        gpumem_array_get_item(h, (int64_t[]){i}, &v, NULL);
+        all_nine &= v == 9;
+    }
+    ok(all_nine, "%s: fill on s is not overwritten by the earlier download", kind);
+    gpumem_array_release(h);
+    gpumem_array_release(d);
+    gpumem_stream_destroy(s);
+}
+
+
 int main(void)
 {
     int sim = test_on_sim();
@@ -142,6 +194,8 @@ int main(void)
     gpumem_array_release(h);
     gpumem_array_release(hd);
     gpumem_array_release(hw);
+    ordered_host_access(ctx, 0);
+    ordered_host_access(ctx, 1);
     gpumem_context_release(ctx);
     done_testing();
     return exit_status();

@@ -267,9 +267,10 @@ GPUMEM_API gpumem_status gpumem_array_release(gpumem_array *array);
  *   block on the stream, and a host function queued after them writes the
  *   destination when the stream gets there.  The call returns at once; the
  *   destination must stay valid and untouched until the stream is
- *   synchronized.  The bounce block is reused or freed at the stream's next
+ *   synchronized.  The bounce block is reused or freed at the first
  *   gpumem_stream_synchronize(), gpumem_context_synchronize() or
- *   gpumem_stream_destroy();
+ *   gpumem_stream_destroy() that begins after the call returned (one
+ *   already waiting, in another thread, leaves it to the next);
  * - a later copy on the same stream that reads or writes host memory with
  *   the CPU (from pageable memory, or through host packing) first waits for
  *   the downloads queued before it, so stream order holds for it too.
@@ -315,7 +316,9 @@ GPUMEM_API gpumem_status gpumem_copy_to_device(gpumem_array *dst, const gpumem_a
 
 /**
  * Sets every element to the @p value of one element (itemsize bytes).  A @p stream of another
- * device than the array's is ::GPUMEM_ERROR_CONTEXT_MISMATCH.
+ * device than the array's is ::GPUMEM_ERROR_CONTEXT_MISMATCH.  For a host-side array the CPU
+ * writes the elements; with a stream it first waits for the work queued on the stream (a
+ * queued download into the array lands before the fill, not over it).
  * @param array the destination (writable).
  * @param[in] value one element, itemsize bytes.
  * @param stream the stream, or NULL (synchronous).
@@ -328,7 +331,9 @@ GPUMEM_API gpumem_status gpumem_array_fill(gpumem_array *array, const void *valu
 /**
  * Reads one element (itemsize bytes) at @p index (ndim indices; negative
  * count from the end).  With a stream the read is ordered after the stream's
- * earlier work and waited for, as the value is needed at once.  A @p stream
+ * earlier work and waited for, as the value is needed at once: for a
+ * host-side array the call waits for the stream's queued work (a download
+ * into it), then reads host memory.  A @p stream
  * of another device than the array's is ::GPUMEM_ERROR_CONTEXT_MISMATCH (so
  * for gpumem_array_set_item()).
  * @param array the array.
@@ -342,7 +347,10 @@ GPUMEM_API gpumem_status gpumem_array_get_item(const gpumem_array *array, const 
                                                gpumem_stream *stream);
 
 /**
- * Writes one element at @p index.
+ * Writes one element at @p index.  With a stream the write is ordered after
+ * the stream's earlier work: for a host-side array the call first waits for
+ * the stream's queued work (a download into it lands before the write, not
+ * over it), then writes host memory.
  * @param array the array (writable).
  * @param[in] index ndim indices (NULL for a 0-d array).
  * @param[in] value itemsize bytes.

@@ -55,8 +55,11 @@ GPUMEM_API gpumem_status gpumem_stream_default(gpumem_context *ctx, gpumem_strea
 
 /**
  * Waits for all work queued on the stream, then commits its pending
- * write-backs (and waits for them).  The first failure is returned; the
- * write-backs are dropped either way, so none is committed twice.
+ * write-backs (and waits for them): those queued before this call began.
+ * A write-back that another thread queues while this call waits belongs to
+ * work the wait may not cover; it stays for the next synchronization.  The
+ * first failure is returned; the write-backs taken are dropped either way,
+ * so none is committed twice.
  * @param stream the stream.
  * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT, or the first failure of the stream's work or write-backs
  *        (a driver failure).
@@ -101,7 +104,11 @@ GPUMEM_API gpumem_status gpumem_stream_auto_synchronize_begin(gpumem_stream *str
 GPUMEM_API gpumem_status gpumem_stream_auto_synchronize_end(gpumem_stream *stream);
 
 /**
- * Waits for all work of the context's device and commits every write-back of the context's streams.
+ * Waits for all work of the context's device and commits the write-backs of the context's streams: each
+ * stream with write-backs is synchronized once, as by gpumem_stream_synchronize().  It is safe beside other
+ * threads that queue work, synchronize, or destroy their streams: a stream being destroyed meanwhile is
+ * committed by its gpumem_stream_destroy(), and write-backs queued after a stream's wait began stay for its
+ * next synchronization.
  * @param ctx the context, or NULL for the autoinit context.
  * @return ::GPUMEM_OK; an autoinit failure, or the first driver failure of the synchronization or a
  *        write-back.
