@@ -19,32 +19,79 @@
 
 /* ---- descr: writing ------------------------------------------------------------------ */
 
+#include "printable_table.h"
+
+/* Python's str.isprintable() of one code point. */
+static bool printable(uint32_t cp)
+{
+    size_t lo = 0, hi = sizeof gm_nonprintable / sizeof gm_nonprintable[0];
+    while (lo < hi) { /* the first range that ends at or after cp */
+        size_t mid = lo + (hi - lo) / 2;
+        if (gm_nonprintable[mid][1] < cp)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo == sizeof gm_nonprintable / sizeof gm_nonprintable[0] || cp < gm_nonprintable[lo][0];
+}
+
+/* The code point of the UTF-8 sequence at s (lone surrogates too, as the
+ * descr reader writes \ud800), and its length; 0 for a malformed one. */
+static size_t utf8_decode(const unsigned char *s, uint32_t *cp)
+{
+    size_t n = s[0] >= 0xf0 && s[0] < 0xf5 ? 4 : s[0] >= 0xe0 ? 3 : s[0] >= 0xc2 && s[0] < 0xe0 ? 2 : 0;
+    if (n == 0)
+        return 0;
+    uint32_t v = s[0] & (0x7fu >> n);
+    for (size_t i = 1; i < n; i++) {
+        if ((s[i] & 0xc0) != 0x80)
+            return 0;
+        v = v << 6 | (s[i] & 0x3fu);
+    }
+    static const uint32_t least[5] = {0, 0, 0x80, 0x800, 0x10000};
+    if (v < least[n] || v > 0x10ffff)
+        return 0;
+    *cp = v;
+    return n;
+}
+
 /* A field name as Python's repr() writes a str: single quotes unless the
- * name holds a ' and no ", backslash escapes for the quote, backslashes and
- * control characters.  Bytes above 0x7f (UTF-8) are copied as they are. */
+ * name holds a ' and no ", backslash escapes for the quote and backslashes,
+ * \t \n \r, and every character str.isprintable() rejects as \xNN, \uNNNN
+ * or \UNNNNNNNN (Unicode of the table's Python); the rest as UTF-8.  A
+ * malformed UTF-8 byte, which no str holds, is written as \xNN. */
 static void put_pyrepr(gm_dtype_writer *w, const char *s)
 {
     char q = strchr(s, '\'') != NULL && strchr(s, '"') == NULL ? '"' : '\'';
     gm_dtype_put(w, &q, 1);
-    for (; *s != '\0'; s++) {
-        unsigned char c = (unsigned char)*s;
-        char esc[8];
-        if (c == (unsigned char)q || c == '\\') {
+    const unsigned char *u = (const unsigned char *)s;
+    while (*u != '\0') {
+        uint32_t cp = *u;
+        size_t n = cp < 0x80 ? 1 : utf8_decode(u, &cp);
+        char esc[16];
+        if (n == 0) {
+            snprintf(esc, sizeof esc, "\\x%02x", *u);
+            gm_dtype_puts(w, esc);
+            u++;
+            continue;
+        }
+        if (cp == (unsigned char)q || cp == '\\') {
             esc[0] = '\\';
-            esc[1] = (char)c;
+            esc[1] = (char)cp;
             gm_dtype_put(w, esc, 2);
-        } else if (c == '\t') {
+        } else if (cp == '\t') {
             gm_dtype_puts(w, "\\t");
-        } else if (c == '\n') {
+        } else if (cp == '\n') {
             gm_dtype_puts(w, "\\n");
-        } else if (c == '\r') {
+        } else if (cp == '\r') {
             gm_dtype_puts(w, "\\r");
-        } else if (c < 0x20 || c == 0x7f) {
-            snprintf(esc, sizeof esc, "\\x%02x", c);
+        } else if (!printable(cp)) {
+            snprintf(esc, sizeof esc, cp < 0x100 ? "\\x%02x" : cp < 0x10000 ? "\\u%04x" : "\\U%08x", cp);
             gm_dtype_puts(w, esc);
         } else {
-            gm_dtype_put(w, (const char *)&c, 1);
+            gm_dtype_put(w, (const char *)u, n);
         }
+        u += n;
     }
     gm_dtype_put(w, &q, 1);
 }

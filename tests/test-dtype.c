@@ -635,6 +635,39 @@ static void test_descr_parse(void)
     is_int(gpumem_dtype_from_descr("[('\\N{LATIN SMALL LETTER E WITH ACUTE}', '<f4')]", &d),
            GPUMEM_ERROR_INVALID_DTYPE, "so is a valid Unicode name");
 
+    /* Names with characters str.isprintable() rejects: written as repr()
+     * writes them (expected strings from Python 3.11's repr). */
+    static const struct {
+        const char *name, *descr;
+    } unprintable[] = {
+        {"\xc2\xa0", "[('\x5cxa0', '<f4')]"},
+        {"\xe2\x80\x8b", "[('\x5cu200b', '<f4')]"},
+        {"\xe2\x80\xa8", "[('\x5cu2028', '<f4')]"},
+        {"\xc2\xad", "[('\x5cxad', '<f4')]"},
+        {"\xee\x80\x80", "[('\x5cue000', '<f4')]"},
+        {"a\xc2\xa0" "b", "[('a\x5cxa0b', '<f4')]"},
+        {"\xf4\x8f\xbf\xbf", "[('\x5cU0010ffff', '<f4')]"},
+        {"\xf0\x9f\x98\x80", "[('\xf0\x9f\x98\x80', '<f4')]"},
+        {"\xc2\x85", "[('\x5cx85', '<f4')]"},
+        {"\xe3\x80\x80", "[('\x5cu3000', '<f4')]"},
+        {"\xc3\xa9t\xc3\xa9", "[('\xc3\xa9t\xc3\xa9', '<f4')]"},
+        {"\xf3\xa0\x80\x81", "[('\x5cU000e0001', '<f4')]"},
+        {"x\xe2\x80\xa9'", "[(\x22x\x5cu2029'\x22, '<f4')]"},
+    };
+    for (size_t i = 0; i < sizeof unprintable / sizeof unprintable[0]; i++) {
+        gpumem_field f = {unprintable[i].name, gpumem_dtype_builtin(GPUMEM_FLOAT32), -1, 0, NULL};
+        gpumem_dtype *r = NULL;
+        char what[96];
+        snprintf(what, sizeof what, "name %zu: the descr is what repr() writes", i);
+        if (gpumem_dtype_record_create(&f, 1, GPUMEM_RECORD_PACKED, 0, &r) != GPUMEM_OK) {
+            ok(0, "%s (%s)", what, gpumem_last_error());
+            continue;
+        }
+        is_str(descr_of(r), unprintable[i].descr, what);
+        ok(round_trips(r), "name %zu: and it parses back to the same name", i);
+        gpumem_dtype_release(r);
+    }
+
     /* Gaps of any type are padding; a record of only padding is |Vn. */
     d = NULL;
     ok(gpumem_dtype_from_descr("[('', '|V4'), ('', '<f8')]", &d) == GPUMEM_OK &&

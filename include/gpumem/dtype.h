@@ -150,7 +150,9 @@ GPUMEM_API gpumem_status gpumem_dtype_from_descr(const char *descr, gpumem_dtype
  * Writes a dtype's descr: the field list of a record, or "[('', '<f4')]" for
  * a builtin, exactly as NumPy's __array_interface__ does (', ' between
  * items, names as Python's repr() writes them, "(3,)" and "(2, 3)" for
- * shapes, ('', '|Vn') for gaps and trailing padding).  A record whose fields
+ * shapes, ('', '|Vn') for gaps and trailing padding).  In a name, the
+ * characters that Python's str.isprintable() rejects (Unicode 14.0, as in
+ * Python 3.11) are escaped as \xNN, \uNNNN or \UNNNNNNNN, as repr() does.  A record whose fields
  * are not in increasing offset order has no descr, as in NumPy:
  * ::GPUMEM_ERROR_INVALID_DTYPE.  Buffers that are too small are handled as
  * in gpumem_dtype_typestr().
