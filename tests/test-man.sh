@@ -30,7 +30,7 @@ END { flush("file") }
 ' "$srcdir"/include/gpumem/*.h
 touch "$tmp/ex/names"
 nex=$(wc -l <"$tmp/ex/names")
-echo "1..$((9 + nex))"
+echo "1..$((12 + nex))"
 i=0
 t() { i=$((i + 1)); if [ "$1" = 0 ]; then echo "ok $i - $2"; else echo "not ok $i - $2"; sed 's/^/# /' "$tmp/log"; fi; }
 : >"$tmp/log"
@@ -57,6 +57,32 @@ done
 echo "subcommands: $(tr '\n' ' ' <"$tmp/cmds"); missing from gpumem(1):$missing" >"$tmp/log"
 t $r "gpumem(1) shows every subcommand in SYNOPSIS and COMMANDS"
 
+# gpumem(1)'s examples for a machine without a GPU ask for the simulator, and
+# each runs (the built tool, an empty HOME) and exits 0.
+sed -n '/^\.SH EXAMPLES/,/^\.SH/p' "$srcdir/doc/gpumem.1" |
+    sed -n '/without a GPU/,/^\.fi/p' | grep -v '^[.]' | grep -v 'without a GPU' | sed 's/\\-/-/g' >"$tmp/examples1"
+: >"$tmp/log"
+while read -r line; do
+    case $line in GPUMEM_BACKEND=sim\ *) ;; *) echo "no GPUMEM_BACKEND=sim: $line" >>"$tmp/log" ;; esac
+    (unset GPUMEM_BACKEND CUDA_DEVICE; PATH="$builddir/tools:$PATH" HOME="$tmp" sh -c "$line") >/dev/null 2>"$tmp/err" ||
+        { echo "exits $?: $line"; sed 's/^/  /' "$tmp/err"; } >>"$tmp/log"
+done <"$tmp/examples1"
+[ -s "$tmp/examples1" ] && [ ! -s "$tmp/log" ]; t $? "gpumem(1)'s $(wc -l <"$tmp/examples1") examples without a GPU set GPUMEM_BACKEND=sim and succeed"
+
+# gpumem(1)'s list of the members of `gpumem info --json` names every member
+# the tool writes (with two devices, and with a failing backend for "error").
+{ (unset CUDA_DEVICE; HOME="$tmp" GPUMEM_BACKEND=sim GPUMEM_SIM_DEVICES=2 "$builddir/tools/gpumem" info --json)
+  (HOME="$tmp" GPUMEM_BACKEND=none "$builddir/tools/gpumem" info --json); } 2>/dev/null |
+    grep -o '"[a-z_]*": ' | tr -d '": ' | sort -u >"$tmp/members"
+# the paragraph that lists them: from "prints one JSON object" to the next .TP
+sed -n '/prints one JSON object on one line/,/^\.TP/p' "$srcdir/doc/gpumem.1" >"$tmp/json-paragraph"
+missing=
+for m in $(cat "$tmp/members"); do
+    grep -qE "^\.BR? $m( |\$)" "$tmp/json-paragraph" || missing="$missing $m"
+done
+echo "members: $(tr '\n' ' ' <"$tmp/members"); not in gpumem(1):$missing" >"$tmp/log"
+[ "$(wc -l <"$tmp/members")" -ge 10 ] && [ -z "$missing" ]; t $? "gpumem(1) names every member of info --json ($(wc -l <"$tmp/members"))"
+
 # Renders without warnings: groff -ww says what man would complain about.
 render() { # page...
     : >"$tmp/log"
@@ -71,6 +97,14 @@ if ! command -v groff >/dev/null 2>&1; then
 else
     render "$srcdir/doc/gpumem.1" "$srcdir/doc/gpumem.7"; t $? "gpumem(1) and gpumem(7) render without warnings"
 fi
+
+# gpumem(7)'s HEADERS list every public header.
+missing=
+for h in "$srcdir"/include/gpumem/*.h; do
+    grep -q "^\.B <gpumem/${h##*/}>\$" "$srcdir/doc/gpumem.7" || missing="$missing ${h##*/}"
+done
+echo "headers missing from gpumem(7):$missing" >"$tmp/log"
+[ -z "$missing" ]; t $? "gpumem(7) lists every header of include/gpumem"
 
 # Every (3) reference in them names an exported function.
 sed -n 's/^ *\(gpumem_[a-z0-9_]*\);.*/\1/p' "$srcdir/lib/libgpumem.map" | sort -u >"$tmp/functions"
