@@ -1,13 +1,15 @@
 #!/bin/sh
-# The man pages: gpumem(1) names every environment variable the library
-# reads and every subcommand of the tool; gpumem(1) and gpumem(7) render
-# without warnings and refer only to pages that exist; when the build wrote
-# the man3 pages (doxygen and python3 present), there is one per exported
-# function and each renders without warnings.  Every `@par Example` of the
-# public headers (the EXAMPLES section of man3 pages) is a whole program:
-# each compiles as C11 with -Wall -Wextra -Werror, runs (on the simulator
-# unless GPUMEM_BACKEND says otherwise) and prints what its `// prints:`
-# comments say.
+# The man pages: gpumem(1) (and doc/environment.md) name every environment
+# variable the library reads; gpumem(1) shows every subcommand of the tool,
+# lists every member of info --json, and its examples for a machine without
+# a GPU ask for the simulator and run; gpumem(7) lists every public header;
+# both render without warnings and refer only to pages that exist.  When the
+# build wrote the man3 pages (doxygen and python3 present), there is one per
+# exported function, each renders without warnings, and a function with an
+# example has an EXAMPLES section.  Every `@par Example` of the public
+# headers is a whole program: each compiles as C11 with -Wall -Wextra
+# -Werror, runs (on the simulator unless GPUMEM_BACKEND says otherwise) and
+# prints what its `// prints:` comments say.
 srcdir=${GPUMEM_TEST_SRCDIR:-.}
 builddir=${GPUMEM_TEST_BUILDDIR:-.}
 CC=${CC:-cc}
@@ -41,11 +43,12 @@ grep -ohE 'gm_env(_[a-z]+)?\("[A-Za-z_]+"|name\[\] = "[A-Z_]+"' "$srcdir"/lib/*.
     sort -u >"$tmp/vars"
 missing=
 for v in $(cat "$tmp/vars"); do
-    grep -q "^\.B $v\$" "$srcdir/doc/gpumem.1" || missing="$missing $v"
+    grep -q "^\.B $v\$" "$srcdir/doc/gpumem.1" || missing="$missing gpumem.1:$v"
+    grep -q "\`$v\`" "$srcdir/doc/environment.md" || missing="$missing environment.md:$v"
 done
 [ "$(wc -l <"$tmp/vars")" -ge 10 ] && [ -z "$missing" ]; r=$?
-echo "variables read: $(tr '\n' ' ' <"$tmp/vars"); not in gpumem.1's ENVIRONMENT:$missing" >"$tmp/log"
-t $r "gpumem(1) describes every environment variable the library reads ($(wc -l <"$tmp/vars"))"
+echo "variables read: $(tr '\n' ' ' <"$tmp/vars"); not described:$missing" >"$tmp/log"
+t $r "gpumem(1) and doc/environment.md describe every environment variable the library reads ($(wc -l <"$tmp/vars"))"
 
 grep -oE 'strcmp\(cmd, "[a-z]+"\)' "$srcdir/tools/gpumem.c" | sed 's/.*, "//; s/")$//' | sort -u >"$tmp/cmds"
 missing=
