@@ -2,8 +2,9 @@
  * copy_engine.c - the copy engine: chooses, per copy, the cheapest way to
  * move it and runs it.  The cost is bytes per DMA row and memory kind, not
  * the number of driver calls (a 2-D copy of 4-byte rows runs at a tenth of
- * the link's speed).  A copy between two devices never comes here (copy.c
- * sends it to copy_peer.c).  gm_copy_run, in order:
+ * the link's speed).  A copy between two devices is copy_peer.c's (copy.c
+ * sends it there); only its packing on either device comes back here, as a
+ * copy on one device.  gm_copy_run, in order:
  *
  *  0. a copy on a stream whose queued downloads (rule 2) have not landed
  *     yet, and that touches host memory, first waits for the stream;
