@@ -7,7 +7,9 @@ Doxygen's own man pages are named after the headers (array.h.3); users look
 for `man 3 gpumem_to_device`.  This reads XMLDIR/*_8h.xml (the headers'
 comments, as `make doc` or the build writes them) and writes
 OUTDIR/<function>.3 for every function: NAME, SYNOPSIS (the header and the
-prototype), DESCRIPTION, PARAMETERS, RETURN VALUE and SEE ALSO.  The date is
+prototype), DESCRIPTION, PARAMETERS, RETURN VALUE, EXAMPLES (from an
+`@par Example` paragraph, whose @code block tests/test-man-examples.sh
+compiles and runs) and SEE ALSO.  The date is
 SOURCE_DATE_EPOCH's when it is set, so that builds are reproducible.
 Only the standard library is used.
 """
@@ -98,10 +100,13 @@ class Writer:
                 elif kind == "see":
                     sections.setdefault("SEE ALSO", []).extend(sub)
                 else:
-                    title = child.findtext("title") or kind.capitalize()
-                    out.append(".PP")
-                    out.append("\\fB" + esc(title.strip()) + "\\fP")
-                    out.extend(sub)
+                    title = (child.findtext("title") or kind.capitalize()).strip()
+                    if kind == "par" and title in ("Example", "Examples"):
+                        sections.setdefault("EXAMPLES", []).extend(sub)
+                    else:
+                        out.append(".PP")
+                        out.append("\\fB" + esc(title) + "\\fP")
+                        out.extend(sub)
             elif tag == "parameterlist":
                 flush()
                 kind = child.get("kind")
@@ -250,9 +255,12 @@ def main():
                      "\\fBgpumem_status_string\\fP(3) names, and "
                      "\\fBgpumem_last_error\\fP(3) gives the calling thread's message "
                      "(which argument, which limit, the driver's own error).  "
-                     "A failing call changes nothing."]
+                     "\\fBgpumem\\fP(7) says what a failing call may have changed."]
         else:
             page += [".PP", "See \\fBDESCRIPTION\\fP."]
+        if "EXAMPLES" in sections:
+            page.append(".SH EXAMPLES")
+            page += sections["EXAMPLES"]
         page.append(".SH SEE ALSO")
         page += [l for l in sections.get("SEE ALSO", []) if l != ".PP"]
         others = [f for f in by_header[header] if f != name]

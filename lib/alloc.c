@@ -257,9 +257,9 @@ gpumem_status gm_alloc_free(gpumem_context *ctx, gm_block *b)
 static gpumem_status allocator_create(gpumem_context *ctx, const char *what)
 {
     const char *v = gm_env("GPUMEM_ALLOCATOR");
-    if (v == NULL || strcmp(v, "driver") == 0)
+    if (v == NULL || gm_word_is(v, "driver"))
         return GPUMEM_OK;
-    if (strcmp(v, "pool") != 0)
+    if (!gm_word_is(v, "pool"))
         return gm_error(GPUMEM_ERROR_INVALID_ENVIRONMENT, "%s: GPUMEM_ALLOCATOR='%s': expected 'driver' or 'pool'",
                         what, v);
     gm_pool *p = NULL;

@@ -1,6 +1,10 @@
 /*
- * bytes.h - unaligned little-endian reads from byte buffers (module images:
- * ELF and fat binaries are little-endian on every CUDA platform).
+ * bytes.h - unaligned reads from byte buffers.  rd16, rd32 and rd64 read
+ * little-endian values, whatever the host's byte order: module images (ELF
+ * files and fat binaries) are little-endian on every CUDA platform, and a
+ * simulator on a big-endian host (Debian's s390x) reads them alike.
+ * rd32_host reads a value in the host's byte order, for structures that
+ * this process itself laid out in memory (nvcc's fatbin wrapper).
  */
 #ifndef GM_BYTES_H
 #define GM_BYTES_H
@@ -10,22 +14,23 @@
 
 static inline uint16_t rd16(const unsigned char *b)
 {
-    uint16_t v;
-    memcpy(&v, b, 2);
-    return v;
+    return (uint16_t)(b[0] | (unsigned)b[1] << 8);
 }
 
 static inline uint32_t rd32(const unsigned char *b)
 {
-    uint32_t v;
-    memcpy(&v, b, 4);
-    return v;
+    return (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
 }
 
 static inline uint64_t rd64(const unsigned char *b)
 {
-    uint64_t v;
-    memcpy(&v, b, 8);
+    return (uint64_t)rd32(b) | (uint64_t)rd32(b + 4) << 32;
+}
+
+static inline uint32_t rd32_host(const unsigned char *b)
+{
+    uint32_t v;
+    memcpy(&v, b, 4);
     return v;
 }
 

@@ -41,12 +41,18 @@ struct gpumem_context {
 /* ---- hooks of the layers above ------------------------------------------------------ */
 
 /* A layer above the context keeps per-context state through a hook, as
- * libuv's handles get close callbacks: the context names no subsystem.
- * create runs when a context is made and may fail, failing the creation;
- * teardown runs at the final release, while the context still works.  Hooks run in increasing `order` at teardown and
- * in decreasing order at creation, so a layer that uses another is torn down
- * first (the kernel cache before the streams, the streams' write-backs
- * before the deferred frees).  Either function may be NULL. */
+ * libuv's handles get close callbacks.  context.c calls no layer above it
+ * by name: it runs the hooks, and each hook makes and ends its own layer's
+ * state.  That state does live in the struct above, in the five fields
+ * under "State of the layers above" (dealloc, pool, own_pool, memo,
+ * staging), typed by structs that are only declared here, so that each
+ * layer finds its state without a lookup; context.c only sets them to
+ * NULL.  create runs when a context is made and may fail, failing the
+ * creation; teardown runs at the final release, while the context still
+ * works.  Hooks run in increasing `order` at teardown and in decreasing
+ * order at creation, so a layer that uses another is torn down first (the
+ * kernel cache before the streams, the streams' write-backs before the
+ * deferred frees).  Either function may be NULL. */
 typedef struct gm_context_hook {
     int order;
     gpumem_status (*create)(gpumem_context *ctx, const char *what);

@@ -2,26 +2,49 @@
  * copy_engine.c - the copy engine: chooses, per copy, the cheapest way to
  * move it and runs it.  The cost is bytes per DMA row and memory kind, not
  * the number of driver calls (a 2-D copy of 4-byte rows runs at a tenth of
- * the link's speed).  In order:
+ * the link's speed).  A copy between two devices is copy_peer.c's (copy.c
+ * sends it there); only its packing on either device comes back here, as a
+ * copy on one device.  gm_copy_run, in order:
  *
+ *  0. a copy on a stream whose queued downloads (rule 2) have not landed
+ *     yet, and that touches host memory, first waits for the stream;
  *  1. both sides host memory: the CPU copies (through a temporary when they
  *     overlap);
- *  2. the planner (copyplan.c) gives one rectangular copy: one contiguous
- *     transfer, or one 2-D/3-D copy when its rows are at least
- *     gm_copy_min_row_bytes() wide;
- *  3. otherwise the strided sides are packed, so that one contiguous
+ *  2. a download on a stream into pageable host memory is queued
+ *     (copy_queued.c): into a pinned bounce block on the stream, then a
+ *     host function on the stream writes the destination; it returns at
+ *     once;
+ *  3. two device views that overlap: into a device temporary, then from
+ *     it, each of the two copies by these rules;
+ *  4. the planner (copyplan.c) gives one contiguous run between host and
+ *     device: one transfer, through the staging engine (staging.c) when
+ *     the host side is pageable and at least its threshold and the ring is
+ *     free, else one driver call;
+ *  5. the planner gives one rectangular copy otherwise: one contiguous
+ *     transfer on the device, or one 2-D/3-D copy when its rows are at
+ *     least gm_copy_min_row_bytes() wide and, for a pageable host side,
+ *     the copy is below the staging threshold (the driver stages a 2-D
+ *     copy of pageable memory itself, slowly);
+ *  6. otherwise the strided sides are packed, so that one contiguous
  *     transfer crosses the link: a device side by the pack kernels
  *     (copy_pack.c) into device scratch, a host side by CPU threads into a
  *     host staging buffer, in the layout of the other side when that side is
  *     contiguous (then it is the transfer's end) or of its own axis order;
- *  4. when the pack kernels are unavailable (the driver could not load
- *     them), what one rectangular copy can do is one, else a loop of them.
+ *  7. when the pack kernels are unavailable (the driver could not load
+ *     them), a copy without a strided host side runs the plan's
+ *     rectangular copies as they are (one, or a loop of them); a strided
+ *     host side is still packed by the CPU, and one transfer (a device
+ *     side that is one run) or the plan's rectangular copies move the
+ *     staging buffer to or from the device side.
  *
- * A failing copy changes nothing in the destination: in every path but the
- * last loop the destination is written once, by the final operation (a
- * transfer, a kernel, or the CPU's unpacking after the transfer completed),
- * and everything before it writes scratch or staging memory only.  The
- * destination's gaps are never written.
+ * Failure (gpumem/array.h's Failure section promises what follows): in
+ * every path but a loop of rectangular copies the destination is written
+ * once, by the final operation (a transfer, a kernel, or the CPU's
+ * unpacking after the transfer completed), and everything before it writes
+ * scratch or staging memory only, so a failure before that operation
+ * leaves the destination unchanged; a failure of the final operation
+ * itself can leave it partly written.  The destination's gaps are never
+ * written.
  */
 #include "config.h"
 

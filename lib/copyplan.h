@@ -3,10 +3,11 @@
  * arrays with arbitrary byte strides into the fewest rectangular copies
  * (1-D, 2-D, 3-D), looped over where more levels remain.
  *
- * Pure arithmetic, no driver calls: copy.c executes a plan with the driver
- * (cuMemcpy, cuMemcpy2D, cuMemcpy3D) or on the CPU.  Only the bytes of the
- * elements are ever written: the gaps of a strided destination stay
- * untouched (numba#3553).
+ * Pure arithmetic, no driver calls: the copy engine (copy_engine.c) executes
+ * a plan with the driver (cuMemcpy, cuMemcpy2D, cuMemcpy3D) or on the CPU
+ * (gm_copy_plan_run_host, which copy.c's fill and copy_queued.c's landings
+ * use too).  Only the bytes of the elements are ever written: the gaps of a
+ * strided destination stay untouched (numba#3553).
  *
  * Planning, in order:
  *  1. drop axes of extent 1 (whatever their strides); an empty array (some
@@ -39,8 +40,8 @@
  *     loop while an outer axis still becomes a level;
  *  7. every other axis becomes an outer loop (outermost first in destination
  *     order): each index of the loops issues the rectangular copy once.
- * A copy whose two sides overlap in memory is the caller's business (copy.c
- * stages it through a temporary), as is a destination whose elements share
+ * A copy whose two sides overlap in memory is the caller's business (the
+ * copy engine, copy_engine.c, stages it through a temporary), as is a destination whose elements share
  * bytes through non-zero strides (the order of the writes is unspecified).
  *
  * The plans users can rely on (float32 = 4 bytes; "C (4,6)" is a C-ordered
@@ -142,8 +143,8 @@ gpumem_status gm_copy_plan_visit(const gm_copy_plan *plan, gm_copy_visit_fn fn, 
 
 /* Executes a plan on the CPU between two host pointers (the arrays' data
  * pointers): per copy, depth slices at pitch * height, height rows at pitch,
- * one memcpy of width bytes per row - the reference for how copy.c fills
- * CUDA_MEMCPY2D/3D. */
+ * one memcpy of width bytes per row - the reference for how copy_engine.c
+ * (run_one) fills CUDA_MEMCPY2D/3D. */
 void gm_copy_plan_run_host(const gm_copy_plan *plan, const void *src, void *dst);
 
 /* ---- packing ------------------------------------------------------------------------------ */

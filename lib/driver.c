@@ -151,7 +151,7 @@ GPUMEM_API gpumem_status gpumem_debug_fail_call(uint64_t nth, int driver_error)
 }
 
 /* GPUMEM_SIM_FAIL=k[:ERROR]: the k-th call of the process fails with ERROR,
- * a driver error name or number. */
+ * a driver error name (any case) or number; blanks may surround k and ERROR. */
 static gpumem_status parse_sim_fail(void)
 {
     const char *s = gm_env("GPUMEM_SIM_FAIL");
@@ -190,7 +190,7 @@ bool gm_parse_sim_fail(const char *s, long *k, int *code, const char **bad)
     long v;
     size_t i, n = sizeof cu_names / sizeof cu_names[0];
     for (i = 0; i < n; i++)
-        if (strcmp(name, cu_names[i].name) == 0)
+        if (gm_word_is(name, cu_names[i].name))
             break;
     if (i < n && cu_names[i].code != 0)
         *code = cu_names[i].code;
@@ -234,11 +234,11 @@ static void select_backend(void)
     const char *name = gm_env("GPUMEM_BACKEND");
     const gm_driver *table = NULL;
     gpumem_status st;
-    if (name == NULL || strcmp(name, "auto") == 0)
+    if (name == NULL || gm_word_is(name, "auto"))
         st = load_auto(&table);
-    else if (strcmp(name, "cuda") == 0)
+    else if (gm_word_is(name, "cuda"))
         st = gm_cuda_load(&table);
-    else if (strcmp(name, "sim") == 0)
+    else if (gm_word_is(name, "sim"))
         st = gm_sim_load(&table);
     else
         st = gm_error(GPUMEM_ERROR_INVALID_ENVIRONMENT,

@@ -1,5 +1,5 @@
 /*
- * env.c - strict parsing of numbers and sizes from the environment.
+ * env.c - strict parsing of numbers, sizes and words from the environment.
  */
 #include "config.h"
 
@@ -15,10 +15,12 @@
 #include "error.h"
 
 /* The grammar, in one place (doc/environment.md says the same):
- *   blank   = ' ' | '\t'            (around the value; no other white space)
+ *   blank   = ' ' | '\t'            (around the value, and around each part of a
+ *                                   list, pair or k:ERROR; no other white space)
  *   integer = '-'? ( '0' | [1-9][0-9]* )       no '+', no "-0", no leading zeros
  *   size    = ( '0' | [1-9][0-9]* ) ( [KMGT] ( 'B' | 'iB' )? | 'B' )?   any case
  *   number  = '-'? ( [0-9]+ ( '.' [0-9]* )? | '.' [0-9]+ ) ( [eE] [+-]? [0-9]+ )?
+ *   word    = one of the variable's words, in any ASCII case (gm_word_is)
  * A number is decimal only (no hex floats, inf or nan); it is rounded to the
  * nearest double, so one too small for a double (1e-400) is 0, and one too
  * large (1e400) is refused.  -0 is 0. */
@@ -140,6 +142,24 @@ bool gm_parse_double(const char *s, double *out)
         return false;
     *out = v + 0.0; /* -0 is 0 */
     return true;
+}
+
+/* ASCII only: a locale's case mapping (Turkish 'I') must not change a word. */
+static int ascii_lower(int c)
+{
+    return c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c;
+}
+
+bool gm_word_is(const char *s, const char *word)
+{
+    if (s == NULL)
+        return false;
+    s = skip_blank(s);
+    while (*word != '\0' && ascii_lower((unsigned char)*s) == ascii_lower((unsigned char)*word)) {
+        s++;
+        word++;
+    }
+    return *word == '\0' && *skip_blank(s) == '\0';
 }
 
 const char *gm_env(const char *name)

@@ -1,7 +1,7 @@
 /*
- * env.h - strict parsing of numbers and sizes from the environment and files.
- * A bad value is an error naming the variable and the value, never a silent
- * default.  Unset (or empty) variables give the default.
+ * env.h - strict parsing of numbers, sizes and words from the environment
+ * and files.  A bad value is an error naming the variable and the value,
+ * never a silent default.  Unset (or empty) variables give the default.
  */
 #ifndef GM_ENV_H
 #define GM_ENV_H
@@ -33,6 +33,11 @@ gpumem_status gm_env_size(const char *name, uint64_t min, uint64_t dflt, uint64_
 
 /* name's value as a number in [min, max]. */
 gpumem_status gm_env_double(const char *name, double min, double max, double dflt, double *out);
+
+/* Whether s, less the blanks (spaces and tabs) around it, is word, compared
+ * without regard to ASCII case: "sim", " SIM\t" and "Sim" are the word
+ * "sim"; "si m", "sim\n" and "" are not.  NULL is no word. */
+bool gm_word_is(const char *s, const char *word);
 
 /* The value of name, or NULL when unset or empty. */
 const char *gm_env(const char *name);

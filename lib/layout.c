@@ -261,7 +261,7 @@ static gpumem_status bound_error(const char *what, int axis, bool is_stop, int64
     return gm_error(GPUMEM_ERROR_INDEX_OUT_OF_RANGE,
                     "%s: axis %d: %s %" PRId64 " is out of range for extent %" PRId64 " with step %" PRId64 "%s",
                     what, axis, name, given, n, step,
-                    is_stop ? " (GM_SLICE_DEFAULT runs past the first element)" : "");
+                    is_stop ? " (a stop of GPUMEM_SLICE_DEFAULT runs past the first element)" : "");
 }
 
 gpumem_status gm_layout_slice(const char *what, int ndim, const int64_t *shape, const int64_t *strides,

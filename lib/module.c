@@ -91,7 +91,7 @@ static gpumem_status image_resolve(const void *data, size_t size, image *out)
     const unsigned char *b = data;
     /* the wrapper of nvcc's host code points at the fat binary */
     bool four = size >= 4 || (size == 0 && b[0] && b[1] && b[2] && b[3]); /* stops at a NUL */
-    if (four && rd32(b) == GM_FATBINC_WRAPPER_MAGIC && (size == 0 || size >= sizeof(gm_cu_fatbin_wrapper))) {
+    if (four && rd32_host(b) == GM_FATBINC_WRAPPER_MAGIC && (size == 0 || size >= sizeof(gm_cu_fatbin_wrapper))) {
         gm_cu_fatbin_wrapper w;
         memcpy(&w, b, sizeof w);
         if (w.data == NULL)

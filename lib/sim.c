@@ -717,8 +717,9 @@ static gpumem_status parse_busy(long ndev, uint64_t *mask)
     return GPUMEM_OK;
 }
 
-/* GPUMEM_SIM_PEERS: "all" (the default), "none", or comma-separated pairs
- * "a-b" of distinct ordinals below ndev that can access each other. */
+/* GPUMEM_SIM_PEERS: "all" (the default), "none" (words: any case, blanks
+ * around), or comma-separated pairs "a-b" of distinct ordinals below ndev
+ * that can access each other (blanks around each ordinal, as " 0 - 1 "). */
 static gpumem_status parse_peers(long ndev, uint64_t *can)
 {
     static const char name[] = "GPUMEM_SIM_PEERS";
@@ -726,12 +727,12 @@ static gpumem_status parse_peers(long ndev, uint64_t *can)
     uint64_t all = ndev >= 64 ? UINT64_MAX : (UINT64_C(1) << ndev) - 1;
     for (long i = 0; i < GM_SIM_MAX_DEVICES; i++)
         can[i] = 0;
-    if (v == NULL || strcmp(v, "all") == 0) {
+    if (v == NULL || gm_word_is(v, "all")) {
         for (long i = 0; i < ndev; i++)
             can[i] = all & ~(UINT64_C(1) << i);
         return GPUMEM_OK;
     }
-    if (strcmp(v, "none") == 0)
+    if (gm_word_is(v, "none"))
         return GPUMEM_OK;
     for (const char *p = v; p != NULL;) {
         const char *comma = strchr(p, ',');

@@ -232,7 +232,7 @@ typedef struct gm_sim_arch {
     int ecc;
 } gm_sim_arch;
 
-/* The architecture named name, or NULL. */
+/* The architecture named name (blanks around it, any ASCII case), or NULL. */
 const gm_sim_arch *gm_sim_arch_find(const char *name);
 
 /* Writes the known names, ", "-separated ("sm_75, sm_80, ..."), into buf. */

@@ -13,9 +13,9 @@
 
 #include <stdio.h>
 #include <string.h>
-#include <strings.h>
 
 #include "cuda_abi.h"
+#include "env.h"
 #include "sim.h"
 
 static const gm_sim_arch arch_table[] = {
@@ -35,7 +35,7 @@ static const gm_sim_arch arch_table[] = {
 const gm_sim_arch *gm_sim_arch_find(const char *name)
 {
     for (size_t i = 0; i < ARCH_COUNT; i++)
-        if (strcasecmp(arch_table[i].name, name) == 0)
+        if (gm_word_is(name, arch_table[i].name))
             return &arch_table[i];
     return NULL;
 }

@@ -934,7 +934,7 @@ int gm_sim_image_parse(const void *image, size_t size, const gm_sim_arch *arch, 
     int rc;
     if (size >= 4 && rd32(b) == GM_FATBIN_MAGIC)
         rc = parse_fatbin(&p, b, size, arch);
-    else if (size >= 4 && rd32(b) == GM_FATBINC_WRAPPER_MAGIC)
+    else if (size >= 4 && rd32_host(b) == GM_FATBINC_WRAPPER_MAGIC)
         rc = fail(&p, GM_CUDA_ERROR_INVALID_IMAGE, "a fatbin wrapper (__fatBinC_Wrapper_t): pass the fat binary "
                   "it points to");
     else if (is_elf(b, size))

@@ -1,4 +1,6 @@
-/* Strict parsing of numbers and sizes from the environment (lib/env.c). */
+/* Strict parsing of numbers, sizes and words from the environment
+ * (lib/env.c), and the word-valued variables read as doc/environment.md
+ * says: blanks around a value and around each part of it, any case. */
 #include "config.h"
 
 #include <limits.h>
@@ -6,15 +8,126 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <gpumem.h>
+
+#include "child.h"
 #include "devfile.h"
 #include "driver.h"
 #include "env.h"
-#include "gpumem/status.h"
 #include "tap.h"
+
+/* A word-valued variable, set in a child on the simulator: its name and
+ * value, and a second variable (NULL: none). */
+typedef struct word_case {
+    const char *name, *value, *name2, *value2;
+} word_case;
+
+static void set_case(const word_case *c)
+{
+    setenv("GPUMEM_BACKEND", "sim", 1);
+    setenv(c->name, c->value, 1);
+    if (c->name2 != NULL)
+        setenv(c->name2, c->value2, 1);
+}
+
+/* value[0]: the backend is the simulator; [1], [2]: device 0's compute
+ * capability; [3]: device 0 can access device 1. */
+static void backend_case(const void *arg, child_result *out)
+{
+    set_case(arg);
+    const char *name = NULL;
+    out->status = gpumem_backend(&name);
+    snprintf(out->text, sizeof out->text, "%s", out->status == GPUMEM_OK ? name : gpumem_last_error());
+    if (out->status != GPUMEM_OK)
+        return;
+    int major = 0, minor = 0, can = -1, n = 0;
+    out->value[0] = strcmp(name, "sim") == 0;
+    gpumem_device_compute_capability(0, &major, &minor);
+    out->value[1] = major;
+    out->value[2] = minor;
+    if (gpumem_device_count(&n) == GPUMEM_OK && n > 1)
+        gpumem_peer_can_access(0, 1, &can);
+    out->value[3] = can;
+}
+
+/* GPUMEM_ALLOCATOR: value[0] the deferred frees after an array's release
+ * (0 on the context's own pool, 1 from the driver). */
+static void allocator_case(const void *arg, child_result *out)
+{
+    set_case(arg);
+    gpumem_context *c = NULL;
+    out->status = gpumem_context_create(0, &c);
+    snprintf(out->text, sizeof out->text, "%s", gpumem_last_error());
+    if (out->status != GPUMEM_OK)
+        return;
+    int64_t n = 100;
+    gpumem_array *x = NULL;
+    size_t pending = 99;
+    gpumem_device_array(c, 1, &n, NULL, gpumem_dtype_builtin(GPUMEM_UINT8), 'C', NULL, &x);
+    gpumem_array_release(x);
+    gpumem_context_pending_deallocations(c, &pending, NULL);
+    out->value[0] = (long)pending;
+    gpumem_context_release(c);
+}
+
+static void words(void)
+{
+    ok(gm_word_is("sim", "sim") && gm_word_is(" sim\t", "sim") && gm_word_is("\t SIM  ", "sim") &&
+           gm_word_is("Sim", "sim"),
+       "a word: blanks around it, any case");
+    ok(!gm_word_is("si m", "sim") && !gm_word_is("sim\n", "sim") && !gm_word_is("simx", "sim") &&
+           !gm_word_is("sm", "sim") && !gm_word_is("", "sim") && !gm_word_is("  ", "sim") && !gm_word_is(NULL, "sim"),
+       "not a word: a blank inside, a newline, more or less of it, nothing");
+    ok(gm_word_is("cuda_error_out_of_memory", "CUDA_ERROR_OUT_OF_MEMORY"), "case folding is ASCII: I and i match");
+
+    child_result r;
+    static const word_case backend[] = {{"GPUMEM_BACKEND", " sim\t", NULL, NULL},
+                                        {"GPUMEM_BACKEND", "SIM", NULL, NULL}};
+    for (size_t i = 0; i < sizeof backend / sizeof backend[0]; i++) {
+        run_child(backend_case, &backend[i], &r);
+        ok(r.status == GPUMEM_OK && r.value[0] == 1, "GPUMEM_BACKEND='%s' is the simulator (%s)", backend[i].value,
+           r.text);
+    }
+    run_child(backend_case, &(word_case){"GPUMEM_BACKEND", "s im", NULL, NULL}, &r);
+    is_int(r.status, GPUMEM_ERROR_INVALID_ENVIRONMENT, "GPUMEM_BACKEND='s im' is refused");
+    like(r.text, "GPUMEM_BACKEND='s im'", "naming the variable and its value");
+
+    run_child(backend_case, &(word_case){"GPUMEM_SIM_ARCH", "  sm_80\t", NULL, NULL}, &r);
+    ok(r.status == GPUMEM_OK && r.value[1] == 8 && r.value[2] == 0, "GPUMEM_SIM_ARCH=' sm_80 ' is sm_80 (%ld.%ld; %s)",
+       r.value[1], r.value[2], r.text);
+    run_child(backend_case, &(word_case){"GPUMEM_SIM_ARCH", "SM_86", NULL, NULL}, &r);
+    ok(r.status == GPUMEM_OK && r.value[1] == 8 && r.value[2] == 6, "GPUMEM_SIM_ARCH=SM_86 is sm_86");
+
+    run_child(backend_case, &(word_case){"GPUMEM_SIM_PEERS", " none ", "GPUMEM_SIM_DEVICES", "2"}, &r);
+    ok(r.status == GPUMEM_OK && r.value[3] == 0, "GPUMEM_SIM_PEERS=' none ': no peers (%ld; %s)", r.value[3], r.text);
+    run_child(backend_case, &(word_case){"GPUMEM_SIM_PEERS", "\tALL ", "GPUMEM_SIM_DEVICES", "2"}, &r);
+    ok(r.status == GPUMEM_OK && r.value[3] == 1, "GPUMEM_SIM_PEERS=' ALL ': all peers (%ld; %s)", r.value[3], r.text);
+    run_child(backend_case, &(word_case){"GPUMEM_SIM_PEERS", " 0 - 1 , 1-2 ", "GPUMEM_SIM_DEVICES", "3"}, &r);
+    ok(r.status == GPUMEM_OK && r.value[3] == 1, "GPUMEM_SIM_PEERS=' 0 - 1 , 1-2 ': blanks around each ordinal (%s)",
+       r.text);
+    run_child(backend_case, &(word_case){"GPUMEM_SIM_PEERS", "0-1 x", "GPUMEM_SIM_DEVICES", "2"}, &r);
+    is_int(r.status, GPUMEM_ERROR_INVALID_ENVIRONMENT, "GPUMEM_SIM_PEERS='0-1 x' is refused");
+
+    run_child(allocator_case, &(word_case){"GPUMEM_ALLOCATOR", " pool\t", NULL, NULL}, &r);
+    ok(r.status == GPUMEM_OK && r.value[0] == 0, "GPUMEM_ALLOCATOR=' pool ': the context's own pool (%s)", r.text);
+    run_child(allocator_case, &(word_case){"GPUMEM_ALLOCATOR", "Driver ", NULL, NULL}, &r);
+    ok(r.status == GPUMEM_OK && r.value[0] == 1, "GPUMEM_ALLOCATOR='Driver ': the driver, frees deferred (%s)",
+       r.text);
+
+    long k = 0;
+    int code = 0;
+    const char *bad = NULL;
+    ok(gm_parse_sim_fail(" 4:CUDA_ERROR_OUT_OF_MEMORY\t", &k, &code, &bad) && k == 4 && code == 2,
+       "GPUMEM_SIM_FAIL=' 4:CUDA_ERROR_OUT_OF_MEMORY ': blanks around the value");
+    ok(gm_parse_sim_fail("4 : cuda_error_out_of_memory", &k, &code, &bad) && k == 4 && code == 2,
+       "GPUMEM_SIM_FAIL='4 : cuda_error_out_of_memory': blanks around each part, any case");
+    ok(gm_parse_sim_fail("5: 700 ", &k, &code, &bad) && k == 5 && code == 700, "GPUMEM_SIM_FAIL='5: 700 '");
+}
 
 int main(void)
 {
-    plan(86);
+    plan(86 + 18);
+    words(); /* first: its children must fork before this process uses the library */
     long v = 0;
     ok(gm_parse_long("42", &v) && v == 42, "a decimal");
     ok(gm_parse_long("  7\t", &v) && v == 7, "surrounding blanks");

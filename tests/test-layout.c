@@ -337,7 +337,8 @@ static void test_slice(void)
            "slice: negative step from one past the end");
     /* a[2:-5:-1] would mean "down to the first row" in Python */
     is_err(gm_layout_slice("gpumem_array_slice", 2, sh, st, SL({2, -5, -1}), 1, osh, ost, &off),
-           GPUMEM_ERROR_INDEX_OUT_OF_RANGE, "stop -5 is out of range for extent 4 with step -1 (GM_SLICE_DEFAULT",
+           GPUMEM_ERROR_INDEX_OUT_OF_RANGE,
+           "stop -5 is out of range for extent 4 with step -1 (a stop of GPUMEM_SLICE_DEFAULT runs past",
            "slice: negative step past the first element names the remedy");
     is_err(gm_layout_slice("gpumem_array_slice", 2, sh, st, SL({D, D, 1}, {D, D, 1}, {D, D, 1}), 3, osh, ost, &off),
            GPUMEM_ERROR_INVALID_VALUE, "nslices 3 is out of range for 2 dimensions", "slice: too many slices");

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "array.h"
+#include "bytes.h"
 #include "child.h"
 #include "gpumem.h"
 #include "tap.h"
@@ -758,6 +759,14 @@ int main(void)
     unloads = calls("cuModuleUnload");
     gpumem_context_release(ctx);
     is_int(calls("cuModuleUnload") - unloads, 1, "the last context release unloads the cached scale module");
+
+    /* the images' integers are little-endian whatever the host's order */
+    static const unsigned char le[8] = {0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08};
+    ok(rd16(le) == 0x0201 && rd32(le) == UINT32_C(0x04030201) && rd64(le) == UINT64_C(0x0807060504030201),
+       "image fields are read little-endian (bytes.h)");
+    uint32_t native = GM_FATBINC_WRAPPER_MAGIC;
+    ok(rd32_host((const unsigned char *)&native) == GM_FATBINC_WRAPPER_MAGIC,
+       "and the fatbin wrapper, a host structure, in host order");
     done_testing();
     return exit_status();
 }

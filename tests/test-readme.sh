@@ -1,13 +1,14 @@
 #!/bin/sh
 # The README's first program compiles as C and as C++, links, and prints
-# what the README says when run as the README says to run it without a GPU.
+# what the README says when run as the README says to run it without a GPU;
+# its tool section shows every subcommand of the tool.
 srcdir=${GPUMEM_TEST_SRCDIR:-.}
 builddir=${GPUMEM_TEST_BUILDDIR:-.}
 CC=${CC:-cc}
 CXX=${CXX:-c++}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/gpumem-readme.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
-echo "1..6"
+echo "1..7"
 # The program: from its first line to the closing brace of main.
 awk '/^    \/\* first.c/{f=1} f{print} f&&/^    }$/{exit}' "$srcdir/README" | sed 's/^    //' >"$tmp/first.c"
 inc="-I$srcdir/include -I$builddir/include"
@@ -48,4 +49,14 @@ if [ "${GPUMEM_HAVE_CXX:-no}" != yes ]; then
 else
     out=$(GPUMEM_BACKEND=sim LD_LIBRARY_PATH="$lib" "$tmp/first-cxx" 2>&1)
     if [ "$out" = "out[3] = 18 20 22" ]; then echo "ok 6 - so does the C++ build"; else echo "not ok 6 - the C++ build printed: $out"; fi
+fi
+# The tool section: a "    gpumem CMD" line for every subcommand tools/gpumem.c knows.
+missing=
+for c in $(grep -oE 'strcmp\(cmd, "[a-z]+"\)' "$srcdir/tools/gpumem.c" | sed 's/.*, "//; s/")$//' | sort -u); do
+    grep -q "^    gpumem $c\b" "$srcdir/README" || missing="$missing $c"
+done
+if [ -z "$missing" ]; then
+    echo "ok 7 - the README's tool section shows every subcommand"
+else
+    echo "not ok 7 - the README's tool section lacks:$missing"
 fi

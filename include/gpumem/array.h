@@ -72,27 +72,45 @@ typedef enum gpumem_memory_kind {
 } gpumem_memory_kind;
 
 /**
- * A slice of one axis, as Python's start:stop:step.  ::GPUMEM_SLICE_DEFAULT
- * for start or stop means omitted (the axis' beginning or end, by the step's
- * sign); negative values count from the end.  Unlike Python, explicit bounds
- * outside the axis are errors (::GPUMEM_ERROR_INDEX_OUT_OF_RANGE), not
- * clamped, and step 0 is ::GPUMEM_ERROR_ZERO_STEP.
+ * A slice of one axis for gpumem_array_slice(), as Python's
+ * start:stop:step.  The fields, in initializer order: {0, 6, 2} is `0:6:2`,
+ * {::GPUMEM_SLICE_DEFAULT, ::GPUMEM_SLICE_DEFAULT, -1} is `::-1`, and
+ * ::GPUMEM_SLICE_ALL is `:`.
  *
- * ::GPUMEM_SLICE_DEFAULT for step means omitted too, which is 1 (a Python
- * step of None), so a step of INT64_MIN cannot be asked for: it is the
- * whole axis, not NumPy's `x[::-2**63]`.  Write INT64_MIN + 1 for that: it
- * selects the same elements (the last one alone) on every axis, whose
- * extents never reach 2^62.
+ * ::GPUMEM_SLICE_DEFAULT in a field means omitted, as Python's None: start
+ * is then the axis' first element (step > 0) or its last (step < 0), stop
+ * runs past its last element (step > 0) or past its first (step < 0), and
+ * step is 1.
+ *
+ * A negative start or stop counts from the end: the axis' extent n is added
+ * to it once.  The bound must then lie on the axis, or the call fails with
+ * ::GPUMEM_ERROR_INDEX_OUT_OF_RANGE, naming the axis and the bound:
+ *  - step > 0: 0 <= start <= n and 0 <= stop <= n (n is one past the last
+ *    element, so `n:` is empty and `:n` the whole axis);
+ *  - step < 0: 0 <= start < n and 0 <= stop < n, except that an empty axis
+ *    allows 0; so -1 is the last element, and only a stop of
+ *    ::GPUMEM_SLICE_DEFAULT runs past the first one.
+ * Unlike Python and NumPy, which clamp such bounds (`x[2:100]` is `x[2:]`
+ * there), libgpumem refuses them, so that an index mistake shows where it is
+ * made.  Bounds on the axis that select nothing (`3:1`) give an empty axis,
+ * as in Python: the view's extent is ceil((stop - start) / step), or 0 when
+ * that is negative.  Step 0 is ::GPUMEM_ERROR_ZERO_STEP.
+ *
+ * A step of ::GPUMEM_SLICE_DEFAULT (INT64_MIN) means omitted too, which is
+ * 1, so NumPy's `x[::-2**63]` cannot be asked for: write INT64_MIN + 1
+ * instead; it selects the same elements (the last one alone) on every
+ * axis, whose extents never reach 2^62.
  */
 typedef struct gpumem_slice {
-    int64_t start; /**< first index, or ::GPUMEM_SLICE_DEFAULT */
-    int64_t stop;  /**< one past the last index, or ::GPUMEM_SLICE_DEFAULT */
-    int64_t step;  /**< distance between indices; negative walks backwards, 0 is an error */
+    int64_t start; /**< first index, or ::GPUMEM_SLICE_DEFAULT; negative counts from the end */
+    int64_t stop;  /**< the index the slice stops before, or ::GPUMEM_SLICE_DEFAULT; negative counts from the end */
+    int64_t step;  /**< distance between indices, or ::GPUMEM_SLICE_DEFAULT (1); negative walks back; 0: error */
 } gpumem_slice;
 
 /** Omitted slice bound or step (Python's None); a step so given is 1. */
 #define GPUMEM_SLICE_DEFAULT INT64_MIN
-/** The whole axis, `:` */
+/** The whole axis, `:`, as an initializer:
+ * `gpumem_slice s[2] = {GPUMEM_SLICE_ALL, {0, 6, 2}};` is `[:, 0:6:2]`. */
 #define GPUMEM_SLICE_ALL {GPUMEM_SLICE_DEFAULT, GPUMEM_SLICE_DEFAULT, 1}
 
 /** Flags of gpumem_to_device(). */
@@ -142,6 +160,37 @@ GPUMEM_API gpumem_status gpumem_host_array(int ndim, const int64_t *shape, const
  * (strides with gaps cannot be allocated); NULL uses @p order ('C' or 'F').
  * The allocation is ordered on @p stream (NULL: none), a stream of @p ctx's
  * device (another device's is ::GPUMEM_ERROR_CONTEXT_MISMATCH).
+ *
+ * @par Example
+ * A 2x3 float32 device array, filled on the device and read back:
+ * @code{.c}
+ * #include <stdio.h>
+ * #include <gpumem.h>
+ *
+ * int main(void)
+ * {
+ *     const int64_t shape[2] = {2, 3};
+ *     const gpumem_dtype *f32 = gpumem_dtype_builtin(GPUMEM_FLOAT32);
+ *     const float value = 1.5f;
+ *     float out[2][3] = {{0}};
+ *     gpumem_array *d = NULL, *h = NULL;
+ *     // NULL context: the autoinit context; NULL strides: the order 'C'
+ *     gpumem_status st = gpumem_device_array(NULL, 2, shape, NULL, f32, 'C', NULL, &d);
+ *     if (st == GPUMEM_OK)
+ *         st = gpumem_array_fill(d, &value, NULL);
+ *     if (st == GPUMEM_OK)
+ *         st = gpumem_host_array_wrap(out, 2, shape, NULL, f32, &h);
+ *     if (st == GPUMEM_OK)
+ *         st = gpumem_copy_to_host(d, h, NULL);
+ *     if (st == GPUMEM_OK)
+ *         printf("%g %g\n", out[0][0], out[1][2]); // prints: 1.5 1.5
+ *     else
+ *         fprintf(stderr, "gpumem: %s\n", gpumem_last_error());
+ *     gpumem_array_release(h);
+ *     gpumem_array_release(d);
+ *     return st == GPUMEM_OK ? 0 : 1;
+ * }
+ * @endcode
  * @param ctx the context, or NULL for the autoinit context.
  * @param ndim the number of dimensions, 0 to ::GPUMEM_MAX_NDIM.
  * @param[in] shape @p ndim extents.
@@ -193,6 +242,36 @@ GPUMEM_API gpumem_status gpumem_device_record(gpumem_context *ctx, const gpumem_
  * of the context's default stream when @p stream is NULL) and at
  * gpumem_stream_auto_synchronize_end(); the array and @p host stay alive
  * until then.
+ *
+ * @par Example
+ * numba's `d = cuda.to_device(host)` and `d.copy_to_host(back)`:
+ * @code{.c}
+ * #include <stdio.h>
+ * #include <gpumem.h>
+ *
+ * int main(void)
+ * {
+ *     double host[4] = {1, 2, 3, 4}, back[4] = {0};
+ *     const int64_t n = 4;
+ *     const gpumem_dtype *f64 = gpumem_dtype_builtin(GPUMEM_FLOAT64);
+ *     gpumem_array *h = NULL, *b = NULL, *d = NULL;
+ *     gpumem_status st = gpumem_host_array_wrap(host, 1, &n, NULL, f64, &h); // no copy: a view of host
+ *     if (st == GPUMEM_OK)
+ *         st = gpumem_to_device(NULL, h, NULL, 0, &d);
+ *     if (st == GPUMEM_OK)
+ *         st = gpumem_host_array_wrap(back, 1, &n, NULL, f64, &b);
+ *     if (st == GPUMEM_OK)
+ *         st = gpumem_copy_to_host(d, b, NULL);
+ *     if (st == GPUMEM_OK)
+ *         printf("%g %g\n", back[0], back[3]); // prints: 1 4
+ *     else
+ *         fprintf(stderr, "gpumem: %s\n", gpumem_last_error());
+ *     gpumem_array_release(d);
+ *     gpumem_array_release(b);
+ *     gpumem_array_release(h);
+ *     return st == GPUMEM_OK ? 0 : 1;
+ * }
+ * @endcode
  * @param ctx the context, or NULL for the autoinit context.
  * @param host the source, a host-side array.
  * @param stream the stream of the copy, or NULL (synchronous).
@@ -280,6 +359,44 @@ GPUMEM_API gpumem_status gpumem_array_release(gpumem_array *array);
  * @p stream may then belong to either device.  Otherwise @p stream must
  * belong to the device side's context: a stream of another device is
  * ::GPUMEM_ERROR_CONTEXT_MISMATCH.
+ *
+ * @par Example
+ * A transposed view made contiguous on the device, then read back:
+ * @code{.c}
+ * #include <stdio.h>
+ * #include <gpumem.h>
+ *
+ * int main(void)
+ * {
+ *     float host[2][3] = {{0, 1, 2}, {3, 4, 5}}, out[3][2];
+ *     const int64_t shape[2] = {2, 3}, tshape[2] = {3, 2};
+ *     const gpumem_dtype *f32 = gpumem_dtype_builtin(GPUMEM_FLOAT32);
+ *     gpumem_array *h = NULL, *a = NULL, *at = NULL, *b = NULL, *o = NULL;
+ *     gpumem_status st = gpumem_host_array_wrap(host, 2, shape, NULL, f32, &h);
+ *     if (st == GPUMEM_OK)
+ *         st = gpumem_to_device(NULL, h, NULL, 0, &a);
+ *     if (st == GPUMEM_OK)
+ *         st = gpumem_array_transpose(a, NULL, &at); // a.T: a view, strides swapped
+ *     if (st == GPUMEM_OK)
+ *         st = gpumem_device_array(NULL, 2, tshape, NULL, f32, 'C', NULL, &b);
+ *     if (st == GPUMEM_OK)
+ *         st = gpumem_array_copy(b, at, NULL); // device to device, any strides
+ *     if (st == GPUMEM_OK)
+ *         st = gpumem_host_array_wrap(out, 2, tshape, NULL, f32, &o);
+ *     if (st == GPUMEM_OK)
+ *         st = gpumem_array_copy(o, b, NULL); // device to host
+ *     if (st == GPUMEM_OK)
+ *         printf("%g %g %g\n", out[0][1], out[1][1], out[2][1]); // prints: 3 4 5
+ *     else
+ *         fprintf(stderr, "gpumem: %s\n", gpumem_last_error());
+ *     gpumem_array_release(o);
+ *     gpumem_array_release(b);
+ *     gpumem_array_release(at);
+ *     gpumem_array_release(a);
+ *     gpumem_array_release(h);
+ *     return st == GPUMEM_OK ? 0 : 1;
+ * }
+ * @endcode
  * @param dst the destination (writable).
  * @param src the source, of the same shape and dtype.
  * @param stream the stream, or NULL (synchronous).
@@ -296,6 +413,42 @@ GPUMEM_API gpumem_status gpumem_array_copy(gpumem_array *dst, const gpumem_array
  * array), as gpumem_array_copy().  With a stream the copy is queued whatever
  * @p dst's memory: into pageable memory through a pinned bounce block and a
  * host function on the stream (numba#5130; see gpumem_array_copy()).
+ *
+ * @par Example
+ * A download queued on a stream into ordinary (pageable) memory:
+ * @code{.c}
+ * #include <stdio.h>
+ * #include <gpumem.h>
+ *
+ * int main(void)
+ * {
+ *     static float out[1000];
+ *     const int64_t n = 1000;
+ *     const gpumem_dtype *f32 = gpumem_dtype_builtin(GPUMEM_FLOAT32);
+ *     const float seven = 7.0f;
+ *     gpumem_stream *s = NULL;
+ *     gpumem_array *d = NULL, *h = NULL;
+ *     gpumem_status st = gpumem_stream_create(NULL, 0, &s);
+ *     if (st == GPUMEM_OK)
+ *         st = gpumem_device_array(NULL, 1, &n, NULL, f32, 'C', s, &d);
+ *     if (st == GPUMEM_OK)
+ *         st = gpumem_array_fill(d, &seven, s);
+ *     if (st == GPUMEM_OK)
+ *         st = gpumem_host_array_wrap(out, 1, &n, NULL, f32, &h);
+ *     if (st == GPUMEM_OK)
+ *         st = gpumem_copy_to_host(d, h, s); // returns at once; out is written in stream order
+ *     if (st == GPUMEM_OK)
+ *         st = gpumem_stream_synchronize(s); // from here on, out holds the data
+ *     if (st == GPUMEM_OK)
+ *         printf("%g %g\n", out[0], out[999]); // prints: 7 7
+ *     else
+ *         fprintf(stderr, "gpumem: %s\n", gpumem_last_error());
+ *     gpumem_array_release(h);
+ *     gpumem_array_release(d);
+ *     gpumem_stream_destroy(s);
+ *     return st == GPUMEM_OK ? 0 : 1;
+ * }
+ * @endcode
  * @param src the source, a device-side array.
  * @param dst the destination, a host-side array.
  * @param stream the stream, or NULL (synchronous).
@@ -364,14 +517,55 @@ GPUMEM_API gpumem_status gpumem_array_set_item(gpumem_array *array, const int64_
 /* ---- views ------------------------------------------------------------------------------- */
 
 /**
- * A view of the first @p nslices axes sliced (the rest whole).
+ * A view of the first @p nslices axes sliced (the rest whole), as NumPy's
+ * `a[s0, s1, ...]` with slices only: it shares @p array's memory (no copy)
+ * and keeps it alive, with the same number of axes, each sliced one of
+ * extent ceil((stop - start) / step) and stride times step.  Bounds outside
+ * an axis are errors, not clamped (::gpumem_slice says exactly which).
+ *
+ * @par Example
+ * Every other column of a 4x6 device array, `d[:, ::2]`, copied to the host:
+ * @code{.c}
+ * #include <stdio.h>
+ * #include <gpumem.h>
+ *
+ * int main(void)
+ * {
+ *     float host[4][6], out[4][3];
+ *     for (int i = 0; i < 24; i++)
+ *         host[i / 6][i % 6] = (float)i;
+ *     const int64_t shape[2] = {4, 6}, out_shape[2] = {4, 3};
+ *     const gpumem_dtype *f32 = gpumem_dtype_builtin(GPUMEM_FLOAT32);
+ *     gpumem_array *h = NULL, *d = NULL, *cols = NULL, *o = NULL;
+ *     const gpumem_slice every_other[2] = {GPUMEM_SLICE_ALL, {0, GPUMEM_SLICE_DEFAULT, 2}};
+ *     gpumem_status st = gpumem_host_array_wrap(host, 2, shape, NULL, f32, &h);
+ *     if (st == GPUMEM_OK)
+ *         st = gpumem_to_device(NULL, h, NULL, 0, &d); // NULL: the autoinit context
+ *     if (st == GPUMEM_OK)
+ *         st = gpumem_array_slice(d, every_other, 2, &cols); // a view: no copy
+ *     if (st == GPUMEM_OK)
+ *         st = gpumem_host_array_wrap(out, 2, out_shape, NULL, f32, &o);
+ *     if (st == GPUMEM_OK)
+ *         st = gpumem_copy_to_host(cols, o, NULL);
+ *     if (st == GPUMEM_OK)
+ *         printf("%g %g %g\n", out[1][0], out[1][1], out[1][2]); // prints: 6 8 10
+ *     else
+ *         fprintf(stderr, "gpumem: %s\n", gpumem_last_error());
+ *     gpumem_array_release(o);
+ *     gpumem_array_release(cols); // the view kept d alive until now
+ *     gpumem_array_release(d);
+ *     gpumem_array_release(h);
+ *     return st == GPUMEM_OK ? 0 : 1;
+ * }
+ * @endcode
  * @param array the array.
- * @param[in] slices @p nslices slices.
+ * @param[in] slices @p nslices slices (may be NULL when @p nslices is 0).
  * @param nslices 0 to ndim.
  * @param[out] view the new view.
  * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT, ::GPUMEM_ERROR_INVALID_VALUE (@p nslices),
- *        ::GPUMEM_ERROR_INDEX_OUT_OF_RANGE, ::GPUMEM_ERROR_ZERO_STEP, ::GPUMEM_ERROR_HOST_OUT_OF_MEMORY,
- *        ::GPUMEM_ERROR_INVALID_STATE (a released array).
+ *        ::GPUMEM_ERROR_INDEX_OUT_OF_RANGE (a bound off its axis; the message names the axis and the bound),
+ *        ::GPUMEM_ERROR_ZERO_STEP, ::GPUMEM_ERROR_OVERFLOW (a stride times a step that overflows),
+ *        ::GPUMEM_ERROR_HOST_OUT_OF_MEMORY, ::GPUMEM_ERROR_INVALID_STATE (a released array).
  */
 GPUMEM_API gpumem_status gpumem_array_slice(gpumem_array *array, const gpumem_slice *slices, int nslices,
                                             gpumem_array **view);

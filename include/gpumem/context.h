@@ -184,6 +184,30 @@ GPUMEM_API gpumem_status gpumem_context_create(int device, gpumem_context **ctx)
 /**
  * pycuda's make_default_context(): a context on the device the rules above
  * choose.  gpumem_context_selection() tells which rule chose it.
+ *
+ * @par Example
+ * Which device the rules chose, and by which rule:
+ * @code{.c}
+ * #include <stdio.h>
+ * #include <gpumem.h>
+ *
+ * int main(void)
+ * {
+ *     gpumem_context *ctx = NULL;
+ *     if (gpumem_context_create_default(&ctx) != GPUMEM_OK) {
+ *         fprintf(stderr, "gpumem: %s\n", gpumem_last_error());
+ *         return 1;
+ *     }
+ *     int device = -1;
+ *     gpumem_selection rule = GPUMEM_SELECTION_SCAN;
+ *     gpumem_context_get_device(ctx, &device);
+ *     gpumem_context_selection(ctx, &rule);
+ *     // without CUDA_DEVICE or ~/.cuda-device, on a machine whose device 0 is free:
+ *     printf("device %d, chosen by %s\n", device, gpumem_selection_name(rule)); // prints: device 0, chosen by scan
+ *     gpumem_context_release(ctx);
+ *     return 0;
+ * }
+ * @endcode
  * @param[out] ctx the new reference.
  * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT, ::GPUMEM_ERROR_INVALID_ENVIRONMENT,
  *        ::GPUMEM_ERROR_INVALID_DEVICE, ::GPUMEM_ERROR_NO_DEVICE (no device gives a context),

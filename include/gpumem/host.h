@@ -66,6 +66,49 @@ typedef struct gpumem_registration gpumem_registration;
  * numba's pinned_array: a host array in page-locked memory, contiguous in
  * the axis order of @p strides (NULL: @p order, 'C' or 'F').  Its memory goes
  * back to the driver when the last reference goes.
+ *
+ * @par Example
+ * A page-locked buffer, written by the CPU and uploaded asynchronously:
+ * @code{.c}
+ * #include <stdio.h>
+ * #include <gpumem.h>
+ *
+ * int main(void)
+ * {
+ *     const int64_t n = 1 << 20;
+ *     const gpumem_dtype *f32 = gpumem_dtype_builtin(GPUMEM_FLOAT32);
+ *     gpumem_stream *s = NULL;
+ *     gpumem_array *p = NULL, *d = NULL;
+ *     void *ptr = NULL;
+ *     float last = 0;
+ *     const int64_t index = n - 1;
+ *     gpumem_status st = gpumem_stream_create(NULL, 0, &s);
+ *     if (st == GPUMEM_OK)
+ *         st = gpumem_pinned_array(NULL, 1, &n, NULL, f32, 'C', &p);
+ *     if (st == GPUMEM_OK)
+ *         st = gpumem_array_host_pointer(p, &ptr);
+ *     if (st == GPUMEM_OK) {
+ *         float *x = ptr;
+ *         for (int64_t i = 0; i < n; i++)
+ *             x[i] = (float)i;
+ *         st = gpumem_device_array(NULL, 1, &n, NULL, f32, 'C', s, &d);
+ *     }
+ *     if (st == GPUMEM_OK)
+ *         st = gpumem_array_copy(d, p, s); // queued: the driver reads p while the CPU goes on
+ *     if (st == GPUMEM_OK)
+ *         st = gpumem_stream_synchronize(s); // only now may p be written again
+ *     if (st == GPUMEM_OK)
+ *         st = gpumem_array_get_item(d, &index, &last, NULL);
+ *     if (st == GPUMEM_OK)
+ *         printf("%g\n", last); // prints: 1.04858e+06
+ *     else
+ *         fprintf(stderr, "gpumem: %s\n", gpumem_last_error());
+ *     gpumem_array_release(d);
+ *     gpumem_array_release(p);
+ *     gpumem_stream_destroy(s);
+ *     return st == GPUMEM_OK ? 0 : 1;
+ * }
+ * @endcode
  * @param ctx the context, or NULL for the autoinit context.
  * @param ndim the number of dimensions.
  * @param[in] shape @p ndim extents.

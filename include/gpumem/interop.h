@@ -88,12 +88,18 @@
  * unknown major version, whose deleter DLPack keeps callable.
  *
  * @par Read-only memory
- * Arrays of this version have no read-only flag.  Exports are writable
- * (`readonly` False), unless the caller asks for DLPack's read-only flag
- * (::GPUMEM_DLPACK_READ_ONLY).  Importing read-only memory (CAI's
- * `readonly`, DLPack's DLPACK_FLAG_BITMASK_READ_ONLY) is refused unless the
- * caller passes ::GPUMEM_CAI_READ_ONLY or ::GPUMEM_DLPACK_READ_ONLY and so
- * promises not to write through the array.
+ * An array has NumPy's WRITEABLE flag, inverted
+ * (gpumem_array_is_readonly(), gpumem_array_set_readonly() in
+ * gpumem/array.h): the library refuses to write into a read-only array.
+ * Exports carry the flag: gpumem_array_interface() sets `readonly` to it,
+ * and gpumem_array_to_dlpack() sets DLPack's read-only flag for a read-only
+ * array or when the caller passes ::GPUMEM_DLPACK_READ_ONLY (both need
+ * ::GPUMEM_DLPACK_VERSIONED: a legacy DLManagedTensor has no such flag, so
+ * a read-only array cannot be exported as one).  Importing read-only memory
+ * (CAI's `readonly`, DLPack's DLPACK_FLAG_BITMASK_READ_ONLY) is refused
+ * unless the caller passes ::GPUMEM_CAI_READ_ONLY or
+ * ::GPUMEM_DLPACK_READ_ONLY; the array made is then read-only, and neither
+ * it nor its views can be made writable.
  */
 #ifndef GPUMEM_INTEROP_H
 #define GPUMEM_INTEROP_H
@@ -165,7 +171,8 @@ typedef struct gpumem_cuda_array_interface {
  * missing or small buffer is ::GPUMEM_ERROR_INVALID_VALUE, whose message
  * says how many bytes it needs, and a record whose fields are not in offset
  * order has no descr (::GPUMEM_ERROR_INVALID_DTYPE).  Other dtypes get
- * @c descr NULL.  `readonly` is 0, `mask` absent, `version` 3.  On failure
+ * @c descr NULL.  `readonly` is the array's read-only flag
+ * (gpumem_array_is_readonly()), `mask` absent, `version` 3.  On failure
  * @p desc is unchanged (except for descr_buffer).
  * @param array a device, foreign, managed or mapped array.
  * @param stream the stream the data is ready on, or NULL.
@@ -267,8 +274,8 @@ struct DLManagedTensorVersioned;
  * called, exactly once, by the consumer.
  *
  * Errors: ::GPUMEM_ERROR_NULL_ARGUMENT; ::GPUMEM_ERROR_INVALID_VALUE for
- * unknown @p flags, ::GPUMEM_DLPACK_READ_ONLY without
- * ::GPUMEM_DLPACK_VERSIONED, or byte strides that are not multiples of the
+ * unknown @p flags, ::GPUMEM_DLPACK_READ_ONLY or a read-only @p array
+ * without ::GPUMEM_DLPACK_VERSIONED, or byte strides that are not multiples of the
  * item size; ::GPUMEM_ERROR_INVALID_DTYPE for records, raw bytes and
  * non-native byte order (the message names the dtype);
  * ::GPUMEM_ERROR_HOST_OUT_OF_MEMORY.

@@ -78,16 +78,37 @@
  * after gpumem_pool_destroy().
  *
  * @par Example
- * @code
- * gpumem_pool *pool;
- * gpumem_allocation *a;
- * uint64_t dptr;
- * gpumem_pool_create(NULL, 0, &pool);
- * gpumem_pool_allocate(pool, 1 << 20, stream, &a);
- * gpumem_allocation_pointer(a, &dptr);          // int(a) in pycuda
- * ...queue work on stream that uses dptr...
- * gpumem_allocation_free(a, stream);            // reusable at once on stream
- * gpumem_pool_destroy(pool);
+ * pycuda's `pool.allocate(n)`, used by work on a stream:
+ * @code{.c}
+ * #include <stdio.h>
+ * #include <gpumem.h>
+ *
+ * int main(void)
+ * {
+ *     gpumem_stream *stream = NULL;
+ *     gpumem_pool *pool = NULL;
+ *     gpumem_allocation *a = NULL;
+ *     uint64_t dptr = 0;
+ *     gpumem_status st = gpumem_stream_create(NULL, 0, &stream);
+ *     if (st == GPUMEM_OK)
+ *         st = gpumem_pool_create(NULL, 0, &pool);
+ *     if (st == GPUMEM_OK)
+ *         st = gpumem_pool_allocate(pool, 1 << 20, stream, &a);
+ *     if (st == GPUMEM_OK)
+ *         st = gpumem_allocation_pointer(a, &dptr); // int(a) in pycuda
+ *     // ... queue work on stream that uses the device address dptr ...
+ *     if (a != NULL) {
+ *         gpumem_status fst = gpumem_allocation_free(a, stream); // reusable at once by work on stream
+ *         st = st != GPUMEM_OK ? st : fst;
+ *     }
+ *     if (st == GPUMEM_OK)
+ *         printf("%s\n", dptr != 0 ? "allocated and freed" : "no address"); // prints: allocated and freed
+ *     else
+ *         fprintf(stderr, "gpumem: %s\n", gpumem_last_error());
+ *     gpumem_pool_destroy(pool);
+ *     gpumem_stream_destroy(stream);
+ *     return st == GPUMEM_OK ? 0 : 1;
+ * }
  * @endcode
  */
 #ifndef GPUMEM_POOL_H
@@ -166,6 +187,43 @@ struct gpumem_pool_stats {
  * pycuda's DeviceMemoryPool(): a new, empty pool of device memory of
  * @p ctx (NULL: the autoinit context).  @p flags: 0 or
  * ::GPUMEM_POOL_NO_THREAD_CACHE.  The pool holds a reference to the context.
+ *
+ * @par Example
+ * A context whose arrays come from a pool: three arrays made and released in turn share one block:
+ * @code{.c}
+ * #include <stdio.h>
+ * #include <gpumem.h>
+ *
+ * int main(void)
+ * {
+ *     gpumem_context *ctx = NULL;
+ *     gpumem_pool *pool = NULL;
+ *     const int64_t n = 1 << 16;
+ *     gpumem_status st = gpumem_context_create_default(&ctx);
+ *     if (st == GPUMEM_OK)
+ *         st = gpumem_pool_create(ctx, 0, &pool);
+ *     if (st == GPUMEM_OK)
+ *         st = gpumem_context_set_pool(ctx, pool); // the context's arrays now come from the pool
+ *     for (int i = 0; i < 3 && st == GPUMEM_OK; i++) {
+ *         gpumem_array *a = NULL;
+ *         st = gpumem_device_array(ctx, 1, &n, NULL, gpumem_dtype_builtin(GPUMEM_FLOAT32), 'C', NULL, &a);
+ *         if (st == GPUMEM_OK)
+ *             st = gpumem_array_release(a); // its block goes back to the pool, not to the driver
+ *     }
+ *     struct gpumem_pool_stats stats = {.size = sizeof stats};
+ *     if (st == GPUMEM_OK)
+ *         st = gpumem_pool_stats(pool, &stats);
+ *     if (st == GPUMEM_OK)
+ *         printf("%llu from the driver, %llu reused\n", (unsigned long long)stats.misses,
+ *                (unsigned long long)stats.hits); // prints: 1 from the driver, 2 reused
+ *     else
+ *         fprintf(stderr, "gpumem: %s\n", gpumem_last_error());
+ *     gpumem_context_set_pool(ctx, NULL); // before the pool goes
+ *     gpumem_pool_destroy(pool);
+ *     gpumem_context_release(ctx);
+ *     return st == GPUMEM_OK ? 0 : 1;
+ * }
+ * @endcode
  * @param ctx the context, or NULL for the autoinit context.
  * @param flags 0 or ::GPUMEM_POOL_NO_THREAD_CACHE.
  * @param[out] pool the new pool.
