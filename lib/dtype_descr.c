@@ -59,7 +59,8 @@ static size_t utf8_decode(const unsigned char *s, uint32_t *cp)
  * name holds a ' and no ", backslash escapes for the quote and backslashes,
  * \t \n \r, and every character str.isprintable() rejects as \xNN, \uNNNN
  * or \UNNNNNNNN (Unicode of the table's Python); the rest as UTF-8.  A
- * malformed UTF-8 byte, which no str holds, is written as \xNN. */
+ * malformed UTF-8 byte, which no str holds, is copied as it is, as the
+ * reader took it, so that the text reads back to the same name. */
 static void put_pyrepr(gm_dtype_writer *w, const char *s)
 {
     char q = strchr(s, '\'') != NULL && strchr(s, '"') == NULL ? '"' : '\'';
@@ -69,9 +70,8 @@ static void put_pyrepr(gm_dtype_writer *w, const char *s)
         uint32_t cp = *u;
         size_t n = cp < 0x80 ? 1 : utf8_decode(u, &cp);
         char esc[16];
-        if (n == 0) {
-            snprintf(esc, sizeof esc, "\\x%02x", *u);
-            gm_dtype_puts(w, esc);
+        if (n == 0) { /* as it is: the reader keeps such a byte as it is too */
+            gm_dtype_put(w, (const char *)u, 1);
             u++;
             continue;
         }
