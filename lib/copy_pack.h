@@ -24,10 +24,6 @@ typedef struct gm_pack_provider {
 
 void gm_pack_provider_set(const gm_pack_provider *p);
 
-/* pack_kernels.c's provider, which it registers itself at load time; named
- * here for internal tests, whose static link would otherwise leave it out. */
-const gm_pack_provider *gm_pack_kernels_provider(void);
-
 /* The context's pack kernels, with a reference for the caller (give it back
  * with gm_pack_kernels_put once the launches are complete).  The first call
  * in a context loads lib/kernels/pack.cu's PTX through the kernel cache

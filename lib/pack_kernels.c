@@ -18,6 +18,7 @@
 #include "kernels/pack.h"
 #include "memo.h"
 #include "module.h"
+#include "pack_kernels.h"
 
 struct gm_pack_kernels {
     atomic_int refs;        /* the memo entry's + users' */

@@ -16,6 +16,7 @@
 #include "copyplan.h"
 #include "gpumem.h"
 #include "kernels/pack.h"
+#include "pack_kernels.h"
 #include "tap.h"
 
 static uint64_t rng = 88172645463325252ull;
