@@ -8,9 +8,8 @@
 #include "copy_pack.h"
 
 /* The provider of pack_kernels.c: the context's pack kernels, loaded once
- * through the kernel cache and memoized, and their launches.  pack_kernels.c
- * registers it when the library loads; it is named here for internal tests,
- * whose static link would otherwise leave it out. */
+ * through the kernel cache and memoized, and their launches.  lib/wiring.c
+ * hands it to the copy engine (gm_pack_provider_set). */
 const gm_pack_provider *gm_pack_kernels_provider(void);
 
 #endif /* GM_PACK_KERNELS_H */

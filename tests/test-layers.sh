@@ -13,7 +13,9 @@
 #     reference, and is how a lower layer reaches a higher one;
 #   - a private header may name (outside comments) no function or variable
 #     that an object of a higher layer defines;
-#   - a file may include the private headers of its own layer and below.
+#   - a file may include the private headers of its own layer and below;
+#   - nothing registers itself: lib/wiring.c holds the library's only
+#     constructor, and its table names every context hook of lib/.
 # First the test checks itself: the symbol check must catch an upward call
 # between two small objects, and let a callback pass.
 srcdir=${GPUMEM_TEST_SRCDIR:-$(dirname "$0")/..}
@@ -159,7 +161,7 @@ defs "$tmp/table" "$tmp/nm" >"$tmp/defs"
 
 names=$(cd "$lib" && ls *.c *.h *.cu kernels/*.c kernels/*.h kernels/*.cu 2>/dev/null | sort -u)
 rows=$(awk '$1 != "-" { print $1 }' "$tmp/table")
-n=3
+n=5
 for f in $names; do n=$((n + 1)); done
 echo "1..$n"
 i=0
@@ -196,6 +198,23 @@ ok "$bad" "doc/design.md's layer table names each existing file of lib/ once"
 bad=$(awk '$1 == "NOSOURCE" { printf " %s", $2 }' "$tmp/up")
 [ -n "$(awk '$1 == "OBJECT"' "$tmp/up")" ] || bad=" no object in $archive"
 ok "$bad" "every object of $archive comes from a file of the layer table"
+
+# 4: one constructor, in lib/wiring.c.
+bad=""
+for f in $names; do
+    [ "$f" = wiring.c ] && continue
+    grep -q '__attribute__ *( *( *constructor' "$lib/$f" && bad="$bad $f"
+done
+grep -q '__attribute__ *( *( *constructor' "$lib/wiring.c" || bad="$bad wiring.c(has none)"
+ok "$bad" "lib/wiring.c holds the library's only constructor"
+
+# 5: lib/wiring.c's table names every context hook.
+bad=""
+wired=$(identifiers "$lib/wiring.c")
+for h in $(cd "$lib" && cat $names | sed -n 's/^const gm_context_hook \([A-Za-z0-9_]*\) *=.*/\1/p'); do
+    echo "$wired" | grep -qx "$h" || bad="$bad $h"
+done
+ok "$bad" "lib/wiring.c wires every context hook that lib/ defines"
 
 # One line per file: its layer, its symbols, its includes.
 for f in $names; do
