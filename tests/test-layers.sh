@@ -15,7 +15,9 @@
 #     that an object of a higher layer defines;
 #   - a file may include the private headers of its own layer and below;
 #   - nothing registers itself: lib/wiring.c holds the library's only
-#     constructor, and its table names every context hook of lib/.
+#     constructor, and its table names every context hook of lib/;
+#   - doc/design.md's wiring table and doc/mainpage.md's list of layers
+#     agree with lib/wiring.c and with the layer table.
 # First the test checks itself: the symbol check must catch an upward call
 # between two small objects, and let a callback pass.
 srcdir=${GPUMEM_TEST_SRCDIR:-$(dirname "$0")/..}
@@ -40,7 +42,7 @@ awk '
 on && /^\|[ \t]*[0-9]+[ \t]*\|/ {
     n = split($0, cell, "|")
     layer = cell[2]; gsub(/[ \t*]/, "", layer)
-    name = cell[3]; gsub(/[ \t*]/, "", name)
+    name = cell[3]; gsub(/^[ \t]+|[ \t]+$/, "", name)
     files = cell[n - 1]
     count = 0
     while (match(files, /`[^`]+`/)) {
@@ -53,7 +55,7 @@ on && /^\|[ \t]*[0-9]+[ \t]*\|/ {
 }' "$design" >"$tmp/table"
 
 layer_of() { awk -v f="$1" '$1 == f { print $2; exit }' "$tmp/table"; }
-name_of() { awk -v l="$1" '$2 == l { print $3; exit }' "$tmp/table"; }
+name_of() { awk -v l="$1" '$2 == l { sub(/^[^ ]+ [^ ]+ /, ""); print; exit }' "$tmp/table"; }
 
 # ---- the symbol check, on `nm -B` output of several objects ------------------
 # symcheck TABLE NMOUT: one line "file symbol definer layer-of-definer" per
@@ -161,7 +163,7 @@ defs "$tmp/table" "$tmp/nm" >"$tmp/defs"
 
 names=$(cd "$lib" && ls *.c *.h *.cu kernels/*.c kernels/*.h kernels/*.cu 2>/dev/null | sort -u)
 rows=$(awk '$1 != "-" { print $1 }' "$tmp/table")
-n=5
+n=7
 for f in $names; do n=$((n + 1)); done
 echo "1..$n"
 i=0
@@ -215,6 +217,23 @@ for h in $(cd "$lib" && cat $names | sed -n 's/^const gm_context_hook \([A-Za-z0
     echo "$wired" | grep -qx "$h" || bad="$bad $h"
 done
 ok "$bad" "lib/wiring.c wires every context hook that lib/ defines"
+
+# 6: doc/design.md's wiring table is wiring.c's, in its order.
+code=$(sed -n '/context_hooks\[\] *= *{/,/};/p' "$lib/wiring.c" | grep -o '&gm_[A-Za-z0-9_]*_hook' | tr -d '&' |
+    tr '\n' ' ')
+doc=$(awk '/^## /{ on = ($0 == "## Wiring") } on' "$design" | grep -o '^| [0-9]* | `gm_[A-Za-z0-9_]*_hook`' |
+    sed 's/.*`\(.*\)`/\1/' | tr '\n' ' ')
+bad=""
+[ -n "$code" ] && [ "$code" = "$doc" ] || bad=" wiring.c has [$code], doc/design.md [$doc]"
+ok "$bad" "doc/design.md's wiring table lists lib/wiring.c's hooks in their order"
+
+# 7: doc/mainpage.md lists the same layers, from the top.
+want=$(awk '{ print $2 }' "$tmp/table" | sort -un | sort -rn | while read -r l; do name_of "$l"; done | tr '\n' '|')
+have=$(awk '/^## /{ on = ($0 == "## Layers") } on' "$srcdir/doc/mainpage.md" |
+    sed -n 's/^[0-9][0-9]*\. \*\*\([^*]*\)\*\*.*/\1/p' | tr '\n' '|')
+bad=""
+[ "$want" = "$have" ] || bad=" doc/design.md has [$want], doc/mainpage.md [$have]"
+ok "$bad" "doc/mainpage.md lists the layers of doc/design.md, from the top"
 
 # One line per file: its layer, its symbols, its includes.
 for f in $names; do
