@@ -282,8 +282,7 @@ static gpumem_status allocator_teardown(gpumem_context *ctx)
     return gm_pool_core_destroy(gm_pool_of_device(own), "gpumem_context_release");
 }
 
-static gm_context_hook hook = {GM_HOOK_ALLOCATOR, allocator_create, allocator_teardown, NULL};
-GM_CONTEXT_HOOK(allocator, hook)
+const gm_context_hook gm_allocator_hook = {allocator_create, allocator_teardown};
 
 /* ---- the pools' public allocate calls ---------------------------------------------- */
 

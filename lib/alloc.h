@@ -71,4 +71,8 @@ gpumem_status gm_alloc_host_pool(gpumem_host_pool *pool, size_t bytes, const cha
  * gone either way.  b is cleared. */
 gpumem_status gm_alloc_free(gpumem_context *ctx, gm_block *b);
 
+/* The context hook (lib/wiring.c): makes and ends the context's own pool
+ * (GPUMEM_ALLOCATOR=pool). */
+extern const gm_context_hook gm_allocator_hook;
+
 #endif /* GM_ALLOC_H */

@@ -186,49 +186,51 @@ bool gm_process_exiting(void)
 
 /* ---- hooks ---- */
 
-static gm_context_hook *hooks; /* by increasing order; fixed once the first context exists */
+/* In teardown order; set once by lib/wiring.c before any context exists. */
+static const gm_context_hook *const *hooks;
+static size_t nhooks;
 
-void gm_context_hook_add(gm_context_hook *hook)
+void gm_context_set_hooks(const gm_context_hook *const *table, size_t n)
 {
-    gm_context_hook **p = &hooks;
-    while (*p != NULL && (*p)->order <= hook->order)
-        p = &(*p)->next;
-    hook->next = *p;
-    *p = hook;
+    hooks = table;
+    nhooks = n;
 }
 
-/* Runs the teardowns of the hooks from `from` on (every hook when NULL),
- * in increasing order; the first failure is returned. */
-static gpumem_status run_teardowns(gpumem_context *ctx, const gm_context_hook *from)
+/* Runs the teardowns of hooks[from..nhooks-1] in that order; the first
+ * failure is returned. */
+static gpumem_status run_teardowns(gpumem_context *ctx, size_t from)
 {
     gpumem_status st = GPUMEM_OK;
-    for (const gm_context_hook *h = from != NULL ? from : hooks; h != NULL; h = h->next)
-        if (h->teardown != NULL)
-            st = gm_keep_first(st, h->teardown(ctx));
+    for (size_t i = from; i < nhooks; i++)
+        if (hooks[i]->teardown != NULL)
+            st = gm_keep_first(st, hooks[i]->teardown(ctx));
     return st;
 }
 
-/* Runs the creates in decreasing order (a recursion over the list, which
- * holds a handful of hooks); on a failure, tears down what was made. */
-static gpumem_status run_creates(gpumem_context *ctx, const gm_context_hook *h, const char *what)
+/* Runs the creates from the last hook back to the first; on a failure,
+ * tears down what was made (the hooks after the failing one). */
+static gpumem_status run_creates(gpumem_context *ctx, const char *what)
 {
-    if (h == NULL)
-        return GPUMEM_OK;
-    gpumem_status st = run_creates(ctx, h->next, what);
-    if (st != GPUMEM_OK || h->create == NULL)
-        return st;
-    st = h->create(ctx, what);
-    if (st != GPUMEM_OK && h->next != NULL) {
-        gm_error_hold();
-        run_teardowns(ctx, h->next);
-        gm_error_unhold();
+    for (size_t i = nhooks; i-- > 0;) {
+        if (hooks[i]->create == NULL)
+            continue;
+        gpumem_status st = hooks[i]->create(ctx, what);
+        if (st != GPUMEM_OK) {
+            gm_error_hold();
+            run_teardowns(ctx, i + 1);
+            gm_error_unhold();
+            return st;
+        }
     }
-    return st;
+    return GPUMEM_OK;
 }
 
 /* Retains device's primary context into a new handle.  `what` prefixes errors. */
 static gpumem_status context_new(int device, gpumem_selection rule, const char *what, gpumem_context **out)
 {
+    if (hooks == NULL) /* a static link that left lib/wiring.c's object out */
+        return gm_error(GPUMEM_ERROR_INTERNAL, "%s: the library was linked without its wiring (lib/wiring.c), "
+                        "which a context needs", what);
     gpumem_status st = check_device(device, what);
     if (st != GPUMEM_OK)
         return st;
@@ -257,7 +259,7 @@ static gpumem_status context_new(int device, gpumem_selection rule, const char *
     ctx->selection = rule;
     ctx->max_pitch = max_pitch > 0 ? (size_t)max_pitch : 0;
     pthread_mutex_init(&ctx->lock, NULL);
-    st = run_creates(ctx, hooks, what);
+    st = run_creates(ctx, what);
     if (st != GPUMEM_OK) {
         GM_DRV(primary_ctx_release, device); /* a raw call: the message stays */
         pthread_mutex_destroy(&ctx->lock);
@@ -294,7 +296,7 @@ GPUMEM_API gpumem_status gpumem_context_release(gpumem_context *ctx)
         return gm_error(GPUMEM_ERROR_INVALID_STATE, "gpumem_context_release: the context has no "
                         "references left (released more often than retained)");
     }
-    gpumem_status st = run_teardowns(ctx, NULL);
+    gpumem_status st = run_teardowns(ctx, 0);
     /* At exit the driver may already be tearing itself down; the operating
      * system reclaims the context. */
     if (!gm_process_exiting()) {
@@ -394,7 +396,8 @@ GPUMEM_API gpumem_status gpumem_context_create_default(gpumem_context **out)
         if (st == GPUMEM_OK)
             return GPUMEM_OK;
         /* Not a refusal of this device (a bad GPUMEM_* value): every device would answer the same. */
-        if (st == GPUMEM_ERROR_INVALID_ENVIRONMENT || st == GPUMEM_ERROR_HOST_OUT_OF_MEMORY)
+        if (st == GPUMEM_ERROR_INVALID_ENVIRONMENT || st == GPUMEM_ERROR_HOST_OUT_OF_MEMORY ||
+            st == GPUMEM_ERROR_INTERNAL)
             return st;
         const char *err = gpumem_last_error();
         const char *tail = strstr(err, "failed: ");

@@ -49,36 +49,22 @@ struct gpumem_context {
  * layer finds its state without a lookup; context.c only sets them to
  * NULL.  create runs when a context is made and may fail, failing the
  * creation; teardown runs at the final release, while the context still
- * works.  Hooks run in increasing `order` at teardown and in decreasing
- * order at creation, so a layer that uses another is torn down first (the
- * kernel cache before the streams, the streams' write-backs before the
- * deferred frees).  Either function may be NULL. */
+ * works.  Either function may be NULL.  A layer defines its hook and
+ * declares it in its header; lib/wiring.c lists every hook in one table. */
 typedef struct gm_context_hook {
-    int order;
     gpumem_status (*create)(gpumem_context *ctx, const char *what);
     gpumem_status (*teardown)(gpumem_context *ctx);
-    struct gm_context_hook *next; /* the registry's */
 } gm_context_hook;
 
-/* Teardown orders of the library's hooks. */
-enum {
-    GM_HOOK_MEMO = 10,    /* memoized values and cached modules */
-    GM_HOOK_STAGING = 20, /* staging buffers of pageable copies */
-    GM_HOOK_STREAMS = 30, /* the default stream and its pending write-backs */
-    GM_HOOK_ALLOCATOR = 40, /* the context's own pool (GPUMEM_ALLOCATOR=pool) */
-    GM_HOOK_DEALLOC = 90  /* the deferred frees: flushed last */
-};
-
-/* Adds a hook for every context made after the call; called once per hook,
- * from a constructor (before any thread can make a context). */
-void gm_context_hook_add(gm_context_hook *hook);
-
-/* Declares a constructor that adds `hook` (a gm_context_hook) at load time. */
-#define GM_CONTEXT_HOOK(name, hook)                                   \
-    __attribute__((constructor)) static void name##_register(void) \
-    {                                                                 \
-        gm_context_hook_add(&(hook));                                 \
-    }
+/* Sets the hooks of every context made after the call: hooks[0..n-1] in
+ * teardown order.  A final release runs the teardowns from hooks[0] on; a
+ * creation runs the creates from hooks[n-1] back to hooks[0] and, when one
+ * fails, the teardowns of those it already ran.  So a layer is torn down
+ * before the layers it uses and made after them.  Called once, by
+ * lib/wiring.c when the library loads (before any thread can make a
+ * context); the table must stay valid.  Until it is called, making a context
+ * fails with GPUMEM_ERROR_INTERNAL (the wiring was not linked). */
+void gm_context_set_hooks(const gm_context_hook *const *hooks, size_t n);
 
 /* ctx, or the autoinit context when ctx is NULL; NULL and a set last error
  * when there is none.  No reference is added. */

@@ -13,8 +13,9 @@
 typedef struct gm_pack_kernels gm_pack_kernels;
 
 /* The kernels live in the kernel cache, a layer above the copy engine:
- * pack_kernels.c gives the engine these functions at load time, so the
- * engine names nothing above it.  The calls below go through them. */
+ * pack_kernels.c provides these functions and lib/wiring.c hands them to the
+ * engine when the library loads, so the engine names nothing above it.  The
+ * calls below go through them. */
 typedef struct gm_pack_provider {
     gpumem_status (*get)(gpumem_context *ctx, gm_pack_kernels **out);
     void (*put)(gm_pack_kernels *k);
@@ -22,11 +23,8 @@ typedef struct gm_pack_provider {
                             gpumem_stream *stream, const char *what);
 } gm_pack_provider;
 
+/* Sets the provider (lib/wiring.c, once, when the library loads). */
 void gm_pack_provider_set(const gm_pack_provider *p);
-
-/* pack_kernels.c's provider, which it registers itself at load time; named
- * here for internal tests, whose static link would otherwise leave it out. */
-const gm_pack_provider *gm_pack_kernels_provider(void);
 
 /* The context's pack kernels, with a reference for the caller (give it back
  * with gm_pack_kernels_put once the launches are complete).  The first call

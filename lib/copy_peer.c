@@ -115,8 +115,7 @@ static gpumem_status forget_device(gpumem_context *ctx)
     return GPUMEM_OK;
 }
 
-static gm_context_hook peer_hook = {.order = GM_HOOK_MEMO, .teardown = forget_device};
-GM_CONTEXT_HOOK(copy_peer, peer_hook)
+const gm_context_hook gm_copy_peer_hook = {NULL, forget_device};
 
 /* Lets a address b's memory: true when done (or already done), false when
  * the driver says the pair cannot. */

@@ -23,4 +23,8 @@ bool gm_copy_is_cross_device(const gpumem_array *a, const gpumem_array *b);
  * (GPUMEM_COPY_PATH_PEER or GPUMEM_COPY_PATH_PEER_STAGED). */
 gpumem_status gm_copy_peer(const char *what, gpumem_array *dst, const gpumem_array *src, gpumem_stream *stream);
 
+/* The context hook (lib/wiring.c): forgets the peer access enabled between
+ * the context's device and others. */
+extern const gm_context_hook gm_copy_peer_hook;
+
 #endif /* GM_COPY_PEER_H */

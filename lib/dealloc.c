@@ -108,8 +108,7 @@ static gpumem_status dealloc_teardown(gpumem_context *ctx)
     return st;
 }
 
-static gm_context_hook hook = {GM_HOOK_DEALLOC, dealloc_create, dealloc_teardown, NULL};
-GM_CONTEXT_HOOK(dealloc, hook)
+const gm_context_hook gm_dealloc_hook = {dealloc_create, dealloc_teardown};
 
 gpumem_status gm_dealloc_free(gpumem_context *ctx, gm_free_kind kind, uint64_t ptr, size_t bytes)
 {

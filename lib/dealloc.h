@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "context.h"
 #include "driver.h"
 #include "gpumem/status.h"
 
@@ -45,5 +46,9 @@ gpumem_status gm_dealloc_free(struct gpumem_context *ctx, gm_free_kind kind, uin
 /* For an allocation that failed for lack of memory: flushes the queue if
  * that is allowed and frees something.  True when a retry may succeed. */
 bool gm_dealloc_flush_for_retry(struct gpumem_context *ctx);
+
+/* The context hook (lib/wiring.c): makes the queue with the context and
+ * flushes it at the final release. */
+extern const gm_context_hook gm_dealloc_hook;
 
 #endif /* GM_DEALLOC_H */

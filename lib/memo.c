@@ -497,5 +497,4 @@ static gpumem_status memo_teardown(gpumem_context *ctx)
     return GPUMEM_OK;
 }
 
-static gm_context_hook hook = {GM_HOOK_MEMO, NULL, memo_teardown, NULL};
-GM_CONTEXT_HOOK(memo, hook)
+const gm_context_hook gm_memo_hook = {NULL, memo_teardown};

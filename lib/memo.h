@@ -23,4 +23,7 @@ gpumem_status gm_memo_get(const char *what, gpumem_context *ctx, const void *key
                           gpumem_memo_create_fn create, gpumem_memo_destroy_fn destroy, void *user,
                           void (*acquire)(void *value), void **value);
 
+/* The context hook (lib/wiring.c): drops the context's values. */
+extern const gm_context_hook gm_memo_hook;
+
 #endif /* GM_MEMO_H */

@@ -2,8 +2,8 @@
  * pack_kernels.c - the pack kernels of a context: loaded once through the
  * kernel cache (module.c) and memoized per context (memo.c) with their
  * function handles, and launched for the copy engine.  The kernel cache is
- * a layer above the copy engine, so this file gives the engine its
- * functions as a provider (copy_pack.h) at load time.
+ * a layer above the copy engine, so this file only provides its functions
+ * (copy_pack.h's gm_pack_provider); lib/wiring.c hands them to the engine.
  */
 #include "config.h"
 
@@ -18,6 +18,7 @@
 #include "kernels/pack.h"
 #include "memo.h"
 #include "module.h"
+#include "pack_kernels.h"
 
 struct gm_pack_kernels {
     atomic_int refs;        /* the memo entry's + users' */
@@ -132,9 +133,4 @@ static const gm_pack_provider provider = {kernels_get, kernels_put, kernels_laun
 const gm_pack_provider *gm_pack_kernels_provider(void)
 {
     return &provider;
-}
-
-__attribute__((constructor)) static void provider_register(void)
-{
-    gm_pack_provider_set(&provider);
 }

@@ -350,8 +350,7 @@ static gpumem_status staging_teardown(gpumem_context *ctx)
     return GPUMEM_OK;
 }
 
-static gm_context_hook hook = {GM_HOOK_STAGING, NULL, staging_teardown, NULL};
-GM_CONTEXT_HOOK(staging, hook)
+const gm_context_hook gm_staging_hook = {NULL, staging_teardown};
 
 gpumem_status gm_staging_acquire(gpumem_context *ctx, gm_staging **out)
 {

@@ -40,4 +40,7 @@ gpumem_status gm_staging_bounce_get(gpumem_context *ctx, size_t bytes, const cha
  * engine), or freed.  b is cleared.  The status is the allocator's free's. */
 gpumem_status gm_staging_bounce_put(gpumem_context *ctx, gm_block *b);
 
+/* The context hook (lib/wiring.c): ends the context's staging engine. */
+extern const gm_context_hook gm_staging_hook;
+
 #endif /* GM_STAGING_H */

@@ -315,5 +315,4 @@ static gpumem_status streams_teardown(gpumem_context *ctx)
     return st;
 }
 
-static gm_context_hook hook = {GM_HOOK_STREAMS, NULL, streams_teardown, NULL};
-GM_CONTEXT_HOOK(streams, hook)
+const gm_context_hook gm_streams_hook = {NULL, streams_teardown};

@@ -97,4 +97,8 @@ gpumem_status gm_stream_wait(gpumem_stream *stream, const char *what);
  * being destroyed meanwhile is left to its destroyer, which commits them. */
 gpumem_status gm_streams_commit(gpumem_context *ctx, const char *what);
 
+/* The context hook (lib/wiring.c): ends the default stream, committing its
+ * write-backs. */
+extern const gm_context_hook gm_streams_hook;
+
 #endif /* GM_STREAM_H */

@@ -274,9 +274,6 @@ static void test_each_kernel(gpumem_context *ctx, gm_pack_kernels *k)
 
 int main(void)
 {
-    /* The provider registers itself when the library loads; this static
-     * link of the internal library needs it named to be linked at all. */
-    gm_pack_provider_set(gm_pack_kernels_provider());
     test_plans();
     gpumem_context *ctx = NULL;
     char why[256];
