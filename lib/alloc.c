@@ -197,6 +197,9 @@ gpumem_status gm_alloc_device(gpumem_context *ctx, size_t bytes, gpumem_stream *
     gpumem_pool *pool = atomic_load_explicit(&ctx->pool, memory_order_acquire);
     if (pool == NULL || bytes == 0)
         return alloc_driver(ctx, GM_MEM_DEVICE, bytes, 0, what, out);
+    if (!gm_handle_live(pool, GM_HANDLE_POOL))
+        return gm_error(GPUMEM_ERROR_INVALID_STATE, "%s: the context's pool (gpumem_context_set_pool) was "
+                        "destroyed; set another pool, or NULL, before allocating", what);
     return alloc_pool(ctx, gm_pool_of_device(pool), GM_POOL_DEVICE, bytes, stream, what, out);
 }
 

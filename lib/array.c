@@ -31,9 +31,9 @@ int64_t gm_array_size(const gpumem_array *a)
 
 static gpumem_status check_dtype(const char *what, const gpumem_dtype *dtype, size_t *itemsize)
 {
-    if (dtype == NULL)
-        return gm_error(GPUMEM_ERROR_NULL_ARGUMENT, "%s: argument 'dtype' is NULL", what);
-    gpumem_status st = gpumem_dtype_itemsize(dtype, itemsize);
+    gpumem_status st = gm_handle_check(dtype, GM_HANDLE_DTYPE, what, "dtype");
+    if (st == GPUMEM_OK)
+        st = gpumem_dtype_itemsize(dtype, itemsize);
     if (st == GPUMEM_OK && *itemsize == 0)
         st = gm_error(GPUMEM_ERROR_INVALID_DTYPE, "%s: dtype has item size 0", what);
     return st;
@@ -54,11 +54,9 @@ static gpumem_array *array_alloc(gpumem_memory_kind kind, gpumem_context *ctx, i
 {
     /* Only the header is cleared: shape and strides beyond ndim are never
      * read, and clearing all GM_MAX_NDIM of them costs the fast path. */
-    gpumem_array *a = gm_handle_take(sizeof *a);
+    gpumem_array *a = gm_handle_new(GM_HANDLE_ARRAY, sizeof *a, offsetof(gpumem_array, shape));
     if (a == NULL)
         return NULL;
-    memset(a, 0, offsetof(gpumem_array, shape));
-    a->magic = GM_HANDLE_LIVE;
     atomic_init(&a->refs, 1);
     a->kind = kind;
     a->ndim = ndim;
@@ -77,8 +75,7 @@ static gpumem_array *array_alloc(gpumem_memory_kind kind, gpumem_context *ctx, i
 /* The handle goes back to the store, dead. */
 static void handle_free(gpumem_array *a)
 {
-    a->magic = GM_HANDLE_DEAD;
-    gm_handle_give(a);
+    gm_handle_free(a);
 }
 
 /* Frees an array whose last reference went; the status is the driver's
@@ -404,7 +401,7 @@ static gpumem_status prepare(const char *what, gpumem_context **ctx, int ndim, c
         st = gm_layout_check_shape(what, ndim, shape, itemsize, NULL, nbytes);
     if (st != GPUMEM_OK)
         return st;
-    *ctx = gm_context_or_default(*ctx, &st);
+    *ctx = gm_context_use(*ctx, what, &st);
     if (st == GPUMEM_OK)
         st = gm_stream_check(stream, *ctx, what, "ctx");
     if (st != GPUMEM_OK)
@@ -445,7 +442,7 @@ GPUMEM_API gpumem_status gpumem_device_array(gpumem_context *ctx, int ndim, cons
 GPUMEM_API gpumem_status gpumem_device_array_like(gpumem_context *ctx, const gpumem_array *like,
                                                   gpumem_stream *stream, gpumem_array **array)
 {
-    GM_CHECK_NULL(like);
+    GM_CHECK_HANDLE(like);
     return gpumem_device_array(ctx != NULL ? ctx : like->ctx, like->ndim, like->shape, like->strides,
                                like->dtype, 'C', stream, array);
 }
@@ -491,7 +488,7 @@ GPUMEM_API gpumem_status gpumem_to_device(gpumem_context *ctx, gpumem_array *hos
                                           unsigned flags, gpumem_array **array)
 {
     const char *what = "gpumem_to_device";
-    GM_CHECK_NULL(host);
+    GM_CHECK_HANDLE(host);
     GM_CHECK_NULL(array);
     if (flags & ~(unsigned)(GPUMEM_TO_DEVICE_NO_COPY | GPUMEM_TO_DEVICE_WRITEBACK))
         return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: unknown flags 0x%x", what, flags);
@@ -520,17 +517,9 @@ GPUMEM_API gpumem_status gpumem_to_device(gpumem_context *ctx, gpumem_array *hos
     return GPUMEM_OK;
 }
 
-static gpumem_status released_already(const char *what)
-{
-    return gm_error(GPUMEM_ERROR_INVALID_STATE, "%s: the array was released already (released more often than "
-                    "retained)", what);
-}
-
 GPUMEM_API gpumem_status gpumem_array_retain(gpumem_array *array)
 {
-    GM_CHECK_NULL(array);
-    if (array->magic != GM_HANDLE_LIVE)
-        return released_already("gpumem_array_retain");
+    GM_CHECK_HANDLE(array);
     atomic_fetch_add_explicit(&array->refs, 1, memory_order_relaxed);
     return GPUMEM_OK;
 }
@@ -539,14 +528,14 @@ GPUMEM_API gpumem_status gpumem_array_release(gpumem_array *array)
 {
     if (array == NULL)
         return GPUMEM_OK;
-    if (array->magic != GM_HANDLE_LIVE)
-        return released_already("gpumem_array_release");
+    GM_CHECK_HANDLE(array);
     int before = atomic_fetch_sub_explicit(&array->refs, 1, memory_order_acq_rel);
     if (before == 1)
         return array_free(array);
     if (before < 1) { /* two threads raced to release the last reference twice */
         atomic_fetch_add_explicit(&array->refs, 1, memory_order_relaxed);
-        return released_already("gpumem_array_release");
+        return gm_error(GPUMEM_ERROR_INVALID_STATE, "gpumem_array_release: 'array' was released (its last "
+                        "reference) already, by another thread at the same time");
     }
     return GPUMEM_OK;
 }
@@ -578,7 +567,7 @@ GPUMEM_API gpumem_status gpumem_array_slice(gpumem_array *array, const gpumem_sl
                                             gpumem_array **view)
 {
     const char *what = "gpumem_array_slice";
-    GM_CHECK_NULL(array);
+    GM_CHECK_HANDLE(array);
     GM_CHECK_NULL(view);
     if (nslices > 0)
         GM_CHECK_NULL(slices);
@@ -593,7 +582,7 @@ GPUMEM_API gpumem_status gpumem_array_slice(gpumem_array *array, const gpumem_sl
 GPUMEM_API gpumem_status gpumem_array_transpose(gpumem_array *array, const int *axes, gpumem_array **view)
 {
     const char *what = "gpumem_array_transpose";
-    GM_CHECK_NULL(array);
+    GM_CHECK_HANDLE(array);
     GM_CHECK_NULL(view);
     int64_t shape[GM_MAX_NDIM], strides[GM_MAX_NDIM];
     gpumem_status st = gm_layout_transpose(what, array->ndim, array->shape, array->strides, axes, shape, strides);
@@ -605,7 +594,7 @@ GPUMEM_API gpumem_status gpumem_array_transpose(gpumem_array *array, const int *
 GPUMEM_API gpumem_status gpumem_array_view(gpumem_array *array, const gpumem_dtype *dtype, gpumem_array **view)
 {
     const char *what = "gpumem_array_view";
-    GM_CHECK_NULL(array);
+    GM_CHECK_HANDLE(array);
     GM_CHECK_NULL(view);
     size_t itemsize;
     gpumem_status st = check_dtype(what, dtype, &itemsize);
@@ -622,7 +611,7 @@ GPUMEM_API gpumem_status gpumem_array_reshape(gpumem_array *array, int ndim, con
                                               unsigned flags, gpumem_stream *stream, gpumem_array **result)
 {
     const char *what = "gpumem_array_reshape";
-    GM_CHECK_NULL(array);
+    GM_CHECK_HANDLE(array);
     GM_CHECK_NULL(result);
     if (ndim > 0)
         GM_CHECK_NULL(shape);
@@ -679,7 +668,7 @@ GPUMEM_API gpumem_status gpumem_array_split(gpumem_array *array, int64_t section
                                             size_t capacity, size_t *count)
 {
     const char *what = "gpumem_array_split";
-    GM_CHECK_NULL(array);
+    GM_CHECK_HANDLE(array);
     GM_CHECK_NULL(count);
     if (array->ndim != 1)
         return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: the array has %d dimensions; split needs 1", what,
@@ -713,7 +702,7 @@ GPUMEM_API gpumem_status gpumem_array_split(gpumem_array *array, int64_t section
 
 GPUMEM_API gpumem_status gpumem_array_ndim(const gpumem_array *array, int *ndim)
 {
-    GM_CHECK_NULL(array);
+    GM_CHECK_HANDLE(array);
     GM_CHECK_NULL(ndim);
     *ndim = array->ndim;
     return GPUMEM_OK;
@@ -721,7 +710,7 @@ GPUMEM_API gpumem_status gpumem_array_ndim(const gpumem_array *array, int *ndim)
 
 GPUMEM_API gpumem_status gpumem_array_shape(const gpumem_array *array, int64_t *shape)
 {
-    GM_CHECK_NULL(array);
+    GM_CHECK_HANDLE(array);
     if (array->ndim > 0) {
         GM_CHECK_NULL(shape);
         memcpy(shape, array->shape, (size_t)array->ndim * sizeof *shape);
@@ -731,7 +720,7 @@ GPUMEM_API gpumem_status gpumem_array_shape(const gpumem_array *array, int64_t *
 
 GPUMEM_API gpumem_status gpumem_array_strides(const gpumem_array *array, int64_t *strides)
 {
-    GM_CHECK_NULL(array);
+    GM_CHECK_HANDLE(array);
     if (array->ndim > 0) {
         GM_CHECK_NULL(strides);
         memcpy(strides, array->strides, (size_t)array->ndim * sizeof *strides);
@@ -741,7 +730,7 @@ GPUMEM_API gpumem_status gpumem_array_strides(const gpumem_array *array, int64_t
 
 GPUMEM_API gpumem_status gpumem_array_dtype(const gpumem_array *array, const gpumem_dtype **dtype)
 {
-    GM_CHECK_NULL(array);
+    GM_CHECK_HANDLE(array);
     GM_CHECK_NULL(dtype);
     *dtype = array->dtype;
     return GPUMEM_OK;
@@ -749,7 +738,7 @@ GPUMEM_API gpumem_status gpumem_array_dtype(const gpumem_array *array, const gpu
 
 GPUMEM_API gpumem_status gpumem_array_size(const gpumem_array *array, int64_t *size)
 {
-    GM_CHECK_NULL(array);
+    GM_CHECK_HANDLE(array);
     GM_CHECK_NULL(size);
     *size = gm_array_size(array);
     return GPUMEM_OK;
@@ -757,7 +746,7 @@ GPUMEM_API gpumem_status gpumem_array_size(const gpumem_array *array, int64_t *s
 
 GPUMEM_API gpumem_status gpumem_array_nbytes(const gpumem_array *array, int64_t *nbytes)
 {
-    GM_CHECK_NULL(array);
+    GM_CHECK_HANDLE(array);
     GM_CHECK_NULL(nbytes);
     *nbytes = gm_array_size(array) * (int64_t)array->itemsize;
     return GPUMEM_OK;
@@ -765,7 +754,7 @@ GPUMEM_API gpumem_status gpumem_array_nbytes(const gpumem_array *array, int64_t 
 
 GPUMEM_API gpumem_status gpumem_array_kind(const gpumem_array *array, gpumem_memory_kind *kind)
 {
-    GM_CHECK_NULL(array);
+    GM_CHECK_HANDLE(array);
     GM_CHECK_NULL(kind);
     *kind = array->kind;
     return GPUMEM_OK;
@@ -773,7 +762,7 @@ GPUMEM_API gpumem_status gpumem_array_kind(const gpumem_array *array, gpumem_mem
 
 GPUMEM_API gpumem_status gpumem_array_context(const gpumem_array *array, gpumem_context **ctx)
 {
-    GM_CHECK_NULL(array);
+    GM_CHECK_HANDLE(array);
     GM_CHECK_NULL(ctx);
     *ctx = array->ctx;
     return GPUMEM_OK;
@@ -781,7 +770,7 @@ GPUMEM_API gpumem_status gpumem_array_context(const gpumem_array *array, gpumem_
 
 GPUMEM_API gpumem_status gpumem_array_device_pointer(const gpumem_array *array, uint64_t *pointer)
 {
-    GM_CHECK_NULL(array);
+    GM_CHECK_HANDLE(array);
     GM_CHECK_NULL(pointer);
     if (array->kind == GPUMEM_MEMORY_HOST || array->kind == GPUMEM_MEMORY_PINNED)
         return gm_error(GPUMEM_ERROR_INVALID_VALUE, "gpumem_array_device_pointer: a host array has no device "
@@ -792,7 +781,7 @@ GPUMEM_API gpumem_status gpumem_array_device_pointer(const gpumem_array *array, 
 
 GPUMEM_API gpumem_status gpumem_array_host_pointer(const gpumem_array *array, void **pointer)
 {
-    GM_CHECK_NULL(array);
+    GM_CHECK_HANDLE(array);
     GM_CHECK_NULL(pointer);
     if (gm_array_on_device(array))
         return gm_error(GPUMEM_ERROR_INVALID_VALUE, "gpumem_array_host_pointer: a device array has no host "
@@ -803,7 +792,7 @@ GPUMEM_API gpumem_status gpumem_array_host_pointer(const gpumem_array *array, vo
 
 GPUMEM_API gpumem_status gpumem_array_is_c_contiguous(const gpumem_array *array, int *result)
 {
-    GM_CHECK_NULL(array);
+    GM_CHECK_HANDLE(array);
     GM_CHECK_NULL(result);
     *result = gm_layout_is_c_contiguous(array->ndim, array->shape, array->strides, array->itemsize);
     return GPUMEM_OK;
@@ -811,7 +800,7 @@ GPUMEM_API gpumem_status gpumem_array_is_c_contiguous(const gpumem_array *array,
 
 GPUMEM_API gpumem_status gpumem_array_is_f_contiguous(const gpumem_array *array, int *result)
 {
-    GM_CHECK_NULL(array);
+    GM_CHECK_HANDLE(array);
     GM_CHECK_NULL(result);
     *result = gm_layout_is_f_contiguous(array->ndim, array->shape, array->strides, array->itemsize);
     return GPUMEM_OK;
@@ -828,7 +817,7 @@ gpumem_status gm_array_check_writable(const char *what, const gpumem_array *a, c
 
 GPUMEM_API gpumem_status gpumem_array_is_readonly(const gpumem_array *array, int *readonly)
 {
-    GM_CHECK_NULL(array);
+    GM_CHECK_HANDLE(array);
     GM_CHECK_NULL(readonly);
     *readonly = array->readonly;
     return GPUMEM_OK;
@@ -836,7 +825,7 @@ GPUMEM_API gpumem_status gpumem_array_is_readonly(const gpumem_array *array, int
 
 GPUMEM_API gpumem_status gpumem_array_set_readonly(gpumem_array *array, int readonly)
 {
-    GM_CHECK_NULL(array);
+    GM_CHECK_HANDLE(array);
     if (!readonly) {
         const gpumem_array *owner = array->base != NULL ? array->base : array;
         if (array->readonly_locked)

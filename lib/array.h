@@ -12,6 +12,7 @@
 #include "context.h"
 #include "driver.h"
 #include "gpumem/array.h"
+#include "handles.h"
 #include "gpumem/pool.h"
 #include "layout.h"
 
@@ -24,7 +25,7 @@ typedef enum gm_owned {
 } gm_owned;
 
 struct gpumem_array {
-    uint32_t magic;              /* GM_HANDLE_LIVE, or GM_HANDLE_DEAD once released (handles.h) */
+    gm_handle h;                 /* first: the lifecycle check (handles.h) */
     atomic_int refs;
     gpumem_memory_kind kind;
     int ndim;

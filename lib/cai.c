@@ -60,7 +60,7 @@ GPUMEM_API gpumem_status gpumem_array_interface(const gpumem_array *array, gpume
                                                 gpumem_cuda_array_interface *desc)
 {
     const char *what = "gpumem_array_interface";
-    GM_CHECK_NULL(array);
+    GM_CHECK_HANDLE(array);
     GM_CHECK_NULL(desc);
     gpumem_status st = check_desc_size(what, desc->size);
     if (st != GPUMEM_OK)
@@ -233,7 +233,7 @@ GPUMEM_API gpumem_status gpumem_as_cuda_array(gpumem_context *ctx, const gpumem_
     const int64_t *strides = desc->has_strides ? desc->strides : NULL;
     st = gm_layout_check_memory(what, "desc->data", desc->ndim, desc->shape, strides, dt->itemsize, desc->data);
     if (st == GPUMEM_OK)
-        ctx = gm_context_or_default(ctx, &st);
+        ctx = gm_context_use(ctx, what, &st);
     if (st == GPUMEM_OK && desc->has_stream && !(flags & GPUMEM_CAI_NO_SYNCHRONIZE))
         st = sync_stream(what, ctx, desc->stream);
     if (st == GPUMEM_OK)

@@ -234,12 +234,12 @@ static gpumem_status context_new(int device, gpumem_selection rule, const char *
     gpumem_status st = check_device(device, what);
     if (st != GPUMEM_OK)
         return st;
-    gpumem_context *ctx = calloc(1, sizeof *ctx);
+    gpumem_context *ctx = gm_handle_new(GM_HANDLE_CONTEXT, sizeof *ctx, sizeof *ctx);
     if (ctx == NULL)
         return gm_error(GPUMEM_ERROR_HOST_OUT_OF_MEMORY, "%s: out of host memory", what);
     int rc = GM_DRV(primary_ctx_retain, device, &ctx->dctx);
     if (rc != 0) {
-        free(ctx);
+        gm_handle_free(ctx);
         char where[160];
         snprintf(where, sizeof where, "%s: device %d gives no context", what, device);
         return gm_drv_check(rc, GM_OP_primary_ctx_retain, where);
@@ -248,7 +248,7 @@ static gpumem_status context_new(int device, gpumem_selection rule, const char *
     rc = GM_DRV(device_get_attribute, device, GM_CU_DEVICE_ATTRIBUTE_MAX_PITCH, &max_pitch);
     if (rc != 0) {
         GM_DRV(primary_ctx_release, device);
-        free(ctx);
+        gm_handle_free(ctx);
         return gm_drv_check(rc, GM_OP_device_get_attribute, what);
     }
     atomic_init(&ctx->refs, 1);
@@ -263,7 +263,7 @@ static gpumem_status context_new(int device, gpumem_selection rule, const char *
     if (st != GPUMEM_OK) {
         GM_DRV(primary_ctx_release, device); /* a raw call: the message stays */
         pthread_mutex_destroy(&ctx->lock);
-        free(ctx);
+        gm_handle_free(ctx);
         return st;
     }
     *out = ctx;
@@ -279,7 +279,7 @@ GPUMEM_API gpumem_status gpumem_context_create(int device, gpumem_context **ctx)
 
 GPUMEM_API gpumem_status gpumem_context_retain(gpumem_context *ctx)
 {
-    GM_CHECK_NULL(ctx);
+    GM_CHECK_HANDLE(ctx);
     atomic_fetch_add_explicit(&ctx->refs, 1, memory_order_relaxed);
     return GPUMEM_OK;
 }
@@ -288,6 +288,7 @@ GPUMEM_API gpumem_status gpumem_context_release(gpumem_context *ctx)
 {
     if (ctx == NULL)
         return GPUMEM_OK;
+    GM_CHECK_HANDLE(ctx);
     int before = atomic_fetch_sub_explicit(&ctx->refs, 1, memory_order_acq_rel);
     if (before > 1)
         return GPUMEM_OK;
@@ -305,13 +306,13 @@ GPUMEM_API gpumem_status gpumem_context_release(gpumem_context *ctx)
         st = gm_keep_first(st, rst);
     }
     pthread_mutex_destroy(&ctx->lock);
-    free(ctx);
+    gm_handle_free(ctx);
     return st;
 }
 
 GPUMEM_API gpumem_status gpumem_context_get_device(const gpumem_context *ctx, int *device)
 {
-    GM_CHECK_NULL(ctx);
+    GM_CHECK_HANDLE(ctx);
     GM_CHECK_NULL(device);
     *device = ctx->device;
     return GPUMEM_OK;
@@ -319,7 +320,7 @@ GPUMEM_API gpumem_status gpumem_context_get_device(const gpumem_context *ctx, in
 
 GPUMEM_API gpumem_status gpumem_context_selection(const gpumem_context *ctx, gpumem_selection *rule)
 {
-    GM_CHECK_NULL(ctx);
+    GM_CHECK_HANDLE(ctx);
     GM_CHECK_NULL(rule);
     *rule = ctx->selection;
     return GPUMEM_OK;
@@ -327,7 +328,7 @@ GPUMEM_API gpumem_status gpumem_context_selection(const gpumem_context *ctx, gpu
 
 GPUMEM_API gpumem_status gpumem_context_refcount(const gpumem_context *ctx, int *count)
 {
-    GM_CHECK_NULL(ctx);
+    GM_CHECK_HANDLE(ctx);
     GM_CHECK_NULL(count);
     *count = atomic_load_explicit(&ctx->refs, memory_order_relaxed);
     return GPUMEM_OK;
@@ -446,11 +447,12 @@ GPUMEM_API gpumem_status gpumem_autoinit(gpumem_context **ctx)
     return GPUMEM_OK;
 }
 
-gpumem_context *gm_context_or_default(gpumem_context *ctx, gpumem_status *st)
+gpumem_context *gm_context_use(gpumem_context *ctx, const char *what, gpumem_status *st)
 {
-    *st = GPUMEM_OK;
-    if (ctx != NULL)
-        return ctx;
+    if (ctx != NULL) {
+        *st = gm_handle_check(ctx, GM_HANDLE_CONTEXT, what, "ctx");
+        return *st == GPUMEM_OK ? ctx : NULL;
+    }
     gpumem_context *dflt = NULL;
     *st = gpumem_autoinit(&dflt);
     return dflt;

@@ -11,6 +11,7 @@
 
 #include "driver.h"
 #include "gpumem/context.h"
+#include "handles.h"
 
 struct gpumem_stream;
 struct gpumem_pool;
@@ -19,6 +20,7 @@ struct gm_memo;
 struct gm_staging;
 
 struct gpumem_context {
+    gm_handle h;       /* first: the lifecycle check (handles.h) */
     atomic_int refs;
     int device;
     gpumem_selection selection;
@@ -67,8 +69,13 @@ typedef struct gm_context_hook {
 void gm_context_set_hooks(const gm_context_hook *const *hooks, size_t n);
 
 /* ctx, or the autoinit context when ctx is NULL; NULL and a set last error
- * when there is none.  No reference is added. */
-gpumem_context *gm_context_or_default(gpumem_context *ctx, gpumem_status *st);
+ * when there is none, or when ctx is not a live context (handles.h: the
+ * message names `what` and its argument 'ctx').  No reference is added. */
+gpumem_context *gm_context_use(gpumem_context *ctx, const char *what, gpumem_status *st);
+
+/* gm_context_use in a public function whose argument is 'ctx': the message
+ * names the function (__func__). */
+#define gm_context_or_default(ctx, st) gm_context_use((ctx), __func__, (st))
 
 /* True once the process has started to exit (our atexit handler ran): final
  * releases then leave driver objects to the operating system instead of

@@ -66,10 +66,13 @@ static gpumem_status release_scratch(gpumem_array *scratch, gpumem_context *ctx,
 static gpumem_status check_copy(const char *what, gpumem_array *dst, const gpumem_array *src,
                                 gpumem_stream *stream, gpumem_context **ctx)
 {
-    if (dst == NULL)
-        return gm_error(GPUMEM_ERROR_NULL_ARGUMENT, "%s: argument 'dst' is NULL", what);
-    if (src == NULL)
-        return gm_error(GPUMEM_ERROR_NULL_ARGUMENT, "%s: argument 'src' is NULL", what);
+    gpumem_status st = gm_handle_check(dst, GM_HANDLE_ARRAY, what, "dst");
+    if (st == GPUMEM_OK)
+        st = gm_handle_check(src, GM_HANDLE_ARRAY, what, "src");
+    if (st == GPUMEM_OK && stream != NULL)
+        st = gm_handle_check(stream, GM_HANDLE_STREAM, what, "stream");
+    if (st != GPUMEM_OK)
+        return st;
     if (!same_shape(dst, src)) {
         char a[256], b[256];
         format_shape(dst, a, sizeof a);
@@ -82,7 +85,7 @@ static gpumem_status check_copy(const char *what, gpumem_array *dst, const gpume
         gpumem_dtype_typestr(src->dtype, b, sizeof b);
         return gm_error(GPUMEM_ERROR_DTYPE_MISMATCH, "%s: 'dst' has dtype %s but 'src' has dtype %s", what, a, b);
     }
-    gpumem_status st = gm_array_check_writable(what, dst, "dst");
+    st = gm_array_check_writable(what, dst, "dst");
     if (st == GPUMEM_OK && gm_copy_is_cross_device(dst, src)) {
         /* between two devices: a stream of either will do */
         if (stream != NULL && stream->ctx->dctx != dst->ctx->dctx && stream->ctx->dctx != src->ctx->dctx)
@@ -123,7 +126,8 @@ GPUMEM_API gpumem_status gpumem_array_copy(gpumem_array *dst, const gpumem_array
 GPUMEM_API gpumem_status gpumem_copy_to_host(const gpumem_array *src, gpumem_array *dst, gpumem_stream *stream)
 {
     const char *what = "gpumem_copy_to_host";
-    if (dst != NULL && gm_array_on_device(dst))
+    GM_CHECK_HANDLE(dst);
+    if (gm_array_on_device(dst))
         return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: 'dst' is a device array; copy_to_host needs a host "
                         "array (gpumem_array_copy copies between any two)", what);
     return array_copy(what, dst, src, stream);
@@ -133,7 +137,8 @@ GPUMEM_API gpumem_status gpumem_copy_to_device(gpumem_array *dst, const gpumem_a
                                                gpumem_stream *stream)
 {
     const char *what = "gpumem_copy_to_device";
-    if (dst != NULL && !gm_array_on_device(dst))
+    GM_CHECK_HANDLE(dst);
+    if (!gm_array_on_device(dst))
         return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: 'dst' is not a device array", what);
     return array_copy(what, dst, src, stream);
 }
@@ -152,7 +157,7 @@ GPUMEM_API gpumem_status gpumem_array_get_item(const gpumem_array *array, const 
                                                gpumem_stream *stream)
 {
     const char *what = "gpumem_array_get_item";
-    GM_CHECK_NULL(array);
+    GM_CHECK_HANDLE(array);
     GM_CHECK_NULL(value);
     int64_t off;
     gpumem_status st = item_offset(what, array, index, &off);
@@ -175,7 +180,7 @@ GPUMEM_API gpumem_status gpumem_array_set_item(gpumem_array *array, const int64_
                                                gpumem_stream *stream)
 {
     const char *what = "gpumem_array_set_item";
-    GM_CHECK_NULL(array);
+    GM_CHECK_HANDLE(array);
     GM_CHECK_NULL(value);
     int64_t off;
     gpumem_status st = gm_array_check_writable(what, array, "array");
@@ -238,7 +243,7 @@ static gpumem_status fill_contiguous(const char *what, gpumem_context *ctx, gm_c
 GPUMEM_API gpumem_status gpumem_array_fill(gpumem_array *array, const void *value, gpumem_stream *stream)
 {
     const char *what = "gpumem_array_fill";
-    GM_CHECK_NULL(array);
+    GM_CHECK_HANDLE(array);
     GM_CHECK_NULL(value);
     gpumem_status st = gm_array_check_writable(what, array, "array");
     if (st == GPUMEM_OK)

@@ -28,9 +28,8 @@ GPUMEM_API gpumem_status gpumem_pool_destroy(gpumem_pool *pool)
 {
     if (pool == NULL)
         return GPUMEM_OK;
-    gm_pool *p = gm_pool_of_device(pool);
-    gpumem_status st = gm_pool_core_check(p, GM_POOL_DEVICE, "gpumem_pool_destroy", "pool");
-    return st != GPUMEM_OK ? st : gm_pool_core_destroy(p, "gpumem_pool_destroy");
+    GM_END_HANDLE(pool);
+    return gm_pool_core_destroy(gm_pool_of_device(pool), "gpumem_pool_destroy");
 }
 
 GPUMEM_API gpumem_status gpumem_pool_block_size(size_t size, size_t *block_size)

@@ -218,7 +218,7 @@ static gpumem_status fill_tensor(const char *what, const gpumem_array *a, gm_dl_
 GPUMEM_API gpumem_status gpumem_array_to_dlpack(gpumem_array *array, unsigned flags, void **tensor)
 {
     const char *what = "gpumem_array_to_dlpack";
-    GM_CHECK_NULL(array);
+    GM_CHECK_HANDLE(array);
     GM_CHECK_NULL(tensor);
     if (flags & ~(unsigned)(GPUMEM_DLPACK_VERSIONED | GPUMEM_DLPACK_READ_ONLY))
         return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: unknown flags 0x%x", what, flags);
@@ -336,7 +336,7 @@ static gpumem_status import_device(const char *what, gm_dl_device dev, gpumem_co
     }
     case GM_DL_CUDA_MANAGED:
     case GM_DL_CUDA_HOST:
-        *ctx = gm_context_or_default(*ctx, &st);
+        *ctx = gm_context_use(*ctx, what, &st);
         *kind = dev.device_type == GM_DL_CUDA_MANAGED ? GPUMEM_MEMORY_MANAGED : GPUMEM_MEMORY_PINNED;
         return st;
     case GM_DL_CPU:
@@ -394,6 +394,7 @@ GPUMEM_API gpumem_status gpumem_array_from_dlpack(gpumem_context *ctx, void *ten
                                                   gpumem_array **array)
 {
     const char *what = "gpumem_array_from_dlpack";
+    GM_CHECK_HANDLE_OR_NULL(ctx);
     GM_CHECK_NULL(tensor);
     GM_CHECK_NULL(array);
     if (flags & ~(unsigned)(GPUMEM_DLPACK_VERSIONED | GPUMEM_DLPACK_READ_ONLY))

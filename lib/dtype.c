@@ -24,7 +24,8 @@
 #define NBUILTIN 14 /* GPUMEM_BOOL .. GPUMEM_COMPLEX128 */
 
 #define BUILTIN(t, k, size, align, ord) \
-    {.type = (t), .order = (size) == 1 ? GPUMEM_BYTEORDER_NA : (ord), .is_static = true, .kind = (k), \
+    {.h = GM_HANDLE_INIT(GM_HANDLE_DTYPE), .type = (t), .order = (size) == 1 ? GPUMEM_BYTEORDER_NA : (ord), \
+     .is_static = true, .kind = (k), \
      .depth = 0, .itemsize = (size), .alignment = (align), .nfields = 0, .fields = NULL, .refs = 0}
 #define BUILTINS(ord) \
     { \
@@ -89,18 +90,21 @@ void gm_dtype_unref(const gpumem_dtype *d)
     atomic_thread_fence(memory_order_acquire);
     for (size_t i = 0; i < m->nfields; i++)
         gm_dtype_unref(m->fields[i].dtype);
-    free(m);
+    gm_handle_free(m);
 }
 
 GPUMEM_API gpumem_status gpumem_dtype_retain(const gpumem_dtype *dtype)
 {
-    GM_CHECK_NULL(dtype);
+    GM_CHECK_HANDLE(dtype);
     gm_dtype_ref(dtype);
     return GPUMEM_OK;
 }
 
 GPUMEM_API gpumem_status gpumem_dtype_release(const gpumem_dtype *dtype)
 {
+    if (dtype == NULL)
+        return GPUMEM_OK;
+    GM_CHECK_HANDLE(dtype);
     gm_dtype_unref(dtype);
     return GPUMEM_OK;
 }
@@ -144,7 +148,7 @@ const char *gm_dtype_quoted(char *out, const char *s, char quote)
 
 static gpumem_dtype *void_create(int64_t size)
 {
-    gpumem_dtype *d = calloc(1, sizeof *d);
+    gpumem_dtype *d = gm_handle_new(GM_HANDLE_DTYPE, sizeof *d, sizeof *d);
     if (d == NULL)
         return NULL;
     d->type = GPUMEM_VOID;
@@ -275,7 +279,7 @@ gpumem_status gm_dtype_finish(gm_dtype_writer *w, const char *what, const char *
 
 GPUMEM_API gpumem_status gpumem_dtype_typestr(const gpumem_dtype *dtype, char *buf, size_t size)
 {
-    GM_CHECK_NULL(dtype);
+    GM_CHECK_HANDLE(dtype);
     GM_CHECK_NULL(buf);
     char ts[24];
     gm_dtype_format_typestr(dtype, ts);
@@ -384,6 +388,11 @@ gpumem_status gm_dtype_record_make(const char *what, const gpumem_field *fields,
         const char *name = gm_dtype_quoted(q, f->name, '\'');
         if (f->dtype == NULL)
             return gm_error(GPUMEM_ERROR_INVALID_DTYPE, "%s: field %s has a NULL dtype", what, name);
+        if (!gm_handle_live(f->dtype, GM_HANDLE_DTYPE)) {
+            char arg[64];
+            snprintf(arg, sizeof arg, "fields[%zu].dtype", i);
+            return gm_handle_error(f->dtype, GM_HANDLE_DTYPE, what, arg);
+        }
         if (f->ndim < 0 || f->ndim > GM_DTYPE_MAX_NDIM)
             return gm_error(GPUMEM_ERROR_INVALID_DTYPE,
                             "%s: field %s: a sub-array has 0 to %d dimensions, not %d", what, name,
@@ -412,7 +421,7 @@ gpumem_status gm_dtype_record_make(const char *what, const gpumem_field *fields,
     size_t at_shapes = round_up(at_fields + nfields * sizeof(gm_field), _Alignof(int64_t));
     size_t at_names = at_shapes + extents * sizeof(int64_t);
     size_t total = at_names + names_len;
-    char *block = calloc(1, total);
+    char *block = gm_handle_new(GM_HANDLE_DTYPE, total, total);
     if (block == NULL)
         return gm_dtype_out_of_memory(what, total);
     gpumem_dtype *d = (gpumem_dtype *)(void *)block;
@@ -508,7 +517,7 @@ gpumem_status gm_dtype_record_make(const char *what, const gpumem_field *fields,
         }
     }
     if (st != GPUMEM_OK) {
-        free(block);
+        gm_handle_free(block);
         return st;
     }
 
@@ -575,12 +584,12 @@ static bool equal(const gpumem_dtype *a, const gpumem_dtype *b)
 
 GPUMEM_API int gpumem_dtype_equal(const gpumem_dtype *a, const gpumem_dtype *b)
 {
-    return a != NULL && b != NULL && equal(a, b);
+    return gm_handle_live(a, GM_HANDLE_DTYPE) && gm_handle_live(b, GM_HANDLE_DTYPE) && equal(a, b);
 }
 
 GPUMEM_API gpumem_status gpumem_dtype_itemsize(const gpumem_dtype *dtype, size_t *itemsize)
 {
-    GM_CHECK_NULL(dtype);
+    GM_CHECK_HANDLE(dtype);
     GM_CHECK_NULL(itemsize);
     *itemsize = dtype->itemsize;
     return GPUMEM_OK;
@@ -588,7 +597,7 @@ GPUMEM_API gpumem_status gpumem_dtype_itemsize(const gpumem_dtype *dtype, size_t
 
 GPUMEM_API gpumem_status gpumem_dtype_alignment(const gpumem_dtype *dtype, size_t *alignment)
 {
-    GM_CHECK_NULL(dtype);
+    GM_CHECK_HANDLE(dtype);
     GM_CHECK_NULL(alignment);
     *alignment = dtype->alignment;
     return GPUMEM_OK;
@@ -596,7 +605,7 @@ GPUMEM_API gpumem_status gpumem_dtype_alignment(const gpumem_dtype *dtype, size_
 
 GPUMEM_API gpumem_status gpumem_dtype_type(const gpumem_dtype *dtype, gpumem_type *type, gpumem_byteorder *order)
 {
-    GM_CHECK_NULL(dtype);
+    GM_CHECK_HANDLE(dtype);
     if (type != NULL)
         *type = dtype->type;
     if (order != NULL)
@@ -606,7 +615,7 @@ GPUMEM_API gpumem_status gpumem_dtype_type(const gpumem_dtype *dtype, gpumem_typ
 
 GPUMEM_API gpumem_status gpumem_dtype_field_count(const gpumem_dtype *dtype, size_t *count)
 {
-    GM_CHECK_NULL(dtype);
+    GM_CHECK_HANDLE(dtype);
     GM_CHECK_NULL(count);
     *count = dtype->nfields;
     return GPUMEM_OK;
@@ -616,7 +625,7 @@ GPUMEM_API gpumem_status gpumem_dtype_field(const gpumem_dtype *dtype, size_t in
                                             const gpumem_dtype **field_dtype, int64_t *offset, int *ndim,
                                             int64_t *shape)
 {
-    GM_CHECK_NULL(dtype);
+    GM_CHECK_HANDLE(dtype);
     if (index >= dtype->nfields) {
         char ts[24];
         gm_dtype_format_typestr(dtype, ts);
@@ -642,7 +651,7 @@ GPUMEM_API gpumem_status gpumem_dtype_field(const gpumem_dtype *dtype, size_t in
 
 GPUMEM_API gpumem_status gpumem_dtype_field_index(const gpumem_dtype *dtype, const char *name, size_t *index)
 {
-    GM_CHECK_NULL(dtype);
+    GM_CHECK_HANDLE(dtype);
     GM_CHECK_NULL(name);
     GM_CHECK_NULL(index);
     for (size_t i = 0; i < dtype->nfields; i++)

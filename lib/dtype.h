@@ -21,6 +21,7 @@
 #include <stdint.h>
 
 #include "gpumem/dtype.h"
+#include "handles.h"
 
 /* The most dimensions of a sub-array field (GPUMEM_MAX_NDIM). */
 #define GM_DTYPE_MAX_NDIM 32
@@ -40,6 +41,7 @@ typedef struct gm_field {
 } gm_field;
 
 struct gpumem_dtype {
+    gm_handle h;             /* first: the lifecycle check (handles.h); static for the builtins */
     gpumem_type type;        /* a builtin, GPUMEM_RECORD or GPUMEM_VOID */
     gpumem_byteorder order;  /* never "native": '=' is resolved when parsed */
     bool is_static;          /* the builtins: never freed, never counted */

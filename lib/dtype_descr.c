@@ -170,7 +170,7 @@ static gpumem_status put_record(gm_dtype_writer *w, const char *what, const gpum
 
 GPUMEM_API gpumem_status gpumem_dtype_descr(const gpumem_dtype *dtype, char *buf, size_t size)
 {
-    GM_CHECK_NULL(dtype);
+    GM_CHECK_HANDLE(dtype);
     GM_CHECK_NULL(buf);
     gm_dtype_writer w = {buf, size, 0};
     if (dtype->type == GPUMEM_RECORD) {

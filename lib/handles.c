@@ -1,79 +1,128 @@
 /*
- * handles.c - storage for array handles (handles.h): a per-thread ring of
- * released blocks (the quarantine), a shared free list behind it, and chunks
- * of new blocks that stay reachable from `chunks` until the process ends.
+ * handles.c - the lifecycle check and the quarantine of every handle type
+ * (handles.h).
+ *
+ * Small objects: per size class, chunks of blocks that stay reachable from
+ * `chunks` until the process ends; each thread's ring of the blocks it
+ * released (the quarantine), a shared FIFO behind the rings, and a list of
+ * fresh blocks never used.  Large objects: calloc, and one FIFO of released
+ * ones before free().
  */
 #include "config.h"
 
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 
+#include "error.h"
 #include "handles.h"
 
-#define RING 256   /* blocks a thread keeps; power of two */
-#define CHUNK 64   /* blocks made at once */
+#define GRAIN 64                          /* block sizes are multiples; blocks are aligned to it */
+#define CLASSES (GM_HANDLE_SMALL_MAX / GRAIN)
+#define RING 256                          /* blocks a thread's ring keeps per class; power of two */
+#define CHUNK 64                          /* blocks made at once */
+#define LARGE ((uint32_t)CLASSES)         /* gm_handle.store of a large object */
 
+_Static_assert(RING > GM_HANDLE_QUARANTINE, "the ring holds the quarantine");
+_Static_assert(sizeof(gm_handle) <= 16, "a block's link (offset 8) is past the magic");
+
+/* A block in the shared FIFO or the fresh list: its header's magic stays
+ * dead; the link overwrites what follows. */
 typedef struct free_block {
-    uint32_t magic; /* the caller's: left as it was */
+    gm_handle head;
     struct free_block *next;
 } free_block;
 
 typedef struct chunk {
     struct chunk *next;
-    /* blocks follow, aligned to 64 */
+    /* blocks follow, from offset GRAIN */
 } chunk;
 
+typedef struct shared_class {
+    free_block *first, *last; /* released blocks, oldest first */
+    size_t count;
+    free_block *fresh;        /* never used */
+} shared_class;
+
+/* One lock for the shared structures: they are the slow path (a thread's
+ * ring serves its own releases). */
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static free_block *shared;   /* released blocks that no thread ring took */
-static chunk *chunks;        /* every chunk made: never freed */
-static size_t block_size;    /* fixed at the first call */
+static shared_class shared[CLASSES];
+static chunk *chunks; /* every chunk made: never freed */
 
 typedef struct ring {
-    void *slot[RING];
     unsigned head, tail; /* taken from head, given at tail */
+    void *slot[RING];
 } ring;
 
-static _Thread_local ring mine;
+typedef struct thread_rings {
+    ring *r[CLASSES]; /* made at the thread's first release of the class */
+} thread_rings;
+
+static _Thread_local thread_rings mine;
 static pthread_key_t exit_key;
 static pthread_once_t exit_once = PTHREAD_ONCE_INIT;
 
-/* A thread that ends hands its ring to the shared list. */
-static void ring_exit(void *arg)
+static void shared_put_locked(unsigned c, void *block)
 {
-    ring *r = arg;
+    free_block *b = block;
+    b->next = NULL;
+    if (shared[c].last != NULL)
+        shared[c].last->next = b;
+    else
+        shared[c].first = b;
+    shared[c].last = b;
+    shared[c].count++;
+}
+
+/* A thread that ends hands its rings to the shared FIFOs, oldest first. */
+static void rings_exit(void *arg)
+{
+    thread_rings *t = arg;
     pthread_mutex_lock(&lock);
-    while (r->head != r->tail) {
-        free_block *b = r->slot[r->head++ % RING];
-        b->next = shared;
-        shared = b;
+    for (unsigned c = 0; c < CLASSES; c++) {
+        ring *r = t->r[c];
+        if (r == NULL)
+            continue;
+        while (r->head != r->tail)
+            shared_put_locked(c, r->slot[r->head++ % RING]);
+        t->r[c] = NULL;
+        free(r);
     }
     pthread_mutex_unlock(&lock);
 }
 
 static void exit_init(void)
 {
-    (void)pthread_key_create(&exit_key, ring_exit);
+    (void)pthread_key_create(&exit_key, rings_exit);
 }
 
-static void *take_shared(size_t size)
+static void *take_shared(unsigned c)
 {
+    size_t bs = (size_t)(c + 1) * GRAIN;
     pthread_mutex_lock(&lock);
-    free_block *b = shared;
-    if (b != NULL) {
-        shared = b->next;
+    shared_class *s = &shared[c];
+    free_block *b = NULL;
+    if (s->count > GM_HANDLE_QUARANTINE) {
+        b = s->first;
+        s->first = b->next;
+        if (s->first == NULL)
+            s->last = NULL;
+        s->count--;
+    } else if (s->fresh != NULL) {
+        b = s->fresh;
+        s->fresh = b->next;
     } else {
-        if (block_size == 0)
-            block_size = (size + 63) & ~(size_t)63;
         void *mem = NULL;
-        if (posix_memalign(&mem, 64, 64 + CHUNK * block_size) == 0) {
-            chunk *c = mem;
-            c->next = chunks;
-            chunks = c;
-            char *first = (char *)mem + 64;
-            for (size_t i = 1; i < CHUNK; i++) {
-                free_block *f = (free_block *)(void *)(first + i * block_size);
-                f->next = shared;
-                shared = f;
+        if (posix_memalign(&mem, GRAIN, GRAIN + CHUNK * bs) == 0) {
+            chunk *ch = mem;
+            ch->next = chunks;
+            chunks = ch;
+            char *first = (char *)mem + GRAIN;
+            for (size_t i = CHUNK - 1; i >= 1; i--) {
+                free_block *f = (free_block *)(void *)(first + i * bs);
+                f->next = s->fresh;
+                s->fresh = f;
             }
             b = (free_block *)(void *)first;
         }
@@ -82,29 +131,184 @@ static void *take_shared(size_t size)
     return b;
 }
 
-void *gm_handle_take(size_t size)
+static void *take_small(unsigned c)
 {
-    ring *r = &mine;
-    if (r->tail - r->head > GM_HANDLE_QUARANTINE)
+    ring *r = mine.r[c];
+    if (r != NULL && r->tail - r->head > GM_HANDLE_QUARANTINE)
         return r->slot[r->head++ % RING];
-    return take_shared(size);
+    return take_shared(c);
 }
 
-void gm_handle_give(void *block)
+static void give_small(unsigned c, void *block)
 {
-    ring *r = &mine;
-    if (r->tail - r->head < RING) {
-        if (r->tail == r->head && r->tail == 0) {
-            /* the thread's first release: its ring goes back when it ends */
-            pthread_once(&exit_once, exit_init);
-            (void)pthread_setspecific(exit_key, r);
+    ring *r = mine.r[c];
+    if (r == NULL) {
+        pthread_once(&exit_once, exit_init);
+        r = calloc(1, sizeof *r);
+        if (r != NULL) {
+            mine.r[c] = r;
+            /* the thread's rings go back when it ends */
+            (void)pthread_setspecific(exit_key, &mine);
         }
+    }
+    if (r != NULL && r->tail - r->head < RING) {
         r->slot[r->tail++ % RING] = block;
         return;
     }
     pthread_mutex_lock(&lock);
-    free_block *b = block;
-    b->next = shared;
-    shared = b;
+    if (r != NULL) { /* full: its oldest goes on to the shared FIFO, having waited RING releases */
+        shared_put_locked(c, r->slot[r->head++ % RING]);
+        r->slot[r->tail++ % RING] = block;
+    } else {
+        shared_put_locked(c, block);
+    }
     pthread_mutex_unlock(&lock);
+}
+
+/* ---- large objects ---- */
+
+static pthread_mutex_t large_lock = PTHREAD_MUTEX_INITIALIZER;
+static void *large_fifo[GM_HANDLE_QUARANTINE_LARGE]; /* released large objects, a ring */
+static unsigned large_head, large_count;
+
+/* What calloc gave for a large object sits just before it. */
+static void *large_mem(void *h)
+{
+    void *mem;
+    memcpy(&mem, (char *)h - sizeof mem, sizeof mem);
+    return mem;
+}
+
+static void *take_large(size_t size)
+{
+    if (size > SIZE_MAX - GRAIN - sizeof(void *))
+        return NULL;
+    char *mem = calloc(1, size + GRAIN + sizeof(void *));
+    if (mem == NULL)
+        return NULL;
+    uintptr_t at = ((uintptr_t)mem + sizeof(void *) + GRAIN - 1) & ~(uintptr_t)(GRAIN - 1);
+    char *h = (char *)at;
+    memcpy(h - sizeof(void *), &mem, sizeof(void *));
+    return h;
+}
+
+static void give_large(void *h)
+{
+    void *evict = NULL;
+    pthread_mutex_lock(&large_lock);
+    if (large_count == GM_HANDLE_QUARANTINE_LARGE) {
+        evict = large_fifo[large_head];
+        large_head = (large_head + 1) % GM_HANDLE_QUARANTINE_LARGE;
+        large_count--;
+    }
+    large_fifo[(large_head + large_count++) % GM_HANDLE_QUARANTINE_LARGE] = h;
+    pthread_mutex_unlock(&large_lock);
+    if (evict != NULL)
+        free(large_mem(evict));
+}
+
+/* ---- the interface ---- */
+
+void *gm_handle_new(gm_handle_type t, size_t size, size_t clear)
+{
+    if (size < sizeof(gm_handle))
+        size = sizeof(gm_handle);
+    if (clear > size)
+        clear = size;
+    gm_handle *h;
+    if (size <= GM_HANDLE_SMALL_MAX) {
+        unsigned c = (unsigned)((size - 1) / GRAIN);
+        h = take_small(c);
+        if (h == NULL)
+            return NULL;
+        if (clear > sizeof *h)
+            memset((char *)h + sizeof *h, 0, clear - sizeof *h);
+        h->store = c;
+    } else {
+        h = take_large(size);
+        if (h == NULL)
+            return NULL;
+        h->store = LARGE;
+    }
+    __atomic_store_n(&h->magic, GM_HANDLE_LIVE(t), __ATOMIC_RELEASE);
+    return h;
+}
+
+static bool is_live_magic(uint32_t m)
+{
+    return (m & UINT32_C(0xffff0000)) == GM_HANDLE_BASE && (m & 0xffu) == 0x4cu;
+}
+
+bool gm_handle_kill(void *h, gm_handle_type t)
+{
+    if (h == NULL)
+        return false;
+    uint32_t live = GM_HANDLE_LIVE(t);
+    return __atomic_compare_exchange_n(&((gm_handle *)h)->magic, &live, GM_HANDLE_DEAD(t), false,
+                                       __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+}
+
+void gm_handle_free(void *p)
+{
+    if (p == NULL)
+        return;
+    gm_handle *h = p;
+    uint32_t m = __atomic_load_n(&h->magic, __ATOMIC_RELAXED);
+    if (is_live_magic(m))
+        __atomic_store_n(&h->magic, (m & ~UINT32_C(0xff)) | 0x44u, __ATOMIC_RELEASE);
+    if (h->store < CLASSES)
+        give_small(h->store, h);
+    else if (h->store == LARGE)
+        give_large(h);
+    /* GM_HANDLE_STATIC: never freed */
+}
+
+/* ---- messages ---- */
+
+static const struct {
+    const char *name;  /* in words */
+    const char *a;     /* with its article */
+    const char *ctype; /* the public type */
+    const char *ended; /* what the user did to end it */
+} types[GM_HANDLE_TYPES] = {
+    [GM_HANDLE_CONTEXT] = {"context", "a context", "gpumem_context", "released"},
+    [GM_HANDLE_ARRAY] = {"array", "an array", "gpumem_array", "released"},
+    [GM_HANDLE_STREAM] = {"stream", "a stream", "gpumem_stream", "destroyed"},
+    [GM_HANDLE_POOL] = {"device pool", "a device pool", "gpumem_pool", "destroyed"},
+    [GM_HANDLE_HOST_POOL] = {"host pool", "a host pool", "gpumem_host_pool", "destroyed"},
+    [GM_HANDLE_REGISTRATION] = {"registration scope", "a registration scope", "gpumem_registration", "ended"},
+    [GM_HANDLE_MODULE] = {"module", "a module", "gpumem_module", "released"},
+    [GM_HANDLE_FUNCTION] = {"function", "a function", "gpumem_function", "released with its module"},
+    [GM_HANDLE_DEVICE_DATA] = {"device data", "a device data object", "gpumem_device_data", "destroyed"},
+    [GM_HANDLE_DTYPE] = {"dtype", "a dtype", "gpumem_dtype", "released"},
+};
+
+const char *gm_handle_type_name(gm_handle_type t)
+{
+    return t > 0 && t < GM_HANDLE_TYPES ? types[t].name : "handle";
+}
+
+gpumem_status gm_handle_error(const void *h, gm_handle_type t, const char *what, const char *arg)
+{
+    if (h == NULL)
+        return gm_error(GPUMEM_ERROR_NULL_ARGUMENT, "%s: argument '%s' is NULL", what, arg);
+    uint32_t m = __atomic_load_n(&((const gm_handle *)h)->magic, __ATOMIC_ACQUIRE);
+    if (m == GM_HANDLE_LIVE(t)) /* it became live: only a racing reuse of stale memory does that */
+        return gm_error(GPUMEM_ERROR_INVALID_STATE, "%s: '%s' was %s already and its memory reused", what, arg,
+                        types[t].ended);
+    if (m == GM_HANDLE_DEAD(t))
+        return gm_error(GPUMEM_ERROR_INVALID_STATE, "%s: '%s' was %s already (a dead %s handle)", what, arg,
+                        types[t].ended, types[t].name);
+    unsigned other = (m >> 8) & 0xffu;
+    if ((m & UINT32_C(0xffff0000)) == GM_HANDLE_BASE && other > 0 && other < GM_HANDLE_TYPES) {
+        if ((m & 0xffu) == 0x4cu)
+            return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: '%s' is %s (%s), not %s (%s)", what, arg,
+                            types[other].a, types[other].ctype, types[t].a, types[t].ctype);
+        if ((m & 0xffu) == 0x44u)
+            return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: '%s' is %s (%s), %s already, and not %s (%s)", what,
+                            arg, types[other].a, types[other].ctype, types[other].ended, types[t].a,
+                            types[t].ctype);
+    }
+    return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: '%s' is not %s (%s): a pointer to something else, or "
+                    "a handle released long ago", what, arg, types[t].a, types[t].ctype);
 }

@@ -6,7 +6,6 @@
  */
 #include "config.h"
 
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,16 +21,13 @@
 /* ---- registration scopes ----------------------------------------------------------------- */
 
 struct gpumem_registration {
+    gm_handle h;            /* first: the lifecycle check (handles.h); dead once the scope ended */
     gpumem_context *ctx;
     bool mapped;
     size_t narrays;
     gpumem_array **arrays;  /* retained */
     gm_pin_set pins;        /* the page ranges this scope holds a reference on */
-    struct gpumem_registration *next; /* live scopes, to catch a stale handle */
 };
-
-static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
-static gpumem_registration *live; /* guarded by live_lock */
 
 static void registration_free(gpumem_registration *reg)
 {
@@ -39,7 +35,7 @@ static void registration_free(gpumem_registration *reg)
         gpumem_array_release(reg->arrays[i]);
     free(reg->arrays);
     gpumem_context_release(reg->ctx);
-    free(reg);
+    gm_handle_free(reg);
 }
 
 static gpumem_status begin(const char *what, gpumem_context *ctx, gpumem_array *const *arrays, size_t count,
@@ -48,11 +44,17 @@ static gpumem_status begin(const char *what, gpumem_context *ctx, gpumem_array *
     if (out == NULL || (count > 0 && arrays == NULL)) /* the public names */
         return gm_error(GPUMEM_ERROR_NULL_ARGUMENT, "%s: argument '%s' is NULL", what,
                         out == NULL ? "registration" : "arrays");
-    for (size_t i = 0; i < count; i++)
+    for (size_t i = 0; i < count; i++) {
         if (arrays[i] == NULL)
             return gm_error(GPUMEM_ERROR_NULL_ARGUMENT, "%s: arrays[%zu] is NULL", what, i);
+        if (!gm_handle_live(arrays[i], GM_HANDLE_ARRAY)) {
+            char arg[48];
+            snprintf(arg, sizeof arg, "arrays[%zu]", i);
+            return gm_handle_error(arrays[i], GM_HANDLE_ARRAY, what, arg);
+        }
+    }
     gpumem_status st;
-    ctx = gm_context_or_default(ctx, &st);
+    ctx = gm_context_use(ctx, what, &st);
     if (st != GPUMEM_OK)
         return st;
     if (mapped) {
@@ -66,9 +68,9 @@ static gpumem_status begin(const char *what, gpumem_context *ctx, gpumem_array *
             return gm_error(GPUMEM_ERROR_NOT_SUPPORTED, "%s: device %d cannot map host memory", what,
                             ctx->device);
     }
-    gpumem_registration *reg = calloc(1, sizeof *reg);
+    gpumem_registration *reg = gm_handle_new(GM_HANDLE_REGISTRATION, sizeof *reg, sizeof *reg);
     if (reg == NULL || (count > 0 && (reg->arrays = calloc(count, sizeof *reg->arrays)) == NULL)) {
-        free(reg);
+        gm_handle_free(reg);
         return gm_error(GPUMEM_ERROR_HOST_OUT_OF_MEMORY, "%s: out of host memory", what);
     }
     reg->ctx = ctx;
@@ -98,10 +100,6 @@ static gpumem_status begin(const char *what, gpumem_context *ctx, gpumem_array *
         gm_error_unhold();
         return st;
     }
-    pthread_mutex_lock(&live_lock);
-    reg->next = live;
-    live = reg;
-    pthread_mutex_unlock(&live_lock);
     *out = reg;
     return GPUMEM_OK;
 }
@@ -113,18 +111,17 @@ static gpumem_status end(const char *what, gpumem_registration **handle, bool ma
     gpumem_registration *reg = *handle;
     if (reg == NULL)
         return gm_error(GPUMEM_ERROR_INVALID_STATE, "%s: the scope was already ended (the handle is NULL)", what);
-    pthread_mutex_lock(&live_lock);
-    gpumem_registration **p = &live;
-    while (*p != NULL && *p != reg)
-        p = &(*p)->next;
-    if (*p == NULL || reg->mapped != mapped) {
-        pthread_mutex_unlock(&live_lock);
-        return gm_error(GPUMEM_ERROR_INVALID_STATE, "%s: not a live %s scope (ended already?)", what,
-                        mapped ? "mapped" : "pinned/register");
-    }
-    *p = reg->next;
-    pthread_mutex_unlock(&live_lock);
-    gpumem_status st = gm_host_unpin_set(&reg->pins, what);
+    gpumem_status st = gm_handle_check(reg, GM_HANDLE_REGISTRATION, what, "*registration");
+    if (st != GPUMEM_OK)
+        return st;
+    if (reg->mapped != mapped)
+        return gm_error(GPUMEM_ERROR_INVALID_STATE, "%s: '*registration' is a %s scope: end it with %s", what,
+                        reg->mapped ? "mapped" : "pinned/register", reg->mapped ? "gpumem_unmapped" :
+                        "gpumem_unpinned or gpumem_deregister");
+    /* One compare-and-swap: of two threads that end the scope, one does. */
+    if (!gm_handle_kill(reg, GM_HANDLE_REGISTRATION))
+        return gm_handle_error(reg, GM_HANDLE_REGISTRATION, what, "*registration");
+    st = gm_host_unpin_set(&reg->pins, what);
     registration_free(reg);
     *handle = NULL;
     return st;
@@ -262,7 +259,7 @@ GPUMEM_API gpumem_status gpumem_host_pool_allocate(gpumem_host_pool *pool, int n
                                                    const gpumem_dtype *dtype, char order, gpumem_array **array)
 {
     const char *what = "gpumem_host_pool_allocate";
-    GM_CHECK_NULL(pool);
+    GM_CHECK_HANDLE(pool);
     GM_CHECK_NULL(array);
     int64_t cstrides[GM_MAX_NDIM];
     gpumem_context *ctx = gm_host_pool_context(pool);

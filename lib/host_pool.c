@@ -43,9 +43,8 @@ GPUMEM_API gpumem_status gpumem_host_pool_destroy(gpumem_host_pool *pool)
 {
     if (pool == NULL)
         return GPUMEM_OK;
-    gm_pool *p = NULL;
-    gpumem_status st = host_check(pool, "gpumem_host_pool_destroy", &p);
-    return st != GPUMEM_OK ? st : gm_pool_core_destroy(p, "gpumem_host_pool_destroy");
+    GM_END_HANDLE(pool);
+    return gm_pool_core_destroy(gm_pool_of_host(pool), "gpumem_host_pool_destroy");
 }
 
 GPUMEM_API gpumem_status gpumem_host_pool_context(const gpumem_host_pool *pool, gpumem_context **ctx)

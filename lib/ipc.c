@@ -127,7 +127,7 @@ static gpumem_status pci_ids(const char *what, int device, int32_t ids[3])
 GPUMEM_API gpumem_status gpumem_ipc_get_handle(const gpumem_array *array, gpumem_ipc_handle *handle)
 {
     const char *what = "gpumem_ipc_get_handle";
-    GM_CHECK_NULL(array);
+    GM_CHECK_HANDLE(array);
     GM_CHECK_NULL(handle);
     const gpumem_array *a = array;
     if (a->kind != GPUMEM_MEMORY_DEVICE && a->kind != GPUMEM_MEMORY_FOREIGN)
@@ -389,6 +389,7 @@ static gpumem_status open_mapped(const char *what, gpumem_context *ctx, gpumem_c
 GPUMEM_API gpumem_status gpumem_ipc_open(gpumem_context *ctx, const gpumem_ipc_handle *handle, gpumem_array **array)
 {
     const char *what = "gpumem_ipc_open";
+    GM_CHECK_HANDLE_OR_NULL(ctx);
     GM_CHECK_NULL(handle);
     GM_CHECK_NULL(array);
     decoded *d = malloc(sizeof *d);

@@ -413,12 +413,10 @@ GPUMEM_API gpumem_status gpumem_memoize(gpumem_context *ctx, const void *key, si
     if (key == NULL && key_size > 0)
         return gm_error(GPUMEM_ERROR_NULL_ARGUMENT, "gpumem_memoize: argument 'key' is NULL but key_size "
                         "is %zu", key_size);
-    if (ctx == NULL) { /* the autoinit context; a call only when it is asked for */
-        gpumem_status st;
-        ctx = gm_context_or_default(ctx, &st);
-        if (st != GPUMEM_OK)
-            return st;
-    }
+    gpumem_status st; /* the autoinit context only when it is asked for; else one check */
+    ctx = gm_context_or_default(ctx, &st);
+    if (st != GPUMEM_OK)
+        return st;
     /* the hit, before anything else */
     gm_memo *m = atomic_load_explicit(&ctx->memo, memory_order_acquire);
     if (m != NULL && hit_find(m, create, key, key_size, value))

@@ -136,14 +136,14 @@ static gpumem_status module_free(gpumem_module *m)
         st = gm_drv_check(GM_DRV(module_unload, m->ctx->dctx, m->dm), GM_OP_module_unload, "gpumem_module_release");
     for (struct gpumem_function *f = m->functions, *next; f != NULL; f = next) {
         next = f->next;
-        free(f);
+        gm_handle_free(f);
     }
     for (gm_global *g = m->globals, *next; g != NULL; g = next) {
         next = g->next;
         free(g);
     }
     pthread_rwlock_destroy(&m->lock);
-    free(m);
+    gm_handle_free(m);
     return st;
 }
 
@@ -171,10 +171,10 @@ static gpumem_status module_create(gpumem_context *ctx, const void *key, size_t 
     (void)user;
     const char *what = "gpumem_module_load";
     bool ptx = image_format(key, key_size) == IMAGE_PTX;
-    gpumem_module *m = calloc(1, sizeof *m);
+    gpumem_module *m = gm_handle_new(GM_HANDLE_MODULE, sizeof *m, sizeof *m);
     char *text = NULL;
     if (m == NULL || (ptx && (text = malloc(key_size + 1)) == NULL)) {
-        free(m);
+        gm_handle_free(m);
         return gm_error(GPUMEM_ERROR_HOST_OUT_OF_MEMORY, "%s: out of host memory", what);
     }
     const void *load = key;
@@ -189,7 +189,7 @@ static gpumem_status module_create(gpumem_context *ctx, const void *key, size_t 
                     sizeof log);
     free(text);
     if (rc != 0) {
-        free(m);
+        gm_handle_free(m);
         /* the log, on one line */
         size_t n = strlen(log);
         while (n > 0 && (log[n - 1] == '\n' || log[n - 1] == '\r' || log[n - 1] == ' '))
@@ -215,10 +215,12 @@ static void module_cache_drop(void *value, void *user)
     module_unref(value);
 }
 
+/* A caller of gpumem_module_load gets a reference. */
 static void module_acquire(void *value)
 {
     gpumem_module *m = value;
     atomic_fetch_add_explicit(&m->refs, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&m->user_refs, 1, memory_order_relaxed);
 }
 
 GPUMEM_API gpumem_status gpumem_module_load(gpumem_context *ctx, const void *image_data, size_t size,
@@ -246,9 +248,10 @@ GPUMEM_API gpumem_status gpumem_module_load(gpumem_context *ctx, const void *ima
 
 GPUMEM_API gpumem_status gpumem_module_retain(gpumem_module *module)
 {
-    GM_CHECK_NULL(module);
+    GM_CHECK_HANDLE(module);
     gpumem_context_retain(module->ctx);
     atomic_fetch_add_explicit(&module->refs, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&module->user_refs, 1, memory_order_relaxed);
     return GPUMEM_OK;
 }
 
@@ -256,6 +259,14 @@ GPUMEM_API gpumem_status gpumem_module_release(gpumem_module *module)
 {
     if (module == NULL)
         return GPUMEM_OK;
+    GM_CHECK_HANDLE(module);
+    /* The kernel cache keeps a module alive after its callers' last
+     * release: their count tells a release too many. */
+    if (atomic_fetch_sub_explicit(&module->user_refs, 1, memory_order_relaxed) <= 0) {
+        atomic_fetch_add_explicit(&module->user_refs, 1, memory_order_relaxed);
+        return gm_error(GPUMEM_ERROR_INVALID_STATE, "gpumem_module_release: 'module' was released already (more "
+                        "often than it was loaded and retained; the kernel cache still holds it)");
+    }
     gpumem_context *ctx = module->ctx;
     gpumem_status st = module_unref(module); /* unloads while ctx is still held */
     gpumem_status cst = gpumem_context_release(ctx);
@@ -264,7 +275,7 @@ GPUMEM_API gpumem_status gpumem_module_release(gpumem_module *module)
 
 GPUMEM_API gpumem_status gpumem_module_context(const gpumem_module *module, gpumem_context **ctx)
 {
-    GM_CHECK_NULL(module);
+    GM_CHECK_HANDLE(module);
     GM_CHECK_NULL(ctx);
     *ctx = module->ctx;
     return GPUMEM_OK;
@@ -291,7 +302,7 @@ static gm_global *find_global(const gpumem_module *m, const char *name)
 GPUMEM_API gpumem_status gpumem_module_get_function(gpumem_module *module, const char *name,
                                                     gpumem_function **function)
 {
-    GM_CHECK_NULL(module);
+    GM_CHECK_HANDLE(module);
     GM_CHECK_NULL(name);
     GM_CHECK_NULL(function);
     pthread_rwlock_rdlock(&module->lock);
@@ -311,7 +322,7 @@ GPUMEM_API gpumem_status gpumem_module_get_function(gpumem_module *module, const
             char what[160];
             snprintf(what, sizeof what, "gpumem_module_get_function: no kernel '%.100s' in the module", name);
             st = gm_drv_check(rc, GM_OP_module_get_function, what);
-        } else if ((f = malloc(sizeof *f + len + 1)) == NULL) {
+        } else if ((f = gm_handle_new(GM_HANDLE_FUNCTION, sizeof *f + len + 1, sizeof *f)) == NULL) {
             st = gm_error(GPUMEM_ERROR_HOST_OUT_OF_MEMORY, "gpumem_module_get_function: out of host memory");
         } else {
             f->module = module;
@@ -367,7 +378,7 @@ static gpumem_status get_global(const char *what, gpumem_module *m, const char *
 GPUMEM_API gpumem_status gpumem_module_get_global(gpumem_module *module, const char *name, uint64_t *pointer,
                                                   size_t *bytes)
 {
-    GM_CHECK_NULL(module);
+    GM_CHECK_HANDLE(module);
     GM_CHECK_NULL(name);
     gm_global *g;
     gpumem_status st = get_global("gpumem_module_get_global", module, name, &g);
@@ -384,7 +395,7 @@ GPUMEM_API gpumem_status gpumem_module_get_global(gpumem_module *module, const c
 
 GPUMEM_API gpumem_status gpumem_function_name(const gpumem_function *function, const char **name)
 {
-    GM_CHECK_NULL(function);
+    GM_CHECK_HANDLE(function);
     GM_CHECK_NULL(name);
     *name = function->name;
     return GPUMEM_OK;
@@ -392,7 +403,7 @@ GPUMEM_API gpumem_status gpumem_function_name(const gpumem_function *function, c
 
 GPUMEM_API gpumem_status gpumem_function_module(const gpumem_function *function, gpumem_module **module)
 {
-    GM_CHECK_NULL(function);
+    GM_CHECK_HANDLE(function);
     GM_CHECK_NULL(module);
     *module = function->module;
     return GPUMEM_OK;
@@ -426,7 +437,7 @@ _Static_assert((int)GPUMEM_FUNCTION_NUM_REGS == (int)GM_CU_FUNC_ATTRIBUTE_NUM_RE
 GPUMEM_API gpumem_status gpumem_function_attribute(const gpumem_function *function, gpumem_function_attr attr,
                                                    int *value)
 {
-    GM_CHECK_NULL(function);
+    GM_CHECK_HANDLE(function);
     GM_CHECK_NULL(value);
     const char *name = attr_name(attr);
     if (name == NULL)
@@ -445,7 +456,7 @@ GPUMEM_API gpumem_status gpumem_function_attribute(const gpumem_function *functi
 GPUMEM_API gpumem_status gpumem_function_set_attribute(gpumem_function *function, gpumem_function_attr attr,
                                                        int value)
 {
-    GM_CHECK_NULL(function);
+    GM_CHECK_HANDLE(function);
     if (attr != GPUMEM_FUNCTION_MAX_DYNAMIC_SHARED_SIZE_BYTES && attr != GPUMEM_FUNCTION_PREFERRED_SHARED_MEMORY_CARVEOUT)
         return gm_error(GPUMEM_ERROR_INVALID_VALUE, "gpumem_function_set_attribute: attr %d (%s) cannot be set; "
                         "only MAX_DYNAMIC_SHARED_SIZE_BYTES and PREFERRED_SHARED_MEMORY_CARVEOUT can",
@@ -463,7 +474,7 @@ GPUMEM_API gpumem_status gpumem_function_set_attribute(gpumem_function *function
 GPUMEM_API gpumem_status gpumem_function_max_active_blocks(const gpumem_function *function, int block_threads,
                                                            size_t shared_bytes, int *blocks)
 {
-    GM_CHECK_NULL(function);
+    GM_CHECK_HANDLE(function);
     GM_CHECK_NULL(blocks);
     if (block_threads <= 0)
         return gm_error(GPUMEM_ERROR_INVALID_VALUE, "gpumem_function_max_active_blocks: block_threads is %d; "
@@ -483,7 +494,7 @@ GPUMEM_API gpumem_status gpumem_launch(const gpumem_function *function, const un
                                        const unsigned block[3], unsigned shared_bytes, gpumem_stream *stream,
                                        void **params)
 {
-    GM_CHECK_NULL(function);
+    GM_CHECK_HANDLE(function);
     GM_CHECK_NULL(grid);
     GM_CHECK_NULL(block);
     static const char axis[3] = {'x', 'y', 'z'};
@@ -518,9 +529,9 @@ GPUMEM_API gpumem_status gpumem_const_array_like(gpumem_module *module, const ch
                                                  gpumem_array **device_array)
 {
     const char *what = "gpumem_const_array_like";
-    GM_CHECK_NULL(module);
+    GM_CHECK_HANDLE(module);
     GM_CHECK_NULL(symbol);
-    GM_CHECK_NULL(array);
+    GM_CHECK_HANDLE(array);
     GM_CHECK_NULL(device_array);
     gpumem_status st = gm_stream_check(stream, module->ctx, what, "module");
     gm_global *g;

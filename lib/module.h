@@ -10,8 +10,10 @@
 #include "context.h"
 #include "driver.h"
 #include "gpumem/module.h"
+#include "handles.h"
 
 struct gpumem_function {
+    gm_handle h; /* first: the lifecycle check (handles.h); dead with its module */
     struct gpumem_function *next; /* in its module's list */
     gpumem_module *module;
     gm_dfunc *df;
@@ -26,10 +28,12 @@ typedef struct gm_global {
 } gm_global;
 
 struct gpumem_module {
+    gm_handle h; /* first: the lifecycle check (handles.h); dead once freed */
     /* the cache's reference (holding no context reference) + callers'
      * references (each holding one) + arrays of const_array_like (whose
      * arrays hold one) */
     atomic_int refs;
+    atomic_int user_refs; /* the callers' references alone: load and retain less release */
     gpumem_context *ctx;
     gm_dmodule *dm;
     pthread_rwlock_t lock; /* the name lists below; entries are never removed */

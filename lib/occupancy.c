@@ -22,8 +22,10 @@
 #include "cuda_abi.h"
 #include "driver.h"
 #include "error.h"
+#include "handles.h"
 
 struct gpumem_device_data {
+    gm_handle h; /* first: the lifecycle check (handles.h) */
     int device, major, minor;
     const gm_arch *arch;
     int value[GPUMEM_DEVICE_DATA_FIELD_COUNT];
@@ -106,7 +108,7 @@ GPUMEM_API gpumem_status gpumem_device_data_create(int device, gpumem_device_dat
         gm_debug("device data: compute capability %d.%d is not in the architecture table; using %d.%d's "
                  "allocation rules", major, minor, a->major, a->minor);
 
-    gpumem_device_data *d = calloc(1, sizeof *d);
+    gpumem_device_data *d = gm_handle_new(GM_HANDLE_DEVICE_DATA, sizeof *d, sizeof *d);
     if (d == NULL)
         return gm_error(GPUMEM_ERROR_HOST_OUT_OF_MEMORY, "gpumem_device_data_create: out of host memory");
     d->device = device;
@@ -143,7 +145,7 @@ GPUMEM_API gpumem_status gpumem_device_data_create(int device, gpumem_device_dat
                    &v[GPUMEM_DEVICE_DATA_RESERVED_SHARED_MEMORY])) != GPUMEM_OK ||
         (st = attr(device, GM_CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, "MULTIPROCESSOR_COUNT", -1,
                    &v[GPUMEM_DEVICE_DATA_MULTIPROCESSORS])) != GPUMEM_OK) {
-        free(d);
+        gm_handle_free(d);
         return st;
     }
     /* The allocation rules: the table only. */
@@ -164,7 +166,7 @@ GPUMEM_API gpumem_status gpumem_device_data_create(int device, gpumem_device_dat
                       "gpumem_device_data_create: device %d reports implausible limits (warp size %d, "
                       "%d threads per multiprocessor, %d blocks per multiprocessor)",
                       device, warp, threads_per_sm, v[GPUMEM_DEVICE_DATA_THREAD_BLOCKS_PER_MP]);
-        free(d);
+        gm_handle_free(d);
         return st;
     }
     /* pycuda hard-codes 64 from 3.0; the device's resident threads decide. */
@@ -175,14 +177,17 @@ GPUMEM_API gpumem_status gpumem_device_data_create(int device, gpumem_device_dat
 
 GPUMEM_API gpumem_status gpumem_device_data_destroy(gpumem_device_data *dd)
 {
-    free(dd);
+    if (dd == NULL)
+        return GPUMEM_OK;
+    GM_END_HANDLE(dd);
+    gm_handle_free(dd);
     return GPUMEM_OK;
 }
 
 GPUMEM_API gpumem_status gpumem_device_data_get(const gpumem_device_data *dd, gpumem_device_data_field field,
                                                 int *value)
 {
-    GM_CHECK_NULL(dd);
+    GM_CHECK_HANDLE(dd);
     GM_CHECK_NULL(value);
     if ((unsigned)field >= GPUMEM_DEVICE_DATA_FIELD_COUNT)
         return gm_error(GPUMEM_ERROR_INVALID_VALUE,
@@ -232,7 +237,7 @@ static gpumem_status round_up_size(size_t x, size_t unit, size_t *out, const cha
 GPUMEM_API gpumem_status gpumem_device_data_align_bytes(const gpumem_device_data *dd, size_t word_size,
                                                         size_t *bytes)
 {
-    GM_CHECK_NULL(dd);
+    GM_CHECK_HANDLE(dd);
     GM_CHECK_NULL(bytes);
     return align_bytes(word_size, bytes, "gpumem_device_data_align_bytes", "word_size");
 }
@@ -240,7 +245,7 @@ GPUMEM_API gpumem_status gpumem_device_data_align_bytes(const gpumem_device_data
 GPUMEM_API gpumem_status gpumem_device_data_align(const gpumem_device_data *dd, size_t bytes, size_t word_size,
                                                   size_t *aligned)
 {
-    GM_CHECK_NULL(dd);
+    GM_CHECK_HANDLE(dd);
     GM_CHECK_NULL(aligned);
     size_t unit = 1;
     gpumem_status st = align_bytes(word_size, &unit, "gpumem_device_data_align", "word_size");
@@ -266,7 +271,7 @@ static gpumem_status align_words(size_t word_size, size_t *words, const char *wh
 GPUMEM_API gpumem_status gpumem_device_data_align_words(const gpumem_device_data *dd, size_t word_size,
                                                         size_t *words)
 {
-    GM_CHECK_NULL(dd);
+    GM_CHECK_HANDLE(dd);
     GM_CHECK_NULL(words);
     return align_words(word_size, words, "gpumem_device_data_align_words", "word_size");
 }
@@ -274,8 +279,8 @@ GPUMEM_API gpumem_status gpumem_device_data_align_words(const gpumem_device_data
 GPUMEM_API gpumem_status gpumem_device_data_align_dtype(const gpumem_device_data *dd, size_t elements,
                                                         const gpumem_dtype *dtype, size_t *aligned)
 {
-    GM_CHECK_NULL(dd);
-    GM_CHECK_NULL(dtype);
+    GM_CHECK_HANDLE(dd);
+    GM_CHECK_HANDLE(dtype);
     GM_CHECK_NULL(aligned);
     size_t itemsize = 0, words = 1;
     gpumem_status st = gpumem_dtype_itemsize(dtype, &itemsize);
@@ -370,7 +375,7 @@ static gpumem_occupancy_limit first_at(const int64_t limit[4], int64_t tb, const
 GPUMEM_API gpumem_status gpumem_occupancy(const gpumem_device_data *dd, int threads, size_t shared_mem,
                                           int registers, gpumem_occupancy_record *record)
 {
-    GM_CHECK_NULL(dd);
+    GM_CHECK_HANDLE(dd);
     GM_CHECK_NULL(record);
     if (record->size < sizeof(gpumem_occupancy_record))
         return gm_error(GPUMEM_ERROR_INVALID_VALUE,

@@ -191,6 +191,7 @@ typedef struct gm_stripe {
 #define STRIPES_MAX 16u
 
 struct gm_pool {
+    gm_handle h; /* first: the lifecycle check (handles.h): a gpumem_pool or gpumem_host_pool */
     gm_pool_kind kind;
     uint64_t id; /* never reused: thread slots match on it */
     unsigned flags;
@@ -199,7 +200,6 @@ struct gm_pool {
     gpumem_context *ctx;
     atomic_bool holding;
     _Atomic uint64_t harvested; /* orphan_epoch when this pool last harvested (written under lock) */
-    void *mem;                  /* what calloc gave (the pool is aligned inside it) */
     /* On its own cache lines: the fields above are read by every operation. */
     _Alignas(64) pthread_mutex_t lock; /* guards everything below but the stripes */
     bool destroyed;
@@ -844,17 +844,18 @@ gpumem_status gm_pool_core_create(gm_pool_kind kind, gpumem_context *ctx, unsign
                                   const char *what, gm_pool **out)
 {
     gpumem_status st;
-    ctx = gm_context_or_default(ctx, &st);
+    ctx = gm_context_use(ctx, what, &st);
     if (st != GPUMEM_OK)
         return st;
     unsigned n = stripe_count();
-    /* calloc: large, and mostly untouched (a stripe's lists of unused
-     * classes stay zero pages). */
-    void *mem = calloc(1, sizeof(gm_pool) + n * sizeof(gm_stripe) + _Alignof(gm_pool));
-    if (mem == NULL)
+    /* Zeroed by calloc (handles.c's large objects, 64-byte aligned): large,
+     * and mostly untouched (a stripe's lists of unused classes stay zero
+     * pages). */
+    _Static_assert(_Alignof(gm_pool) <= 64, "handles are aligned to 64 bytes");
+    size_t size = sizeof(gm_pool) + n * sizeof(gm_stripe);
+    gm_pool *p = gm_handle_new(kind == GM_POOL_DEVICE ? GM_HANDLE_POOL : GM_HANDLE_HOST_POOL, size, size);
+    if (p == NULL)
         return gm_error(GPUMEM_ERROR_HOST_OUT_OF_MEMORY, "%s: out of host memory", what);
-    gm_pool *p = (gm_pool *)(((uintptr_t)mem + _Alignof(gm_pool) - 1) & ~(uintptr_t)(_Alignof(gm_pool) - 1));
-    p->mem = mem;
     p->stripe_mask = n - 1;
     for (unsigned i = 0; i < n; i++)
         pthread_mutex_init(&p->stripes[i].lock, NULL);
@@ -894,11 +895,13 @@ static void pool_end(gm_pool *p)
     pthread_mutex_destroy(&p->lock);
     if (!(p->flags & GM_POOL_CONTEXT_OWNED))
         gpumem_context_release(p->ctx);
-    free(p->mem);
+    gm_handle_free(p);
 }
 
 gpumem_status gm_pool_core_destroy(gm_pool *p, const char *what)
 {
+    /* Dead for its users (the public destroy did this already). */
+    (void)gm_handle_kill(p, p->kind == GM_POOL_DEVICE ? GM_HANDLE_POOL : GM_HANDLE_HOST_POOL);
     /* Frees racing with this see holding false inside their cache or under
      * their stripe's lock (the release below enters every cache and locks
      * every stripe after this store), and go to the driver; the zombie
@@ -1213,12 +1216,13 @@ gpumem_status gm_pool_release(gpumem_allocation *a, gpumem_stream *stream, const
                                                  memory_order_relaxed))
         return gm_error(GPUMEM_ERROR_INVALID_STATE, "%s: 'alloc' was freed already", what);
     gm_pool *p = r->pool;
-    if (stream != NULL) {
-        gpumem_status st = gm_stream_check(stream, p->ctx, what, "alloc");
-        if (st != GPUMEM_OK) {
-            atomic_store_explicit(&r->tag, tag, memory_order_release); /* still live */
-            return st;
-        }
+    /* Only the context: the library's own frees (alloc.c) pass a stream
+     * whose destroy may be under way; gpumem_allocation_free checked that
+     * the caller's is live. */
+    if (stream != NULL && stream->ctx->dctx != p->ctx->dctx) {
+        atomic_store_explicit(&r->tag, tag, memory_order_release); /* still live */
+        return gm_error(GPUMEM_ERROR_CONTEXT_MISMATCH, "%s: 'alloc' belongs to the context of device %d, but the "
+                        "stream to device %d", what, p->ctx->device, stream->ctx->device);
     }
     if (r->cls == REC_EMPTY)
         return empty_free(p, r);
@@ -1294,12 +1298,7 @@ gpumem_status gm_pool_stats_out(gm_pool *p, struct gpumem_pool_stats *out, const
 
 gpumem_status gm_pool_core_check(const gm_pool *p, gm_pool_kind kind, const char *what, const char *arg)
 {
-    if (p == NULL)
-        return gm_error(GPUMEM_ERROR_NULL_ARGUMENT, "%s: argument '%s' is NULL", what, arg);
-    if (p->kind != kind)
-        return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: '%s' is a %s pool", what, arg,
-                        p->kind == GM_POOL_DEVICE ? "device" : "host");
-    return GPUMEM_OK;
+    return gm_handle_check(p, kind == GM_POOL_DEVICE ? GM_HANDLE_POOL : GM_HANDLE_HOST_POOL, what, arg);
 }
 
 gpumem_context *gm_pool_core_context(const gm_pool *p)
@@ -1321,6 +1320,7 @@ unsigned gm_pool_core_alloc_flags(const gm_pool *p)
 
 GPUMEM_API gpumem_status gpumem_allocation_free(gpumem_allocation *alloc, gpumem_stream *stream)
 {
+    GM_CHECK_HANDLE_OR_NULL(stream);
     return gm_pool_release(alloc, stream, "gpumem_allocation_free");
 }
 

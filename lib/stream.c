@@ -12,6 +12,8 @@
 gpumem_status gm_stream_check(const gpumem_stream *stream, const gpumem_context *ctx, const char *what,
                               const char *arg)
 {
+    if (stream != NULL && !gm_handle_live(stream, GM_HANDLE_STREAM))
+        return gm_handle_error(stream, GM_HANDLE_STREAM, what, "stream");
     if (stream == NULL || ctx == NULL || stream->ctx->dctx == ctx->dctx)
         return GPUMEM_OK;
     return gm_error(GPUMEM_ERROR_CONTEXT_MISMATCH,
@@ -21,7 +23,7 @@ gpumem_status gm_stream_check(const gpumem_stream *stream, const gpumem_context 
 
 static gpumem_stream *stream_new(gpumem_context *ctx, gm_dstream *ds, bool is_default)
 {
-    gpumem_stream *s = calloc(1, sizeof *s);
+    gpumem_stream *s = gm_handle_new(GM_HANDLE_STREAM, sizeof *s, sizeof *s);
     if (s == NULL)
         return NULL;
     s->ctx = ctx;
@@ -41,7 +43,7 @@ void gm_stream_unhold(gpumem_stream *s)
     if (s != NULL && atomic_fetch_sub_explicit(&s->refs, 1, memory_order_acq_rel) == 1) {
         pthread_mutex_destroy(&s->lock);
         pthread_cond_destroy(&s->idle);
-        free(s);
+        gm_handle_free(s);
     }
 }
 
@@ -94,7 +96,7 @@ GPUMEM_API gpumem_status gpumem_stream_default(gpumem_context *ctx, gpumem_strea
 
 GPUMEM_API gpumem_status gpumem_stream_context(const gpumem_stream *stream, gpumem_context **ctx)
 {
-    GM_CHECK_NULL(stream);
+    GM_CHECK_HANDLE(stream);
     GM_CHECK_NULL(ctx);
     *ctx = stream->ctx;
     return GPUMEM_OK;
@@ -161,13 +163,13 @@ static gpumem_status stream_sync(gpumem_stream *s, const char *what)
 
 GPUMEM_API gpumem_status gpumem_stream_synchronize(gpumem_stream *stream)
 {
-    GM_CHECK_NULL(stream);
+    GM_CHECK_HANDLE(stream);
     return stream_sync(stream, "gpumem_stream_synchronize");
 }
 
 GPUMEM_API gpumem_status gpumem_stream_query(gpumem_stream *stream)
 {
-    GM_CHECK_NULL(stream);
+    GM_CHECK_HANDLE(stream);
     int rc = GM_DRV(stream_query, stream->ctx->dctx, stream->ds);
     if (rc == GM_CUDA_ERROR_NOT_READY)
         return GPUMEM_ERROR_NOT_READY; /* an answer, not a failure: the last error stays */
@@ -178,9 +180,11 @@ GPUMEM_API gpumem_status gpumem_stream_destroy(gpumem_stream *stream)
 {
     if (stream == NULL)
         return GPUMEM_OK;
+    GM_CHECK_HANDLE(stream);
     if (stream->is_default)
         return gm_error(GPUMEM_ERROR_INVALID_VALUE, "gpumem_stream_destroy: the default stream belongs to "
                         "its context and cannot be destroyed");
+    GM_END_HANDLE(stream);
     gpumem_context *ctx = stream->ctx;
     /* Out of the context's list first, once no gpumem_context_synchronize
      * is synchronizing it: none can then use the driver stream destroyed
@@ -208,7 +212,7 @@ GPUMEM_API gpumem_status gpumem_stream_destroy(gpumem_stream *stream)
 
 GPUMEM_API gpumem_status gpumem_stream_auto_synchronize_begin(gpumem_stream *stream)
 {
-    GM_CHECK_NULL(stream);
+    GM_CHECK_HANDLE(stream);
     pthread_mutex_lock(&stream->lock);
     stream->auto_depth++;
     pthread_mutex_unlock(&stream->lock);
@@ -217,7 +221,7 @@ GPUMEM_API gpumem_status gpumem_stream_auto_synchronize_begin(gpumem_stream *str
 
 GPUMEM_API gpumem_status gpumem_stream_auto_synchronize_end(gpumem_stream *stream)
 {
-    GM_CHECK_NULL(stream);
+    GM_CHECK_HANDLE(stream);
     pthread_mutex_lock(&stream->lock);
     int depth = stream->auto_depth;
     if (depth > 0)

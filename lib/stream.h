@@ -35,6 +35,7 @@ typedef struct gm_writeback {
 } gm_writeback;
 
 struct gpumem_stream {
+    gm_handle h;          /* first: the lifecycle check (handles.h); dead once destroyed */
     gpumem_context *ctx;  /* retained, except by the default stream, which the context owns */
     gm_dstream *ds;       /* the driver stream; NULL: the legacy default stream */
     bool is_default;
