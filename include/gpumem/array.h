@@ -297,14 +297,14 @@ GPUMEM_API gpumem_status gpumem_array_retain(gpumem_array *array);
  * either way).  NULL is a no-op.
  *
  * Releasing more often than retaining is a bug of the caller, as free()
- * twice is.  The library detects it where it can: array handles are never
- * given back to the system while the process runs, so releasing (or
- * retaining) a handle whose last reference went is
+ * twice is.  The library detects it where it can: releasing, retaining or
+ * using (in any function) a handle whose last reference went is
  * ::GPUMEM_ERROR_INVALID_STATE, changes nothing and touches no freed
- * memory, unless the calling thread has released 64 more arrays since and
- * the handle was handed out again for a new array (then it names that
- * array).  An extra release while other references remain (a view's on its
- * base, a stream's) cannot be told from a rightful one.
+ * memory, unless the calling thread has released 64 more handles of a
+ * similar size since and the memory was handed out again for a new one
+ * (gpumem/status.h, "Handles").  An extra release while other references
+ * remain (a view's on its base, a stream's) cannot be told from a rightful
+ * one.
  * @param array the array, or NULL.
  * @return ::GPUMEM_OK; ::GPUMEM_ERROR_INVALID_STATE (released after its last release), or a driver failure
  *        freeing the memory.

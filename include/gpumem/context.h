@@ -218,16 +218,21 @@ GPUMEM_API gpumem_status gpumem_context_create_default(gpumem_context **ctx);
 /**
  * Adds a reference.
  * @param ctx the context.
- * @return ::GPUMEM_OK, or ::GPUMEM_ERROR_NULL_ARGUMENT.
+ * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT, ::GPUMEM_ERROR_INVALID_STATE (its last reference went).
  */
 GPUMEM_API gpumem_status gpumem_context_retain(gpumem_context *ctx);
 
 /**
  * Drops a reference; the last one releases the primary context.  Releasing
- * NULL is a no-op that succeeds.
+ * NULL is a no-op that succeeds.  Releasing it again after the last
+ * reference went, or passing it to any function afterwards, is
+ * ::GPUMEM_ERROR_INVALID_STATE (gpumem/status.h says how far that is
+ * detected); an extra release while the library's objects still hold
+ * references (arrays, streams, pools of the context) cannot be told from a
+ * rightful one.
  * @param ctx the context, or NULL.
- * @return ::GPUMEM_OK; ::GPUMEM_ERROR_INVALID_STATE (more releases than references while its memory is still
- *        held), or a driver failure of the final release.
+ * @return ::GPUMEM_OK; ::GPUMEM_ERROR_INVALID_STATE (released already), ::GPUMEM_ERROR_INVALID_VALUE (not a
+ *        context), or a driver failure of the final release.
  */
 GPUMEM_API gpumem_status gpumem_context_release(gpumem_context *ctx);
 

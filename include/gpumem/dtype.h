@@ -190,14 +190,19 @@ GPUMEM_API gpumem_status gpumem_dtype_record_create(const gpumem_field *fields, 
 /**
  * Adds a reference (a no-op for builtins); atomic.
  * @param dtype the dtype.
- * @return ::GPUMEM_OK, or ::GPUMEM_ERROR_NULL_ARGUMENT.
+ * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT, ::GPUMEM_ERROR_INVALID_STATE (its last reference went).
  */
 GPUMEM_API gpumem_status gpumem_dtype_retain(const gpumem_dtype *dtype);
 
 /**
- * Drops a reference (a no-op for builtins and NULL).
+ * Drops a reference (a no-op for builtins and NULL); the last one frees
+ * the dtype.  Releasing it again, or using it afterwards, is
+ * ::GPUMEM_ERROR_INVALID_STATE (gpumem/status.h says how far that is
+ * detected); a release while others hold references (arrays of the dtype,
+ * records with a field of it) cannot be told from a rightful one.
  * @param dtype the dtype, or NULL.
- * @return ::GPUMEM_OK.
+ * @return ::GPUMEM_OK; ::GPUMEM_ERROR_INVALID_STATE (its last reference went), ::GPUMEM_ERROR_INVALID_VALUE
+ *         (not a dtype).
  */
 GPUMEM_API gpumem_status gpumem_dtype_release(const gpumem_dtype *dtype);
 

@@ -23,8 +23,11 @@
  * mapped or managed arrays, or memory another library registered) needs
  * nothing and is left alone; device arrays are already device memory and
  * are skipped (gpumem_mapped() gives the array itself as its device view).
- * Ending a scope sets the caller's handle to NULL; ending it again is
- * ::GPUMEM_ERROR_INVALID_STATE, not a crash.
+ * Ending a scope sets the caller's handle to NULL; ending it again, or
+ * ending a stale copy of its handle, is ::GPUMEM_ERROR_INVALID_STATE, not a
+ * crash (gpumem/status.h says how far that is detected); ending a mapped
+ * scope with gpumem_unpinned() or gpumem_deregister(), or a pinned one with
+ * gpumem_unmapped(), is ::GPUMEM_ERROR_INVALID_STATE too.
  *
  * @par Asynchronous copies and pageable memory (numba#5130)
  * A copy given a stream from pageable host memory returns once the source

@@ -105,12 +105,16 @@ GPUMEM_API gpumem_status gpumem_module_load(gpumem_context *ctx, const void *ima
 /**
  * Adds a reference (which holds the module's context).
  * @param module the module.
- * @return ::GPUMEM_OK, or ::GPUMEM_ERROR_NULL_ARGUMENT.
+ * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT, ::GPUMEM_ERROR_INVALID_STATE (the module was freed).
  */
 GPUMEM_API gpumem_status gpumem_module_retain(gpumem_module *module);
 
 /**
  * Drops a reference of gpumem_module_load() or gpumem_module_retain(); NULL is a no-op.
+ * Releasing more often than loading and retaining is ::GPUMEM_ERROR_INVALID_STATE: the callers'
+ * references are counted apart from the kernel cache's, so this holds while the cache keeps the module.
+ * Once the module is freed (its last reference went and the cache dropped it: gpumem_clear_context_caches(),
+ * or the context's end), it and its functions are dead handles (gpumem/status.h).
  * @param module the module, or NULL.
  * @return ::GPUMEM_OK; ::GPUMEM_ERROR_INVALID_STATE (released too often), or a driver failure unloading it.
  */

@@ -213,9 +213,12 @@ typedef struct gpumem_occupancy_record {
 GPUMEM_API gpumem_status gpumem_device_data_create(int device, gpumem_device_data **dd);
 
 /**
- * Frees a device data object; NULL is a no-op that succeeds.
+ * Frees a device data object; NULL is a no-op that succeeds.  Destroying
+ * it again, or using it afterwards, is ::GPUMEM_ERROR_INVALID_STATE
+ * (gpumem/status.h says how far that is detected).
  * @param dd the object, or NULL.
- * @return ::GPUMEM_OK.
+ * @return ::GPUMEM_OK; ::GPUMEM_ERROR_INVALID_STATE (destroyed already), ::GPUMEM_ERROR_INVALID_VALUE (not
+ *        a device data object).
  */
 GPUMEM_API gpumem_status gpumem_device_data_destroy(gpumem_device_data *dd);
 

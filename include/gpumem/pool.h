@@ -74,8 +74,12 @@
  * A pool holds a reference to its context.  gpumem_pool_destroy() gives
  * back every held block at once; allocations that are still live stay
  * valid, and their frees go straight to the driver.  The pool's memory goes
- * when the last of them is freed.  The pool handle itself must not be used
- * after gpumem_pool_destroy().
+ * when the last of them is freed.  The pool handle itself is dead after
+ * gpumem_pool_destroy(): every function given it afterwards, a second
+ * destroy included, returns ::GPUMEM_ERROR_INVALID_STATE, and so does an
+ * allocation of a context whose pool (gpumem_context_set_pool()) it was:
+ * set another pool, or NULL, first.  (gpumem/status.h says how far the
+ * check reaches.)
  *
  * @par Example
  * pycuda's `pool.allocate(n)`, used by work on a stream:
@@ -237,10 +241,10 @@ GPUMEM_API gpumem_status gpumem_pool_create(gpumem_context *ctx, unsigned flags,
  * stay valid; freeing them later gives their blocks to the driver, and the
  * last one ends the pool (see Lifetime above).  NULL is a no-op.  The status
  * is the first failure of giving blocks back; the pool is destroyed either
- * way.
+ * way.  Destroying it again is ::GPUMEM_ERROR_INVALID_STATE.
  * @param pool the pool, or NULL.
- * @return ::GPUMEM_OK; ::GPUMEM_ERROR_INVALID_VALUE (a pool of the other kind), or a driver failure giving
- *        blocks back.
+ * @return ::GPUMEM_OK; ::GPUMEM_ERROR_INVALID_VALUE (a pool of the other kind, or not a pool),
+ *        ::GPUMEM_ERROR_INVALID_STATE (destroyed already), or a driver failure giving blocks back.
  */
 GPUMEM_API gpumem_status gpumem_pool_destroy(gpumem_pool *pool);
 

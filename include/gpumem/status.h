@@ -28,6 +28,48 @@
  *   ::GPUMEM_ERROR_DRIVER_NOT_FOUND (a driver too old for the device),
  *   ::GPUMEM_ERROR_NOT_SIMULATED (the simulator), or else
  *   ::GPUMEM_ERROR_DRIVER; the message names the driver function and error.
+ *
+ * @par Handles: one lifecycle check for every type
+ * Every function checks each handle it is given, the same way for every
+ * handle type (::gpumem_context, ::gpumem_array, ::gpumem_stream,
+ * ::gpumem_pool, ::gpumem_host_pool, ::gpumem_registration,
+ * ::gpumem_module, ::gpumem_function, ::gpumem_device_data,
+ * ::gpumem_dtype), before it reads or changes anything:
+ * - NULL, where a handle is required: ::GPUMEM_ERROR_NULL_ARGUMENT
+ *   (release and destroy functions take NULL as a no-op; NULL contexts and
+ *   streams mean the default ones);
+ * - a handle that was ended (released by its last reference, destroyed, a
+ *   scope ended, a function whose module was freed), whether it is ended
+ *   again or used: ::GPUMEM_ERROR_INVALID_STATE.  The call changes nothing:
+ *   in particular it writes no memory that a newer handle now owns;
+ * - a pointer to a handle of another type (a stream cast to a pool, a host
+ *   pool passed as a device pool), or to memory that holds no handle of
+ *   the library: ::GPUMEM_ERROR_INVALID_VALUE.
+ *
+ * The message names the function and the argument, and says what the
+ * handle was: "gpumem_pool_destroy: 'pool' was destroyed already (a dead
+ * device pool handle)".  Of two threads that end one handle at once,
+ * exactly one succeeds and the other gets ::GPUMEM_ERROR_INVALID_STATE.
+ *
+ * How far this reaches: an ended handle's memory stays the library's (it
+ * is quarantined, not given back to the system), so the check reads no
+ * freed memory, for AddressSanitizer either, and is exact while fewer than
+ * 64 handles of a similar size have been ended since by the thread that
+ * ended it (by any thread, once that thread has exited), and, for pools,
+ * host pools and records of many fields (objects over 1 KiB), while fewer
+ * than 16 such objects have been freed since in the process.  Past that the check is best-effort: the memory may
+ * belong to a newer handle (then the call acts on that handle, or reports
+ * the newer handle's type) or, for large objects, be freed.
+ * A handle's end is its last reference for reference-counted types: a
+ * release while other references remain (a view's on its base, a pool
+ * block's on its context, the kernel cache's on a module) is a rightful
+ * release, and the handle stays live until the last one goes; a context or
+ * a module released more often than the caller retained it while the
+ * library still holds it is ::GPUMEM_ERROR_INVALID_STATE where the count
+ * shows it (gpumem_context_release(), gpumem_module_release()).
+ * ::gpumem_allocation handles are checked exactly, without a limit: see
+ * gpumem/pool.h.  A pointer to memory the process cannot read is not
+ * detected (it crashes, as any pointer does).
  */
 #ifndef GPUMEM_STATUS_H
 #define GPUMEM_STATUS_H
@@ -40,7 +82,7 @@ GPUMEM_BEGIN_DECLS
 typedef enum gpumem_status {
     GPUMEM_OK = 0,                          /**< success */
     GPUMEM_ERROR_NULL_ARGUMENT = 1,         /**< a required pointer argument was NULL */
-    GPUMEM_ERROR_INVALID_VALUE = 2,         /**< an argument is out of its domain */
+    GPUMEM_ERROR_INVALID_VALUE = 2,         /**< an argument is out of its domain (or a handle of another type) */
     GPUMEM_ERROR_INVALID_ENVIRONMENT = 3,   /**< an environment variable or ~/.cuda-device holds a bad value */
     GPUMEM_ERROR_OUT_OF_MEMORY = 4,         /**< device memory is exhausted */
     GPUMEM_ERROR_HOST_OUT_OF_MEMORY = 5,    /**< host (or page-locked host) memory is exhausted */
@@ -53,13 +95,10 @@ typedef enum gpumem_status {
     GPUMEM_ERROR_NOT_SIMULATED = 12,        /**< the simulator backend cannot do this (kernel launches) */
     GPUMEM_ERROR_NOT_READY = 13,            /**< asynchronous work has not completed yet (a query, not a failure) */
     /**
-     * The object is in the wrong state: a pool allocation freed twice, a
-     * registration scope or defer_cleanup scope ended twice, an array
-     * released or retained after its last release (array.h says when that
-     * is detected), a context released more often than retained while its
-     * memory is still the library's.  Releasing or destroying any other
-     * handle twice (a context after its final release, a stream, a pool, a
-     * host pool, a record dtype) is undefined, as free() twice is.
+     * The object is in the wrong state: a handle released, destroyed or
+     * ended already, ended again or used (see "Handles" above for what is
+     * detected), a pool allocation freed twice, a defer_cleanup or
+     * auto_synchronize scope ended without a begin.
      */
     GPUMEM_ERROR_INVALID_STATE = 14,
     GPUMEM_ERROR_CONTEXT_MISMATCH = 15,     /**< objects of different contexts were used together */

@@ -37,9 +37,13 @@ GPUMEM_API gpumem_status gpumem_stream_create(gpumem_context *ctx, unsigned flag
 /**
  * Synchronizes the stream (committing its write-backs), then destroys it.
  * The context's default stream cannot be destroyed.  NULL is a no-op.
+ * Destroying it again, or passing it to any function afterwards, is
+ * ::GPUMEM_ERROR_INVALID_STATE (gpumem/status.h says how far that is
+ * detected).
  * @param stream the stream, or NULL.
- * @return ::GPUMEM_OK; ::GPUMEM_ERROR_INVALID_VALUE (the default stream), or the first driver failure of
- *        the final synchronization or the destruction (the stream is destroyed either way).
+ * @return ::GPUMEM_OK; ::GPUMEM_ERROR_INVALID_VALUE (the default stream, or not a stream),
+ *        ::GPUMEM_ERROR_INVALID_STATE (destroyed already), or the first driver failure of the final
+ *        synchronization or the destruction (the stream is destroyed either way).
  */
 GPUMEM_API gpumem_status gpumem_stream_destroy(gpumem_stream *stream);
 
