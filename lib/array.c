@@ -54,9 +54,10 @@ static gpumem_array *array_alloc(gpumem_memory_kind kind, gpumem_context *ctx, i
 {
     /* Only the header is cleared: shape and strides beyond ndim are never
      * read, and clearing all GM_MAX_NDIM of them costs the fast path. */
-    gpumem_array *a = gm_handle_new(GM_HANDLE_ARRAY, sizeof *a, offsetof(gpumem_array, shape));
+    gpumem_array *a = gm_handle_new(GM_HANDLE_ARRAY, sizeof *a);
     if (a == NULL)
         return NULL;
+    memset((char *)a + sizeof a->h, 0, offsetof(gpumem_array, shape) - sizeof a->h);
     atomic_init(&a->refs, 1);
     a->kind = kind;
     a->ndim = ndim;

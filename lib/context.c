@@ -234,7 +234,7 @@ static gpumem_status context_new(int device, gpumem_selection rule, const char *
     gpumem_status st = check_device(device, what);
     if (st != GPUMEM_OK)
         return st;
-    gpumem_context *ctx = gm_handle_new(GM_HANDLE_CONTEXT, sizeof *ctx, sizeof *ctx);
+    gpumem_context *ctx = gm_handle_new_zeroed(GM_HANDLE_CONTEXT, sizeof *ctx);
     if (ctx == NULL)
         return gm_error(GPUMEM_ERROR_HOST_OUT_OF_MEMORY, "%s: out of host memory", what);
     int rc = GM_DRV(primary_ctx_retain, device, &ctx->dctx);

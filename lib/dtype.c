@@ -148,7 +148,7 @@ const char *gm_dtype_quoted(char *out, const char *s, char quote)
 
 static gpumem_dtype *void_create(int64_t size)
 {
-    gpumem_dtype *d = gm_handle_new(GM_HANDLE_DTYPE, sizeof *d, sizeof *d);
+    gpumem_dtype *d = gm_handle_new_zeroed(GM_HANDLE_DTYPE, sizeof *d);
     if (d == NULL)
         return NULL;
     d->type = GPUMEM_VOID;
@@ -421,7 +421,7 @@ gpumem_status gm_dtype_record_make(const char *what, const gpumem_field *fields,
     size_t at_shapes = round_up(at_fields + nfields * sizeof(gm_field), _Alignof(int64_t));
     size_t at_names = at_shapes + extents * sizeof(int64_t);
     size_t total = at_names + names_len;
-    char *block = gm_handle_new(GM_HANDLE_DTYPE, total, total);
+    char *block = gm_handle_new_zeroed(GM_HANDLE_DTYPE, total);
     if (block == NULL)
         return gm_dtype_out_of_memory(what, total);
     gpumem_dtype *d = (gpumem_dtype *)(void *)block;

@@ -209,29 +209,37 @@ static void give_large(void *h)
 
 /* ---- the interface ---- */
 
-void *gm_handle_new(gm_handle_type t, size_t size, size_t clear)
+static void *handle_new(gm_handle_type t, size_t size, bool zero)
 {
     if (size < sizeof(gm_handle))
         size = sizeof(gm_handle);
-    if (clear > size)
-        clear = size;
     gm_handle *h;
     if (size <= GM_HANDLE_SMALL_MAX) {
         unsigned c = (unsigned)((size - 1) / GRAIN);
         h = take_small(c);
         if (h == NULL)
             return NULL;
-        if (clear > sizeof *h)
-            memset((char *)h + sizeof *h, 0, clear - sizeof *h);
+        if (zero)
+            memset((char *)h + sizeof *h, 0, size - sizeof *h);
         h->store = c;
     } else {
-        h = take_large(size);
+        h = take_large(size); /* calloc: zeroed */
         if (h == NULL)
             return NULL;
         h->store = LARGE;
     }
     __atomic_store_n(&h->magic, GM_HANDLE_LIVE(t), __ATOMIC_RELEASE);
     return h;
+}
+
+void *gm_handle_new(gm_handle_type t, size_t size)
+{
+    return handle_new(t, size, false);
+}
+
+void *gm_handle_new_zeroed(gm_handle_type t, size_t size)
+{
+    return handle_new(t, size, true);
 }
 
 static bool is_live_magic(uint32_t m)

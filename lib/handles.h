@@ -154,9 +154,11 @@ bool gm_handle_kill(void *h, gm_handle_type t);
     } while (0)
 
 /* A new object of `size` bytes (aligned to 64) whose header is live of type
- * t and whose first `clear` bytes after the header are zero (the rest is
- * unspecified); NULL when out of host memory. */
-void *gm_handle_new(gm_handle_type t, size_t size, size_t clear);
+ * t; NULL when out of host memory.  gm_handle_new leaves the bytes after
+ * the header unspecified (the array fast path clears what it needs, by a
+ * constant size); gm_handle_new_zeroed clears them. */
+void *gm_handle_new(gm_handle_type t, size_t size);
+void *gm_handle_new_zeroed(gm_handle_type t, size_t size);
 
 /* Gives an object's memory back (to the quarantine); its magic turns dead
  * if it was not already.  NULL is ignored. */

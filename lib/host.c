@@ -68,7 +68,7 @@ static gpumem_status begin(const char *what, gpumem_context *ctx, gpumem_array *
             return gm_error(GPUMEM_ERROR_NOT_SUPPORTED, "%s: device %d cannot map host memory", what,
                             ctx->device);
     }
-    gpumem_registration *reg = gm_handle_new(GM_HANDLE_REGISTRATION, sizeof *reg, sizeof *reg);
+    gpumem_registration *reg = gm_handle_new_zeroed(GM_HANDLE_REGISTRATION, sizeof *reg);
     if (reg == NULL || (count > 0 && (reg->arrays = calloc(count, sizeof *reg->arrays)) == NULL)) {
         gm_handle_free(reg);
         return gm_error(GPUMEM_ERROR_HOST_OUT_OF_MEMORY, "%s: out of host memory", what);

@@ -171,7 +171,7 @@ static gpumem_status module_create(gpumem_context *ctx, const void *key, size_t 
     (void)user;
     const char *what = "gpumem_module_load";
     bool ptx = image_format(key, key_size) == IMAGE_PTX;
-    gpumem_module *m = gm_handle_new(GM_HANDLE_MODULE, sizeof *m, sizeof *m);
+    gpumem_module *m = gm_handle_new_zeroed(GM_HANDLE_MODULE, sizeof *m);
     char *text = NULL;
     if (m == NULL || (ptx && (text = malloc(key_size + 1)) == NULL)) {
         gm_handle_free(m);
@@ -322,7 +322,7 @@ GPUMEM_API gpumem_status gpumem_module_get_function(gpumem_module *module, const
             char what[160];
             snprintf(what, sizeof what, "gpumem_module_get_function: no kernel '%.100s' in the module", name);
             st = gm_drv_check(rc, GM_OP_module_get_function, what);
-        } else if ((f = gm_handle_new(GM_HANDLE_FUNCTION, sizeof *f + len + 1, sizeof *f)) == NULL) {
+        } else if ((f = gm_handle_new(GM_HANDLE_FUNCTION, sizeof *f + len + 1)) == NULL) {
             st = gm_error(GPUMEM_ERROR_HOST_OUT_OF_MEMORY, "gpumem_module_get_function: out of host memory");
         } else {
             f->module = module;

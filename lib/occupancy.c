@@ -108,7 +108,7 @@ GPUMEM_API gpumem_status gpumem_device_data_create(int device, gpumem_device_dat
         gm_debug("device data: compute capability %d.%d is not in the architecture table; using %d.%d's "
                  "allocation rules", major, minor, a->major, a->minor);
 
-    gpumem_device_data *d = gm_handle_new(GM_HANDLE_DEVICE_DATA, sizeof *d, sizeof *d);
+    gpumem_device_data *d = gm_handle_new_zeroed(GM_HANDLE_DEVICE_DATA, sizeof *d);
     if (d == NULL)
         return gm_error(GPUMEM_ERROR_HOST_OUT_OF_MEMORY, "gpumem_device_data_create: out of host memory");
     d->device = device;

@@ -853,7 +853,7 @@ gpumem_status gm_pool_core_create(gm_pool_kind kind, gpumem_context *ctx, unsign
      * pages). */
     _Static_assert(_Alignof(gm_pool) <= 64, "handles are aligned to 64 bytes");
     size_t size = sizeof(gm_pool) + n * sizeof(gm_stripe);
-    gm_pool *p = gm_handle_new(kind == GM_POOL_DEVICE ? GM_HANDLE_POOL : GM_HANDLE_HOST_POOL, size, size);
+    gm_pool *p = gm_handle_new_zeroed(kind == GM_POOL_DEVICE ? GM_HANDLE_POOL : GM_HANDLE_HOST_POOL, size);
     if (p == NULL)
         return gm_error(GPUMEM_ERROR_HOST_OUT_OF_MEMORY, "%s: out of host memory", what);
     p->stripe_mask = n - 1;

@@ -23,7 +23,7 @@ gpumem_status gm_stream_check(const gpumem_stream *stream, const gpumem_context 
 
 static gpumem_stream *stream_new(gpumem_context *ctx, gm_dstream *ds, bool is_default)
 {
-    gpumem_stream *s = gm_handle_new(GM_HANDLE_STREAM, sizeof *s, sizeof *s);
+    gpumem_stream *s = gm_handle_new_zeroed(GM_HANDLE_STREAM, sizeof *s);
     if (s == NULL)
         return NULL;
     s->ctx = ctx;
