@@ -168,7 +168,7 @@ static void give_small(unsigned c, void *block)
 /* ---- large objects ---- */
 
 static pthread_mutex_t large_lock = PTHREAD_MUTEX_INITIALIZER;
-static void *large_fifo[GM_HANDLE_QUARANTINE_LARGE]; /* released large objects, a ring */
+static void *large_fifo[GM_HANDLE_QUARANTINE_LARGE]; /* released large objects (calloc's pointers), a ring */
 static unsigned large_head, large_count;
 
 /* What calloc gave for a large object sits just before it. */
@@ -201,10 +201,10 @@ static void give_large(void *h)
         large_head = (large_head + 1) % GM_HANDLE_QUARANTINE_LARGE;
         large_count--;
     }
-    large_fifo[(large_head + large_count++) % GM_HANDLE_QUARANTINE_LARGE] = h;
+    /* What calloc gave, so that leak checkers see the block held. */
+    large_fifo[(large_head + large_count++) % GM_HANDLE_QUARANTINE_LARGE] = large_mem(h);
     pthread_mutex_unlock(&large_lock);
-    if (evict != NULL)
-        free(large_mem(evict));
+    free(evict);
 }
 
 /* ---- the interface ---- */
