@@ -5,11 +5,12 @@
 #   one before  <->  libgpumem.so.X, -version-info (X+Y):Z:Y on a library
 #   that started at 1:0:0 (checked as: SONAME X, age Y, revision Z)
 # and debian/libgpumem1.symbols gives each symbol of node GPUMEM_A.B the
-# version A.B.0; NEWS and debian/changelog name the version.  Everything is
+# version A.B.0; NEWS, debian/changelog and the hand-written man pages name
+# the version.  Everything is
 # read from the built library, not from the files it was made from.
 srcdir=${GPUMEM_TEST_SRCDIR:-.}
 builddir=${GPUMEM_TEST_BUILDDIR:-.}
-echo "1..8"
+echo "1..9"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/gpumem-abiver.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
 i=0
@@ -110,3 +111,12 @@ if [ -f "$srcdir/debian/changelog" ]; then
 else
     skip "no debian/ (a release tarball)"
 fi
+
+# 9. The hand-written man pages: .TH NAME SECTION DATE "libgpumem X.Y.Z" ...
+: >"$tmp/log"
+for page in gpumem.1 gpumem.7; do
+    grep -q "^\.TH GPUMEM [17] \"[^\"]*\" \"libgpumem $version\"" "$srcdir/doc/$page" ||
+        grep '^\.TH' "$srcdir/doc/$page" | sed "s/^/doc\/$page: /" >>"$tmp/log"
+done
+[ ! -s "$tmp/log" ]
+t $? "doc/gpumem.1 and doc/gpumem.7 name libgpumem $version in their .TH line" "$tmp/log"
