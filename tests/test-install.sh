@@ -28,7 +28,9 @@ else
     while [ $i -lt 7 ]; do skip "nothing installed"; done
     exit 0
 fi
-libdir=$(PKG_CONFIG_PATH="$builddir" pkg-config --variable=libdir gpumem)
+# The configured directories (make check sets them; gpumem.pc has them only
+# relative to where it is).
+libdir=${GM_LIBDIR:?make check sets GM_LIBDIR} includedir=${GM_INCLUDEDIR:?make check sets GM_INCLUDEDIR}
 pc="PKG_CONFIG_PATH=$stage$libdir/pkgconfig PKG_CONFIG_SYSROOT_DIR=$stage"
 run() { LD_LIBRARY_PATH="$stage$libdir" "$@"; }
 
@@ -46,7 +48,7 @@ if [ "${GPUMEM_HAVE_CXX:-no}" = yes ]; then
             cat "$tmp/out" >>"$tmp/log" 2>/dev/null; result 1 "examples/cpp as $std through pkg-config" "$tmp/log"
         fi
     done
-    if [ -f "$stage$(PKG_CONFIG_PATH="$builddir" pkg-config --variable=includedir gpumem)/gpumem.hpp" ]; then
+    if [ -f "$stage$includedir/gpumem.hpp" ]; then
         result 0 "gpumem.hpp is installed beside gpumem.h" /dev/null
     else result 1 "gpumem.hpp is installed beside gpumem.h" /dev/null; fi
 else
@@ -56,8 +58,11 @@ fi
 if [ "${GPUMEM_HAVE_FORTRAN:-no}" = yes ]; then
     fmoddir=$(env $pc pkg-config --variable=fmoddir gpumem-fortran 2>"$tmp/log")
     modver=$(gzip -dc "$fmoddir/gpumem.mod" 2>/dev/null | sed -n "1s/^GFORTRAN module version '\([0-9]*\)'.*/\1/p")
-    case $fmoddir in
-    "$stage$libdir"/fortran/*) [ -f "$fmoddir/gpumem.mod" ] ;;
+    # gpumem-fortran.pc may name it from its own directory (../..): compare
+    # real paths.
+    real_fmoddir=$(cd "$fmoddir" 2>/dev/null && pwd -P) real_libdir=$(cd "$stage$libdir" && pwd -P)
+    case $real_fmoddir in
+    "$real_libdir"/fortran/*) [ -f "$fmoddir/gpumem.mod" ] ;;
     *) false ;;
     esac
     rc=$?
