@@ -88,6 +88,7 @@ typedef struct gm_dmodule gm_dmodule; /* a backend loaded module (CUmodule) */
     X(occupancy_max_active_blocks, "cuOccupancyMaxActiveBlocksPerMultiprocessor") \
     X(launch_kernel, "cuLaunchKernel")                    \
     X(pointer_get_attributes, "cuPointerGetAttributes")   \
+    X(mem_get_address_range, "cuMemGetAddressRange")      \
     X(ipc_get_mem_handle, "cuIpcGetMemHandle")            \
     X(ipc_open_mem_handle, "cuIpcOpenMemHandle")          \
     X(ipc_close_mem_handle, "cuIpcCloseMemHandle")        \
@@ -180,6 +181,12 @@ typedef struct gm_driver {
      * the result is CUDA_SUCCESS, as cuPointerGetAttributes documents.  Needs
      * no context. */
     int (*pointer_get_attributes)(unsigned count, const int *attrs, void **data, gm_cu_deviceptr ptr);
+    /* cuMemGetAddressRange: the start and size of the device allocation
+     * that holds ptr (cuMemAlloc or managed memory, or a mapping opened from
+     * an IPC handle); either output may be NULL.  An address of no device
+     * allocation is an error (the driver: CUDA_ERROR_NOT_FOUND or
+     * CUDA_ERROR_INVALID_VALUE). */
+    int (*mem_get_address_range)(gm_dctx *ctx, gm_cu_deviceptr *base, size_t *size, gm_cu_deviceptr ptr);
     /* The IPC handle of the device allocation (cuMemAlloc) that starts at ptr. */
     int (*ipc_get_mem_handle)(gm_dctx *ctx, gm_cu_ipc_mem_handle *handle, gm_cu_deviceptr ptr);
     /* Maps another process's allocation into ctx; flags 0 or

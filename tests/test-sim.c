@@ -319,6 +319,47 @@ static void test_ipc_own_thread(gm_dctx *c)
     GM_DRV(mem_free, c, d);
 }
 
+/* cuMemGetAddressRange: the device or managed allocation holding an
+ * address, as the registry knows it; counted and injectable like every
+ * operation of the table. */
+static void test_address_range(gm_dctx *c)
+{
+    gm_cu_deviceptr d = 0, m = 0, base = 1;
+    size_t size = 1;
+    void *p = NULL;
+    GM_DRV(mem_alloc, c, &d, 4096);
+    GM_DRV(mem_alloc_managed, c, &m, 3000, GM_CU_MEM_ATTACH_GLOBAL);
+    GM_DRV(mem_host_alloc, c, &p, 4096, 0);
+    uint64_t calls0 = 0, calls1 = 0;
+    gpumem_debug_driver_calls("cuMemGetAddressRange", &calls0);
+    is_int(GM_DRV(mem_get_address_range, c, &base, &size, d + 100), GM_CUDA_SUCCESS,
+           "an address inside a device allocation");
+    ok(base == d && size == 4096, "its allocation's base and size (0x%llx, %zu)", (unsigned long long)base, size);
+    base = 1;
+    is_int(GM_DRV(mem_get_address_range, c, &base, NULL, d + 4095), GM_CUDA_SUCCESS, "the last byte, no size wanted");
+    ok(base == d, "the same base");
+    size = 1;
+    is_int(GM_DRV(mem_get_address_range, c, NULL, &size, m + 2999), GM_CUDA_SUCCESS, "managed memory");
+    is_int(size, 3000, "its size");
+    is_int(GM_DRV(mem_get_address_range, c, &base, &size, d + 4096), GM_CUDA_ERROR_NOT_FOUND,
+           "the byte after the allocation is NOT_FOUND");
+    is_int(GM_DRV(mem_get_address_range, c, &base, &size, H(p)), GM_CUDA_ERROR_NOT_FOUND,
+           "page-locked host memory is no device allocation");
+    is_int(GM_DRV(mem_get_address_range, c, &base, &size, H(&base)), GM_CUDA_ERROR_NOT_FOUND, "pageable memory");
+    is_int(GM_DRV(mem_get_address_range, NULL, &base, &size, d), GM_CUDA_ERROR_INVALID_CONTEXT, "no context");
+    gpumem_debug_driver_calls("cuMemGetAddressRange", &calls1);
+    is_int(calls1 - calls0, 7, "each call counted as cuMemGetAddressRange");
+    gpumem_debug_fail_call(1, GM_CUDA_ERROR_ILLEGAL_ADDRESS);
+    base = 1;
+    is_int(GM_DRV(mem_get_address_range, c, &base, &size, d), GM_CUDA_ERROR_ILLEGAL_ADDRESS,
+           "fault injection reaches it");
+    is_int(base, 1, "without reaching the simulator");
+    GM_DRV(mem_free, c, d);
+    is_int(GM_DRV(mem_get_address_range, c, &base, &size, d), GM_CUDA_ERROR_NOT_FOUND, "a freed allocation");
+    GM_DRV(mem_free, c, m);
+    GM_DRV(mem_free_host, c, p);
+}
+
 static void test_capacity(gm_dctx *c)
 {
     gm_cu_deviceptr a = 0, b = 0, x = 0;
@@ -987,7 +1028,7 @@ int main(void)
     setenv("GPUMEM_SIM_BUSY", "2", 1);
     setenv("GPUMEM_SIM_HOST_MEMORY", "16M", 1);
     setenv("GPUMEM_SIM_STREAM_DELAY_US", "300000", 1);
-    plan(238);
+    plan(252);
     unsetenv("GPUMEM_SIM_FAIL");
 
     /* children first: they must fork before this process starts workers */
@@ -1004,6 +1045,7 @@ int main(void)
     test_capacity(c0);
     test_copies(c0);
     test_ipc_own_thread(c0);
+    test_address_range(c0);
     test_copies_2d(c0);
     test_copies_3d(c0);
     test_pinned(c0);
