@@ -92,6 +92,7 @@
                        unsigned block_z, unsigned shared_bytes, gm_cu_stream stream,       \
                        void **params, void **extra))                                      \
     X(cuPointerGetAttributes, (unsigned count, int *attrs, void **data, gm_cu_deviceptr ptr)) \
+    X(cuMemGetAddressRange, (gm_cu_deviceptr *base, size_t *size, gm_cu_deviceptr dptr))    \
     X(cuIpcGetMemHandle, (gm_cu_ipc_mem_handle *handle, gm_cu_deviceptr dptr))            \
     X(cuIpcOpenMemHandle, (gm_cu_deviceptr *dptr, gm_cu_ipc_mem_handle handle,             \
                            unsigned flags))                                                \
@@ -532,6 +533,12 @@ static int cuda_pointer_get_attributes(unsigned count, const int *attrs, void **
     return cu.cuPointerGetAttributes(count, copy, data, ptr);
 }
 
+static int cuda_mem_get_address_range(gm_dctx *ctx, gm_cu_deviceptr *base, size_t *size, gm_cu_deviceptr ptr)
+{
+    CU_TRY(make_current(ctx));
+    return cu.cuMemGetAddressRange(base, size, ptr);
+}
+
 static int cuda_ipc_get_mem_handle(gm_dctx *ctx, gm_cu_ipc_mem_handle *handle, gm_cu_deviceptr ptr)
 {
     CU_TRY(make_current(ctx));
@@ -624,6 +631,7 @@ static const gm_driver cuda_driver = {
     .occupancy_max_active_blocks = cuda_occupancy_max_active_blocks,
     .launch_kernel = cuda_launch_kernel,
     .pointer_get_attributes = cuda_pointer_get_attributes,
+    .mem_get_address_range = cuda_mem_get_address_range,
     .ipc_get_mem_handle = cuda_ipc_get_mem_handle,
     .ipc_open_mem_handle = cuda_ipc_open_mem_handle,
     .ipc_close_mem_handle = cuda_ipc_close_mem_handle,

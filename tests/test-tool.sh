@@ -9,12 +9,22 @@ if [ "${GPUMEM_BACKEND:-sim}" = sim ]; then
 fi
 export HOME="$tmp"
 unset CUDA_DEVICE
-echo "1..23"
+echo "1..24"
 i=0
 t() { i=$((i + 1)); if [ "$1" = 0 ]; then echo "ok $i - $2"; else echo "not ok $i - $2"; [ -f "$tmp/out" ] && sed 's/^/# /' "$tmp/out" "$tmp/err"; fi; }
 
 "$gpumem" --help >"$tmp/out" 2>"$tmp/err"; t $? "--help exits 0"
 grep -q '^Usage: gpumem' "$tmp/out"; t $? "--help prints the usage"
+# every option of gpumem(1)'s bench synopsis is in --help's bench line
+srcdir=${GPUMEM_TEST_SRCDIR:-.}
+bench_opts=$(sed -n '/^\.SH SYNOPSIS/,/^\.SH DESCRIPTION/p' "$srcdir/doc/gpumem.1" | sed -n '/^\.B gpumem bench/,/^\.br/p' |
+    grep -o '\\-\\-[a-z]*' | sed 's/\\-/-/g')
+bench_line=$(grep '^  bench ' "$tmp/out")
+missing=
+for o in $bench_opts; do
+    case "$bench_line" in *" [$o"* | *"| $o"* | *" $o "* | *" $o]"*) ;; *) missing="$missing $o" ;; esac
+done
+[ -n "$bench_opts" ] && [ -z "$missing" ]; t $? "--help lists every bench option of gpumem(1) (missing:${missing:- none})"
 "$gpumem" --version >"$tmp/out" 2>"$tmp/err"; t $? "--version exits 0"
 grep -q "^gpumem (libgpumem) [0-9]*\.[0-9]*\.[0-9]*" "$tmp/out"; t $? "--version prints the version"
 "$gpumem" --bogus >"$tmp/out" 2>"$tmp/err"; [ $? = 2 ]; t $? "a bad option exits 2"

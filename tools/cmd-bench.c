@@ -32,13 +32,17 @@
  * and cuMemAllocAsync, at 1, 2, 4 and 8 threads; --alloc: those alone).
  *
  * Output: a table; --json one object {"machine": {...}, "results": [...]};
- * --csv one line per result (bench/bandwidth.gp plots it).  A progress
- * line goes to stderr when it is a terminal.  Exit status: 0, 1 a library
- * failure, 2 a usage error.
+ * --csv one line per result (bench/bandwidth.gp plots it), RFC 4180: a field
+ * with a comma, a quote or a line break is quoted.  A progress line goes to
+ * stderr when it is a terminal.  --rows, --alloc and --peer exclude each
+ * other, as do --json and --csv; --reps takes a decimal 1 to 64.  Exit
+ * status: 0 (also for -h, --help), 1 a library failure, 2 a usage error.
  */
 #include "config.h"
 
 #include <dlfcn.h>
+#include <errno.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -151,6 +155,33 @@ static double median(bench *b, run_fn fn, void *arg)
     return n % 2 ? t[n / 2] : (t[n / 2 - 1] + t[n / 2]) / 2;
 }
 
+/* Writes s as one CSV field (RFC 4180): quoted, its quotes doubled, when it
+ * holds a comma, a quote or a line break; as it is otherwise. */
+static void csv_field(const char *s)
+{
+    if (strpbrk(s, ",\"\r\n") == NULL) {
+        fputs(s, stdout);
+        return;
+    }
+    putchar('"');
+    for (; *s; s++) {
+        if (*s == '"')
+            putchar('"');
+        putchar(*s);
+    }
+    putchar('"');
+}
+
+/* The first three fields of a CSV line: group, case, path. */
+static void csv_names(const char *group, const char *name, const char *path)
+{
+    csv_field(group);
+    putchar(',');
+    csv_field(name);
+    putchar(',');
+    csv_field(path);
+}
+
 static void result(bench *b, const char *group, const char *name, const char *path, uint64_t bytes, double s)
 {
     double gbs = s > 0 ? (double)bytes / s / 1e9 : 0;
@@ -160,8 +191,10 @@ static void result(bench *b, const char *group, const char *name, const char *pa
         printf("%s\n    {\"group\": \"%s\", \"case\": \"%s\", \"path\": \"%s\", \"bytes\": %llu, \"seconds\": %.9f, "
                "\"gb_per_s\": %.3f}",
                b->nresults ? "," : "", group, name, path, (unsigned long long)bytes, s, gbs);
-    else if (b->csv)
-        printf("%s,%s,%s,%llu,%.9f,%.3f\n", group, name, path, (unsigned long long)bytes, s, gbs);
+    else if (b->csv) {
+        csv_names(group, name, path);
+        printf(",%llu,%.9f,%.3f\n", (unsigned long long)bytes, s, gbs);
+    }
     else
         printf("%-9s %-34s %-16s %12llu %10.1f us %9.2f GB/s\n", group, name, path, (unsigned long long)bytes,
                s * 1e6, gbs);
@@ -191,8 +224,10 @@ static void io_alloc_result(bench_io *io, const char *name, const char *path, in
         printf("%s\n    {\"group\": \"alloc\", \"case\": \"%s\", \"path\": \"%s\", \"bytes\": 4096, \"seconds\": %.12f, "
                "\"gb_per_s\": 0, \"threads\": %d, \"pairs_per_s\": %.1f}",
                b->nresults ? "," : "", name, path, s, threads, rate);
-    else if (b->csv)
-        printf("alloc,%s,%s,4096,%.12f,0\n", name, path, s);
+    else if (b->csv) {
+        csv_names("alloc", name, path);
+        printf(",4096,%.12f,0\n", s);
+    }
     else
         printf("%-9s %-50s %-8s %10.1f ns/pair %9.2f M pairs/s\n", "alloc", name, path, s * 1e9, rate / 1e6);
     b->nresults++;
@@ -625,39 +660,95 @@ static void machine(bench *b)
     }
 }
 
+#define BENCH_SYNOPSIS "Usage: gpumem bench [--quick] [--rows | --alloc | --peer] [--json | --csv] [--reps N]\n"
+#define BENCH_MAX_REPS 64 /* median() keeps at most this many times */
+
+static void bench_usage(FILE *out)
+{
+    fputs(BENCH_SYNOPSIS
+          "\n"
+          "Transfer bandwidth of each copy path beside the plain driver call, strided\n"
+          "copies, allocation rows and overlapped copies (see gpumem(1)).\n"
+          "\n"
+          "Options:\n"
+          "  --quick      small sizes only (a smoke test)\n"
+          "  --rows       2-D copy bandwidth against the row width, alone\n"
+          "  --alloc      the allocation rows alone\n"
+          "  --peer       device 0 to 1 and back, peer and staged (two devices)\n"
+          "  --json       one JSON object\n"
+          "  --csv        one CSV line per result (RFC 4180)\n"
+          "  --reps N     timed repetitions per figure, 1 to 64 (default 9, 3 with --quick)\n"
+          "  -h, --help   show this help\n"
+          "\n"
+          "--rows, --alloc and --peer exclude each other, as do --json and --csv.\n"
+          "Exit status: 0 success, 1 a library failure, 2 a usage error.\n",
+          out);
+}
+
+/* A usage error: the message and the synopsis on stderr; returns 2. */
+static int bench_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int bench_usage_error(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("gpumem bench: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputs("\n" BENCH_SYNOPSIS, stderr);
+    va_end(ap);
+    return 2;
+}
+
+/* --reps's value: a decimal number in [1, BENCH_MAX_REPS]; 0 on success. */
+static int parse_reps(const char *text, int *reps)
+{
+    if (text == NULL)
+        return bench_usage_error("--reps needs a number");
+    if (*text == '\0' || strspn(text, "0123456789") != strlen(text))
+        return bench_usage_error("--reps '%s' is not a decimal number", text);
+    errno = 0;
+    unsigned long long v = strtoull(text, NULL, 10);
+    if (errno != ERANGE && v == 0)
+        return bench_usage_error("--reps %s: at least one repetition is needed", text);
+    if (errno == ERANGE || v > BENCH_MAX_REPS)
+        return bench_usage_error("--reps %s is too large (at most %d)", text, BENCH_MAX_REPS);
+    *reps = (int)v;
+    return 0;
+}
+
 int cmd_bench(int argc, char **argv)
 {
     bench b = {.io = {io_progress, io_alloc_result}, .reps = 0};
+    const char *only = NULL, *format = NULL; /* the --rows/--alloc/--peer and --json/--csv given */
     int rows = 0, alloc = 0, peer = 0;
     for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--quick") == 0)
+        const char *a = argv[i];
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            bench_usage(stdout);
+            return 0;
+        } else if (strcmp(a, "--quick") == 0) {
             b.quick = 1;
-        else if (strcmp(argv[i], "--rows") == 0)
-            rows = 1;
-        else if (strcmp(argv[i], "--alloc") == 0)
-            alloc = 1;
-        else if (strcmp(argv[i], "--peer") == 0)
-            peer = 1;
-        else if (strcmp(argv[i], "--json") == 0)
-            b.json = 1;
-        else if (strcmp(argv[i], "--csv") == 0)
-            b.csv = 1;
-        else if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc && atoi(argv[i + 1]) > 0)
-            b.reps = atoi(argv[++i]);
-        else {
-            fprintf(stderr, "gpumem bench: unknown argument '%s'\n"
-                    "Usage: gpumem bench [--quick] [--rows | --alloc | --peer] [--json | --csv] [--reps N]\n", argv[i]);
-            return 2;
+        } else if (strcmp(a, "--rows") == 0 || strcmp(a, "--alloc") == 0 || strcmp(a, "--peer") == 0) {
+            if (only != NULL && strcmp(only, a) != 0)
+                return bench_usage_error("%s and %s exclude each other", only, a);
+            only = a;
+            rows |= strcmp(a, "--rows") == 0;
+            alloc |= strcmp(a, "--alloc") == 0;
+            peer |= strcmp(a, "--peer") == 0;
+        } else if (strcmp(a, "--json") == 0 || strcmp(a, "--csv") == 0) {
+            if (format != NULL && strcmp(format, a) != 0)
+                return bench_usage_error("%s and %s exclude each other", format, a);
+            format = a;
+            b.json |= strcmp(a, "--json") == 0;
+            b.csv |= strcmp(a, "--csv") == 0;
+        } else if (strcmp(a, "--reps") == 0) {
+            if (parse_reps(i + 1 < argc ? argv[++i] : NULL, &b.reps) != 0)
+                return 2;
+        } else {
+            return bench_usage_error("unknown argument '%s'", a);
         }
-    }
-    if (b.json && b.csv) {
-        fprintf(stderr, "gpumem bench: --json and --csv exclude each other\n");
-        return 2;
     }
     if (b.reps == 0)
         b.reps = b.quick ? 3 : 9;
-    if (b.reps > 64)
-        b.reps = 64;
     b.progress = isatty(2) && !b.quick;
     if (gpumem_context_create_default(&b.ctx) != GPUMEM_OK) {
         fprintf(stderr, "gpumem bench: %s\n", gpumem_last_error());

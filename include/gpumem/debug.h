@@ -38,7 +38,10 @@ GPUMEM_API gpumem_status gpumem_debug_driver_calls(const char *op, uint64_t *cou
  * Makes the @p nth driver call from now (1 is the very next) fail with the
  * driver error @p driver_error (a CUresult value, such as 2 for
  * CUDA_ERROR_OUT_OF_MEMORY) without reaching the driver.  Only that one call
- * fails.  @p nth 0 disarms.  Replaces any earlier arming.
+ * fails.  @p nth 0 disarms.  Replaces any earlier arming.  Calls of every
+ * thread count, and any thread may arm: the call number and the error are
+ * set together, so the call that fails gets the error of the arming that
+ * chose it, never that of an arming made later.
  * @param nth which call fails, counted from 1; 0 disarms.
  * @param driver_error the CUresult to fail with (not 0).
  * @return ::GPUMEM_OK, or ::GPUMEM_ERROR_INVALID_VALUE (@p driver_error 0 with @p nth set).
