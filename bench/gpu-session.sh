@@ -18,7 +18,7 @@ exec >"$log" 2>&1
 echo "== $(date -u) $(nvidia-smi --query-gpu=name,driver_version,pcie.link.gen.max,pcie.link.width.max --format=csv,noheader | head -2 | tr '\n' ';') $(nproc) CPUs"
 nvidia-smi topo -m 2>/dev/null | head -6
 root=$(pwd)
-t=$(ls .dist/libgpumem-*.tar.gz | head -1)
+t=$root/$(cd "$root" && ls .dist/libgpumem-*.tar.gz | head -1)
 # The build of an earlier call on the same warm machine is kept when its
 # tarball is the same one.
 if [ -f /tmp/g/built ] && cmp -s /tmp/g/built "$t"; then

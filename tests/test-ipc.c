@@ -363,13 +363,18 @@ static void check_second_process(gpumem_array *d, const gpumem_ipc_handle *h)
     ok(w == 1 && WIFEXITED(ws) && WEXITSTATUS(ws) == 0, "the second process exited cleanly");
     a = NULL;
     st = gpumem_ipc_open(ctx, &rep.mine, &a);
-    ok(st != GPUMEM_OK && a == NULL, "a handle of a process that exited does not open");
     if (test_on_sim()) {
+        ok(st != GPUMEM_OK && a == NULL, "a handle of a process that exited does not open");
         is_int(st, GPUMEM_ERROR_DRIVER, "simulator: the driver's error");
         like(gpumem_last_error(), "CUDA_ERROR_INVALID_VALUE", "CUDA_ERROR_INVALID_VALUE");
     } else {
-        diag("the driver answers a dead exporter's handle with: %s", gpumem_last_error());
-        skip(2, "the driver's own error for a dead exporter");
+        /* ipc.h promises no error here: CUDA leaves it undefined, and an
+         * H100 has both refused and opened such a handle */
+        ok((st == GPUMEM_OK) == (a != NULL), "a dead exporter's handle: an array exactly when GPUMEM_OK");
+        diag("the driver answers a dead exporter's handle with: %s",
+             st == GPUMEM_OK ? "an open mapping" : gpumem_last_error());
+        gpumem_array_release(a);
+        skip(2, "the driver's own error for a dead exporter (none is promised)");
     }
     gpumem_array_release(hv);
 }
