@@ -323,7 +323,8 @@ static void unsteal_all(gm_pool *p)
 
 /* ---- driver calls for blocks ---- */
 
-static int drv_alloc(gm_pool *p, size_t bytes, uint64_t *addr)
+/* The driver's result, or -1 with *st set (gm_host_alloc_locked). */
+static int drv_alloc(gm_pool *p, size_t bytes, const char *what, uint64_t *addr, gpumem_status *st)
 {
     if (p->kind == GM_POOL_DEVICE) {
         gm_cu_deviceptr d = 0;
@@ -332,12 +333,7 @@ static int drv_alloc(gm_pool *p, size_t bytes, uint64_t *addr)
         return rc;
     }
     void *h = NULL;
-    int rc = GM_DRV(mem_host_alloc, p->ctx->dctx, &h, bytes, p->alloc_flags);
-    /* Known as page-locked (gpumem_host_is_pinned) while the pool has it. */
-    if (rc == 0 && gm_host_track_allocation(h, bytes) != GPUMEM_OK) {
-        GM_DRV(mem_free_host, p->ctx->dctx, h);
-        return GM_CUDA_ERROR_OUT_OF_MEMORY;
-    }
+    int rc = gm_host_alloc_locked(p->ctx->dctx, bytes, p->alloc_flags, what, &h, st);
     *addr = (uint64_t)(uintptr_t)h;
     return rc;
 }
@@ -363,11 +359,9 @@ static gpumem_status release_block(gm_pool *p, gm_rec *r, gpumem_stream *sync, c
     r->key = 0;
     if (p->kind == GM_POOL_DEVICE)
         st = gm_keep_first(st, gm_drv_check(GM_DRV(mem_free, dctx, r->addr), GM_OP_mem_free, what));
-    else {
-        gm_host_untrack_allocation((void *)(uintptr_t)r->addr);
-        st = gm_keep_first(st, gm_drv_check(GM_DRV(mem_free_host, dctx, (void *)(uintptr_t)r->addr),
-                                         GM_OP_mem_free_host, what));
-    }
+    else
+        st = gm_keep_first(st, gm_drv_check(gm_host_free_locked(dctx, (void *)(uintptr_t)r->addr),
+                                            GM_OP_mem_free_host, what));
     return st;
 }
 
@@ -1027,7 +1021,7 @@ static gm_rec *alloc_slow(gm_pool *p, unsigned cls, size_t size, uintptr_t key, 
         return NULL;
     }
     uint64_t addr = 0;
-    int rc = drv_alloc(p, bytes, &addr);
+    int rc = drv_alloc(p, bytes, what, &addr, stp);
     if (rc == GM_CUDA_ERROR_OUT_OF_MEMORY) {
         /* The allocator's ladder (alloc.c) releases and retries. */
         rec_put(r);
@@ -1037,9 +1031,11 @@ static gm_rec *alloc_slow(gm_pool *p, unsigned cls, size_t size, uintptr_t key, 
     }
     if (rc != 0) {
         rec_put(r);
-        char where[200];
-        snprintf(where, sizeof where, "%s: a block of %zu bytes", what, bytes);
-        *stp = gm_drv_check(rc, p->kind == GM_POOL_DEVICE ? GM_OP_mem_alloc : GM_OP_mem_host_alloc, where);
+        if (rc > 0) {
+            char where[200];
+            snprintf(where, sizeof where, "%s: a block of %zu bytes", what, bytes);
+            *stp = gm_drv_check(rc, p->kind == GM_POOL_DEVICE ? GM_OP_mem_alloc : GM_OP_mem_host_alloc, where);
+        }
         return NULL;
     }
     r->pool = p;
