@@ -20,7 +20,7 @@
 #include "context.h"
 #include "copy_engine.h"
 #include "copy_peer.h"
-#include "env.h"
+#include "copy_tuning.h"
 #include "error.h"
 #include "gpumem/dtype.h"
 #include "gpumem/peer.h"
@@ -29,26 +29,15 @@
 
 /* ---- settings ------------------------------------------------------------------------------------ */
 
-static pthread_once_t env_once = PTHREAD_ONCE_INIT;
-static gpumem_status env_status;
-static char env_error[256];
-static long env_peer = 1;
-static atomic_int api_peer = -1; /* gpumem_peer_set_enabled's value; -1: not called */
-
-static void env_read(void)
-{
-    env_status = gm_env_long("GPUMEM_PEER", 0, 1, 1, &env_peer, NULL);
-    if (env_status != GPUMEM_OK)
-        snprintf(env_error, sizeof env_error, "%s", gpumem_last_error());
-}
-
+/* Whether copies between devices may use peer access: the tuning's
+ * (gpumem_peer_set_enabled's value, else GPUMEM_PEER's). */
 static gpumem_status peer_setting(const char *what, int *enabled)
 {
-    pthread_once(&env_once, env_read);
-    if (env_status != GPUMEM_OK)
-        return gm_error(env_status, "%s: %s", what, env_error);
-    int api = atomic_load(&api_peer);
-    *enabled = api >= 0 ? api : (int)env_peer;
+    gm_copy_tuning t;
+    gm_copy_tuning_get(&t);
+    if (t.bad & GM_TUNE_BAD_PEER)
+        return gm_copy_tuning_error(GM_TUNE_BAD_PEER, what);
+    *enabled = t.peer;
     return GPUMEM_OK;
 }
 
@@ -57,7 +46,7 @@ GPUMEM_API gpumem_status gpumem_peer_set_enabled(int enabled)
     if (enabled != 0 && enabled != 1)
         return gm_error(GPUMEM_ERROR_INVALID_VALUE, "gpumem_peer_set_enabled: 'enabled' is %d; it must be 0 or 1",
                         enabled);
-    atomic_store(&api_peer, enabled);
+    gm_copy_tuning_set_peer(enabled);
     return GPUMEM_OK;
 }
 
@@ -170,53 +159,6 @@ bool gm_copy_is_cross_device(const gpumem_array *a, const gpumem_array *b)
            a->ctx->device != b->ctx->device;
 }
 
-/* Whether a is dense with strides s (axes of length 1 aside). */
-static bool has_layout(const gpumem_array *a, const int64_t *s)
-{
-    int64_t like[GM_MAX_NDIM];
-    gm_layout_strides_like(a->ndim, a->shape, a->strides, a->itemsize, like);
-    for (int i = 0; i < a->ndim; i++) {
-        if (a->shape[i] <= 1)
-            continue;
-        if (a->strides[i] != s[i] || (s[i] != like[i] && s[i] != -like[i]))
-            return false;
-    }
-    return true;
-}
-
-/* Whether a is dense with positive strides. */
-static bool dense_forward(const gpumem_array *a)
-{
-    for (int i = 0; i < a->ndim; i++)
-        if (a->shape[i] > 1 && a->strides[i] < 0)
-            return false;
-    return has_layout(a, a->strides);
-}
-
-/* The layout of the run that crosses: both sides' own when they share a
- * dense one, else the destination's when it is dense, else the source's,
- * else contiguous in the destination's axis order (scratch gets it, so it
- * has positive strides). */
-static void crossing_layout(const gpumem_array *dst, const gpumem_array *src, int64_t *out)
-{
-    if (has_layout(dst, dst->strides) && has_layout(src, dst->strides))
-        memcpy(out, dst->strides, sizeof(int64_t) * (size_t)dst->ndim);
-    else if (dense_forward(dst))
-        memcpy(out, dst->strides, sizeof(int64_t) * (size_t)dst->ndim);
-    else if (dense_forward(src))
-        memcpy(out, src->strides, sizeof(int64_t) * (size_t)src->ndim);
-    else
-        gm_layout_strides_like(dst->ndim, dst->shape, dst->strides, dst->itemsize, out);
-    for (int i = 0; i < dst->ndim; i++) /* length-1 axes: any stride; scratch wants a contiguous one */
-        if (dst->shape[i] <= 1)
-            out[i] = 0;
-    int64_t like[GM_MAX_NDIM];
-    gm_layout_strides_like(dst->ndim, dst->shape, out, dst->itemsize, like);
-    for (int i = 0; i < dst->ndim; i++)
-        if (dst->shape[i] <= 1)
-            out[i] = like[i];
-}
-
 /* The address of a's lowest byte. */
 static gm_cu_deviceptr low_addr(const gpumem_array *a)
 {
@@ -278,17 +220,20 @@ static gpumem_status scratch(const char *what, const gpumem_array *a, const int6
     return gm_array_new_device(what, a->ctx, a->ndim, a->shape, s, a->dtype, NULL, out);
 }
 
-gpumem_status gm_copy_peer(const char *what, gpumem_array *dst, const gpumem_array *src, gpumem_stream *stream)
+gpumem_status gm_copy_peer_ready(const char *what, const gpumem_array *dst, const gpumem_array *src, bool *ready)
 {
-    bool peer = false;
-    gpumem_status st = peer_ready(what, dst->ctx, src->ctx, &peer);
-    if (st != GPUMEM_OK)
-        return st;
-    gm_copy_set_last_path(peer ? GPUMEM_COPY_PATH_PEER : GPUMEM_COPY_PATH_PEER_STAGED);
+    return peer_ready(what, dst->ctx, src->ctx, ready);
+}
+
+gpumem_status gm_copy_peer(const char *what, gpumem_array *dst, const gpumem_array *src, gpumem_stream *stream,
+                           const gm_copy_decision *d)
+{
+    bool peer = d->path == GPUMEM_COPY_PATH_PEER;
     int64_t layout[GM_MAX_NDIM];
-    crossing_layout(dst, src, layout);
-    bool src_direct = has_layout(src, layout), dst_direct = has_layout(dst, layout);
+    gm_copy_crossing_layout(dst->ndim, dst->shape, dst->itemsize, src->strides, dst->strides, layout);
+    bool src_direct = !d->peer_pack_src, dst_direct = !d->peer_unpack_dst;
     size_t bytes = (size_t)gm_array_size(dst) * dst->itemsize;
+    gpumem_status st;
     if (peer && src_direct && dst_direct) /* one run both sides: queued on the stream */
         return gm_drv_check(GM_DRV(memcpy_peer, stream != NULL ? stream->ctx->dctx : dst->ctx->dctx, low_addr(dst),
                                    dst->ctx->dctx, low_addr(src), src->ctx->dctx, bytes, gm_stream_ds(stream),
@@ -300,26 +245,28 @@ gpumem_status gm_copy_peer(const char *what, gpumem_array *dst, const gpumem_arr
     if (stream != NULL && (st = gm_drv_check(GM_DRV(stream_synchronize, stream->ctx->dctx, gm_stream_ds(stream)),
                                              GM_OP_stream_synchronize, what)) != GPUMEM_OK)
         return st;
-    gpumem_array *s = NULL, *d = NULL;
+    gpumem_array *s = NULL, *t = NULL;
     const gpumem_array *from = src;
     gpumem_array *to = dst;
     if (!src_direct && (st = scratch(what, src, layout, &s)) == GPUMEM_OK) {
         st = gm_copy_run(what, s, src, NULL, src->ctx);
         from = s;
     }
-    if (st == GPUMEM_OK && !dst_direct && (st = scratch(what, dst, layout, &d)) == GPUMEM_OK)
-        to = d;
+    if (st == GPUMEM_OK && !dst_direct && (st = scratch(what, dst, layout, &t)) == GPUMEM_OK)
+        to = t;
     if (st == GPUMEM_OK && peer)
         st = gm_drv_check(GM_DRV(memcpy_peer, to->ctx->dctx, low_addr(to), to->ctx->dctx, low_addr(from),
                                  from->ctx->dctx, bytes, NULL, 0),
                           GM_OP_memcpy_peer, what);
     else if (st == GPUMEM_OK)
         st = staged_move(what, to->ctx, low_addr(to), from->ctx, low_addr(from), bytes);
-    if (st == GPUMEM_OK && d != NULL)
-        st = gm_copy_run(what, dst, d, NULL, dst->ctx);
-    gm_copy_set_last_path(peer ? GPUMEM_COPY_PATH_PEER : GPUMEM_COPY_PATH_PEER_STAGED);
-    gpumem_status r1 = gpumem_array_release(s), r2 = gpumem_array_release(d);
-    if (st == GPUMEM_OK)
-        st = r1 != GPUMEM_OK ? r1 : r2;
+    if (st == GPUMEM_OK && t != NULL)
+        st = gm_copy_run(what, dst, t, NULL, dst->ctx);
+    /* the destination holds the copy now: a failure to free the scratch says so */
+    gpumem_status copied = st;
+    st = gm_keep_first(st, gpumem_array_release(s));
+    st = gm_keep_first(st, gpumem_array_release(t));
+    if (copied == GPUMEM_OK && st != GPUMEM_OK)
+        st = gm_error(st, "%s: the copy completed, but freeing its scratch failed: %s", what, gpumem_last_error());
     return st;
 }

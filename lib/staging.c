@@ -20,7 +20,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "env.h"
+#include "copy_tuning.h"
 #include "error.h"
 #include "gpumem/staging.h"
 #include "alloc.h"
@@ -34,34 +34,26 @@
 /* ---- settings ------------------------------------------------------------------------------------ */
 
 static pthread_mutex_t settings_mu = PTHREAD_MUTEX_INITIALIZER;
-static bool settings_read;
-static gpumem_status settings_status;
-static char settings_error[256];
+static bool settings_set; /* gpumem_staging_set ran: the environment no longer counts */
 static gpumem_staging_settings settings;
 static uint64_t settings_gen = 1;
 
-/* Reads the environment once (settings_mu held). */
+/* The settings (settings_mu held): gpumem_staging_set's, else the
+ * environment's, whose cached parameters (copy_tuning.c) replay a bad
+ * value's error. */
 static gpumem_status settings_load(void)
 {
-    if (settings_read)
-        return settings_status == GPUMEM_OK ? GPUMEM_OK
-                                            : gm_error(settings_status, "%s", settings_error);
-    long n = sysconf(_SC_NPROCESSORS_ONLN), threads, depth;
+    if (settings_set)
+        return GPUMEM_OK;
+    long threads, depth;
     uint64_t chunk, min;
-    long dflt = n < 1 ? 1 : n > 8 ? 8 : n;
     gpumem_status st;
-    if ((st = gm_env_long("GPUMEM_STAGING_THREADS", 1, MAX_THREADS, dflt, &threads, NULL)) == GPUMEM_OK &&
-        (st = gm_env_size("GPUMEM_STAGING_CHUNK", 64 << 10, 8 << 20, &chunk)) == GPUMEM_OK &&
-        (st = gm_env_long("GPUMEM_STAGING_DEPTH", 2, MAX_DEPTH, 4, &depth, NULL)) == GPUMEM_OK &&
-        (st = gm_env_size("GPUMEM_STAGING_MIN_BYTES", 0, 4 << 20, &min)) == GPUMEM_OK && chunk > (1u << 30))
-        st = gm_error(GPUMEM_ERROR_INVALID_ENVIRONMENT, "GPUMEM_STAGING_CHUNK: %llu bytes is more than 1 GiB",
-                      (unsigned long long)chunk);
-    settings_read = true;
-    settings_status = st;
-    if (st != GPUMEM_OK) {
-        snprintf(settings_error, sizeof settings_error, "%s", gpumem_last_error());
+    if ((st = gm_param_staging_threads(&threads)) != GPUMEM_OK || (st = gm_param_staging_chunk(&chunk)) != GPUMEM_OK ||
+        (st = gm_param_staging_depth(&depth)) != GPUMEM_OK || (st = gm_param_staging_min_bytes(&min)) != GPUMEM_OK)
         return st;
-    }
+    unsigned cpus = gm_copy_cpu_count();
+    if (threads == 0)
+        threads = cpus > 8 ? 8 : cpus;
     settings = (gpumem_staging_settings){sizeof settings, (unsigned)threads, (size_t)chunk, (unsigned)depth,
                                          (size_t)min};
     return GPUMEM_OK;
@@ -95,11 +87,11 @@ GPUMEM_API gpumem_status gpumem_staging_set(const gpumem_staging_settings *in)
     if (in->depth < 2 || in->depth > MAX_DEPTH)
         return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: depth %u is not in 2..%d", what, in->depth, MAX_DEPTH);
     pthread_mutex_lock(&settings_mu);
-    (void)settings_load(); /* a bad environment is overridden */
-    settings = *in;
-    settings_status = GPUMEM_OK;
+    settings = *in; /* a bad environment is overridden */
+    settings_set = true;
     settings_gen++;
     pthread_mutex_unlock(&settings_mu);
+    gm_copy_tuning_publish();
     return GPUMEM_OK;
 }
 
