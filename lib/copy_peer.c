@@ -170,9 +170,10 @@ static gm_cu_deviceptr low_addr(const gpumem_array *a)
 /* ---- the crossing -------------------------------------------------------------------------------- */
 
 /* bytes from src (src_ctx's device) to dst (dst_ctx's device) through two
- * pinned host buffers; complete on return. */
+ * pinned host buffers; complete on return.  The status of freeing the
+ * buffers goes into *freed (the move's own status is returned). */
 static gpumem_status staged_move(const char *what, gpumem_context *dst_ctx, gm_cu_deviceptr dst,
-                                 gpumem_context *src_ctx, gm_cu_deviceptr src, size_t bytes)
+                                 gpumem_context *src_ctx, gm_cu_deviceptr src, size_t bytes, gpumem_status *freed)
 {
     size_t chunk = GM_PEER_STAGE_CHUNK, total = bytes < 2 * (size_t)chunk ? bytes : 2 * (size_t)chunk;
     int64_t n = (int64_t)total, one = 1;
@@ -210,8 +211,14 @@ static gpumem_status staged_move(const char *what, gpumem_context *dst_ctx, gm_c
     gpumem_status s2 = gm_drv_check(GM_DRV(stream_synchronize, dst_ctx->dctx, NULL), GM_OP_stream_synchronize, what);
     if (st == GPUMEM_OK)
         st = s1 != GPUMEM_OK ? s1 : s2;
-    gpumem_status rst = gpumem_array_release(buf);
-    return st != GPUMEM_OK ? st : rst;
+    if (st != GPUMEM_OK) { /* the move's error is the one to report */
+        gm_error_hold();
+        (void)gpumem_array_release(buf);
+        gm_error_unhold();
+        return st;
+    }
+    *freed = gpumem_array_release(buf);
+    return st;
 }
 
 /* Scratch on a's device (its context) with strides s. */
@@ -246,6 +253,7 @@ gpumem_status gm_copy_peer(const char *what, gpumem_array *dst, const gpumem_arr
                                              GM_OP_stream_synchronize, what)) != GPUMEM_OK)
         return st;
     gpumem_array *s = NULL, *t = NULL;
+    gpumem_status freed = GPUMEM_OK;
     const gpumem_array *from = src;
     gpumem_array *to = dst;
     if (!src_direct && (st = scratch(what, src, layout, &s)) == GPUMEM_OK) {
@@ -259,14 +267,32 @@ gpumem_status gm_copy_peer(const char *what, gpumem_array *dst, const gpumem_arr
                                  from->ctx->dctx, bytes, NULL, 0),
                           GM_OP_memcpy_peer, what);
     else if (st == GPUMEM_OK)
-        st = staged_move(what, to->ctx, low_addr(to), from->ctx, low_addr(from), bytes);
+        st = staged_move(what, to->ctx, low_addr(to), from->ctx, low_addr(from), bytes, &freed);
     if (st == GPUMEM_OK && t != NULL)
         st = gm_copy_run(what, dst, t, NULL, dst->ctx);
-    /* the destination holds the copy now: a failure to free the scratch says so */
-    gpumem_status copied = st;
-    st = gm_keep_first(st, gpumem_array_release(s));
-    st = gm_keep_first(st, gpumem_array_release(t));
-    if (copied == GPUMEM_OK && st != GPUMEM_OK)
-        st = gm_error(st, "%s: the copy completed, but freeing its scratch failed: %s", what, gpumem_last_error());
-    return st;
+    /* the destination holds the copy now: a failure to free the temporaries
+     * (kept from the staged move, or freeing the scratch) says so */
+    if (st != GPUMEM_OK) {
+        gm_error_hold();
+        (void)gpumem_array_release(s);
+        (void)gpumem_array_release(t);
+        gm_error_unhold();
+        return st;
+    }
+    char first[512] = "";
+    if (freed != GPUMEM_OK)
+        snprintf(first, sizeof first, "%s", gpumem_last_error());
+    gpumem_status rs = gpumem_array_release(s);
+    if (freed == GPUMEM_OK && rs != GPUMEM_OK) {
+        freed = rs;
+        snprintf(first, sizeof first, "%s", gpumem_last_error());
+    }
+    gpumem_status rt = gpumem_array_release(t);
+    if (freed == GPUMEM_OK && rt != GPUMEM_OK) {
+        freed = rt;
+        snprintf(first, sizeof first, "%s", gpumem_last_error());
+    }
+    if (freed != GPUMEM_OK)
+        return gm_error(freed, "%s: the copy completed, but freeing its temporary memory failed: %s", what, first);
+    return GPUMEM_OK;
 }
