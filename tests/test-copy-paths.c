@@ -2,8 +2,10 @@
  * (gpumem_debug_last_copy_path) with the default DMA row threshold, the
  * values and gaps after each, a failing copy that changes nothing, the CPU
  * packing on several threads, random layouts of every kind, and
- * GPUMEM_COPY_MIN_ROW_BYTES.  On the simulator the pack kernels run
+ * GPUMEM_COPY_MIN_ROW_BYTES, and what a thread reports (its own copies,
+ * none for an empty one).  On the simulator the pack kernels run
  * natively, so every path runs here. */
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -180,6 +182,47 @@ static void test_paths(void)
     gpumem_array *all[] = {d, dz, dcols, zcols, hhalf, hout, ha, ocols, acols, dh, d2, dz2, z2cols, dw, wv, hw, df};
     for (size_t i = 0; i < sizeof all / sizeof *all; i++)
         gpumem_array_release(all[i]);
+}
+
+static void *host_copy_thread(void *arg)
+{
+    gpumem_array **ab = arg;
+    gpumem_array_copy(ab[0], ab[1], NULL);
+    gpumem_copy_path *p = malloc(sizeof *p);
+    gpumem_debug_last_copy_path(p);
+    return p;
+}
+
+/* What a thread reports is its own last copy's; an empty copy reports none. */
+static void test_reporting(void)
+{
+    float a[R][C], out[R][C / 2];
+    for (int i = 0; i < R * C; i++)
+        a[i / C][i % C] = (float)i;
+    gpumem_array *d = device_of(&a[0][0], R, C), *dcols = cols(d, 0, 2), *h = wrap(out, R, C / 2);
+    gpumem_array *ha = wrap(a, R, C), *ha2 = wrap(a, R, C);
+    check_path(gpumem_copy_to_host(dcols, h, NULL), GPUMEM_COPY_PATH_DEVICE_PACK, "d[:, ::2] to host");
+    gpumem_array *pair[2] = {ha2, ha};
+    pthread_t t;
+    gpumem_copy_path *other = NULL;
+    if (pthread_create(&t, NULL, host_copy_thread, pair) == 0)
+        pthread_join(t, (void **)&other);
+    ok(other != NULL && *other == GPUMEM_COPY_PATH_HOST, "another thread's host copy reports host");
+    is_int(path(), GPUMEM_COPY_PATH_DEVICE_PACK, "this thread still reports its own copy");
+    free(other);
+
+    gpumem_array *e1 = NULL, *e2 = NULL, *e3 = NULL;
+    gpumem_device_array(ctx, 2, (int64_t[]){0, 3}, NULL, f32, 'C', NULL, &e1);
+    gpumem_device_array(ctx, 2, (int64_t[]){0, 3}, NULL, f32, 'C', NULL, &e2);
+    gpumem_host_array_wrap(out, 2, (int64_t[]){0, 3}, NULL, f32, &e3);
+    check_path(gpumem_array_copy(e2, e1, NULL), GPUMEM_COPY_PATH_NONE, "then an empty device copy: none");
+    check_path(gpumem_copy_to_host(dcols, h, NULL), GPUMEM_COPY_PATH_DEVICE_PACK, "d[:, ::2] to host again");
+    check_path(gpumem_copy_to_host(e1, e3, NULL), GPUMEM_COPY_PATH_NONE, "then an empty download: none");
+    check_path(gpumem_array_copy(ha2, ha, NULL), GPUMEM_COPY_PATH_HOST, "a host copy");
+    check_path(gpumem_array_copy(e3, e3, NULL), GPUMEM_COPY_PATH_NONE, "then an empty host copy: none");
+    gpumem_array *rel[] = {d, dcols, h, ha, ha2, e1, e2, e3};
+    for (size_t i = 0; i < sizeof rel / sizeof *rel; i++)
+        gpumem_array_release(rel[i]);
 }
 
 /* Every driver call of a packed copy fails in turn: the copy fails, and the
@@ -445,6 +488,7 @@ int main(void)
     is_int(gpumem_debug_last_copy_path(NULL), GPUMEM_ERROR_NULL_ARGUMENT, "NULL is refused");
     ok(gpumem_copy_path_name((gpumem_copy_path)99) == NULL, "an unknown path has no name");
     test_paths();
+    test_reporting();
     test_failures();
     test_big_cpu_pack();
     test_random();
