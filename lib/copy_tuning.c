@@ -70,12 +70,10 @@ static void build(void)
     if (gpumem_staging_get(&t.staging) != GPUMEM_OK)
         t.bad |= GM_TUNE_BAD_STAGING;
     int api = atomic_load(&api_peer);
-    if (api >= 0)
-        t.peer = api != 0;
-    else if (gm_param_peer(&v) == GPUMEM_OK)
-        t.peer = v != 0;
-    else
+    if (gm_param_peer(&v) != GPUMEM_OK) /* a bad value fails copies between devices even when overridden */
         t.bad |= GM_TUNE_BAD_PEER;
+    else
+        t.peer = api >= 0 ? api != 0 : v != 0;
     unsigned cpus = gm_copy_cpu_count();
     t.cpu_threads = cpus > GM_COPY_CPU_MAX_THREADS ? GM_COPY_CPU_MAX_THREADS : cpus;
     t.cpu_thread_bytes = GM_COPY_CPU_THREAD_BYTES;
