@@ -230,6 +230,17 @@ static gpumem_copy_path rect_path(const input *in, const int64_t *ss, const int6
     return gm_copy_plan_count(&p) > 1 ? GPUMEM_COPY_PATH_DMA_LOOP : one;
 }
 
+/* Whether the pack plan of the whole copy between a strided side and a
+ * packed one takes the tiled (transpose) kernels. */
+static bool tiled(const input *in, const int64_t *strided, uint64_t saddr, const int64_t *packed, uint64_t paddr,
+                  bool unpack)
+{
+    gm_pack_plan p;
+    return gm_pack_plan_make(in->ndim, in->shape, strided, packed, in->itemsize, saddr, paddr, unpack, &p) ==
+               GPUMEM_OK &&
+           p.tiled;
+}
+
 /* A packed run: sets the ops, the run and its scratch chunks. */
 static void packed(const input *in, gm_copy_decision *d, gm_copy_op src_op, gm_copy_op dst_op, gm_copy_run_layout run,
                    gpumem_copy_path path)
@@ -263,6 +274,8 @@ static void packed(const input *in, gm_copy_decision *d, gm_copy_op src_op, gm_c
     uint64_t limit = in->t->scratch_chunk > 0 ? in->t->scratch_chunk : GM_COPY_SCRATCH_CHUNK;
     chunk_plan(d, in->ndim, in->shape, in->itemsize, rs, in->bytes, limit);
     d->overlap = d->nchunks > 1 && transfer;
+    d->transpose = (src_op == GM_OP_KERNEL && tiled(in, in->src->strides, in->src->addr, rs, 0, false)) ||
+                   (dst_op == GM_OP_KERNEL && tiled(in, in->dst->strides, in->dst->addr, rs, 0, true));
 }
 
 static void decide(const input *in, bool check_overlap, gm_copy_decision *d);
@@ -388,6 +401,8 @@ static void decide(const input *in, bool check_overlap, gm_copy_decision *d)
         if (kernels && (ddense || sdense)) {
             d->how = GM_HOW_KERNEL;
             d->path = GPUMEM_COPY_PATH_DEVICE_PACK;
+            d->transpose = ddense ? tiled(in, src->strides, src->addr, dst->strides, dst->addr, false)
+                                  : tiled(in, dst->strides, dst->addr, src->strides, src->addr, true);
         } else if (scratch) {
             packed(in, d, GM_OP_KERNEL, GM_OP_KERNEL, GM_RUN_LIKE_DST, GPUMEM_COPY_PATH_DEVICE_PACK);
         } else {

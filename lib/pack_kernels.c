@@ -158,7 +158,7 @@ static gpumem_status kernels_launch(gm_pack_kernels *k, const gm_pack_plan *plan
     p.strided += strided; /* the plan holds the offsets */
     p.packed += packed;
     unsigned grid[3], block[3];
-    gm_pack_launch_dims(&p, grid, block);
+    gm_pack_launch_dims(plan->kernel, &p, grid, block);
     void *params[1] = {&p};
     gpumem_status st = gpumem_launch(k->fn[plan->kernel], grid, block, 0, stream, params);
     return st == GPUMEM_OK ? st : gm_error_prefix(st, what);

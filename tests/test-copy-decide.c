@@ -37,7 +37,7 @@ typedef struct want {
     gpumem_copy_path path;
     gm_copy_op src_op, dst_op;
     gm_copy_run_layout run;
-    bool staged, queued, via_temp, overlap;
+    bool staged, queued, via_temp, overlap, transpose;
     uint64_t nchunks, chunk_bytes;
     gm_copy_reason reason;
     unsigned bad, cpu_threads;
@@ -56,6 +56,7 @@ static void check(const char *name, int ndim, const int64_t *shape, size_t isz, 
     gm_copy_decide(ndim, shape, isz, &src, &dst, &caps, t, &d);
     bool packed = w.how == GM_HOW_PACKED;
     bool good = d.how == w.how && d.path == w.path && d.staged == w.staged && d.queued == w.queued &&
+                d.transpose == w.transpose &&
                 d.via_temp == w.via_temp && d.reason == w.reason && d.bad == w.bad &&
                 (!packed || (d.src_op == w.src_op && d.dst_op == w.dst_op && d.run == w.run &&
                              d.nchunks == w.nchunks && d.overlap == w.overlap && d.cpu_threads == w.cpu_threads &&
@@ -63,9 +64,9 @@ static void check(const char *name, int ndim, const int64_t *shape, size_t isz, 
     ok(good, "%s: %s, %s", name, how_name(w.how), gpumem_copy_path_name(w.path));
     if (!good)
         diag("got how %s path %s ops %d/%d run %d staged %d queued %d temp %d reason %d bad %u chunks %" PRIu64
-             " of %" PRIu64 " overlap %d threads %u",
+             " of %" PRIu64 " overlap %d threads %u transpose %d",
              how_name(d.how), gpumem_copy_path_name(d.path), d.src_op, d.dst_op, d.run, d.staged, d.queued,
-             d.via_temp, d.reason, d.bad, d.nchunks, d.chunk_bytes, d.overlap, d.cpu_threads);
+             d.via_temp, d.reason, d.bad, d.nchunks, d.chunk_bytes, d.overlap, d.cpu_threads, d.transpose);
     if (out != NULL)
         *out = d;
 }
@@ -162,6 +163,19 @@ static void test_table(void)
           (want){.how = GM_HOW_PACKED, .path = GPUMEM_COPY_PATH_DEVICE_PACK, .src_op = GM_OP_DIRECT,
                  .dst_op = GM_OP_KERNEL, .run = GM_RUN_SRC, .nchunks = 1},
           NULL);
+    /* transposes large enough for the tiled kernels */
+    int64_t t64[] = {64, 48}, c64[] = {192, 4}, f64[] = {4, 256};
+    check("C host (64, 48) into an F device array: tiled", 2, t64, f, pinned(H0, c64), dev(D0, f64), none, &t,
+          (want){.how = GM_HOW_PACKED, .path = GPUMEM_COPY_PATH_DEVICE_PACK, .src_op = GM_OP_DIRECT,
+                 .dst_op = GM_OP_KERNEL, .run = GM_RUN_SRC, .nchunks = 1, .transpose = true},
+          NULL);
+    check("an F device array (64, 48) into C host memory: tiled", 2, t64, f, dev(D0, f64), pinned(H0, c64), none,
+          &t,
+          (want){.how = GM_HOW_PACKED, .path = GPUMEM_COPY_PATH_DEVICE_PACK, .src_op = GM_OP_KERNEL,
+                 .dst_op = GM_OP_DIRECT, .run = GM_RUN_DST, .nchunks = 1, .transpose = true},
+          NULL);
+    check("C (64, 48) into F on the device: one tiled kernel", 2, t64, f, dev(D0, c64), dev(D0 + MiB, f64), none, &t,
+          (want){.how = GM_HOW_KERNEL, .path = GPUMEM_COPY_PATH_DEVICE_PACK, .transpose = true}, NULL);
     check("rows of 800 bytes: one 2-D copy", 2, (int64_t[]){8, 200}, f, dev(D0, (int64_t[]){1024, 4}),
           pinned(H0, (int64_t[]){800, 4}), none, &t, (want){.how = GM_HOW_RECT, .path = GPUMEM_COPY_PATH_DMA}, NULL);
 

@@ -225,6 +225,29 @@ static void test_reporting(void)
         gpumem_array_release(rel[i]);
 }
 
+/* Transposes large enough for the tiled kernels, tiles cut at the edges:
+ * C host into an F device array, back into C host memory, and F to C on
+ * the device. */
+static void test_transpose(void)
+{
+    enum { TR = 100, TC = 70 };
+    static float a[TR][TC], back[TR][TC];
+    for (int i = 0; i < TR * TC; i++)
+        a[i / TC][i % TC] = (float)i * 0.5f;
+    gpumem_array *ha = wrap(a, TR, TC), *hb = wrap(back, TR, TC), *df = NULL, *dc = NULL;
+    gpumem_device_array(ctx, 2, (int64_t[]){TR, TC}, NULL, f32, 'F', NULL, &df);
+    gpumem_device_array(ctx, 2, (int64_t[]){TR, TC}, NULL, f32, 'C', NULL, &dc);
+    check_path(gpumem_array_copy(df, ha, NULL), GPUMEM_COPY_PATH_DEVICE_PACK, "100 x 70 C host into an F device array");
+    check_path(gpumem_copy_to_host(df, hb, NULL), GPUMEM_COPY_PATH_DEVICE_PACK, "and back into C host memory");
+    ok(same(&back[0][0], &a[0][0], TR * TC), "the same values");
+    check_path(gpumem_array_copy(dc, df, NULL), GPUMEM_COPY_PATH_DEVICE_PACK, "F to C on the device");
+    memset(back, 0, sizeof back);
+    ok(read_all(dc, back) && same(&back[0][0], &a[0][0], TR * TC), "the same values");
+    gpumem_array *rel[] = {ha, hb, df, dc};
+    for (size_t i = 0; i < sizeof rel / sizeof *rel; i++)
+        gpumem_array_release(rel[i]);
+}
+
 /* Every driver call of a packed copy fails in turn: the copy fails, and the
  * destination is as it was. */
 static void test_failures(void)
@@ -489,6 +512,7 @@ int main(void)
     ok(gpumem_copy_path_name((gpumem_copy_path)99) == NULL, "an unknown path has no name");
     test_paths();
     test_reporting();
+    test_transpose();
     test_failures();
     test_big_cpu_pack();
     test_random();
