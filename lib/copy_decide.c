@@ -82,6 +82,7 @@ void gm_copy_run_strides(const gm_copy_decision *d, int ndim, const int64_t *sha
     case GM_RUN_SRC: memcpy(out, src_strides, sizeof(int64_t) * (size_t)ndim); break;
     case GM_RUN_DST: memcpy(out, dst_strides, sizeof(int64_t) * (size_t)ndim); break;
     case GM_RUN_LIKE_SRC: gm_layout_strides_like(ndim, shape, src_strides, itemsize, out); break;
+    case GM_RUN_CROSSING: gm_copy_crossing_layout(ndim, shape, itemsize, src_strides, dst_strides, out); break;
     default: gm_layout_strides_like(ndim, shape, dst_strides, itemsize, out); break;
     }
 }
@@ -320,6 +321,19 @@ static void decide(const input *in, bool check_overlap, gm_copy_decision *d)
         d->path = caps->peer ? GPUMEM_COPY_PATH_PEER : GPUMEM_COPY_PATH_PEER_STAGED;
         d->peer_pack_src = !gm_copy_has_layout(ndim, shape, src->strides, isz, layout);
         d->peer_unpack_dst = !gm_copy_has_layout(ndim, shape, dst->strides, isz, layout);
+        d->run = GM_RUN_CROSSING;
+        if (!d->peer_pack_src && !d->peer_unpack_dst)
+            return;
+        if (caps->no_kernels || caps->no_scratch) {
+            d->reason = caps->no_kernels ? GM_REASON_NO_KERNELS : GM_REASON_NO_SCRATCH;
+            return;
+        }
+        if (t->bad & GM_TUNE_BAD_SCRATCH) {
+            fail(d, GPUMEM_ERROR_INVALID_ENVIRONMENT, GM_TUNE_BAD_SCRATCH);
+            return;
+        }
+        chunk_plan(d, ndim, shape, isz, layout, in->bytes, t->scratch_chunk > 0 ? t->scratch_chunk : GM_COPY_SCRATCH_CHUNK);
+        d->nbufs = 1; /* each chunk completes before the next: one buffer per device */
         return;
     }
 

@@ -122,7 +122,8 @@ typedef enum gm_copy_run_layout {
     GM_RUN_SRC = 0, /* the source's strides */
     GM_RUN_DST,     /* the destination's strides */
     GM_RUN_LIKE_DST, /* contiguous in the destination's axis order (gm_layout_strides_like) */
-    GM_RUN_LIKE_SRC  /* contiguous in the source's axis order */
+    GM_RUN_LIKE_SRC, /* contiguous in the source's axis order */
+    GM_RUN_CROSSING  /* between two devices: gm_copy_crossing_layout */
 } gm_copy_run_layout;
 
 /* Why a cheaper way was not taken. */
@@ -157,7 +158,10 @@ typedef struct gm_copy_decision {
     int8_t run_order[GM_MAX_NDIM];
     int chunk_level;       /* a chunk: a range of run_order[chunk_level], one index of each axis outside */
     int64_t chunk_extent;  /* indices of that axis per chunk (the last chunk of a range may have fewer) */
-    /* GM_HOW_PEER */
+    /* GM_HOW_PEER: a strided side is packed (unpacked) on its own device, chunk
+     * by chunk through scratch on each device (nchunks > 0, run
+     * GM_RUN_CROSSING), or without the kernels or scratch (nchunks 0) through
+     * a temporary as large as the copy that the engine fills as it can */
     bool peer_pack_src;    /* the source is packed on its device first */
     bool peer_unpack_dst;  /* the destination is unpacked on its device last */
 } gm_copy_decision;

@@ -669,7 +669,13 @@ static gpumem_status execute(const char *what, const gm_copy_decision *d, gpumem
     case GM_HOW_NONE: return GPUMEM_OK;
     case GM_HOW_FAIL: return d->bad != 0 ? gm_copy_tuning_error(d->bad, what) : gm_error_prefix(d->status, what);
     case GM_HOW_HOST: return host_copy(what, dst, src, stream, d->via_temp);
-    case GM_HOW_PEER: return gm_copy_peer(what, dst, src, stream, d);
+    case GM_HOW_PEER: {
+        gm_copy_reason why = GM_REASON_NONE;
+        gpumem_status st = gm_copy_peer(what, dst, src, stream, d, &why);
+        *miss = why == GM_REASON_NO_KERNELS ? MISSING_KERNELS : why == GM_REASON_NO_SCRATCH ? MISSING_SCRATCH
+                                                                                              : MISSING_NONE;
+        return st;
+    }
     case GM_HOW_TEMP: return temp_copy(what, dst, src, stream, ctx);
     default: break;
     }

@@ -23,11 +23,13 @@ gpumem_status gm_copy_peer_ready(const char *what, const gpumem_array *dst, cons
 
 /* Copies src into dst, device arrays of two different devices (arguments
  * checked: equal shape and dtype, dst writable, nonzero size), as decided
- * (GM_HOW_PEER: the path PEER or PEER_STAGED, which sides are packed).
- * stream is NULL or a stream of either array's device (the caller
- * checked).  The contiguous peer path is queued on stream; every other
- * path waits for stream first and completes before returning. */
+ * (GM_HOW_PEER: the path PEER or PEER_STAGED, which sides are packed on
+ * their devices, in which chunks).  stream is NULL or a stream of either
+ * array's device (the caller checked).  The contiguous peer path is queued
+ * on stream; every other path waits for stream first and completes before
+ * returning.  When a device's kernels or scratch cannot be had, nothing is
+ * written and *missing says which (the caller decides again). */
 gpumem_status gm_copy_peer(const char *what, gpumem_array *dst, const gpumem_array *src, gpumem_stream *stream,
-                           const gm_copy_decision *d);
+                           const gm_copy_decision *d, gm_copy_reason *missing);
 
 #endif /* GM_COPY_PEER_H */

@@ -241,6 +241,16 @@ static void test_table(void)
           dev_on(1, D0, c4), (gm_copy_caps){.peer = true}, &t,
           (want){.how = GM_HOW_PEER, .path = GPUMEM_COPY_PATH_PEER}, &d);
     ok(d.peer_pack_src && !d.peer_unpack_dst, "the source is packed on its device");
+    ok(d.run == GM_RUN_CROSSING && d.nchunks == 1 && d.chunk_bytes == 96, "through one scratch chunk of 96 bytes");
+    check("the same without scratch", 2, s64, f, dev_on(0, D0, cols), dev_on(1, D0, c4),
+          (gm_copy_caps){.peer = true, .no_scratch = true}, &t,
+          (want){.how = GM_HOW_PEER, .path = GPUMEM_COPY_PATH_PEER, .reason = GM_REASON_NO_SCRATCH}, &d);
+    ok(d.peer_pack_src && d.nchunks == 0, "through a temporary as large as the copy");
+    check("62.5 MiB of rows into strided rows on another device", 2, wide, f, dev_on(0, D0, wsrc),
+          dev_on(1, D0, (int64_t[]){8000, 8}), none, &t, (want){.how = GM_HOW_PEER, .path = GPUMEM_COPY_PATH_PEER_STAGED},
+          &d);
+    ok(d.peer_pack_src && d.peer_unpack_dst && d.nchunks == 16 && d.chunk_bytes == 1048 * 4000,
+       "packed and unpacked on each device through 16 chunks");
 
     /* bad settings fail the copies that need them, and only those */
     gm_copy_tuning bad = t;
