@@ -2,10 +2,13 @@
  * copy_peer.c - copies between device arrays of two devices, and the peer
  * settings of gpumem/peer.h.
  *
- * Every such copy moves one dense run of bytes from the source device to
- * the destination device: a strided source is first packed on its own device
- * (the copy engine, in the source's context) into scratch, and a strided
- * destination is unpacked on its own device from scratch.  The run crosses
+ * Every such copy moves one dense run of bytes (the crossing layout,
+ * copy_decide.c) from the source device to the destination device: a
+ * strided source is packed on its own device into scratch, and a strided
+ * destination is unpacked on its own device from scratch, chunk by chunk
+ * through each device's cached scratch as decided; without the kernels or
+ * that scratch, through temporaries as large as the copy that the engine
+ * fills and empties (gm_copy_run, in each side's context).  The run crosses
  * by one cuMemcpyPeer when peer access is on for the pair (enabled once,
  * both ways, and remembered), else through two pinned host buffers in
  * chunks (download of one chunk overlapping the upload of the previous).
