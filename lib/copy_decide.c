@@ -96,8 +96,8 @@ static int64_t abs64(int64_t v)
 
 /* Cuts a run of `bytes` with strides rs into chunks of at most limit bytes
  * (at least one element each) along its outermost axes. */
-static void chunk_plan(gm_copy_decision *d, int ndim, const int64_t *shape, size_t itemsize, const int64_t *rs,
-                       uint64_t bytes, uint64_t limit)
+static void chunk_plan(gm_copy_decision *d, int ndim, const int64_t *shape, const int64_t *rs, uint64_t bytes,
+                       uint64_t limit)
 {
     /* the axes of extent > 1, by decreasing |stride| (stable): the run's order */
     int n = 0;
@@ -273,7 +273,7 @@ static void packed(const input *in, gm_copy_decision *d, gm_copy_op src_op, gm_c
     int64_t rs[GM_MAX_NDIM];
     gm_copy_run_strides(d, in->ndim, in->shape, in->itemsize, in->src->strides, in->dst->strides, rs);
     uint64_t limit = in->t->scratch_chunk > 0 ? in->t->scratch_chunk : GM_COPY_SCRATCH_CHUNK;
-    chunk_plan(d, in->ndim, in->shape, in->itemsize, rs, in->bytes, limit);
+    chunk_plan(d, in->ndim, in->shape, rs, in->bytes, limit);
     d->overlap = d->nchunks > 1 && transfer;
     d->transpose = (src_op == GM_OP_KERNEL && tiled(in, in->src->strides, in->src->addr, rs, 0, false)) ||
                    (dst_op == GM_OP_KERNEL && tiled(in, in->dst->strides, in->dst->addr, rs, 0, true));
@@ -332,7 +332,7 @@ static void decide(const input *in, bool check_overlap, gm_copy_decision *d)
             fail(d, GPUMEM_ERROR_INVALID_ENVIRONMENT, GM_TUNE_BAD_SCRATCH);
             return;
         }
-        chunk_plan(d, ndim, shape, isz, layout, in->bytes, t->scratch_chunk > 0 ? t->scratch_chunk : GM_COPY_SCRATCH_CHUNK);
+        chunk_plan(d, ndim, shape, layout, in->bytes, t->scratch_chunk > 0 ? t->scratch_chunk : GM_COPY_SCRATCH_CHUNK);
         d->nbufs = 1; /* each chunk completes before the next: one buffer per device */
         return;
     }

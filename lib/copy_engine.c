@@ -716,13 +716,16 @@ static gpumem_status copy_run(const char *what, gpumem_array *dst, const gpumem_
     for (;;) {
         gm_copy_decide(dst->ndim, dst->shape, dst->itemsize, &s, &ds, &caps, &t, d);
         missing miss = MISSING_NONE;
+        /* level is now that of the copies this one makes */
+        bool nested = (d->queued || d->how == GM_HOW_TEMP) && level < LEVELS;
+        if (nested)
+            done[level] = *d; /* what is reported if no nested copy runs */
         gpumem_status st = execute(what, d, dst, src, stream, ctx, &miss);
         switch (miss) {
         case MISSING_NONE:
-            if ((d->queued || d->how == GM_HOW_TEMP) && level < LEVELS - 1) {
-                /* nested copies did it: the last one's way is this copy's */
+            if (nested) { /* nested copies did it: the last one's way is this copy's */
                 bool queued = d->queued;
-                *d = done[level + 1];
+                *d = done[level];
                 d->queued = queued;
             }
             return st;

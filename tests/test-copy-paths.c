@@ -211,6 +211,27 @@ static void test_reporting(void)
     is_int(path(), GPUMEM_COPY_PATH_DEVICE_PACK, "this thread still reports its own copy");
     free(other);
 
+    /* copies the engine makes inside a copy: the outer copy's way is reported */
+    gpumem_stream *st = NULL;
+    gpumem_stream_create(ctx, 0, &st);
+    memset(out, 0, sizeof out);
+    check_path(gpumem_copy_to_host(dcols, h, st), GPUMEM_COPY_PATH_DEVICE_PACK,
+               "d[:, ::2] into pageable memory on a stream: queued, packed on the device");
+    int good = gpumem_stream_synchronize(st) == GPUMEM_OK;
+    for (int i = 0; good && i < R * (C / 2); i++)
+        good = out[i / (C / 2)][i % (C / 2)] == a[i / (C / 2)][2 * (i % (C / 2))];
+    ok(good, "its values land");
+    gpumem_stream_destroy(st);
+    gpumem_array *odd = cols(d, 1, 2);
+    check_path(gpumem_array_copy(odd, dcols, NULL), GPUMEM_COPY_PATH_DEVICE_PACK,
+               "d[:, ::2] into d[:, 1::2] of the same array: through a temporary, unpacked last");
+    float now[R][C];
+    good = read_all(d, now);
+    for (int i = 0; good && i < R * C; i++)
+        good = now[i / C][i % C] == a[i / C][i % C - i % 2];
+    ok(good, "its values");
+    gpumem_array_release(odd);
+
     gpumem_array *e1 = NULL, *e2 = NULL, *e3 = NULL;
     gpumem_device_array(ctx, 2, (int64_t[]){0, 3}, NULL, f32, 'C', NULL, &e1);
     gpumem_device_array(ctx, 2, (int64_t[]){0, 3}, NULL, f32, 'C', NULL, &e2);
