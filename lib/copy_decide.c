@@ -394,6 +394,9 @@ static void decide(const input *in, bool check_overlap, gm_copy_decision *d)
     if (count == 1 && plan.dims == 1 && cross) {
         d->how = GM_HOW_TRANSFER;
         d->path = GPUMEM_COPY_PATH_CONTIGUOUS;
+        d->src_offset = plan.src_offset;
+        d->dst_offset = plan.dst_offset;
+        d->width = plan.width;
         if (paged && staged_transfer(in, d)) {
             d->staged = true;
             d->path = GPUMEM_COPY_PATH_STAGED;

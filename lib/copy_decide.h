@@ -141,6 +141,9 @@ typedef struct gm_copy_decision {
     gpumem_status status;  /* GM_HOW_FAIL: the status */
     unsigned bad;          /* GM_HOW_FAIL: the GM_TUNE_BAD_* settings at fault (0: the planner's error) */
     bool queued;           /* a download into pageable memory queued on the stream through a bounce */
+    /* GM_HOW_TRANSFER: the run's offsets from each side's element 0, and its bytes */
+    int64_t src_offset, dst_offset;
+    uint64_t width;
     bool via_temp;         /* GM_HOW_HOST: the sides overlap */
     /* GM_HOW_PACKED */
     gm_copy_op src_op, dst_op;

@@ -584,16 +584,12 @@ static gpumem_status run_kernel(job *j, gpumem_array *dst, const gpumem_array *s
 static gpumem_status run_transfer(job *j, const gm_copy_decision *d, gpumem_array *dst, const gpumem_array *src,
                                   missing *miss)
 {
-    gm_copy_plan plan;
-    gpumem_status st = gm_copy_plan_make(dst->ndim, dst->shape, src->strides, dst->strides, dst->itemsize, SIZE_MAX,
-                                         &plan);
-    if (st != GPUMEM_OK)
-        return gm_error_prefix(st, j->what);
+    gpumem_status st;
     if (d->staged && ((st = get_staging(j, miss)) != GPUMEM_OK || *miss != MISSING_NONE))
         return st;
     side s = side_of(src), t = side_of(dst);
     j->pending |= j->async != 0;
-    return transfer(j, j->ds, side_addr(&t, plan.dst_offset), side_addr(&s, plan.src_offset), plan.width,
+    return transfer(j, j->ds, side_addr(&t, d->dst_offset), side_addr(&s, d->src_offset), (size_t)d->width,
                     gm_array_on_device(dst) ? 1 : -1, j->async);
 }
 
