@@ -80,7 +80,6 @@ static pthread_once_t settings_once = PTHREAD_ONCE_INIT;
 static gpumem_status settings_status;
 static char settings_error[256];
 static size_t min_row_bytes = GM_COPY_MIN_ROW_BYTES;
-static unsigned cpu_threads = 1;
 
 static void settings_read(void)
 {
@@ -90,8 +89,6 @@ static void settings_read(void)
         min_row_bytes = (size_t)v;
     else
         snprintf(settings_error, sizeof settings_error, "%s", gpumem_last_error());
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    cpu_threads = n < 1 ? 1 : n > GM_COPY_CPU_MAX_THREADS ? GM_COPY_CPU_MAX_THREADS : (unsigned)n;
 }
 
 gpumem_status gm_copy_min_row_bytes(size_t *out)
@@ -359,55 +356,6 @@ static gpumem_status device_pack(job *j, const gpumem_array *a, const int64_t *s
     return st;
 }
 
-typedef struct cpu_part {
-    gm_pack_params p;
-    bool unpack;
-    uint64_t r0, r1;
-} cpu_part;
-
-static void *cpu_part_run(void *arg)
-{
-    cpu_part *c = arg;
-    gm_pack_run_host(&c->p, c->unpack, c->r0, c->r1);
-    return NULL;
-}
-
-/* Runs a pack on the CPU, on several threads when it is big: the rows split
- * between them, or the columns of a single row. */
-static void cpu_run(const gm_pack_params *p, bool unpack, uint64_t bytes)
-{
-    pthread_once(&settings_once, settings_read);
-    uint64_t total = p->rows == 1 ? p->cols : p->rows;
-    uint64_t n = bytes < GM_COPY_CPU_THREAD_BYTES ? 1 : bytes / (GM_COPY_CPU_THREAD_BYTES / 4);
-    if (n > cpu_threads)
-        n = cpu_threads;
-    if (n > total)
-        n = total;
-    cpu_part parts[GM_COPY_CPU_MAX_THREADS];
-    pthread_t tid[GM_COPY_CPU_MAX_THREADS];
-    bool started[GM_COPY_CPU_MAX_THREADS] = {false};
-    for (uint64_t i = 0; i < n; i++) {
-        uint64_t a = total * i / n, b = total * (i + 1) / n;
-        cpu_part *c = &parts[i];
-        *c = (cpu_part){*p, unpack, a, b};
-        if (p->rows == 1) { /* columns a..b of the one row */
-            c->p.strided += (unsigned long long)((int64_t)a * p->col_stride);
-            c->p.packed += a * (uint64_t)p->unit;
-            c->p.cols = b - a;
-            c->r0 = 0;
-            c->r1 = 1;
-        }
-        if (i > 0)
-            started[i] = pthread_create(&tid[i], NULL, cpu_part_run, c) == 0;
-    }
-    for (uint64_t i = 0; i < n; i++)
-        if (!started[i]) /* the caller's share, and any thread that did not start */
-            cpu_part_run(&parts[i]);
-    for (uint64_t i = 1; i < n; i++)
-        if (started[i])
-            pthread_join(tid[i], NULL);
-}
-
 /* A CPU pack or unpack between host addresses. */
 static gpumem_status cpu_pack(job *j, const gpumem_array *a, const int64_t *sstrides, const char *sbase,
                               const int64_t *pstrides, const char *pbase, bool unpack)
@@ -418,8 +366,33 @@ static gpumem_status cpu_pack(job *j, const gpumem_array *a, const int64_t *sstr
     if (st == GPUMEM_OK && plan.bytes > 0) {
         plan.params.strided += saddr;
         plan.params.packed += paddr;
-        cpu_run(&plan.params, unpack, plan.bytes);
+        gm_staging_cpu_pack(j->ctx, &plan.params, unpack, plan.bytes); /* on the worker pool */
     }
+    return st;
+}
+
+/* A transfer between a strided host side (hstrides, element 0 at host) and
+ * the packed run of device bytes laid out as pstrides with element 0 at
+ * dev, through the staging engine: its threads pack (dir 1) or unpack (-1)
+ * each chunk straight into or out of their pinned slots, in the same pass
+ * as the transfer (staging.h). */
+static gpumem_status staged_pack(job *j, const gpumem_array *a, const int64_t *hstrides, char *host,
+                                 const int64_t *pstrides, uint64_t dev, int dir, int async)
+{
+    gm_pack_plan plan;
+    uint64_t haddr = (uint64_t)(uintptr_t)host;
+    gpumem_status st = pack_plan(j, a, hstrides, haddr, pstrides, dev, dir < 0, &plan);
+    gm_staging *e = NULL;
+    if (st != GPUMEM_OK || plan.bytes == 0 || (st = gm_staging_acquire(j->ctx, &e)) != GPUMEM_OK)
+        return st;
+    plan.params.strided += haddr;
+    gm_stage_op op = {.dir = dir, .dev = dev + plan.params.packed, .pack = &plan.params, .bytes = plan.bytes};
+    j->staged = true;
+    j->queued |= dir > 0 && async;
+    st = gm_staging_run(e, &op, j->ds, async, j->what);
+    gm_staging_release(e);
+    if (st != GPUMEM_OK && dir > 0) /* chunks may be on their way into the destination or scratch */
+        (void)GM_DRV(stream_synchronize, j->ctx->dctx, j->ds);
     return st;
 }
 
@@ -462,23 +435,21 @@ static gpumem_status h2d_packed(job *j, gpumem_array *dst, const gpumem_array *s
     }
     int64_t like[GM_MAX_NDIM];
     gm_layout_strides_like(dst->ndim, dst->shape, dst->strides, dst->itemsize, like);
-    bool direct = dense(dst);
-    const int64_t *layout = direct ? dst->strides : like;
-    int64_t lo = direct ? low_of(dst) : 0;
-    if ((st = staging(j, bytes, &buf)) != GPUMEM_OK ||
-        (st = cpu_pack(j, dst, src->strides, src->host, layout, buf - lo, false)) != GPUMEM_OK)
-        return st;
-    if (direct) { /* the staging buffer is dst's bytes: one transfer */
+    if (dense(dst)) { /* packed into the staging slots as dst's bytes */
         *path = GPUMEM_COPY_PATH_CPU_PACK;
-        return transfer(j, dst->dev + (gm_cu_deviceptr)lo, (gm_cu_deviceptr)(uintptr_t)buf, bytes, 1, true);
+        return staged_pack(j, dst, src->strides, src->host, dst->strides, dst->dev, 1, j->async);
     }
-    if (k != NULL) {
+    if (k != NULL) { /* packed into the slots, moved into scratch laid out like dst, unpacked on the device */
         *path = GPUMEM_COPY_PATH_CPU_DEVICE_PACK;
         if ((st = scratch(j, bytes, &tmp)) == GPUMEM_OK &&
-            (st = transfer(j, tmp, (gm_cu_deviceptr)(uintptr_t)buf, bytes, 1, true)) == GPUMEM_OK)
-            st = device_pack(j, dst, dst->strides, dst->dev, like, tmp, true);
+            (st = staged_pack(j, dst, src->strides, src->host, like, tmp, 1, 1)) == GPUMEM_OK &&
+            (st = device_pack(j, dst, dst->strides, dst->dev, like, tmp, true)) != GPUMEM_OK && !j->async)
+            (void)GM_DRV(stream_synchronize, j->ctx->dctx, j->ds); /* the scratch goes: nothing may write it */
         return st;
     }
+    if ((st = staging(j, bytes, &buf)) != GPUMEM_OK ||
+        (st = cpu_pack(j, dst, src->strides, src->host, like, buf, false)) != GPUMEM_OK)
+        return st;
     /* no kernels: rectangular copies from the staging buffer */
     gm_copy_plan plan;
     size_t max_pitch = j->ctx->max_pitch > 0 ? j->ctx->max_pitch : SIZE_MAX;
@@ -505,39 +476,36 @@ static gpumem_status d2h_packed(job *j, gpumem_array *dst, const gpumem_array *s
             st = transfer(j, (gm_cu_deviceptr)(uintptr_t)(dst->host + lo), tmp, bytes, -1, pageable(dst));
         return st;
     }
-    /* dst strided: into host staging, then the CPU unpacks (after the transfer) */
-    const int64_t *layout;
-    int64_t like[GM_MAX_NDIM], lo = 0;
-    if ((st = staging(j, bytes, &buf)) != GPUMEM_OK)
-        return st;
+    /* dst strided: the staging slots' threads unpack each chunk as it arrives */
     if (dense(src)) {
         *path = GPUMEM_COPY_PATH_CPU_PACK;
-        layout = src->strides;
-        lo = low_of(src);
-        st = transfer(j, (gm_cu_deviceptr)(uintptr_t)buf, src->dev + (gm_cu_deviceptr)lo, bytes, -1, true);
-    } else if (k != NULL) {
+        return staged_pack(j, dst, dst->strides, dst->host, src->strides, src->dev, -1, 0);
+    }
+    int64_t like[GM_MAX_NDIM];
+    gm_layout_strides_like(dst->ndim, dst->shape, dst->strides, dst->itemsize, like);
+    if (k != NULL) { /* packed on the device into scratch laid out like dst, then through the slots */
         *path = GPUMEM_COPY_PATH_CPU_DEVICE_PACK;
-        gm_layout_strides_like(dst->ndim, dst->shape, dst->strides, dst->itemsize, like);
-        layout = like;
         if ((st = scratch(j, bytes, &tmp)) == GPUMEM_OK &&
             (st = device_pack(j, dst, src->strides, src->dev, like, tmp, false)) == GPUMEM_OK)
-            st = transfer(j, (gm_cu_deviceptr)(uintptr_t)buf, tmp, bytes, -1, true);
-    } else {
-        gm_layout_strides_like(src->ndim, src->shape, src->strides, src->itemsize, like);
-        layout = like;
-        gm_copy_plan plan;
-        size_t max_pitch = j->ctx->max_pitch > 0 ? j->ctx->max_pitch : SIZE_MAX;
-        if ((st = gm_copy_plan_make(dst->ndim, dst->shape, src->strides, like, dst->itemsize, max_pitch, &plan)) !=
-            GPUMEM_OK)
-            return gm_error_prefix(st, j->what);
-        *path = gm_copy_plan_count(&plan) > 1 ? GPUMEM_COPY_PATH_DMA_LOOP : GPUMEM_COPY_PATH_CPU_PACK;
-        st = run_plan(j, &plan, side_of(src), (side){GM_CU_MEMORYTYPE_HOST, buf, 0});
+            st = staged_pack(j, dst, dst->strides, dst->host, like, tmp, -1, 0);
+        return st;
     }
+    /* no kernels: rectangular copies into host staging laid out like src, then the CPU unpacks */
+    gm_layout_strides_like(src->ndim, src->shape, src->strides, src->itemsize, like);
+    gm_copy_plan plan;
+    size_t max_pitch = j->ctx->max_pitch > 0 ? j->ctx->max_pitch : SIZE_MAX;
+    if ((st = staging(j, bytes, &buf)) != GPUMEM_OK)
+        return st;
+    if ((st = gm_copy_plan_make(dst->ndim, dst->shape, src->strides, like, dst->itemsize, max_pitch, &plan)) !=
+        GPUMEM_OK)
+        return gm_error_prefix(st, j->what);
+    *path = gm_copy_plan_count(&plan) > 1 ? GPUMEM_COPY_PATH_DMA_LOOP : GPUMEM_COPY_PATH_CPU_PACK;
+    st = run_plan(j, &plan, side_of(src), (side){GM_CU_MEMORYTYPE_HOST, buf, 0});
     if (st == GPUMEM_OK && (j->async || j->launched)) /* the bytes must be there before the CPU reads them */
         st = gm_drv_check(GM_DRV(stream_synchronize, j->ctx->dctx, j->ds), GM_OP_stream_synchronize, j->what);
     if (st == GPUMEM_OK) {
         j->launched = j->queued = false; /* all of it is done */
-        st = cpu_pack(j, dst, dst->strides, dst->host, layout, buf - lo, true);
+        st = cpu_pack(j, dst, dst->strides, dst->host, like, buf, true);
     }
     return st;
 }
