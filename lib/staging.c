@@ -260,20 +260,12 @@ static gpumem_status lane_build(gm_staging *e, lane *l, const gpumem_staging_set
 
 /* ---- the engine --------------------------------------------------------------------------------------- */
 
-static char sysfs_root[256] = GM_SYSFS_ROOT;
-
-void gm_staging_set_sysfs_root(const char *root)
-{
-    pthread_mutex_lock(&engines_mu);
-    snprintf(sysfs_root, sizeof sysfs_root, "%s", root != NULL ? root : GM_SYSFS_ROOT);
-    pthread_mutex_unlock(&engines_mu);
-}
-
 /* The NUMA node nearest the device, on a machine with several (engines_mu
  * held); -1 when there is one, or it is unknown. */
 static int device_node(gpumem_context *ctx)
 {
-    if (gm_numa_nodes(sysfs_root) < 2)
+    const char *root = gm_sysfs_root();
+    if (gm_numa_nodes(root) < 2)
         return -1;
     int v = -1, domain = 0, bus = 0, slot = 0;
     if (GM_DRV(device_get_attribute, ctx->device, GM_CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID, &v) == 0 && v >= 0)
@@ -285,7 +277,7 @@ static int device_node(gpumem_context *ctx)
     char id[32];
     snprintf(id, sizeof id, "%04x:%02x:%02x.0", (unsigned)domain & 0xffffu, (unsigned)bus & 0xffu,
              (unsigned)slot & 0xffu);
-    return gm_numa_pci_node(sysfs_root, id);
+    return gm_numa_pci_node(root, id);
 }
 
 static void engine_unref(gm_staging *e)

@@ -107,8 +107,4 @@ void gm_staging_clear_all(void);
  * none: one node, or unknown); for tests. */
 int gm_staging_node(gpumem_context *ctx);
 
-/* Where the engines read the NUMA layout (GM_SYSFS_ROOT; tests point it at
- * a fake tree).  Engines made later use it. */
-void gm_staging_set_sysfs_root(const char *root);
-
 #endif /* GM_STAGING_H */

@@ -139,7 +139,7 @@ static void *worker_main(void *arg)
     gm_workers *w = s.w;
     if (w->node >= 0) { /* on the node's CPUs: what it allocates first lives there */
         cpu_set_t set;
-        if (gm_numa_node_cpus(GM_SYSFS_ROOT, w->node, &set))
+        if (gm_numa_node_cpus(gm_sysfs_root(), w->node, &set))
             (void)pthread_setaffinity_np(pthread_self(), sizeof set, &set);
     }
     pthread_mutex_lock(&w->mu);
@@ -263,6 +263,25 @@ void gm_task_wait(gm_workers *w, gm_task *t)
 }
 
 /* ---- NUMA ------------------------------------------------------------------------------------- */
+
+static char sysfs_root[256] = GM_SYSFS_ROOT;
+static pthread_mutex_t root_mu = PTHREAD_MUTEX_INITIALIZER;
+
+const char *gm_sysfs_root(void)
+{
+    static _Thread_local char copy[sizeof sysfs_root];
+    pthread_mutex_lock(&root_mu);
+    memcpy(copy, sysfs_root, sizeof copy);
+    pthread_mutex_unlock(&root_mu);
+    return copy;
+}
+
+void gm_sysfs_root_set(const char *root)
+{
+    pthread_mutex_lock(&root_mu);
+    snprintf(sysfs_root, sizeof sysfs_root, "%s", root != NULL ? root : GM_SYSFS_ROOT);
+    pthread_mutex_unlock(&root_mu);
+}
 
 bool gm_cpulist_parse(const char *s, cpu_set_t *set)
 {

@@ -90,8 +90,11 @@ bool gm_workers_stopping(void);
 
 /* ---- NUMA (pure: sysfs) ------------------------------------------------------------------ */
 
-/* The sysfs root the functions below read ("/sys"; tests use a fake tree). */
+/* The sysfs root the library reads ("/sys"), and its setter for tests,
+ * which point it at a fake tree (pools and engines made later use it). */
 #define GM_SYSFS_ROOT "/sys"
+const char *gm_sysfs_root(void);
+void gm_sysfs_root_set(const char *root);
 
 /* The number of NUMA nodes with CPUs under root/devices/system/node (0 when
  * it cannot be read). */
