@@ -17,6 +17,7 @@
 #include <gpumem.h>
 
 #include "child.h"
+#include "sim.h"
 #include "staging.h"
 #include "tap.h"
 #include "workers.h"
@@ -167,6 +168,79 @@ static void numa_case(const void *arg, child_result *out)
     free(b);
 }
 
+/* ---- failures at any driver call, several threads per copy ---- */
+
+/* With GPUMEM_SIM_FAIL=k: staged copies of many chunks on 3 threads, a
+ * strided host side through the slots, a queued download in slabs.
+ * value[0]: the k-th call was reached; [1]: right values (or a failure);
+ * [2]: page-locked bytes kept after the context's release. */
+static void fault_case(const void *arg, child_result *out)
+{
+    long k = *(const long *)arg;
+    char v[32];
+    snprintf(v, sizeof v, "%ld", k);
+    setenv("GPUMEM_SIM_FAIL", v, 1);
+    gpumem_staging_settings s = {sizeof s, 3, 64u << 10, 2, 0};
+    gpumem_staging_set(&s);
+    gpumem_context *ctx = NULL;
+    gpumem_status st = gpumem_context_create(0, &ctx);
+    size_t n = (1u << 20) + 24;
+    int64_t len = (int64_t)n, half = len / 2;
+    unsigned char *a = malloc(n), *b = calloc(1, n), *c = calloc(1, n);
+    for (size_t i = 0; i < n; i++)
+        a[i] = (unsigned char)(i * 5 + 1);
+    const gpumem_dtype *u8 = gpumem_dtype_builtin(GPUMEM_UINT8);
+    gpumem_array *ha = NULL, *hb = NULL, *hc = NULL, *hcv = NULL, *d = NULL, *dh = NULL;
+    gpumem_stream *qs = NULL;
+    gpumem_slice even = {0, 2 * half, 2};
+    if (st == GPUMEM_OK) {
+        gpumem_context_set_dealloc_limits(ctx, 0, 0.0);
+        gpumem_host_array_wrap(a, 1, &len, NULL, u8, &ha);
+        gpumem_host_array_wrap(b, 1, &len, NULL, u8, &hb);
+        gpumem_host_array_wrap(c, 1, &len, NULL, u8, &hc);
+        gpumem_array_slice(hc, &even, 1, &hcv);
+        st = gpumem_to_device(ctx, ha, NULL, 0, &d);
+        if (st == GPUMEM_OK)
+            st = gpumem_array_copy(hb, d, NULL);
+        if (st == GPUMEM_OK)
+            st = gpumem_device_array(ctx, 1, &half, NULL, u8, 'C', NULL, &dh);
+        if (st == GPUMEM_OK)
+            st = gpumem_array_copy(dh, hcv, NULL); /* packed into the slots */
+        if (st == GPUMEM_OK)
+            st = gpumem_stream_create(ctx, 0, &qs);
+        if (st == GPUMEM_OK)
+            st = gpumem_array_copy(hc, d, qs); /* queued */
+        if (st == GPUMEM_OK)
+            st = gpumem_stream_synchronize(qs);
+    }
+    out->status = st;
+    out->value[1] = st != GPUMEM_OK || (memcmp(a, b, n) == 0 && memcmp(a, c, n) == 0);
+    snprintf(out->text, sizeof out->text, "%s", gpumem_last_error());
+    uint64_t calls = 0;
+    gpumem_debug_driver_calls(NULL, &calls);
+    gpumem_debug_fail_call(0, 0);
+    out->value[0] = calls >= (uint64_t)k;
+    gpumem_array *all[] = {ha, hb, hcv, hc, d, dh};
+    for (size_t i = 0; i < 6; i++)
+        gpumem_array_release(all[i]);
+    if (qs != NULL)
+        gpumem_stream_destroy(qs);
+    if (ctx != NULL) {
+        gpumem_context_flush_deallocations(ctx);
+        gpumem_context_release(ctx);
+    }
+    out->value[2] = (long)gm_sim_host_locked_bytes();
+    free(a);
+    free(b);
+    free(c);
+}
+
+static int failed_free(const char *text)
+{
+    return strstr(text, "cuMemFreeHost failed") != NULL || strstr(text, "cuEventDestroy failed") != NULL ||
+           strstr(text, "cuStreamDestroy failed") != NULL;
+}
+
 int main(void)
 {
     /* the fork case first, before this process has workers, then after */
@@ -238,6 +312,24 @@ int main(void)
     is_int(r.value[0], 1, "its workers and slots are on the device's node");
     ok(r.value[1] == 1, "the node's workers run on its CPUs only");
     ok(r.value[2] == 1 && r.value[3] == 1, "1 MiB + 77 bytes up and down through the node's workers: staged, exact");
+    if (test_on_sim()) {
+        int clean = 1;
+        long k;
+        for (k = 1; k < 2000; k++) {
+            run_child(fault_case, &k, &r);
+            if (!r.exited || r.exit_code != 0 || !r.value[1] || (r.value[2] != 0 && !failed_free(r.text))) {
+                clean = 0;
+                diag("k=%ld: exit %d, status %d, right %ld, %ld locked bytes kept: %s", k, r.exit_code, r.status,
+                     r.value[1], r.value[2], r.text);
+            }
+            if (!r.value[0])
+                break;
+        }
+        ok(clean && k > 20, "each of the %ld driver calls of threaded staged, strided and queued copies failed in "
+                            "turn: no crash or hang, an error or the right bytes, no page-locked memory kept", k - 1);
+    } else {
+        skip(1, "fault injection runs on the simulator");
+    }
     char cmd[1100];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
     if (system(cmd) != 0)
