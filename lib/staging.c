@@ -533,8 +533,8 @@ static void host_side(xfer *x, char *buf, uint64_t off, size_t n)
 {
     bool up = x->op.dir > 0;
     if (x->op.pack != NULL) {
-        uint64_t u = (uint64_t)x->pack.unit;
-        gm_cpu_pack_range(&x->pack, !up, off / u, (off + n) / u, buf);
+        uint64_t u = (uint64_t)x->pack.unit, p = x->op.pack_offset + off;
+        gm_cpu_pack_range(&x->pack, !up, p / u, (p + n) / u, buf);
     } else if (up) {
         memcpy(buf, x->op.host + off, n);
     } else {
@@ -671,6 +671,10 @@ gpumem_status gm_staging_run(gm_staging *e, const gm_stage_op *op, gm_dstream *d
 {
     if (op->bytes == 0)
         return GPUMEM_OK;
+    if (op->pack != NULL && ((op->pack_offset | op->bytes) % (uint64_t)op->pack->unit != 0 ||
+                             op->pack_offset + op->bytes > op->pack->rows * op->pack->cols * (uint64_t)op->pack->unit))
+        return gm_error(GPUMEM_ERROR_INTERNAL, "%s: a staged pack of %llu bytes from %llu is not whole units of %d",
+                        what, (unsigned long long)op->bytes, (unsigned long long)op->pack_offset, op->pack->unit);
     const snapshot *snap = settings();
     gpumem_status st = settings_status(snap);
     if (st != GPUMEM_OK)

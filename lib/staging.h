@@ -45,18 +45,21 @@ gpumem_status gm_staging_acquire(gpumem_context *ctx, gm_staging **out);
 void gm_staging_release(gm_staging *e);
 
 /* One transfer for the engine.  The device side is `bytes` at dev, one run.
- * The host side is either one run at host (pack NULL), or the strided side
- * of *pack (pack->strided: the host address of element (0, 0); pack->packed
- * is ignored), whose packed order is the device run's byte order: the
- * device byte at offset o is packed element o / pack->unit; then bytes is
- * rows * cols * unit.  threads (0: the settings') caps the threads that
- * work on it, the caller included; chunk (0: the engine's choice) the bytes
- * per chunk, at most the settings' chunk_bytes. */
+ * The host side is either one run at host (pack NULL), or a part of the
+ * packed run of *pack, whose strided side is the host's (pack->strided: the
+ * host address of element (0, 0); pack->packed is ignored): the device
+ * byte at offset o is packed byte pack_offset + o, of packed element
+ * (pack_offset + o) / pack->unit.  A whole pack is pack_offset 0 and bytes
+ * rows * cols * unit; a chunk of one (a device scratch buffer's worth)
+ * starts and ends on a unit.  threads (0: the settings') caps the threads
+ * that work on it, the caller included; chunk (0: the engine's choice) the
+ * bytes per chunk, at most the settings' chunk_bytes. */
 typedef struct gm_stage_op {
     int dir;                    /* 1: host to device, -1: device to host */
     gm_cu_deviceptr dev;
     char *host;
     const gm_pack_params *pack;
+    uint64_t pack_offset;
     uint64_t bytes;
     unsigned threads;
     size_t chunk;

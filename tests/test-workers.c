@@ -243,46 +243,12 @@ static int failed_free(const char *text)
 
 int main(void)
 {
-    /* the fork case first, before this process has workers, then after */
+    /* the cases in child processes first, while this process has no threads
+     * (ThreadSanitizer follows no fork of a process with threads) */
     child_result r;
     run_child(fork_case, NULL, &r);
     ok(r.exited && r.exit_code == 0 && r.value[0] == 3 && r.value[1] == 1 && r.value[2] == ITEMS,
        "a pool made in a fresh process: 3 workers, every item once, by the workers alone");
-
-    gm_workers *w = gm_workers_get(-1);
-    ok(w != NULL && gm_workers_get(-1) == w, "one pool per node, made once");
-    is_int(gm_workers_node(w), -1, "the pool of no node");
-    unsigned have = gm_workers_grow(w, 3);
-    is_int(have, 3, "grown to 3 workers");
-    is_int(gm_workers_grow(w, 2), 3, "asking for fewer keeps them");
-    ok(gm_workers_grow(w, 1000) <= GM_WORKERS_MAX, "at most %d", GM_WORKERS_MAX);
-    ok(run_joined(w, 0), "a task the caller runs alone: every item once");
-    ok(run_joined(w, 3), "the caller and 3 workers: every item once");
-    count_task *c = count_new();
-    gm_task_post(w, &c->task, 2);
-    gm_task_wait(w, &c->task);
-    ok(each_once(c) && atomic_load(&c->by_workers) == ITEMS, "a task left to 2 workers: every item once, by them");
-    free(c);
-
-    pthread_t tid[8];
-    for (int i = 0; i < 8; i++)
-        pthread_create(&tid[i], NULL, poster, w);
-    long all = 1;
-    for (int i = 0; i < 8; i++) {
-        void *g = NULL;
-        pthread_join(tid[i], &g);
-        all &= (long)g;
-    }
-    ok(all, "8 threads posting 40 tasks each at once: every item of every task once");
-
-    const char *san = getenv("GPUMEM_TEST_SANITIZER");
-    if (san != NULL && strcmp(san, "tsan") == 0) {
-        skip(1, "fork of a process with threads: ThreadSanitizer does not follow it");
-    } else {
-        run_child(fork_case, NULL, &r);
-        ok(r.exited && r.exit_code == 0 && r.value[0] == 3 && r.value[1] == 1 && r.value[2] == ITEMS,
-           "in a fork child of a process with workers: new workers, every item once");
-    }
 
     /* CPU lists */
     cpu_set_t set;
@@ -330,6 +296,41 @@ int main(void)
     } else {
         skip(1, "fault injection runs on the simulator");
     }
+    gm_workers *w = gm_workers_get(-1);
+    ok(w != NULL && gm_workers_get(-1) == w, "one pool per node, made once");
+    is_int(gm_workers_node(w), -1, "the pool of no node");
+    unsigned have = gm_workers_grow(w, 3);
+    is_int(have, 3, "grown to 3 workers");
+    is_int(gm_workers_grow(w, 2), 3, "asking for fewer keeps them");
+    ok(gm_workers_grow(w, 1000) <= GM_WORKERS_MAX, "at most %d", GM_WORKERS_MAX);
+    ok(run_joined(w, 0), "a task the caller runs alone: every item once");
+    ok(run_joined(w, 3), "the caller and 3 workers: every item once");
+    count_task *c = count_new();
+    gm_task_post(w, &c->task, 2);
+    gm_task_wait(w, &c->task);
+    ok(each_once(c) && atomic_load(&c->by_workers) == ITEMS, "a task left to 2 workers: every item once, by them");
+    free(c);
+
+    pthread_t tid[8];
+    for (int i = 0; i < 8; i++)
+        pthread_create(&tid[i], NULL, poster, w);
+    long all = 1;
+    for (int i = 0; i < 8; i++) {
+        void *g = NULL;
+        pthread_join(tid[i], &g);
+        all &= (long)g;
+    }
+    ok(all, "8 threads posting 40 tasks each at once: every item of every task once");
+
+    const char *san = getenv("GPUMEM_TEST_SANITIZER");
+    if (san != NULL && strcmp(san, "tsan") == 0) {
+        skip(1, "fork of a process with threads: ThreadSanitizer does not follow it");
+    } else {
+        run_child(fork_case, NULL, &r);
+        ok(r.exited && r.exit_code == 0 && r.value[0] == 3 && r.value[1] == 1 && r.value[2] == ITEMS,
+           "in a fork child of a process with workers: new workers, every item once");
+    }
+
     char cmd[1100];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
     if (system(cmd) != 0)
