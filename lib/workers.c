@@ -33,6 +33,8 @@ static pthread_mutex_t reg_mu = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic(gm_workers *) pools[NODES_MAX + 1];
 static atomic_bool stopping;
 static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+static char sysfs_root[256] = GM_SYSFS_ROOT;
+static pthread_mutex_t root_mu = PTHREAD_MUTEX_INITIALIZER;
 
 bool gm_workers_stopping(void)
 {
@@ -78,6 +80,7 @@ static void fork_child(void)
         w->stop = false;
     }
     pthread_mutex_init(&reg_mu, NULL);
+    pthread_mutex_init(&root_mu, NULL);
 }
 
 static void atfork_register(void)
@@ -263,9 +266,6 @@ void gm_task_wait(gm_workers *w, gm_task *t)
 }
 
 /* ---- NUMA ------------------------------------------------------------------------------------- */
-
-static char sysfs_root[256] = GM_SYSFS_ROOT;
-static pthread_mutex_t root_mu = PTHREAD_MUTEX_INITIALIZER;
 
 const char *gm_sysfs_root(void)
 {
