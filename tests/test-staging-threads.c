@@ -235,21 +235,21 @@ static void *queued_thread(void *p)
 
 /* ---- clear_context_caches ---- */
 
-/* A page-locked limit of 8 MiB: the engine's slots (3 threads x 2 x 1 MiB)
- * and a kept 2 MiB bounce block leave too little for 4 MiB of pinned
+/* A page-locked limit of 8 MiB: the engine's slots (one thread: 2 x 1 MiB)
+ * and a kept 2 MiB bounce block leave too little for 5 MiB of pinned
  * memory until gpumem_clear_context_caches() gives them back. */
 static void clear_case(const void *arg, child_result *out)
 {
     (void)arg;
     u8 = gpumem_dtype_builtin(GPUMEM_UINT8);
     setenv("GPUMEM_SIM_HOST_MEMORY", "8M", 1);
-    gpumem_staging_settings s = {sizeof s, 3, 1u << 20, 2, 0};
+    gpumem_staging_settings s = {sizeof s, 1, 1u << 20, 2, 0};
     gpumem_staging_set(&s);
     gpumem_context *c = NULL;
     if ((out->status = gpumem_context_create(0, &c)) != GPUMEM_OK)
         return;
     gpumem_context_set_dealloc_limits(c, 0, 0.0);
-    int64_t n = 2 << 20, pn = 4 << 20;
+    int64_t n = 2 << 20, pn = 5 << 20;
     unsigned char *a = malloc((size_t)n), *b = calloc(1, (size_t)n);
     memset(a, 7, (size_t)n);
     gpumem_array *ha = NULL, *hb = NULL, *d = NULL, *p = NULL;
@@ -284,10 +284,10 @@ int main(void)
     run_child(clear_case, NULL, &r);
     ok(r.exited && r.exit_code == 0 && r.status == GPUMEM_OK && r.value[0] == 1,
        "a staged upload and a queued download under an 8 MiB page-locked limit");
-    is_int(r.value[1], GPUMEM_ERROR_HOST_OUT_OF_MEMORY, "4 MiB more pinned memory is refused while the engine holds its "
+    is_int(r.value[1], GPUMEM_ERROR_HOST_OUT_OF_MEMORY, "5 MiB more pinned memory is refused while the engine holds its "
                                                          "slots and a bounce block");
     is_int(r.value[2], GPUMEM_OK, "gpumem_clear_context_caches()");
-    ok(r.value[3] == GPUMEM_OK, "gives them back: the 4 MiB are allocated (%s)", r.value[3] ? r.text : "");
+    ok(r.value[3] == GPUMEM_OK, "gives them back: the 5 MiB are allocated (%s)", r.value[3] ? r.text : "");
 
     u8 = gpumem_dtype_builtin(GPUMEM_UINT8);
     if (gpumem_context_create_default(&ctx) != GPUMEM_OK)
