@@ -105,9 +105,11 @@ static void put(const char *root, const char *dir, const char *file, const char 
     write_file(path, file, text);
 }
 
+static int the_cpu; /* one this process may run on: the fake nodes' CPU */
+
 typedef struct cpu_task {
     gm_task task;
-    atomic_int workers_seen, off_cpu0;
+    atomic_int workers_seen, elsewhere;
 } cpu_task;
 
 static void cpu_run(gm_task *t, int worker)
@@ -115,12 +117,12 @@ static void cpu_run(gm_task *t, int worker)
     cpu_task *c = (cpu_task *)t;
     if (worker >= 0) {
         atomic_fetch_add(&c->workers_seen, 1);
-        if (sched_getcpu() != 0)
-            atomic_fetch_add(&c->off_cpu0, 1);
+        if (sched_getcpu() != the_cpu)
+            atomic_fetch_add(&c->elsewhere, 1);
     }
 }
 
-/* The fake tree says: nodes 0 and 1, CPU 0 on both, the device (PCI
+/* The fake tree says: nodes 0 and 1, with the_cpu on both, the device (PCI
  * 0000:10:00.0, the simulator's first) on node 1. */
 static void numa_case(const void *arg, child_result *out)
 {
@@ -140,7 +142,7 @@ static void numa_case(const void *arg, child_result *out)
     cpu_task c = {.task = GM_TASK_INIT(cpu_run)};
     gm_task_post(w, &c.task, 2);
     gm_task_wait(w, &c.task);
-    out->value[1] = atomic_load(&c.workers_seen) > 0 && atomic_load(&c.off_cpu0) == 0;
+    out->value[1] = atomic_load(&c.workers_seen) > 0 && atomic_load(&c.elsewhere) == 0;
     /* copies through the node's workers, exact */
     size_t n = (1u << 20) + 77;
     unsigned char *a = malloc(n), *b = calloc(1, n);
@@ -263,12 +265,20 @@ int main(void)
     if (mkdtemp(root) == NULL)
         bail_out("mkdtemp");
     is_int(gm_numa_nodes(root), 0, "an empty tree: no nodes");
-    put(root, "devices/system/node/node0", "cpulist", "0\n");
-    put(root, "devices/system/node/node1", "cpulist", "0\n");
+    cpu_set_t mine;
+    the_cpu = 0;
+    if (sched_getaffinity(0, sizeof mine, &mine) == 0)
+        while (the_cpu < CPU_SETSIZE - 1 && !CPU_ISSET(the_cpu, &mine))
+            the_cpu++;
+    char list[32];
+    snprintf(list, sizeof list, "%d\n", the_cpu);
+    put(root, "devices/system/node/node0", "cpulist", list);
+    put(root, "devices/system/node/node1", "cpulist", list);
     put(root, "bus/pci/devices/0000:10:00.0", "numa_node", "1\n");
     put(root, "bus/pci/devices/0000:11:00.0", "numa_node", "-1\n");
     is_int(gm_numa_nodes(root), 2, "two nodes");
-    ok(gm_numa_node_cpus(root, 1, &set) && CPU_COUNT(&set) == 1 && CPU_ISSET(0, &set), "node 1: CPU 0");
+    ok(gm_numa_node_cpus(root, 1, &set) && CPU_COUNT(&set) == 1 && CPU_ISSET(the_cpu, &set), "node 1: CPU %d",
+       the_cpu);
     is_int(gm_numa_pci_node(root, "0000:10:00.0"), 1, "the device's node");
     is_int(gm_numa_pci_node(root, "0000:11:00.0"), -1, "a device of no node");
     is_int(gm_numa_pci_node(root, "0000:12:00.0"), -1, "an unknown device");
