@@ -36,6 +36,7 @@ static unsigned char pattern(size_t i, unsigned seed)
 /* ---- threads at once ---- */
 
 typedef struct worker_arg {
+    gpumem_context *ctx; /* NULL: the test's */
     int index;
     gpumem_stream *stream; /* shared, own (made here) or NULL */
     int own_stream;
@@ -47,13 +48,14 @@ typedef struct worker_arg {
 static void *copier(void *p)
 {
     worker_arg *w = p;
+    gpumem_context *c = w->ctx != NULL ? w->ctx : ctx;
     unsigned char *a = malloc(w->bytes), *b = malloc(w->bytes);
     int64_t n = (int64_t)w->bytes;
     gpumem_stream *s = w->stream;
     if (w->own_stream)
-        gpumem_stream_create(ctx, 0, &s);
+        gpumem_stream_create(c, 0, &s);
     gpumem_array *d = NULL, *ha = NULL, *hb = NULL;
-    gpumem_device_array(ctx, 1, &n, NULL, u8, 'C', NULL, &d);
+    gpumem_device_array(c, 1, &n, NULL, u8, 'C', NULL, &d);
     gpumem_host_array_wrap(a, 1, &n, NULL, u8, &ha);
     gpumem_host_array_wrap(b, 1, &n, NULL, u8, &hb);
     w->good = d != NULL && ha != NULL && hb != NULL;
@@ -93,7 +95,7 @@ static void threads_at_once(int n, int mode, const char *how)
     if (mode == 1)
         gpumem_stream_create(ctx, 0, &shared);
     for (int i = 0; i < n; i++) {
-        args[i] = (worker_arg){i, shared, mode == 2, (1u << 20) + 4096 * (size_t)i + (size_t)i, 3, 0, 0};
+        args[i] = (worker_arg){NULL, i, shared, mode == 2, (1u << 20) + 4096 * (size_t)i + (size_t)i, 3, 0, 0};
         pthread_create(&tid[i], NULL, copier, &args[i]);
     }
     int good = 1, staged = 1;
@@ -278,6 +280,39 @@ static void clear_case(const void *arg, child_result *out)
     free(b);
 }
 
+/* Two devices, two contexts, two threads in each, copying at once: the
+ * contexts share the worker pool.  value[0]: all exact and staged. */
+static void two_contexts_case(const void *arg, child_result *out)
+{
+    (void)arg;
+    setenv("GPUMEM_SIM_DEVICES", "2", 1);
+    u8 = gpumem_dtype_builtin(GPUMEM_UINT8);
+    gpumem_staging_settings s = {sizeof s, 3, 64u << 10, 2, 256u << 10};
+    gpumem_staging_set(&s);
+    gpumem_context *c[2] = {NULL, NULL};
+    out->status = gpumem_context_create(0, &c[0]);
+    if (out->status == GPUMEM_OK)
+        out->status = gpumem_context_create(1, &c[1]);
+    if (out->status != GPUMEM_OK) {
+        snprintf(out->text, sizeof out->text, "%s", gpumem_last_error());
+        return;
+    }
+    pthread_t tid[4];
+    worker_arg args[4];
+    for (int i = 0; i < 4; i++) {
+        args[i] = (worker_arg){c[i % 2], i, NULL, 1, (1u << 20) + 64 * (size_t)i, 2, 0, 0};
+        pthread_create(&tid[i], NULL, copier, &args[i]);
+    }
+    for (int i = 0; i < 4; i++)
+        pthread_join(tid[i], NULL);
+    long good = 1;
+    for (int i = 0; i < 4; i++)
+        good &= args[i].good && args[i].staged;
+    out->value[0] = good;
+    gpumem_context_release(c[0]);
+    gpumem_context_release(c[1]);
+}
+
 int main(void)
 {
     child_result r;
@@ -288,6 +323,10 @@ int main(void)
                                                          "slots and a bounce block");
     is_int(r.value[2], GPUMEM_OK, "gpumem_clear_context_caches()");
     ok(r.value[3] == GPUMEM_OK, "gives them back: the 5 MiB are allocated (%s)", r.value[3] ? r.text : "");
+
+    run_child(two_contexts_case, NULL, &r);
+    ok(r.exited && r.exit_code == 0 && r.status == GPUMEM_OK && r.value[0] == 1,
+       "two contexts on two devices, two threads each copying at once on their own streams: exact, staged (%s)", r.text);
 
     u8 = gpumem_dtype_builtin(GPUMEM_UINT8);
     if (gpumem_context_create_default(&ctx) != GPUMEM_OK)
