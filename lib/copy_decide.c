@@ -182,13 +182,6 @@ static void fail(gm_copy_decision *d, gpumem_status st, unsigned bad)
     d->bad = bad;
 }
 
-static unsigned cpu_threads(uint64_t bytes, const gm_copy_tuning *t)
-{
-    if (bytes < t->cpu_thread_bytes || t->cpu_threads < 2)
-        return 1;
-    uint64_t n = bytes / (t->cpu_thread_bytes / 4);
-    return n > t->cpu_threads ? t->cpu_threads : (unsigned)n;
-}
 
 typedef struct input {
     int ndim;
@@ -252,14 +245,23 @@ static void packed(const input *in, gm_copy_decision *d, gm_copy_op src_op, gm_c
     d->dst_op = dst_op;
     d->run = run;
     bool sdev = in->src->mem == GM_COPY_MEM_DEVICE, ddev = in->dst->mem == GM_COPY_MEM_DEVICE;
-    d->host_run = src_op == GM_OP_CPU || src_op == GM_OP_RECT || dst_op == GM_OP_CPU || dst_op == GM_OP_RECT;
-    if (src_op == GM_OP_CPU || dst_op == GM_OP_CPU)
-        d->cpu_threads = cpu_threads(in->bytes, in->t);
-    /* a transfer with a pageable end: the host staging buffer (malloc'd), or a dense pageable host side */
-    bool transfer = !(sdev && ddev) && src_op != GM_OP_RECT && dst_op != GM_OP_RECT;
-    bool pageable_end = d->host_run || (src_op == GM_OP_DIRECT && in->src->mem == GM_COPY_MEM_PAGEABLE) ||
+    bool cpu = src_op == GM_OP_CPU || dst_op == GM_OP_CPU;
+    /* a host staging buffer only where the driver's rectangular copies meet the CPU's packing */
+    d->host_run = src_op == GM_OP_RECT || dst_op == GM_OP_RECT;
+    bool transfer = !(sdev && ddev) && !d->host_run;
+    bool pageable_end = (src_op == GM_OP_DIRECT && in->src->mem == GM_COPY_MEM_PAGEABLE) ||
                         (dst_op == GM_OP_DIRECT && in->dst->mem == GM_COPY_MEM_PAGEABLE);
-    if (transfer && pageable_end) {
+    if (cpu) /* the staging engine's threads (settings), or the worker pool's for a big CPU pack */
+        d->cpu_threads = transfer || in->bytes >= in->t->cpu_thread_bytes ? in->t->staging.threads : 1;
+    if (transfer && cpu) {
+        /* a strided host side is packed or unpacked by the staging engine's
+         * threads straight into or out of its pinned slots */
+        if (in->t->bad & GM_TUNE_BAD_STAGING) {
+            fail(d, GPUMEM_ERROR_INVALID_ENVIRONMENT, GM_TUNE_BAD_STAGING);
+            return;
+        }
+        d->staged = true;
+    } else if (transfer && pageable_end) {
         d->staged = staged_transfer(in, d);
         if (d->how == GM_HOW_FAIL)
             return;

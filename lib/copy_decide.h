@@ -43,16 +43,17 @@
  *       device scratch (DEVICE_PACK);
  *     - a dense host side crosses as it is, into or out of device scratch
  *       that the kernels unpack or pack (DEVICE_PACK);
- *     - a strided host side is packed or unpacked by CPU threads through a
- *       host staging buffer; that buffer is the transfer's end when the
- *       device side is dense (CPU_PACK), else device scratch is its other
- *       end (CPU_DEVICE_PACK);
+ *     - a strided host side is packed or unpacked by the staging engine's
+ *       threads straight into or out of its pinned slots (staging.h), in
+ *       the same pass as the transfer; the dense device side is the
+ *       transfer's other end (CPU_PACK), else device scratch is
+ *       (CPU_DEVICE_PACK);
  *     the run is laid out like the dense side that ends it, else
  *     contiguously in the destination's axis order;
  *  8. without the kernels or without scratch, what the planner's
  *     rectangular copies can do they do (DMA, DMA_LOOP), a strided host
- *     side still packed by the CPU (CPU_PACK when one rectangular copy
- *     then remains).
+ *     side still packed by the CPU, through a host buffer (CPU_PACK when
+ *     one rectangular copy then remains).
  * Device scratch is at most two buffers of tuning.scratch_chunk bytes: the
  * run is cut into chunks along its outermost axes (a range of indices of
  * one axis, one index of each axis outside it, all of each inside), which
@@ -113,7 +114,8 @@ typedef enum gm_copy_how {
 typedef enum gm_copy_op {
     GM_OP_DIRECT = 0, /* the side is dense: it is the run (its end of the transfer) */
     GM_OP_KERNEL,     /* a device side: the pack kernels, into or out of device scratch */
-    GM_OP_CPU,        /* a host side: CPU threads, into or out of the host staging buffer */
+    GM_OP_CPU,        /* a host side: the staging engine's threads, into or out of its pinned slots as
+                       * they cross (or, with GM_OP_RECT, the worker pool's into or out of a host buffer) */
     GM_OP_RECT        /* a device side without kernels or scratch: the planner's driver copies to or from the staging buffer */
 } gm_copy_op;
 
@@ -148,9 +150,9 @@ typedef struct gm_copy_decision {
     /* GM_HOW_PACKED */
     gm_copy_op src_op, dst_op;
     gm_copy_run_layout run;
-    bool host_run;         /* a host staging buffer holds the run (src_op or dst_op CPU or RECT) */
-    bool staged;           /* the transfers go through the staging engine (a pageable host end) */
-    unsigned cpu_threads;  /* threads of a CPU pack or unpack (GM_OP_CPU) */
+    bool host_run;         /* a host buffer holds the run (src_op or dst_op GM_OP_RECT) */
+    bool staged;           /* the transfers go through the staging engine (a pageable or strided host end) */
+    unsigned cpu_threads;  /* threads that pack or unpack a strided host side (GM_OP_CPU) */
     bool transpose;        /* the kernels of the whole copy are the tiled transpose */
     /* device scratch, GM_HOW_PACKED with a GM_OP_KERNEL side (nchunks 0: none) */
     uint64_t nchunks;      /* chunks of the run */

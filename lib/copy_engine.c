@@ -353,55 +353,10 @@ static gpumem_status device_pack(job *j, int ndim, const int64_t *shape, size_t 
     return gm_pack_launch(j->kernels, &plan, saddr, paddr, j->stream, j->what);
 }
 
-typedef struct cpu_part {
-    gm_pack_params p;
-    bool unpack;
-    uint64_t r0, r1;
-} cpu_part;
-
-static void *cpu_part_run(void *arg)
-{
-    cpu_part *c = arg;
-    gm_pack_run_host(&c->p, c->unpack, c->r0, c->r1);
-    return NULL;
-}
-
-/* Runs a pack on the CPU on up to `threads` threads (the decision's): the
- * rows split between them, or the columns of a single row. */
-static void cpu_run(const gm_pack_params *p, bool unpack, unsigned threads)
-{
-    uint64_t total = p->rows == 1 ? p->cols : p->rows;
-    uint64_t n = threads < 1 ? 1 : threads > GM_COPY_CPU_MAX_THREADS ? GM_COPY_CPU_MAX_THREADS : threads;
-    if (n > total)
-        n = total;
-    cpu_part parts[GM_COPY_CPU_MAX_THREADS];
-    pthread_t tid[GM_COPY_CPU_MAX_THREADS];
-    bool started[GM_COPY_CPU_MAX_THREADS] = {false};
-    for (uint64_t i = 0; i < n; i++) {
-        uint64_t a = total * i / n, b = total * (i + 1) / n;
-        cpu_part *c = &parts[i];
-        *c = (cpu_part){*p, unpack, a, b};
-        if (p->rows == 1) { /* columns a..b of the one row */
-            c->p.strided += (unsigned long long)((int64_t)a * p->col_stride);
-            c->p.packed += a * (uint64_t)p->unit;
-            c->p.cols = b - a;
-            c->r0 = 0;
-            c->r1 = 1;
-        }
-        if (i > 0)
-            started[i] = pthread_create(&tid[i], NULL, cpu_part_run, c) == 0;
-    }
-    for (uint64_t i = 0; i < n; i++)
-        if (!started[i]) /* the caller's share, and any thread that did not start */
-            cpu_part_run(&parts[i]);
-    for (uint64_t i = 1; i < n; i++)
-        if (started[i])
-            pthread_join(tid[i], NULL);
-}
-
-/* A CPU pack or unpack of array a between host addresses. */
+/* A CPU pack or unpack of array a between host addresses, on the worker
+ * pool (staging.h). */
 static gpumem_status cpu_pack(job *j, const gpumem_array *a, const int64_t *ss, const char *sbase, const int64_t *ps,
-                              const char *pbase, bool unpack, unsigned threads)
+                              const char *pbase, bool unpack)
 {
     gm_pack_plan plan;
     uint64_t saddr = (uint64_t)(uintptr_t)sbase, paddr = (uint64_t)(uintptr_t)pbase;
@@ -411,9 +366,30 @@ static gpumem_status cpu_pack(job *j, const gpumem_array *a, const int64_t *ss, 
     if (plan.bytes > 0) {
         plan.params.strided += saddr;
         plan.params.packed += paddr;
-        cpu_run(&plan.params, unpack, threads);
+        gm_staging_cpu_pack(j->ctx, &plan.params, unpack, plan.bytes);
     }
     return GPUMEM_OK;
+}
+
+/* A transfer between a strided host side (a view of shape ext with
+ * strides hs, element 0 at host) and a packed run on the device (strides
+ * ps, element 0 at dev), on ds, through the staging engine: its threads
+ * pack (dir 1) or unpack (-1) each chunk straight into or out of their
+ * pinned slots, in the same pass as the transfer. */
+static gpumem_status staged_pack(job *j, int ndim, const int64_t *ext, size_t itemsize, const int64_t *hs, char *host,
+                                 const int64_t *ps, uint64_t dev, int dir, gm_dstream *ds, int async, unsigned threads)
+{
+    gm_pack_plan plan;
+    uint64_t haddr = (uint64_t)(uintptr_t)host;
+    gpumem_status st = gm_pack_plan_make(ndim, ext, hs, ps, itemsize, haddr, dev, dir < 0, &plan);
+    if (st != GPUMEM_OK)
+        return gm_error_prefix(st, j->what);
+    if (plan.bytes == 0)
+        return GPUMEM_OK;
+    plan.params.strided += haddr;
+    gm_stage_op op = {.dir = dir, .dev = dev + plan.params.packed, .pack = &plan.params, .bytes = plan.bytes,
+                      .threads = threads};
+    return gm_staging_run(j->stage, &op, ds, async, j->what);
 }
 
 /* ---- the executors ---------------------------------------------------------------------------------- */
@@ -476,14 +452,20 @@ static gpumem_status run_chunks(job *j, const gm_copy_decision *d, gpumem_array 
             }
             if (d->overlap && (st = record(j, S, GM_SCRATCH_FILL + h)) == GPUMEM_OK)
                 st = wait_event(j, X, GM_SCRATCH_FILL + h);
-            if (st == GPUMEM_OK)
+            if (st == GPUMEM_OK && d->dst_op == GM_OP_CPU) /* unpacked from the slots into the host view */
+                st = staged_pack(j, nd, ext, isz, dst->strides, dst->host + dot(nd, start, dst->strides), rs, baddr,
+                                 -1, X, xasync, d->cpu_threads);
+            else if (st == GPUMEM_OK)
                 st = transfer(j, X, (gm_cu_deviceptr)(uintptr_t)(host + off), buf[h], n, -1, xasync);
             if (st == GPUMEM_OK && d->overlap)
                 st = record(j, X, GM_SCRATCH_DRAIN + h);
         } else {
             if (d->overlap && c >= 2)
                 st = wait_event(j, X, GM_SCRATCH_DRAIN + h);
-            if (st == GPUMEM_OK)
+            if (st == GPUMEM_OK && d->src_op == GM_OP_CPU) /* packed from the host view into the slots */
+                st = staged_pack(j, nd, ext, isz, src->strides, src->host + dot(nd, start, src->strides), rs, baddr, 1,
+                                 X, xasync, d->cpu_threads);
+            else if (st == GPUMEM_OK)
                 st = transfer(j, X, buf[h], (gm_cu_deviceptr)(uintptr_t)(host + off), n, 1, xasync);
             if (st == GPUMEM_OK && d->overlap && (st = record(j, X, GM_SCRATCH_FILL + h)) == GPUMEM_OK)
                 st = wait_event(j, S, GM_SCRATCH_FILL + h);
@@ -536,9 +518,9 @@ static gpumem_status run_packed(job *j, const gm_copy_decision *d, gpumem_array 
     if (st != GPUMEM_OK)
         return st;
 
-    /* the CPU packs the host source into the run */
-    if (d->src_op == GM_OP_CPU && (st = cpu_pack(j, src, src->strides, src->host, rs, host - rlo, false,
-                                                 d->cpu_threads)) != GPUMEM_OK)
+    /* without the kernels or scratch: the CPU packs the host source into the buffer */
+    if (d->host_run && d->src_op == GM_OP_CPU &&
+        (st = cpu_pack(j, src, src->strides, src->host, rs, host - rlo, false)) != GPUMEM_OK)
         return st;
     /* the run crosses */
     side hrun = {GM_CU_MEMORYTYPE_HOST, host != NULL ? host - rlo : NULL, 0};
@@ -548,21 +530,21 @@ static gpumem_status run_packed(job *j, const gm_copy_decision *d, gpumem_array 
         st = run_rect(j, dst, src->strides, side_of(src), rs, hrun);
     else if (d->dst_op == GM_OP_RECT)
         st = run_rect(j, dst, rs, hrun, dst->strides, side_of(dst));
-    else if (ddev) /* into the dense device destination */
-        st = transfer(j, j->ds, dst->dev + (uint64_t)low_of(nd, shape, dst->strides, isz),
-                      (gm_cu_deviceptr)(uintptr_t)host, bytes, 1, j->async);
-    else /* out of the dense device source */
-        st = transfer(j, j->ds, (gm_cu_deviceptr)(uintptr_t)host,
-                      src->dev + (uint64_t)low_of(nd, shape, src->strides, isz), bytes, -1, j->async);
+    else if (ddev) /* the strided host source packed into the slots, into the dense device destination */
+        st = staged_pack(j, nd, shape, isz, src->strides, src->host, dst->strides, dst->dev, 1, j->ds, j->async,
+                         d->cpu_threads);
+    else /* the dense device source unpacked from the slots into the strided host destination */
+        st = staged_pack(j, nd, shape, isz, dst->strides, dst->host, src->strides, src->dev, -1, j->ds, j->async,
+                         d->cpu_threads);
     if (st == GPUMEM_OK && d->nchunks == 0)
         j->pending |= j->async != 0;
-    /* the CPU unpacks the run into the host destination, once it is there */
-    if (st == GPUMEM_OK && d->dst_op == GM_OP_CPU) {
+    /* without the kernels or scratch: the CPU unpacks the buffer into the host destination, once it is there */
+    if (st == GPUMEM_OK && d->host_run && d->dst_op == GM_OP_CPU) {
         if (j->pending)
             st = gm_drv_check(GM_DRV(stream_synchronize, j->ctx->dctx, j->ds), GM_OP_stream_synchronize, j->what);
         if (st == GPUMEM_OK) {
             j->pending = false; /* all of it is done */
-            st = cpu_pack(j, dst, dst->strides, dst->host, rs, host - rlo, true, d->cpu_threads);
+            st = cpu_pack(j, dst, dst->strides, dst->host, rs, host - rlo, true);
         }
     }
     return st;

@@ -12,7 +12,6 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "copy_tuning.h"
 #include "env.h"
@@ -23,22 +22,6 @@
 GM_PARAM_LONG(gm_param_copy_min_row_bytes, "GPUMEM_COPY_MIN_ROW_BYTES", 0, 1L << 30, GM_COPY_MIN_ROW_BYTES)
 GM_PARAM_SIZE(gm_param_copy_scratch_chunk, "GPUMEM_COPY_SCRATCH_CHUNK", 64u << 10, 1u << 30, GM_COPY_SCRATCH_CHUNK)
 GM_PARAM_LONG(gm_param_peer, "GPUMEM_PEER", 0, 1, 1)
-GM_PARAM_LONG(gm_param_staging_threads, "GPUMEM_STAGING_THREADS", 1, 64, 0)
-GM_PARAM_SIZE(gm_param_staging_chunk, "GPUMEM_STAGING_CHUNK", 64u << 10, 1u << 30, 8u << 20)
-GM_PARAM_LONG(gm_param_staging_depth, "GPUMEM_STAGING_DEPTH", 2, 64, 4)
-GM_PARAM_SIZE(gm_param_staging_min_bytes, "GPUMEM_STAGING_MIN_BYTES", 0, UINT64_MAX, 4u << 20)
-
-unsigned gm_copy_cpu_count(void)
-{
-    static _Atomic unsigned cpus; /* 0: not read; every racing thread reads the same value */
-    unsigned n = atomic_load_explicit(&cpus, memory_order_relaxed);
-    if (n == 0) {
-        long v = sysconf(_SC_NPROCESSORS_ONLN);
-        n = v < 1 ? 1 : v > 4096 ? 4096 : (unsigned)v;
-        atomic_store_explicit(&cpus, n, memory_order_relaxed);
-    }
-    return n;
-}
 
 /* ---- the snapshot ------------------------------------------------------------------------------- */
 
@@ -74,8 +57,6 @@ static void build(void)
         t.bad |= GM_TUNE_BAD_PEER;
     else
         t.peer = api >= 0 ? api != 0 : v != 0;
-    unsigned cpus = gm_copy_cpu_count();
-    t.cpu_threads = cpus > GM_COPY_CPU_MAX_THREADS ? GM_COPY_CPU_MAX_THREADS : cpus;
     t.cpu_thread_bytes = GM_COPY_CPU_THREAD_BYTES;
     t.gen = current.gen + 1;
     current = t;

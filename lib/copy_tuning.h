@@ -33,11 +33,9 @@
  * (GPUMEM_COPY_SCRATCH_CHUNK overrides it). */
 #define GM_COPY_SCRATCH_CHUNK (4u << 20)
 
-/* A host side at least this big is packed by several CPU threads. */
+/* A CPU pack at least this big runs on several threads of the worker pool
+ * (staging.c's gm_staging_cpu_pack). */
 #define GM_COPY_CPU_THREAD_BYTES (4u << 20)
-
-/* At most this many threads pack on the CPU. */
-#define GM_COPY_CPU_MAX_THREADS 8
 
 /* Bits of gm_copy_tuning.bad: a setting whose environment variable has a
  * bad value; a copy that needs it fails with the parameter's error. */
@@ -52,8 +50,7 @@ typedef struct gm_copy_tuning {
     uint64_t gen;                    /* the snapshot's generation (> 0) */
     size_t min_row_bytes;            /* GPUMEM_COPY_MIN_ROW_BYTES */
     size_t scratch_chunk;            /* GPUMEM_COPY_SCRATCH_CHUNK: bytes of one scratch buffer */
-    unsigned cpu_threads;            /* threads a CPU pack may use: the online CPUs, at most 8 */
-    size_t cpu_thread_bytes;         /* a host side of at least this is packed by several threads */
+    size_t cpu_thread_bytes;         /* a CPU pack of at least this runs on several threads */
     gpumem_staging_settings staging; /* gpumem/staging.h's settings */
     bool peer;                       /* copies between devices may use peer access */
     unsigned bad;                    /* GM_TUNE_BAD_* */
@@ -70,20 +67,12 @@ void gm_copy_tuning_publish(void);
  * their cached parameters and prefixed with what; GPUMEM_OK when none. */
 gpumem_status gm_copy_tuning_error(unsigned bad, const char *what);
 
-/* The online CPUs (at least 1), read once. */
-unsigned gm_copy_cpu_count(void);
-
 /* gpumem_peer_set_enabled's value: -1 until it is called. */
 void gm_copy_tuning_set_peer(int enabled);
 
-/* The cached parameters (env.h).  gm_param_staging_threads gives 0 when
- * GPUMEM_STAGING_THREADS is unset. */
+/* The cached parameters (env.h); the staging engine's are staging.c's. */
 gpumem_status gm_param_copy_min_row_bytes(long *out);
 gpumem_status gm_param_copy_scratch_chunk(uint64_t *out);
 gpumem_status gm_param_peer(long *out);
-gpumem_status gm_param_staging_threads(long *out);
-gpumem_status gm_param_staging_chunk(uint64_t *out);
-gpumem_status gm_param_staging_depth(long *out);
-gpumem_status gm_param_staging_min_bytes(uint64_t *out);
 
 #endif /* GM_COPY_TUNING_H */

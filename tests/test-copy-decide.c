@@ -23,7 +23,6 @@ static gm_copy_tuning tuning(void)
     t.gen = 1;
     t.min_row_bytes = 128;
     t.scratch_chunk = 4 * MiB;
-    t.cpu_threads = 8;
     t.cpu_thread_bytes = 4 * MiB;
     t.staging = (gpumem_staging_settings){sizeof t.staging, 8, 8 * MiB, 4, 4 * MiB};
     t.peer = true;
@@ -137,19 +136,19 @@ static void test_table(void)
           NULL);
     check("h[:, ::2] to a contiguous device array", 2, s64, f, paged(H0, cols), dev(D0, c4), none, &t,
           (want){.how = GM_HOW_PACKED, .path = GPUMEM_COPY_PATH_CPU_PACK, .src_op = GM_OP_CPU,
-                 .dst_op = GM_OP_DIRECT, .run = GM_RUN_DST, .cpu_threads = 1},
+                 .dst_op = GM_OP_DIRECT, .run = GM_RUN_DST, .staged = true, .cpu_threads = 8},
           NULL);
     check("h[:, ::2] to d[:, 1::2]", 2, s64, f, paged(H0, cols), dev(D0 + 4, cols), none, &t,
           (want){.how = GM_HOW_PACKED, .path = GPUMEM_COPY_PATH_CPU_DEVICE_PACK, .src_op = GM_OP_CPU,
-                 .dst_op = GM_OP_KERNEL, .run = GM_RUN_LIKE_DST, .nchunks = 1, .cpu_threads = 1},
+                 .dst_op = GM_OP_KERNEL, .run = GM_RUN_LIKE_DST, .staged = true, .nchunks = 1, .cpu_threads = 8},
           NULL);
     check("a contiguous device array to h[:, 1::2]", 2, s64, f, dev(D0, c4), paged(H0 + 4, cols), none, &t,
           (want){.how = GM_HOW_PACKED, .path = GPUMEM_COPY_PATH_CPU_PACK, .src_op = GM_OP_DIRECT,
-                 .dst_op = GM_OP_CPU, .run = GM_RUN_SRC, .cpu_threads = 1},
+                 .dst_op = GM_OP_CPU, .run = GM_RUN_SRC, .staged = true, .cpu_threads = 8},
           NULL);
     check("d[:, ::2] to h[:, 1::2]", 2, s64, f, dev(D0, cols), pinned(H0 + 4, cols), none, &t,
           (want){.how = GM_HOW_PACKED, .path = GPUMEM_COPY_PATH_CPU_DEVICE_PACK, .src_op = GM_OP_KERNEL,
-                 .dst_op = GM_OP_CPU, .run = GM_RUN_LIKE_DST, .nchunks = 1, .cpu_threads = 1},
+                 .dst_op = GM_OP_CPU, .run = GM_RUN_LIKE_DST, .staged = true, .nchunks = 1, .cpu_threads = 8},
           NULL);
     check("d[:, ::2] to a contiguous device array", 2, s64, f, dev(D0, cols), dev(D0 + 4096, c4), none, &t,
           (want){.how = GM_HOW_KERNEL, .path = GPUMEM_COPY_PATH_DEVICE_PACK}, NULL);
@@ -264,6 +263,8 @@ static void test_table(void)
           (want){.how = GM_HOW_FAIL, .path = GPUMEM_COPY_PATH_NONE, .bad = GM_TUNE_BAD_STAGING}, NULL);
     check("but not a pinned one", 1, big, f, pinned(H0, big_s), dev(D0, big_s), none, &bad,
           (want){.how = GM_HOW_TRANSFER, .path = GPUMEM_COPY_PATH_CONTIGUOUS}, NULL);
+    check("and a strided host side, which the staging engine packs", 2, s64, f, pinned(H0, cols), dev(D0, c4), none,
+          &bad, (want){.how = GM_HOW_FAIL, .path = GPUMEM_COPY_PATH_NONE, .bad = GM_TUNE_BAD_STAGING}, NULL);
     bad.bad = GM_TUNE_BAD_SCRATCH;
     check("a bad GPUMEM_COPY_SCRATCH_CHUNK fails a copy through scratch", 2, s64, f, dev(D0, cols), pinned(H0, c4),
           none, &bad, (want){.how = GM_HOW_FAIL, .path = GPUMEM_COPY_PATH_NONE, .bad = GM_TUNE_BAD_SCRATCH}, NULL);
@@ -279,13 +280,14 @@ static void test_table(void)
 
     /* CPU threads: a big strided host side */
     int64_t hbig[] = {4096, 4096}, hcols[] = {32768, 8}, hc[] = {16384, 4};
-    check("64 MiB of h[:, ::2] packed by 8 threads", 2, hbig, f, paged(H0, hcols), dev(D0, hc), none, &t,
+    check("64 MiB of h[:, ::2] packed by the staging engine's 8 threads", 2, hbig, f, paged(H0, hcols), dev(D0, hc),
+          none, &t,
           (want){.how = GM_HOW_PACKED, .path = GPUMEM_COPY_PATH_CPU_PACK, .src_op = GM_OP_CPU,
                  .dst_op = GM_OP_DIRECT, .run = GM_RUN_DST, .staged = true, .cpu_threads = 8},
           NULL);
     gm_copy_tuning t2 = t;
-    t2.cpu_threads = 2;
-    check("or by the 2 the tuning allows", 2, hbig, f, paged(H0, hcols), dev(D0, hc), none, &t2,
+    t2.staging.threads = 2;
+    check("or by the 2 its settings allow", 2, hbig, f, paged(H0, hcols), dev(D0, hc), none, &t2,
           (want){.how = GM_HOW_PACKED, .path = GPUMEM_COPY_PATH_CPU_PACK, .src_op = GM_OP_CPU,
                  .dst_op = GM_OP_DIRECT, .run = GM_RUN_DST, .staged = true, .cpu_threads = 2},
           NULL);

@@ -14,7 +14,7 @@ lib=$srcdir/lib
 
 layer_of() {
     case $1 in
-    error|env|layout|dtype|dtype_descr|dtype_impl|bytes|version|copyplan|testing|devfile|kernels/*) echo 0 ;;
+    error|env|layout|dtype|dtype_descr|dtype_impl|bytes|version|copyplan|testing|devfile|kernels/*|workers|cpu_pack) echo 0 ;;
     driver|cuda|cuda_abi|sim|sim_*|arch_table|pointer) echo 1 ;;
     context|stream) echo 2 ;;
     alloc|pool|device_pool|host_pool|hostreg|dealloc) echo 3 ;;
