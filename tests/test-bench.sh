@@ -18,8 +18,12 @@ grep -q '^host  *pageable read, 1 thread ' "$tmp/out" && grep -q '^host  *pageab
     grep -q '^concurrent h2d 8 threads, 1 MiB pageable each .*% of pinned' "$tmp/out" &&
     grep -q '^# target: a queued pageable download takes' "$tmp/out" && grep -q '^targets .*h2d pinned 4 KiB' "$tmp/out"
 t $? "the host ceiling, pageable rows as % of pinned and of the host, 2 to 8 threads at once, the targets"
-GPUMEM_SIM_HOST_MEMORY=3M "$gpumem" bench --quick --reps 1 >"$tmp/out" 2>"$tmp/err" && grep -q '^# skipped: .*page-locked' "$tmp/out"
-t $? "sizes beyond the page-locked limit are skipped with a note, not failed"
+if [ "${GPUMEM_BACKEND:-sim}" = sim ]; then
+    GPUMEM_SIM_HOST_MEMORY=3M "$gpumem" bench --quick --reps 1 >"$tmp/out" 2>"$tmp/err" && grep -q '^# skipped: .*page-locked' "$tmp/out"
+    t $? "sizes beyond the page-locked limit are skipped with a note, not failed"
+else
+    i=$((i + 1)); echo "ok $i # SKIP the page-locked limit is the simulator's (GPUMEM_SIM_HOST_MEMORY)"
+fi
 "$gpumem" bench --quick --csv >"$tmp/csv" 2>"$tmp/err"; t $? "bench --csv exits 0"
 head -n 1 "$tmp/csv" | grep -q '^group,case,path,bytes,seconds,gb_per_s$' && [ "$(wc -l <"$tmp/csv")" -gt 30 ]
 t $? "--csv: the header and a line per result"

@@ -285,7 +285,10 @@ int main(void)
 
     run_child(numa_case, root, &r);
     ok(r.exited && r.exit_code == 0 && r.status == GPUMEM_OK, "two nodes: the engine works (%s)", r.text);
-    is_int(r.value[0], 1, "its workers and slots are on the device's node");
+    if (test_on_sim()) /* a GPU's bus id is not in the fake sysfs tree */
+        is_int(r.value[0], 1, "its workers and slots are on the device's node");
+    else
+        skip(1, "the fake sysfs tree names the simulator's bus id, not this GPU's");
     ok(r.value[1] == 1, "the node's workers run on its CPUs only");
     ok(r.value[2] == 1 && r.value[3] == 1, "1 MiB + 77 bytes up and down through the node's workers: staged, exact");
     if (test_on_sim()) {
