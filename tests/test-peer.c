@@ -26,6 +26,13 @@ static uint64_t peer_calls(void)
     return n;
 }
 
+static uint64_t launches(void)
+{
+    uint64_t n = 0;
+    gpumem_debug_driver_calls("cuLaunchKernel", &n);
+    return n;
+}
+
 static gpumem_copy_path last_path(void)
 {
     gpumem_copy_path p = GPUMEM_COPY_PATH_NONE;
@@ -171,8 +178,9 @@ static void ladder_case(const void *arg, child_result *out)
 }
 
 /* Frees of a strided cross-device copy's temporaries failing (every free
- * reaches the driver at once: GPUMEM_MAX_PENDING_DEALLOCS_COUNT=0), each
- * driver call in turn, on both paths: a failure that names a free
+ * reaches the driver at once: GPUMEM_MAX_PENDING_DEALLOCS_COUNT=0; the
+ * destination's device too full for scratch, so that the copy goes through
+ * temporaries), each driver call in turn, on both paths: a failure that names a free
  * (cuMemFree, cuMemFreeHost) comes after the copy completed, so its
  * message says so and the destination holds the whole copy.  value[0]:
  * such failures, value[1]: those without "the copy completed", value[2]:
@@ -181,12 +189,21 @@ static void free_fails_case(const void *arg, child_result *out)
 {
     (void)arg;
     setenv("GPUMEM_SIM_DEVICES", "2", 1);
+    setenv("GPUMEM_SIM_MEMORY", "8M", 1);
     setenv("GPUMEM_MAX_PENDING_DEALLOCS_COUNT", "0", 1);
     gpumem_context *c0 = NULL, *c1 = NULL;
     if ((out->status = gpumem_context_create(0, &c0)) != GPUMEM_OK ||
         (out->status = gpumem_context_create(1, &c1)) != GPUMEM_OK)
         return;
-    gpumem_array *a = filled(c0, 2 * N, 9), *b = filled(c1, 2 * N, 0);
+    gpumem_array *a = filled(c0, 2 * N, 9), *b = filled(c1, 2 * N, 0), *filler = NULL;
+    /* device 1 keeps room for a temporary like the destination (8 KB), not
+     * for scratch (64 KiB at least): the copies go through temporaries */
+    size_t free1 = 0, total1 = 0;
+    gpumem_memory_info(c1, &free1, &total1);
+    int64_t fill = (int64_t)free1 - (32 << 10);
+    if ((out->status = gpumem_device_array(c1, 1, &fill, NULL, gpumem_dtype_builtin(GPUMEM_UINT8), 'C', NULL,
+                                           &filler)) != GPUMEM_OK)
+        return;
     gpumem_array *sa = sliced(a, 0, GPUMEM_SLICE_DEFAULT, 2);
     gpumem_array *sb = sliced(b, GPUMEM_SLICE_DEFAULT, GPUMEM_SLICE_DEFAULT, -2);
     int32_t zero[2 * N] = {0}, v[2 * N];
@@ -217,20 +234,24 @@ static void free_fails_case(const void *arg, child_result *out)
             out->value[2] += !good;
         }
     }
-    gpumem_array *rel[] = {a, b, sa, sb, hz};
+    gpumem_array *rel[] = {a, b, sa, sb, hz, filler};
     for (size_t i = 0; i < sizeof rel / sizeof *rel; i++)
         gpumem_array_release(rel[i]);
     gpumem_context_release(c1);
     gpumem_context_release(c0);
 }
 
-/* With 64 KiB scratch chunks: strided copies of 512 KiB between devices,
- * by peer access (arg NULL) or staged.  value[0]: copies with wrong values,
- * value[1]: cuMemcpyPeer calls. */
+/* With 64 KiB scratch chunks (and 64 KiB staging slots, two per lane):
+ * strided copies of 512 KiB between devices, by peer access (arg NULL) or
+ * staged.  value[0]: copies with wrong values, value[1]: cuMemcpyPeer
+ * calls, value[3]: the kernel launches of each copy (two decimal digits
+ * each, in order). */
 static void chunks_case(const void *arg, child_result *out)
 {
     setenv("GPUMEM_SIM_DEVICES", "2", 1);
     setenv("GPUMEM_COPY_SCRATCH_CHUNK", "64K", 1);
+    setenv("GPUMEM_STAGING_CHUNK", "64K", 1);
+    setenv("GPUMEM_STAGING_DEPTH", "2", 1);
     if (arg != NULL)
         setenv("GPUMEM_PEER", "0", 1);
     gpumem_context *c0 = NULL, *c1 = NULL;
@@ -250,9 +271,12 @@ static void chunks_case(const void *arg, child_result *out)
     gpumem_array_transpose(b2, NULL, &tb); /* F-ordered view of device 1's memory */
     gpumem_device_array(c1, 2, (int64_t[]){M, M / 2}, NULL, i32(), 'C', NULL, &c);
     static int32_t v[M * M];
-    uint64_t before = peer_calls();
-    /* strided to contiguous: packed on device 0 only */
+    uint64_t before = peer_calls(), mark = launches();
+    long each[4] = {0, 0, 0, 0};
+    /* strided to contiguous: gathered on device 0 */
     gpumem_status st = gpumem_array_copy(c, sa, NULL);
+    each[0] = (long)(launches() - mark);
+    mark = launches();
     values(c, v, n / 2);
     for (int64_t i = 0; st == GPUMEM_OK && i < n / 2; i++)
         if (v[i] != 7 + (i / (M / 2)) * M + 2 * (i % (M / 2))) {
@@ -262,6 +286,27 @@ static void chunks_case(const void *arg, child_result *out)
     /* strided into strided, rows reversed: packed on 0, unpacked on 1 */
     if (st == GPUMEM_OK)
         st = gpumem_array_copy(sb, sa, NULL);
+    each[1] = (long)(launches() - mark);
+    mark = launches();
+    values(b2, v, n);
+    for (int64_t i = 0; st == GPUMEM_OK && i < n; i++) {
+        int64_t r = i / M, col = i % M;
+        int32_t want = col % 2 ? 7 + (M - 1 - r) * M + (col - 1) : -1 + (int32_t)i;
+        if (v[i] != want) {
+            out->value[0]++;
+            break;
+        }
+    }
+    /* contiguous into strided: unpacked on 1 (e, on device 0, holds sa's values) */
+    gpumem_array *e = NULL;
+    if (st == GPUMEM_OK && (st = gpumem_device_array(c0, 2, (int64_t[]){M, M / 2}, NULL, i32(), 'C', NULL, &e)) ==
+                               GPUMEM_OK)
+        st = gpumem_array_copy(e, sa, NULL);
+    mark = launches();
+    if (st == GPUMEM_OK)
+        st = gpumem_array_copy(sb, e, NULL);
+    each[2] = (long)(launches() - mark);
+    mark = launches();
     values(b2, v, n);
     for (int64_t i = 0; st == GPUMEM_OK && i < n; i++) {
         int64_t r = i / M, col = i % M;
@@ -274,6 +319,8 @@ static void chunks_case(const void *arg, child_result *out)
     /* a transpose: C on device 0 into an F view on device 1 */
     if (st == GPUMEM_OK)
         st = gpumem_array_copy(tb, a2, NULL);
+    each[3] = (long)(launches() - mark);
+    mark = launches();
     values(b2, v, n);
     for (int64_t i = 0; st == GPUMEM_OK && i < n; i++)
         if (v[i] != 7 + (i % M) * M + i / M) {
@@ -281,11 +328,12 @@ static void chunks_case(const void *arg, child_result *out)
             break;
         }
     out->value[1] = (long)(peer_calls() - before);
+    out->value[3] = each[0] * 1000000 + each[1] * 10000 + each[2] * 100 + each[3];
     if (st != GPUMEM_OK) {
         out->status = st;
         snprintf(out->text, sizeof out->text, "%s", gpumem_last_error());
     }
-    gpumem_array *rel[] = {a, b, a2, b2, sa, sb, tb, c};
+    gpumem_array *rel[] = {a, b, a2, b2, sa, sb, tb, c, e};
     for (size_t i = 0; i < sizeof rel / sizeof *rel; i++)
         gpumem_array_release(rel[i]);
     gpumem_context_release(c1);
@@ -302,8 +350,8 @@ static void env_cases(void)
     is_int(r.status, GPUMEM_OK, "default: both copies succeed");
     is_int(r.value[0], peer2, "default: both copies take the peer path");
     ok(r.value[1] == 1, "default: values arrive");
-    is_int(r.value[2], 3, "default: one cuMemcpyPeer for the contiguous copy, one per 4 MiB scratch chunk (2) of "
-                          "the strided one");
+    is_int(r.value[2], 1, "default: one cuMemcpyPeer for the contiguous copy, none for the strided one (one kernel "
+                          "writes the destination through the peer mapping)");
 
     run_child(copy_case, &(env_case){"GPUMEM_PEER", "0"}, &r);
     is_int(r.status, GPUMEM_OK, "GPUMEM_PEER=0: both copies succeed");
@@ -326,10 +374,16 @@ static void env_cases(void)
     ok(r.status == GPUMEM_OK && r.value[0] == 0,
        "64 KiB scratch chunks, peer access: strided, reversed and transposed copies between devices are exact%s%s",
        r.text[0] ? ": " : "", r.text);
-    is_int(r.value[1], 8 + 8 + 16, "one cuMemcpyPeer per chunk (512 KiB views, a 1 MiB transpose)");
+    is_int(r.value[3], 1 * 1000000 + 16 * 10000 + 8 * 100 + 1,
+           "kernels: one gathers a strided source into a dense destination (and one the transpose); 8 chunks of a "
+           "strided source into a strided destination, each packed into the destination's scratch and unpacked; 8 "
+           "chunks of a contiguous source, each unpacked");
+    is_int(r.value[1], 8, "one cuMemcpyPeer per chunk of the contiguous source into its scratch, none elsewhere");
     run_child(chunks_case, "", &r);
     ok(r.status == GPUMEM_OK && r.value[0] == 0, "the same through pinned host memory%s%s", r.text[0] ? ": " : "",
        r.text);
+    is_int(r.value[3], 8 * 1000000 + 16 * 10000 + 8 * 100 + 16,
+           "kernels: each chunk packed on device 0 and / or unpacked on device 1, the transpose in 16 chunks");
     is_int(r.value[1], 0, "without cuMemcpyPeer");
 
     run_child(free_fails_case, NULL, &r);
