@@ -1,6 +1,10 @@
 /* Copies between devices (gpumem/peer.h): the peer path and the staged
- * path, contiguous and strided on either side, checked by value; streams of
- * either device; the switches (GPUMEM_PEER, gpumem_peer_set_enabled,
+ * path, contiguous and strided on either side, checked by value; which way
+ * each strided copy takes, told by its driver calls (one kernel writing
+ * through the peer mapping, chunks through the destination's scratch,
+ * staged chunks); streams of either device; every kind between three
+ * devices of which two are peers; each driver call failing in turn, in
+ * several chunks too; the switches (GPUMEM_PEER, gpumem_peer_set_enabled,
  * GPUMEM_SIM_PEERS) and their bad values.  On the simulator it runs with
  * three devices; on a GPU it needs two. */
 #include <stdint.h>
@@ -340,6 +344,156 @@ static void chunks_case(const void *arg, child_result *out)
     gpumem_context_release(c0);
 }
 
+/* ---- strided copies of every kind, between every pair ---- */
+
+enum { M3 = 256 }; /* 256 x 256 int32: 256 KiB, four 64 KiB chunks */
+
+static gpumem_copy_path kind_path; /* of kind_copy's copy */
+
+/* The kinds of strided copies between two devices: a[:, ::2] into a dense
+ * array, a dense array into b[::-1, 1::2], a[:, ::2] into b[:, 1::2], a
+ * into the transposed view of b.  Copies kind k from device s's a (values
+ * base + i) into device t's b (values -1 + i); the dense source is a copy of
+ * a[:, ::2] on s.  fail_at > 0: that driver call of the copy fails
+ * (gpumem_debug_fail_call).  1 when the copy succeeded and the destination
+ * holds what it must, its gaps untouched. */
+static int kind_copy(gpumem_context *cs, gpumem_context *ct, int k, int32_t base, uint64_t fail_at, gpumem_status *st)
+{
+    int64_t n = M3 * M3, sh[2] = {M3, M3}, half[2] = {M3, M3 / 2};
+    gpumem_array *a = filled(cs, n, base), *b = filled(ct, n, -1), *a2 = NULL, *b2 = NULL, *from = NULL, *to = NULL;
+    gpumem_array_reshape(a, 2, sh, 'C', GPUMEM_NO_COPY, NULL, &a2);
+    gpumem_array_reshape(b, 2, sh, 'C', GPUMEM_NO_COPY, NULL, &b2);
+    gpumem_slice even[2] = {{GPUMEM_SLICE_DEFAULT, GPUMEM_SLICE_DEFAULT, 1}, {0, GPUMEM_SLICE_DEFAULT, 2}};
+    gpumem_slice odd_rev[2] = {{GPUMEM_SLICE_DEFAULT, GPUMEM_SLICE_DEFAULT, -1}, {1, GPUMEM_SLICE_DEFAULT, 2}};
+    gpumem_slice odd[2] = {{GPUMEM_SLICE_DEFAULT, GPUMEM_SLICE_DEFAULT, 1}, {1, GPUMEM_SLICE_DEFAULT, 2}};
+    gpumem_array *sa = NULL;
+    gpumem_array_slice(a2, even, 2, &sa);
+    switch (k) {
+    case 0:
+        gpumem_device_array(ct, 2, half, NULL, i32(), 'C', NULL, &to);
+        from = sa;
+        gpumem_array_retain(from);
+        break;
+    case 1:
+        gpumem_device_array(cs, 2, half, NULL, i32(), 'C', NULL, &from);
+        gpumem_array_copy(from, sa, NULL); /* on one device */
+        gpumem_array_slice(b2, odd_rev, 2, &to);
+        break;
+    case 2:
+        from = sa;
+        gpumem_array_retain(from);
+        gpumem_array_slice(b2, odd, 2, &to);
+        break;
+    default:
+        from = a2;
+        gpumem_array_retain(from);
+        gpumem_array_transpose(b2, NULL, &to);
+        break;
+    }
+    if (fail_at > 0)
+        gpumem_debug_fail_call(fail_at, 999);
+    *st = gpumem_array_copy(to, from, NULL);
+    gpumem_debug_fail_call(0, 0);
+    kind_path = last_path();
+    int good = *st == GPUMEM_OK;
+    int32_t *v = malloc((size_t)n * sizeof *v);
+    if (good)
+        values(k == 0 ? to : b2, v, k == 0 ? n / 2 : n);
+    for (int64_t i = 0; good && i < (k == 0 ? n / 2 : n); i++) {
+        int64_t r = k == 0 ? i / (M3 / 2) : i / M3, c = k == 0 ? i % (M3 / 2) : i % M3;
+        int32_t want;
+        if (k == 0)
+            want = base + (int32_t)(r * M3 + 2 * c);
+        else if (k == 1)
+            want = c % 2 ? base + (int32_t)((M3 - 1 - r) * M3 + c - 1) : -1 + (int32_t)i;
+        else if (k == 2)
+            want = c % 2 ? base + (int32_t)(r * M3 + c - 1) : -1 + (int32_t)i;
+        else
+            want = base + (int32_t)(c * M3 + r);
+        good = v[i] == want;
+    }
+    free(v);
+    gpumem_array *rel[] = {a, b, a2, b2, sa, from, to};
+    for (size_t i = 0; i < sizeof rel / sizeof *rel; i++)
+        gpumem_array_release(rel[i]);
+    return good;
+}
+
+static const char *const kind_name[4] = {"a[:, ::2] -> dense", "dense -> b[::-1, 1::2]", "a[:, ::2] -> b[:, 1::2]",
+                                         "a -> b.T"};
+
+/* Three devices, peer access between 0 and 1 only, 64 KiB scratch chunks
+ * and slots: every kind between 0 and 1 both ways (peer) and 0 -> 2, 2 ->
+ * 1 (staged).  value[0]: wrong copies (bits: pair * 4 + kind), value[1]:
+ * copies on another path than their pair's. */
+static void three_case(const void *arg, child_result *out)
+{
+    (void)arg;
+    setenv("GPUMEM_SIM_DEVICES", "3", 1);
+    setenv("GPUMEM_SIM_PEERS", "0-1", 1);
+    setenv("GPUMEM_COPY_SCRATCH_CHUNK", "64K", 1);
+    setenv("GPUMEM_STAGING_CHUNK", "64K", 1);
+    gpumem_context *c[3] = {NULL, NULL, NULL};
+    for (int i = 0; i < 3; i++)
+        if ((out->status = gpumem_context_create(i, &c[i])) != GPUMEM_OK) {
+            snprintf(out->text, sizeof out->text, "%s", gpumem_last_error());
+            return;
+        }
+    static const int pair[4][2] = {{0, 1}, {1, 0}, {0, 2}, {2, 1}};
+    for (int p = 0; p < 4; p++)
+        for (int k = 0; k < 4; k++) {
+            gpumem_status st;
+            if (!kind_copy(c[pair[p][0]], c[pair[p][1]], k, 1000 * (p + 1), 0, &st)) {
+                out->value[0] |= 1L << (p * 4 + k);
+                if (out->text[0] == '\0')
+                    snprintf(out->text, sizeof out->text, "%d -> %d, %s: %s", pair[p][0], pair[p][1], kind_name[k],
+                             st == GPUMEM_OK ? "wrong values" : gpumem_last_error());
+            }
+            out->value[1] += kind_path != (p < 2 ? GPUMEM_COPY_PATH_PEER : GPUMEM_COPY_PATH_PEER_STAGED);
+        }
+    for (int i = 2; i >= 0; i--)
+        gpumem_context_release(c[i]);
+}
+
+/* Each driver call of every kind of copy failing in turn, in 64 KiB chunks
+ * (several per copy), with peer access (arg NULL) or staged: value[0]
+ * failures without the driver's error in their message, value[1] copies
+ * that then failed or were wrong, value[2] the failures seen. */
+static void chunk_faults_case(const void *arg, child_result *out)
+{
+    setenv("GPUMEM_SIM_DEVICES", "2", 1);
+    setenv("GPUMEM_COPY_SCRATCH_CHUNK", "64K", 1);
+    setenv("GPUMEM_STAGING_CHUNK", "64K", 1);
+    if (arg != NULL)
+        setenv("GPUMEM_PEER", "0", 1);
+    gpumem_context *c0 = NULL, *c1 = NULL;
+    if ((out->status = gpumem_context_create(0, &c0)) != GPUMEM_OK ||
+        (out->status = gpumem_context_create(1, &c1)) != GPUMEM_OK)
+        return;
+    for (int k = 0; k < 4; k++) {
+        for (uint64_t nth = 1; nth < 400; nth++) {
+            gpumem_status st;
+            int good = kind_copy(c0, c1, k, 77, nth, &st);
+            if (st == GPUMEM_OK) {
+                out->value[1] += !good;
+                break;
+            }
+            out->value[2]++;
+            if (strstr(gpumem_last_error(), "CUDA_ERROR_UNKNOWN") == NULL && out->value[0]++ == 0 &&
+                out->text[0] == '\0')
+                snprintf(out->text, sizeof out->text, "%s: %s", kind_name[k], gpumem_last_error());
+            char msg[256];
+            snprintf(msg, sizeof msg, "%s", gpumem_last_error());
+            gpumem_status st2;
+            if (!kind_copy(c0, c1, k, 5, 0, &st2) && out->value[1]++ == 0)
+                snprintf(out->text, sizeof out->text, "%s after '%s': %s", kind_name[k], msg,
+                         st2 ? gpumem_last_error() : "wrong values");
+        }
+    }
+    gpumem_context_release(c1);
+    gpumem_context_release(c0);
+}
+
 static void env_cases(void)
 {
     child_result r;
@@ -385,6 +539,21 @@ static void env_cases(void)
     is_int(r.value[3], 8 * 1000000 + 16 * 10000 + 8 * 100 + 16,
            "kernels: each chunk packed on device 0 and / or unpacked on device 1, the transpose in 16 chunks");
     is_int(r.value[1], 0, "without cuMemcpyPeer");
+
+    run_child(three_case, NULL, &r);
+    ok(r.exited && r.exit_code == 0 && r.status == GPUMEM_OK && r.value[0] == 0,
+       "three devices, peers 0-1 only: every kind of strided copy, in chunks, between 0 and 1 both ways and 0 -> 2, "
+       "2 -> 1 is exact, the gaps untouched%s%s", r.text[0] ? ": " : "", r.text);
+    is_int(r.value[1], 0, "peer access between 0 and 1, staged with 2");
+    for (int staged = 0; staged < 2; staged++) {
+        run_child(chunk_faults_case, staged ? "" : NULL, &r);
+        ok(r.exited && r.exit_code == 0 && r.status == GPUMEM_OK && r.value[2] > 20,
+           "%s: each driver call of every kind of strided copy in chunks failing in turn (%ld failures): no crash "
+           "or hang", staged ? "staged" : "peer access", r.value[2]);
+        ok(r.value[0] == 0, "...each with the driver's error in its message%s%s", r.value[0] ? ": " : "",
+           r.value[0] ? r.text : "");
+        ok(r.value[1] == 0, "...and the next copy is exact%s%s", r.value[1] ? ": " : "", r.value[1] ? r.text : "");
+    }
 
     run_child(free_fails_case, NULL, &r);
     is_int(r.status, GPUMEM_OK, "strided copies between devices, each driver call failing in turn");
