@@ -260,6 +260,9 @@ module gpumem
   integer(c_int), parameter :: GPUMEM_STATUS_COUNT = 31
   ! gpumem/stream.h
   integer(c_int), parameter :: GPUMEM_STREAM_NON_BLOCKING = 1
+  ! gpumem/event.h
+  integer(c_int), parameter :: GPUMEM_EVENT_BLOCKING_SYNC = 1
+  integer(c_int), parameter :: GPUMEM_EVENT_DISABLE_TIMING = 2
 
   !> GPUMEM_SLICE_DEFAULT, an omitted slice bound (INT64_MIN).
   integer(c_int64_t), parameter :: GPUMEM_SLICE_DEFAULT = ibset(0_c_int64_t, 63)
@@ -1601,6 +1604,62 @@ module gpumem
       import
       type(c_ptr), value :: ctx
       integer(c_int) :: gpumem_context_synchronize
+    end function
+    ! ---- gpumem/event.h
+    function gpumem_event_create(ctx, flags, event) &
+        bind(c, name='gpumem_event_create')
+      import
+      type(c_ptr), value :: ctx
+      integer(c_int), value :: flags
+      type(c_ptr), intent(out) :: event
+      integer(c_int) :: gpumem_event_create
+    end function
+    function gpumem_event_destroy(event) &
+        bind(c, name='gpumem_event_destroy')
+      import
+      type(c_ptr), value :: event
+      integer(c_int) :: gpumem_event_destroy
+    end function
+    function gpumem_event_record(event, stream) &
+        bind(c, name='gpumem_event_record')
+      import
+      type(c_ptr), value :: event
+      type(c_ptr), value :: stream
+      integer(c_int) :: gpumem_event_record
+    end function
+    function gpumem_event_query(event) &
+        bind(c, name='gpumem_event_query')
+      import
+      type(c_ptr), value :: event
+      integer(c_int) :: gpumem_event_query
+    end function
+    function gpumem_event_synchronize(event) &
+        bind(c, name='gpumem_event_synchronize')
+      import
+      type(c_ptr), value :: event
+      integer(c_int) :: gpumem_event_synchronize
+    end function
+    function gpumem_event_elapsed_time(start, end, ms) &
+        bind(c, name='gpumem_event_elapsed_time')
+      import
+      type(c_ptr), value :: start
+      type(c_ptr), value :: end
+      real(c_float), intent(out) :: ms
+      integer(c_int) :: gpumem_event_elapsed_time
+    end function
+    function gpumem_stream_wait_event(stream, event) &
+        bind(c, name='gpumem_stream_wait_event')
+      import
+      type(c_ptr), value :: stream
+      type(c_ptr), value :: event
+      integer(c_int) :: gpumem_stream_wait_event
+    end function
+    function gpumem_event_context(event, ctx) &
+        bind(c, name='gpumem_event_context')
+      import
+      type(c_ptr), value :: event
+      type(c_ptr), intent(out) :: ctx
+      integer(c_int) :: gpumem_event_context
     end function
     ! ---- gpumem/testing.h
     function gpumem_test_context(ctx, reason, size) &

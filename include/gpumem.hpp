@@ -14,7 +14,8 @@
  *   destructor a release: gpumem::context, gpumem::array, gpumem::dtype,
  *   gpumem::module.
  * - Handles the C API ends exactly once are move-only; the destructor ends
- *   them: gpumem::stream (gpumem_stream_destroy), gpumem::pool and
+ *   them: gpumem::stream (gpumem_stream_destroy), gpumem::event
+ *   (gpumem_event_destroy), gpumem::pool and
  *   gpumem::host_pool (gpumem_pool_destroy, gpumem_host_pool_destroy),
  *   gpumem::allocation (gpumem_allocation_free with no stream),
  *   gpumem::registration (gpumem_unpinned, gpumem_unmapped or
@@ -603,6 +604,88 @@ private:
     gpumem_context *c_ = nullptr;
 };
 
+/* ---- events ------------------------------------------------------------------------------ */
+
+/**
+ * numba's cuda.event(): an event of a context (gpumem/event.h; move-only, the destructor is
+ * gpumem_event_destroy).  An empty stream_ref given to record() or wait() is the default stream of the
+ * event's context.
+ */
+class event {
+public:
+    event() noexcept = default;
+    /**
+     * gpumem_event_create(@p ctx, @p flags).
+     * @param ctx the context (empty: the autoinit context).
+     * @param flags 0 (with timing), or GPUMEM_EVENT_DISABLE_TIMING and GPUMEM_EVENT_BLOCKING_SYNC or'ed.
+     */
+    explicit event(const context &ctx, unsigned flags = 0) { check(gpumem_event_create(ctx.get(), flags, &e_)); }
+    /** Moves. @param o the event, left empty. */
+    event(event &&o) noexcept : e_(std::exchange(o.e_, nullptr)) {}
+    /** Move-assigns, destroying the event held before. @param o the event, left empty. @return *this. */
+    event &operator=(event &&o) noexcept
+    {
+        if (this != &o) {
+            gpumem_event_destroy(e_);
+            e_ = std::exchange(o.e_, nullptr);
+        }
+        return *this;
+    }
+    event(const event &) = delete;
+    event &operator=(const event &) = delete;
+    ~event() { gpumem_event_destroy(e_); }
+
+    /** The C handle (borrowed). @return the event. */
+    gpumem_event *get() const noexcept { return e_; }
+    /** Whether the wrapper holds an event. @return true unless empty or destroyed. */
+    explicit operator bool() const noexcept { return e_ != nullptr; }
+    /** gpumem_event_destroy(): ends the event now; throws its status. */
+    void destroy() { check(gpumem_event_destroy(std::exchange(e_, nullptr))); }
+    /**
+     * numba's event.record(stream): gpumem_event_record(), behind the work queued on @p s so far.
+     * @param s a stream of the event's context (empty: that context's default stream).
+     */
+    void record(stream_ref s = {}) const { check(gpumem_event_record(e_, s.get())); }
+    /**
+     * numba's event.wait(stream): gpumem_stream_wait_event(@p s, this event); the same as s.wait(*this).
+     * @param s the stream whose later work waits (empty: the default stream of the event's context).
+     */
+    void wait(stream_ref s = {}) const { check(gpumem_stream_wait_event(s.get(), e_)); }
+    /** gpumem_event_query(): true when complete (or never recorded), false while its work runs. @return whether it is complete. */
+    bool query() const
+    {
+        gpumem_status st = gpumem_event_query(e_);
+        if (st == GPUMEM_ERROR_NOT_READY)
+            return false;
+        check(st);
+        return true;
+    }
+    /** gpumem_event_synchronize(): waits until the event has completed. */
+    void synchronize() const { check(gpumem_event_synchronize(e_)); }
+    /**
+     * numba's event_elapsed_time(*this, @p end): gpumem_event_elapsed_time(), the milliseconds from this
+     * event's completion to that of @p end; both recorded, completed and with timing.
+     * @param end the later event.
+     * @return the elapsed time in milliseconds.
+     */
+    float elapsed_ms(const event &end) const
+    {
+        float ms = 0;
+        check(gpumem_event_elapsed_time(e_, end.e_, &ms));
+        return ms;
+    }
+    /** The event's context, retained. @return the context. */
+    gpumem::context context() const
+    {
+        gpumem_context *c = nullptr;
+        check(gpumem_event_context(e_, &c));
+        return gpumem::context::share(c);
+    }
+
+private:
+    gpumem_event *e_ = nullptr;
+};
+
 /* ---- streams ----------------------------------------------------------------------------- */
 
 /** numba's cuda.stream(): a stream of a context (move-only; the destructor is gpumem_stream_destroy). */
@@ -640,6 +723,18 @@ public:
     void synchronize() const { check(gpumem_stream_synchronize(s_)); }
     /** gpumem_stream_query(). @return whether the work is done. */
     bool query() const { return stream_ref(s_).query(); }
+    /**
+     * gpumem_stream_wait_event(): this stream's work queued from now on waits until @p e has completed.
+     * An empty stream throws GPUMEM_ERROR_NULL_ARGUMENT (in C, NULL would be the default stream).
+     * @param e the event (of any context).
+     */
+    void wait(const event &e) const
+    {
+        if (s_ == nullptr)
+            throw error(GPUMEM_ERROR_NULL_ARGUMENT, "gpumem::stream::wait: the stream is empty (moved from or "
+                                                    "destroyed)");
+        check(gpumem_stream_wait_event(s_, e.get()));
+    }
     /** The stream's context, retained. @return the context. */
     gpumem::context context() const
     {

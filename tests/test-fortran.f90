@@ -7,7 +7,7 @@ program test_fortran
   use, intrinsic :: iso_c_binding
   use gpumem
   implicit none
-  integer, parameter :: planned = 48
+  integer, parameter :: planned = 55
   integer :: n_run = 0, n_failed = 0
   type(c_ptr) :: ctx, d, h, v, s, pool, dt, hp, a
   integer(c_int) :: st, st2, nd, flag, order
@@ -202,6 +202,53 @@ program test_fortran
     st = gpumem_array_release(d)
     st = gpumem_stream_destroy(s)
     call ok(st == GPUMEM_OK, 'gpumem_stream_destroy')
+  end block
+
+  ! ---- events ----
+  block
+    real(c_double), target :: x(1000)
+    type(c_ptr) :: b, e0, e1, nt, d2
+    real(c_float) :: ms
+    st = gpumem_stream_create(ctx, GPUMEM_STREAM_NON_BLOCKING, s)
+    st = gpumem_stream_create(ctx, GPUMEM_STREAM_NON_BLOCKING, b)
+    st = gpumem_event_create(ctx, 0_c_int, e0)
+    st2 = gpumem_event_create(ctx, GPUMEM_EVENT_BLOCKING_SYNC, e1)
+    call ok(st == GPUMEM_OK .and. st2 == GPUMEM_OK, 'gpumem_event_create')
+    x = 0
+    st = gpumem_f_to_device(ctx, x, d)
+    st = gpumem_f_to_device(ctx, x, d2)
+    st = gpumem_event_record(e0, s)
+    st = gpumem_array_fill(d, 8.0_c_double, s)
+    st = gpumem_event_record(e1, s)
+    st2 = gpumem_stream_wait_event(b, e1)
+    call ok(st == GPUMEM_OK .and. st2 == GPUMEM_OK, 'gpumem_event_record, gpumem_stream_wait_event')
+    st = gpumem_array_copy(d2, d, b)
+    st = gpumem_stream_synchronize(b)
+    st = gpumem_f_copy_to_host(d2, x)
+    call ok(st == GPUMEM_OK .and. all(x == 8), 'stream b waited for the fill on stream a')
+    st = gpumem_event_synchronize(e1)
+    st2 = gpumem_event_query(e1)
+    call ok(st == GPUMEM_OK .and. st2 == GPUMEM_OK, 'gpumem_event_synchronize, then gpumem_event_query: complete')
+    ms = -1
+    st = gpumem_event_elapsed_time(e0, e1, ms)
+    call ok(st == GPUMEM_OK .and. ms >= 0, 'gpumem_event_elapsed_time')
+    st = gpumem_event_create(ctx, GPUMEM_EVENT_DISABLE_TIMING, nt)
+    st = gpumem_event_record(nt, c_null_ptr)
+    st = gpumem_event_synchronize(nt)
+    st = gpumem_event_elapsed_time(e0, nt, ms)
+    msg = gpumem_f_last_error()
+    call ok(st == GPUMEM_ERROR_INVALID_VALUE .and. index(msg, 'GPUMEM_EVENT_DISABLE_TIMING') > 0, &
+        'an event without timing has no elapsed time')
+    st = gpumem_event_destroy(nt)
+    st2 = gpumem_event_destroy(nt)
+    call ok(st == GPUMEM_OK .and. st2 == GPUMEM_ERROR_INVALID_STATE, &
+        'gpumem_event_destroy, and again: GPUMEM_ERROR_INVALID_STATE')
+    st = gpumem_array_release(d2)
+    st = gpumem_array_release(d)
+    st = gpumem_event_destroy(e1)
+    st = gpumem_event_destroy(e0)
+    st = gpumem_stream_destroy(b)
+    st = gpumem_stream_destroy(s)
   end block
 
   ! ---- pools and structs ----

@@ -50,7 +50,7 @@ int main()
             plan_skip_all(why);
         bail_out("%s", why);
     }
-    plan(45);
+    plan(54);
     gpumem::context ctx = gpumem::context::adopt(raw); /* takes over gpumem_test_context's reference */
 
     /* ---- copy = retain, move, destructor = release ---- */
@@ -136,6 +136,43 @@ int main()
         ok(!st && moved, "a moved stream leaves an empty one");
         moved.destroy();
         ok(!moved, "destroy() ends the stream");
+    }
+    /* ---- events ---- */
+    {
+        const std::int64_t n = 1 << 16;
+        gpumem::stream a(ctx, GPUMEM_STREAM_NON_BLOCKING), b(ctx, GPUMEM_STREAM_NON_BLOCKING);
+        gpumem::event e0(ctx), e1(ctx, GPUMEM_EVENT_BLOCKING_SYNC);
+        gpumem::array x = gpumem::device_array<float>(ctx, {n});
+        gpumem::array y = gpumem::device_array<float>(ctx, {n});
+        y.fill(0.0f);
+        e0.record(a);
+        x.fill(5.0f, a);
+        e1.record(a);
+        b.wait(e1);
+        gpumem::check(gpumem_array_copy(y.get(), x.get(), b.get()));
+        b.synchronize();
+        ok(y.get<float>({n - 1}) == 5.0f, "stream::wait(event): b's copy read what a's fill wrote");
+        ok(e1.query() && e0.query(), "event::query(): both complete");
+        float ms = e0.elapsed_ms(e1);
+        ok(ms >= 0.0f, "event::elapsed_ms() from the first to the second (%.3f ms)", static_cast<double>(ms));
+        ok(e1.context().get() == ctx.get(), "event::context() is the context it was made in");
+        x.fill(6.0f, a);
+        e1.record(a);
+        e1.wait(); /* the default stream of e1's context */
+        gpumem::check(gpumem_array_copy(y.get(), x.get(), ctx.default_stream().get()));
+        ctx.default_stream().synchronize();
+        ok(y.get<float>({0}) == 6.0f, "event::wait() with no stream: the default stream waited");
+        gpumem::event nt(ctx, GPUMEM_EVENT_DISABLE_TIMING);
+        nt.record(a);
+        nt.synchronize();
+        throws([&] { e0.elapsed_ms(nt); }, GPUMEM_ERROR_INVALID_VALUE, "GPUMEM_EVENT_DISABLE_TIMING",
+               "elapsed_ms() to an event without timing");
+        gpumem::event moved = std::move(e0);
+        ok(!e0 && moved, "a moved event leaves an empty one");
+        moved.destroy();
+        ok(!moved, "destroy() ends the event");
+        gpumem::stream gone = std::move(b);
+        throws([&] { b.wait(e1); }, GPUMEM_ERROR_NULL_ARGUMENT, "gpumem::stream::wait", "an empty stream waits");
     }
     {
         ctx.set_dealloc_limits(0, 0.0);

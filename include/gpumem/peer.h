@@ -38,7 +38,9 @@
  * other cross-device copy first waits for the caller's stream, runs on both
  * devices' legacy default streams and is complete when the call returns.
  * Work queued on the other device's streams is not waited for: order it
- * yourself (gpumem_context_synchronize(), events) before the copy.
+ * yourself before the copy, with gpumem_context_synchronize() or an event
+ * (gpumem_event_record() behind that work, gpumem_stream_wait_event() on
+ * the copy's stream; gpumem/event.h).
  *
  * @par Failures
  * A failing cross-device copy returns the driver's error.  As for the
