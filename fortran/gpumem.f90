@@ -797,6 +797,13 @@ module gpumem
       type(c_ptr), intent(out) :: ctx
       integer(c_int) :: gpumem_autoinit
     end function
+    function gpumem_size_parse(text, bytes) &
+        bind(c, name='gpumem_size_parse')
+      import
+      character(kind=c_char), intent(in) :: text(*)
+      integer(c_int64_t), intent(out) :: bytes
+      integer(c_int) :: gpumem_size_parse
+    end function
     ! ---- gpumem/debug.h
     function gpumem_debug_driver_calls(op, count) &
         bind(c, name='gpumem_debug_driver_calls')

@@ -7,7 +7,7 @@ program test_fortran
   use, intrinsic :: iso_c_binding
   use gpumem
   implicit none
-  integer, parameter :: planned = 55
+  integer, parameter :: planned = 56
   integer :: n_run = 0, n_failed = 0
   type(c_ptr) :: ctx, d, h, v, s, pool, dt, hp, a
   integer(c_int) :: st, st2, nd, flag, order
@@ -203,6 +203,10 @@ program test_fortran
     st = gpumem_stream_destroy(s)
     call ok(st == GPUMEM_OK, 'gpumem_stream_destroy')
   end block
+
+  ! ---- a size as in the environment ----
+  st = gpumem_size_parse(gpumem_f_cstr('48K'), n64)
+  call ok(st == GPUMEM_OK .and. n64 == 49152, 'gpumem_size_parse(gpumem_f_cstr(''48K'')) is 49152')
 
   ! ---- events ----
   block
