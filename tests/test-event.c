@@ -264,8 +264,12 @@ static void timing(gpumem_context *ctx, int sim)
     is_int(gpumem_event_elapsed_time(e0, e1, &ms), GPUMEM_OK, "elapsed time");
     ok(ms > 0, "the copy took more than 0 ms (%.3f ms)", (double)ms);
     float back_ms = 0;
-    gpumem_event_elapsed_time(e1, e0, &back_ms);
-    ok(back_ms == -ms, "the other way round it is negative (%.3f ms)", (double)back_ms);
+    if (sim) {
+        gpumem_event_elapsed_time(e1, e0, &back_ms);
+        ok(back_ms == -ms, "the other way round it is negative (%.3f ms)", (double)back_ms);
+    } else {
+        skip(1, "the driver does not document the time from a later event to an earlier one");
+    }
     int32_t v = 0;
     gpumem_array_get_item(big2, (int64_t[]){BIG - 1}, &v, NULL);
     is_int(v, 3, "and the copy arrived");

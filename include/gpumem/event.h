@@ -122,8 +122,8 @@ GPUMEM_API gpumem_status gpumem_event_synchronize(gpumem_event *event);
  * numba's event_elapsed_time(start, end): the milliseconds from the
  * completion of @p start to that of @p end, both recorded and completed, as
  * the device measured them (the driver's resolution is about half a
- * microsecond).  Negative when @p end completed first.  On failure
- * @p ms is left unchanged.  Added in GPUMEM_1.1.
+ * microsecond).  On failure @p ms is left unchanged.  Added in
+ * GPUMEM_1.1.
  * @param start the earlier event.
  * @param end the later event, of the same context.
  * @param[out] ms the elapsed time in milliseconds.
