@@ -111,10 +111,9 @@ static gpumem_status array_copy(const char *what, gpumem_array *dst, const gpume
 {
     gpumem_context *ctx = NULL;
     gpumem_status st = check_copy(what, dst, src, stream, &ctx);
-    if (st != GPUMEM_OK || gm_array_size(dst) == 0)
+    if (st != GPUMEM_OK)
         return st;
-    if (gm_copy_is_cross_device(dst, src))
-        return gm_copy_peer(what, dst, src, stream);
+    /* every copy, empty or between devices, is decided and reported alike */
     return gm_copy_run(what, dst, src, stream, ctx);
 }
 

@@ -20,6 +20,7 @@
 #include "hostreg.h"
 #include "pool.h"
 #include "stream.h"
+#include "workers.h"
 
 /* ---- records and handles ------------------------------------------------------------ */
 
@@ -259,15 +260,45 @@ static inline uintptr_t stream_key(const gpumem_stream *s)
 #define MB_CMD_PRIVATE_EXPEDITED (1 << 3)
 #define MB_CMD_REGISTER_PRIVATE_EXPEDITED (1 << 4)
 
-static atomic_bool asym; /* set once, before the first thread cache exists */
+/* The registration for MEMBARRIER_CMD_PRIVATE_EXPEDITED waits for an RCU
+ * grace period when the process has several threads: 8 to 13 ms measured
+ * (issue 19: the first pair after gpumem_context_set_pool took it, 623 ns
+ * on average over 20 000 pairs against 208).  It runs once per process, on
+ * a worker of the pool (workers.h), while thread caches work in the
+ * symmetric mode; `registered` is set first, then `asym`.  A thief that
+ * reads registered (sequentially consistent, after its steal store) makes
+ * the barrier; an owner that reads asym (acquire) uses the asymmetric
+ * entry only then, so a thief that missed registered finds its busy store
+ * (the registration's stores are ordered before the owner's load of
+ * steal). */
+static atomic_bool asym;       /* owners may enter with a plain store */
+static atomic_bool registered; /* thieves must make the barrier */
 
-static void asym_init(void)
+static void asym_register(gm_task *t, int worker)
 {
+    (void)t;
+    (void)worker;
 #if defined(__linux__) && defined(SYS_membarrier)
     long cmds = syscall(SYS_membarrier, MB_CMD_QUERY, 0, 0);
-    atomic_store(&asym, cmds > 0 && (cmds & MB_CMD_PRIVATE_EXPEDITED) && (cmds & MB_CMD_GLOBAL) &&
-                            syscall(SYS_membarrier, MB_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0);
+    if (cmds > 0 && (cmds & MB_CMD_PRIVATE_EXPEDITED) && (cmds & MB_CMD_GLOBAL) &&
+        syscall(SYS_membarrier, MB_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0) {
+        atomic_store(&registered, true);
+        atomic_store(&asym, true);
+    }
 #endif
+}
+
+static gm_task asym_task = {.fn = asym_register};
+
+/* At the first thread cache: the registration, on a worker (the caller's
+ * when there is none). */
+static void asym_init(void)
+{
+    gm_workers *w = gm_workers_get(-1);
+    if (w != NULL && gm_workers_grow(w, 1) > 0)
+        gm_task_post(w, &asym_task, 1); /* never joined: it is static */
+    else
+        asym_register(&asym_task, -1);
 }
 
 static void asym_barrier(void)
@@ -284,7 +315,7 @@ static void asym_barrier(void)
 static inline void tc_enter(gm_tcache *tc)
 {
     for (;;) {
-        if (atomic_load_explicit(&asym, memory_order_relaxed)) {
+        if (atomic_load_explicit(&asym, memory_order_acquire)) {
             atomic_store_explicit(&tc->busy, 1, memory_order_relaxed);
             atomic_signal_fence(memory_order_seq_cst);
         } else {
@@ -308,7 +339,7 @@ static void steal_all(gm_pool *p)
 {
     for (gm_tcache *tc = p->tcaches; tc != NULL; tc = tc->next)
         atomic_store_explicit(&tc->steal, 1, memory_order_seq_cst);
-    if (p->tcaches != NULL && atomic_load_explicit(&asym, memory_order_relaxed))
+    if (p->tcaches != NULL && atomic_load_explicit(&registered, memory_order_seq_cst))
         asym_barrier();
     for (gm_tcache *tc = p->tcaches; tc != NULL; tc = tc->next)
         while (atomic_load_explicit(&tc->busy, memory_order_seq_cst) != 0)

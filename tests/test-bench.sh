@@ -6,13 +6,24 @@ builddir=${GPUMEM_TEST_BUILDDIR:-.}
 gpumem="$builddir/tools/gpumem"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/gpumem-bench.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
-echo "1..22"
+echo "1..25"
 i=0
 t() { i=$((i + 1)); if [ "$1" = 0 ]; then echo "ok $i - $2"; else echo "not ok $i - $2"; sed 's/^/# /' "$tmp/err"; fi; }
 GPUMEM_STAGING_MIN_BYTES=1M "$gpumem" bench --quick >"$tmp/out" 2>"$tmp/err"; t $? "bench --quick exits 0"
 grep -q '^transfer  h2d pinned ' "$tmp/out" && grep -q '^strided   d2h d\[:, ::2\] pinned  *device-pack' "$tmp/out"
 t $? "it has the transfer rows and d[:, ::2] packed on the device"
 grep -q ' staged ' "$tmp/out"; t $? "with GPUMEM_STAGING_MIN_BYTES=1M the 1 MiB pageable rows go through the staging engine"
+grep -q '^host  *pageable read, 1 thread ' "$tmp/out" && grep -q '^host  *pageable to pinned slot, engine busy' "$tmp/out" &&
+    grep -q '^# host ceiling of pageable copies' "$tmp/out" && grep -q '^transfer  h2d pageable .*% of pinned .*% of host' "$tmp/out" &&
+    grep -q '^concurrent h2d 8 threads, 1 MiB pageable each .*% of pinned' "$tmp/out" &&
+    grep -q '^# target: a queued pageable download takes' "$tmp/out" && grep -q '^targets .*h2d pinned 4 KiB' "$tmp/out"
+t $? "the host ceiling, pageable rows as % of pinned and of the host, 2 to 8 threads at once, the targets"
+if [ "${GPUMEM_BACKEND:-sim}" = sim ]; then
+    GPUMEM_SIM_HOST_MEMORY=3M "$gpumem" bench --quick --reps 1 >"$tmp/out" 2>"$tmp/err" && grep -q '^# skipped: .*page-locked' "$tmp/out"
+    t $? "sizes beyond the page-locked limit are skipped with a note, not failed"
+else
+    i=$((i + 1)); echo "ok $i # SKIP the page-locked limit is the simulator's (GPUMEM_SIM_HOST_MEMORY)"
+fi
 "$gpumem" bench --quick --csv >"$tmp/csv" 2>"$tmp/err"; t $? "bench --csv exits 0"
 head -n 1 "$tmp/csv" | grep -q '^group,case,path,bytes,seconds,gb_per_s$' && [ "$(wc -l <"$tmp/csv")" -gt 30 ]
 t $? "--csv: the header and a line per result"
@@ -36,8 +47,10 @@ fi
 if command -v python3 >/dev/null 2>&1; then
     python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["machine"]["backend"]; assert len(d["results"]) > 30; assert all(r["bytes"] > 0 for r in d["results"])' "$tmp/json" 2>"$tmp/err"
     t $? "--json is one object with the machine and the results"
+    python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); r=d["results"]; assert any("pct_of_pinned" in x and "pct_of_host" in x for x in r if x["group"] == "transfer"); assert any(x["group"] == "host" and x["threads"] >= 1 for x in r); assert any(n.startswith("host ceiling") for n in d["notes"])' "$tmp/json" 2>"$tmp/err"
+    t $? "--json carries the percentages of pinned and of the host, the host rows and the notes"
 else
-    i=$((i + 1)); echo "ok $i # SKIP python3 is not installed to parse the JSON"
+    i=$((i + 2)); echo "ok $((i - 1)) # SKIP python3 is not installed to parse the JSON"; echo "ok $i # SKIP python3"
 fi
 "$gpumem" bench --quick --rows --reps 1 >"$tmp/out" 2>"$tmp/err" && grep -q '^rows .*rows of 65536 B' "$tmp/out"
 t $? "--rows measures 2-D copies up to rows of 64 KiB"

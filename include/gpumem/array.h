@@ -38,9 +38,12 @@
  * so its failure can leave the destination partly written too); so can a
  * copy of the one kind that needs several driver
  * copies (::GPUMEM_COPY_PATH_DMA_LOOP: only when the driver cannot load the
- * library's pack kernels).  A failure to free a copy's temporaries after it
- * completed ("the copy completed" in the message) leaves the destination
- * holding the copy.
+ * library's pack kernels or the device has no room for their scratch).  A
+ * strided copy through device scratch larger than one scratch chunk
+ * (`GPUMEM_COPY_SCRATCH_CHUNK`, 4 MiB) writes its destination chunk by
+ * chunk, so a failure of a later chunk can leave it partly written too.  A
+ * failure to free a copy's temporaries after it completed ("the copy
+ * completed" in the message) leaves the destination holding the copy.
  */
 #ifndef GPUMEM_ARRAY_H
 #define GPUMEM_ARRAY_H
@@ -324,23 +327,44 @@ GPUMEM_API gpumem_status gpumem_array_release(gpumem_array *array);
  * - one 2-D or 3-D driver copy when that does it and its rows are at least
  *   GPUMEM_COPY_MIN_ROW_BYTES wide (doc/environment.md; narrower rows run
  *   far below the link's speed);
- * - otherwise the strided sides are packed and one contiguous transfer
- *   crosses the link: a device side by the library's pack and unpack
- *   kernels into device scratch (device to device: one or two kernels, no
- *   transfer), a host side by CPU threads into host staging memory.  The
- *   packed layout is the other side's when that side is one run, so the
- *   transfer lands in it directly.
+ * - otherwise the strided sides are packed and one contiguous run crosses
+ *   the link: a device side by the library's pack and unpack kernels
+ *   through device scratch (device to device: one kernel when a side is one
+ *   run, else two through scratch, no transfer), a host side by CPU threads
+ *   into host staging memory.  The packed layout is the other side's when
+ *   that side is one run, so the transfer lands in it directly.  Device
+ *   scratch is at most two buffers of `GPUMEM_COPY_SCRATCH_CHUNK` bytes
+ *   (4 MiB): a larger copy goes chunk by chunk along its outermost axes, the
+ *   kernels of one chunk running while the transfer of the other does, so
+ *   a strided view larger than the device's free memory copies too.  When
+ *   the device has no room even for that (or the driver cannot load the
+ *   kernels), the copy runs without scratch, as the driver's 2-D or 3-D
+ *   copies (::GPUMEM_COPY_PATH_DMA, ::GPUMEM_COPY_PATH_DMA_LOOP), a
+ *   strided host side still packed by the CPU.
  * Overlapping source and destination are staged through a temporary.  A
  * contiguous transfer of pageable host memory of at least the staging
  * threshold goes through the context's staging engine (gpumem/staging.h).
+ * An empty copy (an extent 0) moves nothing and reports
+ * ::GPUMEM_COPY_PATH_NONE.
  *
  * @p stream NULL: synchronous.  With a stream, in stream order:
  * - copies between device and page-locked memory, and device to device
  *   without temporaries, are queued and return at once;
  * - an upload from pageable memory returns once the source was read (it may
  *   be reused at once); the data reaches the device in stream order;
- * - copies that use temporaries (scratch, staging) wait for their stream
- *   before returning, since the temporaries must outlive the work;
+ * - device scratch never makes a copy wait for its stream: it comes from a
+ *   cache kept per context with the library's pack kernels, and a later
+ *   copy's use of it is ordered after this copy's work on the device (an
+ *   event its stream waits for), whether memory comes from the driver or
+ *   from a pool (gpumem_context_set_pool()).  The cache holds a few buffers
+ *   of at most two scratch chunks each, and is freed by
+ *   gpumem_clear_context_caches() and at the context's final release;
+ * - a copy into a strided host destination that is not pageable (pinned,
+ *   mapped, managed) waits for its stream, since the CPU unpacks the data
+ *   once it has arrived; overlapping device views go through a temporary
+ *   that is freed at the stream's next synchronization
+ *   (gpumem_stream_synchronize(), gpumem_context_synchronize(),
+ *   gpumem_stream_destroy());
  * - a download into pageable memory is queued too, where the driver would
  *   run it synchronously (numba#5130): the bytes go into a pinned bounce
  *   block on the stream, and a host function queued after them writes the
