@@ -564,6 +564,13 @@ static gpumem_status make_view(const char *what, gpumem_array *a, int ndim, cons
     return GPUMEM_OK;
 }
 
+/* gpumem_slice is gm_slice: the layout code reads the caller's array as is. */
+_Static_assert(sizeof(gpumem_slice) == sizeof(gm_slice) && offsetof(gpumem_slice, stop) == offsetof(gm_slice, stop) &&
+                   offsetof(gpumem_slice, step) == offsetof(gm_slice, step),
+               "gpumem_slice and gm_slice differ");
+_Static_assert(GPUMEM_SLICE_DEFAULT == GM_SLICE_DEFAULT && GPUMEM_SLICE_INDEX == GM_SLICE_INDEX,
+               "slice sentinels differ");
+
 GPUMEM_API gpumem_status gpumem_array_slice(gpumem_array *array, const gpumem_slice *slices, int nslices,
                                             gpumem_array **view)
 {
@@ -573,11 +580,12 @@ GPUMEM_API gpumem_status gpumem_array_slice(gpumem_array *array, const gpumem_sl
     if (nslices > 0)
         GM_CHECK_NULL(slices);
     int64_t shape[GM_MAX_NDIM], strides[GM_MAX_NDIM], offset;
+    int ndim;
     gpumem_status st = gm_layout_slice(what, array->ndim, array->shape, array->strides,
-                                       (const gm_slice *)slices, nslices, shape, strides, &offset);
+                                       (const gm_slice *)slices, nslices, &ndim, shape, strides, &offset);
     if (st != GPUMEM_OK)
         return st;
-    return make_view(what, array, array->ndim, shape, strides, offset, array->dtype, view);
+    return make_view(what, array, ndim, shape, strides, offset, array->dtype, view);
 }
 
 GPUMEM_API gpumem_status gpumem_array_transpose(gpumem_array *array, const int *axes, gpumem_array **view)

@@ -76,9 +76,12 @@ typedef enum gpumem_memory_kind {
 
 /**
  * A slice of one axis for gpumem_array_slice(), as Python's
- * start:stop:step.  The fields, in initializer order: {0, 6, 2} is `0:6:2`,
- * {::GPUMEM_SLICE_DEFAULT, ::GPUMEM_SLICE_DEFAULT, -1} is `::-1`, and
- * ::GPUMEM_SLICE_ALL is `:`.
+ * start:stop:step, or an integer index.  The fields, in initializer order:
+ * {0, 6, 2} is `0:6:2`, {1, 7} is `1:7` (an omitted step is 0, which reads
+ * as 1), {::GPUMEM_SLICE_DEFAULT, ::GPUMEM_SLICE_DEFAULT, -1} is `::-1`,
+ * ::GPUMEM_SLICE_ALL is `:`, and GPUMEM_INDEX(i) is the index `i`, which
+ * selects one position and drops the axis.  So NumPy's `d[1, 1:-1]` is
+ * `{GPUMEM_INDEX(1), {1, -1}}`: a 1-D view of row 1 without its ends.
  *
  * ::GPUMEM_SLICE_DEFAULT in a field means omitted, as Python's None: start
  * is then the axis' first element (step > 0) or its last (step < 0), stop
@@ -97,17 +100,35 @@ typedef enum gpumem_memory_kind {
  * there), libgpumem refuses them, so that an index mistake shows where it is
  * made.  Bounds on the axis that select nothing (`3:1`) give an empty axis,
  * as in Python: the view's extent is ceil((stop - start) / step), or 0 when
- * that is negative.  Step 0 is ::GPUMEM_ERROR_ZERO_STEP.
+ * that is negative.
  *
- * A step of ::GPUMEM_SLICE_DEFAULT (INT64_MIN) means omitted too, which is
- * 1, so NumPy's `x[::-2**63]` cannot be asked for: write INT64_MIN + 1
- * instead; it selects the same elements (the last one alone) on every
- * axis, whose extents never reach 2^62.
+ * A step of 0 reads as 1, so that the C initializer {start, stop}, which
+ * leaves step 0, is `start:stop`.  (Until GPUMEM_1.1 a zero step was
+ * ::GPUMEM_ERROR_ZERO_STEP, which no call returns now; no program that
+ * worked changes meaning.)  A step of ::GPUMEM_SLICE_DEFAULT (INT64_MIN)
+ * means omitted too, which is 1, so NumPy's `x[::-2**63]` cannot be asked
+ * for: write INT64_MIN + 1 instead; it selects the same elements (the last
+ * one alone) on every axis, whose extents never reach 2^62.
+ *
+ * @par Indices
+ * A stop of ::GPUMEM_SLICE_INDEX (INT64_MIN + 1) makes the slice an integer
+ * index, NumPy's `a[i]`: start is the position i, negative counting from
+ * the end (-1 is the last element), and step must be 1, 0 or
+ * ::GPUMEM_SLICE_DEFAULT (another step, or a start of
+ * ::GPUMEM_SLICE_DEFAULT, is ::GPUMEM_ERROR_INVALID_VALUE).  The position
+ * must be an element, 0 <= i < n after adding n to a negative i, or the call
+ * fails with ::GPUMEM_ERROR_INDEX_OUT_OF_RANGE naming the axis and the
+ * index.  The view has no such axis: each index takes one dimension away
+ * (indexing every axis of an array gives a 0-d view of one element).
+ * GPUMEM_INDEX(i) writes it as an initializer.  Before GPUMEM_1.1, that stop
+ * was an error on every axis (an extent would have to be 2^63 - 1 for it to
+ * be a bound), so no program that worked changes meaning.  Added in
+ * GPUMEM_1.1.
  */
 typedef struct gpumem_slice {
-    int64_t start; /**< first index, or ::GPUMEM_SLICE_DEFAULT; negative counts from the end */
-    int64_t stop;  /**< the index the slice stops before, or ::GPUMEM_SLICE_DEFAULT; negative counts from the end */
-    int64_t step;  /**< distance between indices, or ::GPUMEM_SLICE_DEFAULT (1); negative walks back; 0: error */
+    int64_t start; /**< first index, or ::GPUMEM_SLICE_DEFAULT; negative counts from the end; for an index, the position */
+    int64_t stop;  /**< the index the slice stops before, or ::GPUMEM_SLICE_DEFAULT; negative counts from the end; ::GPUMEM_SLICE_INDEX: an index */
+    int64_t step;  /**< distance between indices, or ::GPUMEM_SLICE_DEFAULT (1); negative walks back; 0 reads as 1 */
 } gpumem_slice;
 
 /** Omitted slice bound or step (Python's None); a step so given is 1. */
@@ -115,6 +136,11 @@ typedef struct gpumem_slice {
 /** The whole axis, `:`, as an initializer:
  * `gpumem_slice s[2] = {GPUMEM_SLICE_ALL, {0, 6, 2}};` is `[:, 0:6:2]`. */
 #define GPUMEM_SLICE_ALL {GPUMEM_SLICE_DEFAULT, GPUMEM_SLICE_DEFAULT, 1}
+/** The stop of a ::gpumem_slice that is an integer index (see Indices there).  Added in GPUMEM_1.1. */
+#define GPUMEM_SLICE_INDEX (INT64_MIN + 1)
+/** The integer index @p i (negative: from the end) as a ::gpumem_slice initializer; it drops its axis:
+ * `gpumem_slice s[2] = {GPUMEM_INDEX(1), {1, -1}};` is `[1, 1:-1]`.  Added in GPUMEM_1.1. */
+#define GPUMEM_INDEX(i) {(i), GPUMEM_SLICE_INDEX, 1}
 
 /** Flags of gpumem_to_device(). */
 #define GPUMEM_TO_DEVICE_NO_COPY 0x1   /**< allocate only (numba's copy=False) */
@@ -541,11 +567,14 @@ GPUMEM_API gpumem_status gpumem_array_set_item(gpumem_array *array, const int64_
 /* ---- views ------------------------------------------------------------------------------- */
 
 /**
- * A view of the first @p nslices axes sliced (the rest whole), as NumPy's
- * `a[s0, s1, ...]` with slices only: it shares @p array's memory (no copy)
- * and keeps it alive, with the same number of axes, each sliced one of
- * extent ceil((stop - start) / step) and stride times step.  Bounds outside
- * an axis are errors, not clamped (::gpumem_slice says exactly which).
+ * A view of the first @p nslices axes sliced or indexed (the rest whole),
+ * as NumPy's `a[s0, s1, ...]` with slices and integers: it shares
+ * @p array's memory (no copy) and keeps it alive.  Each sliced axis has
+ * extent ceil((stop - start) / step) and its stride times step; each
+ * indexed axis (GPUMEM_INDEX(i)) is gone, so the view has ndim less one per
+ * index (`d[1, 1:-1]` of a 2-D array is 1-D, and copies to and from a 1-D
+ * array of its length).  Bounds and indices outside an axis are errors, not
+ * clamped (::gpumem_slice says exactly which).
  *
  * @par Example
  * Every other column of a 4x6 device array, `d[:, ::2]`, copied to the host:
@@ -586,9 +615,10 @@ GPUMEM_API gpumem_status gpumem_array_set_item(gpumem_array *array, const int64_
  * @param[in] slices @p nslices slices (may be NULL when @p nslices is 0).
  * @param nslices 0 to ndim.
  * @param[out] view the new view.
- * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT, ::GPUMEM_ERROR_INVALID_VALUE (@p nslices),
- *        ::GPUMEM_ERROR_INDEX_OUT_OF_RANGE (a bound off its axis; the message names the axis and the bound),
- *        ::GPUMEM_ERROR_ZERO_STEP, ::GPUMEM_ERROR_OVERFLOW (a stride times a step that overflows),
+ * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT, ::GPUMEM_ERROR_INVALID_VALUE (@p nslices; an index
+ *        with a step other than 1 or without a position), ::GPUMEM_ERROR_INDEX_OUT_OF_RANGE (a bound or an
+ *        index off its axis; the message names the axis and the bound), ::GPUMEM_ERROR_OVERFLOW (a stride
+ *        times a step that overflows),
  *        ::GPUMEM_ERROR_HOST_OUT_OF_MEMORY, ::GPUMEM_ERROR_INVALID_STATE (a released array).
  */
 GPUMEM_API gpumem_status gpumem_array_slice(gpumem_array *array, const gpumem_slice *slices, int nslices,
