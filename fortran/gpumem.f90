@@ -263,6 +263,8 @@ module gpumem
 
   !> GPUMEM_SLICE_DEFAULT, an omitted slice bound (INT64_MIN).
   integer(c_int64_t), parameter :: GPUMEM_SLICE_DEFAULT = ibset(0_c_int64_t, 63)
+  !> GPUMEM_SLICE_INDEX (INT64_MIN + 1): a gpumem_slice with this stop is the integer index start.
+  integer(c_int64_t), parameter :: GPUMEM_SLICE_INDEX = ibset(1_c_int64_t, 63)
 
   ! ---- the public structs ----
   !> gpumem_slice: Python's start:stop:step, 0-based, stop excluded.
@@ -423,6 +425,13 @@ module gpumem
       type(c_ptr), value :: array
       integer(c_int) :: gpumem_array_release
     end function
+    function gpumem_array_release_n(count, arrays) &
+        bind(c, name='gpumem_array_release_n')
+      import
+      integer(c_size_t), value :: count
+      type(c_ptr), intent(in) :: arrays(*)
+      integer(c_int) :: gpumem_array_release_n
+    end function
     function gpumem_array_copy(dst, src, stream) &
         bind(c, name='gpumem_array_copy')
       import
@@ -472,6 +481,26 @@ module gpumem
       type(*), intent(in) :: value
       type(c_ptr), value :: stream
       integer(c_int) :: gpumem_array_set_item
+    end function
+    function gpumem_array_get_item_n(array, nindex, index, value, stream) &
+        bind(c, name='gpumem_array_get_item_n')
+      import
+      type(c_ptr), value :: array
+      integer(c_int), value :: nindex
+      integer(c_int64_t), intent(in) :: index(*)
+      type(*), intent(inout) :: value
+      type(c_ptr), value :: stream
+      integer(c_int) :: gpumem_array_get_item_n
+    end function
+    function gpumem_array_set_item_n(array, nindex, index, value, stream) &
+        bind(c, name='gpumem_array_set_item_n')
+      import
+      type(c_ptr), value :: array
+      integer(c_int), value :: nindex
+      integer(c_int64_t), intent(in) :: index(*)
+      type(*), intent(in) :: value
+      type(c_ptr), value :: stream
+      integer(c_int) :: gpumem_array_set_item_n
     end function
     function gpumem_array_slice(array, slices, nslices, view) &
         bind(c, name='gpumem_array_slice')
@@ -578,6 +607,12 @@ module gpumem
       type(c_ptr), value :: array
       integer(c_int), intent(out) :: kind
       integer(c_int) :: gpumem_array_kind
+    end function
+    function gpumem_memory_kind_name(kind) &
+        bind(c, name='gpumem_memory_kind_name')
+      import
+      integer(c_int), value :: kind
+      type(c_ptr) :: gpumem_memory_kind_name
     end function
     function gpumem_array_context(array, ctx) &
         bind(c, name='gpumem_array_context')
@@ -1508,6 +1543,18 @@ module gpumem
       type(c_ptr), value :: ctx
       type(c_ptr), value :: pool
       integer(c_int) :: gpumem_context_set_pool
+    end function
+    function gpumem_pool_device_array(pool, ndim, shape, dtype, order, stream, array) &
+        bind(c, name='gpumem_pool_device_array')
+      import
+      type(c_ptr), value :: pool
+      integer(c_int), value :: ndim
+      integer(c_int64_t), intent(in) :: shape(*)
+      type(c_ptr), value :: dtype
+      character(kind=c_char), value :: order
+      type(c_ptr), value :: stream
+      type(c_ptr), intent(out) :: array
+      integer(c_int) :: gpumem_pool_device_array
     end function
     function gpumem_host_pool_allocate(pool, ndim, shape, dtype, order, array) &
         bind(c, name='gpumem_host_pool_allocate')

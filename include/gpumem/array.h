@@ -16,6 +16,16 @@
  * - pinned, mapped, managed: host memory the driver knows (gpumem/host.h);
  * - foreign: device memory of another library (gpumem/interop.h).
  *
+ * @par Argument order
+ * gpumem_array_copy(dst, src) is `dst[:] = src`, memcpy's order.  numba's
+ * methods keep numba's, the receiver first: gpumem_copy_to_host(src, dst)
+ * is `src.copy_to_host(dst)`, gpumem_copy_to_device(dst, src) is
+ * `dst.copy_to_device(src)`.  Each function's first line says its order;
+ * copy_to_host and copy_to_device refuse a destination of the wrong side,
+ * and say "arguments swapped?" when the source is of the destination's.
+ * gpumem.hpp's members are named by direction (copy_from, copy_to,
+ * copy_to_host, copy_from_host).
+ *
  * @par Streams
  * Functions that move data take a ::gpumem_stream.  NULL means synchronous:
  * the call returns when the data has arrived.  With a stream the work is
@@ -78,7 +88,9 @@ typedef enum gpumem_memory_kind {
  * A slice of one axis for gpumem_array_slice(), as Python's
  * start:stop:step, or an integer index.  The fields, in initializer order:
  * {0, 6, 2} is `0:6:2`, {1, 7} is `1:7` (an omitted step is 0, which reads
- * as 1), {::GPUMEM_SLICE_DEFAULT, ::GPUMEM_SLICE_DEFAULT, -1} is `::-1`,
+ * as 1; -Wextra warns of the missing initializer there, which
+ * {.start = 1, .stop = 7} avoids), {::GPUMEM_SLICE_DEFAULT,
+ * ::GPUMEM_SLICE_DEFAULT, -1} is `::-1`,
  * ::GPUMEM_SLICE_ALL is `:`, and GPUMEM_INDEX(i) is the index `i`, which
  * selects one position and drops the axis.  So NumPy's `d[1, 1:-1]` is
  * `{GPUMEM_INDEX(1), {1, -1}}`: a 1-D view of row 1 without its ends.
@@ -340,10 +352,27 @@ GPUMEM_API gpumem_status gpumem_array_retain(gpumem_array *array);
  */
 GPUMEM_API gpumem_status gpumem_array_release(gpumem_array *array);
 
+/**
+ * Releases @p count arrays, as gpumem_array_release() of each in turn: all
+ * of them, also after one fails; NULL entries are skipped.  The status and
+ * gpumem_last_error() are the first failure's, its message prefixed with
+ * its place ("gpumem_array_release_n: arrays[2]: ...").  Each entry is
+ * released once per appearance, so an array listed twice loses two
+ * references.  GPUMEM_ARRAY_RELEASE_ALL(a, b, ...) calls it over its
+ * arguments.  Added in GPUMEM_1.1.
+ * @param count the number of entries.
+ * @param[in] arrays @p count arrays or NULLs (may be NULL when @p count is 0).
+ * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT (@p arrays NULL with @p count > 0), or the first failure
+ *        of gpumem_array_release().
+ */
+GPUMEM_API gpumem_status gpumem_array_release_n(size_t count, gpumem_array *const *arrays);
+
 /* ---- copies --------------------------------------------------------------------------- */
 
 /**
- * Copies every element of @p src into @p dst: equal shapes and dtypes, any
+ * dst[:] = src, arguments (dst, src) as memcpy's: copies every element of
+ * @p src into @p dst.  (gpumem_copy_to_host() takes (src, dst), numba's
+ * receiver first.)  Equal shapes and dtypes, any
  * kinds (device, host, pinned, mapped, managed), any strides on either side
  * (negative, zero in the source).  Only the elements are written, never the
  * gaps of a strided destination.  The copy engine chooses, per copy, the
@@ -459,8 +488,11 @@ GPUMEM_API gpumem_status gpumem_array_release(gpumem_array *array);
 GPUMEM_API gpumem_status gpumem_array_copy(gpumem_array *dst, const gpumem_array *src, gpumem_stream *stream);
 
 /**
- * numba's copy_to_host(ary, stream): @p src (device) into @p dst (a host-side
- * array), as gpumem_array_copy().  With a stream the copy is queued whatever
+ * numba's d.copy_to_host(ary, stream), arguments (src, dst), numba's
+ * receiver first: copies @p src (device) into @p dst (a host-side array),
+ * as gpumem_array_copy(dst, src).  A device @p dst is
+ * ::GPUMEM_ERROR_INVALID_VALUE, whose message asks "arguments swapped?"
+ * when @p src is host-side.  With a stream the copy is queued whatever
  * @p dst's memory: into pageable memory through a pinned bounce block and a
  * host function on the stream (numba#5130; see gpumem_array_copy()).
  *
@@ -502,17 +534,22 @@ GPUMEM_API gpumem_status gpumem_array_copy(gpumem_array *dst, const gpumem_array
  * @param src the source, a device-side array.
  * @param dst the destination, a host-side array.
  * @param stream the stream, or NULL (synchronous).
- * @return as gpumem_array_copy(); also ::GPUMEM_ERROR_INVALID_VALUE when @p dst is not on the host side.
+ * @return as gpumem_array_copy(); also ::GPUMEM_ERROR_INVALID_VALUE when @p dst is not on the host side (the
+ *        message says "arguments swapped?" when @p src is).
  */
 GPUMEM_API gpumem_status gpumem_copy_to_host(const gpumem_array *src, gpumem_array *dst, gpumem_stream *stream);
 
 /**
- * numba's copy_to_device(ary, stream): @p src (host or device) into @p dst (device); a @p src of
- * another device is a cross-device copy, as in gpumem_array_copy().
+ * numba's d.copy_to_device(ary, stream), arguments (dst, src), numba's
+ * receiver first: copies @p src (host or device) into @p dst (device), as
+ * gpumem_array_copy(dst, src); a @p src of another device is a cross-device
+ * copy.  A host-side @p dst is ::GPUMEM_ERROR_INVALID_VALUE, whose message
+ * asks "arguments swapped?" when @p src is on the device.
  * @param dst the destination, a device-side array.
  * @param src the source.
  * @param stream the stream, or NULL (synchronous).
- * @return as gpumem_array_copy(); also ::GPUMEM_ERROR_INVALID_VALUE when @p dst is not on the device side.
+ * @return as gpumem_array_copy(); also ::GPUMEM_ERROR_INVALID_VALUE when @p dst is not on the device side (the
+ *        message says "arguments swapped?" when @p src is).
  */
 GPUMEM_API gpumem_status gpumem_copy_to_device(gpumem_array *dst, const gpumem_array *src,
                                                gpumem_stream *stream);
@@ -533,7 +570,9 @@ GPUMEM_API gpumem_status gpumem_array_fill(gpumem_array *array, const void *valu
 
 /**
  * Reads one element (itemsize bytes) at @p index (ndim indices; negative
- * count from the end).  With a stream the read is ordered after the stream's
+ * count from the end).  The call reads ndim values from @p index, however
+ * many the caller has: gpumem_array_get_item_n() takes the count and checks
+ * it.  With a stream the read is ordered after the stream's
  * earlier work and waited for, as the value is needed at once: for a
  * host-side array the call waits for the stream's queued work (a download
  * into it), then reads host memory.  A @p stream
@@ -550,7 +589,25 @@ GPUMEM_API gpumem_status gpumem_array_get_item(const gpumem_array *array, const 
                                                gpumem_stream *stream);
 
 /**
- * Writes one element at @p index.  With a stream the write is ordered after
+ * gpumem_array_get_item() with the number of indices: @p nindex must be the
+ * array's ndim, or the call fails with ::GPUMEM_ERROR_INVALID_VALUE naming
+ * both before it reads @p index (so a C caller cannot read past its index
+ * array, and `get_item_n(a, 1, ...)` of a 2-D array is an error, not an
+ * element).  Added in GPUMEM_1.1.
+ * @param array the array.
+ * @param nindex the number of indices in @p index: the array's ndim.
+ * @param[in] index @p nindex indices, negative from the end (may be NULL when @p nindex is 0).
+ * @param[out] value itemsize bytes.
+ * @param stream the stream, or NULL.
+ * @return ::GPUMEM_OK; ::GPUMEM_ERROR_INVALID_VALUE (@p nindex is not ndim), or the statuses of
+ *        gpumem_array_get_item().
+ */
+GPUMEM_API gpumem_status gpumem_array_get_item_n(const gpumem_array *array, int nindex, const int64_t *index,
+                                                 void *value, gpumem_stream *stream);
+
+/**
+ * Writes one element at @p index (ndim indices, read without a count:
+ * gpumem_array_set_item_n() checks one).  With a stream the write is ordered after
  * the stream's earlier work: for a host-side array the call first waits for
  * the stream's queued work (a download into it lands before the write, not
  * over it), then writes host memory.
@@ -563,6 +620,21 @@ GPUMEM_API gpumem_status gpumem_array_get_item(const gpumem_array *array, const 
  */
 GPUMEM_API gpumem_status gpumem_array_set_item(gpumem_array *array, const int64_t *index, const void *value,
                                                gpumem_stream *stream);
+
+/**
+ * gpumem_array_set_item() with the number of indices: @p nindex must be the
+ * array's ndim, or the call fails with ::GPUMEM_ERROR_INVALID_VALUE before
+ * it reads @p index, and writes nothing.  Added in GPUMEM_1.1.
+ * @param array the array (writable).
+ * @param nindex the number of indices in @p index: the array's ndim.
+ * @param[in] index @p nindex indices, negative from the end (may be NULL when @p nindex is 0).
+ * @param[in] value itemsize bytes.
+ * @param stream the stream, or NULL (synchronous).
+ * @return ::GPUMEM_OK; ::GPUMEM_ERROR_INVALID_VALUE (@p nindex is not ndim), or the statuses of
+ *        gpumem_array_set_item().
+ */
+GPUMEM_API gpumem_status gpumem_array_set_item_n(gpumem_array *array, int nindex, const int64_t *index,
+                                                 const void *value, gpumem_stream *stream);
 
 /* ---- views ------------------------------------------------------------------------------- */
 
@@ -744,6 +816,14 @@ GPUMEM_API gpumem_status gpumem_array_nbytes(const gpumem_array *array, int64_t 
  */
 GPUMEM_API gpumem_status gpumem_array_kind(const gpumem_array *array, gpumem_memory_kind *kind);
 /**
+ * The name of a memory kind: "device", "host", "pinned", "mapped",
+ * "managed" or "foreign"; "unknown" for another value.  Static; never NULL.
+ * Added in GPUMEM_1.1.
+ * @param kind a memory kind.
+ * @return the name; never NULL.
+ */
+GPUMEM_API const char *gpumem_memory_kind_name(gpumem_memory_kind kind);
+/**
  * The context (borrowed; NULL for host arrays).
  * @param array the array.
  * @param[out] ctx the context, or NULL.
@@ -801,5 +881,30 @@ GPUMEM_API gpumem_status gpumem_array_is_readonly(const gpumem_array *array, int
 GPUMEM_API gpumem_status gpumem_array_set_readonly(gpumem_array *array, int readonly);
 
 GPUMEM_END_DECLS
+
+/**
+ * @def GPUMEM_ARRAY_RELEASE_ALL(...)
+ * gpumem_array_release_n() over its arguments, one or more arrays (NULLs
+ * skipped): `GPUMEM_ARRAY_RELEASE_ALL(o, cols, d, h);` releases all four
+ * and gives the first failure.  C99 and later, and C++11 and later (where a
+ * null entry is written nullptr, not NULL).  Added in GPUMEM_1.1.
+ */
+#ifdef __cplusplus
+/// @cond
+extern "C++" {
+template <class... A>
+inline gpumem_status gpumem_array_release_all_(A... arrays)
+{
+    gpumem_array *const list[] = {arrays...};
+    return gpumem_array_release_n(sizeof...(A), list);
+}
+}
+/// @endcond
+#define GPUMEM_ARRAY_RELEASE_ALL(...) gpumem_array_release_all_(__VA_ARGS__)
+#else
+#define GPUMEM_ARRAY_RELEASE_ALL(...) \
+    gpumem_array_release_n(sizeof((gpumem_array *[]){__VA_ARGS__}) / sizeof(gpumem_array *), \
+                           (gpumem_array *[]){__VA_ARGS__})
+#endif
 
 #endif /* GPUMEM_ARRAY_H */
