@@ -142,16 +142,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                     int64_t k = ext > 0 ? fuzz_range(&r, 0, ext - 1) : 0;
                     if (form & 4)
                         k -= ext;
-                    if (ext == 0 || (form & 0x70) == 0x70) {
+                    int bad_pos = ext == 0 || (form & 0x70) == 0x70;
+                    if (bad_pos)
                         k = (form & 8) ? -ext - 1 - fuzz_range(&r, 0, 3) : ext + fuzz_range(&r, 0, 3);
-                        bad = 1; /* out of range */
-                    }
                     int64_t istep = (step == 2 || step == -2) && (form & 0x40) ? step : step == 0 ? 0 : 1;
-                    if (istep != 0 && istep != 1) {
-                        if (!bad)
-                            want_bad = GPUMEM_ERROR_INVALID_VALUE; /* an index takes step 1 (or 0) only */
-                        bad = 1;
-                    }
+                    int bad_step = istep != 0 && istep != 1; /* an index takes step 1 (or 0) only */
+                    /* the first bad axis decides; an index's step is checked before its position */
+                    if ((bad_pos || bad_step) && !bad)
+                        want_bad = bad_step ? GPUMEM_ERROR_INVALID_VALUE : GPUMEM_ERROR_INDEX_OUT_OF_RANGE;
+                    bad |= bad_pos || bad_step;
                     sl[i] = (gpumem_slice){k, GPUMEM_SLICE_INDEX, istep};
                     continue;
                 }
@@ -166,14 +165,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                     e0 -= ext;
                 if ((form & 0x70) == 0x70) {
                     b0 = ext + 1 + fuzz_range(&r, 0, 5); /* out of range */
+                    if (!bad)
+                        want_bad = GPUMEM_ERROR_INDEX_OUT_OF_RANGE;
                     bad = 1;
                 }
                 sl[i] = (gpumem_slice){b0, e0, step};
             }
             st = gpumem_array_slice(a, sl, ns, &b);
             if (bad) {
-                /* the first bad axis decides; an index out of range before a bad step is out of range */
-                FUZZ_CHECK(st == GPUMEM_ERROR_INDEX_OUT_OF_RANGE || st == want_bad, "a bad slice: status %d: %s", st,
+                FUZZ_CHECK(st == want_bad, "a bad slice: status %d, expected %d: %s", st, want_bad,
                            gpumem_last_error());
                 FUZZ_CHECK(b == NULL, "a failed slice made a view");
                 continue;
