@@ -353,13 +353,14 @@ GPUMEM_API gpumem_status gpumem_array_retain(gpumem_array *array);
 GPUMEM_API gpumem_status gpumem_array_release(gpumem_array *array);
 
 /**
- * Releases @p count arrays, as gpumem_array_release() of each in turn: all
- * of them, also after one fails; NULL entries are skipped.  The status and
- * gpumem_last_error() are the first failure's, its message prefixed with
- * its place ("gpumem_array_release_n: arrays[2]: ...").  Each entry is
- * released once per appearance, so an array listed twice loses two
- * references.  GPUMEM_ARRAY_RELEASE_ALL(a, b, ...) calls it over its
- * arguments.  Added in GPUMEM_1.1.
+ * Releases @p count arrays (NULLs skipped) and returns the first failure.
+ * Each is released as by gpumem_array_release(), in turn, all of them, also
+ * after one fails.  The status and gpumem_last_error() are the first
+ * failure's, its message prefixed with its place
+ * ("gpumem_array_release_n: arrays[2]: ...").  Each entry is released once
+ * per appearance, so an array listed twice loses two references.
+ * GPUMEM_ARRAY_RELEASE_ALL(a, b, ...) calls it over its arguments.  Added in
+ * GPUMEM_1.1.
  * @param count the number of entries.
  * @param[in] arrays @p count arrays or NULLs (may be NULL when @p count is 0).
  * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT (@p arrays NULL with @p count > 0), or the first failure
@@ -589,9 +590,9 @@ GPUMEM_API gpumem_status gpumem_array_get_item(const gpumem_array *array, const 
                                                gpumem_stream *stream);
 
 /**
- * gpumem_array_get_item() with the number of indices: @p nindex must be the
- * array's ndim, or the call fails with ::GPUMEM_ERROR_INVALID_VALUE naming
- * both before it reads @p index (so a C caller cannot read past its index
+ * gpumem_array_get_item() with the number of indices, which must be the
+ * array's ndim.  Another @p nindex fails with ::GPUMEM_ERROR_INVALID_VALUE,
+ * naming both, before the call reads @p index (so a C caller cannot read past its index
  * array, and `get_item_n(a, 1, ...)` of a 2-D array is an error, not an
  * element).  Added in GPUMEM_1.1.
  * @param array the array.
@@ -622,9 +623,9 @@ GPUMEM_API gpumem_status gpumem_array_set_item(gpumem_array *array, const int64_
                                                gpumem_stream *stream);
 
 /**
- * gpumem_array_set_item() with the number of indices: @p nindex must be the
- * array's ndim, or the call fails with ::GPUMEM_ERROR_INVALID_VALUE before
- * it reads @p index, and writes nothing.  Added in GPUMEM_1.1.
+ * gpumem_array_set_item() with the number of indices, which must be the
+ * array's ndim.  Another @p nindex fails with ::GPUMEM_ERROR_INVALID_VALUE
+ * before the call reads @p index, and writes nothing.  Added in GPUMEM_1.1.
  * @param array the array (writable).
  * @param nindex the number of indices in @p index: the array's ndim.
  * @param[in] index @p nindex indices, negative from the end (may be NULL when @p nindex is 0).

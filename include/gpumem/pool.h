@@ -502,9 +502,9 @@ GPUMEM_API gpumem_status gpumem_host_pool_stats(gpumem_host_pool *pool, struct g
 GPUMEM_API gpumem_status gpumem_context_set_pool(gpumem_context *ctx, gpumem_pool *pool);
 
 /**
- * numba's device_array(shape, dtype, order, stream) on a chosen pool: an
- * uninitialized, contiguous device array whose memory is a block of
- * @p pool, as gpumem_pool_allocate() gives it (its reuse rules, its
+ * numba's device_array(shape, dtype, order, stream) from a chosen device
+ * pool.  An uninitialized, contiguous device array whose memory is a block
+ * of @p pool, as gpumem_pool_allocate() gives it (its reuse rules, its
  * out-of-memory ladder, its statistics), usable at once by work on
  * @p stream.  When the array's last reference goes (views keep it), the
  * block goes back to @p pool, ordered after the work queued on @p stream
