@@ -150,7 +150,17 @@ public:
      */
     explicit bad_alloc(gpumem_status status)
         : status_(status), what_(std::string(gpumem_status_string(status)) + ": " + gpumem_last_error()) {}
-    /** The status' name and the thread's message. @return the message. */
+    /**
+     * The error of an allocation that member @p member made and that failed with @p status: what()
+     * is "member: STATUS: message", @p message or, when it is null, gpumem_last_error().
+     * @param member the C++ member, such as "gpumem::pool_resource::allocate".
+     * @param status the status.
+     * @param message what went wrong, or nullptr for the thread's gpumem_last_error().
+     */
+    bad_alloc(const char *member, gpumem_status status, const char *message = nullptr)
+        : status_(status), what_(std::string(member) + ": " + gpumem_status_string(status) + ": " +
+                                 (message != nullptr ? message : gpumem_last_error())) {}
+    /** The member, the status' name and the message. @return the message. */
     const char *what() const noexcept override { return what_.c_str(); }
     /** The status code. @return the status. */
     gpumem_status status() const noexcept { return status_; }
@@ -1916,7 +1926,8 @@ protected:
     {
         const std::size_t trailer = trailer_offset(bytes);
         if (trailer > SIZE_MAX - sizeof(gpumem_allocation *) - alignment)
-            throw bad_alloc(GPUMEM_ERROR_OVERFLOW);
+            throw bad_alloc("gpumem::pool_resource::allocate", GPUMEM_ERROR_OVERFLOW,
+                            "the size and alignment asked for overflow size_t");
         std::size_t size = trailer + sizeof(gpumem_allocation *);
         gpumem_allocation *a = allocate_raw(size);
         auto base = reinterpret_cast<std::uintptr_t>(host_pointer(a));
@@ -1959,7 +1970,7 @@ private:
         gpumem_allocation *a = nullptr;
         gpumem_status st = gpumem_host_pool_allocate_bytes(pool_, size, &a);
         if (st != GPUMEM_OK)
-            throw bad_alloc(st);
+            throw bad_alloc("gpumem::pool_resource::allocate", st);
         return a;
     }
     static void *host_pointer(gpumem_allocation *a)
@@ -1968,7 +1979,7 @@ private:
         gpumem_status st = gpumem_allocation_host_pointer(a, &p);
         if (st != GPUMEM_OK) {
             gpumem_allocation_free(a, nullptr);
-            throw bad_alloc(st);
+            throw bad_alloc("gpumem::pool_resource::allocate", st);
         }
         return p;
     }

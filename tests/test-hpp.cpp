@@ -56,7 +56,7 @@ int main()
             plan_skip_all(why);
         bail_out("%s", why);
     }
-    plan(64);
+    plan(65);
     gpumem::context ctx = gpumem::context::adopt(raw); /* takes over gpumem_test_context's reference */
 
     /* ---- copy = retain, move, destructor = release ---- */
@@ -261,6 +261,15 @@ int main()
         is_int((long long)hp.active_blocks(), 0, "deallocation gave every block back");
         gpumem::pool_resource other(hp);
         ok(res.is_equal(other), "two resources over one pool are equal");
+        try {
+            void *huge = res.allocate(SIZE_MAX - 2, 8);
+            res.deallocate(huge, SIZE_MAX - 2, 8);
+            ok(0, "an allocation of SIZE_MAX - 2 bytes throws");
+        } catch (const gpumem::bad_alloc &e) {
+            ok(e.status() == GPUMEM_ERROR_OVERFLOW &&
+                   std::string(e.what()).rfind("gpumem::pool_resource::allocate: GPUMEM_ERROR_OVERFLOW: the size", 0) == 0,
+               "an allocation of SIZE_MAX - 2 bytes throws gpumem::bad_alloc naming the member and the overflow");
+        }
     }
     return exit_status();
 }
