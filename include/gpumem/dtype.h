@@ -201,7 +201,7 @@ GPUMEM_API gpumem_status gpumem_dtype_from_descr(const char *descr, gpumem_dtype
  * items, names as Python's repr() writes them, "(3,)" and "(2, 3)" for
  * shapes, ('', '|Vn') for gaps and trailing padding).  In a name, the
  * characters that Python's str.isprintable() rejects (Unicode 14.0, as in
- * Python 3.11) are escaped as \xNN, \uNNNN or \UNNNNNNNN, as repr() does.  A record whose fields
+ * Python 3.11) are escaped as \\xNN, \\uNNNN or \\UNNNNNNNN, as repr() does.  A record whose fields
  * are not in increasing offset order has no descr, as in NumPy:
  * ::GPUMEM_ERROR_INVALID_DTYPE.  Buffers that are too small are handled as
  * in gpumem_dtype_typestr().
