@@ -611,6 +611,9 @@ static void run(const void *arg, child_result *out)
             gpumem_context_set_pool(ctx, NULL);
             gpumem_pool_destroy(pool);
         }
+        /* caches are not leaks: the copy engine's device scratch and the
+         * staging slots stay with the context until cleared */
+        gpumem_clear_context_caches();
         gpumem_context_flush_deallocations(ctx);
         gm_drv->mem_get_info(ctx->dctx, &free1, &total);
         out->value[1] = (long)free0 - (long)free1;
