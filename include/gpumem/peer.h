@@ -60,7 +60,9 @@
  * memory from the source's device starts once the destination device's
  * legacy stream is idle) and is complete when the call returns.  Work
  * queued on the other device's other streams is not waited for: order it
- * yourself (gpumem_context_synchronize(), events) before the copy.
+ * yourself before the copy, with gpumem_context_synchronize() or an event
+ * (gpumem_event_record() behind that work, gpumem_stream_wait_event() on
+ * the copy's stream; gpumem/event.h).
  *
  * @par Failures
  * A failing cross-device copy returns the driver's error, and a staged one
