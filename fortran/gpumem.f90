@@ -1611,6 +1611,11 @@ module gpumem
       import
       integer(c_int) :: gpumem_last_status
     end function
+    function gpumem_last_driver_result() &
+        bind(c, name='gpumem_last_driver_result')
+      import
+      integer(c_int) :: gpumem_last_driver_result
+    end function
     ! ---- gpumem/stream.h
     function gpumem_stream_create(ctx, flags, stream) &
         bind(c, name='gpumem_stream_create')

@@ -139,7 +139,7 @@ static gpumem_status alloc_driver(gpumem_context *ctx, gm_mem mem, size_t bytes,
         st = gm_drv_check(rc, op, where);
         /* Host memory the driver cannot give is the host's shortage. */
         if (mem == GM_MEM_LOCKED && st == GPUMEM_ERROR_OUT_OF_MEMORY)
-            st = gm_error(GPUMEM_ERROR_HOST_OUT_OF_MEMORY, "%s", gpumem_last_error());
+            st = gm_error_reword(GPUMEM_ERROR_HOST_OUT_OF_MEMORY, "%s", gm_error_message());
         *out = (gm_block){0};
         return st;
     }

@@ -129,12 +129,8 @@ static gpumem_status new_device(const char *what, gpumem_context *ctx, int ndim,
     a->ctx_borrowed = st == GPUMEM_OK && a->block.mem == GM_MEM_POOL && a->block.pool_ctx == ctx;
     if (!a->ctx_borrowed)
         gpumem_context_retain(ctx);
-    if (st != GPUMEM_OK) {
-        gm_error_hold();
-        array_free(a);
-        gm_error_unhold();
-        return st;
-    }
+    if (st != GPUMEM_OK)
+        return gm_keep_first(st, array_free(a));
     a->owned = GM_OWNED_BLOCK;
     /* Contiguous strides are never negative, so element 0 is the allocation's start. */
     a->dev = a->block.addr;
@@ -203,12 +199,8 @@ gpumem_status gm_array_new_locked(const char *what, gpumem_memory_kind kind, gpu
     if (st == GPUMEM_OK && kind == GPUMEM_MEMORY_MAPPED && nbytes > 0)
         st = gm_drv_check(GM_DRV(mem_host_get_device_pointer, ctx->dctx, &a->dev, a->host),
                           GM_OP_mem_host_get_device_pointer, what);
-    if (st != GPUMEM_OK) {
-        gm_error_hold();
-        array_free(a);
-        gm_error_unhold();
-        return st;
-    }
+    if (st != GPUMEM_OK)
+        return gm_keep_first(st, array_free(a));
     *out = a;
     return GPUMEM_OK;
 }
@@ -289,12 +281,8 @@ gpumem_status gm_array_new_pooled_host(const char *what, gpumem_host_pool *pool,
             st = gm_drv_check(GM_DRV(mem_host_get_device_pointer, ctx->dctx, &a->dev, a->host),
                               GM_OP_mem_host_get_device_pointer, what);
     }
-    if (st != GPUMEM_OK) {
-        gm_error_hold();
-        array_free(a);
-        gm_error_unhold();
-        return st;
-    }
+    if (st != GPUMEM_OK)
+        return gm_keep_first(st, array_free(a));
     *out = a;
     return GPUMEM_OK;
 }
@@ -321,12 +309,9 @@ gpumem_status gm_array_new_pooled_device(const char *what, gpumem_pool *pool, gp
         st = gpumem_allocation_pointer(token, &addr);
     if (st != GPUMEM_OK) {
         st = gm_error_prefix(st, what);
-        gm_error_hold();
         if (token != NULL)
-            gpumem_allocation_free(token, stream);
-        array_free(a);
-        gm_error_unhold();
-        return st;
+            st = gm_keep_first(st, gpumem_allocation_free(token, stream));
+        return gm_keep_first(st, array_free(a));
     }
     a->block = (gm_block){.addr = addr, .bytes = (size_t)nbytes, .mem = GM_MEM_POOL, .token = token,
                           .stream = gm_stream_hold(stream), .pool_ctx = ctx};
@@ -564,10 +549,8 @@ GPUMEM_API gpumem_status gpumem_to_device(gpumem_context *ctx, gpumem_array *hos
         st = gpumem_array_copy(dev, host, stream);
     if (st == GPUMEM_OK && (flags & GPUMEM_TO_DEVICE_WRITEBACK))
         st = add_writeback(stream, ctx, dev, host);
-    if (st != GPUMEM_OK) {
-        gpumem_array_release(dev);
-        return st;
-    }
+    if (st != GPUMEM_OK)
+        return gm_keep_first(st, gpumem_array_release(dev));
     *array = dev;
     return GPUMEM_OK;
 }
@@ -601,16 +584,13 @@ GPUMEM_API gpumem_status gpumem_array_release_n(size_t count, gpumem_array *cons
         GM_CHECK_NULL(arrays);
     gpumem_status first = GPUMEM_OK;
     for (size_t i = 0; i < count; i++) {
-        gpumem_status st = gpumem_array_release(arrays[i]);
+        gpumem_status st = gm_keep_first(first, gpumem_array_release(arrays[i])); /* later failures: the first stays */
         if (st != GPUMEM_OK && first == GPUMEM_OK) {
             char where[64];
             snprintf(where, sizeof where, "gpumem_array_release_n: arrays[%zu]", i);
             first = gm_error_prefix(st, where);
-            gm_error_hold(); /* the later failures keep the first's message */
         }
     }
-    if (first != GPUMEM_OK)
-        gm_error_unhold();
     return first;
 }
 
@@ -731,10 +711,8 @@ GPUMEM_API gpumem_status gpumem_array_reshape(gpumem_array *array, int ndim, con
     if (st == GPUMEM_OK)
         st = gpumem_array_copy(as_old, array, stream);
     gpumem_array_release(as_old);
-    if (st != GPUMEM_OK) {
-        gpumem_array_release(copy);
-        return st;
-    }
+    if (st != GPUMEM_OK)
+        return gm_keep_first(st, gpumem_array_release(copy));
     *result = copy;
     return GPUMEM_OK;
 }

@@ -51,14 +51,10 @@ static gpumem_status release_scratch(gpumem_array *scratch, gpumem_context *ctx,
 {
     if (scratch == NULL)
         return st;
-    if (async && gm_array_on_device(scratch)) {
-        gpumem_status sst = gm_drv_check(GM_DRV(stream_synchronize, ctx->dctx, ds), GM_OP_stream_synchronize,
-                                         what);
-        if (st == GPUMEM_OK)
-            st = sst;
-    }
-    gpumem_status rst = gpumem_array_release(scratch);
-    return st != GPUMEM_OK ? st : rst;
+    if (async && gm_array_on_device(scratch))
+        st = gm_keep_first(st, gm_drv_check(GM_DRV(stream_synchronize, ctx->dctx, ds), GM_OP_stream_synchronize,
+                                            what));
+    return gm_keep_first(st, gpumem_array_release(scratch));
 }
 
 /* Checks a copy's arguments; gives the context that does the copy (NULL for

@@ -171,10 +171,8 @@ static gpumem_status slab_copy(const char *what, gpumem_context *ctx, const gpum
                            NULL, &sv);
     if (st == GPUMEM_OK)
         st = gm_copy_run(what, bv, sv, stream, ctx); /* the path it reports is this copy's */
-    gpumem_status rst = gpumem_array_release(sv);
-    st = gm_keep_first(st, rst);
-    rst = gpumem_array_release(bv);
-    return gm_keep_first(st, rst);
+    st = gm_keep_first(st, gpumem_array_release(sv));
+    return gm_keep_first(st, gpumem_array_release(bv));
 }
 
 /* Waits for the stream before something it may still use goes: a failed
@@ -279,9 +277,7 @@ gpumem_status gm_copy_queued_download(const char *what, gpumem_array *dst, const
     if (queued_land && gm_stream_add_writeback(stream, ctx, give_back, g) == GPUMEM_OK) {
         g = NULL;
     } else if (ran) { /* no write-back: the block may go only once the stream is done with it */
-        gm_error_hold();
-        (void)drain(ctx, stream, what);
-        gm_error_unhold();
+        gm_error_quietly(drain(ctx, stream, what));
         gm_task_join(workers, &l->task); /* no worker reads the block any more */
     }
     if (g != NULL) {

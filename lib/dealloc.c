@@ -66,15 +66,14 @@ static gpumem_status flush(gpumem_context *ctx, const char *what)
     gpumem_status st = GPUMEM_OK;
     size_t kept = 0; /* frees the driver refused: queued again, retried at the next flush */
     for (size_t i = 0; i < n && !gm_process_exiting(); i++) {
-        gpumem_status fst;
-        if (items[i].kind == GM_FREE_DEVICE)
-            fst = gm_drv_check(GM_DRV(mem_free, ctx->dctx, items[i].ptr), GM_OP_mem_free, what);
-        else
-            fst = gm_drv_check(GM_DRV(mem_free_host, ctx->dctx, (void *)(uintptr_t)items[i].ptr),
-                               GM_OP_mem_free_host, what);
-        if (fst != GPUMEM_OK)
-            items[kept++] = items[i];
-        st = gm_keep_first(st, fst);
+        bool device = items[i].kind == GM_FREE_DEVICE;
+        int rc = device ? GM_DRV(mem_free, ctx->dctx, items[i].ptr)
+                        : GM_DRV(mem_free_host, ctx->dctx, (void *)(uintptr_t)items[i].ptr);
+        if (rc == 0)
+            continue;
+        items[kept++] = items[i];
+        if (st == GPUMEM_OK) /* the first failure is the message */
+            st = gm_drv_check(rc, device ? GM_OP_mem_free : GM_OP_mem_free_host, what);
     }
     if (kept > 0) {
         pthread_mutex_lock(&q->lock);

@@ -200,7 +200,7 @@ static gpumem_status module_create(gpumem_context *ctx, const void *key, size_t 
         gpumem_status st = gm_drv_check(rc, GM_OP_module_load_data, what);
         if (n == 0)
             return st;
-        return gm_error(st, "%s; log: %s", gpumem_last_error(), log); /* gm_error copes with its own message */
+        return gm_error_reword(st, "%s; log: %s", gm_error_message(), log);
     }
     atomic_init(&m->refs, 1); /* the cache's */
     m->ctx = ctx;
@@ -467,7 +467,7 @@ GPUMEM_API gpumem_status gpumem_function_set_attribute(gpumem_function *function
     int rc = GM_DRV(func_set_attribute, function->module->ctx->dctx, function->df, (int)attr, value);
     gpumem_status st = gm_drv_check(rc, GM_OP_func_set_attribute, what);
     if (rc == GM_CUDA_ERROR_INVALID_VALUE) /* a value the device refuses */
-        st = gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s", gpumem_last_error());
+        st = gm_error_reword(GPUMEM_ERROR_INVALID_VALUE, "%s", gm_error_message());
     return st;
 }
 
@@ -553,10 +553,8 @@ GPUMEM_API gpumem_status gpumem_const_array_like(gpumem_module *module, const ch
     }
     st = gpumem_array_copy(d, array, stream);
     if (st != GPUMEM_OK) {
-        gm_error_hold();
-        gpumem_array_release(d);
-        gm_error_unhold();
-        return gm_error(st, "%s: copying into '%s': %s", what, symbol, gpumem_last_error());
+        st = gm_keep_first(st, gpumem_array_release(d));
+        return gm_error_reword(st, "%s: copying into '%s': %s", what, symbol, gm_error_message());
     }
     *device_array = d;
     return GPUMEM_OK;

@@ -55,7 +55,6 @@ static void kernels_link(gm_pack_kernels *k)
 static void scratch_free(gm_pack_kernels *k, gm_scratch *s)
 {
     gm_dctx *dctx = k->ctx->dctx;
-    gm_error_hold();
     if (s->used)
         (void)GM_DRV(event_synchronize, dctx, s->ev[GM_SCRATCH_DONE]);
     for (int i = 0; i < GM_SCRATCH_NEVENTS; i++)
@@ -63,8 +62,7 @@ static void scratch_free(gm_pack_kernels *k, gm_scratch *s)
             (void)GM_DRV(event_destroy, dctx, s->ev[i]);
     if (s->side != NULL)
         (void)GM_DRV(stream_destroy, dctx, s->side);
-    (void)gm_alloc_free(k->ctx, &s->blk);
-    gm_error_unhold();
+    gm_error_quietly(gm_alloc_free(k->ctx, &s->blk));
     free(s);
 }
 
@@ -90,16 +88,12 @@ static void kernels_unref(gm_pack_kernels *k)
     }
 }
 
-/* Whether a module load's error says that this driver cannot use the PTX
- * at all (the message names the driver's error: driver.c). */
-static bool cannot_load(const char *message)
+/* Whether a module load's driver result says that this driver cannot use
+ * the PTX at all. */
+static bool cannot_load(int result)
 {
-    static const char *const codes[] = {"CUDA_ERROR_UNSUPPORTED_PTX_VERSION", "CUDA_ERROR_INVALID_PTX",
-                                        "CUDA_ERROR_NO_BINARY_FOR_GPU", "CUDA_ERROR_INVALID_IMAGE"};
-    for (size_t i = 0; i < sizeof codes / sizeof *codes; i++)
-        if (strstr(message, codes[i]) != NULL)
-            return true;
-    return false;
+    return result == GM_CUDA_ERROR_UNSUPPORTED_PTX_VERSION || result == GM_CUDA_ERROR_INVALID_PTX ||
+           result == GM_CUDA_ERROR_NO_BINARY_FOR_GPU || result == GM_CUDA_ERROR_INVALID_IMAGE;
 }
 
 static gpumem_status kernels_create(gpumem_context *ctx, const void *key, size_t key_size, void *user,
@@ -114,7 +108,7 @@ static gpumem_status kernels_create(gpumem_context *ctx, const void *key, size_t
     pthread_mutex_init(&k->mu, NULL);
     gpumem_module *m = NULL;
     gpumem_status st = gpumem_module_load(ctx, gm_pack_ptx, gm_pack_ptx_size, &m);
-    if (st == GPUMEM_ERROR_DRIVER && cannot_load(gpumem_last_error())) {
+    if (st == GPUMEM_ERROR_DRIVER && cannot_load(gm_error_result())) {
         /* the driver cannot load them (say, PTX newer than it): remembered
          * as unavailable, so no copy tries again; other failures (out of
          * memory, a lost device) fail the copy and are not remembered */
@@ -244,9 +238,7 @@ static gpumem_status scratch_get(gm_pack_kernels *k, size_t bytes, bool side, co
         st = gm_drv_check(GM_DRV(stream_create, dctx, &s->side, GM_CU_STREAM_NON_BLOCKING), GM_OP_stream_create,
                           what);
     if (st != GPUMEM_OK) {
-        gm_error_hold();
-        scratch_free(k, s);
-        gm_error_unhold();
+        gm_error_quietly(scratch_free(k, s));
         return st;
     }
     *out = s;

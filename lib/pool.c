@@ -1281,8 +1281,7 @@ gpumem_status gm_pool_release(gpumem_allocation *a, gpumem_stream *stream, const
         if (st != GPUMEM_OK) {
             /* The block cannot be told apart from its pending work: it goes
              * to the driver after the stream's work. */
-            free_direct(p, r, stream, what);
-            return st;
+            return gm_keep_first(st, free_direct(p, r, stream, what));
         }
     }
     gm_tcache *tc = NULL;

@@ -252,9 +252,7 @@ static gpumem_status lane_build(gm_staging *e, lane *l, const gpumem_staging_set
                           what);
     }
     if (st != GPUMEM_OK) {
-        gm_error_hold();
-        lane_empty(e, l);
-        gm_error_unhold();
+        gm_error_quietly(lane_empty(e, l));
         return st;
     }
     l->nslots = s->depth;
@@ -430,9 +428,9 @@ typedef struct xfer {
     bool caller_waits;    /* a caller waits for a lane (else it leaves the chunks to the workers) */
     pthread_mutex_t mu;   /* the errors below */
     gpumem_status st;     /* the first failure of a chunk */
-    char msg[512];
+    gm_error_record rec;  /* its record, from the thread that met it */
     gpumem_status lane_st; /* the first failure to get a lane */
-    char lane_msg[512];
+    gm_error_record lane_rec;
 } xfer;
 
 static void fail(xfer *x, gpumem_status st)
@@ -440,7 +438,7 @@ static void fail(xfer *x, gpumem_status st)
     pthread_mutex_lock(&x->mu);
     if (x->st == GPUMEM_OK) {
         x->st = st;
-        snprintf(x->msg, sizeof x->msg, "%s", gpumem_last_error());
+        gm_error_save(&x->rec);
     }
     pthread_mutex_unlock(&x->mu);
     atomic_store_explicit(&x->failed, true, memory_order_release);
@@ -632,18 +630,21 @@ static void xfer_run(gm_task *t, int worker)
     if (atomic_load_explicit(&x->next, memory_order_relaxed) >= x->nchunks || stop_taking(x, worker))
         return;
     gpumem_status st;
+    /* a lane that cannot be built may be worked around (other threads take
+     * the chunks): its failure is kept aside, given only if it is not */
+    gm_error_suspend();
     lane *l = lane_take(x, worker, worker < 0 && x->caller_waits, &st);
-    if (l == NULL) {
-        if (st != GPUMEM_OK) {
-            pthread_mutex_lock(&x->mu);
-            if (x->lane_st == GPUMEM_OK) {
-                x->lane_st = st;
-                snprintf(x->lane_msg, sizeof x->lane_msg, "%s", gpumem_last_error());
-            }
-            pthread_mutex_unlock(&x->mu);
+    if (l == NULL && st != GPUMEM_OK) {
+        pthread_mutex_lock(&x->mu);
+        if (x->lane_st == GPUMEM_OK) {
+            x->lane_st = st;
+            gm_error_save(&x->lane_rec);
         }
-        return;
+        pthread_mutex_unlock(&x->mu);
     }
+    gm_error_resume(GPUMEM_OK);
+    if (l == NULL)
+        return;
     if (x->op.dir > 0)
         upload(x, l, worker);
     else
@@ -714,9 +715,9 @@ gpumem_status gm_staging_run(gm_staging *e, const gm_stage_op *op, gm_dstream *d
         xfer_run(&x.task, -1);
     }
     if (x.st != GPUMEM_OK)
-        st = gm_error(x.st, "%s", x.msg);
+        st = gm_error_restore(&x.rec);
     else if (atomic_load_explicit(&x.next, memory_order_relaxed) < x.nchunks)
-        st = x.lane_st != GPUMEM_OK ? gm_error(x.lane_st, "%s", x.lane_msg)
+        st = x.lane_st != GPUMEM_OK ? gm_error_restore(&x.lane_rec)
                                     : gm_error(GPUMEM_ERROR_INTERNAL, "%s: the staging engine left chunks", what);
     pthread_mutex_destroy(&x.mu);
     if (st == GPUMEM_OK && op->dir > 0 && !async)
@@ -747,7 +748,7 @@ typedef struct peer_task {
     void *arg;
     bool ran;
     gpumem_status st;
-    char msg[512];
+    gm_error_record rec; /* its failure, from the worker that met it */
 } peer_task;
 
 /* The slots' and events' last uses done: they may be used again. */
@@ -780,7 +781,7 @@ static void peer_task_run(gm_task *t, int worker)
         st = p->fn(p->arg, &r);
     }
     if (st != GPUMEM_OK)
-        snprintf(p->msg, sizeof p->msg, "%s", gpumem_last_error());
+        gm_error_save(&p->rec);
     if (st != GPUMEM_OK && ld != NULL) {
         /* fn waited for what it queued, but a wait may have failed: both
          * contexts finish before the slots and events are used again */
@@ -812,7 +813,7 @@ gpumem_status gm_staging_peer_run(gm_staging *src, gm_staging *dst, gm_stage_rin
     }
     if (!p.ran) /* no node, no worker, or the pool stopped */
         peer_task_run(&p.task, -1);
-    return p.st == GPUMEM_OK ? GPUMEM_OK : gm_error(p.st, "%s", p.msg);
+    return p.st == GPUMEM_OK ? GPUMEM_OK : gm_error_restore(&p.rec);
 }
 
 /* ---- CPU packs ---------------------------------------------------------------------------------------- */

@@ -152,9 +152,9 @@ static gpumem_status stream_sync(gpumem_stream *s, const char *what)
     pthread_mutex_unlock(&s->lock);
     while (wb != NULL) {
         gm_writeback *next = wb->next;
-        gpumem_status cst = wb->fn(wb->arg, true);
+        gpumem_status cst = gm_keep_first(st, wb->fn(wb->arg, true));
         if (cst != GPUMEM_OK && st == GPUMEM_OK)
-            st = gm_error_prefix(cst, "write-back");
+            st = gm_error_reword(cst, "%s: a write-back: %s", what, gm_error_message());
         free(wb);
         wb = next;
     }
@@ -201,9 +201,8 @@ GPUMEM_API gpumem_status gpumem_stream_destroy(gpumem_stream *stream)
     }
     pthread_mutex_unlock(&ctx->lock);
     gpumem_status st = stream_sync(stream, "gpumem_stream_destroy");
-    gpumem_status dst = gm_drv_check(GM_DRV(stream_destroy, ctx->dctx, stream->ds), GM_OP_stream_destroy,
-                                     "gpumem_stream_destroy");
-    st = gm_keep_first(st, dst);
+    st = gm_keep_first(st, gm_drv_check(GM_DRV(stream_destroy, ctx->dctx, stream->ds), GM_OP_stream_destroy,
+                                        "gpumem_stream_destroy"));
     atomic_store_explicit(&stream->destroyed, true, memory_order_release);
     gm_stream_unhold(stream);
     gpumem_context_release(ctx);
