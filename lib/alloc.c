@@ -221,28 +221,28 @@ gpumem_status gm_alloc_host_pool(gpumem_host_pool *pool, size_t bytes, const cha
     return alloc_pool(gm_pool_core_context(p), p, GM_POOL_HOST, bytes, NULL, what, out);
 }
 
-gpumem_status gm_alloc_free(gpumem_context *ctx, gm_block *b)
+gpumem_status gm_alloc_free(gpumem_context *ctx, gm_block *b, const char *what)
 {
     gpumem_status st = GPUMEM_OK;
     switch (b->mem) {
     case GM_MEM_NONE:
         break;
     case GM_MEM_DEVICE:
-        st = gm_dealloc_free(ctx, GM_FREE_DEVICE, b->addr, b->bytes);
+        st = gm_dealloc_free(ctx, GM_FREE_DEVICE, b->addr, b->bytes, what);
         break;
     case GM_MEM_MANAGED:
         gm_host_untrack_allocation((void *)(uintptr_t)b->addr);
-        st = gm_dealloc_free(ctx, GM_FREE_DEVICE, b->addr, b->bytes);
+        st = gm_dealloc_free(ctx, GM_FREE_DEVICE, b->addr, b->bytes, what);
         break;
     case GM_MEM_LOCKED:
         gm_host_untrack_allocation((void *)(uintptr_t)b->addr);
-        st = gm_dealloc_free(ctx, GM_FREE_HOST, b->addr, b->bytes);
+        st = gm_dealloc_free(ctx, GM_FREE_HOST, b->addr, b->bytes, what);
         break;
     case GM_MEM_POOL:
         /* Back to the pool, ordered after the work of the stream it was
          * allocated on while that stream lives (a destroyed stream was
          * synchronized: nothing of it is pending). */
-        st = gm_pool_release(b->token, gm_stream_if_alive(b->stream), "gpumem_array_release");
+        st = gm_pool_release(b->token, gm_stream_if_alive(b->stream), what);
         gm_stream_unhold(b->stream);
         break;
     }

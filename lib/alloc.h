@@ -68,8 +68,9 @@ gpumem_status gm_alloc_host_pool(gpumem_host_pool *pool, size_t bytes, const cha
 /* Frees b (allocated in ctx): driver memory through the deferred queue, a
  * pool block back to its pool, ordered after the work queued on the stream it
  * was allocated on.  The status is that of any flush it caused; the block is
- * gone either way.  b is cleared. */
-gpumem_status gm_alloc_free(gpumem_context *ctx, gm_block *b);
+ * gone either way.  b is cleared.  `what`, the public call that frees it,
+ * names a failure. */
+gpumem_status gm_alloc_free(gpumem_context *ctx, gm_block *b, const char *what);
 
 /* Whether a cache may keep b for later use: not when b is a block of a
  * destroyed pool, whose end, and its reference to its context, wait for the

@@ -95,7 +95,7 @@ static gpumem_status array_free(gpumem_array *a)
         gm_block b = a->block;
         bool borrowed = a->ctx_borrowed;
         handle_free(a);
-        st = gm_alloc_free(ctx, &b);
+        st = gm_alloc_free(ctx, &b, "gpumem_array_release");
         if (!borrowed)
             gpumem_context_release(ctx);
         return gm_keep_first(st, gpumem_array_release(base));
@@ -518,7 +518,7 @@ static gpumem_status add_writeback(gpumem_stream *stream, gpumem_context *ctx, g
     gpumem_array_retain(device);
     gpumem_array_retain(host);
     *w = (writeback){device, host};
-    gpumem_status st = gm_stream_add_writeback(stream, ctx, writeback_run, w);
+    gpumem_status st = gm_stream_add_writeback(stream, ctx, writeback_run, w, "gpumem_to_device");
     if (st != GPUMEM_OK)
         writeback_run(w, false);
     return st;

@@ -617,7 +617,7 @@ static gpumem_status temp_copy(const char *what, gpumem_array *dst, const gpumem
     st = gm_copy_run(what, tmp, src, stream, ctx);
     if (st == GPUMEM_OK)
         st = gm_copy_run(what, dst, tmp, stream, ctx);
-    if (stream != NULL && st == GPUMEM_OK && gm_stream_add_writeback(stream, ctx, release_temp, tmp) == GPUMEM_OK)
+    if (stream != NULL && st == GPUMEM_OK && gm_stream_add_writeback(stream, ctx, release_temp, tmp, what) == GPUMEM_OK)
         return GPUMEM_OK;
     if (stream != NULL)
         st = gm_keep_first(st, gm_drv_check(GM_DRV(stream_synchronize, ctx->dctx, gm_stream_ds(stream)),

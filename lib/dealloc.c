@@ -109,7 +109,7 @@ static gpumem_status dealloc_teardown(gpumem_context *ctx)
 
 const gm_context_hook gm_dealloc_hook = {dealloc_create, dealloc_teardown};
 
-gpumem_status gm_dealloc_free(gpumem_context *ctx, gm_free_kind kind, uint64_t ptr, size_t bytes)
+gpumem_status gm_dealloc_free(gpumem_context *ctx, gm_free_kind kind, uint64_t ptr, size_t bytes, const char *what)
 {
     gm_dealloc *q = ctx->dealloc;
     pthread_mutex_lock(&q->lock);
@@ -120,9 +120,9 @@ gpumem_status gm_dealloc_free(gpumem_context *ctx, gm_free_kind kind, uint64_t p
             /* No room to queue it: free it now rather than leak it. */
             pthread_mutex_unlock(&q->lock);
             return kind == GM_FREE_DEVICE
-                       ? gm_drv_check(GM_DRV(mem_free, ctx->dctx, ptr), GM_OP_mem_free, "gpumem_array_release")
-                       : gm_drv_check(GM_DRV(mem_free_host, ctx->dctx, (void *)(uintptr_t)ptr),
-                                      GM_OP_mem_free_host, "gpumem_array_release");
+                       ? gm_drv_check(GM_DRV(mem_free, ctx->dctx, ptr), GM_OP_mem_free, what)
+                       : gm_drv_check(GM_DRV(mem_free_host, ctx->dctx, (void *)(uintptr_t)ptr), GM_OP_mem_free_host,
+                                      what);
         }
         q->items = n;
         q->cap = ncap;
@@ -131,7 +131,7 @@ gpumem_status gm_dealloc_free(gpumem_context *ctx, gm_free_kind kind, uint64_t p
     q->bytes += bytes;
     bool now = q->defer_depth == 0 && over_limits(q);
     pthread_mutex_unlock(&q->lock);
-    return now ? flush(ctx, "gpumem_array_release") : GPUMEM_OK;
+    return now ? flush(ctx, what) : GPUMEM_OK;
 }
 
 bool gm_dealloc_flush_for_retry(gpumem_context *ctx)

@@ -40,8 +40,10 @@ typedef struct gm_dealloc {
 } gm_dealloc;
 
 /* Queues a free of memory the library allocated; flushes if over the limits
- * and no defer_cleanup scope is open.  The status is the flush's. */
-gpumem_status gm_dealloc_free(struct gpumem_context *ctx, gm_free_kind kind, uint64_t ptr, size_t bytes);
+ * and no defer_cleanup scope is open.  The status is the flush's, its
+ * failure named by `what`, the public call that frees. */
+gpumem_status gm_dealloc_free(struct gpumem_context *ctx, gm_free_kind kind, uint64_t ptr, size_t bytes,
+                              const char *what);
 
 /* For an allocation that failed for lack of memory: flushes the queue if
  * that is allowed and frees something.  True when a retry may succeed. */

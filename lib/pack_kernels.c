@@ -62,7 +62,7 @@ static void scratch_free(gm_pack_kernels *k, gm_scratch *s)
             (void)GM_DRV(event_destroy, dctx, s->ev[i]);
     if (s->side != NULL)
         (void)GM_DRV(stream_destroy, dctx, s->side);
-    gm_error_quietly(gm_alloc_free(k->ctx, &s->blk));
+    gm_error_quietly(gm_alloc_free(k->ctx, &s->blk, "the copy scratch")); /* nobody reports it */
     free(s);
 }
 

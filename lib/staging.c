@@ -224,7 +224,7 @@ static void lane_empty(gm_staging *e, lane *l)
         l->used[i] = false;
     }
     if (l->blk.addr != 0 || l->blk.bytes != 0)
-        (void)gm_alloc_free(e->ctx, &l->blk);
+        gm_error_quietly(gm_alloc_free(e->ctx, &l->blk, "the staging slots")); /* nobody reports it */
     l->dirty = false;
     l->gen = 0;
     l->nslots = 0;
@@ -299,7 +299,7 @@ static void engine_unref(gm_staging *e)
         for (unsigned i = 0; i < e->nclane; i++)
             lane_free(e, e->clane[i]);
         for (unsigned i = 0; i < e->nbounce; i++)
-            (void)gm_alloc_free(e->ctx, &e->bounce[i]);
+            gm_error_quietly(gm_alloc_free(e->ctx, &e->bounce[i], "the bounce blocks")); /* nobody reports it */
         pthread_mutex_destroy(&e->bmu);
         pthread_cond_destroy(&e->lane_back);
         pthread_mutex_destroy(&e->mu);
@@ -889,7 +889,7 @@ gpumem_status gm_staging_bounce_get(gpumem_context *ctx, size_t bytes, const cha
     return st;
 }
 
-gpumem_status gm_staging_bounce_put(gpumem_context *ctx, gm_block *b)
+gpumem_status gm_staging_bounce_put(gpumem_context *ctx, gm_block *b, const char *what)
 {
     gm_staging *e = atomic_load_explicit(&ctx->staging, memory_order_acquire);
     if (e != NULL) {
@@ -915,7 +915,7 @@ gpumem_status gm_staging_bounce_put(gpumem_context *ctx, gm_block *b)
         pthread_mutex_unlock(&e->bmu);
         engine_unref(e);
     }
-    return b->bytes != 0 || b->addr != 0 ? gm_alloc_free(ctx, b) : GPUMEM_OK;
+    return b->bytes != 0 || b->addr != 0 ? gm_alloc_free(ctx, b, what) : GPUMEM_OK;
 }
 
 /* ---- clearing ------------------------------------------------------------------------------------------ */
@@ -949,7 +949,7 @@ static void engine_clear(gm_staging *e)
     e->nbounce = 0;
     pthread_mutex_unlock(&e->bmu);
     for (unsigned i = 0; i < nb; i++)
-        (void)gm_alloc_free(e->ctx, &b[i]);
+        gm_error_quietly(gm_alloc_free(e->ctx, &b[i], "gpumem_clear_context_caches")); /* nobody reports it */
 }
 
 void gm_staging_clear_all(void)

@@ -76,22 +76,26 @@ GPUMEM_API gpumem_status gpumem_stream_create(gpumem_context *ctx, unsigned flag
     return GPUMEM_OK;
 }
 
-GPUMEM_API gpumem_status gpumem_stream_default(gpumem_context *ctx, gpumem_stream **stream)
+/* ctx's default stream, made the first time. */
+static gpumem_status default_stream(gpumem_context *ctx, const char *what, gpumem_stream **stream)
 {
-    GM_CHECK_NULL(stream);
-    gpumem_status st;
-    ctx = gm_context_or_default(ctx, &st);
-    if (st != GPUMEM_OK)
-        return st;
     pthread_mutex_lock(&ctx->lock);
     if (ctx->default_stream == NULL)
         ctx->default_stream = stream_new(ctx, NULL, true);
     gpumem_stream *s = ctx->default_stream;
     pthread_mutex_unlock(&ctx->lock);
-    if (s == NULL)
-        return gm_error(GPUMEM_ERROR_HOST_OUT_OF_MEMORY, "gpumem_stream_default: out of host memory");
+    GM_RETURN_ERROR_IF(s == NULL, GPUMEM_ERROR_HOST_OUT_OF_MEMORY, "%s: out of host memory", what);
     *stream = s;
     return GPUMEM_OK;
+}
+
+GPUMEM_API gpumem_status gpumem_stream_default(gpumem_context *ctx, gpumem_stream **stream)
+{
+    GM_CHECK_NULL(stream);
+    gpumem_status st;
+    ctx = gm_context_or_default(ctx, &st);
+    GM_FORWARD_IF_ERROR(st);
+    return default_stream(ctx, "gpumem_stream_default", stream);
 }
 
 GPUMEM_API gpumem_status gpumem_stream_context(const gpumem_stream *stream, gpumem_context **ctx)
@@ -102,16 +106,14 @@ GPUMEM_API gpumem_status gpumem_stream_context(const gpumem_stream *stream, gpum
     return GPUMEM_OK;
 }
 
-gpumem_status gm_stream_add_writeback(gpumem_stream *stream, gpumem_context *ctx, gm_writeback_fn fn, void *arg)
+gpumem_status gm_stream_add_writeback(gpumem_stream *stream, gpumem_context *ctx, gm_writeback_fn fn, void *arg,
+                                      const char *what)
 {
-    if (stream == NULL) {
-        gpumem_status st = gpumem_stream_default(ctx, &stream);
-        if (st != GPUMEM_OK)
-            return st;
-    }
+    if (stream == NULL)
+        GM_FORWARD_IF_ERROR(default_stream(ctx, what, &stream));
     gm_writeback *wb = malloc(sizeof *wb);
-    if (wb == NULL)
-        return gm_error(GPUMEM_ERROR_HOST_OUT_OF_MEMORY, "gpumem_to_device: out of host memory");
+    GM_RETURN_ERROR_IF(wb == NULL, GPUMEM_ERROR_HOST_OUT_OF_MEMORY, "%s: out of host memory (a write-back)",
+                       what);
     wb->fn = fn;
     wb->arg = arg;
     wb->next = NULL;
