@@ -214,11 +214,8 @@ GPUMEM_API gpumem_status gpumem_mapped_array(gpumem_context *ctx, int ndim, cons
     if (flags & ~(unsigned)(GPUMEM_HOST_PORTABLE | GPUMEM_HOST_WRITECOMBINED))
         return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: unknown flags 0x%x", what, flags);
     int64_t cstrides[GM_MAX_NDIM];
-    gpumem_status st = gm_array_prepare(what, &ctx, ndim, shape, strides, dtype, order, stream, cstrides);
-    if (st == GPUMEM_OK)
-        st = device_can(ctx, GM_CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY, "mapping host memory", what);
-    if (st != GPUMEM_OK)
-        return st;
+    GM_FORWARD_IF_ERROR(gm_array_prepare(what, &ctx, ndim, shape, strides, dtype, order, stream, cstrides));
+    GM_FORWARD_IF_ERROR(device_can(ctx, GM_CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY, "mapping host memory", what));
     unsigned cu = GM_CU_MEMHOSTALLOC_DEVICEMAP;
     if (flags & GPUMEM_HOST_PORTABLE)
         cu |= GM_CU_MEMHOSTALLOC_PORTABLE;
@@ -237,11 +234,8 @@ GPUMEM_API gpumem_status gpumem_managed_array(gpumem_context *ctx, int ndim, con
         return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: flags 0x%x: must be GPUMEM_MANAGED_ATTACH_GLOBAL or "
                         "GPUMEM_MANAGED_ATTACH_HOST", what, flags);
     int64_t cstrides[GM_MAX_NDIM];
-    gpumem_status st = gm_array_prepare(what, &ctx, ndim, shape, strides, dtype, order, NULL, cstrides);
-    if (st == GPUMEM_OK)
-        st = device_can(ctx, GM_CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY, "managed memory", what);
-    if (st != GPUMEM_OK)
-        return st;
+    GM_FORWARD_IF_ERROR(gm_array_prepare(what, &ctx, ndim, shape, strides, dtype, order, NULL, cstrides));
+    GM_FORWARD_IF_ERROR(device_can(ctx, GM_CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY, "managed memory", what));
     return gm_array_new_locked(what, GPUMEM_MEMORY_MANAGED, ctx, ndim, shape, cstrides, dtype,
                                flags == GPUMEM_MANAGED_ATTACH_GLOBAL ? GM_CU_MEM_ATTACH_GLOBAL : GM_CU_MEM_ATTACH_HOST,
                                array);

@@ -533,20 +533,17 @@ GPUMEM_API gpumem_status gpumem_const_array_like(gpumem_module *module, const ch
     GM_CHECK_NULL(symbol);
     GM_CHECK_HANDLE(array);
     GM_CHECK_NULL(device_array);
-    gpumem_status st = gm_stream_check(stream, module->ctx, what, "module");
+    GM_FORWARD_IF_ERROR(gm_stream_check(stream, module->ctx, what, "module"));
     gm_global *g;
-    if (st == GPUMEM_OK)
-        st = get_global(what, module, symbol, &g);
-    if (st != GPUMEM_OK)
-        return st;
+    GM_FORWARD_IF_ERROR(get_global(what, module, symbol, &g));
     uint64_t nbytes = (uint64_t)gm_array_size(array) * array->itemsize;
-    if (nbytes > g->bytes)
-        return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: the array's %llu bytes do not fit in '%s', which has %zu",
-                        what, (unsigned long long)nbytes, symbol, g->bytes);
+    GM_RETURN_ERROR_IF(nbytes > g->bytes, GPUMEM_ERROR_INVALID_VALUE,
+                       "%s: the array's %llu bytes do not fit in '%s', which has %zu", what,
+                       (unsigned long long)nbytes, symbol, g->bytes);
     atomic_fetch_add_explicit(&module->refs, 1, memory_order_relaxed); /* the new array's */
     gpumem_array *d = NULL;
-    st = gm_array_wrap(what, module->ctx, GPUMEM_MEMORY_DEVICE, g->ptr, array->ndim, array->shape, NULL,
-                              array->dtype, array_drops_module, module, &d);
+    gpumem_status st = gm_array_wrap(what, module->ctx, GPUMEM_MEMORY_DEVICE, g->ptr, array->ndim, array->shape,
+                                     NULL, array->dtype, array_drops_module, module, &d);
     if (st != GPUMEM_OK) {
         module_unref(module);
         return st;
