@@ -37,13 +37,22 @@ void gm_drv_arm(uint64_t at, int code)
     pthread_mutex_unlock(&fail_mu);
 }
 
-int gm_drv_fire_(uint64_t n)
+int gm_drv_fail_then;
+int gm_drv_failed_op = -1; /* under fail_mu */
+
+int gm_drv_fire_(uint64_t n, int op)
 {
     pthread_mutex_lock(&fail_mu);
-    int fire = atomic_load_explicit(&gm_drv_fail_at, memory_order_relaxed) == n;
+    uint64_t at = atomic_load_explicit(&gm_drv_fail_at, memory_order_relaxed);
+    int fire = at == n;
     if (fire) {
-        atomic_store_explicit(&gm_drv_fail_at, 0, memory_order_relaxed);
+        if (gm_drv_fail_then == 0)
+            atomic_store_explicit(&gm_drv_fail_at, 0, memory_order_relaxed);
         gm_drv_fault_code = fail_code;
+        gm_drv_failed_op = op;
+    } else if (at != 0 && n > at && gm_drv_fail_then != 0) { /* a lost device: every later call too */
+        fire = 1;
+        gm_drv_fault_code = gm_drv_fail_then;
     }
     pthread_mutex_unlock(&fail_mu);
     return fire;
