@@ -19,6 +19,7 @@
 #ifndef GM_ALLOC_H
 #define GM_ALLOC_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -42,6 +43,7 @@ typedef struct gm_block {
     uint64_t addr;                /* device address (DEVICE, MANAGED, device POOL) or host address */
     size_t bytes;                 /* bytes asked for */
     gm_mem mem;
+    bool mapped;                  /* GM_MEM_LOCKED with DEVICEMAP: counted as mapped memory */
     struct gpumem_allocation *token; /* GM_MEM_POOL: the pool's token */
     gpumem_stream *stream;        /* the stream a pool block was allocated on (held), or NULL */
     gpumem_context *pool_ctx;     /* GM_MEM_POOL: the pool's context, which lives while the block does */
