@@ -72,9 +72,11 @@ while read -r line; do
 done <"$tmp/examples1"
 [ -s "$tmp/examples1" ] && [ ! -s "$tmp/log" ]; t $? "gpumem(1)'s $(wc -l <"$tmp/examples1") examples without a GPU set GPUMEM_BACKEND=sim and succeed"
 
-# gpumem(1)'s list of the members of `gpumem info --json` names every member
-# the tool writes (with two devices, and with a failing backend for "error").
+# gpumem(1)'s list of the members of `gpumem info --json` (and of `info
+# --memory --json`, in the same entry) names every member the tool writes
+# (with two devices, and with a failing backend for "error").
 { (unset CUDA_DEVICE; HOME="$tmp" GPUMEM_BACKEND=sim GPUMEM_SIM_DEVICES=2 "$builddir/tools/gpumem" info --json)
+  (unset CUDA_DEVICE; HOME="$tmp" GPUMEM_BACKEND=sim "$builddir/tools/gpumem" info --memory --json)
   (HOME="$tmp" GPUMEM_BACKEND=none "$builddir/tools/gpumem" info --json); } 2>/dev/null |
     grep -o '"[a-z_]*": ' | tr -d '": ' | sort -u >"$tmp/members"
 # the paragraph that lists them: from "prints one JSON object" to the next .TP
