@@ -100,7 +100,8 @@ render() { # page...
 if ! command -v groff >/dev/null 2>&1; then
     i=$((i + 1)); echo "ok $i # SKIP groff is not installed"
 else
-    render "$srcdir/doc/gpumem.1" "$srcdir/doc/gpumem.7"; t $? "gpumem(1) and gpumem(7) render without warnings"
+    render "$srcdir/doc/gpumem.1" "$srcdir/doc/gpumem.7" "$srcdir/doc/gpumem-memory.7"
+    t $? "gpumem(1), gpumem(7) and gpumem-memory(7) render without warnings"
 fi
 
 # gpumem(7)'s HEADERS list every public header.
@@ -113,9 +114,10 @@ echo "headers missing from gpumem(7):$missing" >"$tmp/log"
 
 # Every (3) reference in them names an exported function.
 sed -n 's/^ *\(gpumem_[a-z0-9_]*\);.*/\1/p' "$srcdir/lib/libgpumem.map" | sort -u >"$tmp/functions"
-grep -ohE 'gpumem_[a-z0-9_]+ \(3\)' "$srcdir/doc/gpumem.1" "$srcdir/doc/gpumem.7" | sed 's/ (3)//' | sort -u >"$tmp/refs"
+grep -ohE 'gpumem_[a-z0-9_]+ \(3\)' "$srcdir/doc/gpumem.1" "$srcdir/doc/gpumem.7" "$srcdir/doc/gpumem-memory.7" |
+    sed 's/ (3)//' | sort -u >"$tmp/refs"
 comm -23 "$tmp/refs" "$tmp/functions" >"$tmp/log"
-[ -s "$tmp/refs" ] && [ ! -s "$tmp/log" ]; t $? "gpumem(1) and gpumem(7) refer only to exported functions"
+[ -s "$tmp/refs" ] && [ ! -s "$tmp/log" ]; t $? "gpumem(1), gpumem(7) and gpumem-memory(7) refer only to exported functions"
 
 # The examples compile, run and print what they say.
 if [ "$nex" -lt 8 ]; then
