@@ -246,6 +246,41 @@ static void case_report(const void *arg, child_result *out)
     gpumem_context_release(ctx);
 }
 
+/* ---- the context's own pool (GPUMEM_ALLOCATOR=pool) ---- */
+
+static void case_own_pool(const void *arg, child_result *out)
+{
+    (void)arg;
+    setenv("GPUMEM_ALLOCATOR", "pool", 1);
+    gpumem_context *ctx = NULL;
+    if ((out->status = gpumem_context_create(0, &ctx)) != GPUMEM_OK) {
+        snprintf(out->text, sizeof out->text, "%s", gpumem_last_error());
+        return;
+    }
+    gpumem_array *a = dev_bytes(ctx, 5000), *b = dev_bytes(ctx, 70000);
+    gpumem_array_release(b); /* its block stays in the pool */
+    struct gpumem_memory_report r = report(ctx, 0);
+    CHECK(r.device.bytes == 5000 && r.device.count == 1 && r.pools == 1 && r.pool_held_blocks == 1 &&
+              r.pending_frees == 0 && r.driver_allocations == 2,
+          "own pool: %llu bytes in %llu, %llu pools, %llu held, %llu pending, %llu driver allocations",
+          (unsigned long long)r.device.bytes, (unsigned long long)r.device.count, (unsigned long long)r.pools,
+          (unsigned long long)r.pool_held_blocks, (unsigned long long)r.pending_frees,
+          (unsigned long long)r.driver_allocations);
+    struct gpumem_memory_pool_report pr;
+    memset(&pr, 0, sizeof pr);
+    pr.size = sizeof pr;
+    size_t n = 0;
+    gpumem_memory_pools(ctx, 0, &pr, 1, &n);
+    CHECK(n == 1 && pr.own == 1 && pr.pool == NULL && pr.host_pool == NULL && pr.kind == GPUMEM_MEMORY_DEVICE &&
+              pr.held_blocks == 1 && pr.largest_free_block >= 70000 && pr.active_requested_bytes == 5000,
+          "its entry: own %d, pool %p, held %llu, largest %llu", pr.own, (void *)pr.pool,
+          (unsigned long long)pr.held_blocks, (unsigned long long)pr.largest_free_block);
+    CHECK(r.device_reserved_bytes == pr.active_bytes + pr.held_bytes, "reserved %llu: the pool's blocks",
+          (unsigned long long)r.device_reserved_bytes);
+    gpumem_array_release(a);
+    gpumem_context_release(ctx);
+}
+
 /* ---- the ladder's counters ---- */
 
 static void case_ladder(const void *arg, child_result *out)
@@ -291,7 +326,7 @@ typedef struct oom_case {
     int scenario;
 } oom_case;
 
-enum { LIVE, OTHERS, FRAGMENTED, LADDER, PINNED, TO_DEVICE };
+enum { LIVE, OTHERS, FRAGMENTED, LADDER, PINNED, TO_DEVICE, ODD };
 
 static void case_oom(const void *arg, child_result *out)
 {
@@ -320,6 +355,12 @@ static void case_oom(const void *arg, child_result *out)
         break;
     case OTHERS:
         keep[0] = dev_bytes(ctx, 8 * MiB);
+        break;
+    case ODD: /* sizes that are not whole MiB: the message must not round them into looking exact */
+        for (int i = 0; i < 3; i++)
+            keep[i] = dev_bytes(ctx, 16 * MiB);
+        keep[3] = dev_bytes(ctx, 1000);
+        ask = 16 * MiB;
         break;
     case FRAGMENTED:
         for (int i = 0; i < 4; i++)
@@ -667,6 +708,9 @@ int main(int argc, char **argv)
     run_child(case_report, NULL, &res);
     ok(res.status == GPUMEM_OK && res.text[0] == '\0', "the report after a known sequence: every kind, peaks, "
        "reset, pools, deferred frees, driver allocations, two contexts%s%s", res.text[0] ? ": " : "", res.text);
+    run_child(case_own_pool, NULL, &res);
+    ok(res.status == GPUMEM_OK && res.text[0] == '\0', "GPUMEM_ALLOCATOR=pool: arrays counted through the "
+       "context's own pool, listed as its own%s%s", res.text[0] ? ": " : "", res.text);
     run_child(case_ladder, NULL, &res);
     ok(res.status == GPUMEM_OK && res.text[0] == '\0', "the ladder's runs and successes%s%s",
        res.text[0] ? ": " : "", res.text);
@@ -717,6 +761,14 @@ int main(int argc, char **argv)
          "what the process holds");
     like(res.text, "cause: the host refused more page-locked memory (cuMemHostAlloc: CUDA_ERROR_OUT_OF_MEMORY)",
          "the cause");
+
+    oom_case odd = {"64M", NULL, NULL, NULL, ODD};
+    run_child(case_oom, &odd, &res);
+    is_int(res.status, GPUMEM_ERROR_OUT_OF_MEMORY, "sizes that are not whole MiB: out of memory");
+    like(res.text, "the device has 15.999 MiB free of 64 MiB; this process holds 48.001 MiB of it: live device "
+         "memory 48.001 MiB in 4,", "figures that are not exact do not read as exact");
+    like(res.text, "other processes hold about 24 B (", "the estimate keeps the driver's rounding (1000 bytes take 1024)");
+    like(res.text, "cause: this process's live data", "and the cause is still this process's");
 
     oom_case to_device = {"64M", NULL, NULL, NULL, TO_DEVICE};
     run_child(case_oom, &to_device, &res);
