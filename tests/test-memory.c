@@ -696,15 +696,10 @@ static void bad_input(void)
            "no callback on a released context");
 }
 
-int main(int argc, char **argv)
+/* Every case that needs a simulated device of its own. */
+static void sim_cases(void)
 {
-    if (argc > 1)
-        return leak_child(argv[1]);
-    if (!test_on_sim())
-        plan_skip_all("the numbers are checked against simulated devices of known sizes (GPUMEM_SIM_MEMORY, "
-                      "GPUMEM_SIM_OTHER_MEMORY, GPUMEM_SIM_FIRST_FIT); run with GPUMEM_BACKEND=sim");
     child_result res;
-
     run_child(case_report, NULL, &res);
     ok(res.status == GPUMEM_OK && res.text[0] == '\0', "the report after a known sequence: every kind, peaks, "
        "reset, pools, deferred frees, driver allocations, two contexts%s%s", res.text[0] ? ": " : "", res.text);
@@ -814,6 +809,73 @@ int main(int argc, char **argv)
     run_child(case_callback, &mode, &res);
     is_int(res.status, GPUMEM_ERROR_INVALID_STATE, "a callback that destroys the pool being allocated from");
     like(res.text, "gpumem_pool_allocate: the out-of-memory callback destroyed the pool", "says so");
+
+}
+
+/* ---- a real GPU: out of memory for this process's live data ---- */
+
+/* Fills the device with arrays of 256 MiB until the driver refuses one,
+ * then asks for one more: value[0] the arrays, text the message. */
+static void case_gpu_oom(const void *arg, child_result *out)
+{
+    (void)arg;
+    gpumem_context *ctx = NULL;
+    if ((out->status = gpumem_context_create_default(&ctx)) != GPUMEM_OK) {
+        snprintf(out->text, sizeof out->text, "%s", gpumem_last_error());
+        return;
+    }
+    enum { MAX = 4096 };
+    static gpumem_array *a[MAX];
+    int n = 0;
+    int64_t size = 256 * MiB;
+    while (n < MAX && gpumem_device_array(ctx, 1, &size, NULL, gpumem_dtype_builtin(GPUMEM_UINT8), 'C', NULL,
+                                          &a[n]) == GPUMEM_OK)
+        n++;
+    gpumem_array *more = NULL;
+    out->status = gpumem_device_array(ctx, 1, &size, NULL, gpumem_dtype_builtin(GPUMEM_UINT8), 'C', NULL, &more);
+    snprintf(out->text, sizeof out->text, "%s", gpumem_last_error());
+    struct gpumem_memory_report r = report(ctx, 0);
+    out->value[0] = n;
+    out->value[1] = (long)r.device.count;
+    out->value[2] = (long)(r.device.bytes >> 20);
+    out->value[3] = (long)r.oom_failures;
+    gpumem_array_release(more);
+    for (int i = 0; i < n; i++)
+        gpumem_array_release(a[i]);
+    gpumem_context_release(ctx);
+}
+
+static void gpu_oom(void)
+{
+    const char *want = getenv("GPUMEM_TEST_GPU_OOM");
+    if (want == NULL || strcmp(want, "1") != 0) {
+        skip(1, "filling the GPU would starve the tests running beside this one: run alone with "
+             "GPUMEM_TEST_GPU_OOM=1");
+        return;
+    }
+    child_result res;
+    run_child(case_gpu_oom, NULL, &res);
+    is_int(res.status, GPUMEM_ERROR_OUT_OF_MEMORY, "a full GPU: out of memory");
+    ok(res.value[0] > 0 && res.value[1] == res.value[0] && res.value[2] == res.value[0] * 256 && res.value[3] >= 1,
+       "the report counted the %ld arrays of 256 MiB (%ld, %ld MiB) and the failures (%ld)", res.value[0],
+       res.value[1], res.value[2], res.value[3]);
+    like(res.text, "gpumem_device_array: out of device memory: asked for 268435456 bytes (256 MiB)", "the request");
+    like(res.text, "cause: this process's live data", "named as this process's own (the GPU is not shared)");
+    diag("%s", res.text);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1)
+        return leak_child(argv[1]);
+    child_result res;
+    if (test_on_sim()) {
+        sim_cases();
+    } else {
+        skip(1, "the report's numbers and each cause are checked against simulated devices of known sizes "
+             "(GPUMEM_SIM_MEMORY, GPUMEM_SIM_OTHER_MEMORY, GPUMEM_SIM_FIRST_FIT): run with GPUMEM_BACKEND=sim");
+        gpu_oom();
+    }
 
     /* Threads: the books are exact once they are done. */
     run_child(case_threads, NULL, &res);
