@@ -43,6 +43,7 @@ typedef struct attempt {
     gm_pool *pool; /* GM_MEM_POOL: from this pool */
     /* the result */
     gm_block *out;
+    bool spare; /* the caller can do without it: no callback, a short message (gm_alloc_device_spare) */
     gm_oom oom; /* what the ladder and the callback did, for the message (memstats.h) */
 } attempt;
 
@@ -68,7 +69,7 @@ static int try_once(attempt *a, gpumem_status *st)
     }
     case GM_MEM_LOCKED: {
         void *h = NULL;
-        rc = GM_DRV(mem_host_alloc, dctx, &h, a->bytes, a->flags);
+        rc = gm_host_alloc_locked(dctx, a->bytes, a->flags, a->what, &h, st);
         b->addr = (uint64_t)(uintptr_t)h;
         break;
     }
@@ -133,7 +134,7 @@ static int ladder(attempt *a, gpumem_status *st)
 static int after_oom(attempt *a, gpumem_status *st)
 {
     int rc = ladder(a, st);
-    while (rc == GM_CUDA_ERROR_OUT_OF_MEMORY && gm_mem_oom_callback(a->ctx, &a->oom)) {
+    while (rc == GM_CUDA_ERROR_OUT_OF_MEMORY && !a->spare && gm_mem_oom_callback(a->ctx, &a->oom)) {
         if (a->pool != NULL && !gm_handle_live(a->pool, a->kind == GM_POOL_DEVICE ? GM_HANDLE_POOL
                                                                                     : GM_HANDLE_HOST_POOL)) {
             *st = gm_error(GPUMEM_ERROR_INVALID_STATE, "%s: the out-of-memory callback destroyed the pool that "
@@ -160,6 +161,16 @@ static void oom_begin(attempt *a, gpumem_memory_kind kind)
                                                                          ? "cuMemAllocManaged" : "cuMemHostAlloc";
 }
 
+/* The error of memory the caller can do without: short, with no driver
+ * call of its own, not counted as a failure (the call goes on without). */
+static gpumem_status spare_oom(const attempt *a)
+{
+    return gm_error(GPUMEM_ERROR_OUT_OF_MEMORY, "%s: out of device memory: %zu bytes the call can do without, "
+                    "after the ladder gave back %llu bytes (%s: %s)", a->what, a->bytes,
+                    (unsigned long long)(a->oom.released_bytes + a->oom.flushed_bytes), a->oom.driver_op,
+                    gm_cu_error_name(GM_CUDA_ERROR_OUT_OF_MEMORY));
+}
+
 /* ---- driver memory ------------------------------------------------------------------ */
 
 static const char *mem_name(gm_mem mem)
@@ -179,13 +190,13 @@ static gpumem_memory_kind driver_kind(gm_mem mem, unsigned flags)
 
 /* Driver memory of a kind, with the ladder. */
 static gpumem_status alloc_driver(gpumem_context *ctx, gm_mem mem, size_t bytes, unsigned flags, const char *what,
-                                  gm_block *out)
+                                  bool spare, gm_block *out)
 {
     *out = (gm_block){0};
     if (bytes == 0)
         return GPUMEM_OK; /* the driver refuses empty allocations; none is needed */
     attempt a = {.ctx = ctx, .kind = mem == GM_MEM_LOCKED ? GM_POOL_HOST : GM_POOL_DEVICE, .what = what,
-                 .mem = mem, .bytes = bytes, .flags = flags, .out = out};
+                 .mem = mem, .bytes = bytes, .flags = flags, .out = out, .spare = spare};
     gpumem_memory_kind kind = driver_kind(mem, flags);
     gpumem_status st = GPUMEM_OK;
     int rc = try_once(&a, &st);
@@ -197,7 +208,7 @@ static gpumem_status alloc_driver(gpumem_context *ctx, gm_mem mem, size_t bytes,
         return st;
     if (rc == GM_CUDA_ERROR_OUT_OF_MEMORY) {
         *out = (gm_block){0};
-        return gm_mem_oom_error(ctx, &a.oom);
+        return spare ? spare_oom(&a) : gm_mem_oom_error(ctx, &a.oom);
     }
     if (rc != 0) {
         char where[240];
@@ -211,14 +222,12 @@ static gpumem_status alloc_driver(gpumem_context *ctx, gm_mem mem, size_t bytes,
     out->bytes = bytes;
     out->mem = mem;
     out->mapped = kind == GPUMEM_MEMORY_MAPPED;
-    if (mem != GM_MEM_DEVICE) {
-        /* Known as page-locked (gpumem_host_is_pinned, copy planning) while it lives. */
+    if (mem == GM_MEM_MANAGED) {
+        /* Known as page-locked (gpumem_host_is_pinned, copy planning) while
+         * it lives, as page-locked memory is (gm_host_alloc_locked). */
         st = gm_host_track_allocation((void *)(uintptr_t)out->addr, bytes);
         if (st != GPUMEM_OK) {
-            if (mem == GM_MEM_MANAGED)
-                GM_DRV(mem_free, ctx->dctx, out->addr);
-            else
-                GM_DRV(mem_free_host, ctx->dctx, (void *)(uintptr_t)out->addr);
+            GM_DRV(mem_free, ctx->dctx, out->addr);
             *out = (gm_block){0};
             return gm_error_prefix(st, what);
         }
@@ -230,7 +239,7 @@ static gpumem_status alloc_driver(gpumem_context *ctx, gm_mem mem, size_t bytes,
 
 /* A pool block, with the ladder. */
 static gpumem_status alloc_pool(gpumem_context *ctx, gm_pool *pool, gm_pool_kind kind, size_t bytes,
-                                gpumem_stream *stream, const char *what, gm_block *out)
+                                gpumem_stream *stream, const char *what, bool spare, gm_block *out)
 {
     /* The first try is the pool's fast path, made directly. */
     uint64_t addr = 0;
@@ -243,13 +252,13 @@ static gpumem_status alloc_pool(gpumem_context *ctx, gm_pool *pool, gm_pool_kind
             return st;
         }
         attempt a = {.ctx = ctx, .kind = kind, .what = what, .mem = GM_MEM_POOL, .bytes = bytes,
-                     .stream = stream, .pool = pool, .out = out};
+                     .stream = stream, .pool = pool, .out = out, .spare = spare};
         oom_begin(&a, kind == GM_POOL_DEVICE ? GPUMEM_MEMORY_DEVICE
                       : gm_pool_core_alloc_flags(pool) & GM_CU_MEMHOSTALLOC_DEVICEMAP ? GPUMEM_MEMORY_MAPPED
                                                                                       : GPUMEM_MEMORY_PINNED);
         int rc = after_oom(&a, &st);
         if (rc == GM_CUDA_ERROR_OUT_OF_MEMORY)
-            st = gm_mem_oom_error(ctx, &a.oom);
+            st = spare ? spare_oom(&a) : gm_mem_oom_error(ctx, &a.oom);
         if (rc != 0) {
             *out = (gm_block){0};
             return st;
@@ -262,26 +271,38 @@ static gpumem_status alloc_pool(gpumem_context *ctx, gm_pool *pool, gm_pool_kind
     return GPUMEM_OK;
 }
 
-gpumem_status gm_alloc_device(gpumem_context *ctx, size_t bytes, gpumem_stream *stream, const char *what,
-                              gm_block *out)
+static gpumem_status alloc_device(gpumem_context *ctx, size_t bytes, gpumem_stream *stream, const char *what,
+                                  bool spare, gm_block *out)
 {
     gpumem_pool *pool = atomic_load_explicit(&ctx->pool, memory_order_acquire);
     if (pool == NULL || bytes == 0)
-        return alloc_driver(ctx, GM_MEM_DEVICE, bytes, 0, what, out);
+        return alloc_driver(ctx, GM_MEM_DEVICE, bytes, 0, what, spare, out);
     if (!gm_handle_live(pool, GM_HANDLE_POOL))
         return gm_error(GPUMEM_ERROR_INVALID_STATE, "%s: the context's pool (gpumem_context_set_pool) was "
                         "destroyed; set another pool, or NULL, before allocating", what);
-    return alloc_pool(ctx, gm_pool_of_device(pool), GM_POOL_DEVICE, bytes, stream, what, out);
+    return alloc_pool(ctx, gm_pool_of_device(pool), GM_POOL_DEVICE, bytes, stream, what, spare, out);
+}
+
+gpumem_status gm_alloc_device(gpumem_context *ctx, size_t bytes, gpumem_stream *stream, const char *what,
+                              gm_block *out)
+{
+    return alloc_device(ctx, bytes, stream, what, false, out);
+}
+
+gpumem_status gm_alloc_device_spare(gpumem_context *ctx, size_t bytes, gpumem_stream *stream, const char *what,
+                                    gm_block *out)
+{
+    return alloc_device(ctx, bytes, stream, what, true, out);
 }
 
 gpumem_status gm_alloc_locked(gpumem_context *ctx, size_t bytes, unsigned flags, const char *what, gm_block *out)
 {
-    return alloc_driver(ctx, GM_MEM_LOCKED, bytes, flags, what, out);
+    return alloc_driver(ctx, GM_MEM_LOCKED, bytes, flags, what, false, out);
 }
 
 gpumem_status gm_alloc_managed(gpumem_context *ctx, size_t bytes, unsigned flags, const char *what, gm_block *out)
 {
-    return alloc_driver(ctx, GM_MEM_MANAGED, bytes, flags, what, out);
+    return alloc_driver(ctx, GM_MEM_MANAGED, bytes, flags, what, false, out);
 }
 
 gpumem_status gm_alloc_host_pool(gpumem_host_pool *pool, size_t bytes, const char *what, gm_block *out)
@@ -291,7 +312,7 @@ gpumem_status gm_alloc_host_pool(gpumem_host_pool *pool, size_t bytes, const cha
     if (st != GPUMEM_OK)
         return st;
     /* No stream: the CPU uses the block at once, so only idle blocks do. */
-    return alloc_pool(gm_pool_core_context(p), p, GM_POOL_HOST, bytes, NULL, what, out);
+    return alloc_pool(gm_pool_core_context(p), p, GM_POOL_HOST, bytes, NULL, what, false, out);
 }
 
 gpumem_status gm_alloc_free(gpumem_context *ctx, gm_block *b)
@@ -373,7 +394,7 @@ GPUMEM_API gpumem_status gpumem_pool_allocate(gpumem_pool *pool, size_t size, gp
     if (st != GPUMEM_OK)
         return st;
     gm_block b;
-    st = alloc_pool(gm_pool_core_context(p), p, GM_POOL_DEVICE, size, stream, what, &b);
+    st = alloc_pool(gm_pool_core_context(p), p, GM_POOL_DEVICE, size, stream, what, false, &b);
     if (st == GPUMEM_OK) {
         gm_stream_unhold(b.stream); /* the caller frees it with its own stream */
         *alloc = b.token;

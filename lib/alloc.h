@@ -55,6 +55,14 @@ typedef struct gm_block {
 gpumem_status gm_alloc_device(gpumem_context *ctx, size_t bytes, gpumem_stream *stream, const char *what,
                               gm_block *out);
 
+/* As gm_alloc_device, for memory the caller can do without (copy scratch,
+ * which has a slower way): the ladder runs, but not the context's
+ * out-of-memory callback, and a failure's message is short, makes no
+ * driver call of its own and is not counted as an out-of-memory failure
+ * (memstats.h): the call goes on without. */
+gpumem_status gm_alloc_device_spare(gpumem_context *ctx, size_t bytes, gpumem_stream *stream, const char *what,
+                                    gm_block *out);
+
 /* bytes of page-locked host memory (cuMemHostAlloc flags: GM_CU_MEMHOSTALLOC_*),
  * tracked in the host registry while it lives.  Errors are the host's:
  * GPUMEM_ERROR_HOST_OUT_OF_MEMORY when the driver has no memory. */

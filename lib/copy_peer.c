@@ -2,14 +2,33 @@
  * copy_peer.c - copies between device arrays of two devices, and the peer
  * settings of gpumem/peer.h.
  *
- * Every such copy moves one dense run of bytes from the source device to
- * the destination device: a strided source is first packed on its own device
- * (the copy engine, in the source's context) into scratch, and a strided
- * destination is unpacked on its own device from scratch.  The run crosses
- * by one cuMemcpyPeer when peer access is on for the pair (enabled once,
- * both ways, and remembered), else through two pinned host buffers in
- * chunks (download of one chunk overlapping the upload of the previous).
+ * Every such copy moves one dense run of bytes (the crossing layout,
+ * copy_decide.c) from the source device to the destination device, as the
+ * decision says (copy_decide.h, rule 2):
+ *  - GM_PEER_COPY: both sides have the run's layout; one cuMemcpyPeer with
+ *    peer access (queued on the caller's stream), else the run goes through
+ *    the staging engine's pinned slots;
+ *  - GM_PEER_KERNEL: one pack kernel on the source's device reads the
+ *    strided source and writes the dense destination through the peer
+ *    mapping (unified addressing: once peer access is on, the other
+ *    device's pointers are valid in the kernel);
+ *  - GM_PEER_PIPELINE with peer access: chunk by chunk through two scratch
+ *    buffers on the destination's device, filled on the source's device
+ *    (its pack kernel writing through the peer mapping, or a peer copy of a
+ *    dense source) on two streams of its own, taking turns, while the
+ *    destination's device unpacks the other buffer; events order the
+ *    buffers, the host waits only at the end;
+ *  - GM_PEER_PIPELINE staged: chunk by chunk, a strided source packed into
+ *    scratch on its device, the chunk downloaded into the staging engine's
+ *    pinned slots and uploaded from them (the download of one slot
+ *    overlapping the upload of another, ordered by events on each device's
+ *    stream), a strided destination unpacked from scratch on its device;
+ *  - GM_PEER_TEMPS: without the kernels or scratch, temporaries as large as
+ *    the copy that the engine fills and empties (gm_copy_run, in each
+ *    side's context), moved as one run.
+ * Peer access is enabled once per pair, both ways, and remembered.
  */
+
 #include "config.h"
 
 #include <pthread.h>
@@ -19,36 +38,27 @@
 
 #include "context.h"
 #include "copy_engine.h"
+#include "copy_pack.h"
 #include "copy_peer.h"
-#include "env.h"
+#include "copy_tuning.h"
 #include "error.h"
 #include "gpumem/dtype.h"
 #include "gpumem/peer.h"
 #include "layout.h"
+#include "staging.h"
 #include "stream.h"
 
 /* ---- settings ------------------------------------------------------------------------------------ */
 
-static pthread_once_t env_once = PTHREAD_ONCE_INIT;
-static gpumem_status env_status;
-static char env_error[256];
-static long env_peer = 1;
-static atomic_int api_peer = -1; /* gpumem_peer_set_enabled's value; -1: not called */
-
-static void env_read(void)
-{
-    env_status = gm_env_long("GPUMEM_PEER", 0, 1, 1, &env_peer, NULL);
-    if (env_status != GPUMEM_OK)
-        snprintf(env_error, sizeof env_error, "%s", gpumem_last_error());
-}
-
+/* Whether copies between devices may use peer access: the tuning's
+ * (gpumem_peer_set_enabled's value, else GPUMEM_PEER's). */
 static gpumem_status peer_setting(const char *what, int *enabled)
 {
-    pthread_once(&env_once, env_read);
-    if (env_status != GPUMEM_OK)
-        return gm_error(env_status, "%s: %s", what, env_error);
-    int api = atomic_load(&api_peer);
-    *enabled = api >= 0 ? api : (int)env_peer;
+    gm_copy_tuning t;
+    gm_copy_tuning_get(&t);
+    if (t.bad & GM_TUNE_BAD_PEER)
+        return gm_copy_tuning_error(GM_TUNE_BAD_PEER, what);
+    *enabled = t.peer;
     return GPUMEM_OK;
 }
 
@@ -57,7 +67,7 @@ GPUMEM_API gpumem_status gpumem_peer_set_enabled(int enabled)
     if (enabled != 0 && enabled != 1)
         return gm_error(GPUMEM_ERROR_INVALID_VALUE, "gpumem_peer_set_enabled: 'enabled' is %d; it must be 0 or 1",
                         enabled);
-    atomic_store(&api_peer, enabled);
+    gm_copy_tuning_set_peer(enabled);
     return GPUMEM_OK;
 }
 
@@ -169,53 +179,6 @@ bool gm_copy_is_cross_device(const gpumem_array *a, const gpumem_array *b)
            a->ctx->device != b->ctx->device;
 }
 
-/* Whether a is dense with strides s (axes of length 1 aside). */
-static bool has_layout(const gpumem_array *a, const int64_t *s)
-{
-    int64_t like[GM_MAX_NDIM];
-    gm_layout_strides_like(a->ndim, a->shape, a->strides, a->itemsize, like);
-    for (int i = 0; i < a->ndim; i++) {
-        if (a->shape[i] <= 1)
-            continue;
-        if (a->strides[i] != s[i] || (s[i] != like[i] && s[i] != -like[i]))
-            return false;
-    }
-    return true;
-}
-
-/* Whether a is dense with positive strides. */
-static bool dense_forward(const gpumem_array *a)
-{
-    for (int i = 0; i < a->ndim; i++)
-        if (a->shape[i] > 1 && a->strides[i] < 0)
-            return false;
-    return has_layout(a, a->strides);
-}
-
-/* The layout of the run that crosses: both sides' own when they share a
- * dense one, else the destination's when it is dense, else the source's,
- * else contiguous in the destination's axis order (scratch gets it, so it
- * has positive strides). */
-static void crossing_layout(const gpumem_array *dst, const gpumem_array *src, int64_t *out)
-{
-    if (has_layout(dst, dst->strides) && has_layout(src, dst->strides))
-        memcpy(out, dst->strides, sizeof(int64_t) * (size_t)dst->ndim);
-    else if (dense_forward(dst))
-        memcpy(out, dst->strides, sizeof(int64_t) * (size_t)dst->ndim);
-    else if (dense_forward(src))
-        memcpy(out, src->strides, sizeof(int64_t) * (size_t)src->ndim);
-    else
-        gm_layout_strides_like(dst->ndim, dst->shape, dst->strides, dst->itemsize, out);
-    for (int i = 0; i < dst->ndim; i++) /* length-1 axes: any stride; scratch wants a contiguous one */
-        if (dst->shape[i] <= 1)
-            out[i] = 0;
-    int64_t like[GM_MAX_NDIM];
-    gm_layout_strides_like(dst->ndim, dst->shape, out, dst->itemsize, like);
-    for (int i = 0; i < dst->ndim; i++)
-        if (dst->shape[i] <= 1)
-            out[i] = like[i];
-}
-
 /* The address of a's lowest byte. */
 static gm_cu_deviceptr low_addr(const gpumem_array *a)
 {
@@ -224,52 +187,337 @@ static gm_cu_deviceptr low_addr(const gpumem_array *a)
     return a->dev + (gm_cu_deviceptr)lo;
 }
 
-/* ---- the crossing -------------------------------------------------------------------------------- */
+/* ---- scratch and kernels on each device ----------------------------------------------------------- */
 
-/* bytes from src (src_ctx's device) to dst (dst_ctx's device) through two
- * pinned host buffers; complete on return. */
-static gpumem_status staged_move(const char *what, gpumem_context *dst_ctx, gm_cu_deviceptr dst,
-                                 gpumem_context *src_ctx, gm_cu_deviceptr src, size_t bytes)
+typedef struct peer_side {
+    gpumem_context *ctx;
+    gm_pack_kernels *k;
+    gm_scratch *s;
+} peer_side;
+
+/* The kernels of ctx's device and a scratch buffer of bytes there (with its
+ * side stream when two_streams), its last use waited for on the legacy
+ * stream; *missing when either cannot be had. */
+static gpumem_status side_get(const char *what, gpumem_context *ctx, size_t bytes, bool two_streams, peer_side *p,
+                              gm_copy_reason *missing)
 {
-    size_t chunk = GM_PEER_STAGE_CHUNK, total = bytes < 2 * (size_t)chunk ? bytes : 2 * (size_t)chunk;
-    int64_t n = (int64_t)total, one = 1;
-    gpumem_array *buf = NULL;
-    gpumem_status st = gm_array_new_locked(what, GPUMEM_MEMORY_PINNED, src_ctx, 1, &n, &one,
-                                           gpumem_dtype_builtin(GPUMEM_UINT8), GM_CU_MEMHOSTALLOC_PORTABLE, &buf);
-    if (st != GPUMEM_OK)
-        return st;
-    gm_cu_deviceptr half[2] = {(gm_cu_deviceptr)(uintptr_t)buf->host,
-                               (gm_cu_deviceptr)(uintptr_t)(buf->host + (total + 1) / 2)};
-    size_t step = (total + 1) / 2;
-    /* chunk k: download into half[k % 2] on the source's legacy stream, then
-     * upload from it on the destination's; the download of k + 1 runs while
-     * the upload of k does. */
-    size_t len0 = bytes < step ? bytes : step;
-    st = gm_drv_check(GM_DRV(memcpy, src_ctx->dctx, half[0], src, len0, NULL, 1), GM_OP_memcpy, what);
-    for (size_t off = 0, k = 0; st == GPUMEM_OK && off < bytes; k++) {
-        size_t len = bytes - off < step ? bytes - off : step;
-        st = gm_drv_check(GM_DRV(stream_synchronize, src_ctx->dctx, NULL), GM_OP_stream_synchronize, what);
-        if (st == GPUMEM_OK) /* the upload of k - 1 read the other half: it may be written again */
-            st = gm_drv_check(GM_DRV(stream_synchronize, dst_ctx->dctx, NULL), GM_OP_stream_synchronize, what);
+    p->ctx = ctx;
+    gpumem_status st = gm_pack_kernels_get(ctx, &p->k);
+    if (st != GPUMEM_OK || p->k == NULL) {
         if (st == GPUMEM_OK)
-            st = gm_drv_check(GM_DRV(memcpy, dst_ctx->dctx, dst + off, half[k % 2], len, NULL, 1), GM_OP_memcpy,
-                              what);
-        size_t next = off + len;
-        if (st == GPUMEM_OK && next < bytes) {
-            size_t nlen = bytes - next < step ? bytes - next : step;
-            st = gm_drv_check(GM_DRV(memcpy, src_ctx->dctx, half[(k + 1) % 2], src + next, nlen, NULL, 1),
-                              GM_OP_memcpy, what);
-        }
-        off = next;
+            *missing = GM_REASON_NO_KERNELS;
+        return st;
     }
-    /* nothing may still read or write the buffers when they go */
-    gpumem_status s1 = gm_drv_check(GM_DRV(stream_synchronize, src_ctx->dctx, NULL), GM_OP_stream_synchronize, what);
-    gpumem_status s2 = gm_drv_check(GM_DRV(stream_synchronize, dst_ctx->dctx, NULL), GM_OP_stream_synchronize, what);
-    if (st == GPUMEM_OK)
-        st = s1 != GPUMEM_OK ? s1 : s2;
-    gpumem_status rst = gpumem_array_release(buf);
-    return st != GPUMEM_OK ? st : rst;
+    if (bytes == 0)
+        return GPUMEM_OK;
+    st = gm_pack_scratch_get(p->k, bytes, two_streams, what, &p->s);
+    if (st == GPUMEM_ERROR_OUT_OF_MEMORY) {
+        *missing = GM_REASON_NO_SCRATCH;
+        return GPUMEM_OK;
+    }
+    /* the legacy stream, where the copy starts, waits for its last use */
+    if (st == GPUMEM_OK && p->s->used)
+        st = gm_drv_check(GM_DRV(stream_wait_event, ctx->dctx, NULL, p->s->ev[GM_SCRATCH_DONE]),
+                          GM_OP_stream_wait_event, what);
+    return st;
 }
+
+/* Gives the kernels and scratch back; the copy waited for every stream
+ * that used the scratch (it is idle). */
+static void side_put(peer_side *p)
+{
+    if (p->s != NULL)
+        p->s->used = false;
+    gm_pack_scratch_put(p->k, p->s);
+    gm_pack_kernels_put(p->k);
+    p->s = NULL;
+    p->k = NULL;
+}
+
+static int64_t dot(int n, const int64_t *a, const int64_t *b)
+{
+    int64_t s = 0;
+    for (int i = 0; i < n; i++)
+        s += a[i] * b[i];
+    return s;
+}
+
+/* A pack (unpack: false) of shape ext between strides ss at saddr and the
+ * dense layout at paddr, by k's device on ds (NULL: its legacy stream);
+ * queued.  Either address may be the other device's (peer access). */
+static gpumem_status side_pack(const char *what, gm_pack_kernels *k, gm_dstream *ds, int ndim, const int64_t *ext,
+                               size_t itemsize, const int64_t *ss, uint64_t saddr, const int64_t *layout,
+                               uint64_t paddr, bool unpack)
+{
+    gm_pack_plan plan;
+    gpumem_status st = gm_pack_plan_make(ndim, ext, ss, layout, itemsize, saddr, paddr, unpack, &plan);
+    if (st != GPUMEM_OK)
+        return gm_error_prefix(st, what);
+    return plan.bytes > 0 ? gm_pack_launch_on(k, &plan, saddr, paddr, ds, what) : GPUMEM_OK;
+}
+
+static gpumem_status record(const char *what, gpumem_context *ctx, gm_devent *ev, gm_dstream *ds)
+{
+    return gm_drv_check(GM_DRV(event_record, ctx->dctx, ev, ds), GM_OP_event_record, what);
+}
+
+static gpumem_status wait_for(const char *what, gpumem_context *ctx, gm_dstream *ds, gm_devent *ev)
+{
+    return gm_drv_check(GM_DRV(stream_wait_event, ctx->dctx, ds, ev), GM_OP_stream_wait_event, what);
+}
+
+static gpumem_status sync_stream(const char *what, gpumem_context *ctx, gm_dstream *ds)
+{
+    return gm_drv_check(GM_DRV(stream_synchronize, ctx->dctx, ds), GM_OP_stream_synchronize, what);
+}
+
+/* Waits for every stream the copy used: after a failure with the errors
+ * held, else keeping the first error. */
+static gpumem_status drain(const char *what, gpumem_status st, gpumem_context *const *ctx, gm_dstream *const *ds,
+                           int n)
+{
+    if (st != GPUMEM_OK)
+        gm_error_hold();
+    for (int i = 0; i < n; i++) {
+        gpumem_status s = ctx[i] != NULL ? sync_stream(what, ctx[i], ds[i]) : GPUMEM_OK;
+        if (st == GPUMEM_OK)
+            st = s;
+    }
+    if (st != GPUMEM_OK)
+        gm_error_unhold();
+    return st;
+}
+
+/* ---- one kernel (GM_PEER_KERNEL) ---------------------------------------------------------------------- */
+
+/* The source's device gathers src into the dense dst through the peer
+ * mapping: one pack kernel on its legacy stream, after the destination
+ * device's legacy stream is done (it writes dst). */
+static gpumem_status one_kernel(const char *what, gpumem_array *dst, const gpumem_array *src, gm_copy_reason *missing)
+{
+    peer_side ps = {NULL, NULL, NULL};
+    gpumem_status st = side_get(what, src->ctx, 0, false, &ps, missing);
+    if (st != GPUMEM_OK || *missing != GM_REASON_NONE)
+        return st;
+    st = sync_stream(what, dst->ctx, NULL);
+    if (st == GPUMEM_OK)
+        st = side_pack(what, ps.k, NULL, dst->ndim, dst->shape, dst->itemsize, src->strides, src->dev, dst->strides,
+                       dst->dev, false);
+    gpumem_context *c[1] = {src->ctx};
+    gm_dstream *ds[1] = {NULL};
+    st = drain(what, st, c, ds, 1);
+    gm_pack_kernels_put(ps.k);
+    return st;
+}
+
+/* ---- chunks with peer access (GM_PEER_PIPELINE) -------------------------------------------------- */
+
+/* Chunk by chunk through nbufs scratch buffers of the destination's
+ * device: buffer h is filled on the source's stream A[h] (its legacy
+ * stream, and its scratch's side stream), by the pack kernel writing
+ * through the peer mapping or by a peer copy of the dense source, then
+ * FILL[h] (the source's event); the destination's legacy stream waits for
+ * it, unpacks, records DRAIN[h] (the destination's), which A[h] waits for
+ * before it fills the buffer again. */
+static gpumem_status peer_pipeline(const char *what, gpumem_array *dst, const gpumem_array *src,
+                                   const gm_copy_decision *d, const int64_t *layout, gm_copy_reason *missing)
+{
+    const int nd = dst->ndim;
+    const size_t isz = dst->itemsize;
+    const int nbufs = d->nbufs > 1 ? 2 : 1;
+    peer_side ps = {NULL, NULL, NULL}, pd = {NULL, NULL, NULL};
+    /* the source's: its events and side stream (its buffer stays unused) */
+    gpumem_status st = side_get(what, src->ctx, 1, nbufs > 1, &ps, missing);
+    if (st == GPUMEM_OK && *missing == GM_REASON_NONE)
+        st = side_get(what, dst->ctx, (size_t)d->chunk_bytes * (size_t)nbufs, false, &pd, missing);
+    gpumem_context *c[3] = {NULL, NULL, NULL};
+    gm_dstream *A[2] = {NULL, NULL};
+    if (st == GPUMEM_OK && *missing == GM_REASON_NONE) {
+        c[0] = c[2] = src->ctx;
+        c[1] = dst->ctx;
+        A[1] = nbufs > 1 ? ps.s->side : NULL;
+        /* the source's streams write the destination's scratch: after its last use */
+        if (pd.s->used)
+            st = wait_for(what, src->ctx, NULL, pd.s->ev[GM_SCRATCH_DONE]);
+        if (st == GPUMEM_OK && nbufs > 1 && (st = record(what, src->ctx, ps.s->ev[GM_SCRATCH_START], NULL)) ==
+                                                GPUMEM_OK)
+            st = wait_for(what, src->ctx, A[1], ps.s->ev[GM_SCRATCH_START]);
+    }
+    int64_t lo = 0, hi = 0;
+    gm_layout_extent(nd, dst->shape, layout, isz, &lo, &hi);
+    const uint64_t sbase = low_addr(src);
+    for (uint64_t k = 0; st == GPUMEM_OK && *missing == GM_REASON_NONE && k < d->nchunks; k++) {
+        const int h = (int)(k % (uint64_t)nbufs);
+        int64_t start[GM_MAX_NDIM], ext[GM_MAX_NDIM];
+        uint64_t off = 0, n = 0;
+        gm_copy_chunk(d, nd, dst->shape, isz, layout, k, start, ext, &off, &n);
+        const uint64_t buf = pd.s->addr + (uint64_t)h * d->chunk_bytes;
+        const uint64_t in_buf = buf + (uint64_t)(dot(nd, start, layout) - lo) - off; /* chunk element 0 */
+        if (k >= (uint64_t)nbufs)
+            st = wait_for(what, src->ctx, A[h], pd.s->ev[GM_SCRATCH_DRAIN + h]);
+        if (st == GPUMEM_OK && d->peer_pack_src)
+            st = side_pack(what, ps.k, A[h], nd, ext, isz, src->strides,
+                           src->dev + (uint64_t)dot(nd, start, src->strides), layout, in_buf, false);
+        else if (st == GPUMEM_OK)
+            st = gm_drv_check(GM_DRV(memcpy_peer, src->ctx->dctx, buf, dst->ctx->dctx, sbase + off, src->ctx->dctx,
+                                     (size_t)n, A[h], 1),
+                              GM_OP_memcpy_peer, what);
+        if (st == GPUMEM_OK)
+            st = record(what, src->ctx, ps.s->ev[GM_SCRATCH_FILL + h], A[h]);
+        if (st == GPUMEM_OK)
+            st = wait_for(what, dst->ctx, NULL, ps.s->ev[GM_SCRATCH_FILL + h]);
+        if (st == GPUMEM_OK)
+            st = side_pack(what, pd.k, NULL, nd, ext, isz, dst->strides,
+                           dst->dev + (uint64_t)dot(nd, start, dst->strides), layout, in_buf, true);
+        if (st == GPUMEM_OK)
+            st = record(what, dst->ctx, pd.s->ev[GM_SCRATCH_DRAIN + h], NULL);
+    }
+    gm_dstream *ds[3] = {NULL, NULL, A[1]};
+    if (A[1] == NULL)
+        c[2] = NULL;
+    st = drain(what, st, c, ds, 3);
+    side_put(&ps);
+    side_put(&pd);
+    return st;
+}
+
+/* ---- staged through the pinned slots ---------------------------------------------------------------- */
+
+typedef struct staged {
+    const char *what;
+    gpumem_context *sctx, *dctx;
+    uint64_t piece;                 /* slot-sized pieces queued so far: the next slot */
+    /* one run (d NULL) */
+    gm_cu_deviceptr from, to;
+    uint64_t bytes;
+    /* or the chunks of d */
+    gpumem_array *dst;
+    const gpumem_array *src;
+    const gm_copy_decision *d;
+    const int64_t *layout;
+    peer_side ps, pd;
+} staged;
+
+/* n bytes from the source's device at from to the destination's at to,
+ * piece by piece through the ring's slots, queued on both legacy streams:
+ * the source's downloads a piece into a slot once the upload of its last
+ * piece is done, the destination's uploads it once its download is. */
+static gpumem_status ring_move(staged *g, const gm_stage_ring *r, gm_cu_deviceptr to, gm_cu_deviceptr from,
+                               uint64_t n)
+{
+    gpumem_status st = GPUMEM_OK;
+    for (uint64_t off = 0; st == GPUMEM_OK && off < n;) {
+        size_t len = n - off < r->bytes ? (size_t)(n - off) : r->bytes;
+        unsigned k = (unsigned)(g->piece % r->n);
+        gm_cu_deviceptr slot = (gm_cu_deviceptr)(uintptr_t)r->slot[k];
+        if (g->piece >= r->n)
+            st = wait_for(g->what, g->sctx, NULL, r->up[k]);
+        if (st == GPUMEM_OK)
+            st = gm_drv_check(GM_DRV(memcpy, g->sctx->dctx, slot, from + off, len, NULL, 1), GM_OP_memcpy, g->what);
+        if (st == GPUMEM_OK)
+            st = record(g->what, g->sctx, r->down[k], NULL);
+        if (st == GPUMEM_OK)
+            st = wait_for(g->what, g->dctx, NULL, r->down[k]);
+        if (st == GPUMEM_OK)
+            st = gm_drv_check(GM_DRV(memcpy, g->dctx->dctx, to + off, slot, len, NULL, 1), GM_OP_memcpy, g->what);
+        if (st == GPUMEM_OK)
+            st = record(g->what, g->dctx, r->up[k], NULL);
+        g->piece++;
+        off += len;
+    }
+    return st;
+}
+
+/* The staged copy (gm_stage_ring_fn): the run, or chunk by chunk packed
+ * into scratch on the source's legacy stream before its pieces go down,
+ * unpacked from scratch on the destination's after they came up (one
+ * buffer each side: each device's stream takes its steps in turn, the two
+ * devices overlap). */
+static gpumem_status staged_run(void *arg, const gm_stage_ring *r)
+{
+    staged *g = arg;
+    gpumem_status st = GPUMEM_OK;
+    g->piece = 0;
+    if (g->d == NULL) {
+        st = ring_move(g, r, g->to, g->from, g->bytes);
+    } else {
+        const gm_copy_decision *d = g->d;
+        const int nd = g->dst->ndim;
+        const size_t isz = g->dst->itemsize;
+        int64_t lo = 0, hi = 0;
+        gm_layout_extent(nd, g->dst->shape, g->layout, isz, &lo, &hi);
+        for (uint64_t c = 0; st == GPUMEM_OK && c < d->nchunks; c++) {
+            int64_t start[GM_MAX_NDIM], ext[GM_MAX_NDIM];
+            uint64_t off = 0, n = 0;
+            gm_copy_chunk(d, nd, g->dst->shape, isz, g->layout, c, start, ext, &off, &n);
+            uint64_t in_buf = (uint64_t)(dot(nd, start, g->layout) - lo) - off; /* chunk element 0 in a buffer */
+            gm_cu_deviceptr from = low_addr(g->src) + off, to = low_addr(g->dst) + off;
+            if (d->peer_pack_src) {
+                from = g->ps.s->addr;
+                st = side_pack(g->what, g->ps.k, NULL, nd, ext, isz, g->src->strides,
+                               g->src->dev + (uint64_t)dot(nd, start, g->src->strides), g->layout, from + in_buf,
+                               false);
+            }
+            if (d->peer_unpack_dst)
+                to = g->pd.s->addr;
+            if (st == GPUMEM_OK)
+                st = ring_move(g, r, to, from, n);
+            if (st == GPUMEM_OK && d->peer_unpack_dst)
+                st = side_pack(g->what, g->pd.k, NULL, nd, ext, isz, g->dst->strides,
+                               g->dst->dev + (uint64_t)dot(nd, start, g->dst->strides), g->layout, to + in_buf,
+                               true);
+        }
+    }
+    gpumem_context *c[2] = {g->sctx, g->dctx};
+    gm_dstream *ds[2] = {NULL, NULL};
+    return drain(g->what, st, c, ds, 2);
+}
+
+/* Runs g through the staging engines of both contexts. */
+static gpumem_status staged_go(staged *g)
+{
+    gm_staging *es = NULL, *ed = NULL;
+    gpumem_status st = gm_staging_acquire(g->sctx, &es);
+    if (st == GPUMEM_OK)
+        st = gm_staging_acquire(g->dctx, &ed);
+    if (st == GPUMEM_OK)
+        st = gm_staging_peer_run(es, ed, staged_run, g, g->what);
+    gm_staging_release(ed);
+    gm_staging_release(es);
+    return st;
+}
+
+/* bytes from src's device at from to dst's at to, staged; complete on return. */
+static gpumem_status staged_move(const char *what, gpumem_context *dst_ctx, gm_cu_deviceptr to,
+                                 gpumem_context *src_ctx, gm_cu_deviceptr from, uint64_t bytes)
+{
+    staged g = {.what = what, .sctx = src_ctx, .dctx = dst_ctx, .from = from, .to = to, .bytes = bytes};
+    return staged_go(&g);
+}
+
+/* The chunks of d staged, through one scratch buffer on each strided side's device. */
+static gpumem_status staged_chunks(const char *what, gpumem_array *dst, const gpumem_array *src,
+                                   const gm_copy_decision *d, const int64_t *layout, gm_copy_reason *missing)
+{
+    staged g = {.what = what, .sctx = src->ctx, .dctx = dst->ctx, .dst = dst, .src = src, .d = d, .layout = layout};
+    gpumem_status st = GPUMEM_OK;
+    if (d->peer_pack_src)
+        st = side_get(what, src->ctx, (size_t)d->chunk_bytes, false, &g.ps, missing);
+    if (st == GPUMEM_OK && *missing == GM_REASON_NONE && d->peer_unpack_dst)
+        st = side_get(what, dst->ctx, (size_t)d->chunk_bytes, false, &g.pd, missing);
+    if (st == GPUMEM_OK && *missing == GM_REASON_NONE)
+        st = staged_go(&g);
+    if (st != GPUMEM_OK && (g.ps.s != NULL || g.pd.s != NULL)) { /* nothing may still use the scratch */
+        gpumem_context *c[2] = {g.ps.s != NULL ? src->ctx : NULL, g.pd.s != NULL ? dst->ctx : NULL};
+        gm_dstream *ds[2] = {NULL, NULL};
+        (void)drain(what, st, c, ds, 2);
+    }
+    side_put(&g.ps);
+    side_put(&g.pd);
+    return st;
+}
+
+/* ---- without the kernels or scratch (GM_PEER_TEMPS) ------------------------------------------------ */
 
 /* Scratch on a's device (its context) with strides s. */
 static gpumem_status scratch(const char *what, const gpumem_array *a, const int64_t *s, gpumem_array **out)
@@ -277,48 +525,83 @@ static gpumem_status scratch(const char *what, const gpumem_array *a, const int6
     return gm_array_new_device(what, a->ctx, a->ndim, a->shape, s, a->dtype, NULL, out);
 }
 
-gpumem_status gm_copy_peer(const char *what, gpumem_array *dst, const gpumem_array *src, gpumem_stream *stream)
+static gpumem_status temps(const char *what, gpumem_array *dst, const gpumem_array *src, bool peer,
+                           const gm_copy_decision *d, const int64_t *layout)
 {
-    bool peer = false;
-    gpumem_status st = peer_ready(what, dst->ctx, src->ctx, &peer);
-    if (st != GPUMEM_OK)
-        return st;
-    gm_copy_set_last_path(peer ? GPUMEM_COPY_PATH_PEER : GPUMEM_COPY_PATH_PEER_STAGED);
-    int64_t layout[GM_MAX_NDIM];
-    crossing_layout(dst, src, layout);
-    bool src_direct = has_layout(src, layout), dst_direct = has_layout(dst, layout);
     size_t bytes = (size_t)gm_array_size(dst) * dst->itemsize;
-    if (peer && src_direct && dst_direct) /* one run both sides: queued on the stream */
-        return gm_drv_check(GM_DRV(memcpy_peer, stream != NULL ? stream->ctx->dctx : dst->ctx->dctx, low_addr(dst),
-                                   dst->ctx->dctx, low_addr(src), src->ctx->dctx, bytes, gm_stream_ds(stream),
-                                   stream != NULL),
-                            GM_OP_memcpy_peer, what);
-
-    /* Every other path runs on the legacy streams of both devices: wait for
-     * the caller's stream first, finish before returning. */
-    if (stream != NULL && (st = gm_drv_check(GM_DRV(stream_synchronize, stream->ctx->dctx, gm_stream_ds(stream)),
-                                             GM_OP_stream_synchronize, what)) != GPUMEM_OK)
-        return st;
-    gpumem_array *s = NULL, *d = NULL;
+    gpumem_array *s = NULL, *t = NULL;
     const gpumem_array *from = src;
     gpumem_array *to = dst;
-    if (!src_direct && (st = scratch(what, src, layout, &s)) == GPUMEM_OK) {
+    gpumem_status st = GPUMEM_OK;
+    if (d->peer_pack_src && (st = scratch(what, src, layout, &s)) == GPUMEM_OK) {
         st = gm_copy_run(what, s, src, NULL, src->ctx);
         from = s;
     }
-    if (st == GPUMEM_OK && !dst_direct && (st = scratch(what, dst, layout, &d)) == GPUMEM_OK)
-        to = d;
+    if (st == GPUMEM_OK && d->peer_unpack_dst && (st = scratch(what, dst, layout, &t)) == GPUMEM_OK)
+        to = t;
     if (st == GPUMEM_OK && peer)
         st = gm_drv_check(GM_DRV(memcpy_peer, to->ctx->dctx, low_addr(to), to->ctx->dctx, low_addr(from),
                                  from->ctx->dctx, bytes, NULL, 0),
                           GM_OP_memcpy_peer, what);
     else if (st == GPUMEM_OK)
         st = staged_move(what, to->ctx, low_addr(to), from->ctx, low_addr(from), bytes);
-    if (st == GPUMEM_OK && d != NULL)
-        st = gm_copy_run(what, dst, d, NULL, dst->ctx);
-    gm_copy_set_last_path(peer ? GPUMEM_COPY_PATH_PEER : GPUMEM_COPY_PATH_PEER_STAGED);
-    gpumem_status r1 = gpumem_array_release(s), r2 = gpumem_array_release(d);
-    if (st == GPUMEM_OK)
-        st = r1 != GPUMEM_OK ? r1 : r2;
-    return st;
+    if (st == GPUMEM_OK && t != NULL)
+        st = gm_copy_run(what, dst, t, NULL, dst->ctx);
+    if (st != GPUMEM_OK) {
+        gm_error_hold();
+        (void)gpumem_array_release(s);
+        (void)gpumem_array_release(t);
+        gm_error_unhold();
+        return st;
+    }
+    /* the destination holds the copy now: a failure to free the temporaries says so */
+    gpumem_status freed = GPUMEM_OK;
+    char first[512] = "";
+    gpumem_array *all[2] = {s, t};
+    for (int i = 0; i < 2; i++) {
+        gpumem_status r = gpumem_array_release(all[i]);
+        if (freed == GPUMEM_OK && r != GPUMEM_OK) {
+            freed = r;
+            snprintf(first, sizeof first, "%s", gpumem_last_error());
+        }
+    }
+    if (freed != GPUMEM_OK)
+        return gm_error(freed, "%s: the copy completed, but freeing its temporary memory failed: %s", what, first);
+    return GPUMEM_OK;
+}
+
+/* ---- the entry ------------------------------------------------------------------------------------- */
+
+gpumem_status gm_copy_peer_ready(const char *what, const gpumem_array *dst, const gpumem_array *src, bool *ready)
+{
+    return peer_ready(what, dst->ctx, src->ctx, ready);
+}
+
+gpumem_status gm_copy_peer(const char *what, gpumem_array *dst, const gpumem_array *src, gpumem_stream *stream,
+                           const gm_copy_decision *d, gm_copy_reason *missing)
+{
+    bool peer = d->path == GPUMEM_COPY_PATH_PEER;
+    int64_t layout[GM_MAX_NDIM];
+    gm_copy_crossing_layout(dst->ndim, dst->shape, dst->itemsize, src->strides, dst->strides, layout);
+    size_t bytes = (size_t)gm_array_size(dst) * dst->itemsize;
+    gpumem_status st;
+    if (peer && d->peer_way == GM_PEER_COPY) /* one run both sides: queued on the stream */
+        return gm_drv_check(GM_DRV(memcpy_peer, stream != NULL ? stream->ctx->dctx : dst->ctx->dctx, low_addr(dst),
+                                   dst->ctx->dctx, low_addr(src), src->ctx->dctx, bytes, gm_stream_ds(stream),
+                                   stream != NULL),
+                            GM_OP_memcpy_peer, what);
+
+    /* Every other way runs on the legacy streams of both devices: wait for
+     * the caller's stream first, finish before returning. */
+    if (stream != NULL && (st = sync_stream(what, stream->ctx, gm_stream_ds(stream))) != GPUMEM_OK)
+        return st;
+    switch (d->peer_way) {
+    case GM_PEER_COPY: return staged_move(what, dst->ctx, low_addr(dst), src->ctx, low_addr(src), bytes);
+    case GM_PEER_KERNEL: return one_kernel(what, dst, src, missing);
+    case GM_PEER_PIPELINE:
+        return peer ? peer_pipeline(what, dst, src, d, layout, missing)
+                    : staged_chunks(what, dst, src, d, layout, missing);
+    case GM_PEER_TEMPS: break;
+    }
+    return temps(what, dst, src, peer, d, layout);
 }

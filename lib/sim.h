@@ -148,8 +148,10 @@
  * unit, shape or alignment does not fit the kernel, or a 32-bit kernel
  * gets a copy that needs 64 bits: CUDA_ERROR_ILLEGAL_ADDRESS, as the
  * kernel would go astray) and that every byte it touches lies in one live
- * allocation (device, managed or page-locked; else
- * CUDA_ERROR_ILLEGAL_ADDRESS at the launch, where a GPU would fault later),
+ * allocation (device, managed or page-locked; another device's memory only
+ * once the launching context enabled peer access to that device, as
+ * unified addressing allows; else CUDA_ERROR_ILLEGAL_ADDRESS at the
+ * launch, where a GPU would fault later),
  * then queues the kernel's C twin (pack_host.c) on the stream's worker, in
  * stream order like any other work.  Every other launch, and
  * occupancy_max_active_blocks of any kernel, answers
@@ -168,6 +170,12 @@
  * CUDA_SUCCESS with memory type 0, CONTEXT NULL, DEVICE_ORDINAL -2 and the
  * other values 0.  Attributes other than those of cuda_abi.h's list are
  * CUDA_ERROR_INVALID_VALUE.
+ *
+ * Address ranges.  mem_get_address_range answers the base and size of the
+ * device or managed allocation holding the address (an IPC mapping and a
+ * module's global included), the same range as RANGE_START_ADDR and
+ * RANGE_SIZE; any other address (host-side memory, freed memory, the gap
+ * after an allocation, nothing) is CUDA_ERROR_NOT_FOUND.
  *
  * IPC.  ipc_get_mem_handle works for device allocations (not managed,
  * host or module memory, nor a mapping opened from a handle:

@@ -288,22 +288,24 @@ int gm_sim_occupancy_max_active_blocks(gm_dctx *ctx, int *blocks, gm_dfunc *func
 typedef struct native_pack {
     gm_pack_params p;
     bool unpack;
+    int kernel;
 } native_pack;
 
 static void native_pack_run(void *arg)
 {
     native_pack *n = arg;
-    gm_pack_run_host(&n->p, n->unpack, 0, n->p.rows);
+    gm_pack_run_kernel_host(n->kernel, &n->p);
 }
 
 /* The host bytes behind the device bytes [addr + lo, addr + hi) that a
- * kernel touches: one live allocation must hold them all (device, managed
- * or page-locked memory, which unified addressing maps). */
-static int kernel_span(uint64_t addr, int64_t lo, int64_t hi, uint64_t *host, sim_alloc **rec)
+ * kernel of ctx touches: one live allocation must hold them all (device,
+ * managed or page-locked memory, which unified addressing maps); another
+ * device's memory only once ctx has peer access to it. */
+static int kernel_span(const gm_dctx *ctx, uint64_t addr, int64_t lo, int64_t hi, uint64_t *host, sim_alloc **rec)
 {
     uint64_t first = addr + (uint64_t)lo;
     sim_alloc *r = hi > lo ? gm_sim_reg_find_range(first, (size_t)(hi - lo)) : NULL;
-    if (r == NULL)
+    if (r == NULL || (r->kind == GM_SIM_MEM_DEVICE && r->dev != ctx->ordinal && !(ctx->peers >> r->dev & 1)))
         return GM_CUDA_ERROR_ILLEGAL_ADDRESS;
     *host = (uint64_t)(uintptr_t)(r->mem + (addr - r->base));
     *rec = r;
@@ -327,6 +329,7 @@ static int launch_native_locked(gm_dctx *ctx, const gm_dfunc *f, const unsigned 
     native_pack n;
     memcpy(&n.p, params[0], sizeof n.p);
     n.unpack = unpack;
+    n.kernel = f->native;
     const gm_pack_params *p = &n.p;
     /* what the kernel assumes of its block (pack_params.h) */
     if (p->unit != unit || p->nouter < 0 || p->nouter > GM_PACK_MAX_OUTER || p->col_stride % unit != 0 ||
@@ -353,9 +356,9 @@ static int launch_native_locked(gm_dctx *ctx, const gm_dfunc *f, const unsigned 
         return GM_CUDA_ERROR_ILLEGAL_ADDRESS;
     sim_alloc *a, *b;
     uint64_t hs, hp;
-    int rc = kernel_span(p->strided, lo, hi, &hs, &a);
+    int rc = kernel_span(ctx, p->strided, lo, hi, &hs, &a);
     if (rc == CU_OK)
-        rc = kernel_span(p->packed, 0, (int64_t)packed_bytes, &hp, &b);
+        rc = kernel_span(ctx, p->packed, 0, (int64_t)packed_bytes, &hp, &b);
     if (rc != CU_OK)
         return rc;
     native_pack *arg = malloc(sizeof *arg);

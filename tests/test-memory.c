@@ -502,6 +502,52 @@ static void case_callback(const void *arg, child_result *out)
     gpumem_context_release(ctx);
 }
 
+/* Scratch that a copy can do without: a strided copy on a device with no
+ * room for its scratch takes its slower way; the callback is not asked to
+ * free memory for it, and no failure is counted. */
+static void case_spare(const void *arg, child_result *out)
+{
+    (void)arg;
+    new_context("8M");
+    gpumem_context *ctx = NULL;
+    if ((out->status = gpumem_context_create(0, &ctx)) != GPUMEM_OK) {
+        snprintf(out->text, sizeof out->text, "%s", gpumem_last_error());
+        return;
+    }
+    cb_state s = {.mode = 1}; /* would ask again forever */
+    gpumem_context_set_oom_callback(ctx, on_oom, &s);
+    enum { N = 1024 };
+    int32_t src[2 * N], got[N];
+    for (int i = 0; i < 2 * N; i++)
+        src[i] = i * 3;
+    int64_t n2 = 2 * N, n1 = N;
+    gpumem_array *h = NULL, *d = NULL, *o = NULL, *filler = NULL, *view = NULL;
+    gpumem_host_array_wrap(src, 1, &n2, NULL, gpumem_dtype_builtin(GPUMEM_INT32), &h);
+    gpumem_to_device(ctx, h, NULL, 0, &d);
+    uint64_t f = 0, t = 0;
+    gpumem_memory_info(ctx, &f, &t);
+    filler = dev_bytes(ctx, (int64_t)f - 32 * KiB); /* room for a temporary, not for 64 KiB of scratch */
+    gpumem_slice every2 = {0, GPUMEM_SLICE_DEFAULT, 2};
+    gpumem_array_slice(d, &every2, 1, &view);
+    gpumem_host_array_wrap(got, 1, &n1, NULL, gpumem_dtype_builtin(GPUMEM_INT32), &o);
+    out->status = gpumem_copy_to_host(view, o, NULL);
+    int good = out->status == GPUMEM_OK;
+    for (int i = 0; i < N && good; i++)
+        good = got[i] == src[2 * i];
+    struct gpumem_memory_report r = report(ctx, 0);
+    out->value[0] = good;
+    out->value[1] = s.calls;
+    out->value[2] = (long)r.oom_failures;
+    out->value[3] = (long)r.oom_ladder_runs;
+    snprintf(out->text, sizeof out->text, "%s", gpumem_last_error());
+    gpumem_array_release(o);
+    gpumem_array_release(view);
+    gpumem_array_release(filler);
+    gpumem_array_release(d);
+    gpumem_array_release(h);
+    gpumem_context_release(ctx);
+}
+
 /* ---- leaks at exit ------------------------------------------------------------------------- */
 
 /* Called by the child (exported with -rdynamic): its name is the call site. */
@@ -534,6 +580,11 @@ static int leak_child(const char *mode)
     gpumem_allocation *al = NULL;
     gpumem_pool_create(ctx, 0, &pool);
     gpumem_pool_allocate(pool, 1000, NULL, &al);
+    gpumem_array *pooled = NULL, *gone = NULL;
+    const int64_t n512 = 512, n768 = 768;
+    gpumem_pool_device_array(pool, 1, &n512, gpumem_dtype_builtin(GPUMEM_UINT8), 'C', NULL, &pooled);
+    gpumem_pool_device_array(pool, 1, &n768, gpumem_dtype_builtin(GPUMEM_UINT8), 'C', NULL, &gone);
+    gpumem_array_release(gone); /* released: listed neither as an array nor as its pool allocation */
     long page = sysconf(_SC_PAGESIZE);
     int64_t n = 2 * page;
     void *host = aligned_alloc((size_t)page, (size_t)n);
@@ -542,7 +593,7 @@ static int leak_child(const char *mode)
     gpumem_registration *reg = NULL;
     gpumem_pinned(ctx, &wrap, 1, &reg);
     printf("registered %p\n", host);
-    return leaked != NULL && al != NULL && reg != NULL ? 0 : 4; /* exit lists what is alive */
+    return leaked != NULL && al != NULL && pooled != NULL && reg != NULL ? 0 : 4; /* exit lists what is alive */
 }
 
 /* Runs this program as `mode` with GPUMEM_DEBUG=debug; its stderr into err, stdout into out. */
@@ -809,6 +860,12 @@ static void sim_cases(void)
     run_child(case_callback, &mode, &res);
     is_int(res.status, GPUMEM_ERROR_INVALID_STATE, "a callback that destroys the pool being allocated from");
     like(res.text, "gpumem_pool_allocate: the out-of-memory callback destroyed the pool", "says so");
+    run_child(case_spare, NULL, &res);
+    ok(res.status == GPUMEM_OK && res.value[0] == 1, "a strided copy with no room for its scratch takes its slower "
+       "way, exactly%s%s", res.status ? ": " : "", res.status ? res.text : "");
+    ok(res.value[3] >= 1 && res.value[1] == 0 && res.value[2] == 0, "the ladder ran (%ld), but the callback was not "
+       "asked (%ld calls) and no failure was counted (%ld): scratch is memory the copy can do without",
+       res.value[3], res.value[1], res.value[2]);
 
 }
 
@@ -889,7 +946,9 @@ int main(int argc, char **argv)
     int rc = run_self("leak", "leaks", err, sizeof err, out, sizeof out);
     is_int(rc, 0, "a program that leaks exits normally");
     like(err, "gpumem: leaks: at exit, a context of device 0 that was never released (", "its context is listed at exit");
-    like(err, "3 still alive (", "with what is alive");
+    like(err, "4 still alive (", "with what is alive");
+    like(err, "gpumem:   array of 512 bytes of device memory, made by gpumem_pool_device_array, at ",
+         "an array of a pool (its pool allocation not listed twice)");
     like(err, "gpumem:   array of 4096 bytes of device memory, made by gpumem_device_array, at ", "the array");
     like(err, "(gm_test_leak_here+0x", "and the function that made it (-rdynamic)");
     like(err, "gpumem:   pool allocation of 1000 bytes of device memory, made by gpumem_pool_allocate, at ",
@@ -901,7 +960,8 @@ int main(int argc, char **argv)
     snprintf(want, sizeof want, "gpumem:   registered host range of %ld bytes at %p, registered by gpumem_pinned",
              2 * page, regp);
     like(err, want, "the registered range");
-    ok(strstr(err, "8192 bytes of device") == NULL, "not the array that was released");
+    ok(strstr(err, "8192 bytes of device") == NULL && strstr(err, "768 bytes") == NULL,
+       "not the arrays that were released");
     ok(lines_start_with(err, "gpumem: leaks: ", "gpumem:   "), "GPUMEM_DEBUG=leaks prints nothing else");
     rc = run_self("clean", "leaks", err, sizeof err, out, sizeof out);
     ok(rc == 0 && err[0] == '\0', "a program that frees everything: nothing listed (%s)", err);

@@ -6,7 +6,7 @@
  *                            --json prints one JSON object whatever fails
  *   gpumem info --memory [--json]
  *                            the memory report of the default device
- *   gpumem occupancy ...     occupancy of a launch shape (cmd-occupancy.c)
+ *   gpumem occupancy ...     occupancy of a launch shape or a kernel (cmd-occupancy.c)
  *   gpumem --help | --version
  *
  * Exit status: 0 success, 1 a library failure (its message on stderr),
@@ -19,6 +19,8 @@
 #include <string.h>
 
 #include <gpumem.h>
+
+#include "json-string.h"
 
 int cmd_occupancy(int argc, char **argv); /* cmd-occupancy.c */
 int cmd_bench(int argc, char **argv);            /* cmd-bench.c */
@@ -35,12 +37,16 @@ static void usage(FILE *out)
           "                  the default device's memory: free, total, what other processes\n"
           "                  hold, and this process's memory report (gpumem-memory(7))\n"
           "  occupancy --threads N [--smem B] [--regs R] [--device D] [--json]\n"
+          "  occupancy --threads N --cubin FILE --kernel NAME [--smem B] [--device D] [--json]\n"
           "                  thread blocks per multiprocessor for a kernel's launch\n"
-          "                  shape, and what limits them (pycuda's OccupancyRecord)\n"
-          "  bench [--quick] [--rows | --peer] [--json | --csv] [--reps N]\n"
+          "                  shape, and what limits them (pycuda's OccupancyRecord);\n"
+          "                  B is a size (48K); --cubin: the kernel's registers and\n"
+          "                  shared memory from its module image\n"
+          "  bench [--quick] [--rows | --alloc | --peer] [--json | --csv] [--reps N]\n"
           "                  transfer bandwidth of each copy path beside the plain driver\n"
-          "                  call; --rows: 2-D copy bandwidth against row width; --peer:\n"
-          "                  device 0 to 1 and back, peer and staged, against cuMemcpyPeer\n"
+          "                  call; --rows: 2-D copy bandwidth against row width; --alloc:\n"
+          "                  the allocation rows alone; --peer: device 0 to 1 and back,\n"
+          "                  peer and staged, against cuMemcpyPeer (bench --help: more)\n"
           "\n"
           "Options:\n"
           "  -h, --help      show this help and exit\n"
@@ -49,22 +55,6 @@ static void usage(FILE *out)
           "Environment: GPUMEM_BACKEND=auto|cuda|sim (sim: the simulator, for a machine\n"
           "without a GPU), CUDA_DEVICE, ~/.cuda-device, GPUMEM_SIM_*; see gpumem(1).\n",
           out);
-}
-
-/* Writes s as a JSON string literal. */
-static void json_string(const char *s)
-{
-    putchar('"');
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            printf("\\%c", c);
-        else if (c < 0x20)
-            printf("\\u%04x", c);
-        else
-            putchar(c);
-    }
-    putchar('"');
 }
 
 typedef struct device_info {

@@ -151,7 +151,8 @@ struct gpumem_memory_report {
     uint64_t oom_ladder_successes; /**< of those, the ones whose retry then succeeded */
     uint64_t oom_callback_calls;   /**< calls of the out-of-memory callback */
     uint64_t oom_callback_successes; /**< retries the callback asked for that succeeded */
-    uint64_t oom_failures;         /**< allocations that failed for lack of memory after all that */
+    /** Allocations that failed for lack of memory after all that (not a copy's scratch, which the copy does without). */
+    uint64_t oom_failures;
 };
 
 /**
@@ -280,7 +281,8 @@ typedef int (*gpumem_oom_callback)(gpumem_context *ctx, const struct gpumem_oom_
  * ::GPUMEM_OOM_CALLBACK_MAX_CALLS times for one allocation; an allocation
  * made inside it does not call it again.  It runs for every allocation of
  * the context's allocator (arrays, pools of the context, the library's own
- * buffers), device and page-locked.  If it destroys the pool being
+ * buffers), device and page-locked, except the device scratch of a copy,
+ * which the copy can do without (it takes a slower way instead).  If it destroys the pool being
  * allocated from, the allocation fails with ::GPUMEM_ERROR_INVALID_STATE.
  * Added in GPUMEM_1.1.
  * @param ctx the context, or NULL for the autoinit context.
