@@ -16,6 +16,7 @@
 #include "gpumem/dtype.h"
 #include "handles.h"
 #include "hostreg.h"
+#include "memstats.h"
 #include "pool.h"
 #include "stream.h"
 
@@ -90,6 +91,8 @@ static gpumem_status array_free(gpumem_array *a)
     if (a->owned == GM_OWNED_HOST) {
         free(a->alloc_host);
     } else if (a->owned == GM_OWNED_BLOCK) {
+        if (gm_leaks_enabled() && ctx != NULL) /* before the handle can be reused */
+            gm_leak_forget(ctx, (uintptr_t)a);
         /* A borrowed context lives while the block does: nothing of ctx is
          * used after the block went back. */
         gm_block b = a->block;
@@ -134,6 +137,8 @@ static gpumem_status new_device(const char *what, gpumem_context *ctx, int ndim,
     a->owned = GM_OWNED_BLOCK;
     /* Contiguous strides are never negative, so element 0 is the allocation's start. */
     a->dev = a->block.addr;
+    if (gm_leaks_enabled())
+        gm_leak_add(ctx, GM_LEAK_ARRAY, (uintptr_t)a, GPUMEM_MEMORY_DEVICE, (uint64_t)nbytes, what);
     *out = a;
     return GPUMEM_OK;
 }
@@ -201,6 +206,8 @@ gpumem_status gm_array_new_locked(const char *what, gpumem_memory_kind kind, gpu
                           GM_OP_mem_host_get_device_pointer, what);
     if (st != GPUMEM_OK)
         return gm_keep_first(st, array_free(a));
+    if (gm_leaks_enabled())
+        gm_leak_add(ctx, GM_LEAK_ARRAY, (uintptr_t)a, a->kind, (uint64_t)nbytes, what);
     *out = a;
     return GPUMEM_OK;
 }
@@ -283,6 +290,8 @@ gpumem_status gm_array_new_pooled_host(const char *what, gpumem_host_pool *pool,
     }
     if (st != GPUMEM_OK)
         return gm_keep_first(st, array_free(a));
+    if (gm_leaks_enabled())
+        gm_leak_add(ctx, GM_LEAK_ARRAY, (uintptr_t)a, a->kind, (uint64_t)nbytes, what);
     *out = a;
     return GPUMEM_OK;
 }
@@ -317,6 +326,10 @@ gpumem_status gm_array_new_pooled_device(const char *what, gpumem_pool *pool, gp
                           .stream = gm_stream_hold(stream), .pool_ctx = ctx};
     a->owned = GM_OWNED_BLOCK;
     a->dev = addr; /* contiguous strides: element 0 is the block's start */
+    if (gm_leaks_enabled()) { /* the array owns the allocation now: it is the one listed */
+        gm_leak_forget(ctx, (uintptr_t)token);
+        gm_leak_add(ctx, GM_LEAK_ARRAY, (uintptr_t)a, GPUMEM_MEMORY_DEVICE, (uint64_t)nbytes, what);
+    }
     *out = a;
     return GPUMEM_OK;
 }

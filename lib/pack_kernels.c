@@ -223,7 +223,7 @@ static gpumem_status scratch_get(gm_pack_kernels *k, size_t bytes, bool side, co
             size = bytes;
         if ((s = calloc(1, sizeof *s)) == NULL)
             return gm_error(GPUMEM_ERROR_HOST_OUT_OF_MEMORY, "%s: out of host memory", what);
-        st = gm_alloc_device(k->ctx, size, NULL, what, &s->blk);
+        st = gm_alloc_device_spare(k->ctx, size, NULL, what, &s->blk); /* the copy has a slower way */
         if (st != GPUMEM_OK) {
             free(s);
             return st;

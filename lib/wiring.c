@@ -12,6 +12,7 @@
 #include "copy_peer.h"
 #include "dealloc.h"
 #include "memo.h"
+#include "memstats.h"
 #include "pack_kernels.h"
 #include "pool.h"
 #include "staging.h"
@@ -28,7 +29,8 @@ static const gm_context_hook *const context_hooks[] = {
     &gm_staging_hook,   /* arrays: the staging engine's pinned buffers */
     &gm_streams_hook,   /* streams: the default stream, its write-backs committed */
     &gm_allocator_hook, /* memory: the context's own pool (GPUMEM_ALLOCATOR=pool) */
-    &gm_dealloc_hook,   /* memory: the deferred frees, flushed last (the queue is made first) */
+    &gm_dealloc_hook,   /* memory: the deferred frees, flushed last of the frees (the queue is made first) */
+    &gm_memstats_hook,  /* memory: the books of every allocation and free above, and the leak list */
 };
 
 void gm_wiring_install(void)

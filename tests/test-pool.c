@@ -416,8 +416,11 @@ static void test_oom(void)
            "100 MiB fails after the ladder");
     const char *msg = gpumem_last_error();
     like(msg, "asked for 104857600 bytes", "the message says how much was asked for");
-    like(msg, "held 0 bytes in 0 blocks, released them all", "how much was held and released");
-    like(msg, "1 active blocks hold 33554432 bytes", "and what is in use");
+    like(msg, "the ladder gave back 0 B (0 pool blocks of 0 B, 0 deferred frees of 0 B)",
+         "what the ladder gave back (it had nothing left to give)");
+    like(msg, "live device memory 32 MiB in 1,", "what is in use");
+    like(msg, "the device has 32 MiB free of 64 MiB", "what the device has free");
+    like(msg, "cause: this process's live data", "and why");
     like(msg, "CUDA_ERROR_OUT_OF_MEMORY", "and the driver's error");
     is_int(stats_of(pool).oom_retries, 2, "the retry is counted");
 

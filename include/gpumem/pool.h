@@ -58,8 +58,10 @@
  * deferred deallocations (gpumem/cleanup.h), and retries once; only then
  * does the allocation fail, with ::GPUMEM_ERROR_OUT_OF_MEMORY (or
  * ::GPUMEM_ERROR_HOST_OUT_OF_MEMORY for a host pool) and a message that
- * says how much was asked for and how much the pool held and released.
- * gpumem_pool_stats() counts the retries.
+ * says how much was asked for, what the device and the process hold, what
+ * the ladder released, and the cause (gpumem/memory.h).  The context's
+ * out-of-memory callback, if set, runs first.  gpumem_pool_stats() counts
+ * the retries.
  *
  * @par Handles
  * A ::gpumem_allocation is generation-checked: freeing it makes the handle
