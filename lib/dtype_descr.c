@@ -35,8 +35,10 @@ static bool printable(uint32_t cp)
     return lo == sizeof gm_nonprintable / sizeof gm_nonprintable[0] || cp < gm_nonprintable[lo][0];
 }
 
-/* The code point of the UTF-8 sequence at s (lone surrogates too, as the
- * descr reader writes \ud800), and its length; 0 for a malformed one. */
+/* The code point of the UTF-8 sequence at s and its length; 0 for a
+ * malformed one.  An encoded surrogate (ED A0..BF xx) counts as malformed:
+ * the reader refuses the escape \ud800, so the writer keeps those bytes as
+ * they are, as the reader took them. */
 static size_t utf8_decode(const unsigned char *s, uint32_t *cp)
 {
     size_t n = s[0] >= 0xf0 && s[0] < 0xf5 ? 4 : s[0] >= 0xe0 ? 3 : s[0] >= 0xc2 && s[0] < 0xe0 ? 2 : 0;
@@ -49,7 +51,7 @@ static size_t utf8_decode(const unsigned char *s, uint32_t *cp)
         v = v << 6 | (s[i] & 0x3fu);
     }
     static const uint32_t least[5] = {0, 0, 0x80, 0x800, 0x10000};
-    if (v < least[n] || v > 0x10ffff)
+    if (v < least[n] || v > 0x10ffff || (v >= 0xd800 && v <= 0xdfff))
         return 0;
     *cp = v;
     return n;
