@@ -375,6 +375,20 @@ int main(void)
     }
     ok(all, "4 threads, each two queued downloads on its own stream (one into a strided destination): exact, gaps "
             "untouched");
+
+    /* chunks that ramp: 8 threads of 1 MiB slots start (and end) with 128 KiB
+     * chunks growing to 1 MiB; odd sizes end on a short chunk */
+    gpumem_staging_settings ramp = {sizeof ramp, 8, 1u << 20, 3, 256u << 10};
+    is_int(gpumem_staging_set(&ramp), GPUMEM_OK, "8 threads per copy, 1 MiB slots, depth 3");
+    static const size_t sizes[] = {(4u << 20) + 13, (9u << 20) + 4097, (21u << 20) + 3};
+    for (size_t i = 0; i < 3; i++) {
+        worker_arg w = {NULL, (int)i, NULL, 0, sizes[i], 2, 0, 0};
+        copier(&w);
+        ok(w.good && w.staged, "%zu bytes up and back, staged in ramping chunks: exact", sizes[i]);
+        w = (worker_arg){NULL, (int)i + 10, NULL, 1, sizes[i], 2, 0, 0};
+        copier(&w);
+        ok(w.good && w.staged, "the same on a stream (the download queued): exact");
+    }
     gpumem_context_release(ctx);
     done_testing();
     return exit_status();
