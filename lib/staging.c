@@ -633,7 +633,7 @@ static void host_side(xfer *x, char *buf, uint64_t off, size_t n)
     } else if (up) {
         memcpy(buf, x->op.host + off, n);
     } else {
-        memcpy(x->op.host + off, buf, n);
+        gm_copy_nt(x->op.host + off, buf, n);
     }
 }
 
