@@ -277,8 +277,8 @@ static void packed(const input *in, gm_copy_decision *d, gm_copy_op src_op, gm_c
     uint64_t limit = in->t->scratch_chunk > 0 ? in->t->scratch_chunk : GM_COPY_SCRATCH_CHUNK;
     if (d->staged && in->caps->small_scratch) {
         d->reason = GM_REASON_SMALL_SCRATCH;
-    } else if (d->staged) { /* the staging window: a slot for every thread in the two open buffers */
-        uint64_t window = (uint64_t)in->t->staging.threads * in->t->staging.chunk_bytes / 2;
+    } else if (d->staged) { /* the staging window: a slot for every thread in each of the two open buffers */
+        uint64_t window = (uint64_t)in->t->staging.threads * in->t->staging.chunk_bytes;
         if (window > GM_COPY_SCRATCH_STAGED_MAX)
             window = GM_COPY_SCRATCH_STAGED_MAX;
         if (window > limit)

@@ -61,7 +61,7 @@
  * transfer is involved so that they overlap.  A staged copy's transfers
  * are one transfer of the staging engine whose threads take chunks of the
  * two buffers that are open (staging.h's segments), so its buffers are at
- * least the staging window, staging.threads x staging.chunk_bytes / 2, at
+ * least the staging window, staging.threads x staging.chunk_bytes, at
  * most GM_COPY_SCRATCH_STAGED_MAX (or the copy's bytes): every thread finds
  * a slot's worth to move; when that much scratch cannot be had
  * (caps->small_scratch) they are tuning.scratch_chunk (GM_REASON_SMALL_SCRATCH).

@@ -34,7 +34,7 @@
 #define GM_COPY_SCRATCH_CHUNK (4u << 20)
 
 /* A staged strided copy's scratch buffers are at most this big (copy_decide.h:
- * at least the staging window, the staging threads x their slot / 2). */
+ * at least the staging window, the staging threads x their slot). */
 #define GM_COPY_SCRATCH_STAGED_MAX (32u << 20)
 
 /* A CPU pack at least this big runs on several threads of the worker pool

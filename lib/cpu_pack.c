@@ -24,40 +24,11 @@
                 memcpy(b + c * (U), s + (int64_t)c * cs, (U));      \
     } while (0)
 
-void gm_copy_nt(void *dst, const void *src, size_t n)
-{
-#ifdef HAVE_SSE2_GATHER
-    if (n >= GM_COPY_NT_MIN) {
-        unsigned char *d = dst;
-        const unsigned char *s = src;
-        size_t head = (16 - ((uintptr_t)d & 15)) & 15;
-        memcpy(d, s, head);
-        d += head;
-        s += head;
-        n -= head;
-        for (; n >= 64; n -= 64, d += 64, s += 64) {
-            __m128i a = _mm_loadu_si128((const __m128i *)(const void *)s);
-            __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(s + 16));
-            __m128i c = _mm_loadu_si128((const __m128i *)(const void *)(s + 32));
-            __m128i e = _mm_loadu_si128((const __m128i *)(const void *)(s + 48));
-            _mm_stream_si128((__m128i *)(void *)d, a);
-            _mm_stream_si128((__m128i *)(void *)(d + 16), b);
-            _mm_stream_si128((__m128i *)(void *)(d + 32), c);
-            _mm_stream_si128((__m128i *)(void *)(d + 48), e);
-        }
-        memcpy(d, s, n);
-        _mm_sfence(); /* the streamed stores are visible before whatever follows */
-        return;
-    }
-#endif
-    memcpy(dst, src, n);
-}
-
 static void row_plain(unsigned char *s, unsigned char *b, uint64_t n, int64_t cs, int unit, bool unpack)
 {
     if (cs == unit) {
         if (unpack)
-            gm_copy_nt(s, b, n * (uint64_t)unit);
+            memcpy(s, b, n * (uint64_t)unit);
         else
             memcpy(b, s, n * (uint64_t)unit);
         return;

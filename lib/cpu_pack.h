@@ -26,7 +26,6 @@
 #define GM_CPU_PACK_H
 
 #include <stdbool.h>
-#include <stddef.h>
 #include <stdint.h>
 
 #include "kernels/pack_params.h"
@@ -41,14 +40,5 @@ void gm_cpu_pack_range(const gm_pack_params *p, bool unpack, uint64_t e0, uint64
 /* The same with the element-by-element loop only (no SSE2 gather): the
  * reference the tests and the measurement compare with. */
 void gm_cpu_pack_range_plain(const gm_pack_params *p, bool unpack, uint64_t e0, uint64_t e1, void *buf);
-
-/* memcpy for bytes that the CPU will not read again soon (a download's
- * drain into pageable memory, a queued download's landing): at least
- * GM_COPY_NT_MIN bytes are written with non-temporal stores on x86-64
- * (SSE2), which go to memory without reading each destination line first
- * (a plain store reads it: a third more memory traffic) and without
- * evicting the slots from the cache; less, or elsewhere, is memcpy. */
-#define GM_COPY_NT_MIN (64u << 10)
-void gm_copy_nt(void *dst, const void *src, size_t n);
 
 #endif /* GM_CPU_PACK_H */

@@ -37,7 +37,7 @@
 
 #define MAX_THREADS 64
 #define MAX_DEPTH 64
-#define DEFAULT_THREADS 16          /* the CPUs, at most this many */
+#define DEFAULT_THREADS 16          /* three quarters of the CPUs, at most this many (defaults()) */
 #define DEFAULT_CHUNK (2u << 20)    /* a slot: stays in a core's cache (issue 19's probe) */
 #define DEFAULT_DEPTH 2
 #define DEFAULT_MIN (4u << 20)
@@ -68,10 +68,17 @@ static uint64_t last_gen;
 static snapshot no_memory = {.status = GPUMEM_ERROR_HOST_OUT_OF_MEMORY,
                              .error = "the staging engine's settings: out of host memory"};
 
+/* The threads of a transfer: three quarters of the CPUs (at least 1, at
+ * most DEFAULT_THREADS).  With as many threads as CPUs the workers and the
+ * driver's own threads (which spin while they wait) oversubscribe them:
+ * on a 16-CPU H100 VM a 4 MiB upload on 16 threads took 4.2 ms instead of
+ * 0.34 ms on 12, and 12 threads moved 64 MiB to 1 GiB faster than 8 or 16
+ * (bench/RESULTS.md, 2026-11-25). */
 static void defaults(gpumem_staging_settings *s)
 {
     long n = sysconf(_SC_NPROCESSORS_ONLN);
-    *s = (gpumem_staging_settings){sizeof *s, n < 1 ? 1u : n > DEFAULT_THREADS ? DEFAULT_THREADS : (unsigned)n,
+    long t = n * 3 / 4;
+    *s = (gpumem_staging_settings){sizeof *s, t < 1 ? 1u : t > DEFAULT_THREADS ? DEFAULT_THREADS : (unsigned)t,
                                    DEFAULT_CHUNK, DEFAULT_DEPTH, DEFAULT_MIN};
 }
 
@@ -105,7 +112,7 @@ static const snapshot *settings(void)
         gpumem_status st;
         if ((st = param_threads(&threads)) == GPUMEM_OK && (st = param_chunk(&chunk)) == GPUMEM_OK &&
             (st = param_depth(&depth)) == GPUMEM_OK && (st = param_min_bytes(&min)) == GPUMEM_OK && threads == 0)
-            threads = d.threads; /* unset: the CPUs, at most DEFAULT_THREADS */
+            threads = d.threads; /* unset: defaults()' */
         if (st == GPUMEM_OK)
             d = (gpumem_staging_settings){sizeof d, (unsigned)threads, (size_t)chunk, (unsigned)depth, (size_t)min};
         s = publish(&d, st, st == GPUMEM_OK ? "" : gpumem_last_error());
@@ -509,7 +516,8 @@ static void wait_change(xfer *x, unsigned seen)
         for (unsigned i = 0;; i++) {
             if (atomic_load_explicit(&x->events, memory_order_acquire) != seen)
                 return;
-            if ((i & 63) == 63) {
+            if ((i & 63) == 63) { /* the clock now and then, and the CPU to a thread that waits for one */
+                sched_yield();
                 clock_gettime(CLOCK_MONOTONIC, &t);
                 if ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) >= spin)
                     break;
@@ -633,7 +641,7 @@ static void host_side(xfer *x, char *buf, uint64_t off, size_t n)
     } else if (up) {
         memcpy(buf, x->op.host + off, n);
     } else {
-        gm_copy_nt(x->op.host + off, buf, n);
+        memcpy(x->op.host + off, buf, n);
     }
 }
 

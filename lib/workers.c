@@ -93,7 +93,9 @@ static bool spin_on(atomic_uint *v, bool want_zero, long ns)
         if (gm_workers_stopping())
             return false;
         CPU_RELAX();
-        if ((i & 63) == 0) { /* the clock now and then */
+        if ((i & 63) == 0) { /* the clock now and then, and the CPU to a thread that waits for one */
+            if (i > 0)
+                sched_yield();
             long t = now_ns();
             if (until == 0)
                 until = t + ns;

@@ -463,11 +463,11 @@ static int copies(gpumem_context *ctx)
 /* The staging engine: pageable copies and strided host sides through the
  * pinned slots, and a download queued on a stream landing in slabs.  Two
  * threads per copy, but copies of one chunk (the caller alone: the calls
- * are the same in every run), while the queued download's 6 slabs land on
+ * are the same in every run), while the queued download's 3 slabs land on
  * the worker pool (which calls no driver). */
 static int staging(gpumem_context *ctx)
 {
-    enum { N = 25600, Q = 6 << 17 }; /* 200 KiB of doubles; 6 MiB: 6 slabs, more than the ring holds */
+    enum { N = 25600, Q = 3 << 17 }; /* 200 KiB of doubles; 3 MiB */
     static double src[N], back[N], wide[2 * N], qback[Q];
     for (int i = 0; i < N; i++)
         src[i] = i;

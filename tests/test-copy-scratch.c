@@ -62,16 +62,16 @@ enum {
 /* On a 100 MiB device holding an 80 MiB array (arg NULL, or "window"),
  * or with less free memory than two scratch chunks ("starve"): d[:, ::2]
  * into a contiguous host array, then a host array into d[:, 1::2].  Both
- * are staged (pageable host memory): 4 staging threads of 2 MiB slots
+ * are staged (pageable host memory): 2 staging threads of 2 MiB slots
  * make a window of 4 MiB, the scratch chunk; with "window", 16 threads
- * make one of 16 MiB, whose two buffers do not fit.  value[0]: the bytes
+ * make one of 32 MiB, whose two buffers do not fit.  value[0]: the bytes
  * free before; value[2], value[3]: the two copies' chunks, or their
  * decisions' reasons when without scratch. */
 static void big_case(const void *arg, child_result *out)
 {
     bool starve = arg != NULL && strcmp(arg, "starve") == 0;
     setenv("GPUMEM_SIM_MEMORY", "100M", 1);
-    setenv("GPUMEM_STAGING_THREADS", arg != NULL && strcmp(arg, "window") == 0 ? "16" : "4", 1);
+    setenv("GPUMEM_STAGING_THREADS", arg != NULL && strcmp(arg, "window") == 0 ? "16" : "2", 1);
     setenv("GPUMEM_STAGING_CHUNK", "2M", 1);
     gpumem_context *ctx = NULL;
     if ((out->status = gpumem_context_create_default(&ctx)) != GPUMEM_OK)
@@ -168,7 +168,7 @@ static void test_big(void)
 
     run_child(big_case, "window", &r);
     ok(r.exited && r.exit_code == 0 && r.status == GPUMEM_OK,
-       "16 staging threads: a staging window of 16 MiB, whose two buffers do not fit beside the 80 MiB array: %s",
+       "16 staging threads: a staging window of 32 MiB, whose two buffers do not fit beside the 80 MiB array: %s",
        r.text[0] ? r.text : "set up");
     ok((r.value[1] & (DOWN_VALUES | DOWN_PATH | DOWN_SMALL)) == (DOWN_VALUES | DOWN_PATH | DOWN_SMALL),
        "d[:, ::2] into host memory: packed on the device through buffers of the scratch chunk instead, every "
@@ -243,8 +243,9 @@ static gpumem_array *random_view(gpumem_context *ctx, int kind, const int64_t *n
 }
 
 /* With 64 KiB scratch chunks: random copies between host, pinned and device
- * views of up to 360 KiB.  The staging engine has 2 threads of 64 KiB
- * slots (a staging window of 64 KiB, so staged copies come in chunks too);
+ * views of up to 360 KiB (up to 720 KiB with "staged").  The staging
+ * engine has 2 threads of 64 KiB slots (a staging window of 128 KiB, so
+ * staged copies come in chunks too);
  * with arg "staged" the copies are between pageable host memory and the
  * device, and every one is staged (threshold 0), so the dense pageable
  * sides go through the staging engine's segments too.  value[0]: bad copies, value[1]: copies in several chunks, value[2]:
@@ -263,7 +264,7 @@ static void chunks_case(const void *arg, child_result *out)
         (out->status = gpumem_stream_create(ctx, 0, &stream)) != GPUMEM_OK)
         return;
     for (int iter = 0; iter < 120 && out->value[0] < 3; iter++) {
-        int64_t n[3] = {1 + (int64_t)rnd(30), 1 + (int64_t)rnd(50), 1 + (int64_t)rnd(60)};
+        int64_t n[3] = {1 + (int64_t)rnd(staged ? 60 : 30), 1 + (int64_t)rnd(50), 1 + (int64_t)rnd(60)};
         int sk = (int)rnd(3), dk = (int)rnd(3);
         if (staged) { /* between pageable host memory and the device */
             sk = rnd(2) == 0 ? 0 : 2;

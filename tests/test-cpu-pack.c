@@ -174,36 +174,6 @@ static int edge_gather(int u, uint64_t n)
     return good;
 }
 
-/* gm_copy_nt against memcpy: sizes around GM_COPY_NT_MIN and the 64-byte
- * step, every alignment of both ends; the bytes around the destination stay. */
-static int nt_cases(char *why, size_t whylen)
-{
-    static const size_t sizes[] = {0, 1, 15, 64, 4095, GM_COPY_NT_MIN - 1, GM_COPY_NT_MIN, GM_COPY_NT_MIN + 1,
-                                   GM_COPY_NT_MIN + 63, (1u << 20) + 17};
-    size_t most = (1u << 20) + 17 + 64;
-    unsigned char *src = malloc(most), *dst = malloc(most + 64);
-    int good = src != NULL && dst != NULL;
-    for (size_t i = 0; good && i < most; i++)
-        src[i] = (unsigned char)(i * 13 + 5);
-    for (size_t k = 0; good && k < sizeof sizes / sizeof *sizes; k++)
-        for (size_t sa = 0; good && sa < 16; sa += 3)
-            for (size_t da = 0; good && da < 16; da += 5) {
-                size_t n = sizes[k];
-                memset(dst, 0xA5, most + 64);
-                gm_copy_nt(dst + 16 + da, src + sa, n);
-                good = memcmp(dst + 16 + da, src + sa, n) == 0;
-                for (size_t i = 0; good && i < 16 + da; i++)
-                    good = dst[i] == 0xA5;
-                for (size_t i = 16 + da + n; good && i < most + 64; i++)
-                    good = dst[i] == 0xA5;
-                if (!good)
-                    snprintf(why, whylen, "%zu bytes, source +%zu, destination +%zu", n, sa, da);
-            }
-    free(src);
-    free(dst);
-    return good;
-}
-
 static double now(void)
 {
     struct timespec t;
@@ -253,9 +223,6 @@ int main(void)
             edges = edge_gather(u, n);
     ok(edges, "every other element of 1, 2, 4, 8 bytes, 1 to 70 of them ending at an inaccessible page: exact, "
               "nothing read past the last element (the SSE2 gather's last step)");
-    why[0] = '\0';
-    ok(nt_cases(why, sizeof why), "gm_copy_nt: the bytes of memcpy at every size and alignment, nothing around "
-                                  "written%s%s", why[0] ? ": " : "", why);
     for (int u = 1; u <= 16; u *= 2) {
         speed(u, false);
         speed(u, true);
