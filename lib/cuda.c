@@ -445,8 +445,9 @@ static int cuda_event_synchronize(gm_dctx *ctx, gm_devent *event)
     return cu.cuEventSynchronize(CU_EVENT(event));
 }
 
-static int cuda_event_elapsed_time(float *ms, gm_devent *start, gm_devent *end)
+static int cuda_event_elapsed_time(gm_dctx *ctx, float *ms, gm_devent *start, gm_devent *end)
 {
+    CU_TRY(make_current(ctx));
     return cu.cuEventElapsedTime(ms, CU_EVENT(start), CU_EVENT(end));
 }
 

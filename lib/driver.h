@@ -146,7 +146,8 @@ typedef struct gm_driver {
     int (*event_record)(gm_dctx *ctx, gm_devent *event, gm_dstream *stream);
     int (*event_query)(gm_dctx *ctx, gm_devent *event);
     int (*event_synchronize)(gm_dctx *ctx, gm_devent *event);
-    int (*event_elapsed_time)(float *ms, gm_devent *start, gm_devent *end);
+    /* ctx: the events' context (the driver refuses events of two contexts). */
+    int (*event_elapsed_time)(gm_dctx *ctx, float *ms, gm_devent *start, gm_devent *end);
 
     /* Loads a module image: NUL-terminated PTX text, a cubin (CUDA ELF) or a
      * fat binary, whose bytes are image[0, size) (the driver reads the size

@@ -165,6 +165,19 @@ static gpumem_status kernels_launch(gm_pack_kernels *k, const gm_pack_plan *plan
     return st == GPUMEM_OK ? st : gm_error_prefix(st, what);
 }
 
+static gpumem_status kernels_launch_ds(gm_pack_kernels *k, const gm_pack_plan *plan, uint64_t strided,
+                                       uint64_t packed, gm_dstream *ds, const char *what)
+{
+    gm_pack_params p = plan->params;
+    p.strided += strided;
+    p.packed += packed;
+    unsigned grid[3], block[3];
+    gm_pack_launch_dims(plan->kernel, &p, grid, block);
+    void *params[1] = {&p};
+    return gm_drv_check(GM_DRV(launch_kernel, k->ctx->dctx, k->fn[plan->kernel]->df, grid, block, 0, ds, params),
+                        GM_OP_launch_kernel, what);
+}
+
 /* ---- scratch ------------------------------------------------------------------------------------- */
 
 static gpumem_status scratch_get(gm_pack_kernels *k, size_t bytes, bool side, const char *what, gm_scratch **out)
@@ -245,7 +258,8 @@ static void scratch_put(gm_pack_kernels *k, gm_scratch *s)
         scratch_free(k, drop);
 }
 
-static const gm_pack_provider provider = {kernels_get, kernels_put, kernels_launch, scratch_get, scratch_put};
+static const gm_pack_provider provider = {kernels_get, kernels_put, kernels_launch, scratch_get, scratch_put,
+                                          kernels_launch_ds};
 
 const gm_pack_provider *gm_pack_kernels_provider(void)
 {

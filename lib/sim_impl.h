@@ -265,7 +265,7 @@ int gm_sim_event_destroy(gm_dctx *ctx, gm_devent *event);
 int gm_sim_event_record(gm_dctx *ctx, gm_devent *event, gm_dstream *stream);
 int gm_sim_event_query(gm_dctx *ctx, gm_devent *event);
 int gm_sim_event_synchronize(gm_dctx *ctx, gm_devent *event);
-int gm_sim_event_elapsed_time(float *ms, gm_devent *start, gm_devent *end);
+int gm_sim_event_elapsed_time(gm_dctx *ctx, float *ms, gm_devent *start, gm_devent *end);
 
 /* Queues fn(arg) on stream of ctx as device work (a kernel the simulator
  * runs natively), in stream order; a and b (may be NULL) stay alive until

@@ -582,16 +582,16 @@ int gm_sim_event_synchronize(gm_dctx *ctx, gm_devent *event)
     return rc;
 }
 
-int gm_sim_event_elapsed_time(float *ms, gm_devent *start, gm_devent *end)
+int gm_sim_event_elapsed_time(gm_dctx *ctx, float *ms, gm_devent *start, gm_devent *end)
 {
     if (ms == NULL)
         return GM_CUDA_ERROR_INVALID_VALUE;
     gm_devent *a, *b;
     lock();
-    int rc = event_get(NULL, start, &a);
+    int rc = gm_sim_ctx_ok(ctx) ? event_get(NULL, start, &a) : GM_CUDA_ERROR_INVALID_CONTEXT;
     if (rc == CU_OK)
         rc = event_get(NULL, end, &b);
-    if (rc == CU_OK && a->dev != b->dev)
+    if (rc == CU_OK && (a->dev != b->dev || a->dev != ctx))
         rc = GM_CUDA_ERROR_INVALID_CONTEXT;
     else if (rc == CU_OK && ((a->flags | b->flags) & GM_CU_EVENT_DISABLE_TIMING))
         rc = GM_CUDA_ERROR_INVALID_HANDLE;

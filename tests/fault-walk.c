@@ -193,6 +193,48 @@ static int streams(gpumem_context *ctx)
     return RESULT(st, good);
 }
 
+static int events(gpumem_context *ctx)
+{
+    gpumem_status st = GPUMEM_OK;
+    gpumem_stream *a = NULL, *b = NULL;
+    gpumem_event *e0 = NULL, *e1 = NULL;
+    gpumem_array *x = NULL, *y = NULL;
+    double seven = 7, got = 0;
+    float ms = -1;
+    int64_t last = 63;
+    TRY(gpumem_stream_create(ctx, GPUMEM_STREAM_NON_BLOCKING, &a));
+    TRY(gpumem_stream_create(ctx, 0, &b));
+    TRY(gpumem_event_create(ctx, 0, &e0));
+    TRY(gpumem_event_create(ctx, 0, &e1));
+    TRY(gpumem_device_array(ctx, 1, (int64_t[]){64}, NULL, f64, 'C', NULL, &x));
+    TRY(gpumem_device_array(ctx, 1, (int64_t[]){64}, NULL, f64, 'C', NULL, &y));
+    TRY(gpumem_event_record(e0, a));
+    TRY(gpumem_array_fill(x, &seven, a));
+    TRY(gpumem_event_record(e1, a));
+    TRY(gpumem_stream_wait_event(b, e1));
+    TRY(gpumem_stream_wait_event(NULL, e1));
+    TRY(gpumem_array_copy(y, x, b));
+    if (st == GPUMEM_OK) {
+        gpumem_status q = gpumem_event_query(e1);
+        if (q != GPUMEM_OK && q != GPUMEM_ERROR_NOT_READY)
+            st = q;
+    }
+    TRY(gpumem_event_synchronize(e1));
+    TRY(gpumem_event_elapsed_time(e0, e1, &ms));
+    TRY(gpumem_stream_synchronize(b));
+    TRY(gpumem_array_get_item(y, &last, &got, NULL));
+    int good = st == GPUMEM_OK && got == 7 && ms >= 0;
+    KEEP(gpumem_array_release(y));
+    KEEP(gpumem_array_release(x));
+    KEEP(gpumem_event_destroy(e1));
+    KEEP(gpumem_event_destroy(e0));
+    if (b != NULL)
+        KEEP(gpumem_stream_destroy(b));
+    if (a != NULL)
+        KEEP(gpumem_stream_destroy(a));
+    return RESULT(st, good);
+}
+
 static int pools(gpumem_context *ctx)
 {
     static double host[100], out[100];
@@ -524,6 +566,7 @@ static const scenario scenarios[] = {
     {"arrays: creation, views, fill, items, copies, reshape, split", arrays},
     {"copies between device, pinned, managed, mapped and host views", copies},
     {"streams: queued copies, queries, auto-synchronize", streams},
+    {"events: records, waits between streams, queries, elapsed time", events},
     {"staging: pageable and strided host sides through the slots, a queued download in slabs", staging},
     {"device pool: allocations, arrays through the pool", pools},
     {"host memory: pinned, mapped, managed, scopes, host pool", host_memory},
@@ -568,6 +611,9 @@ static void run(const void *arg, child_result *out)
             gpumem_context_set_pool(ctx, NULL);
             gpumem_pool_destroy(pool);
         }
+        /* caches are not leaks: the copy engine's device scratch and the
+         * staging slots stay with the context until cleared */
+        gpumem_clear_context_caches();
         gpumem_context_flush_deallocations(ctx);
         gm_drv->mem_get_info(ctx->dctx, &free1, &total);
         out->value[1] = (long)free0 - (long)free1;

@@ -936,7 +936,7 @@ static void test_events(gm_dctx *c, gm_dctx *c1)
     GM_DRV(event_create, c, &ev, GM_CU_EVENT_DISABLE_TIMING);
     float ms = -1;
     is_int(GM_DRV(event_query, c, e1), GM_CUDA_SUCCESS, "an event never recorded is complete");
-    is_int(GM_DRV(event_elapsed_time, &ms, e1, e2), GM_CUDA_ERROR_INVALID_HANDLE,
+    is_int(GM_DRV(event_elapsed_time, c, &ms, e1, e2), GM_CUDA_ERROR_INVALID_HANDLE,
            "elapsed time of events never recorded");
 
     gm_cu_deviceptr d = 0, d2 = 0;
@@ -951,17 +951,19 @@ static void test_events(gm_dctx *c, gm_dctx *c1)
     GM_DRV(memset, c, d, 0x51, 1, N, s, 1);
     is_int(GM_DRV(event_record, c, e2, s), GM_CUDA_SUCCESS, "event_record");
     is_int(GM_DRV(event_query, c, e2), GM_CUDA_ERROR_NOT_READY, "event_query before the work ran");
-    is_int(GM_DRV(event_elapsed_time, &ms, e1, e2), GM_CUDA_ERROR_NOT_READY, "elapsed time: not ready");
+    is_int(GM_DRV(event_elapsed_time, c, &ms, e1, e2), GM_CUDA_ERROR_NOT_READY, "elapsed time: not ready");
     double t0 = now_ms();
     is_int(GM_DRV(event_synchronize, c, e2), GM_CUDA_SUCCESS, "event_synchronize");
     ok(now_ms() - t0 < DELAY_MS / 2, "without waiting for the delay");
     ok(GM_DRV(event_query, c, e1) == GM_CUDA_SUCCESS && GM_DRV(event_query, c, e2) == GM_CUDA_SUCCESS,
        "both events are complete (FIFO)");
-    is_int(GM_DRV(event_elapsed_time, &ms, e1, e2), GM_CUDA_SUCCESS, "event_elapsed_time");
+    is_int(GM_DRV(event_elapsed_time, c, &ms, e1, e2), GM_CUDA_SUCCESS, "event_elapsed_time");
+    is_int(GM_DRV(event_elapsed_time, c1, &ms, e1, e2), GM_CUDA_ERROR_INVALID_CONTEXT,
+           "elapsed time asked in another device's context");
     ok(ms >= 0 && ms < 1000, "a plausible time between the records (%.3f ms)", (double)ms);
     GM_DRV(event_record, c, nt, s);
     GM_DRV(event_synchronize, c, nt);
-    is_int(GM_DRV(event_elapsed_time, &ms, e1, nt), GM_CUDA_ERROR_INVALID_HANDLE,
+    is_int(GM_DRV(event_elapsed_time, c, &ms, e1, nt), GM_CUDA_ERROR_INVALID_HANDLE,
            "an event without timing has no elapsed time");
 
     /* stream_wait_event orders two non-blocking streams */
@@ -1161,7 +1163,7 @@ int main(void)
     setenv("GPUMEM_SIM_BUSY", "2", 1);
     setenv("GPUMEM_SIM_HOST_MEMORY", "16M", 1);
     setenv("GPUMEM_SIM_STREAM_DELAY_US", "300000", 1);
-    plan(257);
+    plan(258);
     unsetenv("GPUMEM_SIM_FAIL");
 
     /* children first: they must fork before this process starts workers */
