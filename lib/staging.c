@@ -1046,9 +1046,9 @@ static void peer_task_run(gm_task *t, int worker)
     }
     p->st = st;
     if (ld != NULL)
-        lane_give(p->dst.e, ld);
+        lane_give(p->dst.e, ld, -1);
     if (ls != NULL)
-        lane_give(p->src.e, ls);
+        lane_give(p->src.e, ls, worker);
 }
 
 gpumem_status gm_staging_peer_run(gm_staging *src, gm_staging *dst, gm_stage_ring_fn fn, void *arg,
