@@ -7,10 +7,13 @@
  * allocator, so its out-of-memory ladder covers them) with one event per
  * slot.  Worker w of the pool always uses lane w of a context, which it
  * builds itself (on the device's NUMA node, where it runs), so its slots
- * stay in its cache; a calling thread borrows a free caller lane.  A
+ * stay in its cache, and takes without a lock (a compare-and-swap of its
+ * busy flag, which gpumem_clear_context_caches takes too to empty it); a
+ * calling thread borrows a free caller lane (under the engine's mu).  A
  * transfer (xfer) is a task of the pool (workers.h): every thread in it
- * takes the next chunk from the transfer's counter and runs it through
- * its own lane, with no barrier between chunks.
+ * takes the next chunk from the transfer's cursor and runs it through its
+ * own lane, with no barrier between chunks (the transfers section says how
+ * chunks ramp and how segments of device scratch open and close).
  *
  * Settings are one immutable snapshot behind an atomic pointer: a copy
  * reads them without a lock.  gpumem_staging_set publishes a new one
@@ -201,7 +204,7 @@ struct gm_staging {
     int node;             /* the device's NUMA node, -1: none or unknown */
     bool callers_fill;    /* calling threads take chunks too (off a NUMA node only the node's workers do) */
     gm_workers *workers;
-    pthread_mutex_t mu;   /* the lane tables */
+    pthread_mutex_t mu;   /* the caller lanes (worker lanes need no lock) */
     pthread_cond_t lane_back; /* a caller lane was given back */
     _Atomic(lane *) wlane[GM_WORKERS_MAX]; /* worker w's: made by it, kept until the engine ends */
     lane *clane[CALLER_LANES];

@@ -19,6 +19,7 @@
 #include "copy_engine.h"
 #include "copy_pack.h"
 #include "tap.h"
+#include "workers.h"
 
 static const gpumem_dtype *f32(void)
 {
@@ -248,7 +249,8 @@ static gpumem_array *random_view(gpumem_context *ctx, int kind, const int64_t *n
  * staged copies come in chunks too);
  * with arg "staged" the copies are between pageable host memory and the
  * device, and every one is staged (threshold 0), so the dense pageable
- * sides go through the staging engine's segments too.  value[0]: bad copies, value[1]: copies in several chunks, value[2]:
+ * sides go through the staging engine's segments too, its threads polling
+ * before they sleep (as on machines of 4 CPUs or more).  value[0]: bad copies, value[1]: copies in several chunks, value[2]:
  * of them on two streams, value[3]: on a stream (with "staged": staged). */
 static void chunks_case(const void *arg, child_result *out)
 {
@@ -256,8 +258,10 @@ static void chunks_case(const void *arg, child_result *out)
     setenv("GPUMEM_COPY_SCRATCH_CHUNK", "64K", 1);
     setenv("GPUMEM_STAGING_THREADS", "2", 1);
     setenv("GPUMEM_STAGING_CHUNK", "64K", 1);
-    if (staged)
+    if (staged) {
         setenv("GPUMEM_STAGING_MIN_BYTES", "0", 1);
+        gm_workers_set_spin(50000); /* the threads of the staged transfers poll before they sleep */
+    }
     gpumem_context *ctx = NULL;
     gpumem_stream *stream = NULL;
     if ((out->status = gpumem_context_create_default(&ctx)) != GPUMEM_OK ||
