@@ -236,6 +236,10 @@ module gpumem
   integer(c_int), parameter :: GPUMEM_HOST_ALLOC_PORTABLE = 1
   integer(c_int), parameter :: GPUMEM_HOST_ALLOC_DEVICEMAP = 2
   integer(c_int), parameter :: GPUMEM_HOST_ALLOC_WRITECOMBINED = 4
+  ! gpumem/memory.h
+  integer(c_int), parameter :: GPUMEM_MEMORY_DEVICE_INFO = 1
+  integer(c_int), parameter :: GPUMEM_MEMORY_WHOLE_DEVICE = 2
+  integer(c_int), parameter :: GPUMEM_OOM_CALLBACK_MAX_CALLS = 4
   ! gpumem/status.h
   integer(c_int), parameter :: GPUMEM_OK = 0
   integer(c_int), parameter :: GPUMEM_ERROR_NULL_ARGUMENT = 1
@@ -296,6 +300,41 @@ module gpumem
     integer(c_int64_t) :: held_blocks, held_bytes, active_blocks, active_bytes, active_requested_bytes
     integer(c_int64_t) :: peak_active_bytes, hits, misses, oom_retries, driver_frees
   end type gpumem_pool_stats_t
+
+  !> struct gpumem_memory_usage: live memory of one kind, and its peaks.
+  type, bind(c) :: gpumem_memory_usage
+    integer(c_int64_t) :: bytes, count, peak_bytes, peak_count
+  end type gpumem_memory_usage
+
+  !> struct gpumem_memory_report (set %size = c_sizeof(x) first); _t because gpumem_memory_report
+  !> is also the function's name.
+  type, bind(c) :: gpumem_memory_report_t
+    integer(c_size_t) :: size
+    integer(c_int) :: flags, ordinal
+    integer(c_int64_t) :: contexts, device_free_bytes, device_total_bytes, others_bytes
+    type(gpumem_memory_usage) :: device, pinned, mapped, managed, registered
+    integer(c_int64_t) :: device_reserved_bytes, peak_device_reserved_bytes
+    integer(c_int64_t) :: pools, pool_held_blocks, pool_held_bytes, pool_largest_free_block
+    integer(c_int64_t) :: pending_frees, pending_free_bytes, driver_allocations
+    integer(c_int64_t) :: oom_ladder_runs, oom_ladder_successes, oom_callback_calls, oom_callback_successes
+    integer(c_int64_t) :: oom_failures
+  end type gpumem_memory_report_t
+
+  !> struct gpumem_memory_pool_report (set %size = c_sizeof(x) in every element first).
+  type, bind(c) :: gpumem_memory_pool_report
+    integer(c_size_t) :: size
+    type(c_ptr) :: pool, host_pool
+    integer(c_int) :: kind, own, ordinal
+    integer(c_int64_t) :: held_blocks, held_bytes, largest_free_block
+    integer(c_int64_t) :: active_blocks, active_bytes, active_requested_bytes
+  end type gpumem_memory_pool_report
+
+  !> struct gpumem_oom_info, what an out-of-memory callback is told (the library fills it).
+  type, bind(c) :: gpumem_oom_info
+    integer(c_size_t) :: size, bytes
+    integer(c_int) :: kind, attempt
+    type(c_ptr) :: call, message
+  end type gpumem_oom_info
 
   !> gpumem_staging_settings (set %size = c_sizeof(x) first).
   type, bind(c) :: gpumem_staging_settings
@@ -1588,6 +1627,42 @@ module gpumem
       type(c_ptr), intent(out) :: array
       integer(c_int) :: gpumem_host_pool_allocate
     end function
+    ! ---- gpumem/memory.h
+    function gpumem_memory_report(ctx, flags, report) &
+        bind(c, name='gpumem_memory_report')
+      import
+      type(c_ptr), value :: ctx
+      integer(c_int), value :: flags
+      type(gpumem_memory_report_t), intent(inout) :: report
+      integer(c_int) :: gpumem_memory_report
+    end function
+    function gpumem_memory_reset_peaks(ctx, flags) &
+        bind(c, name='gpumem_memory_reset_peaks')
+      import
+      type(c_ptr), value :: ctx
+      integer(c_int), value :: flags
+      integer(c_int) :: gpumem_memory_reset_peaks
+    end function
+    function gpumem_memory_pools(ctx, flags, pools, capacity, count) &
+        bind(c, name='gpumem_memory_pools')
+      import
+      type(c_ptr), value :: ctx
+      integer(c_int), value :: flags
+      type(gpumem_memory_pool_report), intent(inout), optional :: pools(*)
+      integer(c_size_t), value :: capacity
+      integer(c_size_t), intent(out) :: count
+      integer(c_int) :: gpumem_memory_pools
+    end function
+    !> callback: integer(c_int) function f(ctx, info, user) bind(c), with type(c_ptr), value :: ctx, user
+    !> and type(gpumem_oom_info), intent(in) :: info; pass c_funloc(f), or c_null_funptr to remove it.
+    function gpumem_context_set_oom_callback(ctx, callback, user) &
+        bind(c, name='gpumem_context_set_oom_callback')
+      import
+      type(c_ptr), value :: ctx
+      type(c_funptr), value :: callback
+      type(c_ptr), value :: user
+      integer(c_int) :: gpumem_context_set_oom_callback
+    end function
     ! ---- gpumem/status.h
     function gpumem_status_string(status) &
         bind(c, name='gpumem_status_string')
@@ -1610,6 +1685,11 @@ module gpumem
         bind(c, name='gpumem_last_status')
       import
       integer(c_int) :: gpumem_last_status
+    end function
+    function gpumem_last_driver_result() &
+        bind(c, name='gpumem_last_driver_result')
+      import
+      integer(c_int) :: gpumem_last_driver_result
     end function
     ! ---- gpumem/stream.h
     function gpumem_stream_create(ctx, flags, stream) &

@@ -17,6 +17,7 @@
 #include <gpumem/event.h>
 #include <gpumem/array.h>
 #include <gpumem/pool.h>
+#include <gpumem/memory.h>
 #include <gpumem/host.h>
 #include <gpumem/cleanup.h>
 #include <gpumem/occupancy.h>

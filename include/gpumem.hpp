@@ -652,6 +652,23 @@ struct memory_info {
     uint64_t total;
 };
 
+/** The memory report (struct gpumem_memory_report, gpumem/memory.h; the C name is also a function's). */
+using memory_report = struct gpumem_memory_report;
+/** One pool's entry of gpumem_memory_pools() (struct gpumem_memory_pool_report). */
+using memory_pool_report = struct gpumem_memory_pool_report;
+
+/**
+ * A zeroed report with its size field set, for gpumem_memory_report().
+ * @return the report.
+ */
+inline memory_report make_memory_report() noexcept
+{
+    memory_report r;
+    std::memset(&r, 0, sizeof r);
+    r.size = sizeof r;
+    return r;
+}
+
 /** A device's primary context (gpumem/context.h); copy = gpumem_context_retain. Empty: the autoinit context. */
 class context {
 public:
@@ -766,6 +783,56 @@ public:
      * @param p the pool, or nullptr.
      */
     void set_pool(const pool *p) const; /* defined after gpumem::pool */
+    /**
+     * gpumem_memory_report(): where the memory of this context, or of its device, is (gpumem/memory.h).
+     * @param flags 0, or GPUMEM_MEMORY_DEVICE_INFO and GPUMEM_MEMORY_WHOLE_DEVICE or'ed.
+     * @return the report.
+     */
+    gpumem::memory_report memory_report(unsigned flags = 0) const
+    {
+        gpumem::memory_report r = make_memory_report();
+        check("gpumem::context::memory_report", gpumem_memory_report(c_, flags, &r));
+        return r;
+    }
+    /**
+     * gpumem_memory_reset_peaks(): the peaks start again from what is live.
+     * @param flags 0 or GPUMEM_MEMORY_WHOLE_DEVICE.
+     */
+    void reset_memory_peaks(unsigned flags = 0) const
+    {
+        check("gpumem::context::reset_memory_peaks", gpumem_memory_reset_peaks(c_, flags));
+    }
+    /**
+     * gpumem_memory_pools(): every pool of this context (or of its device), with what it holds.
+     * @param flags 0 or GPUMEM_MEMORY_WHOLE_DEVICE.
+     * @return one entry per pool.
+     */
+    std::vector<memory_pool_report> memory_pools(unsigned flags = 0) const
+    {
+        for (;;) {
+            std::size_t n = 0;
+            check("gpumem::context::memory_pools", gpumem_memory_pools(c_, flags, nullptr, 0, &n));
+            memory_pool_report blank;
+            std::memset(&blank, 0, sizeof blank);
+            blank.size = sizeof blank;
+            std::vector<memory_pool_report> v(n + 1, blank); /* room for one made meanwhile */
+            std::size_t got = 0;
+            check("gpumem::context::memory_pools", gpumem_memory_pools(c_, flags, v.data(), v.size(), &got));
+            if (got <= v.size()) {
+                v.resize(got);
+                return v;
+            }
+        }
+    }
+    /**
+     * gpumem_context_set_oom_callback(): runs before an allocation fails for lack of memory.
+     * @param callback the callback (nullptr removes it).
+     * @param user passed to it.
+     */
+    void set_oom_callback(gpumem_oom_callback callback, void *user = nullptr) const
+    {
+        check("gpumem::context::set_oom_callback", gpumem_context_set_oom_callback(c_, callback, user));
+    }
 
 private:
     explicit context(gpumem_context *c) noexcept : c_(c) {}

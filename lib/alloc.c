@@ -1,8 +1,10 @@
 /*
  * alloc.c - the context allocator: the one path by which arrays, scratch
  * and staging get device, page-locked and managed memory (alloc.h), with
- * the library's one out-of-memory ladder, and the pools' public allocate
- * calls, which take the same ladder.
+ * the library's one out-of-memory ladder (then the context's out-of-memory
+ * callback, and the error that memstats.c words), and the pools' public
+ * allocate calls, which take the same ladder.  It keeps the books of
+ * driver memory (memstats.h); pools keep their own.
  */
 #include "config.h"
 
@@ -15,6 +17,7 @@
 #include "env.h"
 #include "error.h"
 #include "hostreg.h"
+#include "memstats.h"
 #include "pool.h"
 #include "stream.h"
 
@@ -40,7 +43,8 @@ typedef struct attempt {
     gm_pool *pool; /* GM_MEM_POOL: from this pool */
     /* the result */
     gm_block *out;
-    uint64_t released_blocks, released_bytes;
+    bool spare; /* the caller can do without it: no callback, a short message (gm_alloc_device_spare) */
+    gm_oom oom; /* what the ladder and the callback did, for the message (memstats.h) */
 } attempt;
 
 /* Returns the driver's result for driver memory; for a pool block, 0, or
@@ -49,24 +53,25 @@ static int try_once(attempt *a, gpumem_status *st)
 {
     gm_block *b = a->out;
     gm_dctx *dctx = a->ctx->dctx;
+    int rc;
     switch (a->mem) {
     case GM_MEM_DEVICE: {
         gm_cu_deviceptr d = 0;
-        int rc = GM_DRV(mem_alloc, dctx, &d, a->bytes);
+        rc = GM_DRV(mem_alloc, dctx, &d, a->bytes);
         b->addr = d;
-        return rc;
+        break;
     }
     case GM_MEM_MANAGED: {
         gm_cu_deviceptr d = 0;
-        int rc = GM_DRV(mem_alloc_managed, dctx, &d, a->bytes, a->flags);
+        rc = GM_DRV(mem_alloc_managed, dctx, &d, a->bytes, a->flags);
         b->addr = d;
-        return rc;
+        break;
     }
     case GM_MEM_LOCKED: {
         void *h = NULL;
-        int rc = gm_host_alloc_locked(dctx, a->bytes, a->flags, a->what, &h, st);
+        rc = gm_host_alloc_locked(dctx, a->bytes, a->flags, a->what, &h, st);
         b->addr = (uint64_t)(uintptr_t)h;
-        return rc;
+        break;
     }
     case GM_MEM_POOL: {
         uint64_t addr = 0;
@@ -78,37 +83,92 @@ static int try_once(attempt *a, gpumem_status *st)
     default:
         return -1;
     }
+    if (rc == 0)
+        gm_memstats_driver_alloc(a->ctx);
+    return rc;
 }
 
-/* The ladder: try; when the driver is out of memory, give back every block
- * the pools of this device hold, flush the context's deferred frees, and
- * try once more.  Returns as try_once. */
-static int with_ladder(attempt *a, gpumem_status *st)
+/* The ladder, after the driver said it is out of memory: give back every
+ * block the pools of this device and kind hold, flush the context's
+ * deferred frees, and try once more.  Returns as try_once. */
+static int ladder(attempt *a, gpumem_status *st)
 {
-    *st = GPUMEM_OK;
-    int rc = try_once(a, st);
-    if (rc != GM_CUDA_ERROR_OUT_OF_MEMORY)
-        return rc;
+    struct gm_memstats *m = a->ctx->memstats;
+    if (m != NULL)
+        GM_STAT_ADD(m->ladder_runs, 1);
+    a->oom.ladder_runs++;
+    int rc = -1;
+    uint64_t n = 0, b = 0, fn = 0, fb = 0;
     pthread_mutex_lock(&ladder_lock);
-    gpumem_status rst = gm_pools_release_held(a->ctx->dctx, a->kind, a->what, &a->released_blocks,
-                                              &a->released_bytes);
-    if (rst == GPUMEM_OK && gm_dealloc_flush_for_retry(a->ctx)) {
-        /* the flush may have freed into a pool that holds */
-        uint64_t n = 0, b = 0;
-        rst = gm_pools_release_held(a->ctx->dctx, a->kind, a->what, &n, &b);
-        a->released_blocks += n;
-        a->released_bytes += b;
+    gpumem_status rst = gm_pools_release_held(a->ctx->dctx, a->kind, a->what, &n, &b);
+    a->oom.released_blocks += n;
+    a->oom.released_bytes += b;
+    if (rst == GPUMEM_OK) {
+        bool flushed = gm_dealloc_flush_for_retry(a->ctx, &fn, &fb);
+        a->oom.flushed_frees += fn;
+        a->oom.flushed_bytes += fb;
+        if (flushed) {
+            /* the flush may have freed into a pool that holds */
+            rst = gm_pools_release_held(a->ctx->dctx, a->kind, a->what, &n, &b);
+            a->oom.released_blocks += n;
+            a->oom.released_bytes += b;
+        }
     }
     if (rst == GPUMEM_OK) {
         if (a->pool != NULL)
             gm_pool_core_count_retry(a->pool);
+        *st = GPUMEM_OK;
         rc = try_once(a, st);
     } else {
         *st = rst;
-        rc = -1;
     }
     pthread_mutex_unlock(&ladder_lock);
+    if (rc == 0 && m != NULL)
+        GM_STAT_ADD(m->ladder_successes, 1);
     return rc;
+}
+
+/* After the driver's first refusal: the ladder, then as often as the
+ * context's out-of-memory callback asks (and may), the ladder again after
+ * trying once more.  Returns as try_once. */
+static int after_oom(attempt *a, gpumem_status *st)
+{
+    int rc = ladder(a, st);
+    while (rc == GM_CUDA_ERROR_OUT_OF_MEMORY && !a->spare && gm_mem_oom_callback(a->ctx, &a->oom)) {
+        if (a->pool != NULL && !gm_handle_live(a->pool, a->kind == GM_POOL_DEVICE ? GM_HANDLE_POOL
+                                                                                    : GM_HANDLE_HOST_POOL)) {
+            *st = gm_error(GPUMEM_ERROR_INVALID_STATE, "%s: the out-of-memory callback destroyed the pool that "
+                           "was being allocated from", a->what);
+            return -1;
+        }
+        *st = GPUMEM_OK;
+        rc = try_once(a, st);
+        if (rc == GM_CUDA_ERROR_OUT_OF_MEMORY)
+            rc = ladder(a, st);
+        if (rc == 0 && a->ctx->memstats != NULL)
+            GM_STAT_ADD(a->ctx->memstats->cb_successes, 1);
+    }
+    return rc;
+}
+
+/* Fills the fixed part of a->oom: what was asked for, of which kind. */
+static void oom_begin(attempt *a, gpumem_memory_kind kind)
+{
+    a->oom = (gm_oom){.what = a->what, .bytes = a->bytes, .kind = kind, .pooled = a->mem == GM_MEM_POOL};
+    if (a->mem == GM_MEM_POOL)
+        a->oom.block_bytes = gm_pool_class_bytes(gm_pool_class_of(a->bytes));
+    a->oom.driver_op = kind == GPUMEM_MEMORY_DEVICE ? "cuMemAlloc" : kind == GPUMEM_MEMORY_MANAGED
+                                                                         ? "cuMemAllocManaged" : "cuMemHostAlloc";
+}
+
+/* The error of memory the caller can do without: short, with no driver
+ * call of its own, not counted as a failure (the call goes on without). */
+static gpumem_status spare_oom(const attempt *a)
+{
+    return gm_error(GPUMEM_ERROR_OUT_OF_MEMORY, "%s: out of device memory: %zu bytes the call can do without, "
+                    "after the ladder gave back %llu bytes (%s: %s)", a->what, a->bytes,
+                    (unsigned long long)(a->oom.released_bytes + a->oom.flushed_bytes), a->oom.driver_op,
+                    gm_cu_error_name(GM_CUDA_ERROR_OUT_OF_MEMORY));
 }
 
 /* ---- driver memory ------------------------------------------------------------------ */
@@ -118,19 +178,38 @@ static const char *mem_name(gm_mem mem)
     return mem == GM_MEM_DEVICE ? "device memory" : mem == GM_MEM_MANAGED ? "managed memory" : "page-locked memory";
 }
 
+/* The kind of driver memory mem with cuMemHostAlloc flags. */
+static gpumem_memory_kind driver_kind(gm_mem mem, unsigned flags)
+{
+    if (mem == GM_MEM_DEVICE)
+        return GPUMEM_MEMORY_DEVICE;
+    if (mem == GM_MEM_MANAGED)
+        return GPUMEM_MEMORY_MANAGED;
+    return flags & GM_CU_MEMHOSTALLOC_DEVICEMAP ? GPUMEM_MEMORY_MAPPED : GPUMEM_MEMORY_PINNED;
+}
+
 /* Driver memory of a kind, with the ladder. */
 static gpumem_status alloc_driver(gpumem_context *ctx, gm_mem mem, size_t bytes, unsigned flags, const char *what,
-                                  gm_block *out)
+                                  bool spare, gm_block *out)
 {
     *out = (gm_block){0};
     if (bytes == 0)
         return GPUMEM_OK; /* the driver refuses empty allocations; none is needed */
     attempt a = {.ctx = ctx, .kind = mem == GM_MEM_LOCKED ? GM_POOL_HOST : GM_POOL_DEVICE, .what = what,
-                 .mem = mem, .bytes = bytes, .flags = flags, .out = out};
-    gpumem_status st;
-    int rc = with_ladder(&a, &st);
+                 .mem = mem, .bytes = bytes, .flags = flags, .out = out, .spare = spare};
+    gpumem_memory_kind kind = driver_kind(mem, flags);
+    gpumem_status st = GPUMEM_OK;
+    int rc = try_once(&a, &st);
+    if (rc == GM_CUDA_ERROR_OUT_OF_MEMORY) {
+        oom_begin(&a, kind);
+        rc = after_oom(&a, &st);
+    }
     if (rc < 0)
         return st;
+    if (rc == GM_CUDA_ERROR_OUT_OF_MEMORY) {
+        *out = (gm_block){0};
+        return spare ? spare_oom(&a) : gm_mem_oom_error(ctx, &a.oom);
+    }
     if (rc != 0) {
         char where[240];
         snprintf(where, sizeof where, "%s: %zu bytes of %s on device %d", what, bytes, mem_name(mem), ctx->device);
@@ -139,12 +218,13 @@ static gpumem_status alloc_driver(gpumem_context *ctx, gm_mem mem, size_t bytes,
         st = gm_drv_check(rc, op, where);
         /* Host memory the driver cannot give is the host's shortage. */
         if (mem == GM_MEM_LOCKED && st == GPUMEM_ERROR_OUT_OF_MEMORY)
-            st = gm_error(GPUMEM_ERROR_HOST_OUT_OF_MEMORY, "%s", gpumem_last_error());
+            st = gm_error_reword(GPUMEM_ERROR_HOST_OUT_OF_MEMORY, "%s", gm_error_message());
         *out = (gm_block){0};
         return st;
     }
     out->bytes = bytes;
     out->mem = mem;
+    out->mapped = kind == GPUMEM_MEMORY_MAPPED;
     if (mem == GM_MEM_MANAGED) {
         /* Known as page-locked (gpumem_host_is_pinned, copy planning) while
          * it lives, as page-locked memory is (gm_host_alloc_locked). */
@@ -155,12 +235,14 @@ static gpumem_status alloc_driver(gpumem_context *ctx, gm_mem mem, size_t bytes,
             return gm_error_prefix(st, what);
         }
     }
+    gm_memstats_live(ctx, gm_memkind_of(kind), bytes, +1);
+    gm_memstats_sample(ctx);
     return GPUMEM_OK;
 }
 
 /* A pool block, with the ladder. */
 static gpumem_status alloc_pool(gpumem_context *ctx, gm_pool *pool, gm_pool_kind kind, size_t bytes,
-                                gpumem_stream *stream, const char *what, gm_block *out)
+                                gpumem_stream *stream, const char *what, bool spare, gm_block *out)
 {
     /* The first try is the pool's fast path, made directly. */
     uint64_t addr = 0;
@@ -173,10 +255,13 @@ static gpumem_status alloc_pool(gpumem_context *ctx, gm_pool *pool, gm_pool_kind
             return st;
         }
         attempt a = {.ctx = ctx, .kind = kind, .what = what, .mem = GM_MEM_POOL, .bytes = bytes,
-                     .stream = stream, .pool = pool, .out = out};
-        int rc = with_ladder(&a, &st);
+                     .stream = stream, .pool = pool, .out = out, .spare = spare};
+        oom_begin(&a, kind == GM_POOL_DEVICE ? GPUMEM_MEMORY_DEVICE
+                      : gm_pool_core_alloc_flags(pool) & GM_CU_MEMHOSTALLOC_DEVICEMAP ? GPUMEM_MEMORY_MAPPED
+                                                                                      : GPUMEM_MEMORY_PINNED);
+        int rc = after_oom(&a, &st);
         if (rc == GM_CUDA_ERROR_OUT_OF_MEMORY)
-            st = gm_pool_core_oom_error(pool, bytes, a.released_blocks, a.released_bytes, what);
+            st = spare ? spare_oom(&a) : gm_mem_oom_error(ctx, &a.oom);
         if (rc != 0) {
             *out = (gm_block){0};
             return st;
@@ -189,26 +274,38 @@ static gpumem_status alloc_pool(gpumem_context *ctx, gm_pool *pool, gm_pool_kind
     return GPUMEM_OK;
 }
 
-gpumem_status gm_alloc_device(gpumem_context *ctx, size_t bytes, gpumem_stream *stream, const char *what,
-                              gm_block *out)
+static gpumem_status alloc_device(gpumem_context *ctx, size_t bytes, gpumem_stream *stream, const char *what,
+                                  bool spare, gm_block *out)
 {
     gpumem_pool *pool = atomic_load_explicit(&ctx->pool, memory_order_acquire);
     if (pool == NULL || bytes == 0)
-        return alloc_driver(ctx, GM_MEM_DEVICE, bytes, 0, what, out);
+        return alloc_driver(ctx, GM_MEM_DEVICE, bytes, 0, what, spare, out);
     if (!gm_handle_live(pool, GM_HANDLE_POOL))
         return gm_error(GPUMEM_ERROR_INVALID_STATE, "%s: the context's pool (gpumem_context_set_pool) was "
                         "destroyed; set another pool, or NULL, before allocating", what);
-    return alloc_pool(ctx, gm_pool_of_device(pool), GM_POOL_DEVICE, bytes, stream, what, out);
+    return alloc_pool(ctx, gm_pool_of_device(pool), GM_POOL_DEVICE, bytes, stream, what, spare, out);
+}
+
+gpumem_status gm_alloc_device(gpumem_context *ctx, size_t bytes, gpumem_stream *stream, const char *what,
+                              gm_block *out)
+{
+    return alloc_device(ctx, bytes, stream, what, false, out);
+}
+
+gpumem_status gm_alloc_device_spare(gpumem_context *ctx, size_t bytes, gpumem_stream *stream, const char *what,
+                                    gm_block *out)
+{
+    return alloc_device(ctx, bytes, stream, what, true, out);
 }
 
 gpumem_status gm_alloc_locked(gpumem_context *ctx, size_t bytes, unsigned flags, const char *what, gm_block *out)
 {
-    return alloc_driver(ctx, GM_MEM_LOCKED, bytes, flags, what, out);
+    return alloc_driver(ctx, GM_MEM_LOCKED, bytes, flags, what, false, out);
 }
 
 gpumem_status gm_alloc_managed(gpumem_context *ctx, size_t bytes, unsigned flags, const char *what, gm_block *out)
 {
-    return alloc_driver(ctx, GM_MEM_MANAGED, bytes, flags, what, out);
+    return alloc_driver(ctx, GM_MEM_MANAGED, bytes, flags, what, false, out);
 }
 
 gpumem_status gm_alloc_host_pool(gpumem_host_pool *pool, size_t bytes, const char *what, gm_block *out)
@@ -218,36 +315,44 @@ gpumem_status gm_alloc_host_pool(gpumem_host_pool *pool, size_t bytes, const cha
     if (st != GPUMEM_OK)
         return st;
     /* No stream: the CPU uses the block at once, so only idle blocks do. */
-    return alloc_pool(gm_pool_core_context(p), p, GM_POOL_HOST, bytes, NULL, what, out);
+    return alloc_pool(gm_pool_core_context(p), p, GM_POOL_HOST, bytes, NULL, what, false, out);
 }
 
-gpumem_status gm_alloc_free(gpumem_context *ctx, gm_block *b)
+gpumem_status gm_alloc_free(gpumem_context *ctx, gm_block *b, const char *what)
 {
     gpumem_status st = GPUMEM_OK;
     switch (b->mem) {
     case GM_MEM_NONE:
         break;
     case GM_MEM_DEVICE:
-        st = gm_dealloc_free(ctx, GM_FREE_DEVICE, b->addr, b->bytes);
+        gm_memstats_live(ctx, GM_MK_DEVICE, b->bytes, -1);
+        st = gm_dealloc_free(ctx, GM_FREE_DEVICE, b->addr, b->bytes, what);
         break;
     case GM_MEM_MANAGED:
+        gm_memstats_live(ctx, GM_MK_MANAGED, b->bytes, -1);
         gm_host_untrack_allocation((void *)(uintptr_t)b->addr);
-        st = gm_dealloc_free(ctx, GM_FREE_DEVICE, b->addr, b->bytes);
+        st = gm_dealloc_free(ctx, GM_FREE_DEVICE, b->addr, b->bytes, what);
         break;
     case GM_MEM_LOCKED:
+        gm_memstats_live(ctx, b->mapped ? GM_MK_MAPPED : GM_MK_PINNED, b->bytes, -1);
         gm_host_untrack_allocation((void *)(uintptr_t)b->addr);
-        st = gm_dealloc_free(ctx, GM_FREE_HOST, b->addr, b->bytes);
+        st = gm_dealloc_free(ctx, GM_FREE_HOST, b->addr, b->bytes, what);
         break;
     case GM_MEM_POOL:
         /* Back to the pool, ordered after the work of the stream it was
          * allocated on while that stream lives (a destroyed stream was
          * synchronized: nothing of it is pending). */
-        st = gm_pool_release(b->token, gm_stream_if_alive(b->stream), "gpumem_array_release");
+        st = gm_pool_release(b->token, gm_stream_if_alive(b->stream), what);
         gm_stream_unhold(b->stream);
         break;
     }
     *b = (gm_block){0};
     return st;
+}
+
+bool gm_alloc_keepable(const gm_block *b)
+{
+    return b->mem != GM_MEM_POOL || gm_pool_token_pool_live(b->token);
 }
 
 /* ---- the default allocator ------------------------------------------------------------ */
@@ -297,10 +402,13 @@ GPUMEM_API gpumem_status gpumem_pool_allocate(gpumem_pool *pool, size_t size, gp
     if (st != GPUMEM_OK)
         return st;
     gm_block b;
-    st = alloc_pool(gm_pool_core_context(p), p, GM_POOL_DEVICE, size, stream, what, &b);
+    st = alloc_pool(gm_pool_core_context(p), p, GM_POOL_DEVICE, size, stream, what, false, &b);
     if (st == GPUMEM_OK) {
         gm_stream_unhold(b.stream); /* the caller frees it with its own stream */
         *alloc = b.token;
+        if (gm_leaks_enabled())
+            gm_leak_add(gm_pool_core_context(p), GM_LEAK_ALLOCATION, (uintptr_t)b.token, GPUMEM_MEMORY_DEVICE,
+                        size, what);
     }
     return st;
 }
@@ -311,7 +419,15 @@ GPUMEM_API gpumem_status gpumem_host_pool_allocate_bytes(gpumem_host_pool *pool,
     GM_CHECK_NULL(alloc);
     gm_block b;
     gpumem_status st = gm_alloc_host_pool(pool, size, "gpumem_host_pool_allocate_bytes", &b);
-    if (st == GPUMEM_OK)
+    if (st == GPUMEM_OK) {
         *alloc = b.token;
+        if (gm_leaks_enabled()) {
+            gm_pool *p = gm_pool_of_host(pool);
+            gm_leak_add(gm_pool_core_context(p), GM_LEAK_ALLOCATION, (uintptr_t)b.token,
+                        gm_pool_core_alloc_flags(p) & GM_CU_MEMHOSTALLOC_DEVICEMAP ? GPUMEM_MEMORY_MAPPED
+                                                                                   : GPUMEM_MEMORY_PINNED,
+                        size, "gpumem_host_pool_allocate_bytes");
+        }
+    }
     return st;
 }

@@ -19,6 +19,7 @@
 #ifndef GM_ALLOC_H
 #define GM_ALLOC_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -42,6 +43,7 @@ typedef struct gm_block {
     uint64_t addr;                /* device address (DEVICE, MANAGED, device POOL) or host address */
     size_t bytes;                 /* bytes asked for */
     gm_mem mem;
+    bool mapped;                  /* GM_MEM_LOCKED with DEVICEMAP: counted as mapped memory */
     struct gpumem_allocation *token; /* GM_MEM_POOL: the pool's token */
     gpumem_stream *stream;        /* the stream a pool block was allocated on (held), or NULL */
     gpumem_context *pool_ctx;     /* GM_MEM_POOL: the pool's context, which lives while the block does */
@@ -52,6 +54,14 @@ typedef struct gm_block {
  * GM_MEM_NONE block at address 0.  `what` prefixes error messages. */
 gpumem_status gm_alloc_device(gpumem_context *ctx, size_t bytes, gpumem_stream *stream, const char *what,
                               gm_block *out);
+
+/* As gm_alloc_device, for memory the caller can do without (copy scratch,
+ * which has a slower way): the ladder runs, but not the context's
+ * out-of-memory callback, and a failure's message is short, makes no
+ * driver call of its own and is not counted as an out-of-memory failure
+ * (memstats.h): the call goes on without. */
+gpumem_status gm_alloc_device_spare(gpumem_context *ctx, size_t bytes, gpumem_stream *stream, const char *what,
+                                    gm_block *out);
 
 /* bytes of page-locked host memory (cuMemHostAlloc flags: GM_CU_MEMHOSTALLOC_*),
  * tracked in the host registry while it lives.  Errors are the host's:
@@ -68,8 +78,14 @@ gpumem_status gm_alloc_host_pool(gpumem_host_pool *pool, size_t bytes, const cha
 /* Frees b (allocated in ctx): driver memory through the deferred queue, a
  * pool block back to its pool, ordered after the work queued on the stream it
  * was allocated on.  The status is that of any flush it caused; the block is
- * gone either way.  b is cleared. */
-gpumem_status gm_alloc_free(gpumem_context *ctx, gm_block *b);
+ * gone either way.  b is cleared.  `what`, the public call that frees it,
+ * names a failure. */
+gpumem_status gm_alloc_free(gpumem_context *ctx, gm_block *b, const char *what);
+
+/* Whether a cache may keep b for later use: not when b is a block of a
+ * destroyed pool, whose end, and its reference to its context, wait for the
+ * block (a context's cache that kept it would keep the context alive). */
+bool gm_alloc_keepable(const gm_block *b);
 
 /* The context hook (lib/wiring.c): makes and ends the context's own pool
  * (GPUMEM_ALLOCATOR=pool). */

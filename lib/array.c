@@ -16,6 +16,7 @@
 #include "gpumem/dtype.h"
 #include "handles.h"
 #include "hostreg.h"
+#include "memstats.h"
 #include "pool.h"
 #include "stream.h"
 
@@ -90,12 +91,14 @@ static gpumem_status array_free(gpumem_array *a)
     if (a->owned == GM_OWNED_HOST) {
         free(a->alloc_host);
     } else if (a->owned == GM_OWNED_BLOCK) {
+        if (gm_leaks_enabled() && ctx != NULL) /* before the handle can be reused */
+            gm_leak_forget(ctx, (uintptr_t)a);
         /* A borrowed context lives while the block does: nothing of ctx is
          * used after the block went back. */
         gm_block b = a->block;
         bool borrowed = a->ctx_borrowed;
         handle_free(a);
-        st = gm_alloc_free(ctx, &b);
+        st = gm_alloc_free(ctx, &b, "gpumem_array_release");
         if (!borrowed)
             gpumem_context_release(ctx);
         return gm_keep_first(st, gpumem_array_release(base));
@@ -129,15 +132,13 @@ static gpumem_status new_device(const char *what, gpumem_context *ctx, int ndim,
     a->ctx_borrowed = st == GPUMEM_OK && a->block.mem == GM_MEM_POOL && a->block.pool_ctx == ctx;
     if (!a->ctx_borrowed)
         gpumem_context_retain(ctx);
-    if (st != GPUMEM_OK) {
-        gm_error_hold();
-        array_free(a);
-        gm_error_unhold();
-        return st;
-    }
+    if (st != GPUMEM_OK)
+        return gm_keep_first(st, array_free(a));
     a->owned = GM_OWNED_BLOCK;
     /* Contiguous strides are never negative, so element 0 is the allocation's start. */
     a->dev = a->block.addr;
+    if (gm_leaks_enabled())
+        gm_leak_add(ctx, GM_LEAK_ARRAY, (uintptr_t)a, GPUMEM_MEMORY_DEVICE, (uint64_t)nbytes, what);
     *out = a;
     return GPUMEM_OK;
 }
@@ -203,12 +204,10 @@ gpumem_status gm_array_new_locked(const char *what, gpumem_memory_kind kind, gpu
     if (st == GPUMEM_OK && kind == GPUMEM_MEMORY_MAPPED && nbytes > 0)
         st = gm_drv_check(GM_DRV(mem_host_get_device_pointer, ctx->dctx, &a->dev, a->host),
                           GM_OP_mem_host_get_device_pointer, what);
-    if (st != GPUMEM_OK) {
-        gm_error_hold();
-        array_free(a);
-        gm_error_unhold();
-        return st;
-    }
+    if (st != GPUMEM_OK)
+        return gm_keep_first(st, array_free(a));
+    if (gm_leaks_enabled())
+        gm_leak_add(ctx, GM_LEAK_ARRAY, (uintptr_t)a, a->kind, (uint64_t)nbytes, what);
     *out = a;
     return GPUMEM_OK;
 }
@@ -289,12 +288,10 @@ gpumem_status gm_array_new_pooled_host(const char *what, gpumem_host_pool *pool,
             st = gm_drv_check(GM_DRV(mem_host_get_device_pointer, ctx->dctx, &a->dev, a->host),
                               GM_OP_mem_host_get_device_pointer, what);
     }
-    if (st != GPUMEM_OK) {
-        gm_error_hold();
-        array_free(a);
-        gm_error_unhold();
-        return st;
-    }
+    if (st != GPUMEM_OK)
+        return gm_keep_first(st, array_free(a));
+    if (gm_leaks_enabled())
+        gm_leak_add(ctx, GM_LEAK_ARRAY, (uintptr_t)a, a->kind, (uint64_t)nbytes, what);
     *out = a;
     return GPUMEM_OK;
 }
@@ -321,17 +318,18 @@ gpumem_status gm_array_new_pooled_device(const char *what, gpumem_pool *pool, gp
         st = gpumem_allocation_pointer(token, &addr);
     if (st != GPUMEM_OK) {
         st = gm_error_prefix(st, what);
-        gm_error_hold();
         if (token != NULL)
-            gpumem_allocation_free(token, stream);
-        array_free(a);
-        gm_error_unhold();
-        return st;
+            st = gm_keep_first(st, gpumem_allocation_free(token, stream));
+        return gm_keep_first(st, array_free(a));
     }
     a->block = (gm_block){.addr = addr, .bytes = (size_t)nbytes, .mem = GM_MEM_POOL, .token = token,
                           .stream = gm_stream_hold(stream), .pool_ctx = ctx};
     a->owned = GM_OWNED_BLOCK;
     a->dev = addr; /* contiguous strides: element 0 is the block's start */
+    if (gm_leaks_enabled()) { /* the array owns the allocation now: it is the one listed */
+        gm_leak_forget(ctx, (uintptr_t)token);
+        gm_leak_add(ctx, GM_LEAK_ARRAY, (uintptr_t)a, GPUMEM_MEMORY_DEVICE, (uint64_t)nbytes, what);
+    }
     *out = a;
     return GPUMEM_OK;
 }
@@ -533,7 +531,7 @@ static gpumem_status add_writeback(gpumem_stream *stream, gpumem_context *ctx, g
     gpumem_array_retain(device);
     gpumem_array_retain(host);
     *w = (writeback){device, host};
-    gpumem_status st = gm_stream_add_writeback(stream, ctx, writeback_run, w);
+    gpumem_status st = gm_stream_add_writeback(stream, ctx, writeback_run, w, "gpumem_to_device");
     if (st != GPUMEM_OK)
         writeback_run(w, false);
     return st;
@@ -564,10 +562,8 @@ GPUMEM_API gpumem_status gpumem_to_device(gpumem_context *ctx, gpumem_array *hos
         st = gpumem_array_copy(dev, host, stream);
     if (st == GPUMEM_OK && (flags & GPUMEM_TO_DEVICE_WRITEBACK))
         st = add_writeback(stream, ctx, dev, host);
-    if (st != GPUMEM_OK) {
-        gpumem_array_release(dev);
-        return st;
-    }
+    if (st != GPUMEM_OK)
+        return gm_keep_first(st, gpumem_array_release(dev));
     *array = dev;
     return GPUMEM_OK;
 }
@@ -601,16 +597,13 @@ GPUMEM_API gpumem_status gpumem_array_release_n(size_t count, gpumem_array *cons
         GM_CHECK_NULL(arrays);
     gpumem_status first = GPUMEM_OK;
     for (size_t i = 0; i < count; i++) {
-        gpumem_status st = gpumem_array_release(arrays[i]);
+        gpumem_status st = gm_keep_first(first, gpumem_array_release(arrays[i])); /* later failures: the first stays */
         if (st != GPUMEM_OK && first == GPUMEM_OK) {
             char where[64];
             snprintf(where, sizeof where, "gpumem_array_release_n: arrays[%zu]", i);
             first = gm_error_prefix(st, where);
-            gm_error_hold(); /* the later failures keep the first's message */
         }
     }
-    if (first != GPUMEM_OK)
-        gm_error_unhold();
     return first;
 }
 
@@ -731,10 +724,8 @@ GPUMEM_API gpumem_status gpumem_array_reshape(gpumem_array *array, int ndim, con
     if (st == GPUMEM_OK)
         st = gpumem_array_copy(as_old, array, stream);
     gpumem_array_release(as_old);
-    if (st != GPUMEM_OK) {
-        gpumem_array_release(copy);
-        return st;
-    }
+    if (st != GPUMEM_OK)
+        return gm_keep_first(st, gpumem_array_release(copy));
     *result = copy;
     return GPUMEM_OK;
 }

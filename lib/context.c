@@ -20,12 +20,12 @@
 
 /* ---- devices ------------------------------------------------------------------ */
 
-static gpumem_status device_count(int *count)
+static gpumem_status device_count(int *count, const char *what)
 {
     gpumem_status st = gm_driver_ready();
     if (st != GPUMEM_OK)
         return st;
-    return gm_drv_check(GM_DRV(device_get_count, count), GM_OP_device_get_count, "device count");
+    return gm_drv_check(GM_DRV(device_get_count, count), GM_OP_device_get_count, what);
 }
 
 /* Checks that device is an ordinal the backend knows; `what` names where the
@@ -33,7 +33,7 @@ static gpumem_status device_count(int *count)
 static gpumem_status check_device(int device, const char *what)
 {
     int count;
-    gpumem_status st = device_count(&count);
+    gpumem_status st = device_count(&count, what);
     if (st != GPUMEM_OK)
         return st;
     if (device < 0 || device >= count) {
@@ -69,7 +69,7 @@ GPUMEM_API gpumem_status gpumem_driver_version(int *version)
 GPUMEM_API gpumem_status gpumem_device_count(int *count)
 {
     GM_CHECK_NULL(count);
-    return device_count(count);
+    return device_count(count, "gpumem_device_count");
 }
 
 GPUMEM_API gpumem_status gpumem_device_name(int device, char *name, size_t size)
@@ -215,12 +215,8 @@ static gpumem_status run_creates(gpumem_context *ctx, const char *what)
         if (hooks[i]->create == NULL)
             continue;
         gpumem_status st = hooks[i]->create(ctx, what);
-        if (st != GPUMEM_OK) {
-            gm_error_hold();
-            run_teardowns(ctx, i + 1);
-            gm_error_unhold();
-            return st;
-        }
+        if (st != GPUMEM_OK)
+            return gm_keep_first(st, run_teardowns(ctx, i + 1));
     }
     return GPUMEM_OK;
 }
@@ -301,9 +297,8 @@ GPUMEM_API gpumem_status gpumem_context_release(gpumem_context *ctx)
     /* At exit the driver may already be tearing itself down; the operating
      * system reclaims the context. */
     if (!gm_process_exiting()) {
-        gpumem_status rst = gm_drv_check(GM_DRV(primary_ctx_release, ctx->device), GM_OP_primary_ctx_release,
-                                         "gpumem_context_release");
-        st = gm_keep_first(st, rst);
+        st = gm_keep_first(st, gm_drv_check(GM_DRV(primary_ctx_release, ctx->device), GM_OP_primary_ctx_release,
+                                            "gpumem_context_release"));
     }
     pthread_mutex_destroy(&ctx->lock);
     gm_handle_free(ctx);
@@ -383,7 +378,7 @@ GPUMEM_API gpumem_status gpumem_context_create_default(gpumem_context **out)
     }
 
     int count;
-    st = device_count(&count);
+    st = device_count(&count, what);
     if (st != GPUMEM_OK)
         return st;
     if (count == 0)
@@ -392,6 +387,7 @@ GPUMEM_API gpumem_status gpumem_context_create_default(gpumem_context **out)
     /* Rule 4: every device in turn; keep each refusal for the final message. */
     char tried[900] = "";
     size_t used = 0;
+    int first_rc = 0; /* the first refusal's driver result, kept with the final failure */
     for (int dev = 0; dev < count; dev++) {
         st = context_new(dev, GPUMEM_SELECTION_SCAN, what, out);
         if (st == GPUMEM_OK)
@@ -400,15 +396,20 @@ GPUMEM_API gpumem_status gpumem_context_create_default(gpumem_context **out)
         if (st == GPUMEM_ERROR_INVALID_ENVIRONMENT || st == GPUMEM_ERROR_HOST_OUT_OF_MEMORY ||
             st == GPUMEM_ERROR_INTERNAL)
             return st;
-        const char *err = gpumem_last_error();
-        const char *tail = strstr(err, "failed: ");
-        int n = snprintf(tried + used, sizeof tried - used, "%sdevice %d (%s)", dev ? ", " : "", dev,
-                         tail ? tail + 8 : err);
+        int rc = gm_error_result(), n;
+        if (first_rc == 0)
+            first_rc = rc;
+        if (rc != 0) /* the driver's refusal: its result, as the message gave it */
+            n = snprintf(tried + used, sizeof tried - used, "%sdevice %d (%s (%d): %s)", dev ? ", " : "", dev,
+                         gm_cu_error_name(rc) ? gm_cu_error_name(rc) : "CUresult", rc, gm_cu_error_description(rc));
+        else
+            n = snprintf(tried + used, sizeof tried - used, "%sdevice %d (%s)", dev ? ", " : "", dev,
+                         gm_error_message());
         if (n > 0)
             used = used + (size_t)n < sizeof tried ? used + (size_t)n : sizeof tried - 1;
     }
-    return gm_error(GPUMEM_ERROR_NO_DEVICE, "%s: CUDA_DEVICE and ~/.cuda-device are not set, and no "
-                    "device gave a context; tried %s", what, tried);
+    return gm_error_driver(GPUMEM_ERROR_NO_DEVICE, first_rc, "%s: CUDA_DEVICE and ~/.cuda-device are not set, and "
+                           "no device gave a context; tried %s", what, tried);
 }
 
 /* ---- autoinit ------------------------------------------------------------------------ */
@@ -416,7 +417,7 @@ GPUMEM_API gpumem_status gpumem_context_create_default(gpumem_context **out)
 static pthread_once_t autoinit_once = PTHREAD_ONCE_INIT;
 static gpumem_context *autoinit_ctx;
 static gpumem_status autoinit_status;
-static char autoinit_message[1024];
+static gm_error_record autoinit_failure; /* given again to every caller */
 
 static void autoinit_at_exit(void)
 {
@@ -431,9 +432,10 @@ static void autoinit_at_exit(void)
 static void autoinit_run(void)
 {
     autoinit_status = gpumem_context_create_default(&autoinit_ctx);
-    if (autoinit_status != GPUMEM_OK)
-        snprintf(autoinit_message, sizeof autoinit_message, "gpumem_autoinit: %s", gpumem_last_error());
-    else
+    if (autoinit_status != GPUMEM_OK) {
+        gm_error_prefix(autoinit_status, "gpumem_autoinit");
+        gm_error_save(&autoinit_failure);
+    } else
         atexit(autoinit_at_exit);
 }
 
@@ -442,7 +444,7 @@ GPUMEM_API gpumem_status gpumem_autoinit(gpumem_context **ctx)
     GM_CHECK_NULL(ctx);
     pthread_once(&autoinit_once, autoinit_run);
     if (autoinit_status != GPUMEM_OK)
-        return gm_error(autoinit_status, "%s", autoinit_message);
+        return gm_error_restore(&autoinit_failure);
     *ctx = autoinit_ctx;
     return GPUMEM_OK;
 }

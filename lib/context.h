@@ -17,6 +17,7 @@ struct gpumem_stream;
 struct gpumem_pool;
 struct gm_dealloc;
 struct gm_memo;
+struct gm_memstats;
 struct gm_staging;
 
 struct gpumem_context {
@@ -33,6 +34,7 @@ struct gpumem_context {
 
     /* State of the layers above, made and ended by their hooks (below);
      * the context only carries it. */
+    struct gm_memstats *memstats;          /* the memory layer's books (memstats.c), made first, ended last */
     struct gm_dealloc *dealloc;            /* deferred frees (dealloc.c) */
     _Atomic(struct gpumem_pool *) pool;    /* arrays allocate here when set (gpumem_context_set_pool) */
     struct gpumem_pool *own_pool;          /* the context's own pool (GPUMEM_ALLOCATOR=pool), alloc.c's */
@@ -45,9 +47,9 @@ struct gpumem_context {
 /* A layer above the context keeps per-context state through a hook, as
  * libuv's handles get close callbacks.  context.c calls no layer above it
  * by name: it runs the hooks, and each hook makes and ends its own layer's
- * state.  That state does live in the struct above, in the five fields
- * under "State of the layers above" (dealloc, pool, own_pool, memo,
- * staging), typed by structs that are only declared here, so that each
+ * state.  That state does live in the struct above, in the six fields
+ * under "State of the layers above" (memstats, dealloc, pool, own_pool,
+ * memo, staging), typed by structs that are only declared here, so that each
  * layer finds its state without a lookup; context.c only sets them to
  * NULL.  create runs when a context is made and may fail, failing the
  * creation; teardown runs at the final release, while the context still

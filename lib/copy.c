@@ -51,14 +51,10 @@ static gpumem_status release_scratch(gpumem_array *scratch, gpumem_context *ctx,
 {
     if (scratch == NULL)
         return st;
-    if (async && gm_array_on_device(scratch)) {
-        gpumem_status sst = gm_drv_check(GM_DRV(stream_synchronize, ctx->dctx, ds), GM_OP_stream_synchronize,
-                                         what);
-        if (st == GPUMEM_OK)
-            st = sst;
-    }
-    gpumem_status rst = gpumem_array_release(scratch);
-    return st != GPUMEM_OK ? st : rst;
+    if (async && gm_array_on_device(scratch))
+        st = gm_keep_first(st, gm_drv_check(GM_DRV(stream_synchronize, ctx->dctx, ds), GM_OP_stream_synchronize,
+                                            what));
+    return gm_keep_first(st, gpumem_array_release(scratch));
 }
 
 /* Checks a copy's arguments; gives the context that does the copy (NULL for
@@ -66,13 +62,10 @@ static gpumem_status release_scratch(gpumem_array *scratch, gpumem_context *ctx,
 static gpumem_status check_copy(const char *what, gpumem_array *dst, const gpumem_array *src,
                                 gpumem_stream *stream, gpumem_context **ctx)
 {
-    gpumem_status st = gm_handle_check(dst, GM_HANDLE_ARRAY, what, "dst");
-    if (st == GPUMEM_OK)
-        st = gm_handle_check(src, GM_HANDLE_ARRAY, what, "src");
-    if (st == GPUMEM_OK && stream != NULL)
-        st = gm_handle_check(stream, GM_HANDLE_STREAM, what, "stream");
-    if (st != GPUMEM_OK)
-        return st;
+    GM_FORWARD_IF_ERROR(gm_handle_check(dst, GM_HANDLE_ARRAY, what, "dst"));
+    GM_FORWARD_IF_ERROR(gm_handle_check(src, GM_HANDLE_ARRAY, what, "src"));
+    if (stream != NULL)
+        GM_FORWARD_IF_ERROR(gm_handle_check(stream, GM_HANDLE_STREAM, what, "stream"));
     if (!same_shape(dst, src)) {
         char a[256], b[256];
         format_shape(dst, a, sizeof a);
@@ -85,23 +78,20 @@ static gpumem_status check_copy(const char *what, gpumem_array *dst, const gpume
         gpumem_dtype_typestr(src->dtype, b, sizeof b);
         return gm_error(GPUMEM_ERROR_DTYPE_MISMATCH, "%s: 'dst' has dtype %s but 'src' has dtype %s", what, a, b);
     }
-    st = gm_array_check_writable(what, dst, "dst");
-    if (st == GPUMEM_OK && gm_copy_is_cross_device(dst, src)) {
+    GM_FORWARD_IF_ERROR(gm_array_check_writable(what, dst, "dst"));
+    if (gm_copy_is_cross_device(dst, src)) {
         /* between two devices: a stream of either will do */
-        if (stream != NULL && stream->ctx->dctx != dst->ctx->dctx && stream->ctx->dctx != src->ctx->dctx)
-            return gm_error(GPUMEM_ERROR_CONTEXT_MISMATCH,
-                            "%s: a copy from device %d to device %d takes a stream of either device, but the "
-                            "stream belongs to device %d", what, src->ctx->device, dst->ctx->device,
-                            stream->ctx->device);
+        GM_RETURN_ERROR_IF(stream != NULL && stream->ctx->dctx != dst->ctx->dctx &&
+                               stream->ctx->dctx != src->ctx->dctx,
+                           GPUMEM_ERROR_CONTEXT_MISMATCH,
+                           "%s: a copy from device %d to device %d takes a stream of either device, but the "
+                           "stream belongs to device %d", what, src->ctx->device, dst->ctx->device,
+                           stream->ctx->device);
         *ctx = dst->ctx;
         return GPUMEM_OK;
     }
-    if (st == GPUMEM_OK)
-        st = gm_stream_check(stream, dst->ctx, what, "dst");
-    if (st == GPUMEM_OK)
-        st = gm_stream_check(stream, src->ctx, what, "src");
-    if (st != GPUMEM_OK)
-        return st;
+    GM_FORWARD_IF_ERROR(gm_stream_check(stream, dst->ctx, what, "dst"));
+    GM_FORWARD_IF_ERROR(gm_stream_check(stream, src->ctx, what, "src"));
     *ctx = gm_array_on_device(dst) ? dst->ctx : gm_array_on_device(src) ? src->ctx : NULL;
     return GPUMEM_OK;
 }
@@ -180,15 +170,12 @@ static gpumem_status get_item(const char *what, const gpumem_array *array, const
                               gpumem_stream *stream)
 {
     int64_t off;
-    gpumem_status st = item_offset(what, array, index, &off);
-    if (st == GPUMEM_OK)
-        st = gm_stream_check(stream, array->ctx, what, "array");
-    if (st != GPUMEM_OK)
-        return st;
+    GM_FORWARD_IF_ERROR(item_offset(what, array, index, &off));
+    GM_FORWARD_IF_ERROR(gm_stream_check(stream, array->ctx, what, "array"));
     if (!gm_array_on_device(array)) { /* after the stream's queued downloads into it */
-        if ((st = gm_stream_wait(stream, what)) == GPUMEM_OK)
-            memcpy(value, array->host + off, array->itemsize);
-        return st;
+        GM_FORWARD_IF_ERROR(gm_stream_wait(stream, what));
+        memcpy(value, array->host + off, array->itemsize);
+        return GPUMEM_OK;
     }
     /* Ordered on the stream, and waited for: the caller reads the value next. */
     return gm_drv_check(GM_DRV(memcpy, array->ctx->dctx, (gm_cu_deviceptr)(uintptr_t)value,
@@ -200,17 +187,13 @@ static gpumem_status set_item(const char *what, gpumem_array *array, const int64
                               gpumem_stream *stream)
 {
     int64_t off;
-    gpumem_status st = gm_array_check_writable(what, array, "array");
-    if (st == GPUMEM_OK)
-        st = item_offset(what, array, index, &off);
-    if (st == GPUMEM_OK)
-        st = gm_stream_check(stream, array->ctx, what, "array");
-    if (st != GPUMEM_OK)
-        return st;
+    GM_FORWARD_IF_ERROR(gm_array_check_writable(what, array, "array"));
+    GM_FORWARD_IF_ERROR(item_offset(what, array, index, &off));
+    GM_FORWARD_IF_ERROR(gm_stream_check(stream, array->ctx, what, "array"));
     if (!gm_array_on_device(array)) { /* after the stream's queued downloads into it */
-        if ((st = gm_stream_wait(stream, what)) == GPUMEM_OK)
-            memcpy(array->host + off, value, array->itemsize);
-        return st;
+        GM_FORWARD_IF_ERROR(gm_stream_wait(stream, what));
+        memcpy(array->host + off, value, array->itemsize);
+        return GPUMEM_OK;
     }
     return gm_drv_check(GM_DRV(memcpy, array->ctx->dctx, array->dev + (gm_cu_deviceptr)off,
                                (gm_cu_deviceptr)(uintptr_t)value, array->itemsize, gm_stream_ds(stream),
@@ -298,12 +281,12 @@ GPUMEM_API gpumem_status gpumem_array_fill(gpumem_array *array, const void *valu
     const char *what = "gpumem_array_fill";
     GM_CHECK_HANDLE(array);
     GM_CHECK_NULL(value);
-    gpumem_status st = gm_array_check_writable(what, array, "array");
-    if (st == GPUMEM_OK)
-        st = gm_stream_check(stream, array->ctx, what, "array");
+    GM_FORWARD_IF_ERROR(gm_array_check_writable(what, array, "array"));
+    GM_FORWARD_IF_ERROR(gm_stream_check(stream, array->ctx, what, "array"));
     int64_t n = gm_array_size(array);
-    if (st != GPUMEM_OK || n == 0)
-        return st;
+    if (n == 0)
+        return GPUMEM_OK;
+    gpumem_status st;
     if (!gm_array_on_device(array)) {
         /* A copy from a broadcast source: the value with all strides 0,
          * after the stream's queued downloads into the array. */
@@ -312,9 +295,9 @@ GPUMEM_API gpumem_status gpumem_array_fill(gpumem_array *array, const void *valu
         st = gm_copy_plan_make(array->ndim, array->shape, zeros, array->strides, array->itemsize, SIZE_MAX, &plan);
         if (st != GPUMEM_OK)
             return gm_error_prefix(st, what);
-        if ((st = gm_stream_wait(stream, what)) == GPUMEM_OK)
-            gm_copy_plan_run_host(&plan, value, array->host);
-        return st;
+        GM_FORWARD_IF_ERROR(gm_stream_wait(stream, what));
+        gm_copy_plan_run_host(&plan, value, array->host);
+        return GPUMEM_OK;
     }
     gm_dstream *ds = gm_stream_ds(stream);
     if (gm_layout_is_c_contiguous(array->ndim, array->shape, array->strides, array->itemsize) ||

@@ -293,8 +293,7 @@ static void put_scratch(job *j, gpumem_status st)
     if (s == NULL)
         return;
     gm_dctx *dctx = j->ctx->dctx;
-    gm_error_hold();
-    bool recorded = false;
+    bool recorded = false; /* raw driver calls: the thread's last failure stays */
     if (st == GPUMEM_OK && !j->side_pending)
         recorded = GM_DRV(event_record, dctx, s->ev[GM_SCRATCH_DONE], j->ds) == GM_CUDA_SUCCESS;
     if (!recorded) {
@@ -303,7 +302,6 @@ static void put_scratch(job *j, gpumem_status st)
         (void)GM_DRV(stream_synchronize, dctx, j->ds);
     }
     s->used = recorded;
-    gm_error_unhold();
     gm_pack_scratch_put(j->kernels, s);
     j->scratch = NULL;
 }
@@ -314,25 +312,23 @@ static void put_scratch(job *j, gpumem_status st)
 static gpumem_status finish(job *j, gpumem_status st)
 {
     if (j->pending && !j->async) {
-        gpumem_status sst = gm_drv_check(GM_DRV(stream_synchronize, j->ctx->dctx, j->ds),
-                                         GM_OP_stream_synchronize, j->what);
+        gpumem_status sst = gm_keep_first(st, gm_drv_check(GM_DRV(stream_synchronize, j->ctx->dctx, j->ds),
+                                                           GM_OP_stream_synchronize, j->what));
         if (sst != GPUMEM_OK && st == GPUMEM_OK)
-            st = gm_error(sst, "%s (waiting for the copy: the write into the destination was issued)",
-                          gpumem_last_error());
+            st = gm_error_reword(sst, "%s (waiting for the copy: the write into the destination was issued)",
+                                 gm_error_message());
     }
     put_scratch(j, st);
     gm_staging_release(j->stage);
     j->stage = NULL;
     gpumem_status copied = st;
-    gpumem_status rst = gpumem_array_release(j->hbuf);
+    st = gm_keep_first(st, gpumem_array_release(j->hbuf));
     j->hbuf = NULL;
-    if (st == GPUMEM_OK)
-        st = rst;
     gm_pack_kernels_put(j->kernels);
     j->kernels = NULL;
     if (copied == GPUMEM_OK && st != GPUMEM_OK)
-        st = gm_error(st, "%s: the copy completed, but freeing its temporary memory failed: %s", j->what,
-                      gpumem_last_error());
+        st = gm_error_reword(st, "%s: the copy completed, but freeing its temporary memory failed: %s", j->what,
+                             gm_error_message());
     return st;
 }
 
@@ -768,19 +764,16 @@ static gpumem_status temp_copy(const char *what, gpumem_array *dst, const gpumem
     st = gm_copy_run(what, tmp, src, stream, ctx);
     if (st == GPUMEM_OK)
         st = gm_copy_run(what, dst, tmp, stream, ctx);
-    if (stream != NULL && st == GPUMEM_OK && gm_stream_add_writeback(stream, ctx, release_temp, tmp) == GPUMEM_OK)
+    if (stream != NULL && st == GPUMEM_OK && gm_stream_add_writeback(stream, ctx, release_temp, tmp, what) == GPUMEM_OK)
         return GPUMEM_OK;
-    if (stream != NULL) {
-        gpumem_status sst = gm_drv_check(GM_DRV(stream_synchronize, ctx->dctx, gm_stream_ds(stream)),
-                                         GM_OP_stream_synchronize, what);
-        st = gm_keep_first(st, sst);
-    }
-    gpumem_status copied = st, rst = gpumem_array_release(tmp);
-    if (st == GPUMEM_OK)
-        st = rst;
+    if (stream != NULL)
+        st = gm_keep_first(st, gm_drv_check(GM_DRV(stream_synchronize, ctx->dctx, gm_stream_ds(stream)),
+                                            GM_OP_stream_synchronize, what));
+    gpumem_status copied = st;
+    st = gm_keep_first(st, gpumem_array_release(tmp));
     if (copied == GPUMEM_OK && st != GPUMEM_OK)
-        st = gm_error(st, "%s: the copy completed, but freeing its temporary memory failed: %s", what,
-                      gpumem_last_error());
+        st = gm_error_reword(st, "%s: the copy completed, but freeing its temporary memory failed: %s", what,
+                             gm_error_message());
     return st;
 }
 

@@ -271,20 +271,13 @@ static gpumem_status sync_stream(const char *what, gpumem_context *ctx, gm_dstre
     return gm_drv_check(GM_DRV(stream_synchronize, ctx->dctx, ds), GM_OP_stream_synchronize, what);
 }
 
-/* Waits for every stream the copy used: after a failure with the errors
- * held, else keeping the first error. */
+/* Waits for every stream the copy used, keeping the first failure. */
 static gpumem_status drain(const char *what, gpumem_status st, gpumem_context *const *ctx, gm_dstream *const *ds,
                            int n)
 {
-    if (st != GPUMEM_OK)
-        gm_error_hold();
-    for (int i = 0; i < n; i++) {
-        gpumem_status s = ctx[i] != NULL ? sync_stream(what, ctx[i], ds[i]) : GPUMEM_OK;
-        if (st == GPUMEM_OK)
-            st = s;
-    }
-    if (st != GPUMEM_OK)
-        gm_error_unhold();
+    for (int i = 0; i < n; i++)
+        if (ctx[i] != NULL)
+            st = gm_keep_first(st, sync_stream(what, ctx[i], ds[i]));
     return st;
 }
 
@@ -548,25 +541,15 @@ static gpumem_status temps(const char *what, gpumem_array *dst, const gpumem_arr
     if (st == GPUMEM_OK && t != NULL)
         st = gm_copy_run(what, dst, t, NULL, dst->ctx);
     if (st != GPUMEM_OK) {
-        gm_error_hold();
-        (void)gpumem_array_release(s);
-        (void)gpumem_array_release(t);
-        gm_error_unhold();
-        return st;
+        st = gm_keep_first(st, gpumem_array_release(s));
+        return gm_keep_first(st, gpumem_array_release(t));
     }
     /* the destination holds the copy now: a failure to free the temporaries says so */
-    gpumem_status freed = GPUMEM_OK;
-    char first[512] = "";
-    gpumem_array *all[2] = {s, t};
-    for (int i = 0; i < 2; i++) {
-        gpumem_status r = gpumem_array_release(all[i]);
-        if (freed == GPUMEM_OK && r != GPUMEM_OK) {
-            freed = r;
-            snprintf(first, sizeof first, "%s", gpumem_last_error());
-        }
-    }
+    gpumem_status freed = gpumem_array_release(s);
+    freed = gm_keep_first(freed, gpumem_array_release(t));
     if (freed != GPUMEM_OK)
-        return gm_error(freed, "%s: the copy completed, but freeing its temporary memory failed: %s", what, first);
+        return gm_error_reword(freed, "%s: the copy completed, but freeing its temporary memory failed: %s", what,
+                               gm_error_message());
     return GPUMEM_OK;
 }
 

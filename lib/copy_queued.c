@@ -136,6 +136,7 @@ static void land_all(void *arg)
 /* The write-back that gives the bounce block back. */
 typedef struct giveback {
     gpumem_context *ctx;
+    const char *what; /* the public call that queued it */
     gpumem_stream *stream; /* held: the landing counts on it */
     gm_block block;
 } giveback;
@@ -143,7 +144,7 @@ typedef struct giveback {
 static gpumem_status give_back(void *arg, bool run)
 {
     giveback *g = arg;
-    gpumem_status st = run ? gm_staging_bounce_put(g->ctx, &g->block) : gm_alloc_free(g->ctx, &g->block);
+    gpumem_status st = run ? gm_staging_bounce_put(g->ctx, &g->block, g->what) : gm_alloc_free(g->ctx, &g->block, g->what);
     gm_stream_unhold(g->stream);
     free(g);
     return st;
@@ -171,10 +172,8 @@ static gpumem_status slab_copy(const char *what, gpumem_context *ctx, const gpum
                            NULL, &sv);
     if (st == GPUMEM_OK)
         st = gm_copy_run(what, bv, sv, stream, ctx); /* the path it reports is this copy's */
-    gpumem_status rst = gpumem_array_release(sv);
-    st = gm_keep_first(st, rst);
-    rst = gpumem_array_release(bv);
-    return gm_keep_first(st, rst);
+    st = gm_keep_first(st, gpumem_array_release(sv));
+    return gm_keep_first(st, gpumem_array_release(bv));
 }
 
 /* Waits for the stream before something it may still use goes: a failed
@@ -219,6 +218,7 @@ gpumem_status gm_copy_queued_download(const char *what, gpumem_array *dst, const
         return gm_error(GPUMEM_ERROR_HOST_OUT_OF_MEMORY, "%s: out of host memory", what);
     }
     g->ctx = ctx;
+    g->what = what;
     g->block = (gm_block){0};
     g->stream = gm_stream_hold(stream);
     l->task = GM_TASK_INIT(land_pieces);
@@ -276,19 +276,15 @@ gpumem_status gm_copy_queued_download(const char *what, gpumem_array *dst, const
             }
         }
     }
-    if (queued_land && gm_stream_add_writeback(stream, ctx, give_back, g) == GPUMEM_OK) {
+    if (queued_land && gm_stream_add_writeback(stream, ctx, give_back, g, what) == GPUMEM_OK) {
         g = NULL;
     } else if (ran) { /* no write-back: the block may go only once the stream is done with it */
-        gm_error_hold();
-        (void)drain(ctx, stream, what);
-        gm_error_unhold();
+        gm_error_quietly(drain(ctx, stream, what));
         gm_task_join(workers, &l->task); /* no worker reads the block any more */
     }
     if (g != NULL) {
-        if (g->block.bytes != 0 || g->block.addr != 0) {
-            gpumem_status rst = gm_staging_bounce_put(ctx, &g->block);
-            st = gm_keep_first(st, rst);
-        }
+        if (g->block.bytes != 0 || g->block.addr != 0)
+            st = gm_keep_first(st, gm_staging_bounce_put(ctx, &g->block, what));
         gm_stream_unhold(g->stream);
         free(g);
     }

@@ -664,7 +664,7 @@ static gpumem_status get_proc(const char *path, const char *symbol, void **pfn, 
         *pfn = NULL;
         if (!required)
             return GPUMEM_OK;
-        return gm_error(GPUMEM_ERROR_DRIVER_NOT_FOUND,
+        return gm_error_driver(GPUMEM_ERROR_DRIVER_NOT_FOUND, rc,
                         "CUDA driver '%s': cuGetProcAddress(\"%s\") failed: %s (%d): %s%s", path, symbol,
                         cu_error_name(rc), rc, cu_error_description(rc),
                         rc == GM_CUDA_ERROR_STUB_LIBRARY
@@ -780,7 +780,7 @@ gpumem_status gm_cuda_load(const gm_driver **table)
 
     gm_cu_result rc = cu.cuInit(0);
     if (rc != GM_CUDA_SUCCESS) {
-        st = gm_error(init_status(rc), "CUDA driver '%s': cuInit failed: %s (%d): %s", path,
+        st = gm_error_driver(init_status(rc), rc, "CUDA driver '%s': cuInit failed: %s (%d): %s", path,
                       cu_error_name(rc), rc, cu_error_description(rc));
         /* cuInit may have started threads or registered handlers that live
          * in the library: keep it mapped, and only forget the pointers. */

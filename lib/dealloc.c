@@ -11,6 +11,7 @@
 #include "env.h"
 #include "error.h"
 #include "gpumem/cleanup.h"
+#include "memstats.h"
 
 #define DEFAULT_MAX_COUNT 10
 #define DEFAULT_MAX_RATIO 0.2
@@ -36,13 +37,25 @@ static gpumem_status dealloc_create(gpumem_context *ctx, const char *what)
     pthread_mutex_init(&q->lock, NULL);
     q->items = NULL;
     q->count = q->cap = 0;
-    q->bytes = 0;
+    q->bytes = q->device_bytes = 0;
     q->max_count = (size_t)count;
     q->max_ratio = ratio;
     q->total_memory = total_memory;
     q->defer_depth = 0;
     ctx->dealloc = q;
     return GPUMEM_OK;
+}
+
+/* Copies the queue's totals to the context's books (q->lock held), where
+ * the memory report reads them without the queue. */
+static void mirror(gpumem_context *ctx, const gm_dealloc *q)
+{
+    struct gm_memstats *m = ctx->memstats;
+    if (m == NULL)
+        return;
+    atomic_store_explicit(&m->pending_count, (uint64_t)q->count, memory_order_relaxed);
+    atomic_store_explicit(&m->pending_bytes, q->bytes, memory_order_relaxed);
+    atomic_store_explicit(&m->pending_device_bytes, q->device_bytes, memory_order_relaxed);
 }
 
 static bool over_limits(const gm_dealloc *q)
@@ -52,30 +65,39 @@ static bool over_limits(const gm_dealloc *q)
 
 /* Does the queued frees (taken out under the lock, freed without it: the
  * driver synchronizes).  Every free is attempted; the first failure is
- * returned. */
-static gpumem_status flush(gpumem_context *ctx, const char *what)
+ * returned.  *done and *done_bytes (optional) get the frees done. */
+static gpumem_status flush_counted(gpumem_context *ctx, const char *what, uint64_t *done, uint64_t *done_bytes)
 {
     gm_dealloc *q = ctx->dealloc;
     pthread_mutex_lock(&q->lock);
     gm_pending_free *items = q->items;
     size_t n = q->count;
+    uint64_t total = q->bytes;
     q->items = NULL;
     q->count = q->cap = 0;
-    q->bytes = 0;
+    q->bytes = q->device_bytes = 0;
+    /* The books say nothing is pending while the frees run: the memory is
+     * on its way back. */
+    mirror(ctx, q);
     pthread_mutex_unlock(&q->lock);
     gpumem_status st = GPUMEM_OK;
     size_t kept = 0; /* frees the driver refused: queued again, retried at the next flush */
+    uint64_t kept_bytes = 0;
     for (size_t i = 0; i < n && !gm_process_exiting(); i++) {
-        gpumem_status fst;
-        if (items[i].kind == GM_FREE_DEVICE)
-            fst = gm_drv_check(GM_DRV(mem_free, ctx->dctx, items[i].ptr), GM_OP_mem_free, what);
-        else
-            fst = gm_drv_check(GM_DRV(mem_free_host, ctx->dctx, (void *)(uintptr_t)items[i].ptr),
-                               GM_OP_mem_free_host, what);
-        if (fst != GPUMEM_OK)
-            items[kept++] = items[i];
-        st = gm_keep_first(st, fst);
+        bool device = items[i].kind == GM_FREE_DEVICE;
+        int rc = device ? GM_DRV(mem_free, ctx->dctx, items[i].ptr)
+                        : GM_DRV(mem_free_host, ctx->dctx, (void *)(uintptr_t)items[i].ptr);
+        if (rc == 0)
+            continue;
+        kept_bytes += items[i].bytes;
+        items[kept++] = items[i];
+        if (st == GPUMEM_OK) /* the first failure is the message */
+            st = gm_drv_check(rc, device ? GM_OP_mem_free : GM_OP_mem_free_host, what);
     }
+    if (done != NULL)
+        *done = n - kept;
+    if (done_bytes != NULL)
+        *done_bytes = total - kept_bytes;
     if (kept > 0) {
         pthread_mutex_lock(&q->lock);
         for (size_t i = 0; i < kept; i++) {
@@ -89,11 +111,19 @@ static gpumem_status flush(gpumem_context *ctx, const char *what)
             }
             q->items[q->count++] = items[i];
             q->bytes += items[i].bytes;
+            if (items[i].kind == GM_FREE_DEVICE)
+                q->device_bytes += items[i].bytes;
         }
+        mirror(ctx, q);
         pthread_mutex_unlock(&q->lock);
     }
     free(items);
     return st;
+}
+
+static gpumem_status flush(gpumem_context *ctx, const char *what)
+{
+    return flush_counted(ctx, what, NULL, NULL);
 }
 
 static gpumem_status dealloc_teardown(gpumem_context *ctx)
@@ -110,7 +140,7 @@ static gpumem_status dealloc_teardown(gpumem_context *ctx)
 
 const gm_context_hook gm_dealloc_hook = {dealloc_create, dealloc_teardown};
 
-gpumem_status gm_dealloc_free(gpumem_context *ctx, gm_free_kind kind, uint64_t ptr, size_t bytes)
+gpumem_status gm_dealloc_free(gpumem_context *ctx, gm_free_kind kind, uint64_t ptr, size_t bytes, const char *what)
 {
     gm_dealloc *q = ctx->dealloc;
     pthread_mutex_lock(&q->lock);
@@ -121,27 +151,31 @@ gpumem_status gm_dealloc_free(gpumem_context *ctx, gm_free_kind kind, uint64_t p
             /* No room to queue it: free it now rather than leak it. */
             pthread_mutex_unlock(&q->lock);
             return kind == GM_FREE_DEVICE
-                       ? gm_drv_check(GM_DRV(mem_free, ctx->dctx, ptr), GM_OP_mem_free, "gpumem_array_release")
-                       : gm_drv_check(GM_DRV(mem_free_host, ctx->dctx, (void *)(uintptr_t)ptr),
-                                      GM_OP_mem_free_host, "gpumem_array_release");
+                       ? gm_drv_check(GM_DRV(mem_free, ctx->dctx, ptr), GM_OP_mem_free, what)
+                       : gm_drv_check(GM_DRV(mem_free_host, ctx->dctx, (void *)(uintptr_t)ptr), GM_OP_mem_free_host,
+                                      what);
         }
         q->items = n;
         q->cap = ncap;
     }
     q->items[q->count++] = (gm_pending_free){kind, ptr, bytes};
     q->bytes += bytes;
+    if (kind == GM_FREE_DEVICE)
+        q->device_bytes += bytes;
+    mirror(ctx, q);
     bool now = q->defer_depth == 0 && over_limits(q);
     pthread_mutex_unlock(&q->lock);
-    return now ? flush(ctx, "gpumem_array_release") : GPUMEM_OK;
+    return now ? flush(ctx, what) : GPUMEM_OK;
 }
 
-bool gm_dealloc_flush_for_retry(gpumem_context *ctx)
+bool gm_dealloc_flush_for_retry(gpumem_context *ctx, uint64_t *frees, uint64_t *bytes)
 {
     gm_dealloc *q = ctx->dealloc;
+    *frees = *bytes = 0;
     pthread_mutex_lock(&q->lock);
     bool can = q->defer_depth == 0 && q->count > 0;
     pthread_mutex_unlock(&q->lock);
-    return can && flush(ctx, "flushing deferred frees before a retry") == GPUMEM_OK;
+    return can && flush_counted(ctx, "flushing deferred frees before a retry", frees, bytes) == GPUMEM_OK;
 }
 
 /* ---- the public API ------------------------------------------------------------------------ */

@@ -33,6 +33,7 @@ typedef struct gm_dealloc {
     gm_pending_free *items;
     size_t count, cap;
     uint64_t bytes;
+    uint64_t device_bytes; /* of them, device and managed memory (GM_FREE_DEVICE) */
     size_t max_count;
     double max_ratio;
     uint64_t total_memory; /* the device's, for the ratio */
@@ -40,12 +41,15 @@ typedef struct gm_dealloc {
 } gm_dealloc;
 
 /* Queues a free of memory the library allocated; flushes if over the limits
- * and no defer_cleanup scope is open.  The status is the flush's. */
-gpumem_status gm_dealloc_free(struct gpumem_context *ctx, gm_free_kind kind, uint64_t ptr, size_t bytes);
+ * and no defer_cleanup scope is open.  The status is the flush's, its
+ * failure named by `what`, the public call that frees. */
+gpumem_status gm_dealloc_free(struct gpumem_context *ctx, gm_free_kind kind, uint64_t ptr, size_t bytes,
+                              const char *what);
 
 /* For an allocation that failed for lack of memory: flushes the queue if
- * that is allowed and frees something.  True when a retry may succeed. */
-bool gm_dealloc_flush_for_retry(struct gpumem_context *ctx);
+ * that is allowed and frees something.  True when a retry may succeed;
+ * *frees and *bytes get what the flush freed. */
+bool gm_dealloc_flush_for_retry(struct gpumem_context *ctx, uint64_t *frees, uint64_t *bytes);
 
 /* The context hook (lib/wiring.c): makes the queue with the context and
  * flushes it at the final release. */

@@ -37,13 +37,22 @@ void gm_drv_arm(uint64_t at, int code)
     pthread_mutex_unlock(&fail_mu);
 }
 
-int gm_drv_fire_(uint64_t n)
+int gm_drv_fail_then;
+int gm_drv_failed_op = -1; /* under fail_mu */
+
+int gm_drv_fire_(uint64_t n, int op)
 {
     pthread_mutex_lock(&fail_mu);
-    int fire = atomic_load_explicit(&gm_drv_fail_at, memory_order_relaxed) == n;
+    uint64_t at = atomic_load_explicit(&gm_drv_fail_at, memory_order_relaxed);
+    int fire = at == n;
     if (fire) {
-        atomic_store_explicit(&gm_drv_fail_at, 0, memory_order_relaxed);
+        if (gm_drv_fail_then == 0)
+            atomic_store_explicit(&gm_drv_fail_at, 0, memory_order_relaxed);
         gm_drv_fault_code = fail_code;
+        gm_drv_failed_op = op;
+    } else if (at != 0 && n > at && gm_drv_fail_then != 0) { /* a lost device: every later call too */
+        fire = 1;
+        gm_drv_fault_code = gm_drv_fail_then;
     }
     pthread_mutex_unlock(&fail_mu);
     return fire;
@@ -145,8 +154,8 @@ gpumem_status gm_drv_fail_(int result, int op, const char *what)
         snprintf(code, sizeof code, "CUresult %d", result);
         name = code;
     }
-    return gm_error(gm_drv_status(result), "%s%s%s failed: %s (%d): %s", what ? what : "",
-                    what ? ": " : "", gm_drv_op_name(op), name, result, gm_cu_error_description(result));
+    return gm_error_driver(gm_drv_status(result), result, "%s%s%s failed: %s (%d): %s", what ? what : "",
+                           what ? ": " : "", gm_drv_op_name(op), name, result, gm_cu_error_description(result));
 }
 
 /* ---- the debug API ----------------------------------------------------------- */
@@ -233,7 +242,7 @@ bool gm_parse_sim_fail(const char *s, long *k, int *code, const char **bad)
 
 static pthread_once_t select_once = PTHREAD_ONCE_INIT;
 static gpumem_status select_status;
-static char select_message[1024];
+static gm_error_record select_failure; /* given again to every caller */
 
 static gpumem_status load_auto(const gm_driver **table)
 {
@@ -242,17 +251,17 @@ static gpumem_status load_auto(const gm_driver **table)
         int count = 0;
         int rc = (*table)->device_get_count(&count);
         if (rc != 0)
-            return gm_error(gm_drv_status(rc), "GPUMEM_BACKEND=auto: the CUDA driver loaded but "
-                            "cuDeviceGetCount failed: %s; set GPUMEM_BACKEND=sim to use the simulator",
-                            gm_cu_error_name(rc) ? gm_cu_error_name(rc) : "driver error");
+            return gm_error_driver(gm_drv_status(rc), rc, "GPUMEM_BACKEND=auto: the CUDA driver loaded but "
+                                   "cuDeviceGetCount failed: %s; set GPUMEM_BACKEND=sim to use the simulator",
+                                   gm_cu_error_name(rc) ? gm_cu_error_name(rc) : "driver error");
         if (count > 0)
             return GPUMEM_OK;
         return gm_error(GPUMEM_ERROR_NO_DEVICE, "GPUMEM_BACKEND=auto: the CUDA driver loaded but sees no "
                         "device; set GPUMEM_BACKEND=sim to use the simulator");
     }
-    return gm_error(st == GPUMEM_ERROR_DRIVER_NOT_FOUND ? st : GPUMEM_ERROR_NO_DEVICE,
-                    "GPUMEM_BACKEND=auto: no usable CUDA driver (%s); set GPUMEM_BACKEND=sim to use "
-                    "the simulator", gpumem_last_error());
+    return gm_error_reword(st == GPUMEM_ERROR_DRIVER_NOT_FOUND ? st : GPUMEM_ERROR_NO_DEVICE,
+                           "GPUMEM_BACKEND=auto: no usable CUDA driver (%s); set GPUMEM_BACKEND=sim to use "
+                           "the simulator", gm_error_message());
 }
 
 static void select_backend(void)
@@ -275,7 +284,7 @@ static void select_backend(void)
         gm_drv = table;
         gm_debug("backend %s", table->name);
     } else {
-        snprintf(select_message, sizeof select_message, "%s", gpumem_last_error());
+        gm_error_save(&select_failure);
     }
     select_status = st;
 }
@@ -286,6 +295,6 @@ gpumem_status gm_driver_ready(void)
      * reads of gm_drv that follow. */
     pthread_once(&select_once, select_backend);
     if (select_status != GPUMEM_OK)
-        return gm_error(select_status, "%s", select_message);
+        return gm_error_restore(&select_failure);
     return GPUMEM_OK;
 }

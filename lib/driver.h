@@ -242,20 +242,30 @@ extern _Thread_local int gm_drv_fault_code;
  * earlier arming. */
 void gm_drv_arm(uint64_t at, int code);
 
-/* Call number n was armed when it was counted: fires if that arming is
- * still the current one (each fires once), setting gm_drv_fault_code to
- * its own code; an arming made meanwhile replaced it, and nothing fires. */
-int gm_drv_fire_(uint64_t n);
+/* Call number n (of operation op) was counted at or after the armed one:
+ * fires if n is that arming's number and the arming is still the current
+ * one (each fires once), setting gm_drv_fault_code to its own code; an
+ * arming made meanwhile replaced it, and nothing fires.  With
+ * gm_drv_fail_then set, the arming stays and every later call fires too,
+ * with that code. */
+int gm_drv_fire_(uint64_t n, int op);
 
-/* Counts one call of op; nonzero when this call is the one to fail (its
- * error is then in gm_drv_fault_code). */
+/* Set by tests/fault-walk.c before its first call: nonzero makes every call
+ * after the armed one fail too, with this result (a lost device), until
+ * disarmed; gm_drv_failed_op is the operation of the armed call that fired
+ * (-1: none yet). */
+extern int gm_drv_fail_then;
+extern int gm_drv_failed_op;
+
+/* Counts one call of op; nonzero when this call is one to fail (its error
+ * is then in gm_drv_fault_code). */
 static inline int gm_drv_enter(int op)
 {
     atomic_fetch_add_explicit(&gm_drv_calls[op], 1, memory_order_relaxed);
     uint64_t n = atomic_fetch_add_explicit(&gm_drv_total_calls, 1, memory_order_relaxed) + 1;
     uint64_t at = atomic_load_explicit(&gm_drv_fail_at, memory_order_relaxed);
-    if (__builtin_expect(at != 0, 0) && n == at)
-        return gm_drv_fire_(n);
+    if (__builtin_expect(at != 0, 0) && n >= at)
+        return gm_drv_fire_(n, op);
     return 0;
 }
 

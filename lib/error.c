@@ -13,11 +13,16 @@
 #include "env.h"
 #include "gpumem/status.h"
 
-#define GM_MESSAGE_MAX 1024
+/* The thread's last failure (error.h). */
+static _Thread_local gm_error_record last;
+static _Thread_local unsigned long serials; /* the last serial given */
 
-static _Thread_local char last_message[GM_MESSAGE_MAX];
-static _Thread_local gpumem_status last_status;
-static _Thread_local int hold_depth; /* > 0: cleanup runs; keep the first error */
+/* Failures kept by gm_keep_first while a step runs after them: a stack, as
+ * steps nest (a cleanup whose own cleanup fails).  Deeper than the stack,
+ * a step's failures are not recorded at all, which keeps the first too. */
+#define GM_KEPT_MAX 4
+static _Thread_local gm_error_record kept[GM_KEPT_MAX];
+static _Thread_local int kept_depth;
 
 static const struct {
     const char *name;
@@ -75,44 +80,109 @@ GPUMEM_API const char *gpumem_status_description(gpumem_status status)
 
 GPUMEM_API const char *gpumem_last_error(void)
 {
-    return last_message;
+    return last.message;
 }
 
 GPUMEM_API gpumem_status gpumem_last_status(void)
 {
-    return last_status;
+    return last.status;
 }
 
-gpumem_status gm_error(gpumem_status st, const char *fmt, ...)
+GPUMEM_API int gpumem_last_driver_result(void)
 {
-    /* Format into a scratch buffer first: fmt's arguments may point into
-     * last_message itself (a message that wraps the previous one). */
-    if (hold_depth > 0)
+    return last.result;
+}
+
+const char *gm_error_message(void)
+{
+    return last.message;
+}
+
+int gm_error_result(void)
+{
+    return last.result;
+}
+
+unsigned long gm_error_serial(void)
+{
+    return last.serial;
+}
+
+/* Sets the record; fmt's arguments may point into last.message itself (a
+ * message that wraps the previous one), so it is formatted aside first. */
+static gpumem_status set(gpumem_status st, int result, const char *fmt, va_list ap)
+{
+    if (kept_depth > GM_KEPT_MAX)
         return st;
     char buf[GM_MESSAGE_MAX];
-    va_list ap;
-    va_start(ap, fmt);
     vsnprintf(buf, sizeof buf, fmt, ap);
-    va_end(ap);
-    memcpy(last_message, buf, sizeof buf);
-    last_status = st;
+    memcpy(last.message, buf, sizeof buf);
+    last.status = st;
+    last.result = result;
+    last.serial = ++serials;
     gm_debug("error %s: %s", gpumem_status_string(st), buf);
     return st;
 }
 
-void gm_error_hold(void)
+gpumem_status gm_error(gpumem_status st, const char *fmt, ...)
 {
-    hold_depth++;
+    va_list ap;
+    va_start(ap, fmt);
+    set(st, 0, fmt, ap);
+    va_end(ap);
+    return st;
 }
 
-void gm_error_unhold(void)
+gpumem_status gm_error_driver(gpumem_status st, int result, const char *fmt, ...)
 {
-    hold_depth--;
+    va_list ap;
+    va_start(ap, fmt);
+    set(st, result, fmt, ap);
+    va_end(ap);
+    return st;
+}
+
+gpumem_status gm_error_reword(gpumem_status st, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    set(st, last.result, fmt, ap);
+    va_end(ap);
+    return st;
 }
 
 gpumem_status gm_error_prefix(gpumem_status st, const char *prefix)
 {
-    return gm_error(st, "%s: %s", prefix, last_message);
+    return gm_error_reword(st, "%s: %s", prefix, last.message);
+}
+
+void gm_error_suspend(void)
+{
+    if (kept_depth < GM_KEPT_MAX)
+        kept[kept_depth] = last;
+    kept_depth++;
+}
+
+gpumem_status gm_error_resume(gpumem_status st)
+{
+    kept_depth--;
+    if (kept_depth < GM_KEPT_MAX)
+        last = kept[kept_depth];
+    return st;
+}
+
+void gm_error_save(gm_error_record *r)
+{
+    *r = last;
+}
+
+gpumem_status gm_error_restore(const gm_error_record *r)
+{
+    if (kept_depth <= GM_KEPT_MAX && r != &last) {
+        last = *r;
+        last.serial = ++serials;
+    }
+    return r->status;
 }
 
 void gm_debug(const char *fmt, ...)
@@ -123,7 +193,7 @@ void gm_debug(const char *fmt, ...)
     if (on < 0) {
         long v = 0;
         const char *s = gm_env("GPUMEM_DEBUG");
-        on = s != NULL && (!gm_parse_long(s, &v) || v != 0);
+        on = s != NULL && !gm_word_is(s, "leaks") && (!gm_parse_long(s, &v) || v != 0); /* leaks alone: memstats.c */
         atomic_store_explicit(&enabled, on, memory_order_relaxed);
     }
     if (!on)

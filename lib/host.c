@@ -94,10 +94,8 @@ static gpumem_status begin(const char *what, gpumem_context *ctx, gpumem_array *
                                GM_CU_MEMHOSTREGISTER_PORTABLE | GM_CU_MEMHOSTREGISTER_DEVICEMAP, what);
     }
     if (st != GPUMEM_OK) {
-        gm_error_hold();
-        gm_host_unpin_set(&reg->pins, what);
+        st = gm_keep_first(st, gm_host_unpin_set(&reg->pins, what));
         registration_free(reg);
-        gm_error_unhold();
         return st;
     }
     *out = reg;
@@ -159,23 +157,17 @@ GPUMEM_API gpumem_status gpumem_mapped(gpumem_context *ctx, gpumem_array *const 
         GM_CHECK_NULL(device_views);
     gpumem_status st;
     gpumem_context *c = gm_context_or_default(ctx, &st);
-    if (st == GPUMEM_OK)
-        st = gm_stream_check(stream, c, what, "ctx");
-    if (st != GPUMEM_OK)
-        return st;
+    GM_FORWARD_IF_ERROR(st);
+    GM_FORWARD_IF_ERROR(gm_stream_check(stream, c, what, "ctx"));
     gpumem_registration *reg = NULL;
-    if ((st = begin(what, c, arrays, count, true, &reg)) != GPUMEM_OK)
-        return st;
+    GM_FORWARD_IF_ERROR(begin(what, c, arrays, count, true, &reg));
     size_t made = 0;
     for (; made < count && st == GPUMEM_OK; made++)
         st = gm_array_mapped_view(what, c, arrays[made], &device_views[made]);
     if (st != GPUMEM_OK) {
-        gm_error_hold();
         while (--made > 0)
-            gpumem_array_release(device_views[made - 1]);
-        end(what, &reg, true);
-        gm_error_unhold();
-        return st;
+            st = gm_keep_first(st, gpumem_array_release(device_views[made - 1]));
+        return gm_keep_first(st, end(what, &reg, true));
     }
     *registration = reg;
     return GPUMEM_OK;
@@ -222,11 +214,8 @@ GPUMEM_API gpumem_status gpumem_mapped_array(gpumem_context *ctx, int ndim, cons
     if (flags & ~(unsigned)(GPUMEM_HOST_PORTABLE | GPUMEM_HOST_WRITECOMBINED))
         return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: unknown flags 0x%x", what, flags);
     int64_t cstrides[GM_MAX_NDIM];
-    gpumem_status st = gm_array_prepare(what, &ctx, ndim, shape, strides, dtype, order, stream, cstrides);
-    if (st == GPUMEM_OK)
-        st = device_can(ctx, GM_CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY, "mapping host memory", what);
-    if (st != GPUMEM_OK)
-        return st;
+    GM_FORWARD_IF_ERROR(gm_array_prepare(what, &ctx, ndim, shape, strides, dtype, order, stream, cstrides));
+    GM_FORWARD_IF_ERROR(device_can(ctx, GM_CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY, "mapping host memory", what));
     unsigned cu = GM_CU_MEMHOSTALLOC_DEVICEMAP;
     if (flags & GPUMEM_HOST_PORTABLE)
         cu |= GM_CU_MEMHOSTALLOC_PORTABLE;
@@ -245,11 +234,8 @@ GPUMEM_API gpumem_status gpumem_managed_array(gpumem_context *ctx, int ndim, con
         return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: flags 0x%x: must be GPUMEM_MANAGED_ATTACH_GLOBAL or "
                         "GPUMEM_MANAGED_ATTACH_HOST", what, flags);
     int64_t cstrides[GM_MAX_NDIM];
-    gpumem_status st = gm_array_prepare(what, &ctx, ndim, shape, strides, dtype, order, NULL, cstrides);
-    if (st == GPUMEM_OK)
-        st = device_can(ctx, GM_CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY, "managed memory", what);
-    if (st != GPUMEM_OK)
-        return st;
+    GM_FORWARD_IF_ERROR(gm_array_prepare(what, &ctx, ndim, shape, strides, dtype, order, NULL, cstrides));
+    GM_FORWARD_IF_ERROR(device_can(ctx, GM_CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY, "managed memory", what));
     return gm_array_new_locked(what, GPUMEM_MEMORY_MANAGED, ctx, ndim, shape, cstrides, dtype,
                                flags == GPUMEM_MANAGED_ATTACH_GLOBAL ? GM_CU_MEM_ATTACH_GLOBAL : GM_CU_MEM_ATTACH_HOST,
                                array);

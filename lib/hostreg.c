@@ -23,6 +23,7 @@
 #include "error.h"
 #include "gpumem/host.h"
 #include "hostreg.h"
+#include "memstats.h"
 
 typedef enum range_kind {
     RANGE_ALLOCATION,   /* our own page-locked allocation: not a registration */
@@ -177,6 +178,11 @@ static gpumem_status unref_range(uintptr_t start, const char *what)
         return GPUMEM_OK;
     range r = ranges[i];
     gpumem_status st = GPUMEM_OK;
+    if (r.kind == RANGE_REGISTERED) { /* the books: its memory is no longer registered by us */
+        gm_memstats_live(r.ctx, GM_MK_REGISTERED, r.end - r.start, -1);
+        if (gm_leaks_enabled())
+            gm_leak_forget(r.ctx, r.start);
+    }
     if (r.kind == RANGE_REGISTERED && !gm_process_exiting()) {
         ranges[i].kind = RANGE_BUSY;
         pthread_mutex_unlock(&lock);
@@ -195,6 +201,7 @@ gpumem_status gm_host_pin_pages(gpumem_context *ctx, gm_pin_set *set, uintptr_t 
                                 const char *what)
 {
     gpumem_status st = GPUMEM_OK;
+    bool registered = false; /* something new: the peaks are sampled, after the lock */
     pthread_mutex_lock(&lock);
     while (a < b && st == GPUMEM_OK) {
         size_t i = first_after(a);
@@ -226,6 +233,12 @@ gpumem_status gm_host_pin_pages(gpumem_context *ctx, gm_pin_set *set, uintptr_t 
             /* already registered: another library pinned it; use it, never unregister it */
             ranges[i].kind = rc == 0 ? RANGE_REGISTERED : RANGE_FOREIGN;
             gpumem_context_retain(ctx);
+            if (rc == 0) {
+                gm_memstats_live(ctx, GM_MK_REGISTERED, end - a, +1);
+                if (gm_leaks_enabled())
+                    gm_leak_add(ctx, GM_LEAK_REGISTRATION, a, GPUMEM_MEMORY_HOST, end - a, what);
+                registered = true;
+            }
             st = add_piece(set, a);
             if (st != GPUMEM_OK)
                 unref_range(a, what);
@@ -237,6 +250,8 @@ gpumem_status gm_host_pin_pages(gpumem_context *ctx, gm_pin_set *set, uintptr_t 
         a = end;
     }
     pthread_mutex_unlock(&lock);
+    if (registered)
+        gm_memstats_sample(ctx);
     return st;
 }
 

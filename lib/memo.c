@@ -313,12 +313,19 @@ static bool take_entries(gm_memo *m, bool all, memo_entry ***out, size_t *n)
     return true;
 }
 
+/* A value's destroy callback reports nothing, so what it records (a failed
+ * free of the pack kernels' module) is undone: its caller succeeds. */
+static void destroy_entry(memo_entry *e)
+{
+    if (e->ready && e->destroy != NULL)
+        gm_error_quietly(e->destroy(e->value, e->user));
+}
+
 static void destroy_entries(memo_entry **v, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
         memo_entry *e = v[i];
-        if (e->ready && e->destroy != NULL)
-            e->destroy(e->value, e->user);
+        destroy_entry(e);
         free(e);
     }
     free(v);
@@ -349,10 +356,7 @@ static void wait_pending(gm_memo *m, uint64_t hash, gpumem_memo_create_fn create
 static gpumem_status run_create(const char *what, gpumem_context *ctx, gm_memo *m, memo_entry *e, const void *key,
                                 size_t key_size, void (*acquire)(void *), void **value)
 {
-    /* to tell whether the callback said why it failed */
-    char before[256];
-    gpumem_status before_st = gpumem_last_status();
-    snprintf(before, sizeof before, "%s", gpumem_last_error());
+    unsigned long before = gm_error_serial(); /* to tell whether the callback said why it failed */
 
     void *v = NULL;
     gpumem_status st = e->create(ctx, key, key_size, e->user, &v);
@@ -376,11 +380,10 @@ static gpumem_status run_create(const char *what, gpumem_context *ctx, gm_memo *
         return GPUMEM_OK;
     }
     free(e);
-    bool said = gpumem_last_status() != before_st || strncmp(before, gpumem_last_error(), sizeof before - 1) != 0;
-    if (!said)
+    if (gm_error_serial() == before) /* it said nothing */
         return gm_error(st, "%s: the create callback failed with %s", what, gpumem_status_string(st));
-    if (gpumem_last_status() != st) /* keep its message, with the status it returned */
-        return gm_error(st, "%s", gpumem_last_error());
+    if (gpumem_last_status() != st) /* keep its message, with the status it returned (its own failure) */
+        return gm_error(st, "%s", gm_error_message());
     return st;
 }
 
@@ -530,8 +533,7 @@ static gpumem_status memo_teardown(gpumem_context *ctx)
         for (size_t i = 0; i < m->nbuckets; i++) {
             for (memo_entry *e = m->buckets[i], *next; e != NULL; e = next) {
                 next = e->next;
-                if (e->ready && e->destroy != NULL)
-                    e->destroy(e->value, e->user);
+                destroy_entry(e);
                 free(e);
             }
         }

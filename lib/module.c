@@ -200,7 +200,7 @@ static gpumem_status module_create(gpumem_context *ctx, const void *key, size_t 
         gpumem_status st = gm_drv_check(rc, GM_OP_module_load_data, what);
         if (n == 0)
             return st;
-        return gm_error(st, "%s; log: %s", gpumem_last_error(), log); /* gm_error copes with its own message */
+        return gm_error_reword(st, "%s; log: %s", gm_error_message(), log);
     }
     atomic_init(&m->refs, 1); /* the cache's */
     m->ctx = ctx;
@@ -467,7 +467,7 @@ GPUMEM_API gpumem_status gpumem_function_set_attribute(gpumem_function *function
     int rc = GM_DRV(func_set_attribute, function->module->ctx->dctx, function->df, (int)attr, value);
     gpumem_status st = gm_drv_check(rc, GM_OP_func_set_attribute, what);
     if (rc == GM_CUDA_ERROR_INVALID_VALUE) /* a value the device refuses */
-        st = gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s", gpumem_last_error());
+        st = gm_error_reword(GPUMEM_ERROR_INVALID_VALUE, "%s", gm_error_message());
     return st;
 }
 
@@ -533,30 +533,25 @@ GPUMEM_API gpumem_status gpumem_const_array_like(gpumem_module *module, const ch
     GM_CHECK_NULL(symbol);
     GM_CHECK_HANDLE(array);
     GM_CHECK_NULL(device_array);
-    gpumem_status st = gm_stream_check(stream, module->ctx, what, "module");
+    GM_FORWARD_IF_ERROR(gm_stream_check(stream, module->ctx, what, "module"));
     gm_global *g;
-    if (st == GPUMEM_OK)
-        st = get_global(what, module, symbol, &g);
-    if (st != GPUMEM_OK)
-        return st;
+    GM_FORWARD_IF_ERROR(get_global(what, module, symbol, &g));
     uint64_t nbytes = (uint64_t)gm_array_size(array) * array->itemsize;
-    if (nbytes > g->bytes)
-        return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: the array's %llu bytes do not fit in '%s', which has %zu",
-                        what, (unsigned long long)nbytes, symbol, g->bytes);
+    GM_RETURN_ERROR_IF(nbytes > g->bytes, GPUMEM_ERROR_INVALID_VALUE,
+                       "%s: the array's %llu bytes do not fit in '%s', which has %zu", what,
+                       (unsigned long long)nbytes, symbol, g->bytes);
     atomic_fetch_add_explicit(&module->refs, 1, memory_order_relaxed); /* the new array's */
     gpumem_array *d = NULL;
-    st = gm_array_wrap(what, module->ctx, GPUMEM_MEMORY_DEVICE, g->ptr, array->ndim, array->shape, NULL,
-                              array->dtype, array_drops_module, module, &d);
+    gpumem_status st = gm_array_wrap(what, module->ctx, GPUMEM_MEMORY_DEVICE, g->ptr, array->ndim, array->shape,
+                                     NULL, array->dtype, array_drops_module, module, &d);
     if (st != GPUMEM_OK) {
         module_unref(module);
         return st;
     }
     st = gpumem_array_copy(d, array, stream);
     if (st != GPUMEM_OK) {
-        gm_error_hold();
-        gpumem_array_release(d);
-        gm_error_unhold();
-        return gm_error(st, "%s: copying into '%s': %s", what, symbol, gpumem_last_error());
+        st = gm_keep_first(st, gpumem_array_release(d));
+        return gm_error_reword(st, "%s: copying into '%s': %s", what, symbol, gm_error_message());
     }
     *device_array = d;
     return GPUMEM_OK;

@@ -33,14 +33,28 @@ struct gm_pack_kernels {
     pthread_mutex_t mu;     /* guards the idle scratch */
     gm_scratch *idle;       /* idle scratch buffers */
     unsigned nidle;
+    struct gm_pack_kernels *next, *prev; /* in all_kernels (all_mu) */
 };
+
+/* Every context's kernels, for gm_pack_scratch_drop_unkept. */
+static pthread_mutex_t all_mu = PTHREAD_MUTEX_INITIALIZER;
+static gm_pack_kernels *all_kernels;
+
+static void kernels_link(gm_pack_kernels *k)
+{
+    pthread_mutex_lock(&all_mu);
+    k->next = all_kernels;
+    if (all_kernels != NULL)
+        all_kernels->prev = k;
+    all_kernels = k;
+    pthread_mutex_unlock(&all_mu);
+}
 
 /* Frees a scratch buffer once its last use has ended (a driver failure
  * there leaves it to the context's end). */
 static void scratch_free(gm_pack_kernels *k, gm_scratch *s)
 {
     gm_dctx *dctx = k->ctx->dctx;
-    gm_error_hold();
     if (s->used)
         (void)GM_DRV(event_synchronize, dctx, s->ev[GM_SCRATCH_DONE]);
     for (int i = 0; i < GM_SCRATCH_NEVENTS; i++)
@@ -48,14 +62,21 @@ static void scratch_free(gm_pack_kernels *k, gm_scratch *s)
             (void)GM_DRV(event_destroy, dctx, s->ev[i]);
     if (s->side != NULL)
         (void)GM_DRV(stream_destroy, dctx, s->side);
-    (void)gm_alloc_free(k->ctx, &s->blk);
-    gm_error_unhold();
+    gm_error_quietly(gm_alloc_free(k->ctx, &s->blk, "the copy scratch")); /* nobody reports it */
     free(s);
 }
 
 static void kernels_unref(gm_pack_kernels *k)
 {
     if (atomic_fetch_sub_explicit(&k->refs, 1, memory_order_acq_rel) == 1) {
+        pthread_mutex_lock(&all_mu);
+        if (k->prev != NULL)
+            k->prev->next = k->next;
+        else
+            all_kernels = k->next;
+        if (k->next != NULL)
+            k->next->prev = k->prev;
+        pthread_mutex_unlock(&all_mu);
         while (k->idle != NULL) {
             gm_scratch *s = k->idle;
             k->idle = s->next;
@@ -67,16 +88,12 @@ static void kernels_unref(gm_pack_kernels *k)
     }
 }
 
-/* Whether a module load's error says that this driver cannot use the PTX
- * at all (the message names the driver's error: driver.c). */
-static bool cannot_load(const char *message)
+/* Whether a module load's driver result says that this driver cannot use
+ * the PTX at all. */
+static bool cannot_load(int result)
 {
-    static const char *const codes[] = {"CUDA_ERROR_UNSUPPORTED_PTX_VERSION", "CUDA_ERROR_INVALID_PTX",
-                                        "CUDA_ERROR_NO_BINARY_FOR_GPU", "CUDA_ERROR_INVALID_IMAGE"};
-    for (size_t i = 0; i < sizeof codes / sizeof *codes; i++)
-        if (strstr(message, codes[i]) != NULL)
-            return true;
-    return false;
+    return result == GM_CUDA_ERROR_UNSUPPORTED_PTX_VERSION || result == GM_CUDA_ERROR_INVALID_PTX ||
+           result == GM_CUDA_ERROR_NO_BINARY_FOR_GPU || result == GM_CUDA_ERROR_INVALID_IMAGE;
 }
 
 static gpumem_status kernels_create(gpumem_context *ctx, const void *key, size_t key_size, void *user,
@@ -91,10 +108,11 @@ static gpumem_status kernels_create(gpumem_context *ctx, const void *key, size_t
     pthread_mutex_init(&k->mu, NULL);
     gpumem_module *m = NULL;
     gpumem_status st = gpumem_module_load(ctx, gm_pack_ptx, gm_pack_ptx_size, &m);
-    if (st == GPUMEM_ERROR_DRIVER && cannot_load(gpumem_last_error())) {
+    if (st == GPUMEM_ERROR_DRIVER && cannot_load(gm_error_result())) {
         /* the driver cannot load them (say, PTX newer than it): remembered
          * as unavailable, so no copy tries again; other failures (out of
          * memory, a lost device) fail the copy and are not remembered */
+        kernels_link(k);
         *value = k;
         return GPUMEM_OK;
     }
@@ -114,6 +132,7 @@ static gpumem_status kernels_create(gpumem_context *ctx, const void *key, size_t
         return st;
     }
     k->module = m;
+    kernels_link(k);
     *value = k;
     return GPUMEM_OK;
 }
@@ -204,7 +223,7 @@ static gpumem_status scratch_get(gm_pack_kernels *k, size_t bytes, bool side, co
             size = bytes;
         if ((s = calloc(1, sizeof *s)) == NULL)
             return gm_error(GPUMEM_ERROR_HOST_OUT_OF_MEMORY, "%s: out of host memory", what);
-        st = gm_alloc_device(k->ctx, size, NULL, what, &s->blk);
+        st = gm_alloc_device_spare(k->ctx, size, NULL, what, &s->blk); /* the copy has a slower way */
         if (st != GPUMEM_OK) {
             free(s);
             return st;
@@ -219,9 +238,7 @@ static gpumem_status scratch_get(gm_pack_kernels *k, size_t bytes, bool side, co
         st = gm_drv_check(GM_DRV(stream_create, dctx, &s->side, GM_CU_STREAM_NON_BLOCKING), GM_OP_stream_create,
                           what);
     if (st != GPUMEM_OK) {
-        gm_error_hold();
-        scratch_free(k, s);
-        gm_error_unhold();
+        gm_error_quietly(scratch_free(k, s));
         return st;
     }
     *out = s;
@@ -238,9 +255,15 @@ static void scratch_put(gm_pack_kernels *k, gm_scratch *s)
 {
     gm_scratch *drop = NULL;
     pthread_mutex_lock(&k->mu);
-    s->next = k->idle;
-    k->idle = s;
-    k->nidle++;
+    if (!gm_alloc_keepable(&s->blk)) {
+        /* its pool was destroyed while the copy used it (checked under mu:
+         * gm_pack_scratch_drop_unkept sees it idle, or it is not kept) */
+        drop = s;
+    } else {
+        s->next = k->idle;
+        k->idle = s;
+        k->nidle++;
+    }
     if (k->nidle > SCRATCH_KEEP) {
         /* the smallest buffer whose last use has ended goes */
         gm_scratch **small = NULL;
@@ -256,6 +279,36 @@ static void scratch_put(gm_pack_kernels *k, gm_scratch *s)
     pthread_mutex_unlock(&k->mu);
     if (drop != NULL)
         scratch_free(k, drop);
+}
+
+void gm_pack_scratch_drop_unkept(void)
+{
+    /* all_mu is held throughout: a context whose kernels are listed cannot
+     * end meanwhile (its final release waits in kernels_unref to unlist
+     * them), so k->ctx stays valid while its buffers are freed */
+    pthread_mutex_lock(&all_mu);
+    for (gm_pack_kernels *k = all_kernels; k != NULL; k = k->next) {
+        gm_scratch *drop = NULL;
+        pthread_mutex_lock(&k->mu);
+        for (gm_scratch **p = &k->idle; *p != NULL;) {
+            gm_scratch *s = *p;
+            if (gm_alloc_keepable(&s->blk)) {
+                p = &s->next;
+                continue;
+            }
+            *p = s->next;
+            k->nidle--;
+            s->next = drop;
+            drop = s;
+        }
+        pthread_mutex_unlock(&k->mu);
+        while (drop != NULL) {
+            gm_scratch *s = drop;
+            drop = s->next;
+            scratch_free(k, s);
+        }
+    }
+    pthread_mutex_unlock(&all_mu);
 }
 
 static const gm_pack_provider provider = {kernels_get, kernels_put, kernels_launch, scratch_get, scratch_put,

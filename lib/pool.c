@@ -18,6 +18,7 @@
 
 #include "error.h"
 #include "hostreg.h"
+#include "memstats.h"
 #include "pool.h"
 #include "stream.h"
 #include "workers.h"
@@ -168,9 +169,14 @@ typedef struct gm_tcache {
     struct gm_tcache *next; /* in pool->tcaches, under pool->lock */
     _Atomic int64_t held_blocks, held_bytes, act_req;
     _Atomic uint64_t hits;
-    uint8_t n[TC_CLASSES];
+    _Atomic uint8_t n[TC_CLASSES]; /* blocks per bin: single-writer relaxed, read by the report (TC_N) */
     gm_rec *bin[TC_CLASSES][TC_DEPTH]; /* oldest first */
 } gm_tcache;
+
+/* A bin's count: plain loads and stores for its one writer (whoever is
+ * inside the cache), atomic so that the report may read it from outside. */
+#define TC_N(tc, c) atomic_load_explicit(&(tc)->n[c], memory_order_relaxed)
+#define TC_SET_N(tc, c, v) atomic_store_explicit(&(tc)->n[c], (uint8_t)(v), memory_order_relaxed)
 
 typedef struct gm_class_store {
     gm_rec *idle;                        /* LIFO through next */
@@ -361,10 +367,14 @@ static int drv_alloc(gm_pool *p, size_t bytes, const char *what, uint64_t *addr,
         gm_cu_deviceptr d = 0;
         int rc = GM_DRV(mem_alloc, p->ctx->dctx, &d, bytes);
         *addr = d;
+        if (rc == 0)
+            gm_memstats_driver_alloc(p->ctx);
         return rc;
     }
     void *h = NULL;
     int rc = gm_host_alloc_locked(p->ctx->dctx, bytes, p->alloc_flags, what, &h, st);
+    if (rc == 0)
+        gm_memstats_driver_alloc(p->ctx);
     *addr = (uint64_t)(uintptr_t)h;
     return rc;
 }
@@ -651,12 +661,12 @@ static gm_tcache *tc_attach(gm_pool *p)
 static void tc_empty(gm_tcache *tc, gm_rec **out)
 {
     for (unsigned c = 0; c < TC_CLASSES; c++) {
-        for (unsigned i = 0; i < tc->n[c]; i++) {
+        for (unsigned i = 0, n = TC_N(tc, c); i < n; i++) {
             gm_rec *r = tc->bin[c][i];
             r->next = *out;
             *out = r;
         }
-        tc->n[c] = 0;
+        TC_SET_N(tc, c, 0);
     }
     atomic_store_explicit(&tc->held_blocks, 0, memory_order_relaxed);
     atomic_store_explicit(&tc->held_bytes, 0, memory_order_relaxed);
@@ -717,11 +727,11 @@ static inline bool maybe_harvest(gm_pool *p)
 static inline gm_rec *tc_take(gm_pool *p, gm_tcache *tc, unsigned cls, uintptr_t key, const char *what,
                               gpumem_status *st)
 {
-    unsigned n = tc->n[cls];
+    unsigned n = TC_N(tc, cls);
     gm_rec **b = tc->bin[cls];
     gm_rec *top = b[n - 1];
     if (__builtin_expect(top->key == 0 || top->key == key, 1)) { /* the common hit */
-        tc->n[cls] = (uint8_t)(n - 1);
+        TC_SET_N(tc, cls, n - 1);
         return top;
     }
     int at = -1;
@@ -740,7 +750,7 @@ static inline gm_rec *tc_take(gm_pool *p, gm_tcache *tc, unsigned cls, uintptr_t
     gm_rec *r = b[at];
     for (unsigned i = (unsigned)at; i + 1 < n; i++)
         b[i] = b[i + 1];
-    tc->n[cls] = (uint8_t)(n - 1);
+    TC_SET_N(tc, cls, n - 1);
     return r;
 }
 
@@ -923,10 +933,31 @@ static void pool_end(gm_pool *p)
     gm_handle_free(p);
 }
 
+static void (*_Atomic destroy_hook)(void);
+
+void gm_pool_set_destroy_hook(void (*hook)(void))
+{
+    atomic_store_explicit(&destroy_hook, hook, memory_order_release);
+}
+
+bool gm_pool_token_pool_live(const gpumem_allocation *token)
+{
+    uint32_t htag;
+    gm_rec *r = rec_of(token, &htag);
+    return r != NULL && gm_handle_live(r->pool, r->pool->kind == GM_POOL_DEVICE ? GM_HANDLE_POOL : GM_HANDLE_HOST_POOL);
+}
+
 gpumem_status gm_pool_core_destroy(gm_pool *p, const char *what)
 {
     /* Dead for its users (the public destroy did this already). */
     (void)gm_handle_kill(p, p->kind == GM_POOL_DEVICE ? GM_HANDLE_POOL : GM_HANDLE_HOST_POOL);
+    /* The blocks that the caches above keep come back now: one kept by a
+     * context's cache (the copy engine's device scratch) would keep this
+     * pool from ending, and its reference from ever letting the context end
+     * (gm_pool_set_destroy_hook). */
+    void (*hook)(void) = atomic_load_explicit(&destroy_hook, memory_order_acquire);
+    if (hook != NULL)
+        hook();
     /* Frees racing with this see holding false inside their cache or under
      * their stripe's lock (the release below enters every cache and locks
      * every stripe after this store), and go to the driver; the zombie
@@ -979,25 +1010,6 @@ static gpumem_status empty_alloc(gm_pool *p, const char *what, uint64_t *addr, g
     *addr = 0;
     *token = handle_of(r, tag);
     return GPUMEM_OK;
-}
-
-gpumem_status gm_pool_core_oom_error(gm_pool *p, size_t size, uint64_t held_blocks, uint64_t held_bytes,
-                                     const char *what)
-{
-    unsigned cls = gm_pool_class_of(size);
-    pthread_mutex_lock(&p->lock);
-    gm_sums s = sum_locked(p);
-    long long active_blocks = (long long)(p->blocks - s.held_blocks);
-    long long active_bytes = (long long)(p->bytes - s.held_bytes);
-    pthread_mutex_unlock(&p->lock);
-    bool dev = p->kind == GM_POOL_DEVICE;
-    return gm_error(dev ? GPUMEM_ERROR_OUT_OF_MEMORY : GPUMEM_ERROR_HOST_OUT_OF_MEMORY,
-                    "%s: out of %s memory: asked for %zu bytes (a block of %zu); the pool held %llu bytes in "
-                    "%llu blocks, released them all and retried; its %lld active blocks hold %lld bytes "
-                    "(%s: %s)",
-                    what, dev ? "device" : "page-locked host", size, gm_pool_class_bytes(cls),
-                    (unsigned long long)held_bytes, (unsigned long long)held_blocks, active_blocks, active_bytes,
-                    dev ? "cuMemAlloc" : "cuMemHostAlloc", gm_cu_error_name(GM_CUDA_ERROR_OUT_OF_MEMORY));
 }
 
 void gm_pool_core_count_retry(gm_pool *p)
@@ -1080,6 +1092,9 @@ static gm_rec *alloc_slow(gm_pool *p, unsigned cls, size_t size, uintptr_t key, 
     p->act_req += (int64_t)size;
     sample_peak_locked(p); /* a new block: the one moment active bytes can pass the last driver peak */
     pthread_mutex_unlock(&p->lock);
+    /* The same moment for the context's books: a sample with no pool lock
+     * held (it reads every pool of the device). */
+    gm_memstats_sample(p->ctx);
     return r;
 }
 
@@ -1104,7 +1119,7 @@ gpumem_status gm_pool_core_alloc(gm_pool *p, size_t size, gpumem_stream *stream,
     if (cls < TC_CLASSES && !(p->flags & GPUMEM_POOL_NO_THREAD_CACHE) && (tc = tc_find(p)) != NULL) {
         gpumem_status st = GPUMEM_OK;
         tc_enter(tc);
-        if (tc->n[cls] != 0 && (r = tc_take(p, tc, cls, key, what, &st)) != NULL) {
+        if (TC_N(tc, cls) != 0 && (r = tc_take(p, tc, cls, key, what, &st)) != NULL) {
             ADD(tc->held_blocks, -1);
             ADD(tc->held_bytes, -(int64_t)gm_pool_class_bytes(cls));
             ADD(tc->act_req, (int64_t)size);
@@ -1196,18 +1211,20 @@ static gpumem_status free_slow(gm_pool *p, gm_tcache *tc, gm_rec *r, gpumem_stre
         unsigned cls = r->cls, half = TC_DEPTH / 2;
         gm_rec **b = tc->bin[cls];
         if (GET(tc->held_bytes) + bytes <= TC_MAX_BYTES) {
-            if (tc->n[cls] == TC_DEPTH) {
+            if (TC_N(tc, cls) == TC_DEPTH) {
                 pthread_mutex_lock(&s->lock); /* inside the cache: see the lock order in pool.h */
                 for (unsigned i = 0; i < half; i++)
                     store_put(s, b[i]);
                 pthread_mutex_unlock(&s->lock);
                 for (unsigned i = 0; i + half < TC_DEPTH; i++)
                     b[i] = b[i + half];
-                tc->n[cls] = (uint8_t)(TC_DEPTH - half);
+                TC_SET_N(tc, cls, TC_DEPTH - half);
                 ADD(tc->held_blocks, -(int64_t)half);
                 ADD(tc->held_bytes, -(int64_t)half * bytes);
             }
-            b[tc->n[cls]++] = r;
+            unsigned n = TC_N(tc, cls);
+            b[n] = r;
+            TC_SET_N(tc, cls, n + 1);
             ADD(tc->held_blocks, 1);
             ADD(tc->held_bytes, bytes);
             ADD(tc->act_req, -(int64_t)r->requested);
@@ -1260,8 +1277,7 @@ gpumem_status gm_pool_release(gpumem_allocation *a, gpumem_stream *stream, const
         if (st != GPUMEM_OK) {
             /* The block cannot be told apart from its pending work: it goes
              * to the driver after the stream's work. */
-            free_direct(p, r, stream, what);
-            return st;
+            return gm_keep_first(st, free_direct(p, r, stream, what));
         }
     }
     gm_tcache *tc = NULL;
@@ -1272,10 +1288,12 @@ gpumem_status gm_pool_release(gpumem_allocation *a, gpumem_stream *stream, const
         tc_enter(tc);
         /* Checked inside the cache: a thread that stops the pool enters every
          * cache after clearing holding, so no block is left behind here. */
-        if (__builtin_expect(atomic_load_explicit(&p->holding, memory_order_relaxed) && tc->n[cls] < TC_DEPTH &&
+        unsigned n = TC_N(tc, cls);
+        if (__builtin_expect(atomic_load_explicit(&p->holding, memory_order_relaxed) && n < TC_DEPTH &&
                                  GET(tc->held_bytes) + bytes <= TC_MAX_BYTES,
                              1)) {
-            tc->bin[cls][tc->n[cls]++] = r;
+            tc->bin[cls][n] = r;
+            TC_SET_N(tc, cls, n + 1);
             ADD(tc->held_blocks, 1);
             ADD(tc->held_bytes, bytes);
             ADD(tc->act_req, -(int64_t)r->requested);
@@ -1305,6 +1323,59 @@ void gm_pool_core_stats(gm_pool *p, struct gpumem_pool_stats *s)
     s->oom_retries = p->oom_retries;
     s->driver_frees = p->driver_frees;
     pthread_mutex_unlock(&p->lock);
+}
+
+/* The largest held block of p (pool->lock held): the highest class with a
+ * block in a stripe (under its lock; empty stripes skipped) or in a thread
+ * cache (its bins' counts, read from outside: exact when the pool is
+ * quiet). */
+static uint64_t largest_held_locked(gm_pool *p)
+{
+    unsigned top = 0; /* the highest class seen, plus one */
+    for (gm_tcache *tc = p->tcaches; tc != NULL; tc = tc->next)
+        for (unsigned c = TC_CLASSES; c > top; c--)
+            if (TC_N(tc, c - 1) != 0) {
+                top = c;
+                break;
+            }
+    for (unsigned i = 0; i <= p->stripe_mask; i++) {
+        gm_stripe *st = &p->stripes[i];
+        if (GET(st->held_blocks) == 0)
+            continue;
+        pthread_mutex_lock(&st->lock);
+        for (unsigned c = GM_POOL_CLASSES; c > top; c--)
+            if (st->store[c - 1].idle != NULL || st->store[c - 1].pending_head != NULL) {
+                top = c;
+                break;
+            }
+        pthread_mutex_unlock(&st->lock);
+    }
+    return top == 0 ? 0 : (uint64_t)gm_pool_class_bytes(top - 1);
+}
+
+void gm_pools_usage(int device, bool largest, void (*fn)(const gm_pool_usage *u, void *arg), void *arg)
+{
+    pthread_mutex_lock(&live_lock);
+    for (gm_pool *p = live_pools; p != NULL; p = p->live_next) {
+        if (device >= 0 && p->ctx->device != device)
+            continue;
+        gm_pool_usage u = {.ctx = p->ctx, .handle = p, .kind = p->kind,
+                           .mapped = p->kind == GM_POOL_HOST && (p->alloc_flags & GM_CU_MEMHOSTALLOC_DEVICEMAP) != 0,
+                           .own = (p->flags & GM_POOL_CONTEXT_OWNED) != 0};
+        pthread_mutex_lock(&p->lock);
+        gm_sums sum = sum_locked(p);
+        u.bytes = (uint64_t)p->bytes;
+        u.held_blocks = (uint64_t)sum.held_blocks;
+        u.held_bytes = (uint64_t)sum.held_bytes;
+        u.active_blocks = (uint64_t)(p->blocks - sum.held_blocks);
+        u.active_bytes = (uint64_t)(p->bytes - sum.held_bytes);
+        u.active_requested = (uint64_t)sum.act_req;
+        if (largest)
+            u.largest_held = largest_held_locked(p);
+        pthread_mutex_unlock(&p->lock);
+        fn(&u, arg);
+    }
+    pthread_mutex_unlock(&live_lock);
 }
 
 gpumem_status gm_pool_stats_out(gm_pool *p, struct gpumem_pool_stats *out, const char *what)
@@ -1348,7 +1419,16 @@ unsigned gm_pool_core_alloc_flags(const gm_pool *p)
 GPUMEM_API gpumem_status gpumem_allocation_free(gpumem_allocation *alloc, gpumem_stream *stream)
 {
     GM_CHECK_HANDLE_OR_NULL(stream);
-    return gm_pool_release(alloc, stream, "gpumem_allocation_free");
+    gpumem_context *ctx = NULL;
+    if (gm_leaks_enabled()) { /* the record names the pool, which the free may end */
+        gpumem_status st = GPUMEM_OK;
+        gm_rec *r = rec_live(alloc, "gpumem_allocation_free", &st);
+        ctx = r != NULL ? r->pool->ctx : NULL;
+    }
+    gpumem_status st = gm_pool_release(alloc, stream, "gpumem_allocation_free");
+    if (st == GPUMEM_OK && ctx != NULL)
+        gm_leak_forget(ctx, (uintptr_t)alloc);
+    return st;
 }
 
 GPUMEM_API gpumem_status gpumem_allocation_pointer(const gpumem_allocation *alloc, uint64_t *pointer)

@@ -105,6 +105,18 @@
  * the stream whose queued work may still use it (NULL: none). */
 gpumem_status gm_pool_release(gpumem_allocation *token, gpumem_stream *stream, const char *what);
 
+/* Whether the pool of token, a live allocation, is live: false once it was
+ * destroyed, when its end, and with it its reference to its context, waits
+ * for the block to come back. */
+bool gm_pool_token_pool_live(const gpumem_allocation *token);
+
+/* Sets what a pool's destroy calls once its handle is dead, before it
+ * gives its held blocks back: the caches of the layers above give back the
+ * blocks of destroyed pools that they keep (gm_alloc_keepable), so that the
+ * pool, and its reference to its context, can end.  lib/wiring.c sets it
+ * when the library loads. */
+void gm_pool_set_destroy_hook(void (*hook)(void));
+
 /* The pool's context (not retained again) and, for host pools, the
  * GPUMEM_HOST_ALLOC_* flags its blocks were allocated with. */
 gpumem_context *gm_pool_context(const gpumem_pool *pool);
@@ -121,13 +133,28 @@ typedef struct gm_pool gm_pool;
 gpumem_status gm_pools_release_held(const gm_dctx *dctx, gm_pool_kind kind, const char *what, uint64_t *blocks,
                                     uint64_t *bytes);
 
-/* The error of an allocation of size bytes that failed after the ladder had
- * released held_blocks blocks of held_bytes. */
-gpumem_status gm_pool_core_oom_error(gm_pool *p, size_t size, uint64_t held_blocks, uint64_t held_bytes,
-                                     const char *what);
-
 /* Counts a retry of the ladder in p's statistics. */
 void gm_pool_core_count_retry(gm_pool *p);
+
+/* ---- for the memory report (memstats.c) ---- */
+
+/* A pool's books at one moment.  Bytes are block bytes but active_requested. */
+typedef struct gm_pool_usage {
+    gpumem_context *ctx;
+    const void *handle;     /* its public handle: a gpumem_pool or a gpumem_host_pool */
+    gm_pool_kind kind;
+    bool mapped;            /* a page-locked pool of DEVICEMAP blocks */
+    bool own;               /* the context's own pool (GPUMEM_ALLOCATOR=pool) */
+    uint64_t bytes;         /* from the driver, in use or held */
+    uint64_t held_blocks, held_bytes, largest_held;
+    uint64_t active_blocks, active_bytes, active_requested;
+} gm_pool_usage;
+
+/* Calls fn for every live pool (not destroyed) of device `device` (every
+ * device when negative) under the live-pool list's lock: fn must not call
+ * into pools.  largest: find each pool's largest held block too (every
+ * stripe is locked in turn), else largest_held is 0. */
+void gm_pools_usage(int device, bool largest, void (*fn)(const gm_pool_usage *u, void *arg), void *arg);
 
 /* ---- size classes ---------------------------------------------------------------- */
 
@@ -183,7 +210,7 @@ gpumem_status gm_pool_core_destroy(gm_pool *p, const char *what);
  * and a valid token.  When the driver is out of memory: *oom is set and
  * the status is GPUMEM_ERROR_(HOST_)OUT_OF_MEMORY with no message, and
  * nothing was released: the allocator's ladder (alloc.c) releases, retries
- * and words the error (gm_pool_core_oom_error). */
+ * and words the error (gm_mem_oom_error, memstats.h). */
 gpumem_status gm_pool_core_alloc(gm_pool *p, size_t size, gpumem_stream *stream, const char *what,
                                  uint64_t *addr, gpumem_allocation **token, bool *oom);
 gpumem_status gm_pool_core_free_held(gm_pool *p, bool stop, const char *what);

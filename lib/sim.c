@@ -109,6 +109,55 @@ static bool reg_insert(sim_alloc *r)
     return true;
 }
 
+/* ---- first fit (GPUMEM_SIM_FIRST_FIT) ---- */
+
+/* Device memory as one range [0, capacity - other): takes the first free
+ * run of len bytes for an allocation, as an allocator without virtual
+ * memory would, so that frees can leave the free memory in pieces too small
+ * for a request that the total would hold.  False when no run is long
+ * enough. */
+static bool place_take(gm_dctx *d, uint64_t len, uint64_t *off)
+{
+    uint64_t at = 0, end = S.capacity - S.other;
+    size_t i = 0;
+    for (; i < d->nplace; i++) {
+        if (d->place[i].off - at >= len)
+            break;
+        at = d->place[i].off + d->place[i].len;
+    }
+    if (i == d->nplace && (at > end || end - at < len))
+        return false;
+    if (d->nplace == d->capplace) {
+        size_t cap = d->capplace ? d->capplace * 2 : 16;
+        sim_place *p = realloc(d->place, cap * sizeof *p);
+        if (p == NULL)
+            return false;
+        d->place = p;
+        d->capplace = cap;
+    }
+    memmove(&d->place[i + 1], &d->place[i], (d->nplace - i) * sizeof *d->place);
+    d->place[i] = (sim_place){at, len};
+    d->nplace++;
+    *off = at;
+    return true;
+}
+
+static void place_drop(gm_dctx *d, uint64_t off)
+{
+    size_t lo = 0, hi = d->nplace;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (d->place[mid].off < off)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo < d->nplace && d->place[lo].off == off) {
+        memmove(&d->place[lo], &d->place[lo + 1], (d->nplace - lo - 1) * sizeof *d->place);
+        d->nplace--;
+    }
+}
+
 void gm_sim_alloc_unref(sim_alloc *r)
 {
     if (--r->refs == 0) {
@@ -131,6 +180,8 @@ void gm_sim_alloc_drop(sim_alloc *r)
         S.dev[r->dev].used -= r->charged;
     else
         S.host_used -= r->charged;
+    if (r->placed)
+        place_drop(&S.dev[r->dev], r->place);
     gm_sim_alloc_unref(r);
 }
 
@@ -281,7 +332,7 @@ static int sim_mem_get_info(gm_dctx *ctx, size_t *free_bytes, size_t *total_byte
     lock();
     int rc = gm_sim_ctx_ok(ctx) ? CU_OK : GM_CUDA_ERROR_INVALID_CONTEXT;
     if (rc == CU_OK) {
-        *free_bytes = (size_t)(S.capacity - ctx->used);
+        *free_bytes = (size_t)(S.capacity - S.other - ctx->used);
         *total_bytes = (size_t)S.capacity;
     }
     unlock();
@@ -302,16 +353,19 @@ static bool window_reserve(gm_dctx *ctx, size_t bytes, uint64_t *base, size_t *e
 int gm_sim_mem_alloc_locked(gm_dctx *ctx, gm_cu_deviceptr *ptr, size_t bytes)
 {
     size_t charged, extent;
-    uint64_t base;
-    if (!round_up(bytes, GRANULE, &charged) || charged > S.capacity - ctx->used ||
-        !window_reserve(ctx, bytes, &base, &extent))
+    uint64_t base, place = 0;
+    if (!round_up(bytes, GRANULE, &charged) || charged > S.capacity - S.other - ctx->used ||
+        !window_reserve(ctx, bytes, &base, &extent) || (S.first_fit && !place_take(ctx, charged, &place)))
         return GM_CUDA_ERROR_OUT_OF_MEMORY;
     sim_alloc *r = calloc(1, sizeof *r);
     unsigned char *mem = malloc(bytes);
     if (r != NULL && mem != NULL)
         *r = (sim_alloc){.base = base, .size = bytes, .charged = charged, .mem = mem, .owned = true,
-                         .kind = GM_SIM_MEM_DEVICE, .dev = ctx->ordinal, .refs = 1, .fd = -1};
+                         .kind = GM_SIM_MEM_DEVICE, .dev = ctx->ordinal, .refs = 1, .fd = -1,
+                         .placed = S.first_fit, .place = place};
     if (r == NULL || mem == NULL || !reg_insert(r)) {
+        if (S.first_fit)
+            place_drop(ctx, place);
         free(r);
         free(mem);
         return GM_CUDA_ERROR_OUT_OF_MEMORY;
@@ -376,16 +430,29 @@ static int sim_mem_alloc_managed(gm_dctx *ctx, gm_cu_deviceptr *ptr, size_t byte
     lock();
     int rc = gm_sim_ctx_ok(ctx) ? CU_OK : GM_CUDA_ERROR_INVALID_CONTEXT;
     size_t charged;
+    uint64_t place = 0;
     void *mem = NULL;
-    if (rc == CU_OK && (!round_up(bytes, GRANULE, &charged) || charged > S.capacity - ctx->used ||
-                      posix_memalign(&mem, S.page, bytes) != 0))
+    if (rc == CU_OK && (!round_up(bytes, GRANULE, &charged) || charged > S.capacity - S.other - ctx->used ||
+                      (S.first_fit && !place_take(ctx, charged, &place))))
         rc = GM_CUDA_ERROR_OUT_OF_MEMORY;
+    else if (rc == CU_OK && posix_memalign(&mem, S.page, bytes) != 0) {
+        if (S.first_fit)
+            place_drop(ctx, place);
+        rc = GM_CUDA_ERROR_OUT_OF_MEMORY;
+    }
     if (rc == CU_OK) {
         memset(mem, GM_SIM_GARBAGE_BYTE, bytes);
         rc = alloc_add_host(GM_SIM_MEM_MANAGED, ctx->ordinal, mem, bytes, charged, flags);
+        if (rc != CU_OK && S.first_fit)
+            place_drop(ctx, place);
     }
     if (rc == CU_OK) {
         ctx->used += charged;
+        if (S.first_fit) {
+            sim_alloc *r = gm_sim_reg_find((uintptr_t)mem);
+            r->placed = true;
+            r->place = place;
+        }
         *ptr = (uintptr_t)mem;
     } else {
         free(mem);
@@ -790,11 +857,13 @@ static gpumem_status parse_peers(long ndev, uint64_t *can)
 
 static gpumem_status configure(void)
 {
-    long ndev, delay;
-    uint64_t capacity, host_limit, busy;
+    long ndev, delay, first_fit;
+    uint64_t capacity, host_limit, busy, other;
     gpumem_status st;
     if ((st = gm_env_long("GPUMEM_SIM_DEVICES", 1, GM_SIM_MAX_DEVICES, 1, &ndev, NULL)) != GPUMEM_OK ||
         (st = gm_env_size("GPUMEM_SIM_MEMORY", UINT64_C(1) << 20, UINT64_C(1) << 30, &capacity)) != GPUMEM_OK ||
+        (st = gm_env_size("GPUMEM_SIM_OTHER_MEMORY", 0, 0, &other)) != GPUMEM_OK ||
+        (st = gm_env_long("GPUMEM_SIM_FIRST_FIT", 0, 1, 0, &first_fit, NULL)) != GPUMEM_OK ||
         (st = gm_env_size("GPUMEM_SIM_HOST_MEMORY", 0, UINT64_C(1) << 30, &host_limit)) != GPUMEM_OK ||
         (st = gm_env_long("GPUMEM_SIM_STREAM_DELAY_US", 0, 10000000, 2000, &delay, NULL)) != GPUMEM_OK ||
         (st = parse_busy(ndev, &busy)) != GPUMEM_OK || (st = parse_peers(ndev, S.can_peer)) != GPUMEM_OK)
@@ -802,6 +871,10 @@ static gpumem_status configure(void)
     if (capacity > SIZE_MAX || host_limit > SIZE_MAX)
         return gm_error(GPUMEM_ERROR_INVALID_ENVIRONMENT,
                         "GPUMEM_SIM_MEMORY or GPUMEM_SIM_HOST_MEMORY exceeds the address space");
+    if (other >= capacity)
+        return gm_error(GPUMEM_ERROR_INVALID_ENVIRONMENT, "GPUMEM_SIM_OTHER_MEMORY='%s': %llu bytes, not less than "
+                        "the device's memory (GPUMEM_SIM_MEMORY: %llu bytes)", gm_env("GPUMEM_SIM_OTHER_MEMORY"),
+                        (unsigned long long)other, (unsigned long long)capacity);
     const char *name = gm_env("GPUMEM_SIM_ARCH");
     const gm_sim_arch *arch = gm_sim_arch_find(name != NULL ? name : "sm_90");
     if (arch == NULL) {
@@ -814,6 +887,8 @@ static gpumem_status configure(void)
     S.page = page > 0 ? (size_t)page : 4096;
     S.ndev = (int)ndev;
     S.capacity = capacity;
+    S.other = other;
+    S.first_fit = first_fit != 0;
     S.host_limit = host_limit;
     S.delay_us = delay;
     S.busy = busy;

@@ -63,7 +63,14 @@ typedef struct sim_alloc {
     bool shared;     /* mem is a MAP_SHARED mapping of memfd `fd`, owned */
     bool ipc_mapped; /* mem maps another process's memfd (cuIpcOpenMemHandle) */
     int fd;          /* the memfd, while shared */
+    bool placed;     /* GPUMEM_SIM_FIRST_FIT: it holds [place, place + charged) of its device */
+    uint64_t place;
 } sim_alloc;
+
+/* A run of a device's memory that an allocation holds (GPUMEM_SIM_FIRST_FIT). */
+typedef struct sim_place {
+    uint64_t off, len;
+} sim_place;
 
 enum { OP_COPY, OP_SET, OP_HOSTFN, OP_RECORD, OP_WAIT, OP_KERNEL };
 
@@ -170,6 +177,8 @@ struct gm_dctx {
     uint64_t next_off; /* bump pointer in the device's address window */
     gm_dstream *dflt;  /* the legacy default stream, while retained */
     uint64_t peers;    /* bit per ordinal: peer access enabled (ctx_enable_peer_access) */
+    sim_place *place;  /* GPUMEM_SIM_FIRST_FIT: the runs held, sorted by offset */
+    size_t nplace, capplace;
 };
 
 struct gm_sim_state {
@@ -179,6 +188,8 @@ struct gm_sim_state {
     int ndev;
     uint64_t capacity;
     uint64_t host_limit, host_used;
+    uint64_t other;  /* GPUMEM_SIM_OTHER_MEMORY: each device's bytes that other processes hold */
+    bool first_fit;  /* GPUMEM_SIM_FIRST_FIT: device memory is one range, handed out first fit */
     long delay_us;
     const gm_sim_arch *arch;
     uint64_t busy; /* bit per ordinal */

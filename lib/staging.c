@@ -235,7 +235,7 @@ static void lane_empty(gm_staging *e, lane *l)
         l->used[i] = false;
     }
     if (l->blk.addr != 0 || l->blk.bytes != 0)
-        (void)gm_alloc_free(e->ctx, &l->blk);
+        gm_error_quietly(gm_alloc_free(e->ctx, &l->blk, "the staging slots")); /* nobody reports it */
     l->dirty = false;
     l->gen = 0;
     l->nslots = 0;
@@ -263,9 +263,7 @@ static gpumem_status lane_build(gm_staging *e, lane *l, const gpumem_staging_set
                           what);
     }
     if (st != GPUMEM_OK) {
-        gm_error_hold();
-        lane_empty(e, l);
-        gm_error_unhold();
+        gm_error_quietly(lane_empty(e, l));
         return st;
     }
     l->nslots = s->depth;
@@ -312,7 +310,7 @@ static void engine_unref(gm_staging *e)
         for (unsigned i = 0; i < e->nclane; i++)
             lane_free(e, e->clane[i]);
         for (unsigned i = 0; i < e->nbounce; i++)
-            (void)gm_alloc_free(e->ctx, &e->bounce[i]);
+            gm_error_quietly(gm_alloc_free(e->ctx, &e->bounce[i], "the bounce blocks")); /* nobody reports it */
         pthread_mutex_destroy(&e->bmu);
         pthread_cond_destroy(&e->lane_back);
         pthread_mutex_destroy(&e->mu);
@@ -482,9 +480,9 @@ typedef struct xfer {
     atomic_bool failed;
     atomic_uint lanes_failed; /* workers that could not have a lane */
     gpumem_status st;     /* the first failure of a chunk */
-    char msg[512];
+    gm_error_record rec;  /* its record, from the thread that met it */
     gpumem_status lane_st; /* the first failure to get a lane */
-    char lane_msg[512];
+    gm_error_record lane_rec;
 } xfer;
 
 static void lane_give(gm_staging *e, lane *l, int worker);
@@ -501,7 +499,7 @@ static void fail(xfer *x, gpumem_status st)
     pthread_mutex_lock(&x->mu);
     if (x->st == GPUMEM_OK) {
         x->st = st;
-        snprintf(x->msg, sizeof x->msg, "%s", gpumem_last_error());
+        gm_error_save(&x->rec);
     }
     atomic_store_explicit(&x->failed, true, memory_order_release);
     changed(x);
@@ -808,17 +806,23 @@ static void xfer_run(gm_task *t, int worker)
         return;
     gpumem_status st;
     runner r = {.worker = worker};
-    if ((r.l = lane_take(x, worker, false, &st)) == NULL) {
+    /* a lane that cannot be built may be worked around (other threads take
+     * the chunks): its failure is kept aside, given only if it is not */
+    gm_error_suspend();
+    r.l = lane_take(x, worker, false, &st);
+    if (r.l == NULL) {
         pthread_mutex_lock(&x->mu);
         if (x->lane_st == GPUMEM_OK && st != GPUMEM_OK) {
             x->lane_st = st;
-            snprintf(x->lane_msg, sizeof x->lane_msg, "%s", gpumem_last_error());
+            gm_error_save(&x->lane_rec);
         }
         atomic_fetch_add_explicit(&x->lanes_failed, 1, memory_order_relaxed);
         changed(x); /* the caller takes the chunks this worker would have */
         pthread_mutex_unlock(&x->mu);
-        return;
     }
+    gm_error_resume(GPUMEM_OK);
+    if (r.l == NULL)
+        return;
     for (;;) {
         unsigned seen = atomic_load_explicit(&x->events, memory_order_acquire);
         int s = step(x, &r);
@@ -970,9 +974,9 @@ gpumem_status gm_staging_run(gm_staging *e, const gm_stage_op *op, gm_dstream *d
         lane_give(e, r.l, -1);
     gm_task_join(e->workers, &x->task);
     if (x->st != GPUMEM_OK)
-        st = gm_error(x->st, "%s", x->msg);
+        st = gm_error_restore(&x->rec);
     else if (x->pos < x->op.bytes)
-        st = x->lane_st != GPUMEM_OK ? gm_error(x->lane_st, "%s", x->lane_msg)
+        st = x->lane_st != GPUMEM_OK ? gm_error_restore(&x->lane_rec)
                                      : gm_error(GPUMEM_ERROR_INTERNAL, "%s: the staging engine left chunks", what);
     pthread_cond_destroy(&x->cv);
     pthread_mutex_destroy(&x->mu);
@@ -1005,7 +1009,7 @@ typedef struct peer_task {
     void *arg;
     bool ran;
     gpumem_status st;
-    char msg[512];
+    gm_error_record rec; /* its failure, from the worker that met it */
 } peer_task;
 
 /* The slots' and events' last uses done: they may be used again. */
@@ -1038,7 +1042,7 @@ static void peer_task_run(gm_task *t, int worker)
         st = p->fn(p->arg, &r);
     }
     if (st != GPUMEM_OK)
-        snprintf(p->msg, sizeof p->msg, "%s", gpumem_last_error());
+        gm_error_save(&p->rec);
     if (st != GPUMEM_OK && ld != NULL) {
         /* fn waited for what it queued, but a wait may have failed: both
          * contexts finish before the slots and events are used again */
@@ -1070,7 +1074,7 @@ gpumem_status gm_staging_peer_run(gm_staging *src, gm_staging *dst, gm_stage_rin
     }
     if (!p.ran) /* no node, no worker, or the pool stopped */
         peer_task_run(&p.task, -1);
-    return p.st == GPUMEM_OK ? GPUMEM_OK : gm_error(p.st, "%s", p.msg);
+    return p.st == GPUMEM_OK ? GPUMEM_OK : gm_error_restore(&p.rec);
 }
 
 /* ---- CPU packs ---------------------------------------------------------------------------------------- */
@@ -1146,7 +1150,7 @@ gpumem_status gm_staging_bounce_get(gpumem_context *ctx, size_t bytes, const cha
     return st;
 }
 
-gpumem_status gm_staging_bounce_put(gpumem_context *ctx, gm_block *b)
+gpumem_status gm_staging_bounce_put(gpumem_context *ctx, gm_block *b, const char *what)
 {
     gm_staging *e = atomic_load_explicit(&ctx->staging, memory_order_acquire);
     if (e != NULL) {
@@ -1172,7 +1176,7 @@ gpumem_status gm_staging_bounce_put(gpumem_context *ctx, gm_block *b)
         pthread_mutex_unlock(&e->bmu);
         engine_unref(e);
     }
-    return b->bytes != 0 || b->addr != 0 ? gm_alloc_free(ctx, b) : GPUMEM_OK;
+    return b->bytes != 0 || b->addr != 0 ? gm_alloc_free(ctx, b, what) : GPUMEM_OK;
 }
 
 /* ---- clearing ------------------------------------------------------------------------------------------ */
@@ -1214,7 +1218,7 @@ static void engine_clear(gm_staging *e)
     e->nbounce = 0;
     pthread_mutex_unlock(&e->bmu);
     for (unsigned i = 0; i < nb; i++)
-        (void)gm_alloc_free(e->ctx, &b[i]);
+        gm_error_quietly(gm_alloc_free(e->ctx, &b[i], "gpumem_clear_context_caches")); /* nobody reports it */
 }
 
 void gm_staging_clear_all(void)

@@ -165,7 +165,7 @@ gpumem_status gm_staging_bounce_get(gpumem_context *ctx, size_t bytes, const cha
 
 /* Gives b back: kept for reuse (a few blocks per context, freed with the
  * engine), or freed.  b is cleared.  The status is the allocator's free's. */
-gpumem_status gm_staging_bounce_put(gpumem_context *ctx, gm_block *b);
+gpumem_status gm_staging_bounce_put(gpumem_context *ctx, gm_block *b, const char *what);
 
 /* The context hook (lib/wiring.c): ends the context's staging engine. */
 extern const gm_context_hook gm_staging_hook;

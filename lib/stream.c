@@ -76,22 +76,26 @@ GPUMEM_API gpumem_status gpumem_stream_create(gpumem_context *ctx, unsigned flag
     return GPUMEM_OK;
 }
 
-GPUMEM_API gpumem_status gpumem_stream_default(gpumem_context *ctx, gpumem_stream **stream)
+/* ctx's default stream, made the first time. */
+static gpumem_status default_stream(gpumem_context *ctx, const char *what, gpumem_stream **stream)
 {
-    GM_CHECK_NULL(stream);
-    gpumem_status st;
-    ctx = gm_context_or_default(ctx, &st);
-    if (st != GPUMEM_OK)
-        return st;
     pthread_mutex_lock(&ctx->lock);
     if (ctx->default_stream == NULL)
         ctx->default_stream = stream_new(ctx, NULL, true);
     gpumem_stream *s = ctx->default_stream;
     pthread_mutex_unlock(&ctx->lock);
-    if (s == NULL)
-        return gm_error(GPUMEM_ERROR_HOST_OUT_OF_MEMORY, "gpumem_stream_default: out of host memory");
+    GM_RETURN_ERROR_IF(s == NULL, GPUMEM_ERROR_HOST_OUT_OF_MEMORY, "%s: out of host memory", what);
     *stream = s;
     return GPUMEM_OK;
+}
+
+GPUMEM_API gpumem_status gpumem_stream_default(gpumem_context *ctx, gpumem_stream **stream)
+{
+    GM_CHECK_NULL(stream);
+    gpumem_status st;
+    ctx = gm_context_or_default(ctx, &st);
+    GM_FORWARD_IF_ERROR(st);
+    return default_stream(ctx, "gpumem_stream_default", stream);
 }
 
 GPUMEM_API gpumem_status gpumem_stream_context(const gpumem_stream *stream, gpumem_context **ctx)
@@ -102,16 +106,14 @@ GPUMEM_API gpumem_status gpumem_stream_context(const gpumem_stream *stream, gpum
     return GPUMEM_OK;
 }
 
-gpumem_status gm_stream_add_writeback(gpumem_stream *stream, gpumem_context *ctx, gm_writeback_fn fn, void *arg)
+gpumem_status gm_stream_add_writeback(gpumem_stream *stream, gpumem_context *ctx, gm_writeback_fn fn, void *arg,
+                                      const char *what)
 {
-    if (stream == NULL) {
-        gpumem_status st = gpumem_stream_default(ctx, &stream);
-        if (st != GPUMEM_OK)
-            return st;
-    }
+    if (stream == NULL)
+        GM_FORWARD_IF_ERROR(default_stream(ctx, what, &stream));
     gm_writeback *wb = malloc(sizeof *wb);
-    if (wb == NULL)
-        return gm_error(GPUMEM_ERROR_HOST_OUT_OF_MEMORY, "gpumem_to_device: out of host memory");
+    GM_RETURN_ERROR_IF(wb == NULL, GPUMEM_ERROR_HOST_OUT_OF_MEMORY, "%s: out of host memory (a write-back)",
+                       what);
     wb->fn = fn;
     wb->arg = arg;
     wb->next = NULL;
@@ -152,9 +154,9 @@ static gpumem_status stream_sync(gpumem_stream *s, const char *what)
     pthread_mutex_unlock(&s->lock);
     while (wb != NULL) {
         gm_writeback *next = wb->next;
-        gpumem_status cst = wb->fn(wb->arg, true);
+        gpumem_status cst = gm_keep_first(st, wb->fn(wb->arg, true));
         if (cst != GPUMEM_OK && st == GPUMEM_OK)
-            st = gm_error_prefix(cst, "write-back");
+            st = gm_error_reword(cst, "%s: a write-back: %s", what, gm_error_message());
         free(wb);
         wb = next;
     }
@@ -201,9 +203,8 @@ GPUMEM_API gpumem_status gpumem_stream_destroy(gpumem_stream *stream)
     }
     pthread_mutex_unlock(&ctx->lock);
     gpumem_status st = stream_sync(stream, "gpumem_stream_destroy");
-    gpumem_status dst = gm_drv_check(GM_DRV(stream_destroy, ctx->dctx, stream->ds), GM_OP_stream_destroy,
-                                     "gpumem_stream_destroy");
-    st = gm_keep_first(st, dst);
+    st = gm_keep_first(st, gm_drv_check(GM_DRV(stream_destroy, ctx->dctx, stream->ds), GM_OP_stream_destroy,
+                                        "gpumem_stream_destroy"));
     atomic_store_explicit(&stream->destroyed, true, memory_order_release);
     gm_stream_unhold(stream);
     gpumem_context_release(ctx);

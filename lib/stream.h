@@ -65,9 +65,11 @@ static inline gm_dstream *gm_stream_ds(const gpumem_stream *s)
 gpumem_status gm_stream_check(const gpumem_stream *stream, const gpumem_context *ctx, const char *what,
                               const char *arg);
 
-/* Queues a write-back on stream (NULL: ctx's default stream).  On failure
- * fn is not called: arg stays the caller's. */
-gpumem_status gm_stream_add_writeback(gpumem_stream *stream, gpumem_context *ctx, gm_writeback_fn fn, void *arg);
+/* Queues a write-back on stream (NULL: ctx's default stream); `what`, the
+ * public call that adds it, names its failure.  On failure fn is not
+ * called: arg stays the caller's. */
+gpumem_status gm_stream_add_writeback(gpumem_stream *stream, gpumem_context *ctx, gm_writeback_fn fn, void *arg,
+                                      const char *what);
 
 /* Keeps the stream's handle valid (not its driver stream) until
  * gm_stream_unhold.  NULL-safe. */

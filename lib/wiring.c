@@ -12,7 +12,9 @@
 #include "copy_peer.h"
 #include "dealloc.h"
 #include "memo.h"
+#include "memstats.h"
 #include "pack_kernels.h"
+#include "pool.h"
 #include "staging.h"
 #include "stream.h"
 #include "wiring.h"
@@ -27,13 +29,15 @@ static const gm_context_hook *const context_hooks[] = {
     &gm_staging_hook,   /* arrays: the staging engine's pinned buffers */
     &gm_streams_hook,   /* streams: the default stream, its write-backs committed */
     &gm_allocator_hook, /* memory: the context's own pool (GPUMEM_ALLOCATOR=pool) */
-    &gm_dealloc_hook,   /* memory: the deferred frees, flushed last (the queue is made first) */
+    &gm_dealloc_hook,   /* memory: the deferred frees, flushed last of the frees (the queue is made first) */
+    &gm_memstats_hook,  /* memory: the books of every allocation and free above, and the leak list */
 };
 
 void gm_wiring_install(void)
 {
     gm_context_set_hooks(context_hooks, sizeof context_hooks / sizeof context_hooks[0]);
     gm_pack_provider_set(gm_pack_kernels_provider()); /* device pack/unpack kernels for the copy engine */
+    gm_pool_set_destroy_hook(gm_pack_scratch_drop_unkept); /* a destroyed pool's blocks leave the caches */
 }
 
 /* The library's only constructor. */

@@ -21,8 +21,9 @@
 
 typedef struct child_result {
     int status;      /* a gpumem_status */
-    long value[4];   /* case-defined values */
+    long value[8];   /* case-defined values */
     char text[1024]; /* usually gpumem_last_error() */
+    char note[256];  /* case-defined */
     /* filled by run_child: */
     int exited;      /* 1 when the child exited normally */
     int exit_code;

@@ -13,7 +13,23 @@
  *    driver call), and
  *  - release every handle it made, so that the context's last release
  *    leaves no simulator thread alive.
- * It prints "N injection points", the number of runs that failed a call.
+ * Each run is made twice: once with the context's caches cleared before
+ * the device bytes are counted (a cache is not a leak), and once without:
+ * then the caller's must be the context's last reference, and its release
+ * alone must give back every page-locked byte and end every thread (a
+ * pool's block kept in a context's cache once kept the context alive).
+ * Then each scenario runs again with every call from the k-th on failing
+ * (the k-th with CUDA_ERROR_UNKNOWN, the later ones with
+ * CUDA_ERROR_LAUNCH_FAILED, as after a lost device, through the context's
+ * release), where one call meets several failures; those runs must exit
+ * normally with a failure status or the right values (a lost device keeps
+ * what it holds).
+ * In every run, every failed call is held to the rule of gpumem/status.h
+ * (see CHECKED below): its message and driver result are those of the
+ * status it returned.
+ * It prints "N injection points", the number of runs that failed a call
+ * alone, and the calls whose message begins with another public function's
+ * name than the one called.
  */
 #include "config.h"
 
@@ -34,16 +50,110 @@
 #define WRONG (-2)
 #define RESULT(st, good) ((st) == GPUMEM_OK && !(good) ? WRONG : (int)(st))
 
+/* Every call below goes through CHECKED, which holds the library to the
+ * rule of gpumem/status.h: after a call fails with status S,
+ *  - gpumem_last_status() is S;
+ *  - gpumem_last_driver_result() R is a result the walk injected, or 0;
+ *    a GPUMEM_ERROR_DRIVER has one;
+ *  - when R is not 0, S is the status that R maps to (or one of the
+ *    re-statuses status.h lists), and the message names R as
+ *    "CUDA_ERROR_X (R)" before any other driver result; a message that
+ *    names one has R.
+ * In the runs where every call after the k-th fails too, with another
+ * result of another status (a lost device), the message or the result of a
+ * later failure breaks it.  A call that breaks it counts one mismatch; the
+ * first is described.  A call that succeeds leaves all three alone. */
+static long mismatches;
+/* Failed calls whose message begins with the name of another public
+ * function (one the library called on the way) than the one called: the
+ * first as "called: named".  Counted, not yet held to. */
+static long unnamed;
+static char unnamed_text[200];
+static int injected_results[2]; /* the k-th call's result; the later calls' (a lost device) */
+static char mismatch_text[1024];
+
+static void mismatch(const char *call, gpumem_status st, const char *why)
+{
+    if (mismatches++ == 0) {
+        snprintf(mismatch_text, sizeof mismatch_text, "%.60s returned %s, %s (driver result %d); message: %.600s",
+                 call, gpumem_status_string(st), why, gpumem_last_driver_result(), gpumem_last_error());
+    }
+}
+
+/* The driver result a message names first, "CUDA_ERROR_X (n)": n, or 0. */
+static int named_result(const char *msg)
+{
+    for (const char *p = strstr(msg, "CUDA_ERROR_"); p != NULL; p = strstr(p, "CUDA_ERROR_")) {
+        p += strspn(p, "ABCDEFGHIJKLMNOPQRSTUVWXYZ_");
+        if (strncmp(p, " (", 2) == 0)
+            return atoi(p + 2);
+    }
+    return 0;
+}
+
+/* The statuses status.h lets a driver failure be reported as, besides the
+ * one its result maps to. */
+static int restatus(gpumem_status st)
+{
+    return st == GPUMEM_ERROR_NO_DEVICE || st == GPUMEM_ERROR_HOST_OUT_OF_MEMORY ||
+           st == GPUMEM_ERROR_INVALID_VALUE || st == GPUMEM_ERROR_DRIVER_NOT_FOUND;
+}
+
+/* The thread's last failure before a call. */
+static struct {
+    gpumem_status status;
+    int result;
+    char message[1024];
+} before;
+
+static void snapshot(void)
+{
+    before.status = gpumem_last_status();
+    before.result = gpumem_last_driver_result();
+    snprintf(before.message, sizeof before.message, "%s", gpumem_last_error());
+}
+
+static gpumem_status checked(const char *call, gpumem_status st)
+{
+    const char *msg = gpumem_last_error();
+    if (st == GPUMEM_OK || st == GPUMEM_ERROR_NOT_READY) {
+        if (gpumem_last_status() != before.status || gpumem_last_driver_result() != before.result ||
+            strcmp(msg, before.message) != 0)
+            mismatch(call, st, "the call succeeded, but the last failure changed");
+        return st;
+    }
+    int named = named_result(msg), dr = gpumem_last_driver_result();
+    size_t fn = strcspn(call, "(");
+    if ((strncmp(msg, call, fn) != 0 || msg[fn] != ':') && unnamed++ == 0)
+        snprintf(unnamed_text, sizeof unnamed_text, "%.*s: %.*s", (int)fn, call, (int)strcspn(msg, ":"), msg);
+    if (gpumem_last_status() != st)
+        mismatch(call, st, "gpumem_last_status() is another status");
+    else if (dr != 0 && dr != injected_results[0] && dr != injected_results[1])
+        mismatch(call, st, "the driver result is not one injected");
+    else if (dr != 0 && gm_drv_status(dr) != st && !restatus(st))
+        mismatch(call, st, "the driver result is of another status");
+    else if (st == GPUMEM_ERROR_DRIVER && dr == 0)
+        mismatch(call, st, "a driver failure without its driver result");
+    else if (named != dr)
+        mismatch(call, st, "the message names another driver result");
+    return st;
+}
+
+#define CHECKED(call) (snapshot(), checked(#call, (call)))
+
 #define TRY(call) \
     do { \
-        if (st == GPUMEM_OK) \
-            st = (call); \
+        if (st == GPUMEM_OK) { \
+            snapshot(); \
+            st = checked(#call, (call)); \
+        } \
     } while (0)
 
 /* Keeps the first failure of a cleanup call. */
 #define KEEP(call) \
     do { \
-        gpumem_status kst_ = (call); \
+        snapshot(); \
+        gpumem_status kst_ = checked(#call, (call)); \
         if (st == GPUMEM_OK) \
             st = kst_; \
     } while (0)
@@ -577,67 +687,116 @@ static const scenario scenarios[] = {
 
 /* ---- the walk ---------------------------------------------------------------------------- */
 
+/* Whether the injected failure was of a call that gives something back:
+ * the driver kept it, so the simulator still counts it (not the library's
+ * leak). */
+static int failed_free(void)
+{
+    static const int frees[] = {GM_OP_mem_free,       GM_OP_mem_free_host,         GM_OP_mem_host_unregister,
+                                GM_OP_module_unload,  GM_OP_primary_ctx_release,   GM_OP_stream_destroy,
+                                GM_OP_event_destroy};
+    for (size_t i = 0; i < sizeof frees / sizeof frees[0]; i++)
+        if (gm_drv_failed_op == frees[i])
+            return 1;
+    return 0;
+}
+
 /* One run, in a child: value[0] 1 when the k-th call was reached, value[1]
- * device bytes kept, value[2] page-locked bytes kept after the context's
- * release, value[3] simulator threads left after it. */
+ * device bytes kept (caches cleared first), or without clearing the caches
+ * the context's references kept besides the caller's, value[2] page-locked
+ * bytes kept after the context's release, value[3] simulator threads left
+ * after it, value[4] the calls whose message broke the rule (text: the
+ * first), value[5] 1 when the injected failure was of a free, value[6] the
+ * failed calls whose message names another public function (note: the
+ * first). */
 static void run(const void *arg, child_result *out)
 {
-    const long *a = arg; /* scenario, k, variant */
+    const long *a = arg; /* scenario, k, variant, 1: caches not cleared */
     const scenario *sc = &scenarios[a[0]];
     long k = a[1];
     char v[32];
     if (k > 0) {
         snprintf(v, sizeof v, "%ld", k);
         setenv("GPUMEM_SIM_FAIL", v, 1);
+        injected_results[0] = GM_CUDA_ERROR_UNKNOWN;
+        if (a[2] >= 2) /* a lost device: every later call fails too, with another status */
+            gm_drv_fail_then = injected_results[1] = GM_CUDA_ERROR_LAUNCH_FAILED;
     }
     f64 = gpumem_dtype_builtin(GPUMEM_FLOAT64);
     i32 = gpumem_dtype_builtin(GPUMEM_INT32);
     gpumem_context *ctx = NULL;
-    out->status = gpumem_context_create(0, &ctx);
+    out->status = CHECKED(gpumem_context_create(0, &ctx));
     uint64_t calls = 0;
     if (out->status == GPUMEM_OK) {
         gpumem_context_set_dealloc_limits(ctx, 0, 0.0); /* every free at its release */
         size_t free0 = 0, free1 = 0, total = 0;
         gm_drv->mem_get_info(ctx->dctx, &free0, &total); /* the backend itself: never a failing call */
         gpumem_pool *pool = NULL;
-        pooled = a[2] == 1;
-        if (a[2] == 1 && (out->status = gpumem_pool_create(ctx, 0, &pool)) == GPUMEM_OK)
-            out->status = gpumem_context_set_pool(ctx, pool);
+        pooled = a[2] % 2 == 1;
+        if (pooled && (out->status = CHECKED(gpumem_pool_create(ctx, 0, &pool))) == GPUMEM_OK)
+            out->status = CHECKED(gpumem_context_set_pool(ctx, pool));
         if (out->status == GPUMEM_OK)
             out->status = sc->run(ctx);
         gpumem_debug_driver_calls(NULL, &calls);
-        gpumem_debug_fail_call(0, 0);
+        if (a[2] < 2) /* a lost device stays lost: the cleanup below runs on it too */
+            gpumem_debug_fail_call(0, 0);
         if (pool != NULL) {
-            gpumem_context_set_pool(ctx, NULL);
-            gpumem_pool_destroy(pool);
+            CHECKED(gpumem_context_set_pool(ctx, NULL));
+            CHECKED(gpumem_pool_destroy(pool));
         }
-        /* caches are not leaks: the copy engine's device scratch and the
-         * staging slots stay with the context until cleared */
-        gpumem_clear_context_caches();
-        gpumem_context_flush_deallocations(ctx);
-        gm_drv->mem_get_info(ctx->dctx, &free1, &total);
-        out->value[1] = (long)free0 - (long)free1;
-        gpumem_context_release(ctx);
+        if (a[3] == 0) {
+            /* caches are not leaks: the copy engine's device scratch and the
+             * staging slots stay with the context until cleared */
+            CHECKED(gpumem_clear_context_caches());
+            CHECKED(gpumem_context_flush_deallocations(ctx));
+            gm_drv->mem_get_info(ctx->dctx, &free1, &total);
+            out->value[1] = (long)free0 - (long)free1;
+        } else {
+            /* uncleared, they end with the context: its release must be the last */
+            int refs = 0;
+            gpumem_context_refcount(ctx, &refs);
+            out->value[1] = refs - 1;
+        }
+        CHECKED(gpumem_context_release(ctx));
     } else {
         gpumem_debug_driver_calls(NULL, &calls);
     }
-    snprintf(out->text, sizeof out->text, "%s", gpumem_last_error());
+    snprintf(out->text, sizeof out->text, "%s", mismatches ? mismatch_text : gpumem_last_error());
     out->value[0] = k > 0 && calls >= (uint64_t)k;
     out->value[2] = (long)gm_sim_host_locked_bytes();
     out->value[3] = (long)gm_sim_live_workers();
+    out->value[4] = mismatches;
+    out->value[6] = unnamed;
+    snprintf(out->note, sizeof out->note, "%s", unnamed_text);
+    out->value[5] = failed_free();
 }
 
-/* Whether the failed call was one that gives something back: the driver
- * kept it, so the simulator still counts it (it is not the library's leak). */
-static int failed_free(const char *text)
+static int kept(const child_result *r)
 {
-    static const char *const frees[] = {"cuMemFree failed", "cuMemFreeHost failed", "cuMemHostUnregister failed",
-                                        "cuModuleUnload failed", "cuDevicePrimaryCtxRelease failed",
-                                        "cuStreamDestroy failed", "cuEventDestroy failed"};
-    for (size_t i = 0; i < sizeof frees / sizeof frees[0]; i++)
-        if (strstr(text, frees[i]) != NULL)
-            return 1;
-    return 0;
+    return r->value[1] != 0 || r->value[2] != 0 || r->value[3] != 0;
+}
+
+/* Runs arg with the caches cleared before the counts (r[0]), then without
+ * (r[1]). */
+static void run_both(long *arg, child_result r[2])
+{
+    for (long clear = 0; clear < 2; clear++) {
+        arg[3] = clear;
+        run_child(run, arg, &r[clear]);
+    }
+}
+
+/* Says what went wrong in the runs of a pair (a failure status is one
+ * when nothing was injected). */
+static void diag_kept(const char *head, const child_result r[2], int injected)
+{
+    static const char *const what[2] = {"device bytes", "more context references"};
+    for (int i = 0; i < 2; i++)
+        if (!r[i].exited || r[i].exit_code != 0 || r[i].status == WRONG || kept(&r[i]) ||
+            (!injected && r[i].status != GPUMEM_OK))
+            diag("  %s%s: exit %d, status %d, kept %ld %s, %ld locked bytes, %ld threads: %s", head,
+                 i ? " (caches not cleared)" : "", r[i].exit_code, r[i].status, r[i].value[1], what[i],
+                 r[i].value[2], r[i].value[3], r[i].text);
 }
 
 int main(void)
@@ -645,49 +804,77 @@ int main(void)
     if (!test_on_sim())
         plan_skip_all("fault injection runs on the simulator (GPUMEM_BACKEND=sim)");
     size_t n = sizeof scenarios / sizeof scenarios[0];
-    plan((int)(4 * n + 1));
-    long points = 0;
-    /* Each scenario twice: arrays allocated directly, then through a device
-     * pool plugged into the context (gpumem_context_set_pool). */
-    static const char *const how[2] = {"direct", "pooled"};
-    for (size_t v = 0; v < 2; v++) {
+    plan((int)(8 * n + 2));
+    long points = 0, total_mismatches = 0, mismatch_runs = 0, total_unnamed = 0;
+    char pairs[2048] = ""; /* the distinct "called: named" of calls not named */
+    /* Each scenario four times: arrays allocated directly, then through a
+     * device pool plugged into the context (gpumem_context_set_pool); with
+     * the k-th call failing alone, then with every call after it failing
+     * too (a lost device: what it holds may stay held). */
+    static const char *const how[4] = {"direct", "pooled", "direct, device lost", "pooled, device lost"};
+    for (size_t v = 0; v < 4; v++) {
+        int lost = v >= 2;
         for (size_t i = 0; i < n; i++) {
-            child_result r;
-            long arg[3] = {(long)i, 0, (long)v};
-            run_child(run, arg, &r);
-            ok(r.exited && r.exit_code == 0 && r.status == GPUMEM_OK && r.value[1] == 0 && r.value[2] == 0 &&
-                   r.value[3] == 0,
-               "%s (%s): runs clean without injection", scenarios[i].name, how[v]);
-            if (r.status != GPUMEM_OK || r.value[1] || r.value[2] || r.value[3])
-                diag("  status %d, kept %ld device bytes, %ld locked bytes, %ld threads: %s", r.status, r.value[1],
-                     r.value[2], r.value[3], r.text);
+            child_result r[2];
+            long arg[4] = {(long)i, 0, (long)v, 0};
+            run_both(arg, r);
             int clean = 1;
+            for (int c = 0; c < 2; c++)
+                clean = clean && r[c].exited && r[c].exit_code == 0 && r[c].status == GPUMEM_OK && !kept(&r[c]);
+            ok(clean, "%s (%s): runs clean without injection, its caches cleared or not", scenarios[i].name, how[v]);
+            if (!clean)
+                diag_kept("", r, 0);
+            clean = 1;
             long k;
             for (k = 1; k < 100000; k++) {
                 arg[1] = k;
-                run_child(run, arg, &r);
-                int fired = r.exited && r.exit_code == 0 && r.value[0] == 1;
-                if (r.exited && r.exit_code == 0 && !fired) {
-                    if (r.status != GPUMEM_OK) {
+                run_both(arg, r);
+                int fired = r[0].exited && r[0].exit_code == 0 && r[0].value[0] == 1;
+                if (r[0].exited && r[0].exit_code == 0 && !fired) {
+                    if (r[0].status != GPUMEM_OK || r[1].status != GPUMEM_OK) {
                         clean = 0;
-                        diag("  k=%ld: no injection, status %d: %s", k, r.status, r.text);
+                        diag("  k=%ld: no injection, status %d, %d: %s", k, r[0].status, r[1].status, r[0].text);
                     }
                     break;
                 }
-                int good = r.exited && r.exit_code == 0 && r.status != WRONG &&
-                           ((r.value[1] == 0 && r.value[2] == 0 && r.value[3] == 0) || failed_free(r.text));
+                int good = 1;
+                for (int c = 0; c < 2; c++) {
+                    good = good && r[c].exited && r[c].exit_code == 0 && r[c].status != WRONG &&
+                           (lost || !kept(&r[c]) || r[c].value[5]);
+                    total_unnamed += r[c].value[6];
+                    if (r[c].value[6] != 0 && strstr(pairs, r[c].note) == NULL &&
+                        strlen(pairs) + strlen(r[c].note) + 3 < sizeof pairs)
+                        strcat(strcat(pairs, pairs[0] ? "; " : ""), r[c].note);
+                    if (r[c].value[4] != 0) {
+                        total_mismatches += r[c].value[4];
+                        if (mismatch_runs++ < 40)
+                            diag("  %s (%s), k=%ld%s: %ld calls whose message is not their status's; the first: %s",
+                                 scenarios[i].name, how[v], k, c ? " (caches not cleared)" : "", r[c].value[4],
+                                 r[c].text);
+                    }
+                }
                 if (!good) {
                     clean = 0;
-                    diag("  k=%ld: exit %d, status %d, kept %ld device bytes, %ld locked bytes, %ld threads: %s", k,
-                         r.exit_code, r.status, r.value[1], r.value[2], r.value[3], r.text);
+                    char head[32];
+                    snprintf(head, sizeof head, "k=%ld", k);
+                    diag_kept(head, r, 1);
                 }
             }
-            points += k - 1;
-            ok(clean, "%s (%s): each of its %ld driver calls failed in turn: an error or the right values, "
-               "nothing kept", scenarios[i].name, how[v], k - 1);
+            if (!lost)
+                points += k - 1;
+            if (lost)
+                ok(clean, "%s (%s): every driver call from the k-th on failed, for each of its %ld calls: an "
+                   "error or the right values, its caches cleared or not", scenarios[i].name, how[v], k - 1);
+            else
+                ok(clean, "%s (%s): each of its %ld driver calls failed in turn: an error or the right values, "
+                   "nothing kept, its caches cleared or not", scenarios[i].name, how[v], k - 1);
         }
     }
     printf("# %ld injection points\n", points);
+    printf("# %ld failed calls whose message names another public function first (called: named): %s\n",
+           total_unnamed, pairs);
+    ok(total_mismatches == 0, "at every failed call, gpumem_last_status() and the message's driver result "
+       "agree with the status returned (%ld calls broke the rule, in %ld runs)", total_mismatches, mismatch_runs);
     ok(points >= 300, "%ld injection points (at least 300)", points);
     return exit_status();
 }

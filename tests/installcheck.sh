@@ -50,10 +50,10 @@ t $? "examples/Makefile builds hello.c through pkg-config, and it runs"
 
 # ---- the man pages -----------------------------------------------------------
 : >"$tmp/log"
-for p in man1/gpumem.1 man7/gpumem.7 man3/gpumem_to_device.3 man3/gpumem_context_create_default.3; do
+for p in man1/gpumem.1 man7/gpumem.7 man7/gpumem-memory.7 man3/gpumem_to_device.3 man3/gpumem_context_create_default.3; do
     [ -f "$root$GM_MANDIR/$p" ] || echo "no $root$GM_MANDIR/$p" >>"$tmp/log"
 done
-[ ! -s "$tmp/log" ]; t $? "gpumem(1), gpumem(7) and the man3 pages are installed"
+[ ! -s "$tmp/log" ]; t $? "gpumem(1), gpumem(7), gpumem-memory(7) and the man3 pages are installed"
 
 # ---- CMake -------------------------------------------------------------------
 if command -v cmake >/dev/null 2>&1; then

@@ -69,7 +69,8 @@ fi
 
 # 3. structs: the sizes Fortran's c_sizeof gives are C's sizeof.
 types="gpumem_slice gpumem_pool_stats_t gpumem_field gpumem_cuda_array_interface gpumem_occupancy_record
-gpumem_pointer_info gpumem_ipc_handle"
+gpumem_pointer_info gpumem_ipc_handle gpumem_memory_usage gpumem_memory_report_t gpumem_memory_pool_report
+gpumem_oom_info"
 {
     echo 'program sizes'; echo '  use, intrinsic :: iso_c_binding'; echo '  use gpumem'; echo '  implicit none'
     for t in $types; do echo "  type($t) :: v_$t"; done
@@ -79,7 +80,8 @@ gpumem_pointer_info gpumem_ipc_handle"
 {
     echo '#include <stdio.h>'; echo '#include <gpumem.h>'; echo 'int main(void) {'
     for t in $types; do
-        case $t in gpumem_pool_stats_t) c='struct gpumem_pool_stats' ;; *) c=$t ;; esac
+        case $t in gpumem_pool_stats_t) c='struct gpumem_pool_stats' ;; gpumem_memory_report_t) c='struct gpumem_memory_report' ;;
+            gpumem_memory_*|gpumem_oom_info) c="struct $t" ;; *) c=$t ;; esac
         echo "  printf(\"%s %zu\\n\", \"$t\", sizeof($c));"
     done
     echo '  return 0; }'
@@ -88,7 +90,7 @@ if ${FC:-gfortran} -I"$builddir/fortran" "$tmp/sizes.f90" -o "$tmp/sizes-f" >"$t
     $CC -I"$srcdir/include" -I"$builddir/include" "$tmp/sizes.c" -o "$tmp/sizes-c" >>"$tmp/log" 2>&1 &&
     "$tmp/sizes-f" >"$tmp/f.out" && "$tmp/sizes-c" >"$tmp/c.out"; then
     diff "$tmp/c.out" "$tmp/f.out" >"$tmp/log" 2>&1
-    result $? "the 7 public structs have their C sizes" "$tmp/log"
+    result $? "the $(echo $types | wc -w) public structs have their C sizes" "$tmp/log"
 else
     result 1 "the struct size programs build and run" "$tmp/log"
 fi

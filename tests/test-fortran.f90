@@ -5,11 +5,29 @@
 ! from a Fortran shape, and name dtypes as Fortran types.  TAP.
 ! (Every call is a statement of its own: Fortran may evaluate the operands of
 ! .and. in any order, or not at all.)
-program test_fortran
+! The out-of-memory callback of the memory report's test: counts its calls, declines.
+module test_fortran_oom
   use, intrinsic :: iso_c_binding
   use gpumem
   implicit none
-  integer, parameter :: planned = 69
+contains
+  function declines(ctx, info, user) bind(c) result(again)
+    type(c_ptr), value :: ctx, user
+    type(gpumem_oom_info), intent(in) :: info
+    integer(c_int) :: again
+    integer(c_int), pointer :: calls
+    call c_f_pointer(user, calls)
+    if (c_associated(ctx) .and. info%attempt == 1) calls = calls + 1
+    again = 0
+  end function declines
+end module test_fortran_oom
+
+program test_fortran
+  use, intrinsic :: iso_c_binding
+  use gpumem
+  use test_fortran_oom
+  implicit none
+  integer, parameter :: planned = 73
   integer :: n_run = 0, n_failed = 0
   type(c_ptr) :: ctx, d, h, v, s, pool, dt, hp, a
   integer(c_int) :: st, st2, nd, flag, order
@@ -368,6 +386,41 @@ program test_fortran
     st = gpumem_host_pool_active_blocks(hp, n64)
     call ok(st == GPUMEM_OK .and. n64 == 0, 'releasing the array returned its block')
     st = gpumem_host_pool_destroy(hp)
+  end block
+
+  ! ---- the memory report and the out-of-memory callback ----
+  block
+    type(gpumem_memory_report_t) :: before, rep
+    type(gpumem_memory_pool_report) :: pr(2)
+    integer(c_size_t) :: npools
+    integer(c_int), target :: calls
+    character(len=1024) :: long
+    before%size = c_sizeof(before)
+    rep%size = c_sizeof(rep)
+    st = gpumem_memory_report(ctx, 0_c_int, before)
+    st = gpumem_pool_create(ctx, 0_c_int, pool)
+    st = gpumem_pool_allocate(pool, 3000_c_size_t, c_null_ptr, a)
+    st = gpumem_memory_report(ctx, GPUMEM_MEMORY_DEVICE_INFO, rep)
+    call ok(st == GPUMEM_OK .and. rep%device%bytes - before%device%bytes == 3000 .and. &
+        rep%device%count - before%device%count == 1 .and. rep%device_total_bytes > 0, &
+        'type(gpumem_memory_report_t): 3000 bytes more in one allocation; the device''s total')
+    pr(1)%size = c_sizeof(pr(1))
+    pr(2)%size = c_sizeof(pr(2))
+    st = gpumem_memory_pools(ctx, 0_c_int, pr, 2_c_size_t, npools)
+    call ok(st == GPUMEM_OK .and. npools == 1 .and. c_associated(pr(1)%pool, pool) .and. &
+        pr(1)%active_requested_bytes == 3000, 'gpumem_memory_pools: the pool and its allocation')
+    st = gpumem_memory_pools(ctx, 0_c_int, capacity=0_c_size_t, count=npools)
+    call ok(st == GPUMEM_OK .and. npools == 1, 'gpumem_memory_pools with no array counts them')
+    calls = 0
+    st = gpumem_context_set_oom_callback(ctx, c_funloc(declines), c_loc(calls))
+    st = gpumem_device_array(ctx, 1_c_int, [2_c_int64_t**42], dtype=gpumem_dtype_builtin(GPUMEM_UINT8), &
+        order='C', stream=c_null_ptr, array=v)
+    long = gpumem_f_last_error()
+    call ok(st == GPUMEM_ERROR_OUT_OF_MEMORY .and. calls == 1 .and. index(long, 'cause: ') > 0, &
+        'the out-of-memory callback ran once, and the message names the cause')
+    st = gpumem_context_set_oom_callback(ctx, c_null_funptr, c_null_ptr)
+    st = gpumem_allocation_free(a, c_null_ptr)
+    st = gpumem_pool_destroy(pool)
   end block
 
   ! ---- helpers' own errors ----

@@ -4,7 +4,7 @@
  * errors carry the member, the status and the message, views (integer
  * indices included), spans, shapes (of size_t too), element access that
  * counts its indices, copies named by their direction, scope guards, pool
- * arrays and the pmr resource over the page-locked pool.  Built by
+ * arrays, the pmr resource over the page-locked pool and the memory report.  Built by
  * tests/test-cpp.sh as C++17 and as C++20; runs on the simulator.
  */
 #include <gpumem.hpp>
@@ -56,7 +56,7 @@ int main()
             plan_skip_all(why);
         bail_out("%s", why);
     }
-    plan(74);
+    plan(82);
     gpumem::context ctx = gpumem::context::adopt(raw); /* takes over gpumem_test_context's reference */
 
     /* ---- copy = retain, move, destructor = release ---- */
@@ -308,6 +308,31 @@ int main()
                    std::string(e.what()).rfind("gpumem::pool_resource::allocate: GPUMEM_ERROR_OVERFLOW: the size", 0) == 0,
                "an allocation of SIZE_MAX - 2 bytes throws gpumem::bad_alloc naming the member and the overflow");
         }
+    }
+    /* ---- the memory report ---- */
+    {
+        gpumem::pool p(ctx);
+        gpumem::memory_report before = ctx.memory_report();
+        gpumem::allocation a = p.allocate(3000);
+        auto d = gpumem::device_array<float>(ctx, {256});
+        gpumem::memory_report r = ctx.memory_report(GPUMEM_MEMORY_DEVICE_INFO);
+        ok(r.size == sizeof r && r.device_total_bytes > 0, "memory_report() sets the size; the device's total");
+        is_int((long long)(r.device.bytes - before.device.bytes), 3000 + 1024, "live device bytes: the pool "
+               "allocation and the array");
+        is_int((long long)(r.device.count - before.device.count), 2, "two allocations");
+        auto pools = ctx.memory_pools();
+        ok(pools.size() == 1 && pools[0].pool == p.get() && pools[0].active_requested_bytes == 3000,
+           "memory_pools(): the pool, its allocation");
+        ctx.reset_memory_peaks();
+        is_int((long long)ctx.memory_report().device.peak_bytes, (long long)r.device.bytes, "reset_memory_peaks()");
+        throws([&] { ctx.memory_report(0x80); }, GPUMEM_ERROR_INVALID_VALUE, "flags 0x80", "memory_report(bad flags)",
+               "gpumem::context::memory_report");
+        ctx.set_oom_callback([](gpumem_context *, const struct gpumem_oom_info *, void *) { return 0; });
+        throws([&] { gpumem::device_array<float>(ctx, {int64_t(1) << 40}); }, GPUMEM_ERROR_OUT_OF_MEMORY,
+               "the out-of-memory callback ran 1 time and then declined", "the callback runs before the failure");
+        ctx.set_oom_callback(nullptr);
+        a.free();
+        is_int((long long)ctx.memory_pools()[0].held_blocks, 1, "the freed block is held");
     }
     return exit_status();
 }

@@ -72,9 +72,11 @@ while read -r line; do
 done <"$tmp/examples1"
 [ -s "$tmp/examples1" ] && [ ! -s "$tmp/log" ]; t $? "gpumem(1)'s $(wc -l <"$tmp/examples1") examples without a GPU set GPUMEM_BACKEND=sim and succeed"
 
-# gpumem(1)'s list of the members of `gpumem info --json` names every member
-# the tool writes (with two devices, and with a failing backend for "error").
+# gpumem(1)'s list of the members of `gpumem info --json` (and of `info
+# --memory --json`, in the same entry) names every member the tool writes
+# (with two devices, and with a failing backend for "error").
 { (unset CUDA_DEVICE; HOME="$tmp" GPUMEM_BACKEND=sim GPUMEM_SIM_DEVICES=2 "$builddir/tools/gpumem" info --json)
+  (unset CUDA_DEVICE; HOME="$tmp" GPUMEM_BACKEND=sim "$builddir/tools/gpumem" info --memory --json)
   (HOME="$tmp" GPUMEM_BACKEND=none "$builddir/tools/gpumem" info --json); } 2>/dev/null |
     grep -o '"[a-z_]*": ' | tr -d '": ' | sort -u >"$tmp/members"
 # the paragraph that lists them: from "prints one JSON object" to the next .TP
@@ -98,7 +100,8 @@ render() { # page...
 if ! command -v groff >/dev/null 2>&1; then
     i=$((i + 1)); echo "ok $i # SKIP groff is not installed"
 else
-    render "$srcdir/doc/gpumem.1" "$srcdir/doc/gpumem.7"; t $? "gpumem(1) and gpumem(7) render without warnings"
+    render "$srcdir/doc/gpumem.1" "$srcdir/doc/gpumem.7" "$srcdir/doc/gpumem-memory.7"
+    t $? "gpumem(1), gpumem(7) and gpumem-memory(7) render without warnings"
 fi
 
 # gpumem(7)'s HEADERS list every public header.
@@ -111,9 +114,10 @@ echo "headers missing from gpumem(7):$missing" >"$tmp/log"
 
 # Every (3) reference in them names an exported function.
 sed -n 's/^ *\(gpumem_[a-z0-9_]*\);.*/\1/p' "$srcdir/lib/libgpumem.map" | sort -u >"$tmp/functions"
-grep -ohE 'gpumem_[a-z0-9_]+ \(3\)' "$srcdir/doc/gpumem.1" "$srcdir/doc/gpumem.7" | sed 's/ (3)//' | sort -u >"$tmp/refs"
+grep -ohE 'gpumem_[a-z0-9_]+ \(3\)' "$srcdir/doc/gpumem.1" "$srcdir/doc/gpumem.7" "$srcdir/doc/gpumem-memory.7" |
+    sed 's/ (3)//' | sort -u >"$tmp/refs"
 comm -23 "$tmp/refs" "$tmp/functions" >"$tmp/log"
-[ -s "$tmp/refs" ] && [ ! -s "$tmp/log" ]; t $? "gpumem(1) and gpumem(7) refer only to exported functions"
+[ -s "$tmp/refs" ] && [ ! -s "$tmp/log" ]; t $? "gpumem(1), gpumem(7) and gpumem-memory(7) refer only to exported functions"
 
 # The examples compile, run and print what they say.
 if [ "$nex" -lt 8 ]; then

@@ -95,6 +95,8 @@ static void test_bad_settings(void)
         {"GPUMEM_SIM_HOST_MEMORY", "lots"},
         {"GPUMEM_SIM_STREAM_DELAY_US", "-1"},
         {"GPUMEM_SIM_STREAM_DELAY_US", "20000000"},
+        {"GPUMEM_SIM_OTHER_MEMORY", "64M"},
+        {"GPUMEM_SIM_FIRST_FIT", "2"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         child_result r;
@@ -109,6 +111,68 @@ static void test_bad_settings(void)
             like(r.text, "sm_75, sm_80, sm_86, sm_89, sm_90, sm_100, sm_120",
                  "an unknown architecture lists the known ones");
     }
+}
+
+/* GPUMEM_SIM_OTHER_MEMORY and GPUMEM_SIM_FIRST_FIT (arg: the latter's
+ * value): text names the first check that failed. */
+#define SIM_CHECK(cond, ...)                                                                       \
+    do {                                                                                           \
+        if (!(cond) && out->text[0] == '\0')                                                      \
+            snprintf(out->text, sizeof out->text, __VA_ARGS__);                                   \
+    } while (0)
+
+static void other_and_first_fit(const void *arg, child_result *out)
+{
+    const size_t M = (size_t)1 << 20;
+    setenv("GPUMEM_SIM_MEMORY", "64M", 1);
+    setenv("GPUMEM_SIM_OTHER_MEMORY", "16M", 1);
+    setenv("GPUMEM_SIM_FIRST_FIT", (const char *)arg, 1);
+    out->status = gm_driver_ready();
+    gm_dctx *c = NULL;
+    if (out->status != GPUMEM_OK || GM_DRV(primary_ctx_retain, 0, &c) != 0) {
+        snprintf(out->text, sizeof out->text, "no simulator: %s", gpumem_last_error());
+        return;
+    }
+    size_t f = 0, t = 0, total = 0;
+    GM_DRV(mem_get_info, c, &f, &t);
+    GM_DRV(device_total_mem, 0, &total);
+    SIM_CHECK(f == 48 * M && t == 64 * M && total == 64 * M, "free %zu and total %zu (device %zu): other "
+              "processes' 16 MiB are neither free nor allocatable", f, t, total);
+    gm_cu_deviceptr a[4] = {0, 0, 0, 0}, x = 0, y = 0;
+    for (int i = 0; i < 4; i++)
+        SIM_CHECK(GM_DRV(mem_alloc, c, &a[i], 12 * M) == 0, "12 MiB number %d", i);
+    SIM_CHECK(GM_DRV(mem_alloc, c, &x, 256) == GM_CUDA_ERROR_OUT_OF_MEMORY, "48 MiB allocated: 256 bytes more fail");
+    GM_DRV(mem_free, c, a[0]);
+    GM_DRV(mem_free, c, a[2]);
+    GM_DRV(mem_get_info, c, &f, &t);
+    SIM_CHECK(f == 24 * M, "after two frees, 24 MiB free (%zu)", f);
+    int rc = GM_DRV(mem_alloc, c, &x, 24 * M);
+    out->value[0] = rc; /* the caller checks it against the setting */
+    if (rc == 0)
+        GM_DRV(mem_free, c, x);
+    SIM_CHECK(GM_DRV(mem_alloc, c, &x, 12 * M) == 0 && GM_DRV(mem_alloc, c, &y, 12 * M) == 0,
+              "each 12 MiB hole takes 12 MiB");
+    GM_DRV(mem_get_info, c, &f, &t);
+    SIM_CHECK(f == 0, "and then nothing is free (%zu)", f);
+    GM_DRV(mem_free, c, x);
+    GM_DRV(mem_free, c, y);
+    GM_DRV(mem_free, c, a[1]);
+    GM_DRV(mem_free, c, a[3]);
+    SIM_CHECK(GM_DRV(mem_alloc, c, &x, 48 * M) == 0, "all freed: 48 MiB in one piece again");
+    GM_DRV(mem_free, c, x);
+    GM_DRV(primary_ctx_release, 0);
+}
+
+static void test_other_and_first_fit(void)
+{
+    child_result r;
+    run_child(other_and_first_fit, "1", &r);
+    ok(r.status == GPUMEM_OK && r.text[0] == '\0', "GPUMEM_SIM_OTHER_MEMORY=16M: free and allocatable memory "
+       "lack it; GPUMEM_SIM_FIRST_FIT=1: holes are reused%s%s", r.text[0] ? ": " : "", r.text);
+    is_int(r.value[0], GM_CUDA_ERROR_OUT_OF_MEMORY, "first fit: 24 MiB free in two holes of 12 cannot hold 24 MiB");
+    run_child(other_and_first_fit, "0", &r);
+    ok(r.status == GPUMEM_OK && r.text[0] == '\0' && r.value[0] == 0,
+       "GPUMEM_SIM_FIRST_FIT=0: only the total counts, 24 MiB fit%s%s", r.text[0] ? ": " : "", r.text);
 }
 
 /* What NVIDIA's per-compute-capability table and the imitated products say. */
@@ -1163,12 +1227,13 @@ int main(void)
     setenv("GPUMEM_SIM_BUSY", "2", 1);
     setenv("GPUMEM_SIM_HOST_MEMORY", "16M", 1);
     setenv("GPUMEM_SIM_STREAM_DELAY_US", "300000", 1);
-    plan(258);
+    plan(263);
     unsetenv("GPUMEM_SIM_FAIL");
 
     /* children first: they must fork before this process starts workers */
     test_bad_settings();
     test_archs();
+    test_other_and_first_fit();
     test_ipc_same_fd_number();
 
     if (gm_driver_ready() != GPUMEM_OK)

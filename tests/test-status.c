@@ -19,7 +19,7 @@ static void *other_thread(void *arg)
 
 int main(void)
 {
-    plan(14);
+    plan(22);
 
     /* Names are distinct and complete; descriptions exist. */
     int distinct = 1, described = 1;
@@ -47,6 +47,29 @@ int main(void)
     is_int(gpumem_last_status(), GPUMEM_ERROR_NULL_ARGUMENT, "gpumem_last_status() is the failure's status");
     is_int(gpumem_context_release(NULL), GPUMEM_OK, "a call that succeeds...");
     like(gpumem_last_error(), "'count'", "...leaves the last message alone, like errno");
+
+    /* The driver's own result, beside the status (sqlite3's extended codes). */
+    is_int(gpumem_last_driver_result(), 0, "a failure that is not the driver's has driver result 0");
+    int count = 0;
+    uint64_t total = 0;
+    gpumem_status st = gpumem_device_count(&count);
+    if (st == GPUMEM_OK)
+        st = gpumem_debug_fail_call(1, 2); /* the next driver call fails with CUDA_ERROR_OUT_OF_MEMORY */
+    if (st == GPUMEM_OK)
+        st = gpumem_device_total_memory(0, &total);
+    is_int(st, GPUMEM_ERROR_OUT_OF_MEMORY, "a driver call failing with CUDA_ERROR_OUT_OF_MEMORY: the status it maps to");
+    is_int(gpumem_last_driver_result(), 2, "gpumem_last_driver_result() is the driver's result");
+    ok(strncmp(gpumem_last_error(), "gpumem_device_total_memory: ", 28) == 0 &&
+           strstr(gpumem_last_error(), "CUDA_ERROR_OUT_OF_MEMORY (2)") != NULL,
+       "the message names the call and the driver's error");
+    is_str(gpumem_debug_driver_error_name(gpumem_last_driver_result()), "CUDA_ERROR_OUT_OF_MEMORY",
+           "gpumem_debug_driver_error_name() names it");
+    is_int(gpumem_device_total_memory(0, &total), GPUMEM_OK, "a call that succeeds...");
+    ok(gpumem_last_driver_result() == 2 && gpumem_last_status() == GPUMEM_ERROR_OUT_OF_MEMORY,
+       "...leaves the driver result alone too");
+    gpumem_device_count(NULL);
+    ok(gpumem_last_driver_result() == 0 && gpumem_last_status() == GPUMEM_ERROR_NULL_ARGUMENT,
+       "the next failure, not the driver's, sets it back to 0");
 
     char *seen[2] = {NULL, NULL};
     pthread_t t;

@@ -1,7 +1,8 @@
 #!/bin/sh
 # The gpumem command: --help, --version, usage errors, info and info --json;
 # occupancy with sizes as the environment reads them and with a kernel's
-# registers and shared memory read from its module image (--cubin, --kernel).
+# registers and shared memory read from its module image (--cubin, --kernel);
+# info --memory and info --memory --json (checked with python3 -m json.tool).
 builddir=${GPUMEM_TEST_BUILDDIR:-.}
 gpumem="$builddir/tools/gpumem"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/gpumem-tool.XXXXXX") || exit 1
@@ -11,7 +12,7 @@ if [ "${GPUMEM_BACKEND:-sim}" = sim ]; then
 fi
 export HOME="$tmp"
 unset CUDA_DEVICE
-echo "1..39"
+echo "1..48"
 i=0
 t() { i=$((i + 1)); if [ "$1" = 0 ]; then echo "ok $i - $2"; else echo "not ok $i - $2"; [ -f "$tmp/out" ] && sed 's/^/# /' "$tmp/out" "$tmp/err"; fi; }
 
@@ -214,3 +215,36 @@ t $? "occupancy --cubin without --kernel: a usage error"
 t $? "occupancy --regs with --cubin: a usage error"
 "$gpumem" occupancy --help >"$tmp/out" 2>"$tmp/err" && grep -q -- '--cubin FILE' "$tmp/out" && grep -q -- '48K' "$tmp/out"
 t $? "occupancy --help shows --cubin and sizes"
+
+# info --memory: the default device's memory report.
+"$gpumem" info --memory >"$tmp/out" 2>"$tmp/err"; t $? "info --memory exits 0"
+grep -q "^device 0: .*(the default device, chosen by scan)$" "$tmp/out" && grep -q "^  total: .* bytes)$" "$tmp/out" &&
+    grep -q "^    device  *0  *0  *0  *0$" "$tmp/out"
+t $? "info --memory shows the device, its memory and this process's (nothing live)"
+if [ "${GPUMEM_BACKEND:-sim}" = sim ]; then
+    GPUMEM_SIM_OTHER_MEMORY=100M "$gpumem" info --memory --json >"$tmp/json" 2>"$tmp/err"; rc=$?
+    [ $rc = 0 ] && grep -q '"device_total_bytes": 536870912, "device_free_bytes": 432013312, "others_bytes": 104857600, "contexts": 1' "$tmp/json"
+    t $? "info --memory --json: total, free, and what GPUMEM_SIM_OTHER_MEMORY holds as other processes"
+else
+    "$gpumem" info --memory --json >"$tmp/json" 2>"$tmp/err"
+    grep -q '"device_total_bytes": [1-9][0-9]*, "device_free_bytes": [0-9]*, "others_bytes": [0-9]*' "$tmp/json"
+    t $? "info --memory --json: the GPU's total and free memory"
+fi
+if command -v python3 >/dev/null 2>&1; then
+    python3 -m json.tool "$tmp/json" >"$tmp/out" 2>"$tmp/err"; t $? "info --memory --json is valid JSON (python3 -m json.tool)"
+    python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))
+for k in ("device", "pinned", "mapped", "managed", "registered"):
+    assert d[k] == {"bytes": 0, "count": 0, "peak_bytes": 0, "peak_count": 0}, (k, d)
+assert d["ordinal"] == 0 and d["source"] == "scan" and d["pools"] == 0 and d["driver_allocations"] == 0, d
+assert d["device_total_bytes"] == d["device_free_bytes"] + d["others_bytes"] + d["device_reserved_bytes"], d' "$tmp/json" >"$tmp/out" 2>"$tmp/err"
+    t $? "...with every kind, the pools and the counters; total = free + others + this process"
+else
+    i=$((i + 2)); echo "ok $((i - 1)) # SKIP python3 is not installed to parse the JSON"; echo "ok $i # SKIP python3 is not installed"
+fi
+CUDA_DEVICE=7 "$gpumem" info --memory --json >"$tmp/json" 2>"$tmp/err.memory"
+[ $? = 1 ]; t $? "info --memory --json with no default device: exit 1"
+json_check "$tmp/json" 'assert d["version"] == v and "ordinal" not in d, d
+assert "no default device: " in d["error"] and "CUDA_DEVICE=\x277\x27" in d["error"], d'
+t $? "...one JSON object with the version and the error"
+grep -q "^gpumem: no default device: .*CUDA_DEVICE='7'" "$tmp/err.memory"; t $? "...and the message on stderr"
+"$gpumem" info --memory --bogus >"$tmp/out" 2>"$tmp/err"; [ $? = 2 ]; t $? "info --memory with a bad argument exits 2"

@@ -4,6 +4,8 @@
  *   gpumem info [--json]     backend, driver, devices, the peer-access matrix
  *                            and the default device;
  *                            --json prints one JSON object whatever fails
+ *   gpumem info --memory [--json]
+ *                            the memory report of the default device
  *   gpumem occupancy ...     occupancy of a launch shape or a kernel (cmd-occupancy.c)
  *   gpumem --help | --version
  *
@@ -31,6 +33,9 @@ static void usage(FILE *out)
           "  info [--json]   show the backend, the driver version, every device (name,\n"
           "                  compute capability, memory, multiprocessors), the peer-access\n"
           "                  matrix and the default device with the rule that chose it\n"
+          "  info --memory [--json]\n"
+          "                  the default device's memory: free, total, what other processes\n"
+          "                  hold, and this process's memory report (gpumem-memory(7))\n"
           "  occupancy --threads N [--smem B] [--regs R] [--device D] [--json]\n"
           "  occupancy --threads N --cubin FILE --kernel NAME [--smem B] [--device D] [--json]\n"
           "                  thread blocks per multiprocessor for a kernel's launch\n"
@@ -244,6 +249,125 @@ static int cmd_info(int json)
     return 0;
 }
 
+/* ---- info --memory ---- */
+
+/* bytes as a person reads them: "512 B", "4.00 KiB", "1.50 GiB". */
+static const char *human(uint64_t b, char *buf, size_t size)
+{
+    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    int u = 0;
+    double v = (double)b;
+    while (u < 4 && v >= 1024.0) {
+        v /= 1024.0;
+        u++;
+    }
+    if (u == 0)
+        snprintf(buf, size, "%llu B", (unsigned long long)b);
+    else
+        snprintf(buf, size, "%.2f %s", v, units[u]);
+    return buf;
+}
+
+static void json_usage(const char *name, const struct gpumem_memory_usage *u)
+{
+    printf(", \"%s\": {\"bytes\": %llu, \"count\": %llu, \"peak_bytes\": %llu, \"peak_count\": %llu}", name,
+           (unsigned long long)u->bytes, (unsigned long long)u->count, (unsigned long long)u->peak_bytes,
+           (unsigned long long)u->peak_count);
+}
+
+/* gpumem_memory_report of the default device, all its contexts in this
+ * process, with the driver's free and total memory. */
+static int cmd_info_memory(int json)
+{
+    struct gpumem_memory_report r;
+    memset(&r, 0, sizeof r);
+    r.size = sizeof r;
+    char name[256] = "", error[1100] = "";
+    gpumem_selection rule = GPUMEM_SELECTION_SCAN;
+    gpumem_context *ctx = NULL;
+    if (gpumem_context_create_default(&ctx) != GPUMEM_OK)
+        snprintf(error, sizeof error, "no default device: %s", gpumem_last_error());
+    else if (gpumem_memory_report(ctx, GPUMEM_MEMORY_DEVICE_INFO | GPUMEM_MEMORY_WHOLE_DEVICE, &r) != GPUMEM_OK ||
+             gpumem_device_name(r.ordinal, name, sizeof name) != GPUMEM_OK)
+        snprintf(error, sizeof error, "memory report: %s", gpumem_last_error());
+    else
+        gpumem_context_selection(ctx, &rule);
+    if (json) {
+        printf("{\"version\": ");
+        json_string(gpumem_version_string());
+        if (error[0] == '\0') {
+            printf(", \"ordinal\": %d, \"name\": ", r.ordinal);
+            json_string(name);
+            printf(", \"source\": ");
+            json_string(gpumem_selection_name(rule));
+            printf(", \"device_total_bytes\": %llu, \"device_free_bytes\": %llu, \"others_bytes\": %llu, "
+                   "\"contexts\": %llu, \"device_reserved_bytes\": %llu, \"peak_device_reserved_bytes\": %llu",
+                   (unsigned long long)r.device_total_bytes, (unsigned long long)r.device_free_bytes,
+                   (unsigned long long)r.others_bytes, (unsigned long long)r.contexts,
+                   (unsigned long long)r.device_reserved_bytes, (unsigned long long)r.peak_device_reserved_bytes);
+            json_usage("device", &r.device);
+            json_usage("pinned", &r.pinned);
+            json_usage("mapped", &r.mapped);
+            json_usage("managed", &r.managed);
+            json_usage("registered", &r.registered);
+            printf(", \"pools\": %llu, \"pool_held_blocks\": %llu, \"pool_held_bytes\": %llu, "
+                   "\"pool_largest_free_block\": %llu, \"pending_frees\": %llu, \"pending_free_bytes\": %llu, "
+                   "\"driver_allocations\": %llu, \"oom_ladder_runs\": %llu, \"oom_ladder_successes\": %llu, "
+                   "\"oom_callback_calls\": %llu, \"oom_callback_successes\": %llu, \"oom_failures\": %llu",
+                   (unsigned long long)r.pools, (unsigned long long)r.pool_held_blocks,
+                   (unsigned long long)r.pool_held_bytes, (unsigned long long)r.pool_largest_free_block,
+                   (unsigned long long)r.pending_frees, (unsigned long long)r.pending_free_bytes,
+                   (unsigned long long)r.driver_allocations, (unsigned long long)r.oom_ladder_runs,
+                   (unsigned long long)r.oom_ladder_successes, (unsigned long long)r.oom_callback_calls,
+                   (unsigned long long)r.oom_callback_successes, (unsigned long long)r.oom_failures);
+        } else {
+            printf(", \"error\": ");
+            json_string(error);
+        }
+        printf("}\n");
+    } else if (error[0] == '\0') {
+        char a[32], b[32];
+        printf("libgpumem %s\n", gpumem_version_string());
+        printf("device %d: %s (the default device, chosen by %s)\n", r.ordinal, name, gpumem_selection_name(rule));
+        printf("  total:              %s (%llu bytes)\n", human(r.device_total_bytes, a, sizeof a),
+               (unsigned long long)r.device_total_bytes);
+        printf("  free:               %s (%llu bytes)\n", human(r.device_free_bytes, a, sizeof a),
+               (unsigned long long)r.device_free_bytes);
+        printf("  other processes:    %s (%llu bytes: total - free - this process; the driver's own use too)\n",
+               human(r.others_bytes, a, sizeof a), (unsigned long long)r.others_bytes);
+        printf("  this process:       %s of device memory reserved (peak %s), %llu context%s\n",
+               human(r.device_reserved_bytes, a, sizeof a), human(r.peak_device_reserved_bytes, b, sizeof b),
+               (unsigned long long)r.contexts, r.contexts == 1 ? "" : "s");
+        printf("  live                bytes        count   peak bytes   peak count\n");
+        const struct {
+            const char *name;
+            const struct gpumem_memory_usage *u;
+        } kinds[] = {{"device", &r.device}, {"pinned", &r.pinned}, {"mapped", &r.mapped},
+                     {"managed", &r.managed}, {"registered", &r.registered}};
+        for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
+            printf("    %-15s %12llu %8llu %12llu %12llu\n", kinds[i].name, (unsigned long long)kinds[i].u->bytes,
+                   (unsigned long long)kinds[i].u->count, (unsigned long long)kinds[i].u->peak_bytes,
+                   (unsigned long long)kinds[i].u->peak_count);
+        printf("  pools:              %llu, holding %s unused in %llu blocks (largest free block %s)\n",
+               (unsigned long long)r.pools, human(r.pool_held_bytes, a, sizeof a),
+               (unsigned long long)r.pool_held_blocks, human(r.pool_largest_free_block, b, sizeof b));
+        printf("  deferred frees:     %llu (%s)\n", (unsigned long long)r.pending_frees,
+               human(r.pending_free_bytes, a, sizeof a));
+        printf("  driver allocations: %llu\n", (unsigned long long)r.driver_allocations);
+        printf("  out of memory:      %llu ladder runs (%llu then succeeded), %llu callback calls (%llu then "
+               "succeeded), %llu failures\n",
+               (unsigned long long)r.oom_ladder_runs, (unsigned long long)r.oom_ladder_successes,
+               (unsigned long long)r.oom_callback_calls, (unsigned long long)r.oom_callback_successes,
+               (unsigned long long)r.oom_failures);
+    }
+    gpumem_context_release(ctx);
+    if (error[0]) {
+        fprintf(stderr, "gpumem: %s\n", error);
+        return 1;
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -264,10 +388,12 @@ int main(int argc, char **argv)
     if (strcmp(cmd, "bench") == 0)
         return cmd_bench(argc - 1, argv + 1);
     if (strcmp(cmd, "info") == 0) {
-        int json = 0;
+        int json = 0, memory = 0;
         for (int i = 2; i < argc; i++) {
             if (strcmp(argv[i], "--json") == 0) {
                 json = 1;
+            } else if (strcmp(argv[i], "--memory") == 0) {
+                memory = 1;
             } else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
                 usage(stdout);
                 return 0;
@@ -277,7 +403,7 @@ int main(int argc, char **argv)
                 return 2;
             }
         }
-        return cmd_info(json);
+        return memory ? cmd_info_memory(json) : cmd_info(json);
     }
     fprintf(stderr, "gpumem: unknown command '%s'\n", cmd);
     usage(stderr);

@@ -7,6 +7,27 @@
  * (which argument, which limit, the driver's own error name) is available from
  * gpumem_last_error() until the thread's next failing call.
  *
+ * @par The last failure: status, message and driver result
+ * A failing call leaves one record of its failure for the calling thread:
+ * gpumem_last_status(), gpumem_last_error() and gpumem_last_driver_result()
+ * read its three parts, which always belong together (sqlite3's rule):
+ * - gpumem_last_status() is the status the call returned;
+ * - gpumem_last_error() describes that failure, and no other.  Where a call
+ *   meets several failures (a copy whose wait fails and whose cleanup fails
+ *   too), the first is returned and described; the later ones change
+ *   nothing.  It begins with the name of a public function ("gpumem_...: "),
+ *   normally the one called, and a failure of a driver call names the driver
+ *   function and its result, such as "cuMemAlloc failed:
+ *   CUDA_ERROR_OUT_OF_MEMORY (2): out of memory";
+ * - gpumem_last_driver_result() is that driver result (the CUresult), or 0
+ *   when the failure did not come from the driver.  The status is then the
+ *   one the result maps to (a driver failure, below), except where a
+ *   function's documentation says it reports the failure otherwise (for
+ *   example ::GPUMEM_ERROR_NO_DEVICE when no device gives a context).
+ * `make check-faults` fails every driver call of scenarios over the whole
+ * API in turn, and then every call after it too, and checks these rules at
+ * each failing call.
+ *
  * The numeric values are part of the ABI: they never change, and new codes are
  * only ever appended.
  *
@@ -153,6 +174,19 @@ GPUMEM_API const char *gpumem_last_error(void);
  * @return the last failed call's status, or ::GPUMEM_OK.
  */
 GPUMEM_API gpumem_status gpumem_last_status(void);
+
+/**
+ * The driver's own result (a CUresult, such as 2 for
+ * CUDA_ERROR_OUT_OF_MEMORY) behind the calling thread's last failed call,
+ * the counterpart of sqlite3's extended result codes.  0 when that failure
+ * did not come from a driver call (a bad argument, an exhausted host, a
+ * state error), and when the thread has seen no failure.  It belongs to the
+ * same failure as gpumem_last_status() and gpumem_last_error(), and changes
+ * with them only.  gpumem_debug_driver_error_name() names it.  Added in
+ * GPUMEM_1.1.
+ * @return the last failure's CUresult, or 0.
+ */
+GPUMEM_API int gpumem_last_driver_result(void);
 
 GPUMEM_END_DECLS
 
