@@ -596,6 +596,10 @@ static int leak_child(const char *mode)
     return leaked != NULL && al != NULL && pooled != NULL && reg != NULL ? 0 : 4; /* exit lists what is alive */
 }
 
+/* This program's path: argv[0] (under valgrind /proc/self/exe names
+ * valgrind itself), else /proc/self/exe. */
+static const char *self_path = "/proc/self/exe";
+
 /* Runs this program as `mode` with GPUMEM_DEBUG=debug; its stderr into err, stdout into out. */
 static int run_self(const char *mode, const char *debug, char *err, size_t errsize, char *outbuf, size_t outsize)
 {
@@ -610,7 +614,7 @@ static int run_self(const char *mode, const char *debug, char *err, size_t errsi
         dup2(ofd, 1);
         setenv("GPUMEM_DEBUG", debug, 1);
         setenv("GPUMEM_SIM_MEMORY", "64M", 1);
-        execl("/proc/self/exe", "test-memory", mode, (char *)NULL);
+        execl(self_path, "test-memory", mode, (char *)NULL);
         _exit(127);
     }
     int ws = 0;
@@ -923,6 +927,8 @@ static void gpu_oom(void)
 
 int main(int argc, char **argv)
 {
+    if (argc > 0 && argv[0] != NULL && strchr(argv[0], '/') != NULL)
+        self_path = argv[0];
     if (argc > 1)
         return leak_child(argv[1]);
     child_result res;
