@@ -275,6 +275,15 @@ static void packed(const input *in, gm_copy_decision *d, gm_copy_op src_op, gm_c
     int64_t rs[GM_MAX_NDIM];
     gm_copy_run_strides(d, in->ndim, in->shape, in->itemsize, in->src->strides, in->dst->strides, rs);
     uint64_t limit = in->t->scratch_chunk > 0 ? in->t->scratch_chunk : GM_COPY_SCRATCH_CHUNK;
+    if (d->staged && in->caps->small_scratch) {
+        d->reason = GM_REASON_SMALL_SCRATCH;
+    } else if (d->staged) { /* the staging window: a slot for every thread in each of the two open buffers */
+        uint64_t window = (uint64_t)in->t->staging.threads * in->t->staging.chunk_bytes;
+        if (window > GM_COPY_SCRATCH_STAGED_MAX)
+            window = GM_COPY_SCRATCH_STAGED_MAX;
+        if (window > limit)
+            limit = window;
+    }
     chunk_plan(d, in->ndim, in->shape, rs, in->bytes, limit);
     d->overlap = d->nchunks > 1 && transfer;
     d->transpose = (src_op == GM_OP_KERNEL && tiled(in, in->src->strides, in->src->addr, rs, 0, false)) ||

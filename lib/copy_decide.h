@@ -77,7 +77,13 @@
  * run is cut into chunks along its outermost axes (a range of indices of
  * one axis, one index of each axis outside it, all of each inside), which
  * the kernels and the transfers take in turns, on two streams when a
- * transfer is involved so that they overlap.
+ * transfer is involved so that they overlap.  A staged copy's transfers
+ * are one transfer of the staging engine whose threads take chunks of the
+ * two buffers that are open (staging.h's segments), so its buffers are at
+ * least the staging window, staging.threads x staging.chunk_bytes, at
+ * most GM_COPY_SCRATCH_STAGED_MAX (or the copy's bytes): every thread finds
+ * a slot's worth to move; when that much scratch cannot be had
+ * (caps->small_scratch) they are tuning.scratch_chunk (GM_REASON_SMALL_SCRATCH).
  */
 #ifndef GM_COPY_DECIDE_H
 #define GM_COPY_DECIDE_H
@@ -113,6 +119,7 @@ typedef struct gm_copy_caps {
     bool peer;         /* two devices: peer access is on for the pair */
     bool no_kernels;   /* the pack kernels cannot be loaded */
     bool no_scratch;   /* device scratch cannot be had */
+    bool small_scratch; /* the staged window of scratch cannot be had: buffers of tuning.scratch_chunk */
     bool staging_busy; /* the staging engine is busy */
 } gm_copy_caps;
 
@@ -160,7 +167,8 @@ typedef enum gm_copy_reason {
     GM_REASON_NONE = 0,
     GM_REASON_NO_KERNELS,  /* the driver cannot load the pack kernels */
     GM_REASON_NO_SCRATCH,  /* device scratch could not be allocated */
-    GM_REASON_STAGING_BUSY /* another copy was using the staging engine */
+    GM_REASON_STAGING_BUSY, /* another copy was using the staging engine */
+    GM_REASON_SMALL_SCRATCH /* a staged copy's window of scratch could not be had: smaller buffers */
 } gm_copy_reason;
 
 typedef struct gm_copy_decision {

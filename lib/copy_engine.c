@@ -137,7 +137,7 @@ typedef struct job {
 } job;
 
 /* What a copy found missing: it is decided again without it. */
-typedef enum missing { MISSING_NONE = 0, MISSING_KERNELS, MISSING_SCRATCH, MISSING_STAGING } missing;
+typedef enum missing { MISSING_NONE = 0, MISSING_KERNELS, MISSING_SCRATCH, MISSING_STAGING, MISSING_WINDOW } missing;
 
 /* One rectangular copy of a plan, with the driver. */
 static gpumem_status run_one(void *arg, const gm_copy_plan *p, int64_t src_off, int64_t dst_off)
@@ -247,13 +247,14 @@ static gpumem_status get_kernels(job *j, missing *miss)
 }
 
 /* Device scratch of bytes (and a side stream when overlapping): *missing
- * when the device has no room for it.  The copy's stream waits for its
- * last use. */
-static gpumem_status get_scratch(job *j, uint64_t bytes, bool two_streams, missing *miss)
+ * when the device has no room for it (MISSING_WINDOW: a staged copy's
+ * window, which smaller buffers may replace).  The copy's stream waits for
+ * its last use. */
+static gpumem_status get_scratch(job *j, const gm_copy_decision *d, uint64_t bytes, bool two_streams, missing *miss)
 {
     gpumem_status st = gm_pack_scratch_get(j->kernels, (size_t)bytes, two_streams, j->what, &j->scratch);
     if (st == GPUMEM_ERROR_OUT_OF_MEMORY) {
-        *miss = MISSING_SCRATCH;
+        *miss = d->staged && d->reason != GM_REASON_SMALL_SCRATCH ? MISSING_WINDOW : MISSING_SCRATCH;
         return GPUMEM_OK;
     }
     if (st == GPUMEM_OK && j->scratch->used) {
@@ -481,6 +482,147 @@ static gpumem_status run_chunks(job *j, const gm_copy_decision *d, gpumem_array 
     return st;
 }
 
+/* A packed run through device scratch whose transfers are staged (a
+ * pageable or strided host side): one staged transfer of the whole run,
+ * cut into segments that are the scratch chunks (staging.h).  The caller
+ * opens chunk k by packing it into its buffer (a download) or by making
+ * the transfers wait until the buffer is free (an upload), and closes it
+ * once the staging engine has queued all its transfers: then the buffer
+ * may be refilled (a download) or unpacked into the destination (an
+ * upload).  With two streams the kernels run on the copy's stream and the
+ * transfers on the scratch's side stream, ordered by the buffers' events;
+ * with one, stream order does it. */
+typedef struct staged_run {
+    job *j;
+    const gm_copy_decision *d;
+    gpumem_array *dst;
+    const gpumem_array *src;
+    const int64_t *rs;
+    int64_t rlo;
+    uint64_t buf[2];
+    gm_dstream *S, *X;
+    bool down, two;
+    int last;       /* the buffer of the last segment opened */
+    int64_t start[GM_MAX_NDIM], ext[GM_MAX_NDIM]; /* the geometry of the segment opened last */
+} staged_run;
+
+/* Segment k's geometry into g (start, ext) and its bytes of the run. */
+static void staged_chunk(staged_run *g, uint64_t k, uint64_t *off, uint64_t *n)
+{
+    gm_copy_chunk(g->d, g->dst->ndim, g->dst->shape, g->dst->itemsize, g->rs, k, g->start, g->ext, off, n);
+}
+
+/* Element 0 of segment k in buffer h (its geometry in g). */
+static uint64_t staged_baddr(staged_run *g, int h, uint64_t off)
+{
+    return g->buf[h] + (uint64_t)(dot(g->dst->ndim, g->start, g->rs) - g->rlo) - off;
+}
+
+static gpumem_status staged_open(void *arg, uint64_t k, uint64_t *offset, uint64_t *bytes, gm_cu_deviceptr *dev)
+{
+    staged_run *g = arg;
+    job *j = g->j;
+    const int h = (int)(k % (uint64_t)g->d->nbufs), nd = g->dst->ndim;
+    gpumem_status st = GPUMEM_OK;
+    staged_chunk(g, k, offset, bytes);
+    g->last = h;
+    if (g->down) { /* pack the chunk into its buffer, once its last transfers are done */
+        if (g->two && k >= 2)
+            st = wait_event(j, g->S, GM_SCRATCH_DRAIN + h);
+        uint64_t saddr = g->src->dev + (uint64_t)dot(nd, g->start, g->src->strides);
+        if (st == GPUMEM_OK)
+            st = device_pack(j, nd, g->ext, g->dst->itemsize, g->src->strides, saddr, g->rs,
+                             staged_baddr(g, h, *offset), false);
+        if (st == GPUMEM_OK && g->two && (st = record(j, g->S, GM_SCRATCH_FILL + h)) == GPUMEM_OK)
+            st = wait_event(j, g->X, GM_SCRATCH_FILL + h);
+    } else if (g->two && k >= 2) { /* the transfers into the buffer wait until its last unpack is done */
+        st = wait_event(j, g->X, GM_SCRATCH_DRAIN + h);
+    }
+    *dev = g->buf[h];
+    return st;
+}
+
+static gpumem_status staged_close(void *arg, uint64_t k)
+{
+    staged_run *g = arg;
+    job *j = g->j;
+    const int h = (int)(k % (uint64_t)g->d->nbufs), nd = g->dst->ndim;
+    if (g->down) /* the buffer's transfers are queued: it may be packed again after them */
+        return g->two ? record(j, g->X, GM_SCRATCH_DRAIN + h) : GPUMEM_OK;
+    gpumem_status st = GPUMEM_OK;
+    uint64_t off = 0, n = 0;
+    staged_chunk(g, k, &off, &n);
+    if (g->two && (st = record(j, g->X, GM_SCRATCH_FILL + h)) == GPUMEM_OK)
+        st = wait_event(j, g->S, GM_SCRATCH_FILL + h);
+    uint64_t daddr = g->dst->dev + (uint64_t)dot(nd, g->start, g->dst->strides);
+    if (st == GPUMEM_OK)
+        st = device_pack(j, nd, g->ext, g->dst->itemsize, g->dst->strides, daddr, g->rs, staged_baddr(g, h, off), true);
+    if (st == GPUMEM_OK && g->two)
+        st = record(j, g->S, GM_SCRATCH_DRAIN + h);
+    return st;
+}
+
+/* Runs the chunks of d through one staged transfer (see above); *ran
+ * false (and nothing queued) when it cannot: a strided host side whose
+ * pack unit does not divide every chunk takes run_chunks' way. */
+static gpumem_status run_staged(job *j, const gm_copy_decision *d, gpumem_array *dst, const gpumem_array *src,
+                                const int64_t *rs, int64_t rlo, char *host, bool *ran)
+{
+    const int nd = dst->ndim;
+    const size_t isz = dst->itemsize;
+    const bool down = d->src_op == GM_OP_KERNEL;
+    gm_scratch *s = j->scratch;
+    staged_run g = {.j = j, .d = d, .dst = dst, .src = src, .rs = rs, .rlo = rlo,
+                    .buf = {s->addr, s->addr + d->chunk_bytes}, .S = j->ds, .X = d->overlap ? s->side : j->ds,
+                    .down = down, .two = d->overlap};
+    gm_stage_op op = {.dir = down ? -1 : 1, .host = host, .threads = d->cpu_threads};
+    gm_pack_plan plan;
+    const gpumem_array *h = down ? dst : src; /* the host side */
+    bool cpu = (down ? d->dst_op : d->src_op) == GM_OP_CPU;
+    *ran = false;
+    if (cpu) { /* the whole host view against the run: packed byte o is run byte o from its lowest */
+        uint64_t haddr = (uint64_t)(uintptr_t)h->host;
+        gpumem_status st = gm_pack_plan_make(nd, dst->shape, h->strides, rs, isz, haddr, 0, down, &plan);
+        if (st != GPUMEM_OK)
+            return gm_error_prefix(st, j->what);
+        if (plan.params.packed != (unsigned long long)rlo)
+            return GPUMEM_OK;
+        for (uint64_t k = 0; k < d->nchunks; k++) {
+            int64_t start[GM_MAX_NDIM], ext[GM_MAX_NDIM];
+            uint64_t off = 0, n = 0;
+            gm_copy_chunk(d, nd, dst->shape, isz, rs, k, start, ext, &off, &n);
+            if ((off | n) % (uint64_t)plan.params.unit != 0)
+                return GPUMEM_OK;
+        }
+        plan.params.strided += haddr;
+        op.pack = &plan.params;
+        op.bytes = plan.bytes;
+        op.host = NULL;
+    } else {
+        op.bytes = nbytes_of(dst);
+    }
+    *ran = true;
+    gpumem_status st = GPUMEM_OK;
+    if (g.two) { /* the side stream follows what the copy's stream holds before the copy */
+        j->side_pending = true;
+        if ((st = record(j, g.S, GM_SCRATCH_START)) == GPUMEM_OK)
+            st = wait_event(j, g.X, GM_SCRATCH_START);
+    }
+    gm_stage_segs segs = {.count = d->nchunks, .ahead = (unsigned)d->nbufs, .open = staged_open,
+                          .close = staged_close, .arg = &g};
+    op.segs = &segs;
+    if (st == GPUMEM_OK)
+        st = gm_staging_run(j->stage, &op, g.X, g.two ? 1 : j->async, j->what);
+    j->pending |= g.two || j->async;
+    /* the copy's stream waits for the side stream's last transfers (uploads:
+     * its kernels waited for every one already) */
+    if (st == GPUMEM_OK && g.two && down)
+        st = wait_event(j, g.S, GM_SCRATCH_DRAIN + g.last);
+    if (st == GPUMEM_OK)
+        j->side_pending = false;
+    return st;
+}
+
 /* Through one packed run (GM_HOW_PACKED). */
 static gpumem_status run_packed(job *j, const gm_copy_decision *d, gpumem_array *dst, const gpumem_array *src,
                                 missing *miss)
@@ -496,7 +638,7 @@ static gpumem_status run_packed(job *j, const gm_copy_decision *d, gpumem_array 
             return st;
     if (d->staged && ((st = get_staging(j, miss)) != GPUMEM_OK || *miss != MISSING_NONE))
         return st;
-    if (d->nchunks > 0 && ((st = get_scratch(j, d->chunk_bytes * (uint64_t)d->nbufs, d->overlap, miss)) !=
+    if (d->nchunks > 0 && ((st = get_scratch(j, d, d->chunk_bytes * (uint64_t)d->nbufs, d->overlap, miss)) !=
                                GPUMEM_OK ||
                            *miss != MISSING_NONE))
         return st;
@@ -520,7 +662,12 @@ static gpumem_status run_packed(job *j, const gm_copy_decision *d, gpumem_array 
         return st;
     /* the run crosses */
     side hrun = {GM_CU_MEMORYTYPE_HOST, host != NULL ? host - rlo : NULL, 0};
-    if (d->nchunks > 0)
+    bool ran = false;
+    if (d->nchunks > 0 && j->stage != NULL)
+        st = run_staged(j, d, dst, src, rs, rlo, host, &ran);
+    if (ran || st != GPUMEM_OK) {
+        /* done (or failed) */
+    } else if (d->nchunks > 0)
         st = run_chunks(j, d, dst, src, rs, rlo, host);
     else if (d->src_op == GM_OP_RECT)
         st = run_rect(j, dst, src->strides, side_of(src), rs, hrun);
@@ -703,6 +850,7 @@ static gpumem_status copy_run(const char *what, gpumem_array *dst, const gpumem_
         case MISSING_KERNELS: caps.no_kernels = true; break;
         case MISSING_SCRATCH: caps.no_scratch = true; break;
         case MISSING_STAGING: caps.staging_busy = true; break;
+        case MISSING_WINDOW: caps.small_scratch = true; break;
         }
     }
 }

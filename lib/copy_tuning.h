@@ -33,6 +33,10 @@
  * (GPUMEM_COPY_SCRATCH_CHUNK overrides it). */
 #define GM_COPY_SCRATCH_CHUNK (4u << 20)
 
+/* A staged strided copy's scratch buffers are at most this big (copy_decide.h:
+ * at least the staging window, the staging threads x their slot). */
+#define GM_COPY_SCRATCH_STAGED_MAX (32u << 20)
+
 /* A CPU pack at least this big runs on several threads of the worker pool
  * (staging.c's gm_staging_cpu_pack). */
 #define GM_COPY_CPU_THREAD_BYTES (4u << 20)

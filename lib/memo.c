@@ -14,12 +14,19 @@
  * with each table's busy count), then a table's wait_mu, then its rwlock.
  * No callback runs under any of them.
  *
- * Hits of gpumem_memoize skip even the rwlock: each thread remembers its
- * last few hits (table, create, key, value) in a small cache, valid while
- * the process-wide generation `memo_gen` is the one it was filled under.
- * Every removal of an entry (clear_context_caches, a context's end) bumps
- * the generation under the table's write lock before the entry is
- * destroyed, so a remembered value is never returned after its entry went.
+ * Hits of gpumem_memoize skip even the rwlock: each table remembers its
+ * last few hits (create, key, value) in a small cache that every thread
+ * reads without a lock or a write (a sequence lock: a remembering thread
+ * makes the sequence odd while it writes a slot, and a reader that saw it
+ * change discards what it read), valid while the process-wide generation
+ * `memo_gen` is the one it was filled under.  Every removal of an entry
+ * (clear_context_caches, a context's end) bumps the generation under the
+ * table's write lock before the entry is destroyed, so a remembered value
+ * is never returned after its entry went.  The cache is the table's, not
+ * the thread's: a thread-local one costs a call (__tls_get_addr) per hit
+ * in a shared library, and the initial-exec model that avoids the call
+ * makes a library opened with dlopen fail to load once other libraries
+ * took glibc's static TLS (Python with PyTorch did, 2026-11-25).
  * (A value returned just before a concurrent clear may be destroyed by it,
  * as with the locked path: that is why the kernel cache passes an acquire
  * hook and always takes the locked path.)
@@ -36,6 +43,21 @@
 #include "error.h"
 #include "memo.h"
 #include "staging.h"
+
+/* ---- the table's cache of hits ---- */
+
+#define HIT_SLOTS 4
+#define HIT_KEY_WORDS 4 /* keys up to 32 bytes are remembered */
+
+/* Every field atomic: threads read a slot while another may write it (the
+ * sequence then tells them to discard what they read). */
+typedef struct memo_hit {
+    _Atomic uint64_t gen;       /* 0: empty */
+    _Atomic uintptr_t create;   /* the create callback, as an integer */
+    _Atomic uintptr_t value;
+    _Atomic uint64_t key_size;
+    _Atomic uint64_t key[HIT_KEY_WORDS]; /* zero-padded */
+} memo_hit;
 
 typedef struct memo_entry {
     struct memo_entry *next; /* in its bucket */
@@ -61,6 +83,11 @@ typedef struct gm_memo {
     pthread_cond_t wait_cv;
     unsigned busy;               /* clear_context_caches is destroying entries of it (stores_mu) */
     struct gm_memo *next, *prev; /* in stores (stores_mu) */
+    /* the cache of hits, on cache lines of its own (the table is allocated aligned) */
+    _Alignas(64) atomic_uint hit_seq; /* even: stable; odd: a slot is being written */
+    unsigned hit_next;                /* the slot the next hit takes (while hit_seq is odd) */
+    memo_hit hit[HIT_SLOTS];
+    char hit_end[] __attribute__((aligned(64)));
 } gm_memo;
 
 static pthread_mutex_t stores_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -68,71 +95,86 @@ static pthread_cond_t stores_cv = PTHREAD_COND_INITIALIZER;
 static gm_memo *stores;
 static _Atomic uint64_t memo_gen = 1;
 
-/* ---- the per-thread cache of hits ---- */
+/* ---- the table's cache of hits ---- */
 
-#define HIT_SLOTS 4
-#define HIT_KEY_WORDS 4 /* keys up to 32 bytes are remembered */
-
-typedef struct memo_hit {
-    uint64_t gen; /* 0: empty */
-    const gm_memo *table;
-    gpumem_memo_create_fn create;
-    void *value;
-    size_t key_size;
-    uint64_t key[HIT_KEY_WORDS]; /* zero-padded */
-} memo_hit;
-
-/* One thread-local object (one TLS lookup); slot 0 is the newest. */
-static _Thread_local struct {
-    memo_hit slot[HIT_SLOTS];
-} hits;
-
-static inline bool key_equal(const uint64_t *stored, const void *key, size_t key_size)
+/* Key word w of key (key_size bytes), zero-padded. */
+static inline uint64_t key_word(const void *key, size_t key_size, unsigned w)
 {
-    /* Fixed-size loads for the usual keys (a pointer, an id, two of them). */
+    uint64_t v = 0;
+    size_t at = (size_t)w * 8, n = key_size - at < 8 ? key_size - at : 8;
+    memcpy(&v, (const unsigned char *)key + at, n);
+    return v;
+}
+
+static inline bool key_equal(const memo_hit *h, const void *key, size_t key_size)
+{
+    /* fixed-size loads for the usual keys (a pointer, an id, two of them) */
     uint64_t w[2];
     switch (key_size) {
+    case 0:
+        return true;
     case 8:
         memcpy(w, key, 8);
-        return w[0] == stored[0];
+        return w[0] == atomic_load_explicit(&h->key[0], memory_order_relaxed);
     case 16:
         memcpy(w, key, 16);
-        return ((w[0] ^ stored[0]) | (w[1] ^ stored[1])) == 0;
+        return ((w[0] ^ atomic_load_explicit(&h->key[0], memory_order_relaxed)) |
+                (w[1] ^ atomic_load_explicit(&h->key[1], memory_order_relaxed))) == 0;
     default:
-        return memcmp(stored, key, key_size) == 0;
+        for (unsigned i = 0; (size_t)i * 8 < key_size; i++)
+            if (key_word(key, key_size, i) != atomic_load_explicit(&h->key[i], memory_order_relaxed))
+                return false;
+        return true;
     }
 }
 
-static inline bool hit_find(const gm_memo *m, gpumem_memo_create_fn create, const void *key, size_t key_size,
-                            void **value)
+static inline bool hit_find(gm_memo *m, gpumem_memo_create_fn create, const void *key, size_t key_size, void **value)
 {
-    if (key_size > sizeof hits.slot[0].key)
+    if (key_size > HIT_KEY_WORDS * 8)
+        return false;
+    unsigned seq = atomic_load_explicit(&m->hit_seq, memory_order_acquire);
+    if (seq & 1)
         return false;
     uint64_t gen = atomic_load_explicit(&memo_gen, memory_order_acquire);
-    const memo_hit *slot = hits.slot; /* one TLS lookup */
+    uintptr_t fn = (uintptr_t)create;
     for (unsigned i = 0; i < HIT_SLOTS; i++) {
-        const memo_hit *h = &slot[i];
-        if (h->gen == gen && h->table == m && h->create == create && h->key_size == key_size &&
-            key_equal(h->key, key, key_size)) {
-            *value = h->value;
-            return true;
-        }
+        const memo_hit *h = &m->hit[i];
+        if (atomic_load_explicit(&h->gen, memory_order_relaxed) != gen ||
+            atomic_load_explicit(&h->create, memory_order_relaxed) != fn ||
+            atomic_load_explicit(&h->key_size, memory_order_relaxed) != key_size || !key_equal(h, key, key_size))
+            continue;
+        uintptr_t v = atomic_load_explicit(&h->value, memory_order_relaxed);
+        atomic_thread_fence(memory_order_acquire);
+        if (atomic_load_explicit(&m->hit_seq, memory_order_relaxed) != seq)
+            return false; /* written meanwhile: the locked path decides */
+        *value = (void *)v;
+        return true;
     }
     return false;
 }
 
-/* Remembers a hit found under the table's lock (gen read under it too), as
- * the newest slot. */
-static void hit_remember(const gm_memo *m, gpumem_memo_create_fn create, const void *key, size_t key_size,
-                         void *value, uint64_t gen)
+/* Remembers a hit found under the table's lock (gen read under it too).
+ * Another thread remembering at the same time wins; this one gives up. */
+static void hit_remember(gm_memo *m, gpumem_memo_create_fn create, const void *key, size_t key_size, void *value,
+                         uint64_t gen)
 {
-    if (key_size > sizeof hits.slot[0].key)
+    if (key_size > HIT_KEY_WORDS * 8)
         return;
-    memmove(&hits.slot[1], &hits.slot[0], (HIT_SLOTS - 1) * sizeof hits.slot[0]);
-    memo_hit *h = &hits.slot[0];
-    *h = (memo_hit){.gen = gen, .table = m, .create = create, .value = value, .key_size = key_size};
-    if (key_size > 0)
-        memcpy(h->key, key, key_size);
+    unsigned seq = atomic_load_explicit(&m->hit_seq, memory_order_relaxed);
+    if ((seq & 1) || !atomic_compare_exchange_strong_explicit(&m->hit_seq, &seq, seq + 1, memory_order_acquire,
+                                                              memory_order_relaxed))
+        return;
+    atomic_thread_fence(memory_order_release); /* the odd sequence before the slot's new bytes */
+    memo_hit *h = &m->hit[m->hit_next];
+    m->hit_next = (m->hit_next + 1) % HIT_SLOTS;
+    atomic_store_explicit(&h->gen, gen, memory_order_relaxed);
+    atomic_store_explicit(&h->create, (uintptr_t)create, memory_order_relaxed);
+    atomic_store_explicit(&h->value, (uintptr_t)value, memory_order_relaxed);
+    atomic_store_explicit(&h->key_size, key_size, memory_order_relaxed);
+    for (unsigned i = 0; i < HIT_KEY_WORDS; i++)
+        atomic_store_explicit(&h->key[i], (size_t)i * 8 < key_size ? key_word(key, key_size, i) : 0,
+                              memory_order_relaxed);
+    atomic_store_explicit(&m->hit_seq, seq + 2, memory_order_release);
 }
 
 /* ---- hashing ------------------------------------------------------------------ */
@@ -210,7 +252,8 @@ static gm_memo *table_of(gpumem_context *ctx, bool make)
         return m;
     pthread_mutex_lock(&stores_mu);
     m = atomic_load_explicit(&ctx->memo, memory_order_relaxed);
-    if (m == NULL && (m = calloc(1, sizeof *m)) != NULL) {
+    if (m == NULL && (m = aligned_alloc(64, sizeof *m)) != NULL) { /* sizeof is a multiple of 64 */
+        memset(m, 0, sizeof *m);
         m->nbuckets = 16;
         m->buckets = calloc(m->nbuckets, sizeof *m->buckets);
         if (m->buckets == NULL || pthread_rwlock_init(&m->lock, NULL) != 0) {
@@ -417,10 +460,14 @@ GPUMEM_API gpumem_status gpumem_memoize(gpumem_context *ctx, const void *key, si
     if (key == NULL && key_size > 0)
         return gm_error(GPUMEM_ERROR_NULL_ARGUMENT, "gpumem_memoize: argument 'key' is NULL but key_size "
                         "is %zu", key_size);
-    gpumem_status st; /* the autoinit context only when it is asked for; else one check */
-    ctx = gm_context_or_default(ctx, &st);
-    if (st != GPUMEM_OK)
-        return st;
+    if (ctx == NULL) { /* the autoinit context, a call only when it is asked for */
+        gpumem_status st;
+        ctx = gm_context_or_default(ctx, &st);
+        if (st != GPUMEM_OK)
+            return st;
+    } else {
+        GM_CHECK_HANDLE(ctx); /* inline: one load and one compare */
+    }
     /* the hit, before anything else */
     gm_memo *m = atomic_load_explicit(&ctx->memo, memory_order_acquire);
     if (m != NULL && hit_find(m, create, key, key_size, value))

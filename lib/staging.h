@@ -14,7 +14,16 @@
  * other way round (queue into the slot, wait for its event, drain or
  * unpack).  There is no barrier per chunk, only one join per transfer, and
  * any number of transfers, in one context or several, run at once on the
- * same workers.
+ * same workers.  The first and the last chunks of a transfer are small and
+ * grow to a slot (a ramp), so that the link starts early and the threads
+ * do not move in step (staging.c says why).
+ *
+ * A transfer through device scratch that the pack kernels fill or empty
+ * buffer by buffer (copy_engine.c) is one transfer cut into segments
+ * (gm_stage_segs): the calling thread opens each segment (queues what the
+ * segment's device bytes wait for) and closes it once its chunks are all
+ * queued (queues what waits for them), while every thread, the caller
+ * included, moves the chunks of the open segments.
  */
 #ifndef GM_STAGING_H
 #define GM_STAGING_H
@@ -54,16 +63,36 @@ void gm_staging_release(gm_staging *e);
  * starts and ends on a unit.  threads (0: the settings') caps the threads
  * that work on it, the caller included; chunk (0: the engine's choice) the
  * bytes per chunk, at most the settings' chunk_bytes. */
+typedef struct gm_stage_segs gm_stage_segs;
+
 typedef struct gm_stage_op {
     int dir;                    /* 1: host to device, -1: device to host */
-    gm_cu_deviceptr dev;
+    gm_cu_deviceptr dev;        /* (ignored with segs) */
     char *host;
     const gm_pack_params *pack;
     uint64_t pack_offset;
     uint64_t bytes;
     unsigned threads;
     size_t chunk;
+    const gm_stage_segs *segs;  /* NULL: the device side is one run at dev */
 } gm_stage_op;
+
+/* The device side of a transfer in segments: `count` runs that tile the
+ * transfer's bytes in order, each somewhere on the device.  The calling
+ * thread of gm_staging_run, and only it, calls open for k = 0, 1, ... in
+ * order, with at most `ahead` (1 .. 3) segments open (opened, not closed)
+ * at once, and close for each open one in order once every chunk of it is
+ * queued on the stream.  open returns segment k's bytes of the transfer,
+ * [*offset, *offset + *bytes) (starting where segment k - 1 ended), and
+ * their device address; from then on the engine queues their transfers on
+ * the stream.  A failing call fails the transfer with its status. */
+struct gm_stage_segs {
+    uint64_t count;
+    unsigned ahead;
+    gpumem_status (*open)(void *arg, uint64_t k, uint64_t *offset, uint64_t *bytes, gm_cu_deviceptr *dev);
+    gpumem_status (*close)(void *arg, uint64_t k);
+    void *arg;
+};
 
 /* Runs op on ds (NULL: the legacy default stream).  An upload returns once
  * every host byte was read and every chunk is queued on ds, in order before

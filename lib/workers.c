@@ -15,6 +15,17 @@
 
 #include "workers.h"
 
+#include <time.h>
+#include <unistd.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define CPU_RELAX() _mm_pause()
+#elif defined(__aarch64__)
+#define CPU_RELAX() __asm__ __volatile__("yield" ::: "memory")
+#else
+#define CPU_RELAX() ((void)0)
+#endif
+
 #define NODES_MAX 64 /* pools of nodes 0 .. NODES_MAX - 1, and one of no node */
 
 struct gm_workers {
@@ -23,6 +34,7 @@ struct gm_workers {
     pthread_cond_t work;  /* a task wants workers, or stop */
     pthread_cond_t idle;  /* a worker left a task */
     gm_task *head, *tail; /* tasks with want > 0 */
+    atomic_uint queued;   /* tasks between head and tail, polled by spinning workers */
     unsigned n;           /* workers made */
     atomic_uint have;     /* n, read without the lock */
     pthread_t tid[GM_WORKERS_MAX];
@@ -39,6 +51,58 @@ static pthread_mutex_t root_mu = PTHREAD_MUTEX_INITIALIZER;
 bool gm_workers_stopping(void)
 {
     return atomic_load_explicit(&stopping, memory_order_relaxed);
+}
+
+/* ---- spinning ------------------------------------------------------------------------------ */
+
+static atomic_long spin_ns = -1; /* -1: the default, not yet known */
+
+void gm_workers_set_spin(long ns)
+{
+    atomic_store_explicit(&spin_ns, ns < 0 ? -1 : ns, memory_order_relaxed);
+}
+
+long gm_workers_spin(void)
+{
+    long ns = atomic_load_explicit(&spin_ns, memory_order_relaxed);
+    if (ns >= 0)
+        return ns;
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    ns = cpus >= GM_WORKERS_SPIN_CPUS ? GM_WORKERS_SPIN_NS : 0;
+    long unset = -1; /* a concurrent gm_workers_set_spin wins */
+    atomic_compare_exchange_strong_explicit(&spin_ns, &unset, ns, memory_order_relaxed, memory_order_relaxed);
+    return atomic_load_explicit(&spin_ns, memory_order_relaxed);
+}
+
+static long now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (long)t.tv_sec * 1000000000L + t.tv_nsec;
+}
+
+/* Polls until *v != 0 (want_zero: == 0) or the pools stop, for at most ns;
+ * whether it saw it. */
+static bool spin_on(atomic_uint *v, bool want_zero, long ns)
+{
+    long until = 0;
+    for (unsigned i = 0;; i++) {
+        unsigned x = atomic_load_explicit(v, memory_order_acquire);
+        if ((x == 0) == want_zero)
+            return true;
+        if (gm_workers_stopping())
+            return false;
+        CPU_RELAX();
+        if ((i & 63) == 0) { /* the clock now and then, and the CPU to a thread that waits for one */
+            if (i > 0)
+                sched_yield();
+            long t = now_ns();
+            if (until == 0)
+                until = t + ns;
+            else if (t >= until)
+                return false;
+        }
+    }
 }
 
 /* ---- fork and exit ------------------------------------------------------------------------ */
@@ -75,6 +139,7 @@ static void fork_child(void)
         pthread_cond_init(&w->work, NULL);
         pthread_cond_init(&w->idle, NULL);
         w->head = w->tail = NULL;
+        atomic_store_explicit(&w->queued, 0, memory_order_relaxed);
         w->n = 0;
         atomic_store_explicit(&w->have, 0, memory_order_relaxed);
         w->stop = false;
@@ -127,6 +192,8 @@ static void dequeue(gm_workers *w, gm_task *t)
             w->tail = prev;
     }
     t->next = NULL;
+    if (t->queued)
+        atomic_fetch_sub_explicit(&w->queued, 1, memory_order_relaxed);
     t->queued = false;
 }
 
@@ -147,20 +214,29 @@ static void *worker_main(void *arg)
     }
     pthread_mutex_lock(&w->mu);
     for (;;) {
+        if (!w->stop && w->head == NULL) { /* poll a while before sleeping (workers.h) */
+            long spin = gm_workers_spin();
+            if (spin > 0) {
+                pthread_mutex_unlock(&w->mu);
+                (void)spin_on(&w->queued, false, spin);
+                pthread_mutex_lock(&w->mu);
+            }
+        }
         while (!w->stop && w->head == NULL)
             pthread_cond_wait(&w->work, &w->mu);
         if (w->stop)
             break;
         gm_task *t = w->head;
         t->want--;
-        t->active++;
+        atomic_fetch_add_explicit(&t->active, 1, memory_order_relaxed);
         if (t->want == 0)
             dequeue(w, t);
         pthread_mutex_unlock(&w->mu);
         t->fn(t, s.index);
         pthread_mutex_lock(&w->mu);
-        if (--t->active == 0)
-            pthread_cond_broadcast(&w->idle); /* t may be gone once the lock is let go */
+        /* t may be gone once this is 0 (a spinning joiner does not take the lock) */
+        if (atomic_fetch_sub_explicit(&t->active, 1, memory_order_acq_rel) == 1)
+            pthread_cond_broadcast(&w->idle);
     }
     pthread_mutex_unlock(&w->mu);
     return NULL;
@@ -228,6 +304,7 @@ void gm_task_post(gm_workers *w, gm_task *t, unsigned n)
         t->want += n;
         if (!t->queued) {
             t->queued = true;
+            atomic_fetch_add_explicit(&w->queued, 1, memory_order_relaxed);
             t->next = NULL;
             if (w->tail != NULL)
                 w->tail->next = t;
@@ -243,22 +320,44 @@ void gm_task_post(gm_workers *w, gm_task *t, unsigned n)
     pthread_mutex_unlock(&w->mu);
 }
 
+/* Waits (w->mu held) until no worker is inside t: polls a while without
+ * the lock, then sleeps. */
+static void wait_idle(gm_workers *w, gm_task *t)
+{
+    if (atomic_load_explicit(&t->active, memory_order_acquire) > 0) {
+        long spin = gm_workers_spin();
+        if (spin > 0) {
+            pthread_mutex_unlock(&w->mu);
+            (void)spin_on(&t->active, true, spin);
+            pthread_mutex_lock(&w->mu);
+        }
+    }
+    while (atomic_load_explicit(&t->active, memory_order_acquire) > 0)
+        pthread_cond_wait(&w->idle, &w->mu);
+}
+
 void gm_task_join(gm_workers *w, gm_task *t)
 {
     pthread_mutex_lock(&w->mu);
     t->want = 0;
     if (t->queued)
         dequeue(w, t);
-    while (t->active > 0)
-        pthread_cond_wait(&w->idle, &w->mu);
+    wait_idle(w, t);
     pthread_mutex_unlock(&w->mu);
 }
 
 void gm_task_wait(gm_workers *w, gm_task *t)
 {
     pthread_mutex_lock(&w->mu);
-    while ((t->want > 0 && !w->stop && w->n > 0) || t->active > 0)
-        pthread_cond_wait(&w->idle, &w->mu);
+    for (;;) {
+        if (t->want > 0 && !w->stop && w->n > 0) {
+            pthread_cond_wait(&w->idle, &w->mu);
+            continue;
+        }
+        if (atomic_load_explicit(&t->active, memory_order_acquire) == 0)
+            break;
+        wait_idle(w, t);
+    }
     t->want = 0;
     if (t->queued)
         dequeue(w, t);

@@ -38,6 +38,7 @@
 #define GM_WORKERS_H
 
 #include <sched.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -54,7 +55,7 @@ struct gm_task {
     gm_task_fn fn;
     /* the pool's, under its lock: zero them (or use GM_TASK_INIT) */
     unsigned want;    /* more workers that may start it */
-    unsigned active;  /* workers inside fn */
+    _Atomic unsigned active; /* workers inside fn (changed under the lock; a joiner polls it while it spins) */
     bool queued;
     gm_task *next;
 };
@@ -87,6 +88,20 @@ void gm_task_wait(gm_workers *w, gm_task *t);
 /* Whether the pools are stopping (process exit): workers should leave their
  * task between items. */
 bool gm_workers_stopping(void);
+
+/* Spinning.  Waking a sleeping thread costs tens of microseconds (more in a
+ * virtual machine), which a copy of a few MiB pays at its start (the
+ * workers) and at its end (the joining caller).  So a worker that finds no
+ * task polls the queue for a while before it sleeps, and gm_task_join and
+ * gm_task_wait poll for the workers to leave before they sleep: copies
+ * that follow each other find the workers awake.  The time is
+ * GM_WORKERS_SPIN_NS on a machine with at least GM_WORKERS_SPIN_CPUS CPUs,
+ * else 0 (a small machine has no CPU to spare); gm_workers_set_spin
+ * changes it (tests: -1 restores the default). */
+#define GM_WORKERS_SPIN_NS 100000L
+#define GM_WORKERS_SPIN_CPUS 4
+void gm_workers_set_spin(long ns);
+long gm_workers_spin(void);
 
 /* ---- NUMA (pure: sysfs) ------------------------------------------------------------------ */
 

@@ -184,15 +184,32 @@ static void test_table(void)
     check("min_row_bytes 0: d[:, ::2] is one 2-D copy", 2, s64, f, dev(D0, cols), pinned(H0, c4), none, &t0,
           (want){.how = GM_HOW_RECT, .path = GPUMEM_COPY_PATH_DMA}, NULL);
 
-    /* a wide 2-D copy of 62.5 MiB with a pageable side: packed, staged, in chunks on two streams */
+    /* a wide 2-D copy of 62.5 MiB with a pageable side: packed, staged, in chunks on two streams; the
+     * staged transfer's chunks come from two buffers of the staging window (8 threads x 8 MiB, at most
+     * 32 MiB: GM_COPY_SCRATCH_STAGED_MAX), not of scratch_chunk (4 MiB) */
     gm_copy_decision d;
     int64_t wide[] = {16384, 1000}, wsrc[] = {4096, 4}, wdst[] = {4000, 4};
     check("62.5 MiB of 4000-byte rows into pageable memory", 2, wide, f, dev(D0, wsrc), paged(H0, wdst), none, &t,
           (want){.how = GM_HOW_PACKED, .path = GPUMEM_COPY_PATH_DEVICE_PACK, .src_op = GM_OP_KERNEL,
-                 .dst_op = GM_OP_DIRECT, .run = GM_RUN_DST, .staged = true, .overlap = true, .nchunks = 16,
-                 .chunk_bytes = 1048 * 4000},
+                 .dst_op = GM_OP_DIRECT, .run = GM_RUN_DST, .staged = true, .overlap = true, .nchunks = 2,
+                 .chunk_bytes = 8388 * 4000},
           &d);
     is_int(d.nbufs, 2, "two scratch buffers take turns");
+    gm_copy_tuning t4 = t;
+    t4.staging.threads = 2;
+    t4.staging.chunk_bytes = 2 * MiB;
+    check("the same with 2 staging threads of 2 MiB slots: a window of 4 MiB, the scratch chunk", 2, wide, f,
+          dev(D0, wsrc), paged(H0, wdst), none, &t4,
+          (want){.how = GM_HOW_PACKED, .path = GPUMEM_COPY_PATH_DEVICE_PACK, .src_op = GM_OP_KERNEL,
+                 .dst_op = GM_OP_DIRECT, .run = GM_RUN_DST, .staged = true, .overlap = true, .nchunks = 16,
+                 .chunk_bytes = 1048 * 4000},
+          NULL);
+    check("the same when the window's scratch could not be had: buffers of the scratch chunk", 2, wide, f,
+          dev(D0, wsrc), paged(H0, wdst), (gm_copy_caps){.small_scratch = true}, &t,
+          (want){.how = GM_HOW_PACKED, .path = GPUMEM_COPY_PATH_DEVICE_PACK, .src_op = GM_OP_KERNEL,
+                 .dst_op = GM_OP_DIRECT, .run = GM_RUN_DST, .staged = true, .overlap = true, .nchunks = 16,
+                 .chunk_bytes = 1048 * 4000, .reason = GM_REASON_SMALL_SCRATCH},
+          NULL);
     check("the same into pinned memory: one 2-D copy", 2, wide, f, dev(D0, wsrc), pinned(H0, wdst), none, &t,
           (want){.how = GM_HOW_RECT, .path = GPUMEM_COPY_PATH_DMA}, NULL);
     check("the same on a stream: queued through a bounce laid out like dst", 2, wide, f, dev(D0, wsrc),

@@ -19,6 +19,7 @@
 #include "copy_engine.h"
 #include "copy_pack.h"
 #include "tap.h"
+#include "workers.h"
 
 static const gpumem_dtype *f32(void)
 {
@@ -51,21 +52,28 @@ enum {
     DOWN_PATH = 1 << 1,
     UP_VALUES = 1 << 2,
     UP_PATH = 1 << 3,
-    SMALL_FREE = 1 << 4
+    SMALL_FREE = 1 << 4,
+    DOWN_SMALL = 1 << 5, /* the decision's reason: GM_REASON_SMALL_SCRATCH */
+    UP_SMALL = 1 << 6
 };
 
 #define BR 5120
 #define BC 4096 /* 80 MiB of float32; a [:, ::2] view is 40 MiB */
 
-/* On a 100 MiB device holding an 80 MiB array (arg NULL), or with less
- * free memory than two scratch chunks (arg non-NULL): d[:, ::2] into a
- * contiguous host array, then a host array into d[:, 1::2].  value[0]:
- * the bytes free before; value[2], value[3]: the two copies' chunks, or
- * their decisions' reasons when without scratch. */
+/* On a 100 MiB device holding an 80 MiB array (arg NULL, or "window"),
+ * or with less free memory than two scratch chunks ("starve"): d[:, ::2]
+ * into a contiguous host array, then a host array into d[:, 1::2].  Both
+ * are staged (pageable host memory): 2 staging threads of 2 MiB slots
+ * make a window of 4 MiB, the scratch chunk; with "window", 16 threads
+ * make one of 32 MiB, whose two buffers do not fit.  value[0]: the bytes
+ * free before; value[2], value[3]: the two copies' chunks, or their
+ * decisions' reasons when without scratch. */
 static void big_case(const void *arg, child_result *out)
 {
-    bool starve = arg != NULL;
+    bool starve = arg != NULL && strcmp(arg, "starve") == 0;
     setenv("GPUMEM_SIM_MEMORY", "100M", 1);
+    setenv("GPUMEM_STAGING_THREADS", arg != NULL && strcmp(arg, "window") == 0 ? "16" : "2", 1);
+    setenv("GPUMEM_STAGING_CHUNK", "2M", 1);
     gpumem_context *ctx = NULL;
     if ((out->status = gpumem_context_create_default(&ctx)) != GPUMEM_OK)
         return;
@@ -97,6 +105,7 @@ static void big_case(const void *arg, child_result *out)
     bits |= good ? DOWN_VALUES : 0;
     bits |= dd.path == (starve ? GPUMEM_COPY_PATH_DMA : GPUMEM_COPY_PATH_DEVICE_PACK) ? DOWN_PATH : 0;
     out->value[2] = starve ? (long)dd.reason : (long)dd.nchunks;
+    bits |= dd.reason == GM_REASON_SMALL_SCRATCH ? DOWN_SMALL : 0;
     if (st != GPUMEM_OK)
         snprintf(out->text, sizeof out->text, "down: %s", gpumem_last_error());
     /* up: new values into the odd columns; the even ones keep theirs */
@@ -113,6 +122,7 @@ static void big_case(const void *arg, child_result *out)
     bits |= good ? UP_VALUES : 0;
     bits |= dd.path == (starve ? GPUMEM_COPY_PATH_DMA : GPUMEM_COPY_PATH_DEVICE_PACK) ? UP_PATH : 0;
     out->value[3] = starve ? (long)dd.reason : (long)dd.nchunks;
+    bits |= dd.reason == GM_REASON_SMALL_SCRATCH ? UP_SMALL : 0;
     if (st != GPUMEM_OK && out->text[0] == '\0')
         snprintf(out->text, sizeof out->text, "up: %s", gpumem_last_error());
     bits |= free0 < (size_t)BR * (BC / 2) * sizeof(float) ? SMALL_FREE : 0;
@@ -143,10 +153,10 @@ static void test_big(void)
     ok(r.value[3] == 10, "10 chunks (%ld)", r.value[3]);
 
     if (!test_on_sim()) {
-        skip(6, "filling a GPU's memory is left to the simulator");
+        skip(11, "filling a GPU's memory is left to the simulator");
         return;
     }
-    run_child(big_case, "", &r);
+    run_child(big_case, "starve", &r);
     ok(r.exited && r.exit_code == 0 && r.status == GPUMEM_OK, "with less free memory than two chunks: %s",
        r.text[0] ? r.text : "set up");
     ok(r.value[0] < (8 << 20), "%ld bytes free", r.value[0]);
@@ -156,6 +166,18 @@ static void test_big(void)
     ok((r.value[1] & (UP_VALUES | UP_PATH)) == (UP_VALUES | UP_PATH),
        "host memory into d[:, 1::2] without scratch: one 2-D copy, every value right, the gaps untouched");
     is_int(r.value[3], GM_REASON_NO_SCRATCH, "its decision says why");
+
+    run_child(big_case, "window", &r);
+    ok(r.exited && r.exit_code == 0 && r.status == GPUMEM_OK,
+       "16 staging threads: a staging window of 32 MiB, whose two buffers do not fit beside the 80 MiB array: %s",
+       r.text[0] ? r.text : "set up");
+    ok((r.value[1] & (DOWN_VALUES | DOWN_PATH | DOWN_SMALL)) == (DOWN_VALUES | DOWN_PATH | DOWN_SMALL),
+       "d[:, ::2] into host memory: packed on the device through buffers of the scratch chunk instead, every "
+       "value right, the decision says why (%s)", r.text);
+    ok(r.value[2] == 10, "10 chunks (%ld)", r.value[2]);
+    ok((r.value[1] & (UP_VALUES | UP_PATH | UP_SMALL)) == (UP_VALUES | UP_PATH | UP_SMALL),
+       "host memory into d[:, 1::2]: the same, the gaps untouched");
+    ok(r.value[3] == 10, "10 chunks (%ld)", r.value[3]);
 }
 
 /* ---- many chunks, random layouts ---- */
@@ -222,20 +244,36 @@ static gpumem_array *random_view(gpumem_context *ctx, int kind, const int64_t *n
 }
 
 /* With 64 KiB scratch chunks: random copies between host, pinned and device
- * views of up to 360 KiB.  value[0]: bad copies, value[1]: copies in
- * several chunks, value[2]: of them on two streams, value[3]: on a stream. */
+ * views of up to 360 KiB (up to 720 KiB with "staged").  The staging
+ * engine has 2 threads of 64 KiB slots (a staging window of 128 KiB, so
+ * staged copies come in chunks too);
+ * with arg "staged" the copies are between pageable host memory and the
+ * device, and every one is staged (threshold 0), so the dense pageable
+ * sides go through the staging engine's segments too, its threads polling
+ * before they sleep (as on machines of 4 CPUs or more).  value[0]: bad copies, value[1]: copies in several chunks, value[2]:
+ * of them on two streams, value[3]: on a stream (with "staged": staged). */
 static void chunks_case(const void *arg, child_result *out)
 {
-    (void)arg;
+    bool staged = arg != NULL;
     setenv("GPUMEM_COPY_SCRATCH_CHUNK", "64K", 1);
+    setenv("GPUMEM_STAGING_THREADS", "2", 1);
+    setenv("GPUMEM_STAGING_CHUNK", "64K", 1);
+    if (staged) {
+        setenv("GPUMEM_STAGING_MIN_BYTES", "0", 1);
+        gm_workers_set_spin(50000); /* the threads of the staged transfers poll before they sleep */
+    }
     gpumem_context *ctx = NULL;
     gpumem_stream *stream = NULL;
     if ((out->status = gpumem_context_create_default(&ctx)) != GPUMEM_OK ||
         (out->status = gpumem_stream_create(ctx, 0, &stream)) != GPUMEM_OK)
         return;
     for (int iter = 0; iter < 120 && out->value[0] < 3; iter++) {
-        int64_t n[3] = {1 + (int64_t)rnd(30), 1 + (int64_t)rnd(50), 1 + (int64_t)rnd(60)};
+        int64_t n[3] = {1 + (int64_t)rnd(staged ? 60 : 30), 1 + (int64_t)rnd(50), 1 + (int64_t)rnd(60)};
         int sk = (int)rnd(3), dk = (int)rnd(3);
+        if (staged) { /* between pageable host memory and the device */
+            sk = rnd(2) == 0 ? 0 : 2;
+            dk = 2 - sk;
+        }
         bool on_stream = rnd(2) == 0;
         int64_t stotal, dtotal, count = n[0] * n[1] * n[2];
         gpumem_array *sb, *db;
@@ -264,7 +302,7 @@ static void chunks_case(const void *arg, child_result *out)
         if (d.nchunks > 1) {
             out->value[1]++;
             out->value[2] += d.overlap;
-            out->value[3] += on_stream;
+            out->value[3] += staged ? d.staged && (sk == 0 || dk == 0) : on_stream;
         }
         gpumem_array *rel[] = {sv, dv, sb, db};
         for (int i = 0; i < 4; i++)
@@ -290,6 +328,12 @@ static void test_chunks(void)
     ok(r.value[1] >= 10, "%ld of them in several chunks", r.value[1]);
     ok(r.value[2] > 5, "%ld of those with the kernels and the transfers on two streams", r.value[2]);
     ok(r.value[3] > 5, "%ld of those on a stream", r.value[3]);
+    run_child(chunks_case, "staged", &r);
+    ok(r.exited && r.exit_code == 0 && r.status == GPUMEM_OK, "every pageable copy staged: the copies ran");
+    ok(r.value[0] == 0, "120 random copies in 64 KiB chunks are exact, gaps untouched%s%s", r.text[0] ? ": " : "",
+       r.text);
+    ok(r.value[1] >= 10, "%ld of them in several chunks", r.value[1]);
+    ok(r.value[3] > 10, "%ld of those staged (one staged transfer of the chunks as segments)", r.value[3]);
 }
 
 /* ---- a copy on a stream does not wait for it ---- */

@@ -356,6 +356,12 @@ int main(void)
     is_int(gpumem_context_release(c2), GPUMEM_OK, "release it");
     is_int(atomic_load(&destroyed) - before_rel, 1, "its entry is destroyed");
     ok(destroy_count == 1 && destroy_order[0] == 1003, "the right one");
+    /* the hit path checks the handle too (inline), before the thread's cache of hits */
+    void *v3c = &k3;
+    is_int(gpumem_memoize(c2, &k3, sizeof k3, make_int, free_int, NULL, &v3c), GPUMEM_ERROR_INVALID_STATE,
+           "a released context handle is refused");
+    like(gpumem_last_error(), "gpumem_memoize: 'ctx' was released", "the message names the function and the argument");
+    ok(v3c == &k3, "and nothing is written to *value");
 
     int before_last = atomic_load(&destroyed);
     gpumem_context_release(ctx);

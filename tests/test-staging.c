@@ -74,9 +74,11 @@ int main(void)
     gpumem_staging_settings s = {.size = sizeof s};
     is_int(gpumem_staging_get(&s), GPUMEM_OK, "the settings");
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    ok(s.threads == (cpus < 1 ? 1u : cpus > 16 ? 16u : (unsigned)cpus) && s.chunk_bytes == (2u << 20) &&
-           s.depth == 2 && s.min_bytes == (4u << 20),
-       "the defaults: threads %u (the CPUs, at most 16), slots of 2 MiB, 2 per thread, from 4 MiB", s.threads);
+    long three_quarters = cpus * 3 / 4;
+    ok(s.threads == (three_quarters < 1 ? 1u : three_quarters > 16 ? 16u : (unsigned)three_quarters) &&
+           s.chunk_bytes == (2u << 20) && s.depth == 2 && s.min_bytes == (4u << 20),
+       "the defaults: threads %u (three quarters of the %ld CPUs, at least 1, at most 16), slots of 2 MiB, 2 per "
+       "thread, from 4 MiB", s.threads, cpus);
     gpumem_staging_settings bad = s;
     bad.size = 3;
     is_int(gpumem_staging_get(&bad), GPUMEM_ERROR_INVALID_VALUE, "a wrong size is refused");

@@ -335,6 +335,33 @@ int main(void)
     }
     ok(all, "8 threads posting 40 tasks each at once: every item of every task once");
 
+    /* the same with the workers and the joiners polling before they sleep
+     * (the default on machines of 4 CPUs or more, workers.h) */
+    long spin = gm_workers_spin();
+    gm_workers_set_spin(200000);
+    is_int(gm_workers_spin(), 200000, "polling for 200 us before sleeping");
+    ok(run_joined(w, 3), "the caller and 3 polling workers: every item once");
+    c = count_new();
+    gm_task_post(w, &c->task, 2);
+    gm_task_wait(w, &c->task);
+    ok(each_once(c) && atomic_load(&c->by_workers) == ITEMS, "a task left to 2 polling workers: every item once");
+    free(c);
+    for (int i = 0; i < 8; i++)
+        pthread_create(&tid[i], NULL, poster, w);
+    all = 1;
+    for (int i = 0; i < 8; i++) {
+        void *g = NULL;
+        pthread_join(tid[i], &g);
+        all &= (long)g;
+    }
+    ok(all, "8 threads posting 40 tasks each at once to polling workers: every item of every task once");
+    gm_workers_set_spin(0);
+    ok(run_joined(w, 3), "no polling: every item once");
+    gm_workers_set_spin(-1);
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    ok(gm_workers_spin() == spin && spin == (cpus >= GM_WORKERS_SPIN_CPUS ? GM_WORKERS_SPIN_NS : 0),
+       "-1 restores the default: %ld ns with %ld CPUs", spin, cpus);
+
     const char *san = getenv("GPUMEM_TEST_SANITIZER");
     if (san != NULL && strcmp(san, "tsan") == 0) {
         skip(1, "fork of a process with threads: ThreadSanitizer does not follow it");

@@ -49,9 +49,10 @@
  * copy of the one kind that needs several driver
  * copies (::GPUMEM_COPY_PATH_DMA_LOOP: only when the driver cannot load the
  * library's pack kernels or the device has no room for their scratch).  A
- * strided copy through device scratch larger than one scratch chunk
- * (`GPUMEM_COPY_SCRATCH_CHUNK`, 4 MiB) writes its destination chunk by
- * chunk, so a failure of a later chunk can leave it partly written too.  A
+ * strided copy through device scratch larger than one scratch buffer
+ * (`GPUMEM_COPY_SCRATCH_CHUNK`, 4 MiB; a staged copy's are larger,
+ * gpumem/staging.h) writes its destination chunk by chunk, so a failure of
+ * a later chunk can leave it partly written too.  A
  * failure to free a copy's temporaries after it completed ("the copy
  * completed" in the message) leaves the destination holding the copy.
  */
@@ -392,7 +393,11 @@ GPUMEM_API gpumem_status gpumem_array_release_n(size_t count, gpumem_array *cons
  *   scratch is at most two buffers of `GPUMEM_COPY_SCRATCH_CHUNK` bytes
  *   (4 MiB): a larger copy goes chunk by chunk along its outermost axes, the
  *   kernels of one chunk running while the transfer of the other does, so
- *   a strided view larger than the device's free memory copies too.  When
+ *   a strided view larger than the device's free memory copies too.  A copy
+ *   whose transfer goes through the staging engine (a pageable or strided
+ *   host side) takes buffers of the staging window instead, the staging
+ *   threads x their slot, at most 32 MiB, and the scratch chunk when the
+ *   device has no room for those (gpumem/staging.h).  When
  *   the device has no room even for that (or the driver cannot load the
  *   kernels), the copy runs without scratch, as the driver's 2-D or 3-D
  *   copies (::GPUMEM_COPY_PATH_DMA, ::GPUMEM_COPY_PATH_DMA_LOOP), a

@@ -17,6 +17,16 @@
  *    unpack them out of the slots, in the same pass as the transfer; when
  *    the device side is strided too, the slots move a packed run into
  *    device memory that the pack kernels unpack (or the other way);
+ *  - a copy of at least `min_bytes` between a contiguous pageable host side
+ *    and a strided device side (::GPUMEM_COPY_PATH_DEVICE_PACK).
+ * With a strided device side the packed run goes through two buffers of
+ * device scratch that the pack kernels fill or empty in turns, while the
+ * engine's threads move the open buffers' bytes, as one transfer (the
+ * kernels of the next buffer run while this one crosses).  Each buffer
+ * holds the staging window, `threads` x `chunk_bytes` (at most 32 MiB; at
+ * least the copy engine's scratch chunk, GPUMEM_COPY_SCRATCH_CHUNK), so
+ * that every thread finds a slot's worth to move; when the device has no
+ * room for that, the buffers are the scratch chunk.
  *  - a copy between device arrays of two devices without peer access
  *    (::GPUMEM_COPY_PATH_PEER_STAGED, gpumem/peer.h): one thread moves it
  *    through one lane's slots (a worker's of the source device's node, or
@@ -39,8 +49,14 @@
  * event, and take the next chunk, refilling a slot once its event has
  * completed (a download queues the transfer into the slot first, then
  * drains it).  There is no barrier between chunks, only one wait for the
- * whole transfer.  A transfer smaller than `threads` chunks is cut into
- * smaller chunks (at least 256 KiB), so that every thread takes part.
+ * whole transfer.  The first and the last chunks of a transfer are small
+ * (`chunk_bytes` / `threads`, at least 64 KiB) and they grow to
+ * `chunk_bytes` (linearly in their index): the link starts after a small
+ * fill and the threads fall out of step, so that the link is fed from the
+ * first chunk to the last.  A worker that finishes a task polls for the
+ * next for about 100 us before it sleeps (on machines of 4 CPUs or more),
+ * and so does a caller waiting for the workers, so that copies that
+ * follow each other do not wait for threads to wake up.
  * Any number of copies, from any threads and in any contexts, use the
  * engine at once, sharing the workers: a copy never falls back to the
  * driver's call because another one is running.  On a machine with several
@@ -63,7 +79,7 @@
  *
  * @par Memory it holds
  * Up to `threads` x `depth` x `chunk_bytes` of page-locked memory per
- * context that staged a copy (with the defaults on a 16-CPU machine, 64
+ * context that staged a copy (with the defaults on a 16-CPU machine, 48
  * MiB), and the kept bounce blocks.  gpumem_clear_context_caches() frees
  * the slots no copy is using and the kept bounce blocks of every context;
  * the context's final release frees them all.  Their page-locked memory
@@ -99,10 +115,11 @@ GPUMEM_BEGIN_DECLS
 typedef struct gpumem_staging_settings {
     size_t size;          /**< sizeof(gpumem_staging_settings): set it before a call */
     unsigned threads;     /**< threads that work on one transfer, the calling thread included, 1 to 64 (default:
-                               the CPUs, at most 16); the worker pool has threads - 1 */
+                               three quarters of the CPUs, at least 1, at most 16: with as many threads as CPUs the
+                               driver's own threads find none, measured, bench/RESULTS.md); the worker pool has
+                               threads - 1 */
     size_t chunk_bytes;   /**< bytes per pinned slot, the largest chunk, 64 KiB to 1 GiB (default 2 MiB: a slot
-                               stays in a core's cache); a transfer of less than threads chunks moves in smaller
-                               ones (at least 256 KiB) */
+                               stays in a core's cache); the first and last chunks of a transfer are smaller */
     unsigned depth;       /**< pinned slots per thread and context, 2 to 64 (default 2) */
     size_t min_bytes;     /**< contiguous pageable transfers of at least this many bytes are staged (default
                                4 MiB: measured, bench/RESULTS.md); strided host sides always are */
