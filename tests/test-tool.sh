@@ -9,7 +9,7 @@ if [ "${GPUMEM_BACKEND:-sim}" = sim ]; then
 fi
 export HOME="$tmp"
 unset CUDA_DEVICE
-echo "1..23"
+echo "1..24"
 i=0
 t() { i=$((i + 1)); if [ "$1" = 0 ]; then echo "ok $i - $2"; else echo "not ok $i - $2"; [ -f "$tmp/out" ] && sed 's/^/# /' "$tmp/out" "$tmp/err"; fi; }
 
@@ -85,3 +85,8 @@ CUDA_DEVICE=7 "$gpumem" info --json >"$tmp/json" 2>"$tmp/err"
 json_check "$tmp/json" 'assert d["version"] == v and len(d["devices"]) >= 1 and d["default_device"] is None, d
 assert "CUDA_DEVICE=\x277\x27" in d["error"], d'
 t $? "...with the devices and the error"
+# A string with a quote, a backslash and a tab: escaped (json-string.c).
+GPUMEM_BACKEND="$(printf 'x"\\y\tz')" "$gpumem" info --json >"$tmp/json" 2>"$tmp/err"
+grep -qF 'x\"\\y\u0009z' "$tmp/json" &&
+    json_check "$tmp/json" 'assert "GPUMEM_BACKEND=\x27x\"\\y\tz\x27" in d["error"], d'
+t $? "info --json escapes a quote, a backslash and a control character in a string"

@@ -28,6 +28,8 @@
 #include <gpumem.h>
 #include <gpumem/occupancy.h>
 
+#include "json-string.h"
+
 /* The entry point tools/gpumem.c calls with argv[0] = "occupancy". */
 int cmd_occupancy(int argc, char **argv);
 
@@ -78,21 +80,6 @@ static int parse_number(const char *opt, const char *text, unsigned long long ma
     return 0;
 }
 
-static void print_json_string(const char *s)
-{
-    putchar('"');
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            printf("\\%c", c);
-        else if (c < 0x20)
-            printf("\\u%04x", c);
-        else
-            putchar(c);
-    }
-    putchar('"');
-}
-
 static void print_limit_json(int limit)
 {
     if (limit == GPUMEM_OCCUPANCY_NO_LIMIT)
@@ -136,17 +123,17 @@ static void print_json(int device, const char *name, int cc, const gpumem_occupa
                        size_t smem, int regs, int maxwarps, const char *error)
 {
     printf("{\"device\": %d, \"name\": ", device);
-    print_json_string(name);
+    json_string(name);
     printf(", \"compute_capability\": [%d, %d], \"threads\": %d, \"shared_mem\": %zu, \"registers\": %d, ",
            cc / 10, cc % 10, threads, smem, regs);
     printf("\"tb_per_mp\": %d, \"limited_by\": ", r->tb_per_mp);
-    print_json_string(gpumem_occupancy_limit_name(r->limited_by));
+    json_string(gpumem_occupancy_limit_name(r->limited_by));
     printf(", \"limiting_factors\": [");
     int first = 1;
     for (int f = 0; f < 4; f++) {
         if ((r->limiting_factors & (1u << f)) != 0) {
             printf("%s", first ? "" : ", ");
-            print_json_string(gpumem_occupancy_limit_name((gpumem_occupancy_limit)f));
+            json_string(gpumem_occupancy_limit_name((gpumem_occupancy_limit)f));
             first = 0;
         }
     }
@@ -164,7 +151,7 @@ static void print_json(int device, const char *name, int cc, const gpumem_occupa
            r->warps_per_block, r->registers_per_block, r->shared_memory_per_block);
     if (error != NULL) {
         printf(", \"error\": ");
-        print_json_string(error);
+        json_string(error);
     }
     printf("}\n");
 }

@@ -18,6 +18,8 @@
 
 #include <gpumem.h>
 
+#include "json-string.h"
+
 int cmd_occupancy(int argc, char **argv); /* cmd-occupancy.c */
 int cmd_bench(int argc, char **argv);            /* cmd-bench.c */
 
@@ -44,22 +46,6 @@ static void usage(FILE *out)
           "Environment: GPUMEM_BACKEND=auto|cuda|sim (sim: the simulator, for a machine\n"
           "without a GPU), CUDA_DEVICE, ~/.cuda-device, GPUMEM_SIM_*; see gpumem(1).\n",
           out);
-}
-
-/* Writes s as a JSON string literal. */
-static void json_string(const char *s)
-{
-    putchar('"');
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            printf("\\%c", c);
-        else if (c < 0x20)
-            printf("\\u%04x", c);
-        else
-            putchar(c);
-    }
-    putchar('"');
 }
 
 typedef struct device_info {
