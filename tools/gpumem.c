@@ -22,6 +22,7 @@
 
 int cmd_occupancy(int argc, char **argv); /* cmd-occupancy.c */
 int cmd_bench(int argc, char **argv);            /* cmd-bench.c */
+int cmd_trace(int argc, char **argv);            /* trace.c */
 
 static void usage(FILE *out)
 {
@@ -38,6 +39,9 @@ static void usage(FILE *out)
           "                  transfer bandwidth of each copy path beside the plain driver\n"
           "                  call; --rows: 2-D copy bandwidth against row width; --peer:\n"
           "                  device 0 to 1 and back, peer and staged, against cuMemcpyPeer\n"
+          "  trace summary|plot|export|replay FILE ...\n"
+          "                  read a memory trace (GPUMEM_TRACE=FILE): summary, timeline\n"
+          "                  picture, Chrome Trace Event export, replay (gpumem trace --help)\n"
           "\n"
           "Options:\n"
           "  -h, --help      show this help and exit\n"
@@ -259,6 +263,8 @@ int main(int argc, char **argv)
         return cmd_occupancy(argc - 1, argv + 1);
     if (strcmp(cmd, "bench") == 0)
         return cmd_bench(argc - 1, argv + 1);
+    if (strcmp(cmd, "trace") == 0)
+        return cmd_trace(argc - 1, argv + 1);
     if (strcmp(cmd, "info") == 0) {
         int json = 0;
         for (int i = 2; i < argc; i++) {
