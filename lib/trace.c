@@ -843,12 +843,14 @@ static gpumem_status start_locked(const char *path, unsigned flags, char *why, s
     struct timespec rt;
     clock_gettime(CLOCK_REALTIME, &rt);
     put64(h + GM_TH_REALTIME_NS, (uint64_t)rt.tv_sec * 1000000000u + (uint64_t)rt.tv_nsec);
-    uint64_t t0 = gm_trace_ticks(), n0 = mono_ns(), t1 = t0, n1 = n0;
-    if (atomic_load(&tick_counter)) /* a first rate for the counter: 2 ms */
+    /* A first rate for the counter, from a pair read 2 ms before the start
+     * (so a trace cut short still converts); the start is the later pair. */
+    uint64_t t1 = gm_trace_ticks(), n1 = mono_ns(), t0 = t1, n0 = n1;
+    if (atomic_load(&tick_counter))
         do {
-            t1 = gm_trace_ticks();
-            n1 = mono_ns();
-        } while (n1 - n0 < 2000000u);
+            t0 = gm_trace_ticks();
+            n0 = mono_ns();
+        } while (n0 - n1 < 2000000u);
     put64(h + GM_TH_TICKS0, t0);
     put64(h + GM_TH_NS0, n0);
     put64(h + GM_TH_TICKS1, t1);

@@ -29,7 +29,7 @@ enum {
     GM_TH_REALTIME_NS = 24,  /* u64: wall clock at the start, ns since 1970 */
     GM_TH_TICKS0 = 32,       /* u64: the event clock at the start */
     GM_TH_NS0 = 40,          /* u64: CLOCK_MONOTONIC at the start, ns */
-    GM_TH_TICKS1 = 48,       /* u64, u64: a second pair, a few ms later */
+    GM_TH_TICKS1 = 48,       /* u64, u64: a second pair, read 2 ms before (or the same) */
     GM_TH_NS1 = 56
 };
 #define GM_TRACE_FLAG_CALL_SITES 0x1u

@@ -96,8 +96,8 @@ typedef struct parser {
     /* where we are, for the messages */
     size_t block;        /* blocks read, from 1 */
     uint64_t records;    /* event records read */
-    /* clock pairs: the first and the latest */
-    uint64_t ticks0, ns0, ticks_last, ns_last;
+    /* the start's clock pair, and the pairs with the lowest and highest ticks */
+    uint64_t ticks0, ns0, ticks_lo, ns_lo, ticks_hi, ns_hi;
 } parser;
 
 static tr_status fail(parser *p, tr_status st, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -137,12 +137,18 @@ static int thread_known(const tr_trace *t, uint32_t index)
     return 0;
 }
 
+/* A pair of readings of the event clock and CLOCK_MONOTONIC: the rate comes
+ * from the two farthest apart (lo, hi). */
 static void add_clock(parser *p, const unsigned char *b)
 {
     uint64_t ticks = get64(b), ns = get64(b + 8);
-    if (ticks > p->ticks0 && ns > p->ns0) {
-        p->ticks_last = ticks;
-        p->ns_last = ns;
+    if (ticks < p->ticks_lo) {
+        p->ticks_lo = ticks;
+        p->ns_lo = ns;
+    }
+    if (ticks > p->ticks_hi) {
+        p->ticks_hi = ticks;
+        p->ns_hi = ns;
     }
 }
 
@@ -411,8 +417,8 @@ tr_status tr_parse(const unsigned char *data, size_t size, int partial, const ch
     t->realtime_ns = get64(data + GM_TH_REALTIME_NS);
     p.ticks0 = get64(data + GM_TH_TICKS0);
     p.ns0 = get64(data + GM_TH_NS0);
-    p.ticks_last = p.ticks0;
-    p.ns_last = p.ns0;
+    p.ticks_lo = p.ticks_hi = p.ticks0;
+    p.ns_lo = p.ns_hi = p.ns0;
     add_clock(&p, data + GM_TH_TICKS1);
 
     int ended = 0;
@@ -423,8 +429,11 @@ tr_status tr_parse(const unsigned char *data, size_t size, int partial, const ch
         return st;
     }
     t->complete = ended;
-    /* The clock: ns = (ticks - ticks0) * scale, from the first and latest pairs. */
-    double scale = p.ticks_last > p.ticks0 ? (double)(p.ns_last - p.ns0) / (double)(p.ticks_last - p.ticks0) : 1.0;
+    /* The clock: ns = (ticks - ticks0) * scale, the rate from the two pairs
+     * farthest apart. */
+    double scale = p.ticks_hi > p.ticks_lo && p.ns_hi > p.ns_lo
+                       ? (double)(p.ns_hi - p.ns_lo) / (double)(p.ticks_hi - p.ticks_lo)
+                       : 1.0;
     if (!(scale > 0) || scale > 1e6)
         scale = 1.0;
     uint64_t last = 0;
@@ -439,7 +448,7 @@ tr_status tr_parse(const unsigned char *data, size_t size, int partial, const ch
         if (end > last)
             last = end;
     }
-    uint64_t end_ns = to_ns(scale, p.ticks_last, p.ticks0);
+    uint64_t end_ns = to_ns(scale, p.ticks_hi, p.ticks0);
     t->end_ns = ended && end_ns > last ? end_ns : last;
     if (t->nev > 1)
         qsort(t->ev, t->nev, sizeof *t->ev, by_time);
