@@ -453,8 +453,9 @@ static void print_text(const char *file, const tr_trace *t, const tm_model *m, c
                (unsigned long long)p->count, tm_bytes(p->bytes, b1, sizeof b1));
         if (p->sync_count) {
             ms(p->sync_ns, b2, sizeof b2);
-            printf(", %llu synchronous in %s: %.2f GB/s", (unsigned long long)p->sync_count, b2,
-                   bandwidth(p) / 1e9);
+            double bw = bandwidth(p);
+            printf(", %llu synchronous in %s: %.3g %s", (unsigned long long)p->sync_count, b2,
+                   bw >= 1e9 ? bw / 1e9 : bw / 1e6, bw >= 1e9 ? "GB/s" : "MB/s");
         }
         if (p->async_count)
             printf(", %llu on streams (%s; their time is the queuing)", (unsigned long long)p->async_count,

@@ -14,6 +14,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -205,6 +206,15 @@ static double ymem(const plot *p, double v)
     return p->y + MEM_H - v / p->ymax * MEM_H;
 }
 
+/* The y of column c's top (or bottom) of category k's area. */
+static double edge_y(const plot *p, int c, int k, int top)
+{
+    double lo = 0;
+    for (int j = 0; j < k; j++)
+        lo += p->snap[(size_t)c * p->ncat + j];
+    return ymem(p, top ? lo + p->snap[(size_t)c * p->ncat + k] : lo);
+}
+
 static void memory_chart(plot *p)
 {
     FILE *f = p->f;
@@ -240,19 +250,18 @@ static void memory_chart(plot *p)
         fprintf(f, "<path class=\"area\" data-category=\"");
         esc(f, p->cat_name[k]);
         fprintf(f, "\" fill=\"%s\" fill-opacity=\"0.85\" d=\"", p->cat_colour[k]);
-        for (int c = 0; c < PW; c++) {
-            double lo = 0;
-            for (int j = 0; j < k; j++)
-                lo += p->snap[(size_t)c * nc + j];
-            double y = ymem(p, lo + p->snap[(size_t)c * nc + k]);
-            fprintf(f, "%s%d %.1f L%d %.1f", c ? " L" : "M", LEFT + c, y, LEFT + c + 1, y);
-        }
-        for (int c = PW; c-- > 0;) {
-            double lo = 0;
-            for (int j = 0; j < k; j++)
-                lo += p->snap[(size_t)c * nc + j];
-            fprintf(f, " L%d %.1f L%d %.1f", LEFT + c + 1, ymem(p, lo), LEFT + c, ymem(p, lo));
-        }
+        /* the top edge left to right, then the bottom edge back: one step
+         * per run of columns of one height */
+        for (int edge = 0; edge < 2; edge++)
+            for (int i = 0; i < PW;) {
+                double y = edge_y(p, edge == 0 ? i : PW - 1 - i, k, edge == 0);
+                int j = i + 1;
+                while (j < PW && fabs(edge_y(p, edge == 0 ? j : PW - 1 - j, k, edge == 0) - y) < 0.05)
+                    j++;
+                fprintf(f, "%s%d %.1f L%d %.1f", i == 0 && edge == 0 ? "M" : " L", edge == 0 ? LEFT + i : LEFT + PW - i,
+                        y, edge == 0 ? LEFT + j : LEFT + PW - j, y);
+                i = j;
+            }
         fprintf(f, " Z\"><title>");
         esc(f, p->cat_name[k]);
         fprintf(f, ": peak %s</title></path>\n", tm_bytes(peak, b1, sizeof b1));
