@@ -19,13 +19,16 @@
 #include "stream.h"
 #include "trace.h"
 
-/* The memory kind a trace event names (a gpumem_memory_kind). */
-static int trace_kind(gm_mem mem, gm_pool_kind pool_kind, unsigned flags)
+/* The memory kind a trace event names (a gpumem_memory_kind): flags are
+ * cuMemHostAlloc's, or a host pool's (pool). */
+static int trace_kind(gm_mem mem, gm_pool_kind pool_kind, unsigned flags, gm_pool *pool)
 {
     if (mem == GM_MEM_DEVICE || (mem != GM_MEM_MANAGED && mem != GM_MEM_LOCKED && pool_kind == GM_POOL_DEVICE))
         return GPUMEM_MEMORY_DEVICE;
     if (mem == GM_MEM_MANAGED)
         return GPUMEM_MEMORY_MANAGED;
+    if (pool != NULL)
+        flags = gm_pool_core_alloc_flags(pool);
     return flags & GM_CU_MEMHOSTALLOC_DEVICEMAP ? GPUMEM_MEMORY_MAPPED : GPUMEM_MEMORY_PINNED;
 }
 
@@ -114,8 +117,8 @@ static int with_ladder(attempt *a, gpumem_status *st)
         if (a->pool != NULL)
             gm_pool_core_count_retry(a->pool);
         rc = try_once(a, st);
-        GM_TRACE(gm_trace_ladder(a->ctx, a->ctx->device, trace_kind(a->mem, a->kind, a->flags), a->pool, a->bytes,
-                                 a->released_bytes, a->released_blocks, rc == 0));
+        GM_TRACE(gm_trace_ladder(a->ctx, a->ctx->device, trace_kind(a->mem, a->kind, a->flags, a->pool), a->pool,
+                                 a->bytes, a->released_bytes, a->released_blocks, rc == 0));
     } else {
         *st = rst;
         rc = -1;
@@ -153,8 +156,8 @@ static gpumem_status alloc_driver(gpumem_context *ctx, gm_mem mem, size_t bytes,
         /* Host memory the driver cannot give is the host's shortage. */
         if (mem == GM_MEM_LOCKED && st == GPUMEM_ERROR_OUT_OF_MEMORY)
             st = gm_error(GPUMEM_ERROR_HOST_OUT_OF_MEMORY, "%s", gpumem_last_error());
-        GM_TRACE_IF(rc == GM_CUDA_ERROR_OUT_OF_MEMORY, gm_trace_oom(ctx, ctx->device, trace_kind(mem, 0, flags), NULL,
-                                                                    bytes, st, gpumem_last_error()));
+        GM_TRACE_IF(rc == GM_CUDA_ERROR_OUT_OF_MEMORY, gm_trace_oom(ctx, ctx->device, trace_kind(mem, 0, flags, NULL),
+                                                                    NULL, bytes, st, gpumem_last_error()));
         *out = (gm_block){0};
         return st;
     }
@@ -172,7 +175,7 @@ static gpumem_status alloc_driver(gpumem_context *ctx, gm_mem mem, size_t bytes,
             return gm_error_prefix(st, what);
         }
     }
-    GM_TRACE(gm_trace_alloc(ctx, ctx->device, NULL, trace_kind(mem, 0, flags), NULL, bytes, out->addr));
+    GM_TRACE(gm_trace_alloc(ctx, ctx->device, NULL, trace_kind(mem, 0, flags, NULL), NULL, bytes, out->addr));
     return GPUMEM_OK;
 }
 
@@ -195,8 +198,8 @@ static gpumem_status alloc_pool(gpumem_context *ctx, gm_pool *pool, gm_pool_kind
         int rc = with_ladder(&a, &st);
         if (rc == GM_CUDA_ERROR_OUT_OF_MEMORY)
             st = gm_pool_core_oom_error(pool, bytes, a.released_blocks, a.released_bytes, what);
-        GM_TRACE_IF(rc == GM_CUDA_ERROR_OUT_OF_MEMORY, gm_trace_oom(ctx, ctx->device, trace_kind(GM_MEM_POOL, kind,
-                    gm_pool_core_alloc_flags(pool)), pool, bytes, st, gpumem_last_error()));
+        GM_TRACE_IF(rc == GM_CUDA_ERROR_OUT_OF_MEMORY, gm_trace_oom(ctx, ctx->device, trace_kind(GM_MEM_POOL, kind, 0,
+                    pool), pool, bytes, st, gpumem_last_error()));
         if (rc != 0) {
             *out = (gm_block){0};
             return st;
@@ -206,8 +209,8 @@ static gpumem_status alloc_pool(gpumem_context *ctx, gm_pool *pool, gm_pool_kind
     out->mem = GM_MEM_POOL;
     out->stream = gm_stream_hold(stream);
     out->pool_ctx = gm_pool_core_holds_context(pool) ? gm_pool_core_context(pool) : NULL;
-    GM_TRACE_IF(bytes != 0, gm_trace_alloc(ctx, ctx->device, stream, trace_kind(GM_MEM_POOL, kind,
-                gm_pool_core_alloc_flags(pool)), pool, bytes, out->addr));
+    GM_TRACE_IF(bytes != 0, gm_trace_alloc(ctx, ctx->device, stream, trace_kind(GM_MEM_POOL, kind, 0, pool), pool,
+                                           bytes, out->addr));
     return GPUMEM_OK;
 }
 

@@ -165,7 +165,7 @@ static struct writer {
     pthread_cond_t work, space;
     chunk *head, *tail; /* full chunks, oldest first */
     unsigned queued;
-    chunk *free;
+    chunk *free, *free_tail; /* idle chunks, oldest first */
     unsigned nfree;
     bool accepting, finish;
     /* the writer thread's, until it is joined: */
@@ -181,11 +181,19 @@ static atomic_uint_fast64_t lost; /* events not recorded for want of host memory
 static atomic_uint trace_flags;   /* GM_TRACE_FLAG_* of the trace that records */
 static char trace_path[4096];     /* under ctl_mu */
 
+/* Idle chunks go to the back of the free list and come from its front: the
+ * one a thread gets is the longest idle, whose lines have most likely left
+ * the writer's cache (a thread then writes them without taking each back
+ * from the writer's core). */
 static void recycle_locked(chunk *c)
 {
     if (W.nfree < FREE_MAX) {
-        c->next = W.free;
-        W.free = c;
+        c->next = NULL;
+        if (W.free_tail != NULL)
+            W.free_tail->next = c;
+        else
+            W.free = c;
+        W.free_tail = c;
         W.nfree++;
     } else {
         free(c);
@@ -223,6 +231,8 @@ static chunk *rotate(tbuf *tb)
     if (W.free != NULL) {
         c = W.free;
         W.free = c->next;
+        if (W.free == NULL)
+            W.free_tail = NULL;
         W.nfree--;
     }
     pthread_mutex_unlock(&W.mu);
@@ -325,7 +335,12 @@ static inline __attribute__((always_inline)) unsigned char *begin(tbuf **out)
 
 static inline void commit(tbuf *tb)
 {
-    tb->cur->count++;
+    chunk *c = tb->cur;
+    c->count++;
+    /* the line a few records on, for writing: its fetch (from the writer's
+     * core or memory) then overlaps the work until it is needed */
+    if (c->count + 4 < CHUNK_RECORDS)
+        __builtin_prefetch(c->rec[c->count + 4], 1, 3);
     leave(tb);
 }
 
@@ -931,6 +946,7 @@ static void stop_locked(int *err)
         *err = errno != 0 ? errno : EIO;
     W.f = NULL;
     pthread_mutex_lock(&W.mu);
+    W.free_tail = NULL;
     while (W.free != NULL) {
         chunk *c = W.free;
         W.free = c->next;
@@ -1063,12 +1079,12 @@ gpumem_status gm_trace_env_start(const char *what)
 
 /* ---- the events ------------------------------------------------------------------------- */
 
-void gm_trace_alloc(const void *ctx, int device, const void *stream, int kind, const void *pool, uint64_t bytes,
-                    uint64_t addr)
+/* An allocation with its call site: a stack walk, out of the fast path. */
+static __attribute__((noinline)) void alloc_with_site(const void *ctx, int device, const void *stream, int kind,
+                                                      const void *pool, uint64_t bytes, uint64_t addr)
 {
     uint64_t f[GM_TRACE_MAX_FRAMES];
-    unsigned n = atomic_load_explicit(&trace_flags, memory_order_relaxed) & GM_TRACE_FLAG_CALL_SITES ? capture(f)
-                                                                                                      : 0;
+    unsigned n = capture(f);
     uint64_t t = gm_trace_ticks();
     tbuf *tb;
     unsigned char *r = begin(&tb);
@@ -1079,16 +1095,49 @@ void gm_trace_alloc(const void *ctx, int device, const void *stream, int kind, c
     commit(tb);
 }
 
-void gm_trace_free(const void *ctx, int device, const void *stream, int kind, const void *pool, uint64_t bytes,
-                   uint64_t addr)
+/* gm_trace_alloc and gm_trace_free are cold for their callers (trace.h),
+ * which makes the compiler optimize them for size: they jump to these,
+ * optimized for speed. */
+static __attribute__((noinline, hot)) void alloc_event(const void *ctx, int device, const void *stream, int kind,
+                                                       const void *pool, uint64_t bytes, uint64_t addr)
 {
-    uint64_t t = gm_trace_ticks();
+    if (__builtin_expect(atomic_load_explicit(&trace_flags, memory_order_relaxed) & GM_TRACE_FLAG_CALL_SITES, 0)) {
+        alloc_with_site(ctx, device, stream, kind, pool, bytes, addr);
+        return;
+    }
     tbuf *tb;
     unsigned char *r = begin(&tb);
     if (r == NULL)
         return;
-    fill(r, GM_TE_FREE, kind, 0, 0, device, t, id_of(ctx), id_of(stream), id_of(pool), bytes, addr, 0, 0);
+    /* the clock after the rest is set up: its latency overlaps it */
+    fill(r, GM_TE_ALLOC, kind, 0, 0, device, gm_trace_ticks(), id_of(ctx), id_of(stream), id_of(pool), bytes, addr, 0,
+         0);
     commit(tb);
+}
+
+static __attribute__((noinline, hot)) void free_event(const void *ctx, int device, const void *stream, int kind,
+                                                      const void *pool, uint64_t bytes, uint64_t addr)
+{
+    tbuf *tb;
+    unsigned char *r = begin(&tb);
+    if (r == NULL)
+        return;
+    /* the clock after the rest is set up: its latency overlaps it */
+    fill(r, GM_TE_FREE, kind, 0, 0, device, gm_trace_ticks(), id_of(ctx), id_of(stream), id_of(pool), bytes, addr, 0,
+         0);
+    commit(tb);
+}
+
+void gm_trace_alloc(const void *ctx, int device, const void *stream, int kind, const void *pool, uint64_t bytes,
+                    uint64_t addr)
+{
+    alloc_event(ctx, device, stream, kind, pool, bytes, addr);
+}
+
+void gm_trace_free(const void *ctx, int device, const void *stream, int kind, const void *pool, uint64_t bytes,
+                   uint64_t addr)
+{
+    free_event(ctx, device, stream, kind, pool, bytes, addr);
 }
 
 void gm_trace_copy(uint64_t t0, const void *ctx, int device, int device2, const void *stream, int src_kind,

@@ -43,6 +43,9 @@ extern atomic_uint gm_trace_on;
         if (GM_TRACE_ACTIVE() && (cond)) \
             call; \
     } while (0)
+/* The events' functions are cold for their callers: the compiler moves each
+ * call, and the evaluation of its arguments, out of the caller's hot code. */
+#define GM_TRACE_COLD __attribute__((cold))
 #define GM_TRACE(call) GM_TRACE_IF(1, call)
 
 /* The clock of the events, read at the start of something timed (a copy):
@@ -59,26 +62,26 @@ enum { GM_TRACE_H2D = 1, GM_TRACE_D2H = 2, GM_TRACE_D2D = 3, GM_TRACE_H2H = 4, G
 /* The events.  ctx, stream and pool identify objects (NULL: none; pool
  * NULL is driver memory); kind is a gpumem_memory_kind value or
  * GM_TRACE_KIND_UNKNOWN; device -1 is none. */
-void gm_trace_alloc(const void *ctx, int device, const void *stream, int kind, const void *pool, uint64_t bytes,
-                    uint64_t addr);
-void gm_trace_free(const void *ctx, int device, const void *stream, int kind, const void *pool, uint64_t bytes,
-                   uint64_t addr);
+GM_TRACE_COLD void gm_trace_alloc(const void *ctx, int device, const void *stream, int kind, const void *pool,
+                                  uint64_t bytes, uint64_t addr);
+GM_TRACE_COLD void gm_trace_free(const void *ctx, int device, const void *stream, int kind, const void *pool,
+                                 uint64_t bytes, uint64_t addr);
 /* A copy that started at t0 (GM_TRACE_TICKS) and ends now; path is the
  * engine's name for it; device2 is the destination's device of a copy
  * between devices, else -1. */
-void gm_trace_copy(uint64_t t0, const void *ctx, int device, int device2, const void *stream, int src_kind,
-                   int dst_kind, int direction, uint64_t bytes, const char *path);
+GM_TRACE_COLD void gm_trace_copy(uint64_t t0, const void *ctx, int device, int device2, const void *stream,
+                                 int src_kind, int dst_kind, int direction, uint64_t bytes, const char *path);
 /* One run of the out-of-memory ladder for an allocation of bytes: what it
  * gave back, and whether the retry succeeded. */
-void gm_trace_ladder(const void *ctx, int device, int kind, const void *pool, uint64_t bytes,
-                     uint64_t released_bytes, uint64_t released_blocks, bool retry_ok);
+GM_TRACE_COLD void gm_trace_ladder(const void *ctx, int device, int kind, const void *pool, uint64_t bytes,
+                                   uint64_t released_bytes, uint64_t released_blocks, bool retry_ok);
 /* An allocation of bytes that failed for want of memory, after the ladder:
  * its status and message. */
-void gm_trace_oom(const void *ctx, int device, int kind, const void *pool, uint64_t bytes, gpumem_status st,
-                  const char *message);
+GM_TRACE_COLD void gm_trace_oom(const void *ctx, int device, int kind, const void *pool, uint64_t bytes,
+                                gpumem_status st, const char *message);
 /* A pool gave its held blocks back (gpumem_pool_free_held). */
-void gm_trace_trim(const void *ctx, int device, int kind, const void *pool, uint64_t released_bytes,
-                   uint64_t released_blocks);
+GM_TRACE_COLD void gm_trace_trim(const void *ctx, int device, int kind, const void *pool, uint64_t released_bytes,
+                                 uint64_t released_blocks);
 
 /* GPUMEM_TRACE: the first call starts the trace it names, if set; every
  * call returns the status of that start (what names the calling function

@@ -651,7 +651,8 @@ static void chrome(const tr_trace *t, const tm_model *m)
             open[nopen++] = (open_region){e->thread, e->aux};
             printf(",\n{\"name\": ");
             json_string(tr_str(t, e->ref));
-            printf(", \"cat\": \"region\", \"ph\": \"B\", \"pid\": %u, \"tid\": %u, \"ts\": ", pid, (unsigned)e->thread);
+            printf(", \"cat\": \"region\", \"ph\": \"B\", \"pid\": %u, \"tid\": %u, \"ts\": ", pid,
+                   (unsigned)e->thread);
             us(e->t);
             printf("}");
             break;
