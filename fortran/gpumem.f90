@@ -38,16 +38,26 @@
 !       and a Fortran array;
 !     - gpumem_f_pointer(h, p): a Fortran pointer (c_f_pointer) onto the
 !       elements of a host-side array (host, pinned, mapped, managed);
-!     - gpumem_f_device_array(ctx, shape, type, d [, stream]): an F-ordered
-!       device array;
+!     - gpumem_f_device_array(ctx, shape, type, d [, stream]) and
+!       gpumem_f_pinned_array(ctx, shape, type, h): an F-ordered device or
+!       pinned array of a Fortran shape (integer(c_int32_t), default
+!       integer, or integer(c_int64_t)) and a gpumem type (GPUMEM_FLOAT64,
+!       ...); gpumem_f_pointer then gives a pointer of that shape onto the
+!       pinned one;
+!     - gpumem_f_get_item(d, index, value [, stream]) and
+!       gpumem_f_set_item(d, index, value [, stream]): one element at a
+!       Fortran index, 1-based and one per dimension (a(4, 3) is
+!       gpumem_f_get_item(d, [4, 3], e)), checked against the extents and
+!       the value's type;
 !     - gpumem_f_section(lower, upper, stride): a Fortran section triplet
 !       as a gpumem_slice;
 !     - gpumem_f_string, gpumem_f_cstr, gpumem_f_last_error,
 !       gpumem_f_status_string, gpumem_test_should_skip.
 !    Each helper returns a gpumem_status; an optional errmsg argument
 !    (character(len=*)) receives the message of a failure, the C library's
-!    (gpumem_last_error) or the helper's own (a rank or a type that does not
-!    match).
+!    (gpumem_last_error) or the helper's own (a rank, an index or a type
+!    that does not match), which names element types as Fortran declares
+!    them: real(kind=4), not float32 or <f4.
 !
 ! Column-major arrays, without a copy
 !   A Fortran array a(n1, n2, ..., nk) is described to the library as it
@@ -80,7 +90,8 @@ module gpumem
   use, intrinsic :: iso_c_binding
   implicit none
   private :: f_layout, layout_max_rank, addr, fill_strides, set_errmsg, c_errmsg, wrap_layout, &
-      to_device_layout, copy_layout, view_check
+      to_device_layout, copy_layout, view_check, fortran_type_name, dtype_check, item_check, &
+      device_array_shape4, device_array_shape8, pinned_array_shape4, pinned_array_shape8
 
   ! ---- constants: the values of the C headers' enums and macros ----
   ! gpumem/array.h
@@ -260,11 +271,16 @@ module gpumem
   integer(c_int), parameter :: GPUMEM_STATUS_COUNT = 31
   ! gpumem/stream.h
   integer(c_int), parameter :: GPUMEM_STREAM_NON_BLOCKING = 1
+  ! gpumem/event.h
+  integer(c_int), parameter :: GPUMEM_EVENT_BLOCKING_SYNC = 1
+  integer(c_int), parameter :: GPUMEM_EVENT_DISABLE_TIMING = 2
   ! gpumem/trace.h
   integer(c_int), parameter :: GPUMEM_TRACE_CALL_SITES = 1
 
   !> GPUMEM_SLICE_DEFAULT, an omitted slice bound (INT64_MIN).
   integer(c_int64_t), parameter :: GPUMEM_SLICE_DEFAULT = ibset(0_c_int64_t, 63)
+  !> GPUMEM_SLICE_INDEX (INT64_MIN + 1): a gpumem_slice with this stop is the integer index start.
+  integer(c_int64_t), parameter :: GPUMEM_SLICE_INDEX = ibset(1_c_int64_t, 63)
 
   ! ---- the public structs ----
   !> gpumem_slice: Python's start:stop:step, 0-based, stop excluded.
@@ -425,6 +441,13 @@ module gpumem
       type(c_ptr), value :: array
       integer(c_int) :: gpumem_array_release
     end function
+    function gpumem_array_release_n(count, arrays) &
+        bind(c, name='gpumem_array_release_n')
+      import
+      integer(c_size_t), value :: count
+      type(c_ptr), intent(in) :: arrays(*)
+      integer(c_int) :: gpumem_array_release_n
+    end function
     function gpumem_array_copy(dst, src, stream) &
         bind(c, name='gpumem_array_copy')
       import
@@ -474,6 +497,26 @@ module gpumem
       type(*), intent(in) :: value
       type(c_ptr), value :: stream
       integer(c_int) :: gpumem_array_set_item
+    end function
+    function gpumem_array_get_item_n(array, nindex, index, value, stream) &
+        bind(c, name='gpumem_array_get_item_n')
+      import
+      type(c_ptr), value :: array
+      integer(c_int), value :: nindex
+      integer(c_int64_t), intent(in) :: index(*)
+      type(*), intent(inout) :: value
+      type(c_ptr), value :: stream
+      integer(c_int) :: gpumem_array_get_item_n
+    end function
+    function gpumem_array_set_item_n(array, nindex, index, value, stream) &
+        bind(c, name='gpumem_array_set_item_n')
+      import
+      type(c_ptr), value :: array
+      integer(c_int), value :: nindex
+      integer(c_int64_t), intent(in) :: index(*)
+      type(*), intent(in) :: value
+      type(c_ptr), value :: stream
+      integer(c_int) :: gpumem_array_set_item_n
     end function
     function gpumem_array_slice(array, slices, nslices, view) &
         bind(c, name='gpumem_array_slice')
@@ -580,6 +623,12 @@ module gpumem
       type(c_ptr), value :: array
       integer(c_int), intent(out) :: kind
       integer(c_int) :: gpumem_array_kind
+    end function
+    function gpumem_memory_kind_name(kind) &
+        bind(c, name='gpumem_memory_kind_name')
+      import
+      integer(c_int), value :: kind
+      type(c_ptr) :: gpumem_memory_kind_name
     end function
     function gpumem_array_context(array, ctx) &
         bind(c, name='gpumem_array_context')
@@ -795,6 +844,13 @@ module gpumem
       import
       type(c_ptr), intent(out) :: ctx
       integer(c_int) :: gpumem_autoinit
+    end function
+    function gpumem_size_parse(text, bytes) &
+        bind(c, name='gpumem_size_parse')
+      import
+      character(kind=c_char), intent(in) :: text(*)
+      integer(c_int64_t), intent(out) :: bytes
+      integer(c_int) :: gpumem_size_parse
     end function
     ! ---- gpumem/debug.h
     function gpumem_debug_driver_calls(op, count) &
@@ -1541,6 +1597,18 @@ module gpumem
       type(c_ptr), value :: pool
       integer(c_int) :: gpumem_context_set_pool
     end function
+    function gpumem_pool_device_array(pool, ndim, shape, dtype, order, stream, array) &
+        bind(c, name='gpumem_pool_device_array')
+      import
+      type(c_ptr), value :: pool
+      integer(c_int), value :: ndim
+      integer(c_int64_t), intent(in) :: shape(*)
+      type(c_ptr), value :: dtype
+      character(kind=c_char), value :: order
+      type(c_ptr), value :: stream
+      type(c_ptr), intent(out) :: array
+      integer(c_int) :: gpumem_pool_device_array
+    end function
     function gpumem_host_pool_allocate(pool, ndim, shape, dtype, order, array) &
         bind(c, name='gpumem_host_pool_allocate')
       import
@@ -1634,6 +1702,62 @@ module gpumem
       type(c_ptr), value :: ctx
       integer(c_int) :: gpumem_context_synchronize
     end function
+    ! ---- gpumem/event.h
+    function gpumem_event_create(ctx, flags, event) &
+        bind(c, name='gpumem_event_create')
+      import
+      type(c_ptr), value :: ctx
+      integer(c_int), value :: flags
+      type(c_ptr), intent(out) :: event
+      integer(c_int) :: gpumem_event_create
+    end function
+    function gpumem_event_destroy(event) &
+        bind(c, name='gpumem_event_destroy')
+      import
+      type(c_ptr), value :: event
+      integer(c_int) :: gpumem_event_destroy
+    end function
+    function gpumem_event_record(event, stream) &
+        bind(c, name='gpumem_event_record')
+      import
+      type(c_ptr), value :: event
+      type(c_ptr), value :: stream
+      integer(c_int) :: gpumem_event_record
+    end function
+    function gpumem_event_query(event) &
+        bind(c, name='gpumem_event_query')
+      import
+      type(c_ptr), value :: event
+      integer(c_int) :: gpumem_event_query
+    end function
+    function gpumem_event_synchronize(event) &
+        bind(c, name='gpumem_event_synchronize')
+      import
+      type(c_ptr), value :: event
+      integer(c_int) :: gpumem_event_synchronize
+    end function
+    function gpumem_event_elapsed_time(start, end, ms) &
+        bind(c, name='gpumem_event_elapsed_time')
+      import
+      type(c_ptr), value :: start
+      type(c_ptr), value :: end
+      real(c_float), intent(out) :: ms
+      integer(c_int) :: gpumem_event_elapsed_time
+    end function
+    function gpumem_stream_wait_event(stream, event) &
+        bind(c, name='gpumem_stream_wait_event')
+      import
+      type(c_ptr), value :: stream
+      type(c_ptr), value :: event
+      integer(c_int) :: gpumem_stream_wait_event
+    end function
+    function gpumem_event_context(event, ctx) &
+        bind(c, name='gpumem_event_context')
+      import
+      type(c_ptr), value :: event
+      type(c_ptr), intent(out) :: ctx
+      integer(c_int) :: gpumem_event_context
+    end function
     ! ---- gpumem/testing.h
     function gpumem_test_context(ctx, reason, size) &
         bind(c, name='gpumem_test_context')
@@ -1660,6 +1784,14 @@ module gpumem
 
   ! ---- the helpers' generic names ----
   include 'gpumem_generics.inc'
+  interface gpumem_f_device_array
+    module procedure device_array_shape8
+    module procedure device_array_shape4
+  end interface gpumem_f_device_array
+  interface gpumem_f_pinned_array
+    module procedure pinned_array_shape8
+    module procedure pinned_array_shape4
+  end interface gpumem_f_pinned_array
 
 contains
 
@@ -1729,8 +1861,8 @@ contains
   end function gpumem_f_section
 
   !> numba's device_array in Fortran order: gpumem_device_array(ctx, size(shape), shape, NULL,
-  !> gpumem_dtype_builtin(type), 'F', stream, array).
-  function gpumem_f_device_array(ctx, shape, type, array, stream, errmsg) result(st)
+  !> gpumem_dtype_builtin(type), 'F', stream, array); shape of kind c_int64_t or c_int32_t.
+  function device_array_shape8(ctx, shape, type, array, stream, errmsg) result(st)
     type(c_ptr), intent(in) :: ctx
     integer(c_int64_t), intent(in) :: shape(:)
     integer(c_int), intent(in) :: type
@@ -1744,7 +1876,50 @@ contains
     st = gpumem_device_array(ctx, size(shape, kind=c_int), shape, dtype=gpumem_dtype_builtin(type), &
         order='F', stream=s, array=array)
     call c_errmsg(st, errmsg)
-  end function gpumem_f_device_array
+  end function device_array_shape8
+
+  function device_array_shape4(ctx, shape, type, array, stream, errmsg) result(st)
+    type(c_ptr), intent(in) :: ctx
+    integer(c_int32_t), intent(in) :: shape(:)
+    integer(c_int), intent(in) :: type
+    type(c_ptr), intent(out) :: array
+    type(c_ptr), intent(in), optional :: stream
+    character(len=*), intent(out), optional :: errmsg
+    integer(c_int) :: st
+    st = device_array_shape8(ctx, int(shape, c_int64_t), type, array, stream, errmsg)
+  end function device_array_shape4
+
+  !> numba's pinned_array in Fortran order, from a Fortran shape and type: gpumem_pinned_array(ctx,
+  !> size(shape), shape, NULL, gpumem_dtype_builtin(type), 'F', array), so that gpumem_f_pointer
+  !> gives a pointer of that shape onto it; shape of kind c_int64_t or c_int32_t.
+  function pinned_array_shape8(ctx, shape, type, array, errmsg) result(st)
+    type(c_ptr), intent(in) :: ctx
+    integer(c_int64_t), intent(in) :: shape(:)
+    integer(c_int), intent(in) :: type
+    type(c_ptr), intent(out) :: array
+    character(len=*), intent(out), optional :: errmsg
+    integer(c_int) :: st
+    type(c_ptr) :: dt
+    array = c_null_ptr
+    dt = gpumem_dtype_builtin(type)
+    if (.not. c_associated(dt)) then
+      st = gpumem_last_status()
+      call set_errmsg(errmsg, 'gpumem_f_pinned_array: ' // gpumem_f_last_error())
+      return
+    end if
+    st = gpumem_pinned_array(ctx, size(shape, kind=c_int), shape, dtype=dt, order='F', array=array)
+    call c_errmsg(st, errmsg)
+  end function pinned_array_shape8
+
+  function pinned_array_shape4(ctx, shape, type, array, errmsg) result(st)
+    type(c_ptr), intent(in) :: ctx
+    integer(c_int32_t), intent(in) :: shape(:)
+    integer(c_int), intent(in) :: type
+    type(c_ptr), intent(out) :: array
+    character(len=*), intent(out), optional :: errmsg
+    integer(c_int) :: st
+    st = pinned_array_shape8(ctx, int(shape, c_int64_t), type, array, errmsg)
+  end function pinned_array_shape4
 
   ! ---- the helpers' common part ----
 
@@ -1839,9 +2014,11 @@ contains
     integer(c_int) :: st, ignored
     type(c_ptr) :: h, s
     if (to_host) then
-      st = wrap_layout(l, type, 'gpumem_f_copy_to_host', h, errmsg)
+      st = dtype_check(array, type, 'gpumem_f_copy_to_host', 'the Fortran array''s', errmsg)
+      if (st == GPUMEM_OK) st = wrap_layout(l, type, 'gpumem_f_copy_to_host', h, errmsg)
     else
-      st = wrap_layout(l, type, 'gpumem_f_copy_to_device', h, errmsg)
+      st = dtype_check(array, type, 'gpumem_f_copy_to_device', 'the Fortran array''s', errmsg)
+      if (st == GPUMEM_OK) st = wrap_layout(l, type, 'gpumem_f_copy_to_device', h, errmsg)
     end if
     if (st /= GPUMEM_OK) return
     s = c_null_ptr
@@ -1854,6 +2031,121 @@ contains
     call c_errmsg(st, errmsg)
     ignored = gpumem_array_release(h)
   end function copy_layout
+
+  ! A dtype as Fortran declares it: 'real(kind=4)', 'integer(kind=8)', 'complex(kind=8)',
+  ! 'logical(kind=1)' (the kinds are this compiler's c_float, c_int64_t, ...), with the byte order
+  ! when it is not the machine's; a dtype that has no interoperable Fortran type is named by its
+  ! NumPy typestr ('<u4, which Fortran has no type for').
+  function fortran_type_name(dt) result(s)
+    type(c_ptr), intent(in) :: dt
+    character(len=:), allocatable :: s
+    integer(c_int) :: t, order, native
+    character(len=24) :: ts
+    character(len=40) :: k
+    ts = ''
+    if (gpumem_dtype_typestr(dt, ts, 24_c_size_t) /= GPUMEM_OK) ts = '?'
+    ts = ts(1:max(index(ts, c_null_char) - 1, 0))
+    if (gpumem_dtype_type(dt, type=t, order=order) /= GPUMEM_OK) then
+      s = trim(ts)
+      return
+    end if
+    k = ''
+    select case (t)
+    case (GPUMEM_BOOL)
+      write (k, '(a, i0, a)') 'logical(kind=', c_bool, ')'
+    case (GPUMEM_INT8)
+      write (k, '(a, i0, a)') 'integer(kind=', c_int8_t, ')'
+    case (GPUMEM_INT16)
+      write (k, '(a, i0, a)') 'integer(kind=', c_int16_t, ')'
+    case (GPUMEM_INT32)
+      write (k, '(a, i0, a)') 'integer(kind=', c_int32_t, ')'
+    case (GPUMEM_INT64)
+      write (k, '(a, i0, a)') 'integer(kind=', c_int64_t, ')'
+    case (GPUMEM_FLOAT32)
+      write (k, '(a, i0, a)') 'real(kind=', c_float, ')'
+    case (GPUMEM_FLOAT64)
+      write (k, '(a, i0, a)') 'real(kind=', c_double, ')'
+    case (GPUMEM_COMPLEX64)
+      write (k, '(a, i0, a)') 'complex(kind=', c_float_complex, ')'
+    case (GPUMEM_COMPLEX128)
+      write (k, '(a, i0, a)') 'complex(kind=', c_double_complex, ')'
+    end select
+    if (k == '') then
+      s = trim(ts) // ', which Fortran has no type for'
+      return
+    end if
+    native = order
+    if (gpumem_dtype_type(gpumem_dtype_builtin(t), order=native) /= GPUMEM_OK) native = order
+    if (order /= native) then
+      s = trim(k) // ' in the other byte order (' // trim(ts) // ')'
+    else
+      s = trim(k)
+    end if
+  end function fortran_type_name
+
+  ! GPUMEM_ERROR_DTYPE_MISMATCH unless the array's dtype is the builtin `type` (the Fortran
+  ! variable's), with a message naming both as Fortran types.
+  function dtype_check(array, type, what, whose, errmsg) result(st)
+    type(c_ptr), intent(in) :: array
+    integer(c_int), intent(in) :: type
+    character(len=*), intent(in) :: what, whose
+    character(len=*), intent(out), optional :: errmsg
+    integer(c_int) :: st
+    type(c_ptr) :: dt
+    st = gpumem_array_dtype(array, dt)
+    if (st /= GPUMEM_OK) then
+      call c_errmsg(st, errmsg)
+      return
+    end if
+    if (gpumem_dtype_equal(dt, gpumem_dtype_builtin(type)) == 1) then
+      call set_errmsg(errmsg, '')
+      return
+    end if
+    st = GPUMEM_ERROR_DTYPE_MISMATCH
+    call set_errmsg(errmsg, what // ': the array''s dtype is ' // fortran_type_name(dt) // ', ' // whose // &
+        ' ' // fortran_type_name(gpumem_dtype_builtin(type)))
+  end function dtype_check
+
+  ! The checks of gpumem_f_get_item and gpumem_f_set_item: one Fortran (1-based) index per
+  ! dimension, each inside its extent, and a value of the array's dtype; c gets the library's
+  ! (0-based) indices.
+  function item_check(array, index, type, what, c, errmsg) result(st)
+    type(c_ptr), intent(in) :: array
+    integer(c_int64_t), intent(in) :: index(:)
+    integer(c_int), intent(in) :: type
+    character(len=*), intent(in) :: what
+    integer(c_int64_t), intent(out) :: c(GPUMEM_MAX_NDIM)
+    character(len=*), intent(out), optional :: errmsg
+    integer(c_int) :: st, nd
+    integer(c_int64_t) :: shp(GPUMEM_MAX_NDIM)
+    character(len=200) :: m
+    integer :: k
+    c = 0
+    shp = 0
+    st = gpumem_array_ndim(array, nd)
+    if (st == GPUMEM_OK) st = gpumem_array_shape(array, shp)
+    if (st /= GPUMEM_OK) then
+      call c_errmsg(st, errmsg)
+      return
+    end if
+    if (size(index) /= nd) then
+      st = GPUMEM_ERROR_INVALID_VALUE
+      write (m, '(a, a, i0, a, i0, a)') what, ': ', size(index), ' indices for an array of ', nd, &
+          ' dimensions (one per dimension)'
+      call set_errmsg(errmsg, trim(m))
+      return
+    end if
+    do k = 1, nd
+      if (index(k) < 1 .or. index(k) > shp(k)) then
+        st = GPUMEM_ERROR_INDEX_OUT_OF_RANGE
+        write (m, '(a, a, i0, a, i0, a, i0)') what, ': index(', k, ') = ', index(k), ' is out of range 1:', shp(k)
+        call set_errmsg(errmsg, trim(m))
+        return
+      end if
+      c(k) = index(k) - 1
+    end do
+    st = dtype_check(array, type, what, 'the value''s', errmsg)
+  end function item_check
 
   ! Checks that a pointer of rank r and element type `type` (itemsize bytes) can view the array:
   ! host-side memory, the same rank, dtype and native byte order, F-contiguous.
@@ -1868,7 +2160,6 @@ contains
     integer(c_int) :: st, nd, t, order, native, fc
     integer(c_size_t) :: isz
     type(c_ptr) :: dt
-    character(len=24) :: ts
     character(len=160) :: m
     host = c_null_ptr
     shp = 0
@@ -1889,11 +2180,8 @@ contains
       call set_errmsg(errmsg, trim(m))
     else if (t /= type .or. int(isz, c_int64_t) /= itemsize .or. order /= native) then
       st = GPUMEM_ERROR_DTYPE_MISMATCH
-      ts = ''
-      if (gpumem_dtype_typestr(dt, ts, 24_c_size_t) /= GPUMEM_OK) ts = '?'
-      write (m, '(a, a, a, i0, a)') "gpumem_f_pointer: the array's dtype is ", ts(1:index(ts, c_null_char) - 1), &
-          ', not the pointer''s (gpumem type ', type, ' in native byte order)'
-      call set_errmsg(errmsg, trim(m))
+      call set_errmsg(errmsg, "gpumem_f_pointer: the array's dtype is " // fortran_type_name(dt) // &
+          ", the pointer's " // fortran_type_name(gpumem_dtype_builtin(type)))
     else if (fc == 0) then
       st = GPUMEM_ERROR_COPY_REQUIRED
       call set_errmsg(errmsg, 'gpumem_f_pointer: the array is not F-contiguous (view a C-ordered array through ' &

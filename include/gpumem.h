@@ -14,6 +14,7 @@
 #include <gpumem/debug.h>
 #include <gpumem/dtype.h>
 #include <gpumem/stream.h>
+#include <gpumem/event.h>
 #include <gpumem/array.h>
 #include <gpumem/pool.h>
 #include <gpumem/host.h>

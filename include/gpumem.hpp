@@ -4,8 +4,10 @@
  *
  * Every member function here is an inline call of the C function it names,
  * with the same arguments, the same ownership rules and the same errors; a
- * failure throws gpumem::error, which carries the status and the thread's
- * gpumem_last_error() message.  The header adds no library, no global state
+ * failure throws gpumem::error, which carries the status, the thread's
+ * gpumem_last_error() message and the member that failed: its what() reads
+ * "gpumem::array::copy_from: GPUMEM_ERROR_SHAPE_MISMATCH: gpumem_array_copy:
+ * ...", the member first, then the C function's own message.  The header adds no library, no global state
  * and no exported symbol: the C library's ABI (libgpumem.so.1) stays the only
  * one, and `pkg-config --cflags --libs gpumem` is all a C++ program needs.
  *
@@ -14,7 +16,8 @@
  *   destructor a release: gpumem::context, gpumem::array, gpumem::dtype,
  *   gpumem::module.
  * - Handles the C API ends exactly once are move-only; the destructor ends
- *   them: gpumem::stream (gpumem_stream_destroy), gpumem::pool and
+ *   them: gpumem::stream (gpumem_stream_destroy), gpumem::event
+ *   (gpumem_event_destroy), gpumem::pool and
  *   gpumem::host_pool (gpumem_pool_destroy, gpumem_host_pool_destroy),
  *   gpumem::allocation (gpumem_allocation_free with no stream),
  *   gpumem::registration (gpumem_unpinned, gpumem_unmapped or
@@ -29,6 +32,12 @@
  *   for gpumem_stream_destroy(), which synchronizes.
  * - get() gives the C handle for any C function not wrapped here; adopt()
  *   takes over a reference the caller owns, share() retains a borrowed one.
+ *
+ * @par Copies are named by their direction
+ * a.copy_to(b) is b[:] = a and a.copy_from(b) is a[:] = b, any kinds;
+ * d.copy_to_host(h) copies d into the host-side h, d.copy_from_host(h) the
+ * host-side h into d.  numba's d.copy_to_device(h), which copies h into d
+ * although it reads the other way round, is deprecated for copy_from_host.
  *
  * An empty gpumem::context (default-constructed) is NULL in C, which every
  * function taking a context reads as the autoinit context; an empty
@@ -75,30 +84,62 @@ namespace gpumem {
 
 /* ---- errors ------------------------------------------------------------------------------ */
 
-/** A failed call: the status and the thread's gpumem_last_error() at the time of the failure. */
+/**
+ * A failed call: the status, the thread's gpumem_last_error() at the time of
+ * the failure, and the C++ member that made the call.  what() is
+ * "member: STATUS: message", such as "gpumem::array::copy_from:
+ * GPUMEM_ERROR_SHAPE_MISMATCH: gpumem_array_copy: 'dst' has shape (4,) but
+ * 'src' has shape (3,)": the member you called, the status' name, and the C
+ * function's own message, which names the C function and its parameter.
+ */
 class error : public std::runtime_error {
 public:
     /**
-     * The error of the C call that just failed with @p status (reads gpumem_last_error()).
+     * The error of the C call that just failed with @p status (reads
+     * gpumem_last_error()); what() is "STATUS: message", with no member.
      * @param status the status of the failed call.
      */
     explicit error(gpumem_status status)
         : std::runtime_error(std::string(gpumem_status_string(status)) + ": " + gpumem_last_error()),
           status_(status) {}
     /**
-     * An error this header found itself (a size or rank that does not match), with its own message.
+     * An error this header found itself, with its own message; what() is "STATUS: message".
      * @param status the status.
      * @param message what went wrong.
      */
     error(gpumem_status status, const std::string &message)
         : std::runtime_error(std::string(gpumem_status_string(status)) + ": " + message), status_(status) {}
+    /**
+     * The error of the C call that member @p member (such as
+     * "gpumem::array::copy_from", a string literal) made and that just failed
+     * with @p status; what() is "member: STATUS: message", the message
+     * gpumem_last_error()'s.
+     * @param member the C++ member or function, a string that outlives the error.
+     * @param status the status of the failed call.
+     */
+    error(const char *member, gpumem_status status)
+        : std::runtime_error(std::string(member) + ": " + gpumem_status_string(status) + ": " + gpumem_last_error()),
+          status_(status), member_(member) {}
+    /**
+     * An error that member @p member found itself (a size or a rank that
+     * does not match); what() is "member: STATUS: message".
+     * @param member the C++ member or function, a string that outlives the error.
+     * @param status the status.
+     * @param message what went wrong.
+     */
+    error(const char *member, gpumem_status status, const std::string &message)
+        : std::runtime_error(std::string(member) + ": " + gpumem_status_string(status) + ": " + message),
+          status_(status), member_(member) {}
     /** The status code. @return the status. */
     gpumem_status status() const noexcept { return status_; }
     /** Its name, such as "GPUMEM_ERROR_OUT_OF_MEMORY". @return the name (static). */
     const char *name() const noexcept { return gpumem_status_string(status_); }
+    /** The C++ member that failed, such as "gpumem::array::copy_from"; "" when none was named. @return it. */
+    const char *member() const noexcept { return member_; }
 
 private:
     gpumem_status status_;
+    const char *member_ = "";
 };
 
 /** What gpumem::pool_resource throws when the page-locked pool cannot allocate: a std::bad_alloc with the status. */
@@ -110,7 +151,17 @@ public:
      */
     explicit bad_alloc(gpumem_status status)
         : status_(status), what_(std::string(gpumem_status_string(status)) + ": " + gpumem_last_error()) {}
-    /** The status' name and the thread's message. @return the message. */
+    /**
+     * The error of an allocation that member @p member made and that failed with @p status: what()
+     * is "member: STATUS: message", @p message or, when it is null, gpumem_last_error().
+     * @param member the C++ member, such as "gpumem::pool_resource::allocate".
+     * @param status the status.
+     * @param message what went wrong, or nullptr for the thread's gpumem_last_error().
+     */
+    bad_alloc(const char *member, gpumem_status status, const char *message = nullptr)
+        : status_(status), what_(std::string(member) + ": " + gpumem_status_string(status) + ": " +
+                                 (message != nullptr ? message : gpumem_last_error())) {}
+    /** The member, the status' name and the message. @return the message. */
     const char *what() const noexcept override { return what_.c_str(); }
     /** The status code. @return the status. */
     gpumem_status status() const noexcept { return status_; }
@@ -127,6 +178,18 @@ inline void check(gpumem_status status)
         throw error(status);
 }
 
+/**
+ * Throws gpumem::error(@p member, @p status) unless @p status is GPUMEM_OK:
+ * the wrappers' check, which names the member that made the call.
+ * @param member the C++ member or function, such as "gpumem::array::copy_from" (a string literal).
+ * @param status a status.
+ */
+inline void check(const char *member, gpumem_status status)
+{
+    if (status != GPUMEM_OK)
+        throw error(member, status);
+}
+
 /* ---- small value types ------------------------------------------------------------------- */
 
 /**
@@ -136,16 +199,49 @@ inline void check(gpumem_status status)
 class dims {
 public:
     dims() noexcept = default;
-    /** From a list of values: dims{4, 6}. @param values up to GPUMEM_MAX_NDIM values. */
-    dims(std::initializer_list<int64_t> values) { assign(values.begin(), values.size()); }
-    /** From any range of integers (std::vector, std::array, another dims, ...). @param range the values. */
+    /**
+     * From a list of integers of one type: dims{4, 6}, or {n, m} of
+     * std::size_t (no narrowing error: each value is converted, and one
+     * that int64_t cannot hold throws GPUMEM_ERROR_OVERFLOW).
+     * @param values up to GPUMEM_MAX_NDIM values.
+     */
+    template <class I, class = std::enable_if_t<std::is_integral_v<I> && !std::is_same_v<I, bool>>>
+    dims(std::initializer_list<I> values)
+    {
+        int64_t v[GPUMEM_MAX_NDIM];
+        std::size_t n = 0;
+        for (I x : values) {
+            if (n < GPUMEM_MAX_NDIM)
+                v[n] = to_int64(x);
+            n++;
+        }
+        assign(v, n);
+    }
+    /**
+     * From integers of mixed types, two or more: {n, 3} with n a std::size_t
+     * (a braced list of one type takes the constructor above).
+     * @param values 2 to GPUMEM_MAX_NDIM values.
+     */
+    template <class... I, class = std::enable_if_t<(sizeof...(I) >= 2) &&
+                                                   ((std::is_integral_v<I> && !std::is_same_v<I, bool>) && ...)>>
+    dims(I... values)
+    {
+        const int64_t v[] = {to_int64(values)...};
+        assign(v, sizeof...(I));
+    }
+    /**
+     * From any range of integers (std::vector<std::size_t>, std::array,
+     * another dims, ...); a value that int64_t cannot hold throws
+     * GPUMEM_ERROR_OVERFLOW.
+     * @param range the values.
+     */
     template <class Range, class = decltype(std::begin(std::declval<const Range &>())),
               class = std::enable_if_t<!std::is_same_v<std::decay_t<Range>, dims>>>
     explicit dims(const Range &range)
     {
         std::vector<int64_t> v;
         for (auto x : range)
-            v.push_back(static_cast<int64_t>(x));
+            v.push_back(to_int64(x));
         assign(v.data(), v.size());
     }
     /** The number of values. @return 0 to GPUMEM_MAX_NDIM. */
@@ -186,11 +282,23 @@ public:
     friend bool operator!=(const dims &a, const dims &b) noexcept { return !(a == b); }
 
 private:
+    template <class I>
+    static int64_t to_int64(I x)
+    {
+        static_assert(std::is_integral_v<I>, "shapes, strides and indices are integers");
+        if constexpr (std::is_unsigned_v<I>) {
+            if (static_cast<unsigned long long>(x) > static_cast<unsigned long long>(INT64_MAX))
+                throw error("gpumem::dims::dims", GPUMEM_ERROR_OVERFLOW,
+                            "the value " + std::to_string(static_cast<unsigned long long>(x)) +
+                                " does not fit in int64_t");
+        }
+        return static_cast<int64_t>(x);
+    }
     void assign(const int64_t *p, size_t n)
     {
         if (n > GPUMEM_MAX_NDIM)
-            throw error(GPUMEM_ERROR_TOO_MANY_DIMENSIONS,
-                        "gpumem::dims: " + std::to_string(n) + " values, more than GPUMEM_MAX_NDIM (32)");
+            throw error("gpumem::dims::dims", GPUMEM_ERROR_TOO_MANY_DIMENSIONS,
+                        std::to_string(n) + " values, more than GPUMEM_MAX_NDIM (32)");
         n_ = static_cast<int>(n);
         if (p != nullptr && n != 0)
             std::memcpy(v_, p, n * sizeof(int64_t));
@@ -246,6 +354,38 @@ private:
 inline constexpr gpumem_slice all = GPUMEM_SLICE_ALL;
 /** An omitted slice bound (Python's None): {gpumem::none, gpumem::none, -1} reverses an axis. */
 inline constexpr int64_t none = GPUMEM_SLICE_DEFAULT;
+/**
+ * One entry of gpumem::array::slice(): a gpumem_slice (gpumem::all,
+ * gpumem::index(i)), or {start, stop} or {start, stop, step} written in
+ * place, which, unlike C's aggregate {start, stop}, leaves no field out
+ * (-Wextra's missing-field-initializers stays quiet).
+ */
+class slice_spec {
+public:
+    /** A C slice as it is (gpumem::all, gpumem::index(i), ...). @param s the slice. */
+    constexpr slice_spec(const gpumem_slice &s) noexcept : s_(s) {}
+    /**
+     * Python's start:stop:step; gpumem::none for an omitted bound.
+     * @param start the first index.
+     * @param stop the index it stops before.
+     * @param step the distance between indices (default 1).
+     */
+    constexpr slice_spec(int64_t start, int64_t stop, int64_t step = 1) noexcept : s_{start, stop, step} {}
+    /** The C slice. @return it. */
+    constexpr gpumem_slice get() const noexcept { return s_; }
+
+private:
+    gpumem_slice s_;
+};
+
+/**
+ * The integer index @p i (negative: from the end) as a slice that drops its
+ * axis (GPUMEM_INDEX): `d.slice({gpumem::index(1), {1, -1}})` is NumPy's
+ * `d[1, 1:-1]`, a 1-D view.
+ * @param i the position.
+ * @return the slice.
+ */
+constexpr gpumem_slice index(int64_t i) noexcept { return gpumem_slice{i, GPUMEM_SLICE_INDEX, 1}; }
 
 /** The builtin element type of a C++ type: integers by size and sign, bool, float, double, std::complex. */
 template <class T, class = void>
@@ -268,6 +408,20 @@ template <> struct builtin_type<std::complex<float>> { static constexpr gpumem_t
 template <> struct builtin_type<std::complex<double>> { static constexpr gpumem_type value = GPUMEM_COMPLEX128; };
 /// @endcond
 
+/**
+ * The builtin dtype's type of an expression's type, C++'s GPUMEM_TYPE_OF:
+ * type_of<float>() is GPUMEM_FLOAT32.  A type with no builtin dtype does not compile.
+ * @return the type.
+ */
+template <class T>
+constexpr gpumem_type type_of() noexcept
+{
+    return builtin_type<std::remove_cv_t<std::remove_reference_t<T>>>::value;
+}
+
+/** gpumem_memory_kind_name(). @param kind a memory kind. @return its name ("device", "pinned", ...). */
+inline const char *memory_kind_name(gpumem_memory_kind kind) noexcept { return gpumem_memory_kind_name(kind); }
+
 class array;
 class stream;
 class pool;
@@ -283,7 +437,7 @@ public:
     {
         const gpumem_dtype *d = gpumem_dtype_builtin(type);
         if (d == nullptr)
-            throw error(gpumem_last_status());
+            throw error("gpumem::dtype::builtin", gpumem_last_status());
         return dtype(d);
     }
     /**
@@ -300,7 +454,7 @@ public:
     static dtype from_typestr(const char *typestr)
     {
         gpumem_dtype *d = nullptr;
-        check(gpumem_dtype_from_typestr(typestr, &d));
+        check("gpumem::dtype::from_typestr", gpumem_dtype_from_typestr(typestr, &d));
         return dtype(d);
     }
     /**
@@ -311,7 +465,7 @@ public:
     static dtype from_descr(const char *descr)
     {
         gpumem_dtype *d = nullptr;
-        check(gpumem_dtype_from_descr(descr, &d));
+        check("gpumem::dtype::from_descr", gpumem_dtype_from_descr(descr, &d));
         return dtype(d);
     }
     /**
@@ -326,7 +480,7 @@ public:
                         gpumem_record_layout layout = GPUMEM_RECORD_PACKED, std::size_t itemsize = 0)
     {
         gpumem_dtype *d = nullptr;
-        check(gpumem_dtype_record_create(fields, nfields, layout, itemsize, &d));
+        check("gpumem::dtype::record", gpumem_dtype_record_create(fields, nfields, layout, itemsize, &d));
         return dtype(d);
     }
     /**
@@ -343,14 +497,14 @@ public:
     static dtype share(const gpumem_dtype *d)
     {
         if (d != nullptr)
-            check(gpumem_dtype_retain(d));
+            check("gpumem::dtype::share", gpumem_dtype_retain(d));
         return dtype(d);
     }
     /** Copies: gpumem_dtype_retain(). @param o the dtype. */
     dtype(const dtype &o) : d_(o.d_)
     {
         if (d_ != nullptr)
-            check(gpumem_dtype_retain(d_));
+            check("gpumem::dtype::dtype", gpumem_dtype_retain(d_));
     }
     /** Moves. @param o the dtype, left empty. */
     dtype(dtype &&o) noexcept : d_(std::exchange(o.d_, nullptr)) {}
@@ -370,35 +524,35 @@ public:
     std::size_t itemsize() const
     {
         std::size_t n = 0;
-        check(gpumem_dtype_itemsize(d_, &n));
+        check("gpumem::dtype::itemsize", gpumem_dtype_itemsize(d_, &n));
         return n;
     }
     /** gpumem_dtype_alignment(). @return the alignment in bytes. */
     std::size_t alignment() const
     {
         std::size_t n = 0;
-        check(gpumem_dtype_alignment(d_, &n));
+        check("gpumem::dtype::alignment", gpumem_dtype_alignment(d_, &n));
         return n;
     }
     /** gpumem_dtype_type(): the type. @return the type. */
     gpumem_type type() const
     {
         gpumem_type t = GPUMEM_VOID;
-        check(gpumem_dtype_type(d_, &t, nullptr));
+        check("gpumem::dtype::type", gpumem_dtype_type(d_, &t, nullptr));
         return t;
     }
     /** gpumem_dtype_type(): the byte order. @return the byte order. */
     gpumem_byteorder byteorder() const
     {
         gpumem_byteorder o = GPUMEM_BYTEORDER_NA;
-        check(gpumem_dtype_type(d_, nullptr, &o));
+        check("gpumem::dtype::byteorder", gpumem_dtype_type(d_, nullptr, &o));
         return o;
     }
     /** gpumem_dtype_typestr(). @return the typestr, such as "<f4". */
     std::string typestr() const
     {
         char buf[24];
-        check(gpumem_dtype_typestr(d_, buf, sizeof buf));
+        check("gpumem::dtype::typestr", gpumem_dtype_typestr(d_, buf, sizeof buf));
         return buf;
     }
     /** gpumem_dtype_descr(), in a buffer that grows until it fits. @return the descr. */
@@ -410,7 +564,7 @@ public:
             if (st == GPUMEM_OK)
                 return buf.data();
             if (st != GPUMEM_ERROR_INVALID_VALUE || buf.size() >= (std::size_t(1) << 26))
-                throw error(st);
+                throw error("gpumem::dtype::descr", st);
             buf.resize(buf.size() * 4);
         }
     }
@@ -418,14 +572,14 @@ public:
     std::size_t field_count() const
     {
         std::size_t n = 0;
-        check(gpumem_dtype_field_count(d_, &n));
+        check("gpumem::dtype::field_count", gpumem_dtype_field_count(d_, &n));
         return n;
     }
     /** gpumem_dtype_field_index(). @param name the field's name. @return its index. */
     std::size_t field_index(const char *name) const
     {
         std::size_t i = 0;
-        check(gpumem_dtype_field_index(d_, name, &i));
+        check("gpumem::dtype::field_index", gpumem_dtype_field_index(d_, name, &i));
         return i;
     }
     /** gpumem_dtype_equal(). */
@@ -437,6 +591,21 @@ private:
     explicit dtype(const gpumem_dtype *d) noexcept : d_(d) {}
     const gpumem_dtype *d_ = nullptr;
 };
+
+/**
+ * The builtin dtype of the type of @p x, C++'s GPUMEM_DTYPE_OF (C11's
+ * _Generic macro, which C++ lacks): gpumem::dtype_of(host[0][0]) for
+ * `float host[4][6]` is the float32 dtype.  @p x is not read; a type with
+ * no builtin dtype does not compile.
+ * @param x a value of a builtin element type.
+ * @return the dtype.
+ */
+template <class T>
+dtype dtype_of(const T &x)
+{
+    static_cast<void>(x);
+    return dtype::of<std::remove_cv_t<T>>();
+}
 
 /* ---- streams (non-owning reference) ------------------------------------------------------ */
 
@@ -455,7 +624,7 @@ public:
     /** Whether a stream is named. @return true unless synchronous. */
     explicit operator bool() const noexcept { return s_ != nullptr; }
     /** gpumem_stream_synchronize(). */
-    void synchronize() const { check(gpumem_stream_synchronize(s_)); }
+    void synchronize() const { check("gpumem::stream_ref::synchronize", gpumem_stream_synchronize(s_)); }
     /**
      * gpumem_stream_query(): true when the work is done, false while it runs.
      * @return whether the work is done.
@@ -465,7 +634,7 @@ public:
         gpumem_status st = gpumem_stream_query(s_);
         if (st == GPUMEM_ERROR_NOT_READY)
             return false;
-        check(st);
+        check("gpumem::stream_ref::query", st);
         return true;
     }
 
@@ -491,21 +660,21 @@ public:
     static context create(int device)
     {
         gpumem_context *c = nullptr;
-        check(gpumem_context_create(device, &c));
+        check("gpumem::context::create", gpumem_context_create(device, &c));
         return context(c);
     }
     /** pycuda's make_default_context(): gpumem_context_create_default(). @return the context. */
     static context create_default()
     {
         gpumem_context *c = nullptr;
-        check(gpumem_context_create_default(&c));
+        check("gpumem::context::create_default", gpumem_context_create_default(&c));
         return context(c);
     }
     /** pycuda.autoinit: gpumem_autoinit(), retained, so the wrapper owns a reference. @return the context. */
     static context autoinit()
     {
         gpumem_context *c = nullptr;
-        check(gpumem_autoinit(&c));
+        check("gpumem::context::autoinit", gpumem_autoinit(&c));
         return share(c);
     }
     /**
@@ -518,14 +687,14 @@ public:
     static context share(gpumem_context *c)
     {
         if (c != nullptr)
-            check(gpumem_context_retain(c));
+            check("gpumem::context::share", gpumem_context_retain(c));
         return context(c);
     }
     /** Copies: gpumem_context_retain(). @param o the context. */
     context(const context &o) : c_(o.c_)
     {
         if (c_ != nullptr)
-            check(gpumem_context_retain(c_));
+            check("gpumem::context::context", gpumem_context_retain(c_));
     }
     /** Moves. @param o the context, left empty. */
     context(context &&o) noexcept : c_(std::exchange(o.c_, nullptr)) {}
@@ -548,41 +717,41 @@ public:
     int device() const
     {
         int d = -1;
-        check(gpumem_context_get_device(c_, &d));
+        check("gpumem::context::device", gpumem_context_get_device(c_, &d));
         return d;
     }
     /** gpumem_context_selection(). @return the rule that chose the device. */
     gpumem_selection selection() const
     {
         gpumem_selection s = GPUMEM_SELECTION_EXPLICIT;
-        check(gpumem_context_selection(c_, &s));
+        check("gpumem::context::selection", gpumem_context_selection(c_, &s));
         return s;
     }
     /** gpumem_context_refcount(). @return the references. */
     int refcount() const
     {
         int n = 0;
-        check(gpumem_context_refcount(c_, &n));
+        check("gpumem::context::refcount", gpumem_context_refcount(c_, &n));
         return n;
     }
     /** gpumem_memory_info(). @return free and total bytes. */
     gpumem::memory_info memory_info() const
     {
         gpumem::memory_info m{0, 0};
-        check(gpumem_memory_info(c_, &m.free, &m.total));
+        check("gpumem::context::memory_info", gpumem_memory_info(c_, &m.free, &m.total));
         return m;
     }
     /** gpumem_context_synchronize(). */
-    void synchronize() const { check(gpumem_context_synchronize(c_)); }
+    void synchronize() const { check("gpumem::context::synchronize", gpumem_context_synchronize(c_)); }
     /** The context's default stream (borrowed: valid while the context lives). @return the default stream. */
     stream_ref default_stream() const
     {
         gpumem_stream *s = nullptr;
-        check(gpumem_stream_default(c_, &s));
+        check("gpumem::context::default_stream", gpumem_stream_default(c_, &s));
         return stream_ref(s);
     }
     /** gpumem_context_flush_deallocations(). */
-    void flush_deallocations() const { check(gpumem_context_flush_deallocations(c_)); }
+    void flush_deallocations() const { check("gpumem::context::flush_deallocations", gpumem_context_flush_deallocations(c_)); }
     /**
      * gpumem_context_set_dealloc_limits().
      * @param max_count the most queued frees.
@@ -590,7 +759,7 @@ public:
      */
     void set_dealloc_limits(std::size_t max_count, double max_ratio) const
     {
-        check(gpumem_context_set_dealloc_limits(c_, max_count, max_ratio));
+        check("gpumem::context::set_dealloc_limits", gpumem_context_set_dealloc_limits(c_, max_count, max_ratio));
     }
     /**
      * gpumem_context_set_pool(): arrays of this context allocate from @p p (nullptr: the driver again).
@@ -601,6 +770,91 @@ public:
 private:
     explicit context(gpumem_context *c) noexcept : c_(c) {}
     gpumem_context *c_ = nullptr;
+};
+
+/* ---- events ------------------------------------------------------------------------------ */
+
+/**
+ * numba's cuda.event(): an event of a context (gpumem/event.h; move-only, the destructor is
+ * gpumem_event_destroy).  An empty stream_ref given to record() or wait() is the default stream of the
+ * event's context.
+ */
+class event {
+public:
+    event() noexcept = default;
+    /**
+     * gpumem_event_create(@p ctx, @p flags).
+     * @param ctx the context (empty: the autoinit context).
+     * @param flags 0 (with timing), or GPUMEM_EVENT_DISABLE_TIMING and GPUMEM_EVENT_BLOCKING_SYNC or'ed.
+     */
+    explicit event(const context &ctx, unsigned flags = 0)
+    {
+        check("gpumem::event::event", gpumem_event_create(ctx.get(), flags, &e_));
+    }
+    /** Moves. @param o the event, left empty. */
+    event(event &&o) noexcept : e_(std::exchange(o.e_, nullptr)) {}
+    /** Move-assigns, destroying the event held before. @param o the event, left empty. @return *this. */
+    event &operator=(event &&o) noexcept
+    {
+        if (this != &o) {
+            gpumem_event_destroy(e_);
+            e_ = std::exchange(o.e_, nullptr);
+        }
+        return *this;
+    }
+    event(const event &) = delete;
+    event &operator=(const event &) = delete;
+    ~event() { gpumem_event_destroy(e_); }
+
+    /** The C handle (borrowed). @return the event. */
+    gpumem_event *get() const noexcept { return e_; }
+    /** Whether the wrapper holds an event. @return true unless empty or destroyed. */
+    explicit operator bool() const noexcept { return e_ != nullptr; }
+    /** gpumem_event_destroy(): ends the event now; throws its status. */
+    void destroy() { check("gpumem::event::destroy", gpumem_event_destroy(std::exchange(e_, nullptr))); }
+    /**
+     * numba's event.record(stream): gpumem_event_record(), behind the work queued on @p s so far.
+     * @param s a stream of the event's context (empty: that context's default stream).
+     */
+    void record(stream_ref s = {}) const { check("gpumem::event::record", gpumem_event_record(e_, s.get())); }
+    /**
+     * numba's event.wait(stream): gpumem_stream_wait_event(@p s, this event); the same as s.wait(*this).
+     * @param s the stream whose later work waits (empty: the default stream of the event's context).
+     */
+    void wait(stream_ref s = {}) const { check("gpumem::event::wait", gpumem_stream_wait_event(s.get(), e_)); }
+    /** gpumem_event_query(): true when complete (or never recorded), false while its work runs. @return whether it is complete. */
+    bool query() const
+    {
+        gpumem_status st = gpumem_event_query(e_);
+        if (st == GPUMEM_ERROR_NOT_READY)
+            return false;
+        check("gpumem::event::query", st);
+        return true;
+    }
+    /** gpumem_event_synchronize(): waits until the event has completed. */
+    void synchronize() const { check("gpumem::event::synchronize", gpumem_event_synchronize(e_)); }
+    /**
+     * numba's event_elapsed_time(*this, @p end): gpumem_event_elapsed_time(), the milliseconds from this
+     * event's completion to that of @p end; both recorded, completed and with timing.
+     * @param end the later event.
+     * @return the elapsed time in milliseconds.
+     */
+    float elapsed_ms(const event &end) const
+    {
+        float ms = 0;
+        check("gpumem::event::elapsed_ms", gpumem_event_elapsed_time(e_, end.e_, &ms));
+        return ms;
+    }
+    /** The event's context, retained. @return the context. */
+    gpumem::context context() const
+    {
+        gpumem_context *c = nullptr;
+        check("gpumem::event::context", gpumem_event_context(e_, &c));
+        return gpumem::context::share(c);
+    }
+
+private:
+    gpumem_event *e_ = nullptr;
 };
 
 /* ---- streams ----------------------------------------------------------------------------- */
@@ -614,7 +868,7 @@ public:
      * @param ctx the context (empty: the autoinit context).
      * @param flags 0 or GPUMEM_STREAM_NON_BLOCKING.
      */
-    explicit stream(const context &ctx, unsigned flags = 0) { check(gpumem_stream_create(ctx.get(), flags, &s_)); }
+    explicit stream(const context &ctx, unsigned flags = 0) { check("gpumem::stream::stream", gpumem_stream_create(ctx.get(), flags, &s_)); }
     /** Moves. @param o the stream, left empty. */
     stream(stream &&o) noexcept : s_(std::exchange(o.s_, nullptr)) {}
     /** Move-assigns, destroying the stream held before. @param o the stream, left empty. @return *this. */
@@ -635,16 +889,28 @@ public:
     /** Whether the wrapper holds a stream. @return true unless empty or destroyed. */
     explicit operator bool() const noexcept { return s_ != nullptr; }
     /** gpumem_stream_destroy(): synchronizes (committing write-backs), then ends the stream; throws its status. */
-    void destroy() { check(gpumem_stream_destroy(std::exchange(s_, nullptr))); }
+    void destroy() { check("gpumem::stream::destroy", gpumem_stream_destroy(std::exchange(s_, nullptr))); }
     /** gpumem_stream_synchronize(). */
-    void synchronize() const { check(gpumem_stream_synchronize(s_)); }
+    void synchronize() const { check("gpumem::stream::synchronize", gpumem_stream_synchronize(s_)); }
     /** gpumem_stream_query(). @return whether the work is done. */
     bool query() const { return stream_ref(s_).query(); }
+    /**
+     * gpumem_stream_wait_event(): this stream's work queued from now on waits until @p e has completed.
+     * An empty stream throws GPUMEM_ERROR_NULL_ARGUMENT (in C, NULL would be the default stream).
+     * @param e the event (of any context).
+     */
+    void wait(const event &e) const
+    {
+        if (s_ == nullptr)
+            throw error("gpumem::stream::wait", GPUMEM_ERROR_NULL_ARGUMENT,
+                        "the stream is empty (moved from or destroyed)");
+        check("gpumem::stream::wait", gpumem_stream_wait_event(s_, e.get()));
+    }
     /** The stream's context, retained. @return the context. */
     gpumem::context context() const
     {
         gpumem_context *c = nullptr;
-        check(gpumem_stream_context(s_, &c));
+        check("gpumem::stream::context", gpumem_stream_context(s_, &c));
         return gpumem::context::share(c);
     }
 
@@ -662,7 +928,7 @@ inline stream_ref::stream_ref(const stream &s) noexcept : s_(s.get()) {}
 class auto_synchronize {
 public:
     /** gpumem_stream_auto_synchronize_begin(@p s). @param s the stream. */
-    explicit auto_synchronize(stream_ref s) : s_(s.get()) { check(gpumem_stream_auto_synchronize_begin(s_)); }
+    explicit auto_synchronize(stream_ref s) : s_(s.get()) { check("gpumem::auto_synchronize::auto_synchronize", gpumem_stream_auto_synchronize_begin(s_)); }
     auto_synchronize(const auto_synchronize &) = delete;
     auto_synchronize &operator=(const auto_synchronize &) = delete;
     ~auto_synchronize()
@@ -671,7 +937,7 @@ public:
             gpumem_stream_auto_synchronize_end(s_);
     }
     /** Ends the scope now and throws the synchronization's status. */
-    void end() { check(gpumem_stream_auto_synchronize_end(std::exchange(s_, nullptr))); }
+    void end() { check("gpumem::auto_synchronize::end", gpumem_stream_auto_synchronize_end(std::exchange(s_, nullptr))); }
 
 private:
     gpumem_stream *s_;
@@ -681,7 +947,7 @@ private:
 class defer_cleanup {
 public:
     /** gpumem_defer_cleanup_begin(@p ctx). @param ctx the context (empty: the autoinit context). */
-    explicit defer_cleanup(const context &ctx) : c_(ctx) { check(gpumem_defer_cleanup_begin(c_.get())); }
+    explicit defer_cleanup(const context &ctx) : c_(ctx) { check("gpumem::defer_cleanup::defer_cleanup", gpumem_defer_cleanup_begin(c_.get())); }
     defer_cleanup(const defer_cleanup &) = delete;
     defer_cleanup &operator=(const defer_cleanup &) = delete;
     ~defer_cleanup()
@@ -693,7 +959,7 @@ public:
     void end()
     {
         ended_ = true;
-        check(gpumem_defer_cleanup_end(c_.get()));
+        check("gpumem::defer_cleanup::end", gpumem_defer_cleanup_end(c_.get()));
     }
 
 private:
@@ -705,13 +971,16 @@ private:
 
 /** gpumem_trace_start(): records a trace into @p path. @param path the file. @param flags 0 or
  * GPUMEM_TRACE_CALL_SITES. */
-inline void trace_start(const std::string &path, unsigned flags = 0) { check(gpumem_trace_start(path.c_str(), flags)); }
+inline void trace_start(const std::string &path, unsigned flags = 0)
+{
+    check("gpumem::trace_start", gpumem_trace_start(path.c_str(), flags));
+}
 
 /** gpumem_trace_stop(): ends the trace that records, and writes the rest of it. */
-inline void trace_stop() { check(gpumem_trace_stop()); }
+inline void trace_stop() { check("gpumem::trace_stop", gpumem_trace_stop()); }
 
 /** gpumem_trace_mark(): a marker on the calling thread's timeline ("time step 12"). @param name its text. */
-inline void trace_mark(const std::string &name) { check(gpumem_trace_mark(name.c_str())); }
+inline void trace_mark(const std::string &name) { check("gpumem::trace_mark", gpumem_trace_mark(name.c_str())); }
 
 /**
  * A named region of the calling thread's timeline as a scope guard: the
@@ -728,7 +997,10 @@ inline void trace_mark(const std::string &name) { check(gpumem_trace_mark(name.c
 class trace_region {
 public:
     /** Opens the region. @param name its name. */
-    explicit trace_region(const std::string &name) { check(gpumem_trace_push(name.c_str())); }
+    explicit trace_region(const std::string &name)
+    {
+        check("gpumem::trace_region::trace_region", gpumem_trace_push(name.c_str()));
+    }
     trace_region(const trace_region &) = delete;
     trace_region &operator=(const trace_region &) = delete;
     ~trace_region() { gpumem_trace_pop(); }
@@ -746,14 +1018,14 @@ public:
     static array share(gpumem_array *a)
     {
         if (a != nullptr)
-            check(gpumem_array_retain(a));
+            check("gpumem::array::share", gpumem_array_retain(a));
         return array(a);
     }
     /** Copies: gpumem_array_retain(). @param o the array. */
     array(const array &o) : a_(o.a_)
     {
         if (a_ != nullptr)
-            check(gpumem_array_retain(a_));
+            check("gpumem::array::array", gpumem_array_retain(a_));
     }
     /** Moves. @param o the array, left empty. */
     array(array &&o) noexcept : a_(std::exchange(o.a_, nullptr)) {}
@@ -772,14 +1044,14 @@ public:
     /** Gives up the reference without releasing it. @return the handle, for the caller to release. */
     gpumem_array *detach() noexcept { return std::exchange(a_, nullptr); }
     /** gpumem_array_release() now, throwing the driver's failure to free (the handle is gone either way). */
-    void release() { check(gpumem_array_release(std::exchange(a_, nullptr))); }
+    void release() { check("gpumem::array::release", gpumem_array_release(std::exchange(a_, nullptr))); }
 
     /* properties */
     /** gpumem_array_ndim(). @return the number of dimensions. */
     int ndim() const
     {
         int n = 0;
-        check(gpumem_array_ndim(a_, &n));
+        check("gpumem::array::ndim", gpumem_array_ndim(a_, &n));
         return n;
     }
     /** gpumem_array_shape(). @return the extents. */
@@ -787,7 +1059,7 @@ public:
     {
         dims d;
         d.resize(ndim());
-        check(gpumem_array_shape(a_, d.data()));
+        check("gpumem::array::shape", gpumem_array_shape(a_, d.data()));
         return d;
     }
     /** Byte strides. @return the strides. */
@@ -795,81 +1067,81 @@ public:
     {
         dims d;
         d.resize(ndim());
-        check(gpumem_array_strides(a_, d.data()));
+        check("gpumem::array::strides", gpumem_array_strides(a_, d.data()));
         return d;
     }
     /** gpumem_array_dtype(). @return the dtype, retained. */
     gpumem::dtype dtype() const
     {
         const gpumem_dtype *d = nullptr;
-        check(gpumem_array_dtype(a_, &d));
+        check("gpumem::array::dtype", gpumem_array_dtype(a_, &d));
         return gpumem::dtype::share(d);
     }
     /** gpumem_array_size(). @return the number of elements. */
     int64_t size() const
     {
         int64_t n = 0;
-        check(gpumem_array_size(a_, &n));
+        check("gpumem::array::size", gpumem_array_size(a_, &n));
         return n;
     }
     /** gpumem_array_nbytes(). @return the bytes of the elements. */
     int64_t nbytes() const
     {
         int64_t n = 0;
-        check(gpumem_array_nbytes(a_, &n));
+        check("gpumem::array::nbytes", gpumem_array_nbytes(a_, &n));
         return n;
     }
     /** gpumem_array_kind(). @return the memory kind. */
     gpumem_memory_kind kind() const
     {
         gpumem_memory_kind k = GPUMEM_MEMORY_HOST;
-        check(gpumem_array_kind(a_, &k));
+        check("gpumem::array::kind", gpumem_array_kind(a_, &k));
         return k;
     }
     /** The array's context, retained (empty for host arrays). @return the context. */
     gpumem::context context() const
     {
         gpumem_context *c = nullptr;
-        check(gpumem_array_context(a_, &c));
+        check("gpumem::array::context", gpumem_array_context(a_, &c));
         return gpumem::context::share(c);
     }
     /** gpumem_array_device_pointer(). @return the device address of element [0, ...]. */
     uint64_t device_pointer() const
     {
         uint64_t p = 0;
-        check(gpumem_array_device_pointer(a_, &p));
+        check("gpumem::array::device_pointer", gpumem_array_device_pointer(a_, &p));
         return p;
     }
     /** gpumem_array_host_pointer(). @return the host address of element [0, ...]. */
     void *host_pointer() const
     {
         void *p = nullptr;
-        check(gpumem_array_host_pointer(a_, &p));
+        check("gpumem::array::host_pointer", gpumem_array_host_pointer(a_, &p));
         return p;
     }
     /** gpumem_array_is_c_contiguous(). @return the flag. */
     bool is_c_contiguous() const
     {
         int r = 0;
-        check(gpumem_array_is_c_contiguous(a_, &r));
+        check("gpumem::array::is_c_contiguous", gpumem_array_is_c_contiguous(a_, &r));
         return r != 0;
     }
     /** gpumem_array_is_f_contiguous(). @return the flag. */
     bool is_f_contiguous() const
     {
         int r = 0;
-        check(gpumem_array_is_f_contiguous(a_, &r));
+        check("gpumem::array::is_f_contiguous", gpumem_array_is_f_contiguous(a_, &r));
         return r != 0;
     }
     /** gpumem_array_is_readonly(). @return the flag. */
     bool is_readonly() const
     {
         int r = 0;
-        check(gpumem_array_is_readonly(a_, &r));
+        check("gpumem::array::is_readonly", gpumem_array_is_readonly(a_, &r));
         return r != 0;
     }
     /** gpumem_array_set_readonly(). @param readonly true: read-only; false: writable. */
-    void set_readonly(bool readonly) const { check(gpumem_array_set_readonly(a_, readonly ? 1 : 0)); }
+    void set_readonly(bool readonly) const { check("gpumem::array::set_readonly", gpumem_array_set_readonly(a_, readonly ? 1 : 0)); }
 
     /**
      * The elements of a contiguous host-side array (host, pinned, mapped,
@@ -882,36 +1154,75 @@ public:
     {
         std::size_t itemsize = dtype().itemsize();
         if (itemsize != sizeof(T))
-            throw error(GPUMEM_ERROR_DTYPE_MISMATCH,
-                        "gpumem::array::host_span: the item size is " + std::to_string(itemsize) +
-                            " bytes, the span's type " + std::to_string(sizeof(T)));
+            throw error("gpumem::array::host_span", GPUMEM_ERROR_DTYPE_MISMATCH,
+                        "the item size is " + std::to_string(itemsize) + " bytes, the span's type " +
+                            std::to_string(sizeof(T)));
         if (!is_c_contiguous() && !is_f_contiguous())
-            throw error(GPUMEM_ERROR_COPY_REQUIRED, "gpumem::array::host_span: the array is not contiguous");
+            throw error("gpumem::array::host_span", GPUMEM_ERROR_COPY_REQUIRED, "the array is not contiguous");
         return span<T>(static_cast<T *>(host_pointer()), static_cast<std::size_t>(size()));
     }
 
-    /* copies */
+    /* copies: each member is named by its direction, so that its arguments cannot be swapped */
     /**
-     * numba's copy_to_host(ary, stream): gpumem_copy_to_host(*this, @p dst, @p s).
-     * @param dst a host-side array.
+     * dst[:] = *this: copies this array into @p dst, gpumem_array_copy(@p dst, *this, @p s); any
+     * kinds, any strides.
+     * @param dst the destination, of the same shape and dtype.
      * @param s the stream (empty: synchronous).
      */
-    void copy_to_host(const array &dst, stream_ref s = {}) const { check(gpumem_copy_to_host(a_, dst.a_, s.get())); }
-    /**
-     * numba's copy_to_device(ary, stream): gpumem_copy_to_device(*this, @p src, @p s).
-     * @param src the source.
-     * @param s the stream (empty: synchronous).
-     */
-    void copy_to_device(const array &src, stream_ref s = {}) const
+    void copy_to(const array &dst, stream_ref s = {}) const
     {
-        check(gpumem_copy_to_device(a_, src.a_, s.get()));
+        check("gpumem::array::copy_to", gpumem_array_copy(dst.a_, a_, s.get()));
     }
     /**
-     * gpumem_array_copy(*this, @p src, @p s): any kinds, any strides.
+     * *this[:] = @p src: copies @p src into this array, gpumem_array_copy(*this, @p src, @p s); any
+     * kinds, any strides.
+     * @param src the source, of the same shape and dtype.
+     * @param s the stream (empty: synchronous).
+     */
+    void copy_from(const array &src, stream_ref s = {}) const
+    {
+        check("gpumem::array::copy_from", gpumem_array_copy(a_, src.a_, s.get()));
+    }
+    /**
+     * numba's d.copy_to_host(ary, stream): copies this array into the host-side array @p dst,
+     * gpumem_copy_to_host(*this, @p dst, @p s).  A device @p dst throws GPUMEM_ERROR_INVALID_VALUE.
+     * @param dst a host-side array (host, pinned, mapped, managed).
+     * @param s the stream (empty: synchronous).
+     */
+    void copy_to_host(const array &dst, stream_ref s = {}) const
+    {
+        check("gpumem::array::copy_to_host", gpumem_copy_to_host(a_, dst.a_, s.get()));
+    }
+    /**
+     * numba's d.copy_to_device(ary, stream) under a name that says its direction: copies the
+     * host-side array @p src into this device array, gpumem_copy_to_device(*this, @p src, @p s).
+     * A @p src on the device, or a host-side *this, throws GPUMEM_ERROR_INVALID_VALUE (copy_from()
+     * copies between any two).
+     * @param src a host-side array.
+     * @param s the stream (empty: synchronous).
+     */
+    void copy_from_host(const array &src, stream_ref s = {}) const
+    {
+        gpumem_memory_kind k = GPUMEM_MEMORY_HOST;
+        check("gpumem::array::copy_from_host", gpumem_array_kind(src.a_, &k));
+        if (k == GPUMEM_MEMORY_DEVICE || k == GPUMEM_MEMORY_FOREIGN)
+            throw error("gpumem::array::copy_from_host", GPUMEM_ERROR_INVALID_VALUE,
+                        std::string("'src' is a ") + gpumem_memory_kind_name(k) +
+                            " array, not a host-side one (copy_from copies between any two)");
+        check("gpumem::array::copy_from_host", gpumem_copy_to_device(a_, src.a_, s.get()));
+    }
+    /**
+     * Deprecated: `d.copy_to_device(x)` copies @p src into *this, which reads as the opposite;
+     * use copy_from_host(@p src) (or copy_from(@p src)), which does the same.
+     * gpumem_copy_to_device(*this, @p src, @p s).
      * @param src the source.
      * @param s the stream (empty: synchronous).
      */
-    void copy_from(const array &src, stream_ref s = {}) const { check(gpumem_array_copy(a_, src.a_, s.get())); }
+    [[deprecated("d.copy_to_device(src) copies src INTO d: use d.copy_from_host(src) or d.copy_from(src)")]]
+    void copy_to_device(const array &src, stream_ref s = {}) const
+    {
+        check("gpumem::array::copy_to_device", gpumem_copy_to_device(a_, src.a_, s.get()));
+    }
     /**
      * gpumem_array_fill() with one element of type @p T (its size must be the item size).
      * @param value the element.
@@ -920,11 +1231,13 @@ public:
     template <class T>
     void fill(const T &value, stream_ref s = {}) const
     {
-        check_item<T>("fill");
-        check(gpumem_array_fill(a_, &value, s.get()));
+        check_item<T>("gpumem::array::fill");
+        check("gpumem::array::fill", gpumem_array_fill(a_, &value, s.get()));
     }
     /**
-     * gpumem_array_get_item(): the element at @p index (ndim indices, negative from the end).
+     * gpumem_array_get_item_n(): the element at @p index, one index per
+     * dimension (negative from the end); another count of indices is
+     * GPUMEM_ERROR_INVALID_VALUE (`get<T>({0})` of a 2-D array throws).
      * @param index ndim indices.
      * @param s the stream, or empty.
      * @return the element.
@@ -932,13 +1245,15 @@ public:
     template <class T>
     T get(const dims &index, stream_ref s = {}) const
     {
-        check_item<T>("get");
+        check_item<T>("gpumem::array::get");
         T v{};
-        check(gpumem_array_get_item(a_, index.data(), &v, s.get()));
+        check("gpumem::array::get", gpumem_array_get_item_n(a_, index.size(), index.data(), &v, s.get()));
         return v;
     }
     /**
-     * gpumem_array_set_item(): writes @p value at @p index.
+     * gpumem_array_set_item_n(): writes @p value at @p index, one index per
+     * dimension; another count of indices is GPUMEM_ERROR_INVALID_VALUE and
+     * writes nothing.
      * @param index ndim indices.
      * @param value the element.
      * @param s the stream (empty: synchronous).
@@ -946,27 +1261,36 @@ public:
     template <class T>
     void set(const dims &index, const T &value, stream_ref s = {}) const
     {
-        check_item<T>("set");
-        check(gpumem_array_set_item(a_, index.data(), &value, s.get()));
+        check_item<T>("gpumem::array::set");
+        check("gpumem::array::set", gpumem_array_set_item_n(a_, index.size(), index.data(), &value, s.get()));
     }
 
     /* views */
     /**
-     * gpumem_array_slice(): {start, stop, step} per leading axis, gpumem::all for `:`.
+     * gpumem_array_slice(): per leading axis {start, stop, step}, {start, stop} (step 1),
+     * gpumem::all for `:` or gpumem::index(i) for the integer index i, which drops its axis:
+     * `d.slice({gpumem::index(1), {1, -1}})` is NumPy's `d[1, 1:-1]`.
      * @param slices the slices.
      * @return the view.
      */
-    array slice(std::initializer_list<gpumem_slice> slices) const
+    array slice(std::initializer_list<slice_spec> slices) const
     {
+        if (slices.size() > GPUMEM_MAX_NDIM)
+            throw error("gpumem::array::slice", GPUMEM_ERROR_INVALID_VALUE,
+                        std::to_string(slices.size()) + " slices, more than GPUMEM_MAX_NDIM (32)");
+        gpumem_slice c[GPUMEM_MAX_NDIM];
+        int n = 0;
+        for (const slice_spec &x : slices)
+            c[n++] = x.get();
         gpumem_array *v = nullptr;
-        check(gpumem_array_slice(a_, slices.begin(), static_cast<int>(slices.size()), &v));
+        check("gpumem::array::slice", gpumem_array_slice(a_, c, n, &v));
         return array(v);
     }
     /** NumPy's .T: the axes reversed. @return the view. */
     array transpose() const
     {
         gpumem_array *v = nullptr;
-        check(gpumem_array_transpose(a_, nullptr, &v));
+        check("gpumem::array::transpose", gpumem_array_transpose(a_, nullptr, &v));
         return array(v);
     }
     /**
@@ -977,17 +1301,17 @@ public:
     array transpose(std::initializer_list<int> axes) const
     {
         if (static_cast<int>(axes.size()) != ndim())
-            throw error(GPUMEM_ERROR_INVALID_VALUE, "gpumem::array::transpose: " + std::to_string(axes.size()) +
-                                                        " axes for an array of " + std::to_string(ndim()));
+            throw error("gpumem::array::transpose", GPUMEM_ERROR_INVALID_VALUE,
+                        std::to_string(axes.size()) + " axes for an array of " + std::to_string(ndim()));
         gpumem_array *v = nullptr;
-        check(gpumem_array_transpose(a_, axes.begin(), &v));
+        check("gpumem::array::transpose", gpumem_array_transpose(a_, axes.begin(), &v));
         return array(v);
     }
     /** NumPy's view(dtype). @param d the new dtype. @return the view. */
     array view(const gpumem::dtype &d) const
     {
         gpumem_array *v = nullptr;
-        check(gpumem_array_view(a_, d.get(), &v));
+        check("gpumem::array::view", gpumem_array_view(a_, d.get(), &v));
         return array(v);
     }
     /**
@@ -1001,7 +1325,7 @@ public:
     array reshape(const dims &shape, char order = 'C', unsigned flags = 0, stream_ref s = {}) const
     {
         gpumem_array *v = nullptr;
-        check(gpumem_array_reshape(a_, shape.size(), shape.data(), order, flags, s.get(), &v));
+        check("gpumem::array::reshape", gpumem_array_reshape(a_, shape.size(), shape.data(), order, flags, s.get(), &v));
         return array(v);
     }
     /**
@@ -1014,7 +1338,7 @@ public:
     array ravel(char order = 'C', unsigned flags = 0, stream_ref s = {}) const
     {
         gpumem_array *v = nullptr;
-        check(gpumem_array_ravel(a_, order, flags, s.get(), &v));
+        check("gpumem::array::ravel", gpumem_array_ravel(a_, order, flags, s.get(), &v));
         return array(v);
     }
     /**
@@ -1027,9 +1351,9 @@ public:
         std::size_t count = 0; /* first ask for the count: capacity 0 fails with it set */
         gpumem_status st = gpumem_array_split(a_, section, nullptr, 0, &count);
         if (st != GPUMEM_OK && (st != GPUMEM_ERROR_INVALID_VALUE || count == 0))
-            throw error(st);
+            throw error("gpumem::array::split", st);
         std::vector<gpumem_array *> raw(count);
-        check(gpumem_array_split(a_, section, raw.data(), raw.size(), &count));
+        check("gpumem::array::split", gpumem_array_split(a_, section, raw.data(), raw.size(), &count));
         std::vector<array> pieces;
         pieces.reserve(count);
         for (std::size_t i = 0; i < count; i++)
@@ -1048,7 +1372,7 @@ public:
         gpumem_cuda_array_interface d;
         std::memset(&d, 0, sizeof d);
         d.size = sizeof d;
-        check(gpumem_array_interface(a_, s.get(), &d));
+        check("gpumem::array::cuda_array_interface", gpumem_array_interface(a_, s.get(), &d));
         return d;
     }
     /**
@@ -1059,28 +1383,28 @@ public:
     void *to_dlpack(unsigned flags = 0) const
     {
         void *t = nullptr;
-        check(gpumem_array_to_dlpack(a_, flags, &t));
+        check("gpumem::array::to_dlpack", gpumem_array_to_dlpack(a_, flags, &t));
         return t;
     }
     /** gpumem_ipc_get_handle(). @return the handle. */
     gpumem_ipc_handle ipc_handle() const
     {
         gpumem_ipc_handle h;
-        check(gpumem_ipc_get_handle(a_, &h));
+        check("gpumem::array::ipc_handle", gpumem_ipc_get_handle(a_, &h));
         return h;
     }
 
 private:
     explicit array(gpumem_array *a) noexcept : a_(a) {}
     template <class T>
-    void check_item(const char *what) const
+    void check_item(const char *member) const
     {
         static_assert(std::is_trivially_copyable_v<T>, "elements are copied as bytes");
         std::size_t itemsize = dtype().itemsize();
         if (itemsize != sizeof(T))
-            throw error(GPUMEM_ERROR_DTYPE_MISMATCH, std::string("gpumem::array::") + what + ": the item size is " +
-                                                         std::to_string(itemsize) + " bytes, the value's " +
-                                                         std::to_string(sizeof(T)));
+            throw error(member, GPUMEM_ERROR_DTYPE_MISMATCH,
+                        "the item size is " + std::to_string(itemsize) + " bytes, the value's " +
+                            std::to_string(sizeof(T)));
     }
     gpumem_array *a_ = nullptr;
 };
@@ -1098,7 +1422,7 @@ private:
 inline array wrap(void *data, const dims &shape, const dtype &d, const dims &strides = {})
 {
     gpumem_array *a = nullptr;
-    check(gpumem_host_array_wrap(data, shape.size(), shape.data(), strides.empty() ? nullptr : strides.data(),
+    check("gpumem::wrap", gpumem_host_array_wrap(data, shape.size(), shape.data(), strides.empty() ? nullptr : strides.data(),
                                  d.get(), &a));
     return array::adopt(a);
 }
@@ -1134,7 +1458,7 @@ array wrap(Range &range)
 inline array host_array(const dims &shape, const dtype &d, char order = 'C')
 {
     gpumem_array *a = nullptr;
-    check(gpumem_host_array(shape.size(), shape.data(), d.get(), order, &a));
+    check("gpumem::host_array", gpumem_host_array(shape.size(), shape.data(), d.get(), order, &a));
     return array::adopt(a);
 }
 /**
@@ -1150,7 +1474,7 @@ inline array device_array(const context &ctx, const dims &shape, const dtype &d,
                           stream_ref s = {})
 {
     gpumem_array *a = nullptr;
-    check(gpumem_device_array(ctx.get(), shape.size(), shape.data(), nullptr, d.get(), order, s.get(), &a));
+    check("gpumem::device_array", gpumem_device_array(ctx.get(), shape.size(), shape.data(), nullptr, d.get(), order, s.get(), &a));
     return array::adopt(a);
 }
 /**
@@ -1176,7 +1500,7 @@ array device_array(const context &ctx, const dims &shape, char order = 'C', stre
 inline array device_array_like(const context &ctx, const array &like, stream_ref s = {})
 {
     gpumem_array *a = nullptr;
-    check(gpumem_device_array_like(ctx.get(), like.get(), s.get(), &a));
+    check("gpumem::device_array_like", gpumem_device_array_like(ctx.get(), like.get(), s.get(), &a));
     return array::adopt(a);
 }
 /**
@@ -1189,7 +1513,7 @@ inline array device_array_like(const context &ctx, const array &like, stream_ref
 inline array device_record(const context &ctx, const dtype &d, stream_ref s = {})
 {
     gpumem_array *a = nullptr;
-    check(gpumem_device_record(ctx.get(), d.get(), s.get(), &a));
+    check("gpumem::device_record", gpumem_device_record(ctx.get(), d.get(), s.get(), &a));
     return array::adopt(a);
 }
 /**
@@ -1203,7 +1527,7 @@ inline array device_record(const context &ctx, const dtype &d, stream_ref s = {}
 inline array to_device(const context &ctx, const array &host, stream_ref s = {}, unsigned flags = 0)
 {
     gpumem_array *a = nullptr;
-    check(gpumem_to_device(ctx.get(), host.get(), s.get(), flags, &a));
+    check("gpumem::to_device", gpumem_to_device(ctx.get(), host.get(), s.get(), flags, &a));
     return array::adopt(a);
 }
 /**
@@ -1217,7 +1541,7 @@ inline array to_device(const context &ctx, const array &host, stream_ref s = {},
 inline array pinned_array(const context &ctx, const dims &shape, const dtype &d, char order = 'C')
 {
     gpumem_array *a = nullptr;
-    check(gpumem_pinned_array(ctx.get(), shape.size(), shape.data(), nullptr, d.get(), order, &a));
+    check("gpumem::pinned_array", gpumem_pinned_array(ctx.get(), shape.size(), shape.data(), nullptr, d.get(), order, &a));
     return array::adopt(a);
 }
 /**
@@ -1234,7 +1558,7 @@ inline array mapped_array(const context &ctx, const dims &shape, const dtype &d,
                           stream_ref s = {}, unsigned flags = 0)
 {
     gpumem_array *a = nullptr;
-    check(gpumem_mapped_array(ctx.get(), shape.size(), shape.data(), nullptr, d.get(), order, s.get(), flags, &a));
+    check("gpumem::mapped_array", gpumem_mapped_array(ctx.get(), shape.size(), shape.data(), nullptr, d.get(), order, s.get(), flags, &a));
     return array::adopt(a);
 }
 /**
@@ -1250,7 +1574,7 @@ inline array managed_array(const context &ctx, const dims &shape, const dtype &d
                            unsigned flags = GPUMEM_MANAGED_ATTACH_GLOBAL)
 {
     gpumem_array *a = nullptr;
-    check(gpumem_managed_array(ctx.get(), shape.size(), shape.data(), nullptr, d.get(), order, flags, &a));
+    check("gpumem::managed_array", gpumem_managed_array(ctx.get(), shape.size(), shape.data(), nullptr, d.get(), order, flags, &a));
     return array::adopt(a);
 }
 /**
@@ -1263,7 +1587,7 @@ inline array managed_array(const context &ctx, const dims &shape, const dtype &d
 inline array from_dlpack(const context &ctx, void *tensor, unsigned flags = 0)
 {
     gpumem_array *a = nullptr;
-    check(gpumem_array_from_dlpack(ctx.get(), tensor, flags, &a));
+    check("gpumem::from_dlpack", gpumem_array_from_dlpack(ctx.get(), tensor, flags, &a));
     return array::adopt(a);
 }
 /**
@@ -1279,7 +1603,7 @@ inline array as_cuda_array(const context &ctx, const gpumem_cuda_array_interface
                            void (*release)(void *) = nullptr, void *owner = nullptr)
 {
     gpumem_array *a = nullptr;
-    check(gpumem_as_cuda_array(ctx.get(), &desc, flags, release, owner, &a));
+    check("gpumem::as_cuda_array", gpumem_as_cuda_array(ctx.get(), &desc, flags, release, owner, &a));
     return array::adopt(a);
 }
 /**
@@ -1291,7 +1615,7 @@ inline array as_cuda_array(const context &ctx, const gpumem_cuda_array_interface
 inline array ipc_open(const context &ctx, const gpumem_ipc_handle &handle)
 {
     gpumem_array *a = nullptr;
-    check(gpumem_ipc_open(ctx.get(), &handle, &a));
+    check("gpumem::ipc_open", gpumem_ipc_open(ctx.get(), &handle, &a));
     return array::adopt(a);
 }
 
@@ -1327,7 +1651,7 @@ public:
     void end()
     {
         if (r_ != nullptr)
-            check(end_(&r_));
+            check("gpumem::registration::end", end_(&r_));
     }
 
 private:
@@ -1362,7 +1686,7 @@ inline registration pinned(const context &ctx, std::initializer_list<array> arra
 {
     auto v = detail::handles(arrays);
     gpumem_registration *r = nullptr;
-    check(gpumem_pinned(ctx.get(), v.data(), v.size(), &r));
+    check("gpumem::pinned", gpumem_pinned(ctx.get(), v.data(), v.size(), &r));
     return registration(r, gpumem_unpinned);
 }
 /**
@@ -1379,7 +1703,7 @@ inline registration mapped(const context &ctx, std::initializer_list<array> arra
     auto v = detail::handles(arrays);
     std::vector<gpumem_array *> views(v.size(), nullptr);
     gpumem_registration *r = nullptr;
-    check(gpumem_mapped(ctx.get(), v.data(), v.size(), s.get(), &r, views.data()));
+    check("gpumem::mapped", gpumem_mapped(ctx.get(), v.data(), v.size(), s.get(), &r, views.data()));
     registration scope(r, gpumem_unmapped);
     device_views.clear();
     for (gpumem_array *a : views)
@@ -1396,7 +1720,7 @@ inline registration register_arrays(const context &ctx, std::initializer_list<ar
 {
     auto v = detail::handles(arrays);
     gpumem_registration *r = nullptr;
-    check(gpumem_register(ctx.get(), v.data(), v.size(), &r));
+    check("gpumem::register_arrays", gpumem_register(ctx.get(), v.data(), v.size(), &r));
     return registration(r, gpumem_deregister);
 }
 
@@ -1448,28 +1772,28 @@ public:
     uint64_t pointer() const
     {
         uint64_t p = 0;
-        check(gpumem_allocation_pointer(a_, &p));
+        check("gpumem::allocation::pointer", gpumem_allocation_pointer(a_, &p));
         return p;
     }
     /** gpumem_allocation_host_pointer(): a host pool's memory. @return the host address. */
     void *host_pointer() const
     {
         void *p = nullptr;
-        check(gpumem_allocation_host_pointer(a_, &p));
+        check("gpumem::allocation::host_pointer", gpumem_allocation_host_pointer(a_, &p));
         return p;
     }
     /** len(allocation): the size asked for. @return the size in bytes. */
     std::size_t size() const
     {
         std::size_t n = 0;
-        check(gpumem_allocation_size(a_, &n));
+        check("gpumem::allocation::size", gpumem_allocation_size(a_, &n));
         return n;
     }
     /**
      * allocation.free(): @p s is the stream whose queued work may still use the memory.
      * @param s the stream, or empty.
      */
-    void free(stream_ref s = {}) { check(gpumem_allocation_free(std::exchange(a_, nullptr), s.get())); }
+    void free(stream_ref s = {}) { check("gpumem::allocation::free", gpumem_allocation_free(std::exchange(a_, nullptr), s.get())); }
 
 private:
     explicit allocation(gpumem_allocation *a) noexcept : a_(a) {}
@@ -1499,7 +1823,7 @@ public:
      * @param ctx the context (empty: the autoinit context).
      * @param flags 0 or GPUMEM_POOL_NO_THREAD_CACHE.
      */
-    explicit pool(const context &ctx = {}, unsigned flags = 0) { check(gpumem_pool_create(ctx.get(), flags, &p_)); }
+    explicit pool(const context &ctx = {}, unsigned flags = 0) { check("gpumem::pool::pool", gpumem_pool_create(ctx.get(), flags, &p_)); }
     /** Moves. @param o the pool, left empty. */
     pool(pool &&o) noexcept : p_(std::exchange(o.p_, nullptr)) {}
     /** Move-assigns, destroying the pool held before. @param o the pool, left empty. @return *this. */
@@ -1517,7 +1841,7 @@ public:
     /** The C handle (borrowed). @return the pool, or nullptr. */
     gpumem_pool *get() const noexcept { return p_; }
     /** gpumem_pool_destroy() now, with its status. */
-    void destroy() { check(gpumem_pool_destroy(std::exchange(p_, nullptr))); }
+    void destroy() { check("gpumem::pool::destroy", gpumem_pool_destroy(std::exchange(p_, nullptr))); }
     /**
      * DeviceMemoryPool.allocate(size), usable at once by work on @p s.
      * @param size the bytes.
@@ -1527,46 +1851,74 @@ public:
     allocation allocate(std::size_t size, stream_ref s = {}) const
     {
         gpumem_allocation *a = nullptr;
-        check(gpumem_pool_allocate(p_, size, s.get(), &a));
+        check("gpumem::pool::allocate", gpumem_pool_allocate(p_, size, s.get(), &a));
         return allocation::adopt(a);
+    }
+    /**
+     * gpumem_pool_device_array(): a device array on a block of this pool, which goes back to it (in
+     * the order of @p s) when the array's last reference goes; the context's allocator is unchanged.
+     * @param shape the extents.
+     * @param d the element type.
+     * @param order 'C' or 'F'.
+     * @param s the stream that uses the array, or empty.
+     * @return the device array.
+     */
+    array device_array(const dims &shape, const dtype &d, char order = 'C', stream_ref s = {}) const
+    {
+        gpumem_array *a = nullptr;
+        check("gpumem::pool::device_array",
+              gpumem_pool_device_array(p_, shape.size(), shape.data(), d.get(), order, s.get(), &a));
+        return array::adopt(a);
+    }
+    /**
+     * The same for elements of type @p T.
+     * @param shape the extents.
+     * @param order 'C' or 'F'.
+     * @param s the stream that uses the array, or empty.
+     * @return the device array.
+     */
+    template <class T>
+    array device_array(const dims &shape, char order = 'C', stream_ref s = {}) const
+    {
+        return device_array(shape, dtype::of<T>(), order, s);
     }
     /** gpumem_pool_block_size(). @param size the bytes. @return the block size. */
     static std::size_t block_size(std::size_t size)
     {
         std::size_t b = 0;
-        check(gpumem_pool_block_size(size, &b));
+        check("gpumem::pool::block_size", gpumem_pool_block_size(size, &b));
         return b;
     }
     /** gpumem_pool_held_blocks(). @return the held blocks. */
     uint64_t held_blocks() const
     {
         uint64_t n = 0;
-        check(gpumem_pool_held_blocks(p_, &n));
+        check("gpumem::pool::held_blocks", gpumem_pool_held_blocks(p_, &n));
         return n;
     }
     /** gpumem_pool_active_blocks(). @return the active blocks. */
     uint64_t active_blocks() const
     {
         uint64_t n = 0;
-        check(gpumem_pool_active_blocks(p_, &n));
+        check("gpumem::pool::active_blocks", gpumem_pool_active_blocks(p_, &n));
         return n;
     }
     /** gpumem_pool_free_held(). */
-    void free_held() const { check(gpumem_pool_free_held(p_)); }
+    void free_held() const { check("gpumem::pool::free_held", gpumem_pool_free_held(p_)); }
     /** gpumem_pool_stop_holding(). */
-    void stop_holding() const { check(gpumem_pool_stop_holding(p_)); }
+    void stop_holding() const { check("gpumem::pool::stop_holding", gpumem_pool_stop_holding(p_)); }
     /** gpumem_pool_stats(). @return the counters. */
     pool_stats stats() const
     {
         pool_stats s = make_pool_stats();
-        check(gpumem_pool_stats(p_, &s));
+        check("gpumem::pool::stats", gpumem_pool_stats(p_, &s));
         return s;
     }
     /** gpumem_pool_context(). @return the context, retained. */
     gpumem::context context() const
     {
         gpumem_context *c = nullptr;
-        check(gpumem_pool_context(p_, &c));
+        check("gpumem::pool::context", gpumem_pool_context(p_, &c));
         return gpumem::context::share(c);
     }
 
@@ -1576,7 +1928,7 @@ private:
 
 inline void context::set_pool(const pool *p) const
 {
-    check(gpumem_context_set_pool(c_, p != nullptr ? p->get() : nullptr));
+    check("gpumem::context::set_pool", gpumem_context_set_pool(c_, p != nullptr ? p->get() : nullptr));
 }
 
 /** pycuda's PageLockedMemoryPool (move-only; the destructor is gpumem_host_pool_destroy). */
@@ -1589,7 +1941,7 @@ public:
      */
     explicit host_pool(const context &ctx = {}, unsigned flags = 0)
     {
-        check(gpumem_host_pool_create(ctx.get(), flags, &p_));
+        check("gpumem::host_pool::host_pool", gpumem_host_pool_create(ctx.get(), flags, &p_));
     }
     /** Moves. @param o the pool, left empty. */
     host_pool(host_pool &&o) noexcept : p_(std::exchange(o.p_, nullptr)) {}
@@ -1608,7 +1960,7 @@ public:
     /** The C handle (borrowed). @return the pool, or nullptr. */
     gpumem_host_pool *get() const noexcept { return p_; }
     /** gpumem_host_pool_destroy() now, with its status. */
-    void destroy() { check(gpumem_host_pool_destroy(std::exchange(p_, nullptr))); }
+    void destroy() { check("gpumem::host_pool::destroy", gpumem_host_pool_destroy(std::exchange(p_, nullptr))); }
     /**
      * gpumem_host_pool_allocate_bytes(): page-locked bytes (host_pointer() gives them).
      * @param size the bytes.
@@ -1617,7 +1969,7 @@ public:
     allocation allocate_bytes(std::size_t size) const
     {
         gpumem_allocation *a = nullptr;
-        check(gpumem_host_pool_allocate_bytes(p_, size, &a));
+        check("gpumem::host_pool::allocate_bytes", gpumem_host_pool_allocate_bytes(p_, size, &a));
         return allocation::adopt(a);
     }
     /**
@@ -1630,7 +1982,7 @@ public:
     array allocate(const dims &shape, const dtype &d, char order = 'C') const
     {
         gpumem_array *a = nullptr;
-        check(gpumem_host_pool_allocate(p_, shape.size(), shape.data(), d.get(), order, &a));
+        check("gpumem::host_pool::allocate", gpumem_host_pool_allocate(p_, shape.size(), shape.data(), d.get(), order, &a));
         return array::adopt(a);
     }
     /**
@@ -1648,32 +2000,32 @@ public:
     uint64_t held_blocks() const
     {
         uint64_t n = 0;
-        check(gpumem_host_pool_held_blocks(p_, &n));
+        check("gpumem::host_pool::held_blocks", gpumem_host_pool_held_blocks(p_, &n));
         return n;
     }
     /** gpumem_host_pool_active_blocks(). @return the active blocks. */
     uint64_t active_blocks() const
     {
         uint64_t n = 0;
-        check(gpumem_host_pool_active_blocks(p_, &n));
+        check("gpumem::host_pool::active_blocks", gpumem_host_pool_active_blocks(p_, &n));
         return n;
     }
     /** gpumem_host_pool_free_held(). */
-    void free_held() const { check(gpumem_host_pool_free_held(p_)); }
+    void free_held() const { check("gpumem::host_pool::free_held", gpumem_host_pool_free_held(p_)); }
     /** gpumem_host_pool_stop_holding(). */
-    void stop_holding() const { check(gpumem_host_pool_stop_holding(p_)); }
+    void stop_holding() const { check("gpumem::host_pool::stop_holding", gpumem_host_pool_stop_holding(p_)); }
     /** gpumem_host_pool_stats(). @return the counters. */
     pool_stats stats() const
     {
         pool_stats s = make_pool_stats();
-        check(gpumem_host_pool_stats(p_, &s));
+        check("gpumem::host_pool::stats", gpumem_host_pool_stats(p_, &s));
         return s;
     }
     /** gpumem_host_pool_context(). @return the context, retained. */
     gpumem::context context() const
     {
         gpumem_context *c = nullptr;
-        check(gpumem_host_pool_context(p_, &c));
+        check("gpumem::host_pool::context", gpumem_host_pool_context(p_, &c));
         return gpumem::context::share(c);
     }
 
@@ -1711,7 +2063,8 @@ protected:
     {
         const std::size_t trailer = trailer_offset(bytes);
         if (trailer > SIZE_MAX - sizeof(gpumem_allocation *) - alignment)
-            throw bad_alloc(GPUMEM_ERROR_OVERFLOW);
+            throw bad_alloc("gpumem::pool_resource::allocate", GPUMEM_ERROR_OVERFLOW,
+                            "the size and alignment asked for overflow size_t");
         std::size_t size = trailer + sizeof(gpumem_allocation *);
         gpumem_allocation *a = allocate_raw(size);
         auto base = reinterpret_cast<std::uintptr_t>(host_pointer(a));
@@ -1754,7 +2107,7 @@ private:
         gpumem_allocation *a = nullptr;
         gpumem_status st = gpumem_host_pool_allocate_bytes(pool_, size, &a);
         if (st != GPUMEM_OK)
-            throw bad_alloc(st);
+            throw bad_alloc("gpumem::pool_resource::allocate", st);
         return a;
     }
     static void *host_pointer(gpumem_allocation *a)
@@ -1763,7 +2116,7 @@ private:
         gpumem_status st = gpumem_allocation_host_pointer(a, &p);
         if (st != GPUMEM_OK) {
             gpumem_allocation_free(a, nullptr);
-            throw bad_alloc(st);
+            throw bad_alloc("gpumem::pool_resource::allocate", st);
         }
         return p;
     }
@@ -1786,20 +2139,20 @@ public:
     std::string name() const
     {
         const char *n = nullptr;
-        check(gpumem_function_name(f_, &n));
+        check("gpumem::function::name", gpumem_function_name(f_, &n));
         return n;
     }
     /** gpumem_function_attribute(). @param attr the attribute. @return its value. */
     int attribute(gpumem_function_attr attr) const
     {
         int v = 0;
-        check(gpumem_function_attribute(f_, attr, &v));
+        check("gpumem::function::attribute", gpumem_function_attribute(f_, attr, &v));
         return v;
     }
     /** gpumem_function_set_attribute(). @param attr a settable attribute. @param value its value. */
     void set_attribute(gpumem_function_attr attr, int value) const
     {
-        check(gpumem_function_set_attribute(f_, attr, value));
+        check("gpumem::function::set_attribute", gpumem_function_set_attribute(f_, attr, value));
     }
     /**
      * gpumem_function_max_active_blocks().
@@ -1810,7 +2163,7 @@ public:
     int max_active_blocks(int block_threads, std::size_t shared_bytes = 0) const
     {
         int n = 0;
-        check(gpumem_function_max_active_blocks(f_, block_threads, shared_bytes, &n));
+        check("gpumem::function::max_active_blocks", gpumem_function_max_active_blocks(f_, block_threads, shared_bytes, &n));
         return n;
     }
     /**
@@ -1824,7 +2177,7 @@ public:
     void launch(const unsigned (&grid)[3], const unsigned (&block)[3], unsigned shared_bytes = 0,
                 stream_ref s = {}, void **params = nullptr) const
     {
-        check(gpumem_launch(f_, grid, block, shared_bytes, s.get(), params));
+        check("gpumem::function::launch", gpumem_launch(f_, grid, block, shared_bytes, s.get(), params));
     }
 
 private:
@@ -1845,14 +2198,14 @@ public:
     static module load(const context &ctx, const void *image, std::size_t size = 0)
     {
         gpumem_module *m = nullptr;
-        check(gpumem_module_load(ctx.get(), image, size, &m));
+        check("gpumem::module::load", gpumem_module_load(ctx.get(), image, size, &m));
         return module(m);
     }
     /** Copies: gpumem_module_retain(). @param o the module. */
     module(const module &o) : m_(o.m_)
     {
         if (m_ != nullptr)
-            check(gpumem_module_retain(m_));
+            check("gpumem::module::module", gpumem_module_retain(m_));
     }
     /** Moves. @param o the module, left empty. */
     module(module &&o) noexcept : m_(std::exchange(o.m_, nullptr)) {}
@@ -1869,7 +2222,7 @@ public:
     gpumem::function function(const char *name) const
     {
         gpumem_function *f = nullptr;
-        check(gpumem_module_get_function(m_, name, &f));
+        check("gpumem::module::function", gpumem_module_get_function(m_, name, &f));
         return gpumem::function(f);
     }
     /** A global's device address and size. @param name the variable's name. @return its address and size. */
@@ -1877,7 +2230,7 @@ public:
     {
         uint64_t p = 0;
         std::size_t n = 0;
-        check(gpumem_module_get_global(m_, name, &p, &n));
+        check("gpumem::module::global", gpumem_module_get_global(m_, name, &p, &n));
         return {p, n};
     }
     /**
@@ -1890,7 +2243,7 @@ public:
     array const_array_like(const char *symbol, const array &a, stream_ref s = {}) const
     {
         gpumem_array *d = nullptr;
-        check(gpumem_const_array_like(m_, symbol, a.get(), s.get(), &d));
+        check("gpumem::module::const_array_like", gpumem_const_array_like(m_, symbol, a.get(), s.get(), &d));
         return array::adopt(d);
     }
 
@@ -1908,7 +2261,7 @@ public:
      * gpumem_device_data_create(@p device).
      * @param device a device ordinal, or GPUMEM_DEVICE_DATA_DEFAULT.
      */
-    explicit device_data(int device = GPUMEM_DEVICE_DATA_DEFAULT) { check(gpumem_device_data_create(device, &d_)); }
+    explicit device_data(int device = GPUMEM_DEVICE_DATA_DEFAULT) { check("gpumem::device_data::device_data", gpumem_device_data_create(device, &d_)); }
     /** Moves. @param o the object, left empty. */
     device_data(device_data &&o) noexcept : d_(std::exchange(o.d_, nullptr)) {}
     /** Move-assigns, freeing the object held before. @param o the object, left empty. @return *this. */
@@ -1929,14 +2282,14 @@ public:
     int operator[](gpumem_device_data_field field) const
     {
         int v = 0;
-        check(gpumem_device_data_get(d_, field, &v));
+        check("gpumem::device_data::operator[]", gpumem_device_data_get(d_, field, &v));
         return v;
     }
     /** gpumem_device_data_align_bytes(). @param word_size 4, 8 or 16. @return the alignment in bytes. */
     std::size_t align_bytes(std::size_t word_size = 4) const
     {
         std::size_t n = 0;
-        check(gpumem_device_data_align_bytes(d_, word_size, &n));
+        check("gpumem::device_data::align_bytes", gpumem_device_data_align_bytes(d_, word_size, &n));
         return n;
     }
     /**
@@ -1948,14 +2301,14 @@ public:
     std::size_t align(std::size_t bytes, std::size_t word_size = 4) const
     {
         std::size_t n = 0;
-        check(gpumem_device_data_align(d_, bytes, word_size, &n));
+        check("gpumem::device_data::align", gpumem_device_data_align(d_, bytes, word_size, &n));
         return n;
     }
     /** gpumem_device_data_align_words(). @param word_size 4, 8 or 16. @return the alignment in words. */
     std::size_t align_words(std::size_t word_size) const
     {
         std::size_t n = 0;
-        check(gpumem_device_data_align_words(d_, word_size, &n));
+        check("gpumem::device_data::align_words", gpumem_device_data_align_words(d_, word_size, &n));
         return n;
     }
     /**
@@ -1967,7 +2320,7 @@ public:
     std::size_t align_dtype(std::size_t elements, const dtype &d) const
     {
         std::size_t n = 0;
-        check(gpumem_device_data_align_dtype(d_, elements, d.get(), &n));
+        check("gpumem::device_data::align_dtype", gpumem_device_data_align_dtype(d_, elements, d.get(), &n));
         return n;
     }
     /**
@@ -1982,7 +2335,7 @@ public:
         gpumem_occupancy_record r;
         std::memset(&r, 0, sizeof r);
         r.size = sizeof r;
-        check(gpumem_occupancy(d_, threads, shared_mem, registers, &r));
+        check("gpumem::device_data::occupancy", gpumem_occupancy(d_, threads, shared_mem, registers, &r));
         return r;
     }
 
@@ -2000,42 +2353,42 @@ inline const char *version_string() noexcept { return gpumem_version_string(); }
 inline const char *backend()
 {
     const char *name = nullptr;
-    check(gpumem_backend(&name));
+    check("gpumem::backend", gpumem_backend(&name));
     return name;
 }
 /** gpumem_driver_version(). @return the driver's CUDA version. */
 inline int driver_version()
 {
     int v = 0;
-    check(gpumem_driver_version(&v));
+    check("gpumem::driver_version", gpumem_driver_version(&v));
     return v;
 }
 /** gpumem_device_count(). @return the number of devices. */
 inline int device_count()
 {
     int n = 0;
-    check(gpumem_device_count(&n));
+    check("gpumem::device_count", gpumem_device_count(&n));
     return n;
 }
 /** gpumem_device_name(). @param device the device ordinal. @return its name. */
 inline std::string device_name(int device)
 {
     char name[256];
-    check(gpumem_device_name(device, name, sizeof name));
+    check("gpumem::device_name", gpumem_device_name(device, name, sizeof name));
     return name;
 }
 /** gpumem_device_compute_capability(). @param device the device ordinal. @return major and minor. */
 inline std::pair<int, int> compute_capability(int device)
 {
     int major = 0, minor = 0;
-    check(gpumem_device_compute_capability(device, &major, &minor));
+    check("gpumem::compute_capability", gpumem_device_compute_capability(device, &major, &minor));
     return {major, minor};
 }
 /** gpumem_device_total_memory(). @param device the device ordinal. @return the bytes. */
 inline uint64_t device_total_memory(int device)
 {
     uint64_t n = 0;
-    check(gpumem_device_total_memory(device, &n));
+    check("gpumem::device_total_memory", gpumem_device_total_memory(device, &n));
     return n;
 }
 /**
@@ -2047,7 +2400,7 @@ inline uint64_t device_total_memory(int device)
 inline int device_attribute(int device, gpumem_device_attr attr)
 {
     int v = 0;
-    check(gpumem_device_attribute(device, attr, &v));
+    check("gpumem::device_attribute", gpumem_device_attribute(device, attr, &v));
     return v;
 }
 /**
@@ -2058,11 +2411,11 @@ inline int device_attribute(int device, gpumem_device_attr attr)
 inline int default_device(int fallback = 0)
 {
     int d = 0;
-    check(gpumem_get_default_device(fallback, &d));
+    check("gpumem::default_device", gpumem_get_default_device(fallback, &d));
     return d;
 }
 /** pycuda's clear_context_caches(): gpumem_clear_context_caches(). */
-inline void clear_context_caches() { check(gpumem_clear_context_caches()); }
+inline void clear_context_caches() { check("gpumem::clear_context_caches", gpumem_clear_context_caches()); }
 
 } // namespace gpumem
 

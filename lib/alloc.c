@@ -78,7 +78,7 @@ static int try_once(attempt *a, gpumem_status *st)
     }
     case GM_MEM_LOCKED: {
         void *h = NULL;
-        int rc = GM_DRV(mem_host_alloc, dctx, &h, a->bytes, a->flags);
+        int rc = gm_host_alloc_locked(dctx, a->bytes, a->flags, a->what, &h, st);
         b->addr = (uint64_t)(uintptr_t)h;
         return rc;
     }
@@ -163,14 +163,12 @@ static gpumem_status alloc_driver(gpumem_context *ctx, gm_mem mem, size_t bytes,
     }
     out->bytes = bytes;
     out->mem = mem;
-    if (mem != GM_MEM_DEVICE) {
-        /* Known as page-locked (gpumem_host_is_pinned, copy planning) while it lives. */
+    if (mem == GM_MEM_MANAGED) {
+        /* Known as page-locked (gpumem_host_is_pinned, copy planning) while
+         * it lives, as page-locked memory is (gm_host_alloc_locked). */
         st = gm_host_track_allocation((void *)(uintptr_t)out->addr, bytes);
         if (st != GPUMEM_OK) {
-            if (mem == GM_MEM_MANAGED)
-                GM_DRV(mem_free, ctx->dctx, out->addr);
-            else
-                GM_DRV(mem_free_host, ctx->dctx, (void *)(uintptr_t)out->addr);
+            GM_DRV(mem_free, ctx->dctx, out->addr);
             *out = (gm_block){0};
             return gm_error_prefix(st, what);
         }

@@ -299,6 +299,60 @@ gpumem_status gm_array_new_pooled_host(const char *what, gpumem_host_pool *pool,
     return GPUMEM_OK;
 }
 
+gpumem_status gm_array_new_pooled_device(const char *what, gpumem_pool *pool, gpumem_context *ctx, int ndim,
+                                         const int64_t *shape, const int64_t *strides, const gpumem_dtype *dtype,
+                                         gpumem_stream *stream, gpumem_array **out)
+{
+    size_t itemsize;
+    int64_t nbytes;
+    gpumem_status st = check_layout(what, ndim, shape, dtype, &itemsize, &nbytes);
+    if (st != GPUMEM_OK)
+        return st;
+    gpumem_array *a = array_alloc(GPUMEM_MEMORY_DEVICE, ctx, ndim, shape, strides, dtype, itemsize);
+    if (a == NULL)
+        return out_of_host_memory(what);
+    /* The pool's own allocation call (its ladder and statistics); the
+     * block is then kept as the context allocator keeps pool blocks, so
+     * that the array's release returns it in the order of `stream`. */
+    gpumem_allocation *token = NULL;
+    uint64_t addr = 0;
+    st = gpumem_pool_allocate(pool, (size_t)nbytes, stream, &token);
+    if (st == GPUMEM_OK)
+        st = gpumem_allocation_pointer(token, &addr);
+    if (st != GPUMEM_OK) {
+        st = gm_error_prefix(st, what);
+        gm_error_hold();
+        if (token != NULL)
+            gpumem_allocation_free(token, stream);
+        array_free(a);
+        gm_error_unhold();
+        return st;
+    }
+    a->block = (gm_block){.addr = addr, .bytes = (size_t)nbytes, .mem = GM_MEM_POOL, .token = token,
+                          .stream = gm_stream_hold(stream), .pool_ctx = ctx};
+    a->owned = GM_OWNED_BLOCK;
+    a->dev = addr; /* contiguous strides: element 0 is the block's start */
+    *out = a;
+    return GPUMEM_OK;
+}
+
+GPUMEM_API gpumem_status gpumem_pool_device_array(gpumem_pool *pool, int ndim, const int64_t *shape,
+                                                  const gpumem_dtype *dtype, char order, gpumem_stream *stream,
+                                                  gpumem_array **array)
+{
+    const char *what = "gpumem_pool_device_array";
+    GM_CHECK_HANDLE(pool);
+    GM_CHECK_NULL(array);
+    gpumem_context *ctx = gm_pool_context(pool);
+    gpumem_status st = gm_stream_check(stream, ctx, what, "pool");
+    int64_t cstrides[GM_MAX_NDIM];
+    if (st == GPUMEM_OK)
+        st = gm_array_prepare(what, &ctx, ndim, shape, NULL, dtype, order, stream, cstrides);
+    if (st != GPUMEM_OK)
+        return st;
+    return gm_array_new_pooled_device(what, pool, ctx, ndim, shape, cstrides, dtype, stream, array);
+}
+
 bool gm_array_is_locked(const gpumem_array *a)
 {
     if (a->kind != GPUMEM_MEMORY_HOST)
@@ -541,6 +595,25 @@ GPUMEM_API gpumem_status gpumem_array_release(gpumem_array *array)
     return GPUMEM_OK;
 }
 
+GPUMEM_API gpumem_status gpumem_array_release_n(size_t count, gpumem_array *const *arrays)
+{
+    if (count > 0)
+        GM_CHECK_NULL(arrays);
+    gpumem_status first = GPUMEM_OK;
+    for (size_t i = 0; i < count; i++) {
+        gpumem_status st = gpumem_array_release(arrays[i]);
+        if (st != GPUMEM_OK && first == GPUMEM_OK) {
+            char where[64];
+            snprintf(where, sizeof where, "gpumem_array_release_n: arrays[%zu]", i);
+            first = gm_error_prefix(st, where);
+            gm_error_hold(); /* the later failures keep the first's message */
+        }
+    }
+    if (first != GPUMEM_OK)
+        gm_error_unhold();
+    return first;
+}
+
 /* ---- views ------------------------------------------------------------------------------ */
 
 /* A view of a with new shape/strides, its element 0 `offset` bytes from a's. */
@@ -564,6 +637,13 @@ static gpumem_status make_view(const char *what, gpumem_array *a, int ndim, cons
     return GPUMEM_OK;
 }
 
+/* gpumem_slice is gm_slice: the layout code reads the caller's array as is. */
+_Static_assert(sizeof(gpumem_slice) == sizeof(gm_slice) && offsetof(gpumem_slice, stop) == offsetof(gm_slice, stop) &&
+                   offsetof(gpumem_slice, step) == offsetof(gm_slice, step),
+               "gpumem_slice and gm_slice differ");
+_Static_assert(GPUMEM_SLICE_DEFAULT == GM_SLICE_DEFAULT && GPUMEM_SLICE_INDEX == GM_SLICE_INDEX,
+               "slice sentinels differ");
+
 GPUMEM_API gpumem_status gpumem_array_slice(gpumem_array *array, const gpumem_slice *slices, int nslices,
                                             gpumem_array **view)
 {
@@ -573,11 +653,12 @@ GPUMEM_API gpumem_status gpumem_array_slice(gpumem_array *array, const gpumem_sl
     if (nslices > 0)
         GM_CHECK_NULL(slices);
     int64_t shape[GM_MAX_NDIM], strides[GM_MAX_NDIM], offset;
+    int ndim;
     gpumem_status st = gm_layout_slice(what, array->ndim, array->shape, array->strides,
-                                       (const gm_slice *)slices, nslices, shape, strides, &offset);
+                                       (const gm_slice *)slices, nslices, &ndim, shape, strides, &offset);
     if (st != GPUMEM_OK)
         return st;
-    return make_view(what, array, array->ndim, shape, strides, offset, array->dtype, view);
+    return make_view(what, array, ndim, shape, strides, offset, array->dtype, view);
 }
 
 GPUMEM_API gpumem_status gpumem_array_transpose(gpumem_array *array, const int *axes, gpumem_array **view)
@@ -759,6 +840,19 @@ GPUMEM_API gpumem_status gpumem_array_kind(const gpumem_array *array, gpumem_mem
     GM_CHECK_NULL(kind);
     *kind = array->kind;
     return GPUMEM_OK;
+}
+
+GPUMEM_API const char *gpumem_memory_kind_name(gpumem_memory_kind kind)
+{
+    switch (kind) {
+    case GPUMEM_MEMORY_DEVICE: return "device";
+    case GPUMEM_MEMORY_HOST: return "host";
+    case GPUMEM_MEMORY_PINNED: return "pinned";
+    case GPUMEM_MEMORY_MAPPED: return "mapped";
+    case GPUMEM_MEMORY_MANAGED: return "managed";
+    case GPUMEM_MEMORY_FOREIGN: return "foreign";
+    }
+    return "unknown";
 }
 
 GPUMEM_API gpumem_status gpumem_array_context(const gpumem_array *array, gpumem_context **ctx)

@@ -89,6 +89,13 @@ gpumem_status gm_array_mapped_view(const char *what, gpumem_context *ctx, gpumem
 gpumem_status gm_array_new_pooled_host(const char *what, gpumem_host_pool *pool, int ndim, const int64_t *shape,
                                        const int64_t *strides, const gpumem_dtype *dtype, gpumem_array **out);
 
+/* A device array on a block of device pool `pool` (checked by the caller,
+ * its context ctx) for use on stream (NULL: synchronous use); the block goes
+ * back to the pool with the array, ordered after that stream's work. */
+gpumem_status gm_array_new_pooled_device(const char *what, gpumem_pool *pool, gpumem_context *ctx, int ndim,
+                                         const int64_t *shape, const int64_t *strides, const gpumem_dtype *dtype,
+                                         gpumem_stream *stream, gpumem_array **out);
+
 /* GPUMEM_ERROR_INVALID_VALUE naming `arg` when a is read-only. */
 gpumem_status gm_array_check_writable(const char *what, const gpumem_array *a, const char *arg);
 

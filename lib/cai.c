@@ -18,25 +18,6 @@
 
 /* ---- gpumem_array_interface ---------------------------------------------------------------- */
 
-static const char *kind_name(gpumem_memory_kind kind)
-{
-    switch (kind) {
-    case GPUMEM_MEMORY_DEVICE:
-        return "device";
-    case GPUMEM_MEMORY_HOST:
-        return "host";
-    case GPUMEM_MEMORY_PINNED:
-        return "pinned";
-    case GPUMEM_MEMORY_MAPPED:
-        return "mapped";
-    case GPUMEM_MEMORY_MANAGED:
-        return "managed";
-    case GPUMEM_MEMORY_FOREIGN:
-        return "foreign";
-    }
-    return "unknown";
-}
-
 static gpumem_status check_desc_size(const char *what, size_t size)
 {
     if (size < sizeof(gpumem_cuda_array_interface))
@@ -69,7 +50,7 @@ GPUMEM_API gpumem_status gpumem_array_interface(const gpumem_array *array, gpume
         return gm_error(GPUMEM_ERROR_INVALID_VALUE,
                         "%s: 'array' is %s memory, not device memory: the CUDA Array Interface describes "
                         "device memory (map it with gpumem_mapped, or copy it with gpumem_to_device)",
-                        what, kind_name(array->kind));
+                        what, gpumem_memory_kind_name(array->kind));
     st = gm_stream_check(stream, array->ctx, what, "array");
     if (st != GPUMEM_OK)
         return st;

@@ -128,14 +128,12 @@ static gpumem_status array_copy(const char *what, gpumem_array *dst, const gpume
 {
     gpumem_context *ctx = NULL;
     gpumem_status st = check_copy(what, dst, src, stream, &ctx);
-    if (st != GPUMEM_OK || gm_array_size(dst) == 0)
+    if (st != GPUMEM_OK)
         return st;
+    /* every copy, empty or between devices, is decided and reported alike */
     uint64_t t0 = GM_TRACE_TICKS();
-    if (gm_copy_is_cross_device(dst, src))
-        st = gm_copy_peer(what, dst, src, stream);
-    else
-        st = gm_copy_run(what, dst, src, stream, ctx);
-    GM_TRACE_IF(st == GPUMEM_OK, trace_copy(t0, dst, src, stream, ctx));
+    st = gm_copy_run(what, dst, src, stream, ctx);
+    GM_TRACE_IF(st == GPUMEM_OK && gm_array_size(dst) != 0, trace_copy(t0, dst, src, stream, ctx));
     return st;
 }
 
@@ -144,13 +142,28 @@ GPUMEM_API gpumem_status gpumem_array_copy(gpumem_array *dst, const gpumem_array
     return array_copy("gpumem_array_copy", dst, src, stream);
 }
 
+/* The error of a copy_to_host or copy_to_device whose dst is on the wrong
+ * side; when src is on dst's side, the caller most likely swapped them. */
+static gpumem_status wrong_side(const char *what, const gpumem_array *dst, const gpumem_array *src, bool to_host)
+{
+    const char *want = to_host ? "host-side" : "device";
+    const char *order = to_host ? "(src, dst), numba's order" : "(dst, src)";
+    bool swapped = src != NULL && gm_handle_live(src, GM_HANDLE_ARRAY) && gm_array_on_device(src) != to_host;
+    if (swapped)
+        return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: 'dst' is a %s array and 'src' a %s one (arguments "
+                        "swapped?): %s takes %s, and copies into a %s array", what,
+                        gpumem_memory_kind_name(dst->kind), gpumem_memory_kind_name(src->kind), what, order, want);
+    return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: 'dst' is a %s array; %s copies into a %s array "
+                    "(gpumem_array_copy copies between any two)", what, gpumem_memory_kind_name(dst->kind), what,
+                    want);
+}
+
 GPUMEM_API gpumem_status gpumem_copy_to_host(const gpumem_array *src, gpumem_array *dst, gpumem_stream *stream)
 {
     const char *what = "gpumem_copy_to_host";
     GM_CHECK_HANDLE(dst);
     if (gm_array_on_device(dst))
-        return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: 'dst' is a device array; copy_to_host needs a host "
-                        "array (gpumem_array_copy copies between any two)", what);
+        return wrong_side(what, dst, src, true);
     return array_copy(what, dst, src, stream);
 }
 
@@ -160,7 +173,7 @@ GPUMEM_API gpumem_status gpumem_copy_to_device(gpumem_array *dst, const gpumem_a
     const char *what = "gpumem_copy_to_device";
     GM_CHECK_HANDLE(dst);
     if (!gm_array_on_device(dst))
-        return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: 'dst' is not a device array", what);
+        return wrong_side(what, dst, src, false);
     return array_copy(what, dst, src, stream);
 }
 
@@ -174,12 +187,18 @@ static gpumem_status item_offset(const char *what, const gpumem_array *a, const 
     return gm_layout_index(what, a->ndim, a->shape, a->strides, index, offset);
 }
 
-GPUMEM_API gpumem_status gpumem_array_get_item(const gpumem_array *array, const int64_t *index, void *value,
-                                               gpumem_stream *stream)
+/* Counted forms: nindex must be the array's ndim (checked before index is read). */
+static gpumem_status check_nindex(const char *what, const gpumem_array *a, int nindex)
 {
-    const char *what = "gpumem_array_get_item";
-    GM_CHECK_HANDLE(array);
-    GM_CHECK_NULL(value);
+    if (nindex == a->ndim)
+        return GPUMEM_OK;
+    return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: nindex %d: the array has %d dimension%s, and takes one index "
+                    "per dimension", what, nindex, a->ndim, a->ndim == 1 ? "" : "s");
+}
+
+static gpumem_status get_item(const char *what, const gpumem_array *array, const int64_t *index, void *value,
+                              gpumem_stream *stream)
+{
     int64_t off;
     gpumem_status st = item_offset(what, array, index, &off);
     if (st == GPUMEM_OK)
@@ -197,12 +216,9 @@ GPUMEM_API gpumem_status gpumem_array_get_item(const gpumem_array *array, const 
                         GM_OP_memcpy, what);
 }
 
-GPUMEM_API gpumem_status gpumem_array_set_item(gpumem_array *array, const int64_t *index, const void *value,
-                                               gpumem_stream *stream)
+static gpumem_status set_item(const char *what, gpumem_array *array, const int64_t *index, const void *value,
+                              gpumem_stream *stream)
 {
-    const char *what = "gpumem_array_set_item";
-    GM_CHECK_HANDLE(array);
-    GM_CHECK_NULL(value);
     int64_t off;
     gpumem_status st = gm_array_check_writable(what, array, "array");
     if (st == GPUMEM_OK)
@@ -220,6 +236,42 @@ GPUMEM_API gpumem_status gpumem_array_set_item(gpumem_array *array, const int64_
                                (gm_cu_deviceptr)(uintptr_t)value, array->itemsize, gm_stream_ds(stream),
                                stream != NULL),
                         GM_OP_memcpy, what);
+}
+
+GPUMEM_API gpumem_status gpumem_array_get_item(const gpumem_array *array, const int64_t *index, void *value,
+                                               gpumem_stream *stream)
+{
+    GM_CHECK_HANDLE(array);
+    GM_CHECK_NULL(value);
+    return get_item("gpumem_array_get_item", array, index, value, stream);
+}
+
+GPUMEM_API gpumem_status gpumem_array_get_item_n(const gpumem_array *array, int nindex, const int64_t *index,
+                                                 void *value, gpumem_stream *stream)
+{
+    const char *what = "gpumem_array_get_item_n";
+    GM_CHECK_HANDLE(array);
+    GM_CHECK_NULL(value);
+    gpumem_status st = check_nindex(what, array, nindex);
+    return st != GPUMEM_OK ? st : get_item(what, array, index, value, stream);
+}
+
+GPUMEM_API gpumem_status gpumem_array_set_item(gpumem_array *array, const int64_t *index, const void *value,
+                                               gpumem_stream *stream)
+{
+    GM_CHECK_HANDLE(array);
+    GM_CHECK_NULL(value);
+    return set_item("gpumem_array_set_item", array, index, value, stream);
+}
+
+GPUMEM_API gpumem_status gpumem_array_set_item_n(gpumem_array *array, int nindex, const int64_t *index,
+                                                 const void *value, gpumem_stream *stream)
+{
+    const char *what = "gpumem_array_set_item_n";
+    GM_CHECK_HANDLE(array);
+    GM_CHECK_NULL(value);
+    gpumem_status st = check_nindex(what, array, nindex);
+    return st != GPUMEM_OK ? st : set_item(what, array, index, value, stream);
 }
 
 /* Fills n contiguous elements at dev with value: one memset when the value

@@ -1,50 +1,22 @@
 /*
- * copy_engine.c - the copy engine: chooses, per copy, the cheapest way to
- * move it and runs it.  The cost is bytes per DMA row and memory kind, not
- * the number of driver calls (a 2-D copy of 4-byte rows runs at a tenth of
- * the link's speed).  A copy between two devices is copy_peer.c's (copy.c
- * sends it there); only its packing on either device comes back here, as a
- * copy on one device.  gm_copy_run, in order:
+ * copy_engine.c - the copy engine: every copy between two arrays is decided
+ * once (copy_decide.c, which says the rules) and carried out here.  The
+ * executors below only do what the decision says; when a capability it
+ * assumed turns out missing before anything was written (the pack kernels
+ * cannot be loaded, no scratch can be had, the staging engine is busy),
+ * the copy is decided again without it.
  *
- *  0. a copy on a stream whose queued downloads (rule 2) have not landed
- *     yet, and that touches host memory, first waits for the stream;
- *  1. both sides host memory: the CPU copies (through a temporary when they
- *     overlap);
- *  2. a download on a stream into pageable host memory is queued
- *     (copy_queued.c): into a pinned bounce block on the stream, then a
- *     host function on the stream writes the destination; it returns at
- *     once;
- *  3. two device views that overlap: into a device temporary, then from
- *     it, each of the two copies by these rules;
- *  4. the planner (copyplan.c) gives one contiguous run between host and
- *     device: one transfer, through the staging engine (staging.c) when
- *     the host side is pageable and at least its threshold and the ring is
- *     free, else one driver call;
- *  5. the planner gives one rectangular copy otherwise: one contiguous
- *     transfer on the device, or one 2-D/3-D copy when its rows are at
- *     least gm_copy_min_row_bytes() wide and, for a pageable host side,
- *     the copy is below the staging threshold (the driver stages a 2-D
- *     copy of pageable memory itself, slowly);
- *  6. otherwise the strided sides are packed, so that one contiguous
- *     transfer crosses the link: a device side by the pack kernels
- *     (copy_pack.c) into device scratch, a host side by CPU threads into a
- *     host staging buffer, in the layout of the other side when that side is
- *     contiguous (then it is the transfer's end) or of its own axis order;
- *  7. when the pack kernels are unavailable (the driver could not load
- *     them), a copy without a strided host side runs the plan's
- *     rectangular copies as they are (one, or a loop of them); a strided
- *     host side is still packed by the CPU, and one transfer (a device
- *     side that is one run) or the plan's rectangular copies move the
- *     staging buffer to or from the device side.
+ * A copy that fits one scratch chunk (the decision's nchunks <= 1) changes
+ * nothing in the destination when it fails before its last step: the
+ * destination is written once, by the final operation (a transfer, a
+ * kernel, or the CPU's unpacking after the transfer completed), and
+ * everything before it writes scratch or staging memory only.  A copy of
+ * several chunks writes the destination chunk by chunk.  The destination's
+ * gaps are never written.
  *
- * Failure (gpumem/array.h's Failure section promises what follows): in
- * every path but a loop of rectangular copies the destination is written
- * once, by the final operation (a transfer, a kernel, or the CPU's
- * unpacking after the transfer completed), and everything before it writes
- * scratch or staging memory only, so a failure before that operation
- * leaves the destination unchanged; a failure of the final operation
- * itself can leave it partly written.  The destination's gaps are never
- * written.
+ * Device scratch comes from a cache kept with the context's pack kernels
+ * (copy_pack.h): a copy on a stream orders its scratch with events on the
+ * device and never waits for its stream because of it.
  */
 #include "config.h"
 
@@ -52,31 +24,38 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
+#include "copy_decide.h"
 #include "copy_engine.h"
 #include "copy_pack.h"
+#include "copy_peer.h"
 #include "copyplan.h"
-#include "env.h"
 #include "error.h"
 #include "gpumem/dtype.h"
 #include "staging.h"
 #include "stream.h"
 
-/* ---- the path of the thread's last copy ------------------------------------------------------ */
+/* ---- the decision a thread's copies report ----------------------------------------------------- */
 
-static _Thread_local gpumem_copy_path last_path;
+/* Copies run inside copies (a queued download's copy into its bounce, the
+ * two copies through a temporary, a copy between devices packing a side):
+ * level 0 is a copy the caller asked for.  done[level] is the decision of
+ * the last copy that ended at that level; done[0] is what the thread
+ * reports, and a copy that ran as nested copies takes the last of theirs. */
+#define LEVELS 4
+static _Thread_local int level;
+static _Thread_local gm_copy_decision done[LEVELS];
 
 GPUMEM_API gpumem_status gpumem_debug_last_copy_path(gpumem_copy_path *path)
 {
     GM_CHECK_NULL(path);
-    *path = last_path;
+    *path = done[0].path;
     return GPUMEM_OK;
 }
 
-void gm_copy_set_last_path(gpumem_copy_path path)
+void gm_copy_last_decision(gm_copy_decision *out)
 {
-    last_path = path;
+    *out = done[0];
 }
 
 GPUMEM_API const char *gpumem_copy_path_name(gpumem_copy_path path)
@@ -95,35 +74,6 @@ GPUMEM_API const char *gpumem_copy_path_name(gpumem_copy_path path)
     case GPUMEM_COPY_PATH_PEER_STAGED: return "peer-staged";
     }
     return NULL;
-}
-
-/* ---- settings ------------------------------------------------------------------------------------ */
-
-static pthread_once_t settings_once = PTHREAD_ONCE_INIT;
-static gpumem_status settings_status;
-static char settings_error[256];
-static size_t min_row_bytes = GM_COPY_MIN_ROW_BYTES;
-static unsigned cpu_threads = 1;
-
-static void settings_read(void)
-{
-    long v;
-    settings_status = gm_env_long("GPUMEM_COPY_MIN_ROW_BYTES", 0, 1L << 30, GM_COPY_MIN_ROW_BYTES, &v, NULL);
-    if (settings_status == GPUMEM_OK)
-        min_row_bytes = (size_t)v;
-    else
-        snprintf(settings_error, sizeof settings_error, "%s", gpumem_last_error());
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    cpu_threads = n < 1 ? 1 : n > GM_COPY_CPU_MAX_THREADS ? GM_COPY_CPU_MAX_THREADS : (unsigned)n;
-}
-
-gpumem_status gm_copy_min_row_bytes(size_t *out)
-{
-    pthread_once(&settings_once, settings_read);
-    if (settings_status != GPUMEM_OK)
-        return gm_error(settings_status, "%s", settings_error);
-    *out = min_row_bytes;
-    return GPUMEM_OK;
 }
 
 /* ---- sides and driver copies --------------------------------------------------------------------- */
@@ -154,29 +104,47 @@ static gm_cu_deviceptr side_addr(const side *s, int64_t offset)
                                                : s->dev + (gm_cu_deviceptr)offset;
 }
 
-/* One copy's state: where it runs, and what it allocated and queued. */
+/* The decision's view of an array. */
+static gm_copy_side decide_side(const gpumem_array *a)
+{
+    gm_copy_side s = {GM_COPY_MEM_LOCKED, -1, (uint64_t)(uintptr_t)a->host, a->strides};
+    if (gm_array_on_device(a)) {
+        s.mem = GM_COPY_MEM_DEVICE;
+        s.device = a->ctx != NULL ? a->ctx->device : -1;
+        s.addr = a->dev;
+    } else if (a->kind == GPUMEM_MEMORY_MANAGED) {
+        s.mem = GM_COPY_MEM_MANAGED;
+    } else if (a->kind == GPUMEM_MEMORY_HOST && !gm_array_is_locked(a)) {
+        s.mem = GM_COPY_MEM_PAGEABLE;
+    }
+    return s;
+}
+
+/* One copy's state: where it runs, and what it holds and queued. */
 typedef struct job {
     const char *what;
     gpumem_context *ctx;
     gpumem_stream *stream;
     gm_dstream *ds;
     int async;
-    side src, dst;           /* for plan visits */
-    gm_pack_kernels *kernels; /* once asked for */
-    bool kernels_asked;
-    gpumem_array *scratch;   /* device scratch */
-    gpumem_array *staging;   /* host staging */
-    bool launched;           /* a kernel is queued */
-    bool queued;             /* an asynchronous operation is queued */
-    bool staged;             /* a transfer went through the staging engine */
+    side src, dst;            /* for plan visits */
+    gm_pack_kernels *kernels; /* held for the copy */
+    gm_scratch *scratch;      /* device scratch, held for the copy */
+    gm_staging *stage;        /* the staging engine, held when the decision stages */
+    gpumem_array *hbuf;       /* the host staging buffer */
+    bool pending;             /* work is queued on ds that a synchronous copy must wait for */
+    bool side_pending;        /* work is queued on the scratch's side stream that ds does not wait for */
 } job;
+
+/* What a copy found missing: it is decided again without it. */
+typedef enum missing { MISSING_NONE = 0, MISSING_KERNELS, MISSING_SCRATCH, MISSING_STAGING } missing;
 
 /* One rectangular copy of a plan, with the driver. */
 static gpumem_status run_one(void *arg, const gm_copy_plan *p, int64_t src_off, int64_t dst_off)
 {
     job *r = arg;
     gm_dctx *dctx = r->ctx->dctx;
-    r->queued |= r->async != 0;
+    r->pending |= r->async != 0;
     if (p->dims == 1)
         return gm_drv_check(GM_DRV(memcpy, dctx, side_addr(&r->dst, dst_off), side_addr(&r->src, src_off),
                                    p->width, r->ds, r->async),
@@ -214,74 +182,41 @@ static gpumem_status run_one(void *arg, const gm_copy_plan *p, int64_t src_off, 
     return gm_drv_check(GM_DRV(memcpy_3d, dctx, &c, r->ds, r->async), GM_OP_memcpy_3d, r->what);
 }
 
-/* Runs a plan between two sides. */
-static gpumem_status run_plan(job *j, const gm_copy_plan *plan, side src, side dst)
+/* The planner's rectangular copies between two layouts of the copy. */
+static gpumem_status run_rect(job *j, const gpumem_array *a, const int64_t *sstrides, side src,
+                              const int64_t *dstrides, side dst)
 {
+    gm_copy_plan plan;
+    size_t max_pitch = j->ctx->max_pitch > 0 ? j->ctx->max_pitch : SIZE_MAX;
+    gpumem_status st = gm_copy_plan_make(a->ndim, a->shape, sstrides, dstrides, a->itemsize, max_pitch, &plan);
+    if (st != GPUMEM_OK)
+        return gm_error_prefix(st, j->what);
     j->src = src;
     j->dst = dst;
-    return gm_copy_plan_visit(plan, run_one, j);
+    return gm_copy_plan_visit(&plan, run_one, j);
 }
 
-/* Whether a is pageable host memory (the driver stages it itself, slowly). */
-static bool pageable(const gpumem_array *a)
+/* One contiguous transfer of bytes on ds, lowest address to lowest address;
+ * dir 1 uploads, -1 downloads.  Through the staging engine when the
+ * decision staged the copy (its host end is pageable). */
+static gpumem_status transfer(job *j, gm_dstream *ds, gm_cu_deviceptr dst, gm_cu_deviceptr src, size_t bytes, int dir,
+                              int async)
 {
-    return a->kind == GPUMEM_MEMORY_HOST && !gm_array_is_locked(a);
-}
-
-/* One contiguous transfer of bytes, lowest address to lowest address; dir
- * 1 uploads, -1 downloads, 0 copies on the device.  A pageable host side
- * (`paged`) of at least the staging threshold goes through the staging
- * engine, unless another copy is using it. */
-static gpumem_status transfer(job *j, gm_cu_deviceptr dst, gm_cu_deviceptr src, size_t bytes, int dir, bool paged)
-{
-    size_t min = 0;
-    gpumem_status st;
-    if (dir != 0 && paged && (st = gm_staging_min_bytes(&min)) != GPUMEM_OK)
-        return gm_error_prefix(st, j->what);
-    if (dir != 0 && paged && bytes >= min) {
-        gm_staging *e = NULL;
-        if ((st = gm_staging_acquire(j->ctx, &e)) != GPUMEM_OK)
-            return st;
-        if (e != NULL) {
-            j->staged = true;
-            j->queued |= j->async != 0;
-            st = dir > 0 ? gm_staging_upload(e, dst, (const void *)(uintptr_t)src, bytes, j->ds, j->async, j->what)
-                         : gm_staging_download(e, (void *)(uintptr_t)dst, src, bytes, j->ds, j->what);
-            gm_staging_release(e);
-            return st;
-        }
-    }
-    j->queued |= j->async != 0;
-    return gm_drv_check(GM_DRV(memcpy, j->ctx->dctx, dst, src, bytes, j->ds, j->async), GM_OP_memcpy, j->what);
-}
-
-static gpumem_status plan_for(const char *what, const gpumem_array *dst, const gpumem_array *src,
-                              size_t max_pitch, gm_copy_plan *plan)
-{
-    gpumem_status st = gm_copy_plan_make(dst->ndim, dst->shape, src->strides, dst->strides, dst->itemsize,
-                                         max_pitch, plan);
-    return st == GPUMEM_OK ? st : gm_error_prefix(st, what);
+    if (bytes == 0)
+        return GPUMEM_OK;
+    if (j->stage != NULL)
+        return dir > 0 ? gm_staging_upload(j->stage, dst, (const void *)(uintptr_t)src, bytes, ds, async, j->what)
+                       : gm_staging_download(j->stage, (void *)(uintptr_t)dst, src, bytes, ds, j->what);
+    return gm_drv_check(GM_DRV(memcpy, j->ctx->dctx, dst, src, bytes, ds, async), GM_OP_memcpy, j->what);
 }
 
 /* ---- layouts --------------------------------------------------------------------------------------- */
 
-/* Whether a's elements fill one run of bytes (contiguous in some axis
- * order, axes possibly reversed). */
-static bool dense(const gpumem_array *a)
-{
-    int64_t like[GM_MAX_NDIM];
-    gm_layout_strides_like(a->ndim, a->shape, a->strides, a->itemsize, like);
-    for (int i = 0; i < a->ndim; i++)
-        if (a->shape[i] > 1 && a->strides[i] != like[i] && a->strides[i] != -like[i])
-            return false;
-    return true;
-}
-
-/* The offset of a's lowest byte from its element 0 (<= 0). */
-static int64_t low_of(const gpumem_array *a)
+/* The offset of the lowest byte of a layout from its element 0 (<= 0). */
+static int64_t low_of(int ndim, const int64_t *shape, const int64_t *strides, size_t itemsize)
 {
     int64_t lo = 0, hi = 0;
-    gm_layout_extent(a->ndim, a->shape, a->strides, a->itemsize, &lo, &hi);
+    gm_layout_extent(ndim, shape, strides, itemsize, &lo, &hi);
     return lo;
 }
 
@@ -290,67 +225,110 @@ static uint64_t nbytes_of(const gpumem_array *a)
     return (uint64_t)gm_array_size(a) * a->itemsize;
 }
 
-/* ---- scratch and staging --------------------------------------------------------------------------- */
+static int64_t dot(int ndim, const int64_t *a, const int64_t *b)
+{
+    int64_t s = 0;
+    for (int i = 0; i < ndim; i++)
+        s += a[i] * b[i];
+    return s;
+}
 
-static gpumem_status new_bytes(job *j, bool device, uint64_t bytes, gpumem_array **out)
+/* ---- what a copy holds -------------------------------------------------------------------------- */
+
+/* The context's pack kernels: *missing when the driver cannot load them. */
+static gpumem_status get_kernels(job *j, missing *miss)
+{
+    if (j->kernels != NULL)
+        return GPUMEM_OK;
+    gpumem_status st = gm_pack_kernels_get(j->ctx, &j->kernels);
+    if (st == GPUMEM_OK && j->kernels == NULL)
+        *miss = MISSING_KERNELS;
+    return st;
+}
+
+/* Device scratch of bytes (and a side stream when overlapping): *missing
+ * when the device has no room for it.  The copy's stream waits for its
+ * last use. */
+static gpumem_status get_scratch(job *j, uint64_t bytes, bool two_streams, missing *miss)
+{
+    gpumem_status st = gm_pack_scratch_get(j->kernels, (size_t)bytes, two_streams, j->what, &j->scratch);
+    if (st == GPUMEM_ERROR_OUT_OF_MEMORY) {
+        *miss = MISSING_SCRATCH;
+        return GPUMEM_OK;
+    }
+    if (st == GPUMEM_OK && j->scratch->used) {
+        j->pending = true;
+        st = gm_drv_check(GM_DRV(stream_wait_event, j->ctx->dctx, j->ds, j->scratch->ev[GM_SCRATCH_DONE]),
+                          GM_OP_stream_wait_event, j->what);
+    }
+    return st;
+}
+
+/* The staging engine: *missing when another copy is using it. */
+static gpumem_status get_staging(job *j, missing *miss)
+{
+    gpumem_status st = gm_staging_acquire(j->ctx, &j->stage);
+    if (st == GPUMEM_OK && j->stage == NULL)
+        *miss = MISSING_STAGING;
+    return st;
+}
+
+/* A host staging buffer of bytes. */
+static gpumem_status host_buffer(job *j, uint64_t bytes, char **addr)
 {
     int64_t n = (int64_t)bytes, one = 1;
-    const gpumem_dtype *u8 = gpumem_dtype_builtin(GPUMEM_UINT8);
-    return device ? gm_array_new_device(j->what, j->ctx, 1, &n, &one, u8, j->stream, out)
-                  : gm_array_new_host(j->what, 1, &n, &one, u8, out);
-}
-
-/* Device scratch of bytes; its address. */
-static gpumem_status scratch(job *j, uint64_t bytes, uint64_t *addr)
-{
-    gpumem_status st = new_bytes(j, true, bytes, &j->scratch);
+    gpumem_status st = gm_array_new_host(j->what, 1, &n, &one, gpumem_dtype_builtin(GPUMEM_UINT8), &j->hbuf);
     if (st == GPUMEM_OK)
-        *addr = j->scratch->dev;
+        *addr = j->hbuf->host;
     return st;
 }
 
-/* Host staging of bytes; its address. */
-static gpumem_status staging(job *j, uint64_t bytes, char **addr)
+/* Gives back the scratch: after the work queued on it (an event on the
+ * copy's stream that the next user waits for), or, after a failure, once
+ * both streams are done with it. */
+static void put_scratch(job *j, gpumem_status st)
 {
-    gpumem_status st = new_bytes(j, false, bytes, &j->staging);
-    if (st == GPUMEM_OK)
-        *addr = j->staging->host;
-    return st;
-}
-
-/* The context's pack kernels, or NULL when the driver cannot load them. */
-static gpumem_status kernels(job *j, gm_pack_kernels **out)
-{
-    gpumem_status st = GPUMEM_OK;
-    if (!j->kernels_asked) {
-        st = gm_pack_kernels_get(j->ctx, &j->kernels);
-        j->kernels_asked = st == GPUMEM_OK;
+    gm_scratch *s = j->scratch;
+    if (s == NULL)
+        return;
+    gm_dctx *dctx = j->ctx->dctx;
+    gm_error_hold();
+    bool recorded = false;
+    if (st == GPUMEM_OK && !j->side_pending)
+        recorded = GM_DRV(event_record, dctx, s->ev[GM_SCRATCH_DONE], j->ds) == GM_CUDA_SUCCESS;
+    if (!recorded) {
+        if (s->side != NULL)
+            (void)GM_DRV(stream_synchronize, dctx, s->side);
+        (void)GM_DRV(stream_synchronize, dctx, j->ds);
     }
-    *out = j->kernels;
-    return st;
+    s->used = recorded;
+    gm_error_unhold();
+    gm_pack_scratch_put(j->kernels, s);
+    j->scratch = NULL;
 }
 
 /* Waits for what the copy queued where it must (a synchronous copy is
- * complete on return; scratch and staging must outlive the work on them),
- * then frees them.  Keeps the first error. */
+ * complete on return), then gives back what it held.  Keeps the first
+ * error. */
 static gpumem_status finish(job *j, gpumem_status st)
 {
-    bool temps = j->scratch != NULL || j->staging != NULL;
-    if ((j->launched && !j->async) || (j->async && j->queued && temps) || (j->launched && temps)) {
+    if (j->pending && !j->async) {
         gpumem_status sst = gm_drv_check(GM_DRV(stream_synchronize, j->ctx->dctx, j->ds),
                                          GM_OP_stream_synchronize, j->what);
         if (sst != GPUMEM_OK && st == GPUMEM_OK)
             st = gm_error(sst, "%s (waiting for the copy: the write into the destination was issued)",
                           gpumem_last_error());
     }
+    put_scratch(j, st);
+    gm_staging_release(j->stage);
+    j->stage = NULL;
     gpumem_status copied = st;
-    gpumem_status rst = gpumem_array_release(j->scratch);
-    if (st == GPUMEM_OK)
-        st = rst;
-    rst = gpumem_array_release(j->staging);
+    gpumem_status rst = gpumem_array_release(j->hbuf);
+    j->hbuf = NULL;
     if (st == GPUMEM_OK)
         st = rst;
     gm_pack_kernels_put(j->kernels);
+    j->kernels = NULL;
     if (copied == GPUMEM_OK && st != GPUMEM_OK)
         st = gm_error(st, "%s: the copy completed, but freeing its temporary memory failed: %s", j->what,
                       gpumem_last_error());
@@ -359,252 +337,339 @@ static gpumem_status finish(job *j, gpumem_status st)
 
 /* ---- packing ----------------------------------------------------------------------------------------- */
 
-/* A pack plan between a strided side (its element 0 at saddr) and a packed
- * side with strides pstrides (element 0 at paddr). */
-static gpumem_status pack_plan(job *j, const gpumem_array *a, const int64_t *sstrides, uint64_t saddr,
-                               const int64_t *pstrides, uint64_t paddr, bool unpack, gm_pack_plan *plan)
-{
-    gpumem_status st = gm_pack_plan_make(a->ndim, a->shape, sstrides, pstrides, a->itemsize, saddr, paddr, unpack,
-                                         plan);
-    return st == GPUMEM_OK ? st : gm_error_prefix(st, j->what);
-}
-
-/* A device pack (unpack: false) or unpack (true) between device addresses. */
-static gpumem_status device_pack(job *j, const gpumem_array *a, const int64_t *sstrides, uint64_t saddr,
-                                 const int64_t *pstrides, uint64_t paddr, bool unpack)
+/* A pack (unpack: false) or unpack (true) between a strided side with
+ * strides ss, element 0 at saddr, and a packed side with strides ps,
+ * element 0 at paddr, of shape (ndim, shape), on the device. */
+static gpumem_status device_pack(job *j, int ndim, const int64_t *shape, size_t itemsize, const int64_t *ss,
+                                 uint64_t saddr, const int64_t *ps, uint64_t paddr, bool unpack)
 {
     gm_pack_plan plan;
-    gpumem_status st = pack_plan(j, a, sstrides, saddr, pstrides, paddr, unpack, &plan);
-    if (st == GPUMEM_OK && plan.bytes > 0) {
-        st = gm_pack_launch(j->kernels, &plan, saddr, paddr, j->stream, j->what);
-        j->launched = true;
-    }
-    return st;
+    gpumem_status st = gm_pack_plan_make(ndim, shape, ss, ps, itemsize, saddr, paddr, unpack, &plan);
+    if (st != GPUMEM_OK)
+        return gm_error_prefix(st, j->what);
+    if (plan.bytes == 0)
+        return GPUMEM_OK;
+    j->pending = true;
+    return gm_pack_launch(j->kernels, &plan, saddr, paddr, j->stream, j->what);
 }
 
-typedef struct cpu_part {
-    gm_pack_params p;
-    bool unpack;
-    uint64_t r0, r1;
-} cpu_part;
-
-static void *cpu_part_run(void *arg)
-{
-    cpu_part *c = arg;
-    gm_pack_run_host(&c->p, c->unpack, c->r0, c->r1);
-    return NULL;
-}
-
-/* Runs a pack on the CPU, on several threads when it is big: the rows split
- * between them, or the columns of a single row. */
-static void cpu_run(const gm_pack_params *p, bool unpack, uint64_t bytes)
-{
-    pthread_once(&settings_once, settings_read);
-    uint64_t total = p->rows == 1 ? p->cols : p->rows;
-    uint64_t n = bytes < GM_COPY_CPU_THREAD_BYTES ? 1 : bytes / (GM_COPY_CPU_THREAD_BYTES / 4);
-    if (n > cpu_threads)
-        n = cpu_threads;
-    if (n > total)
-        n = total;
-    cpu_part parts[GM_COPY_CPU_MAX_THREADS];
-    pthread_t tid[GM_COPY_CPU_MAX_THREADS];
-    bool started[GM_COPY_CPU_MAX_THREADS] = {false};
-    for (uint64_t i = 0; i < n; i++) {
-        uint64_t a = total * i / n, b = total * (i + 1) / n;
-        cpu_part *c = &parts[i];
-        *c = (cpu_part){*p, unpack, a, b};
-        if (p->rows == 1) { /* columns a..b of the one row */
-            c->p.strided += (unsigned long long)((int64_t)a * p->col_stride);
-            c->p.packed += a * (uint64_t)p->unit;
-            c->p.cols = b - a;
-            c->r0 = 0;
-            c->r1 = 1;
-        }
-        if (i > 0)
-            started[i] = pthread_create(&tid[i], NULL, cpu_part_run, c) == 0;
-    }
-    for (uint64_t i = 0; i < n; i++)
-        if (!started[i]) /* the caller's share, and any thread that did not start */
-            cpu_part_run(&parts[i]);
-    for (uint64_t i = 1; i < n; i++)
-        if (started[i])
-            pthread_join(tid[i], NULL);
-}
-
-/* A CPU pack or unpack between host addresses. */
-static gpumem_status cpu_pack(job *j, const gpumem_array *a, const int64_t *sstrides, const char *sbase,
-                              const int64_t *pstrides, const char *pbase, bool unpack)
+/* A CPU pack or unpack of array a between host addresses, on the worker
+ * pool (staging.h). */
+static gpumem_status cpu_pack(job *j, const gpumem_array *a, const int64_t *ss, const char *sbase, const int64_t *ps,
+                              const char *pbase, bool unpack)
 {
     gm_pack_plan plan;
     uint64_t saddr = (uint64_t)(uintptr_t)sbase, paddr = (uint64_t)(uintptr_t)pbase;
-    gpumem_status st = pack_plan(j, a, sstrides, saddr, pstrides, paddr, unpack, &plan);
-    if (st == GPUMEM_OK && plan.bytes > 0) {
+    gpumem_status st = gm_pack_plan_make(a->ndim, a->shape, ss, ps, a->itemsize, saddr, paddr, unpack, &plan);
+    if (st != GPUMEM_OK)
+        return gm_error_prefix(st, j->what);
+    if (plan.bytes > 0) {
         plan.params.strided += saddr;
         plan.params.packed += paddr;
-        cpu_run(&plan.params, unpack, plan.bytes);
+        gm_staging_cpu_pack(j->ctx, &plan.params, unpack, plan.bytes);
     }
-    return st;
+    return GPUMEM_OK;
 }
 
-/* ---- the paths ---------------------------------------------------------------------------------------- */
-
-/* Device to device, not overlapping, more than one rectangular copy or
- * narrow rows: one kernel when a side is dense, else through scratch. */
-static gpumem_status d2d_packed(job *j, gpumem_array *dst, const gpumem_array *src)
+/* A transfer between a strided host side (a view of shape ext with
+ * strides hs, element 0 at host) and a packed run on the device (strides
+ * ps, element 0 at dev), on ds, through the staging engine: its threads
+ * pack (dir 1) or unpack (-1) each chunk straight into or out of their
+ * pinned slots, in the same pass as the transfer. */
+static gpumem_status staged_pack(job *j, int ndim, const int64_t *ext, size_t itemsize, const int64_t *hs, char *host,
+                                 const int64_t *ps, uint64_t dev, int dir, gm_dstream *ds, int async, unsigned threads)
 {
-    if (dense(dst))
-        return device_pack(j, dst, src->strides, src->dev, dst->strides, dst->dev, false);
-    if (dense(src))
-        return device_pack(j, dst, dst->strides, dst->dev, src->strides, src->dev, true);
-    int64_t like[GM_MAX_NDIM];
-    uint64_t tmp = 0;
-    gm_layout_strides_like(dst->ndim, dst->shape, dst->strides, dst->itemsize, like);
-    gpumem_status st = scratch(j, nbytes_of(dst), &tmp);
-    if (st == GPUMEM_OK)
-        st = device_pack(j, dst, src->strides, src->dev, like, tmp, false);
-    if (st == GPUMEM_OK)
-        st = device_pack(j, dst, dst->strides, dst->dev, like, tmp, true);
-    return st;
-}
-
-/* Host to device through packing.  k: the kernels, or NULL. */
-static gpumem_status h2d_packed(job *j, gpumem_array *dst, const gpumem_array *src, gm_pack_kernels *k,
-                                gpumem_copy_path *path)
-{
-    uint64_t bytes = nbytes_of(dst), tmp = 0;
-    char *buf = NULL;
-    gpumem_status st;
-    if (dense(src)) { /* one transfer into scratch laid out like src, unpacked into dst */
-        *path = GPUMEM_COPY_PATH_DEVICE_PACK;
-        int64_t lo = low_of(src);
-        if ((st = scratch(j, bytes, &tmp)) == GPUMEM_OK &&
-            (st = transfer(j, tmp, side_addr(&(side){GM_CU_MEMORYTYPE_HOST, src->host, 0}, lo), bytes, 1,
-                           pageable(src))) == GPUMEM_OK)
-            st = device_pack(j, dst, dst->strides, dst->dev, src->strides, tmp - (uint64_t)lo, true);
-        return st;
-    }
-    int64_t like[GM_MAX_NDIM];
-    gm_layout_strides_like(dst->ndim, dst->shape, dst->strides, dst->itemsize, like);
-    bool direct = dense(dst);
-    const int64_t *layout = direct ? dst->strides : like;
-    int64_t lo = direct ? low_of(dst) : 0;
-    if ((st = staging(j, bytes, &buf)) != GPUMEM_OK ||
-        (st = cpu_pack(j, dst, src->strides, src->host, layout, buf - lo, false)) != GPUMEM_OK)
-        return st;
-    if (direct) { /* the staging buffer is dst's bytes: one transfer */
-        *path = GPUMEM_COPY_PATH_CPU_PACK;
-        return transfer(j, dst->dev + (gm_cu_deviceptr)lo, (gm_cu_deviceptr)(uintptr_t)buf, bytes, 1, true);
-    }
-    if (k != NULL) {
-        *path = GPUMEM_COPY_PATH_CPU_DEVICE_PACK;
-        if ((st = scratch(j, bytes, &tmp)) == GPUMEM_OK &&
-            (st = transfer(j, tmp, (gm_cu_deviceptr)(uintptr_t)buf, bytes, 1, true)) == GPUMEM_OK)
-            st = device_pack(j, dst, dst->strides, dst->dev, like, tmp, true);
-        return st;
-    }
-    /* no kernels: rectangular copies from the staging buffer */
-    gm_copy_plan plan;
-    size_t max_pitch = j->ctx->max_pitch > 0 ? j->ctx->max_pitch : SIZE_MAX;
-    if ((st = gm_copy_plan_make(dst->ndim, dst->shape, like, dst->strides, dst->itemsize, max_pitch, &plan)) !=
-        GPUMEM_OK)
+    gm_pack_plan plan;
+    uint64_t haddr = (uint64_t)(uintptr_t)host;
+    gpumem_status st = gm_pack_plan_make(ndim, ext, hs, ps, itemsize, haddr, dev, dir < 0, &plan);
+    if (st != GPUMEM_OK)
         return gm_error_prefix(st, j->what);
-    *path = gm_copy_plan_count(&plan) > 1 ? GPUMEM_COPY_PATH_DMA_LOOP : GPUMEM_COPY_PATH_CPU_PACK;
-    return run_plan(j, &plan, (side){GM_CU_MEMORYTYPE_HOST, buf, 0}, side_of(dst));
+    if (plan.bytes == 0)
+        return GPUMEM_OK;
+    plan.params.strided += haddr;
+    gm_stage_op op = {.dir = dir, .dev = dev + plan.params.packed, .pack = &plan.params, .bytes = plan.bytes,
+                      .threads = threads};
+    return gm_staging_run(j->stage, &op, ds, async, j->what);
 }
 
-/* Device to host through packing.  k: the kernels, or NULL. */
-static gpumem_status d2h_packed(job *j, gpumem_array *dst, const gpumem_array *src, gm_pack_kernels *k,
-                                gpumem_copy_path *path)
+/* ---- the executors ---------------------------------------------------------------------------------- */
+
+static gpumem_status wait_event(job *j, gm_dstream *ds, int ev)
 {
-    uint64_t bytes = nbytes_of(dst), tmp = 0;
-    char *buf = NULL;
-    gpumem_status st;
-    if (dense(dst)) { /* packed into scratch laid out like dst, one transfer */
-        *path = GPUMEM_COPY_PATH_DEVICE_PACK;
-        int64_t lo = low_of(dst);
-        if ((st = scratch(j, bytes, &tmp)) == GPUMEM_OK &&
-            (st = device_pack(j, dst, src->strides, src->dev, dst->strides, tmp - (uint64_t)lo, false)) ==
-                GPUMEM_OK)
-            st = transfer(j, (gm_cu_deviceptr)(uintptr_t)(dst->host + lo), tmp, bytes, -1, pageable(dst));
-        return st;
+    return gm_drv_check(GM_DRV(stream_wait_event, j->ctx->dctx, ds, j->scratch->ev[ev]), GM_OP_stream_wait_event,
+                        j->what);
+}
+
+static gpumem_status record(job *j, gm_dstream *ds, int ev)
+{
+    return gm_drv_check(GM_DRV(event_record, j->ctx->dctx, j->scratch->ev[ev], ds), GM_OP_event_record, j->what);
+}
+
+/* The chunks of a packed run through device scratch.  rs: the run's
+ * strides, rlo: its lowest byte's offset from its element 0; host: the
+ * run's lowest byte in host memory (the dense host side or the staging
+ * buffer), NULL device to device.  Kernels run on the copy's stream;
+ * transfers too, or, when overlapping, on the scratch's side stream, the
+ * two taking turns on the two buffers through events. */
+static gpumem_status run_chunks(job *j, const gm_copy_decision *d, gpumem_array *dst, const gpumem_array *src,
+                                const int64_t *rs, int64_t rlo, char *host)
+{
+    const int nd = dst->ndim;
+    const int64_t *shape = dst->shape;
+    const size_t isz = dst->itemsize;
+    gm_scratch *s = j->scratch;
+    const uint64_t buf[2] = {s->addr, s->addr + d->chunk_bytes};
+    gm_dstream *S = j->ds, *X = d->overlap ? s->side : j->ds;
+    const int xasync = d->overlap ? 1 : j->async;
+    const bool down = d->src_op == GM_OP_KERNEL; /* the kernels fill the buffers (D2D, D2H) */
+    gpumem_status st = GPUMEM_OK;
+    if (d->overlap) {
+        j->side_pending = true;
+        if ((st = record(j, S, GM_SCRATCH_START)) == GPUMEM_OK)
+            st = wait_event(j, X, GM_SCRATCH_START);
     }
-    /* dst strided: into host staging, then the CPU unpacks (after the transfer) */
-    const int64_t *layout;
-    int64_t like[GM_MAX_NDIM], lo = 0;
-    if ((st = staging(j, bytes, &buf)) != GPUMEM_OK)
-        return st;
-    if (dense(src)) {
-        *path = GPUMEM_COPY_PATH_CPU_PACK;
-        layout = src->strides;
-        lo = low_of(src);
-        st = transfer(j, (gm_cu_deviceptr)(uintptr_t)buf, src->dev + (gm_cu_deviceptr)lo, bytes, -1, true);
-    } else if (k != NULL) {
-        *path = GPUMEM_COPY_PATH_CPU_DEVICE_PACK;
-        gm_layout_strides_like(dst->ndim, dst->shape, dst->strides, dst->itemsize, like);
-        layout = like;
-        if ((st = scratch(j, bytes, &tmp)) == GPUMEM_OK &&
-            (st = device_pack(j, dst, src->strides, src->dev, like, tmp, false)) == GPUMEM_OK)
-            st = transfer(j, (gm_cu_deviceptr)(uintptr_t)buf, tmp, bytes, -1, true);
-    } else {
-        gm_layout_strides_like(src->ndim, src->shape, src->strides, src->itemsize, like);
-        layout = like;
-        gm_copy_plan plan;
-        size_t max_pitch = j->ctx->max_pitch > 0 ? j->ctx->max_pitch : SIZE_MAX;
-        if ((st = gm_copy_plan_make(dst->ndim, dst->shape, src->strides, like, dst->itemsize, max_pitch, &plan)) !=
-            GPUMEM_OK)
-            return gm_error_prefix(st, j->what);
-        *path = gm_copy_plan_count(&plan) > 1 ? GPUMEM_COPY_PATH_DMA_LOOP : GPUMEM_COPY_PATH_CPU_PACK;
-        st = run_plan(j, &plan, side_of(src), (side){GM_CU_MEMORYTYPE_HOST, buf, 0});
+    int last = 0;
+    for (uint64_t c = 0; st == GPUMEM_OK && c < d->nchunks; c++) {
+        const int h = (int)(c % (uint64_t)d->nbufs);
+        int64_t start[GM_MAX_NDIM], ext[GM_MAX_NDIM];
+        uint64_t off = 0, n = 0;
+        gm_copy_chunk(d, nd, shape, isz, rs, c, start, ext, &off, &n);
+        /* element 0 of the chunk on each side; in the buffer, the run's layout from its lowest byte */
+        uint64_t saddr = src->dev + (uint64_t)dot(nd, start, src->strides);
+        uint64_t daddr = dst->dev + (uint64_t)dot(nd, start, dst->strides);
+        uint64_t baddr = buf[h] + (uint64_t)(dot(nd, start, rs) - rlo) - off;
+        last = h;
+        if (down) {
+            if (d->overlap && c >= 2)
+                st = wait_event(j, S, GM_SCRATCH_DRAIN + h);
+            if (st == GPUMEM_OK)
+                st = device_pack(j, nd, ext, isz, src->strides, saddr, rs, baddr, false);
+            if (st != GPUMEM_OK)
+                break;
+            if (d->dst_op == GM_OP_KERNEL) {
+                st = device_pack(j, nd, ext, isz, dst->strides, daddr, rs, baddr, true);
+                continue;
+            }
+            if (d->overlap && (st = record(j, S, GM_SCRATCH_FILL + h)) == GPUMEM_OK)
+                st = wait_event(j, X, GM_SCRATCH_FILL + h);
+            if (st == GPUMEM_OK && d->dst_op == GM_OP_CPU) /* unpacked from the slots into the host view */
+                st = staged_pack(j, nd, ext, isz, dst->strides, dst->host + dot(nd, start, dst->strides), rs, baddr,
+                                 -1, X, xasync, d->cpu_threads);
+            else if (st == GPUMEM_OK)
+                st = transfer(j, X, (gm_cu_deviceptr)(uintptr_t)(host + off), buf[h], n, -1, xasync);
+            if (st == GPUMEM_OK && d->overlap)
+                st = record(j, X, GM_SCRATCH_DRAIN + h);
+        } else {
+            if (d->overlap && c >= 2)
+                st = wait_event(j, X, GM_SCRATCH_DRAIN + h);
+            if (st == GPUMEM_OK && d->src_op == GM_OP_CPU) /* packed from the host view into the slots */
+                st = staged_pack(j, nd, ext, isz, src->strides, src->host + dot(nd, start, src->strides), rs, baddr, 1,
+                                 X, xasync, d->cpu_threads);
+            else if (st == GPUMEM_OK)
+                st = transfer(j, X, buf[h], (gm_cu_deviceptr)(uintptr_t)(host + off), n, 1, xasync);
+            if (st == GPUMEM_OK && d->overlap && (st = record(j, X, GM_SCRATCH_FILL + h)) == GPUMEM_OK)
+                st = wait_event(j, S, GM_SCRATCH_FILL + h);
+            if (st == GPUMEM_OK)
+                st = device_pack(j, nd, ext, isz, dst->strides, daddr, rs, baddr, true);
+            if (st == GPUMEM_OK && d->overlap)
+                st = record(j, S, GM_SCRATCH_DRAIN + h);
+        }
+        j->pending |= xasync != 0;
     }
-    if (st == GPUMEM_OK && (j->async || j->launched)) /* the bytes must be there before the CPU reads them */
-        st = gm_drv_check(GM_DRV(stream_synchronize, j->ctx->dctx, j->ds), GM_OP_stream_synchronize, j->what);
-    if (st == GPUMEM_OK) {
-        j->launched = j->queued = false; /* all of it is done */
-        st = cpu_pack(j, dst, dst->strides, dst->host, layout, buf - lo, true);
+    /* the copy's stream waits for the side stream's last transfer (uploads:
+     * it waited for every one already) */
+    if (st == GPUMEM_OK && d->overlap && down)
+        st = wait_event(j, S, GM_SCRATCH_DRAIN + last);
+    if (st == GPUMEM_OK)
+        j->side_pending = false;
+    return st;
+}
+
+/* Through one packed run (GM_HOW_PACKED). */
+static gpumem_status run_packed(job *j, const gm_copy_decision *d, gpumem_array *dst, const gpumem_array *src,
+                                missing *miss)
+{
+    const int nd = dst->ndim;
+    const int64_t *shape = dst->shape;
+    const size_t isz = dst->itemsize;
+    const uint64_t bytes = nbytes_of(dst);
+    const bool ddev = gm_array_on_device(dst);
+    gpumem_status st = GPUMEM_OK;
+    if (d->src_op == GM_OP_KERNEL || d->dst_op == GM_OP_KERNEL)
+        if ((st = get_kernels(j, miss)) != GPUMEM_OK || *miss != MISSING_NONE)
+            return st;
+    if (d->staged && ((st = get_staging(j, miss)) != GPUMEM_OK || *miss != MISSING_NONE))
+        return st;
+    if (d->nchunks > 0 && ((st = get_scratch(j, d->chunk_bytes * (uint64_t)d->nbufs, d->overlap, miss)) !=
+                               GPUMEM_OK ||
+                           *miss != MISSING_NONE))
+        return st;
+
+    int64_t rs[GM_MAX_NDIM];
+    gm_copy_run_strides(d, nd, shape, isz, src->strides, dst->strides, rs);
+    const int64_t rlo = low_of(nd, shape, rs, isz);
+    char *host = NULL; /* the run's lowest byte in host memory */
+    if (d->host_run)
+        st = host_buffer(j, bytes, &host);
+    else if (d->src_op == GM_OP_DIRECT && !gm_array_on_device(src))
+        host = src->host + low_of(nd, shape, src->strides, isz);
+    else if (d->dst_op == GM_OP_DIRECT && !ddev)
+        host = dst->host + low_of(nd, shape, dst->strides, isz);
+    if (st != GPUMEM_OK)
+        return st;
+
+    /* without the kernels or scratch: the CPU packs the host source into the buffer */
+    if (d->host_run && d->src_op == GM_OP_CPU &&
+        (st = cpu_pack(j, src, src->strides, src->host, rs, host - rlo, false)) != GPUMEM_OK)
+        return st;
+    /* the run crosses */
+    side hrun = {GM_CU_MEMORYTYPE_HOST, host != NULL ? host - rlo : NULL, 0};
+    if (d->nchunks > 0)
+        st = run_chunks(j, d, dst, src, rs, rlo, host);
+    else if (d->src_op == GM_OP_RECT)
+        st = run_rect(j, dst, src->strides, side_of(src), rs, hrun);
+    else if (d->dst_op == GM_OP_RECT)
+        st = run_rect(j, dst, rs, hrun, dst->strides, side_of(dst));
+    else if (ddev) /* the strided host source packed into the slots, into the dense device destination */
+        st = staged_pack(j, nd, shape, isz, src->strides, src->host, dst->strides, dst->dev, 1, j->ds, j->async,
+                         d->cpu_threads);
+    else /* the dense device source unpacked from the slots into the strided host destination */
+        st = staged_pack(j, nd, shape, isz, dst->strides, dst->host, src->strides, src->dev, -1, j->ds, j->async,
+                         d->cpu_threads);
+    if (st == GPUMEM_OK && d->nchunks == 0)
+        j->pending |= j->async != 0;
+    /* without the kernels or scratch: the CPU unpacks the buffer into the host destination, once it is there */
+    if (st == GPUMEM_OK && d->host_run && d->dst_op == GM_OP_CPU) {
+        if (j->pending)
+            st = gm_drv_check(GM_DRV(stream_synchronize, j->ctx->dctx, j->ds), GM_OP_stream_synchronize, j->what);
+        if (st == GPUMEM_OK) {
+            j->pending = false; /* all of it is done */
+            st = cpu_pack(j, dst, dst->strides, dst->host, rs, host - rlo, true);
+        }
     }
     return st;
 }
 
-/* ---- the engine ------------------------------------------------------------------------------------- */
-
-/* Whether the bytes two same-space arrays touch overlap. */
-static bool overlap(const gpumem_array *a, const gpumem_array *b)
+/* Device to device by one kernel (GM_HOW_KERNEL). */
+static gpumem_status run_kernel(job *j, gpumem_array *dst, const gpumem_array *src, missing *miss)
 {
-    int64_t alo, ahi, blo, bhi;
-    gm_layout_extent(a->ndim, a->shape, a->strides, a->itemsize, &alo, &ahi);
-    gm_layout_extent(b->ndim, b->shape, b->strides, b->itemsize, &blo, &bhi);
-    uint64_t abase = gm_array_on_device(a) ? a->dev : (uint64_t)(uintptr_t)a->host;
-    uint64_t bbase = gm_array_on_device(b) ? b->dev : (uint64_t)(uintptr_t)b->host;
-    return abase + (uint64_t)alo < bbase + (uint64_t)bhi && bbase + (uint64_t)blo < abase + (uint64_t)ahi;
+    gpumem_status st = get_kernels(j, miss);
+    if (st != GPUMEM_OK || *miss != MISSING_NONE)
+        return st;
+    if (gm_copy_dense(dst->ndim, dst->shape, dst->strides, dst->itemsize))
+        return device_pack(j, dst->ndim, dst->shape, dst->itemsize, src->strides, src->dev, dst->strides, dst->dev,
+                           false);
+    return device_pack(j, dst->ndim, dst->shape, dst->itemsize, dst->strides, dst->dev, src->strides, src->dev, true);
+}
+
+/* One contiguous transfer (GM_HOW_TRANSFER). */
+static gpumem_status run_transfer(job *j, const gm_copy_decision *d, gpumem_array *dst, const gpumem_array *src,
+                                  missing *miss)
+{
+    gpumem_status st;
+    if (d->staged && ((st = get_staging(j, miss)) != GPUMEM_OK || *miss != MISSING_NONE))
+        return st;
+    side s = side_of(src), t = side_of(dst);
+    j->pending |= j->async != 0;
+    return transfer(j, j->ds, side_addr(&t, d->dst_offset), side_addr(&s, d->src_offset), (size_t)d->width,
+                    gm_array_on_device(dst) ? 1 : -1, j->async);
 }
 
 /* Both sides host-addressable: the CPU copies, synchronously; overlapping
  * views go through a temporary. */
-static gpumem_status host_copy(const char *what, gpumem_array *dst, const gpumem_array *src, gpumem_stream *stream)
+static gpumem_status host_copy(const char *what, gpumem_array *dst, const gpumem_array *src, gpumem_stream *stream,
+                               bool via_temp)
 {
     gpumem_array *tmp = NULL;
     gm_copy_plan plan;
     gpumem_status st = GPUMEM_OK;
-    last_path = GPUMEM_COPY_PATH_HOST;
-    if (overlap(src, dst)) {
+    if (via_temp) {
         st = gm_array_new_like(what, src, src->ndim, src->shape, 0, stream, &tmp);
         if (st == GPUMEM_OK)
-            st = plan_for(what, tmp, src, SIZE_MAX, &plan);
+            st = gm_copy_plan_make(tmp->ndim, tmp->shape, src->strides, tmp->strides, tmp->itemsize, SIZE_MAX, &plan);
         if (st == GPUMEM_OK) {
             gm_copy_plan_run_host(&plan, src->host, tmp->host);
             src = tmp;
         }
     }
     if (st == GPUMEM_OK)
-        st = plan_for(what, dst, src, SIZE_MAX, &plan);
+        st = gm_copy_plan_make(dst->ndim, dst->shape, src->strides, dst->strides, dst->itemsize, SIZE_MAX, &plan);
     if (st == GPUMEM_OK)
         gm_copy_plan_run_host(&plan, src->host, dst->host);
+    else
+        st = gm_error_prefix(st, what);
     gpumem_status rst = gpumem_array_release(tmp);
     return st != GPUMEM_OK ? st : rst;
 }
 
-gpumem_status gm_copy_run(const char *what, gpumem_array *dst, const gpumem_array *src, gpumem_stream *stream,
-                          gpumem_context *ctx)
+static gpumem_status release_temp(void *arg, bool run)
+{
+    (void)run;
+    return gpumem_array_release(arg);
+}
+
+/* Overlapping device views (GM_HOW_TEMP): into a temporary, then into dst,
+ * two copies; the temporary goes once the stream is done with it (at its
+ * next synchronization). */
+static gpumem_status temp_copy(const char *what, gpumem_array *dst, const gpumem_array *src, gpumem_stream *stream,
+                               gpumem_context *ctx)
+{
+    gpumem_array *tmp = NULL;
+    gpumem_status st = gm_array_new_like(what, src, src->ndim, src->shape, 0, stream, &tmp);
+    if (st != GPUMEM_OK)
+        return st;
+    st = gm_copy_run(what, tmp, src, stream, ctx);
+    if (st == GPUMEM_OK)
+        st = gm_copy_run(what, dst, tmp, stream, ctx);
+    if (stream != NULL && st == GPUMEM_OK && gm_stream_add_writeback(stream, ctx, release_temp, tmp) == GPUMEM_OK)
+        return GPUMEM_OK;
+    if (stream != NULL) {
+        gpumem_status sst = gm_drv_check(GM_DRV(stream_synchronize, ctx->dctx, gm_stream_ds(stream)),
+                                         GM_OP_stream_synchronize, what);
+        st = gm_keep_first(st, sst);
+    }
+    gpumem_status copied = st, rst = gpumem_array_release(tmp);
+    if (st == GPUMEM_OK)
+        st = rst;
+    if (copied == GPUMEM_OK && st != GPUMEM_OK)
+        st = gm_error(st, "%s: the copy completed, but freeing its temporary memory failed: %s", what,
+                      gpumem_last_error());
+    return st;
+}
+
+/* Carries out d. */
+static gpumem_status execute(const char *what, const gm_copy_decision *d, gpumem_array *dst, const gpumem_array *src,
+                             gpumem_stream *stream, gpumem_context *ctx, missing *miss)
+{
+    if (d->queued)
+        return gm_copy_queued_download(what, dst, src, stream, ctx);
+    switch (d->how) {
+    case GM_HOW_NONE: return GPUMEM_OK;
+    case GM_HOW_FAIL: return d->bad != 0 ? gm_copy_tuning_error(d->bad, what) : gm_error_prefix(d->status, what);
+    case GM_HOW_HOST: return host_copy(what, dst, src, stream, d->via_temp);
+    case GM_HOW_PEER: {
+        gm_copy_reason why = GM_REASON_NONE;
+        gpumem_status st = gm_copy_peer(what, dst, src, stream, d, &why);
+        *miss = why == GM_REASON_NO_KERNELS ? MISSING_KERNELS : why == GM_REASON_NO_SCRATCH ? MISSING_SCRATCH
+                                                                                              : MISSING_NONE;
+        return st;
+    }
+    case GM_HOW_TEMP: return temp_copy(what, dst, src, stream, ctx);
+    default: break;
+    }
+    job j = {.what = what, .ctx = ctx, .stream = stream, .ds = gm_stream_ds(stream), .async = stream != NULL};
+    gpumem_status st;
+    switch (d->how) {
+    case GM_HOW_TRANSFER: st = run_transfer(&j, d, dst, src, miss); break;
+    case GM_HOW_RECT: st = run_rect(&j, dst, src->strides, side_of(src), dst->strides, side_of(dst)); break;
+    case GM_HOW_KERNEL: st = run_kernel(&j, dst, src, miss); break;
+    default: st = run_packed(&j, d, dst, src, miss); break;
+    }
+    return finish(&j, st);
+}
+
+static gpumem_status copy_run(const char *what, gpumem_array *dst, const gpumem_array *src, gpumem_stream *stream,
+                              gpumem_context *ctx, gm_copy_decision *d)
 {
     bool src_dev = gm_array_on_device(src), dst_dev = gm_array_on_device(dst);
     /* downloads queued on the stream write host memory when the stream gets
@@ -617,72 +682,47 @@ gpumem_status gm_copy_run(const char *what, gpumem_array *dst, const gpumem_arra
         if (sst != GPUMEM_OK)
             return sst;
     }
-    if (!src_dev && !dst_dev)
-        return host_copy(what, dst, src, stream);
-
-    if (stream != NULL && src_dev && pageable(dst))
-        return gm_copy_queued_download(what, dst, src, stream, ctx);
-
-    gpumem_status st;
-    if (src_dev && dst_dev && overlap(src, dst)) {
-        /* overlapping device views: through a device temporary */
-        gpumem_array *tmp = NULL;
-        if ((st = gm_array_new_like(what, src, src->ndim, src->shape, 0, stream, &tmp)) != GPUMEM_OK)
+    gm_copy_tuning t;
+    gm_copy_tuning_get(&t);
+    gm_copy_caps caps = {.max_pitch = ctx != NULL ? ctx->max_pitch : 0, .on_stream = stream != NULL};
+    gm_copy_side s = decide_side(src), ds = decide_side(dst);
+    if (gm_copy_is_cross_device(dst, src) && gm_array_size(dst) > 0 && !(t.bad & GM_TUNE_BAD_PEER)) {
+        gpumem_status st = gm_copy_peer_ready(what, dst, src, &caps.peer);
+        if (st != GPUMEM_OK)
             return st;
-        st = gm_copy_run(what, tmp, src, stream, ctx);
-        if (st == GPUMEM_OK)
-            st = gm_copy_run(what, dst, tmp, stream, ctx);
-        job j = {.what = what, .ctx = ctx, .stream = stream, .ds = gm_stream_ds(stream), .async = stream != NULL,
-                 .scratch = tmp, .queued = true};
-        return finish(&j, st);
     }
+    for (;;) {
+        gm_copy_decide(dst->ndim, dst->shape, dst->itemsize, &s, &ds, &caps, &t, d);
+        missing miss = MISSING_NONE;
+        /* level is now that of the copies this one makes */
+        bool nested = (d->queued || d->how == GM_HOW_TEMP) && level < LEVELS;
+        if (nested)
+            done[level] = *d; /* what is reported if no nested copy runs */
+        gpumem_status st = execute(what, d, dst, src, stream, ctx, &miss);
+        switch (miss) {
+        case MISSING_NONE:
+            if (nested) { /* nested copies did it: the last one's way is this copy's */
+                bool queued = d->queued;
+                *d = done[level];
+                d->queued = queued;
+            }
+            return st;
+        case MISSING_KERNELS: caps.no_kernels = true; break;
+        case MISSING_SCRATCH: caps.no_scratch = true; break;
+        case MISSING_STAGING: caps.staging_busy = true; break;
+        }
+    }
+}
 
-    size_t min_row = 0, max_pitch = ctx->max_pitch > 0 ? ctx->max_pitch : SIZE_MAX;
-    gm_copy_plan plan;
-    if ((st = gm_copy_min_row_bytes(&min_row)) != GPUMEM_OK || (st = plan_for(what, dst, src, max_pitch, &plan)) !=
-        GPUMEM_OK)
-        return gm_error_prefix(st, what);
-    job j = {.what = what, .ctx = ctx, .stream = stream, .ds = gm_stream_ds(stream), .async = stream != NULL};
-    uint64_t count = gm_copy_plan_count(&plan);
-    /* a 2-D/3-D copy with a pageable host side runs through the driver's own
-     * slow staging (8.5 GB/s for a 64 MiB slab on an H100, against 25-40
-     * packed): from the staging threshold on, pack instead, so that one
-     * contiguous transfer goes through ours */
-    size_t stage_min = SIZE_MAX;
-    /* asked only of 2-D/3-D plans: the threshold takes the settings' lock */
-    bool paged = plan.dims >= 2 && src_dev != dst_dev && pageable(dst_dev ? src : dst) &&
-                 gm_staging_min_bytes(&stage_min) == GPUMEM_OK && nbytes_of(dst) >= stage_min;
-    bool narrow = plan.dims >= 2 && (plan.width < min_row || paged);
-    if (count == 1 && plan.dims == 1 && src_dev != dst_dev) {
-        /* one run: the staging engine decides between itself and the driver */
-        side s = side_of(src), d = side_of(dst);
-        last_path = GPUMEM_COPY_PATH_CONTIGUOUS;
-        st = transfer(&j, side_addr(&d, plan.dst_offset), side_addr(&s, plan.src_offset), plan.width,
-                      dst_dev ? 1 : -1, pageable(dst_dev ? src : dst));
-        if (j.staged)
-            last_path = GPUMEM_COPY_PATH_STAGED;
-        return finish(&j, st);
-    }
-    if (count == 1 && !narrow) {
-        last_path = plan.dims == 1 ? GPUMEM_COPY_PATH_CONTIGUOUS : GPUMEM_COPY_PATH_DMA;
-        return finish(&j, run_plan(&j, &plan, side_of(src), side_of(dst)));
-    }
-
-    gm_pack_kernels *k = NULL;
-    if ((st = kernels(&j, &k)) != GPUMEM_OK)
-        return finish(&j, st);
-    /* without the kernels, a device side that is not one run cannot be packed */
-    if (k == NULL && (src_dev && dst_dev ? true : dst_dev ? dense(src) : dense(dst))) {
-        last_path = count == 1 ? GPUMEM_COPY_PATH_DMA : GPUMEM_COPY_PATH_DMA_LOOP;
-        return finish(&j, run_plan(&j, &plan, side_of(src), side_of(dst)));
-    }
-    gpumem_copy_path path = GPUMEM_COPY_PATH_DEVICE_PACK;
-    if (src_dev && dst_dev)
-        st = d2d_packed(&j, dst, src);
-    else if (dst_dev)
-        st = h2d_packed(&j, dst, src, k, &path);
-    else
-        st = d2h_packed(&j, dst, src, k, &path);
-    last_path = path;
-    return finish(&j, st);
+gpumem_status gm_copy_run(const char *what, gpumem_array *dst, const gpumem_array *src, gpumem_stream *stream,
+                          gpumem_context *ctx)
+{
+    gm_copy_decision d;
+    memset(&d, 0, sizeof d);
+    int mine = level++;
+    gpumem_status st = copy_run(what, dst, src, stream, ctx, &d);
+    level = mine;
+    if (mine < LEVELS)
+        done[mine] = d;
+    return st;
 }

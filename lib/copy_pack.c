@@ -35,3 +35,16 @@ gpumem_status gm_pack_launch(gm_pack_kernels *k, const gm_pack_plan *plan, uint6
     const gm_pack_provider *p = atomic_load_explicit(&provider, memory_order_acquire);
     return p->launch(k, plan, strided, packed, stream, what);
 }
+
+gpumem_status gm_pack_scratch_get(gm_pack_kernels *k, size_t bytes, bool side, const char *what, gm_scratch **out)
+{
+    const gm_pack_provider *p = atomic_load_explicit(&provider, memory_order_acquire);
+    return p->scratch_get(k, bytes, side, what, out);
+}
+
+void gm_pack_scratch_put(gm_pack_kernels *k, gm_scratch *s)
+{
+    const gm_pack_provider *p = atomic_load_explicit(&provider, memory_order_acquire);
+    if (s != NULL)
+        p->scratch_put(k, s);
+}

@@ -6,11 +6,43 @@
 #ifndef GM_COPY_PACK_H
 #define GM_COPY_PACK_H
 
+#include "alloc.h"
 #include "context.h"
 #include "copyplan.h"
+#include "driver.h"
 #include "gpumem/stream.h"
 
 typedef struct gm_pack_kernels gm_pack_kernels;
+
+/* Device scratch of the copy engine: a buffer kept with the context's pack
+ * kernels and reused by later copies, so that a copy neither allocates nor
+ * frees device memory, and never waits for its stream because of its
+ * scratch.  A copy takes one (gm_pack_scratch_get), uses it on its stream,
+ * records ev[GM_SCRATCH_DONE] on that stream after its last use and sets
+ * `used`, and gives it back (gm_pack_scratch_put); the next copy to take it
+ * makes its own stream wait for that event (cuStreamWaitEvent: on the
+ * device, the host does not wait).  `side` is a second stream
+ * (non-blocking) on which a copy of several chunks runs its transfers while
+ * its kernels run on the copy's stream; the other events order the two.
+ * The buffers are freed when the kernels are (gpumem_clear_context_caches,
+ * the context's final release), once their last use is done. */
+enum {
+    GM_SCRATCH_DONE = 0, /* after the last use: the next user waits for it */
+    GM_SCRATCH_START,    /* the side stream waits for the copy's stream */
+    GM_SCRATCH_FILL,     /* two: buffer 0 and 1 written */
+    GM_SCRATCH_DRAIN = GM_SCRATCH_FILL + 2, /* two: buffer 0 and 1 read */
+    GM_SCRATCH_NEVENTS = GM_SCRATCH_DRAIN + 2
+};
+
+typedef struct gm_scratch {
+    uint64_t addr;       /* device address */
+    size_t bytes;
+    gm_dstream *side;    /* the second stream, made when a copy first asks for it */
+    gm_devent *ev[GM_SCRATCH_NEVENTS];
+    bool used;           /* ev[GM_SCRATCH_DONE] was recorded after the last use */
+    gm_block blk;        /* the allocation (the context allocator's) */
+    struct gm_scratch *next;
+} gm_scratch;
 
 /* The kernels live in the kernel cache, a layer above the copy engine:
  * pack_kernels.c provides these functions and lib/wiring.c hands them to the
@@ -21,6 +53,8 @@ typedef struct gm_pack_provider {
     void (*put)(gm_pack_kernels *k);
     gpumem_status (*launch)(gm_pack_kernels *k, const gm_pack_plan *plan, uint64_t strided, uint64_t packed,
                             gpumem_stream *stream, const char *what);
+    gpumem_status (*scratch_get)(gm_pack_kernels *k, size_t bytes, bool side, const char *what, gm_scratch **out);
+    void (*scratch_put)(gm_pack_kernels *k, gm_scratch *s);
 } gm_pack_provider;
 
 /* Sets the provider (lib/wiring.c, once, when the library loads). */
@@ -44,5 +78,18 @@ void gm_pack_kernels_put(gm_pack_kernels *k);
  * packed (device addresses); queued, not waited for. */
 gpumem_status gm_pack_launch(gm_pack_kernels *k, const gm_pack_plan *plan, uint64_t strided, uint64_t packed,
                              gpumem_stream *stream, const char *what);
+
+/* Device scratch of at least bytes from k's cache (the smallest idle
+ * buffer that fits), else a new one of bytes rounded up to a power of two
+ * (at least 64 KiB) from the context allocator, with its events, and its
+ * side stream when `side`.  GPUMEM_ERROR_OUT_OF_MEMORY when the device has
+ * no room (the allocator's ladder ran): the engine then copies without
+ * scratch.  The caller owns *out until gm_pack_scratch_put. */
+gpumem_status gm_pack_scratch_get(gm_pack_kernels *k, size_t bytes, bool side, const char *what, gm_scratch **out);
+
+/* Gives s back to k's cache (s->used and ev[GM_SCRATCH_DONE] say when its
+ * last use ends).  The cache keeps a few idle buffers; beyond them it frees
+ * the smallest whose last use has ended. */
+void gm_pack_scratch_put(gm_pack_kernels *k, gm_scratch *s);
 
 #endif /* GM_COPY_PACK_H */

@@ -2,10 +2,13 @@
  * copy_peer.c - copies between device arrays of two devices, and the peer
  * settings of gpumem/peer.h.
  *
- * Every such copy moves one dense run of bytes from the source device to
- * the destination device: a strided source is first packed on its own device
- * (the copy engine, in the source's context) into scratch, and a strided
- * destination is unpacked on its own device from scratch.  The run crosses
+ * Every such copy moves one dense run of bytes (the crossing layout,
+ * copy_decide.c) from the source device to the destination device: a
+ * strided source is packed on its own device into scratch, and a strided
+ * destination is unpacked on its own device from scratch, chunk by chunk
+ * through each device's cached scratch as decided; without the kernels or
+ * that scratch, through temporaries as large as the copy that the engine
+ * fills and empties (gm_copy_run, in each side's context).  The run crosses
  * by one cuMemcpyPeer when peer access is on for the pair (enabled once,
  * both ways, and remembered), else through two pinned host buffers in
  * chunks (download of one chunk overlapping the upload of the previous).
@@ -19,8 +22,9 @@
 
 #include "context.h"
 #include "copy_engine.h"
+#include "copy_pack.h"
 #include "copy_peer.h"
-#include "env.h"
+#include "copy_tuning.h"
 #include "error.h"
 #include "gpumem/dtype.h"
 #include "gpumem/peer.h"
@@ -29,26 +33,15 @@
 
 /* ---- settings ------------------------------------------------------------------------------------ */
 
-static pthread_once_t env_once = PTHREAD_ONCE_INIT;
-static gpumem_status env_status;
-static char env_error[256];
-static long env_peer = 1;
-static atomic_int api_peer = -1; /* gpumem_peer_set_enabled's value; -1: not called */
-
-static void env_read(void)
-{
-    env_status = gm_env_long("GPUMEM_PEER", 0, 1, 1, &env_peer, NULL);
-    if (env_status != GPUMEM_OK)
-        snprintf(env_error, sizeof env_error, "%s", gpumem_last_error());
-}
-
+/* Whether copies between devices may use peer access: the tuning's
+ * (gpumem_peer_set_enabled's value, else GPUMEM_PEER's). */
 static gpumem_status peer_setting(const char *what, int *enabled)
 {
-    pthread_once(&env_once, env_read);
-    if (env_status != GPUMEM_OK)
-        return gm_error(env_status, "%s: %s", what, env_error);
-    int api = atomic_load(&api_peer);
-    *enabled = api >= 0 ? api : (int)env_peer;
+    gm_copy_tuning t;
+    gm_copy_tuning_get(&t);
+    if (t.bad & GM_TUNE_BAD_PEER)
+        return gm_copy_tuning_error(GM_TUNE_BAD_PEER, what);
+    *enabled = t.peer;
     return GPUMEM_OK;
 }
 
@@ -57,7 +50,7 @@ GPUMEM_API gpumem_status gpumem_peer_set_enabled(int enabled)
     if (enabled != 0 && enabled != 1)
         return gm_error(GPUMEM_ERROR_INVALID_VALUE, "gpumem_peer_set_enabled: 'enabled' is %d; it must be 0 or 1",
                         enabled);
-    atomic_store(&api_peer, enabled);
+    gm_copy_tuning_set_peer(enabled);
     return GPUMEM_OK;
 }
 
@@ -169,53 +162,6 @@ bool gm_copy_is_cross_device(const gpumem_array *a, const gpumem_array *b)
            a->ctx->device != b->ctx->device;
 }
 
-/* Whether a is dense with strides s (axes of length 1 aside). */
-static bool has_layout(const gpumem_array *a, const int64_t *s)
-{
-    int64_t like[GM_MAX_NDIM];
-    gm_layout_strides_like(a->ndim, a->shape, a->strides, a->itemsize, like);
-    for (int i = 0; i < a->ndim; i++) {
-        if (a->shape[i] <= 1)
-            continue;
-        if (a->strides[i] != s[i] || (s[i] != like[i] && s[i] != -like[i]))
-            return false;
-    }
-    return true;
-}
-
-/* Whether a is dense with positive strides. */
-static bool dense_forward(const gpumem_array *a)
-{
-    for (int i = 0; i < a->ndim; i++)
-        if (a->shape[i] > 1 && a->strides[i] < 0)
-            return false;
-    return has_layout(a, a->strides);
-}
-
-/* The layout of the run that crosses: both sides' own when they share a
- * dense one, else the destination's when it is dense, else the source's,
- * else contiguous in the destination's axis order (scratch gets it, so it
- * has positive strides). */
-static void crossing_layout(const gpumem_array *dst, const gpumem_array *src, int64_t *out)
-{
-    if (has_layout(dst, dst->strides) && has_layout(src, dst->strides))
-        memcpy(out, dst->strides, sizeof(int64_t) * (size_t)dst->ndim);
-    else if (dense_forward(dst))
-        memcpy(out, dst->strides, sizeof(int64_t) * (size_t)dst->ndim);
-    else if (dense_forward(src))
-        memcpy(out, src->strides, sizeof(int64_t) * (size_t)src->ndim);
-    else
-        gm_layout_strides_like(dst->ndim, dst->shape, dst->strides, dst->itemsize, out);
-    for (int i = 0; i < dst->ndim; i++) /* length-1 axes: any stride; scratch wants a contiguous one */
-        if (dst->shape[i] <= 1)
-            out[i] = 0;
-    int64_t like[GM_MAX_NDIM];
-    gm_layout_strides_like(dst->ndim, dst->shape, out, dst->itemsize, like);
-    for (int i = 0; i < dst->ndim; i++)
-        if (dst->shape[i] <= 1)
-            out[i] = like[i];
-}
-
 /* The address of a's lowest byte. */
 static gm_cu_deviceptr low_addr(const gpumem_array *a)
 {
@@ -226,26 +172,29 @@ static gm_cu_deviceptr low_addr(const gpumem_array *a)
 
 /* ---- the crossing -------------------------------------------------------------------------------- */
 
-/* bytes from src (src_ctx's device) to dst (dst_ctx's device) through two
- * pinned host buffers; complete on return. */
-static gpumem_status staged_move(const char *what, gpumem_context *dst_ctx, gm_cu_deviceptr dst,
-                                 gpumem_context *src_ctx, gm_cu_deviceptr src, size_t bytes)
+/* Pinned host memory for the staged path: two halves of up to
+ * GM_PEER_STAGE_CHUNK bytes, for moves of at most `bytes` at a time. */
+static gpumem_status staging_new(const char *what, gpumem_context *ctx, size_t bytes, gpumem_array **out)
 {
-    size_t chunk = GM_PEER_STAGE_CHUNK, total = bytes < 2 * (size_t)chunk ? bytes : 2 * (size_t)chunk;
-    int64_t n = (int64_t)total, one = 1;
-    gpumem_array *buf = NULL;
-    gpumem_status st = gm_array_new_locked(what, GPUMEM_MEMORY_PINNED, src_ctx, 1, &n, &one,
-                                           gpumem_dtype_builtin(GPUMEM_UINT8), GM_CU_MEMHOSTALLOC_PORTABLE, &buf);
-    if (st != GPUMEM_OK)
-        return st;
-    gm_cu_deviceptr half[2] = {(gm_cu_deviceptr)(uintptr_t)buf->host,
-                               (gm_cu_deviceptr)(uintptr_t)(buf->host + (total + 1) / 2)};
-    size_t step = (total + 1) / 2;
+    size_t total = bytes < 2 * (size_t)GM_PEER_STAGE_CHUNK ? bytes : 2 * (size_t)GM_PEER_STAGE_CHUNK;
+    int64_t n = (int64_t)(total > 0 ? total : 1), one = 1;
+    return gm_array_new_locked(what, GPUMEM_MEMORY_PINNED, ctx, 1, &n, &one, gpumem_dtype_builtin(GPUMEM_UINT8),
+                               GM_CU_MEMHOSTALLOC_PORTABLE, out);
+}
+
+/* bytes from src (src_ctx's device) to dst (dst_ctx's device) through the
+ * two halves of buf (staging_new); complete on return, nothing reads or
+ * writes buf then. */
+static gpumem_status staged_move(const char *what, gpumem_context *dst_ctx, gm_cu_deviceptr dst,
+                                 gpumem_context *src_ctx, gm_cu_deviceptr src, size_t bytes, gpumem_array *buf)
+{
+    size_t total = (size_t)gm_array_size(buf), step = (total + 1) / 2;
+    gm_cu_deviceptr half[2] = {(gm_cu_deviceptr)(uintptr_t)buf->host, (gm_cu_deviceptr)(uintptr_t)(buf->host + step)};
     /* chunk k: download into half[k % 2] on the source's legacy stream, then
      * upload from it on the destination's; the download of k + 1 runs while
      * the upload of k does. */
     size_t len0 = bytes < step ? bytes : step;
-    st = gm_drv_check(GM_DRV(memcpy, src_ctx->dctx, half[0], src, len0, NULL, 1), GM_OP_memcpy, what);
+    gpumem_status st = gm_drv_check(GM_DRV(memcpy, src_ctx->dctx, half[0], src, len0, NULL, 1), GM_OP_memcpy, what);
     for (size_t off = 0, k = 0; st == GPUMEM_OK && off < bytes; k++) {
         size_t len = bytes - off < step ? bytes - off : step;
         st = gm_drv_check(GM_DRV(stream_synchronize, src_ctx->dctx, NULL), GM_OP_stream_synchronize, what);
@@ -262,13 +211,143 @@ static gpumem_status staged_move(const char *what, gpumem_context *dst_ctx, gm_c
         }
         off = next;
     }
-    /* nothing may still read or write the buffers when they go */
+    /* nothing may still read or write the buffers when the call returns */
     gpumem_status s1 = gm_drv_check(GM_DRV(stream_synchronize, src_ctx->dctx, NULL), GM_OP_stream_synchronize, what);
     gpumem_status s2 = gm_drv_check(GM_DRV(stream_synchronize, dst_ctx->dctx, NULL), GM_OP_stream_synchronize, what);
     if (st == GPUMEM_OK)
         st = s1 != GPUMEM_OK ? s1 : s2;
-    gpumem_status rst = gpumem_array_release(buf);
-    return st != GPUMEM_OK ? st : rst;
+    return st;
+}
+
+/* n bytes from src's device to dst's, by peer access or through buf. */
+static gpumem_status move(const char *what, bool peer, gpumem_context *dst_ctx, gm_cu_deviceptr to,
+                          gpumem_context *src_ctx, gm_cu_deviceptr from, size_t n, gpumem_array *buf)
+{
+    if (peer)
+        return gm_drv_check(GM_DRV(memcpy_peer, dst_ctx->dctx, to, dst_ctx->dctx, from, src_ctx->dctx, n, NULL, 0),
+                            GM_OP_memcpy_peer, what);
+    return staged_move(what, dst_ctx, to, src_ctx, from, n, buf);
+}
+
+/* ---- in chunks, through scratch on each device --------------------------------------------------- */
+
+typedef struct peer_side {
+    gm_pack_kernels *k;
+    gm_scratch *s;
+} peer_side;
+
+/* The kernels and a scratch buffer of bytes on ctx's device, its last use
+ * done; *missing when either cannot be had. */
+static gpumem_status side_get(const char *what, gpumem_context *ctx, size_t bytes, peer_side *p,
+                              gm_copy_reason *missing)
+{
+    gpumem_status st = gm_pack_kernels_get(ctx, &p->k);
+    if (st != GPUMEM_OK || p->k == NULL) {
+        if (st == GPUMEM_OK)
+            *missing = GM_REASON_NO_KERNELS;
+        return st;
+    }
+    st = gm_pack_scratch_get(p->k, bytes, false, what, &p->s);
+    if (st == GPUMEM_ERROR_OUT_OF_MEMORY) {
+        *missing = GM_REASON_NO_SCRATCH;
+        return GPUMEM_OK;
+    }
+    /* the legacy stream, where every use of it here runs, waits for its last use */
+    if (st == GPUMEM_OK && p->s->used)
+        st = gm_drv_check(GM_DRV(stream_wait_event, ctx->dctx, NULL, p->s->ev[GM_SCRATCH_DONE]),
+                          GM_OP_stream_wait_event, what);
+    return st;
+}
+
+static void side_put(peer_side *p)
+{
+    if (p->s != NULL)
+        p->s->used = false; /* idle: every chunk completed, or the legacy stream was waited for */
+    gm_pack_scratch_put(p->k, p->s);
+    gm_pack_kernels_put(p->k);
+}
+
+/* A pack (unpack: false) of shape ext between a device side's strides ss at
+ * saddr and the crossing layout at paddr, on the legacy stream; waited for. */
+static gpumem_status side_pack(const char *what, gpumem_context *ctx, gm_pack_kernels *k, int ndim,
+                               const int64_t *ext, size_t itemsize, const int64_t *ss, uint64_t saddr,
+                               const int64_t *layout, uint64_t paddr, bool unpack)
+{
+    gm_pack_plan plan;
+    gpumem_status st = gm_pack_plan_make(ndim, ext, ss, layout, itemsize, saddr, paddr, unpack, &plan);
+    if (st != GPUMEM_OK)
+        return gm_error_prefix(st, what);
+    if (plan.bytes > 0 && (st = gm_pack_launch(k, &plan, saddr, paddr, NULL, what)) == GPUMEM_OK)
+        st = gm_drv_check(GM_DRV(stream_synchronize, ctx->dctx, NULL), GM_OP_stream_synchronize, what);
+    return st;
+}
+
+static int64_t dot(int n, const int64_t *a, const int64_t *b)
+{
+    int64_t s = 0;
+    for (int i = 0; i < n; i++)
+        s += a[i] * b[i];
+    return s;
+}
+
+/* The run crosses chunk by chunk: packed on the source's device into its
+ * scratch, moved into the destination device's scratch, unpacked there
+ * (a side that has the crossing layout is its own end).  Each chunk
+ * completes before the next. */
+static gpumem_status peer_chunks(const char *what, gpumem_array *dst, const gpumem_array *src, bool peer,
+                                 const gm_copy_decision *d, const int64_t *layout, gm_copy_reason *missing,
+                                 gpumem_status *freed)
+{
+    const int nd = dst->ndim;
+    const size_t isz = dst->itemsize;
+    peer_side ps = {NULL, NULL}, pd = {NULL, NULL};
+    gpumem_array *buf = NULL;
+    gpumem_status st = GPUMEM_OK;
+    if (d->peer_pack_src)
+        st = side_get(what, src->ctx, (size_t)d->chunk_bytes, &ps, missing);
+    if (st == GPUMEM_OK && *missing == GM_REASON_NONE && d->peer_unpack_dst)
+        st = side_get(what, dst->ctx, (size_t)d->chunk_bytes, &pd, missing);
+    if (st == GPUMEM_OK && *missing == GM_REASON_NONE && !peer)
+        st = staging_new(what, src->ctx, (size_t)d->chunk_bytes, &buf);
+    int64_t lo = 0, hi = 0;
+    gm_layout_extent(nd, dst->shape, layout, isz, &lo, &hi);
+    for (uint64_t c = 0; st == GPUMEM_OK && *missing == GM_REASON_NONE && c < d->nchunks; c++) {
+        int64_t start[GM_MAX_NDIM], ext[GM_MAX_NDIM];
+        uint64_t off = 0, n = 0;
+        gm_copy_chunk(d, nd, dst->shape, isz, layout, c, start, ext, &off, &n);
+        uint64_t in_buf = (uint64_t)(dot(nd, start, layout) - lo) - off; /* chunk element 0 in a scratch buffer */
+        gm_cu_deviceptr from = low_addr(src) + off, to = low_addr(dst) + off;
+        if (d->peer_pack_src) {
+            from = ps.s->addr;
+            st = side_pack(what, src->ctx, ps.k, nd, ext, isz, src->strides,
+                           src->dev + (uint64_t)dot(nd, start, src->strides), layout, from + in_buf, false);
+        }
+        if (d->peer_unpack_dst)
+            to = pd.s->addr;
+        if (st == GPUMEM_OK)
+            st = move(what, peer, dst->ctx, to, src->ctx, from, (size_t)n, buf);
+        if (st == GPUMEM_OK && d->peer_unpack_dst)
+            st = side_pack(what, dst->ctx, pd.k, nd, ext, isz, dst->strides,
+                           dst->dev + (uint64_t)dot(nd, start, dst->strides), layout, to + in_buf, true);
+    }
+    if (st != GPUMEM_OK) { /* nothing may still use the scratch when it goes back */
+        gm_error_hold();
+        (void)GM_DRV(stream_synchronize, src->ctx->dctx, NULL);
+        (void)GM_DRV(stream_synchronize, dst->ctx->dctx, NULL);
+        gm_error_unhold();
+    }
+    if (ps.k != NULL)
+        side_put(&ps);
+    if (pd.k != NULL)
+        side_put(&pd);
+    if (st != GPUMEM_OK) {
+        gm_error_hold();
+        (void)gpumem_array_release(buf);
+        gm_error_unhold();
+    } else {
+        *freed = gpumem_array_release(buf);
+    }
+    return st;
 }
 
 /* Scratch on a's device (its context) with strides s. */
@@ -277,17 +356,20 @@ static gpumem_status scratch(const char *what, const gpumem_array *a, const int6
     return gm_array_new_device(what, a->ctx, a->ndim, a->shape, s, a->dtype, NULL, out);
 }
 
-gpumem_status gm_copy_peer(const char *what, gpumem_array *dst, const gpumem_array *src, gpumem_stream *stream)
+gpumem_status gm_copy_peer_ready(const char *what, const gpumem_array *dst, const gpumem_array *src, bool *ready)
 {
-    bool peer = false;
-    gpumem_status st = peer_ready(what, dst->ctx, src->ctx, &peer);
-    if (st != GPUMEM_OK)
-        return st;
-    gm_copy_set_last_path(peer ? GPUMEM_COPY_PATH_PEER : GPUMEM_COPY_PATH_PEER_STAGED);
+    return peer_ready(what, dst->ctx, src->ctx, ready);
+}
+
+gpumem_status gm_copy_peer(const char *what, gpumem_array *dst, const gpumem_array *src, gpumem_stream *stream,
+                           const gm_copy_decision *d, gm_copy_reason *missing)
+{
+    bool peer = d->path == GPUMEM_COPY_PATH_PEER;
     int64_t layout[GM_MAX_NDIM];
-    crossing_layout(dst, src, layout);
-    bool src_direct = has_layout(src, layout), dst_direct = has_layout(dst, layout);
+    gm_copy_crossing_layout(dst->ndim, dst->shape, dst->itemsize, src->strides, dst->strides, layout);
+    bool src_direct = !d->peer_pack_src, dst_direct = !d->peer_unpack_dst;
     size_t bytes = (size_t)gm_array_size(dst) * dst->itemsize;
+    gpumem_status st;
     if (peer && src_direct && dst_direct) /* one run both sides: queued on the stream */
         return gm_drv_check(GM_DRV(memcpy_peer, stream != NULL ? stream->ctx->dctx : dst->ctx->dctx, low_addr(dst),
                                    dst->ctx->dctx, low_addr(src), src->ctx->dctx, bytes, gm_stream_ds(stream),
@@ -299,26 +381,50 @@ gpumem_status gm_copy_peer(const char *what, gpumem_array *dst, const gpumem_arr
     if (stream != NULL && (st = gm_drv_check(GM_DRV(stream_synchronize, stream->ctx->dctx, gm_stream_ds(stream)),
                                              GM_OP_stream_synchronize, what)) != GPUMEM_OK)
         return st;
-    gpumem_array *s = NULL, *d = NULL;
-    const gpumem_array *from = src;
-    gpumem_array *to = dst;
-    if (!src_direct && (st = scratch(what, src, layout, &s)) == GPUMEM_OK) {
-        st = gm_copy_run(what, s, src, NULL, src->ctx);
-        from = s;
+    gpumem_status freed = GPUMEM_OK;
+    gpumem_array *s = NULL, *t = NULL, *buf = NULL;
+    if (d->nchunks > 0) {
+        st = peer_chunks(what, dst, src, peer, d, layout, missing, &freed);
+    } else {
+        /* without the kernels or scratch chunks: temporaries as large as the
+         * copy, filled and emptied by the engine as it can */
+        const gpumem_array *from = src;
+        gpumem_array *to = dst;
+        if (!src_direct && (st = scratch(what, src, layout, &s)) == GPUMEM_OK) {
+            st = gm_copy_run(what, s, src, NULL, src->ctx);
+            from = s;
+        }
+        if (st == GPUMEM_OK && !dst_direct && (st = scratch(what, dst, layout, &t)) == GPUMEM_OK)
+            to = t;
+        if (st == GPUMEM_OK && !peer)
+            st = staging_new(what, from->ctx, bytes, &buf);
+        if (st == GPUMEM_OK)
+            st = move(what, peer, to->ctx, low_addr(to), from->ctx, low_addr(from), bytes, buf);
+        if (st == GPUMEM_OK && t != NULL)
+            st = gm_copy_run(what, dst, t, NULL, dst->ctx);
     }
-    if (st == GPUMEM_OK && !dst_direct && (st = scratch(what, dst, layout, &d)) == GPUMEM_OK)
-        to = d;
-    if (st == GPUMEM_OK && peer)
-        st = gm_drv_check(GM_DRV(memcpy_peer, to->ctx->dctx, low_addr(to), to->ctx->dctx, low_addr(from),
-                                 from->ctx->dctx, bytes, NULL, 0),
-                          GM_OP_memcpy_peer, what);
-    else if (st == GPUMEM_OK)
-        st = staged_move(what, to->ctx, low_addr(to), from->ctx, low_addr(from), bytes);
-    if (st == GPUMEM_OK && d != NULL)
-        st = gm_copy_run(what, dst, d, NULL, dst->ctx);
-    gm_copy_set_last_path(peer ? GPUMEM_COPY_PATH_PEER : GPUMEM_COPY_PATH_PEER_STAGED);
-    gpumem_status r1 = gpumem_array_release(s), r2 = gpumem_array_release(d);
-    if (st == GPUMEM_OK)
-        st = r1 != GPUMEM_OK ? r1 : r2;
-    return st;
+    /* the destination holds the copy now: a failure to free the temporaries
+     * (the chunks' pinned buffer, or the temporaries here) says so */
+    if (st != GPUMEM_OK || *missing != GM_REASON_NONE) {
+        gm_error_hold();
+        (void)gpumem_array_release(s);
+        (void)gpumem_array_release(t);
+        (void)gpumem_array_release(buf);
+        gm_error_unhold();
+        return st;
+    }
+    char first[512] = "";
+    if (freed != GPUMEM_OK)
+        snprintf(first, sizeof first, "%s", gpumem_last_error());
+    gpumem_array *temps[3] = {buf, s, t};
+    for (int i = 0; i < 3; i++) {
+        gpumem_status r = gpumem_array_release(temps[i]);
+        if (freed == GPUMEM_OK && r != GPUMEM_OK) {
+            freed = r;
+            snprintf(first, sizeof first, "%s", gpumem_last_error());
+        }
+    }
+    if (freed != GPUMEM_OK)
+        return gm_error(freed, "%s: the copy completed, but freeing its temporary memory failed: %s", what, first);
+    return GPUMEM_OK;
 }

@@ -3,11 +3,26 @@
  *
  * The driver runs an asynchronous copy into pageable memory synchronously
  * and says nothing (numba#5130).  Here the copy engine moves the bytes, on
- * the stream, into a pinned bounce block laid out like the destination;
- * then a host function queued after them copies them into the destination
- * when the stream reaches it.  The call returns at once, and the
- * destination is written in stream order: work queued later on the stream,
- * and a synchronization of it, see the bytes.
+ * the stream, into a pinned bounce block laid out like the destination, and
+ * the worker pool (workers.h) lands them in the destination chunk by chunk
+ * while later chunks are still on the link:
+ *
+ *  - the copy is cut into slabs along the destination's outermost axis (a
+ *    range of its indices, every inner axis whole: one run of bounce
+ *    bytes), each about a 32nd of the copy, 1 to 8 MiB;
+ *  - each slab is queued on the stream (gm_copy_run, into its part of the
+ *    bounce block), followed by a host function that only says "these
+ *    bytes arrived" and wakes the workers: host functions may not call the
+ *    driver, and this one neither waits nor creates threads;
+ *  - the workers land pieces of the arrived bytes (a memcpy, or an unpack
+ *    into a strided destination), each piece by whichever thread takes it;
+ *  - after the last slab a final host function lands what is left itself
+ *    and waits for the pieces the workers hold (plain memory copies, which
+ *    wait for nothing): the stream goes on only once every byte landed, so
+ *    work queued later on the stream, and a synchronization of it, see the
+ *    bytes.
+ * The call returns at once.  A failing download may have landed the slabs
+ * that arrived before the failure.
  *
  * Host functions may not call the driver, so the bounce block goes back by
  * a stream write-back, at the stream's next synchronization
@@ -21,88 +36,101 @@
  */
 #include "config.h"
 
-#include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "copy_engine.h"
 #include "copyplan.h"
+#include "cpu_pack.h"
 #include "error.h"
 #include "layout.h"
 #include "staging.h"
 #include "stream.h"
+#include "workers.h"
 
-/* A landing of at least two of these is shared by several threads, at
- * most LAND_MAX_THREADS. */
-#define LAND_SHARE_BYTES (4u << 20)
-#define LAND_MAX_THREADS 8
+#define SLAB_MIN (1u << 20)   /* a slab (one host function) is at least this... */
+#define SLAB_MAX (8u << 20)   /* ...and at most this, about a 32nd of the copy between */
+#define SLABS 32
+#define PIECE (512u << 10)    /* the bytes a worker lands at a time */
 
-/* What the host function does: the plan from the bounce into dst. */
-typedef struct landing {
-    gm_copy_plan plan;
-    gpumem_stream *stream; /* held until the write-back: its landings count */
-    const char *from; /* the bounce's element 0 */
-    char *to;         /* dst's element 0 */
-} landing;
+/* One landing: the bounce's packed bytes into dst, piece by piece as they
+ * arrive. */
+typedef struct landing landing;
 
-/* One thread's share of a landing's memcpy. */
-typedef struct share {
-    char *to;
-    const char *from;
-    size_t n;
-} share;
+typedef struct slab_mark {
+    landing *l;
+    uint64_t end; /* the bounce bytes [0, end) have arrived */
+} slab_mark;
 
-static void *share_run(void *arg)
+struct landing {
+    gm_task task;          /* first: the pool's task */
+    gm_workers *workers;
+    unsigned threads;      /* that may land, the final host function's included */
+    atomic_int refs;       /* the caller's and each queued host function's */
+    gpumem_stream *stream;
+    gm_pack_params pack;   /* dst as the strided side (host addresses) */
+    const char *from;      /* the bounce's first byte: packed element 0 */
+    uint64_t bytes;
+    uint64_t piece;        /* bytes per piece, a multiple of the unit */
+    uint64_t npieces;
+    atomic_uint_fast64_t next;  /* the next piece to land */
+    atomic_uint_fast64_t ready; /* bytes arrived in the bounce, from its start */
+    slab_mark marks[];     /* one per slab but the last */
+};
+
+/* The task: lands arrived pieces until none is left that has arrived. */
+static void land_pieces(gm_task *t, int worker)
 {
-    share *p = arg;
-    memcpy(p->to, p->from, p->n);
-    return NULL;
+    landing *l = (landing *)t;
+    uint64_t unit = (uint64_t)l->pack.unit;
+    for (;;) {
+        if (worker >= 0 && gm_workers_stopping())
+            return;
+        uint64_t i = atomic_load_explicit(&l->next, memory_order_relaxed);
+        uint64_t ready = atomic_load_explicit(&l->ready, memory_order_acquire);
+        if (i >= l->npieces)
+            return;
+        uint64_t a = i * l->piece, b = a + l->piece < l->bytes ? a + l->piece : l->bytes;
+        if (b > ready)
+            return; /* not arrived: the host function after it posts it */
+        if (!atomic_compare_exchange_weak_explicit(&l->next, &i, i + 1, memory_order_relaxed, memory_order_relaxed))
+            continue;
+        gm_cpu_pack_range(&l->pack, true, a / unit, b / unit, (void *)(uintptr_t)(l->from + a));
+    }
 }
 
-/* A big memcpy on several threads: one thread moves pinned into pageable
- * memory at about 10 GB/s, a quarter of the link (H100, 256 MiB). */
-static void parallel_memcpy(char *to, const char *from, size_t n)
+static void landing_unref(landing *l)
 {
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    size_t k = n / LAND_SHARE_BYTES;
-    if (k > LAND_MAX_THREADS)
-        k = LAND_MAX_THREADS;
-    if (cpus > 0 && k > (size_t)cpus)
-        k = (size_t)cpus;
-    if (k < 2) {
-        memcpy(to, from, n);
-        return;
+    if (atomic_fetch_sub_explicit(&l->refs, 1, memory_order_acq_rel) == 1) {
+        gm_task_join(l->workers, &l->task);
+        free(l);
     }
-    share parts[LAND_MAX_THREADS];
-    pthread_t tid[LAND_MAX_THREADS];
-    bool started[LAND_MAX_THREADS] = {false};
-    for (size_t i = 0; i < k; i++) {
-        size_t a = n * i / k, b = n * (i + 1) / k;
-        parts[i] = (share){to + a, from + a, b - a};
-        if (i > 0)
-            started[i] = pthread_create(&tid[i], NULL, share_run, &parts[i]) == 0;
-    }
-    for (size_t i = 0; i < k; i++)
-        if (!started[i]) /* the caller's share, and any thread that did not start */
-            share_run(&parts[i]);
-    for (size_t i = 1; i < k; i++)
-        if (started[i])
-            pthread_join(tid[i], NULL);
 }
 
-/* The host function: the driver's thread runs it, in stream order. */
-static void land(void *arg)
+/* The host function after a slab: its bytes arrived; the workers land them. */
+static void slab_arrived(void *arg)
+{
+    slab_mark *m = arg;
+    landing *l = m->l;
+    atomic_store_explicit(&l->ready, m->end, memory_order_release);
+    uint64_t next = atomic_load_explicit(&l->next, memory_order_relaxed), have = m->end / l->piece;
+    uint64_t waiting = have > next ? have - next : 0;
+    gm_task_post(l->workers, &l->task, (unsigned)(waiting < l->threads ? waiting : l->threads));
+    landing_unref(l);
+}
+
+/* The final host function: the rest lands here, and the stream goes on
+ * once every byte has. */
+static void land_all(void *arg)
 {
     landing *l = arg;
-    const gm_copy_plan *p = &l->plan;
-    if (p->dims == 1 && gm_copy_plan_count(p) == 1)
-        parallel_memcpy(l->to + p->dst_offset, l->from + p->src_offset, p->width);
-    else
-        gm_copy_plan_run_host(p, l->from, l->to);
+    atomic_store_explicit(&l->ready, l->bytes, memory_order_release);
+    land_pieces(&l->task, -1);
+    gm_task_join(l->workers, &l->task);
     atomic_fetch_sub_explicit(&l->stream->landings, 1, memory_order_release);
-    free(l);
+    landing_unref(l);
 }
 
 /* The write-back that gives the bounce block back. */
@@ -121,69 +149,149 @@ static gpumem_status give_back(void *arg, bool run)
     return st;
 }
 
+/* Queues the copy of indices [a, b) of axis k (k < 0: all of it) of src into
+ * the bounce, laid out as like with its element 0 at bounce0. */
+static gpumem_status slab_copy(const char *what, gpumem_context *ctx, const gpumem_array *src,
+                               const gpumem_array *dst, const int64_t *like, uint64_t bounce0, int k, int64_t a,
+                               int64_t b, gpumem_stream *stream)
+{
+    int64_t shape[GM_MAX_NDIM];
+    memcpy(shape, dst->shape, sizeof shape);
+    uint64_t boff = 0, soff = 0;
+    if (k >= 0) {
+        shape[k] = b - a;
+        boff = (uint64_t)(a * like[k]);
+        soff = (uint64_t)(a * src->strides[k]);
+    }
+    gpumem_array *bv = NULL, *sv = NULL;
+    gpumem_status st = gm_array_wrap(what, ctx, GPUMEM_MEMORY_PINNED, bounce0 + boff, dst->ndim, shape, like,
+                                     dst->dtype, NULL, NULL, &bv);
+    if (st == GPUMEM_OK)
+        st = gm_array_wrap(what, ctx, src->kind, src->dev + soff, src->ndim, shape, src->strides, src->dtype, NULL,
+                           NULL, &sv);
+    if (st == GPUMEM_OK)
+        st = gm_copy_run(what, bv, sv, stream, ctx); /* the path it reports is this copy's */
+    gpumem_status rst = gpumem_array_release(sv);
+    st = gm_keep_first(st, rst);
+    rst = gpumem_array_release(bv);
+    return gm_keep_first(st, rst);
+}
+
+/* Waits for the stream before something it may still use goes: a failed
+ * synchronization (injected) is tried once more. */
+static gpumem_status drain(gpumem_context *ctx, gpumem_stream *stream, const char *what)
+{
+    gm_dstream *ds = gm_stream_ds(stream);
+    if (GM_DRV(stream_synchronize, ctx->dctx, ds) == 0)
+        return GPUMEM_OK;
+    return gm_drv_check(GM_DRV(stream_synchronize, ctx->dctx, ds), GM_OP_stream_synchronize, what);
+}
+
 gpumem_status gm_copy_queued_download(const char *what, gpumem_array *dst, const gpumem_array *src,
                                       gpumem_stream *stream, gpumem_context *ctx)
 {
     int64_t like[GM_MAX_NDIM], lo = 0, hi = 0;
     gm_layout_strides_like(dst->ndim, dst->shape, dst->strides, dst->itemsize, like);
     gm_layout_extent(dst->ndim, dst->shape, like, dst->itemsize, &lo, &hi);
-    landing *l = malloc(sizeof *l);
+    uint64_t bytes = (uint64_t)(hi - lo);
+    if (bytes == 0)
+        return GPUMEM_OK;
+    unsigned threads = 1;
+    gm_workers *workers = gm_staging_workers(ctx, &threads);
+    /* the slabs: along the outermost axis of like (its largest stride) */
+    int k = -1;
+    for (int i = 0; i < dst->ndim; i++)
+        if (dst->shape[i] > 1 && (k < 0 || like[i] > like[k]))
+            k = i;
+    int64_t ext = k >= 0 ? dst->shape[k] : 1;
+    uint64_t slab = bytes / SLABS;
+    slab = slab < SLAB_MIN ? SLAB_MIN : slab > SLAB_MAX ? SLAB_MAX : slab;
+    int64_t nslabs = k < 0 || threads < 2 ? 1 : (int64_t)((bytes + slab - 1) / slab);
+    if (nslabs > ext)
+        nslabs = ext;
+    if (nslabs < 1)
+        nslabs = 1;
+    landing *l = calloc(1, sizeof *l + (size_t)nslabs * sizeof(slab_mark));
     giveback *g = malloc(sizeof *g);
-    if (l == NULL || g == NULL) {
+    if (l == NULL || g == NULL || workers == NULL) {
         free(l);
         free(g);
         return gm_error(GPUMEM_ERROR_HOST_OUT_OF_MEMORY, "%s: out of host memory", what);
     }
-    gpumem_status st = gm_copy_plan_make(dst->ndim, dst->shape, like, dst->strides, dst->itemsize, SIZE_MAX,
-                                         &l->plan);
-    if (st != GPUMEM_OK)
-        st = gm_error_prefix(st, what);
     g->ctx = ctx;
     g->block = (gm_block){0};
-    if (st == GPUMEM_OK)
-        st = gm_staging_bounce_get(ctx, (size_t)(hi - lo), what, &g->block);
-    gpumem_array *bounce = NULL;
-    if (st == GPUMEM_OK)
-        st = gm_array_wrap(what, ctx, GPUMEM_MEMORY_PINNED, g->block.addr - (uint64_t)lo, dst->ndim, dst->shape,
-                           like, dst->dtype, NULL, NULL, &bounce);
-    /* the device side into the bounce, queued (pinned memory) */
-    if (st == GPUMEM_OK)
-        st = gm_copy_run(what, bounce, src, stream, ctx); /* the path it reports is this copy's */
-    bool ran = bounce != NULL, queued_land = false;
+    g->stream = gm_stream_hold(stream);
+    l->task = GM_TASK_INIT(land_pieces);
+    l->workers = workers;
+    l->threads = threads;
+    atomic_init(&l->refs, 1);
+    atomic_init(&l->next, 0);
+    atomic_init(&l->ready, 0);
+    l->stream = stream;
+    l->bytes = bytes;
+    gpumem_status st = gm_staging_bounce_get(ctx, (size_t)bytes, what, &g->block);
+    uint64_t bounce0 = g->block.addr - (uint64_t)lo; /* the bounce's element 0 */
+    gm_pack_plan plan;
+    if (st == GPUMEM_OK && (st = gm_pack_plan_make(dst->ndim, dst->shape, dst->strides, like, dst->itemsize,
+                                                   (uint64_t)(uintptr_t)dst->host, bounce0, true, &plan)) != GPUMEM_OK)
+        st = gm_error_prefix(st, what);
     if (st == GPUMEM_OK) {
-        l->from = bounce->host;
-        l->to = dst->host;
-        l->stream = stream;
-        atomic_fetch_add_explicit(&stream->landings, 1, memory_order_relaxed);
-        int rc = GM_DRV(launch_host_func, ctx->dctx, gm_stream_ds(stream), land, l);
-        queued_land = rc == GM_CUDA_SUCCESS;
-        if (!queued_land)
-            atomic_fetch_sub_explicit(&stream->landings, 1, memory_order_relaxed);
-        if (!queued_land) { /* the stream cannot run it: wait, and land the bytes here */
-            st = gm_drv_check(GM_DRV(stream_synchronize, ctx->dctx, gm_stream_ds(stream)), GM_OP_stream_synchronize,
-                              what);
-            if (st == GPUMEM_OK)
-                gm_copy_plan_run_host(&l->plan, bounce->host, dst->host);
+        l->pack = plan.params;
+        l->pack.strided += (uint64_t)(uintptr_t)dst->host;
+        l->from = (const char *)(uintptr_t)(bounce0 + plan.params.packed); /* = the block: like is ascending */
+        uint64_t unit = (uint64_t)plan.params.unit;
+        l->piece = PIECE / unit * unit;
+        l->npieces = (bytes + l->piece - 1) / l->piece;
+    }
+    /* each slab on the stream, then a host function that lets the workers land it */
+    bool ran = false, marks = true, queued_land = false;
+    for (int64_t s = 0; st == GPUMEM_OK && s < nslabs; s++) {
+        int64_t a = ext * s / nslabs, b = ext * (s + 1) / nslabs;
+        ran = true;
+        if ((st = slab_copy(what, ctx, src, dst, like, bounce0, nslabs > 1 ? k : -1, a, b, stream)) != GPUMEM_OK ||
+            s + 1 == nslabs || !marks)
+            continue;
+        slab_mark *m = &l->marks[s];
+        *m = (slab_mark){l, (uint64_t)(b * like[k])};
+        atomic_fetch_add_explicit(&l->refs, 1, memory_order_relaxed);
+        if (GM_DRV(launch_host_func, ctx->dctx, gm_stream_ds(stream), slab_arrived, m) != GM_CUDA_SUCCESS) {
+            atomic_fetch_sub_explicit(&l->refs, 1, memory_order_relaxed);
+            marks = false; /* the final host function lands the rest */
         }
     }
-    gpumem_status rst = gpumem_array_release(bounce);
-    if (st == GPUMEM_OK)
-        st = rst;
-    if (!queued_land)
-        free(l);
-    g->stream = gm_stream_hold(stream);
-    if (queued_land && gm_stream_add_writeback(stream, ctx, give_back, g) == GPUMEM_OK)
+    if (st == GPUMEM_OK) {
+        atomic_fetch_add_explicit(&stream->landings, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&l->refs, 1, memory_order_relaxed);
+        queued_land = GM_DRV(launch_host_func, ctx->dctx, gm_stream_ds(stream), land_all, l) == GM_CUDA_SUCCESS;
+        if (!queued_land) { /* the stream cannot run it: wait, and land the bytes here */
+            atomic_fetch_sub_explicit(&l->refs, 1, memory_order_relaxed);
+            atomic_fetch_sub_explicit(&stream->landings, 1, memory_order_relaxed);
+            st = gm_drv_check(GM_DRV(stream_synchronize, ctx->dctx, gm_stream_ds(stream)), GM_OP_stream_synchronize,
+                              what);
+            if (st == GPUMEM_OK) {
+                atomic_store_explicit(&l->ready, bytes, memory_order_release);
+                gm_task_post(workers, &l->task, threads - 1);
+                land_pieces(&l->task, -1);
+                gm_task_join(workers, &l->task);
+            }
+        }
+    }
+    if (queued_land && gm_stream_add_writeback(stream, ctx, give_back, g) == GPUMEM_OK) {
         g = NULL;
-    else if (ran) /* no write-back: the block may go only once the stream is done with it */
-        (void)GM_DRV(stream_synchronize, ctx->dctx, gm_stream_ds(stream));
+    } else if (ran) { /* no write-back: the block may go only once the stream is done with it */
+        gm_error_hold();
+        (void)drain(ctx, stream, what);
+        gm_error_unhold();
+        gm_task_join(workers, &l->task); /* no worker reads the block any more */
+    }
     if (g != NULL) {
         if (g->block.bytes != 0 || g->block.addr != 0) {
-            rst = gm_staging_bounce_put(ctx, &g->block);
-            if (st == GPUMEM_OK)
-                st = rst;
+            gpumem_status rst = gm_staging_bounce_put(ctx, &g->block);
+            st = gm_keep_first(st, rst);
         }
         gm_stream_unhold(g->stream);
         free(g);
     }
+    landing_unref(l);
     return st;
 }

@@ -398,7 +398,14 @@ gpumem_status gm_pack_plan_make(int ndim, const int64_t *shape, const int64_t *s
     int64_t lo, hi;
     gm_pack_strided_span(q, &lo, &hi);
     p.wide = q->rows > INT32_MAX || q->cols > INT32_MAX || lo < INT32_MIN || hi > INT32_MAX;
-    p.kernel = gm_pack_kernel_index((int)unit, p.wide, unpack);
+    /* 9. A transpose: the strided side runs along the rows (the innermost
+     * outer axis), not along the columns. */
+    int64_t lo_stride = q->nouter > 0 ? q->outer_stride[q->nouter - 1] : 0;
+    p.tiled = q->nouter > 0 && (lo_stride == unit || lo_stride == -unit) && q->col_stride != unit &&
+              q->col_stride != -unit && q->outer_shape[q->nouter - 1] >= GM_PACK_TILED_MIN &&
+              q->cols >= GM_PACK_TILED_MIN;
+    p.kernel = p.tiled ? gm_pack_kernel_tiled_index((int)unit, p.wide, unpack)
+                       : gm_pack_kernel_index((int)unit, p.wide, unpack);
     *plan = p;
     return GPUMEM_OK;
 }

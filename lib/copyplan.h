@@ -158,8 +158,13 @@ typedef struct gm_pack_plan {
     gm_pack_params params;
     uint64_t bytes; /* the packed bytes: element count x item size */
     bool wide;      /* needs the 64-bit kernels */
-    int kernel;     /* gm_pack_kernel_index(unit, wide, unpack) */
+    bool tiled;     /* a transpose: the tiled kernels */
+    int kernel;     /* gm_pack_kernel_index(unit, wide, unpack), or its tiled index */
 } gm_pack_plan;
+
+/* A transpose takes the tiled kernels when its rows and columns both have
+ * at least this many elements. */
+#define GM_PACK_TILED_MIN 16
 
 /* Plans moving ndim-dimensional elements of `itemsize` bytes between a side
  * with byte strides `strided` at address strided_addr and a packed side
@@ -171,7 +176,12 @@ typedef struct gm_pack_plan {
  * packed strides; split an item that is no unit into units (a record of 12
  * bytes is 3 units of 4); merge axes that are one run on the strided side
  * too; widen the unit over an inner run (a row of 8 contiguous float32 is 2
- * units of 16); the innermost axis becomes the columns, the rest the rows.
+ * units of 16); the innermost axis becomes the columns, the rest the rows;
+ * when the strided side runs contiguously along the innermost of the rows'
+ * axes (stride +-unit) but not along the columns - a transpose - and both
+ * have at least GM_PACK_TILED_MIN elements, the tiled kernels move it
+ * (tiled: C (64,48) float32 packed as F is 64 columns of stride 192 by 48
+ * rows of stride 4).
  * An empty copy (an extent 0, itemsize 0) gives bytes 0.  Errors:
  * GPUMEM_ERROR_INVALID_VALUE when `packed` is not contiguous, or when
  * unpack and a strided axis of extent > 1 has stride 0;

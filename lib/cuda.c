@@ -92,6 +92,7 @@
                        unsigned block_z, unsigned shared_bytes, gm_cu_stream stream,       \
                        void **params, void **extra))                                      \
     X(cuPointerGetAttributes, (unsigned count, int *attrs, void **data, gm_cu_deviceptr ptr)) \
+    X(cuMemGetAddressRange, (gm_cu_deviceptr *base, size_t *size, gm_cu_deviceptr dptr))    \
     X(cuIpcGetMemHandle, (gm_cu_ipc_mem_handle *handle, gm_cu_deviceptr dptr))            \
     X(cuIpcOpenMemHandle, (gm_cu_deviceptr *dptr, gm_cu_ipc_mem_handle handle,             \
                            unsigned flags))                                                \
@@ -444,8 +445,9 @@ static int cuda_event_synchronize(gm_dctx *ctx, gm_devent *event)
     return cu.cuEventSynchronize(CU_EVENT(event));
 }
 
-static int cuda_event_elapsed_time(float *ms, gm_devent *start, gm_devent *end)
+static int cuda_event_elapsed_time(gm_dctx *ctx, float *ms, gm_devent *start, gm_devent *end)
 {
+    CU_TRY(make_current(ctx));
     return cu.cuEventElapsedTime(ms, CU_EVENT(start), CU_EVENT(end));
 }
 
@@ -530,6 +532,12 @@ static int cuda_pointer_get_attributes(unsigned count, const int *attrs, void **
     /* the driver's prototype takes a non-const array it does not write */
     memcpy(copy, attrs, count * sizeof *attrs);
     return cu.cuPointerGetAttributes(count, copy, data, ptr);
+}
+
+static int cuda_mem_get_address_range(gm_dctx *ctx, gm_cu_deviceptr *base, size_t *size, gm_cu_deviceptr ptr)
+{
+    CU_TRY(make_current(ctx));
+    return cu.cuMemGetAddressRange(base, size, ptr);
 }
 
 static int cuda_ipc_get_mem_handle(gm_dctx *ctx, gm_cu_ipc_mem_handle *handle, gm_cu_deviceptr ptr)
@@ -624,6 +632,7 @@ static const gm_driver cuda_driver = {
     .occupancy_max_active_blocks = cuda_occupancy_max_active_blocks,
     .launch_kernel = cuda_launch_kernel,
     .pointer_get_attributes = cuda_pointer_get_attributes,
+    .mem_get_address_range = cuda_mem_get_address_range,
     .ipc_get_mem_handle = cuda_ipc_get_mem_handle,
     .ipc_open_mem_handle = cuda_ipc_open_mem_handle,
     .ipc_close_mem_handle = cuda_ipc_close_mem_handle,

@@ -14,6 +14,7 @@
 #include "array.h"
 #include "context.h"
 #include "dlpack_abi.h"
+#include "driver.h"
 #include "dtype.h"
 #include "error.h"
 #include "gpumem/interop.h"
@@ -390,6 +391,49 @@ static gpumem_status check_host_side(const char *what, int32_t type, int ndim, c
     return GPUMEM_OK;
 }
 
+/* A kDLCPU tensor is read and written by the CPU as host memory, so its
+ * claim is checked with the same driver query: element 0, the lowest and the
+ * highest byte it touches must not be device memory (once one answer is a
+ * host-side allocation that holds every byte, the others are not asked).
+ * Device memory sent as kDLCPU would otherwise be dereferenced on the host.
+ * Without a backend (no driver, a bad GPUMEM_BACKEND) this process has no
+ * device memory to ask about, and the claim stands. */
+static gpumem_status check_cpu(const char *what, int ndim, const int64_t *shape, const int64_t *strides,
+                               size_t itemsize, uint64_t ptr)
+{
+    int64_t cs[GM_MAX_NDIM], lo = 0, hi = 0;
+    if (strides == NULL) {
+        gpumem_status st = gm_layout_contiguous_strides(what, ndim, shape, itemsize, 'C', cs);
+        if (st != GPUMEM_OK)
+            return st;
+        strides = cs;
+    }
+    if (!gm_layout_extent(ndim, shape, strides, itemsize, &lo, &hi) || hi == lo)
+        return GPUMEM_OK; /* empty (an overflow was refused by gm_layout_check_memory) */
+    if (gm_driver_ready() != GPUMEM_OK)
+        return GPUMEM_OK;
+    uint64_t first = ptr + (uint64_t)lo, last = ptr + (uint64_t)hi; /* [first, last) */
+    const uint64_t probe[3] = {ptr, first, last - 1};
+    for (int i = 0; i < 3; i++) {
+        if ((i > 0 && probe[i] == probe[0]) || (i > 1 && probe[i] == probe[1]))
+            continue;
+        gpumem_pointer_info info = {.size = sizeof info};
+        int is_cuda = 0;
+        gpumem_status st = gpumem_is_cuda_array(probe[i], &is_cuda, &info);
+        if (st != GPUMEM_OK)
+            return gm_error_prefix(st, what);
+        if (info.kind == GPUMEM_POINTER_DEVICE)
+            return gm_error(GPUMEM_ERROR_INVALID_VALUE,
+                            "%s: the tensor says kDLCPU, but its byte at 0x%" PRIx64 " (of [0x%" PRIx64 ", 0x%" PRIx64
+                            ")) is device memory to the driver: such memory is kDLCUDA",
+                            what, probe[i], first, last);
+        if (info.kind != GPUMEM_POINTER_UNKNOWN && first >= info.range_start &&
+            last - info.range_start <= info.range_size)
+            break; /* one host-side allocation holds every byte */
+    }
+    return GPUMEM_OK;
+}
+
 GPUMEM_API gpumem_status gpumem_array_from_dlpack(gpumem_context *ctx, void *tensor, unsigned flags,
                                                   gpumem_array **array)
 {
@@ -468,6 +512,8 @@ GPUMEM_API gpumem_status gpumem_array_from_dlpack(gpumem_context *ctx, void *ten
     st = import_device(what, t->device, &ctx, &kind, &own);
     if (st == GPUMEM_OK && (kind == GPUMEM_MEMORY_MANAGED || kind == GPUMEM_MEMORY_PINNED))
         st = check_host_side(what, t->device.device_type, ndim, t->shape, bstrides, dt->itemsize, ptr);
+    else if (st == GPUMEM_OK && kind == GPUMEM_MEMORY_HOST)
+        st = check_cpu(what, ndim, t->shape, bstrides, dt->itemsize, ptr);
     if (st == GPUMEM_OK)
         st = gm_array_wrap(what, ctx, kind, ptr, ndim, t->shape, bstrides, dt, release, tensor, array);
     if (st == GPUMEM_OK && readonly)

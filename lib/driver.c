@@ -19,7 +19,35 @@ const gm_driver *gm_drv;
 _Atomic uint64_t gm_drv_calls[GM_OP_COUNT];
 _Atomic uint64_t gm_drv_total_calls;
 _Atomic uint64_t gm_drv_fail_at;
-int gm_drv_fail_code = GM_CUDA_ERROR_UNKNOWN;
+_Thread_local int gm_drv_fault_code;
+
+/* An arming is the pair (gm_drv_fail_at, fail_code), written and fired under
+ * fail_mu, so that the call that fires sees its own arming's code and a
+ * re-arming never hands the previous one's code to a call in flight.  The
+ * hot path reads gm_drv_fail_at alone, and takes the lock only when its
+ * number came up. */
+static pthread_mutex_t fail_mu = PTHREAD_MUTEX_INITIALIZER;
+static int fail_code = GM_CUDA_ERROR_UNKNOWN; /* under fail_mu */
+
+void gm_drv_arm(uint64_t at, int code)
+{
+    pthread_mutex_lock(&fail_mu);
+    fail_code = code;
+    atomic_store_explicit(&gm_drv_fail_at, at, memory_order_relaxed);
+    pthread_mutex_unlock(&fail_mu);
+}
+
+int gm_drv_fire_(uint64_t n)
+{
+    pthread_mutex_lock(&fail_mu);
+    int fire = atomic_load_explicit(&gm_drv_fail_at, memory_order_relaxed) == n;
+    if (fire) {
+        atomic_store_explicit(&gm_drv_fail_at, 0, memory_order_relaxed);
+        gm_drv_fault_code = fail_code;
+    }
+    pthread_mutex_unlock(&fail_mu);
+    return fire;
+}
 
 /* ---- names ---------------------------------------------------------------- */
 
@@ -145,8 +173,7 @@ GPUMEM_API gpumem_status gpumem_debug_fail_call(uint64_t nth, int driver_error)
     if (nth != 0 && driver_error == 0)
         return gm_error(GPUMEM_ERROR_INVALID_VALUE, "gpumem_debug_fail_call: driver_error 0 is success, "
                         "not a failure");
-    gm_drv_fail_code = driver_error;
-    atomic_store(&gm_drv_fail_at, nth == 0 ? 0 : atomic_load(&gm_drv_total_calls) + nth);
+    gm_drv_arm(nth == 0 ? 0 : atomic_load(&gm_drv_total_calls) + nth, driver_error);
     return GPUMEM_OK;
 }
 
@@ -167,8 +194,7 @@ static gpumem_status parse_sim_fail(void)
         return gm_error(GPUMEM_ERROR_INVALID_ENVIRONMENT,
                         "GPUMEM_SIM_FAIL='%s': '%s' is not a CUDA driver error name or non-zero number", s, bad);
     }
-    gm_drv_fail_code = code;
-    atomic_store(&gm_drv_fail_at, (uint64_t)k);
+    gm_drv_arm((uint64_t)k, code);
     return GPUMEM_OK;
 }
 

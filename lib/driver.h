@@ -88,6 +88,7 @@ typedef struct gm_dmodule gm_dmodule; /* a backend loaded module (CUmodule) */
     X(occupancy_max_active_blocks, "cuOccupancyMaxActiveBlocksPerMultiprocessor") \
     X(launch_kernel, "cuLaunchKernel")                    \
     X(pointer_get_attributes, "cuPointerGetAttributes")   \
+    X(mem_get_address_range, "cuMemGetAddressRange")      \
     X(ipc_get_mem_handle, "cuIpcGetMemHandle")            \
     X(ipc_open_mem_handle, "cuIpcOpenMemHandle")          \
     X(ipc_close_mem_handle, "cuIpcCloseMemHandle")        \
@@ -145,7 +146,8 @@ typedef struct gm_driver {
     int (*event_record)(gm_dctx *ctx, gm_devent *event, gm_dstream *stream);
     int (*event_query)(gm_dctx *ctx, gm_devent *event);
     int (*event_synchronize)(gm_dctx *ctx, gm_devent *event);
-    int (*event_elapsed_time)(float *ms, gm_devent *start, gm_devent *end);
+    /* ctx: the events' context (the driver refuses events of two contexts). */
+    int (*event_elapsed_time)(gm_dctx *ctx, float *ms, gm_devent *start, gm_devent *end);
 
     /* Loads a module image: NUL-terminated PTX text, a cubin (CUDA ELF) or a
      * fat binary, whose bytes are image[0, size) (the driver reads the size
@@ -180,6 +182,12 @@ typedef struct gm_driver {
      * the result is CUDA_SUCCESS, as cuPointerGetAttributes documents.  Needs
      * no context. */
     int (*pointer_get_attributes)(unsigned count, const int *attrs, void **data, gm_cu_deviceptr ptr);
+    /* cuMemGetAddressRange: the start and size of the device allocation
+     * that holds ptr (cuMemAlloc or managed memory, or a mapping opened from
+     * an IPC handle); either output may be NULL.  An address of no device
+     * allocation is an error (the driver: CUDA_ERROR_NOT_FOUND or
+     * CUDA_ERROR_INVALID_VALUE). */
+    int (*mem_get_address_range)(gm_dctx *ctx, gm_cu_deviceptr *base, size_t *size, gm_cu_deviceptr ptr);
     /* The IPC handle of the device allocation (cuMemAlloc) that starts at ptr. */
     int (*ipc_get_mem_handle)(gm_dctx *ctx, gm_cu_ipc_mem_handle *handle, gm_cu_deviceptr ptr);
     /* Maps another process's allocation into ctx; flags 0 or
@@ -224,25 +232,36 @@ gpumem_status gm_driver_ready(void);
 /* Dispatcher state; use the macros below. */
 extern _Atomic uint64_t gm_drv_calls[GM_OP_COUNT];
 extern _Atomic uint64_t gm_drv_total_calls;
-extern _Atomic uint64_t gm_drv_fail_at; /* total-call number to fail; 0: none */
-extern int gm_drv_fail_code;
+/* The total-call number to fail, 0: none.  Written only together with its
+ * error code, under driver.c's lock (gm_drv_arm); read here without it. */
+extern _Atomic uint64_t gm_drv_fail_at;
+/* The error the calling thread's last failing call was given (gm_drv_fire_). */
+extern _Thread_local int gm_drv_fault_code;
 
-/* Counts one call of op; nonzero when this call is the one to fail. */
+/* Arms the call numbered at (0: disarms) to fail with code, replacing any
+ * earlier arming. */
+void gm_drv_arm(uint64_t at, int code);
+
+/* Call number n was armed when it was counted: fires if that arming is
+ * still the current one (each fires once), setting gm_drv_fault_code to
+ * its own code; an arming made meanwhile replaced it, and nothing fires. */
+int gm_drv_fire_(uint64_t n);
+
+/* Counts one call of op; nonzero when this call is the one to fail (its
+ * error is then in gm_drv_fault_code). */
 static inline int gm_drv_enter(int op)
 {
     atomic_fetch_add_explicit(&gm_drv_calls[op], 1, memory_order_relaxed);
     uint64_t n = atomic_fetch_add_explicit(&gm_drv_total_calls, 1, memory_order_relaxed) + 1;
     uint64_t at = atomic_load_explicit(&gm_drv_fail_at, memory_order_relaxed);
-    if (__builtin_expect(at != 0, 0) && n == at) {
-        atomic_store_explicit(&gm_drv_fail_at, 0, memory_order_relaxed);
-        return 1;
-    }
+    if (__builtin_expect(at != 0, 0) && n == at)
+        return gm_drv_fire_(n);
     return 0;
 }
 
 /* Calls driver operation op: counted, injectable; evaluates to its result. */
 #define GM_DRV(op, ...) \
-    (gm_drv_enter(GM_OP_##op) ? gm_drv_fail_code : gm_drv->op(__VA_ARGS__))
+    (gm_drv_enter(GM_OP_##op) ? gm_drv_fault_code : gm_drv->op(__VA_ARGS__))
 
 /* Turns a driver result of op into a status; on failure sets the thread's
  * last error to "<what>: cuFoo failed: CUDA_ERROR_X (n): description". */

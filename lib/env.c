@@ -8,6 +8,8 @@
 #include <limits.h>
 #include <locale.h>
 #include <math.h>
+#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -168,7 +170,13 @@ const char *gm_env(const char *name)
     return v != NULL && *v != '\0' ? v : NULL;
 }
 
-gpumem_status gm_env_long(const char *name, long min, long max, long dflt, long *out, bool *is_set)
+/* The parsers below write a bad value's message into err (size bytes) and
+ * return GPUMEM_ERROR_INVALID_ENVIRONMENT; the gm_env_* calls report it with
+ * gm_error, the cached parameters keep it. */
+#define BAD(...) (snprintf(err, size, __VA_ARGS__), GPUMEM_ERROR_INVALID_ENVIRONMENT)
+
+static gpumem_status env_long(const char *name, long min, long max, long dflt, long *out, bool *is_set, char *err,
+                              size_t size)
 {
     const char *s = gm_env(name);
     if (is_set != NULL)
@@ -179,15 +187,27 @@ gpumem_status gm_env_long(const char *name, long min, long max, long dflt, long 
     }
     long v;
     if (!gm_parse_long(s, &v))
-        return gm_error(GPUMEM_ERROR_INVALID_ENVIRONMENT, "%s='%s': not a decimal integer", name, s);
+        return BAD("%s='%s': not a decimal integer", name, s);
     if (v < min || v > max)
-        return gm_error(GPUMEM_ERROR_INVALID_ENVIRONMENT, "%s='%s': must be between %ld and %ld",
-                        name, s, min, max);
+        return BAD("%s='%s': must be between %ld and %ld", name, s, min, max);
     *out = v;
     return GPUMEM_OK;
 }
 
-gpumem_status gm_env_size(const char *name, uint64_t min, uint64_t dflt, uint64_t *out)
+static const char *size_words(uint64_t v, char *buf, size_t size)
+{
+    static const char *const suffix[] = {"", " KiB", " MiB", " GiB", " TiB"};
+    int k = 0;
+    while (k < 4 && v >= 1024 && v % 1024 == 0) {
+        v /= 1024;
+        k++;
+    }
+    snprintf(buf, size, "%llu%s", (unsigned long long)v, suffix[k]);
+    return buf;
+}
+
+static gpumem_status env_size(const char *name, uint64_t min, uint64_t max, uint64_t dflt, uint64_t *out, char *err,
+                              size_t size)
 {
     const char *s = gm_env(name);
     if (s == NULL) {
@@ -195,17 +215,20 @@ gpumem_status gm_env_size(const char *name, uint64_t min, uint64_t dflt, uint64_
         return GPUMEM_OK;
     }
     uint64_t v;
+    char a[32], b[32];
     if (!gm_parse_size(s, &v))
-        return gm_error(GPUMEM_ERROR_INVALID_ENVIRONMENT,
-                        "%s='%s': not a size (a number with an optional K, M, G or T suffix)", name, s);
+        return BAD("%s='%s': not a size (a number with an optional K, M, G or T suffix)", name, s);
     if (v < min)
-        return gm_error(GPUMEM_ERROR_INVALID_ENVIRONMENT, "%s='%s': must be at least %llu bytes",
-                        name, s, (unsigned long long)min);
+        return BAD("%s='%s': must be at least %llu bytes", name, s, (unsigned long long)min);
+    if (v > max)
+        return BAD("%s='%s': must be between %s and %s", name, s, size_words(min, a, sizeof a),
+                   size_words(max, b, sizeof b));
     *out = v;
     return GPUMEM_OK;
 }
 
-gpumem_status gm_env_double(const char *name, double min, double max, double dflt, double *out)
+static gpumem_status env_double(const char *name, double min, double max, double dflt, double *out, char *err,
+                                size_t size)
 {
     const char *s = gm_env(name);
     if (s == NULL) {
@@ -214,10 +237,104 @@ gpumem_status gm_env_double(const char *name, double min, double max, double dfl
     }
     double v;
     if (!gm_parse_double(s, &v))
-        return gm_error(GPUMEM_ERROR_INVALID_ENVIRONMENT, "%s='%s': not a number", name, s);
+        return BAD("%s='%s': not a number", name, s);
     if (!(v >= min && v <= max))
-        return gm_error(GPUMEM_ERROR_INVALID_ENVIRONMENT, "%s='%s': must be between %g and %g",
-                        name, s, min, max);
+        return BAD("%s='%s': must be between %g and %g", name, s, min, max);
     *out = v;
     return GPUMEM_OK;
+}
+
+#undef BAD
+
+gpumem_status gm_env_long(const char *name, long min, long max, long dflt, long *out, bool *is_set)
+{
+    char err[256];
+    gpumem_status st = env_long(name, min, max, dflt, out, is_set, err, sizeof err);
+    return st == GPUMEM_OK ? st : gm_error(st, "%s", err);
+}
+
+gpumem_status gm_env_size(const char *name, uint64_t min, uint64_t dflt, uint64_t *out)
+{
+    return gm_env_size_range(name, min, UINT64_MAX, dflt, out);
+}
+
+gpumem_status gm_env_size_range(const char *name, uint64_t min, uint64_t max, uint64_t dflt, uint64_t *out)
+{
+    char err[256];
+    gpumem_status st = env_size(name, min, max, dflt, out, err, sizeof err);
+    return st == GPUMEM_OK ? st : gm_error(st, "%s", err);
+}
+
+gpumem_status gm_env_double(const char *name, double min, double max, double dflt, double *out)
+{
+    char err[256];
+    gpumem_status st = env_double(name, min, max, dflt, out, err, sizeof err);
+    return st == GPUMEM_OK ? st : gm_error(st, "%s", err);
+}
+
+/* ---- cached parameters ---------------------------------------------------------------------- */
+
+/* First reads of every parameter take this lock: a parameter is parsed
+ * once, and its value and error are final before state says so. */
+static pthread_mutex_t param_mu = PTHREAD_MUTEX_INITIALIZER;
+
+typedef enum { P_LONG, P_SIZE, P_DOUBLE } param_type;
+
+typedef struct param_range {
+    param_type type;
+    long lmin, lmax, ldflt;
+    uint64_t umin, umax, udflt;
+    double dmin, dmax, ddflt;
+} param_range;
+
+static gpumem_status param_read(gm_param *p, const param_range *r)
+{
+    if (atomic_load_explicit(&p->state, memory_order_acquire) == 0) {
+        pthread_mutex_lock(&param_mu);
+        if (atomic_load_explicit(&p->state, memory_order_relaxed) == 0) {
+            gpumem_status st;
+            switch (r->type) {
+            case P_LONG:
+                st = env_long(p->name, r->lmin, r->lmax, r->ldflt, &p->value.l, NULL, p->error, sizeof p->error);
+                break;
+            case P_SIZE:
+                st = env_size(p->name, r->umin, r->umax, r->udflt, &p->value.u, p->error, sizeof p->error);
+                break;
+            default:
+                st = env_double(p->name, r->dmin, r->dmax, r->ddflt, &p->value.d, p->error, sizeof p->error);
+                break;
+            }
+            p->status = st;
+            atomic_store_explicit(&p->state, 1, memory_order_release);
+        }
+        pthread_mutex_unlock(&param_mu);
+    }
+    return p->status == GPUMEM_OK ? GPUMEM_OK : gm_error(p->status, "%s", p->error);
+}
+
+gpumem_status gm_param_long(gm_param *p, long min, long max, long dflt, long *out)
+{
+    param_range r = {.type = P_LONG, .lmin = min, .lmax = max, .ldflt = dflt};
+    gpumem_status st = param_read(p, &r);
+    if (st == GPUMEM_OK)
+        *out = p->value.l;
+    return st;
+}
+
+gpumem_status gm_param_size(gm_param *p, uint64_t min, uint64_t max, uint64_t dflt, uint64_t *out)
+{
+    param_range r = {.type = P_SIZE, .umin = min, .umax = max, .udflt = dflt};
+    gpumem_status st = param_read(p, &r);
+    if (st == GPUMEM_OK)
+        *out = p->value.u;
+    return st;
+}
+
+gpumem_status gm_param_double(gm_param *p, double min, double max, double dflt, double *out)
+{
+    param_range r = {.type = P_DOUBLE, .dmin = min, .dmax = max, .ddflt = dflt};
+    gpumem_status st = param_read(p, &r);
+    if (st == GPUMEM_OK)
+        *out = p->value.d;
+    return st;
 }

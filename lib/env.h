@@ -6,6 +6,7 @@
 #ifndef GM_ENV_H
 #define GM_ENV_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -31,6 +32,9 @@ gpumem_status gm_env_long(const char *name, long min, long max, long dflt, long 
 /* name's value as a size in bytes, at least min. */
 gpumem_status gm_env_size(const char *name, uint64_t min, uint64_t dflt, uint64_t *out);
 
+/* name's value as a size in bytes in [min, max]. */
+gpumem_status gm_env_size_range(const char *name, uint64_t min, uint64_t max, uint64_t dflt, uint64_t *out);
+
 /* name's value as a number in [min, max]. */
 gpumem_status gm_env_double(const char *name, double min, double max, double dflt, double *out);
 
@@ -41,5 +45,55 @@ bool gm_word_is(const char *s, const char *word);
 
 /* The value of name, or NULL when unset or empty. */
 const char *gm_env(const char *name);
+
+/* ---- cached parameters ---------------------------------------------------------------------- */
+
+/* A parameter read from the environment once, as NCCL's NCCL_PARAM: the
+ * first read parses the variable; every later read gives the same value, or
+ * replays the same error (status and message), without looking at the
+ * environment again.  Declare one with a line:
+ *
+ *   GM_PARAM_LONG(gm_param_copy_min_row_bytes, "GPUMEM_COPY_MIN_ROW_BYTES", 0, 1L << 30, 128)
+ *
+ * which defines `gpumem_status gm_param_copy_min_row_bytes(long *out)`.
+ * Reads after the first cost one acquire load; the first takes a lock.
+ * The default need not lie in [min, max] (a caller may use an out-of-range
+ * default to mean "unset"). */
+typedef struct gm_param {
+    const char *name;
+    _Atomic int state; /* 0: not read; 1: read (the fields below are final) */
+    gpumem_status status;
+    union {
+        long l;
+        uint64_t u;
+        double d;
+    } value;
+    char error[256];
+} gm_param;
+
+#define GM_PARAM_INIT(NAME) {(NAME), 0, GPUMEM_OK, {0}, ""}
+
+gpumem_status gm_param_long(gm_param *p, long min, long max, long dflt, long *out);
+gpumem_status gm_param_size(gm_param *p, uint64_t min, uint64_t max, uint64_t dflt, uint64_t *out);
+gpumem_status gm_param_double(gm_param *p, double min, double max, double dflt, double *out);
+
+#define GM_PARAM_LONG(getter, NAME, min, max, dflt)                        \
+    gpumem_status getter(long *out)                                        \
+    {                                                                      \
+        static gm_param p_ = GM_PARAM_INIT(NAME);                          \
+        return gm_param_long(&p_, (min), (max), (dflt), out);              \
+    }
+#define GM_PARAM_SIZE(getter, NAME, min, max, dflt)                        \
+    gpumem_status getter(uint64_t *out)                                    \
+    {                                                                      \
+        static gm_param p_ = GM_PARAM_INIT(NAME);                          \
+        return gm_param_size(&p_, (min), (max), (dflt), out);              \
+    }
+#define GM_PARAM_DOUBLE(getter, NAME, min, max, dflt)                      \
+    gpumem_status getter(double *out)                                      \
+    {                                                                      \
+        static gm_param p_ = GM_PARAM_INIT(NAME);                          \
+        return gm_param_double(&p_, (min), (max), (dflt), out);            \
+    }
 
 #endif /* GM_ENV_H */

@@ -289,6 +289,7 @@ static const struct {
     [GM_HANDLE_FUNCTION] = {"function", "a function", "gpumem_function", "released with its module"},
     [GM_HANDLE_DEVICE_DATA] = {"device data", "a device data object", "gpumem_device_data", "destroyed"},
     [GM_HANDLE_DTYPE] = {"dtype", "a dtype", "gpumem_dtype", "released"},
+    [GM_HANDLE_EVENT] = {"event", "an event", "gpumem_event", "destroyed"},
 };
 
 const char *gm_handle_type_name(gm_handle_type t)

@@ -3,7 +3,8 @@
  *
  * Every object behind a public opaque handle (gpumem_context, gpumem_array,
  * gpumem_stream, gpumem_pool, gpumem_host_pool, gpumem_registration,
- * gpumem_module, gpumem_function, gpumem_device_data, gpumem_dtype) begins
+ * gpumem_module, gpumem_function, gpumem_device_data, gpumem_dtype,
+ * gpumem_event) begins
  * with a gm_handle: a magic number that names its type and whether it is
  * live.  (gpumem_allocation handles are not addresses but generation-tagged
  * record numbers, checked exactly by pool.c; see pool.h.)
@@ -48,6 +49,7 @@
 #include "gpumem/array.h"
 #include "gpumem/context.h"
 #include "gpumem/dtype.h"
+#include "gpumem/event.h"
 #include "gpumem/host.h"
 #include "gpumem/module.h"
 #include "gpumem/occupancy.h"
@@ -66,6 +68,7 @@ typedef enum gm_handle_type {
     GM_HANDLE_FUNCTION,
     GM_HANDLE_DEVICE_DATA,
     GM_HANDLE_DTYPE,
+    GM_HANDLE_EVENT,
     GM_HANDLE_TYPES /* one past the last */
 } gm_handle_type;
 
@@ -104,7 +107,8 @@ typedef struct gm_handle {
              gpumem_function *: GM_HANDLE_FUNCTION, const gpumem_function *: GM_HANDLE_FUNCTION,   \
              gpumem_device_data *: GM_HANDLE_DEVICE_DATA,                                          \
              const gpumem_device_data *: GM_HANDLE_DEVICE_DATA,                                    \
-             gpumem_dtype *: GM_HANDLE_DTYPE, const gpumem_dtype *: GM_HANDLE_DTYPE)
+             gpumem_dtype *: GM_HANDLE_DTYPE, const gpumem_dtype *: GM_HANDLE_DTYPE,               \
+             gpumem_event *: GM_HANDLE_EVENT, const gpumem_event *: GM_HANDLE_EVENT)
 
 /* Whether h is a live handle of type t: one load and one compare. */
 static inline bool gm_handle_live(const void *h, gm_handle_type t)

@@ -104,6 +104,27 @@ void gm_host_untrack_allocation(const void *start)
     pthread_mutex_unlock(&lock);
 }
 
+int gm_host_alloc_locked(gm_dctx *dctx, size_t bytes, unsigned flags, const char *what, void **out,
+                         gpumem_status *st)
+{
+    void *h = NULL;
+    int rc = GM_DRV(mem_host_alloc, dctx, &h, bytes, flags);
+    if (rc == 0 && (*st = gm_host_track_allocation(h, bytes)) != GPUMEM_OK) {
+        GM_DRV(mem_free_host, dctx, h);
+        *st = gm_error_prefix(*st, what);
+        *out = NULL;
+        return -1;
+    }
+    *out = h;
+    return rc;
+}
+
+int gm_host_free_locked(gm_dctx *dctx, void *p)
+{
+    gm_host_untrack_allocation(p);
+    return GM_DRV(mem_free_host, dctx, p);
+}
+
 bool gm_host_is_locked(const void *p, size_t bytes)
 {
     uintptr_t a = (uintptr_t)p, b = a + bytes;

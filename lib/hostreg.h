@@ -26,6 +26,19 @@
 gpumem_status gm_host_track_allocation(const void *start, size_t bytes);
 void gm_host_untrack_allocation(const void *start);
 
+/* Page-locked memory of the library's own, the one way the allocator
+ * (alloc.c) and the page-locked pools (pool.c) get it: cuMemHostAlloc of
+ * bytes with flags (CU_MEMHOSTALLOC_*) in dctx, recorded while it lives.
+ * Returns the driver's result, or -1 with *st set (HOST_OUT_OF_MEMORY,
+ * "what: out of host memory") when the record finds no room; the memory is
+ * then given back. */
+int gm_host_alloc_locked(gm_dctx *dctx, size_t bytes, unsigned flags, const char *what, void **out,
+                         gpumem_status *st);
+
+/* Forgets the record of p (from gm_host_alloc_locked) and gives p back to
+ * the driver (cuMemFreeHost); the driver's result. */
+int gm_host_free_locked(gm_dctx *dctx, void *p);
+
 /* Whether every byte of [p, p + bytes) is page-locked as far as we know. */
 bool gm_host_is_locked(const void *p, size_t bytes);
 

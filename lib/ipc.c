@@ -212,6 +212,7 @@ typedef struct decoded {
     char typestr[TYPESTR_BYTES];
     char descr[DESCR_BYTES];
     bool has_descr;
+    uint64_t below, above; /* the elements' bytes reach from offset - below to offset + above */
 } decoded;
 
 static gpumem_status bad(const char *what, const char *fmt_field, uint64_t value)
@@ -308,6 +309,8 @@ static gpumem_status decode(const char *what, const unsigned char *in, decoded *
     if (!gm_layout_extent(d->ndim, d->shape, d->strides, d->itemsize, &lo, &hi))
         return bad(what, "the strides leave the address space", 0);
     uint64_t below = (uint64_t)0 - (uint64_t)lo, above = (uint64_t)hi;
+    d->below = below;
+    d->above = above;
     if (d->offset > d->alloc_size || below > d->offset || above > d->alloc_size - d->offset)
         return gm_error(GPUMEM_ERROR_INVALID_VALUE,
                         "%s: not a valid IPC handle: its elements reach from byte %" PRId64 " to %" PRId64
@@ -354,7 +357,43 @@ static gpumem_status find_device(const char *what, const int32_t pci[3], int *de
     return st;
 }
 
-/* Maps d's memory into ctx (flags: cuIpcOpenMemHandle's) and wraps it. */
+/* The handle's fields against what the driver mapped at base: the
+ * allocation [range_base, range_base + range_size) that holds it.  The
+ * handle's own sizes were checked against each other by decode(); these
+ * are the bytes' claims about memory they cannot prove, so an offset, an
+ * extent or an allocation size beyond the mapping is refused here, every
+ * sum checked before it is made. */
+static gpumem_status check_mapping(const char *what, const decoded *d, gm_cu_deviceptr base,
+                                   gm_cu_deviceptr range_base, size_t range_size)
+{
+    uint64_t size = (uint64_t)range_size;
+    if (base < range_base || base - range_base >= size || size > UINT64_MAX - range_base)
+        return gm_error(GPUMEM_ERROR_DRIVER,
+                        "%s: cuMemGetAddressRange says the mapping at 0x%" PRIx64 " lies in [0x%" PRIx64
+                        ", +%" PRIu64 "), which does not hold it",
+                        what, base, range_base, size);
+    uint64_t avail = size - (base - range_base); /* mapped bytes from base on */
+    if (d->offset >= avail)
+        return gm_error(GPUMEM_ERROR_INVALID_VALUE,
+                        "%s: not a valid IPC handle: its offset (%" PRIu64 ") lies outside the mapped allocation "
+                        "of %" PRIu64 " bytes",
+                        what, d->offset, avail);
+    if (d->below > d->offset || d->above > avail - d->offset)
+        return gm_error(GPUMEM_ERROR_INVALID_VALUE,
+                        "%s: not a valid IPC handle: its elements (shape and strides) reach from byte -%" PRIu64
+                        " to %" PRIu64 " around offset %" PRIu64 ", outside the mapped allocation of %" PRIu64
+                        " bytes",
+                        what, d->below, d->above, d->offset, avail);
+    if (d->alloc_size > avail)
+        return gm_error(GPUMEM_ERROR_INVALID_VALUE,
+                        "%s: not a valid IPC handle: its allocation size (%" PRIu64 " bytes) exceeds the mapped "
+                        "allocation of %" PRIu64 " bytes",
+                        what, d->alloc_size, avail);
+    return GPUMEM_OK;
+}
+
+/* Maps d's memory into ctx (flags: cuIpcOpenMemHandle's), checks the handle
+ * against the mapping and wraps it; a refused handle is unmapped again. */
 static gpumem_status open_mapped(const char *what, gpumem_context *ctx, gpumem_context *peer, const decoded *d,
                                  unsigned flags, gpumem_array **out)
 {
@@ -364,6 +403,20 @@ static gpumem_status open_mapped(const char *what, gpumem_context *ctx, gpumem_c
     gpumem_status st = gm_drv_check(GM_DRV(ipc_open_mem_handle, ctx->dctx, &m->base, &d->cu, flags),
                                     GM_OP_ipc_open_mem_handle, what);
     if (st != GPUMEM_OK) {
+        free(m);
+        return st;
+    }
+    gm_cu_deviceptr range_base = 0;
+    size_t range_size = 0;
+    st = gm_drv_check(GM_DRV(mem_get_address_range, ctx->dctx, &range_base, &range_size, m->base),
+                      GM_OP_mem_get_address_range, what);
+    if (st == GPUMEM_OK)
+        st = check_mapping(what, d, m->base, range_base, range_size);
+    if (st != GPUMEM_OK) {
+        /* the message stays the refusal's: a failed close only logs */
+        int rc = GM_DRV(ipc_close_mem_handle, ctx->dctx, m->base);
+        if (rc != 0)
+            gm_debug("%s: closing the refused mapping at 0x%" PRIx64 ": CUresult %d", what, m->base, rc);
         free(m);
         return st;
     }

@@ -265,8 +265,8 @@ static gpumem_status bound_error(const char *what, int axis, bool is_stop, int64
 }
 
 gpumem_status gm_layout_slice(const char *what, int ndim, const int64_t *shape, const int64_t *strides,
-                              const gm_slice *slices, int nslices, int64_t *out_shape, int64_t *out_strides,
-                              int64_t *offset)
+                              const gm_slice *slices, int nslices, int *out_ndim, int64_t *out_shape,
+                              int64_t *out_strides, int64_t *offset)
 {
     what = WHAT(what);
     gpumem_status st = check_ndim(what, "ndim", ndim);
@@ -278,22 +278,41 @@ gpumem_status gm_layout_slice(const char *what, int ndim, const int64_t *shape, 
     NEED(shape, ndim);
     NEED(strides, ndim);
     NEED(slices, nslices);
+    NEED(out_ndim, 1);
     NEED(out_shape, ndim);
     NEED(out_strides, ndim);
     NEED(offset, 1);
 
     int64_t nshape[GM_MAX_NDIM], nstrides[GM_MAX_NDIM], start[GM_MAX_NDIM];
+    bool dropped[GM_MAX_NDIM];
     for (int i = 0; i < ndim; i++) {
         nshape[i] = shape[i];
         nstrides[i] = strides[i];
         start[i] = 0;
+        dropped[i] = false;
     }
     for (int i = 0; i < nslices; i++) {
         const gm_slice *s = &slices[i];
         int64_t n = shape[i];
-        int64_t step = s->step == GM_SLICE_DEFAULT ? 1 : s->step;
-        if (step == 0)
-            return gm_error(GPUMEM_ERROR_ZERO_STEP, "%s: axis %d: slice step is zero", what, i);
+        if (s->stop == GM_SLICE_INDEX) {
+            /* NumPy's integer index: one position, the axis dropped. */
+            if (s->step != 0 && s->step != 1 && s->step != GM_SLICE_DEFAULT)
+                return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: axis %d: an index (stop GPUMEM_SLICE_INDEX) "
+                                "takes step 1, 0 or GPUMEM_SLICE_DEFAULT, not %" PRId64, what, i, s->step);
+            if (s->start == GM_SLICE_DEFAULT)
+                return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: axis %d: an index (stop GPUMEM_SLICE_INDEX) "
+                                "needs a position in start, not GPUMEM_SLICE_DEFAULT", what, i);
+            int64_t k = s->start < 0 ? s->start + n : s->start;
+            if (k < 0 || k >= n)
+                return gm_error(GPUMEM_ERROR_INDEX_OUT_OF_RANGE,
+                                "%s: axis %d: index %" PRId64 " is out of range for extent %" PRId64, what, i,
+                                s->start, n);
+            dropped[i] = true;
+            start[i] = k;
+            continue;
+        }
+        /* A zero step reads as 1 (the C initializer {1, 7} leaves it 0). */
+        int64_t step = s->step == GM_SLICE_DEFAULT || s->step == 0 ? 1 : s->step;
         /* Python's defaults; -1 stands for "before the first element". */
         int64_t b = step > 0 ? 0 : n - 1, e = step > 0 ? n : -1;
         if (s->start != GM_SLICE_DEFAULT) {
@@ -334,12 +353,22 @@ gpumem_status gm_layout_slice(const char *what, int ndim, const int64_t *shape, 
             if (start[i] < 0 || start[i] >= shape[i])
                 continue;
             if (__builtin_mul_overflow(start[i], strides[i], &term) || __builtin_add_overflow(off, term, &off))
-                return gm_error(GPUMEM_ERROR_OVERFLOW, "%s: axis %d: the offset of start %" PRId64 " overflows",
-                                what, i, start[i]);
+                return gm_error(GPUMEM_ERROR_OVERFLOW, "%s: axis %d: the offset of %s %" PRId64 " overflows",
+                                what, i, dropped[i] ? "index" : "start", start[i]);
         }
     }
-    copy64(out_shape, nshape, ndim);
-    copy64(out_strides, nstrides, ndim);
+    /* The axes an index dropped go; the others keep their order. */
+    int nd = 0;
+    for (int i = 0; i < ndim; i++) {
+        if (dropped[i])
+            continue;
+        nshape[nd] = nshape[i];
+        nstrides[nd] = nstrides[i];
+        nd++;
+    }
+    copy64(out_shape, nshape, nd);
+    copy64(out_strides, nstrides, nd);
+    *out_ndim = nd;
     *offset = off;
     return GPUMEM_OK;
 }

@@ -35,8 +35,14 @@
  * after adding n to a negative value, start and stop must lie in [0, n] for
  * step > 0; for step < 0 they must lie in [0, n-1], or be 0 when n == 0 - an
  * explicit stop cannot reach "before the first element" with a negative
- * step: use GM_SLICE_DEFAULT.  step 0 is GPUMEM_ERROR_ZERO_STEP. */
+ * step: use GM_SLICE_DEFAULT.  step 0 reads as 1 (C's {1, 7} leaves it 0).
+ * stop GM_SLICE_INDEX (INT64_MIN + 1) makes it NumPy's integer index: start
+ * is the position (negative from the end; 0 <= position < n after adding n,
+ * else GPUMEM_ERROR_INDEX_OUT_OF_RANGE), step must be 1, 0 or
+ * GM_SLICE_DEFAULT, and the axis is dropped.  The layout matches
+ * gpumem_slice's (gpumem/array.h). */
 #define GM_SLICE_DEFAULT INT64_MIN
+#define GM_SLICE_INDEX (INT64_MIN + 1)
 typedef struct gm_slice {
     int64_t start, stop, step;
 } gm_slice;
@@ -89,18 +95,21 @@ bool gm_layout_extent(int ndim, const int64_t *shape, const int64_t *strides, si
                       int64_t *hi);
 
 /* Slices the first nslices axes (0 <= nslices <= ndim; the rest are kept
- * whole).  Gives the new shape and strides (same ndim) and the byte offset of
- * the new first element.  Each sliced axis gets extent
+ * whole), as NumPy's a[s0, s1, ...].  Gives the new number of axes
+ * (*out_ndim: ndim less one per index), shape and strides, and the byte
+ * offset of the new first element.  Each sliced axis gets extent
  * ceil((stop - start) / step) clamped at 0 (an empty axis stays empty: as in
- * Python, start 0 there means -1 for step < 0) and stride stride * step.  The
- * offset is NumPy's sum of start * stride, except that an axis whose start
- * is no element (start == n, or n == 0) adds 0, and an empty array's offset is
- * 0: an empty result still points inside the array's extent.  Errors:
- * GPUMEM_ERROR_ZERO_STEP, GPUMEM_ERROR_INDEX_OUT_OF_RANGE (naming the axis and
- * bound), GPUMEM_ERROR_INVALID_VALUE (nslices out of range). */
+ * Python, start 0 there means -1 for step < 0) and stride stride * step; an
+ * indexed axis (stop GM_SLICE_INDEX) is dropped, its position times its
+ * stride added to the offset.  The offset is NumPy's sum of start * stride,
+ * except that an axis whose start is no element (start == n, or n == 0)
+ * adds 0, and an empty array's offset is 0: an empty result still points
+ * inside the array's extent.  Errors: GPUMEM_ERROR_INDEX_OUT_OF_RANGE
+ * (naming the axis and bound or index), GPUMEM_ERROR_INVALID_VALUE (nslices
+ * out of range; an index with a step other than 1, or no position). */
 gpumem_status gm_layout_slice(const char *what, int ndim, const int64_t *shape, const int64_t *strides,
-                              const gm_slice *slices, int nslices, int64_t *out_shape, int64_t *out_strides,
-                              int64_t *offset);
+                              const gm_slice *slices, int nslices, int *out_ndim, int64_t *out_shape,
+                              int64_t *out_strides, int64_t *offset);
 
 /* Permutes axes: out axis i is input axis axes[i]; as in NumPy, a negative
  * entry counts from the end (-1 is the last axis).  axes NULL reverses them

@@ -35,6 +35,7 @@
 
 #include "error.h"
 #include "memo.h"
+#include "staging.h"
 
 typedef struct memo_entry {
     struct memo_entry *next; /* in its bucket */
@@ -451,6 +452,7 @@ GPUMEM_API gpumem_status gpumem_clear_context_caches(void)
         pthread_cond_broadcast(&stores_cv);
     }
     pthread_mutex_unlock(&stores_mu);
+    gm_staging_clear_all(); /* the staging slots and kept bounce blocks too (gpumem/staging.h) */
     return st;
 }
 

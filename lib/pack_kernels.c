@@ -7,11 +7,13 @@
  */
 #include "config.h"
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "copy_pack.h"
 #include "error.h"
 #include "gpumem/module.h"
@@ -20,15 +22,46 @@
 #include "module.h"
 #include "pack_kernels.h"
 
+/* Idle scratch buffers kept per context (copy_pack.h). */
+#define SCRATCH_KEEP 4
+
 struct gm_pack_kernels {
     atomic_int refs;        /* the memo entry's + users' */
     gpumem_module *module;  /* a reference without a context reference; NULL: unavailable */
     gpumem_function *fn[GM_PACK_NKERNELS];
+    gpumem_context *ctx;    /* not retained: the kernels end with it */
+    pthread_mutex_t mu;     /* guards the idle scratch */
+    gm_scratch *idle;       /* idle scratch buffers */
+    unsigned nidle;
 };
+
+/* Frees a scratch buffer once its last use has ended (a driver failure
+ * there leaves it to the context's end). */
+static void scratch_free(gm_pack_kernels *k, gm_scratch *s)
+{
+    gm_dctx *dctx = k->ctx->dctx;
+    gm_error_hold();
+    if (s->used)
+        (void)GM_DRV(event_synchronize, dctx, s->ev[GM_SCRATCH_DONE]);
+    for (int i = 0; i < GM_SCRATCH_NEVENTS; i++)
+        if (s->ev[i] != NULL)
+            (void)GM_DRV(event_destroy, dctx, s->ev[i]);
+    if (s->side != NULL)
+        (void)GM_DRV(stream_destroy, dctx, s->side);
+    (void)gm_alloc_free(k->ctx, &s->blk);
+    gm_error_unhold();
+    free(s);
+}
 
 static void kernels_unref(gm_pack_kernels *k)
 {
     if (atomic_fetch_sub_explicit(&k->refs, 1, memory_order_acq_rel) == 1) {
+        while (k->idle != NULL) {
+            gm_scratch *s = k->idle;
+            k->idle = s->next;
+            scratch_free(k, s);
+        }
+        pthread_mutex_destroy(&k->mu);
         (void)gm_module_drop(k->module);
         free(k);
     }
@@ -54,6 +87,8 @@ static gpumem_status kernels_create(gpumem_context *ctx, const void *key, size_t
     if (k == NULL)
         return gm_error(GPUMEM_ERROR_HOST_OUT_OF_MEMORY, "the pack kernels: out of host memory");
     atomic_init(&k->refs, 1);
+    k->ctx = ctx;
+    pthread_mutex_init(&k->mu, NULL);
     gpumem_module *m = NULL;
     gpumem_status st = gpumem_module_load(ctx, gm_pack_ptx, gm_pack_ptx_size, &m);
     if (st == GPUMEM_ERROR_DRIVER && cannot_load(gpumem_last_error())) {
@@ -64,6 +99,7 @@ static gpumem_status kernels_create(gpumem_context *ctx, const void *key, size_t
         return GPUMEM_OK;
     }
     if (st != GPUMEM_OK) {
+        pthread_mutex_destroy(&k->mu);
         free(k);
         return st;
     }
@@ -73,6 +109,7 @@ static gpumem_status kernels_create(gpumem_context *ctx, const void *key, size_t
         gm_module_hold(m); /* ours, holding no context */
     gpumem_module_release(m);
     if (st != GPUMEM_OK) {
+        pthread_mutex_destroy(&k->mu);
         free(k);
         return st;
     }
@@ -122,13 +159,93 @@ static gpumem_status kernels_launch(gm_pack_kernels *k, const gm_pack_plan *plan
     p.strided += strided; /* the plan holds the offsets */
     p.packed += packed;
     unsigned grid[3], block[3];
-    gm_pack_launch_dims(&p, grid, block);
+    gm_pack_launch_dims(plan->kernel, &p, grid, block);
     void *params[1] = {&p};
     gpumem_status st = gpumem_launch(k->fn[plan->kernel], grid, block, 0, stream, params);
     return st == GPUMEM_OK ? st : gm_error_prefix(st, what);
 }
 
-static const gm_pack_provider provider = {kernels_get, kernels_put, kernels_launch};
+/* ---- scratch ------------------------------------------------------------------------------------- */
+
+static gpumem_status scratch_get(gm_pack_kernels *k, size_t bytes, bool side, const char *what, gm_scratch **out)
+{
+    gm_scratch *s = NULL;
+    pthread_mutex_lock(&k->mu);
+    gm_scratch **best = NULL;
+    for (gm_scratch **p = &k->idle; *p != NULL; p = &(*p)->next)
+        if ((*p)->bytes >= bytes && (best == NULL || (*p)->bytes < (*best)->bytes))
+            best = p;
+    if (best != NULL) {
+        s = *best;
+        *best = s->next;
+        k->nidle--;
+    }
+    pthread_mutex_unlock(&k->mu);
+    gm_dctx *dctx = k->ctx->dctx;
+    gpumem_status st = GPUMEM_OK;
+    if (s == NULL) {
+        size_t size = 64u << 10;
+        while (size < bytes && size <= SIZE_MAX / 2)
+            size *= 2;
+        if (size < bytes)
+            size = bytes;
+        if ((s = calloc(1, sizeof *s)) == NULL)
+            return gm_error(GPUMEM_ERROR_HOST_OUT_OF_MEMORY, "%s: out of host memory", what);
+        st = gm_alloc_device(k->ctx, size, NULL, what, &s->blk);
+        if (st != GPUMEM_OK) {
+            free(s);
+            return st;
+        }
+        s->addr = s->blk.addr;
+        s->bytes = size;
+        for (int i = 0; i < GM_SCRATCH_NEVENTS && st == GPUMEM_OK; i++)
+            st = gm_drv_check(GM_DRV(event_create, dctx, &s->ev[i], GM_CU_EVENT_DISABLE_TIMING), GM_OP_event_create,
+                              what);
+    }
+    if (st == GPUMEM_OK && side && s->side == NULL)
+        st = gm_drv_check(GM_DRV(stream_create, dctx, &s->side, GM_CU_STREAM_NON_BLOCKING), GM_OP_stream_create,
+                          what);
+    if (st != GPUMEM_OK) {
+        gm_error_hold();
+        scratch_free(k, s);
+        gm_error_unhold();
+        return st;
+    }
+    *out = s;
+    return GPUMEM_OK;
+}
+
+/* Whether s's last use has ended (without waiting). */
+static bool scratch_idle(gm_pack_kernels *k, gm_scratch *s)
+{
+    return !s->used || GM_DRV(event_query, k->ctx->dctx, s->ev[GM_SCRATCH_DONE]) == GM_CUDA_SUCCESS;
+}
+
+static void scratch_put(gm_pack_kernels *k, gm_scratch *s)
+{
+    gm_scratch *drop = NULL;
+    pthread_mutex_lock(&k->mu);
+    s->next = k->idle;
+    k->idle = s;
+    k->nidle++;
+    if (k->nidle > SCRATCH_KEEP) {
+        /* the smallest buffer whose last use has ended goes */
+        gm_scratch **small = NULL;
+        for (gm_scratch **p = &k->idle; *p != NULL; p = &(*p)->next)
+            if ((small == NULL || (*p)->bytes < (*small)->bytes) && scratch_idle(k, *p))
+                small = p;
+        if (small != NULL) {
+            drop = *small;
+            *small = drop->next;
+            k->nidle--;
+        }
+    }
+    pthread_mutex_unlock(&k->mu);
+    if (drop != NULL)
+        scratch_free(k, drop);
+}
+
+static const gm_pack_provider provider = {kernels_get, kernels_put, kernels_launch, scratch_get, scratch_put};
 
 const gm_pack_provider *gm_pack_kernels_provider(void)
 {

@@ -21,6 +21,7 @@
 #include "pool.h"
 #include "stream.h"
 #include "trace.h"
+#include "workers.h"
 
 /* ---- records and handles ------------------------------------------------------------ */
 
@@ -260,15 +261,45 @@ static inline uintptr_t stream_key(const gpumem_stream *s)
 #define MB_CMD_PRIVATE_EXPEDITED (1 << 3)
 #define MB_CMD_REGISTER_PRIVATE_EXPEDITED (1 << 4)
 
-static atomic_bool asym; /* set once, before the first thread cache exists */
+/* The registration for MEMBARRIER_CMD_PRIVATE_EXPEDITED waits for an RCU
+ * grace period when the process has several threads: 8 to 13 ms measured
+ * (issue 19: the first pair after gpumem_context_set_pool took it, 623 ns
+ * on average over 20 000 pairs against 208).  It runs once per process, on
+ * a worker of the pool (workers.h), while thread caches work in the
+ * symmetric mode; `registered` is set first, then `asym`.  A thief that
+ * reads registered (sequentially consistent, after its steal store) makes
+ * the barrier; an owner that reads asym (acquire) uses the asymmetric
+ * entry only then, so a thief that missed registered finds its busy store
+ * (the registration's stores are ordered before the owner's load of
+ * steal). */
+static atomic_bool asym;       /* owners may enter with a plain store */
+static atomic_bool registered; /* thieves must make the barrier */
 
-static void asym_init(void)
+static void asym_register(gm_task *t, int worker)
 {
+    (void)t;
+    (void)worker;
 #if defined(__linux__) && defined(SYS_membarrier)
     long cmds = syscall(SYS_membarrier, MB_CMD_QUERY, 0, 0);
-    atomic_store(&asym, cmds > 0 && (cmds & MB_CMD_PRIVATE_EXPEDITED) && (cmds & MB_CMD_GLOBAL) &&
-                            syscall(SYS_membarrier, MB_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0);
+    if (cmds > 0 && (cmds & MB_CMD_PRIVATE_EXPEDITED) && (cmds & MB_CMD_GLOBAL) &&
+        syscall(SYS_membarrier, MB_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0) {
+        atomic_store(&registered, true);
+        atomic_store(&asym, true);
+    }
 #endif
+}
+
+static gm_task asym_task = {.fn = asym_register};
+
+/* At the first thread cache: the registration, on a worker (the caller's
+ * when there is none). */
+static void asym_init(void)
+{
+    gm_workers *w = gm_workers_get(-1);
+    if (w != NULL && gm_workers_grow(w, 1) > 0)
+        gm_task_post(w, &asym_task, 1); /* never joined: it is static */
+    else
+        asym_register(&asym_task, -1);
 }
 
 static void asym_barrier(void)
@@ -285,7 +316,7 @@ static void asym_barrier(void)
 static inline void tc_enter(gm_tcache *tc)
 {
     for (;;) {
-        if (atomic_load_explicit(&asym, memory_order_relaxed)) {
+        if (atomic_load_explicit(&asym, memory_order_acquire)) {
             atomic_store_explicit(&tc->busy, 1, memory_order_relaxed);
             atomic_signal_fence(memory_order_seq_cst);
         } else {
@@ -309,7 +340,7 @@ static void steal_all(gm_pool *p)
 {
     for (gm_tcache *tc = p->tcaches; tc != NULL; tc = tc->next)
         atomic_store_explicit(&tc->steal, 1, memory_order_seq_cst);
-    if (p->tcaches != NULL && atomic_load_explicit(&asym, memory_order_relaxed))
+    if (p->tcaches != NULL && atomic_load_explicit(&registered, memory_order_seq_cst))
         asym_barrier();
     for (gm_tcache *tc = p->tcaches; tc != NULL; tc = tc->next)
         while (atomic_load_explicit(&tc->busy, memory_order_seq_cst) != 0)
@@ -324,7 +355,8 @@ static void unsteal_all(gm_pool *p)
 
 /* ---- driver calls for blocks ---- */
 
-static int drv_alloc(gm_pool *p, size_t bytes, uint64_t *addr)
+/* The driver's result, or -1 with *st set (gm_host_alloc_locked). */
+static int drv_alloc(gm_pool *p, size_t bytes, const char *what, uint64_t *addr, gpumem_status *st)
 {
     if (p->kind == GM_POOL_DEVICE) {
         gm_cu_deviceptr d = 0;
@@ -333,12 +365,7 @@ static int drv_alloc(gm_pool *p, size_t bytes, uint64_t *addr)
         return rc;
     }
     void *h = NULL;
-    int rc = GM_DRV(mem_host_alloc, p->ctx->dctx, &h, bytes, p->alloc_flags);
-    /* Known as page-locked (gpumem_host_is_pinned) while the pool has it. */
-    if (rc == 0 && gm_host_track_allocation(h, bytes) != GPUMEM_OK) {
-        GM_DRV(mem_free_host, p->ctx->dctx, h);
-        return GM_CUDA_ERROR_OUT_OF_MEMORY;
-    }
+    int rc = gm_host_alloc_locked(p->ctx->dctx, bytes, p->alloc_flags, what, &h, st);
     *addr = (uint64_t)(uintptr_t)h;
     return rc;
 }
@@ -364,11 +391,9 @@ static gpumem_status release_block(gm_pool *p, gm_rec *r, gpumem_stream *sync, c
     r->key = 0;
     if (p->kind == GM_POOL_DEVICE)
         st = gm_keep_first(st, gm_drv_check(GM_DRV(mem_free, dctx, r->addr), GM_OP_mem_free, what));
-    else {
-        gm_host_untrack_allocation((void *)(uintptr_t)r->addr);
-        st = gm_keep_first(st, gm_drv_check(GM_DRV(mem_free_host, dctx, (void *)(uintptr_t)r->addr),
-                                         GM_OP_mem_free_host, what));
-    }
+    else
+        st = gm_keep_first(st, gm_drv_check(gm_host_free_locked(dctx, (void *)(uintptr_t)r->addr),
+                                            GM_OP_mem_free_host, what));
     return st;
 }
 
@@ -1032,7 +1057,7 @@ static gm_rec *alloc_slow(gm_pool *p, unsigned cls, size_t size, uintptr_t key, 
         return NULL;
     }
     uint64_t addr = 0;
-    int rc = drv_alloc(p, bytes, &addr);
+    int rc = drv_alloc(p, bytes, what, &addr, stp);
     if (rc == GM_CUDA_ERROR_OUT_OF_MEMORY) {
         /* The allocator's ladder (alloc.c) releases and retries. */
         rec_put(r);
@@ -1042,9 +1067,11 @@ static gm_rec *alloc_slow(gm_pool *p, unsigned cls, size_t size, uintptr_t key, 
     }
     if (rc != 0) {
         rec_put(r);
-        char where[200];
-        snprintf(where, sizeof where, "%s: a block of %zu bytes", what, bytes);
-        *stp = gm_drv_check(rc, p->kind == GM_POOL_DEVICE ? GM_OP_mem_alloc : GM_OP_mem_host_alloc, where);
+        if (rc > 0) {
+            char where[200];
+            snprintf(where, sizeof where, "%s: a block of %zu bytes", what, bytes);
+            *stp = gm_drv_check(rc, p->kind == GM_POOL_DEVICE ? GM_OP_mem_alloc : GM_OP_mem_host_alloc, where);
+        }
         return NULL;
     }
     r->pool = p;

@@ -19,7 +19,11 @@
  *    atomic read-modify-write): an asymmetric Dekker handshake in which the
  *    rare other side (free_held, stop_holding, the OOM ladder, destroy)
  *    pays with one membarrier(2) for all caches; without membarrier both
- *    sides use sequentially consistent operations.  The caches' counters
+ *    sides use sequentially consistent operations.  The process registers
+ *    for membarrier once, at its first thread cache, on a worker thread
+ *    (workers.h): the registration waits for an RCU grace period, 8 to 13
+ *    ms, which the first allocation used to pay (issue 19); caches work in
+ *    the symmetric mode until it is done.  The caches' counters
  *    are single-writer relaxed atomics, so statistics never enter a cache.
  *    The pool and the thread own a cache jointly (a reference count): a
  *    thread that exits (or evicts the pool from its 4 slots) marks its cache

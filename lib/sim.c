@@ -604,6 +604,21 @@ static int sim_pointer_get_attributes(unsigned count, const int *attrs, void **d
     return rc;
 }
 
+static int sim_mem_get_address_range(gm_dctx *ctx, gm_cu_deviceptr *base, size_t *size, gm_cu_deviceptr ptr)
+{
+    lock();
+    int rc = gm_sim_ctx_ok(ctx) ? CU_OK : GM_CUDA_ERROR_INVALID_CONTEXT;
+    const sim_alloc *r = rc == CU_OK ? gm_sim_reg_find(ptr) : NULL;
+    if (rc == CU_OK && (r == NULL || (r->kind != GM_SIM_MEM_DEVICE && r->kind != GM_SIM_MEM_MANAGED)))
+        rc = GM_CUDA_ERROR_NOT_FOUND; /* what the driver answers for an address of no device allocation */
+    if (rc == CU_OK && base != NULL)
+        *base = r->base;
+    if (rc == CU_OK && size != NULL)
+        *size = r->size;
+    unlock();
+    return rc;
+}
+
 static int sim_device_can_access_peer(int dev, int peer, int *can)
 {
     if (can == NULL)
@@ -676,6 +691,7 @@ static const gm_driver sim_driver = {
     .occupancy_max_active_blocks = gm_sim_occupancy_max_active_blocks,
     .launch_kernel = gm_sim_launch_kernel,
     .pointer_get_attributes = sim_pointer_get_attributes,
+    .mem_get_address_range = sim_mem_get_address_range,
     .ipc_get_mem_handle = gm_sim_ipc_get_mem_handle,
     .ipc_open_mem_handle = gm_sim_ipc_open_mem_handle,
     .ipc_close_mem_handle = gm_sim_ipc_close_mem_handle,

@@ -169,6 +169,12 @@
  * other values 0.  Attributes other than those of cuda_abi.h's list are
  * CUDA_ERROR_INVALID_VALUE.
  *
+ * Address ranges.  mem_get_address_range answers the base and size of the
+ * device or managed allocation holding the address (an IPC mapping and a
+ * module's global included), the same range as RANGE_START_ADDR and
+ * RANGE_SIZE; any other address (host-side memory, freed memory, the gap
+ * after an allocation, nothing) is CUDA_ERROR_NOT_FOUND.
+ *
  * IPC.  ipc_get_mem_handle works for device allocations (not managed,
  * host or module memory, nor a mapping opened from a handle:
  * CUDA_ERROR_INVALID_VALUE).  The first export of an allocation moves its

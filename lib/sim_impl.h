@@ -2,10 +2,11 @@
  * sim_impl.h - the simulator's shared state (private to sim*.c).
  *
  * The simulator is split by what it simulates: devices, contexts and memory
- * (sim.c, which also fills the driver table), streams, events, copies and
- * memsets with their worker threads (sim_stream.c), and modules, functions,
- * globals, occupancy and launches (sim_module.c).  Module images are read
- * by sim_image.c, architectures described by sim_arch.c.
+ * (sim.c, which also fills the driver table), streams and events with their
+ * worker threads (sim_stream.c), copies and memsets (sim_copy.c), and
+ * modules, functions, globals, occupancy and launches (sim_module.c).
+ * Module images are read by sim_image.c (PTX by sim_ptx.c, cubins by
+ * sim_elf.c), architectures described by sim_arch.c.
  *
  * One mutex guards all state: devices, the allocation registry, streams with
  * their queues, and events.  Workers let go of it only to move bytes or to
@@ -235,7 +236,7 @@ int gm_sim_ipc_open_mem_handle(gm_dctx *ctx, gm_cu_deviceptr *ptr, const gm_cu_i
                                unsigned flags);
 int gm_sim_ipc_close_mem_handle(gm_dctx *ctx, gm_cu_deviceptr ptr);
 
-/* ---- sim_stream.c: streams, events, copies, memsets ---- */
+/* ---- sim_stream.c: streams, events ---- */
 
 /* A new stream of device dev with its worker (lock held). */
 int gm_sim_stream_new(gm_dctx *dev, unsigned flags, bool is_default, gm_dstream **out);
@@ -243,16 +244,16 @@ int gm_sim_stream_new(gm_dctx *dev, unsigned flags, bool is_default, gm_dstream 
 void gm_sim_stream_retire(gm_dstream *s);
 /* Unlinks an event from S.events and drops the handle's reference. */
 void gm_sim_event_unlink(gm_devent *ev);
+/* The stream handle h names for ctx; NULL is the legacy default stream
+ * (lock held). */
+int gm_sim_stream_get(gm_dctx *ctx, gm_dstream *h, gm_dstream **out);
+/* Queues op on s and, when wait, returns once it ran (lock held; dropped
+ * while it waits).  On failure op is freed. */
+int gm_sim_submit(gm_dstream *s, sim_op *op, bool wait);
+/* Keeps rec (may be NULL) alive in op's slot i until op ran. */
+void gm_sim_op_hold(sim_op *op, int i, sim_alloc *rec);
 
 int gm_sim_ctx_synchronize(gm_dctx *ctx);
-int gm_sim_memcpy(gm_dctx *ctx, gm_cu_deviceptr dst, gm_cu_deviceptr src, size_t bytes, gm_dstream *stream,
-                  int async);
-int gm_sim_memcpy_2d(gm_dctx *ctx, const gm_cu_memcpy2d *c, gm_dstream *stream, int async);
-int gm_sim_memcpy_peer(gm_dctx *ctx, gm_cu_deviceptr dst, gm_dctx *dst_ctx, gm_cu_deviceptr src, gm_dctx *src_ctx,
-                       size_t bytes, gm_dstream *stream, int async);
-int gm_sim_memcpy_3d(gm_dctx *ctx, const gm_cu_memcpy3d *c, gm_dstream *stream, int async);
-int gm_sim_memset(gm_dctx *ctx, gm_cu_deviceptr dst, unsigned value, unsigned elem_size, size_t count,
-                  gm_dstream *stream, int async);
 int gm_sim_stream_create(gm_dctx *ctx, gm_dstream **stream, unsigned flags);
 int gm_sim_stream_destroy(gm_dctx *ctx, gm_dstream *stream);
 int gm_sim_stream_synchronize(gm_dctx *ctx, gm_dstream *stream);
@@ -264,13 +265,24 @@ int gm_sim_event_destroy(gm_dctx *ctx, gm_devent *event);
 int gm_sim_event_record(gm_dctx *ctx, gm_devent *event, gm_dstream *stream);
 int gm_sim_event_query(gm_dctx *ctx, gm_devent *event);
 int gm_sim_event_synchronize(gm_dctx *ctx, gm_devent *event);
-int gm_sim_event_elapsed_time(float *ms, gm_devent *start, gm_devent *end);
+int gm_sim_event_elapsed_time(gm_dctx *ctx, float *ms, gm_devent *start, gm_devent *end);
 
 /* Queues fn(arg) on stream of ctx as device work (a kernel the simulator
  * runs natively), in stream order; a and b (may be NULL) stay alive until
  * it ran, and arg is freed after.  Lock held; on failure arg is freed. */
 int gm_sim_submit_kernel_locked(gm_dctx *ctx, gm_dstream *stream, void (*fn)(void *), void *arg, sim_alloc *a,
                                 sim_alloc *b);
+
+/* ---- sim_copy.c: copies, memsets ---- */
+
+int gm_sim_memcpy(gm_dctx *ctx, gm_cu_deviceptr dst, gm_cu_deviceptr src, size_t bytes, gm_dstream *stream,
+                  int async);
+int gm_sim_memcpy_2d(gm_dctx *ctx, const gm_cu_memcpy2d *c, gm_dstream *stream, int async);
+int gm_sim_memcpy_peer(gm_dctx *ctx, gm_cu_deviceptr dst, gm_dctx *dst_ctx, gm_cu_deviceptr src, gm_dctx *src_ctx,
+                       size_t bytes, gm_dstream *stream, int async);
+int gm_sim_memcpy_3d(gm_dctx *ctx, const gm_cu_memcpy3d *c, gm_dstream *stream, int async);
+int gm_sim_memset(gm_dctx *ctx, gm_cu_deviceptr dst, unsigned value, unsigned elem_size, size_t count,
+                  gm_dstream *stream, int async);
 
 /* ---- sim_module.c: modules, functions, globals, occupancy, launches ---- */
 

@@ -124,11 +124,14 @@ static int map_remote(const sim_ipc *h, unsigned char **mem)
         rc = GM_CUDA_ERROR_INVALID_VALUE;
     /* /proc/<pid> also names this process's own threads: a handle whose pid
      * is one of them reaches this process's own memfd, which the driver
-     * refuses as it refuses the exporting process */
+     * refuses as it refuses the exporting process.  That memfd is this
+     * process's descriptor h->fd.  When open() gave fd that very number,
+     * the number was free here until now, so /proc/self/fd/<n> is the file
+     * just opened, which says nothing: only another descriptor tells. */
     struct stat own;
     char self[64];
     snprintf(self, sizeof self, "/proc/self/fd/%d", (int)h->fd);
-    if (rc == CU_OK && stat(self, &own) == 0 && own.st_ino == st.st_ino && own.st_dev == st.st_dev)
+    if (rc == CU_OK && fd != h->fd && stat(self, &own) == 0 && own.st_ino == st.st_ino && own.st_dev == st.st_dev)
         rc = GM_CUDA_ERROR_INVALID_CONTEXT;
     if (rc == CU_OK) {
         void *p = mmap(NULL, (size_t)h->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);

@@ -288,12 +288,13 @@ int gm_sim_occupancy_max_active_blocks(gm_dctx *ctx, int *blocks, gm_dfunc *func
 typedef struct native_pack {
     gm_pack_params p;
     bool unpack;
+    int kernel;
 } native_pack;
 
 static void native_pack_run(void *arg)
 {
     native_pack *n = arg;
-    gm_pack_run_host(&n->p, n->unpack, 0, n->p.rows);
+    gm_pack_run_kernel_host(n->kernel, &n->p);
 }
 
 /* The host bytes behind the device bytes [addr + lo, addr + hi) that a
@@ -327,6 +328,7 @@ static int launch_native_locked(gm_dctx *ctx, const gm_dfunc *f, const unsigned 
     native_pack n;
     memcpy(&n.p, params[0], sizeof n.p);
     n.unpack = unpack;
+    n.kernel = f->native;
     const gm_pack_params *p = &n.p;
     /* what the kernel assumes of its block (pack_params.h) */
     if (p->unit != unit || p->nouter < 0 || p->nouter > GM_PACK_MAX_OUTER || p->col_stride % unit != 0 ||

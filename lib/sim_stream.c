@@ -1,9 +1,10 @@
 /*
  * sim_stream.c - the simulator's streams and events: per-stream FIFOs run by
  * worker threads with the delay that makes a missing synchronization show,
- * the legacy default stream's ordering, copies (1-D, 2-D, 3-D) and memsets,
- * host functions, events and stream-ordered allocation (sim.h says what is
- * simulated, sim_impl.h how the state is shared).
+ * the legacy default stream's ordering, host functions, events and
+ * stream-ordered allocation; copies and memsets (sim_copy.c) and native
+ * kernels queue their ops here (sim.h says what is simulated, sim_impl.h how
+ * the state is shared).
  */
 #include "config.h"
 
@@ -311,7 +312,7 @@ void gm_sim_stream_retire(gm_dstream *s)
 }
 
 /* The stream handle h names for ctx; NULL is the legacy default stream. */
-static int stream_get(gm_dctx *ctx, gm_dstream *h, gm_dstream **out)
+int gm_sim_stream_get(gm_dctx *ctx, gm_dstream *h, gm_dstream **out)
 {
     if (h == NULL) {
         *out = ctx->dflt;
@@ -354,7 +355,7 @@ void gm_sim_event_unlink(gm_devent *ev)
 }
 
 /* Queues op on s and, when wait, returns once it ran. */
-static int submit(gm_dstream *s, sim_op *op, bool wait)
+int gm_sim_submit(gm_dstream *s, sim_op *op, bool wait)
 {
     int rc = enqueue(s, op);
     if (rc != CU_OK) {
@@ -365,66 +366,9 @@ static int submit(gm_dstream *s, sim_op *op, bool wait)
         wait_done(s, op->seq); /* op->seq is read before the lock is dropped */
     return CU_OK;
 }
-/* -------------------------------------------------------------- copies -- */
 
-/* One side of a copy: memory type, first byte, bytes per row and per slice. */
-typedef struct region {
-    int type;
-    uint64_t addr;
-    size_t pitch, slice;
-} region;
-
-/* Bytes to resolve for one side of a copy, w bytes x h rows x d slices, and
- * where they are: the allocation holding them, NULL for pageable memory. */
-typedef struct span {
-    unsigned char *p;
-    sim_alloc *rec;
-} span;
-
-static int region_make(int type, const void *host, gm_cu_deviceptr dev, size_t x, size_t y, size_t z,
-                       size_t pitch, size_t height, size_t width, region *r)
-{
-    uint64_t base;
-    switch (type) {
-    case GM_CU_MEMORYTYPE_HOST: base = (uintptr_t)host; break;
-    case GM_CU_MEMORYTYPE_DEVICE:
-    case GM_CU_MEMORYTYPE_UNIFIED: base = dev; break;
-    default: return GM_CUDA_ERROR_INVALID_VALUE; /* CUDA arrays are not simulated */
-    }
-    size_t slice, off, row;
-    if (pitch < width || __builtin_mul_overflow(pitch, height, &slice) ||
-        __builtin_mul_overflow(z, slice, &off) || __builtin_mul_overflow(y, pitch, &row) ||
-        __builtin_add_overflow(off, row, &off) || __builtin_add_overflow(off, x, &off) ||
-        off > UINT64_MAX - base)
-        return GM_CUDA_ERROR_INVALID_VALUE;
-    *r = (region){.type = type, .addr = base + off, .pitch = pitch, .slice = slice};
-    return CU_OK;
-}
-
-/* Resolves the bytes of r that w x h x d touches: device bytes must lie in
- * one live allocation; DEVICE memory may also be mapped host memory. */
-static int span_get(const region *r, size_t w, size_t h, size_t d, span *out)
-{
-    size_t a, b, len;
-    if (__builtin_mul_overflow(d - 1, r->slice, &a) || __builtin_mul_overflow(h - 1, r->pitch, &b) ||
-        __builtin_add_overflow(a, b, &len) || __builtin_add_overflow(len, w, &len) ||
-        r->addr == 0 || len > UINT64_MAX - r->addr)
-        return GM_CUDA_ERROR_INVALID_VALUE;
-    sim_alloc *rec = gm_sim_reg_find_range(r->addr, len);
-    if (gm_sim_in_device_window(r->addr)) {
-        if (rec == NULL || r->type == GM_CU_MEMORYTYPE_HOST)
-            return GM_CUDA_ERROR_INVALID_VALUE;
-        out->p = rec->mem + (r->addr - rec->base);
-    } else {
-        if (rec == NULL && r->type == GM_CU_MEMORYTYPE_DEVICE)
-            return GM_CUDA_ERROR_INVALID_VALUE;
-        out->p = (unsigned char *)(uintptr_t)r->addr;
-    }
-    out->rec = rec;
-    return CU_OK;
-}
-
-static void hold(sim_op *op, int i, sim_alloc *rec)
+/* Keeps rec (may be NULL) alive in op's slot i until op ran. */
+void gm_sim_op_hold(sim_op *op, int i, sim_alloc *rec)
 {
     if (rec != NULL) {
         rec->refs++;
@@ -432,168 +376,6 @@ static void hold(sim_op *op, int i, sim_alloc *rec)
     }
 }
 
-static int copy_locked(gm_dctx *ctx, gm_dstream *stream, int async, const region *src,
-                       const region *dst, size_t w, size_t h, size_t d)
-{
-    gm_dstream *s;
-    int rc = stream_get(ctx, stream, &s);
-    if (rc != CU_OK || w == 0 || h == 0 || d == 0)
-        return rc;
-    span sp, dp;
-    if ((rc = span_get(src, w, h, d, &sp)) != CU_OK || (rc = span_get(dst, w, h, d, &dp)) != CU_OK)
-        return rc;
-    sim_op *op = calloc(1, sizeof *op);
-    if (op == NULL)
-        return GM_CUDA_ERROR_OUT_OF_MEMORY;
-    op->kind = OP_COPY;
-    op->u.copy.dst = dp.p;
-    op->u.copy.src = sp.p;
-    op->u.copy.w = w;
-    op->u.copy.h = h;
-    op->u.copy.d = d;
-    op->u.copy.dpitch = dst->pitch;
-    op->u.copy.dslice = dst->slice;
-    op->u.copy.spitch = src->pitch;
-    op->u.copy.sslice = src->slice;
-    /* like the driver: into pageable memory is synchronous, from it is staged */
-    bool wait = !async || dp.rec == NULL;
-    if (!wait && sp.rec == NULL) {
-        size_t total;
-        unsigned char *buf;
-        if (__builtin_mul_overflow(w, h, &total) || __builtin_mul_overflow(total, d, &total) ||
-            (buf = malloc(total)) == NULL) {
-            free(op);
-            return GM_CUDA_ERROR_OUT_OF_MEMORY;
-        }
-        for (size_t z = 0; z < d; z++)
-            for (size_t y = 0; y < h; y++)
-                memcpy(buf + (z * h + y) * w, sp.p + z * src->slice + y * src->pitch, w);
-        op->staging = buf;
-        op->u.copy.src = buf;
-        op->u.copy.spitch = w;
-        op->u.copy.sslice = w * h;
-    } else {
-        hold(op, 0, sp.rec);
-    }
-    hold(op, 1, dp.rec);
-    return submit(s, op, wait);
-}
-
-int gm_sim_memcpy(gm_dctx *ctx, gm_cu_deviceptr dst, gm_cu_deviceptr src, size_t bytes,
-                      gm_dstream *stream, int async)
-{
-    region s = {GM_CU_MEMORYTYPE_UNIFIED, src, bytes, bytes};
-    region d = {GM_CU_MEMORYTYPE_UNIFIED, dst, bytes, bytes};
-    lock();
-    int rc = gm_sim_ctx_ok(ctx) ? copy_locked(ctx, stream, async, &s, &d, bytes, 1, 1)
-                         : GM_CUDA_ERROR_INVALID_CONTEXT;
-    unlock();
-    return rc;
-}
-
-/* cuMemcpyPeer: both ends must be device allocations of their contexts'
- * devices; issued in ctx (the stream's).  Peer access need not be enabled
- * (the driver stages such copies). */
-int gm_sim_memcpy_peer(gm_dctx *ctx, gm_cu_deviceptr dst, gm_dctx *dst_ctx, gm_cu_deviceptr src, gm_dctx *src_ctx,
-                       size_t bytes, gm_dstream *stream, int async)
-{
-    region s = {GM_CU_MEMORYTYPE_DEVICE, src, bytes, bytes};
-    region d = {GM_CU_MEMORYTYPE_DEVICE, dst, bytes, bytes};
-    lock();
-    int rc = gm_sim_ctx_ok(ctx) && gm_sim_ctx_ok(dst_ctx) && gm_sim_ctx_ok(src_ctx) ? CU_OK
-                                                                                     : GM_CUDA_ERROR_INVALID_CONTEXT;
-    if (rc == CU_OK && bytes > 0) {
-        sim_alloc *sr = gm_sim_reg_find_range(src, bytes), *dr = gm_sim_reg_find_range(dst, bytes);
-        if (sr == NULL || dr == NULL || sr->kind != GM_SIM_MEM_DEVICE || dr->kind != GM_SIM_MEM_DEVICE ||
-            sr->dev != src_ctx->ordinal || dr->dev != dst_ctx->ordinal)
-            rc = GM_CUDA_ERROR_INVALID_VALUE;
-    }
-    if (rc == CU_OK)
-        rc = copy_locked(ctx, stream, async, &s, &d, bytes, 1, 1);
-    unlock();
-    return rc;
-}
-
-int gm_sim_memcpy_2d(gm_dctx *ctx, const gm_cu_memcpy2d *c, gm_dstream *stream, int async)
-{
-    if (c == NULL)
-        return GM_CUDA_ERROR_INVALID_VALUE;
-    region s, d;
-    int rc = region_make(c->srcMemoryType, c->srcHost, c->srcDevice, c->srcXInBytes, c->srcY, 0,
-                         c->srcPitch, 1, c->WidthInBytes, &s);
-    if (rc == CU_OK)
-        rc = region_make(c->dstMemoryType, c->dstHost, c->dstDevice, c->dstXInBytes, c->dstY, 0,
-                         c->dstPitch, 1, c->WidthInBytes, &d);
-    if (rc != CU_OK)
-        return rc;
-    lock();
-    rc = gm_sim_ctx_ok(ctx) ? copy_locked(ctx, stream, async, &s, &d, c->WidthInBytes, c->Height, 1)
-                     : GM_CUDA_ERROR_INVALID_CONTEXT;
-    unlock();
-    return rc;
-}
-
-int gm_sim_memcpy_3d(gm_dctx *ctx, const gm_cu_memcpy3d *c, gm_dstream *stream, int async)
-{
-    if (c == NULL || c->srcLOD != 0 || c->dstLOD != 0)
-        return GM_CUDA_ERROR_INVALID_VALUE;
-    /* slices must not overlap */
-    if (c->Depth > 1 && (c->srcHeight < c->Height || c->dstHeight < c->Height))
-        return GM_CUDA_ERROR_INVALID_VALUE;
-    region s, d;
-    int rc = region_make(c->srcMemoryType, c->srcHost, c->srcDevice, c->srcXInBytes, c->srcY, c->srcZ,
-                         c->srcPitch, c->srcHeight, c->WidthInBytes, &s);
-    if (rc == CU_OK)
-        rc = region_make(c->dstMemoryType, c->dstHost, c->dstDevice, c->dstXInBytes, c->dstY, c->dstZ,
-                         c->dstPitch, c->dstHeight, c->WidthInBytes, &d);
-    if (rc != CU_OK)
-        return rc;
-    lock();
-    rc = gm_sim_ctx_ok(ctx) ? copy_locked(ctx, stream, async, &s, &d, c->WidthInBytes, c->Height, c->Depth)
-                     : GM_CUDA_ERROR_INVALID_CONTEXT;
-    unlock();
-    return rc;
-}
-
-static int memset_locked(gm_dctx *ctx, gm_cu_deviceptr dst, unsigned value, unsigned elem,
-                         size_t count, gm_dstream *stream, int async)
-{
-    gm_dstream *s;
-    int rc = stream_get(ctx, stream, &s);
-    if (rc != CU_OK)
-        return rc;
-    if ((elem != 1 && elem != 2 && elem != 4) || dst % elem != 0)
-        return GM_CUDA_ERROR_INVALID_VALUE;
-    if (count == 0)
-        return CU_OK;
-    size_t len;
-    span sp;
-    region r = {GM_CU_MEMORYTYPE_DEVICE, dst, 0, 0};
-    if (__builtin_mul_overflow(count, (size_t)elem, &len))
-        return GM_CUDA_ERROR_INVALID_VALUE;
-    if ((rc = span_get(&r, len, 1, 1, &sp)) != CU_OK)
-        return rc;
-    sim_op *op = calloc(1, sizeof *op);
-    if (op == NULL)
-        return GM_CUDA_ERROR_OUT_OF_MEMORY;
-    op->kind = OP_SET;
-    op->u.set.dst = sp.p;
-    op->u.set.value = value;
-    op->u.set.elem = elem;
-    op->u.set.count = count;
-    hold(op, 0, sp.rec);
-    return submit(s, op, !async);
-}
-
-int gm_sim_memset(gm_dctx *ctx, gm_cu_deviceptr dst, unsigned value, unsigned elem_size,
-                      size_t count, gm_dstream *stream, int async)
-{
-    lock();
-    int rc = gm_sim_ctx_ok(ctx) ? memset_locked(ctx, dst, value, elem_size, count, stream, async)
-                         : GM_CUDA_ERROR_INVALID_CONTEXT;
-    unlock();
-    return rc;
-}
 int gm_sim_ctx_synchronize(gm_dctx *ctx)
 {
     lock();
@@ -648,7 +430,7 @@ int gm_sim_stream_destroy(gm_dctx *ctx, gm_dstream *stream)
     lock();
     int rc = !gm_sim_ctx_ok(ctx) ? GM_CUDA_ERROR_INVALID_CONTEXT
              : stream == NULL ? GM_CUDA_ERROR_INVALID_HANDLE
-                              : stream_get(ctx, stream, &s);
+                              : gm_sim_stream_get(ctx, stream, &s);
     if (rc == CU_OK)
         gm_sim_stream_retire(s);
     unlock();
@@ -659,7 +441,7 @@ int gm_sim_stream_synchronize(gm_dctx *ctx, gm_dstream *stream)
 {
     gm_dstream *s;
     lock();
-    int rc = gm_sim_ctx_ok(ctx) ? stream_get(ctx, stream, &s) : GM_CUDA_ERROR_INVALID_CONTEXT;
+    int rc = gm_sim_ctx_ok(ctx) ? gm_sim_stream_get(ctx, stream, &s) : GM_CUDA_ERROR_INVALID_CONTEXT;
     if (rc == CU_OK)
         wait_done(s, s->enqueued);
     unlock();
@@ -670,7 +452,7 @@ int gm_sim_stream_query(gm_dctx *ctx, gm_dstream *stream)
 {
     gm_dstream *s;
     lock();
-    int rc = gm_sim_ctx_ok(ctx) ? stream_get(ctx, stream, &s) : GM_CUDA_ERROR_INVALID_CONTEXT;
+    int rc = gm_sim_ctx_ok(ctx) ? gm_sim_stream_get(ctx, stream, &s) : GM_CUDA_ERROR_INVALID_CONTEXT;
     if (rc == CU_OK && s->completed < s->enqueued)
         rc = GM_CUDA_ERROR_NOT_READY;
     unlock();
@@ -682,7 +464,7 @@ int gm_sim_stream_wait_event(gm_dctx *ctx, gm_dstream *stream, gm_devent *event)
     gm_dstream *s;
     gm_devent *ev;
     lock();
-    int rc = gm_sim_ctx_ok(ctx) ? stream_get(ctx, stream, &s) : GM_CUDA_ERROR_INVALID_CONTEXT;
+    int rc = gm_sim_ctx_ok(ctx) ? gm_sim_stream_get(ctx, stream, &s) : GM_CUDA_ERROR_INVALID_CONTEXT;
     if (rc == CU_OK)
         rc = event_get(NULL, event, &ev); /* the driver accepts other devices' events */
     /* nothing to wait for: never recorded, already done, or FIFO order suffices */
@@ -699,14 +481,14 @@ int gm_sim_launch_host_func(gm_dctx *ctx, gm_dstream *stream, gm_cu_host_fn fn, 
     gm_dstream *s;
     sim_op *op = NULL;
     lock();
-    int rc = gm_sim_ctx_ok(ctx) ? stream_get(ctx, stream, &s) : GM_CUDA_ERROR_INVALID_CONTEXT;
+    int rc = gm_sim_ctx_ok(ctx) ? gm_sim_stream_get(ctx, stream, &s) : GM_CUDA_ERROR_INVALID_CONTEXT;
     if (rc == CU_OK && (op = calloc(1, sizeof *op)) == NULL)
         rc = GM_CUDA_ERROR_OUT_OF_MEMORY;
     if (rc == CU_OK) {
         op->kind = OP_HOSTFN;
         op->u.host.fn = fn;
         op->u.host.data = data;
-        rc = submit(s, op, false);
+        rc = gm_sim_submit(s, op, false);
     }
     unlock();
     return rc;
@@ -754,7 +536,7 @@ int gm_sim_event_record(gm_dctx *ctx, gm_devent *event, gm_dstream *stream)
     lock();
     int rc = gm_sim_ctx_ok(ctx) ? event_get(ctx, event, &ev) : GM_CUDA_ERROR_INVALID_CONTEXT;
     if (rc == CU_OK)
-        rc = stream_get(ctx, stream, &s);
+        rc = gm_sim_stream_get(ctx, stream, &s);
     if (rc == CU_OK && (op = calloc(1, sizeof *op)) == NULL)
         rc = GM_CUDA_ERROR_OUT_OF_MEMORY;
     if (rc == CU_OK) {
@@ -800,16 +582,16 @@ int gm_sim_event_synchronize(gm_dctx *ctx, gm_devent *event)
     return rc;
 }
 
-int gm_sim_event_elapsed_time(float *ms, gm_devent *start, gm_devent *end)
+int gm_sim_event_elapsed_time(gm_dctx *ctx, float *ms, gm_devent *start, gm_devent *end)
 {
     if (ms == NULL)
         return GM_CUDA_ERROR_INVALID_VALUE;
     gm_devent *a, *b;
     lock();
-    int rc = event_get(NULL, start, &a);
+    int rc = gm_sim_ctx_ok(ctx) ? event_get(NULL, start, &a) : GM_CUDA_ERROR_INVALID_CONTEXT;
     if (rc == CU_OK)
         rc = event_get(NULL, end, &b);
-    if (rc == CU_OK && a->dev != b->dev)
+    if (rc == CU_OK && (a->dev != b->dev || a->dev != ctx))
         rc = GM_CUDA_ERROR_INVALID_CONTEXT;
     else if (rc == CU_OK && ((a->flags | b->flags) & GM_CU_EVENT_DISABLE_TIMING))
         rc = GM_CUDA_ERROR_INVALID_HANDLE;
@@ -829,7 +611,7 @@ int gm_sim_submit_kernel_locked(gm_dctx *ctx, gm_dstream *stream, void (*fn)(voi
 {
     gm_dstream *s;
     sim_op *op = NULL;
-    int rc = stream_get(ctx, stream, &s);
+    int rc = gm_sim_stream_get(ctx, stream, &s);
     if (rc == CU_OK && (op = calloc(1, sizeof *op)) == NULL)
         rc = GM_CUDA_ERROR_OUT_OF_MEMORY;
     if (rc != CU_OK) {
@@ -839,7 +621,7 @@ int gm_sim_submit_kernel_locked(gm_dctx *ctx, gm_dstream *stream, void (*fn)(voi
     op->kind = OP_KERNEL;
     op->u.kernel.fn = fn;
     op->u.kernel.arg = arg;
-    hold(op, 0, a);
-    hold(op, 1, b);
-    return submit(s, op, false);
+    gm_sim_op_hold(op, 0, a);
+    gm_sim_op_hold(op, 1, b);
+    return gm_sim_submit(s, op, false);
 }

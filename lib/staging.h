@@ -1,34 +1,95 @@
 /*
- * staging.h - the staging engine of pageable transfers (private; the copy
- * engine's).  gpumem/staging.h describes it and its settings.
+ * staging.h - the staging engine of transfers with a host side that is
+ * pageable or strided (private; the copy engine's executor).
+ * gpumem/staging.h describes it and its settings.
+ *
+ * A transfer moves one run of device bytes from or to a host side that is
+ * either one run of bytes (pageable memory the driver would stage slowly)
+ * or a strided view, packed or unpacked on the fly.  The work is cut into
+ * chunks; the threads of the worker pool (workers.h) and the calling
+ * thread each take chunks one at a time, each through its own pinned slots
+ * (a "lane" per thread and context): fill the slot (memcpy or pack), queue
+ * its transfer on the stream, record the slot's event, and take the next
+ * chunk; a slot is refilled once its event completed.  Downloads run the
+ * other way round (queue into the slot, wait for its event, drain or
+ * unpack).  There is no barrier per chunk, only one join per transfer, and
+ * any number of transfers, in one context or several, run at once on the
+ * same workers.
  */
 #ifndef GM_STAGING_H
 #define GM_STAGING_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
+#include "gpumem/staging.h"
 #include "context.h"
 #include "alloc.h"
 #include "driver.h"
+#include "kernels/pack_params.h"
+#include "workers.h"
 
 typedef struct gm_staging gm_staging;
 
-/* The settings' min_bytes (read from the environment once). */
+/* The settings' min_bytes (read from the environment once; lock-free). */
 gpumem_status gm_staging_min_bytes(size_t *out);
 
-/* The context's engine, made on first use, held for the caller alone until
- * gm_staging_release; *out NULL when another copy is using it. */
+/* The current settings (lock-free after the first read); the status of the
+ * environment's, with its message set again. */
+gpumem_status gm_staging_settings_now(gpumem_staging_settings *out);
+
+/* The context's engine, made on first use, with a reference for the caller
+ * (give it back with gm_staging_release).  Several copies use it at once:
+ * *out is never NULL on success. */
 gpumem_status gm_staging_acquire(gpumem_context *ctx, gm_staging **out);
 void gm_staging_release(gm_staging *e);
 
-/* bytes from pageable src to device dst, on ds; returns once src was read
- * (async) or the bytes arrived (!async). */
+/* One transfer for the engine.  The device side is `bytes` at dev, one run.
+ * The host side is either one run at host (pack NULL), or a part of the
+ * packed run of *pack, whose strided side is the host's (pack->strided: the
+ * host address of element (0, 0); pack->packed is ignored): the device
+ * byte at offset o is packed byte pack_offset + o, of packed element
+ * (pack_offset + o) / pack->unit.  A whole pack is pack_offset 0 and bytes
+ * rows * cols * unit; a chunk of one (a device scratch buffer's worth)
+ * starts and ends on a unit.  threads (0: the settings') caps the threads
+ * that work on it, the caller included; chunk (0: the engine's choice) the
+ * bytes per chunk, at most the settings' chunk_bytes. */
+typedef struct gm_stage_op {
+    int dir;                    /* 1: host to device, -1: device to host */
+    gm_cu_deviceptr dev;
+    char *host;
+    const gm_pack_params *pack;
+    uint64_t pack_offset;
+    uint64_t bytes;
+    unsigned threads;
+    size_t chunk;
+} gm_stage_op;
+
+/* Runs op on ds (NULL: the legacy default stream).  An upload returns once
+ * every host byte was read and every chunk is queued on ds, in order before
+ * anything queued on ds later (async), or once they arrived (!async).  A
+ * download returns once the bytes are in host memory (it follows what was
+ * queued on ds before it).  A failure returns the first error; chunks
+ * already moved stay moved (the destination may be partly written). */
+gpumem_status gm_staging_run(gm_staging *e, const gm_stage_op *op, gm_dstream *ds, int async, const char *what);
+
+/* bytes from pageable src to device dst, on ds: gm_staging_run of one run. */
 gpumem_status gm_staging_upload(gm_staging *e, gm_cu_deviceptr dst, const void *src, size_t bytes, gm_dstream *ds,
                                 int async, const char *what);
 
-/* bytes from device src to pageable dst, on ds; returns once they arrived. */
+/* bytes from device src to pageable dst, on ds: gm_staging_run of one run. */
 gpumem_status gm_staging_download(gm_staging *e, void *dst, gm_cu_deviceptr src, size_t bytes, gm_dstream *ds,
                                   const char *what);
+
+/* The worker pool of ctx's device (its NUMA node's), grown to the
+ * settings' threads; *threads: the threads a task of ctx may use, a caller
+ * included.  NULL when out of host memory. */
+gm_workers *gm_staging_workers(gpumem_context *ctx, unsigned *threads);
+
+/* A pack or unpack between two host buffers (p->strided and p->packed host
+ * addresses) on the pool's threads and the caller's, for a copy of ctx
+ * (NULL: any), `bytes` packed bytes. */
+void gm_staging_cpu_pack(gpumem_context *ctx, const gm_pack_params *p, bool unpack, uint64_t bytes);
 
 /* A pinned block of at least bytes for a download queued on a stream
  * (copy_queued.c): one the engine kept, else a new one from the allocator.
@@ -42,5 +103,13 @@ gpumem_status gm_staging_bounce_put(gpumem_context *ctx, gm_block *b);
 
 /* The context hook (lib/wiring.c): ends the context's staging engine. */
 extern const gm_context_hook gm_staging_hook;
+/* Frees, in every context, the pinned slots no transfer is using and the
+ * kept bounce blocks (gpumem_clear_context_caches).  Their page-locked
+ * memory goes to the context's deferred frees, as every free does. */
+void gm_staging_clear_all(void);
+
+/* The NUMA node the engine of ctx placed its workers and slots on (-1:
+ * none: one node, or unknown); for tests. */
+int gm_staging_node(gpumem_context *ctx);
 
 #endif /* GM_STAGING_H */

@@ -193,6 +193,48 @@ static int streams(gpumem_context *ctx)
     return RESULT(st, good);
 }
 
+static int events(gpumem_context *ctx)
+{
+    gpumem_status st = GPUMEM_OK;
+    gpumem_stream *a = NULL, *b = NULL;
+    gpumem_event *e0 = NULL, *e1 = NULL;
+    gpumem_array *x = NULL, *y = NULL;
+    double seven = 7, got = 0;
+    float ms = -1;
+    int64_t last = 63;
+    TRY(gpumem_stream_create(ctx, GPUMEM_STREAM_NON_BLOCKING, &a));
+    TRY(gpumem_stream_create(ctx, 0, &b));
+    TRY(gpumem_event_create(ctx, 0, &e0));
+    TRY(gpumem_event_create(ctx, 0, &e1));
+    TRY(gpumem_device_array(ctx, 1, (int64_t[]){64}, NULL, f64, 'C', NULL, &x));
+    TRY(gpumem_device_array(ctx, 1, (int64_t[]){64}, NULL, f64, 'C', NULL, &y));
+    TRY(gpumem_event_record(e0, a));
+    TRY(gpumem_array_fill(x, &seven, a));
+    TRY(gpumem_event_record(e1, a));
+    TRY(gpumem_stream_wait_event(b, e1));
+    TRY(gpumem_stream_wait_event(NULL, e1));
+    TRY(gpumem_array_copy(y, x, b));
+    if (st == GPUMEM_OK) {
+        gpumem_status q = gpumem_event_query(e1);
+        if (q != GPUMEM_OK && q != GPUMEM_ERROR_NOT_READY)
+            st = q;
+    }
+    TRY(gpumem_event_synchronize(e1));
+    TRY(gpumem_event_elapsed_time(e0, e1, &ms));
+    TRY(gpumem_stream_synchronize(b));
+    TRY(gpumem_array_get_item(y, &last, &got, NULL));
+    int good = st == GPUMEM_OK && got == 7 && ms >= 0;
+    KEEP(gpumem_array_release(y));
+    KEEP(gpumem_array_release(x));
+    KEEP(gpumem_event_destroy(e1));
+    KEEP(gpumem_event_destroy(e0));
+    if (b != NULL)
+        KEEP(gpumem_stream_destroy(b));
+    if (a != NULL)
+        KEEP(gpumem_stream_destroy(a));
+    return RESULT(st, good);
+}
+
 static int pools(gpumem_context *ctx)
 {
     static double host[100], out[100];
@@ -460,6 +502,60 @@ static int copies(gpumem_context *ctx)
     return RESULT(st, good);
 }
 
+/* The staging engine: pageable copies and strided host sides through the
+ * pinned slots, and a download queued on a stream landing in slabs.  Two
+ * threads per copy, but copies of one chunk (the caller alone: the calls
+ * are the same in every run), while the queued download's 3 slabs land on
+ * the worker pool (which calls no driver). */
+static int staging(gpumem_context *ctx)
+{
+    enum { N = 25600, Q = 3 << 17 }; /* 200 KiB of doubles; 3 MiB */
+    static double src[N], back[N], wide[2 * N], qback[Q];
+    for (int i = 0; i < N; i++)
+        src[i] = i;
+    for (int i = 0; i < 2 * N; i++)
+        wide[i] = -1;
+    memset(back, 0, sizeof back);
+    memset(qback, 0, sizeof qback);
+    gpumem_staging_settings saved = {.size = sizeof saved}, s = {sizeof s, 2, 1u << 20, 2, 0};
+    gpumem_status st = gpumem_staging_get(&saved);
+    TRY(gpumem_staging_set(&s));
+    gpumem_array *h = NULL, *hb = NULL, *hw = NULL, *hwv = NULL, *d = NULL, *d2 = NULL, *d2v = NULL, *dq = NULL,
+                 *hq = NULL;
+    gpumem_stream *qs = NULL;
+    gpumem_slice even = {0, 2 * N, 2};
+    int64_t q = Q, n2 = 2 * N;
+    TRY(gpumem_host_array_wrap(src, 1, (int64_t[]){N}, NULL, f64, &h));
+    TRY(gpumem_host_array_wrap(back, 1, (int64_t[]){N}, NULL, f64, &hb));
+    TRY(gpumem_host_array_wrap(wide, 1, &n2, NULL, f64, &hw));
+    TRY(gpumem_array_slice(hw, &even, 1, &hwv));
+    TRY(gpumem_to_device(ctx, h, NULL, 0, &d));             /* staged upload */
+    TRY(gpumem_array_copy(hb, d, NULL));                    /* staged download */
+    TRY(gpumem_array_copy(hwv, d, NULL));                   /* unpacked out of the slots: wide[::2] */
+    TRY(gpumem_device_array(ctx, 1, &n2, NULL, f64, 'C', NULL, &d2));
+    TRY(gpumem_array_slice(d2, &even, 1, &d2v));
+    TRY(gpumem_array_copy(d2v, hwv, NULL));                 /* packed into the slots, unpacked on the device */
+    TRY(gpumem_device_array(ctx, 1, &q, NULL, f64, 'C', NULL, &dq));
+    TRY(gpumem_array_fill(dq, &(double){2.5}, NULL));
+    TRY(gpumem_host_array_wrap(qback, 1, &q, NULL, f64, &hq));
+    TRY(gpumem_stream_create(ctx, 0, &qs));
+    TRY(gpumem_array_copy(hq, dq, qs));                     /* queued: lands in slabs */
+    TRY(gpumem_array_copy(hb, d2v, qs));                    /* and a strided one after it */
+    TRY(gpumem_stream_synchronize(qs));
+    int good = st == GPUMEM_OK;
+    for (int i = 0; good && i < N; i++)
+        good = back[i] == i && wide[2 * i] == i && wide[2 * i + 1] == -1;
+    for (int i = 0; good && i < Q; i++)
+        good = qback[i] == 2.5;
+    gpumem_array *all[] = {h, hb, hwv, hw, d2v, d2, d, dq, hq};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        KEEP(gpumem_array_release(all[i]));
+    if (qs != NULL)
+        KEEP(gpumem_stream_destroy(qs));
+    gpumem_staging_set(&saved);
+    return RESULT(st, good);
+}
+
 typedef struct scenario {
     const char *name;
     int (*run)(gpumem_context *ctx);
@@ -470,6 +566,8 @@ static const scenario scenarios[] = {
     {"arrays: creation, views, fill, items, copies, reshape, split", arrays},
     {"copies between device, pinned, managed, mapped and host views", copies},
     {"streams: queued copies, queries, auto-synchronize", streams},
+    {"events: records, waits between streams, queries, elapsed time", events},
+    {"staging: pageable and strided host sides through the slots, a queued download in slabs", staging},
     {"device pool: allocations, arrays through the pool", pools},
     {"host memory: pinned, mapped, managed, scopes, host pool", host_memory},
     {"deferred deallocation and defer_cleanup", dealloc},

@@ -272,8 +272,10 @@ static void views(void)
     BAD(gpumem_array_slice(d, NULL, 2, OUT(gpumem_array **)), GPUMEM_ERROR_NULL_ARGUMENT, "'slices'");
     BAD(gpumem_array_slice(d, all2, 3, OUT(gpumem_array **)), GPUMEM_ERROR_INVALID_VALUE, "nslices 3");
     BAD(gpumem_array_slice(d, all2, -1, OUT(gpumem_array **)), GPUMEM_ERROR_INVALID_VALUE, "nslices -1");
-    BAD(gpumem_array_slice(d, (gpumem_slice[]){{0, 4, 0}}, 1, OUT(gpumem_array **)), GPUMEM_ERROR_ZERO_STEP,
-        "axis 0");
+    BAD(gpumem_array_slice(d, (gpumem_slice[]){{0, GPUMEM_SLICE_INDEX, 2}}, 1, OUT(gpumem_array **)),
+        GPUMEM_ERROR_INVALID_VALUE, "axis 0: an index");
+    BAD(gpumem_array_slice(d, (gpumem_slice[]){GPUMEM_INDEX(-9)}, 1, OUT(gpumem_array **)),
+        GPUMEM_ERROR_INDEX_OUT_OF_RANGE, "index -9");
     BAD(gpumem_array_slice(d, (gpumem_slice[]){{5, 6, 1}}, 1, OUT(gpumem_array **)),
         GPUMEM_ERROR_INDEX_OUT_OF_RANGE, "start 5");
     BAD(gpumem_array_slice(d, (gpumem_slice[]){{0, -9, 1}}, 1, OUT(gpumem_array **)),

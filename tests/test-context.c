@@ -24,7 +24,7 @@ int main(void)
         setenv("GPUMEM_SIM_ARCH", "sm_80", 1);
         setenv("GPUMEM_SIM_BUSY", "2", 1);
     }
-    plan(31);
+    plan(36);
 
     const char *backend = NULL;
     is_int(gpumem_backend(&backend), GPUMEM_OK, "the backend loads");
@@ -117,5 +117,38 @@ int main(void)
     } else {
         skip(4, "busy devices are simulated (GPUMEM_SIM_BUSY)");
     }
+
+    /* gpumem_size_parse: the sizes of the environment (GPUMEM_SIM_MEMORY=256M above) */
+    static const struct {
+        const char *text;
+        uint64_t bytes;
+    } sizes[] = {{"4096", 4096}, {"48K", 49152}, {"48k", 49152}, {"64KiB", 65536}, {" 512M\t", 512u << 20},
+                 {"2GB", UINT64_C(2) << 30}, {"1T", UINT64_C(1) << 40}, {"7B", 7}, {"0", 0},
+                 {"18446744073709551615", UINT64_MAX}};
+    int all_read = 1;
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        uint64_t v = 1;
+        if (gpumem_size_parse(sizes[i].text, &v) != GPUMEM_OK || v != sizes[i].bytes) {
+            all_read = 0;
+            diag("'%s': %llu, want %llu", sizes[i].text, (unsigned long long)v, (unsigned long long)sizes[i].bytes);
+        }
+    }
+    ok(all_read, "gpumem_size_parse reads bytes, K, M, G and T (KiB, B), any case, blanks around");
+    static const char *const bad[] = {"", "48X", "-1", "+4", "4 K", "1.5M", "0x10", "16777216T", "18446744073709551616",
+                                      "4K\n", "K"};
+    int all_refused = 1;
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        uint64_t v = 77;
+        if (gpumem_size_parse(bad[i], &v) != GPUMEM_ERROR_INVALID_VALUE || v != 77) {
+            all_refused = 0;
+            diag("'%s' was not refused, or changed the output", bad[i]);
+        }
+    }
+    ok(all_refused, "it refuses what is not a size, past 2^64 - 1 bytes included, and leaves the output alone");
+    uint64_t v = 0;
+    gpumem_size_parse("48X", &v);
+    like(gpumem_last_error(), "gpumem_size_parse: '48X' is not a size", "the message quotes the text");
+    is_int(gpumem_size_parse(NULL, &v), GPUMEM_ERROR_NULL_ARGUMENT, "NULL text");
+    is_int(gpumem_size_parse("1K", NULL), GPUMEM_ERROR_NULL_ARGUMENT, "NULL bytes");
     return exit_status();
 }

@@ -2,8 +2,10 @@
  * (gpumem_debug_last_copy_path) with the default DMA row threshold, the
  * values and gaps after each, a failing copy that changes nothing, the CPU
  * packing on several threads, random layouts of every kind, and
- * GPUMEM_COPY_MIN_ROW_BYTES.  On the simulator the pack kernels run
+ * GPUMEM_COPY_MIN_ROW_BYTES, and what a thread reports (its own copies,
+ * none for an empty one).  On the simulator the pack kernels run
  * natively, so every path runs here. */
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -180,6 +182,91 @@ static void test_paths(void)
     gpumem_array *all[] = {d, dz, dcols, zcols, hhalf, hout, ha, ocols, acols, dh, d2, dz2, z2cols, dw, wv, hw, df};
     for (size_t i = 0; i < sizeof all / sizeof *all; i++)
         gpumem_array_release(all[i]);
+}
+
+static void *host_copy_thread(void *arg)
+{
+    gpumem_array **ab = arg;
+    gpumem_array_copy(ab[0], ab[1], NULL);
+    gpumem_copy_path *p = malloc(sizeof *p);
+    gpumem_debug_last_copy_path(p);
+    return p;
+}
+
+/* What a thread reports is its own last copy's; an empty copy reports none. */
+static void test_reporting(void)
+{
+    float a[R][C], out[R][C / 2];
+    for (int i = 0; i < R * C; i++)
+        a[i / C][i % C] = (float)i;
+    gpumem_array *d = device_of(&a[0][0], R, C), *dcols = cols(d, 0, 2), *h = wrap(out, R, C / 2);
+    gpumem_array *ha = wrap(a, R, C), *ha2 = wrap(a, R, C);
+    check_path(gpumem_copy_to_host(dcols, h, NULL), GPUMEM_COPY_PATH_DEVICE_PACK, "d[:, ::2] to host");
+    gpumem_array *pair[2] = {ha2, ha};
+    pthread_t t;
+    gpumem_copy_path *other = NULL;
+    if (pthread_create(&t, NULL, host_copy_thread, pair) == 0)
+        pthread_join(t, (void **)&other);
+    ok(other != NULL && *other == GPUMEM_COPY_PATH_HOST, "another thread's host copy reports host");
+    is_int(path(), GPUMEM_COPY_PATH_DEVICE_PACK, "this thread still reports its own copy");
+    free(other);
+
+    /* copies the engine makes inside a copy: the outer copy's way is reported */
+    gpumem_stream *st = NULL;
+    gpumem_stream_create(ctx, 0, &st);
+    memset(out, 0, sizeof out);
+    check_path(gpumem_copy_to_host(dcols, h, st), GPUMEM_COPY_PATH_DEVICE_PACK,
+               "d[:, ::2] into pageable memory on a stream: queued, packed on the device");
+    int good = gpumem_stream_synchronize(st) == GPUMEM_OK;
+    for (int i = 0; good && i < R * (C / 2); i++)
+        good = out[i / (C / 2)][i % (C / 2)] == a[i / (C / 2)][2 * (i % (C / 2))];
+    ok(good, "its values land");
+    gpumem_stream_destroy(st);
+    gpumem_array *odd = cols(d, 1, 2);
+    check_path(gpumem_array_copy(odd, dcols, NULL), GPUMEM_COPY_PATH_DEVICE_PACK,
+               "d[:, ::2] into d[:, 1::2] of the same array: through a temporary, unpacked last");
+    float now[R][C];
+    good = read_all(d, now);
+    for (int i = 0; good && i < R * C; i++)
+        good = now[i / C][i % C] == a[i / C][i % C - i % 2];
+    ok(good, "its values");
+    gpumem_array_release(odd);
+
+    gpumem_array *e1 = NULL, *e2 = NULL, *e3 = NULL;
+    gpumem_device_array(ctx, 2, (int64_t[]){0, 3}, NULL, f32, 'C', NULL, &e1);
+    gpumem_device_array(ctx, 2, (int64_t[]){0, 3}, NULL, f32, 'C', NULL, &e2);
+    gpumem_host_array_wrap(out, 2, (int64_t[]){0, 3}, NULL, f32, &e3);
+    check_path(gpumem_array_copy(e2, e1, NULL), GPUMEM_COPY_PATH_NONE, "then an empty device copy: none");
+    check_path(gpumem_copy_to_host(dcols, h, NULL), GPUMEM_COPY_PATH_DEVICE_PACK, "d[:, ::2] to host again");
+    check_path(gpumem_copy_to_host(e1, e3, NULL), GPUMEM_COPY_PATH_NONE, "then an empty download: none");
+    check_path(gpumem_array_copy(ha2, ha, NULL), GPUMEM_COPY_PATH_HOST, "a host copy");
+    check_path(gpumem_array_copy(e3, e3, NULL), GPUMEM_COPY_PATH_NONE, "then an empty host copy: none");
+    gpumem_array *rel[] = {d, dcols, h, ha, ha2, e1, e2, e3};
+    for (size_t i = 0; i < sizeof rel / sizeof *rel; i++)
+        gpumem_array_release(rel[i]);
+}
+
+/* Transposes large enough for the tiled kernels, tiles cut at the edges:
+ * C host into an F device array, back into C host memory, and F to C on
+ * the device. */
+static void test_transpose(void)
+{
+    enum { TR = 100, TC = 70 };
+    static float a[TR][TC], back[TR][TC];
+    for (int i = 0; i < TR * TC; i++)
+        a[i / TC][i % TC] = (float)i * 0.5f;
+    gpumem_array *ha = wrap(a, TR, TC), *hb = wrap(back, TR, TC), *df = NULL, *dc = NULL;
+    gpumem_device_array(ctx, 2, (int64_t[]){TR, TC}, NULL, f32, 'F', NULL, &df);
+    gpumem_device_array(ctx, 2, (int64_t[]){TR, TC}, NULL, f32, 'C', NULL, &dc);
+    check_path(gpumem_array_copy(df, ha, NULL), GPUMEM_COPY_PATH_DEVICE_PACK, "100 x 70 C host into an F device array");
+    check_path(gpumem_copy_to_host(df, hb, NULL), GPUMEM_COPY_PATH_DEVICE_PACK, "and back into C host memory");
+    ok(same(&back[0][0], &a[0][0], TR * TC), "the same values");
+    check_path(gpumem_array_copy(dc, df, NULL), GPUMEM_COPY_PATH_DEVICE_PACK, "F to C on the device");
+    memset(back, 0, sizeof back);
+    ok(read_all(dc, back) && same(&back[0][0], &a[0][0], TR * TC), "the same values");
+    gpumem_array *rel[] = {ha, hb, df, dc};
+    for (size_t i = 0; i < sizeof rel / sizeof *rel; i++)
+        gpumem_array_release(rel[i]);
 }
 
 /* Every driver call of a packed copy fails in turn: the copy fails, and the
@@ -445,6 +532,8 @@ int main(void)
     is_int(gpumem_debug_last_copy_path(NULL), GPUMEM_ERROR_NULL_ARGUMENT, "NULL is refused");
     ok(gpumem_copy_path_name((gpumem_copy_path)99) == NULL, "an unknown path has no name");
     test_paths();
+    test_reporting();
+    test_transpose();
     test_failures();
     test_big_cpu_pack();
     test_random();

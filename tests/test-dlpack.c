@@ -583,6 +583,87 @@ int main(void)
         gpumem_array_release(dev);
     }
 
+    /* A kDLCPU claim is checked the same way: device memory sent as host
+     * memory is refused (a host copy of it crashed), host-side memory of
+     * every kind imports. */
+    {
+        int64_t n = 64;
+        gpumem_array *dev = iota(1, &n), *mgd = NULL, *pin = NULL, *out = NULL;
+        uint64_t devp = 0;
+        void *mptr = NULL, *pptr = NULL;
+        static int32_t host[64], got[64];
+        for (int i = 0; i < 64; i++)
+            host[i] = 3 * i + 1;
+        gpumem_array_device_pointer(dev, &devp);
+        producer q;
+        make_tensor(&q, (void *)(uintptr_t)devp, n, GM_DL_CPU, 0);
+        refused(&q.legacy, 0, GPUMEM_ERROR_INVALID_VALUE, "says kDLCPU, but", "device memory sent as kDLCPU");
+        like(gpumem_last_error(), "is device memory to the driver", "the message says what the memory is");
+        make_tensor(&q, (void *)(uintptr_t)devp, n, GM_DL_CPU, 0);
+        q.versioned.dl_tensor.byte_offset = 8;
+        q.versioned.dl_tensor.shape = q.shape;
+        refused(&q.versioned, GPUMEM_DLPACK_VERSIONED, GPUMEM_ERROR_INVALID_VALUE, "kDLCPU",
+                "device memory sent as kDLCPU, versioned, with a byte_offset");
+        /* the first element before the device allocation (no memory the
+         * driver knows, on the simulator), the second one in it */
+        make_tensor(&q, (void *)(uintptr_t)(devp - 4), 2, GM_DL_CPU, 0);
+        refused(&q.legacy, 0, GPUMEM_ERROR_INVALID_VALUE, "is device memory",
+                "a kDLCPU tensor whose last element is device memory");
+        /* element 0 in the device allocation, the lowest and highest bytes
+         * 2^40 bytes either side of it */
+        make_tensor(&q, (void *)(uintptr_t)devp, 2, GM_DL_CPU, 0);
+        q.legacy.dl_tensor.ndim = 2;
+        q.shape[1] = 2;
+        q.strides[0] = -(INT64_C(1) << 38);
+        q.strides[1] = INT64_C(1) << 38;
+        q.legacy.dl_tensor.strides = q.strides;
+        refused(&q.legacy, 0, GPUMEM_ERROR_INVALID_VALUE, "is device memory",
+                "a kDLCPU tensor whose element 0 is device memory, between its lowest and highest bytes");
+        int32_t first = 0;
+        gpumem_array *one = NULL;
+        gpumem_array_slice(dev, &(gpumem_slice){0, 1, 1}, 1, &one);
+        ok(gpumem_array_get_item(one, (int64_t[]){0}, &first, NULL) == GPUMEM_OK && first == 0,
+           "the device memory is unchanged");
+        gpumem_array_release(one);
+
+        /* pageable, pinned and managed memory import as host arrays, and copies read them */
+        gpumem_pinned_array(ctx, 1, &n, NULL, i32, 'C', &pin);
+        gpumem_array_host_pointer(pin, &pptr);
+        memcpy(pptr, host, sizeof host);
+        gpumem_managed_array(ctx, 1, &n, NULL, i32, 'C', GPUMEM_MANAGED_ATTACH_GLOBAL, &mgd);
+        gpumem_array_host_pointer(mgd, &mptr);
+        if (mptr != NULL)
+            memcpy(mptr, host, sizeof host);
+        void *const where[3] = {host, pptr, mptr};
+        const char *const kinds[3] = {"pageable", "pinned", "managed"};
+        gpumem_host_array_wrap(got, 1, &n, NULL, i32, &out);
+        for (int k = 0; k < 3; k++) {
+            if (where[k] == NULL) {
+                skip(2, "no managed memory");
+                continue;
+            }
+            make_tensor(&q, where[k], n, GM_DL_CPU, 0);
+            deleted = 0;
+            gpumem_array *d2 = NULL;
+            memset(got, 0, sizeof got);
+            gpumem_status st = gpumem_array_from_dlpack(ctx, &q.legacy, 0, &na);
+            if (st == GPUMEM_OK)
+                st = gpumem_to_device(ctx, na, NULL, 0, &d2);
+            if (st == GPUMEM_OK)
+                st = gpumem_copy_to_host(d2, out, NULL);
+            if (!ok(st == GPUMEM_OK, "%s memory as kDLCPU imports and copies", kinds[k]))
+                diag("%s", gpumem_last_error());
+            ok(memcmp(got, host, sizeof host) == 0, "%s: the values went through", kinds[k]);
+            gpumem_array_release(d2);
+            gpumem_array_release(na);
+            na = NULL;
+        }
+        gpumem_array_release(out);
+        gpumem_array_release(pin);
+        gpumem_array_release(mgd);
+        gpumem_array_release(dev);
+    }
+
     gpumem_array_release(d);
     gpumem_context_release(ctx);
     done_testing();

@@ -2,6 +2,9 @@
  * the one knob (GPUMEM_SIM_FAIL / gpumem_debug_fail_call). */
 #include "config.h"
 
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -10,6 +13,72 @@
 #include "driver.h"
 #include "gpumem.h"
 #include "tap.h"
+
+/* ---- fault injection from several threads ---------------------------------- */
+
+#define CODE_FIRES GM_CUDA_ERROR_OUT_OF_MEMORY /* armed for the next call */
+#define CODE_NEVER GM_CUDA_ERROR_NOT_READY     /* armed for a call that never comes */
+
+static atomic_int stop_callers;
+static atomic_long fired, wrong, calls_made;
+
+/* Makes driver calls until told to stop, counting the injected failures. */
+static void *caller(void *arg)
+{
+    (void)arg;
+    while (!atomic_load(&stop_callers)) {
+        int n = 0;
+        int rc = GM_DRV(device_get_count, &n);
+        atomic_fetch_add(&calls_made, 1);
+        if (rc == CODE_FIRES)
+            atomic_fetch_add(&fired, 1);
+        else if (rc != GM_CUDA_SUCCESS)
+            atomic_fetch_add(&wrong, 1);
+    }
+    return NULL;
+}
+
+/* gpumem_debug_fail_call re-armed by one thread while three others make
+ * driver calls.  Each round arms the next call (CODE_FIRES), replaces that
+ * at once by an arming for a call 2^62 calls away (CODE_NEVER), arms the
+ * next call again and waits until a caller's call has failed with it.  A
+ * call that fails must fail with the code of the arming that chose it,
+ * never with the replacing one's.  (The armed code was a plain int read by
+ * the calling threads: a data race under TSan, and a firing call could see
+ * the next arming's code.) */
+static void test_fail_call_threads(void)
+{
+    enum { THREADS = 3, ROUNDS = 1000 };
+    pthread_t t[THREADS];
+    atomic_store(&stop_callers, 0);
+    for (int i = 0; i < THREADS; i++)
+        pthread_create(&t[i], NULL, caller, NULL);
+    long armed = 0;
+    for (int i = 0; i < ROUNDS; i++) {
+        long before = atomic_load(&fired);
+        gpumem_debug_fail_call(1, CODE_FIRES);
+        gpumem_debug_fail_call(UINT64_C(1) << 62, CODE_NEVER);
+        armed++;
+        /* "the next call" is the one numbered after the count the arming
+         * read; a caller may have taken that number meanwhile, so arm again
+         * until one fires */
+        while (atomic_load(&fired) == before) {
+            gpumem_debug_fail_call(1, CODE_FIRES);
+            armed++;
+            sched_yield();
+        }
+    }
+    atomic_store(&stop_callers, 1);
+    for (int i = 0; i < THREADS; i++)
+        pthread_join(t[i], NULL);
+    gpumem_debug_fail_call(0, 0);
+    is_int(atomic_load(&wrong), 0, "no call failed with another arming's code");
+    long f = atomic_load(&fired);
+    ok(f >= ROUNDS && f <= armed, "%ld of %ld armings fired, each at most once (%ld calls)", f, armed,
+       atomic_load(&calls_made));
+    int n = 0;
+    is_int(GM_DRV(device_get_count, &n), GM_CUDA_SUCCESS, "disarmed: the next call reaches the simulator");
+}
 
 static void choose(const void *arg, child_result *out)
 {
@@ -56,7 +125,7 @@ static void walk(const void *arg, child_result *out)
 
 int main(void)
 {
-    plan(29);
+    plan(32);
     child_result r;
 
     static const char *const bogus[] = {"GPUMEM_BACKEND", "opencl", NULL};
@@ -137,6 +206,7 @@ int main(void)
     is_int(gpumem_debug_fail_call(1, 0), GPUMEM_ERROR_INVALID_VALUE, "success is not an error to inject");
     is_str(gpumem_debug_driver_error_name(GM_CUDA_ERROR_DEVICE_UNAVAILABLE), "CUDA_ERROR_DEVICE_UNAVAILABLE",
            "driver error names");
+    test_fail_call_threads();
 
     /* Stream-ordered allocation (the driver's pool, which benchmarks compare with ours). */
     gpumem_context *c = NULL;

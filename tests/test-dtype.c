@@ -981,9 +981,60 @@ static void test_null(void)
     fails(gpumem_dtype_retain(NULL), GPUMEM_ERROR_NULL_ARGUMENT, "'dtype'", NULL, "retain(NULL)");
 }
 
+/* GPUMEM_TYPE_OF / GPUMEM_DTYPE_OF: the builtin dtype of an expression's type (C11 _Generic). */
+static void test_dtype_of(void)
+{
+    float f[4][6] = {{0}};
+    double d = 0;
+    int8_t i8 = 0;
+    uint8_t u8 = 0;
+    int16_t i16 = 0;
+    uint16_t u16 = 0;
+    int32_t i32 = 0;
+    uint32_t u32 = 0;
+    int64_t i64 = 0;
+    uint64_t u64 = 0;
+    long l = 0;
+    unsigned long ul = 0;
+    size_t z = 0;
+    _Bool b = 0;
+    float _Complex fc = 0;
+    double _Complex dc = 0;
+    signed char sc = 0;
+    char c = 0;
+    int n = 0;
+    const float *p = &f[0][0];
+    ok(GPUMEM_TYPE_OF(f[1][2]) == GPUMEM_FLOAT32 && GPUMEM_TYPE_OF(*p) == GPUMEM_FLOAT32 &&
+           GPUMEM_TYPE_OF(d) == GPUMEM_FLOAT64 && GPUMEM_TYPE_OF(1.0) == GPUMEM_FLOAT64 &&
+           GPUMEM_TYPE_OF(1.0f) == GPUMEM_FLOAT32,
+       "GPUMEM_TYPE_OF: float and double, of an element, through a const pointer, of a literal");
+    ok(GPUMEM_TYPE_OF(i8) == GPUMEM_INT8 && GPUMEM_TYPE_OF(u8) == GPUMEM_UINT8 && GPUMEM_TYPE_OF(i16) == GPUMEM_INT16 &&
+           GPUMEM_TYPE_OF(u16) == GPUMEM_UINT16 && GPUMEM_TYPE_OF(i32) == GPUMEM_INT32 &&
+           GPUMEM_TYPE_OF(u32) == GPUMEM_UINT32 && GPUMEM_TYPE_OF(i64) == GPUMEM_INT64 &&
+           GPUMEM_TYPE_OF(u64) == GPUMEM_UINT64 && GPUMEM_TYPE_OF(sc) == GPUMEM_INT8 && GPUMEM_TYPE_OF(n) == GPUMEM_INT32,
+       "GPUMEM_TYPE_OF: the <stdint.h> types and int");
+    ok(GPUMEM_TYPE_OF(l) == (sizeof(long) == 8 ? GPUMEM_INT64 : GPUMEM_INT32) &&
+           GPUMEM_TYPE_OF(ul) == (sizeof(long) == 8 ? GPUMEM_UINT64 : GPUMEM_UINT32) &&
+           GPUMEM_TYPE_OF(z) == (sizeof(size_t) == 8 ? GPUMEM_UINT64 : GPUMEM_UINT32) &&
+           GPUMEM_TYPE_OF(c) == ((char)-1 < 0 ? GPUMEM_INT8 : GPUMEM_UINT8),
+       "GPUMEM_TYPE_OF: long, size_t and char by their size and sign");
+    ok(GPUMEM_TYPE_OF(b) == GPUMEM_BOOL && GPUMEM_TYPE_OF(fc) == GPUMEM_COMPLEX64 &&
+           GPUMEM_TYPE_OF(dc) == GPUMEM_COMPLEX128,
+       "GPUMEM_TYPE_OF: _Bool and the complex types");
+    int evaluated = 0;
+    ok(GPUMEM_DTYPE_OF(f[0][0]) == gpumem_dtype_builtin(GPUMEM_FLOAT32) &&
+           GPUMEM_DTYPE_OF(u16) == gpumem_dtype_builtin(GPUMEM_UINT16) &&
+           GPUMEM_DTYPE_OF(evaluated++) == gpumem_dtype_builtin(GPUMEM_INT32) && evaluated == 0,
+       "GPUMEM_DTYPE_OF gives the builtin dtype, without evaluating its argument");
+    size_t itemsize = 0;
+    ok(gpumem_dtype_itemsize(GPUMEM_DTYPE_OF(dc), &itemsize) == GPUMEM_OK && itemsize == sizeof dc,
+       "its item size is the type's size");
+}
+
 int main(void)
 {
     test_builtins();
+    test_dtype_of();
     test_typestr();
     test_layouts();
     test_accessors();

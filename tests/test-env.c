@@ -14,6 +14,8 @@
 #include "devfile.h"
 #include "driver.h"
 #include "env.h"
+#include "error.h"
+#include "gpumem/status.h"
 #include "tap.h"
 
 /* A word-valued variable, set in a child on the simulator: its name and
@@ -124,9 +126,46 @@ static void words(void)
     ok(gm_parse_sim_fail("5: 700 ", &k, &code, &bad) && k == 5 && code == 700, "GPUMEM_SIM_FAIL='5: 700 '");
 }
 
+
+/* Cached parameters (env.h): one line each. */
+static GM_PARAM_LONG(param_good, "GPUMEM_TEST_PARAM_GOOD", 0, 10, 3)
+static GM_PARAM_LONG(param_bad, "GPUMEM_TEST_PARAM_BAD", 0, 10, 3)
+static GM_PARAM_SIZE(param_size, "GPUMEM_TEST_PARAM_SIZE", 64u << 10, 1u << 30, 4u << 20)
+static GM_PARAM_DOUBLE(param_double, "GPUMEM_TEST_PARAM_DOUBLE", 0.0, 1.0, 0.5)
+
+static void test_params(void)
+{
+    long v = 0;
+    uint64_t u = 0;
+    double d = 0;
+    unsetenv("GPUMEM_TEST_PARAM_GOOD");
+    ok(param_good(&v) == GPUMEM_OK && v == 3, "a parameter: unset gives its default");
+    setenv("GPUMEM_TEST_PARAM_GOOD", "7", 1);
+    ok(param_good(&v) == GPUMEM_OK && v == 3, "it was read once: a later value does not count");
+    setenv("GPUMEM_TEST_PARAM_BAD", "eleven", 1);
+    is_int(param_bad(&v), GPUMEM_ERROR_INVALID_ENVIRONMENT, "a bad value is an error");
+    like(gpumem_last_error(), "GPUMEM_TEST_PARAM_BAD='eleven'", "naming the variable and the value");
+    setenv("GPUMEM_TEST_PARAM_BAD", "4", 1);
+    gm_error(GPUMEM_ERROR_INVALID_VALUE, "something else");
+    is_int(param_bad(&v), GPUMEM_ERROR_INVALID_ENVIRONMENT, "every later read gives the same error");
+    like(gpumem_last_error(), "GPUMEM_TEST_PARAM_BAD='eleven': not a decimal integer", "with the same message");
+    setenv("GPUMEM_TEST_PARAM_SIZE", "2G", 1);
+    is_int(param_size(&u), GPUMEM_ERROR_INVALID_ENVIRONMENT, "a size above its maximum is an error");
+    like(gpumem_last_error(), "must be between 64 KiB and 1 GiB", "saying the range");
+    is_int(param_size(&u), GPUMEM_ERROR_INVALID_ENVIRONMENT, "and stays one");
+    setenv("GPUMEM_TEST_PARAM_DOUBLE", " 0.25 ", 1);
+    ok(param_double(&d) == GPUMEM_OK && d == 0.25, "a number, blanks around it");
+    setenv("GPUMEM_TEST_PARAM_SIZE", "", 1);
+    ok(gm_env_size_range("GPUMEM_TEST_PARAM_SIZE", 1, 8, 5, &u) == GPUMEM_OK && u == 5,
+       "gm_env_size_range: empty is unset");
+    setenv("GPUMEM_TEST_PARAM_SIZE", "9", 1);
+    is_int(gm_env_size_range("GPUMEM_TEST_PARAM_SIZE", 1, 8, 5, &u), GPUMEM_ERROR_INVALID_ENVIRONMENT,
+           "gm_env_size_range: above the maximum");
+}
+
 int main(void)
 {
-    plan(86 + 18);
+    plan(86 + 18 + 12);
     words(); /* first: its children must fork before this process uses the library */
     long v = 0;
     ok(gm_parse_long("42", &v) && v == 42, "a decimal");
@@ -255,5 +294,6 @@ int main(void)
     like(gpumem_last_error(), "GPUMEM_TEST_X='11'", "the message names the variable and value");
     setenv("GPUMEM_TEST_X", "lots", 1);
     is_int(gm_env_size("GPUMEM_TEST_X", 1, 9, &s), GPUMEM_ERROR_INVALID_ENVIRONMENT, "a bad size is an error");
+    test_params();
     return exit_status();
 }

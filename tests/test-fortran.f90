@@ -1,13 +1,15 @@
 ! test-fortran.f90 - the gpumem module: its interfaces call the C library,
 ! and its helpers describe Fortran arrays (column-major, sections with their
-! strides, ranks 0 to 7, every interoperable type) without a copy.  TAP.
+! strides, ranks 0 to 7, every interoperable type) without a copy, read and
+! write elements by Fortran (1-based) indices, make pinned and device arrays
+! from a Fortran shape, and name dtypes as Fortran types.  TAP.
 ! (Every call is a statement of its own: Fortran may evaluate the operands of
 ! .and. in any order, or not at all.)
 program test_fortran
   use, intrinsic :: iso_c_binding
   use gpumem
   implicit none
-  integer, parameter :: planned = 53
+  integer, parameter :: planned = 74
   integer :: n_run = 0, n_failed = 0
   type(c_ptr) :: ctx, d, h, v, s, pool, dt, hp, a
   integer(c_int) :: st, st2, nd, flag, order
@@ -72,6 +74,43 @@ program test_fortran
     c = 0
     st = gpumem_f_copy_to_host(v, c(1:3, :))
     call ok(st == GPUMEM_OK .and. all(c(1:3, :) == a2(5:1:-2, :)), 'they are rows 5, 3, 1, in that order')
+    st = gpumem_array_release(v)
+    ! 1-based element access, counted and checked
+    e = 0
+    st = gpumem_f_get_item(d, [4, 3], e)
+    call ok(st == GPUMEM_OK .and. e == a2(4, 3), 'gpumem_f_get_item(d, [4, 3]) is a(4, 3): Fortran indices')
+    st = gpumem_f_set_item(d, [5_c_int64_t, 4_c_int64_t], -7.5_c_double)
+    st2 = gpumem_array_get_item(d, [4_c_int64_t, 3_c_int64_t], e, c_null_ptr)
+    call ok(st == GPUMEM_OK .and. e == -7.5_c_double, 'gpumem_f_set_item(d, [5, 4]) wrote the last element')
+    st = gpumem_f_set_item(d, [5, 4], a2(5, 4))
+    msg = ''
+    st = gpumem_f_get_item(d, [2], e, errmsg=msg)
+    call ok(st == GPUMEM_ERROR_INVALID_VALUE .and. index(msg, '1 indices for an array of 2 dimensions') > 0, &
+        'one index for a 2-D array is refused, saying so')
+    st = gpumem_f_get_item(d, [0, 1], e, errmsg=msg)
+    call ok(st == GPUMEM_ERROR_INDEX_OUT_OF_RANGE .and. index(msg, 'index(1) = 0 is out of range 1:5') > 0, &
+        'index 0 is out of range 1:5 (Fortran indices start at 1)')
+    st = gpumem_f_get_item(d, [1, 5], e, errmsg=msg)
+    call ok(st == GPUMEM_ERROR_INDEX_OUT_OF_RANGE .and. index(msg, 'index(2) = 5 is out of range 1:4') > 0, &
+        'index 5 of an extent of 4 is out of range')
+    block
+      real(c_float) :: f4
+      st = gpumem_f_get_item(d, [1, 1], f4, errmsg=msg)
+      call ok(st == GPUMEM_ERROR_DTYPE_MISMATCH .and. &
+          index(msg, "the array's dtype is real(kind=8), the value's real(kind=4)") > 0, &
+          'a value of another type: GPUMEM_ERROR_DTYPE_MISMATCH, both named as Fortran types')
+    end block
+    ! an integer index drops its axis: d(2, :) as a 1-D view
+    sl = gpumem_slice(1_c_int64_t, GPUMEM_SLICE_INDEX, 1_c_int64_t)
+    st = gpumem_array_slice(d, [sl], 1_c_int, v)
+    st2 = gpumem_array_ndim(v, nd)
+    block
+      real(c_double), target :: row(4)
+      row = 0
+      st2 = gpumem_f_copy_to_host(v, row)
+      call ok(st == GPUMEM_OK .and. nd == 1 .and. st2 == GPUMEM_OK .and. all(row == a2(2, :)), &
+          'a gpumem_slice with stop GPUMEM_SLICE_INDEX: d(2, :) is 1-D, copied into a vector of 4')
+    end block
     st = gpumem_array_release(v)
     c = a2 * 2
     st = gpumem_f_copy_to_device(d, c(5:1:-1, 4:1:-1))
@@ -139,8 +178,9 @@ program test_fortran
     st = gpumem_array_release(d)
     msg = ''
     st = gpumem_f_copy_to_host(v, r4, errmsg=msg)
-    call ok(st == GPUMEM_ERROR_DTYPE_MISMATCH .and. msg /= '', &
-        'copying int32 into a real array is a dtype mismatch, with a message')
+    call ok(st == GPUMEM_ERROR_DTYPE_MISMATCH .and. &
+        index(msg, "the array's dtype is integer(kind=4), the Fortran array's real(kind=4)") > 0, &
+        'copying int32 into a real array is a dtype mismatch, named in Fortran types')
     st = gpumem_array_release(v)
   end block
 
@@ -163,8 +203,9 @@ program test_fortran
     call ok(st == GPUMEM_ERROR_SHAPE_MISMATCH .and. index(msg, '2 dimensions') > 0 .and. .not. associated(p1), &
         'a pointer of the wrong rank: GPUMEM_ERROR_SHAPE_MISMATCH, nullified')
     st = gpumem_f_pointer(h, q2, msg)
-    call ok(st == GPUMEM_ERROR_DTYPE_MISMATCH .and. index(msg, '<f4') > 0, &
-        'a pointer of the wrong type: GPUMEM_ERROR_DTYPE_MISMATCH, naming the dtype')
+    call ok(st == GPUMEM_ERROR_DTYPE_MISMATCH .and. &
+        index(msg, "the array's dtype is real(kind=4), the pointer's integer(kind=4)") > 0, &
+        'a pointer of the wrong type: GPUMEM_ERROR_DTYPE_MISMATCH, naming both as Fortran types')
     st = gpumem_array_transpose(h, view=v)
     st = gpumem_f_pointer(v, p2, msg)
     call ok(st == GPUMEM_ERROR_COPY_REQUIRED .and. index(msg, 'F-contiguous') > 0, &
@@ -175,6 +216,38 @@ program test_fortran
         'device memory has no Fortran pointer (the C message)')
     st = gpumem_array_release(d)
     st = gpumem_array_release(h)
+  end block
+
+  ! ---- gpumem_f_pinned_array and gpumem_f_device_array from a Fortran shape ----
+  block
+    real(c_double), pointer :: q(:, :) => null()
+    integer(c_int64_t), pointer :: q8(:) => null()
+    integer(c_int32_t), target :: src(3, 4)
+    integer(c_int32_t) :: back(3, 4)
+    integer :: kind_of
+    st = gpumem_f_pinned_array(ctx, shape(src), GPUMEM_FLOAT64, h)
+    st2 = gpumem_f_pointer(h, q)
+    call ok(st == GPUMEM_OK .and. st2 == GPUMEM_OK .and. all(shape(q) == [3, 4]), &
+        'gpumem_f_pinned_array(ctx, shape(src), GPUMEM_FLOAT64): a pointer q(3, 4) onto it')
+    st = gpumem_array_kind(h, kind_of)
+    msg = gpumem_f_string(gpumem_memory_kind_name(kind_of))
+    call ok(st == GPUMEM_OK .and. msg == 'pinned', 'it is pinned memory (gpumem_memory_kind_name)')
+    st = gpumem_array_release(h)
+    st = gpumem_f_pinned_array(ctx, [5_c_int64_t], GPUMEM_INT64, h)
+    st2 = gpumem_f_pointer(h, q8)
+    call ok(st == GPUMEM_OK .and. st2 == GPUMEM_OK .and. size(q8) == 5, 'a shape of kind c_int64_t too')
+    st = gpumem_array_release(h)
+    st = gpumem_f_pinned_array(ctx, [2, 2], 99_c_int, h, errmsg=msg)
+    call ok(st == GPUMEM_ERROR_INVALID_VALUE .and. index(msg, 'gpumem_f_pinned_array') > 0 .and. &
+        .not. c_associated(h), 'an unknown type is refused, the output NULL')
+    src = reshape([(i, i = 1, 12)], [3, 4])
+    st = gpumem_f_device_array(ctx, shape(src), GPUMEM_INT32, d)
+    st2 = gpumem_f_copy_to_device(d, src)
+    back = 0
+    if (st2 == GPUMEM_OK) st2 = gpumem_f_copy_to_host(d, back)
+    call ok(st == GPUMEM_OK .and. st2 == GPUMEM_OK .and. all(back == src), &
+        'gpumem_f_device_array from a default-integer shape: a round trip')
+    st = gpumem_array_release(d)
   end block
 
   ! ---- streams ----
@@ -204,6 +277,57 @@ program test_fortran
     call ok(st == GPUMEM_OK, 'gpumem_stream_destroy')
   end block
 
+  ! ---- a size as in the environment ----
+  st = gpumem_size_parse(gpumem_f_cstr('48K'), n64)
+  call ok(st == GPUMEM_OK .and. n64 == 49152, 'gpumem_size_parse(gpumem_f_cstr(''48K'')) is 49152')
+
+  ! ---- events ----
+  block
+    real(c_double), target :: x(1000)
+    type(c_ptr) :: b, e0, e1, nt, d2
+    real(c_float) :: ms
+    st = gpumem_stream_create(ctx, GPUMEM_STREAM_NON_BLOCKING, s)
+    st = gpumem_stream_create(ctx, GPUMEM_STREAM_NON_BLOCKING, b)
+    st = gpumem_event_create(ctx, 0_c_int, e0)
+    st2 = gpumem_event_create(ctx, GPUMEM_EVENT_BLOCKING_SYNC, e1)
+    call ok(st == GPUMEM_OK .and. st2 == GPUMEM_OK, 'gpumem_event_create')
+    x = 0
+    st = gpumem_f_to_device(ctx, x, d)
+    st = gpumem_f_to_device(ctx, x, d2)
+    st = gpumem_event_record(e0, s)
+    st = gpumem_array_fill(d, 8.0_c_double, s)
+    st = gpumem_event_record(e1, s)
+    st2 = gpumem_stream_wait_event(b, e1)
+    call ok(st == GPUMEM_OK .and. st2 == GPUMEM_OK, 'gpumem_event_record, gpumem_stream_wait_event')
+    st = gpumem_array_copy(d2, d, b)
+    st = gpumem_stream_synchronize(b)
+    st = gpumem_f_copy_to_host(d2, x)
+    call ok(st == GPUMEM_OK .and. all(x == 8), 'stream b waited for the fill on stream a')
+    st = gpumem_event_synchronize(e1)
+    st2 = gpumem_event_query(e1)
+    call ok(st == GPUMEM_OK .and. st2 == GPUMEM_OK, 'gpumem_event_synchronize, then gpumem_event_query: complete')
+    ms = -1
+    st = gpumem_event_elapsed_time(e0, e1, ms)
+    call ok(st == GPUMEM_OK .and. ms >= 0, 'gpumem_event_elapsed_time')
+    st = gpumem_event_create(ctx, GPUMEM_EVENT_DISABLE_TIMING, nt)
+    st = gpumem_event_record(nt, c_null_ptr)
+    st = gpumem_event_synchronize(nt)
+    st = gpumem_event_elapsed_time(e0, nt, ms)
+    msg = gpumem_f_last_error()
+    call ok(st == GPUMEM_ERROR_INVALID_VALUE .and. index(msg, 'GPUMEM_EVENT_DISABLE_TIMING') > 0, &
+        'an event without timing has no elapsed time')
+    st = gpumem_event_destroy(nt)
+    st2 = gpumem_event_destroy(nt)
+    call ok(st == GPUMEM_OK .and. st2 == GPUMEM_ERROR_INVALID_STATE, &
+        'gpumem_event_destroy, and again: GPUMEM_ERROR_INVALID_STATE')
+    st = gpumem_array_release(d2)
+    st = gpumem_array_release(d)
+    st = gpumem_event_destroy(e1)
+    st = gpumem_event_destroy(e0)
+    st = gpumem_stream_destroy(b)
+    st = gpumem_stream_destroy(s)
+  end block
+
   ! ---- pools and structs ----
   block
     type(gpumem_pool_stats_t) :: stats
@@ -225,6 +349,11 @@ program test_fortran
         'type(gpumem_pool_stats_t): 1 hit, 1 miss, 1 held block')
     st = gpumem_allocation_free(a, c_null_ptr)
     call ok(st == GPUMEM_ERROR_INVALID_STATE, 'a second free is GPUMEM_ERROR_INVALID_STATE')
+    st = gpumem_pool_device_array(pool, 2_c_int, [10_c_int64_t, 20_c_int64_t], gpumem_dtype_builtin(GPUMEM_FLOAT32), &
+        'F', c_null_ptr, d)
+    st2 = gpumem_pool_active_blocks(pool, n64)
+    call ok(st == GPUMEM_OK .and. n64 == 1, 'gpumem_pool_device_array: an array on a block of the pool')
+    st = gpumem_array_release(d)
     st = gpumem_pool_destroy(pool)
     call ok(st == GPUMEM_OK, 'gpumem_pool_destroy')
     st = gpumem_host_pool_create(ctx, 0_c_int, hp)

@@ -249,6 +249,39 @@ static void streams(void)
     gpumem_context_release(ctx);
 }
 
+/* ---- events ---- */
+
+static void events(void)
+{
+    gpumem_context *ctx = new_context();
+    gpumem_stream *s = NULL;
+    gpumem_event *e = NULL, *live = NULL;
+    gpumem_stream_create(ctx, 0, &s);
+    gpumem_event_create(ctx, 0, &e);
+    gpumem_event_create(ctx, 0, &live);
+    gpumem_event_record(live, s);
+    is_int(gpumem_event_destroy(e), GPUMEM_OK, "event: destroy");
+    DEAD(gpumem_event_destroy(e), "gpumem_event_destroy", "event", "event: destroyed again");
+    DEAD(gpumem_event_record(e, s), "gpumem_event_record", "event", "event: record");
+    DEAD(gpumem_event_query(e), "gpumem_event_query", "event", "event: query");
+    DEAD(gpumem_event_synchronize(e), "gpumem_event_synchronize", "event", "event: synchronize");
+    float ms = 3;
+    DEAD(gpumem_event_elapsed_time(live, e, &ms), "gpumem_event_elapsed_time", "end", "event: as the end of a time");
+    ok(ms == 3, "event: nothing came back");
+    DEAD(gpumem_stream_wait_event(s, e), "gpumem_stream_wait_event", "event", "event: waited for");
+    gpumem_context *c = NULL;
+    DEAD(gpumem_event_context(e, &c), "gpumem_event_context", "event", "event: its context");
+    ok(c == NULL, "event: nothing came back");
+    FOREIGN(gpumem_stream_synchronize((gpumem_stream *)(void *)live), "gpumem_stream_synchronize", "stream",
+            "event: passed as a stream");
+    like(gpumem_last_error(), "is an event (gpumem_event), not a stream", "event: the message says what it is");
+    FOREIGN(gpumem_event_query((gpumem_event *)(void *)s), "gpumem_event_query", "event", "stream: passed as an event");
+    is_int(gpumem_event_synchronize(live), GPUMEM_OK, "event: another one still works");
+    gpumem_event_destroy(live);
+    gpumem_stream_destroy(s);
+    gpumem_context_release(ctx);
+}
+
 /* ---- pools ---- */
 
 static void pools(void)
@@ -613,7 +646,7 @@ int main(void)
         scenario fn;
     } all[] = {
         {"contexts", contexts},   {"arrays", arrays}, {"arrays on a pool", arrays_on_pool},
-        {"quarantine", quarantine}, {"streams", streams}, {"pools", pools},
+        {"quarantine", quarantine}, {"streams", streams}, {"events", events}, {"pools", pools},
         {"host pools", host_pools}, {"registrations", registrations}, {"modules", modules},
         {"device data", device_data}, {"dtypes", dtypes}, {"foreign pointers", foreign},
         {"races", races},

@@ -1,8 +1,10 @@
 /*
  * test-hpp.cpp - include/gpumem.hpp: the wrappers call the C functions with
  * their ownership rules (copy = retain, move, destructors end handles),
- * errors carry the status and the message, views, spans, shapes, scope
- * guards and the pmr resource over the page-locked pool.  Built by
+ * errors carry the member, the status and the message, views (integer
+ * indices included), spans, shapes (of size_t too), element access that
+ * counts its indices, copies named by their direction, scope guards, pool
+ * arrays and the pmr resource over the page-locked pool.  Built by
  * tests/test-cpp.sh as C++17 and as C++20; runs on the simulator.
  */
 #include <gpumem.hpp>
@@ -25,20 +27,24 @@ namespace {
 
 int refcount(const gpumem::context &c) { return c.refcount(); }
 
-/* Runs f, which must throw gpumem::error with status @p want and a message containing @p needle. */
+/* Runs f, which must throw gpumem::error with status @p want and a message containing @p needle; what()
+ * is "member: STATUS: message", and its member that of the wrapper named @p member. */
 template <class F>
-void throws(F f, gpumem_status want, const char *needle, const char *name)
+void throws(F f, gpumem_status want, const char *needle, const char *name, const char *member = nullptr)
 {
     try {
         f();
         ok(0, "%s: throws", name);
         diag("nothing was thrown");
     } catch (const gpumem::error &e) {
-        bool good = e.status() == want && std::string(e.what()).find(needle) != std::string::npos &&
-                    std::string(e.what()).find(gpumem_status_string(want)) == 0;
+        std::string what = e.what(), m = e.member();
+        bool good = e.status() == want && what.find(needle) != std::string::npos &&
+                    what.find(m.empty() ? std::string(gpumem_status_string(want))
+                                        : m + ": " + gpumem_status_string(want) + ": ") == 0 &&
+                    m.rfind("gpumem::", 0) == 0 && (member == nullptr || m == member);
         ok(good, "%s: throws %s", name, gpumem_status_string(want));
         if (!good)
-            diag("got %s: %s", e.name(), e.what());
+            diag("got %s from '%s': %s", e.name(), e.member(), e.what());
     }
 }
 
@@ -54,7 +60,7 @@ int main()
             plan_skip_all(why);
         bail_out("%s", why);
     }
-    plan(48);
+    plan(77);
     gpumem::context ctx = gpumem::context::adopt(raw); /* takes over gpumem_test_context's reference */
 
     /* ---- copy = retain, move, destructor = release ---- */
@@ -123,6 +129,71 @@ int main()
     throws([&] { d.host_span<std::int32_t>(); }, GPUMEM_ERROR_INVALID_VALUE, "gpumem_array_host_pointer",
            "a span of device memory");
 
+    /* ---- element access counts its indices ---- */
+    throws([&] { d.get<std::int32_t>({0}); }, GPUMEM_ERROR_INVALID_VALUE,
+           "gpumem::array::get: GPUMEM_ERROR_INVALID_VALUE: gpumem_array_get_item_n: nindex 1: the array has 2 "
+           "dimensions", "get<T>({0}) of a 2-D array", "gpumem::array::get");
+    throws([&] { d.set<std::int32_t>({0, 0, 0}, 99); }, GPUMEM_ERROR_INVALID_VALUE, "nindex 3",
+           "set<T>({0, 0, 0}) of a 2-D array", "gpumem::array::set");
+    is_int(d.get<std::int32_t>({0, 0}), 0, "and wrote nothing");
+
+    /* ---- copies named by direction; errors name the C++ member ---- */
+    {
+        std::vector<std::int32_t> three(3, 0), row(6, 0);
+        throws([&] { d.copy_from(gpumem::wrap(three)); }, GPUMEM_ERROR_SHAPE_MISMATCH,
+               "gpumem::array::copy_from: GPUMEM_ERROR_SHAPE_MISMATCH: gpumem_array_copy: 'dst' has shape (4, 6)",
+               "copy_from of another shape names the member, then the C function", "gpumem::array::copy_from");
+        gpumem::array r1 = d.slice({gpumem::index(1)});
+        r1.copy_to(gpumem::wrap(row));
+        ok(r1.ndim() == 1 && row[0] == 6 && row[5] == 11, "d[1] (gpumem::index) copy_to a 1-D vector: 6 .. 11");
+        std::vector<std::int32_t> inner{-1, -2, -3, -4};
+        d.slice({gpumem::index(1), {1, -1}}).copy_from_host(gpumem::wrap(inner));
+        ok(d.get<std::int32_t>({1, 1}) == -1 && d.get<std::int32_t>({1, 4}) == -4 && d.get<std::int32_t>({1, 5}) == 11 &&
+               d.get<std::int32_t>({1, 0}) == 6,
+           "d[1, 1:-1].copy_from_host(a 1-D vector of 4) writes d[1, 1..4] only");
+        throws([&] { d.slice({gpumem::index(1)}).copy_from_host(r1); }, GPUMEM_ERROR_INVALID_VALUE,
+               "'src' is a device array, not a host-side one", "copy_from_host of a device array",
+               "gpumem::array::copy_from_host");
+        throws([&] { gpumem::wrap(row).copy_to_host(r1); }, GPUMEM_ERROR_INVALID_VALUE, "arguments swapped?",
+               "host.copy_to_host(device): the C check asks whether the arguments were swapped",
+               "gpumem::array::copy_to_host");
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+        r1.copy_to_device(gpumem::wrap(row)); /* deprecated, still there: it copies row into r1 */
+#pragma GCC diagnostic pop
+        is_int(r1.get<std::int32_t>({0}), 6, "the deprecated copy_to_device still copies its argument in");
+        d.slice({gpumem::index(1)}).copy_from_host(gpumem::wrap(row)); /* d[1] as it was */
+        is_str(gpumem::memory_kind_name(d.kind()), "device", "gpumem::memory_kind_name");
+    }
+
+    /* ---- shapes from size_t, mixed integer types, and ranges of them ---- */
+    {
+        std::size_t rows = 3, cols = 5;
+        std::vector<std::size_t> vshape{rows, cols};
+        std::array<std::size_t, 2> ashape{rows, cols};
+        gpumem::array a1 = gpumem::device_array<float>(ctx, {rows, cols});
+        gpumem::array a2 = gpumem::device_array<float>(ctx, {rows, 5});
+        gpumem::array a3 = gpumem::device_array<float>(ctx, gpumem::dims(vshape));
+        gpumem::array a4 = gpumem::host_array(gpumem::dims(ashape), gpumem::dtype::of<float>());
+        ok(a1.shape() == gpumem::dims{3, 5} && a2.shape() == a1.shape() && a3.shape() == a1.shape() &&
+               a4.shape() == a1.shape(),
+           "{size_t, size_t}, {size_t, int}, vector<size_t> and array<size_t> shapes are all (3, 5)");
+        throws([] { gpumem::dims d1{static_cast<std::size_t>(1) << 63, std::size_t{2}}; }, GPUMEM_ERROR_OVERFLOW,
+               "9223372036854775808 does not fit in int64_t", "an extent past INT64_MAX", "gpumem::dims::dims");
+        throws([] { gpumem::dims d2(std::vector<unsigned long long>{~0ULL}); }, GPUMEM_ERROR_OVERFLOW,
+               "18446744073709551615", "a range value past INT64_MAX", "gpumem::dims::dims");
+    }
+
+    /* ---- the builtin dtype of an expression (C's GPUMEM_DTYPE_OF) ---- */
+    {
+        float f[2][3] = {};
+        const std::uint16_t u = 0;
+        ok(gpumem::dtype_of(f[1][2]) == gpumem::dtype::of<float>() && gpumem::dtype_of(u).type() == GPUMEM_UINT16,
+           "gpumem::dtype_of(x) is the dtype of x's type");
+        ok(gpumem::type_of<double>() == GPUMEM_FLOAT64 && gpumem::type_of<const std::int8_t &>() == GPUMEM_INT8,
+           "gpumem::type_of<T>() is its gpumem_type");
+    }
+
     /* ---- streams and scope guards ---- */
     {
         gpumem::stream st(ctx);
@@ -140,6 +211,44 @@ int main()
         ok(!st && moved, "a moved stream leaves an empty one");
         moved.destroy();
         ok(!moved, "destroy() ends the stream");
+    }
+    /* ---- events ---- */
+    {
+        const std::int64_t n = 1 << 16;
+        gpumem::stream a(ctx, GPUMEM_STREAM_NON_BLOCKING), b(ctx, GPUMEM_STREAM_NON_BLOCKING);
+        gpumem::event e0(ctx), e1(ctx, GPUMEM_EVENT_BLOCKING_SYNC);
+        gpumem::array x = gpumem::device_array<float>(ctx, {n});
+        gpumem::array y = gpumem::device_array<float>(ctx, {n});
+        y.fill(0.0f);
+        e0.record(a);
+        x.fill(5.0f, a);
+        e1.record(a);
+        b.wait(e1);
+        gpumem::check(gpumem_array_copy(y.get(), x.get(), b.get()));
+        b.synchronize();
+        ok(y.get<float>({n - 1}) == 5.0f, "stream::wait(event): b's copy read what a's fill wrote");
+        ok(e1.query() && e0.query(), "event::query(): both complete");
+        float ms = e0.elapsed_ms(e1);
+        ok(ms >= 0.0f, "event::elapsed_ms() from the first to the second (%.3f ms)", static_cast<double>(ms));
+        ok(e1.context().get() == ctx.get(), "event::context() is the context it was made in");
+        x.fill(6.0f, a);
+        e1.record(a);
+        e1.wait(); /* the default stream of e1's context */
+        gpumem::check(gpumem_array_copy(y.get(), x.get(), ctx.default_stream().get()));
+        ctx.default_stream().synchronize();
+        ok(y.get<float>({0}) == 6.0f, "event::wait() with no stream: the default stream waited");
+        gpumem::event nt(ctx, GPUMEM_EVENT_DISABLE_TIMING);
+        nt.record(a);
+        nt.synchronize();
+        throws([&] { e0.elapsed_ms(nt); }, GPUMEM_ERROR_INVALID_VALUE, "GPUMEM_EVENT_DISABLE_TIMING",
+               "elapsed_ms() to an event without timing", "gpumem::event::elapsed_ms");
+        gpumem::event moved = std::move(e0);
+        ok(!e0 && moved, "a moved event leaves an empty one");
+        moved.destroy();
+        ok(!moved, "destroy() ends the event");
+        gpumem::stream gone = std::move(b);
+        throws([&] { b.wait(e1); }, GPUMEM_ERROR_NULL_ARGUMENT, "the stream is empty", "an empty stream waits",
+               "gpumem::stream::wait");
     }
     {
         ctx.set_dealloc_limits(0, 0.0);
@@ -181,7 +290,7 @@ int main()
                bytes.find("cxx-inner") != std::string::npos && bytes.find("cxx-marker") != std::string::npos,
            "the trace file holds the regions' and the marker's names");
         throws([] { gpumem::trace_stop(); }, GPUMEM_ERROR_INVALID_STATE, "no trace is recording",
-               "trace_stop without a trace");
+               "trace_stop without a trace", "gpumem::trace_stop");
     }
 
     /* ---- pools ---- */
@@ -195,6 +304,17 @@ int main()
         throws([&] { a.free(); }, GPUMEM_ERROR_NULL_ARGUMENT, "alloc", "a second free of the emptied wrapper");
         { gpumem::allocation b = p.allocate(1000); }
         is_int((long long)p.stats().hits, 1, "the destructor freed the second allocation, a hit");
+        gpumem::stream ps(ctx);
+        {
+            gpumem::array pa = p.device_array<double>({8, 8}, 'F', ps);
+            ok(pa.kind() == GPUMEM_MEMORY_DEVICE && pa.strides() == gpumem::dims{8, 64} && p.active_blocks() == 1,
+               "pool::device_array<double>({8, 8}, 'F', stream): a device array on a block of the pool");
+            pa.fill(2.5, ps);
+            is_int(static_cast<long long>(pa.get<double>({7, 7}, ps) * 2), 5, "which holds its values");
+        }
+        ok(p.active_blocks() == 0 && p.held_blocks() == 2, "its release gave the block back to the pool");
+        throws([&] { p.device_array<float>({-1}); }, GPUMEM_ERROR_NEGATIVE_DIMENSION, "gpumem_pool_device_array",
+               "a negative extent", "gpumem::pool::device_array");
     }
     {
         gpumem::host_pool hp(ctx);
@@ -213,6 +333,15 @@ int main()
         is_int((long long)hp.active_blocks(), 0, "deallocation gave every block back");
         gpumem::pool_resource other(hp);
         ok(res.is_equal(other), "two resources over one pool are equal");
+        try {
+            void *huge = res.allocate(SIZE_MAX - 2, 8);
+            res.deallocate(huge, SIZE_MAX - 2, 8);
+            ok(0, "an allocation of SIZE_MAX - 2 bytes throws");
+        } catch (const gpumem::bad_alloc &e) {
+            ok(e.status() == GPUMEM_ERROR_OVERFLOW &&
+                   std::string(e.what()).rfind("gpumem::pool_resource::allocate: GPUMEM_ERROR_OVERFLOW: the size", 0) == 0,
+               "an allocation of SIZE_MAX - 2 bytes throws gpumem::bad_alloc naming the member and the overflow");
+        }
     }
     return exit_status();
 }

@@ -16,8 +16,8 @@
 #include "layout.h"
 #include "tap.h"
 
-/* 170 hand-written results and 36 property results */
-#define PLANNED 207
+/* 191 hand-written results and 36 property results */
+#define PLANNED 227
 
 #define D GM_SLICE_DEFAULT
 #define V(...) ((const int64_t[]){__VA_ARGS__})
@@ -66,15 +66,26 @@ static int is_err(gpumem_status st, gpumem_status want, const char *needle, cons
     return r;
 }
 
+/* A slice whose result has wndim axes (fewer than ndim when it indexes). */
+static void slice_case_nd(const char *name, int ndim, const int64_t *shape, const int64_t *strides,
+                          const gm_slice *s, int ns, int wndim, const int64_t *wshape, const int64_t *wstrides,
+                          int64_t woff)
+{
+    int64_t sh[GM_MAX_NDIM], st[GM_MAX_NDIM], off = -1;
+    int nd = -1;
+    gpumem_status r = gm_layout_slice("gpumem_array_slice", ndim, shape, strides, s, ns, &nd, sh, st, &off);
+    if (!ok(r == GPUMEM_OK && nd == wndim && eq(sh, wshape, wndim) && eq(st, wstrides, wndim) && off == woff, "%s",
+            name))
+        diag("  got %s ndim %d shape %s strides %s offset %" PRId64 "; expected ndim %d shape %s strides %s "
+             "offset %" PRId64,
+             gpumem_status_string(r), nd, vec(sh, nd < 0 ? 0 : nd), vec(st, nd < 0 ? 0 : nd), off, wndim,
+             vec(wshape, wndim), vec(wstrides, wndim), woff);
+}
+
 static void slice_case(const char *name, int ndim, const int64_t *shape, const int64_t *strides,
                        const gm_slice *s, int ns, const int64_t *wshape, const int64_t *wstrides, int64_t woff)
 {
-    int64_t sh[GM_MAX_NDIM], st[GM_MAX_NDIM], off = -1;
-    gpumem_status r = gm_layout_slice("gpumem_array_slice", ndim, shape, strides, s, ns, sh, st, &off);
-    if (!ok(r == GPUMEM_OK && eq(sh, wshape, ndim) && eq(st, wstrides, ndim) && off == woff, "%s", name))
-        diag("  got %s shape %s strides %s offset %" PRId64 "; expected shape %s strides %s offset %" PRId64,
-             gpumem_status_string(r), vec(sh, ndim), vec(st, ndim), off, vec(wshape, ndim), vec(wstrides, ndim),
-             woff);
+    slice_case_nd(name, ndim, shape, strides, s, ns, ndim, wshape, wstrides, woff);
 }
 
 static void reshape_case(const char *name, int ndim, const int64_t *shape, const int64_t *strides, size_t itemsize,
@@ -317,50 +328,115 @@ static void test_slice(void)
     slice_case("slice: no slices", 2, sh, st, NULL, 0, sh, st, 0);
     /* 0-d: nothing to slice */
     int64_t off = -1;
-    ok(gm_layout_slice("t", 0, NULL, NULL, NULL, 0, NULL, NULL, &off) == GPUMEM_OK && off == 0, "slice: 0-d");
+    int ond = -1;
+    ok(gm_layout_slice("t", 0, NULL, NULL, NULL, 0, &ond, NULL, NULL, &off) == GPUMEM_OK && off == 0 && ond == 0, "slice: 0-d");
 
     int64_t osh[2] = {-1, -1}, ost[2] = {-1, -1};
     off = -1;
-    is_err(gm_layout_slice("gpumem_array_slice", 2, sh, st, SL({D, D, 1}, {0, 9, 1}), 2, osh, ost, &off),
+    is_err(gm_layout_slice("gpumem_array_slice", 2, sh, st, SL({D, D, 1}, {0, 9, 1}), 2, &ond, osh, ost, &off),
            GPUMEM_ERROR_INDEX_OUT_OF_RANGE, "gpumem_array_slice: axis 1: stop 9 is out of range for extent 6",
            "slice: stop past the end");
     ok(osh[0] == -1 && ost[0] == -1 && off == -1, "slice: a failure leaves the outputs alone");
     /* a[-5:] would clamp to a[0:] in Python */
-    is_err(gm_layout_slice("gpumem_array_slice", 2, sh, st, SL({-5, D, 1}), 1, osh, ost, &off),
+    is_err(gm_layout_slice("gpumem_array_slice", 2, sh, st, SL({-5, D, 1}), 1, &ond, osh, ost, &off),
            GPUMEM_ERROR_INDEX_OUT_OF_RANGE, "gpumem_array_slice: axis 0: start -5 is out of range for extent 4",
            "slice: start before the beginning");
-    is_err(gm_layout_slice("gpumem_array_slice", 2, sh, st, SL({D, D, 1}, {1, 5, 0}), 2, osh, ost, &off),
-           GPUMEM_ERROR_ZERO_STEP, "gpumem_array_slice: axis 1: slice step is zero", "slice: zero step");
     /* a[4::-1] would clamp to a[3::-1] in Python */
-    is_err(gm_layout_slice("gpumem_array_slice", 2, sh, st, SL({4, D, -1}), 1, osh, ost, &off),
+    is_err(gm_layout_slice("gpumem_array_slice", 2, sh, st, SL({4, D, -1}), 1, &ond, osh, ost, &off),
            GPUMEM_ERROR_INDEX_OUT_OF_RANGE, "axis 0: start 4 is out of range for extent 4 with step -1",
            "slice: negative step from one past the end");
     /* a[2:-5:-1] would mean "down to the first row" in Python */
-    is_err(gm_layout_slice("gpumem_array_slice", 2, sh, st, SL({2, -5, -1}), 1, osh, ost, &off),
+    is_err(gm_layout_slice("gpumem_array_slice", 2, sh, st, SL({2, -5, -1}), 1, &ond, osh, ost, &off),
            GPUMEM_ERROR_INDEX_OUT_OF_RANGE,
            "stop -5 is out of range for extent 4 with step -1 (a stop of GPUMEM_SLICE_DEFAULT runs past",
            "slice: negative step past the first element names the remedy");
-    is_err(gm_layout_slice("gpumem_array_slice", 2, sh, st, SL({D, D, 1}, {D, D, 1}, {D, D, 1}), 3, osh, ost, &off),
+    is_err(gm_layout_slice("gpumem_array_slice", 2, sh, st, SL({D, D, 1}, {D, D, 1}, {D, D, 1}), 3, &ond, osh, ost, &off),
            GPUMEM_ERROR_INVALID_VALUE, "nslices 3 is out of range for 2 dimensions", "slice: too many slices");
-    is_err(gm_layout_slice("t", 2, sh, st, NULL, -1, osh, ost, &off), GPUMEM_ERROR_INVALID_VALUE, "nslices -1",
+    is_err(gm_layout_slice("t", 2, sh, st, NULL, -1, &ond, osh, ost, &off), GPUMEM_ERROR_INVALID_VALUE, "nslices -1",
            "slice: negative nslices");
-    is_err(gm_layout_slice("t", 1, V(4), V(INT64_MAX / 2), SL({D, D, 3}), 1, osh, ost, &off), GPUMEM_ERROR_OVERFLOW,
+    is_err(gm_layout_slice("t", 1, V(4), V(INT64_MAX / 2), SL({D, D, 3}), 1, &ond, osh, ost, &off), GPUMEM_ERROR_OVERFLOW,
            "axis 0: stride", "slice: stride * step overflow");
-    ok(gm_layout_slice("t", 1, V(3), V(INT64_MAX / 2), SL({D, D, 3}), 1, osh, ost, &off) == GPUMEM_OK &&
+    ok(gm_layout_slice("t", 1, V(3), V(INT64_MAX / 2), SL({D, D, 3}), 1, &ond, osh, ost, &off) == GPUMEM_OK &&
        osh[0] == 1 && ost[0] == INT64_MAX / 2 && off == 0,
        "slice: one element taken by a step whose stride * step overflows keeps the stride");
-    is_err(gm_layout_slice("t", 1, V(3), V(INT64_MAX / 2 + 1), SL({2, D, 1}), 1, osh, ost, &off),
+    is_err(gm_layout_slice("t", 1, V(3), V(INT64_MAX / 2 + 1), SL({2, D, 1}), 1, &ond, osh, ost, &off),
            GPUMEM_ERROR_OVERFLOW, "axis 0: the offset of start 2 overflows", "slice: offset overflow");
-    is_err(gm_layout_slice("t", 2, sh, st, NULL, 1, osh, ost, &off), GPUMEM_ERROR_NULL_ARGUMENT,
+    is_err(gm_layout_slice("t", 2, sh, st, NULL, 1, &ond, osh, ost, &off), GPUMEM_ERROR_NULL_ARGUMENT,
            "argument 'slices' is NULL", "slice: NULL slices");
-    is_err(gm_layout_slice("gpumem_array_slice", GM_MAX_NDIM + 1, sh, st, NULL, 0, osh, ost, &off),
+    is_err(gm_layout_slice("gpumem_array_slice", GM_MAX_NDIM + 1, sh, st, NULL, 0, &ond, osh, ost, &off),
            GPUMEM_ERROR_TOO_MANY_DIMENSIONS, "ndim 33 exceeds", "slice: 33 dimensions");
 
     /* in place: the outputs may be the inputs */
     int64_t ish[2] = {4, 6}, ist[2] = {24, 4};
-    ok(gm_layout_slice("t", 2, ish, ist, SL({D, D, -2}, {1, 4, 2}), 2, ish, ist, &off) == GPUMEM_OK &&
+    ok(gm_layout_slice("t", 2, ish, ist, SL({D, D, -2}, {1, 4, 2}), 2, &ond, ish, ist, &off) == GPUMEM_OK &&
            eq(ish, V(2, 2), 2) && eq(ist, V(-48, 8), 2) && off == 76,
        "slice: in place, a[::-2, 1:4:2]");
+}
+
+#define IX GM_SLICE_INDEX
+
+/* Integer indices (stop GM_SLICE_INDEX) drop their axis, as NumPy's a[1, 1:-1];
+ * a zero step reads as 1. */
+static void test_slice_index(void)
+{
+    /* a = np.empty((4, 6), 'i4'): strides (24, 4) */
+    const int64_t *sh = V(4, 6), *st = V(24, 4);
+    /* a[1, 1:-1]: row 1 without its ends, 1-D */
+    slice_case_nd("index: a[1, 1:-1]", 2, sh, st, SL({1, IX, 1}, {1, -1, 1}), 2, 1, V(4), V(4), 28);
+    /* a[:, -1]: the last column */
+    slice_case_nd("index: a[:, -1]", 2, sh, st, SL({D, D, D}, {-1, IX, 1}), 2, 1, V(4), V(24), 20);
+    /* a[-1]: the last row, the trailing axis kept */
+    slice_case_nd("index: a[-1]", 2, sh, st, SL({-1, IX, 1}), 1, 1, V(6), V(4), 72);
+    /* a[2, 3]: one element, 0-d */
+    slice_case_nd("index: a[2, 3] is 0-d", 2, sh, st, SL({2, IX, 1}, {3, IX, 1}), 2, 0, NULL, NULL, 60);
+    /* an index's step may be 1, 0 or GM_SLICE_DEFAULT */
+    slice_case_nd("index: step 0 and GM_SLICE_DEFAULT", 2, sh, st, SL({2, IX, 0}, {3, IX, D}), 2, 0, NULL, NULL, 60);
+    /* a[1:3, 5], the slice written {1, 3} (step 0) */
+    slice_case_nd("index: a[1:3, 5] with {.start = 1, .stop = 3}", 2, sh, st, SL({.start = 1, .stop = 3}, {5, IX, 1}),
+                  2, 1, V(2), V(24), 44);
+    /* a zero step reads as 1: a[1:3, 0:6:0] is a[1:3, 0:6] */
+    slice_case("slice: a zero step reads as 1", 2, sh, st, SL({1, 3, 0}, {0, 6, 0}), 2, V(2, 6), V(24, 4), 24);
+    slice_case("slice: {.start = 1, .stop = 5} is 1:5", 2, sh, st, SL({D, D, D}, {.start = 1, .stop = 5}), 2,
+               V(4, 4), V(24, 4), 4);
+    /* b = np.empty((2, 3, 4), 'i4'): strides (48, 16, 4) */
+    slice_case_nd("index: b[:, 1]", 3, V(2, 3, 4), V(48, 16, 4), SL({D, D, D}, {1, IX, 1}), 2, 2, V(2, 4),
+                  V(48, 4), 16);
+    slice_case_nd("index: b[1, :, -2]", 3, V(2, 3, 4), V(48, 16, 4), SL({1, IX, 1}, {D, D, D}, {-2, IX, 1}), 3, 1,
+                  V(3), V(16), 56);
+    slice_case_nd("index: b[1, ::-1, -2]", 3, V(2, 3, 4), V(48, 16, 4), SL({1, IX, 1}, {D, D, -1}, {-2, IX, 1}), 3,
+                  1, V(3), V(-16), 88);
+    /* e = np.empty((0, 3), 'i4'): e[:, 1] is empty, offset 0 */
+    slice_case_nd("index: e[:, 1] of an empty array", 2, V(0, 3), V(12, 4), SL({D, D, D}, {1, IX, 1}), 2, 1, V(0),
+                  V(12), 0);
+    /* f = np.empty((3, 0), 'i4'): f[1] is empty, and an empty array keeps offset 0 */
+    slice_case_nd("index: f[1] of an empty array keeps offset 0", 2, V(3, 0), V(4, 4), SL({1, IX, 1}), 1, 1, V(0),
+                  V(4), 0);
+
+    int64_t osh[2] = {-1, -1}, ost[2] = {-1, -1}, off = -1;
+    int ond = -1;
+    is_err(gm_layout_slice("gpumem_array_slice", 2, sh, st, SL({4, IX, 1}), 1, &ond, osh, ost, &off),
+           GPUMEM_ERROR_INDEX_OUT_OF_RANGE, "gpumem_array_slice: axis 0: index 4 is out of range for extent 4",
+           "index: a[4] is out of range");
+    is_err(gm_layout_slice("gpumem_array_slice", 2, sh, st, SL({D, D, D}, {-7, IX, 1}), 2, &ond, osh, ost, &off),
+           GPUMEM_ERROR_INDEX_OUT_OF_RANGE, "axis 1: index -7 is out of range for extent 6",
+           "index: a[:, -7] is out of range");
+    is_err(gm_layout_slice("gpumem_array_slice", 2, V(0, 3), V(12, 4), SL({0, IX, 1}), 1, &ond, osh, ost, &off),
+           GPUMEM_ERROR_INDEX_OUT_OF_RANGE, "axis 0: index 0 is out of range for extent 0",
+           "index: an empty axis has no index 0");
+    is_err(gm_layout_slice("gpumem_array_slice", 2, sh, st, SL({1, IX, 2}), 1, &ond, osh, ost, &off),
+           GPUMEM_ERROR_INVALID_VALUE, "axis 0: an index (stop GPUMEM_SLICE_INDEX) takes step 1, 0 or "
+           "GPUMEM_SLICE_DEFAULT, not 2", "index: a step of 2 is refused");
+    is_err(gm_layout_slice("gpumem_array_slice", 2, sh, st, SL({D, D, D}, {D, IX, 1}), 2, &ond, osh, ost, &off),
+           GPUMEM_ERROR_INVALID_VALUE, "axis 1: an index (stop GPUMEM_SLICE_INDEX) needs a position",
+           "index: no position is refused");
+    ok(osh[0] == -1 && ost[0] == -1 && off == -1 && ond == -1, "index: a failure leaves the outputs alone");
+    is_err(gm_layout_slice("t", 1, V(3), V(INT64_MAX / 2 + 1), SL({2, IX, 1}), 1, &ond, osh, ost, &off),
+           GPUMEM_ERROR_OVERFLOW, "axis 0: the offset of index 2 overflows", "index: offset overflow");
+    /* in place: a[::-1, 2] */
+    int64_t ish[2] = {4, 6}, ist[2] = {24, 4};
+    ok(gm_layout_slice("t", 2, ish, ist, SL({D, D, -1}, {2, IX, 1}), 2, &ond, ish, ist, &off) == GPUMEM_OK &&
+           ond == 1 && ish[0] == 4 && ist[0] == -24 && off == 80,
+       "index: in place, a[::-1, 2]");
 }
 
 static void test_transpose(void)
@@ -664,7 +740,10 @@ static const char *slices_text(const gm_slice *s, int n)
             else
                 snprintf(p[k], sizeof p[k], "%" PRId64, v[k]);
         }
-        len += (size_t)snprintf(buf + len, sizeof buf - len, "%s%s:%s:%s", i ? ", " : "", p[0], p[1], p[2]);
+        if (s[i].stop == GM_SLICE_INDEX)
+            len += (size_t)snprintf(buf + len, sizeof buf - len, "%s%s (index, step %s)", i ? ", " : "", p[0], p[2]);
+        else
+            len += (size_t)snprintf(buf + len, sizeof buf - len, "%s%s:%s:%s", i ? ", " : "", p[0], p[1], p[2]);
     }
     snprintf(buf + len, sizeof buf - len, "]");
     return buf;
@@ -918,13 +997,26 @@ static void prop_strides(int c)
 /* ---- slices ---- */
 
 /* The indices a slice picks from an axis of n (at most n of them), by
- * Python's loop with layout.h's strict bounds.  0 if valid, else 1 (zero
- * step), 2 (start) or 3 (stop). */
-static int ref_slice_axis(int64_t n, gm_slice s, int64_t *list, int64_t *len, int64_t *start)
+ * Python's loop with layout.h's strict bounds; an index (stop
+ * GM_SLICE_INDEX) picks its one position, and *dropped says so.  0 if
+ * valid, else 2 (start), 3 (stop), 4 (the index's position) or 5 (an
+ * index's step or missing position). */
+static int ref_slice_axis(int64_t n, gm_slice s, int64_t *list, int64_t *len, int64_t *start, bool *dropped)
 {
-    int64_t step = s.step == D ? 1 : s.step;
-    if (step == 0)
-        return 1;
+    *dropped = false;
+    if (s.stop == IX) {
+        if ((s.step != 0 && s.step != 1 && s.step != D) || s.start == D)
+            return 5;
+        int64_t k = s.start < 0 ? s.start + n : s.start;
+        if (k < 0 || k >= n)
+            return 4;
+        *dropped = true;
+        *len = 1;
+        list[0] = k;
+        *start = k;
+        return 0;
+    }
+    int64_t step = s.step == D || s.step == 0 ? 1 : s.step; /* 0 reads as 1 */
     int64_t b = step > 0 ? 0 : n - 1, e = step > 0 ? n : -1;
     if (s.start != D) {
         b = s.start < 0 ? s.start + n : s.start;
@@ -948,9 +1040,15 @@ static int ref_slice_axis(int64_t n, gm_slice s, int64_t *list, int64_t *len, in
 static gm_slice random_slice(int64_t n)
 {
     gm_slice s;
+    if (chance(1, 6)) { /* an index, now and then a bad one */
+        s.start = chance(1, 30) ? D : rnd(-n - 1, n);
+        s.stop = IX;
+        s.step = chance(1, 30) ? rnd(2, 3) : chance(1, 3) ? 0 : chance(1, 2) ? D : 1;
+        return s;
+    }
     if (chance(1, 8))
         s.step = D;
-    else if (chance(1, 40))
+    else if (chance(1, 20))
         s.step = 0;
     else
         s.step = (chance(1, 2) ? -1 : 1) * (chance(1, 6) ? rnd(4, 9) : rnd(1, 3));
@@ -964,8 +1062,10 @@ static gpumem_status do_slice(arr *a, const gm_slice *sl, int ns, arr *b, int64_
 {
     *b = *a;
     if (chance(1, 2))
-        return gm_layout_slice("gpumem_array_slice", b->ndim, b->shape, b->strides, sl, ns, b->shape, b->strides, off);
-    return gm_layout_slice("gpumem_array_slice", a->ndim, a->shape, a->strides, sl, ns, b->shape, b->strides, off);
+        return gm_layout_slice("gpumem_array_slice", b->ndim, b->shape, b->strides, sl, ns, &b->ndim, b->shape,
+                               b->strides, off);
+    return gm_layout_slice("gpumem_array_slice", a->ndim, a->shape, a->strides, sl, ns, &b->ndim, b->shape,
+                           b->strides, off);
 }
 
 static void prop_slice(int c)
@@ -975,10 +1075,11 @@ static void prop_slice(int c)
     int nd = a.ndim, ns = (int)rnd(0, nd), err = 0, err_axis = -1;
     gm_slice sl[GM_MAX_NDIM];
     int64_t list[GM_MAX_NDIM][8], len[GM_MAX_NDIM], start[GM_MAX_NDIM];
+    bool dropped[GM_MAX_NDIM];
     for (int i = 0; i < nd; i++) {
         if (i < ns) {
             sl[i] = random_slice(a.shape[i]);
-            int e = ref_slice_axis(a.shape[i], sl[i], list[i], &len[i], &start[i]);
+            int e = ref_slice_axis(a.shape[i], sl[i], list[i], &len[i], &start[i], &dropped[i]);
             if (e != 0 && err == 0) {
                 err = e;
                 err_axis = i;
@@ -986,37 +1087,50 @@ static void prop_slice(int c)
         } else {
             len[i] = a.shape[i];
             start[i] = 0;
+            dropped[i] = false;
             for (int j = 0; j < len[i]; j++)
                 list[i][j] = j;
         }
     }
+    /* the kept axes: their extents, and where each comes from */
+    int kept = 0, from[GM_MAX_NDIM];
+    int64_t wlen[GM_MAX_NDIM];
+    for (int i = 0; i < nd; i++)
+        if (!dropped[i]) {
+            from[kept] = i;
+            wlen[kept++] = len[i];
+        }
     int64_t off = -1;
     gpumem_status st = do_slice(&a, sl, ns, &b, &off);
     if (err != 0) {
-        static const gpumem_status want[] = {GPUMEM_OK, GPUMEM_ERROR_ZERO_STEP, GPUMEM_ERROR_INDEX_OUT_OF_RANGE,
-                                             GPUMEM_ERROR_INDEX_OUT_OF_RANGE};
-        static const char *const bound[] = {"", "slice step is zero", "start", "stop"};
+        static const gpumem_status want[] = {GPUMEM_OK, GPUMEM_OK, GPUMEM_ERROR_INDEX_OUT_OF_RANGE,
+                                             GPUMEM_ERROR_INDEX_OUT_OF_RANGE, GPUMEM_ERROR_INDEX_OUT_OF_RANGE,
+                                             GPUMEM_ERROR_INVALID_VALUE};
+        static const char *const bound[] = {"", "", "start", "stop", "index", "an index"};
         char needle[64];
         snprintf(needle, sizeof needle, "gpumem_array_slice: axis %d: %s", err_axis, bound[err]);
-        if (st != want[err] || strstr(gpumem_last_error(), needle) == NULL || !eq(b.shape, a.shape, nd))
+        if (st != want[err] || strstr(gpumem_last_error(), needle) == NULL || b.ndim != nd ||
+            !eq(b.shape, a.shape, nd))
             fail("case %d: %s %s gave %s '%s', expected %s with '%s'", c, arr_text(&a), slices_text(sl, ns),
                  gpumem_status_string(st), gpumem_last_error(), gpumem_status_string(want[err]), needle);
         return;
     }
-    if (st != GPUMEM_OK || !eq(b.shape, len, nd)) {
-        fail("case %d: %s %s gave %s shape %s, expected %s", c, arr_text(&a), slices_text(sl, ns),
-             gpumem_status_string(st), vec(b.shape, nd), vec(len, nd));
+    if (st != GPUMEM_OK || b.ndim != kept || !eq(b.shape, wlen, kept)) {
+        fail("case %d: %s %s gave %s ndim %d shape %s, expected %d %s", c, arr_text(&a), slices_text(sl, ns),
+             gpumem_status_string(st), b.ndim, vec(b.shape, b.ndim), kept, vec(wlen, kept));
         return;
     }
-    int64_t n = ref_count(nd, b.shape), idx[GM_MAX_NDIM], src[GM_MAX_NDIM];
+    int64_t n = ref_count(kept, b.shape), idx[GM_MAX_NDIM], src[GM_MAX_NDIM];
     for (int64_t f = 0; f < n; f++) {
-        ref_unravel(f, nd, b.shape, false, idx);
+        ref_unravel(f, kept, b.shape, false, idx);
         for (int i = 0; i < nd; i++)
-            src[i] = list[i][idx[i]];
-        if (off + ref_offset(nd, b.strides, idx) != ref_offset(nd, a.strides, src)) {
+            src[i] = list[i][0]; /* a dropped axis: its one position */
+        for (int k = 0; k < kept; k++)
+            src[from[k]] = list[from[k]][idx[k]];
+        if (off + ref_offset(kept, b.strides, idx) != ref_offset(nd, a.strides, src)) {
             fail("case %d: %s %s: element %s at %" PRId64 " (strides %s offset %" PRId64 "), expected %" PRId64, c,
-                 arr_text(&a), slices_text(sl, ns), vec(idx, nd), off + ref_offset(nd, b.strides, idx),
-                 vec(b.strides, nd), off, ref_offset(nd, a.strides, src));
+                 arr_text(&a), slices_text(sl, ns), vec(idx, kept), off + ref_offset(kept, b.strides, idx),
+                 vec(b.strides, kept), off, ref_offset(nd, a.strides, src));
             return;
         }
     }
@@ -1179,8 +1293,11 @@ static void random_view_of(arr *a)
 {
     for (int tries = 0; tries < 4; tries++) {
         gm_slice sl[GM_MAX_NDIM];
-        for (int i = 0; i < a->ndim; i++)
+        for (int i = 0; i < a->ndim; i++) {
             sl[i] = random_slice(a->shape[i]);
+            if (sl[i].stop == IX)
+                sl[i].stop = D; /* keep every axis */
+        }
         arr b;
         int64_t off;
         if (do_slice(a, sl, a->ndim, &b, &off) == GPUMEM_OK) {
@@ -1452,14 +1569,15 @@ static void prop_chain(int c)
             op = "slice";
             gm_slice sl[GM_MAX_NDIM];
             int64_t *list[GM_MAX_NDIM], len[GM_MAX_NDIM], start[GM_MAX_NDIM], off = 0, room = 0;
+            bool dropped[GM_MAX_NDIM] = {false};
             int ns = (int)rnd(0, a->ndim), bad = 0;
             for (int i = 0; i < ns; i++)
-                room += a->shape[i];
+                room += a->shape[i] + 1;
             int64_t *lists = xmalloc((size_t)room * sizeof *lists);
-            for (int i = 0, at = 0; i < ns; at += (int)a->shape[i], i++) {
+            for (int i = 0, at = 0; i < ns; at += (int)a->shape[i] + 1, i++) {
                 sl[i] = random_slice(a->shape[i]);
                 list[i] = lists + at;
-                bad |= ref_slice_axis(a->shape[i], sl[i], list[i], &len[i], &start[i]);
+                bad |= ref_slice_axis(a->shape[i], sl[i], list[i], &len[i], &start[i], &dropped[i]);
             }
             if (bad != 0 || do_slice(a, sl, ns, &b, &off) != GPUMEM_OK) {
                 free(lists);
@@ -1468,8 +1586,8 @@ static void prop_chain(int c)
             table = xmalloc((size_t)ref_count(b.ndim, b.shape) * sizeof *table);
             for (int64_t f = 0; f < ref_count(b.ndim, b.shape); f++) {
                 ref_unravel(f, b.ndim, b.shape, false, idx);
-                for (int i = 0; i < b.ndim; i++)
-                    src[i] = i < ns ? list[i][idx[i]] : idx[i];
+                for (int i = 0, k = 0; i < a->ndim; i++)
+                    src[i] = i >= ns ? idx[k++] : dropped[i] ? list[i][0] : list[i][idx[k++]];
                 table[f] = ch.table[ref_ravel(a->ndim, a->shape, false, src)];
             }
             free(lists);
@@ -1568,6 +1686,7 @@ int main(void)
     test_flags();
     test_extent();
     test_slice();
+    test_slice_index();
     test_transpose();
     test_reshape();
     test_view();

@@ -55,6 +55,18 @@ static void test_plans(void)
     ok(st == GPUMEM_OK && p.params.cols == 3 && p.params.col_stride == 20 && p.params.nouter == 1 &&
            p.params.outer_shape[0] == 5 && p.params.outer_stride[0] == 4 && p.params.rows == 5,
        "a transpose: columns along the packed side's fastest axis");
+    ok(!p.tiled, "too small to tile");
+    /* C (64,48) -> F (64,48): large enough for the tiled kernels */
+    p = plan_of(2, (int64_t[]){64, 48}, (int64_t[]){192, 4}, (int64_t[]){4, 256}, 4, 0, 0, false, &st);
+    ok(st == GPUMEM_OK && p.tiled && p.params.cols == 64 && p.params.col_stride == 192 && p.params.nouter == 1 &&
+           p.params.outer_shape[0] == 48 && p.params.outer_stride[0] == 4,
+       "a transpose of 64 x 48: tiled");
+    is_str(gm_pack_kernel_name(p.kernel), "gm_pack_t_4_32", "its kernel");
+    p = plan_of(2, (int64_t[]){64, 48}, (int64_t[]){192, 4}, (int64_t[]){4, 256}, 4, 0, 0, true, &st);
+    is_str(gm_pack_kernel_name(p.kernel), "gm_unpack_t_4_32", "and the unpack's");
+    /* a[:, ::2] is no transpose: its columns are strided, its rows too */
+    p = plan_of(2, (int64_t[]){64, 48}, (int64_t[]){384, 8}, (int64_t[]){192, 4}, 4, 0, 0, false, &st);
+    ok(st == GPUMEM_OK && !p.tiled, "a[:, ::2] of 64 x 96 is not tiled");
     /* a[:, :8] of C (4,16) float32: rows of 32 bytes widen to units of 16 */
     p = plan_of(2, (int64_t[]){4, 8}, (int64_t[]){64, 4}, (int64_t[]){32, 4}, 4, 256, 512, true, &st);
     ok(st == GPUMEM_OK && p.params.unit == 16 && p.params.cols == 2 && p.params.outer_stride[0] == 64,
@@ -141,15 +153,19 @@ static int read_back(gpumem_array *d, unsigned char *bytes, int64_t n)
     return st == GPUMEM_OK;
 }
 
-/* One random pack or unpack through the kernels, checked byte for byte. */
-static int fuzz_one(gpumem_context *ctx, gm_pack_kernels *k, bool unpack, char *why, size_t whylen)
+static int tiled_runs; /* fuzz_one's plans that took the tiled kernels */
+
+/* One random pack or unpack through the kernels, checked byte for byte:
+ * up to maxdim axes of up to maxext elements. */
+static int fuzz_one(gpumem_context *ctx, gm_pack_kernels *k, bool unpack, int maxdim, int64_t maxext, bool transpose,
+                    char *why, size_t whylen)
 {
-    static const size_t sizes[] = {1, 2, 3, 4, 8, 12, 16, 32};
-    size_t isz = sizes[pick(8)];
-    int ndim = 1 + (int)pick(4);
+    static const size_t sizes[] = {1, 2, 4, 8, 16, 3, 12, 32};
+    size_t isz = sizes[pick(transpose ? 5 : 8)];
+    int ndim = transpose ? 2 + (int)pick(maxdim - 1) : 1 + (int)pick(maxdim);
     int64_t shape[4], n = 1;
     for (int i = 0; i < ndim; i++)
-        n *= shape[i] = 1 + pick(6);
+        n *= shape[i] = 1 + pick(maxext);
     /* strided: a permuted, stepped view of a C buffer */
     side s, p;
     int perm[4] = {0, 1, 2, 3};
@@ -158,18 +174,27 @@ static int fuzz_one(gpumem_context *ctx, gm_pack_kernels *k, bool unpack, char *
         perm[i] = perm[j];
         perm[j] = t;
     }
-    int64_t acc = (int64_t)isz * (1 + pick(2));
+    int64_t acc = (int64_t)isz * (transpose ? 1 : 1 + pick(2));
     for (int i = ndim - 1; i >= 0; i--) {
         static const int steps[] = {1, 2, -1, -3, 1, 0};
-        int step = steps[pick(unpack ? 5 : 6)];
+        int step = transpose && i == ndim - 1 ? 1 : steps[pick(unpack ? 5 : 6)];
         s.strides[perm[i]] = acc * step;
         acc *= shape[perm[i]] * (step < 0 ? -step : step > 0 ? step : 1) + (int64_t)pick(2);
     }
-    /* packed: contiguous in another order, maybe reversed on one axis */
+    /* packed: contiguous in another order, maybe reversed on one axis (a
+     * transpose: the strided side's contiguous axis is not the innermost) */
+    int contiguous = perm[ndim - 1];
     for (int i = ndim - 1; i > 0; i--) {
         int j = (int)pick(i + 1), t = perm[i];
         perm[i] = perm[j];
         perm[j] = t;
+    }
+    for (int i = 0; transpose && i < ndim; i++) { /* the contiguous axis second innermost */
+        if (perm[i] == contiguous) {
+            perm[i] = perm[ndim - 2];
+            perm[ndim - 2] = contiguous;
+            break;
+        }
     }
     acc = (int64_t)isz;
     for (int i = ndim - 1; i >= 0; i--) {
@@ -178,7 +203,9 @@ static int fuzz_one(gpumem_context *ctx, gm_pack_kernels *k, bool unpack, char *
     }
     layout_span(ndim, shape, &s, isz);
     layout_span(ndim, shape, &p, isz);
-    int64_t smis = pick(16), pmis = pick(16); /* misaligned bases */
+    int64_t smis = pick(16), pmis = pick(16); /* misaligned bases (a transpose: aligned ones, mostly) */
+    if (transpose && pick(4) != 0)
+        smis = pmis = 0;
     int64_t sbytes = s.span + smis, pbytes = p.span + pmis;
     unsigned char *sh = malloc((size_t)sbytes), *ph = malloc((size_t)pbytes);
     unsigned char *sw = malloc((size_t)sbytes), *pw = malloc((size_t)pbytes);
@@ -197,6 +224,7 @@ static int fuzz_one(gpumem_context *ctx, gm_pack_kernels *k, bool unpack, char *
     int good = st == GPUMEM_OK;
     if (good)
         st = gm_pack_launch(k, &pl, sa, pa, NULL, "test");
+    tiled_runs += good && pl.tiled;
     good = st == GPUMEM_OK && read_back(sd, sw, sbytes) && read_back(pd, pw, pbytes);
     /* expected: the untouched side's bytes moved element by element */
     unsigned char *want_s = malloc((size_t)sbytes), *want_p = malloc((size_t)pbytes);
@@ -301,12 +329,24 @@ int main(void)
     test_each_kernel(ctx, k);
     int bad = 0;
     for (int i = 0; i < 400 && bad < 5; i++) {
-        if (!fuzz_one(ctx, k, i % 2 == 1, why, sizeof why)) {
+        if (!fuzz_one(ctx, k, i % 2 == 1, 4, 6, false, why, sizeof why)) {
             ok(0, "random layout %d: %s", i, why);
             bad++;
         }
     }
     ok(bad == 0, "400 random packs and unpacks move every element and leave the gaps");
+    /* larger extents, where transposes take the tiled kernels: edges of tiles, 2 and 3 axes */
+    bad = 0;
+    tiled_runs = 0;
+    for (int i = 0; i < 300 && bad < 5; i++) {
+        if (!fuzz_one(ctx, k, i % 2 == 1, i % 3 == 0 ? 3 : 2, i % 3 == 0 ? 24 : 70, i % 4 != 3, why, sizeof why)) {
+            ok(0, "random layout %d of up to 70 elements per axis: %s", i, why);
+            bad++;
+        }
+    }
+    ok(bad == 0, "300 random packs and unpacks of up to 70 elements per axis, most of them permuted, are exact, "
+                 "gaps untouched");
+    ok(tiled_runs >= 30, "%d of them through the tiled kernels", tiled_runs);
 
     /* a parameter block that does not fit its kernel */
     gm_pack_plan pl;

@@ -170,6 +170,128 @@ static void ladder_case(const void *arg, child_result *out)
     }
 }
 
+/* Frees of a strided cross-device copy's temporaries failing (every free
+ * reaches the driver at once: GPUMEM_MAX_PENDING_DEALLOCS_COUNT=0), each
+ * driver call in turn, on both paths: a failure that names a free
+ * (cuMemFree, cuMemFreeHost) comes after the copy completed, so its
+ * message says so and the destination holds the whole copy.  value[0]:
+ * such failures, value[1]: those without "the copy completed", value[2]:
+ * those with a wrong destination. */
+static void free_fails_case(const void *arg, child_result *out)
+{
+    (void)arg;
+    setenv("GPUMEM_SIM_DEVICES", "2", 1);
+    setenv("GPUMEM_MAX_PENDING_DEALLOCS_COUNT", "0", 1);
+    gpumem_context *c0 = NULL, *c1 = NULL;
+    if ((out->status = gpumem_context_create(0, &c0)) != GPUMEM_OK ||
+        (out->status = gpumem_context_create(1, &c1)) != GPUMEM_OK)
+        return;
+    gpumem_array *a = filled(c0, 2 * N, 9), *b = filled(c1, 2 * N, 0);
+    gpumem_array *sa = sliced(a, 0, GPUMEM_SLICE_DEFAULT, 2);
+    gpumem_array *sb = sliced(b, GPUMEM_SLICE_DEFAULT, GPUMEM_SLICE_DEFAULT, -2);
+    int32_t zero[2 * N] = {0}, v[2 * N];
+    int64_t n2 = 2 * N;
+    gpumem_array *hz = NULL;
+    gpumem_host_array_wrap(zero, 1, &n2, NULL, i32(), &hz);
+    for (int staged = 0; staged < 2; staged++) {
+        gpumem_peer_set_enabled(!staged);
+        for (int k = 1; k < 200; k++) {
+            gpumem_array_copy(b, hz, NULL);
+            gpumem_debug_fail_call((uint64_t)k, 999);
+            gpumem_status st = gpumem_array_copy(sb, sa, NULL);
+            gpumem_debug_fail_call(0, 0);
+            if (st == GPUMEM_OK)
+                break;
+            const char *msg = gpumem_last_error();
+            if (strstr(msg, "cuMemFree") == NULL)
+                continue;
+            out->value[0]++;
+            if (strstr(msg, "the copy completed") == NULL) {
+                if (out->value[1]++ == 0)
+                    snprintf(out->text, sizeof out->text, "%s", msg);
+            }
+            values(b, v, 2 * N);
+            int good = 1;
+            for (int i = 0; i < 2 * N; i++) /* b[::-2] = a[::2]: b[2N-1-2j] = a[2j] */
+                good &= v[i] == (i % 2 ? 9 + (2 * N - 1 - i) : 0);
+            out->value[2] += !good;
+        }
+    }
+    gpumem_array *rel[] = {a, b, sa, sb, hz};
+    for (size_t i = 0; i < sizeof rel / sizeof *rel; i++)
+        gpumem_array_release(rel[i]);
+    gpumem_context_release(c1);
+    gpumem_context_release(c0);
+}
+
+/* With 64 KiB scratch chunks: strided copies of 512 KiB between devices,
+ * by peer access (arg NULL) or staged.  value[0]: copies with wrong values,
+ * value[1]: cuMemcpyPeer calls. */
+static void chunks_case(const void *arg, child_result *out)
+{
+    setenv("GPUMEM_SIM_DEVICES", "2", 1);
+    setenv("GPUMEM_COPY_SCRATCH_CHUNK", "64K", 1);
+    if (arg != NULL)
+        setenv("GPUMEM_PEER", "0", 1);
+    gpumem_context *c0 = NULL, *c1 = NULL;
+    if ((out->status = gpumem_context_create(0, &c0)) != GPUMEM_OK ||
+        (out->status = gpumem_context_create(1, &c1)) != GPUMEM_OK)
+        return;
+    enum { M = 512 };
+    int64_t n = M * M;
+    gpumem_array *a = filled(c0, n, 7), *b = filled(c1, n, -1), *a2 = NULL, *b2 = NULL;
+    gpumem_array_reshape(a, 2, (int64_t[]){M, M}, 'C', GPUMEM_NO_COPY, NULL, &a2);
+    gpumem_array_reshape(b, 2, (int64_t[]){M, M}, 'C', GPUMEM_NO_COPY, NULL, &b2);
+    gpumem_slice cols_even[2] = {{GPUMEM_SLICE_DEFAULT, GPUMEM_SLICE_DEFAULT, 1}, {0, GPUMEM_SLICE_DEFAULT, 2}};
+    gpumem_slice cols_odd_rev[2] = {{GPUMEM_SLICE_DEFAULT, GPUMEM_SLICE_DEFAULT, -1}, {1, GPUMEM_SLICE_DEFAULT, 2}};
+    gpumem_array *sa = NULL, *sb = NULL, *tb = NULL, *c = NULL;
+    gpumem_array_slice(a2, cols_even, 2, &sa);
+    gpumem_array_slice(b2, cols_odd_rev, 2, &sb);
+    gpumem_array_transpose(b2, NULL, &tb); /* F-ordered view of device 1's memory */
+    gpumem_device_array(c1, 2, (int64_t[]){M, M / 2}, NULL, i32(), 'C', NULL, &c);
+    static int32_t v[M * M];
+    uint64_t before = peer_calls();
+    /* strided to contiguous: packed on device 0 only */
+    gpumem_status st = gpumem_array_copy(c, sa, NULL);
+    values(c, v, n / 2);
+    for (int64_t i = 0; st == GPUMEM_OK && i < n / 2; i++)
+        if (v[i] != 7 + (i / (M / 2)) * M + 2 * (i % (M / 2))) {
+            out->value[0]++;
+            break;
+        }
+    /* strided into strided, rows reversed: packed on 0, unpacked on 1 */
+    if (st == GPUMEM_OK)
+        st = gpumem_array_copy(sb, sa, NULL);
+    values(b2, v, n);
+    for (int64_t i = 0; st == GPUMEM_OK && i < n; i++) {
+        int64_t r = i / M, col = i % M;
+        int32_t want = col % 2 ? 7 + (M - 1 - r) * M + (col - 1) : -1 + (int32_t)i;
+        if (v[i] != want) {
+            out->value[0]++;
+            break;
+        }
+    }
+    /* a transpose: C on device 0 into an F view on device 1 */
+    if (st == GPUMEM_OK)
+        st = gpumem_array_copy(tb, a2, NULL);
+    values(b2, v, n);
+    for (int64_t i = 0; st == GPUMEM_OK && i < n; i++)
+        if (v[i] != 7 + (i % M) * M + i / M) {
+            out->value[0]++;
+            break;
+        }
+    out->value[1] = (long)(peer_calls() - before);
+    if (st != GPUMEM_OK) {
+        out->status = st;
+        snprintf(out->text, sizeof out->text, "%s", gpumem_last_error());
+    }
+    gpumem_array *rel[] = {a, b, a2, b2, sa, sb, tb, c};
+    for (size_t i = 0; i < sizeof rel / sizeof *rel; i++)
+        gpumem_array_release(rel[i]);
+    gpumem_context_release(c1);
+    gpumem_context_release(c0);
+}
+
 static void env_cases(void)
 {
     child_result r;
@@ -180,7 +302,8 @@ static void env_cases(void)
     is_int(r.status, GPUMEM_OK, "default: both copies succeed");
     is_int(r.value[0], peer2, "default: both copies take the peer path");
     ok(r.value[1] == 1, "default: values arrive");
-    is_int(r.value[2], 2, "default: one cuMemcpyPeer each");
+    is_int(r.value[2], 3, "default: one cuMemcpyPeer for the contiguous copy, one per 4 MiB scratch chunk (2) of "
+                          "the strided one");
 
     run_child(copy_case, &(env_case){"GPUMEM_PEER", "0"}, &r);
     is_int(r.status, GPUMEM_OK, "GPUMEM_PEER=0: both copies succeed");
@@ -198,6 +321,22 @@ static void env_cases(void)
     run_child(copy_case, &(env_case){"GPUMEM_PEER", "yes"}, &r);
     is_int(r.status, GPUMEM_ERROR_INVALID_ENVIRONMENT, "GPUMEM_PEER=yes is refused");
     like(r.text, "GPUMEM_PEER", "the message names GPUMEM_PEER");
+
+    run_child(chunks_case, NULL, &r);
+    ok(r.status == GPUMEM_OK && r.value[0] == 0,
+       "64 KiB scratch chunks, peer access: strided, reversed and transposed copies between devices are exact%s%s",
+       r.text[0] ? ": " : "", r.text);
+    is_int(r.value[1], 8 + 8 + 16, "one cuMemcpyPeer per chunk (512 KiB views, a 1 MiB transpose)");
+    run_child(chunks_case, "", &r);
+    ok(r.status == GPUMEM_OK && r.value[0] == 0, "the same through pinned host memory%s%s", r.text[0] ? ": " : "",
+       r.text);
+    is_int(r.value[1], 0, "without cuMemcpyPeer");
+
+    run_child(free_fails_case, NULL, &r);
+    is_int(r.status, GPUMEM_OK, "strided copies between devices, each driver call failing in turn");
+    ok(r.value[0] >= 1, "%ld failures were frees of temporaries, after the copy", r.value[0]);
+    ok(r.value[1] == 0, "each says the copy completed%s%s", r.text[0] ? ": " : "", r.text);
+    ok(r.value[2] == 0, "and the destination holds the whole copy");
 
     run_child(ladder_case, NULL, &r);
     is_int(r.value[0], 11, "each device's pool holds one block");
@@ -380,8 +519,10 @@ static void switch_and_edges(gpumem_context *c0, gpumem_context *c1)
     gpumem_device_array(c0, 1, &z, NULL, i32(), 'C', NULL, &za);
     gpumem_device_array(c1, 1, &z, NULL, i32(), 'C', NULL, &zb);
     before = peer_calls();
-    is_int(gpumem_array_copy(zb, za, NULL), GPUMEM_OK, "an empty copy between devices");
-    is_int(peer_calls() - before, 0, "moves nothing");
+    is_int(gpumem_array_copy(b, a, NULL), GPUMEM_OK, "a copy between devices");
+    is_int(gpumem_array_copy(zb, za, NULL), GPUMEM_OK, "then an empty copy between devices");
+    is_int(peer_calls() - before, 1, "moves nothing");
+    is_int(last_path(), GPUMEM_COPY_PATH_NONE, "and reports the path none");
     /* shapes still checked first */
     is_int(gpumem_array_copy(zb, a, NULL), GPUMEM_ERROR_SHAPE_MISMATCH, "shape mismatch between devices");
     gpumem_array_release(za);

@@ -1,7 +1,8 @@
 /* Arrays on pools: gpumem_context_set_pool makes a context's array
  * allocations (device_array, to_device, copy scratch) come from a device
- * pool, and gpumem_host_pool_allocate gives pinned arrays whose memory goes
- * back to a page-locked pool. */
+ * pool, gpumem_pool_device_array gives one device array from a chosen pool,
+ * and gpumem_host_pool_allocate gives pinned arrays whose memory goes back
+ * to a page-locked pool. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -135,6 +136,98 @@ int main(void)
     gpumem_array_release(a);
     gpumem_array_release(b);
     is_int(active(pool), 0, "releasing them returns every block to the pool");
+
+    /* gpumem_pool_device_array: one array from a chosen pool; the context's allocator stays the driver. */
+    {
+        gpumem_pool *p2 = NULL;
+        gpumem_stream *s2 = NULL;
+        is_int(gpumem_pool_create(ctx, 0, &p2), GPUMEM_OK, "a second device pool");
+        gpumem_stream_create(ctx, 0, &s2);
+        gpumem_array *pd = NULL, *other = NULL, *view = NULL;
+        allocs = calls("cuMemAlloc");
+        is_int(gpumem_pool_device_array(p2, 2, shape, f32, 'F', s2, &pd), GPUMEM_OK,
+               "gpumem_pool_device_array: 64x100 float32, F order, on a stream");
+        gpumem_memory_kind pk = GPUMEM_MEMORY_HOST;
+        int64_t pstr[2] = {0, 0};
+        gpumem_context *pctx = NULL;
+        gpumem_array_kind(pd, &pk);
+        gpumem_array_strides(pd, pstr);
+        gpumem_array_context(pd, &pctx);
+        ok(pk == GPUMEM_MEMORY_DEVICE && pstr[0] == 4 && pstr[1] == 256 && pctx == ctx,
+           "a device array of the pool's context, F strides (4, 256)");
+        ok(active(p2) == 1 && active(pool) == 0 && calls("cuMemAlloc") - allocs == 1,
+           "its block is the new pool's: one cuMemAlloc, none of the other pool's");
+        gpumem_device_array(ctx, 2, shape, NULL, f32, 'C', NULL, &other);
+        ok(active(p2) == 1 && calls("cuMemAlloc") - allocs == 2,
+           "the context's own arrays still come from the driver (gpumem_context_set_pool is unaffected)");
+        gpumem_array_release(other);
+        static float fback[100][64];
+        gpumem_array *fo = NULL;
+        gpumem_host_array_wrap(fback, 2, shape, (const int64_t[]){4, 256}, f32, &fo);
+        is_int(gpumem_copy_to_device(pd, h, s2), GPUMEM_OK, "a copy into it on the stream");
+        gpumem_copy_to_host(pd, fo, s2);
+        gpumem_stream_synchronize(s2);
+        ok(fback[99][63] == host[63][99] && fback[0][1] == host[1][0], "holds the data");
+        gpumem_array_release(fo);
+        gpumem_array_slice(pd, (gpumem_slice[]){GPUMEM_INDEX(3)}, 1, &view);
+        gpumem_array_release(pd);
+        is_int(active(p2), 1, "a view keeps the block after the array's release");
+        float pv = 0;
+        ok(gpumem_array_get_item_n(view, 1, (int64_t[]){7}, &pv, NULL) == GPUMEM_OK && pv == host[3][7],
+           "and reads it");
+        gpumem_array_release(view);
+        ok(active(p2) == 0 && held(p2) == 1, "the view's release returns the block to the pool");
+        struct gpumem_pool_stats ps = {.size = sizeof ps};
+        is_int(gpumem_pool_device_array(p2, 2, shape, f32, 'C', s2, &pd), GPUMEM_OK, "another one on the stream");
+        gpumem_pool_stats(p2, &ps);
+        ok(ps.hits == 1 && ps.misses == 1, "reuses the block freed in the stream's order: 1 hit, 1 miss");
+        gpumem_array_release(pd);
+        /* bad input: nothing made */
+        gpumem_array *none = (gpumem_array *)&none;
+        is_int(gpumem_pool_device_array(NULL, 2, shape, f32, 'C', NULL, &none), GPUMEM_ERROR_NULL_ARGUMENT,
+               "a NULL pool");
+        like(gpumem_last_error(), "gpumem_pool_device_array: argument 'pool'", "names the function and 'pool'");
+        is_int(gpumem_pool_device_array(p2, 2, shape, f32, 'X', NULL, &none), GPUMEM_ERROR_INVALID_ORDER,
+               "a bad order");
+        is_int(gpumem_pool_device_array(p2, 2, (int64_t[]){-1, 3}, f32, 'C', NULL, &none),
+               GPUMEM_ERROR_NEGATIVE_DIMENSION, "a negative extent");
+        gpumem_host_pool *hp2 = NULL;
+        gpumem_host_pool_create(ctx, 0, &hp2);
+        is_int(gpumem_pool_device_array((gpumem_pool *)(void *)hp2, 2, shape, f32, 'C', NULL, &none),
+               GPUMEM_ERROR_INVALID_VALUE, "a page-locked pool is refused");
+        gpumem_host_pool_destroy(hp2);
+        uint64_t total = 0, freeb = 0;
+        gpumem_memory_info(ctx, &freeb, &total);
+        is_int(gpumem_pool_device_array(p2, 1, (int64_t[]){(int64_t)total}, f32, 'C', NULL, &none),
+               GPUMEM_ERROR_OUT_OF_MEMORY, "more than the device has");
+        like(gpumem_last_error(), "gpumem_pool_device_array: ", "the message names the call");
+        if (count >= 2) {
+            gpumem_context *c1 = NULL;
+            gpumem_stream *s1 = NULL;
+            gpumem_context_create(1, &c1);
+            gpumem_stream_create(c1, 0, &s1);
+            is_int(gpumem_pool_device_array(p2, 2, shape, f32, 'C', s1, &none), GPUMEM_ERROR_CONTEXT_MISMATCH,
+                   "a stream of another device");
+            gpumem_stream_destroy(s1);
+            gpumem_context_release(c1);
+        } else {
+            skip(1, "needs two devices");
+        }
+        ok(none == (gpumem_array *)&none, "no array came out of the failures");
+        /* The pool may go first: its live blocks stay valid and go to the driver at the end. */
+        is_int(gpumem_pool_device_array(p2, 2, shape, f32, 'C', NULL, &pd), GPUMEM_OK, "one more array");
+        is_int(gpumem_pool_destroy(p2), GPUMEM_OK, "destroy its pool while it lives");
+        float nine = 9.0f, got9 = 0;
+        ok(gpumem_array_fill(pd, &nine, NULL) == GPUMEM_OK &&
+               gpumem_array_get_item_n(pd, 2, (int64_t[]){63, 99}, &got9, NULL) == GPUMEM_OK && got9 == 9.0f,
+           "the array still works");
+        int64_t frees = calls("cuMemFree");
+        is_int(gpumem_array_release(pd), GPUMEM_OK, "its release");
+        is_int(calls("cuMemFree") - frees, 1, "gives the block to the driver");
+        is_int(gpumem_pool_device_array(p2, 2, shape, f32, 'C', NULL, &none), GPUMEM_ERROR_INVALID_STATE,
+               "a destroyed pool is refused");
+        gpumem_stream_destroy(s2);
+    }
 
     /* The page-locked pool gives pinned arrays. */
     gpumem_host_pool *hp = NULL;

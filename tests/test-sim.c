@@ -3,6 +3,7 @@
  * Runs only on the simulator. */
 #include "config.h"
 
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -175,6 +176,138 @@ static void test_archs(void)
 
 /* ---- devices and contexts ----------------------------------------------- */
 
+/* ---- IPC between processes: the memfd's number ---------------------------- */
+
+#define IPC_FD_FLOOR 40 /* the exporter's memfd gets this number or the next free one */
+
+/* The descriptor of this process that is a simulator memfd, or -1. */
+static int find_sim_memfd(void)
+{
+    for (int fd = 0; fd < IPC_FD_FLOOR + 64; fd++) {
+        char path[64], target[256];
+        snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+        ssize_t n = readlink(path, target, sizeof target - 1);
+        if (n > 0) {
+            target[n] = '\0';
+            if (strstr(target, "memfd:gpumem-sim-") != NULL)
+                return fd;
+        }
+    }
+    return -1;
+}
+
+/* Takes every free descriptor below n (with /dev/null); 0 when n itself is
+ * then the lowest free one. */
+static int make_lowest_free(int n)
+{
+    for (int fd = 0; fd < n; fd++)
+        if (fcntl(fd, F_GETFD) < 0) {
+            int d = open("/dev/null", O_RDONLY);
+            if (d != fd)
+                return -1;
+        }
+    int probe = open("/dev/null", O_RDONLY);
+    if (probe >= 0)
+        close(probe);
+    return probe == n ? 0 : -1;
+}
+
+typedef struct ipc_export {
+    gm_cu_ipc_mem_handle handle;
+    int memfd; /* its number in the exporting process */
+} ipc_export;
+
+/* The importing process: its lowest free descriptor is the exporter's
+ * memfd number, so open() of /proc/<pid>/fd/<n> gives the file that very
+ * number.  value[0]: the lowest free descriptor was n; value[1]: the
+ * mapping holds the exporter's bytes; value[2]: the close left n free. */
+static void import_at_same_number(const void *arg, child_result *out)
+{
+    const ipc_export *e = arg;
+    gm_dctx *c = NULL;
+    gm_cu_deviceptr p = 0;
+    out->status = -1;
+    if (gm_driver_ready() != GPUMEM_OK || GM_DRV(primary_ctx_retain, 0, &c) != GM_CUDA_SUCCESS) {
+        snprintf(out->text, sizeof out->text, "%s", gpumem_last_error());
+        return;
+    }
+    out->value[0] = make_lowest_free(e->memfd) == 0;
+    out->status = GM_DRV(ipc_open_mem_handle, c, &p, &e->handle, 0);
+    if (out->status == GM_CUDA_SUCCESS) {
+        unsigned char want[4096], got[4096];
+        pattern(want, sizeof want, 77);
+        out->value[1] = d2h(c, got, p, sizeof got) == GM_CUDA_SUCCESS && memcmp(got, want, sizeof got) == 0;
+        out->value[2] = GM_DRV(ipc_close_mem_handle, c, p) == GM_CUDA_SUCCESS && fcntl(e->memfd, F_GETFD) < 0;
+    }
+    GM_DRV(primary_ctx_release, 0);
+}
+
+/* The exporting process, forked before this one loads the simulator:
+ * exports 4 KiB of pattern(77) through a memfd numbered at least
+ * IPC_FD_FLOOR, sends the handle, keeps the memory until `wait_fd` closes. */
+static void export_for_import(int out, int wait_fd)
+{
+    gm_dctx *c = NULL;
+    gm_cu_deviceptr d = 0;
+    ipc_export e = {.memfd = -1};
+    unsigned char bytes[4096];
+    pattern(bytes, sizeof bytes, 77);
+    if (gm_driver_ready() == GPUMEM_OK && GM_DRV(primary_ctx_retain, 0, &c) == GM_CUDA_SUCCESS &&
+        GM_DRV(mem_alloc, c, &d, sizeof bytes) == GM_CUDA_SUCCESS && h2d(c, d, bytes, sizeof bytes) == 0) {
+        for (int fd = 0; fd < IPC_FD_FLOOR; fd++)
+            if (fcntl(fd, F_GETFD) < 0)
+                open("/dev/null", O_RDONLY);
+        if (GM_DRV(ipc_get_mem_handle, c, &e.handle, d) == GM_CUDA_SUCCESS)
+            e.memfd = find_sim_memfd();
+    }
+    if (write(out, &e, sizeof e) != (ssize_t)sizeof e)
+        _exit(1);
+    char byte;
+    while (read(wait_fd, &byte, 1) > 0)
+        ;
+    _exit(0);
+}
+
+/* A valid handle opened in a process whose lowest free descriptor equals
+ * the exporter's memfd number (issue 21): the check "is this my own memfd"
+ * compared the file it had just opened with itself and refused it. */
+static void test_ipc_same_fd_number(void)
+{
+    int to[2], from[2];
+    if (pipe(to) != 0 || pipe(from) != 0)
+        bail_out("pipe");
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid < 0)
+        bail_out("fork");
+    if (pid == 0) {
+        close(to[1]);
+        close(from[0]);
+        export_for_import(from[1], to[0]);
+    }
+    close(to[0]);
+    close(from[1]);
+    ipc_export e = {.memfd = -1};
+    ssize_t got = read(from[0], &e, sizeof e);
+    close(from[0]);
+    ok(got == (ssize_t)sizeof e && e.memfd >= IPC_FD_FLOOR, "another process exported 4 KiB through memfd %d",
+       e.memfd);
+    child_result r;
+    if (got == (ssize_t)sizeof e && e.memfd >= 0 && run_child(import_at_same_number, &e, &r) == 0) {
+        ok(r.value[0], "the importing process's lowest free descriptor is %d, the exporter's memfd number",
+           e.memfd);
+        if (!is_int(r.status, GM_CUDA_SUCCESS, "it opens the handle"))
+            diag("%s", gm_cu_error_name(r.status) ? gm_cu_error_name(r.status) : r.text);
+        ok(r.value[1], "and reads the exporter's bytes");
+        ok(r.value[2], "closing it unmaps it and keeps no descriptor");
+    } else {
+        ok(0, "the importing process reported");
+        skip(3, "no import");
+    }
+    close(to[1]);
+    waitpid(pid, NULL, 0);
+}
+
 static void test_devices(void)
 {
     int v = 0;
@@ -317,6 +450,47 @@ static void test_ipc_own_thread(gm_dctx *c)
     pthread_mutex_unlock(&tid_mu);
     pthread_join(t, NULL);
     GM_DRV(mem_free, c, d);
+}
+
+/* cuMemGetAddressRange: the device or managed allocation holding an
+ * address, as the registry knows it; counted and injectable like every
+ * operation of the table. */
+static void test_address_range(gm_dctx *c)
+{
+    gm_cu_deviceptr d = 0, m = 0, base = 1;
+    size_t size = 1;
+    void *p = NULL;
+    GM_DRV(mem_alloc, c, &d, 4096);
+    GM_DRV(mem_alloc_managed, c, &m, 3000, GM_CU_MEM_ATTACH_GLOBAL);
+    GM_DRV(mem_host_alloc, c, &p, 4096, 0);
+    uint64_t calls0 = 0, calls1 = 0;
+    gpumem_debug_driver_calls("cuMemGetAddressRange", &calls0);
+    is_int(GM_DRV(mem_get_address_range, c, &base, &size, d + 100), GM_CUDA_SUCCESS,
+           "an address inside a device allocation");
+    ok(base == d && size == 4096, "its allocation's base and size (0x%llx, %zu)", (unsigned long long)base, size);
+    base = 1;
+    is_int(GM_DRV(mem_get_address_range, c, &base, NULL, d + 4095), GM_CUDA_SUCCESS, "the last byte, no size wanted");
+    ok(base == d, "the same base");
+    size = 1;
+    is_int(GM_DRV(mem_get_address_range, c, NULL, &size, m + 2999), GM_CUDA_SUCCESS, "managed memory");
+    is_int(size, 3000, "its size");
+    is_int(GM_DRV(mem_get_address_range, c, &base, &size, d + 4096), GM_CUDA_ERROR_NOT_FOUND,
+           "the byte after the allocation is NOT_FOUND");
+    is_int(GM_DRV(mem_get_address_range, c, &base, &size, H(p)), GM_CUDA_ERROR_NOT_FOUND,
+           "page-locked host memory is no device allocation");
+    is_int(GM_DRV(mem_get_address_range, c, &base, &size, H(&base)), GM_CUDA_ERROR_NOT_FOUND, "pageable memory");
+    is_int(GM_DRV(mem_get_address_range, NULL, &base, &size, d), GM_CUDA_ERROR_INVALID_CONTEXT, "no context");
+    gpumem_debug_driver_calls("cuMemGetAddressRange", &calls1);
+    is_int(calls1 - calls0, 7, "each call counted as cuMemGetAddressRange");
+    gpumem_debug_fail_call(1, GM_CUDA_ERROR_ILLEGAL_ADDRESS);
+    base = 1;
+    is_int(GM_DRV(mem_get_address_range, c, &base, &size, d), GM_CUDA_ERROR_ILLEGAL_ADDRESS,
+           "fault injection reaches it");
+    is_int(base, 1, "without reaching the simulator");
+    GM_DRV(mem_free, c, d);
+    is_int(GM_DRV(mem_get_address_range, c, &base, &size, d), GM_CUDA_ERROR_NOT_FOUND, "a freed allocation");
+    GM_DRV(mem_free, c, m);
+    GM_DRV(mem_free_host, c, p);
 }
 
 static void test_capacity(gm_dctx *c)
@@ -762,7 +936,7 @@ static void test_events(gm_dctx *c, gm_dctx *c1)
     GM_DRV(event_create, c, &ev, GM_CU_EVENT_DISABLE_TIMING);
     float ms = -1;
     is_int(GM_DRV(event_query, c, e1), GM_CUDA_SUCCESS, "an event never recorded is complete");
-    is_int(GM_DRV(event_elapsed_time, &ms, e1, e2), GM_CUDA_ERROR_INVALID_HANDLE,
+    is_int(GM_DRV(event_elapsed_time, c, &ms, e1, e2), GM_CUDA_ERROR_INVALID_HANDLE,
            "elapsed time of events never recorded");
 
     gm_cu_deviceptr d = 0, d2 = 0;
@@ -777,17 +951,19 @@ static void test_events(gm_dctx *c, gm_dctx *c1)
     GM_DRV(memset, c, d, 0x51, 1, N, s, 1);
     is_int(GM_DRV(event_record, c, e2, s), GM_CUDA_SUCCESS, "event_record");
     is_int(GM_DRV(event_query, c, e2), GM_CUDA_ERROR_NOT_READY, "event_query before the work ran");
-    is_int(GM_DRV(event_elapsed_time, &ms, e1, e2), GM_CUDA_ERROR_NOT_READY, "elapsed time: not ready");
+    is_int(GM_DRV(event_elapsed_time, c, &ms, e1, e2), GM_CUDA_ERROR_NOT_READY, "elapsed time: not ready");
     double t0 = now_ms();
     is_int(GM_DRV(event_synchronize, c, e2), GM_CUDA_SUCCESS, "event_synchronize");
     ok(now_ms() - t0 < DELAY_MS / 2, "without waiting for the delay");
     ok(GM_DRV(event_query, c, e1) == GM_CUDA_SUCCESS && GM_DRV(event_query, c, e2) == GM_CUDA_SUCCESS,
        "both events are complete (FIFO)");
-    is_int(GM_DRV(event_elapsed_time, &ms, e1, e2), GM_CUDA_SUCCESS, "event_elapsed_time");
+    is_int(GM_DRV(event_elapsed_time, c, &ms, e1, e2), GM_CUDA_SUCCESS, "event_elapsed_time");
+    is_int(GM_DRV(event_elapsed_time, c1, &ms, e1, e2), GM_CUDA_ERROR_INVALID_CONTEXT,
+           "elapsed time asked in another device's context");
     ok(ms >= 0 && ms < 1000, "a plausible time between the records (%.3f ms)", (double)ms);
     GM_DRV(event_record, c, nt, s);
     GM_DRV(event_synchronize, c, nt);
-    is_int(GM_DRV(event_elapsed_time, &ms, e1, nt), GM_CUDA_ERROR_INVALID_HANDLE,
+    is_int(GM_DRV(event_elapsed_time, c, &ms, e1, nt), GM_CUDA_ERROR_INVALID_HANDLE,
            "an event without timing has no elapsed time");
 
     /* stream_wait_event orders two non-blocking streams */
@@ -987,12 +1163,13 @@ int main(void)
     setenv("GPUMEM_SIM_BUSY", "2", 1);
     setenv("GPUMEM_SIM_HOST_MEMORY", "16M", 1);
     setenv("GPUMEM_SIM_STREAM_DELAY_US", "300000", 1);
-    plan(238);
+    plan(258);
     unsetenv("GPUMEM_SIM_FAIL");
 
     /* children first: they must fork before this process starts workers */
     test_bad_settings();
     test_archs();
+    test_ipc_same_fd_number();
 
     if (gm_driver_ready() != GPUMEM_OK)
         bail_out("the simulator does not load: %s", gpumem_last_error());
@@ -1004,6 +1181,7 @@ int main(void)
     test_capacity(c0);
     test_copies(c0);
     test_ipc_own_thread(c0);
+    test_address_range(c0);
     test_copies_2d(c0);
     test_copies_3d(c0);
     test_pinned(c0);

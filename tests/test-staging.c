@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <gpumem.h>
 
@@ -72,8 +73,10 @@ int main(void)
         bail_out("no context: %s", gpumem_last_error());
     gpumem_staging_settings s = {.size = sizeof s};
     is_int(gpumem_staging_get(&s), GPUMEM_OK, "the settings");
-    ok(s.threads >= 1 && s.chunk_bytes == (8u << 20) && s.depth == 4 && s.min_bytes == (4u << 20),
-       "the defaults: threads %u, chunk 8 MiB, depth 4, from 4 MiB", s.threads);
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    ok(s.threads == (cpus < 1 ? 1u : cpus > 16 ? 16u : (unsigned)cpus) && s.chunk_bytes == (2u << 20) &&
+           s.depth == 2 && s.min_bytes == (4u << 20),
+       "the defaults: threads %u (the CPUs, at most 16), slots of 2 MiB, 2 per thread, from 4 MiB", s.threads);
     gpumem_staging_settings bad = s;
     bad.size = 3;
     is_int(gpumem_staging_get(&bad), GPUMEM_ERROR_INVALID_VALUE, "a wrong size is refused");

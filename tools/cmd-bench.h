@@ -5,6 +5,8 @@
 #ifndef GPUMEM_TOOLS_CMD_BENCH_H
 #define GPUMEM_TOOLS_CMD_BENCH_H
 
+#include <stdint.h>
+
 #include <gpumem.h>
 
 typedef struct bench_io bench_io;
@@ -15,9 +17,35 @@ struct bench_io {
      * second of all threads together. */
     void (*alloc_result)(bench_io *io, const char *name, const char *path, int threads, double seconds,
                          double pairs_per_s);
+    /* A transfer row with the figures it is judged against (< 0: none):
+     * threads copying at once (0: one copy), its bandwidth as a percentage
+     * of the pinned figure of the same case and of the host's ceiling. */
+    void (*row)(bench_io *io, const char *group, const char *name, const char *path, uint64_t bytes,
+                double seconds, int threads, double pct_pinned, double pct_host);
+    /* A line of the table's comments (a skipped size, a target): "# text"
+     * in the table and CSV, and in JSON a row {"group": "note", ...}. */
+    void (*note)(bench_io *io, const char *text);
 };
 
 /* The allocation rows (cmd-bench-alloc.c).  0 on success. */
 int bench_alloc(bench_io *io, gpumem_context *ctx, int quick);
+
+/* The host's ceiling (cmd-bench-host.c): group "host", rows at 1 to N
+ * threads (N the CPUs) of pageable read, memcpy, and memcpy into (h2d) and
+ * out of (d2h) a 2 MiB pinned slot per thread while the copy engine moves
+ * a pinned buffer; *h2d and *d2h get the best slot figure of each way in
+ * GB/s (0 when not measured).  0 on success. */
+int bench_host(bench_io *io, gpumem_context *ctx, int quick, int reps, double *h2d, double *d2h);
+
+/* Several threads copying at once (cmd-bench-host.c): group "concurrent",
+ * 2, 4 and 8 threads, each with its own arrays (64 MiB, --quick 1 MiB),
+ * pinned then pageable, both ways; pageable rows as a percentage of pinned
+ * at the same thread count and of the host ceiling.  0 on success. */
+int bench_concurrent(bench_io *io, gpumem_context *ctx, int quick, int reps, double h2d_ceiling,
+                     double d2h_ceiling);
+
+/* Whether st is an out-of-memory status (device or host): such a case is
+ * skipped with a note, not failed. */
+int bench_oom(gpumem_status st);
 
 #endif /* GPUMEM_TOOLS_CMD_BENCH_H */

@@ -4,7 +4,7 @@
  *   gpumem info [--json]     backend, driver, devices, the peer-access matrix
  *                            and the default device;
  *                            --json prints one JSON object whatever fails
- *   gpumem occupancy ...     occupancy of a launch shape (cmd-occupancy.c)
+ *   gpumem occupancy ...     occupancy of a launch shape or a kernel (cmd-occupancy.c)
  *   gpumem --help | --version
  *
  * Exit status: 0 success, 1 a library failure (its message on stderr),
@@ -33,12 +33,16 @@ static void usage(FILE *out)
           "                  compute capability, memory, multiprocessors), the peer-access\n"
           "                  matrix and the default device with the rule that chose it\n"
           "  occupancy --threads N [--smem B] [--regs R] [--device D] [--json]\n"
+          "  occupancy --threads N --cubin FILE --kernel NAME [--smem B] [--device D] [--json]\n"
           "                  thread blocks per multiprocessor for a kernel's launch\n"
-          "                  shape, and what limits them (pycuda's OccupancyRecord)\n"
-          "  bench [--quick] [--rows | --peer] [--json | --csv] [--reps N]\n"
+          "                  shape, and what limits them (pycuda's OccupancyRecord);\n"
+          "                  B is a size (48K); --cubin: the kernel's registers and\n"
+          "                  shared memory from its module image\n"
+          "  bench [--quick] [--rows | --alloc | --peer] [--json | --csv] [--reps N]\n"
           "                  transfer bandwidth of each copy path beside the plain driver\n"
-          "                  call; --rows: 2-D copy bandwidth against row width; --peer:\n"
-          "                  device 0 to 1 and back, peer and staged, against cuMemcpyPeer\n"
+          "                  call; --rows: 2-D copy bandwidth against row width; --alloc:\n"
+          "                  the allocation rows alone; --peer: device 0 to 1 and back,\n"
+          "                  peer and staged, against cuMemcpyPeer (bench --help: more)\n"
           "  trace summary|plot|export|replay FILE ...\n"
           "                  read a memory trace (GPUMEM_TRACE=FILE): summary, timeline\n"
           "                  picture, Chrome Trace Event export, replay (gpumem trace --help)\n"

@@ -24,7 +24,7 @@ try {
     for (int round = 0; round < 3; round++) {  // the same sizes again: the pool's blocks are reused
         gpumem::stream s(ctx);
         auto d = gpumem::to_device(ctx, gpumem::wrap(x), s);
-        d.slice({{0, 500, 1}}).fill(-1.0, s);  // d[:500] = -1, queued on s
+        d.slice({{0, 500}}).fill(-1.0, s);     // d[:500] = -1, queued on s
         d.copy_to_host(gpumem::wrap(x), s);    // pinned destination: asynchronous is allowed
         s.synchronize();
     }

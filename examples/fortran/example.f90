@@ -33,8 +33,7 @@ program example
   call check(gpumem_pool_create(ctx, 0_c_int, pool), 'gpumem_pool_create')
   call check(gpumem_context_set_pool(ctx, pool), 'gpumem_context_set_pool')
   do round = 1, 3
-    call check(gpumem_f_device_array(ctx, [1000_c_int64_t, 100_c_int64_t], GPUMEM_FLOAT32, tmp), &
-        'gpumem_f_device_array')
+    call check(gpumem_f_device_array(ctx, [1000, 100], GPUMEM_FLOAT32, tmp), 'gpumem_f_device_array')
     call check(gpumem_array_fill(tmp, real(round, c_float), c_null_ptr), 'gpumem_array_fill')
     call check(gpumem_array_release(tmp), 'gpumem_array_release')
   end do

@@ -63,8 +63,7 @@ static long mismatches(gpumem_array *dev, int from)
 {
     static int32_t v[N];
     gpumem_array *host = NULL;
-    check(gpumem_host_array_wrap(v, 1, (int64_t[]){N}, NULL, gpumem_dtype_builtin(GPUMEM_INT32), &host),
-          "gpumem_host_array_wrap");
+    check(gpumem_host_array_wrap(v, 1, (int64_t[]){N}, NULL, GPUMEM_DTYPE_OF(v[0]), &host), "gpumem_host_array_wrap");
     check(gpumem_copy_to_host(dev, host, NULL), "gpumem_copy_to_host");
     gpumem_array_release(host);
     long bad = 0;
@@ -141,8 +140,7 @@ int main(int argc, char **argv)
         MPI_Sendrecv(po, (int)nbytes, MPI_BYTE, right, 0, pi, (int)nbytes, MPI_BYTE, left, 0, MPI_COMM_WORLD,
                      MPI_STATUS_IGNORE);
         check(gpumem_copy_to_device(got, in, NULL), "gpumem_copy_to_device");
-        gpumem_array_release(in);
-        gpumem_array_release(out);
+        GPUMEM_ARRAY_RELEASE_ALL(in, out);
     }
     long bad_msg = mismatches(got, left);
 
@@ -153,8 +151,7 @@ int main(int argc, char **argv)
     if (rank == 0)
         printf("ring of %d ranks: %s (%ld wrong elements)\n", size, total == 0 ? "PASS" : "FAIL", total);
 
-    gpumem_array_release(got);
-    gpumem_array_release(mine);
+    GPUMEM_ARRAY_RELEASE_ALL(got, mine);
     gpumem_context_release(ctx);
     MPI_Finalize();
     return total == 0 ? 0 : 1;

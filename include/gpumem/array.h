@@ -16,6 +16,16 @@
  * - pinned, mapped, managed: host memory the driver knows (gpumem/host.h);
  * - foreign: device memory of another library (gpumem/interop.h).
  *
+ * @par Argument order
+ * gpumem_array_copy(dst, src) is `dst[:] = src`, memcpy's order.  numba's
+ * methods keep numba's, the receiver first: gpumem_copy_to_host(src, dst)
+ * is `src.copy_to_host(dst)`, gpumem_copy_to_device(dst, src) is
+ * `dst.copy_to_device(src)`.  Each function's first line says its order;
+ * copy_to_host and copy_to_device refuse a destination of the wrong side,
+ * and say "arguments swapped?" when the source is of the destination's.
+ * gpumem.hpp's members are named by direction (copy_from, copy_to,
+ * copy_to_host, copy_from_host).
+ *
  * @par Streams
  * Functions that move data take a ::gpumem_stream.  NULL means synchronous:
  * the call returns when the data has arrived.  With a stream the work is
@@ -38,9 +48,12 @@
  * so its failure can leave the destination partly written too); so can a
  * copy of the one kind that needs several driver
  * copies (::GPUMEM_COPY_PATH_DMA_LOOP: only when the driver cannot load the
- * library's pack kernels).  A failure to free a copy's temporaries after it
- * completed ("the copy completed" in the message) leaves the destination
- * holding the copy.
+ * library's pack kernels or the device has no room for their scratch).  A
+ * strided copy through device scratch larger than one scratch chunk
+ * (`GPUMEM_COPY_SCRATCH_CHUNK`, 4 MiB) writes its destination chunk by
+ * chunk, so a failure of a later chunk can leave it partly written too.  A
+ * failure to free a copy's temporaries after it completed ("the copy
+ * completed" in the message) leaves the destination holding the copy.
  */
 #ifndef GPUMEM_ARRAY_H
 #define GPUMEM_ARRAY_H
@@ -73,9 +86,14 @@ typedef enum gpumem_memory_kind {
 
 /**
  * A slice of one axis for gpumem_array_slice(), as Python's
- * start:stop:step.  The fields, in initializer order: {0, 6, 2} is `0:6:2`,
- * {::GPUMEM_SLICE_DEFAULT, ::GPUMEM_SLICE_DEFAULT, -1} is `::-1`, and
- * ::GPUMEM_SLICE_ALL is `:`.
+ * start:stop:step, or an integer index.  The fields, in initializer order:
+ * {0, 6, 2} is `0:6:2`, {1, 7} is `1:7` (an omitted step is 0, which reads
+ * as 1; -Wextra warns of the missing initializer there, which
+ * {.start = 1, .stop = 7} avoids), {::GPUMEM_SLICE_DEFAULT,
+ * ::GPUMEM_SLICE_DEFAULT, -1} is `::-1`,
+ * ::GPUMEM_SLICE_ALL is `:`, and GPUMEM_INDEX(i) is the index `i`, which
+ * selects one position and drops the axis.  So NumPy's `d[1, 1:-1]` is
+ * `{GPUMEM_INDEX(1), {1, -1}}`: a 1-D view of row 1 without its ends.
  *
  * ::GPUMEM_SLICE_DEFAULT in a field means omitted, as Python's None: start
  * is then the axis' first element (step > 0) or its last (step < 0), stop
@@ -94,17 +112,35 @@ typedef enum gpumem_memory_kind {
  * there), libgpumem refuses them, so that an index mistake shows where it is
  * made.  Bounds on the axis that select nothing (`3:1`) give an empty axis,
  * as in Python: the view's extent is ceil((stop - start) / step), or 0 when
- * that is negative.  Step 0 is ::GPUMEM_ERROR_ZERO_STEP.
+ * that is negative.
  *
- * A step of ::GPUMEM_SLICE_DEFAULT (INT64_MIN) means omitted too, which is
- * 1, so NumPy's `x[::-2**63]` cannot be asked for: write INT64_MIN + 1
- * instead; it selects the same elements (the last one alone) on every
- * axis, whose extents never reach 2^62.
+ * A step of 0 reads as 1, so that the C initializer {start, stop}, which
+ * leaves step 0, is `start:stop`.  (Until GPUMEM_1.1 a zero step was
+ * ::GPUMEM_ERROR_ZERO_STEP, which no call returns now; no program that
+ * worked changes meaning.)  A step of ::GPUMEM_SLICE_DEFAULT (INT64_MIN)
+ * means omitted too, which is 1, so NumPy's `x[::-2**63]` cannot be asked
+ * for: write INT64_MIN + 1 instead; it selects the same elements (the last
+ * one alone) on every axis, whose extents never reach 2^62.
+ *
+ * @par Indices
+ * A stop of ::GPUMEM_SLICE_INDEX (INT64_MIN + 1) makes the slice an integer
+ * index, NumPy's `a[i]`: start is the position i, negative counting from
+ * the end (-1 is the last element), and step must be 1, 0 or
+ * ::GPUMEM_SLICE_DEFAULT (another step, or a start of
+ * ::GPUMEM_SLICE_DEFAULT, is ::GPUMEM_ERROR_INVALID_VALUE).  The position
+ * must be an element, 0 <= i < n after adding n to a negative i, or the call
+ * fails with ::GPUMEM_ERROR_INDEX_OUT_OF_RANGE naming the axis and the
+ * index.  The view has no such axis: each index takes one dimension away
+ * (indexing every axis of an array gives a 0-d view of one element).
+ * GPUMEM_INDEX(i) writes it as an initializer.  Before GPUMEM_1.1, that stop
+ * was an error on every axis (an extent would have to be 2^63 - 1 for it to
+ * be a bound), so no program that worked changes meaning.  Added in
+ * GPUMEM_1.1.
  */
 typedef struct gpumem_slice {
-    int64_t start; /**< first index, or ::GPUMEM_SLICE_DEFAULT; negative counts from the end */
-    int64_t stop;  /**< the index the slice stops before, or ::GPUMEM_SLICE_DEFAULT; negative counts from the end */
-    int64_t step;  /**< distance between indices, or ::GPUMEM_SLICE_DEFAULT (1); negative walks back; 0: error */
+    int64_t start; /**< first index, or ::GPUMEM_SLICE_DEFAULT; negative counts from the end; for an index, the position */
+    int64_t stop;  /**< the index the slice stops before, or ::GPUMEM_SLICE_DEFAULT; negative counts from the end; ::GPUMEM_SLICE_INDEX: an index */
+    int64_t step;  /**< distance between indices, or ::GPUMEM_SLICE_DEFAULT (1); negative walks back; 0 reads as 1 */
 } gpumem_slice;
 
 /** Omitted slice bound or step (Python's None); a step so given is 1. */
@@ -112,6 +148,11 @@ typedef struct gpumem_slice {
 /** The whole axis, `:`, as an initializer:
  * `gpumem_slice s[2] = {GPUMEM_SLICE_ALL, {0, 6, 2}};` is `[:, 0:6:2]`. */
 #define GPUMEM_SLICE_ALL {GPUMEM_SLICE_DEFAULT, GPUMEM_SLICE_DEFAULT, 1}
+/** The stop of a ::gpumem_slice that is an integer index (see Indices there).  Added in GPUMEM_1.1. */
+#define GPUMEM_SLICE_INDEX (INT64_MIN + 1)
+/** The integer index @p i (negative: from the end) as a ::gpumem_slice initializer; it drops its axis:
+ * `gpumem_slice s[2] = {GPUMEM_INDEX(1), {1, -1}};` is `[1, 1:-1]`.  Added in GPUMEM_1.1. */
+#define GPUMEM_INDEX(i) {(i), GPUMEM_SLICE_INDEX, 1}
 
 /** Flags of gpumem_to_device(). */
 #define GPUMEM_TO_DEVICE_NO_COPY 0x1   /**< allocate only (numba's copy=False) */
@@ -311,10 +352,28 @@ GPUMEM_API gpumem_status gpumem_array_retain(gpumem_array *array);
  */
 GPUMEM_API gpumem_status gpumem_array_release(gpumem_array *array);
 
+/**
+ * Releases @p count arrays (NULLs skipped) and returns the first failure.
+ * Each is released as by gpumem_array_release(), in turn, all of them, also
+ * after one fails.  The status and gpumem_last_error() are the first
+ * failure's, its message prefixed with its place
+ * ("gpumem_array_release_n: arrays[2]: ...").  Each entry is released once
+ * per appearance, so an array listed twice loses two references.
+ * GPUMEM_ARRAY_RELEASE_ALL(a, b, ...) calls it over its arguments.  Added in
+ * GPUMEM_1.1.
+ * @param count the number of entries.
+ * @param[in] arrays @p count arrays or NULLs (may be NULL when @p count is 0).
+ * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT (@p arrays NULL with @p count > 0), or the first failure
+ *        of gpumem_array_release().
+ */
+GPUMEM_API gpumem_status gpumem_array_release_n(size_t count, gpumem_array *const *arrays);
+
 /* ---- copies --------------------------------------------------------------------------- */
 
 /**
- * Copies every element of @p src into @p dst: equal shapes and dtypes, any
+ * dst[:] = src, arguments (dst, src) as memcpy's: copies every element of
+ * @p src into @p dst.  (gpumem_copy_to_host() takes (src, dst), numba's
+ * receiver first.)  Equal shapes and dtypes, any
  * kinds (device, host, pinned, mapped, managed), any strides on either side
  * (negative, zero in the source).  Only the elements are written, never the
  * gaps of a strided destination.  The copy engine chooses, per copy, the
@@ -324,23 +383,44 @@ GPUMEM_API gpumem_status gpumem_array_release(gpumem_array *array);
  * - one 2-D or 3-D driver copy when that does it and its rows are at least
  *   GPUMEM_COPY_MIN_ROW_BYTES wide (doc/environment.md; narrower rows run
  *   far below the link's speed);
- * - otherwise the strided sides are packed and one contiguous transfer
- *   crosses the link: a device side by the library's pack and unpack
- *   kernels into device scratch (device to device: one or two kernels, no
- *   transfer), a host side by CPU threads into host staging memory.  The
- *   packed layout is the other side's when that side is one run, so the
- *   transfer lands in it directly.
+ * - otherwise the strided sides are packed and one contiguous run crosses
+ *   the link: a device side by the library's pack and unpack kernels
+ *   through device scratch (device to device: one kernel when a side is one
+ *   run, else two through scratch, no transfer), a host side by CPU threads
+ *   into host staging memory.  The packed layout is the other side's when
+ *   that side is one run, so the transfer lands in it directly.  Device
+ *   scratch is at most two buffers of `GPUMEM_COPY_SCRATCH_CHUNK` bytes
+ *   (4 MiB): a larger copy goes chunk by chunk along its outermost axes, the
+ *   kernels of one chunk running while the transfer of the other does, so
+ *   a strided view larger than the device's free memory copies too.  When
+ *   the device has no room even for that (or the driver cannot load the
+ *   kernels), the copy runs without scratch, as the driver's 2-D or 3-D
+ *   copies (::GPUMEM_COPY_PATH_DMA, ::GPUMEM_COPY_PATH_DMA_LOOP), a
+ *   strided host side still packed by the CPU.
  * Overlapping source and destination are staged through a temporary.  A
  * contiguous transfer of pageable host memory of at least the staging
  * threshold goes through the context's staging engine (gpumem/staging.h).
+ * An empty copy (an extent 0) moves nothing and reports
+ * ::GPUMEM_COPY_PATH_NONE.
  *
  * @p stream NULL: synchronous.  With a stream, in stream order:
  * - copies between device and page-locked memory, and device to device
  *   without temporaries, are queued and return at once;
  * - an upload from pageable memory returns once the source was read (it may
  *   be reused at once); the data reaches the device in stream order;
- * - copies that use temporaries (scratch, staging) wait for their stream
- *   before returning, since the temporaries must outlive the work;
+ * - device scratch never makes a copy wait for its stream: it comes from a
+ *   cache kept per context with the library's pack kernels, and a later
+ *   copy's use of it is ordered after this copy's work on the device (an
+ *   event its stream waits for), whether memory comes from the driver or
+ *   from a pool (gpumem_context_set_pool()).  The cache holds a few buffers
+ *   of at most two scratch chunks each, and is freed by
+ *   gpumem_clear_context_caches() and at the context's final release;
+ * - a copy into a strided host destination that is not pageable (pinned,
+ *   mapped, managed) waits for its stream, since the CPU unpacks the data
+ *   once it has arrived; overlapping device views go through a temporary
+ *   that is freed at the stream's next synchronization
+ *   (gpumem_stream_synchronize(), gpumem_context_synchronize(),
+ *   gpumem_stream_destroy());
  * - a download into pageable memory is queued too, where the driver would
  *   run it synchronously (numba#5130): the bytes go into a pinned bounce
  *   block on the stream, and a host function queued after them writes the
@@ -409,8 +489,11 @@ GPUMEM_API gpumem_status gpumem_array_release(gpumem_array *array);
 GPUMEM_API gpumem_status gpumem_array_copy(gpumem_array *dst, const gpumem_array *src, gpumem_stream *stream);
 
 /**
- * numba's copy_to_host(ary, stream): @p src (device) into @p dst (a host-side
- * array), as gpumem_array_copy().  With a stream the copy is queued whatever
+ * numba's d.copy_to_host(ary, stream), arguments (src, dst), numba's
+ * receiver first: copies @p src (device) into @p dst (a host-side array),
+ * as gpumem_array_copy(dst, src).  A device @p dst is
+ * ::GPUMEM_ERROR_INVALID_VALUE, whose message asks "arguments swapped?"
+ * when @p src is host-side.  With a stream the copy is queued whatever
  * @p dst's memory: into pageable memory through a pinned bounce block and a
  * host function on the stream (numba#5130; see gpumem_array_copy()).
  *
@@ -452,17 +535,22 @@ GPUMEM_API gpumem_status gpumem_array_copy(gpumem_array *dst, const gpumem_array
  * @param src the source, a device-side array.
  * @param dst the destination, a host-side array.
  * @param stream the stream, or NULL (synchronous).
- * @return as gpumem_array_copy(); also ::GPUMEM_ERROR_INVALID_VALUE when @p dst is not on the host side.
+ * @return as gpumem_array_copy(); also ::GPUMEM_ERROR_INVALID_VALUE when @p dst is not on the host side (the
+ *        message says "arguments swapped?" when @p src is).
  */
 GPUMEM_API gpumem_status gpumem_copy_to_host(const gpumem_array *src, gpumem_array *dst, gpumem_stream *stream);
 
 /**
- * numba's copy_to_device(ary, stream): @p src (host or device) into @p dst (device); a @p src of
- * another device is a cross-device copy, as in gpumem_array_copy().
+ * numba's d.copy_to_device(ary, stream), arguments (dst, src), numba's
+ * receiver first: copies @p src (host or device) into @p dst (device), as
+ * gpumem_array_copy(dst, src); a @p src of another device is a cross-device
+ * copy.  A host-side @p dst is ::GPUMEM_ERROR_INVALID_VALUE, whose message
+ * asks "arguments swapped?" when @p src is on the device.
  * @param dst the destination, a device-side array.
  * @param src the source.
  * @param stream the stream, or NULL (synchronous).
- * @return as gpumem_array_copy(); also ::GPUMEM_ERROR_INVALID_VALUE when @p dst is not on the device side.
+ * @return as gpumem_array_copy(); also ::GPUMEM_ERROR_INVALID_VALUE when @p dst is not on the device side (the
+ *        message says "arguments swapped?" when @p src is).
  */
 GPUMEM_API gpumem_status gpumem_copy_to_device(gpumem_array *dst, const gpumem_array *src,
                                                gpumem_stream *stream);
@@ -483,7 +571,9 @@ GPUMEM_API gpumem_status gpumem_array_fill(gpumem_array *array, const void *valu
 
 /**
  * Reads one element (itemsize bytes) at @p index (ndim indices; negative
- * count from the end).  With a stream the read is ordered after the stream's
+ * count from the end).  The call reads ndim values from @p index, however
+ * many the caller has: gpumem_array_get_item_n() takes the count and checks
+ * it.  With a stream the read is ordered after the stream's
  * earlier work and waited for, as the value is needed at once: for a
  * host-side array the call waits for the stream's queued work (a download
  * into it), then reads host memory.  A @p stream
@@ -500,7 +590,25 @@ GPUMEM_API gpumem_status gpumem_array_get_item(const gpumem_array *array, const 
                                                gpumem_stream *stream);
 
 /**
- * Writes one element at @p index.  With a stream the write is ordered after
+ * gpumem_array_get_item() with the number of indices, which must be the
+ * array's ndim.  Another @p nindex fails with ::GPUMEM_ERROR_INVALID_VALUE,
+ * naming both, before the call reads @p index (so a C caller cannot read past its index
+ * array, and `get_item_n(a, 1, ...)` of a 2-D array is an error, not an
+ * element).  Added in GPUMEM_1.1.
+ * @param array the array.
+ * @param nindex the number of indices in @p index: the array's ndim.
+ * @param[in] index @p nindex indices, negative from the end (may be NULL when @p nindex is 0).
+ * @param[out] value itemsize bytes.
+ * @param stream the stream, or NULL.
+ * @return ::GPUMEM_OK; ::GPUMEM_ERROR_INVALID_VALUE (@p nindex is not ndim), or the statuses of
+ *        gpumem_array_get_item().
+ */
+GPUMEM_API gpumem_status gpumem_array_get_item_n(const gpumem_array *array, int nindex, const int64_t *index,
+                                                 void *value, gpumem_stream *stream);
+
+/**
+ * Writes one element at @p index (ndim indices, read without a count:
+ * gpumem_array_set_item_n() checks one).  With a stream the write is ordered after
  * the stream's earlier work: for a host-side array the call first waits for
  * the stream's queued work (a download into it lands before the write, not
  * over it), then writes host memory.
@@ -514,14 +622,32 @@ GPUMEM_API gpumem_status gpumem_array_get_item(const gpumem_array *array, const 
 GPUMEM_API gpumem_status gpumem_array_set_item(gpumem_array *array, const int64_t *index, const void *value,
                                                gpumem_stream *stream);
 
+/**
+ * gpumem_array_set_item() with the number of indices, which must be the
+ * array's ndim.  Another @p nindex fails with ::GPUMEM_ERROR_INVALID_VALUE
+ * before the call reads @p index, and writes nothing.  Added in GPUMEM_1.1.
+ * @param array the array (writable).
+ * @param nindex the number of indices in @p index: the array's ndim.
+ * @param[in] index @p nindex indices, negative from the end (may be NULL when @p nindex is 0).
+ * @param[in] value itemsize bytes.
+ * @param stream the stream, or NULL (synchronous).
+ * @return ::GPUMEM_OK; ::GPUMEM_ERROR_INVALID_VALUE (@p nindex is not ndim), or the statuses of
+ *        gpumem_array_set_item().
+ */
+GPUMEM_API gpumem_status gpumem_array_set_item_n(gpumem_array *array, int nindex, const int64_t *index,
+                                                 const void *value, gpumem_stream *stream);
+
 /* ---- views ------------------------------------------------------------------------------- */
 
 /**
- * A view of the first @p nslices axes sliced (the rest whole), as NumPy's
- * `a[s0, s1, ...]` with slices only: it shares @p array's memory (no copy)
- * and keeps it alive, with the same number of axes, each sliced one of
- * extent ceil((stop - start) / step) and stride times step.  Bounds outside
- * an axis are errors, not clamped (::gpumem_slice says exactly which).
+ * A view of the first @p nslices axes sliced or indexed (the rest whole),
+ * as NumPy's `a[s0, s1, ...]` with slices and integers: it shares
+ * @p array's memory (no copy) and keeps it alive.  Each sliced axis has
+ * extent ceil((stop - start) / step) and its stride times step; each
+ * indexed axis (GPUMEM_INDEX(i)) is gone, so the view has ndim less one per
+ * index (`d[1, 1:-1]` of a 2-D array is 1-D, and copies to and from a 1-D
+ * array of its length).  Bounds and indices outside an axis are errors, not
+ * clamped (::gpumem_slice says exactly which).
  *
  * @par Example
  * Every other column of a 4x6 device array, `d[:, ::2]`, copied to the host:
@@ -562,9 +688,10 @@ GPUMEM_API gpumem_status gpumem_array_set_item(gpumem_array *array, const int64_
  * @param[in] slices @p nslices slices (may be NULL when @p nslices is 0).
  * @param nslices 0 to ndim.
  * @param[out] view the new view.
- * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT, ::GPUMEM_ERROR_INVALID_VALUE (@p nslices),
- *        ::GPUMEM_ERROR_INDEX_OUT_OF_RANGE (a bound off its axis; the message names the axis and the bound),
- *        ::GPUMEM_ERROR_ZERO_STEP, ::GPUMEM_ERROR_OVERFLOW (a stride times a step that overflows),
+ * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT, ::GPUMEM_ERROR_INVALID_VALUE (@p nslices; an index
+ *        with a step other than 1 or without a position), ::GPUMEM_ERROR_INDEX_OUT_OF_RANGE (a bound or an
+ *        index off its axis; the message names the axis and the bound), ::GPUMEM_ERROR_OVERFLOW (a stride
+ *        times a step that overflows),
  *        ::GPUMEM_ERROR_HOST_OUT_OF_MEMORY, ::GPUMEM_ERROR_INVALID_STATE (a released array).
  */
 GPUMEM_API gpumem_status gpumem_array_slice(gpumem_array *array, const gpumem_slice *slices, int nslices,
@@ -690,6 +817,14 @@ GPUMEM_API gpumem_status gpumem_array_nbytes(const gpumem_array *array, int64_t 
  */
 GPUMEM_API gpumem_status gpumem_array_kind(const gpumem_array *array, gpumem_memory_kind *kind);
 /**
+ * The name of a memory kind: "device", "host", "pinned", "mapped",
+ * "managed" or "foreign"; "unknown" for another value.  Static; never NULL.
+ * Added in GPUMEM_1.1.
+ * @param kind a memory kind.
+ * @return the name; never NULL.
+ */
+GPUMEM_API const char *gpumem_memory_kind_name(gpumem_memory_kind kind);
+/**
  * The context (borrowed; NULL for host arrays).
  * @param array the array.
  * @param[out] ctx the context, or NULL.
@@ -747,5 +882,30 @@ GPUMEM_API gpumem_status gpumem_array_is_readonly(const gpumem_array *array, int
 GPUMEM_API gpumem_status gpumem_array_set_readonly(gpumem_array *array, int readonly);
 
 GPUMEM_END_DECLS
+
+/**
+ * @def GPUMEM_ARRAY_RELEASE_ALL(...)
+ * gpumem_array_release_n() over its arguments, one or more arrays (NULLs
+ * skipped): `GPUMEM_ARRAY_RELEASE_ALL(o, cols, d, h);` releases all four
+ * and gives the first failure.  C99 and later, and C++11 and later (where a
+ * null entry is written nullptr, not NULL).  Added in GPUMEM_1.1.
+ */
+#ifdef __cplusplus
+/// @cond
+extern "C++" {
+template <class... A>
+inline gpumem_status gpumem_array_release_all_(A... arrays)
+{
+    gpumem_array *const list[] = {arrays...};
+    return gpumem_array_release_n(sizeof...(A), list);
+}
+}
+/// @endcond
+#define GPUMEM_ARRAY_RELEASE_ALL(...) gpumem_array_release_all_(__VA_ARGS__)
+#else
+#define GPUMEM_ARRAY_RELEASE_ALL(...) \
+    gpumem_array_release_n(sizeof((gpumem_array *[]){__VA_ARGS__}) / sizeof(gpumem_array *), \
+                           (gpumem_array *[]){__VA_ARGS__})
+#endif
 
 #endif /* GPUMEM_ARRAY_H */

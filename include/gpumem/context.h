@@ -292,6 +292,22 @@ GPUMEM_API gpumem_status gpumem_memory_info(gpumem_context *ctx, uint64_t *free_
  */
 GPUMEM_API gpumem_status gpumem_autoinit(gpumem_context **ctx);
 
+/**
+ * Reads a size as the library reads its own size variables
+ * (@c GPUMEM_SIM_MEMORY, @c GPUMEM_STAGING_CHUNK, ...; doc/environment.md):
+ * a decimal number of bytes without sign, with an optional suffix @c K,
+ * @c M, @c G or @c T (powers of 1024), optionally followed by @c B or
+ * @c iB, in any case, and blanks (spaces and tabs) around it: "4096",
+ * "48K", "512M", "2GiB".  Programs and the gpumem tool use it so that a
+ * size reads the same on their command line as in the environment.
+ * Added in GPUMEM_1.1.
+ * @param text the size.
+ * @param[out] bytes its value in bytes; unchanged on failure.
+ * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT, ::GPUMEM_ERROR_INVALID_VALUE (not a size, or more than
+ *        2^64 - 1 bytes; the message quotes it).
+ */
+GPUMEM_API gpumem_status gpumem_size_parse(const char *text, uint64_t *bytes);
+
 GPUMEM_END_DECLS
 
 #endif /* GPUMEM_CONTEXT_H */

@@ -38,7 +38,10 @@ GPUMEM_API gpumem_status gpumem_debug_driver_calls(const char *op, uint64_t *cou
  * Makes the @p nth driver call from now (1 is the very next) fail with the
  * driver error @p driver_error (a CUresult value, such as 2 for
  * CUDA_ERROR_OUT_OF_MEMORY) without reaching the driver.  Only that one call
- * fails.  @p nth 0 disarms.  Replaces any earlier arming.
+ * fails.  @p nth 0 disarms.  Replaces any earlier arming.  Calls of every
+ * thread count, and any thread may arm: the call number and the error are
+ * set together, so the call that fails gets the error of the arming that
+ * chose it, never that of an arming made later.
  * @param nth which call fails, counted from 1; 0 disarms.
  * @param driver_error the CUresult to fail with (not 0).
  * @return ::GPUMEM_OK, or ::GPUMEM_ERROR_INVALID_VALUE (@p driver_error 0 with @p nth set).
@@ -64,7 +67,8 @@ typedef enum gpumem_copy_path {
     GPUMEM_COPY_PATH_HOST = 1,
     /** One contiguous driver transfer. */
     GPUMEM_COPY_PATH_CONTIGUOUS = 2,
-    /** One 2-D or 3-D driver copy (rows wide enough, or nothing better). */
+    /** One 2-D or 3-D driver copy (rows wide enough, or no kernels or
+     *  scratch for anything better). */
     GPUMEM_COPY_PATH_DMA = 3,
     /** The library's pack or unpack kernels on the device side, and at
      *  most one contiguous transfer. */
@@ -79,7 +83,8 @@ typedef enum gpumem_copy_path {
      *  engine's pinned buffers. */
     GPUMEM_COPY_PATH_STAGED = 7,
     /** Several rectangular driver copies: the pack kernels are unavailable
-     *  (the driver could not load them) and no one operation does it. */
+     *  (the driver could not load them) or the device has no room for their
+     *  scratch, and no one operation does it. */
     GPUMEM_COPY_PATH_DMA_LOOP = 8,
     /** Between two devices, through peer access: one cuMemcpyPeer, with the
      *  strided sides packed and unpacked on their own devices (gpumem/peer.h).
@@ -96,8 +101,16 @@ typedef enum gpumem_copy_path {
  * gpumem_array_copy(), gpumem_copy_to_host(), gpumem_copy_to_device() or
  * copy made inside another call (gpumem_to_device(), a strided
  * gpumem_array_fill(), a reshape or ravel copy) that got past its argument
- * checks, whether it then succeeded or failed.  A copy through a temporary
- * (overlapping views) reports its last step.  Added in GPUMEM_1.1.
+ * checks, whether it then succeeded or failed.  It is the copy engine's
+ * decision for that copy, made before it ran (and made again, without
+ * what was missing, when the pack kernels could not be loaded, device
+ * scratch could not be had or the staging engine was busy).  Copies the
+ * engine makes inside a copy (packing a side on its own device for a copy
+ * between devices, the copy into a queued download's bounce block, the two
+ * steps through a temporary) do not change it: a copy through a temporary
+ * (overlapping views) reports its last step, a queued download the copy
+ * into its bounce block.  An empty copy reports ::GPUMEM_COPY_PATH_NONE.
+ * Each thread has its own.  Added in GPUMEM_1.1.
  * @param[out] path the path.
  * @return ::GPUMEM_OK, or ::GPUMEM_ERROR_NULL_ARGUMENT.
  */

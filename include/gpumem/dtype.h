@@ -97,6 +97,55 @@ typedef enum gpumem_record_layout {
  */
 GPUMEM_API const gpumem_dtype *gpumem_dtype_builtin(gpumem_type type);
 
+#if defined(GPUMEM_DOXYGEN) || (!defined(__cplusplus) && defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L)
+/**
+ * The ::gpumem_type of the type of expression @p x (C11's _Generic; @p x is
+ * not evaluated): _Bool is ::GPUMEM_BOOL; char, signed and unsigned char,
+ * short, int, long and long long (and the <stdint.h> types they name) the
+ * integer type of their size and signedness (char's as the platform signs
+ * it); float ::GPUMEM_FLOAT32, double ::GPUMEM_FLOAT64, float _Complex
+ * ::GPUMEM_COMPLEX64 and double _Complex ::GPUMEM_COMPLEX128 (unless the
+ * compiler defines __STDC_NO_COMPLEX__).  Any other type (long double, a
+ * pointer, a struct, an array that decayed to a pointer: give an element,
+ * `host[0][0]` or `*buf`) does not compile.  C11 and later only; C++ has
+ * gpumem::dtype_of() in gpumem.hpp instead.  Added in GPUMEM_1.1.
+ * @param x an expression of a builtin element type.
+ */
+#define GPUMEM_TYPE_OF(x) \
+    _Generic((x), \
+        _Bool: GPUMEM_BOOL, \
+        char: ((char)-1 < 0 ? GPUMEM_INT8 : GPUMEM_UINT8), \
+        signed char: GPUMEM_INT8, \
+        unsigned char: GPUMEM_UINT8, \
+        short: (sizeof(short) == 2 ? GPUMEM_INT16 : GPUMEM_INT32), \
+        unsigned short: (sizeof(short) == 2 ? GPUMEM_UINT16 : GPUMEM_UINT32), \
+        int: (sizeof(int) == 4 ? GPUMEM_INT32 : sizeof(int) == 8 ? GPUMEM_INT64 : GPUMEM_INT16), \
+        unsigned: (sizeof(int) == 4 ? GPUMEM_UINT32 : sizeof(int) == 8 ? GPUMEM_UINT64 : GPUMEM_UINT16), \
+        long: (sizeof(long) == 8 ? GPUMEM_INT64 : GPUMEM_INT32), \
+        unsigned long: (sizeof(long) == 8 ? GPUMEM_UINT64 : GPUMEM_UINT32), \
+        long long: GPUMEM_INT64, \
+        unsigned long long: GPUMEM_UINT64, \
+        float: GPUMEM_FLOAT32, \
+        double: GPUMEM_FLOAT64 GPUMEM_TYPE_OF_COMPLEX_)
+/// @cond
+#ifdef __STDC_NO_COMPLEX__
+#define GPUMEM_TYPE_OF_COMPLEX_
+#else
+#define GPUMEM_TYPE_OF_COMPLEX_ , float _Complex: GPUMEM_COMPLEX64, double _Complex: GPUMEM_COMPLEX128
+#endif
+/// @endcond
+
+/**
+ * The builtin dtype of the type of expression @p x, in native byte order:
+ * gpumem_dtype_builtin(GPUMEM_TYPE_OF(x)), so `GPUMEM_DTYPE_OF(host[0][0])`
+ * for `float host[4][6]` is the float32 dtype.  C11 and later only (see
+ * GPUMEM_TYPE_OF()); gpumem.hpp's gpumem::dtype_of() is C++'s.  Added in
+ * GPUMEM_1.1.
+ * @param x an expression of a builtin element type (not evaluated).
+ */
+#define GPUMEM_DTYPE_OF(x) gpumem_dtype_builtin(GPUMEM_TYPE_OF(x))
+#endif
+
 /**
  * Parses a NumPy typestr such as "<f4", ">i2", "|b1" or "|V16": a byte
  * order, a kind (b i u f c V) and the size in bytes (b1; i and u 1, 2, 4,
@@ -152,7 +201,7 @@ GPUMEM_API gpumem_status gpumem_dtype_from_descr(const char *descr, gpumem_dtype
  * items, names as Python's repr() writes them, "(3,)" and "(2, 3)" for
  * shapes, ('', '|Vn') for gaps and trailing padding).  In a name, the
  * characters that Python's str.isprintable() rejects (Unicode 14.0, as in
- * Python 3.11) are escaped as \xNN, \uNNNN or \UNNNNNNNN, as repr() does.  A record whose fields
+ * Python 3.11) are escaped as \\xNN, \\uNNNN or \\UNNNNNNNN, as repr() does.  A record whose fields
  * are not in increasing offset order has no descr, as in NumPy:
  * ::GPUMEM_ERROR_INVALID_DTYPE.  Buffers that are too small are handled as
  * in gpumem_dtype_typestr().

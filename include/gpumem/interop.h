@@ -306,7 +306,13 @@ GPUMEM_API gpumem_status gpumem_array_to_dlpack(gpumem_array *array, unsigned fl
  * order.  The CPU reads and writes kDLCUDAManaged and kDLCUDAHost memory,
  * so their claim is checked with the driver (cuPointerGetAttributes): every
  * byte the tensor touches must lie in one managed allocation, or in one
- * page-locked (pinned, mapped or registered) range.
+ * page-locked (pinned, mapped or registered) range.  The CPU reads kDLCPU
+ * memory too, so that claim is checked with the same query, at most three
+ * times: element 0 and the lowest and highest byte the tensor touches must
+ * not be device memory (any host-side memory, pageable, page-locked or
+ * managed, is accepted; bytes between them are not asked, so strides that
+ * step over device memory between host bytes are not detected).  Where no
+ * backend loads (no driver, a bad GPUMEM_BACKEND), kDLCPU is trusted.
  *
  * Errors (the message names the field and the value): ::GPUMEM_ERROR_NULL_ARGUMENT
  * (@p tensor, @p array, a NULL data pointer of a non-empty tensor);
@@ -315,9 +321,9 @@ GPUMEM_API gpumem_status gpumem_array_to_dlpack(gpumem_array *array, unsigned fl
  * kDLCUDA device_id the backend does not have; ::GPUMEM_ERROR_INVALID_DTYPE
  * for dtypes outside the table of the file's notes;
  * ::GPUMEM_ERROR_INVALID_VALUE for unknown @p flags, a NULL shape, ndim
- * below 0, a read-only tensor without ::GPUMEM_DLPACK_READ_ONLY, or a
+ * below 0, a read-only tensor without ::GPUMEM_DLPACK_READ_ONLY, a
  * kDLCUDAManaged or kDLCUDAHost tensor whose bytes are not such memory (device
- * memory, say);
+ * memory, say), or a kDLCPU tensor found to be device memory;
  * ::GPUMEM_ERROR_NEGATIVE_DIMENSION, ::GPUMEM_ERROR_TOO_MANY_DIMENSIONS;
  * ::GPUMEM_ERROR_OVERFLOW for strides or a byte_offset that leave the
  * address space.

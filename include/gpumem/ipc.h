@@ -46,10 +46,22 @@
  * gpumem_ipc_open() checks every field before it calls the driver: a wrong
  * magic, version or size, ndim out of range, a negative extent, an
  * unterminated text, a dtype whose size is not the item size, an element
- * outside the allocation, a shape whose bytes overflow int64 is
- * ::GPUMEM_ERROR_INVALID_VALUE, and a malformed typestr or record
- * description, or a description that disagrees with the typestr, is
- * ::GPUMEM_ERROR_INVALID_DTYPE; the message names the field.
+ * outside the allocation the handle declares (offset and allocation size),
+ * a shape whose bytes overflow int64 is ::GPUMEM_ERROR_INVALID_VALUE, and a
+ * malformed typestr or record description, or a description that disagrees
+ * with the typestr, is ::GPUMEM_ERROR_INVALID_DTYPE; the message names the
+ * field.
+ *
+ * The bytes cannot prove the offset and allocation size they declare, so
+ * once the driver has mapped the memory (cuIpcOpenMemHandle),
+ * gpumem_ipc_open() asks it for the mapped range (cuMemGetAddressRange of
+ * the mapped base) and refuses, with ::GPUMEM_ERROR_INVALID_VALUE and a
+ * message naming the field, a handle whose offset lies outside that range,
+ * whose elements (offset, shape and strides) reach outside it, or whose
+ * allocation size exceeds it; every address is computed without wrapping
+ * around.  The refused mapping is closed again (cuIpcCloseMemHandle), and
+ * no array is made.  An allocation size smaller than the mapped range is
+ * accepted (the driver may map more than was allocated).
  *
  * @par Devices
  * The handle names its device by PCI id, not by ordinal, since the other
@@ -78,7 +90,15 @@
  * An opened array (kind ::GPUMEM_MEMORY_FOREIGN) closes its mapping
  * (cuIpcCloseMemHandle) when its last reference goes, views included.  The
  * mapping does not keep the memory alive: the exporting process must keep
- * its array until every importer has released its array.  A handle carries
+ * its array until every importer has released its array.
+ *
+ * CUDA's documentation makes using exported memory after the exporter
+ * freed it undefined, and documents no error for opening such a handle, nor
+ * for a handle whose exporting process has exited.  gpumem_ipc_open() cannot
+ * tell: on a GPU the driver may fail with its error, or may open the handle
+ * (an H100 opens the handle of a freed allocation) and give an array over
+ * device memory that is no longer the exporter's.  Do not rely on an error;
+ * the simulator's answer is in its paragraph below.  A handle carries
  * no stream: the exporting process finishes its work on the array (a
  * synchronous call, or gpumem_stream_synchronize()) before the other process
  * reads it, and the two processes agree on writes by their own means (the
@@ -94,9 +114,10 @@
  * The simulator (GPUMEM_BACKEND=sim) opens handles in another process of
  * the same machine and user: an exported allocation moves into shared
  * memory, which the other process maps, so both see each other's writes as
- * on a GPU.  A handle whose exporting process has exited or freed the
- * memory fails with ::GPUMEM_ERROR_DRIVER, the message naming
- * CUDA_ERROR_INVALID_VALUE, as the driver answers it.
+ * on a GPU.  Unlike a GPU, it always refuses a handle whose exporting
+ * process has exited or freed the memory: ::GPUMEM_ERROR_DRIVER, the
+ * message naming CUDA_ERROR_INVALID_VALUE.  Its mapped range is exactly the
+ * exported allocation.
  */
 #ifndef GPUMEM_IPC_H
 #define GPUMEM_IPC_H
@@ -193,10 +214,14 @@ GPUMEM_API gpumem_status gpumem_ipc_get_handle(const gpumem_array *array, gpumem
  *
  * Errors: ::GPUMEM_ERROR_NULL_ARGUMENT; ::GPUMEM_ERROR_INVALID_VALUE and
  * ::GPUMEM_ERROR_INVALID_DTYPE for a malformed handle (the message names the
- * field); ::GPUMEM_ERROR_INVALID_STATE in the exporting process;
+ * field), ::GPUMEM_ERROR_INVALID_VALUE also for an offset, elements or an
+ * allocation size beyond the range the driver mapped;
+ * ::GPUMEM_ERROR_INVALID_STATE in the exporting process;
  * ::GPUMEM_ERROR_INVALID_DEVICE when the handle's device is not visible;
- * the driver's error (cuIpcOpenMemHandle), e.g. when the exporting process
- * has freed the memory or exited.
+ * the driver's error (cuIpcOpenMemHandle, cuMemGetAddressRange), e.g. for
+ * bytes that are no handle of the driver's (for a handle whose exporter
+ * freed the memory or exited, see the file's notes: on a GPU an error is
+ * not guaranteed).
  * @param ctx the context, or NULL (see above).
  * @param[in] handle the handle from gpumem_ipc_get_handle().
  * @param[out] array the new array.

@@ -22,9 +22,13 @@
  *
  * @par Copies between devices
  * gpumem_array_copy() between device arrays of two devices moves one dense
- * run of bytes between them.  A strided source is first packed on its own
- * device into scratch, and a strided destination is unpacked on its own
- * device, so any two views work (negative strides, transposes).  The run
+ * run of bytes between them.  A strided source is packed on its own device
+ * into scratch, and a strided destination is unpacked on its own device, so
+ * any two views work (negative strides, transposes); this goes chunk by
+ * chunk through at most `GPUMEM_COPY_SCRATCH_CHUNK` bytes (4 MiB) of
+ * scratch on each device (as in gpumem_array_copy()), or, when a device
+ * cannot load the pack kernels or has no room for that scratch, through
+ * temporaries as large as the copy.  The run
  * crosses by one cuMemcpyPeer when peer access is on for the pair (path
  * ::GPUMEM_COPY_PATH_PEER; the library enables it both ways the first time
  * and remembers it), else through pinned host memory in chunks
@@ -38,7 +42,9 @@
  * other cross-device copy first waits for the caller's stream, runs on both
  * devices' legacy default streams and is complete when the call returns.
  * Work queued on the other device's streams is not waited for: order it
- * yourself (gpumem_context_synchronize(), events) before the copy.
+ * yourself before the copy, with gpumem_context_synchronize() or an event
+ * (gpumem_event_record() behind that work, gpumem_stream_wait_event() on
+ * the copy's stream; gpumem/event.h).
  *
  * @par Failures
  * A failing cross-device copy returns the driver's error.  As for the

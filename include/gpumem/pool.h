@@ -405,7 +405,8 @@ GPUMEM_API gpumem_status gpumem_host_pool_destroy(gpumem_host_pool *pool);
  * A block of at least @p size bytes of page-locked host memory, ready for
  * the CPU (no work of any stream uses it).  gpumem_allocation_host_pointer()
  * gives its address; gpumem_allocation_free() returns it.  @p size 0 gives
- * an empty allocation.  (gpumem_host_pool_allocate() gives an array.)
+ * an empty allocation.  (gpumem_host_pool_allocate() gives an array, as
+ * gpumem_pool_device_array() does for a device pool.)
  * @param pool the pool.
  * @param size the bytes.
  * @param[out] alloc the allocation; free it with gpumem_allocation_free().
@@ -499,6 +500,79 @@ GPUMEM_API gpumem_status gpumem_host_pool_stats(gpumem_host_pool *pool, struct g
  *        another device), or an autoinit failure.
  */
 GPUMEM_API gpumem_status gpumem_context_set_pool(gpumem_context *ctx, gpumem_pool *pool);
+
+/**
+ * numba's device_array(shape, dtype, order, stream) from a chosen device
+ * pool.  An uninitialized, contiguous device array whose memory is a block
+ * of @p pool, as gpumem_pool_allocate() gives it (its reuse rules, its
+ * out-of-memory ladder, its statistics), usable at once by work on
+ * @p stream.  When the array's last reference goes (views keep it), the
+ * block goes back to @p pool, ordered after the work queued on @p stream
+ * as gpumem_allocation_free() with that stream orders it (work on other
+ * streams must be synchronized first).  It is the device pool's
+ * counterpart of gpumem_host_pool_allocate(), and unlike
+ * gpumem_context_set_pool() it changes nothing else: the context's other
+ * arrays and the scratch memory of copies come from where they did.  The
+ * array belongs to the pool's context; the pool may be destroyed while the
+ * array lives (its block then goes to the driver, see Lifetime above).
+ * Added in GPUMEM_1.1.
+ *
+ * @par Example
+ * Temporaries of a loop from a pool, on a stream:
+ * @code{.c}
+ * #include <stdio.h>
+ * #include <gpumem.h>
+ *
+ * int main(void)
+ * {
+ *     const int64_t shape[2] = {256, 256};
+ *     const gpumem_dtype *f64 = gpumem_dtype_builtin(GPUMEM_FLOAT64);
+ *     gpumem_stream *s = NULL;
+ *     gpumem_pool *pool = NULL;
+ *     gpumem_status st = gpumem_stream_create(NULL, 0, &s);
+ *     if (st == GPUMEM_OK)
+ *         st = gpumem_pool_create(NULL, 0, &pool);
+ *     double sum = 0;
+ *     for (int step = 0; step < 3 && st == GPUMEM_OK; step++) {
+ *         gpumem_array *tmp = NULL;
+ *         const double v = step + 0.5;
+ *         double got = 0;
+ *         st = gpumem_pool_device_array(pool, 2, shape, f64, 'C', s, &tmp); // a block of the pool
+ *         if (st == GPUMEM_OK)
+ *             st = gpumem_array_fill(tmp, &v, s);
+ *         if (st == GPUMEM_OK)
+ *             st = gpumem_array_get_item_n(tmp, 2, (const int64_t[]){255, 255}, &got, s);
+ *         sum += got;
+ *         gpumem_array_release(tmp); // the block goes back to the pool, after the work on s
+ *     }
+ *     struct gpumem_pool_stats stats = {.size = sizeof stats};
+ *     if (st == GPUMEM_OK)
+ *         st = gpumem_pool_stats(pool, &stats);
+ *     if (st == GPUMEM_OK)
+ *         printf("sum %g, %llu block from the driver, %llu reused\n", sum, (unsigned long long)stats.misses,
+ *                (unsigned long long)stats.hits); // prints: sum 4.5, 1 block from the driver, 2 reused
+ *     else
+ *         fprintf(stderr, "gpumem: %s\n", gpumem_last_error());
+ *     gpumem_pool_destroy(pool);
+ *     gpumem_stream_destroy(s);
+ *     return st == GPUMEM_OK ? 0 : 1;
+ * }
+ * @endcode
+ * @param pool a device pool.
+ * @param ndim the number of dimensions, 0 to ::GPUMEM_MAX_NDIM.
+ * @param[in] shape @p ndim extents.
+ * @param dtype the element type.
+ * @param order 'C' or 'F'.
+ * @param stream the stream that uses the array (and orders its block's return), or NULL.
+ * @param[out] array the new device array.
+ * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT, ::GPUMEM_ERROR_INVALID_VALUE (a host pool, not a pool),
+ *        ::GPUMEM_ERROR_INVALID_STATE (a destroyed pool), ::GPUMEM_ERROR_CONTEXT_MISMATCH (a @p stream of
+ *        another device), the argument statuses of gpumem_device_array(), ::GPUMEM_ERROR_OUT_OF_MEMORY,
+ *        ::GPUMEM_ERROR_HOST_OUT_OF_MEMORY, or a driver failure.
+ */
+GPUMEM_API gpumem_status gpumem_pool_device_array(gpumem_pool *pool, int ndim, const int64_t *shape,
+                                                  const gpumem_dtype *dtype, char order, gpumem_stream *stream,
+                                                  gpumem_array **array);
 
 /**
  * pycuda's PageLockedMemoryPool.allocate(shape, dtype, order): a pinned

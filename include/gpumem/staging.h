@@ -1,38 +1,84 @@
 /**
  * @file gpumem/staging.h
- * @brief The staging engine: transfers of pageable host memory through
- *        pinned bounce buffers, filled and drained by several host threads.
+ * @brief The staging engine: transfers of pageable or strided host memory
+ *        through pinned slots, filled and drained by the library's worker
+ *        threads.
  *
  * The driver moves pageable host memory through its own small staging
  * buffers, one thread, one chunk at a time, at a fraction of the link's
- * speed.  A contiguous transfer between pageable host memory (not pinned,
- * mapped, managed or registered) and device memory of at least
- * `min_bytes` goes through the context's staging engine instead: a ring of
- * `depth` pinned buffers of `chunk_bytes` each, made on first use and
- * reused by every later copy in the context, while `threads` host threads
- * copy chunks between the pageable memory and the buffers and the copy
- * engine moves earlier chunks over the link.  gpumem_debug_last_copy_path()
- * reports ::GPUMEM_COPY_PATH_STAGED.  Smaller transfers, and transfers of a
- * page-locked host side, are one driver call.  One copy at a time uses a
- * context's ring; a copy that finds it busy uses the driver's call.
+ * speed.  These transfers go through the staging engine instead:
+ *  - a contiguous transfer between pageable host memory (not pinned,
+ *    mapped, managed or registered) and device memory of at least
+ *    `min_bytes` (gpumem_debug_last_copy_path() reports
+ *    ::GPUMEM_COPY_PATH_STAGED);
+ *  - every copy whose host side is strided, pageable or page-locked
+ *    (::GPUMEM_COPY_PATH_CPU_PACK, ::GPUMEM_COPY_PATH_CPU_DEVICE_PACK): the
+ *    threads pack the host elements straight into the pinned slots, or
+ *    unpack them out of the slots, in the same pass as the transfer; when
+ *    the device side is strided too, the slots move a packed run into
+ *    device memory that the pack kernels unpack (or the other way).
+ * Smaller contiguous transfers, and transfers of a contiguous page-locked
+ * host side, are one driver call.
+ *
+ * @par How it works
+ * The library has one pool of worker threads (made on first use, up to
+ * `threads` - 1 of them, never one per call; on a machine with several
+ * NUMA nodes, one pool per node, whose threads run on the node's CPUs).
+ * Each worker owns, per context, `depth` pinned slots of `chunk_bytes`
+ * (made on its first staged transfer in that context, from the context's
+ * allocator, on its NUMA node), small enough to stay in the core's cache.
+ * A transfer is cut into chunks; the calling thread and up to `threads` - 1
+ * workers each take the next chunk, fill a slot with it (a memcpy or a
+ * pack), queue the slot's transfer on the copy's stream, record the slot's
+ * event, and take the next chunk, refilling a slot once its event has
+ * completed (a download queues the transfer into the slot first, then
+ * drains it).  There is no barrier between chunks, only one wait for the
+ * whole transfer.  A transfer smaller than `threads` chunks is cut into
+ * smaller chunks (at least 256 KiB), so that every thread takes part.
+ * Any number of copies, from any threads and in any contexts, use the
+ * engine at once, sharing the workers: a copy never falls back to the
+ * driver's call because another one is running.  On a machine with several
+ * NUMA nodes the device's node comes from CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID
+ * (CUDA 12.2), else from the PCI device's numa_node in sysfs; there only
+ * the node's workers touch the slots, and the calling thread waits.
  *
  * @par Asynchronous copies
  * An upload on a stream returns once every byte has left the source (the
  * source may be reused at once, as with the driver's own pageable copies);
  * the last chunks may still be on their way to the device, in stream order.
- * A download into pageable memory on a stream does not use the ring: it is
- * queued through a pinned bounce block and a host function on the stream
- * (numba#5130; gpumem_array_copy()).  The engine keeps up to four such
- * blocks per context for reuse (at most 1 GiB in all), freed with the ring.
+ * A download into pageable memory on a stream does not wait: it is queued
+ * through a pinned bounce block, in slabs of 1 to 8 MiB, each followed by
+ * a host function that hands its bytes to the workers, who land them in
+ * the destination while later slabs are still on the link; a last host
+ * function waits until every byte has landed, so work queued later on the
+ * stream, and a synchronization of it, see them (numba#5130;
+ * gpumem_array_copy()).  The engine keeps up to four bounce blocks per
+ * context for reuse (at most 1 GiB in all).
  *
- * The ring is freed with the context's other cached values: at the
- * context's final release or at gpumem_clear_context_caches().
+ * @par Memory it holds
+ * Up to `threads` x `depth` x `chunk_bytes` of page-locked memory per
+ * context that staged a copy (with the defaults on a 16-CPU machine, 64
+ * MiB), and the kept bounce blocks.  gpumem_clear_context_caches() frees
+ * the slots no copy is using and the kept bounce blocks of every context;
+ * the context's final release frees them all.  Their page-locked memory
+ * goes through the context's deferred frees, like every free.  A copy
+ * that cannot have its slots fails with ::GPUMEM_ERROR_HOST_OUT_OF_MEMORY.
+ *
+ * @par Failure
+ * A staged transfer that fails returns the first error of any of its
+ * threads (with its message); chunks that arrived stay written, so a
+ * failing staged copy can leave its destination partly written.
  *
  * Settings are process-wide, read from the environment at the first use
  * (`GPUMEM_STAGING_THREADS`, `GPUMEM_STAGING_CHUNK`, `GPUMEM_STAGING_DEPTH`,
  * `GPUMEM_STAGING_MIN_BYTES`: doc/environment.md) and changed by
- * gpumem_staging_set(); a context's ring takes new settings at its next
- * use.  Added in GPUMEM_1.1.
+ * gpumem_staging_set(); slots made for other settings are made again at
+ * their next use, and the pool grows (never shrinks) to new `threads`.
+ * Added in GPUMEM_1.1.  The struct keeps its layout; since the engine has
+ * one pool of workers with slots per thread (NEWS), `threads` counts the
+ * threads of one transfer, `chunk_bytes` is a slot and `depth` the slots
+ * per thread, where they were the threads, buffer size and buffers of one
+ * ring per context.
  */
 #ifndef GPUMEM_STAGING_H
 #define GPUMEM_STAGING_H
@@ -46,12 +92,14 @@ GPUMEM_BEGIN_DECLS
 /** The staging engine's settings. */
 typedef struct gpumem_staging_settings {
     size_t size;          /**< sizeof(gpumem_staging_settings): set it before a call */
-    unsigned threads;     /**< host threads copying chunks, 1 to 64 (default: the CPUs, at most 8) */
-    size_t chunk_bytes;   /**< bytes per pinned buffer, 64 KiB to 1 GiB (default 8 MiB); a transfer of less than
-                               depth chunks moves in depth smaller chunks (at least 256 KiB), so copying and
-                               moving overlap */
-    unsigned depth;       /**< pinned buffers per context, 2 to 64 (default 4) */
-    size_t min_bytes;     /**< transfers of at least this many bytes are staged (default 4 MiB: measured, bench/RESULTS.md) */
+    unsigned threads;     /**< threads that work on one transfer, the calling thread included, 1 to 64 (default:
+                               the CPUs, at most 16); the worker pool has threads - 1 */
+    size_t chunk_bytes;   /**< bytes per pinned slot, the largest chunk, 64 KiB to 1 GiB (default 2 MiB: a slot
+                               stays in a core's cache); a transfer of less than threads chunks moves in smaller
+                               ones (at least 256 KiB) */
+    unsigned depth;       /**< pinned slots per thread and context, 2 to 64 (default 2) */
+    size_t min_bytes;     /**< contiguous pageable transfers of at least this many bytes are staged (default
+                               4 MiB: measured, bench/RESULTS.md); strided host sides always are */
 } gpumem_staging_settings;
 
 /**

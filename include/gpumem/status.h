@@ -34,7 +34,7 @@
  * handle type (::gpumem_context, ::gpumem_array, ::gpumem_stream,
  * ::gpumem_pool, ::gpumem_host_pool, ::gpumem_registration,
  * ::gpumem_module, ::gpumem_function, ::gpumem_device_data,
- * ::gpumem_dtype), before it reads or changes anything:
+ * ::gpumem_dtype, ::gpumem_event), before it reads or changes anything:
  * - NULL, where a handle is required: ::GPUMEM_ERROR_NULL_ARGUMENT
  *   (release and destroy functions take NULL as a no-op; NULL contexts and
  *   streams mean the default ones);

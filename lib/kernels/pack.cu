@@ -10,6 +10,15 @@
  * per row for more axes).  The 32-bit variants keep every index and offset
  * in 32 bits; the 64-bit ones are for copies that need them.
  *
+ * The tiled variants (gm_pack_t_*, gm_unpack_t_*) are for permuted views,
+ * where the strided side runs contiguously along the rows, not the columns
+ * (a transpose): a block moves a 32 x 32 tile of rows x columns through
+ * shared memory, reading the strided side along the rows and the packed
+ * side along the columns, so that both coalesce.  The rows are split as
+ * (hi, lo): lo the innermost outer axis (the tile's rows), hi the others.
+ * Blocks are 32 x 8 threads; grid x over column tiles, y over row tiles, z
+ * over hi, all grid-stride loops.
+ *
  * Generated into lib/kernels/pack_ptx.c (PTX for compute_75, the lowest
  * architecture CUDA 13 compiles for) by tools/ptx-embed.sh; the library
  * builds without a CUDA toolkit from that file.
@@ -59,6 +68,76 @@ __device__ __forceinline__ void run(const gm_pack_params &p)
     }
 }
 
+/* The offset of row hi * nlo of a tiled copy: hi decomposed over the outer
+ * axes but the innermost. */
+template <typename U, typename S>
+__device__ __forceinline__ S hi_offset(const gm_pack_params &p, U h)
+{
+    S off = 0;
+#pragma unroll 1
+    for (int k = p.nouter - 2; k > 0; k--) {
+        U n = (U)p.outer_shape[k];
+        U q = h / n;
+        off += (S)(h - q * n) * (S)p.outer_stride[k];
+        h = q;
+    }
+    if (p.nouter >= 2)
+        off += (S)h * (S)p.outer_stride[0];
+    return off;
+}
+
+template <typename T, typename U, typename S, bool UNPACK>
+__device__ __forceinline__ void run_tiled(const gm_pack_params &p)
+{
+    __shared__ T tile[GM_PACK_TILE][GM_PACK_TILE + 1]; /* [column][row] of the tile; +1: no bank conflicts */
+    char *strided = (char *)p.strided;
+    T *packed = (T *)p.packed;
+    const U cols = (U)p.cols;
+    const S cs = (S)p.col_stride;
+    const U nlo = p.nouter > 0 ? (U)p.outer_shape[p.nouter - 1] : (U)1;
+    const S slo = p.nouter > 0 ? (S)p.outer_stride[p.nouter - 1] : (S)0;
+    const U nhi = (U)p.rows / nlo;
+    const unsigned tx = threadIdx.x, ty = threadIdx.y;
+    for (U h = blockIdx.z; h < nhi; h += gridDim.z) {
+        const S hoff = hi_offset<U, S>(p, h);
+        const unsigned long long prow = (unsigned long long)h * nlo;
+        for (U r0 = (U)blockIdx.y * GM_PACK_TILE; r0 < nlo; r0 += (U)gridDim.y * GM_PACK_TILE) {
+            for (U c0 = (U)blockIdx.x * GM_PACK_TILE; c0 < cols; c0 += (U)gridDim.x * GM_PACK_TILE) {
+                if (!UNPACK) {
+                    const U r = r0 + tx; /* along the strided side's rows */
+                    for (unsigned j = ty; j < GM_PACK_TILE; j += GM_PACK_TILE_ROWS) {
+                        const U c = c0 + j;
+                        if (r < nlo && c < cols)
+                            tile[j][tx] = *(const T *)(strided + hoff + (S)r * slo + (S)c * cs);
+                    }
+                    __syncthreads();
+                    const U c = c0 + tx; /* along the packed side's columns */
+                    for (unsigned j = ty; j < GM_PACK_TILE; j += GM_PACK_TILE_ROWS) {
+                        const U rr = r0 + j;
+                        if (rr < nlo && c < cols)
+                            packed[(prow + rr) * cols + c] = tile[tx][j];
+                    }
+                } else {
+                    const U c = c0 + tx;
+                    for (unsigned j = ty; j < GM_PACK_TILE; j += GM_PACK_TILE_ROWS) {
+                        const U rr = r0 + j;
+                        if (rr < nlo && c < cols)
+                            tile[tx][j] = packed[(prow + rr) * cols + c];
+                    }
+                    __syncthreads();
+                    const U r = r0 + tx;
+                    for (unsigned j = ty; j < GM_PACK_TILE; j += GM_PACK_TILE_ROWS) {
+                        const U cc = c0 + j;
+                        if (r < nlo && cc < cols)
+                            *(T *)(strided + hoff + (S)r * slo + (S)cc * cs) = tile[j][tx];
+                    }
+                }
+                __syncthreads(); /* the tile is free again */
+            }
+        }
+    }
+}
+
 #define GM_PACK_KERNELS(T, E)                                                                           \
     extern "C" __global__ void __launch_bounds__(GM_PACK_THREADS) gm_pack_##E##_32(const gm_pack_params p)   \
     {                                                                                                   \
@@ -82,3 +161,27 @@ GM_PACK_KERNELS(unsigned short, 2)
 GM_PACK_KERNELS(unsigned int, 4)
 GM_PACK_KERNELS(unsigned long long, 8)
 GM_PACK_KERNELS(gm_unit16, 16)
+
+#define GM_PACK_TILED_KERNELS(T, E)                                                                          \
+    extern "C" __global__ void __launch_bounds__(GM_PACK_THREADS) gm_pack_t_##E##_32(const gm_pack_params p)   \
+    {                                                                                                        \
+        run_tiled<T, unsigned, int, false>(p);                                                               \
+    }                                                                                                        \
+    extern "C" __global__ void __launch_bounds__(GM_PACK_THREADS) gm_pack_t_##E##_64(const gm_pack_params p)   \
+    {                                                                                                        \
+        run_tiled<T, unsigned long long, long long, false>(p);                                               \
+    }                                                                                                        \
+    extern "C" __global__ void __launch_bounds__(GM_PACK_THREADS) gm_unpack_t_##E##_32(const gm_pack_params p) \
+    {                                                                                                        \
+        run_tiled<T, unsigned, int, true>(p);                                                                \
+    }                                                                                                        \
+    extern "C" __global__ void __launch_bounds__(GM_PACK_THREADS) gm_unpack_t_##E##_64(const gm_pack_params p) \
+    {                                                                                                        \
+        run_tiled<T, unsigned long long, long long, true>(p);                                                \
+    }
+
+GM_PACK_TILED_KERNELS(unsigned char, 1)
+GM_PACK_TILED_KERNELS(unsigned short, 2)
+GM_PACK_TILED_KERNELS(unsigned int, 4)
+GM_PACK_TILED_KERNELS(unsigned long long, 8)
+GM_PACK_TILED_KERNELS(gm_unit16, 16)

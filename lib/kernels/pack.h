@@ -17,26 +17,37 @@
 extern const char gm_pack_ptx[];
 extern const size_t gm_pack_ptx_size;
 
-/* Kernels: pack and unpack, 32- and 64-bit, for units 1, 2, 4, 8, 16. */
-#define GM_PACK_NKERNELS 20
+/* Kernels: pack and unpack, 32- and 64-bit, for units 1, 2, 4, 8, 16
+ * (indices 0..19), and the same tiled for transposes (20..39). */
+#define GM_PACK_NKERNELS 40
+#define GM_PACK_TILED_BASE 20
 
 /* The index (0 .. GM_PACK_NKERNELS - 1) of a kernel, or -1 for a unit that
  * is not 1, 2, 4, 8 or 16. */
 int gm_pack_kernel_index(int unit, bool wide, bool unpack);
+int gm_pack_kernel_tiled_index(int unit, bool wide, bool unpack);
 
-/* The name of kernel index i ("gm_pack_4_32"), or NULL. */
+/* The name of kernel index i ("gm_pack_4_32", "gm_unpack_t_8_64"), or NULL. */
 const char *gm_pack_kernel_name(int i);
 
-/* Kernel index i's properties, the inverse of gm_pack_kernel_index. */
+/* Kernel index i's properties, the inverse of gm_pack_kernel_index (and of
+ * gm_pack_kernel_tiled_index; gm_pack_kernel_tiled tells which). */
 void gm_pack_kernel_info(int i, int *unit, bool *wide, bool *unpack);
+bool gm_pack_kernel_tiled(int i);
 
-/* The block and grid a launch of p uses (2-D; z extents 1). */
-void gm_pack_launch_dims(const gm_pack_params *p, unsigned grid[3], unsigned block[3]);
+/* The block and grid a launch of p by kernel index i uses: 2-D for the
+ * generic kernels (z extents 1), tiles for the tiled ones (pack_params.h). */
+void gm_pack_launch_dims(int i, const gm_pack_params *p, unsigned grid[3], unsigned block[3]);
 
 /* Runs rows [row_begin, row_end) of a pack (or unpack) on the CPU, the
  * addresses of p read as host addresses.  The whole copy is rows 0 to
  * p->rows.  Disjoint row ranges may run on different threads at once. */
 void gm_pack_run_host(const gm_pack_params *p, bool unpack, uint64_t row_begin, uint64_t row_end);
+
+/* Runs kernel index i on the CPU as the GPU would (the simulator's twin of
+ * a launch): the generic kernels as gm_pack_run_host, the tiled ones tile
+ * by tile through a tile buffer, with pack.cu's index arithmetic. */
+void gm_pack_run_kernel_host(int i, const gm_pack_params *p);
 
 /* The byte span [*lo, *hi) of the strided side of p, relative to p->strided
  * (lo <= 0 < hi), assuming p is well formed (rows, cols >= 1). */

@@ -15,18 +15,25 @@
  * outer_stride.  Strides are bytes, of any sign, zero included (a pack may
  * read one element many times; an unpack's planner refuses zero).
  *
- * Kernel names: gm_pack_<unit>_<bits> and gm_unpack_<unit>_<bits>, with
+ * Kernel names: gm_pack_<unit>_<bits> and gm_unpack_<unit>_<bits>, and the
+ * tiled ones for transposes, gm_pack_t_<unit>_<bits> and
+ * gm_unpack_t_<unit>_<bits> (same parameter block, same result), with
  * bits 32 when rows and cols are below 2^31 and every byte offset of the
  * strided side fits in int32 (32-bit index arithmetic), else 64.  Each
  * takes one parameter, the block by value.  Blocks are 2-D (x over the
  * columns, y over rows), grids 2-D; both loops are grid-stride loops, so
- * any grid covers the copy.
+ * any grid covers the copy.  The tiled kernels take 2-D blocks of
+ * GM_PACK_TILE x GM_PACK_TILE_ROWS threads and 3-D grids (x over tiles of
+ * columns, y over tiles of the innermost outer axis, z over the other outer
+ * axes), grid-stride loops too.
  */
 #ifndef GM_PACK_PARAMS_H
 #define GM_PACK_PARAMS_H
 
 #define GM_PACK_MAX_OUTER 32 /* GPUMEM_MAX_NDIM, plus the axis that splits an item into units, less the inner */
 #define GM_PACK_THREADS 256  /* threads per block (blockDim.x * blockDim.y) */
+#define GM_PACK_TILE 32      /* the tiled kernels: a tile is GM_PACK_TILE x GM_PACK_TILE elements */
+#define GM_PACK_TILE_ROWS 8  /* ... moved by blocks of GM_PACK_TILE x GM_PACK_TILE_ROWS threads */
 
 typedef struct gm_pack_params {
     unsigned long long strided;    /* device address of the strided side's element (0, 0) */

@@ -3,7 +3,11 @@
  * with the output and the owner untouched, or gives an array whose shape
  * and strides are the description's, whose owner (CAI release, DLPack
  * deleter) is called exactly once when it goes, and whose elements are the
- * allocation's bytes when they lie inside it. */
+ * allocation's bytes when they lie inside it.  A DLPack tensor imported as
+ * host-side memory is not the device allocation, which the CPU would read:
+ * kDLCUDAHost and kDLCUDAManaged have no byte in it, kDLCPU neither its
+ * element 0 nor its lowest or highest byte (gpumem/interop.h: what the
+ * driver is asked). */
 #include "config.h"
 
 #include <gpumem.h>
@@ -134,6 +138,47 @@ static void check_contents(gpumem_array *a)
     free(got);
 }
 
+/* An array the CPU reads (host, pinned or managed memory) is not the device
+ * allocation (see the file's notes). */
+static void check_host_side(gpumem_array *a)
+{
+    gpumem_memory_kind kind;
+    gpumem_array_kind(a, &kind);
+    if (kind != GPUMEM_MEMORY_HOST && kind != GPUMEM_MEMORY_PINNED && kind != GPUMEM_MEMORY_MANAGED)
+        return;
+    int ndim = 0;
+    int64_t shape[GPUMEM_MAX_NDIM], strides[GPUMEM_MAX_NDIM], size = 0;
+    size_t itemsize = 0;
+    const gpumem_dtype *dt = NULL;
+    void *h = NULL;
+    gpumem_array_ndim(a, &ndim);
+    gpumem_array_shape(a, shape);
+    gpumem_array_strides(a, strides);
+    gpumem_array_size(a, &size);
+    gpumem_array_dtype(a, &dt);
+    gpumem_dtype_itemsize(dt, &itemsize);
+    if (size == 0 || gpumem_array_host_pointer(a, &h) != GPUMEM_OK)
+        return;
+    __int128 p = (__int128)(uintptr_t)h, lo = 0, hi = (__int128)itemsize;
+    for (int i = 0; i < ndim; i++) {
+        __int128 span = (__int128)(shape[i] - 1) * strides[i];
+        if (span < 0)
+            lo += span;
+        else
+            hi += span;
+    }
+    __int128 b0 = (__int128)base, b1 = (__int128)base + ALLOC;
+    if (kind != GPUMEM_MEMORY_HOST) {
+        FUZZ_CHECK(p + hi <= b0 || p + lo >= b1, "a %s array over device memory",
+                   kind == GPUMEM_MEMORY_PINNED ? "pinned" : "managed");
+        return;
+    }
+    const __int128 bytes[3] = {p, p + lo, p + hi - 1};
+    for (int i = 0; i < 3; i++)
+        FUZZ_CHECK(bytes[i] < b0 || bytes[i] >= b1, "a kDLCPU array whose %s is device memory",
+                   i == 0 ? "element 0" : i == 1 ? "lowest byte" : "highest byte");
+}
+
 static void cai(fuzz_reader *r)
 {
     gpumem_cuda_array_interface d = {.size = sizeof d};
@@ -208,7 +253,10 @@ static void dlpack(fuzz_reader *r)
     unsigned where = fuzz_u8(r);
     t->data = (void *)(uintptr_t)(where < 8 ? 0 : where < 250 ? base + (uint64_t)fuzz_range(r, 0, ALLOC) : fuzz_u64(r));
     unsigned dev = fuzz_u8(r);
-    t->device.device_type = dev < 200 ? 2 /* kDLCUDA */ : dev < 220 ? 13 /* managed */ : (int32_t)(dev - 200);
+    t->device.device_type = dev < 200   ? 2 /* kDLCUDA */
+                            : dev < 220 ? 13 /* managed */
+                            : dev >= 250 ? (dev & 1 ? 1 /* kDLCPU */ : 3 /* kDLCUDAHost */)
+                                         : (int32_t)(dev - 200);
     t->device.device_id = fuzz_u8(r) < 240 ? 0 : (int32_t)fuzz_range(r, -2, 70);
     t->ndim = (int32_t)fuzz_range(r, -1, 6);
     if (fuzz_u8(r) == 255)
@@ -255,6 +303,7 @@ static void dlpack(fuzz_reader *r)
     FUZZ_CHECK(ndim == t->ndim, "ndim");
     for (int i = 0; i < ndim; i++)
         FUZZ_CHECK(got[i] == t->shape[i], "shape[%d]", i);
+    check_host_side(a);
     check_contents(a);
     gpumem_array_release(a);
     FUZZ_CHECK(released == has_deleter, "deleter called %d times", released);

@@ -1,6 +1,7 @@
-/* Random sequences of view operations (slice, transpose, reshape, ravel,
- * split, view) on a host array, each checked element by element against an
- * independent model: the list of the elements' values in C order. */
+/* Random sequences of view operations (slice with integer indices,
+ * transpose, reshape, ravel, split, view) on a host array, each checked
+ * element by element against an independent model: the list of the
+ * elements' values in C order. */
 #include "config.h"
 
 #include <gpumem.h>
@@ -125,51 +126,72 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         const char *what;
         next = m;
         switch (fuzz_u8(&r) % 6) {
-        case 0: { /* slice */
+        case 0: { /* slice, with integer indices now and then */
             what = "slice";
             gpumem_slice sl[GPUMEM_MAX_NDIM];
             int ns = m.ndim == 0 ? 0 : (int)fuzz_range(&r, 0, m.ndim);
             int bad = 0;
+            gpumem_status want_bad = GPUMEM_ERROR_INDEX_OUT_OF_RANGE;
             for (int i = 0; i < ns; i++) {
                 int64_t ext = m.shape[i];
                 int64_t step = fuzz_range(&r, -4, 4);
                 if (step == 0)
-                    step = fuzz_u8(&r) % 8 == 0 ? 0 : 1;
+                    step = fuzz_u8(&r) % 8 == 0 ? 0 : 1; /* 0 reads as 1 */
                 unsigned form = fuzz_u8(&r);
+                if (form & 0x80) { /* an index: GPUMEM_INDEX(k), k from either end */
+                    int64_t k = ext > 0 ? fuzz_range(&r, 0, ext - 1) : 0;
+                    if (form & 4)
+                        k -= ext;
+                    int bad_pos = ext == 0 || (form & 0x70) == 0x70;
+                    if (bad_pos)
+                        k = (form & 8) ? -ext - 1 - fuzz_range(&r, 0, 3) : ext + fuzz_range(&r, 0, 3);
+                    int64_t istep = (step == 2 || step == -2) && (form & 0x40) ? step : step == 0 ? 0 : 1;
+                    int bad_step = istep != 0 && istep != 1; /* an index takes step 1 (or 0) only */
+                    /* the first bad axis decides; an index's step is checked before its position */
+                    if ((bad_pos || bad_step) && !bad)
+                        want_bad = bad_step ? GPUMEM_ERROR_INVALID_VALUE : GPUMEM_ERROR_INDEX_OUT_OF_RANGE;
+                    bad |= bad_pos || bad_step;
+                    sl[i] = (gpumem_slice){k, GPUMEM_SLICE_INDEX, istep};
+                    continue;
+                }
                 int64_t b0 = GPUMEM_SLICE_DEFAULT, e0 = GPUMEM_SLICE_DEFAULT;
                 if (ext > 0 && (form & 1))
                     b0 = fuzz_range(&r, 0, ext - 1);
                 if (form & 2)
-                    e0 = step > 0 ? fuzz_range(&r, 0, ext) : (ext > 0 ? fuzz_range(&r, 0, ext - 1) : GPUMEM_SLICE_DEFAULT);
+                    e0 = step >= 0 ? fuzz_range(&r, 0, ext) : (ext > 0 ? fuzz_range(&r, 0, ext - 1) : GPUMEM_SLICE_DEFAULT);
                 if ((form & 4) && b0 != GPUMEM_SLICE_DEFAULT)
                     b0 -= ext; /* counted from the end */
                 if ((form & 8) && e0 != GPUMEM_SLICE_DEFAULT && e0 < ext)
                     e0 -= ext;
                 if ((form & 0x70) == 0x70) {
                     b0 = ext + 1 + fuzz_range(&r, 0, 5); /* out of range */
+                    if (!bad)
+                        want_bad = GPUMEM_ERROR_INDEX_OUT_OF_RANGE;
                     bad = 1;
                 }
                 sl[i] = (gpumem_slice){b0, e0, step};
-                if (step == 0)
-                    bad = 1;
             }
             st = gpumem_array_slice(a, sl, ns, &b);
             if (bad) {
-                FUZZ_CHECK(st == GPUMEM_ERROR_ZERO_STEP || st == GPUMEM_ERROR_INDEX_OUT_OF_RANGE,
-                           "a bad slice: status %d", st);
+                FUZZ_CHECK(st == want_bad, "a bad slice: status %d, expected %d: %s", st, want_bad,
+                           gpumem_last_error());
                 FUZZ_CHECK(b == NULL, "a failed slice made a view");
                 continue;
             }
             FUZZ_CHECK(st == GPUMEM_OK, "slice: %s", gpumem_last_error());
-            /* the model: per axis, the chosen indices */
-            int64_t pick[GPUMEM_MAX_NDIM][256];
+            /* the model: per axis, the chosen indices; an indexed axis goes */
+            int64_t pick[GPUMEM_MAX_NDIM][256], cnt_of[GPUMEM_MAX_NDIM];
+            int dropped[GPUMEM_MAX_NDIM] = {0};
             for (int i = 0; i < m.ndim; i++) {
                 int64_t ext = m.shape[i], cnt = 0;
                 if (i >= ns) {
                     for (int64_t j = 0; j < ext; j++)
                         pick[i][cnt++] = j;
+                } else if (sl[i].stop == GPUMEM_SLICE_INDEX) {
+                    pick[i][cnt++] = sl[i].start < 0 ? sl[i].start + ext : sl[i].start;
+                    dropped[i] = 1;
                 } else {
-                    int64_t step = sl[i].step;
+                    int64_t step = sl[i].step == 0 ? 1 : sl[i].step;
                     int64_t bb = sl[i].start == GPUMEM_SLICE_DEFAULT ? (step > 0 ? 0 : ext - 1)
                                  : sl[i].start < 0                  ? sl[i].start + ext
                                                                     : sl[i].start;
@@ -179,18 +201,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                     for (int64_t j = bb; step > 0 ? j < ee : j > ee; j += step)
                         pick[i][cnt++] = j;
                 }
-                next.shape[i] = cnt;
+                cnt_of[i] = cnt;
             }
-            next.size = 1;
+            next.ndim = 0;
             for (int i = 0; i < m.ndim; i++)
+                if (!dropped[i])
+                    next.shape[next.ndim++] = cnt_of[i];
+            next.size = 1;
+            for (int i = 0; i < next.ndim; i++)
                 next.size *= next.shape[i];
             int64_t idx[GPUMEM_MAX_NDIM] = {0}, src[GPUMEM_MAX_NDIM], k = 0;
             if (next.size > 0)
                 do {
-                    for (int i = 0; i < m.ndim; i++)
-                        src[i] = pick[i][idx[i]];
+                    for (int i = 0, j = 0; i < m.ndim; i++)
+                        src[i] = dropped[i] ? pick[i][0] : pick[i][idx[j++]];
                     next.vals[k++] = m.vals[c_pos(m.ndim, m.shape, src)];
-                } while (next_c(m.ndim, next.shape, idx));
+                } while (next_c(next.ndim, next.shape, idx));
             break;
         }
         case 1: { /* transpose */

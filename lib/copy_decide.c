@@ -1,0 +1,476 @@
+/*
+ * copy_decide.c - the copy engine's decision (copy_decide.h says the rules).
+ * Pure: layouts, kinds, capabilities and tuning in, a decision out.
+ */
+#include "config.h"
+
+#include <string.h>
+
+#include "copy_decide.h"
+#include "copyplan.h"
+#include "error.h"
+
+/* ---- layouts ------------------------------------------------------------------------------------- */
+
+bool gm_copy_dense(int ndim, const int64_t *shape, const int64_t *strides, size_t itemsize)
+{
+    int64_t like[GM_MAX_NDIM];
+    gm_layout_strides_like(ndim, shape, strides, itemsize, like);
+    for (int i = 0; i < ndim; i++)
+        if (shape[i] > 1 && strides[i] != like[i] && strides[i] != -like[i])
+            return false;
+    return true;
+}
+
+bool gm_copy_has_layout(int ndim, const int64_t *shape, const int64_t *strides, size_t itemsize, const int64_t *s)
+{
+    int64_t like[GM_MAX_NDIM];
+    gm_layout_strides_like(ndim, shape, strides, itemsize, like);
+    for (int i = 0; i < ndim; i++) {
+        if (shape[i] <= 1)
+            continue;
+        if (strides[i] != s[i] || (s[i] != like[i] && s[i] != -like[i]))
+            return false;
+    }
+    return true;
+}
+
+/* Dense with positive strides. */
+static bool dense_forward(int ndim, const int64_t *shape, const int64_t *strides, size_t itemsize)
+{
+    for (int i = 0; i < ndim; i++)
+        if (shape[i] > 1 && strides[i] < 0)
+            return false;
+    return gm_copy_has_layout(ndim, shape, strides, itemsize, strides);
+}
+
+void gm_copy_crossing_layout(int ndim, const int64_t *shape, size_t itemsize, const int64_t *src_strides,
+                             const int64_t *dst_strides, int64_t *out)
+{
+    if (gm_copy_has_layout(ndim, shape, dst_strides, itemsize, dst_strides) &&
+        gm_copy_has_layout(ndim, shape, src_strides, itemsize, dst_strides))
+        memcpy(out, dst_strides, sizeof(int64_t) * (size_t)ndim);
+    else if (dense_forward(ndim, shape, dst_strides, itemsize))
+        memcpy(out, dst_strides, sizeof(int64_t) * (size_t)ndim);
+    else if (dense_forward(ndim, shape, src_strides, itemsize))
+        memcpy(out, src_strides, sizeof(int64_t) * (size_t)ndim);
+    else
+        gm_layout_strides_like(ndim, shape, dst_strides, itemsize, out);
+    for (int i = 0; i < ndim; i++) /* extent-1 axes: any stride; scratch wants a contiguous one */
+        if (shape[i] <= 1)
+            out[i] = 0;
+    int64_t like[GM_MAX_NDIM];
+    gm_layout_strides_like(ndim, shape, out, itemsize, like);
+    for (int i = 0; i < ndim; i++)
+        if (shape[i] <= 1)
+            out[i] = like[i];
+}
+
+/* Whether the bytes of two sides in one address space overlap. */
+static bool overlap(int ndim, const int64_t *shape, size_t itemsize, const gm_copy_side *a, const gm_copy_side *b)
+{
+    int64_t alo = 0, ahi = 0, blo = 0, bhi = 0;
+    gm_layout_extent(ndim, shape, a->strides, itemsize, &alo, &ahi);
+    gm_layout_extent(ndim, shape, b->strides, itemsize, &blo, &bhi);
+    return a->addr + (uint64_t)alo < b->addr + (uint64_t)bhi && b->addr + (uint64_t)blo < a->addr + (uint64_t)ahi;
+}
+
+void gm_copy_run_strides(const gm_copy_decision *d, int ndim, const int64_t *shape, size_t itemsize,
+                         const int64_t *src_strides, const int64_t *dst_strides, int64_t *out)
+{
+    switch (d->run) {
+    case GM_RUN_SRC: memcpy(out, src_strides, sizeof(int64_t) * (size_t)ndim); break;
+    case GM_RUN_DST: memcpy(out, dst_strides, sizeof(int64_t) * (size_t)ndim); break;
+    case GM_RUN_LIKE_SRC: gm_layout_strides_like(ndim, shape, src_strides, itemsize, out); break;
+    case GM_RUN_CROSSING: gm_copy_crossing_layout(ndim, shape, itemsize, src_strides, dst_strides, out); break;
+    default: gm_layout_strides_like(ndim, shape, dst_strides, itemsize, out); break;
+    }
+}
+
+/* ---- chunks -------------------------------------------------------------------------------------- */
+
+static int64_t abs64(int64_t v)
+{
+    return v < 0 ? -v : v;
+}
+
+/* Cuts a run of `bytes` with strides rs into chunks of at most limit bytes
+ * (at least one element each) along its outermost axes. */
+static void chunk_plan(gm_copy_decision *d, int ndim, const int64_t *shape, const int64_t *rs, uint64_t bytes,
+                       uint64_t limit)
+{
+    /* the axes of extent > 1, by decreasing |stride| (stable): the run's order */
+    int n = 0;
+    for (int i = 0; i < ndim; i++) {
+        if (shape[i] <= 1)
+            continue;
+        int j = n++;
+        for (; j > 0 && abs64(rs[d->run_order[j - 1]]) < abs64(rs[i]); j--)
+            d->run_order[j] = d->run_order[j - 1];
+        d->run_order[j] = (int8_t)i;
+    }
+    d->nrun = n;
+    if (bytes <= limit || n == 0) {
+        d->nchunks = 1;
+        d->chunk_bytes = bytes;
+        d->chunk_level = 0;
+        d->chunk_extent = n > 0 ? shape[d->run_order[0]] : 1;
+        d->nbufs = 1;
+        return;
+    }
+    /* the outermost level whose inner bytes (one index of it) fit */
+    uint64_t inner = bytes, outer = 1;
+    int k = 0;
+    for (; k < n; k++) {
+        inner /= (uint64_t)shape[d->run_order[k]];
+        if (inner <= limit || k == n - 1)
+            break;
+        outer *= (uint64_t)shape[d->run_order[k]];
+    }
+    int64_t ext = shape[d->run_order[k]];
+    int64_t per = inner <= limit ? (int64_t)(limit / inner) : 1;
+    if (per > ext)
+        per = ext;
+    d->chunk_level = k;
+    d->chunk_extent = per;
+    d->nchunks = outer * (uint64_t)((ext + per - 1) / per);
+    d->chunk_bytes = (uint64_t)per * inner;
+    d->nbufs = d->nchunks > 1 ? 2 : 1;
+}
+
+void gm_copy_chunk(const gm_copy_decision *d, int ndim, const int64_t *shape, size_t itemsize,
+                   const int64_t *run_strides, uint64_t c, int64_t *start, int64_t *extent, uint64_t *offset,
+                   uint64_t *bytes)
+{
+    for (int i = 0; i < ndim; i++) {
+        start[i] = 0;
+        extent[i] = shape[i];
+    }
+    uint64_t off = 0, b = itemsize;
+    int k = d->chunk_level;
+    if (d->nrun > 0) {
+        const int8_t *o = d->run_order;
+        int64_t ext = shape[o[k]], per = d->chunk_extent;
+        uint64_t nk = (uint64_t)((ext + per - 1) / per), outer = c / nk;
+        int64_t j0 = (int64_t)(c % nk) * per, cnt = ext - j0 < per ? ext - j0 : per;
+        /* positions are in memory order: an axis the run has reversed counts from its end */
+        for (int l = k - 1; l >= 0; l--) {
+            int a = o[l];
+            int64_t pos = (int64_t)(outer % (uint64_t)shape[a]);
+            outer /= (uint64_t)shape[a];
+            start[a] = run_strides[a] < 0 ? shape[a] - 1 - pos : pos;
+            extent[a] = 1;
+            off += (uint64_t)pos * (uint64_t)abs64(run_strides[a]);
+        }
+        start[o[k]] = run_strides[o[k]] < 0 ? ext - j0 - cnt : j0;
+        extent[o[k]] = cnt;
+        off += (uint64_t)j0 * (uint64_t)abs64(run_strides[o[k]]);
+        for (int l = k; l < d->nrun; l++)
+            b *= (uint64_t)extent[o[l]];
+    }
+    *offset = off;
+    *bytes = b;
+}
+
+/* ---- the decision -------------------------------------------------------------------------------- */
+
+static void fail(gm_copy_decision *d, gpumem_status st, unsigned bad)
+{
+    d->how = GM_HOW_FAIL;
+    d->path = GPUMEM_COPY_PATH_NONE;
+    d->status = st;
+    d->bad = bad;
+}
+
+
+typedef struct input {
+    int ndim;
+    const int64_t *shape;
+    size_t itemsize;
+    const gm_copy_side *src, *dst;
+    const gm_copy_caps *caps;
+    const gm_copy_tuning *t;
+    uint64_t bytes;
+} input;
+
+/* Whether a transfer with a pageable host end of the copy is staged; false
+ * with d failed when the staging settings are bad. */
+static bool staged_transfer(const input *in, gm_copy_decision *d)
+{
+    if (in->t->bad & GM_TUNE_BAD_STAGING) {
+        fail(d, GPUMEM_ERROR_INVALID_ENVIRONMENT, GM_TUNE_BAD_STAGING);
+        return false;
+    }
+    if (in->bytes < in->t->staging.min_bytes)
+        return false;
+    if (in->caps->staging_busy) {
+        d->reason = GM_REASON_STAGING_BUSY;
+        return false;
+    }
+    return true;
+}
+
+/* The path of the planner's rectangular copies between two layouts. */
+static gpumem_copy_path rect_path(const input *in, const int64_t *ss, const int64_t *ds, gpumem_copy_path one,
+                                  gm_copy_decision *d)
+{
+    gm_copy_plan p;
+    size_t max_pitch = in->caps->max_pitch > 0 ? in->caps->max_pitch : SIZE_MAX;
+    gpumem_status st = gm_copy_plan_make(in->ndim, in->shape, ss, ds, in->itemsize, max_pitch, &p);
+    if (st != GPUMEM_OK) {
+        fail(d, st, 0);
+        return GPUMEM_COPY_PATH_NONE;
+    }
+    return gm_copy_plan_count(&p) > 1 ? GPUMEM_COPY_PATH_DMA_LOOP : one;
+}
+
+/* Whether the pack plan of the whole copy between a strided side and a
+ * packed one takes the tiled (transpose) kernels. */
+static bool tiled(const input *in, const int64_t *strided, uint64_t saddr, const int64_t *packed, uint64_t paddr,
+                  bool unpack)
+{
+    gm_pack_plan p;
+    return gm_pack_plan_make(in->ndim, in->shape, strided, packed, in->itemsize, saddr, paddr, unpack, &p) ==
+               GPUMEM_OK &&
+           p.tiled;
+}
+
+/* A packed run: sets the ops, the run and its scratch chunks. */
+static void packed(const input *in, gm_copy_decision *d, gm_copy_op src_op, gm_copy_op dst_op, gm_copy_run_layout run,
+                   gpumem_copy_path path)
+{
+    d->how = GM_HOW_PACKED;
+    d->path = path;
+    d->src_op = src_op;
+    d->dst_op = dst_op;
+    d->run = run;
+    bool sdev = in->src->mem == GM_COPY_MEM_DEVICE, ddev = in->dst->mem == GM_COPY_MEM_DEVICE;
+    bool cpu = src_op == GM_OP_CPU || dst_op == GM_OP_CPU;
+    /* a host staging buffer only where the driver's rectangular copies meet the CPU's packing */
+    d->host_run = src_op == GM_OP_RECT || dst_op == GM_OP_RECT;
+    bool transfer = !(sdev && ddev) && !d->host_run;
+    bool pageable_end = (src_op == GM_OP_DIRECT && in->src->mem == GM_COPY_MEM_PAGEABLE) ||
+                        (dst_op == GM_OP_DIRECT && in->dst->mem == GM_COPY_MEM_PAGEABLE);
+    if (cpu) /* the staging engine's threads (settings), or the worker pool's for a big CPU pack */
+        d->cpu_threads = transfer || in->bytes >= in->t->cpu_thread_bytes ? in->t->staging.threads : 1;
+    if (transfer && cpu) {
+        /* a strided host side is packed or unpacked by the staging engine's
+         * threads straight into or out of its pinned slots */
+        if (in->t->bad & GM_TUNE_BAD_STAGING) {
+            fail(d, GPUMEM_ERROR_INVALID_ENVIRONMENT, GM_TUNE_BAD_STAGING);
+            return;
+        }
+        d->staged = true;
+    } else if (transfer && pageable_end) {
+        d->staged = staged_transfer(in, d);
+        if (d->how == GM_HOW_FAIL)
+            return;
+    }
+    if (src_op != GM_OP_KERNEL && dst_op != GM_OP_KERNEL)
+        return;
+    if (in->t->bad & GM_TUNE_BAD_SCRATCH) {
+        fail(d, GPUMEM_ERROR_INVALID_ENVIRONMENT, GM_TUNE_BAD_SCRATCH);
+        return;
+    }
+    int64_t rs[GM_MAX_NDIM];
+    gm_copy_run_strides(d, in->ndim, in->shape, in->itemsize, in->src->strides, in->dst->strides, rs);
+    uint64_t limit = in->t->scratch_chunk > 0 ? in->t->scratch_chunk : GM_COPY_SCRATCH_CHUNK;
+    chunk_plan(d, in->ndim, in->shape, rs, in->bytes, limit);
+    d->overlap = d->nchunks > 1 && transfer;
+    d->transpose = (src_op == GM_OP_KERNEL && tiled(in, in->src->strides, in->src->addr, rs, 0, false)) ||
+                   (dst_op == GM_OP_KERNEL && tiled(in, in->dst->strides, in->dst->addr, rs, 0, true));
+}
+
+static void decide(const input *in, bool check_overlap, gm_copy_decision *d);
+
+void gm_copy_decide(int ndim, const int64_t *shape, size_t itemsize, const gm_copy_side *src,
+                    const gm_copy_side *dst, const gm_copy_caps *caps, const gm_copy_tuning *tuning,
+                    gm_copy_decision *out)
+{
+    input in = {ndim, shape, itemsize, src, dst, caps, tuning, itemsize};
+    memset(out, 0, sizeof *out);
+    for (int i = 0; i < ndim; i++)
+        in.bytes *= (uint64_t)(shape[i] > 0 ? shape[i] : 0);
+    decide(&in, true, out);
+}
+
+static void decide(const input *in, bool check_overlap, gm_copy_decision *d)
+{
+    const gm_copy_side *src = in->src, *dst = in->dst;
+    const gm_copy_caps *caps = in->caps;
+    const gm_copy_tuning *t = in->t;
+    int ndim = in->ndim;
+    const int64_t *shape = in->shape;
+    size_t isz = in->itemsize;
+
+    /* 1. nothing to move */
+    if (in->bytes == 0) {
+        d->how = GM_HOW_NONE;
+        d->path = GPUMEM_COPY_PATH_NONE;
+        return;
+    }
+    bool sdev = src->mem == GM_COPY_MEM_DEVICE, ddev = dst->mem == GM_COPY_MEM_DEVICE;
+
+    /* 2. two devices */
+    if (sdev && ddev && src->device != dst->device) {
+        if (t->bad & GM_TUNE_BAD_PEER) {
+            fail(d, GPUMEM_ERROR_INVALID_ENVIRONMENT, GM_TUNE_BAD_PEER);
+            return;
+        }
+        int64_t layout[GM_MAX_NDIM];
+        gm_copy_crossing_layout(ndim, shape, isz, src->strides, dst->strides, layout);
+        d->how = GM_HOW_PEER;
+        d->path = caps->peer ? GPUMEM_COPY_PATH_PEER : GPUMEM_COPY_PATH_PEER_STAGED;
+        d->peer_pack_src = !gm_copy_has_layout(ndim, shape, src->strides, isz, layout);
+        d->peer_unpack_dst = !gm_copy_has_layout(ndim, shape, dst->strides, isz, layout);
+        d->run = GM_RUN_CROSSING;
+        if (!d->peer_pack_src && !d->peer_unpack_dst)
+            return;
+        if (caps->no_kernels || caps->no_scratch) {
+            d->reason = caps->no_kernels ? GM_REASON_NO_KERNELS : GM_REASON_NO_SCRATCH;
+            return;
+        }
+        if (t->bad & GM_TUNE_BAD_SCRATCH) {
+            fail(d, GPUMEM_ERROR_INVALID_ENVIRONMENT, GM_TUNE_BAD_SCRATCH);
+            return;
+        }
+        chunk_plan(d, ndim, shape, layout, in->bytes, t->scratch_chunk > 0 ? t->scratch_chunk : GM_COPY_SCRATCH_CHUNK);
+        d->nbufs = 1; /* each chunk completes before the next: one buffer per device */
+        return;
+    }
+
+    /* 3. the CPU */
+    if (!sdev && !ddev) {
+        d->how = GM_HOW_HOST;
+        d->path = GPUMEM_COPY_PATH_HOST;
+        d->via_temp = overlap(ndim, shape, isz, src, dst);
+        return;
+    }
+    if (t->bad & GM_TUNE_BAD_MIN_ROW) {
+        fail(d, GPUMEM_ERROR_INVALID_ENVIRONMENT, GM_TUNE_BAD_MIN_ROW);
+        return;
+    }
+
+    /* 4. a queued download into pageable memory: the copy into the bounce */
+    if (caps->on_stream && sdev && dst->mem == GM_COPY_MEM_PAGEABLE) {
+        int64_t like[GM_MAX_NDIM];
+        gm_layout_strides_like(ndim, shape, dst->strides, isz, like);
+        gm_copy_side bounce = {GM_COPY_MEM_LOCKED, -1, 0, like};
+        input b = *in;
+        b.dst = &bounce;
+        decide(&b, false, d);
+        d->queued = true;
+        return;
+    }
+
+    /* 5. overlapping device views: the path of the temporary's copy into dst */
+    if (sdev && ddev && check_overlap && overlap(ndim, shape, isz, src, dst)) {
+        int64_t like[GM_MAX_NDIM];
+        gm_layout_strides_like(ndim, shape, src->strides, isz, like);
+        gm_copy_side tmp = {GM_COPY_MEM_DEVICE, src->device, 0, like};
+        input second = *in;
+        second.src = &tmp;
+        decide(&second, false, d);
+        if (d->how != GM_HOW_FAIL) {
+            gpumem_copy_path p = d->path;
+            memset(d, 0, sizeof *d);
+            d->how = GM_HOW_TEMP;
+            d->path = p;
+        }
+        return;
+    }
+
+    /* 6. one rectangular copy */
+    gm_copy_plan plan;
+    size_t max_pitch = caps->max_pitch > 0 ? caps->max_pitch : SIZE_MAX;
+    gpumem_status st = gm_copy_plan_make(ndim, shape, src->strides, dst->strides, isz, max_pitch, &plan);
+    if (st != GPUMEM_OK) {
+        fail(d, st, 0);
+        return;
+    }
+    uint64_t count = gm_copy_plan_count(&plan);
+    const gm_copy_side *host = sdev ? dst : src;
+    bool cross = sdev != ddev, paged = cross && host->mem == GM_COPY_MEM_PAGEABLE;
+    bool slow2d = plan.dims >= 2 && paged && !(t->bad & GM_TUNE_BAD_STAGING) && in->bytes >= t->staging.min_bytes;
+    bool narrow = plan.dims >= 2 && (plan.width < t->min_row_bytes || slow2d);
+    if (count == 1 && plan.dims == 1 && cross) {
+        d->how = GM_HOW_TRANSFER;
+        d->path = GPUMEM_COPY_PATH_CONTIGUOUS;
+        d->src_offset = plan.src_offset;
+        d->dst_offset = plan.dst_offset;
+        d->width = plan.width;
+        if (paged && staged_transfer(in, d)) {
+            d->staged = true;
+            d->path = GPUMEM_COPY_PATH_STAGED;
+        }
+        return;
+    }
+    if (count == 1 && !narrow) {
+        d->how = GM_HOW_RECT;
+        d->path = plan.dims == 1 ? GPUMEM_COPY_PATH_CONTIGUOUS : GPUMEM_COPY_PATH_DMA;
+        return;
+    }
+
+    /* 7 and 8. packing */
+    bool sdense = gm_copy_dense(ndim, shape, src->strides, isz), ddense = gm_copy_dense(ndim, shape, dst->strides, isz);
+    bool kernels = !caps->no_kernels, scratch = kernels && !caps->no_scratch;
+    gm_copy_reason why = !kernels ? GM_REASON_NO_KERNELS : GM_REASON_NO_SCRATCH;
+    gpumem_copy_path rect = count == 1 ? GPUMEM_COPY_PATH_DMA : GPUMEM_COPY_PATH_DMA_LOOP;
+    if (sdev && ddev) {
+        if (kernels && (ddense || sdense)) {
+            d->how = GM_HOW_KERNEL;
+            d->path = GPUMEM_COPY_PATH_DEVICE_PACK;
+            d->transpose = ddense ? tiled(in, src->strides, src->addr, dst->strides, dst->addr, false)
+                                  : tiled(in, dst->strides, dst->addr, src->strides, src->addr, true);
+        } else if (scratch) {
+            packed(in, d, GM_OP_KERNEL, GM_OP_KERNEL, GM_RUN_LIKE_DST, GPUMEM_COPY_PATH_DEVICE_PACK);
+        } else {
+            d->how = GM_HOW_RECT;
+            d->path = rect;
+            d->reason = why;
+        }
+        return;
+    }
+    if (ddev) { /* host to device */
+        if (sdense && scratch) {
+            packed(in, d, GM_OP_DIRECT, GM_OP_KERNEL, GM_RUN_SRC, GPUMEM_COPY_PATH_DEVICE_PACK);
+        } else if (sdense) {
+            d->how = GM_HOW_RECT;
+            d->path = rect;
+            d->reason = why;
+        } else if (ddense) {
+            packed(in, d, GM_OP_CPU, GM_OP_DIRECT, GM_RUN_DST, GPUMEM_COPY_PATH_CPU_PACK);
+        } else if (scratch) {
+            packed(in, d, GM_OP_CPU, GM_OP_KERNEL, GM_RUN_LIKE_DST, GPUMEM_COPY_PATH_CPU_DEVICE_PACK);
+        } else {
+            int64_t like[GM_MAX_NDIM];
+            gm_layout_strides_like(ndim, shape, dst->strides, isz, like);
+            gpumem_copy_path p = rect_path(in, like, dst->strides, GPUMEM_COPY_PATH_CPU_PACK, d);
+            if (d->how != GM_HOW_FAIL) {
+                packed(in, d, GM_OP_CPU, GM_OP_RECT, GM_RUN_LIKE_DST, p);
+                d->reason = why;
+            }
+        }
+        return;
+    }
+    /* device to host */
+    if (ddense && scratch) {
+        packed(in, d, GM_OP_KERNEL, GM_OP_DIRECT, GM_RUN_DST, GPUMEM_COPY_PATH_DEVICE_PACK);
+    } else if (ddense) {
+        d->how = GM_HOW_RECT;
+        d->path = rect;
+        d->reason = why;
+    } else if (sdense) {
+        packed(in, d, GM_OP_DIRECT, GM_OP_CPU, GM_RUN_SRC, GPUMEM_COPY_PATH_CPU_PACK);
+    } else if (scratch) {
+        packed(in, d, GM_OP_KERNEL, GM_OP_CPU, GM_RUN_LIKE_DST, GPUMEM_COPY_PATH_CPU_DEVICE_PACK);
+    } else {
+        int64_t like[GM_MAX_NDIM];
+        gm_layout_strides_like(ndim, shape, src->strides, isz, like);
+        gpumem_copy_path p = rect_path(in, src->strides, like, GPUMEM_COPY_PATH_CPU_PACK, d);
+        if (d->how != GM_HOW_FAIL) {
+            packed(in, d, GM_OP_RECT, GM_OP_CPU, GM_RUN_LIKE_SRC, p);
+            d->reason = why;
+        }
+    }
+}

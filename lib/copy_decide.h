@@ -1,0 +1,209 @@
+/*
+ * copy_decide.h - the copy engine's decision (private): how one copy moves,
+ * chosen once, before anything runs, by one pure function.
+ *
+ * gm_copy_decide takes both layouts (shape, strides, item size), both
+ * memory kinds and addresses, the capabilities of the device side (its
+ * largest pitch; whether the pack kernels, device scratch, the staging
+ * engine and peer access are there) and one tuning snapshot
+ * (copy_tuning.h), and returns a gm_copy_decision: the path that
+ * gpumem_debug_last_copy_path reports, what the executor does, whether
+ * transfers are staged, how many CPU threads pack, and how device scratch
+ * is cut into chunks.  It makes no driver call, takes no lock and reads no
+ * environment: tests/test-copy-decide.c checks it against a table.
+ *
+ * The executors (copy_engine.c, copy_peer.c) only carry a decision out.
+ * When a capability turns out to be missing while they do (the kernels
+ * cannot be loaded, no scratch can be allocated, the staging engine is
+ * busy) they decide again with that capability off, before anything was
+ * written, and the new decision records why (gm_copy_reason).
+ *
+ * The rules, in order (a "dense" side fills one run of bytes: contiguous in
+ * some axis order, axes possibly reversed):
+ *  1. nothing to move (an extent 0, an item size 0): GPUMEM_COPY_PATH_NONE;
+ *  2. device memory of two devices: copy_peer.c (PEER or PEER_STAGED),
+ *     each strided side packed or unpacked on its own device;
+ *  3. both sides host-addressable: the CPU copies (HOST), through a
+ *     temporary when the bytes overlap;
+ *  4. a download into pageable memory on a stream: queued into a pinned
+ *     bounce block laid out like the destination (copy_queued.c); the rest
+ *     of the decision is that of the copy into the bounce;
+ *  5. overlapping device views: through a temporary like the source, two
+ *     copies; the path is the second's;
+ *  6. one rectangular copy of the planner (copyplan.h): a contiguous
+ *     transfer between host and device (STAGED through the staging engine
+ *     when the host side is pageable and at least staging.min_bytes, else
+ *     CONTIGUOUS), or one driver copy (CONTIGUOUS, DMA) when its rows are
+ *     at least min_row_bytes wide and, with a pageable host side, the copy
+ *     is below staging.min_bytes (the driver's own staging of a 2-D copy is
+ *     slow);
+ *  7. otherwise the strided sides are packed so that one run crosses:
+ *     - device to device: one pack kernel into a dense destination, one
+ *       unpack kernel from a dense source, else pack and unpack through
+ *       device scratch (DEVICE_PACK);
+ *     - a dense host side crosses as it is, into or out of device scratch
+ *       that the kernels unpack or pack (DEVICE_PACK);
+ *     - a strided host side is packed or unpacked by the staging engine's
+ *       threads straight into or out of its pinned slots (staging.h), in
+ *       the same pass as the transfer; the dense device side is the
+ *       transfer's other end (CPU_PACK), else device scratch is
+ *       (CPU_DEVICE_PACK);
+ *     the run is laid out like the dense side that ends it, else
+ *     contiguously in the destination's axis order;
+ *  8. without the kernels or without scratch, what the planner's
+ *     rectangular copies can do they do (DMA, DMA_LOOP), a strided host
+ *     side still packed by the CPU, through a host buffer (CPU_PACK when
+ *     one rectangular copy then remains).
+ * Device scratch is at most two buffers of tuning.scratch_chunk bytes: the
+ * run is cut into chunks along its outermost axes (a range of indices of
+ * one axis, one index of each axis outside it, all of each inside), which
+ * the kernels and the transfers take in turns, on two streams when a
+ * transfer is involved so that they overlap.
+ */
+#ifndef GM_COPY_DECIDE_H
+#define GM_COPY_DECIDE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "copy_tuning.h"
+#include "gpumem/debug.h"
+#include "gpumem/status.h"
+#include "layout.h"
+
+/* How one side of a copy is held. */
+typedef enum gm_copy_mem {
+    GM_COPY_MEM_DEVICE = 0, /* device memory: only the driver moves it */
+    GM_COPY_MEM_PAGEABLE,   /* host memory the driver does not know */
+    GM_COPY_MEM_LOCKED,     /* page-locked host memory: pinned, mapped, registered */
+    GM_COPY_MEM_MANAGED     /* managed memory (the CPU may address it) */
+} gm_copy_mem;
+
+typedef struct gm_copy_side {
+    gm_copy_mem mem;
+    int device;             /* the device of device memory; -1 otherwise */
+    uint64_t addr;          /* element 0's address (device or host) */
+    const int64_t *strides; /* bytes per axis */
+} gm_copy_side;
+
+/* What is known of the machine for this copy. */
+typedef struct gm_copy_caps {
+    size_t max_pitch;  /* the largest 2-D/3-D pitch (CU_DEVICE_ATTRIBUTE_MAX_PITCH); 0: no limit */
+    bool on_stream;    /* queued on a stream (else synchronous) */
+    bool peer;         /* two devices: peer access is on for the pair */
+    bool no_kernels;   /* the pack kernels cannot be loaded */
+    bool no_scratch;   /* device scratch cannot be had */
+    bool staging_busy; /* the staging engine is busy */
+} gm_copy_caps;
+
+/* What the executor does. */
+typedef enum gm_copy_how {
+    GM_HOW_NONE = 0, /* nothing */
+    GM_HOW_FAIL,     /* the copy cannot run: status (and bad, for a setting) */
+    GM_HOW_HOST,     /* the CPU copies the plan (via_temp: through a temporary) */
+    GM_HOW_PEER,     /* between two devices (copy_peer.c) */
+    GM_HOW_TEMP,     /* through a device temporary like the source: two copies */
+    GM_HOW_TRANSFER, /* one contiguous transfer between host and device (staged or not) */
+    GM_HOW_RECT,     /* the plan's rectangular driver copies (one, or a loop) */
+    GM_HOW_KERNEL,   /* device to device: one pack kernel (dst dense) or unpack kernel (src dense) */
+    GM_HOW_PACKED    /* through one packed run (src_op, dst_op, run) */
+} gm_copy_how;
+
+/* GM_HOW_PACKED: how each side meets the run. */
+typedef enum gm_copy_op {
+    GM_OP_DIRECT = 0, /* the side is dense: it is the run (its end of the transfer) */
+    GM_OP_KERNEL,     /* a device side: the pack kernels, into or out of device scratch */
+    GM_OP_CPU,        /* a host side: the staging engine's threads, into or out of its pinned slots as
+                       * they cross (or, with GM_OP_RECT, the worker pool's into or out of a host buffer) */
+    GM_OP_RECT        /* a device side without kernels or scratch: the planner's driver copies to or from the staging buffer */
+} gm_copy_op;
+
+/* GM_HOW_PACKED: the layout of the run. */
+typedef enum gm_copy_run_layout {
+    GM_RUN_SRC = 0, /* the source's strides */
+    GM_RUN_DST,     /* the destination's strides */
+    GM_RUN_LIKE_DST, /* contiguous in the destination's axis order (gm_layout_strides_like) */
+    GM_RUN_LIKE_SRC, /* contiguous in the source's axis order */
+    GM_RUN_CROSSING  /* between two devices: gm_copy_crossing_layout */
+} gm_copy_run_layout;
+
+/* Why a cheaper way was not taken. */
+typedef enum gm_copy_reason {
+    GM_REASON_NONE = 0,
+    GM_REASON_NO_KERNELS,  /* the driver cannot load the pack kernels */
+    GM_REASON_NO_SCRATCH,  /* device scratch could not be allocated */
+    GM_REASON_STAGING_BUSY /* another copy was using the staging engine */
+} gm_copy_reason;
+
+typedef struct gm_copy_decision {
+    gpumem_copy_path path; /* what gpumem_debug_last_copy_path reports */
+    gm_copy_how how;
+    gm_copy_reason reason;
+    gpumem_status status;  /* GM_HOW_FAIL: the status */
+    unsigned bad;          /* GM_HOW_FAIL: the GM_TUNE_BAD_* settings at fault (0: the planner's error) */
+    bool queued;           /* a download into pageable memory queued on the stream through a bounce */
+    /* GM_HOW_TRANSFER: the run's offsets from each side's element 0, and its bytes */
+    int64_t src_offset, dst_offset;
+    uint64_t width;
+    bool via_temp;         /* GM_HOW_HOST: the sides overlap */
+    /* GM_HOW_PACKED */
+    gm_copy_op src_op, dst_op;
+    gm_copy_run_layout run;
+    bool host_run;         /* a host buffer holds the run (src_op or dst_op GM_OP_RECT) */
+    bool staged;           /* the transfers go through the staging engine (a pageable or strided host end) */
+    unsigned cpu_threads;  /* threads that pack or unpack a strided host side (GM_OP_CPU) */
+    bool transpose;        /* the kernels of the whole copy are the tiled transpose */
+    /* device scratch, GM_HOW_PACKED with a GM_OP_KERNEL side (nchunks 0: none) */
+    uint64_t nchunks;      /* chunks of the run */
+    uint64_t chunk_bytes;  /* bytes of one scratch buffer: the largest chunk */
+    int nbufs;             /* scratch buffers taking turns: 1 or 2 */
+    bool overlap;          /* the kernels and the transfers on two streams */
+    int nrun;              /* axes of extent > 1, in the run's order (outermost first) */
+    int8_t run_order[GM_MAX_NDIM];
+    int chunk_level;       /* a chunk: a range of run_order[chunk_level], one index of each axis outside */
+    int64_t chunk_extent;  /* indices of that axis per chunk (the last chunk of a range may have fewer) */
+    /* GM_HOW_PEER: a strided side is packed (unpacked) on its own device, chunk
+     * by chunk through scratch on each device (nchunks > 0, run
+     * GM_RUN_CROSSING), or without the kernels or scratch (nchunks 0) through
+     * a temporary as large as the copy that the engine fills as it can */
+    bool peer_pack_src;    /* the source is packed on its device first */
+    bool peer_unpack_dst;  /* the destination is unpacked on its device last */
+} gm_copy_decision;
+
+/* Decides how to copy src into dst, equally shaped arrays of ndim axes of
+ * `shape` with elements of itemsize bytes.  Never fails: a copy that
+ * cannot run is GM_HOW_FAIL with its status (a planner error also sets the
+ * thread's message, naming no function: the caller prefixes it; a bad
+ * setting is replayed by gm_copy_tuning_error). */
+void gm_copy_decide(int ndim, const int64_t *shape, size_t itemsize, const gm_copy_side *src,
+                    const gm_copy_side *dst, const gm_copy_caps *caps, const gm_copy_tuning *tuning,
+                    gm_copy_decision *out);
+
+/* Whether strides make a dense layout of shape (axes of extent 1 aside). */
+bool gm_copy_dense(int ndim, const int64_t *shape, const int64_t *strides, size_t itemsize);
+
+/* The strides of a packed run: the strides of its side (GM_RUN_SRC,
+ * GM_RUN_DST) or the contiguous ones in that side's axis order. */
+void gm_copy_run_strides(const gm_copy_decision *d, int ndim, const int64_t *shape, size_t itemsize,
+                         const int64_t *src_strides, const int64_t *dst_strides, int64_t *out);
+
+/* Chunk c (0 .. d->nchunks - 1) of a decision's run: per axis the first
+ * index and the extent (start, extent: a sub-view of both sides), and the
+ * chunk's bytes in the run, [*offset, *offset + *bytes) from the run's
+ * lowest byte (they are one run: the chunks tile the run in order). */
+void gm_copy_chunk(const gm_copy_decision *d, int ndim, const int64_t *shape, size_t itemsize,
+                   const int64_t *run_strides, uint64_t c, int64_t *start, int64_t *extent, uint64_t *offset,
+                   uint64_t *bytes);
+
+/* The layout of the run that crosses between two devices (copy_peer.c):
+ * both sides' own when they share a dense one, else the destination's when
+ * it is dense with positive strides, else the source's, else contiguous in
+ * the destination's axis order. */
+void gm_copy_crossing_layout(int ndim, const int64_t *shape, size_t itemsize, const int64_t *src_strides,
+                             const int64_t *dst_strides, int64_t *out);
+
+/* Whether a side has exactly the dense layout s (axes of extent 1 aside). */
+bool gm_copy_has_layout(int ndim, const int64_t *shape, const int64_t *strides, size_t itemsize, const int64_t *s);
+
+#endif /* GM_COPY_DECIDE_H */

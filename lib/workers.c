@@ -1,0 +1,357 @@
+/*
+ * workers.c - the library's one pool of worker threads (workers.h): per
+ * NUMA node, made on first use, grown to what is asked, stopped at exit,
+ * emptied in a fork child.
+ */
+#include "config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "workers.h"
+
+#define NODES_MAX 64 /* pools of nodes 0 .. NODES_MAX - 1, and one of no node */
+
+struct gm_workers {
+    int node;
+    pthread_mutex_t mu;
+    pthread_cond_t work;  /* a task wants workers, or stop */
+    pthread_cond_t idle;  /* a worker left a task */
+    gm_task *head, *tail; /* tasks with want > 0 */
+    unsigned n;           /* workers made */
+    atomic_uint have;     /* n, read without the lock */
+    pthread_t tid[GM_WORKERS_MAX];
+    bool stop;
+};
+
+static pthread_mutex_t reg_mu = PTHREAD_MUTEX_INITIALIZER;
+static _Atomic(gm_workers *) pools[NODES_MAX + 1];
+static atomic_bool stopping;
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+static char sysfs_root[256] = GM_SYSFS_ROOT;
+static pthread_mutex_t root_mu = PTHREAD_MUTEX_INITIALIZER;
+
+bool gm_workers_stopping(void)
+{
+    return atomic_load_explicit(&stopping, memory_order_relaxed);
+}
+
+/* ---- fork and exit ------------------------------------------------------------------------ */
+
+static void fork_prepare(void)
+{
+    pthread_mutex_lock(&reg_mu);
+    for (int i = 0; i <= NODES_MAX; i++) {
+        gm_workers *w = atomic_load_explicit(&pools[i], memory_order_relaxed);
+        if (w != NULL)
+            pthread_mutex_lock(&w->mu);
+    }
+}
+
+static void fork_parent(void)
+{
+    for (int i = NODES_MAX; i >= 0; i--) {
+        gm_workers *w = atomic_load_explicit(&pools[i], memory_order_relaxed);
+        if (w != NULL)
+            pthread_mutex_unlock(&w->mu);
+    }
+    pthread_mutex_unlock(&reg_mu);
+}
+
+/* The child has none of the parent's workers, nor the callers of its
+ * tasks: every pool starts over, empty. */
+static void fork_child(void)
+{
+    for (int i = NODES_MAX; i >= 0; i--) {
+        gm_workers *w = atomic_load_explicit(&pools[i], memory_order_relaxed);
+        if (w == NULL)
+            continue;
+        pthread_mutex_init(&w->mu, NULL);
+        pthread_cond_init(&w->work, NULL);
+        pthread_cond_init(&w->idle, NULL);
+        w->head = w->tail = NULL;
+        w->n = 0;
+        atomic_store_explicit(&w->have, 0, memory_order_relaxed);
+        w->stop = false;
+    }
+    pthread_mutex_init(&reg_mu, NULL);
+    pthread_mutex_init(&root_mu, NULL);
+}
+
+static void atfork_register(void)
+{
+    pthread_atfork(fork_prepare, fork_parent, fork_child);
+}
+
+/* At exit (or dlclose): the workers leave, so that none runs the library's
+ * code once it is gone. */
+__attribute__((destructor)) static void workers_fini(void)
+{
+    atomic_store_explicit(&stopping, true, memory_order_relaxed);
+    pthread_mutex_lock(&reg_mu);
+    for (int i = 0; i <= NODES_MAX; i++) {
+        gm_workers *w = atomic_load_explicit(&pools[i], memory_order_relaxed);
+        if (w == NULL)
+            continue;
+        pthread_mutex_lock(&w->mu);
+        w->stop = true;
+        pthread_cond_broadcast(&w->work);
+        pthread_cond_broadcast(&w->idle);
+        unsigned n = w->n;
+        w->n = 0;
+        atomic_store_explicit(&w->have, 0, memory_order_relaxed);
+        pthread_mutex_unlock(&w->mu);
+        for (unsigned k = 0; k < n; k++)
+            pthread_join(w->tid[k], NULL);
+    }
+    pthread_mutex_unlock(&reg_mu);
+}
+
+/* ---- the pool ------------------------------------------------------------------------------- */
+
+static void dequeue(gm_workers *w, gm_task *t)
+{
+    gm_task **p = &w->head, *prev = NULL;
+    while (*p != NULL && *p != t) {
+        prev = *p;
+        p = &(*p)->next;
+    }
+    if (*p == t) {
+        *p = t->next;
+        if (w->tail == t)
+            w->tail = prev;
+    }
+    t->next = NULL;
+    t->queued = false;
+}
+
+typedef struct start {
+    gm_workers *w;
+    int index;
+} start;
+
+static void *worker_main(void *arg)
+{
+    start s = *(start *)arg;
+    free(arg);
+    gm_workers *w = s.w;
+    if (w->node >= 0) { /* on the node's CPUs: what it allocates first lives there */
+        cpu_set_t set;
+        if (gm_numa_node_cpus(gm_sysfs_root(), w->node, &set))
+            (void)pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+    }
+    pthread_mutex_lock(&w->mu);
+    for (;;) {
+        while (!w->stop && w->head == NULL)
+            pthread_cond_wait(&w->work, &w->mu);
+        if (w->stop)
+            break;
+        gm_task *t = w->head;
+        t->want--;
+        t->active++;
+        if (t->want == 0)
+            dequeue(w, t);
+        pthread_mutex_unlock(&w->mu);
+        t->fn(t, s.index);
+        pthread_mutex_lock(&w->mu);
+        if (--t->active == 0)
+            pthread_cond_broadcast(&w->idle); /* t may be gone once the lock is let go */
+    }
+    pthread_mutex_unlock(&w->mu);
+    return NULL;
+}
+
+gm_workers *gm_workers_get(int node)
+{
+    if (node < -1 || node >= NODES_MAX)
+        node = -1;
+    gm_workers *w = atomic_load_explicit(&pools[node + 1], memory_order_acquire);
+    if (w != NULL)
+        return w;
+    pthread_once(&atfork_once, atfork_register);
+    pthread_mutex_lock(&reg_mu);
+    w = atomic_load_explicit(&pools[node + 1], memory_order_relaxed);
+    if (w == NULL && (w = calloc(1, sizeof *w)) != NULL) {
+        w->node = node;
+        pthread_mutex_init(&w->mu, NULL);
+        pthread_cond_init(&w->work, NULL);
+        pthread_cond_init(&w->idle, NULL);
+        atomic_store_explicit(&pools[node + 1], w, memory_order_release);
+    }
+    pthread_mutex_unlock(&reg_mu);
+    return w;
+}
+
+int gm_workers_node(const gm_workers *w)
+{
+    return w->node;
+}
+
+unsigned gm_workers_grow(gm_workers *w, unsigned n)
+{
+    if (n > GM_WORKERS_MAX)
+        n = GM_WORKERS_MAX;
+    unsigned have = atomic_load_explicit(&w->have, memory_order_relaxed);
+    if (have >= n)
+        return have;
+    pthread_mutex_lock(&w->mu);
+    while (w->n < n && !w->stop) {
+        start *s = malloc(sizeof *s);
+        if (s == NULL)
+            break;
+        *s = (start){w, (int)w->n};
+        if (pthread_create(&w->tid[w->n], NULL, worker_main, s) != 0) {
+            free(s);
+            break;
+        }
+        w->n++;
+    }
+    have = w->n;
+    atomic_store_explicit(&w->have, have, memory_order_relaxed);
+    pthread_mutex_unlock(&w->mu);
+    return have;
+}
+
+void gm_task_post(gm_workers *w, gm_task *t, unsigned n)
+{
+    if (n == 0)
+        return;
+    pthread_mutex_lock(&w->mu);
+    if (n > w->n)
+        n = w->n;
+    if (n > 0 && !w->stop) {
+        t->want += n;
+        if (!t->queued) {
+            t->queued = true;
+            t->next = NULL;
+            if (w->tail != NULL)
+                w->tail->next = t;
+            else
+                w->head = t;
+            w->tail = t;
+        }
+        if (n == 1)
+            pthread_cond_signal(&w->work);
+        else
+            pthread_cond_broadcast(&w->work);
+    }
+    pthread_mutex_unlock(&w->mu);
+}
+
+void gm_task_join(gm_workers *w, gm_task *t)
+{
+    pthread_mutex_lock(&w->mu);
+    t->want = 0;
+    if (t->queued)
+        dequeue(w, t);
+    while (t->active > 0)
+        pthread_cond_wait(&w->idle, &w->mu);
+    pthread_mutex_unlock(&w->mu);
+}
+
+void gm_task_wait(gm_workers *w, gm_task *t)
+{
+    pthread_mutex_lock(&w->mu);
+    while ((t->want > 0 && !w->stop && w->n > 0) || t->active > 0)
+        pthread_cond_wait(&w->idle, &w->mu);
+    t->want = 0;
+    if (t->queued)
+        dequeue(w, t);
+    pthread_mutex_unlock(&w->mu);
+}
+
+/* ---- NUMA ------------------------------------------------------------------------------------- */
+
+const char *gm_sysfs_root(void)
+{
+    static _Thread_local char copy[sizeof sysfs_root];
+    pthread_mutex_lock(&root_mu);
+    memcpy(copy, sysfs_root, sizeof copy);
+    pthread_mutex_unlock(&root_mu);
+    return copy;
+}
+
+void gm_sysfs_root_set(const char *root)
+{
+    pthread_mutex_lock(&root_mu);
+    snprintf(sysfs_root, sizeof sysfs_root, "%s", root != NULL ? root : GM_SYSFS_ROOT);
+    pthread_mutex_unlock(&root_mu);
+}
+
+bool gm_cpulist_parse(const char *s, cpu_set_t *set)
+{
+    CPU_ZERO(set);
+    bool any = false;
+    const char *p = s;
+    while (*p != '\0' && *p != '\n') {
+        if (!isdigit((unsigned char)*p))
+            return false;
+        char *end;
+        errno = 0;
+        unsigned long a = strtoul(p, &end, 10), b = a;
+        if (errno != 0)
+            return false;
+        p = end;
+        if (*p == '-') {
+            p++;
+            if (!isdigit((unsigned char)*p))
+                return false;
+            b = strtoul(p, &end, 10);
+            if (errno != 0 || b < a)
+                return false;
+            p = end;
+        }
+        for (unsigned long c = a; c <= b && c < CPU_SETSIZE; c++) {
+            CPU_SET(c, set);
+            any = true;
+        }
+        if (*p == ',')
+            p++;
+        else if (*p != '\0' && *p != '\n')
+            return false;
+    }
+    return any;
+}
+
+/* The first line of a file, NUL-terminated; false when it cannot be read. */
+static bool read_line(const char *path, char *buf, size_t size)
+{
+    FILE *f = fopen(path, "re");
+    if (f == NULL)
+        return false;
+    bool good = fgets(buf, (int)size, f) != NULL;
+    fclose(f);
+    return good;
+}
+
+bool gm_numa_node_cpus(const char *root, int node, cpu_set_t *set)
+{
+    char path[512], line[4096];
+    snprintf(path, sizeof path, "%s/devices/system/node/node%d/cpulist", root, node);
+    return node >= 0 && read_line(path, line, sizeof line) && gm_cpulist_parse(line, set);
+}
+
+int gm_numa_nodes(const char *root)
+{
+    int n = 0;
+    cpu_set_t set;
+    for (int i = 0; i < NODES_MAX; i++)
+        n += gm_numa_node_cpus(root, i, &set);
+    return n;
+}
+
+int gm_numa_pci_node(const char *root, const char *pci_id)
+{
+    char path[512], line[64];
+    snprintf(path, sizeof path, "%s/bus/pci/devices/%s/numa_node", root, pci_id);
+    if (!read_line(path, line, sizeof line))
+        return -1;
+    char *end;
+    long v = strtol(line, &end, 10);
+    return end != line && v >= 0 && v < NODES_MAX ? (int)v : -1;
+}

@@ -1,0 +1,114 @@
+/*
+ * workers.h - the library's one pool of worker threads (private).
+ *
+ * All CPU fan-out of the library runs here: the staging engine's fill and
+ * drain of pinned slots (with the packing and unpacking of strided host
+ * sides in the same pass), CPU packs, and the landing of downloads queued
+ * on a stream.  No other file of lib/ creates threads (the simulator's
+ * stream workers aside), and no thread is created per call.
+ *
+ * A pool belongs to a NUMA node (or to none: node -1); it is made on first
+ * use and grows, never per call, to the number of workers asked for
+ * (gm_workers_grow, at most GM_WORKERS_MAX).  The workers of a node's pool
+ * run on that node's CPUs (sched affinity read from sysfs), so what they
+ * allocate first-touch lives there.
+ *
+ * A task is a function that several threads may run at once, each taking
+ * items of the work (chunks, pieces) from the task's own counter until none
+ * is left, then returning: there is no barrier per item, only one join per
+ * task.  The poster usually runs the function itself too, between
+ * gm_task_post and gm_task_join:
+ *
+ *     gm_task_post(w, &t, n);   up to n workers join in
+ *     t.fn(&t, -1);             the caller's share
+ *     gm_task_join(w, &t);      no more workers start it; those in it finish
+ *
+ * A worker that finds no item left returns at once.  Items must never wait
+ * for something only a later gm_task_join would allow (a join waits for the
+ * workers inside fn).
+ *
+ * Process life: the workers are stopped and joined by a destructor (process
+ * exit, dlclose): a worker leaves its task between two items when
+ * gm_workers_stopping() says so, and the task's caller does the rest.  In
+ * the child of fork() the pools start empty (pthread_atfork): tasks queued
+ * in the parent do not exist there, and workers are made again on first
+ * use.
+ */
+#ifndef GM_WORKERS_H
+#define GM_WORKERS_H
+
+#include <sched.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#define GM_WORKERS_MAX 63 /* workers per pool: with the caller, 64 threads */
+
+typedef struct gm_workers gm_workers;
+typedef struct gm_task gm_task;
+
+/* Runs a task's items.  worker: the worker's index in its pool (0 ..
+ * GM_WORKERS_MAX - 1, stable for the pool's life), or -1 for a caller. */
+typedef void (*gm_task_fn)(gm_task *t, int worker);
+
+struct gm_task {
+    gm_task_fn fn;
+    /* the pool's, under its lock: zero them (or use GM_TASK_INIT) */
+    unsigned want;    /* more workers that may start it */
+    unsigned active;  /* workers inside fn */
+    bool queued;
+    gm_task *next;
+};
+
+#define GM_TASK_INIT(f) ((gm_task){.fn = (f)})
+
+/* The pool of NUMA node `node` (-1: no node, any CPU), made on first use
+ * (no threads yet).  NULL only when out of host memory. */
+gm_workers *gm_workers_get(int node);
+
+/* Grows the pool to n workers (at most GM_WORKERS_MAX); fewer when threads
+ * cannot be made.  Returns the number it has. */
+unsigned gm_workers_grow(gm_workers *w, unsigned n);
+
+/* Its node (-1 for none). */
+int gm_workers_node(const gm_workers *w);
+
+/* Lets up to n more workers start t (the pool has fewer: those it has). */
+void gm_task_post(gm_workers *w, gm_task *t, unsigned n);
+
+/* No more workers start t; returns once the workers inside t->fn left it.
+ * Afterwards the pool holds no reference to t. */
+void gm_task_join(gm_workers *w, gm_task *t);
+
+/* Waits until every worker t was posted to has run t->fn and left it (or
+ * the pool stops: then no more start).  Afterwards the pool holds no
+ * reference to t.  For a caller that leaves the items to the workers. */
+void gm_task_wait(gm_workers *w, gm_task *t);
+
+/* Whether the pools are stopping (process exit): workers should leave their
+ * task between items. */
+bool gm_workers_stopping(void);
+
+/* ---- NUMA (pure: sysfs) ------------------------------------------------------------------ */
+
+/* The sysfs root the library reads ("/sys"), and its setter for tests,
+ * which point it at a fake tree (pools and engines made later use it). */
+#define GM_SYSFS_ROOT "/sys"
+const char *gm_sysfs_root(void);
+void gm_sysfs_root_set(const char *root);
+
+/* The number of NUMA nodes with CPUs under root/devices/system/node (0 when
+ * it cannot be read). */
+int gm_numa_nodes(const char *root);
+
+/* The CPUs of node (root/devices/system/node/node<N>/cpulist) into *set;
+ * false when the list cannot be read or is empty. */
+bool gm_numa_node_cpus(const char *root, int node, cpu_set_t *set);
+
+/* The node of PCI device "DDDD:BB:DD.F" (root/bus/pci/devices/<id>/numa_node),
+ * -1 when unknown. */
+int gm_numa_pci_node(const char *root, const char *pci_id);
+
+/* Parses a kernel CPU list ("0-3,8,10-11") into *set; false when malformed. */
+bool gm_cpulist_parse(const char *s, cpu_set_t *set);
+
+#endif /* GM_WORKERS_H */

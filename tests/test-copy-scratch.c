@@ -1,0 +1,417 @@
+/* Device scratch of strided copies (lib/copy_engine.c): bounded to a few
+ * chunks, so a strided view larger than the device's free memory copies
+ * both ways; without room even for that the copy runs without scratch and
+ * the decision says why; many-chunk copies of random layouts are exact; a
+ * copy on a stream never waits for its stream because of its scratch, with
+ * the driver's memory or a pool.  Each case runs in a child with its own
+ * simulator settings; on a GPU the cases that need the simulator's memory
+ * size or stream delay are skipped, the others run with the real kernels. */
+#include "config.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <gpumem.h>
+
+#include "arrays.h"
+#include "child.h"
+#include "copy_engine.h"
+#include "copy_pack.h"
+#include "tap.h"
+
+static const gpumem_dtype *f32(void)
+{
+    return gpumem_dtype_builtin(GPUMEM_FLOAT32);
+}
+
+static gpumem_status keep(gpumem_status a, gpumem_status b)
+{
+    return a != GPUMEM_OK ? a : b;
+}
+
+static gpumem_array *slice2(gpumem_array *a, int64_t start, int64_t step)
+{
+    gpumem_array *v = NULL;
+    gpumem_slice s[2] = {{GPUMEM_SLICE_DEFAULT, GPUMEM_SLICE_DEFAULT, 1}, {start, GPUMEM_SLICE_DEFAULT, step}};
+    gpumem_array_slice(a, s, 2, &v);
+    return v;
+}
+
+static gpumem_array *wrap2(float *p, int64_t r, int64_t c)
+{
+    gpumem_array *a = NULL;
+    gpumem_host_array_wrap(p, 2, (int64_t[]){r, c}, NULL, f32(), &a);
+    return a;
+}
+
+/* Bits of child_result.value[1]. */
+enum {
+    DOWN_VALUES = 1 << 0,
+    DOWN_PATH = 1 << 1,
+    UP_VALUES = 1 << 2,
+    UP_PATH = 1 << 3,
+    SMALL_FREE = 1 << 4
+};
+
+#define BR 5120
+#define BC 4096 /* 80 MiB of float32; a [:, ::2] view is 40 MiB */
+
+/* On a 100 MiB device holding an 80 MiB array (arg NULL), or with less
+ * free memory than two scratch chunks (arg non-NULL): d[:, ::2] into a
+ * contiguous host array, then a host array into d[:, 1::2].  value[0]:
+ * the bytes free before; value[2], value[3]: the two copies' chunks, or
+ * their decisions' reasons when without scratch. */
+static void big_case(const void *arg, child_result *out)
+{
+    bool starve = arg != NULL;
+    setenv("GPUMEM_SIM_MEMORY", "100M", 1);
+    gpumem_context *ctx = NULL;
+    if ((out->status = gpumem_context_create_default(&ctx)) != GPUMEM_OK)
+        return;
+    float *h = malloc((size_t)BR * BC * sizeof *h), *half = malloc((size_t)BR * (BC / 2) * sizeof *half);
+    for (int64_t i = 0; i < (int64_t)BR * BC; i++)
+        h[i] = (float)i;
+    gpumem_array *hb = wrap2(h, BR, BC), *d = NULL, *filler = NULL;
+    out->status = gpumem_to_device(ctx, hb, NULL, 0, &d);
+    size_t free0 = 0, total = 0;
+    gpumem_memory_info(ctx, &free0, &total);
+    if (out->status == GPUMEM_OK && starve) /* leave less than two 4 MiB chunks */
+        out->status = gpumem_device_array(ctx, 1, (int64_t[]){(int64_t)free0 - (6 << 20)}, NULL,
+                                          gpumem_dtype_builtin(GPUMEM_UINT8), 'C', NULL, &filler);
+    gpumem_memory_info(ctx, &free0, &total);
+    out->value[0] = (long)free0;
+    if (out->status != GPUMEM_OK) {
+        snprintf(out->text, sizeof out->text, "setting up: %s", gpumem_last_error());
+        return;
+    }
+    long bits = 0;
+    gm_copy_decision dd;
+    /* down: every other column, into contiguous host memory */
+    gpumem_array *even = slice2(d, 0, 2), *odd = slice2(d, 1, 2), *hh = wrap2(half, BR, BC / 2);
+    gpumem_status st = gpumem_copy_to_host(even, hh, NULL);
+    gm_copy_last_decision(&dd);
+    bool good = st == GPUMEM_OK;
+    for (int64_t i = 0; good && i < (int64_t)BR * (BC / 2); i++)
+        good = half[i] == h[(i / (BC / 2)) * BC + 2 * (i % (BC / 2))];
+    bits |= good ? DOWN_VALUES : 0;
+    bits |= dd.path == (starve ? GPUMEM_COPY_PATH_DMA : GPUMEM_COPY_PATH_DEVICE_PACK) ? DOWN_PATH : 0;
+    out->value[2] = starve ? (long)dd.reason : (long)dd.nchunks;
+    if (st != GPUMEM_OK)
+        snprintf(out->text, sizeof out->text, "down: %s", gpumem_last_error());
+    /* up: new values into the odd columns; the even ones keep theirs */
+    for (int64_t i = 0; i < (int64_t)BR * (BC / 2); i++)
+        half[i] = -1.0f - (float)i;
+    st = gpumem_array_copy(odd, hh, NULL);
+    gm_copy_last_decision(&dd);
+    memset(h, 0, (size_t)BR * BC * sizeof *h);
+    good = st == GPUMEM_OK && read_all(d, h);
+    for (int64_t i = 0; good && i < (int64_t)BR * BC; i++) {
+        int64_t r = i / BC, c = i % BC;
+        good = h[i] == (c % 2 ? half[r * (BC / 2) + c / 2] : (float)i);
+    }
+    bits |= good ? UP_VALUES : 0;
+    bits |= dd.path == (starve ? GPUMEM_COPY_PATH_DMA : GPUMEM_COPY_PATH_DEVICE_PACK) ? UP_PATH : 0;
+    out->value[3] = starve ? (long)dd.reason : (long)dd.nchunks;
+    if (st != GPUMEM_OK && out->text[0] == '\0')
+        snprintf(out->text, sizeof out->text, "up: %s", gpumem_last_error());
+    bits |= free0 < (size_t)BR * (BC / 2) * sizeof(float) ? SMALL_FREE : 0;
+    out->value[1] = bits;
+    gpumem_array *rel[] = {hb, d, filler, even, odd, hh};
+    for (size_t i = 0; i < sizeof rel / sizeof *rel; i++)
+        gpumem_array_release(rel[i]);
+    gpumem_context_release(ctx);
+    free(h);
+    free(half);
+}
+
+static void test_big(void)
+{
+    child_result r;
+    run_child(big_case, NULL, &r);
+    ok(r.exited && r.exit_code == 0 && r.status == GPUMEM_OK, "a 100 MiB device with an 80 MiB array: %s",
+       r.text[0] ? r.text : "set up");
+    if (test_on_sim())
+        ok(r.value[1] & SMALL_FREE, "its free memory (%ld bytes) is less than a 40 MiB view", r.value[0]);
+    else
+        skip(1, "GPUMEM_SIM_MEMORY sizes only the simulator's device");
+    ok(r.value[1] & DOWN_VALUES, "d[:, ::2] of it into host memory: every value right (%s)", r.text);
+    ok(r.value[1] & DOWN_PATH, "packed on the device");
+    ok(r.value[2] == 10, "through 4 MiB of scratch at a time: 10 chunks (%ld)", r.value[2]);
+    ok(r.value[1] & UP_VALUES, "host memory into d[:, 1::2]: every value right, the gaps untouched");
+    ok(r.value[1] & UP_PATH, "unpacked on the device");
+    ok(r.value[3] == 10, "10 chunks (%ld)", r.value[3]);
+
+    if (!test_on_sim()) {
+        skip(6, "filling a GPU's memory is left to the simulator");
+        return;
+    }
+    run_child(big_case, "", &r);
+    ok(r.exited && r.exit_code == 0 && r.status == GPUMEM_OK, "with less free memory than two chunks: %s",
+       r.text[0] ? r.text : "set up");
+    ok(r.value[0] < (8 << 20), "%ld bytes free", r.value[0]);
+    ok((r.value[1] & (DOWN_VALUES | DOWN_PATH)) == (DOWN_VALUES | DOWN_PATH),
+       "d[:, ::2] into host memory without scratch: one 2-D copy, every value right (%s)", r.text);
+    is_int(r.value[2], GM_REASON_NO_SCRATCH, "its decision says why");
+    ok((r.value[1] & (UP_VALUES | UP_PATH)) == (UP_VALUES | UP_PATH),
+       "host memory into d[:, 1::2] without scratch: one 2-D copy, every value right, the gaps untouched");
+    is_int(r.value[3], GM_REASON_NO_SCRATCH, "its decision says why");
+}
+
+/* ---- many chunks, random layouts ---- */
+
+static uint64_t rng = 0x9E3779B97F4A7C15ull;
+static uint64_t rnd(uint64_t n)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return rng % n;
+}
+
+/* A base array of kind 0 host, 1 pinned, 2 device (values v0 + i), and a
+ * random view of shape n: steps, reversals, permuted axes. */
+static gpumem_array *random_view(gpumem_context *ctx, int kind, const int64_t *n, float v0, gpumem_array **base,
+                                 int64_t *total, float **own)
+{
+    int perm[3] = {0, 1, 2};
+    for (int i = 2; i > 0; i--) {
+        int j = (int)rnd((uint64_t)i + 1), t = perm[i];
+        perm[i] = perm[j];
+        perm[j] = t;
+    }
+    int64_t m[3], step[3], bshape[3];
+    *total = 1;
+    for (int i = 0; i < 3; i++) {
+        m[i] = n[perm[i]];
+        step[i] = 1 + (int64_t)rnd(2);
+        bshape[i] = m[i] * step[i] + (int64_t)rnd(2);
+        *total *= bshape[i];
+    }
+    float *vals = malloc((size_t)*total * sizeof *vals);
+    for (int64_t i = 0; i < *total; i++)
+        vals[i] = v0 + (float)i;
+    gpumem_array *h = NULL, *b = NULL;
+    gpumem_host_array_wrap(vals, 3, bshape, NULL, f32(), &h);
+    *own = NULL;
+    if (kind == 2) {
+        gpumem_to_device(ctx, h, NULL, 0, &b);
+    } else if (kind == 1) {
+        gpumem_pinned_array(ctx, 3, bshape, NULL, f32(), 'C', &b);
+        gpumem_array_copy(b, h, NULL);
+    } else {
+        *own = vals;
+        vals = NULL;
+        gpumem_host_array_wrap(*own, 3, bshape, NULL, f32(), &b);
+    }
+    gpumem_array_release(h);
+    free(vals);
+    gpumem_slice s[3];
+    for (int i = 0; i < 3; i++)
+        s[i] = rnd(4) == 0 ? (gpumem_slice){(m[i] - 1) * step[i], GPUMEM_SLICE_DEFAULT, -step[i]}
+                           : (gpumem_slice){0, m[i] * step[i], step[i]};
+    gpumem_array *v = NULL, *t = NULL;
+    gpumem_array_slice(b, s, 3, &v);
+    int inv[3];
+    for (int i = 0; i < 3; i++)
+        inv[perm[i]] = i;
+    gpumem_array_transpose(v, inv, &t);
+    gpumem_array_release(v);
+    *base = b;
+    return t;
+}
+
+/* With 64 KiB scratch chunks: random copies between host, pinned and device
+ * views of up to 360 KiB.  value[0]: bad copies, value[1]: copies in
+ * several chunks, value[2]: of them on two streams, value[3]: on a stream. */
+static void chunks_case(const void *arg, child_result *out)
+{
+    (void)arg;
+    setenv("GPUMEM_COPY_SCRATCH_CHUNK", "64K", 1);
+    gpumem_context *ctx = NULL;
+    gpumem_stream *stream = NULL;
+    if ((out->status = gpumem_context_create_default(&ctx)) != GPUMEM_OK ||
+        (out->status = gpumem_stream_create(ctx, 0, &stream)) != GPUMEM_OK)
+        return;
+    for (int iter = 0; iter < 120 && out->value[0] < 3; iter++) {
+        int64_t n[3] = {1 + (int64_t)rnd(30), 1 + (int64_t)rnd(50), 1 + (int64_t)rnd(60)};
+        int sk = (int)rnd(3), dk = (int)rnd(3);
+        bool on_stream = rnd(2) == 0;
+        int64_t stotal, dtotal, count = n[0] * n[1] * n[2];
+        gpumem_array *sb, *db;
+        float *sown, *down;
+        gpumem_array *sv = random_view(ctx, sk, n, 0.0f, &sb, &stotal, &sown);
+        gpumem_array *dv = random_view(ctx, dk, n, 1e7f, &db, &dtotal, &down);
+        float *before = malloc((size_t)dtotal * sizeof(float)), *after = malloc((size_t)dtotal * sizeof(float));
+        float *want = malloc((size_t)count * sizeof(float)), *got = malloc((size_t)count * sizeof(float));
+        read_all(db, before);
+        read_all(sv, want);
+        gpumem_status st = gpumem_array_copy(dv, sv, on_stream ? stream : NULL);
+        gm_copy_decision d;
+        gm_copy_last_decision(&d);
+        if (st == GPUMEM_OK && on_stream)
+            st = gpumem_stream_synchronize(stream);
+        bool good = st == GPUMEM_OK && read_all(dv, got) && read_all(db, after) &&
+                    memcmp(got, want, (size_t)count * sizeof(float)) == 0;
+        int64_t changed = 0;
+        for (int64_t i = 0; good && i < dtotal; i++)
+            changed += after[i] != before[i];
+        good = good && changed <= count;
+        if (!good && out->value[0]++ == 0)
+            snprintf(out->text, sizeof out->text, "copy %d (kinds %d -> %d, %lldx%lldx%lld, %s, %s): %s", iter, sk,
+                     dk, (long long)n[0], (long long)n[1], (long long)n[2], gpumem_copy_path_name(d.path),
+                     on_stream ? "on a stream" : "synchronous", st == GPUMEM_OK ? "wrong values" : gpumem_last_error());
+        if (d.nchunks > 1) {
+            out->value[1]++;
+            out->value[2] += d.overlap;
+            out->value[3] += on_stream;
+        }
+        gpumem_array *rel[] = {sv, dv, sb, db};
+        for (int i = 0; i < 4; i++)
+            gpumem_array_release(rel[i]);
+        free(sown);
+        free(down);
+        free(before);
+        free(after);
+        free(want);
+        free(got);
+    }
+    gpumem_stream_destroy(stream);
+    gpumem_context_release(ctx);
+}
+
+static void test_chunks(void)
+{
+    child_result r;
+    run_child(chunks_case, NULL, &r);
+    ok(r.exited && r.exit_code == 0 && r.status == GPUMEM_OK, "GPUMEM_COPY_SCRATCH_CHUNK=64K: the copies ran");
+    ok(r.value[0] == 0, "120 random copies in 64 KiB chunks are exact, gaps untouched%s%s", r.text[0] ? ": " : "",
+       r.text);
+    ok(r.value[1] >= 10, "%ld of them in several chunks", r.value[1]);
+    ok(r.value[2] > 5, "%ld of those with the kernels and the transfers on two streams", r.value[2]);
+    ok(r.value[3] > 5, "%ld of those on a stream", r.value[3]);
+}
+
+/* ---- a copy on a stream does not wait for it ---- */
+
+enum {
+    Q_D2D = 1 << 0, /* not done when the call returned */
+    Q_H2D = 1 << 1,
+    Q_D2H = 1 << 2,
+    Q_CHUNKS = 1 << 3,
+    V_D2D = 1 << 4, /* the values, after a synchronization */
+    V_H2D = 1 << 5,
+    V_D2H = 1 << 6,
+    V_CHUNKS = 1 << 7
+};
+
+#define R 64
+#define C 1024 /* 256 KiB of float32: [:, ::2] is two 64 KiB chunks */
+
+/* Work queued on a stream waits 10 s on the simulator unless something
+ * synchronizes with it, so a copy that waited for its stream would find it
+ * done.  arg non-NULL: the context allocates from a pool. */
+static void stream_case(const void *arg, child_result *out)
+{
+    setenv("GPUMEM_SIM_STREAM_DELAY_US", "10000000", 1);
+    setenv("GPUMEM_COPY_SCRATCH_CHUNK", "64K", 1);
+    gpumem_context *ctx = NULL;
+    gpumem_stream *s = NULL;
+    gpumem_pool *pool = NULL;
+    if ((out->status = gpumem_context_create_default(&ctx)) != GPUMEM_OK ||
+        (out->status = gpumem_stream_create(ctx, 0, &s)) != GPUMEM_OK)
+        return;
+    if (arg != NULL && ((out->status = gpumem_pool_create(ctx, 0, &pool)) != GPUMEM_OK ||
+                        (out->status = gpumem_context_set_pool(ctx, pool)) != GPUMEM_OK))
+        return;
+    static float a[R][C], z[R][C], back[R][C], half[R][C / 2];
+    for (int i = 0; i < R * C; i++) {
+        a[i / C][i % C] = (float)i;
+        z[i / C][i % C] = -1.0f;
+    }
+    gpumem_array *ha = wrap2(&a[0][0], R, C), *hz = wrap2(&z[0][0], R, C), *d = NULL, *d2 = NULL, *d3 = NULL;
+    gpumem_array *pin = NULL, *pin2 = NULL;
+    gpumem_to_device(ctx, ha, NULL, 0, &d);
+    gpumem_to_device(ctx, hz, NULL, 0, &d2);
+    gpumem_to_device(ctx, hz, NULL, 0, &d3);
+    gpumem_pinned_array(ctx, 2, (int64_t[]){R, C / 2}, NULL, f32(), 'C', &pin);
+    gpumem_pinned_array(ctx, 2, (int64_t[]){R, C / 2}, NULL, f32(), 'C', &pin2);
+    float *p = NULL, *p2 = NULL;
+    gpumem_array_host_pointer(pin, (void **)&p);
+    gpumem_array_host_pointer(pin2, (void **)&p2);
+    for (int i = 0; i < R * (C / 2); i++)
+        p[i] = 1000.0f + (float)i;
+    gpumem_array *even = slice2(d, 0, 2), *odd2 = slice2(d2, 1, 2), *odd3 = slice2(d3, 1, 2);
+    long bits = 0;
+    gpumem_status st;
+    /* device to device through scratch */
+    if ((st = gpumem_array_copy(odd2, even, s)) == GPUMEM_OK && gpumem_stream_query(s) == GPUMEM_ERROR_NOT_READY)
+        bits |= Q_D2D;
+    out->status = keep(out->status, st);
+    /* pinned host into strided device memory */
+    if ((st = gpumem_array_copy(odd3, pin, s)) == GPUMEM_OK && gpumem_stream_query(s) == GPUMEM_ERROR_NOT_READY)
+        bits |= Q_H2D;
+    out->status = keep(out->status, st);
+    /* strided device memory into pinned host memory, in several chunks on two streams */
+    gm_copy_decision dd;
+    if ((st = gpumem_copy_to_host(even, pin2, s)) == GPUMEM_OK && gpumem_stream_query(s) == GPUMEM_ERROR_NOT_READY)
+        bits |= Q_D2H;
+    gm_copy_last_decision(&dd);
+    if (dd.nchunks > 1 && dd.overlap)
+        bits |= Q_CHUNKS;
+    out->status = keep(out->status, st);
+    if (out->status != GPUMEM_OK)
+        snprintf(out->text, sizeof out->text, "%s", gpumem_last_error());
+    out->status = keep(out->status, gpumem_stream_synchronize(s));
+    bool good = read_all(d2, back);
+    for (int i = 0; good && i < R * C; i++)
+        good = back[i / C][i % C] == (i % 2 ? a[i / C][i % C - 1] : -1.0f);
+    bits |= good ? V_D2D : 0;
+    good = read_all(d3, back);
+    for (int i = 0; good && i < R * C; i++)
+        good = back[i / C][i % C] == (i % 2 ? p[(i / C) * (C / 2) + (i % C) / 2] : -1.0f);
+    bits |= good ? V_H2D : 0;
+    good = true;
+    for (int i = 0; good && i < R * (C / 2); i++)
+        good = p2[i] == a[i / (C / 2)][2 * (i % (C / 2))];
+    bits |= good ? V_D2H | V_CHUNKS : 0;
+    out->value[1] = bits;
+    (void)half;
+    gpumem_array *rel[] = {ha, hz, d, d2, d3, pin, pin2, even, odd2, odd3};
+    for (size_t i = 0; i < sizeof rel / sizeof *rel; i++)
+        gpumem_array_release(rel[i]);
+    gpumem_stream_destroy(s);
+    gpumem_context_set_pool(ctx, NULL);
+    gpumem_pool_destroy(pool);
+    gpumem_context_release(ctx);
+}
+
+static void test_stream(void)
+{
+    if (!test_on_sim()) { /* a GPU may finish a small copy before the query: only the simulator's delay is sure */
+        skip(12, "needs the simulator's stream delay (GPUMEM_SIM_STREAM_DELAY_US)");
+        return;
+    }
+    for (int pooled = 0; pooled < 2; pooled++) {
+        const char *with = pooled ? "with a pool" : "with the driver's memory";
+        child_result r;
+        run_child(stream_case, pooled ? "" : NULL, &r);
+        ok(r.exited && r.exit_code == 0 && r.status == GPUMEM_OK, "%s: copies on a stream%s%s", with,
+           r.text[0] ? ": " : "", r.text);
+        ok(r.value[1] & Q_D2D, "%s: d[:, ::2] into d2[:, 1::2] returns before its stream ran it", with);
+        ok(r.value[1] & Q_H2D, "%s: pinned memory into d[:, 1::2] too", with);
+        ok(r.value[1] & Q_D2H, "%s: d[:, ::2] into pinned memory too", with);
+        ok(r.value[1] & Q_CHUNKS, "%s: that one in chunks on two streams", with);
+        ok((r.value[1] & (V_D2D | V_H2D | V_D2H)) == (V_D2D | V_H2D | V_D2H),
+           "%s: after a synchronization every value is there, the gaps untouched", with);
+    }
+}
+
+int main(void)
+{
+    test_big();
+    test_chunks();
+    test_stream();
+    done_testing();
+    return exit_status();
+}
