@@ -8,7 +8,7 @@ workload="$builddir/tests/trace-workload"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/gpumem-trace-tool.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
 unset GPUMEM_TRACE GPUMEM_TRACE_STACKS
-echo "1..35"
+echo "1..37"
 i=0
 t() {
     i=$((i + 1))
@@ -89,6 +89,16 @@ EOF
 else
     skip "python3 is not installed to read the JSON"
 fi
+
+# ---- plot (tests/test-trace-plot.sh opens the page in a browser) ----
+"$gpumem" trace plot "$tmp/w.gmt" -o "$tmp/pools.html" --by-pool >"$tmp/out" 2>"$tmp/err" &&
+    grep -q 'class="area" data-category="driver"' "$tmp/pools.html" &&
+    grep -q 'class="area" data-category="pool 1 (device, device 0)"' "$tmp/pools.html" &&
+    ! grep -q 'data-category="pinned"' "$tmp/pools.html"
+t $? "plot --by-pool stacks the driver's memory and the pool's"
+"$gpumem" trace plot "$tmp/w.gmt" -o "$tmp/no-such-dir/w.html" >"$tmp/out" 2>"$tmp/err"; [ $? = 1 ] &&
+    grep -q "cannot write '$tmp/no-such-dir/w.html': No such file or directory" "$tmp/err"
+t $? "plot into a directory that does not exist: exit 1, saying so"
 
 # ---- replay ----
 "$gpumem" trace replay "$tmp/w.gmt" --allocator pool >"$tmp/out" 2>"$tmp/err"; t $? "replay --allocator pool exits 0"

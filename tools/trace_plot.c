@@ -681,13 +681,13 @@ int trace_plot(const tr_trace *t, const char *file, const char *out, int by_pool
     }
     snprintf(tmp, n + 16, "%s.tmp%ld", out, (long)getpid());
     if ((p.f = fopen(tmp, "w")) == NULL) {
-        fprintf(stderr, "gpumem trace plot: cannot write '%s': %s\n", tmp, strerror(errno));
+        fprintf(stderr, "gpumem trace plot: cannot write '%s': %s\n", out, strerror(errno));
         goto done;
     }
     int drawn = draw(&p, file, svg_only);
     int err = ferror(p.f);
     if (fclose(p.f) != 0 || err || drawn != 0) {
-        fprintf(stderr, "gpumem trace plot: cannot write '%s': %s\n", tmp, drawn ? "out of memory" : strerror(errno));
+        fprintf(stderr, "gpumem trace plot: cannot write '%s': %s\n", out, drawn ? "out of memory" : strerror(errno));
         unlink(tmp);
         goto done;
     }

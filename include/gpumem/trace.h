@@ -41,7 +41,10 @@
  * from main).  In FILE, @c %p stands for the process id and @c %% for one
  * @c %.  When FILE cannot be written, that context creation, and every
  * later one, fails with ::GPUMEM_ERROR_INVALID_ENVIRONMENT naming
- * @c GPUMEM_TRACE and the reason.  One trace records at a time in a process.
+ * @c GPUMEM_TRACE and the reason.  Every process that inherits the variable
+ * records (MPI ranks, programs that a traced program starts): put @c %p in
+ * the name, or each replaces the file of the one before.  One trace records
+ * at a time in a process.
  * A program killed by a signal, or one that calls abort(), leaves a trace
  * without its end; `gpumem trace` says where it stops, and reads what is
  * there with @c --partial.  A child made by fork() does not record.
