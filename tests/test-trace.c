@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -360,13 +361,19 @@ static void forked(void)
     CHECK(gpumem_trace_mark("before fork"));
     path_in("child.gmt", cpath, sizeof cpath);
     fflush(stdout);
+    /* ThreadSanitizer refuses threads made after a fork of a threaded
+     * process: there the child does not start a trace of its own. */
+    const char *san = getenv("GPUMEM_TEST_SANITIZER");
+    int own = san == NULL || strcmp(san, "tsan") != 0;
     pid_t pid = fork();
     if (pid == 0) {
         int bad = gpumem_trace_mark("in the child") != GPUMEM_OK;
         bad |= (gpumem_trace_stop() != GPUMEM_ERROR_INVALID_STATE) << 1; /* the child does not record */
-        bad |= (gpumem_trace_start(cpath, 0) != GPUMEM_OK) << 2;         /* it may start its own */
-        bad |= (gpumem_trace_mark("child's own") != GPUMEM_OK) << 3;
-        bad |= (gpumem_trace_stop() != GPUMEM_OK) << 4;
+        if (own) {
+            bad |= (gpumem_trace_start(cpath, 0) != GPUMEM_OK) << 2; /* it may start its own */
+            bad |= (gpumem_trace_mark("child's own") != GPUMEM_OK) << 3;
+            bad |= (gpumem_trace_stop() != GPUMEM_OK) << 4;
+        }
         _exit(bad);
     }
     int ws = 0;
@@ -384,7 +391,9 @@ static void forked(void)
     } else {
         ok(0, "the parent's trace reads back");
     }
-    if (load(cpath, &t)) {
+    if (!own) {
+        skip(1, "ThreadSanitizer: the child starts no trace of its own");
+    } else if (load(cpath, &t)) {
         ok(t.nev == 1 && strcmp(tr_str(&t, t.ev[0].ref), "child's own") == 0 && t.pid == (uint32_t)pid,
            "the child's trace has its marker and its pid");
         tr_free(&t);
@@ -401,7 +410,7 @@ static void forked(void)
 typedef struct worker {
     gpumem_context *ctx;
     int iters;
-    volatile int *stop;
+    atomic_int *stop;
     int bad;
 } worker;
 
@@ -409,7 +418,7 @@ static void *work(void *arg)
 {
     worker *w = arg;
     const gpumem_dtype *u8 = gpumem_dtype_builtin(GPUMEM_UINT8);
-    for (int i = 0; w->stop ? !*w->stop : i < w->iters; i++) {
+    for (int i = 0; w->stop ? !atomic_load(w->stop) : i < w->iters; i++) {
         int64_t n = (int64_t)(i % 7 + 1) * 256;
         gpumem_array *a = NULL;
         w->bad |= gpumem_trace_push("iteration") != GPUMEM_OK;
@@ -490,7 +499,7 @@ static void threads(void)
     }
 
     /* Traces started and stopped while the threads work: each file whole. */
-    volatile int stop = 0;
+    atomic_int stop = 0;
     for (int i = 0; i < THREADS; i++) {
         w[i] = (worker){ctx, 0, &stop, 0};
         if (pthread_create(&th[i], NULL, work, &w[i]) != 0)
@@ -510,7 +519,7 @@ static void threads(void)
             whole = 0;
         }
     }
-    stop = 1;
+    atomic_store(&stop, 1);
     bad = 0;
     for (int i = 0; i < THREADS; i++) {
         pthread_join(th[i], NULL);
