@@ -247,8 +247,9 @@ gpumem_status gm_alloc_host_pool(gpumem_host_pool *pool, size_t bytes, const cha
 gpumem_status gm_alloc_free(gpumem_context *ctx, gm_block *b)
 {
     gpumem_status st = GPUMEM_OK;
-    GM_TRACE_IF(b->mem != GM_MEM_NONE && b->mem != GM_MEM_POOL,
-                gm_trace_free(ctx, ctx->device, NULL, GM_TRACE_KIND_UNKNOWN, NULL, b->bytes, b->addr));
+    if (b->mem != GM_MEM_POOL) /* a pool block's free is recorded by its pool (gm_pool_release) */
+        GM_TRACE_IF(b->mem != GM_MEM_NONE,
+                    gm_trace_free(ctx, ctx->device, NULL, GM_TRACE_KIND_UNKNOWN, NULL, b->bytes, b->addr));
     switch (b->mem) {
     case GM_MEM_NONE:
         break;
