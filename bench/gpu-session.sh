@@ -4,7 +4,8 @@
 #   - builds the tarball (the machine has no libtool or doxygen);
 #   - the whole suite with GPUMEM_BACKEND=cuda (totals in suite.txt);
 #   - tests/test-races with many rounds (the stream races of issue 18);
-#   - `gpumem bench` (text and --json), and with two GPUs `bench --peer`;
+#   - `gpumem bench` (text and --json), and with two GPUs `bench --peer`
+#     beside bench/peers.py --peer (PyTorch's copies between the GPUs);
 #   - optionally compute-sanitizer on the copy tests (SANITIZE=1).
 # Everything it prints goes to $OUT (at most 8 files come back).
 # Usage: OUT=dir bench/gpu-session.sh [suite] [races] [bench] [peer] [sanitize] [mpi]
@@ -69,7 +70,7 @@ fi
 if has peer; then
     echo "== gpumem bench --peer"
     ./libtool --mode=execute tools/gpumem bench --peer >"$out/peer.txt" 2>&1; echo "rc=$?"
-    command -v python3 >/dev/null && [ -f "$root/bench/peers.py" ] && python3 "$root/bench/peers.py" >>"$out/peer.txt" 2>&1
+    command -v python3 >/dev/null && [ -f "$root/bench/peers.py" ] && python3 "$root/bench/peers.py" --peer >>"$out/peer.txt" 2>&1
 fi
 if has mpi; then
     sh "$root/bench/mpi-gpu.sh" . 2>&1 | tail -20

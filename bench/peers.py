@@ -14,6 +14,14 @@ host -> d[:, ::2], d[::2] -> host, and a C host array into a transposed
 a case a peer cannot express is left out.  Output: the columns of
 `gpumem bench --csv` (group,case,path,bytes,seconds,gb_per_s) with the
 peer's name as the path, or a table.
+
+    python3 bench/peers.py --peer [--quick] [--csv]
+
+runs instead the copies between two GPUs of `gpumem bench --peer` with
+PyTorch (copy_ between tensors of cuda:0 and cuda:1, which uses peer access
+where the GPUs allow it): 256 MiB of float32 useful bytes (--quick: 1 MiB)
+each way, contiguous, [::2], [:, ::2] of an R x 2C array into a C-order
+R x C one and back, and the transpose of a C x R array into an R x C one.
 """
 import sys
 import time
@@ -132,16 +140,53 @@ def run_torch(np):
            median(lambda: (f.copy_(h), torch.cuda.synchronize())))
 
 
+def run_torch_peer(np):
+    import torch
+    if torch.cuda.device_count() < 2:
+        print("peers.py: --peer needs two GPUs", file=sys.stderr)
+        return
+    n = (1 << 18) if QUICK else (64 << 20)
+    r = 256 if QUICK else 4096
+    c = n // r
+    nbytes = n * 4
+    a = [torch.empty(n, dtype=torch.float32, device=f"cuda:{d}") for d in (0, 1)]
+    w = [torch.empty(2 * n, dtype=torch.float32, device=f"cuda:{d}") for d in (0, 1)]
+    for frm in (0, 1):
+        to = 1 - frm
+
+        def timed(copy):
+            def run():
+                copy()
+                torch.cuda.synchronize(frm)
+                torch.cuda.synchronize(to)
+            return median(run)
+
+        cases = (
+            ("contiguous", lambda: a[to].copy_(a[frm])),
+            ("[::2]", lambda: w[to][::2].copy_(w[frm][::2])),
+            ("[:, ::2] -> C", lambda: a[to].view(r, c).copy_(w[frm].view(r, 2 * c)[:, ::2])),
+            ("C -> [:, ::2]", lambda: w[to].view(r, 2 * c)[:, ::2].copy_(a[frm].view(r, c))),
+            ("transposed -> C", lambda: a[to].view(r, c).copy_(a[frm].view(c, r).t())),
+        )
+        for name, copy in cases:
+            report("peer", f"d2d {frm}->{to} {name}", "torch", nbytes, timed(copy))
+
+
 def main():
     try:
         import numpy as np
     except ImportError:
-        print("peers.py: numpy is not installed", file=sys.stderr)
-        return 1
+        np = None
+        if "--peer" not in sys.argv:  # the copies between GPUs need only torch
+            print("peers.py: numpy is not installed", file=sys.stderr)
+            return 1
     if CSV:
         print("group,case,path,bytes,seconds,gb_per_s")
     ran = 0
-    for name, fn in (("numba", run_numba), ("cupy", run_cupy), ("torch", run_torch)):
+    peers = (("numba", run_numba), ("cupy", run_cupy), ("torch", run_torch))
+    if "--peer" in sys.argv:
+        peers = (("torch", run_torch_peer),)
+    for name, fn in peers:
         try:
             fn(np)
             ran += 1

@@ -276,6 +276,11 @@ gpumem_status gm_alloc_free(gpumem_context *ctx, gm_block *b)
     return st;
 }
 
+bool gm_alloc_keepable(const gm_block *b)
+{
+    return b->mem != GM_MEM_POOL || gm_pool_token_pool_live(b->token);
+}
+
 /* ---- the default allocator ------------------------------------------------------------ */
 
 /* GPUMEM_ALLOCATOR=pool gives every context its own device pool at creation

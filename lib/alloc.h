@@ -71,6 +71,11 @@ gpumem_status gm_alloc_host_pool(gpumem_host_pool *pool, size_t bytes, const cha
  * gone either way.  b is cleared. */
 gpumem_status gm_alloc_free(gpumem_context *ctx, gm_block *b);
 
+/* Whether a cache may keep b for later use: not when b is a block of a
+ * destroyed pool, whose end, and its reference to its context, wait for the
+ * block (a context's cache that kept it would keep the context alive). */
+bool gm_alloc_keepable(const gm_block *b);
+
 /* The context hook (lib/wiring.c): makes and ends the context's own pool
  * (GPUMEM_ALLOCATOR=pool). */
 extern const gm_context_hook gm_allocator_hook;

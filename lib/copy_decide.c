@@ -317,6 +317,10 @@ static void decide(const input *in, bool check_overlap, gm_copy_decision *d)
             fail(d, GPUMEM_ERROR_INVALID_ENVIRONMENT, GM_TUNE_BAD_PEER);
             return;
         }
+        if (!caps->peer && (t->bad & GM_TUNE_BAD_STAGING)) { /* staged through the engine's slots */
+            fail(d, GPUMEM_ERROR_INVALID_ENVIRONMENT, GM_TUNE_BAD_STAGING);
+            return;
+        }
         int64_t layout[GM_MAX_NDIM];
         gm_copy_crossing_layout(ndim, shape, isz, src->strides, dst->strides, layout);
         d->how = GM_HOW_PEER;
@@ -324,18 +328,36 @@ static void decide(const input *in, bool check_overlap, gm_copy_decision *d)
         d->peer_pack_src = !gm_copy_has_layout(ndim, shape, src->strides, isz, layout);
         d->peer_unpack_dst = !gm_copy_has_layout(ndim, shape, dst->strides, isz, layout);
         d->run = GM_RUN_CROSSING;
-        if (!d->peer_pack_src && !d->peer_unpack_dst)
+        if (!d->peer_pack_src && !d->peer_unpack_dst) {
+            d->peer_way = GM_PEER_COPY;
             return;
-        if (caps->no_kernels || caps->no_scratch) {
+        }
+        /* a dense destination with peer access: the source's kernel writes it,
+         * gathering as it goes, in one pass over the link */
+        bool one_kernel = caps->peer && !d->peer_unpack_dst;
+        if (caps->no_kernels || (caps->no_scratch && !one_kernel)) {
+            d->peer_way = GM_PEER_TEMPS;
             d->reason = caps->no_kernels ? GM_REASON_NO_KERNELS : GM_REASON_NO_SCRATCH;
+            return;
+        }
+        if (one_kernel) {
+            d->peer_way = GM_PEER_KERNEL;
+            d->peer_write = true;
             return;
         }
         if (t->bad & GM_TUNE_BAD_SCRATCH) {
             fail(d, GPUMEM_ERROR_INVALID_ENVIRONMENT, GM_TUNE_BAD_SCRATCH);
             return;
         }
+        d->peer_way = GM_PEER_PIPELINE;
+        d->peer_write = caps->peer && d->peer_pack_src;
         chunk_plan(d, ndim, shape, layout, in->bytes, t->scratch_chunk > 0 ? t->scratch_chunk : GM_COPY_SCRATCH_CHUNK);
-        d->nbufs = 1; /* each chunk completes before the next: one buffer per device */
+        /* with peer access the source's device fills one buffer of the
+         * destination's while the destination's unpacks the other; staged,
+         * each device packs (unpacks) a chunk on the stream that moves it */
+        if (!caps->peer)
+            d->nbufs = 1;
+        d->overlap = d->nchunks > 1 || !caps->peer;
         return;
     }
 

@@ -21,8 +21,27 @@
  * The rules, in order (a "dense" side fills one run of bytes: contiguous in
  * some axis order, axes possibly reversed):
  *  1. nothing to move (an extent 0, an item size 0): GPUMEM_COPY_PATH_NONE;
- *  2. device memory of two devices: copy_peer.c (PEER or PEER_STAGED),
- *     each strided side packed or unpacked on its own device;
+ *  2. device memory of two devices: copy_peer.c (PEER with peer access,
+ *     else PEER_STAGED), the bytes crossing as one dense run (the crossing
+ *     layout, gm_copy_crossing_layout):
+ *     - both sides have its layout: one copy of the run (GM_PEER_COPY);
+ *     - with peer access, a strided source into a destination that has it:
+ *       one pack kernel on the source's device gathers the source and
+ *       writes the destination through the peer mapping (GM_PEER_KERNEL,
+ *       no scratch);
+ *     - with peer access, a strided destination: chunk by chunk through two
+ *       scratch buffers on the destination's device, which the source's
+ *       device fills (its pack kernel writing through the peer mapping, or
+ *       a peer copy of a dense source) on two streams while the
+ *       destination's device unpacks the other buffer (GM_PEER_PIPELINE,
+ *       nbufs 2);
+ *     - staged, through the pinned slots of the staging engine (the
+ *       download of one slot overlapping the upload of another), a strided
+ *       side packed or unpacked chunk by chunk through one scratch buffer
+ *       on its own device (GM_PEER_PIPELINE, nbufs 1; GM_PEER_COPY when
+ *       neither side is strided);
+ *     - without the kernels (or, where scratch is needed, without scratch):
+ *       temporaries as large as the copy (GM_PEER_TEMPS, the reason set);
  *  3. both sides host-addressable: the CPU copies (HOST), through a
  *     temporary when the bytes overlap;
  *  4. a download into pageable memory on a stream: queued into a pinned
@@ -128,6 +147,14 @@ typedef enum gm_copy_run_layout {
     GM_RUN_CROSSING  /* between two devices: gm_copy_crossing_layout */
 } gm_copy_run_layout;
 
+/* GM_HOW_PEER: how the bytes cross between the two devices. */
+typedef enum gm_peer_way {
+    GM_PEER_COPY = 0, /* both sides dense alike: one run (cuMemcpyPeer, or through the pinned slots) */
+    GM_PEER_KERNEL,   /* one pack kernel on the source's device writes the destination (peer access) */
+    GM_PEER_PIPELINE, /* chunks through scratch, the two devices overlapping */
+    GM_PEER_TEMPS     /* without the kernels or scratch: temporaries as large as the copy */
+} gm_peer_way;
+
 /* Why a cheaper way was not taken. */
 typedef enum gm_copy_reason {
     GM_REASON_NONE = 0,
@@ -163,12 +190,14 @@ typedef struct gm_copy_decision {
     int8_t run_order[GM_MAX_NDIM];
     int chunk_level;       /* a chunk: a range of run_order[chunk_level], one index of each axis outside */
     int64_t chunk_extent;  /* indices of that axis per chunk (the last chunk of a range may have fewer) */
-    /* GM_HOW_PEER: a strided side is packed (unpacked) on its own device, chunk
-     * by chunk through scratch on each device (nchunks > 0, run
-     * GM_RUN_CROSSING), or without the kernels or scratch (nchunks 0) through
-     * a temporary as large as the copy that the engine fills as it can */
-    bool peer_pack_src;    /* the source is packed on its device first */
-    bool peer_unpack_dst;  /* the destination is unpacked on its device last */
+    /* GM_HOW_PEER (run GM_RUN_CROSSING): how the run crosses (rule 2); the
+     * chunks of GM_PEER_PIPELINE are those above (nbufs scratch buffers of
+     * chunk_bytes on the destination's device with peer access, one on each
+     * strided side's device staged) */
+    gm_peer_way peer_way;
+    bool peer_pack_src;    /* the source is packed on its device */
+    bool peer_unpack_dst;  /* the destination is unpacked on its device */
+    bool peer_write;       /* the source's pack kernel writes the other device's memory (peer mapping) */
 } gm_copy_decision;
 
 /* Decides how to copy src into dst, equally shaped arrays of ndim axes of

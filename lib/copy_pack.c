@@ -36,6 +36,13 @@ gpumem_status gm_pack_launch(gm_pack_kernels *k, const gm_pack_plan *plan, uint6
     return p->launch(k, plan, strided, packed, stream, what);
 }
 
+gpumem_status gm_pack_launch_on(gm_pack_kernels *k, const gm_pack_plan *plan, uint64_t strided, uint64_t packed,
+                                gm_dstream *ds, const char *what)
+{
+    const gm_pack_provider *p = atomic_load_explicit(&provider, memory_order_acquire);
+    return p->launch_ds(k, plan, strided, packed, ds, what);
+}
+
 gpumem_status gm_pack_scratch_get(gm_pack_kernels *k, size_t bytes, bool side, const char *what, gm_scratch **out)
 {
     const gm_pack_provider *p = atomic_load_explicit(&provider, memory_order_acquire);

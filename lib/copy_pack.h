@@ -55,6 +55,8 @@ typedef struct gm_pack_provider {
                             gpumem_stream *stream, const char *what);
     gpumem_status (*scratch_get)(gm_pack_kernels *k, size_t bytes, bool side, const char *what, gm_scratch **out);
     void (*scratch_put)(gm_pack_kernels *k, gm_scratch *s);
+    gpumem_status (*launch_ds)(gm_pack_kernels *k, const gm_pack_plan *plan, uint64_t strided, uint64_t packed,
+                               gm_dstream *ds, const char *what);
 } gm_pack_provider;
 
 /* Sets the provider (lib/wiring.c, once, when the library loads). */
@@ -78,6 +80,12 @@ void gm_pack_kernels_put(gm_pack_kernels *k);
  * packed (device addresses); queued, not waited for. */
 gpumem_status gm_pack_launch(gm_pack_kernels *k, const gm_pack_plan *plan, uint64_t strided, uint64_t packed,
                              gpumem_stream *stream, const char *what);
+
+/* The same on a driver stream of the kernels' context (NULL: its legacy
+ * stream), such as a scratch buffer's side stream.  Either address may be
+ * another device's memory that the context has peer access to. */
+gpumem_status gm_pack_launch_on(gm_pack_kernels *k, const gm_pack_plan *plan, uint64_t strided, uint64_t packed,
+                                gm_dstream *ds, const char *what);
 
 /* Device scratch of at least bytes from k's cache (the smallest idle
  * buffer that fits), else a new one of bytes rounded up to a power of two

@@ -3,16 +3,32 @@
  * settings of gpumem/peer.h.
  *
  * Every such copy moves one dense run of bytes (the crossing layout,
- * copy_decide.c) from the source device to the destination device: a
- * strided source is packed on its own device into scratch, and a strided
- * destination is unpacked on its own device from scratch, chunk by chunk
- * through each device's cached scratch as decided; without the kernels or
- * that scratch, through temporaries as large as the copy that the engine
- * fills and empties (gm_copy_run, in each side's context).  The run crosses
- * by one cuMemcpyPeer when peer access is on for the pair (enabled once,
- * both ways, and remembered), else through two pinned host buffers in
- * chunks (download of one chunk overlapping the upload of the previous).
+ * copy_decide.c) from the source device to the destination device, as the
+ * decision says (copy_decide.h, rule 2):
+ *  - GM_PEER_COPY: both sides have the run's layout; one cuMemcpyPeer with
+ *    peer access (queued on the caller's stream), else the run goes through
+ *    the staging engine's pinned slots;
+ *  - GM_PEER_KERNEL: one pack kernel on the source's device reads the
+ *    strided source and writes the dense destination through the peer
+ *    mapping (unified addressing: once peer access is on, the other
+ *    device's pointers are valid in the kernel);
+ *  - GM_PEER_PIPELINE with peer access: chunk by chunk through two scratch
+ *    buffers on the destination's device, filled on the source's device
+ *    (its pack kernel writing through the peer mapping, or a peer copy of a
+ *    dense source) on two streams of its own, taking turns, while the
+ *    destination's device unpacks the other buffer; events order the
+ *    buffers, the host waits only at the end;
+ *  - GM_PEER_PIPELINE staged: chunk by chunk, a strided source packed into
+ *    scratch on its device, the chunk downloaded into the staging engine's
+ *    pinned slots and uploaded from them (the download of one slot
+ *    overlapping the upload of another, ordered by events on each device's
+ *    stream), a strided destination unpacked from scratch on its device;
+ *  - GM_PEER_TEMPS: without the kernels or scratch, temporaries as large as
+ *    the copy that the engine fills and empties (gm_copy_run, in each
+ *    side's context), moved as one run.
+ * Peer access is enabled once per pair, both ways, and remembered.
  */
+
 #include "config.h"
 
 #include <pthread.h>
@@ -29,6 +45,7 @@
 #include "gpumem/dtype.h"
 #include "gpumem/peer.h"
 #include "layout.h"
+#include "staging.h"
 #include "stream.h"
 
 /* ---- settings ------------------------------------------------------------------------------------ */
@@ -170,116 +187,51 @@ static gm_cu_deviceptr low_addr(const gpumem_array *a)
     return a->dev + (gm_cu_deviceptr)lo;
 }
 
-/* ---- the crossing -------------------------------------------------------------------------------- */
-
-/* Pinned host memory for the staged path: two halves of up to
- * GM_PEER_STAGE_CHUNK bytes, for moves of at most `bytes` at a time. */
-static gpumem_status staging_new(const char *what, gpumem_context *ctx, size_t bytes, gpumem_array **out)
-{
-    size_t total = bytes < 2 * (size_t)GM_PEER_STAGE_CHUNK ? bytes : 2 * (size_t)GM_PEER_STAGE_CHUNK;
-    int64_t n = (int64_t)(total > 0 ? total : 1), one = 1;
-    return gm_array_new_locked(what, GPUMEM_MEMORY_PINNED, ctx, 1, &n, &one, gpumem_dtype_builtin(GPUMEM_UINT8),
-                               GM_CU_MEMHOSTALLOC_PORTABLE, out);
-}
-
-/* bytes from src (src_ctx's device) to dst (dst_ctx's device) through the
- * two halves of buf (staging_new); complete on return, nothing reads or
- * writes buf then. */
-static gpumem_status staged_move(const char *what, gpumem_context *dst_ctx, gm_cu_deviceptr dst,
-                                 gpumem_context *src_ctx, gm_cu_deviceptr src, size_t bytes, gpumem_array *buf)
-{
-    size_t total = (size_t)gm_array_size(buf), step = (total + 1) / 2;
-    gm_cu_deviceptr half[2] = {(gm_cu_deviceptr)(uintptr_t)buf->host, (gm_cu_deviceptr)(uintptr_t)(buf->host + step)};
-    /* chunk k: download into half[k % 2] on the source's legacy stream, then
-     * upload from it on the destination's; the download of k + 1 runs while
-     * the upload of k does. */
-    size_t len0 = bytes < step ? bytes : step;
-    gpumem_status st = gm_drv_check(GM_DRV(memcpy, src_ctx->dctx, half[0], src, len0, NULL, 1), GM_OP_memcpy, what);
-    for (size_t off = 0, k = 0; st == GPUMEM_OK && off < bytes; k++) {
-        size_t len = bytes - off < step ? bytes - off : step;
-        st = gm_drv_check(GM_DRV(stream_synchronize, src_ctx->dctx, NULL), GM_OP_stream_synchronize, what);
-        if (st == GPUMEM_OK) /* the upload of k - 1 read the other half: it may be written again */
-            st = gm_drv_check(GM_DRV(stream_synchronize, dst_ctx->dctx, NULL), GM_OP_stream_synchronize, what);
-        if (st == GPUMEM_OK)
-            st = gm_drv_check(GM_DRV(memcpy, dst_ctx->dctx, dst + off, half[k % 2], len, NULL, 1), GM_OP_memcpy,
-                              what);
-        size_t next = off + len;
-        if (st == GPUMEM_OK && next < bytes) {
-            size_t nlen = bytes - next < step ? bytes - next : step;
-            st = gm_drv_check(GM_DRV(memcpy, src_ctx->dctx, half[(k + 1) % 2], src + next, nlen, NULL, 1),
-                              GM_OP_memcpy, what);
-        }
-        off = next;
-    }
-    /* nothing may still read or write the buffers when the call returns */
-    gpumem_status s1 = gm_drv_check(GM_DRV(stream_synchronize, src_ctx->dctx, NULL), GM_OP_stream_synchronize, what);
-    gpumem_status s2 = gm_drv_check(GM_DRV(stream_synchronize, dst_ctx->dctx, NULL), GM_OP_stream_synchronize, what);
-    if (st == GPUMEM_OK)
-        st = s1 != GPUMEM_OK ? s1 : s2;
-    return st;
-}
-
-/* n bytes from src's device to dst's, by peer access or through buf. */
-static gpumem_status move(const char *what, bool peer, gpumem_context *dst_ctx, gm_cu_deviceptr to,
-                          gpumem_context *src_ctx, gm_cu_deviceptr from, size_t n, gpumem_array *buf)
-{
-    if (peer)
-        return gm_drv_check(GM_DRV(memcpy_peer, dst_ctx->dctx, to, dst_ctx->dctx, from, src_ctx->dctx, n, NULL, 0),
-                            GM_OP_memcpy_peer, what);
-    return staged_move(what, dst_ctx, to, src_ctx, from, n, buf);
-}
-
-/* ---- in chunks, through scratch on each device --------------------------------------------------- */
+/* ---- scratch and kernels on each device ----------------------------------------------------------- */
 
 typedef struct peer_side {
+    gpumem_context *ctx;
     gm_pack_kernels *k;
     gm_scratch *s;
 } peer_side;
 
-/* The kernels and a scratch buffer of bytes on ctx's device, its last use
- * done; *missing when either cannot be had. */
-static gpumem_status side_get(const char *what, gpumem_context *ctx, size_t bytes, peer_side *p,
+/* The kernels of ctx's device and a scratch buffer of bytes there (with its
+ * side stream when two_streams), its last use waited for on the legacy
+ * stream; *missing when either cannot be had. */
+static gpumem_status side_get(const char *what, gpumem_context *ctx, size_t bytes, bool two_streams, peer_side *p,
                               gm_copy_reason *missing)
 {
+    p->ctx = ctx;
     gpumem_status st = gm_pack_kernels_get(ctx, &p->k);
     if (st != GPUMEM_OK || p->k == NULL) {
         if (st == GPUMEM_OK)
             *missing = GM_REASON_NO_KERNELS;
         return st;
     }
-    st = gm_pack_scratch_get(p->k, bytes, false, what, &p->s);
+    if (bytes == 0)
+        return GPUMEM_OK;
+    st = gm_pack_scratch_get(p->k, bytes, two_streams, what, &p->s);
     if (st == GPUMEM_ERROR_OUT_OF_MEMORY) {
         *missing = GM_REASON_NO_SCRATCH;
         return GPUMEM_OK;
     }
-    /* the legacy stream, where every use of it here runs, waits for its last use */
+    /* the legacy stream, where the copy starts, waits for its last use */
     if (st == GPUMEM_OK && p->s->used)
         st = gm_drv_check(GM_DRV(stream_wait_event, ctx->dctx, NULL, p->s->ev[GM_SCRATCH_DONE]),
                           GM_OP_stream_wait_event, what);
     return st;
 }
 
+/* Gives the kernels and scratch back; the copy waited for every stream
+ * that used the scratch (it is idle). */
 static void side_put(peer_side *p)
 {
     if (p->s != NULL)
-        p->s->used = false; /* idle: every chunk completed, or the legacy stream was waited for */
+        p->s->used = false;
     gm_pack_scratch_put(p->k, p->s);
     gm_pack_kernels_put(p->k);
-}
-
-/* A pack (unpack: false) of shape ext between a device side's strides ss at
- * saddr and the crossing layout at paddr, on the legacy stream; waited for. */
-static gpumem_status side_pack(const char *what, gpumem_context *ctx, gm_pack_kernels *k, int ndim,
-                               const int64_t *ext, size_t itemsize, const int64_t *ss, uint64_t saddr,
-                               const int64_t *layout, uint64_t paddr, bool unpack)
-{
-    gm_pack_plan plan;
-    gpumem_status st = gm_pack_plan_make(ndim, ext, ss, layout, itemsize, saddr, paddr, unpack, &plan);
-    if (st != GPUMEM_OK)
-        return gm_error_prefix(st, what);
-    if (plan.bytes > 0 && (st = gm_pack_launch(k, &plan, saddr, paddr, NULL, what)) == GPUMEM_OK)
-        st = gm_drv_check(GM_DRV(stream_synchronize, ctx->dctx, NULL), GM_OP_stream_synchronize, what);
-    return st;
+    p->s = NULL;
+    p->k = NULL;
 }
 
 static int64_t dot(int n, const int64_t *a, const int64_t *b)
@@ -290,71 +242,335 @@ static int64_t dot(int n, const int64_t *a, const int64_t *b)
     return s;
 }
 
-/* The run crosses chunk by chunk: packed on the source's device into its
- * scratch, moved into the destination device's scratch, unpacked there
- * (a side that has the crossing layout is its own end).  Each chunk
- * completes before the next. */
-static gpumem_status peer_chunks(const char *what, gpumem_array *dst, const gpumem_array *src, bool peer,
-                                 const gm_copy_decision *d, const int64_t *layout, gm_copy_reason *missing,
-                                 gpumem_status *freed)
+/* A pack (unpack: false) of shape ext between strides ss at saddr and the
+ * dense layout at paddr, by k's device on ds (NULL: its legacy stream);
+ * queued.  Either address may be the other device's (peer access). */
+static gpumem_status side_pack(const char *what, gm_pack_kernels *k, gm_dstream *ds, int ndim, const int64_t *ext,
+                               size_t itemsize, const int64_t *ss, uint64_t saddr, const int64_t *layout,
+                               uint64_t paddr, bool unpack)
+{
+    gm_pack_plan plan;
+    gpumem_status st = gm_pack_plan_make(ndim, ext, ss, layout, itemsize, saddr, paddr, unpack, &plan);
+    if (st != GPUMEM_OK)
+        return gm_error_prefix(st, what);
+    return plan.bytes > 0 ? gm_pack_launch_on(k, &plan, saddr, paddr, ds, what) : GPUMEM_OK;
+}
+
+static gpumem_status record(const char *what, gpumem_context *ctx, gm_devent *ev, gm_dstream *ds)
+{
+    return gm_drv_check(GM_DRV(event_record, ctx->dctx, ev, ds), GM_OP_event_record, what);
+}
+
+static gpumem_status wait_for(const char *what, gpumem_context *ctx, gm_dstream *ds, gm_devent *ev)
+{
+    return gm_drv_check(GM_DRV(stream_wait_event, ctx->dctx, ds, ev), GM_OP_stream_wait_event, what);
+}
+
+static gpumem_status sync_stream(const char *what, gpumem_context *ctx, gm_dstream *ds)
+{
+    return gm_drv_check(GM_DRV(stream_synchronize, ctx->dctx, ds), GM_OP_stream_synchronize, what);
+}
+
+/* Waits for every stream the copy used: after a failure with the errors
+ * held, else keeping the first error. */
+static gpumem_status drain(const char *what, gpumem_status st, gpumem_context *const *ctx, gm_dstream *const *ds,
+                           int n)
+{
+    if (st != GPUMEM_OK)
+        gm_error_hold();
+    for (int i = 0; i < n; i++) {
+        gpumem_status s = ctx[i] != NULL ? sync_stream(what, ctx[i], ds[i]) : GPUMEM_OK;
+        if (st == GPUMEM_OK)
+            st = s;
+    }
+    if (st != GPUMEM_OK)
+        gm_error_unhold();
+    return st;
+}
+
+/* ---- one kernel (GM_PEER_KERNEL) ---------------------------------------------------------------------- */
+
+/* The source's device gathers src into the dense dst through the peer
+ * mapping: one pack kernel on its legacy stream, after the destination
+ * device's legacy stream is done (it writes dst). */
+static gpumem_status one_kernel(const char *what, gpumem_array *dst, const gpumem_array *src, gm_copy_reason *missing)
+{
+    peer_side ps = {NULL, NULL, NULL};
+    gpumem_status st = side_get(what, src->ctx, 0, false, &ps, missing);
+    if (st != GPUMEM_OK || *missing != GM_REASON_NONE)
+        return st;
+    st = sync_stream(what, dst->ctx, NULL);
+    if (st == GPUMEM_OK)
+        st = side_pack(what, ps.k, NULL, dst->ndim, dst->shape, dst->itemsize, src->strides, src->dev, dst->strides,
+                       dst->dev, false);
+    gpumem_context *c[1] = {src->ctx};
+    gm_dstream *ds[1] = {NULL};
+    st = drain(what, st, c, ds, 1);
+    gm_pack_kernels_put(ps.k);
+    return st;
+}
+
+/* ---- chunks with peer access (GM_PEER_PIPELINE) -------------------------------------------------- */
+
+/* Chunk by chunk through nbufs scratch buffers of the destination's
+ * device: buffer h is filled on the source's stream A[h] (its legacy
+ * stream, and its scratch's side stream), by the pack kernel writing
+ * through the peer mapping or by a peer copy of the dense source, then
+ * FILL[h] (the source's event); the destination's legacy stream waits for
+ * it, unpacks, records DRAIN[h] (the destination's), which A[h] waits for
+ * before it fills the buffer again. */
+static gpumem_status peer_pipeline(const char *what, gpumem_array *dst, const gpumem_array *src,
+                                   const gm_copy_decision *d, const int64_t *layout, gm_copy_reason *missing)
 {
     const int nd = dst->ndim;
     const size_t isz = dst->itemsize;
-    peer_side ps = {NULL, NULL}, pd = {NULL, NULL};
-    gpumem_array *buf = NULL;
-    gpumem_status st = GPUMEM_OK;
-    if (d->peer_pack_src)
-        st = side_get(what, src->ctx, (size_t)d->chunk_bytes, &ps, missing);
-    if (st == GPUMEM_OK && *missing == GM_REASON_NONE && d->peer_unpack_dst)
-        st = side_get(what, dst->ctx, (size_t)d->chunk_bytes, &pd, missing);
-    if (st == GPUMEM_OK && *missing == GM_REASON_NONE && !peer)
-        st = staging_new(what, src->ctx, (size_t)d->chunk_bytes, &buf);
+    const int nbufs = d->nbufs > 1 ? 2 : 1;
+    peer_side ps = {NULL, NULL, NULL}, pd = {NULL, NULL, NULL};
+    /* the source's: its events and side stream (its buffer stays unused) */
+    gpumem_status st = side_get(what, src->ctx, 1, nbufs > 1, &ps, missing);
+    if (st == GPUMEM_OK && *missing == GM_REASON_NONE)
+        st = side_get(what, dst->ctx, (size_t)d->chunk_bytes * (size_t)nbufs, false, &pd, missing);
+    gpumem_context *c[3] = {NULL, NULL, NULL};
+    gm_dstream *A[2] = {NULL, NULL};
+    if (st == GPUMEM_OK && *missing == GM_REASON_NONE) {
+        c[0] = c[2] = src->ctx;
+        c[1] = dst->ctx;
+        A[1] = nbufs > 1 ? ps.s->side : NULL;
+        /* the source's streams write the destination's scratch: after its last use */
+        if (pd.s->used)
+            st = wait_for(what, src->ctx, NULL, pd.s->ev[GM_SCRATCH_DONE]);
+        if (st == GPUMEM_OK && nbufs > 1 && (st = record(what, src->ctx, ps.s->ev[GM_SCRATCH_START], NULL)) ==
+                                                GPUMEM_OK)
+            st = wait_for(what, src->ctx, A[1], ps.s->ev[GM_SCRATCH_START]);
+    }
     int64_t lo = 0, hi = 0;
     gm_layout_extent(nd, dst->shape, layout, isz, &lo, &hi);
-    for (uint64_t c = 0; st == GPUMEM_OK && *missing == GM_REASON_NONE && c < d->nchunks; c++) {
+    const uint64_t sbase = low_addr(src);
+    for (uint64_t k = 0; st == GPUMEM_OK && *missing == GM_REASON_NONE && k < d->nchunks; k++) {
+        const int h = (int)(k % (uint64_t)nbufs);
         int64_t start[GM_MAX_NDIM], ext[GM_MAX_NDIM];
         uint64_t off = 0, n = 0;
-        gm_copy_chunk(d, nd, dst->shape, isz, layout, c, start, ext, &off, &n);
-        uint64_t in_buf = (uint64_t)(dot(nd, start, layout) - lo) - off; /* chunk element 0 in a scratch buffer */
-        gm_cu_deviceptr from = low_addr(src) + off, to = low_addr(dst) + off;
-        if (d->peer_pack_src) {
-            from = ps.s->addr;
-            st = side_pack(what, src->ctx, ps.k, nd, ext, isz, src->strides,
-                           src->dev + (uint64_t)dot(nd, start, src->strides), layout, from + in_buf, false);
-        }
-        if (d->peer_unpack_dst)
-            to = pd.s->addr;
+        gm_copy_chunk(d, nd, dst->shape, isz, layout, k, start, ext, &off, &n);
+        const uint64_t buf = pd.s->addr + (uint64_t)h * d->chunk_bytes;
+        const uint64_t in_buf = buf + (uint64_t)(dot(nd, start, layout) - lo) - off; /* chunk element 0 */
+        if (k >= (uint64_t)nbufs)
+            st = wait_for(what, src->ctx, A[h], pd.s->ev[GM_SCRATCH_DRAIN + h]);
+        if (st == GPUMEM_OK && d->peer_pack_src)
+            st = side_pack(what, ps.k, A[h], nd, ext, isz, src->strides,
+                           src->dev + (uint64_t)dot(nd, start, src->strides), layout, in_buf, false);
+        else if (st == GPUMEM_OK)
+            st = gm_drv_check(GM_DRV(memcpy_peer, src->ctx->dctx, buf, dst->ctx->dctx, sbase + off, src->ctx->dctx,
+                                     (size_t)n, A[h], 1),
+                              GM_OP_memcpy_peer, what);
         if (st == GPUMEM_OK)
-            st = move(what, peer, dst->ctx, to, src->ctx, from, (size_t)n, buf);
-        if (st == GPUMEM_OK && d->peer_unpack_dst)
-            st = side_pack(what, dst->ctx, pd.k, nd, ext, isz, dst->strides,
-                           dst->dev + (uint64_t)dot(nd, start, dst->strides), layout, to + in_buf, true);
+            st = record(what, src->ctx, ps.s->ev[GM_SCRATCH_FILL + h], A[h]);
+        if (st == GPUMEM_OK)
+            st = wait_for(what, dst->ctx, NULL, ps.s->ev[GM_SCRATCH_FILL + h]);
+        if (st == GPUMEM_OK)
+            st = side_pack(what, pd.k, NULL, nd, ext, isz, dst->strides,
+                           dst->dev + (uint64_t)dot(nd, start, dst->strides), layout, in_buf, true);
+        if (st == GPUMEM_OK)
+            st = record(what, dst->ctx, pd.s->ev[GM_SCRATCH_DRAIN + h], NULL);
     }
-    if (st != GPUMEM_OK) { /* nothing may still use the scratch when it goes back */
-        gm_error_hold();
-        (void)GM_DRV(stream_synchronize, src->ctx->dctx, NULL);
-        (void)GM_DRV(stream_synchronize, dst->ctx->dctx, NULL);
-        gm_error_unhold();
-    }
-    if (ps.k != NULL)
-        side_put(&ps);
-    if (pd.k != NULL)
-        side_put(&pd);
-    if (st != GPUMEM_OK) {
-        gm_error_hold();
-        (void)gpumem_array_release(buf);
-        gm_error_unhold();
-    } else {
-        *freed = gpumem_array_release(buf);
+    gm_dstream *ds[3] = {NULL, NULL, A[1]};
+    if (A[1] == NULL)
+        c[2] = NULL;
+    st = drain(what, st, c, ds, 3);
+    side_put(&ps);
+    side_put(&pd);
+    return st;
+}
+
+/* ---- staged through the pinned slots ---------------------------------------------------------------- */
+
+typedef struct staged {
+    const char *what;
+    gpumem_context *sctx, *dctx;
+    uint64_t piece;                 /* slot-sized pieces queued so far: the next slot */
+    /* one run (d NULL) */
+    gm_cu_deviceptr from, to;
+    uint64_t bytes;
+    /* or the chunks of d */
+    gpumem_array *dst;
+    const gpumem_array *src;
+    const gm_copy_decision *d;
+    const int64_t *layout;
+    peer_side ps, pd;
+} staged;
+
+/* n bytes from the source's device at from to the destination's at to,
+ * piece by piece through the ring's slots, queued on both legacy streams:
+ * the source's downloads a piece into a slot once the upload of its last
+ * piece is done, the destination's uploads it once its download is. */
+static gpumem_status ring_move(staged *g, const gm_stage_ring *r, gm_cu_deviceptr to, gm_cu_deviceptr from,
+                               uint64_t n)
+{
+    gpumem_status st = GPUMEM_OK;
+    for (uint64_t off = 0; st == GPUMEM_OK && off < n;) {
+        size_t len = n - off < r->bytes ? (size_t)(n - off) : r->bytes;
+        unsigned k = (unsigned)(g->piece % r->n);
+        gm_cu_deviceptr slot = (gm_cu_deviceptr)(uintptr_t)r->slot[k];
+        if (g->piece >= r->n)
+            st = wait_for(g->what, g->sctx, NULL, r->up[k]);
+        if (st == GPUMEM_OK)
+            st = gm_drv_check(GM_DRV(memcpy, g->sctx->dctx, slot, from + off, len, NULL, 1), GM_OP_memcpy, g->what);
+        if (st == GPUMEM_OK)
+            st = record(g->what, g->sctx, r->down[k], NULL);
+        if (st == GPUMEM_OK)
+            st = wait_for(g->what, g->dctx, NULL, r->down[k]);
+        if (st == GPUMEM_OK)
+            st = gm_drv_check(GM_DRV(memcpy, g->dctx->dctx, to + off, slot, len, NULL, 1), GM_OP_memcpy, g->what);
+        if (st == GPUMEM_OK)
+            st = record(g->what, g->dctx, r->up[k], NULL);
+        g->piece++;
+        off += len;
     }
     return st;
 }
+
+/* The staged copy (gm_stage_ring_fn): the run, or chunk by chunk packed
+ * into scratch on the source's legacy stream before its pieces go down,
+ * unpacked from scratch on the destination's after they came up (one
+ * buffer each side: each device's stream takes its steps in turn, the two
+ * devices overlap). */
+static gpumem_status staged_run(void *arg, const gm_stage_ring *r)
+{
+    staged *g = arg;
+    gpumem_status st = GPUMEM_OK;
+    g->piece = 0;
+    if (g->d == NULL) {
+        st = ring_move(g, r, g->to, g->from, g->bytes);
+    } else {
+        const gm_copy_decision *d = g->d;
+        const int nd = g->dst->ndim;
+        const size_t isz = g->dst->itemsize;
+        int64_t lo = 0, hi = 0;
+        gm_layout_extent(nd, g->dst->shape, g->layout, isz, &lo, &hi);
+        for (uint64_t c = 0; st == GPUMEM_OK && c < d->nchunks; c++) {
+            int64_t start[GM_MAX_NDIM], ext[GM_MAX_NDIM];
+            uint64_t off = 0, n = 0;
+            gm_copy_chunk(d, nd, g->dst->shape, isz, g->layout, c, start, ext, &off, &n);
+            uint64_t in_buf = (uint64_t)(dot(nd, start, g->layout) - lo) - off; /* chunk element 0 in a buffer */
+            gm_cu_deviceptr from = low_addr(g->src) + off, to = low_addr(g->dst) + off;
+            if (d->peer_pack_src) {
+                from = g->ps.s->addr;
+                st = side_pack(g->what, g->ps.k, NULL, nd, ext, isz, g->src->strides,
+                               g->src->dev + (uint64_t)dot(nd, start, g->src->strides), g->layout, from + in_buf,
+                               false);
+            }
+            if (d->peer_unpack_dst)
+                to = g->pd.s->addr;
+            if (st == GPUMEM_OK)
+                st = ring_move(g, r, to, from, n);
+            if (st == GPUMEM_OK && d->peer_unpack_dst)
+                st = side_pack(g->what, g->pd.k, NULL, nd, ext, isz, g->dst->strides,
+                               g->dst->dev + (uint64_t)dot(nd, start, g->dst->strides), g->layout, to + in_buf,
+                               true);
+        }
+    }
+    gpumem_context *c[2] = {g->sctx, g->dctx};
+    gm_dstream *ds[2] = {NULL, NULL};
+    return drain(g->what, st, c, ds, 2);
+}
+
+/* Runs g through the staging engines of both contexts. */
+static gpumem_status staged_go(staged *g)
+{
+    gm_staging *es = NULL, *ed = NULL;
+    gpumem_status st = gm_staging_acquire(g->sctx, &es);
+    if (st == GPUMEM_OK)
+        st = gm_staging_acquire(g->dctx, &ed);
+    if (st == GPUMEM_OK)
+        st = gm_staging_peer_run(es, ed, staged_run, g, g->what);
+    gm_staging_release(ed);
+    gm_staging_release(es);
+    return st;
+}
+
+/* bytes from src's device at from to dst's at to, staged; complete on return. */
+static gpumem_status staged_move(const char *what, gpumem_context *dst_ctx, gm_cu_deviceptr to,
+                                 gpumem_context *src_ctx, gm_cu_deviceptr from, uint64_t bytes)
+{
+    staged g = {.what = what, .sctx = src_ctx, .dctx = dst_ctx, .from = from, .to = to, .bytes = bytes};
+    return staged_go(&g);
+}
+
+/* The chunks of d staged, through one scratch buffer on each strided side's device. */
+static gpumem_status staged_chunks(const char *what, gpumem_array *dst, const gpumem_array *src,
+                                   const gm_copy_decision *d, const int64_t *layout, gm_copy_reason *missing)
+{
+    staged g = {.what = what, .sctx = src->ctx, .dctx = dst->ctx, .dst = dst, .src = src, .d = d, .layout = layout};
+    gpumem_status st = GPUMEM_OK;
+    if (d->peer_pack_src)
+        st = side_get(what, src->ctx, (size_t)d->chunk_bytes, false, &g.ps, missing);
+    if (st == GPUMEM_OK && *missing == GM_REASON_NONE && d->peer_unpack_dst)
+        st = side_get(what, dst->ctx, (size_t)d->chunk_bytes, false, &g.pd, missing);
+    if (st == GPUMEM_OK && *missing == GM_REASON_NONE)
+        st = staged_go(&g);
+    if (st != GPUMEM_OK && (g.ps.s != NULL || g.pd.s != NULL)) { /* nothing may still use the scratch */
+        gpumem_context *c[2] = {g.ps.s != NULL ? src->ctx : NULL, g.pd.s != NULL ? dst->ctx : NULL};
+        gm_dstream *ds[2] = {NULL, NULL};
+        (void)drain(what, st, c, ds, 2);
+    }
+    side_put(&g.ps);
+    side_put(&g.pd);
+    return st;
+}
+
+/* ---- without the kernels or scratch (GM_PEER_TEMPS) ------------------------------------------------ */
 
 /* Scratch on a's device (its context) with strides s. */
 static gpumem_status scratch(const char *what, const gpumem_array *a, const int64_t *s, gpumem_array **out)
 {
     return gm_array_new_device(what, a->ctx, a->ndim, a->shape, s, a->dtype, NULL, out);
 }
+
+static gpumem_status temps(const char *what, gpumem_array *dst, const gpumem_array *src, bool peer,
+                           const gm_copy_decision *d, const int64_t *layout)
+{
+    size_t bytes = (size_t)gm_array_size(dst) * dst->itemsize;
+    gpumem_array *s = NULL, *t = NULL;
+    const gpumem_array *from = src;
+    gpumem_array *to = dst;
+    gpumem_status st = GPUMEM_OK;
+    if (d->peer_pack_src && (st = scratch(what, src, layout, &s)) == GPUMEM_OK) {
+        st = gm_copy_run(what, s, src, NULL, src->ctx);
+        from = s;
+    }
+    if (st == GPUMEM_OK && d->peer_unpack_dst && (st = scratch(what, dst, layout, &t)) == GPUMEM_OK)
+        to = t;
+    if (st == GPUMEM_OK && peer)
+        st = gm_drv_check(GM_DRV(memcpy_peer, to->ctx->dctx, low_addr(to), to->ctx->dctx, low_addr(from),
+                                 from->ctx->dctx, bytes, NULL, 0),
+                          GM_OP_memcpy_peer, what);
+    else if (st == GPUMEM_OK)
+        st = staged_move(what, to->ctx, low_addr(to), from->ctx, low_addr(from), bytes);
+    if (st == GPUMEM_OK && t != NULL)
+        st = gm_copy_run(what, dst, t, NULL, dst->ctx);
+    if (st != GPUMEM_OK) {
+        gm_error_hold();
+        (void)gpumem_array_release(s);
+        (void)gpumem_array_release(t);
+        gm_error_unhold();
+        return st;
+    }
+    /* the destination holds the copy now: a failure to free the temporaries says so */
+    gpumem_status freed = GPUMEM_OK;
+    char first[512] = "";
+    gpumem_array *all[2] = {s, t};
+    for (int i = 0; i < 2; i++) {
+        gpumem_status r = gpumem_array_release(all[i]);
+        if (freed == GPUMEM_OK && r != GPUMEM_OK) {
+            freed = r;
+            snprintf(first, sizeof first, "%s", gpumem_last_error());
+        }
+    }
+    if (freed != GPUMEM_OK)
+        return gm_error(freed, "%s: the copy completed, but freeing its temporary memory failed: %s", what, first);
+    return GPUMEM_OK;
+}
+
+/* ---- the entry ------------------------------------------------------------------------------------- */
 
 gpumem_status gm_copy_peer_ready(const char *what, const gpumem_array *dst, const gpumem_array *src, bool *ready)
 {
@@ -367,64 +583,25 @@ gpumem_status gm_copy_peer(const char *what, gpumem_array *dst, const gpumem_arr
     bool peer = d->path == GPUMEM_COPY_PATH_PEER;
     int64_t layout[GM_MAX_NDIM];
     gm_copy_crossing_layout(dst->ndim, dst->shape, dst->itemsize, src->strides, dst->strides, layout);
-    bool src_direct = !d->peer_pack_src, dst_direct = !d->peer_unpack_dst;
     size_t bytes = (size_t)gm_array_size(dst) * dst->itemsize;
     gpumem_status st;
-    if (peer && src_direct && dst_direct) /* one run both sides: queued on the stream */
+    if (peer && d->peer_way == GM_PEER_COPY) /* one run both sides: queued on the stream */
         return gm_drv_check(GM_DRV(memcpy_peer, stream != NULL ? stream->ctx->dctx : dst->ctx->dctx, low_addr(dst),
                                    dst->ctx->dctx, low_addr(src), src->ctx->dctx, bytes, gm_stream_ds(stream),
                                    stream != NULL),
                             GM_OP_memcpy_peer, what);
 
-    /* Every other path runs on the legacy streams of both devices: wait for
+    /* Every other way runs on the legacy streams of both devices: wait for
      * the caller's stream first, finish before returning. */
-    if (stream != NULL && (st = gm_drv_check(GM_DRV(stream_synchronize, stream->ctx->dctx, gm_stream_ds(stream)),
-                                             GM_OP_stream_synchronize, what)) != GPUMEM_OK)
+    if (stream != NULL && (st = sync_stream(what, stream->ctx, gm_stream_ds(stream))) != GPUMEM_OK)
         return st;
-    gpumem_status freed = GPUMEM_OK;
-    gpumem_array *s = NULL, *t = NULL, *buf = NULL;
-    if (d->nchunks > 0) {
-        st = peer_chunks(what, dst, src, peer, d, layout, missing, &freed);
-    } else {
-        /* without the kernels or scratch chunks: temporaries as large as the
-         * copy, filled and emptied by the engine as it can */
-        const gpumem_array *from = src;
-        gpumem_array *to = dst;
-        if (!src_direct && (st = scratch(what, src, layout, &s)) == GPUMEM_OK) {
-            st = gm_copy_run(what, s, src, NULL, src->ctx);
-            from = s;
-        }
-        if (st == GPUMEM_OK && !dst_direct && (st = scratch(what, dst, layout, &t)) == GPUMEM_OK)
-            to = t;
-        if (st == GPUMEM_OK && !peer)
-            st = staging_new(what, from->ctx, bytes, &buf);
-        if (st == GPUMEM_OK)
-            st = move(what, peer, to->ctx, low_addr(to), from->ctx, low_addr(from), bytes, buf);
-        if (st == GPUMEM_OK && t != NULL)
-            st = gm_copy_run(what, dst, t, NULL, dst->ctx);
+    switch (d->peer_way) {
+    case GM_PEER_COPY: return staged_move(what, dst->ctx, low_addr(dst), src->ctx, low_addr(src), bytes);
+    case GM_PEER_KERNEL: return one_kernel(what, dst, src, missing);
+    case GM_PEER_PIPELINE:
+        return peer ? peer_pipeline(what, dst, src, d, layout, missing)
+                    : staged_chunks(what, dst, src, d, layout, missing);
+    case GM_PEER_TEMPS: break;
     }
-    /* the destination holds the copy now: a failure to free the temporaries
-     * (the chunks' pinned buffer, or the temporaries here) says so */
-    if (st != GPUMEM_OK || *missing != GM_REASON_NONE) {
-        gm_error_hold();
-        (void)gpumem_array_release(s);
-        (void)gpumem_array_release(t);
-        (void)gpumem_array_release(buf);
-        gm_error_unhold();
-        return st;
-    }
-    char first[512] = "";
-    if (freed != GPUMEM_OK)
-        snprintf(first, sizeof first, "%s", gpumem_last_error());
-    gpumem_array *temps[3] = {buf, s, t};
-    for (int i = 0; i < 3; i++) {
-        gpumem_status r = gpumem_array_release(temps[i]);
-        if (freed == GPUMEM_OK && r != GPUMEM_OK) {
-            freed = r;
-            snprintf(first, sizeof first, "%s", gpumem_last_error());
-        }
-    }
-    if (freed != GPUMEM_OK)
-        return gm_error(freed, "%s: the copy completed, but freeing its temporary memory failed: %s", what, first);
-    return GPUMEM_OK;
+    return temps(what, dst, src, peer, d, layout);
 }

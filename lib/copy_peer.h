@@ -9,10 +9,6 @@
 #include "array.h"
 #include "copy_decide.h"
 
-/* Pinned staging of the staged path: two buffers of this many bytes, so
- * that the download of one chunk overlaps the upload of the previous one. */
-#define GM_PEER_STAGE_CHUNK (4u << 20)
-
 /* Whether a and b are device arrays of two different devices. */
 bool gm_copy_is_cross_device(const gpumem_array *a, const gpumem_array *b);
 
@@ -23,12 +19,13 @@ gpumem_status gm_copy_peer_ready(const char *what, const gpumem_array *dst, cons
 
 /* Copies src into dst, device arrays of two different devices (arguments
  * checked: equal shape and dtype, dst writable, nonzero size), as decided
- * (GM_HOW_PEER: the path PEER or PEER_STAGED, which sides are packed on
- * their devices, in which chunks).  stream is NULL or a stream of either
- * array's device (the caller checked).  The contiguous peer path is queued
- * on stream; every other path waits for stream first and completes before
- * returning.  When a device's kernels or scratch cannot be had, nothing is
- * written and *missing says which (the caller decides again). */
+ * (GM_HOW_PEER: the path PEER or PEER_STAGED, the way, which sides are
+ * packed on their devices, in which chunks).  stream is NULL or a stream of
+ * either array's device (the caller checked).  GM_PEER_COPY with peer
+ * access is queued on stream; every other way waits for stream first, runs
+ * on both devices' legacy streams and completes before returning.  When a
+ * device's kernels or scratch cannot be had, nothing is written and
+ * *missing says which (the caller decides again). */
 gpumem_status gm_copy_peer(const char *what, gpumem_array *dst, const gpumem_array *src, gpumem_stream *stream,
                            const gm_copy_decision *d, gm_copy_reason *missing);
 

@@ -33,7 +33,22 @@ struct gm_pack_kernels {
     pthread_mutex_t mu;     /* guards the idle scratch */
     gm_scratch *idle;       /* idle scratch buffers */
     unsigned nidle;
+    struct gm_pack_kernels *next, *prev; /* in all_kernels (all_mu) */
 };
+
+/* Every context's kernels, for gm_pack_scratch_drop_unkept. */
+static pthread_mutex_t all_mu = PTHREAD_MUTEX_INITIALIZER;
+static gm_pack_kernels *all_kernels;
+
+static void kernels_link(gm_pack_kernels *k)
+{
+    pthread_mutex_lock(&all_mu);
+    k->next = all_kernels;
+    if (all_kernels != NULL)
+        all_kernels->prev = k;
+    all_kernels = k;
+    pthread_mutex_unlock(&all_mu);
+}
 
 /* Frees a scratch buffer once its last use has ended (a driver failure
  * there leaves it to the context's end). */
@@ -56,6 +71,14 @@ static void scratch_free(gm_pack_kernels *k, gm_scratch *s)
 static void kernels_unref(gm_pack_kernels *k)
 {
     if (atomic_fetch_sub_explicit(&k->refs, 1, memory_order_acq_rel) == 1) {
+        pthread_mutex_lock(&all_mu);
+        if (k->prev != NULL)
+            k->prev->next = k->next;
+        else
+            all_kernels = k->next;
+        if (k->next != NULL)
+            k->next->prev = k->prev;
+        pthread_mutex_unlock(&all_mu);
         while (k->idle != NULL) {
             gm_scratch *s = k->idle;
             k->idle = s->next;
@@ -95,6 +118,7 @@ static gpumem_status kernels_create(gpumem_context *ctx, const void *key, size_t
         /* the driver cannot load them (say, PTX newer than it): remembered
          * as unavailable, so no copy tries again; other failures (out of
          * memory, a lost device) fail the copy and are not remembered */
+        kernels_link(k);
         *value = k;
         return GPUMEM_OK;
     }
@@ -114,6 +138,7 @@ static gpumem_status kernels_create(gpumem_context *ctx, const void *key, size_t
         return st;
     }
     k->module = m;
+    kernels_link(k);
     *value = k;
     return GPUMEM_OK;
 }
@@ -163,6 +188,19 @@ static gpumem_status kernels_launch(gm_pack_kernels *k, const gm_pack_plan *plan
     void *params[1] = {&p};
     gpumem_status st = gpumem_launch(k->fn[plan->kernel], grid, block, 0, stream, params);
     return st == GPUMEM_OK ? st : gm_error_prefix(st, what);
+}
+
+static gpumem_status kernels_launch_ds(gm_pack_kernels *k, const gm_pack_plan *plan, uint64_t strided,
+                                       uint64_t packed, gm_dstream *ds, const char *what)
+{
+    gm_pack_params p = plan->params;
+    p.strided += strided;
+    p.packed += packed;
+    unsigned grid[3], block[3];
+    gm_pack_launch_dims(plan->kernel, &p, grid, block);
+    void *params[1] = {&p};
+    return gm_drv_check(GM_DRV(launch_kernel, k->ctx->dctx, k->fn[plan->kernel]->df, grid, block, 0, ds, params),
+                        GM_OP_launch_kernel, what);
 }
 
 /* ---- scratch ------------------------------------------------------------------------------------- */
@@ -225,9 +263,15 @@ static void scratch_put(gm_pack_kernels *k, gm_scratch *s)
 {
     gm_scratch *drop = NULL;
     pthread_mutex_lock(&k->mu);
-    s->next = k->idle;
-    k->idle = s;
-    k->nidle++;
+    if (!gm_alloc_keepable(&s->blk)) {
+        /* its pool was destroyed while the copy used it (checked under mu:
+         * gm_pack_scratch_drop_unkept sees it idle, or it is not kept) */
+        drop = s;
+    } else {
+        s->next = k->idle;
+        k->idle = s;
+        k->nidle++;
+    }
     if (k->nidle > SCRATCH_KEEP) {
         /* the smallest buffer whose last use has ended goes */
         gm_scratch **small = NULL;
@@ -245,7 +289,38 @@ static void scratch_put(gm_pack_kernels *k, gm_scratch *s)
         scratch_free(k, drop);
 }
 
-static const gm_pack_provider provider = {kernels_get, kernels_put, kernels_launch, scratch_get, scratch_put};
+void gm_pack_scratch_drop_unkept(void)
+{
+    /* all_mu is held throughout: a context whose kernels are listed cannot
+     * end meanwhile (its final release waits in kernels_unref to unlist
+     * them), so k->ctx stays valid while its buffers are freed */
+    pthread_mutex_lock(&all_mu);
+    for (gm_pack_kernels *k = all_kernels; k != NULL; k = k->next) {
+        gm_scratch *drop = NULL;
+        pthread_mutex_lock(&k->mu);
+        for (gm_scratch **p = &k->idle; *p != NULL;) {
+            gm_scratch *s = *p;
+            if (gm_alloc_keepable(&s->blk)) {
+                p = &s->next;
+                continue;
+            }
+            *p = s->next;
+            k->nidle--;
+            s->next = drop;
+            drop = s;
+        }
+        pthread_mutex_unlock(&k->mu);
+        while (drop != NULL) {
+            gm_scratch *s = drop;
+            drop = s->next;
+            scratch_free(k, s);
+        }
+    }
+    pthread_mutex_unlock(&all_mu);
+}
+
+static const gm_pack_provider provider = {kernels_get, kernels_put, kernels_launch, scratch_get, scratch_put,
+                                          kernels_launch_ds};
 
 const gm_pack_provider *gm_pack_kernels_provider(void)
 {

@@ -12,4 +12,11 @@
  * hands it to the copy engine (gm_pack_provider_set). */
 const gm_pack_provider *gm_pack_kernels_provider(void);
 
+/* Frees the idle device scratch of every context's kernels that
+ * gm_alloc_keepable says no cache may keep (blocks of a destroyed pool), so
+ * that the pool, and its reference to its context, can end; scratch in use
+ * is freed when its copy gives it back.  lib/wiring.c makes it the pools'
+ * destroy hook (gm_pool_set_destroy_hook). */
+void gm_pack_scratch_drop_unkept(void);
+
 #endif /* GM_PACK_KERNELS_H */

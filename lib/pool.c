@@ -924,10 +924,31 @@ static void pool_end(gm_pool *p)
     gm_handle_free(p);
 }
 
+static void (*_Atomic destroy_hook)(void);
+
+void gm_pool_set_destroy_hook(void (*hook)(void))
+{
+    atomic_store_explicit(&destroy_hook, hook, memory_order_release);
+}
+
+bool gm_pool_token_pool_live(const gpumem_allocation *token)
+{
+    uint32_t htag;
+    gm_rec *r = rec_of(token, &htag);
+    return r != NULL && gm_handle_live(r->pool, r->pool->kind == GM_POOL_DEVICE ? GM_HANDLE_POOL : GM_HANDLE_HOST_POOL);
+}
+
 gpumem_status gm_pool_core_destroy(gm_pool *p, const char *what)
 {
     /* Dead for its users (the public destroy did this already). */
     (void)gm_handle_kill(p, p->kind == GM_POOL_DEVICE ? GM_HANDLE_POOL : GM_HANDLE_HOST_POOL);
+    /* The blocks that the caches above keep come back now: one kept by a
+     * context's cache (the copy engine's device scratch) would keep this
+     * pool from ending, and its reference from ever letting the context end
+     * (gm_pool_set_destroy_hook). */
+    void (*hook)(void) = atomic_load_explicit(&destroy_hook, memory_order_acquire);
+    if (hook != NULL)
+        hook();
     /* Frees racing with this see holding false inside their cache or under
      * their stripe's lock (the release below enters every cache and locks
      * every stripe after this store), and go to the driver; the zombie

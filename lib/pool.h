@@ -105,6 +105,18 @@
  * the stream whose queued work may still use it (NULL: none). */
 gpumem_status gm_pool_release(gpumem_allocation *token, gpumem_stream *stream, const char *what);
 
+/* Whether the pool of token, a live allocation, is live: false once it was
+ * destroyed, when its end, and with it its reference to its context, waits
+ * for the block to come back. */
+bool gm_pool_token_pool_live(const gpumem_allocation *token);
+
+/* Sets what a pool's destroy calls once its handle is dead, before it
+ * gives its held blocks back: the caches of the layers above give back the
+ * blocks of destroyed pools that they keep (gm_alloc_keepable), so that the
+ * pool, and its reference to its context, can end.  lib/wiring.c sets it
+ * when the library loads. */
+void gm_pool_set_destroy_hook(void (*hook)(void));
+
 /* The pool's context (not retained again) and, for host pools, the
  * GPUMEM_HOST_ALLOC_* flags its blocks were allocated with. */
 gpumem_context *gm_pool_context(const gpumem_pool *pool);

@@ -148,8 +148,10 @@
  * unit, shape or alignment does not fit the kernel, or a 32-bit kernel
  * gets a copy that needs 64 bits: CUDA_ERROR_ILLEGAL_ADDRESS, as the
  * kernel would go astray) and that every byte it touches lies in one live
- * allocation (device, managed or page-locked; else
- * CUDA_ERROR_ILLEGAL_ADDRESS at the launch, where a GPU would fault later),
+ * allocation (device, managed or page-locked; another device's memory only
+ * once the launching context enabled peer access to that device, as
+ * unified addressing allows; else CUDA_ERROR_ILLEGAL_ADDRESS at the
+ * launch, where a GPU would fault later),
  * then queues the kernel's C twin (pack_host.c) on the stream's worker, in
  * stream order like any other work.  Every other launch, and
  * occupancy_max_active_blocks of any kernel, answers

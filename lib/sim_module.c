@@ -298,13 +298,14 @@ static void native_pack_run(void *arg)
 }
 
 /* The host bytes behind the device bytes [addr + lo, addr + hi) that a
- * kernel touches: one live allocation must hold them all (device, managed
- * or page-locked memory, which unified addressing maps). */
-static int kernel_span(uint64_t addr, int64_t lo, int64_t hi, uint64_t *host, sim_alloc **rec)
+ * kernel of ctx touches: one live allocation must hold them all (device,
+ * managed or page-locked memory, which unified addressing maps); another
+ * device's memory only once ctx has peer access to it. */
+static int kernel_span(const gm_dctx *ctx, uint64_t addr, int64_t lo, int64_t hi, uint64_t *host, sim_alloc **rec)
 {
     uint64_t first = addr + (uint64_t)lo;
     sim_alloc *r = hi > lo ? gm_sim_reg_find_range(first, (size_t)(hi - lo)) : NULL;
-    if (r == NULL)
+    if (r == NULL || (r->kind == GM_SIM_MEM_DEVICE && r->dev != ctx->ordinal && !(ctx->peers >> r->dev & 1)))
         return GM_CUDA_ERROR_ILLEGAL_ADDRESS;
     *host = (uint64_t)(uintptr_t)(r->mem + (addr - r->base));
     *rec = r;
@@ -355,9 +356,9 @@ static int launch_native_locked(gm_dctx *ctx, const gm_dfunc *f, const unsigned 
         return GM_CUDA_ERROR_ILLEGAL_ADDRESS;
     sim_alloc *a, *b;
     uint64_t hs, hp;
-    int rc = kernel_span(p->strided, lo, hi, &hs, &a);
+    int rc = kernel_span(ctx, p->strided, lo, hi, &hs, &a);
     if (rc == CU_OK)
-        rc = kernel_span(p->packed, 0, (int64_t)packed_bytes, &hp, &b);
+        rc = kernel_span(ctx, p->packed, 0, (int64_t)packed_bytes, &hp, &b);
     if (rc != CU_OK)
         return rc;
     native_pack *arg = malloc(sizeof *arg);

@@ -738,6 +738,83 @@ gpumem_status gm_staging_download(gm_staging *e, void *dst, gm_cu_deviceptr src,
     return gm_staging_run(e, &op, ds, 0, what);
 }
 
+/* ---- copies between two devices (staging.h) ------------------------------------------------------- */
+
+typedef struct peer_task {
+    gm_task task;       /* first: the pool's task */
+    xfer src, dst;      /* for lane_take: each side's engine, the settings, what */
+    gm_stage_ring_fn fn;
+    void *arg;
+    bool ran;
+    gpumem_status st;
+    char msg[512];
+} peer_task;
+
+/* The slots' and events' last uses done: they may be used again. */
+static gpumem_status lane_idle(xfer *x, lane *l)
+{
+    gpumem_status st = GPUMEM_OK;
+    for (unsigned i = 0; i < l->nslots && st == GPUMEM_OK; i++)
+        st = slot_wait(x, l, i);
+    return st;
+}
+
+static void peer_task_run(gm_task *t, int worker)
+{
+    peer_task *p = (peer_task *)t;
+    if (p->ran)
+        return;
+    p->ran = true;
+    gpumem_status st;
+    lane *ls = lane_take(&p->src, worker, true, &st), *ld = NULL;
+    if (ls != NULL && (ld = lane_take(&p->dst, -1, true, &st)) != NULL && (st = lane_idle(&p->src, ls)) == GPUMEM_OK)
+        st = lane_idle(&p->dst, ld);
+    if (ls != NULL && ld != NULL && st == GPUMEM_OK) {
+        _Static_assert(MAX_DEPTH <= GM_STAGE_RING_MAX, "a ring holds a lane's slots");
+        gm_stage_ring r = {.n = ls->nslots < ld->nslots ? ls->nslots : ld->nslots, .bytes = ls->slot_bytes};
+        for (unsigned i = 0; i < r.n; i++) {
+            r.slot[i] = ls->slot[i];
+            r.down[i] = ls->ev[i];
+            r.up[i] = ld->ev[i];
+        }
+        st = p->fn(p->arg, &r);
+    }
+    if (st != GPUMEM_OK)
+        snprintf(p->msg, sizeof p->msg, "%s", gpumem_last_error());
+    if (st != GPUMEM_OK && ld != NULL) {
+        /* fn waited for what it queued, but a wait may have failed: both
+         * contexts finish before the slots and events are used again */
+        (void)GM_DRV(ctx_synchronize, p->src.e->dctx);
+        (void)GM_DRV(ctx_synchronize, p->dst.e->dctx);
+        memset(ls->used, 0, sizeof ls->used);
+        memset(ld->used, 0, sizeof ld->used);
+    }
+    p->st = st;
+    if (ld != NULL)
+        lane_give(p->dst.e, ld);
+    if (ls != NULL)
+        lane_give(p->src.e, ls);
+}
+
+gpumem_status gm_staging_peer_run(gm_staging *src, gm_staging *dst, gm_stage_ring_fn fn, void *arg,
+                                  const char *what)
+{
+    const snapshot *snap = settings();
+    gpumem_status st = settings_status(snap);
+    if (st != GPUMEM_OK)
+        return gm_error_prefix(st, what);
+    peer_task p = {.task = GM_TASK_INIT(peer_task_run), .fn = fn, .arg = arg};
+    p.src = (xfer){.e = src, .what = what, .gen = snap->gen, .cfg = snap->s};
+    p.dst = (xfer){.e = dst, .what = what, .gen = snap->gen, .cfg = snap->s};
+    if (!src->callers_fill && gm_workers_grow(src->workers, 1) > 0) { /* on a worker of the node */
+        gm_task_post(src->workers, &p.task, 1);
+        gm_task_wait(src->workers, &p.task);
+    }
+    if (!p.ran) /* no node, no worker, or the pool stopped */
+        peer_task_run(&p.task, -1);
+    return p.st == GPUMEM_OK ? GPUMEM_OK : gm_error(p.st, "%s", p.msg);
+}
+
 /* ---- CPU packs ---------------------------------------------------------------------------------------- */
 
 typedef struct cpu_pack_task {

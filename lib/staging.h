@@ -81,6 +81,43 @@ gpumem_status gm_staging_upload(gm_staging *e, gm_cu_deviceptr dst, const void *
 gpumem_status gm_staging_download(gm_staging *e, void *dst, gm_cu_deviceptr src, size_t bytes, gm_dstream *ds,
                                   const char *what);
 
+/* ---- copies between two devices staged through host memory (copy_peer.c) ---- */
+
+#define GM_STAGE_RING_MAX 64 /* GPUMEM_STAGING_DEPTH's largest value */
+
+/* The pinned slots a copy between two devices moves its bytes through, with
+ * the events that order them: after the download of a chunk into slot i
+ * (on a stream of the source's context) the copy records down[i], the
+ * destination's stream waits for it and uploads, records up[i], and the
+ * source's stream waits for up[i] before slot i is written again.  The
+ * slots and down[] are those of one lane of the source context's engine;
+ * up[] the events of a caller lane of the destination context's engine
+ * (its slots stay unused).  Nothing is pending on any of them when fn is
+ * called. */
+typedef struct gm_stage_ring {
+    unsigned n;                         /* slots: the settings' depth */
+    size_t bytes;                       /* per slot: the settings' chunk_bytes, rounded up to a page */
+    char *slot[GM_STAGE_RING_MAX];
+    gm_devent *down[GM_STAGE_RING_MAX]; /* the source context's */
+    gm_devent *up[GM_STAGE_RING_MAX];   /* the destination context's */
+} gm_stage_ring;
+
+/* What a copy does with the ring: it must leave nothing pending on the
+ * slots or events when it returns (it waits for both streams), failing or
+ * not. */
+typedef gpumem_status (*gm_stage_ring_fn)(void *arg, const gm_stage_ring *ring);
+
+/* Runs fn(arg, ring) for a copy from src's context to dst's (two engines
+ * of two contexts).  When src's engine placed its slots on a NUMA node
+ * (gm_staging_node: the source device's, which is the one between the
+ * two devices when they share a node) fn runs on a worker of that node's
+ * pool, with that worker's lane, so the slots are the node's memory; else
+ * on the calling thread with a caller lane.  Returns fn's status (its
+ * message carried over to the calling thread), or the failure to get the
+ * lanes (out of memory, a bad staging setting). */
+gpumem_status gm_staging_peer_run(gm_staging *src, gm_staging *dst, gm_stage_ring_fn fn, void *arg,
+                                  const char *what);
+
 /* The worker pool of ctx's device (its NUMA node's), grown to the
  * settings' threads; *threads: the threads a task of ctx may use, a caller
  * included.  NULL when out of host memory. */

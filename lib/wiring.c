@@ -13,6 +13,7 @@
 #include "dealloc.h"
 #include "memo.h"
 #include "pack_kernels.h"
+#include "pool.h"
 #include "staging.h"
 #include "stream.h"
 #include "wiring.h"
@@ -34,6 +35,7 @@ void gm_wiring_install(void)
 {
     gm_context_set_hooks(context_hooks, sizeof context_hooks / sizeof context_hooks[0]);
     gm_pack_provider_set(gm_pack_kernels_provider()); /* device pack/unpack kernels for the copy engine */
+    gm_pool_set_destroy_hook(gm_pack_scratch_drop_unkept); /* a destroyed pool's blocks leave the caches */
 }
 
 /* The library's only constructor. */

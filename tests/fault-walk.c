@@ -13,6 +13,11 @@
  *    driver call), and
  *  - release every handle it made, so that the context's last release
  *    leaves no simulator thread alive.
+ * Each run is made twice: once with the context's caches cleared before
+ * the device bytes are counted (a cache is not a leak), and once without:
+ * then the caller's must be the context's last reference, and its release
+ * alone must give back every page-locked byte and end every thread (a
+ * pool's block kept in a context's cache once kept the context alive).
  * It prints "N injection points", the number of runs that failed a call.
  */
 #include "config.h"
@@ -578,11 +583,13 @@ static const scenario scenarios[] = {
 /* ---- the walk ---------------------------------------------------------------------------- */
 
 /* One run, in a child: value[0] 1 when the k-th call was reached, value[1]
- * device bytes kept, value[2] page-locked bytes kept after the context's
- * release, value[3] simulator threads left after it. */
+ * device bytes kept (caches cleared first), or without clearing the caches
+ * the context's references kept besides the caller's, value[2] page-locked
+ * bytes kept after the context's release, value[3] simulator threads left
+ * after it. */
 static void run(const void *arg, child_result *out)
 {
-    const long *a = arg; /* scenario, k, variant */
+    const long *a = arg; /* scenario, k, variant, 1: caches not cleared */
     const scenario *sc = &scenarios[a[0]];
     long k = a[1];
     char v[32];
@@ -611,9 +618,19 @@ static void run(const void *arg, child_result *out)
             gpumem_context_set_pool(ctx, NULL);
             gpumem_pool_destroy(pool);
         }
-        gpumem_context_flush_deallocations(ctx);
-        gm_drv->mem_get_info(ctx->dctx, &free1, &total);
-        out->value[1] = (long)free0 - (long)free1;
+        if (a[3] == 0) {
+            /* caches are not leaks: the copy engine's device scratch and the
+             * staging slots stay with the context until cleared */
+            gpumem_clear_context_caches();
+            gpumem_context_flush_deallocations(ctx);
+            gm_drv->mem_get_info(ctx->dctx, &free1, &total);
+            out->value[1] = (long)free0 - (long)free1;
+        } else {
+            /* uncleared, they end with the context: its release must be the last */
+            int refs = 0;
+            gpumem_context_refcount(ctx, &refs);
+            out->value[1] = refs - 1;
+        }
         gpumem_context_release(ctx);
     } else {
         gpumem_debug_driver_calls(NULL, &calls);
@@ -637,6 +654,34 @@ static int failed_free(const char *text)
     return 0;
 }
 
+static int kept(const child_result *r)
+{
+    return r->value[1] != 0 || r->value[2] != 0 || r->value[3] != 0;
+}
+
+/* Runs arg with the caches cleared before the counts (r[0]), then without
+ * (r[1]). */
+static void run_both(long *arg, child_result r[2])
+{
+    for (long clear = 0; clear < 2; clear++) {
+        arg[3] = clear;
+        run_child(run, arg, &r[clear]);
+    }
+}
+
+/* Says what went wrong in the runs of a pair (a failure status is one
+ * when nothing was injected). */
+static void diag_kept(const char *head, const child_result r[2], int injected)
+{
+    static const char *const what[2] = {"device bytes", "more context references"};
+    for (int i = 0; i < 2; i++)
+        if (!r[i].exited || r[i].exit_code != 0 || r[i].status == WRONG || kept(&r[i]) ||
+            (!injected && r[i].status != GPUMEM_OK))
+            diag("  %s%s: exit %d, status %d, kept %ld %s, %ld locked bytes, %ld threads: %s", head,
+                 i ? " (caches not cleared)" : "", r[i].exit_code, r[i].status, r[i].value[1], what[i],
+                 r[i].value[2], r[i].value[3], r[i].text);
+}
+
 int main(void)
 {
     if (!test_on_sim())
@@ -649,39 +694,42 @@ int main(void)
     static const char *const how[2] = {"direct", "pooled"};
     for (size_t v = 0; v < 2; v++) {
         for (size_t i = 0; i < n; i++) {
-            child_result r;
-            long arg[3] = {(long)i, 0, (long)v};
-            run_child(run, arg, &r);
-            ok(r.exited && r.exit_code == 0 && r.status == GPUMEM_OK && r.value[1] == 0 && r.value[2] == 0 &&
-                   r.value[3] == 0,
-               "%s (%s): runs clean without injection", scenarios[i].name, how[v]);
-            if (r.status != GPUMEM_OK || r.value[1] || r.value[2] || r.value[3])
-                diag("  status %d, kept %ld device bytes, %ld locked bytes, %ld threads: %s", r.status, r.value[1],
-                     r.value[2], r.value[3], r.text);
+            child_result r[2];
+            long arg[4] = {(long)i, 0, (long)v, 0};
+            run_both(arg, r);
             int clean = 1;
+            for (int c = 0; c < 2; c++)
+                clean = clean && r[c].exited && r[c].exit_code == 0 && r[c].status == GPUMEM_OK && !kept(&r[c]);
+            ok(clean, "%s (%s): runs clean without injection, its caches cleared or not", scenarios[i].name, how[v]);
+            if (!clean)
+                diag_kept("", r, 0);
+            clean = 1;
             long k;
             for (k = 1; k < 100000; k++) {
                 arg[1] = k;
-                run_child(run, arg, &r);
-                int fired = r.exited && r.exit_code == 0 && r.value[0] == 1;
-                if (r.exited && r.exit_code == 0 && !fired) {
-                    if (r.status != GPUMEM_OK) {
+                run_both(arg, r);
+                int fired = r[0].exited && r[0].exit_code == 0 && r[0].value[0] == 1;
+                if (r[0].exited && r[0].exit_code == 0 && !fired) {
+                    if (r[0].status != GPUMEM_OK || r[1].status != GPUMEM_OK) {
                         clean = 0;
-                        diag("  k=%ld: no injection, status %d: %s", k, r.status, r.text);
+                        diag("  k=%ld: no injection, status %d, %d: %s", k, r[0].status, r[1].status, r[0].text);
                     }
                     break;
                 }
-                int good = r.exited && r.exit_code == 0 && r.status != WRONG &&
-                           ((r.value[1] == 0 && r.value[2] == 0 && r.value[3] == 0) || failed_free(r.text));
+                int good = 1;
+                for (int c = 0; c < 2; c++)
+                    good = good && r[c].exited && r[c].exit_code == 0 && r[c].status != WRONG &&
+                           (!kept(&r[c]) || failed_free(r[c].text));
                 if (!good) {
                     clean = 0;
-                    diag("  k=%ld: exit %d, status %d, kept %ld device bytes, %ld locked bytes, %ld threads: %s", k,
-                         r.exit_code, r.status, r.value[1], r.value[2], r.value[3], r.text);
+                    char head[32];
+                    snprintf(head, sizeof head, "k=%ld", k);
+                    diag_kept(head, r, 1);
                 }
             }
             points += k - 1;
             ok(clean, "%s (%s): each of its %ld driver calls failed in turn: an error or the right values, "
-               "nothing kept", scenarios[i].name, how[v], k - 1);
+               "nothing kept, its caches cleared or not", scenarios[i].name, how[v], k - 1);
         }
     }
     printf("# %ld injection points\n", points);

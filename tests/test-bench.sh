@@ -59,8 +59,12 @@ t $? "--rows measures 2-D copies up to rows of 64 KiB"
 t $? "--alloc: pool, array, page-locked pool and memoize rows at 1 to 8 threads"
 if [ "${GPUMEM_BACKEND:-sim}" = sim ]; then
     GPUMEM_SIM_DEVICES=2 "$gpumem" bench --quick --peer --reps 1 >"$tmp/out" 2>"$tmp/err" &&
-        grep -q '^peer .*d2d 0->1 \[::2\]  *peer ' "$tmp/out" && grep -q '^peer .*d2d 1->0 contiguous staged  *peer-staged ' "$tmp/out"
-    t $? "--peer measures both directions, peer and staged (two simulated devices)"
+        grep -q '^peer .*d2d 0->1 \[::2\]  *peer ' "$tmp/out" && grep -q '^peer .*d2d 1->0 contiguous staged  *peer-staged ' "$tmp/out" &&
+        grep -q '^peer .*d2d 1->0 \[:, ::2\] -> C  *peer ' "$tmp/out" && grep -q '^peer .*d2d 0->1 C -> \[:, ::2\]  *peer ' "$tmp/out" &&
+        grep -q '^peer .*d2d 0->1 transposed -> C  *peer ' "$tmp/out" && grep -q '^peer .*d2h pinned device 1 ' "$tmp/out" &&
+        grep -q '^# target: d2d 1->0 contiguous staged: .* of the slower of pinned' "$tmp/out" &&
+        grep -q '^# skipped: .*kernel-pull: .*not simulated' "$tmp/out"
+    t $? "--peer measures both directions, peer (strided, transposed) and staged beside pinned, with the targets; the plain kernel is skipped on the simulator"
     GPUMEM_SIM_DEVICES=1 "$gpumem" bench --quick --peer >"$tmp/out" 2>"$tmp/err"; [ $? = 1 ] && grep -q 'two devices' "$tmp/err"
     t $? "--peer with one device: exit 1, saying why"
 else

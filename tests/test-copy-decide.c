@@ -233,23 +233,62 @@ static void test_table(void)
           (want){.how = GM_HOW_TEMP, .path = GPUMEM_COPY_PATH_DEVICE_PACK}, NULL);
 
     /* two devices */
+    gm_copy_caps peer = {.peer = true};
     check("between devices, contiguous", 2, s68, f, dev_on(0, D0, c8), dev_on(1, D0, c8), none, &t,
           (want){.how = GM_HOW_PEER, .path = GPUMEM_COPY_PATH_PEER_STAGED}, &d);
-    ok(!d.peer_pack_src && !d.peer_unpack_dst, "no packing on either device");
-    check("between devices with peer access, d[:, ::2] to contiguous", 2, s64, f, dev_on(0, D0, cols),
-          dev_on(1, D0, c4), (gm_copy_caps){.peer = true}, &t,
+    ok(d.peer_way == GM_PEER_COPY && !d.peer_pack_src && !d.peer_unpack_dst && d.nchunks == 0,
+       "one run through the slots, no packing on either device");
+    check("the same with peer access", 2, s68, f, dev_on(0, D0, c8), dev_on(1, D0, c8), peer, &t,
           (want){.how = GM_HOW_PEER, .path = GPUMEM_COPY_PATH_PEER}, &d);
-    ok(d.peer_pack_src && !d.peer_unpack_dst, "the source is packed on its device");
-    ok(d.run == GM_RUN_CROSSING && d.nchunks == 1 && d.chunk_bytes == 96, "through one scratch chunk of 96 bytes");
+    ok(d.peer_way == GM_PEER_COPY && !d.peer_write, "one peer copy");
+    check("between devices with peer access, d[:, ::2] to contiguous", 2, s64, f, dev_on(0, D0, cols),
+          dev_on(1, D0, c4), peer, &t, (want){.how = GM_HOW_PEER, .path = GPUMEM_COPY_PATH_PEER}, &d);
+    ok(d.peer_way == GM_PEER_KERNEL && d.peer_write && d.peer_pack_src && !d.peer_unpack_dst && d.nchunks == 0,
+       "one pack kernel on the source's device writes the destination through the peer mapping, no scratch");
     check("the same without scratch", 2, s64, f, dev_on(0, D0, cols), dev_on(1, D0, c4),
           (gm_copy_caps){.peer = true, .no_scratch = true}, &t,
+          (want){.how = GM_HOW_PEER, .path = GPUMEM_COPY_PATH_PEER}, &d);
+    ok(d.peer_way == GM_PEER_KERNEL, "still one kernel: it needs no scratch");
+    check("the same without kernels", 2, s64, f, dev_on(0, D0, cols), dev_on(1, D0, c4),
+          (gm_copy_caps){.peer = true, .no_kernels = true}, &t,
+          (want){.how = GM_HOW_PEER, .path = GPUMEM_COPY_PATH_PEER, .reason = GM_REASON_NO_KERNELS}, &d);
+    ok(d.peer_way == GM_PEER_TEMPS && d.peer_pack_src && d.nchunks == 0, "through a temporary as large as the copy");
+    int64_t big2[] = {64, 48}, bc[] = {192, 4}, bf[] = {4, 256};
+    check("C (64, 48) into an F array on another device, peer access", 2, big2, f, dev_on(0, D0, bc),
+          dev_on(1, D0, bf), peer, &t, (want){.how = GM_HOW_PEER, .path = GPUMEM_COPY_PATH_PEER}, &d);
+    ok(d.peer_way == GM_PEER_KERNEL && d.peer_pack_src, "one (tiled) pack kernel writes the F array");
+    check("contiguous to d[:, 1::2] on another device, peer access", 2, s64, f, dev_on(0, D0, c4),
+          dev_on(1, D0 + 4, cols), peer, &t, (want){.how = GM_HOW_PEER, .path = GPUMEM_COPY_PATH_PEER}, &d);
+    ok(d.peer_way == GM_PEER_PIPELINE && !d.peer_write && !d.peer_pack_src && d.peer_unpack_dst &&
+           d.nchunks == 1 && d.chunk_bytes == 96 && d.nbufs == 1,
+       "a peer copy into the destination's scratch, unpacked there: one chunk of 96 bytes");
+    check("d[:, ::2] to d2[:, 1::2] on another device, peer access", 2, s64, f, dev_on(0, D0, cols),
+          dev_on(1, D0 + 4, cols), peer, &t, (want){.how = GM_HOW_PEER, .path = GPUMEM_COPY_PATH_PEER}, &d);
+    ok(d.peer_way == GM_PEER_PIPELINE && d.peer_write && d.peer_pack_src && d.peer_unpack_dst && d.nchunks == 1,
+       "the source's kernel packs into the destination's scratch, unpacked there");
+    check("the same without scratch", 2, s64, f, dev_on(0, D0, cols), dev_on(1, D0 + 4, cols),
+          (gm_copy_caps){.peer = true, .no_scratch = true}, &t,
           (want){.how = GM_HOW_PEER, .path = GPUMEM_COPY_PATH_PEER, .reason = GM_REASON_NO_SCRATCH}, &d);
-    ok(d.peer_pack_src && d.nchunks == 0, "through a temporary as large as the copy");
-    check("62.5 MiB of rows into strided rows on another device", 2, wide, f, dev_on(0, D0, wsrc),
-          dev_on(1, D0, (int64_t[]){8000, 8}), none, &t, (want){.how = GM_HOW_PEER, .path = GPUMEM_COPY_PATH_PEER_STAGED},
-          &d);
-    ok(d.peer_pack_src && d.peer_unpack_dst && d.nchunks == 16 && d.chunk_bytes == 1048 * 4000,
-       "packed and unpacked on each device through 16 chunks");
+    ok(d.peer_way == GM_PEER_TEMPS && d.peer_pack_src && d.peer_unpack_dst, "through temporaries");
+    int64_t wstr[] = {8000, 8};
+    check("62.5 MiB of rows into strided rows on another device, peer access", 2, wide, f, dev_on(0, D0, wsrc),
+          dev_on(1, D0, wstr), peer, &t, (want){.how = GM_HOW_PEER, .path = GPUMEM_COPY_PATH_PEER}, &d);
+    ok(d.peer_way == GM_PEER_PIPELINE && d.peer_write && d.nchunks == 16 && d.chunk_bytes == 1048 * 4000 &&
+           d.nbufs == 2 && d.overlap,
+       "16 chunks through two buffers of the destination's device, the two devices overlapping");
+    check("the same staged", 2, wide, f, dev_on(0, D0, wsrc), dev_on(1, D0, wstr), none, &t,
+          (want){.how = GM_HOW_PEER, .path = GPUMEM_COPY_PATH_PEER_STAGED}, &d);
+    ok(d.peer_way == GM_PEER_PIPELINE && !d.peer_write && d.peer_pack_src && d.peer_unpack_dst && d.nchunks == 16 &&
+           d.chunk_bytes == 1048 * 4000 && d.nbufs == 1 && d.overlap,
+       "packed and unpacked on each device through one buffer each, 16 chunks through the slots");
+    check("staged, d[:, ::2] to contiguous", 2, s64, f, dev_on(0, D0, cols), dev_on(1, D0, c4), none, &t,
+          (want){.how = GM_HOW_PEER, .path = GPUMEM_COPY_PATH_PEER_STAGED}, &d);
+    ok(d.peer_way == GM_PEER_PIPELINE && !d.peer_write && d.peer_pack_src && !d.peer_unpack_dst && d.nchunks == 1,
+       "no peer mapping: packed into scratch on the source's device");
+    check("the same without scratch", 2, s64, f, dev_on(0, D0, cols), dev_on(1, D0, c4),
+          (gm_copy_caps){.no_scratch = true}, &t,
+          (want){.how = GM_HOW_PEER, .path = GPUMEM_COPY_PATH_PEER_STAGED, .reason = GM_REASON_NO_SCRATCH}, &d);
+    ok(d.peer_way == GM_PEER_TEMPS, "through a temporary");
 
     /* bad settings fail the copies that need them, and only those */
     gm_copy_tuning bad = t;
@@ -270,6 +309,16 @@ static void test_table(void)
           none, &bad, (want){.how = GM_HOW_FAIL, .path = GPUMEM_COPY_PATH_NONE, .bad = GM_TUNE_BAD_SCRATCH}, NULL);
     check("but not one kernel", 2, s64, f, dev(D0, cols), dev(D0 + 4096, c4), none, &bad,
           (want){.how = GM_HOW_KERNEL, .path = GPUMEM_COPY_PATH_DEVICE_PACK}, NULL);
+    check("not one kernel between devices", 2, s64, f, dev_on(0, D0, cols), dev_on(1, D0, c4), peer, &bad,
+          (want){.how = GM_HOW_PEER, .path = GPUMEM_COPY_PATH_PEER}, NULL);
+    check("but chunks between devices", 2, s64, f, dev_on(0, D0, cols), dev_on(1, D0 + 4, cols), peer, &bad,
+          (want){.how = GM_HOW_FAIL, .path = GPUMEM_COPY_PATH_NONE, .bad = GM_TUNE_BAD_SCRATCH}, NULL);
+    bad.bad = GM_TUNE_BAD_STAGING;
+    check("a bad staging setting fails a staged copy between devices", 2, s68, f, dev_on(0, D0, c8),
+          dev_on(1, D0, c8), none, &bad,
+          (want){.how = GM_HOW_FAIL, .path = GPUMEM_COPY_PATH_NONE, .bad = GM_TUNE_BAD_STAGING}, NULL);
+    check("but not one with peer access", 2, s68, f, dev_on(0, D0, c8), dev_on(1, D0, c8), peer, &bad,
+          (want){.how = GM_HOW_PEER, .path = GPUMEM_COPY_PATH_PEER}, NULL);
     bad.bad = GM_TUNE_BAD_PEER;
     check("a bad GPUMEM_PEER fails a copy between devices", 2, s68, f, dev_on(0, D0, c8), dev_on(1, D0, c8), none,
           &bad, (want){.how = GM_HOW_FAIL, .path = GPUMEM_COPY_PATH_NONE, .bad = GM_TUNE_BAD_PEER}, NULL);

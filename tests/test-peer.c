@@ -1,6 +1,10 @@
 /* Copies between devices (gpumem/peer.h): the peer path and the staged
- * path, contiguous and strided on either side, checked by value; streams of
- * either device; the switches (GPUMEM_PEER, gpumem_peer_set_enabled,
+ * path, contiguous and strided on either side, checked by value; which way
+ * each strided copy takes, told by its driver calls (one kernel writing
+ * through the peer mapping, chunks through the destination's scratch,
+ * staged chunks); streams of either device; every kind between three
+ * devices of which two are peers; each driver call failing in turn, in
+ * several chunks too; the switches (GPUMEM_PEER, gpumem_peer_set_enabled,
  * GPUMEM_SIM_PEERS) and their bad values.  On the simulator it runs with
  * three devices; on a GPU it needs two. */
 #include <stdint.h>
@@ -23,6 +27,13 @@ static uint64_t peer_calls(void)
 {
     uint64_t n = 0;
     gpumem_debug_driver_calls("cuMemcpyPeer", &n);
+    return n;
+}
+
+static uint64_t launches(void)
+{
+    uint64_t n = 0;
+    gpumem_debug_driver_calls("cuLaunchKernel", &n);
     return n;
 }
 
@@ -171,8 +182,9 @@ static void ladder_case(const void *arg, child_result *out)
 }
 
 /* Frees of a strided cross-device copy's temporaries failing (every free
- * reaches the driver at once: GPUMEM_MAX_PENDING_DEALLOCS_COUNT=0), each
- * driver call in turn, on both paths: a failure that names a free
+ * reaches the driver at once: GPUMEM_MAX_PENDING_DEALLOCS_COUNT=0; the
+ * destination's device too full for scratch, so that the copy goes through
+ * temporaries), each driver call in turn, on both paths: a failure that names a free
  * (cuMemFree, cuMemFreeHost) comes after the copy completed, so its
  * message says so and the destination holds the whole copy.  value[0]:
  * such failures, value[1]: those without "the copy completed", value[2]:
@@ -181,12 +193,21 @@ static void free_fails_case(const void *arg, child_result *out)
 {
     (void)arg;
     setenv("GPUMEM_SIM_DEVICES", "2", 1);
+    setenv("GPUMEM_SIM_MEMORY", "8M", 1);
     setenv("GPUMEM_MAX_PENDING_DEALLOCS_COUNT", "0", 1);
     gpumem_context *c0 = NULL, *c1 = NULL;
     if ((out->status = gpumem_context_create(0, &c0)) != GPUMEM_OK ||
         (out->status = gpumem_context_create(1, &c1)) != GPUMEM_OK)
         return;
-    gpumem_array *a = filled(c0, 2 * N, 9), *b = filled(c1, 2 * N, 0);
+    gpumem_array *a = filled(c0, 2 * N, 9), *b = filled(c1, 2 * N, 0), *filler = NULL;
+    /* device 1 keeps room for a temporary like the destination (8 KB), not
+     * for scratch (64 KiB at least): the copies go through temporaries */
+    size_t free1 = 0, total1 = 0;
+    gpumem_memory_info(c1, &free1, &total1);
+    int64_t fill = (int64_t)free1 - (32 << 10);
+    if ((out->status = gpumem_device_array(c1, 1, &fill, NULL, gpumem_dtype_builtin(GPUMEM_UINT8), 'C', NULL,
+                                           &filler)) != GPUMEM_OK)
+        return;
     gpumem_array *sa = sliced(a, 0, GPUMEM_SLICE_DEFAULT, 2);
     gpumem_array *sb = sliced(b, GPUMEM_SLICE_DEFAULT, GPUMEM_SLICE_DEFAULT, -2);
     int32_t zero[2 * N] = {0}, v[2 * N];
@@ -217,20 +238,24 @@ static void free_fails_case(const void *arg, child_result *out)
             out->value[2] += !good;
         }
     }
-    gpumem_array *rel[] = {a, b, sa, sb, hz};
+    gpumem_array *rel[] = {a, b, sa, sb, hz, filler};
     for (size_t i = 0; i < sizeof rel / sizeof *rel; i++)
         gpumem_array_release(rel[i]);
     gpumem_context_release(c1);
     gpumem_context_release(c0);
 }
 
-/* With 64 KiB scratch chunks: strided copies of 512 KiB between devices,
- * by peer access (arg NULL) or staged.  value[0]: copies with wrong values,
- * value[1]: cuMemcpyPeer calls. */
+/* With 64 KiB scratch chunks (and 64 KiB staging slots, two per lane):
+ * strided copies of 512 KiB between devices, by peer access (arg NULL) or
+ * staged.  value[0]: copies with wrong values, value[1]: cuMemcpyPeer
+ * calls, value[3]: the kernel launches of each copy (two decimal digits
+ * each, in order). */
 static void chunks_case(const void *arg, child_result *out)
 {
     setenv("GPUMEM_SIM_DEVICES", "2", 1);
     setenv("GPUMEM_COPY_SCRATCH_CHUNK", "64K", 1);
+    setenv("GPUMEM_STAGING_CHUNK", "64K", 1);
+    setenv("GPUMEM_STAGING_DEPTH", "2", 1);
     if (arg != NULL)
         setenv("GPUMEM_PEER", "0", 1);
     gpumem_context *c0 = NULL, *c1 = NULL;
@@ -250,9 +275,12 @@ static void chunks_case(const void *arg, child_result *out)
     gpumem_array_transpose(b2, NULL, &tb); /* F-ordered view of device 1's memory */
     gpumem_device_array(c1, 2, (int64_t[]){M, M / 2}, NULL, i32(), 'C', NULL, &c);
     static int32_t v[M * M];
-    uint64_t before = peer_calls();
-    /* strided to contiguous: packed on device 0 only */
+    uint64_t before = peer_calls(), mark = launches();
+    long each[4] = {0, 0, 0, 0};
+    /* strided to contiguous: gathered on device 0 */
     gpumem_status st = gpumem_array_copy(c, sa, NULL);
+    each[0] = (long)(launches() - mark);
+    mark = launches();
     values(c, v, n / 2);
     for (int64_t i = 0; st == GPUMEM_OK && i < n / 2; i++)
         if (v[i] != 7 + (i / (M / 2)) * M + 2 * (i % (M / 2))) {
@@ -262,6 +290,27 @@ static void chunks_case(const void *arg, child_result *out)
     /* strided into strided, rows reversed: packed on 0, unpacked on 1 */
     if (st == GPUMEM_OK)
         st = gpumem_array_copy(sb, sa, NULL);
+    each[1] = (long)(launches() - mark);
+    mark = launches();
+    values(b2, v, n);
+    for (int64_t i = 0; st == GPUMEM_OK && i < n; i++) {
+        int64_t r = i / M, col = i % M;
+        int32_t want = col % 2 ? 7 + (M - 1 - r) * M + (col - 1) : -1 + (int32_t)i;
+        if (v[i] != want) {
+            out->value[0]++;
+            break;
+        }
+    }
+    /* contiguous into strided: unpacked on 1 (e, on device 0, holds sa's values) */
+    gpumem_array *e = NULL;
+    if (st == GPUMEM_OK && (st = gpumem_device_array(c0, 2, (int64_t[]){M, M / 2}, NULL, i32(), 'C', NULL, &e)) ==
+                               GPUMEM_OK)
+        st = gpumem_array_copy(e, sa, NULL);
+    mark = launches();
+    if (st == GPUMEM_OK)
+        st = gpumem_array_copy(sb, e, NULL);
+    each[2] = (long)(launches() - mark);
+    mark = launches();
     values(b2, v, n);
     for (int64_t i = 0; st == GPUMEM_OK && i < n; i++) {
         int64_t r = i / M, col = i % M;
@@ -274,6 +323,8 @@ static void chunks_case(const void *arg, child_result *out)
     /* a transpose: C on device 0 into an F view on device 1 */
     if (st == GPUMEM_OK)
         st = gpumem_array_copy(tb, a2, NULL);
+    each[3] = (long)(launches() - mark);
+    mark = launches();
     values(b2, v, n);
     for (int64_t i = 0; st == GPUMEM_OK && i < n; i++)
         if (v[i] != 7 + (i % M) * M + i / M) {
@@ -281,13 +332,164 @@ static void chunks_case(const void *arg, child_result *out)
             break;
         }
     out->value[1] = (long)(peer_calls() - before);
+    out->value[3] = each[0] * 1000000 + each[1] * 10000 + each[2] * 100 + each[3];
     if (st != GPUMEM_OK) {
         out->status = st;
         snprintf(out->text, sizeof out->text, "%s", gpumem_last_error());
     }
-    gpumem_array *rel[] = {a, b, a2, b2, sa, sb, tb, c};
+    gpumem_array *rel[] = {a, b, a2, b2, sa, sb, tb, c, e};
     for (size_t i = 0; i < sizeof rel / sizeof *rel; i++)
         gpumem_array_release(rel[i]);
+    gpumem_context_release(c1);
+    gpumem_context_release(c0);
+}
+
+/* ---- strided copies of every kind, between every pair ---- */
+
+enum { M3 = 256 }; /* 256 x 256 int32: 256 KiB, four 64 KiB chunks */
+
+static gpumem_copy_path kind_path; /* of kind_copy's copy */
+
+/* The kinds of strided copies between two devices: a[:, ::2] into a dense
+ * array, a dense array into b[::-1, 1::2], a[:, ::2] into b[:, 1::2], a
+ * into the transposed view of b.  Copies kind k from device s's a (values
+ * base + i) into device t's b (values -1 + i); the dense source is a copy of
+ * a[:, ::2] on s.  fail_at > 0: that driver call of the copy fails
+ * (gpumem_debug_fail_call).  1 when the copy succeeded and the destination
+ * holds what it must, its gaps untouched. */
+static int kind_copy(gpumem_context *cs, gpumem_context *ct, int k, int32_t base, uint64_t fail_at, gpumem_status *st)
+{
+    int64_t n = M3 * M3, sh[2] = {M3, M3}, half[2] = {M3, M3 / 2};
+    gpumem_array *a = filled(cs, n, base), *b = filled(ct, n, -1), *a2 = NULL, *b2 = NULL, *from = NULL, *to = NULL;
+    gpumem_array_reshape(a, 2, sh, 'C', GPUMEM_NO_COPY, NULL, &a2);
+    gpumem_array_reshape(b, 2, sh, 'C', GPUMEM_NO_COPY, NULL, &b2);
+    gpumem_slice even[2] = {{GPUMEM_SLICE_DEFAULT, GPUMEM_SLICE_DEFAULT, 1}, {0, GPUMEM_SLICE_DEFAULT, 2}};
+    gpumem_slice odd_rev[2] = {{GPUMEM_SLICE_DEFAULT, GPUMEM_SLICE_DEFAULT, -1}, {1, GPUMEM_SLICE_DEFAULT, 2}};
+    gpumem_slice odd[2] = {{GPUMEM_SLICE_DEFAULT, GPUMEM_SLICE_DEFAULT, 1}, {1, GPUMEM_SLICE_DEFAULT, 2}};
+    gpumem_array *sa = NULL;
+    gpumem_array_slice(a2, even, 2, &sa);
+    switch (k) {
+    case 0:
+        gpumem_device_array(ct, 2, half, NULL, i32(), 'C', NULL, &to);
+        from = sa;
+        gpumem_array_retain(from);
+        break;
+    case 1:
+        gpumem_device_array(cs, 2, half, NULL, i32(), 'C', NULL, &from);
+        gpumem_array_copy(from, sa, NULL); /* on one device */
+        gpumem_array_slice(b2, odd_rev, 2, &to);
+        break;
+    case 2:
+        from = sa;
+        gpumem_array_retain(from);
+        gpumem_array_slice(b2, odd, 2, &to);
+        break;
+    default:
+        from = a2;
+        gpumem_array_retain(from);
+        gpumem_array_transpose(b2, NULL, &to);
+        break;
+    }
+    if (fail_at > 0)
+        gpumem_debug_fail_call(fail_at, 999);
+    *st = gpumem_array_copy(to, from, NULL);
+    gpumem_debug_fail_call(0, 0);
+    kind_path = last_path();
+    int good = *st == GPUMEM_OK;
+    int32_t *v = malloc((size_t)n * sizeof *v);
+    if (good)
+        values(k == 0 ? to : b2, v, k == 0 ? n / 2 : n);
+    for (int64_t i = 0; good && i < (k == 0 ? n / 2 : n); i++) {
+        int64_t r = k == 0 ? i / (M3 / 2) : i / M3, c = k == 0 ? i % (M3 / 2) : i % M3;
+        int32_t want;
+        if (k == 0)
+            want = base + (int32_t)(r * M3 + 2 * c);
+        else if (k == 1)
+            want = c % 2 ? base + (int32_t)((M3 - 1 - r) * M3 + c - 1) : -1 + (int32_t)i;
+        else if (k == 2)
+            want = c % 2 ? base + (int32_t)(r * M3 + c - 1) : -1 + (int32_t)i;
+        else
+            want = base + (int32_t)(c * M3 + r);
+        good = v[i] == want;
+    }
+    free(v);
+    gpumem_array *rel[] = {a, b, a2, b2, sa, from, to};
+    for (size_t i = 0; i < sizeof rel / sizeof *rel; i++)
+        gpumem_array_release(rel[i]);
+    return good;
+}
+
+static const char *const kind_name[4] = {"a[:, ::2] -> dense", "dense -> b[::-1, 1::2]", "a[:, ::2] -> b[:, 1::2]",
+                                         "a -> b.T"};
+
+/* Three devices, peer access between 0 and 1 only, 64 KiB scratch chunks
+ * and slots: every kind between 0 and 1 both ways (peer) and 0 -> 2, 2 ->
+ * 1 (staged).  value[0]: wrong copies (bits: pair * 4 + kind), value[1]:
+ * copies on another path than their pair's. */
+static void three_case(const void *arg, child_result *out)
+{
+    (void)arg;
+    setenv("GPUMEM_SIM_DEVICES", "3", 1);
+    setenv("GPUMEM_SIM_PEERS", "0-1", 1);
+    setenv("GPUMEM_COPY_SCRATCH_CHUNK", "64K", 1);
+    setenv("GPUMEM_STAGING_CHUNK", "64K", 1);
+    gpumem_context *c[3] = {NULL, NULL, NULL};
+    for (int i = 0; i < 3; i++)
+        if ((out->status = gpumem_context_create(i, &c[i])) != GPUMEM_OK) {
+            snprintf(out->text, sizeof out->text, "%s", gpumem_last_error());
+            return;
+        }
+    static const int pair[4][2] = {{0, 1}, {1, 0}, {0, 2}, {2, 1}};
+    for (int p = 0; p < 4; p++)
+        for (int k = 0; k < 4; k++) {
+            gpumem_status st;
+            if (!kind_copy(c[pair[p][0]], c[pair[p][1]], k, 1000 * (p + 1), 0, &st)) {
+                out->value[0] |= 1L << (p * 4 + k);
+                if (out->text[0] == '\0')
+                    snprintf(out->text, sizeof out->text, "%d -> %d, %s: %s", pair[p][0], pair[p][1], kind_name[k],
+                             st == GPUMEM_OK ? "wrong values" : gpumem_last_error());
+            }
+            out->value[1] += kind_path != (p < 2 ? GPUMEM_COPY_PATH_PEER : GPUMEM_COPY_PATH_PEER_STAGED);
+        }
+    for (int i = 2; i >= 0; i--)
+        gpumem_context_release(c[i]);
+}
+
+/* Each driver call of every kind of copy failing in turn, in 64 KiB chunks
+ * (several per copy), with peer access (arg NULL) or staged: value[0]
+ * failures without the driver's error in their message, value[1] copies
+ * that then failed or were wrong, value[2] the failures seen. */
+static void chunk_faults_case(const void *arg, child_result *out)
+{
+    setenv("GPUMEM_SIM_DEVICES", "2", 1);
+    setenv("GPUMEM_COPY_SCRATCH_CHUNK", "64K", 1);
+    setenv("GPUMEM_STAGING_CHUNK", "64K", 1);
+    if (arg != NULL)
+        setenv("GPUMEM_PEER", "0", 1);
+    gpumem_context *c0 = NULL, *c1 = NULL;
+    if ((out->status = gpumem_context_create(0, &c0)) != GPUMEM_OK ||
+        (out->status = gpumem_context_create(1, &c1)) != GPUMEM_OK)
+        return;
+    for (int k = 0; k < 4; k++) {
+        for (uint64_t nth = 1; nth < 400; nth++) {
+            gpumem_status st;
+            int good = kind_copy(c0, c1, k, 77, nth, &st);
+            if (st == GPUMEM_OK) {
+                out->value[1] += !good;
+                break;
+            }
+            out->value[2]++;
+            if (strstr(gpumem_last_error(), "CUDA_ERROR_UNKNOWN") == NULL && out->value[0]++ == 0 &&
+                out->text[0] == '\0')
+                snprintf(out->text, sizeof out->text, "%s: %s", kind_name[k], gpumem_last_error());
+            char msg[256];
+            snprintf(msg, sizeof msg, "%s", gpumem_last_error());
+            gpumem_status st2;
+            if (!kind_copy(c0, c1, k, 5, 0, &st2) && out->value[1]++ == 0)
+                snprintf(out->text, sizeof out->text, "%s after '%s': %s", kind_name[k], msg,
+                         st2 ? gpumem_last_error() : "wrong values");
+        }
+    }
     gpumem_context_release(c1);
     gpumem_context_release(c0);
 }
@@ -302,8 +504,8 @@ static void env_cases(void)
     is_int(r.status, GPUMEM_OK, "default: both copies succeed");
     is_int(r.value[0], peer2, "default: both copies take the peer path");
     ok(r.value[1] == 1, "default: values arrive");
-    is_int(r.value[2], 3, "default: one cuMemcpyPeer for the contiguous copy, one per 4 MiB scratch chunk (2) of "
-                          "the strided one");
+    is_int(r.value[2], 1, "default: one cuMemcpyPeer for the contiguous copy, none for the strided one (one kernel "
+                          "writes the destination through the peer mapping)");
 
     run_child(copy_case, &(env_case){"GPUMEM_PEER", "0"}, &r);
     is_int(r.status, GPUMEM_OK, "GPUMEM_PEER=0: both copies succeed");
@@ -326,11 +528,32 @@ static void env_cases(void)
     ok(r.status == GPUMEM_OK && r.value[0] == 0,
        "64 KiB scratch chunks, peer access: strided, reversed and transposed copies between devices are exact%s%s",
        r.text[0] ? ": " : "", r.text);
-    is_int(r.value[1], 8 + 8 + 16, "one cuMemcpyPeer per chunk (512 KiB views, a 1 MiB transpose)");
+    is_int(r.value[3], 1 * 1000000 + 16 * 10000 + 8 * 100 + 1,
+           "kernels: one gathers a strided source into a dense destination (and one the transpose); 8 chunks of a "
+           "strided source into a strided destination, each packed into the destination's scratch and unpacked; 8 "
+           "chunks of a contiguous source, each unpacked");
+    is_int(r.value[1], 8, "one cuMemcpyPeer per chunk of the contiguous source into its scratch, none elsewhere");
     run_child(chunks_case, "", &r);
     ok(r.status == GPUMEM_OK && r.value[0] == 0, "the same through pinned host memory%s%s", r.text[0] ? ": " : "",
        r.text);
+    is_int(r.value[3], 8 * 1000000 + 16 * 10000 + 8 * 100 + 16,
+           "kernels: each chunk packed on device 0 and / or unpacked on device 1, the transpose in 16 chunks");
     is_int(r.value[1], 0, "without cuMemcpyPeer");
+
+    run_child(three_case, NULL, &r);
+    ok(r.exited && r.exit_code == 0 && r.status == GPUMEM_OK && r.value[0] == 0,
+       "three devices, peers 0-1 only: every kind of strided copy, in chunks, between 0 and 1 both ways and 0 -> 2, "
+       "2 -> 1 is exact, the gaps untouched%s%s", r.text[0] ? ": " : "", r.text);
+    is_int(r.value[1], 0, "peer access between 0 and 1, staged with 2");
+    for (int staged = 0; staged < 2; staged++) {
+        run_child(chunk_faults_case, staged ? "" : NULL, &r);
+        ok(r.exited && r.exit_code == 0 && r.status == GPUMEM_OK && r.value[2] > 20,
+           "%s: each driver call of every kind of strided copy in chunks failing in turn (%ld failures): no crash "
+           "or hang", staged ? "staged" : "peer access", r.value[2]);
+        ok(r.value[0] == 0, "...each with the driver's error in its message%s%s", r.value[0] ? ": " : "",
+           r.value[0] ? r.text : "");
+        ok(r.value[1] == 0, "...and the next copy is exact%s%s", r.value[1] ? ": " : "", r.value[1] ? r.text : "");
+    }
 
     run_child(free_fails_case, NULL, &r);
     is_int(r.status, GPUMEM_OK, "strided copies between devices, each driver call failing in turn");

@@ -20,8 +20,9 @@
  *   copy the other way on a second stream, 256 MiB each (--quick: 1 MiB):
  *   each alone, then both at once.
  *   --peer: device 0 to device 1 and back, 256 MiB (--quick: 1 MiB) of
- *   float32, contiguous and [::2], with peer access and staged
- *   (gpumem_peer_set_enabled), against cuMemcpyPeer of the contiguous bytes.
+ *   float32, contiguous, [::2], [:, ::2] and transposed, with peer access
+ *   (against cuMemcpyPeer and a plain peer-access kernel) and staged
+ *   (against pinned D2H and H2D): cmd-bench-peer.c.
  * The baseline ("driver") is the CUDA driver called directly, through
  * libcuda.so.1: cuMemcpy for contiguous copies, cuMemcpy2D with the
  * element as the row for strided ones (what a planner minimizing calls
@@ -85,8 +86,6 @@ static struct {
     int (*memcpy)(unsigned long long, unsigned long long, size_t);
     int (*memcpy2d)(const drv_memcpy2d *);
     int (*ctx_synchronize)(void);
-    int (*memcpy_peer)(unsigned long long, void *, unsigned long long, void *, size_t);
-    void *peer_ctx[2]; /* primary contexts of devices 0 and 1, for --peer */
 } drv;
 
 /* Loads the driver when the library runs on it; the baseline then runs in
@@ -106,7 +105,6 @@ static void driver_open(int device)
     *(void **)&drv.memcpy = dlsym(h, "cuMemcpy");
     *(void **)&drv.memcpy2d = dlsym(h, "cuMemcpy2D_v2");
     *(void **)&drv.ctx_synchronize = dlsym(h, "cuCtxSynchronize");
-    *(void **)&drv.memcpy_peer = dlsym(h, "cuMemcpyPeer");
     int dev = 0;
     void *ctx = NULL;
     drv.ok = drv.init && drv.device_get && drv.primary_retain && drv.ctx_set_current && drv.memcpy &&
@@ -860,92 +858,6 @@ static int bench_targets(bench *b)
     return rc;
 }
 
-typedef struct peer_drv_case {
-    unsigned long long dst, src;
-    void *dst_ctx, *src_ctx;
-    size_t bytes;
-} peer_drv_case;
-
-static int run_drv_peer(void *arg)
-{
-    peer_drv_case *c = arg;
-    return drv.memcpy_peer(c->dst, c->dst_ctx, c->src, c->src_ctx, c->bytes) != 0 || drv.ctx_synchronize() != 0;
-}
-
-/* Device 0 to 1 and back: contiguous and [::2], peer and staged. */
-static int bench_peer(bench *b)
-{
-    int count = 0;
-    if (gpumem_device_count(&count) != GPUMEM_OK || count < 2) {
-        fprintf(stderr, "gpumem bench: --peer needs two devices (this backend has %d)\n", count);
-        return 1;
-    }
-    int have_drv = 0;
-    if (drv.ok && drv.memcpy_peer != NULL) {
-        int d0 = 0, d1 = 0;
-        have_drv = drv.device_get(&d0, 0) == 0 && drv.device_get(&d1, 1) == 0 &&
-                   drv.primary_retain(&drv.peer_ctx[0], d0) == 0 && drv.primary_retain(&drv.peer_ctx[1], d1) == 0;
-    }
-    const gpumem_dtype *f32 = gpumem_dtype_builtin(GPUMEM_FLOAT32);
-    int64_t n = b->quick ? (1 << 18) : (64 << 20); /* float32: 1 MiB or 256 MiB */
-    int64_t n2 = 2 * n;
-    gpumem_context *c[2] = {NULL, NULL};
-    gpumem_array *a[2] = {NULL, NULL}, *w[2] = {NULL, NULL}, *v[2] = {NULL, NULL};
-    int rc = 0, was = 1;
-    gpumem_peer_enabled(&was);
-    for (int d = 0; d < 2 && !rc; d++) {
-        gpumem_slice s = {0, GPUMEM_SLICE_DEFAULT, 2};
-        rc = gpumem_context_create(d, &c[d]) != GPUMEM_OK ||
-             gpumem_device_array(c[d], 1, &n, NULL, f32, 'C', NULL, &a[d]) != GPUMEM_OK ||
-             gpumem_device_array(c[d], 1, &n2, NULL, f32, 'C', NULL, &w[d]) != GPUMEM_OK ||
-             gpumem_array_slice(w[d], &s, 1, &v[d]) != GPUMEM_OK;
-    }
-    if (rc)
-        fprintf(stderr, "gpumem bench: %s\n", gpumem_last_error());
-    uint64_t bytes = (uint64_t)n * 4;
-    for (int staged = 0; staged < 2 && !rc; staged++) {
-        gpumem_peer_set_enabled(!staged);
-        for (int from = 0; from < 2 && !rc; from++) {
-            int to = 1 - from;
-            char name[64];
-            snprintf(name, sizeof name, "d2d %d->%d contiguous%s", from, to, staged ? " staged" : "");
-            copy_case cc = {a[to], a[from]};
-            progress(b, name);
-            double t = median(b, run_copy, &cc);
-            gpumem_copy_path p = GPUMEM_COPY_PATH_NONE;
-            gpumem_debug_last_copy_path(&p);
-            if (t >= 0)
-                result(b, "peer", name, gpumem_copy_path_name(p), bytes, t);
-            if (t >= 0 && !staged && have_drv) {
-                peer_drv_case pc = {addr_of(a[to], 1), addr_of(a[from], 1), drv.peer_ctx[to], drv.peer_ctx[from],
-                                    (size_t)bytes};
-                double d = median(b, run_drv_peer, &pc);
-                if (d >= 0)
-                    result(b, "peer", name, "driver", bytes, d);
-            }
-            snprintf(name, sizeof name, "d2d %d->%d [::2]%s", from, to, staged ? " staged" : "");
-            copy_case sc = {v[to], v[from]};
-            progress(b, name);
-            double t2 = t < 0 ? -1 : median(b, run_copy, &sc);
-            gpumem_debug_last_copy_path(&p);
-            if (t2 >= 0)
-                result(b, "peer", name, gpumem_copy_path_name(p), bytes, t2);
-            if (t < 0 || t2 < 0) {
-                fprintf(stderr, "\ngpumem bench: %s: %s\n", name, gpumem_last_error());
-                rc = 1;
-            }
-        }
-    }
-    gpumem_peer_set_enabled(was);
-    for (int d = 0; d < 2; d++) {
-        gpumem_array_release(v[d]);
-        gpumem_array_release(w[d]);
-        gpumem_array_release(a[d]);
-        gpumem_context_release(c[d]);
-    }
-    return rc;
-}
-
 static void machine(bench *b)
 {
     const char *backend = "?";
@@ -1076,7 +988,7 @@ int cmd_bench(int argc, char **argv)
     gpumem_context_get_device(b.ctx, &dev);
     driver_open(dev);
     machine(&b);
-    int rc = peer    ? bench_peer(&b)
+    int rc = peer    ? bench_peer(&b.io, b.ctx, b.quick, b.reps)
              : rows  ? bench_rows(&b)
              : alloc ? bench_alloc(&b.io, b.ctx, b.quick)
                      : bench_host(&b.io, b.ctx, b.quick, b.reps, &b.ceiling[0], &b.ceiling[1]) ||

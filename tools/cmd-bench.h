@@ -44,6 +44,12 @@ int bench_host(bench_io *io, gpumem_context *ctx, int quick, int reps, double *h
 int bench_concurrent(bench_io *io, gpumem_context *ctx, int quick, int reps, double h2d_ceiling,
                      double d2h_ceiling);
 
+/* Copies between devices 0 and 1 (cmd-bench-peer.c): group "peer", with
+ * peer access against cuMemcpyPeer and a plain peer-access kernel, and
+ * staged against pinned D2H and H2D; targets as notes.  0 on success, 1
+ * for fewer than two devices or a library failure. */
+int bench_peer(bench_io *io, gpumem_context *ctx, int quick, int reps);
+
 /* Whether st is an out-of-memory status (device or host): such a case is
  * skipped with a note, not failed. */
 int bench_oom(gpumem_status st);

@@ -414,7 +414,8 @@ GPUMEM_API gpumem_status gpumem_array_release_n(size_t count, gpumem_array *cons
  *   event its stream waits for), whether memory comes from the driver or
  *   from a pool (gpumem_context_set_pool()).  The cache holds a few buffers
  *   of at most two scratch chunks each, and is freed by
- *   gpumem_clear_context_caches() and at the context's final release;
+ *   gpumem_clear_context_caches() and at the context's final release
+ *   (buffers of a pool go back to it when it is destroyed);
  * - a copy into a strided host destination that is not pageable (pinned,
  *   mapped, managed) waits for its stream, since the CPU unpacks the data
  *   once it has arrived; overlapping device views go through a temporary

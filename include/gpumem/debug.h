@@ -86,13 +86,16 @@ typedef enum gpumem_copy_path {
      *  (the driver could not load them) or the device has no room for their
      *  scratch, and no one operation does it. */
     GPUMEM_COPY_PATH_DMA_LOOP = 8,
-    /** Between two devices, through peer access: one cuMemcpyPeer, with the
-     *  strided sides packed and unpacked on their own devices (gpumem/peer.h).
+    /** Between two devices, through peer access: one cuMemcpyPeer of two
+     *  arrays dense alike, else kernels that read or write the other
+     *  device's memory through the peer mapping (a strided destination
+     *  unpacked on its own device, chunk by chunk) (gpumem/peer.h).
      *  Added in GPUMEM_1.1. */
     GPUMEM_COPY_PATH_PEER = 9,
     /** Between two devices without peer access (none, or switched off):
-     *  through pinned host memory in chunks, strided sides packed and
-     *  unpacked on their own devices (gpumem/peer.h).  Added in GPUMEM_1.1. */
+     *  through the staging engine's pinned slots, strided sides packed and
+     *  unpacked on their own devices chunk by chunk (gpumem/peer.h).  Added
+     *  in GPUMEM_1.1. */
     GPUMEM_COPY_PATH_PEER_STAGED = 10
 } gpumem_copy_path;
 

@@ -22,35 +22,55 @@
  *
  * @par Copies between devices
  * gpumem_array_copy() between device arrays of two devices moves one dense
- * run of bytes between them.  A strided source is packed on its own device
- * into scratch, and a strided destination is unpacked on its own device, so
- * any two views work (negative strides, transposes); this goes chunk by
- * chunk through at most `GPUMEM_COPY_SCRATCH_CHUNK` bytes (4 MiB) of
- * scratch on each device (as in gpumem_array_copy()), or, when a device
- * cannot load the pack kernels or has no room for that scratch, through
- * temporaries as large as the copy.  The run
- * crosses by one cuMemcpyPeer when peer access is on for the pair (path
- * ::GPUMEM_COPY_PATH_PEER; the library enables it both ways the first time
- * and remembers it), else through pinned host memory in chunks
- * (::GPUMEM_COPY_PATH_PEER_STAGED).  Peer access is on when the devices can
+ * run of bytes between them, laid out like the destination when it is
+ * dense, else like the source when it is, else contiguously in the
+ * destination's axis order; any two views work (negative strides,
+ * transposes).  Peer access is on when the devices can
  * (gpumem_peer_can_access()) and neither the environment variable
- * @c GPUMEM_PEER=0 nor gpumem_peer_set_enabled(0) switched it off.
+ * @c GPUMEM_PEER=0 nor gpumem_peer_set_enabled(0) switched it off; the
+ * library enables it both ways the first time and remembers it.  With peer
+ * access (path ::GPUMEM_COPY_PATH_PEER):
+ *  - two arrays that share one dense layout: one cuMemcpyPeer;
+ *  - a strided source into a destination with the run's layout: one pack
+ *    kernel on the source's device gathers the source and writes the
+ *    destination through the peer mapping, in one pass over the link;
+ *  - a strided destination: chunk by chunk through two buffers of at most
+ *    `GPUMEM_COPY_SCRATCH_CHUNK` bytes (4 MiB) of scratch on the
+ *    destination's device, which the source's device fills (its pack kernel
+ *    writing through the peer mapping, or one peer copy of a dense source)
+ *    on two streams while the destination's device unpacks the other
+ *    buffer.
+ * Without peer access (::GPUMEM_COPY_PATH_PEER_STAGED) the run goes
+ * through the staging engine's pinned slots (gpumem/staging.h: its chunk
+ * size and depth), the download of one slot overlapping the upload of
+ * another on each device's stream; the slots are those of a worker on the
+ * source device's NUMA node where the machine says which it is (the node
+ * between the two devices when they share one).  A strided source is
+ * packed chunk by chunk into one scratch buffer on its device before its
+ * chunk goes down, a strided destination unpacked from one on its device
+ * after its chunk came up.  When a device cannot load the pack kernels, or
+ * has no room for the scratch a way needs, the copy goes through
+ * temporaries as large as the copy on each strided side's device.
  *
  * @par Ordering
  * Only the peer copy of two arrays that share one dense layout is queued on
  * the caller's stream (and with a NULL stream, complete on return).  Every
  * other cross-device copy first waits for the caller's stream, runs on both
- * devices' legacy default streams and is complete when the call returns.
- * Work queued on the other device's streams is not waited for: order it
+ * devices' legacy default streams (a kernel writing the destination's
+ * memory from the source's device starts once the destination device's
+ * legacy stream is idle) and is complete when the call returns.  Work
+ * queued on the other device's other streams is not waited for: order it
  * yourself before the copy, with gpumem_context_synchronize() or an event
  * (gpumem_event_record() behind that work, gpumem_stream_wait_event() on
  * the copy's stream; gpumem/event.h).
  *
  * @par Failures
- * A failing cross-device copy returns the driver's error.  As for the
- * staging engine's uploads, a staged copy straight into a dense destination
- * writes it chunk by chunk, so one that fails part-way may have written a
- * part of it; every other path writes the destination once, last.
+ * A failing cross-device copy returns the driver's error, and a staged one
+ * a bad staging setting's error (::GPUMEM_ERROR_INVALID_ENVIRONMENT).  A
+ * copy in several chunks (or staged pieces) writes the destination chunk
+ * by chunk, so one that fails part-way may have written a part of it;
+ * every other copy writes the destination once, last; the destination's
+ * gaps are never written.
  */
 #ifndef GPUMEM_PEER_H
 #define GPUMEM_PEER_H

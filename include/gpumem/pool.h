@@ -74,7 +74,12 @@
  * A pool holds a reference to its context.  gpumem_pool_destroy() gives
  * back every held block at once; allocations that are still live stay
  * valid, and their frees go straight to the driver.  The pool's memory goes
- * when the last of them is freed.  The pool handle itself is dead after
+ * when the last of them is freed, and with it the pool's reference to its
+ * context.  Blocks that the library itself keeps for reuse (the copy
+ * engine's device scratch of a context whose pool it was, gpumem/array.h)
+ * are given back by gpumem_pool_destroy() or, when a copy is using one,
+ * when that copy ends: they never keep a destroyed pool, or its context,
+ * alive.  The pool handle itself is dead after
  * gpumem_pool_destroy(): every function given it afterwards, a second
  * destroy included, returns ::GPUMEM_ERROR_INVALID_STATE, and so does an
  * allocation of a context whose pool (gpumem_context_set_pool()) it was:
@@ -237,7 +242,8 @@ struct gpumem_pool_stats {
 GPUMEM_API gpumem_status gpumem_pool_create(gpumem_context *ctx, unsigned flags, gpumem_pool **pool);
 
 /**
- * Gives back every held block and ends the handle.  Allocations still live
+ * Gives back every held block, and the blocks of the pool that the library
+ * kept for reuse (copy scratch), and ends the handle.  Allocations still live
  * stay valid; freeing them later gives their blocks to the driver, and the
  * last one ends the pool (see Lifetime above).  NULL is a no-op.  The status
  * is the first failure of giving blocks back; the pool is destroyed either

@@ -16,7 +16,13 @@
  *    threads pack the host elements straight into the pinned slots, or
  *    unpack them out of the slots, in the same pass as the transfer; when
  *    the device side is strided too, the slots move a packed run into
- *    device memory that the pack kernels unpack (or the other way).
+ *    device memory that the pack kernels unpack (or the other way);
+ *  - a copy between device arrays of two devices without peer access
+ *    (::GPUMEM_COPY_PATH_PEER_STAGED, gpumem/peer.h): one thread moves it
+ *    through one lane's slots (a worker's of the source device's node, or
+ *    the caller's), each slot downloaded from the source's device and
+ *    uploaded to the destination's, one slot's download overlapping
+ *    another's upload, ordered by events on the two devices' streams.
  * Smaller contiguous transfers, and transfers of a contiguous page-locked
  * host side, are one driver call.
  *
