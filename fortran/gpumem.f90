@@ -278,6 +278,8 @@ module gpumem
   ! gpumem/event.h
   integer(c_int), parameter :: GPUMEM_EVENT_BLOCKING_SYNC = 1
   integer(c_int), parameter :: GPUMEM_EVENT_DISABLE_TIMING = 2
+  ! gpumem/trace.h
+  integer(c_int), parameter :: GPUMEM_TRACE_CALL_SITES = 1
 
   !> GPUMEM_SLICE_DEFAULT, an omitted slice bound (INT64_MIN).
   integer(c_int64_t), parameter :: GPUMEM_SLICE_DEFAULT = ibset(0_c_int64_t, 63)
@@ -942,6 +944,36 @@ module gpumem
       import
       integer(c_int), intent(out) :: enabled
       integer(c_int) :: gpumem_peer_enabled
+    end function
+    ! ---- gpumem/trace.h: names end in c_null_char (gpumem_f_cstr)
+    function gpumem_trace_start(path, flags) &
+        bind(c, name='gpumem_trace_start')
+      import
+      character(kind=c_char), intent(in) :: path(*)
+      integer(c_int), value :: flags
+      integer(c_int) :: gpumem_trace_start
+    end function
+    function gpumem_trace_stop() &
+        bind(c, name='gpumem_trace_stop')
+      import
+      integer(c_int) :: gpumem_trace_stop
+    end function
+    function gpumem_trace_mark(name) &
+        bind(c, name='gpumem_trace_mark')
+      import
+      character(kind=c_char), intent(in) :: name(*)
+      integer(c_int) :: gpumem_trace_mark
+    end function
+    function gpumem_trace_push(name) &
+        bind(c, name='gpumem_trace_push')
+      import
+      character(kind=c_char), intent(in) :: name(*)
+      integer(c_int) :: gpumem_trace_push
+    end function
+    function gpumem_trace_pop() &
+        bind(c, name='gpumem_trace_pop')
+      import
+      integer(c_int) :: gpumem_trace_pop
     end function
     ! ---- gpumem/staging.h
     function gpumem_staging_get(settings) &

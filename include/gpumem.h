@@ -28,5 +28,6 @@
 #include <gpumem/testing.h>
 #include <gpumem/staging.h>
 #include <gpumem/peer.h>
+#include <gpumem/trace.h>
 
 #endif /* GPUMEM_H */

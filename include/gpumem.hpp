@@ -1034,6 +1034,45 @@ private:
     bool ended_ = false;
 };
 
+/* ---- the memory trace (gpumem/trace.h) --------------------------------------------------- */
+
+/** gpumem_trace_start(): records a trace into @p path. @param path the file. @param flags 0 or
+ * GPUMEM_TRACE_CALL_SITES. */
+inline void trace_start(const std::string &path, unsigned flags = 0)
+{
+    check("gpumem::trace_start", gpumem_trace_start(path.c_str(), flags));
+}
+
+/** gpumem_trace_stop(): ends the trace that records, and writes the rest of it. */
+inline void trace_stop() { check("gpumem::trace_stop", gpumem_trace_stop()); }
+
+/** gpumem_trace_mark(): a marker on the calling thread's timeline ("time step 12"). @param name its text. */
+inline void trace_mark(const std::string &name) { check("gpumem::trace_mark", gpumem_trace_mark(name.c_str())); }
+
+/**
+ * A named region of the calling thread's timeline as a scope guard: the
+ * constructor opens it (gpumem_trace_push), the destructor closes it
+ * (gpumem_trace_pop).  Regions nest; the events are recorded only while a
+ * trace records, and cost one load otherwise.
+ * @code
+ * {
+ *     gpumem::trace_region r("solver");
+ *     ... // allocations and copies here are drawn inside "solver"
+ * }
+ * @endcode
+ */
+class trace_region {
+public:
+    /** Opens the region. @param name its name. */
+    explicit trace_region(const std::string &name)
+    {
+        check("gpumem::trace_region::trace_region", gpumem_trace_push(name.c_str()));
+    }
+    trace_region(const trace_region &) = delete;
+    trace_region &operator=(const trace_region &) = delete;
+    ~trace_region() { gpumem_trace_pop(); }
+};
+
 /* ---- arrays ------------------------------------------------------------------------------ */
 
 /** An N-dimensional array (gpumem/array.h); copy = gpumem_array_retain.  A view keeps its base alive. */

@@ -20,6 +20,20 @@
 #include "memstats.h"
 #include "pool.h"
 #include "stream.h"
+#include "trace.h"
+
+/* The memory kind a trace event names (a gpumem_memory_kind): flags are
+ * cuMemHostAlloc's, or a host pool's (pool). */
+static int trace_kind(gm_mem mem, gm_pool_kind pool_kind, unsigned flags, gm_pool *pool)
+{
+    if (mem == GM_MEM_DEVICE || (mem != GM_MEM_MANAGED && mem != GM_MEM_LOCKED && pool_kind == GM_POOL_DEVICE))
+        return GPUMEM_MEMORY_DEVICE;
+    if (mem == GM_MEM_MANAGED)
+        return GPUMEM_MEMORY_MANAGED;
+    if (pool != NULL)
+        flags = gm_pool_core_alloc_flags(pool);
+    return flags & GM_CU_MEMHOSTALLOC_DEVICEMAP ? GPUMEM_MEMORY_MAPPED : GPUMEM_MEMORY_PINNED;
+}
 
 /* ---- the out-of-memory ladder ----------------------------------------------------- */
 
@@ -119,6 +133,8 @@ static int ladder(attempt *a, gpumem_status *st)
             gm_pool_core_count_retry(a->pool);
         *st = GPUMEM_OK;
         rc = try_once(a, st);
+        GM_TRACE(gm_trace_ladder(a->ctx, a->ctx->device, trace_kind(a->mem, a->kind, a->flags, a->pool), a->pool,
+                                 a->bytes, a->oom.released_bytes + a->oom.flushed_bytes, a->oom.released_blocks + a->oom.flushed_frees, rc == 0));
     } else {
         *st = rst;
     }
@@ -208,7 +224,9 @@ static gpumem_status alloc_driver(gpumem_context *ctx, gm_mem mem, size_t bytes,
         return st;
     if (rc == GM_CUDA_ERROR_OUT_OF_MEMORY) {
         *out = (gm_block){0};
-        return spare ? spare_oom(&a) : gm_mem_oom_error(ctx, &a.oom);
+        st = spare ? spare_oom(&a) : gm_mem_oom_error(ctx, &a.oom);
+        GM_TRACE(gm_trace_oom(ctx, ctx->device, trace_kind(mem, 0, flags, NULL), NULL, bytes, st, gm_error_message()));
+        return st;
     }
     if (rc != 0) {
         char where[240];
@@ -237,6 +255,7 @@ static gpumem_status alloc_driver(gpumem_context *ctx, gm_mem mem, size_t bytes,
     }
     gm_memstats_live(ctx, gm_memkind_of(kind), bytes, +1);
     gm_memstats_sample(ctx);
+    GM_TRACE(gm_trace_alloc(ctx, ctx->device, NULL, trace_kind(mem, 0, flags, NULL), NULL, bytes, out->addr));
     return GPUMEM_OK;
 }
 
@@ -262,6 +281,8 @@ static gpumem_status alloc_pool(gpumem_context *ctx, gm_pool *pool, gm_pool_kind
         int rc = after_oom(&a, &st);
         if (rc == GM_CUDA_ERROR_OUT_OF_MEMORY)
             st = spare ? spare_oom(&a) : gm_mem_oom_error(ctx, &a.oom);
+        GM_TRACE_IF(rc == GM_CUDA_ERROR_OUT_OF_MEMORY, gm_trace_oom(ctx, ctx->device, trace_kind(GM_MEM_POOL, kind, 0,
+                    pool), pool, bytes, st, gm_error_message()));
         if (rc != 0) {
             *out = (gm_block){0};
             return st;
@@ -271,6 +292,8 @@ static gpumem_status alloc_pool(gpumem_context *ctx, gm_pool *pool, gm_pool_kind
     out->mem = GM_MEM_POOL;
     out->stream = gm_stream_hold(stream);
     out->pool_ctx = gm_pool_core_holds_context(pool) ? gm_pool_core_context(pool) : NULL;
+    GM_TRACE_IF(bytes != 0, gm_trace_alloc(ctx, ctx->device, stream, trace_kind(GM_MEM_POOL, kind, 0, pool), pool,
+                                           bytes, out->addr));
     return GPUMEM_OK;
 }
 
@@ -321,6 +344,9 @@ gpumem_status gm_alloc_host_pool(gpumem_host_pool *pool, size_t bytes, const cha
 gpumem_status gm_alloc_free(gpumem_context *ctx, gm_block *b, const char *what)
 {
     gpumem_status st = GPUMEM_OK;
+    if (b->mem != GM_MEM_POOL) /* a pool block's free is recorded by its pool (gm_pool_release) */
+        GM_TRACE_IF(b->mem != GM_MEM_NONE,
+                    gm_trace_free(ctx, ctx->device, NULL, GM_TRACE_KIND_UNKNOWN, NULL, b->bytes, b->addr));
     switch (b->mem) {
     case GM_MEM_NONE:
         break;

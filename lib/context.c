@@ -17,6 +17,7 @@
 #include "env.h"
 #include "error.h"
 #include "stream.h"
+#include "trace.h"
 
 /* ---- devices ------------------------------------------------------------------ */
 
@@ -228,6 +229,8 @@ static gpumem_status context_new(int device, gpumem_selection rule, const char *
         return gm_error(GPUMEM_ERROR_INTERNAL, "%s: the library was linked without its wiring (lib/wiring.c), "
                         "which a context needs", what);
     gpumem_status st = check_device(device, what);
+    if (st == GPUMEM_OK)
+        st = gm_trace_env_start(what); /* GPUMEM_TRACE: the first context starts the trace */
     if (st != GPUMEM_OK)
         return st;
     gpumem_context *ctx = gm_handle_new_zeroed(GM_HANDLE_CONTEXT, sizeof *ctx);

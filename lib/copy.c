@@ -17,6 +17,7 @@
 #include "error.h"
 #include "gpumem/dtype.h"
 #include "stream.h"
+#include "trace.h"
 
 static bool same_shape(const gpumem_array *a, const gpumem_array *b)
 {
@@ -96,6 +97,22 @@ static gpumem_status check_copy(const char *what, gpumem_array *dst, const gpume
     return GPUMEM_OK;
 }
 
+/* The trace's event of a copy that started at t0 (lib/trace.h). */
+static void trace_copy(uint64_t t0, const gpumem_array *dst, const gpumem_array *src, gpumem_stream *stream,
+                       gpumem_context *ctx)
+{
+    gpumem_copy_path path = GPUMEM_COPY_PATH_NONE;
+    gpumem_debug_last_copy_path(&path);
+    bool sd = gm_array_on_device(src), dd = gm_array_on_device(dst);
+    int dir = sd && dd ? (src->ctx->device != dst->ctx->device ? GM_TRACE_PEER : GM_TRACE_D2D)
+              : sd     ? GM_TRACE_D2H
+              : dd     ? GM_TRACE_H2D
+                       : GM_TRACE_H2H;
+    gm_trace_copy(t0, ctx, sd ? src->ctx->device : dd ? dst->ctx->device : -1,
+                  dir == GM_TRACE_PEER ? dst->ctx->device : -1, stream, src->kind, dst->kind, dir,
+                  (uint64_t)gm_array_size(dst) * dst->itemsize, gpumem_copy_path_name(path));
+}
+
 static gpumem_status array_copy(const char *what, gpumem_array *dst, const gpumem_array *src,
                                 gpumem_stream *stream)
 {
@@ -104,7 +121,10 @@ static gpumem_status array_copy(const char *what, gpumem_array *dst, const gpume
     if (st != GPUMEM_OK)
         return st;
     /* every copy, empty or between devices, is decided and reported alike */
-    return gm_copy_run(what, dst, src, stream, ctx);
+    uint64_t t0 = GM_TRACE_TICKS();
+    st = gm_copy_run(what, dst, src, stream, ctx);
+    GM_TRACE_IF(st == GPUMEM_OK && gm_array_size(dst) != 0, trace_copy(t0, dst, src, stream, ctx));
+    return st;
 }
 
 GPUMEM_API gpumem_status gpumem_array_copy(gpumem_array *dst, const gpumem_array *src, gpumem_stream *stream)

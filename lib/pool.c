@@ -21,6 +21,7 @@
 #include "memstats.h"
 #include "pool.h"
 #include "stream.h"
+#include "trace.h"
 #include "workers.h"
 
 /* ---- records and handles ------------------------------------------------------------ */
@@ -988,7 +989,11 @@ gpumem_status gm_pool_core_free_held(gm_pool *p, bool stop, const char *what)
 {
     if (stop)
         atomic_store(&p->holding, false);
-    return release_all(p, what, NULL, NULL);
+    uint64_t blocks = 0, bytes = 0;
+    gpumem_status st = release_all(p, what, &blocks, &bytes);
+    GM_TRACE(gm_trace_trim(p->ctx, p->ctx->device,
+                           p->kind == GM_POOL_DEVICE ? GPUMEM_MEMORY_DEVICE : GPUMEM_MEMORY_PINNED, p, bytes, blocks));
+    return st;
 }
 
 /* ---- allocation ---- */
@@ -1270,6 +1275,7 @@ gpumem_status gm_pool_release(gpumem_allocation *a, gpumem_stream *stream, const
     }
     if (r->cls == REC_EMPTY)
         return empty_free(p, r);
+    GM_TRACE(gm_trace_free(p->ctx, p->ctx->device, stream, GM_TRACE_KIND_UNKNOWN, p, r->requested, r->addr));
     if (!atomic_load_explicit(&p->holding, memory_order_relaxed))
         return free_direct(p, r, stream, what);
     if (stream != NULL) {

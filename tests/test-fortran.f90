@@ -27,7 +27,7 @@ program test_fortran
   use gpumem
   use test_fortran_oom
   implicit none
-  integer, parameter :: planned = 73
+  integer, parameter :: planned = 78
   integer :: n_run = 0, n_failed = 0
   type(c_ptr) :: ctx, d, h, v, s, pool, dt, hp, a
   integer(c_int) :: st, st2, nd, flag, order
@@ -437,6 +437,21 @@ program test_fortran
   sl = gpumem_f_section(4, 1, -1)
   call ok(sl%start == 3 .and. sl%stop == GPUMEM_SLICE_DEFAULT .and. sl%step == -1, &
       'gpumem_f_section(4, 1, -1) runs down to the first element')
+
+  ! ---- the trace's markers and regions ----
+  st = gpumem_trace_mark(gpumem_f_cstr('no trace records'))
+  call ok(st == GPUMEM_OK, 'gpumem_trace_mark without a trace does nothing')
+  st = gpumem_trace_push(gpumem_f_cstr('solver'))
+  st2 = gpumem_trace_pop()
+  call ok(st == GPUMEM_OK .and. st2 == GPUMEM_OK, 'gpumem_trace_push and gpumem_trace_pop')
+  st = gpumem_trace_pop()
+  call ok(st == GPUMEM_ERROR_INVALID_STATE, 'gpumem_trace_pop with no region open')
+  st = gpumem_trace_start(gpumem_f_cstr('/nonexistent-gpumem-dir/f.gmt'), GPUMEM_TRACE_CALL_SITES)
+  msg = gpumem_f_last_error()
+  call ok(st == GPUMEM_ERROR_INVALID_VALUE .and. index(msg, '/nonexistent-gpumem-dir/f.gmt') > 0, &
+      'gpumem_trace_start of a file that cannot be made names it')
+  st = gpumem_trace_stop()
+  call ok(st == GPUMEM_ERROR_INVALID_STATE, 'gpumem_trace_stop with no trace')
 
   st = gpumem_context_release(ctx)
   call ok(st == GPUMEM_OK, 'gpumem_context_release')

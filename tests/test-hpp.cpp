@@ -10,6 +10,8 @@
 #include <gpumem.hpp>
 
 #include <array>
+#include <cstdio>
+#include <cstdlib>
 #include <cstdint>
 #include <memory_resource>
 #include <numeric>
@@ -18,6 +20,8 @@
 #include <vector>
 
 #include "tap.h"
+
+#include <unistd.h>
 
 namespace {
 
@@ -56,7 +60,7 @@ int main()
             plan_skip_all(why);
         bail_out("%s", why);
     }
-    plan(82);
+    plan(85);
     gpumem::context ctx = gpumem::context::adopt(raw); /* takes over gpumem_test_context's reference */
 
     /* ---- copy = retain, move, destructor = release ---- */
@@ -257,6 +261,36 @@ int main()
         gpumem_context_pending_deallocations(ctx.get(), &pending, nullptr);
         is_int((long long)pending, 0, "the guard's end flushed it");
         ctx.set_dealloc_limits(10, 0.2);
+    }
+
+    /* ---- the trace: start, a region as a scope guard, a marker, stop ---- */
+    {
+        std::string path = std::string(std::getenv("TMPDIR") != nullptr && *std::getenv("TMPDIR") ? std::getenv("TMPDIR")
+                                                                                                  : "/tmp") +
+                           "/test-hpp-" + std::to_string((long)getpid()) + ".gmt";
+        gpumem::trace_start(path);
+        {
+            gpumem::trace_region outer("cxx-outer");
+            gpumem::trace_region inner("cxx-inner");
+            gpumem::trace_mark("cxx-marker");
+        }
+        gpumem_status popped = gpumem_trace_pop();
+        gpumem::trace_stop();
+        is_int(popped, GPUMEM_ERROR_INVALID_STATE, "trace_region's destructors closed both regions");
+        std::FILE *f = std::fopen(path.c_str(), "rb");
+        std::string bytes;
+        char buf[4096];
+        std::size_t n;
+        while (f != nullptr && (n = std::fread(buf, 1, sizeof buf, f)) > 0)
+            bytes.append(buf, n);
+        if (f != nullptr)
+            std::fclose(f);
+        std::remove(path.c_str());
+        ok(bytes.compare(0, 8, "GPUMEMTR") == 0 && bytes.find("cxx-outer") != std::string::npos &&
+               bytes.find("cxx-inner") != std::string::npos && bytes.find("cxx-marker") != std::string::npos,
+           "the trace file holds the regions' and the marker's names");
+        throws([] { gpumem::trace_stop(); }, GPUMEM_ERROR_INVALID_STATE, "no trace is recording",
+               "trace_stop without a trace", "gpumem::trace_stop");
     }
 
     /* ---- pools ---- */

@@ -3,7 +3,8 @@
  * allocate+free pair (per thread) and the total rate, at 1, 2, 4 and 8
  * threads, for
  *   - a device pool (gpumem_pool_allocate + gpumem_allocation_free);
- *   - arrays on the context's pool (gpumem_device_array + release);
+ *   - arrays on the context's pool (gpumem_device_array + release), also
+ *     while a trace records (gpumem_trace_start into a temporary file);
  *   - a page-locked pool (gpumem_host_pool_allocate_bytes + free);
  *   - memoize hits (one call, not a pair);
  *   - the driver's own allocators as the baseline: cuMemAlloc + cuMemFree
@@ -22,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <gpumem.h>
 
@@ -70,7 +72,7 @@ static void driver_open(int device)
     /* the primary context stays retained: the library holds it as well */
 }
 
-typedef enum { POOL, ARRAY, HOST_POOL, MEMO, DRIVER, DRIVER_ASYNC } kind;
+typedef enum { POOL, ARRAY, HOST_POOL, MEMO, DRIVER, DRIVER_ASYNC, ARRAY_TRACED } kind;
 
 static const struct {
     const char *name;
@@ -78,6 +80,7 @@ static const struct {
 } cases[] = {
     {"pool 4 KiB", POOL},
     {"array 4 KiB on the context's pool", ARRAY},
+    {"array 4 KiB on the context's pool, traced", ARRAY_TRACED}, /* a gpumem_trace_start trace records */
     {"page-locked pool 4 KiB", HOST_POOL},
     {"memoize hit", MEMO},
     {"cuMemAlloc+cuMemFree 4 KiB", DRIVER},
@@ -149,7 +152,8 @@ static int pair(worker *w)
     case HOST_POOL:
         return gpumem_host_pool_allocate_bytes(w->host_pool, BLOCK, &a) != GPUMEM_OK ||
                gpumem_allocation_free(a, NULL) != GPUMEM_OK;
-    case ARRAY: {
+    case ARRAY:
+    case ARRAY_TRACED: {
         int64_t n = BLOCK;
         gpumem_array *arr = NULL;
         return gpumem_device_array(w->ctx, 1, &n, NULL, gpumem_dtype_builtin(GPUMEM_UINT8), 'C', NULL, &arr) !=
@@ -200,6 +204,25 @@ static void *run(void *arg)
     return NULL;
 }
 
+/* A trace recording into a new temporary file, named in path; or, when one
+ * records already (GPUMEM_TRACE), that one, and path empty. */
+static int trace_begin(char *path, size_t size)
+{
+    const char *dir = getenv("TMPDIR") != NULL && getenv("TMPDIR")[0] ? getenv("TMPDIR") : "/tmp";
+    snprintf(path, size, "%s/gpumem-bench-XXXXXX", dir);
+    int fd = mkstemp(path);
+    if (fd < 0)
+        return 1;
+    close(fd);
+    gpumem_status st = gpumem_trace_start(path, 0);
+    if (st != GPUMEM_OK) {
+        unlink(path);
+        path[0] = '\0';
+        return st != GPUMEM_ERROR_INVALID_STATE;
+    }
+    return 0;
+}
+
 /* One case on `threads` threads: its row.  0 on success. */
 static int measure(bench_io *io, gpumem_context *ctx, int c, int threads, double seconds)
 {
@@ -208,11 +231,16 @@ static int measure(bench_io *io, gpumem_context *ctx, int c, int threads, double
     gate g = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0};
     gpumem_pool *pool = NULL;
     gpumem_host_pool *host_pool = NULL;
-    kind k = cases[c].k;
+    kind k = cases[c].k == ARRAY_TRACED ? ARRAY : cases[c].k;
+    char trace[64] = "";
     if ((k == POOL || k == ARRAY) && gpumem_pool_create(ctx, 0, &pool) != GPUMEM_OK)
         return 1;
     if (k == HOST_POOL && gpumem_host_pool_create(ctx, 0, &host_pool) != GPUMEM_OK)
         return 1;
+    if (cases[c].k == ARRAY_TRACED && trace_begin(trace, sizeof trace) != 0) {
+        gpumem_pool_destroy(pool);
+        return 1;
+    }
     if (k == ARRAY)
         gpumem_context_set_pool(ctx, pool);
     int started = 0;
@@ -236,6 +264,8 @@ static int measure(bench_io *io, gpumem_context *ctx, int c, int threads, double
     }
     if (k == ARRAY)
         gpumem_context_set_pool(ctx, NULL);
+    if (trace[0] && (gpumem_trace_stop() != GPUMEM_OK || unlink(trace) != 0))
+        bad = 1;
     gpumem_pool_destroy(pool);
     gpumem_host_pool_destroy(host_pool);
     if (bad)

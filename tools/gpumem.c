@@ -24,6 +24,7 @@
 
 int cmd_occupancy(int argc, char **argv); /* cmd-occupancy.c */
 int cmd_bench(int argc, char **argv);            /* cmd-bench.c */
+int cmd_trace(int argc, char **argv);            /* trace.c */
 
 static void usage(FILE *out)
 {
@@ -47,6 +48,9 @@ static void usage(FILE *out)
           "                  call; --rows: 2-D copy bandwidth against row width; --alloc:\n"
           "                  the allocation rows alone; --peer: device 0 to 1 and back,\n"
           "                  peer and staged, against cuMemcpyPeer (bench --help: more)\n"
+          "  trace summary|plot|export|replay FILE ...\n"
+          "                  read a memory trace (GPUMEM_TRACE=FILE): summary, timeline\n"
+          "                  picture, Chrome Trace Event export, replay (gpumem trace --help)\n"
           "\n"
           "Options:\n"
           "  -h, --help      show this help and exit\n"
@@ -387,6 +391,8 @@ int main(int argc, char **argv)
         return cmd_occupancy(argc - 1, argv + 1);
     if (strcmp(cmd, "bench") == 0)
         return cmd_bench(argc - 1, argv + 1);
+    if (strcmp(cmd, "trace") == 0)
+        return cmd_trace(argc - 1, argv + 1);
     if (strcmp(cmd, "info") == 0) {
         int json = 0, memory = 0;
         for (int i = 2; i < argc; i++) {

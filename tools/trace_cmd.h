@@ -1,0 +1,56 @@
+/*
+ * trace_cmd.h - gpumem trace (trace.c: summary, export, replay; trace_plot.c:
+ * plot), and the model of a trace's allocations they share.
+ */
+#ifndef GPUMEM_TOOLS_TRACE_CMD_H
+#define GPUMEM_TOOLS_TRACE_CMD_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "trace_read.h"
+
+#define TM_LIVE UINT64_MAX
+
+/* An allocation of the trace, from its alloc event to its free (t1
+ * TM_LIVE: never freed within the trace). */
+typedef struct tm_alloc {
+    uint64_t t0, t1, bytes, addr, stream;
+    uint32_t stack, thread, pool; /* pool: a number from 1 (tm_model.pools), 0 the driver */
+    int32_t device;
+    uint8_t kind;
+    size_t ev;                    /* its alloc event */
+} tm_alloc;
+
+typedef struct tm_pool {
+    uint64_t id; /* the trace's identity */
+    uint8_t kind;
+    int32_t device;
+} tm_pool;
+
+typedef struct tm_model {
+    tm_alloc *a;
+    size_t na;
+    tm_pool *pools; /* pools[n - 1] is pool n, in order of first use */
+    size_t npools;
+    int64_t *delta;  /* per event: bytes in use it adds (alloc) or takes (free) */
+    int32_t *which;  /* per event: its allocation (tm_model.a), or -1 */
+    uint64_t unmatched_frees; /* frees of memory allocated before the trace started */
+} tm_model;
+
+/* 0, or -1 without memory. */
+int tm_build(const tr_trace *t, tm_model *m);
+void tm_free(tm_model *m);
+
+/* "12.5 MiB", "512 B" */
+const char *tm_bytes(uint64_t b, char *buf, size_t size);
+/* The name of a pool number: "driver", "pool 3". */
+const char *tm_pool_name(uint32_t pool, char *buf, size_t size);
+
+/* gpumem trace plot (trace_plot.c): 0, 1 on failure (message on stderr). */
+int trace_plot(const tr_trace *t, const char *file, const char *out, int by_pool);
+
+/* gpumem trace: the command (trace.c). */
+int cmd_trace(int argc, char **argv);
+
+#endif /* GPUMEM_TOOLS_TRACE_CMD_H */
