@@ -41,7 +41,7 @@ static bool printable(uint32_t cp)
  * they are, as the reader took them. */
 static size_t utf8_decode(const unsigned char *s, uint32_t *cp)
 {
-    size_t n = s[0] >= 0xf0 && s[0] < 0xf5 ? 4 : s[0] >= 0xe0 ? 3 : s[0] >= 0xc2 && s[0] < 0xe0 ? 2 : 0;
+    size_t n = s[0] >= 0xf5 ? 0 : s[0] >= 0xf0 ? 4 : s[0] >= 0xe0 ? 3 : s[0] >= 0xc2 ? 2 : 0;
     if (n == 0)
         return 0;
     uint32_t v = s[0] & (0x7fu >> n);

@@ -655,6 +655,10 @@ static void test_descr_parse(void)
         {"x\xe2\x80\xa9'", "[(\x22x\x5cu2029'\x22, '<f4')]"},        /* An encoded surrogate is no character: its bytes stay as they are
          * (the reader refuses the escape \udbad); the fuzzer found it. */
         {"\xed\xae\xad", "[('\xed\xae\xad', '<f4')]"},
+        /* A byte F5..FF starts no sequence: it and what follows stay bytes
+         * (once read as the start of three, \uf28a; the fuzzer found it). */
+        {"\xff\x8a\x8a", "[('\xff\x8a\x8a', '<f4')]"},
+        {"\xf5\x80\x80\x80", "[('\xf5\x80\x80\x80', '<f4')]"},
     };
     for (size_t i = 0; i < sizeof unprintable / sizeof unprintable[0]; i++) {
         gpumem_field f = {unprintable[i].name, gpumem_dtype_builtin(GPUMEM_FLOAT32), -1, 0, NULL};
