@@ -148,10 +148,13 @@ typedef struct tbuf {
     struct tbuf *next, *prev; /* in the registry (reg_mu) */
 } tbuf;
 
-/* initial-exec: one load from the thread pointer, where the default model
- * of a shared library calls __tls_get_addr (the hot path's largest cost
- * after the clock). */
-static _Thread_local tbuf *my_tb __attribute__((tls_model("initial-exec")));
+/* The default TLS model (a __tls_get_addr call per record while tracing is
+ * on): initial-exec would be one load, but it puts the library's whole TLS
+ * block in glibc's static TLS, and a libgpumem opened with dlopen after
+ * other libraries took that space fails to load ("cannot allocate memory
+ * in static TLS block": Python with PyTorch on an H200, 2026-11-25).
+ * tests/test-symbols.sh checks that the library asks for no static TLS. */
+static _Thread_local tbuf *my_tb;
 static _Thread_local int region_depth;
 static pthread_key_t tb_key; /* its destructor hands an exiting thread's chunk over */
 
