@@ -28,11 +28,13 @@
  *     - with peer access, a strided source into a destination that has it:
  *       one pack kernel on the source's device gathers the source and
  *       writes the destination through the peer mapping (GM_PEER_KERNEL,
- *       no scratch);
- *     - with peer access, a strided destination: chunk by chunk through two
- *       scratch buffers on the destination's device, which the source's
- *       device fills (its pack kernel writing through the peer mapping, or
- *       a peer copy of a dense source) on two streams while the
+ *       no scratch, peer_write);
+ *     - with peer access, a source that has it into a strided destination:
+ *       one unpack kernel on the destination's device reads the source
+ *       through the peer mapping (GM_PEER_KERNEL, no scratch, peer_read);
+ *     - with peer access, both strided: chunk by chunk through two scratch
+ *       buffers on the destination's device, which the source's pack kernel
+ *       fills through the peer mapping on two streams while the
  *       destination's device unpacks the other buffer (GM_PEER_PIPELINE,
  *       nbufs 2);
  *     - staged, through the pinned slots of the staging engine (the
@@ -157,7 +159,7 @@ typedef enum gm_copy_run_layout {
 /* GM_HOW_PEER: how the bytes cross between the two devices. */
 typedef enum gm_peer_way {
     GM_PEER_COPY = 0, /* both sides dense alike: one run (cuMemcpyPeer, or through the pinned slots) */
-    GM_PEER_KERNEL,   /* one pack kernel on the source's device writes the destination (peer access) */
+    GM_PEER_KERNEL,   /* one kernel on the strided side's device, the other side through peer access */
     GM_PEER_PIPELINE, /* chunks through scratch, the two devices overlapping */
     GM_PEER_TEMPS     /* without the kernels or scratch: temporaries as large as the copy */
 } gm_peer_way;
@@ -206,6 +208,7 @@ typedef struct gm_copy_decision {
     bool peer_pack_src;    /* the source is packed on its device */
     bool peer_unpack_dst;  /* the destination is unpacked on its device */
     bool peer_write;       /* the source's pack kernel writes the other device's memory (peer mapping) */
+    bool peer_read;        /* the destination's unpack kernel reads the other device's memory (peer mapping) */
 } gm_copy_decision;
 
 /* Decides how to copy src into dst, equally shaped arrays of ndim axes of

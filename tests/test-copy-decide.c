@@ -276,12 +276,22 @@ static void test_table(void)
     ok(d.peer_way == GM_PEER_KERNEL && d.peer_pack_src, "one (tiled) pack kernel writes the F array");
     check("contiguous to d[:, 1::2] on another device, peer access", 2, s64, f, dev_on(0, D0, c4),
           dev_on(1, D0 + 4, cols), peer, &t, (want){.how = GM_HOW_PEER, .path = GPUMEM_COPY_PATH_PEER}, &d);
-    ok(d.peer_way == GM_PEER_PIPELINE && !d.peer_write && !d.peer_pack_src && d.peer_unpack_dst &&
-           d.nchunks == 1 && d.chunk_bytes == 96 && d.nbufs == 1,
-       "a peer copy into the destination's scratch, unpacked there: one chunk of 96 bytes");
+    ok(d.peer_way == GM_PEER_KERNEL && !d.peer_write && d.peer_read && !d.peer_pack_src && d.peer_unpack_dst &&
+           d.nchunks == 0,
+       "one unpack kernel on the destination's device reads the source through the peer mapping, no scratch");
+    check("the same without scratch", 2, s64, f, dev_on(0, D0, c4), dev_on(1, D0 + 4, cols),
+          (gm_copy_caps){.peer = true, .no_scratch = true}, &t,
+          (want){.how = GM_HOW_PEER, .path = GPUMEM_COPY_PATH_PEER}, &d);
+    ok(d.peer_way == GM_PEER_KERNEL && d.peer_read, "still one kernel: it needs no scratch");
+    check("contiguous to d[:, 1::2] on another device, staged", 2, s64, f, dev_on(0, D0, c4),
+          dev_on(1, D0 + 4, cols), none, &t, (want){.how = GM_HOW_PEER, .path = GPUMEM_COPY_PATH_PEER_STAGED}, &d);
+    ok(d.peer_way == GM_PEER_PIPELINE && !d.peer_read && !d.peer_pack_src && d.peer_unpack_dst && d.nchunks == 1 &&
+           d.chunk_bytes == 96 && d.nbufs == 1,
+       "no peer mapping: moved through the slots into the destination's scratch, unpacked there: one chunk of 96 bytes");
     check("d[:, ::2] to d2[:, 1::2] on another device, peer access", 2, s64, f, dev_on(0, D0, cols),
           dev_on(1, D0 + 4, cols), peer, &t, (want){.how = GM_HOW_PEER, .path = GPUMEM_COPY_PATH_PEER}, &d);
-    ok(d.peer_way == GM_PEER_PIPELINE && d.peer_write && d.peer_pack_src && d.peer_unpack_dst && d.nchunks == 1,
+    ok(d.peer_way == GM_PEER_PIPELINE && d.peer_write && !d.peer_read && d.peer_pack_src && d.peer_unpack_dst &&
+           d.nchunks == 1,
        "the source's kernel packs into the destination's scratch, unpacked there");
     check("the same without scratch", 2, s64, f, dev_on(0, D0, cols), dev_on(1, D0 + 4, cols),
           (gm_copy_caps){.peer = true, .no_scratch = true}, &t,

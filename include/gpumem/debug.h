@@ -88,8 +88,9 @@ typedef enum gpumem_copy_path {
     GPUMEM_COPY_PATH_DMA_LOOP = 8,
     /** Between two devices, through peer access: one cuMemcpyPeer of two
      *  arrays dense alike, else kernels that read or write the other
-     *  device's memory through the peer mapping (a strided destination
-     *  unpacked on its own device, chunk by chunk) (gpumem/peer.h).
+     *  device's memory through the peer mapping (a kernel runs on the
+     *  device of the strided side; both sides strided, chunk by chunk
+     *  through the destination's scratch) (gpumem/peer.h).
      *  Added in GPUMEM_1.1. */
     GPUMEM_COPY_PATH_PEER = 9,
     /** Between two devices without peer access (none, or switched off):
