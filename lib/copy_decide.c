@@ -367,7 +367,15 @@ static void decide(const input *in, bool check_overlap, gm_copy_decision *d)
         }
         d->peer_way = GM_PEER_PIPELINE;
         d->peer_write = caps->peer && d->peer_pack_src;
-        chunk_plan(d, ndim, shape, layout, in->bytes, t->scratch_chunk > 0 ? t->scratch_chunk : GM_COPY_SCRATCH_CHUNK);
+        uint64_t limit = t->scratch_chunk;
+        if (limit == 0 && caps->peer) { /* fewer waits across the devices (copy_tuning.h) */
+            limit = in->bytes / 4;
+            limit = limit < GM_COPY_SCRATCH_CHUNK ? GM_COPY_SCRATCH_CHUNK
+                    : limit > GM_COPY_PEER_CHUNK_MAX ? GM_COPY_PEER_CHUNK_MAX : limit;
+        } else if (limit == 0) {
+            limit = GM_COPY_SCRATCH_CHUNK;
+        }
+        chunk_plan(d, ndim, shape, layout, in->bytes, limit);
         /* with peer access the source's device fills one buffer of the
          * destination's while the destination's unpacks the other; staged,
          * each device packs (unpacks) a chunk on the stream that moves it */

@@ -75,7 +75,9 @@
  *     rectangular copies can do they do (DMA, DMA_LOOP), a strided host
  *     side still packed by the CPU, through a host buffer (CPU_PACK when
  *     one rectangular copy then remains).
- * Device scratch is at most two buffers of tuning.scratch_chunk bytes: the
+ * Device scratch is at most two buffers of tuning.scratch_chunk bytes (unset:
+ * GM_COPY_SCRATCH_CHUNK, or between devices with peer access a quarter of
+ * the copy up to GM_COPY_PEER_CHUNK_MAX): the
  * run is cut into chunks along its outermost axes (a range of indices of
  * one axis, one index of each axis outside it, all of each inside), which
  * the kernels and the transfers take in turns, on two streams when a
