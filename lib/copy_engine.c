@@ -15,7 +15,7 @@
  * gaps are never written.
  *
  * Device scratch comes from a cache kept with the context's pack kernels
- * (copy_pack.h): a copy on a stream orders its scratch with events on the
+ * (pack_calls.h): a copy on a stream orders its scratch with events on the
  * device and never waits for its stream because of it.
  */
 #include "config.h"
@@ -27,7 +27,7 @@
 
 #include "copy_decide.h"
 #include "copy_engine.h"
-#include "copy_pack.h"
+#include "pack_calls.h"
 #include "copy_peer.h"
 #include "copyplan.h"
 #include "error.h"
