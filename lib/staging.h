@@ -16,7 +16,7 @@
  * any number of transfers, in one context or several, run at once on the
  * same workers.  The first and the last chunks of a transfer are small and
  * grow to a slot (a ramp), so that the link starts early and the threads
- * do not move in step (staging.c says why).
+ * do not move in step (staging_xfer.c says why).
  *
  * A transfer through device scratch that the pack kernels fill or empty
  * buffer by buffer (copy_engine.c) is one transfer cut into segments
