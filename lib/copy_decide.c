@@ -246,7 +246,7 @@ static void packed(const input *in, gm_copy_decision *d, gm_copy_op src_op, gm_c
     d->run = run;
     bool sdev = in->src->mem == GM_COPY_MEM_DEVICE, ddev = in->dst->mem == GM_COPY_MEM_DEVICE;
     bool cpu = src_op == GM_OP_CPU || dst_op == GM_OP_CPU;
-    /* a host staging buffer only where the driver's rectangular copies meet the CPU's packing */
+    /* a pageable host buffer holds the run only where the driver's rectangular copies meet the CPU's packing */
     d->host_run = src_op == GM_OP_RECT || dst_op == GM_OP_RECT;
     bool transfer = !(sdev && ddev) && !d->host_run;
     bool pageable_end = (src_op == GM_OP_DIRECT && in->src->mem == GM_COPY_MEM_PAGEABLE) ||

@@ -146,7 +146,7 @@ typedef enum gm_copy_op {
     GM_OP_KERNEL,     /* a device side: the pack kernels, into or out of device scratch */
     GM_OP_CPU,        /* a host side: the staging engine's threads, into or out of its pinned slots as
                        * they cross (or, with GM_OP_RECT, the worker pool's into or out of a host buffer) */
-    GM_OP_RECT        /* a device side without kernels or scratch: the planner's driver copies to or from the staging buffer */
+    GM_OP_RECT        /* a device side without kernels or scratch: the planner's driver copies to or from the run's host buffer (host_run) */
 } gm_copy_op;
 
 /* GM_HOW_PACKED: the layout of the run. */
@@ -189,7 +189,7 @@ typedef struct gm_copy_decision {
     /* GM_HOW_PACKED */
     gm_copy_op src_op, dst_op;
     gm_copy_run_layout run;
-    bool host_run;         /* a host buffer holds the run (src_op or dst_op GM_OP_RECT) */
+    bool host_run;         /* a pageable host buffer holds the run (src_op or dst_op GM_OP_RECT) */
     bool staged;           /* the transfers go through the staging engine (a pageable or strided host end) */
     unsigned cpu_threads;  /* threads that pack or unpack a strided host side (GM_OP_CPU) */
     bool transpose;        /* the kernels of the whole copy are the tiled transpose */

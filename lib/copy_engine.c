@@ -15,7 +15,7 @@
  * gaps are never written.
  *
  * Device scratch comes from a cache kept with the context's pack kernels
- * (copy_pack.h): a copy on a stream orders its scratch with events on the
+ * (pack_calls.h): a copy on a stream orders its scratch with events on the
  * device and never waits for its stream because of it.
  */
 #include "config.h"
@@ -27,11 +27,12 @@
 
 #include "copy_decide.h"
 #include "copy_engine.h"
-#include "copy_pack.h"
 #include "copy_peer.h"
+#include "copy_workers.h"
 #include "copyplan.h"
 #include "error.h"
 #include "gpumem/dtype.h"
+#include "pack_calls.h"
 #include "staging.h"
 #include "stream.h"
 
@@ -131,7 +132,7 @@ typedef struct job {
     gm_pack_kernels *kernels; /* held for the copy */
     gm_scratch *scratch;      /* device scratch, held for the copy */
     gm_staging *stage;        /* the staging engine, held when the decision stages */
-    gpumem_array *hbuf;       /* the host staging buffer */
+    gpumem_array *run_buf;    /* the pageable host array that holds the run (the decision's host_run) */
     bool pending;             /* work is queued on ds that a synchronous copy must wait for */
     bool side_pending;        /* work is queued on the scratch's side stream that ds does not wait for */
 } job;
@@ -274,13 +275,14 @@ static gpumem_status get_staging(job *j, missing *miss)
     return st;
 }
 
-/* A host staging buffer of bytes. */
-static gpumem_status host_buffer(job *j, uint64_t bytes, char **addr)
+/* The run's host buffer of bytes (the decision's host_run): a pageable host
+ * array, not the staging engine's pinned slots. */
+static gpumem_status run_buffer(job *j, uint64_t bytes, char **addr)
 {
     int64_t n = (int64_t)bytes, one = 1;
-    gpumem_status st = gm_array_new_host(j->what, 1, &n, &one, gpumem_dtype_builtin(GPUMEM_UINT8), &j->hbuf);
+    gpumem_status st = gm_array_new_host(j->what, 1, &n, &one, gpumem_dtype_builtin(GPUMEM_UINT8), &j->run_buf);
     if (st == GPUMEM_OK)
-        *addr = j->hbuf->host;
+        *addr = j->run_buf->host;
     return st;
 }
 
@@ -322,8 +324,8 @@ static gpumem_status finish(job *j, gpumem_status st)
     gm_staging_release(j->stage);
     j->stage = NULL;
     gpumem_status copied = st;
-    st = gm_keep_first(st, gpumem_array_release(j->hbuf));
-    j->hbuf = NULL;
+    st = gm_keep_first(st, gpumem_array_release(j->run_buf));
+    j->run_buf = NULL;
     gm_pack_kernels_put(j->kernels);
     j->kernels = NULL;
     if (copied == GPUMEM_OK && st != GPUMEM_OK)
@@ -351,7 +353,7 @@ static gpumem_status device_pack(job *j, int ndim, const int64_t *shape, size_t 
 }
 
 /* A CPU pack or unpack of array a between host addresses, on the worker
- * pool (staging.h). */
+ * pool (copy_workers.h). */
 static gpumem_status cpu_pack(job *j, const gpumem_array *a, const int64_t *ss, const char *sbase, const int64_t *ps,
                               const char *pbase, bool unpack)
 {
@@ -363,7 +365,7 @@ static gpumem_status cpu_pack(job *j, const gpumem_array *a, const int64_t *ss, 
     if (plan.bytes > 0) {
         plan.params.strided += saddr;
         plan.params.packed += paddr;
-        gm_staging_cpu_pack(j->ctx, &plan.params, unpack, plan.bytes);
+        gm_copy_cpu_pack(j->ctx, &plan.params, unpack, plan.bytes);
     }
     return GPUMEM_OK;
 }
@@ -648,7 +650,7 @@ static gpumem_status run_packed(job *j, const gm_copy_decision *d, gpumem_array 
     const int64_t rlo = low_of(nd, shape, rs, isz);
     char *host = NULL; /* the run's lowest byte in host memory */
     if (d->host_run)
-        st = host_buffer(j, bytes, &host);
+        st = run_buffer(j, bytes, &host);
     else if (d->src_op == GM_OP_DIRECT && !gm_array_on_device(src))
         host = src->host + low_of(nd, shape, src->strides, isz);
     else if (d->dst_op == GM_OP_DIRECT && !ddev)

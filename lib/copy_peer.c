@@ -40,7 +40,7 @@
 
 #include "context.h"
 #include "copy_engine.h"
-#include "copy_pack.h"
+#include "pack_calls.h"
 #include "copy_peer.h"
 #include "copy_tuning.h"
 #include "error.h"

@@ -46,6 +46,7 @@
 #include <string.h>
 
 #include "copy_engine.h"
+#include "copy_workers.h"
 #include "copyplan.h"
 #include "cpu_pack.h"
 #include "error.h"
@@ -224,7 +225,7 @@ gpumem_status gm_copy_queued_download(const char *what, gpumem_array *dst, const
     if (bytes == 0)
         return GPUMEM_OK;
     unsigned threads = 1;
-    gm_workers *workers = gm_staging_workers(ctx, &threads);
+    gm_workers *workers = gm_copy_workers(ctx, &threads);
     /* the slabs: along the outermost axis of like (its largest stride) */
     int k = -1;
     for (int i = 0; i < dst->ndim; i++)

@@ -45,7 +45,7 @@
 #define GM_COPY_SCRATCH_STAGED_MAX (32u << 20)
 
 /* A CPU pack at least this big runs on several threads of the worker pool
- * (staging.c's gm_staging_cpu_pack). */
+ * (copy_workers.c's gm_copy_cpu_pack). */
 #define GM_COPY_CPU_THREAD_BYTES (4u << 20)
 
 /* Bits of gm_copy_tuning.bad: a setting whose environment variable has a

@@ -21,7 +21,7 @@
 
 #include "child.h"
 #include "context.h"
-#include "copy_pack.h"
+#include "pack_calls.h"
 #include "copy_peer.h"
 #include "copyplan.h"
 #include "error.h"
