@@ -102,9 +102,14 @@ void gm_poison_before_download(const gpumem_array *a, gpumem_stream *stream, gpu
     if (f == NULL)
         return;
     gm_dstream *ds = gm_stream_ds(stream);
-    /* Idle: nothing queued before the copy can still read the bytes.  Raw
-     * driver calls: a refusal only costs the poison, and records nothing. */
-    if (GM_DRV(stream_query, ctx->dctx, ds) == GM_CUDA_SUCCESS) {
+    /* Idle: nothing queued before the copy can still read the bytes.  The
+     * copy also follows the legacy default stream's work (on a blocking
+     * stream), so that must be idle too; on the legacy stream itself it
+     * follows every blocking stream's, which no one query tells: there, only
+     * the stream's order is safe.  Raw driver calls: a refusal only costs
+     * the poison, and records nothing. */
+    if (ds != NULL && GM_DRV(stream_query, ctx->dctx, ds) == GM_CUDA_SUCCESS &&
+        GM_DRV(stream_query, ctx->dctx, NULL) == GM_CUDA_SUCCESS) {
         fill_run(f);
         free(f);
         return;

@@ -13,9 +13,10 @@
  *  - the destination of a download queued on a stream: pageable memory
  *    (copy_queued.c) by the CPU when the download is queued; page-locked
  *    memory (pinned, mapped, registered) in the stream's order just before
- *    the copy (at once when the stream is idle, else by a host function on
- *    the stream), so that work queued before it on the stream (an upload
- *    from the same buffer) still reads the caller's bytes.
+ *    the copy (at once when the stream and the legacy default stream are
+ *    idle, else by a host function on the stream), so that work queued
+ *    before it (an upload from the same buffer) still reads the caller's
+ *    bytes.
  * Each element gets the pattern's bytes from its own first byte.  Off, each
  * hook costs one relaxed load.
  *

@@ -886,7 +886,7 @@ static gpumem_status copy_run(const char *what, gpumem_array *dst, const gpumem_
         if (caller && gm_poison_on() && poisons_destination(d, dst, src, &ds, stream))
             gm_poison_before_download(dst, stream, ctx);
         gpumem_status st = execute(what, d, dst, src, stream, ctx, &miss);
-        if (caller && miss == MISSING_NONE && lands_before_return(d, dst, stream))
+        if (caller && miss == MISSING_NONE && gm_copies_on() && lands_before_return(d, dst, stream))
             synced = true;
         switch (miss) {
         case MISSING_NONE:

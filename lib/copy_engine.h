@@ -35,7 +35,7 @@ void gm_copy_last_decision(gm_copy_decision *out);
 /* Whether the calling thread's last copy (a gm_copy_run of the caller's,
  * not one made inside a copy) returned only once it had landed in its
  * destination, rather than queued on its stream: what GPUMEM_DEBUG=copies
- * reports as sync (copy_debug.h).  gm_copy_note_synced says so for the
+ * reports as sync (copy_debug.h); kept only while copies is on.  gm_copy_note_synced says so for the
  * copy running now, from a way that had to wait for its stream after all. */
 bool gm_copy_last_synced(void);
 void gm_copy_note_synced(void);

@@ -401,6 +401,58 @@ static void downloads(void)
     check(up, "busy stream: the upload queued before the download read the program's bytes, not the pattern");
     check(is_iota(p, N), "busy stream: after the synchronization the buffer holds the download");
 
+    /* the default (legacy) stream's work comes before a blocking stream's:
+     * an upload from the buffer queued there, then a download into it on
+     * an idle blocking stream; and the other way round */
+    gpumem_stream *legacy = NULL;
+    gpumem_stream_default(ctx, &legacy);
+    for (int i = 0; i < N; i++)
+        p[i] = 3000 + i;
+    gpumem_copy_to_device(d2, pa, legacy);
+    st = gpumem_copy_to_host(d, pa, s);
+    gpumem_context_synchronize(ctx);
+    up = read_all(d2, back);
+    for (int i = 0; i < N; i++)
+        up = up && back[i] == 3000 + i;
+    check(st == GPUMEM_OK && up && is_iota(p, N),
+          "an upload on the default stream, then a download into its buffer on an idle blocking stream: the "
+          "upload read the program's bytes, the buffer holds the download");
+    gpumem_stream *s2 = NULL;
+    gpumem_stream_create(ctx, 0, &s2);
+    for (int i = 0; i < N; i++)
+        p[i] = 4000 + i;
+    gpumem_copy_to_device(d2, pa, s2);
+    st = gpumem_copy_to_host(d, pa, legacy);
+    gpumem_context_synchronize(ctx);
+    up = read_all(d2, back);
+    for (int i = 0; i < N; i++)
+        up = up && back[i] == 4000 + i;
+    check(st == GPUMEM_OK && up && is_iota(p, N),
+          "an upload on a blocking stream, then a download into its buffer on the default stream: the upload "
+          "read the program's bytes, the buffer holds the download");
+    gpumem_stream_destroy(s2);
+
+    /* an upload on a non-blocking stream that the download's idle stream waits for by an event */
+    gpumem_stream *s3 = NULL;
+    gpumem_event *ev = NULL;
+    gpumem_stream_create(ctx, GPUMEM_STREAM_NON_BLOCKING, &s3);
+    gpumem_event_create(ctx, 0, &ev);
+    for (int i = 0; i < N; i++)
+        p[i] = 5000 + i;
+    gpumem_copy_to_device(d2, pa, s3);
+    gpumem_event_record(ev, s3);
+    gpumem_stream_wait_event(s, ev);
+    st = gpumem_copy_to_host(d, pa, s);
+    gpumem_stream_synchronize(s);
+    gpumem_stream_synchronize(s3);
+    up = read_all(d2, back);
+    for (int i = 0; i < N; i++)
+        up = up && back[i] == 5000 + i;
+    check(st == GPUMEM_OK && up && is_iota(p, N),
+          "an upload on another stream that the download waits for by an event read the program's bytes");
+    gpumem_event_destroy(ev);
+    gpumem_stream_destroy(s3);
+
     /* without a stream nothing is pending: nothing is poisoned */
     for (int i = 0; i < N; i++)
         p[i] = -1;

@@ -32,9 +32,10 @@
  *    until the copy lands: pageable memory (a queued download, see
  *    gpumem/array.h) by the CPU before the call returns; page-locked memory
  *    (pinned, mapped, registered) in the stream's order just before the
- *    copy: at once when the stream is idle, else by a host function on the
- *    stream (work queued before the download, such as an upload from the
- *    same buffer, still reads the program's bytes).  Managed memory and
+ *    copy: at once when the stream is idle (and, but for the default stream's
+ *    own, the default stream too), else by a host function on the stream
+ *    (work queued before the download, such as an upload from the same
+ *    buffer, still reads the program's bytes).  Managed memory and
  *    copies without a stream (which return once they landed) are not
  *    poisoned.
  * Each element holds ::GPUMEM_DEBUG_POISON_WORD's bytes from its own first
@@ -44,8 +45,8 @@
  * signed or not) and a bool element neither 0 nor 1.  A download that fails may leave the pattern where
  * it did not land.  The cost: one pass of the CPU over each new host-side
  * array and each pageable destination; one memset per new device array
- * (without a stream, also a stream created, waited for and destroyed); one
- * stream query, and when the stream is busy one host function, per
+ * (without a stream, also a stream created, waited for and destroyed); up
+ * to two stream queries, and when a stream is busy one host function, per
  * page-locked download on a stream.  Off, each place costs one relaxed load.
  *
  * @par Seeing every copy: GPUMEM_DEBUG=copies
