@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "copy_debug.h"
 #include "copy_decide.h"
 #include "copy_engine.h"
 #include "copy_peer.h"
@@ -46,6 +47,47 @@
 #define LEVELS 4
 static _Thread_local int level;
 static _Thread_local gm_copy_decision done[LEVELS];
+/* The caller's copy returned only once it had landed (gm_copy_last_synced). */
+static _Thread_local bool synced;
+
+bool gm_copy_last_synced(void)
+{
+    return synced;
+}
+
+void gm_copy_note_synced(void)
+{
+    synced = true;
+}
+
+/* Whether the executor of d finishes the copy before it returns (on a
+ * stream; without one every copy does): the CPU's copies, a download
+ * unpacked by the CPU (it waits for the bytes), the staging engine's
+ * downloads, a copy between devices other than one queued peer copy (those
+ * wait for both devices' streams). */
+static bool lands_before_return(const gm_copy_decision *d, const gpumem_array *dst, const gpumem_stream *stream)
+{
+    if (stream == NULL || d->how == GM_HOW_NONE || d->how == GM_HOW_FAIL || d->how == GM_HOW_HOST)
+        return true;
+    if (d->queued)
+        return false;
+    if (d->how == GM_HOW_PEER)
+        return !(d->path == GPUMEM_COPY_PATH_PEER && d->peer_way == GM_PEER_COPY);
+    bool to_host = !gm_array_on_device(dst);
+    return to_host && ((d->how == GM_HOW_PACKED && d->dst_op == GM_OP_CPU) || (d->how == GM_HOW_TRANSFER && d->staged));
+}
+
+/* GPUMEM_DEBUG=poison: a download from the device whose destination the
+ * device's transfers write (page-locked host memory) after the call
+ * returned, queued on a stream.  (A queued download into pageable memory
+ * poisons its destination itself, copy_queued.c; a download the CPU
+ * unpacks, or one without a stream, has landed when the call returns.) */
+static bool poisons_destination(const gm_copy_decision *d, const gpumem_array *dst, const gpumem_array *src,
+                                const gm_copy_side *dside, const gpumem_stream *stream)
+{
+    return stream != NULL && gm_array_on_device(src) && dside->mem == GM_COPY_MEM_LOCKED && !d->queued &&
+           !lands_before_return(d, dst, stream) && gm_array_size(dst) > 0;
+}
 
 GPUMEM_API gpumem_status gpumem_debug_last_copy_path(gpumem_copy_path *path)
 {
@@ -768,9 +810,11 @@ static gpumem_status temp_copy(const char *what, gpumem_array *dst, const gpumem
         st = gm_copy_run(what, dst, tmp, stream, ctx);
     if (stream != NULL && st == GPUMEM_OK && gm_stream_add_writeback(stream, ctx, release_temp, tmp, what) == GPUMEM_OK)
         return GPUMEM_OK;
-    if (stream != NULL)
+    if (stream != NULL) {
         st = gm_keep_first(st, gm_drv_check(GM_DRV(stream_synchronize, ctx->dctx, gm_stream_ds(stream)),
                                             GM_OP_stream_synchronize, what));
+        gm_copy_note_synced();
+    }
     gpumem_status copied = st;
     st = gm_keep_first(st, gpumem_array_release(tmp));
     if (copied == GPUMEM_OK && st != GPUMEM_OK)
@@ -840,7 +884,12 @@ static gpumem_status copy_run(const char *what, gpumem_array *dst, const gpumem_
         bool nested = (d->queued || d->how == GM_HOW_TEMP) && level < LEVELS;
         if (nested)
             done[level] = *d; /* what is reported if no nested copy runs */
+        bool caller = level == 1; /* the copy the caller asked for, not one inside it */
+        if (caller && gm_poison_on() && poisons_destination(d, dst, src, &ds, stream))
+            gm_poison_before_download(dst, stream, ctx);
         gpumem_status st = execute(what, d, dst, src, stream, ctx, &miss);
+        if (caller && miss == MISSING_NONE && gm_copies_on() && lands_before_return(d, dst, stream))
+            synced = true;
         switch (miss) {
         case MISSING_NONE:
             if (nested) { /* nested copies did it: the last one's way is this copy's */
@@ -863,6 +912,8 @@ gpumem_status gm_copy_run(const char *what, gpumem_array *dst, const gpumem_arra
     gm_copy_decision d;
     memset(&d, 0, sizeof d);
     int mine = level++;
+    if (mine == 0)
+        synced = false;
     gpumem_status st = copy_run(what, dst, src, stream, ctx, &d);
     level = mine;
     if (mine < LEVELS)

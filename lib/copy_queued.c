@@ -45,6 +45,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "copy_debug.h"
 #include "copy_engine.h"
 #include "copy_workers.h"
 #include "copyplan.h"
@@ -273,6 +274,8 @@ gpumem_status gm_copy_queued_download(const char *what, gpumem_array *dst, const
         uint64_t unit = (uint64_t)plan.params.unit;
         l->piece = PIECE / unit * unit;
         l->npieces = (bytes + l->piece - 1) / l->piece;
+        if (gm_poison_on()) /* GPUMEM_DEBUG=poison: what has not landed reads as the pattern */
+            gm_poison_host(dst);
     }
     /* each slab on the stream, then an event the watcher waits for */
     bool ran = false, marks = true, queued_land = false;
@@ -304,6 +307,7 @@ gpumem_status gm_copy_queued_download(const char *what, gpumem_array *dst, const
         atomic_fetch_add_explicit(&l->refs, 1, memory_order_relaxed);
         queued_land = GM_DRV(launch_host_func, ctx->dctx, gm_stream_ds(stream), land_all, l) == GM_CUDA_SUCCESS;
         if (!queued_land) { /* the stream cannot run it: wait, and land the bytes here */
+            gm_copy_note_synced();
             atomic_fetch_sub_explicit(&l->refs, 1, memory_order_relaxed);
             atomic_fetch_sub_explicit(&stream->landings, 1, memory_order_relaxed);
             st = gm_drv_check(GM_DRV(stream_synchronize, ctx->dctx, gm_stream_ds(stream)), GM_OP_stream_synchronize,

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "array.h"
+#include "copy_debug.h"
 #include "error.h"
 #include "gpumem/host.h"
 #include "hostreg.h"
@@ -201,8 +202,9 @@ GPUMEM_API gpumem_status gpumem_pinned_array(gpumem_context *ctx, int ndim, cons
     if (st != GPUMEM_OK)
         return st;
     /* Portable: page-locked for every context, as the registry is process-wide. */
-    return gm_array_new_locked(what, GPUMEM_MEMORY_PINNED, ctx, ndim, shape, cstrides, dtype,
-                               GM_CU_MEMHOSTALLOC_PORTABLE, array);
+    return gm_poison_new_array(what, gm_array_new_locked(what, GPUMEM_MEMORY_PINNED, ctx, ndim, shape, cstrides, dtype,
+                                                         GM_CU_MEMHOSTALLOC_PORTABLE, array),
+                               NULL, array);
 }
 
 GPUMEM_API gpumem_status gpumem_mapped_array(gpumem_context *ctx, int ndim, const int64_t *shape,
@@ -221,7 +223,9 @@ GPUMEM_API gpumem_status gpumem_mapped_array(gpumem_context *ctx, int ndim, cons
         cu |= GM_CU_MEMHOSTALLOC_PORTABLE;
     if (flags & GPUMEM_HOST_WRITECOMBINED)
         cu |= GM_CU_MEMHOSTALLOC_WRITECOMBINED;
-    return gm_array_new_locked(what, GPUMEM_MEMORY_MAPPED, ctx, ndim, shape, cstrides, dtype, cu, array);
+    return gm_poison_new_array(what, gm_array_new_locked(what, GPUMEM_MEMORY_MAPPED, ctx, ndim, shape, cstrides, dtype,
+                                                         cu, array),
+                               NULL, array);
 }
 
 GPUMEM_API gpumem_status gpumem_managed_array(gpumem_context *ctx, int ndim, const int64_t *shape,
@@ -236,9 +240,11 @@ GPUMEM_API gpumem_status gpumem_managed_array(gpumem_context *ctx, int ndim, con
     int64_t cstrides[GM_MAX_NDIM];
     GM_FORWARD_IF_ERROR(gm_array_prepare(what, &ctx, ndim, shape, strides, dtype, order, NULL, cstrides));
     GM_FORWARD_IF_ERROR(device_can(ctx, GM_CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY, "managed memory", what));
-    return gm_array_new_locked(what, GPUMEM_MEMORY_MANAGED, ctx, ndim, shape, cstrides, dtype,
-                               flags == GPUMEM_MANAGED_ATTACH_GLOBAL ? GM_CU_MEM_ATTACH_GLOBAL : GM_CU_MEM_ATTACH_HOST,
-                               array);
+    return gm_poison_new_array(what, gm_array_new_locked(what, GPUMEM_MEMORY_MANAGED, ctx, ndim, shape, cstrides, dtype,
+                                                         flags == GPUMEM_MANAGED_ATTACH_GLOBAL ? GM_CU_MEM_ATTACH_GLOBAL
+                                                                                               : GM_CU_MEM_ATTACH_HOST,
+                                                         array),
+                               NULL, array);
 }
 
 GPUMEM_API gpumem_status gpumem_host_pool_allocate(gpumem_host_pool *pool, int ndim, const int64_t *shape,
@@ -252,5 +258,6 @@ GPUMEM_API gpumem_status gpumem_host_pool_allocate(gpumem_host_pool *pool, int n
     gpumem_status st = gm_array_prepare(what, &ctx, ndim, shape, NULL, dtype, order, NULL, cstrides);
     if (st != GPUMEM_OK)
         return st;
-    return gm_array_new_pooled_host(what, pool, ndim, shape, cstrides, dtype, array);
+    return gm_poison_new_array(what, gm_array_new_pooled_host(what, pool, ndim, shape, cstrides, dtype, array), NULL,
+                               array);
 }
