@@ -149,6 +149,63 @@ static bool span_dense(const span *s)
     return true;
 }
 
+static int span_meet(const span *a, const span *b, long *budget);
+
+/* s without its axis k, its element 0 moved by `shift` bytes. */
+static void span_drop(const span *s, int k, uint64_t shift, span *out)
+{
+    *out = *s;
+    out->n = 0;
+    for (int i = 0; i < s->n; i++)
+        if (i != k) {
+            out->ext[out->n] = s->ext[i];
+            out->str[out->n] = s->str[i];
+            out->n++;
+        }
+    out->addr = s->addr + shift;
+    out->hi = out->addr + (s->hi - s->addr - (uint64_t)((s->ext[k] - 1) * s->str[k]));
+}
+
+/* Two views of one array (two columns, two blocks): both have an axis of
+ * the largest stride S of either, and without it each spans at most S
+ * bytes.  Index i of a's axis meets index j of b's only where the two
+ * sub-views, S * (i - j) apart, meet: at most two values of i - j are that
+ * close, so the question is asked of the sub-views at those shifts (no
+ * walk over the indices).  false when the views are not of that shape. */
+static bool span_lattice(const span *a, const span *b, long *budget, int *r)
+{
+    int ia = -1, ib = -1;
+    int64_t S = 0;
+    for (int i = 0; i < a->n; i++)
+        S = a->str[i] > S ? a->str[i] : S;
+    for (int i = 0; i < b->n; i++)
+        S = b->str[i] > S ? b->str[i] : S;
+    for (int i = 0; i < a->n && ia < 0; i++)
+        ia = a->str[i] == S ? i : -1;
+    for (int i = 0; i < b->n && ib < 0; i++)
+        ib = b->str[i] == S ? i : -1;
+    if (ia < 0 || ib < 0)
+        return false;
+    uint64_t sa = a->hi - a->addr - (uint64_t)((a->ext[ia] - 1) * S);
+    uint64_t sb = b->hi - b->addr - (uint64_t)((b->ext[ib] - 1) * S);
+    if (sa > (uint64_t)S || sb > (uint64_t)S)
+        return false;
+    /* the extents meet, so the two addresses are less than the larger span apart */
+    int64_t diff = b->addr >= a->addr ? (int64_t)(b->addr - a->addr) : -(int64_t)(a->addr - b->addr);
+    int64_t k0 = diff / S - (diff % S < 0 ? 1 : 0); /* floor(diff / S) */
+    *r = 0;
+    for (int64_t k = k0 - 1; k <= k0 + 1 && *r == 0; k++) {
+        /* a's index i = j + k meets b's index j only when diff - S < k * S < diff + S */
+        if (k * S <= diff - S || k * S >= diff + S || k > a->ext[ia] - 1 || -k > b->ext[ib] - 1)
+            continue;
+        span x, y; /* a's sub-view k strides on, b's at its index 0 (shifted up instead when k < 0) */
+        span_drop(a, ia, k > 0 ? (uint64_t)(k * S) : 0, &x);
+        span_drop(b, ib, k < 0 ? (uint64_t)(-k * S) : 0, &y);
+        *r = span_meet(&x, &y, budget);
+    }
+    return true;
+}
+
 /* Whether two layouts of one address space share a byte: 1 yes, 0 no, -1
  * when that takes more than *budget steps to tell.  Splits the axis with
  * the largest stride of either side into its indices, keeping only those
@@ -165,6 +222,9 @@ static int span_meet(const span *a, const span *b, long *budget)
     bool ad = span_dense(a), bd = span_dense(b);
     if ((ad && (b->addr >= a->addr || b->hi <= a->hi)) || (bd && (a->addr >= b->addr || a->hi <= b->hi)))
         return 1; /* an end of one lies inside the other, which has no gap */
+    int r;
+    if (span_lattice(a, b, budget, &r))
+        return r;
     const span *x = a, *y = b;
     int axis = -1;
     int64_t best = 0;
@@ -204,7 +264,7 @@ static int span_meet(const span *a, const span *b, long *budget)
     for (int64_t i = first; i <= last; i++) {
         sub.addr = x->addr + (uint64_t)(i * best);
         sub.hi = sub.addr + inner;
-        int r = span_meet(&sub, y, budget);
+        r = span_meet(&sub, y, budget);
         if (r != 0)
             return r;
     }

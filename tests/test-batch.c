@@ -11,6 +11,7 @@
  * model. */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <gpumem.h>
 
@@ -362,6 +363,112 @@ static void test_collisions(void)
     GPUMEM_ARRAY_RELEASE_ALL(dst[0], dst[1], dst2[0], src2[1], dst3[0], dst3[1], gd, gs, g, a, b, c, out, f);
 }
 
+/* splitmix64, seeded and printed, so that a failure reproduces */
+static uint64_t rng;
+static uint64_t rnd(void)
+{
+    uint64_t z = (rng += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* A random view of the 3-D base: per axis a random start, stop and step (either sign), an axis maybe indexed
+ * away, the axes maybe permuted. */
+static gpumem_array *random_view(gpumem_array *base, const int64_t *shape)
+{
+    gpumem_slice sl[3];
+    for (int a = 0; a < 3; a++) {
+        int64_t n = shape[a], step = (int64_t)(rnd() % 3) + 1, i = (int64_t)(rnd() % (uint64_t)n);
+        if (rnd() % 5 == 0) {
+            sl[a] = (gpumem_slice)GPUMEM_INDEX(i);
+            continue;
+        }
+        int64_t j = (int64_t)(rnd() % (uint64_t)n);
+        if (rnd() % 2) /* forward, i..j */
+            sl[a] = (gpumem_slice){i < j ? i : j, (i < j ? j : i) + 1, step};
+        else
+            sl[a] = (gpumem_slice){i > j ? i : j, i > j ? j - 1 : i - 1, -step};
+        if (sl[a].stop < 0)
+            sl[a].stop = GPUMEM_SLICE_DEFAULT;
+    }
+    gpumem_array *v = NULL, *t = NULL;
+    CHECK(gpumem_array_slice(base, sl, 3, &v));
+    int nd = 0;
+    CHECK(gpumem_array_ndim(v, &nd));
+    if (nd < 2 || rnd() % 2)
+        return v;
+    CHECK(gpumem_array_transpose(v, NULL, &t));
+    gpumem_array_release(v);
+    return t;
+}
+
+/* The bytes of device view v, marked in map (offsets from base). */
+static void mark(gpumem_array *v, uint64_t base, unsigned char *map, size_t isz)
+{
+    int nd = 0;
+    int64_t shape[GPUMEM_MAX_NDIM], strides[GPUMEM_MAX_NDIM], idx[GPUMEM_MAX_NDIM] = {0}, size = 0;
+    uint64_t p = 0;
+    gpumem_array_ndim(v, &nd);
+    gpumem_array_shape(v, shape);
+    gpumem_array_strides(v, strides);
+    gpumem_array_size(v, &size);
+    gpumem_array_device_pointer(v, &p);
+    for (int64_t e = 0; e < size; e++) {
+        int64_t off = (int64_t)(p - base);
+        for (int a = 0; a < nd; a++)
+            off += idx[a] * strides[a];
+        memset(map + off, 1, isz);
+        for (int a = nd - 1; a >= 0 && ++idx[a] == shape[a]; a--)
+            idx[a] = 0;
+    }
+}
+
+/* Two random views of one array as two destinations: refused exactly when a byte of one is a byte of the
+ * other (the test's own map of their bytes), copied otherwise. */
+static void test_collisions_random(void)
+{
+    const int64_t shape[3] = {6, 7, 9};
+    const size_t isz = 2, nbytes = 6 * 7 * 9 * 2;
+    const gpumem_dtype *i16 = gpumem_dtype_builtin(GPUMEM_INT16);
+    rng = (uint64_t)time(NULL);
+    diag("seed %llu", (unsigned long long)rng);
+    uint64_t seed = rng;
+    gpumem_array *base = NULL;
+    CHECK(gpumem_device_array(ctx, 3, shape, NULL, i16, 'C', NULL, &base));
+    uint64_t b0 = 0;
+    CHECK(gpumem_array_device_pointer(base, &b0));
+    int right = 1, refused = 0, taken = 0;
+    for (int round = 0; round < 300 && right; round++) {
+        gpumem_array *v[2] = {random_view(base, shape), random_view(base, shape)}, *src[2] = {NULL, NULL};
+        unsigned char m0[6 * 7 * 9 * 2] = {0}, m1[6 * 7 * 9 * 2] = {0};
+        mark(v[0], b0, m0, isz);
+        mark(v[1], b0, m1, isz);
+        int meet = 0;
+        for (size_t k = 0; k < nbytes; k++)
+            meet |= m0[k] & m1[k];
+        for (int k = 0; k < 2; k++) {
+            int nd = 0;
+            int64_t vs[GPUMEM_MAX_NDIM];
+            CHECK(gpumem_array_ndim(v[k], &nd));
+            CHECK(gpumem_array_shape(v[k], vs));
+            CHECK(gpumem_device_array(ctx, nd, vs, NULL, i16, 'C', NULL, &src[k]));
+        }
+        gpumem_status st = gpumem_array_copy_batch(2, v, src, stream);
+        if (st != (meet ? GPUMEM_ERROR_INVALID_VALUE : GPUMEM_OK)) {
+            right = 0;
+            diag("round %d (seed %llu): views %s, the call says %s: %s", round, (unsigned long long)seed,
+                 meet ? "collide" : "are disjoint", gpumem_status_string(st), gpumem_last_error());
+        }
+        refused += meet, taken += !meet;
+        GPUMEM_ARRAY_RELEASE_ALL(v[0], v[1], src[0], src[1]);
+    }
+    CHECK(gpumem_stream_synchronize(stream));
+    ok(right, "300 pairs of random views of one 6x7x9 array (steps of either sign, indexed axes, transposes) as "
+              "destinations: refused exactly when their bytes meet (%d refused, %d taken)", refused, taken);
+    gpumem_array_release(base);
+}
+
 static void test_empty(void)
 {
     is_int(gpumem_array_copy_batch(0, NULL, NULL, stream), GPUMEM_OK, "an empty batch on a stream");
@@ -648,6 +755,7 @@ int main(void)
     test_many();
     test_bad_pair();
     test_collisions();
+    test_collisions_random();
     test_empty();
     test_pack_round_trip(0);
     test_pack_round_trip(1);

@@ -154,7 +154,7 @@ GPUMEM_API gpumem_status gpumem_array_copy_batch(size_t count, gpumem_array *con
  * @param stream the stream, or NULL (synchronous).
  * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT (@p views, @p buffer, or views[i]: the message names
  *        it), ::GPUMEM_ERROR_INVALID_VALUE (@p buffer read-only, not C-contiguous, smaller than the views'
- *        total bytes, or sharing memory with a view), ::GPUMEM_ERROR_OVERFLOW (the total does not fit),
+ *        total bytes, or holding another view in the bytes for one), ::GPUMEM_ERROR_OVERFLOW (the total does not fit),
  *        ::GPUMEM_ERROR_CONTEXT_MISMATCH (@p stream of another device), ::GPUMEM_ERROR_INVALID_STATE (a
  *        released array), and the errors of gpumem_array_copy_batch()'s copies.  Added in GPUMEM_1.1.
  */
@@ -218,7 +218,8 @@ GPUMEM_API gpumem_status gpumem_array_pack(size_t count, gpumem_array *const *vi
  * @param stream the stream, or NULL (synchronous).
  * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT (@p views, @p buffer, or views[i]: the message names
  *        it), ::GPUMEM_ERROR_INVALID_VALUE (a read-only view; @p buffer not C-contiguous or smaller than
- *        the views' total bytes; two views, or a view and the buffer, sharing memory),
+ *        the views' total bytes; two views sharing memory, or a view sharing memory with the bytes of the
+ *        buffer meant for another),
  *        ::GPUMEM_ERROR_OVERFLOW, ::GPUMEM_ERROR_CONTEXT_MISMATCH, ::GPUMEM_ERROR_INVALID_STATE, and the
  *        errors of gpumem_array_copy_batch()'s copies.  Added in GPUMEM_1.1.
  */
