@@ -346,8 +346,8 @@ typedef struct piece {
     int64_t rlo;          /* the run's lowest byte from its element 0 (<= 0) */
     uint64_t off;         /* the run's lowest byte in scratch */
     gm_pack_plan gather, scatter; /* offsets relative to the addresses below */
-    uint64_t g_strided, g_packed, s_strided, s_packed; /* element-0 addresses (scratch ones relative to it) */
-    bool g_scratch, s_scratch; /* the packed side of gather / scatter is in scratch */
+    uint64_t g_strided, g_packed, s_strided, s_packed; /* element-0 addresses (P_DOWN, P_UP, P_D2D: the packed
+                                                         * ones relative to the scratch buffer) */
     uint64_t t_dst, t_src;     /* P_TRANSFER, P_DOWN, P_UP: the transfer's ends (scratch ones relative) */
     bool t_dst_scratch, t_src_scratch;
 } piece;
@@ -398,8 +398,7 @@ static bool plan_pack(const gpumem_array *a, const int64_t *ss, uint64_t saddr, 
     return st == GPUMEM_OK && out->bytes > 0 && batchable(out);
 }
 
-/* Sorts pair p (its decision made) into a piece kind; the scratch offsets
- * are planned as if scratch started at 0 (its real start is 256-aligned). */
+/* Sorts pair p (its decision made) into a piece kind. */
 static piece_kind classify(piece *p, gpumem_context *ctx)
 {
     const gm_copy_decision *d = &p->d;
@@ -410,8 +409,8 @@ static piece_kind classify(piece *p, gpumem_context *ctx)
         return P_NONE;
     if (p->ctx != ctx || d->queued || gm_copy_is_cross_device(dst, src))
         return P_SINGLE;
-    if ((!sdev && !host_locked(src)) || (!ddev && !host_locked(dst)) || (!sdev && !ddev))
-        return P_SINGLE;
+    if ((!sdev && !ddev) || (!sdev && !host_locked(src)) || (!ddev && !host_locked(dst)))
+        return P_SINGLE; /* the CPU's, or the staging engine's, or a queued download's */
     const uint64_t bytes = (uint64_t)gm_array_size(dst) * dst->itemsize;
     p->bytes = bytes;
     switch (d->how) {
@@ -459,9 +458,10 @@ static piece_kind classify(piece *p, gpumem_context *ctx)
     return P_SINGLE;
 }
 
-/* Plans the kernels of a piece whose run starts at scratch offset p->off
- * (scratch taken to start at 0); false when the batched kernel cannot take
- * them. */
+/* Plans the kernels of a piece whose run starts at scratch offset p->off,
+ * as if scratch started at address 0 (its real start is 256-aligned, so
+ * the units the plans choose hold); false when the batched kernel cannot
+ * take them. */
 static bool plan_scratch(piece *p)
 {
     gpumem_array *dst = p->dst;
@@ -470,14 +470,12 @@ static bool plan_scratch(piece *p)
     if (p->kind == P_DOWN || p->kind == P_D2D) {
         p->g_strided = src->dev;
         p->g_packed = elem0;
-        p->g_scratch = true;
         if (!plan_pack(dst, src->strides, src->dev, p->rs, elem0, false, &p->gather))
             return false;
     }
     if (p->kind == P_UP || p->kind == P_D2D) {
         p->s_strided = dst->dev;
         p->s_packed = elem0;
-        p->s_scratch = true;
         if (!plan_pack(dst, dst->strides, dst->dev, p->rs, elem0, true, &p->scatter))
             return false;
     }
