@@ -664,15 +664,17 @@ static int workload(gpumem_context *c)
         for (int i = 0; i < H * W; i++)
             good &= back[i / W][i % W] == i;
     }
-    gpumem_status rst = GPUMEM_OK;
     gpumem_array *all[11] = {buf, p[0], p[1], p[2], p[3], v[0], v[1], v[2], v[3], f, h};
-    for (int k = 0; k < 11; k++)
-        if (all[k] != NULL && rst == GPUMEM_OK)
-            rst = gpumem_array_release(all[k]);
-    if (s != NULL && rst == GPUMEM_OK)
-        rst = gpumem_stream_destroy(s);
-    if (st == GPUMEM_OK)
-        st = rst;
+    for (int k = 0; k < 11; k++) { /* all of them, the first failure kept */
+        gpumem_status rst = gpumem_array_release(all[k]);
+        if (st == GPUMEM_OK)
+            st = rst;
+    }
+    if (s != NULL) {
+        gpumem_status rst = gpumem_stream_destroy(s);
+        if (st == GPUMEM_OK)
+            st = rst;
+    }
     return st == GPUMEM_OK && !good ? -2 : (int)st;
 }
 
