@@ -552,11 +552,30 @@ static gpumem_status launch_add(batch *b, launch *l, const gm_pack_plan *plan, u
     return GPUMEM_OK;
 }
 
-/* The pieces' transfers, in pair order, adjacent ones merged. */
+/* Whether the transfers of a and b have each end in one allocation: the
+ * scratch, or one array's memory.  Two arrays that happen to be adjacent
+ * are two allocations, and one cuMemcpy across both is refused
+ * (CUDA_ERROR_INVALID_VALUE: two adjacent pinned buffers of a halo's faces,
+ * on an H200). */
+static const gpumem_array *owner_of(const gpumem_array *a)
+{
+    return a->base != NULL ? a->base : a;
+}
+
+static bool same_allocations(const piece *a, const piece *b)
+{
+    return a->t_dst_scratch == b->t_dst_scratch && a->t_src_scratch == b->t_src_scratch &&
+           (a->t_dst_scratch || owner_of(a->dst) == owner_of(b->dst)) &&
+           (a->t_src_scratch || owner_of(a->src) == owner_of(b->src));
+}
+
+/* The pieces' transfers, in pair order, adjacent ones of the same
+ * allocations merged. */
 static gpumem_status transfers(batch *b, piece *ps, size_t n, uint64_t sbase)
 {
     gpumem_status st = GPUMEM_OK;
     uint64_t to = 0, from = 0, len = 0;
+    const piece *last = NULL;
     for (size_t i = 0; i <= n && st == GPUMEM_OK; i++) {
         piece *p = i < n ? &ps[i] : NULL;
         bool moves = p != NULL && (p->kind == P_TRANSFER || p->kind == P_DOWN || p->kind == P_UP);
@@ -566,7 +585,7 @@ static gpumem_status transfers(batch *b, piece *ps, size_t n, uint64_t sbase)
         if (p != NULL) {
             t = p->t_dst + (p->t_dst_scratch ? sbase : 0);
             f = p->t_src + (p->t_src_scratch ? sbase : 0);
-            if (len > 0 && t == to + len && f == from + len) {
+            if (len > 0 && t == to + len && f == from + len && same_allocations(last, p)) {
                 len += p->bytes;
                 continue;
             }
@@ -578,6 +597,7 @@ static gpumem_status transfers(batch *b, piece *ps, size_t n, uint64_t sbase)
                               GM_OP_memcpy, b->what);
         }
         to = t, from = f, len = p != NULL ? p->bytes : 0;
+        last = p;
     }
     return st;
 }
@@ -681,7 +701,8 @@ static gpumem_status batch_run(const char *what, size_t n, gpumem_array *const *
             continue;
         uint64_t off = (used + 255) & ~(uint64_t)255;
         if (prev != NULL && prev->kind == p->kind && p->kind != P_D2D &&
-            (p->kind == P_DOWN ? p->t_dst == prev->t_dst + prev->bytes : p->t_src == prev->t_src + prev->bytes))
+            (p->kind == P_DOWN ? p->t_dst == prev->t_dst + prev->bytes && owner_of(p->dst) == owner_of(prev->dst)
+                               : p->t_src == prev->t_src + prev->bytes && owner_of(p->src) == owner_of(prev->src)))
             off = used; /* one transfer for both */
         p->off = off;
         if (off + p->bytes > cap || !plan_scratch(p)) {

@@ -173,6 +173,41 @@ static void test_faces_sync(void)
     GPUMEM_ARRAY_RELEASE_ALL(src[0], src[1], src[2], src[3], dst[0], dst[1], dst[2], dst[3], f);
 }
 
+/* Two columns into adjacent halves of one pinned buffer: one transfer when
+ * both halves are views of the one array; two when each half is an array of
+ * its own, which might be an allocation of its own (one cuMemcpy across two
+ * adjacent pinned allocations is refused by the driver: found on an H200). */
+static void test_adjacent(void)
+{
+    gpumem_array *f = field(9, R, C), *buf = pinned(2 * R, -1);
+    int32_t *h = host_of(buf);
+    gpumem_array *halves[2] = {NULL, NULL}, *wrapped[2] = {NULL, NULL};
+    const gpumem_slice lo[1] = {{0, R, 1}}, hi[1] = {{R, 2 * R, 1}};
+    CHECK(gpumem_array_slice(buf, lo, 1, &halves[0]));
+    CHECK(gpumem_array_slice(buf, hi, 1, &halves[1]));
+    CHECK(gpumem_host_array_wrap(h, 1, (int64_t[]){R}, NULL, i32, &wrapped[0]));
+    CHECK(gpumem_host_array_wrap(h + R, 1, (int64_t[]){R}, NULL, i32, &wrapped[1]));
+    gpumem_array *src[2] = {col(f, 0), col(f, 1)};
+    int64_t m0 = calls("cuMemcpy");
+    CHECK(gpumem_array_copy_batch(2, halves, src, stream));
+    CHECK(gpumem_stream_synchronize(stream));
+    int64_t one = calls("cuMemcpy") - m0;
+    int good = 1;
+    for (int i = 0; i < R; i++)
+        good &= h[i] == val(9, i, 0) && h[R + i] == val(9, i, 1);
+    memset(h, 0, 2 * R * sizeof *h);
+    m0 = calls("cuMemcpy");
+    CHECK(gpumem_array_copy_batch(2, wrapped, src, stream));
+    CHECK(gpumem_stream_synchronize(stream));
+    int64_t two = calls("cuMemcpy") - m0;
+    for (int i = 0; i < R; i++)
+        good &= h[i] == val(9, i, 0) && h[R + i] == val(9, i, 1);
+    ok(one == 1 && two == 2 && good,
+       "adjacent halves of one array: one transfer; adjacent arrays of their own: one each (got %lld and %lld), "
+       "exact", (long long)one, (long long)two);
+    GPUMEM_ARRAY_RELEASE_ALL(src[0], src[1], halves[0], halves[1], wrapped[0], wrapped[1], buf, f);
+}
+
 /* ---- mixed batches ------------------------------------------------------------------------------- */
 
 static void test_mixed(void)
@@ -753,6 +788,7 @@ int main(void)
     test_faces_out();
     test_faces_in();
     test_faces_sync();
+    test_adjacent();
     test_mixed();
     test_many();
     test_bad_pair();
