@@ -19,6 +19,7 @@
 
 #include <gpumem.h>
 
+#include "arrays.h"
 #include "child.h"
 #include "context.h"
 #include "pack_calls.h"
@@ -89,16 +90,7 @@ static gpumem_status ring_fn(void *arg, const gm_stage_ring *r)
 /* A device array of N int32 holding base + i. */
 static gpumem_array *filled(gpumem_context *ctx, int32_t base)
 {
-    int32_t v[N];
-    int64_t n = N;
-    for (int i = 0; i < N; i++)
-        v[i] = base + i;
-    gpumem_array *h = NULL, *d = NULL;
-    if (gpumem_host_array_wrap(v, 1, &n, NULL, i32(), &h) != GPUMEM_OK ||
-        gpumem_to_device(ctx, h, NULL, 0, &d) != GPUMEM_OK)
-        bail_out("filled: %s", gpumem_last_error());
-    gpumem_array_release(h);
-    return d;
+    return device_iota(ctx, 1, (int64_t[]){N}, base);
 }
 
 static bool holds(gpumem_array *d, int32_t base)

@@ -13,6 +13,7 @@
 
 #include <gpumem.h>
 
+#include "arrays.h"
 #include "child.h"
 #include "tap.h"
 
@@ -37,41 +38,18 @@ static uint64_t launches(void)
     return n;
 }
 
-static gpumem_copy_path last_path(void)
-{
-    gpumem_copy_path p = GPUMEM_COPY_PATH_NONE;
-    gpumem_debug_last_copy_path(&p);
-    return p;
-}
-
 /* A device array of n int32 on ctx holding base + i. */
 static gpumem_array *filled(gpumem_context *ctx, int64_t n, int32_t base)
 {
-    int32_t *v = malloc((size_t)n * sizeof *v);
-    gpumem_array *h = NULL, *d = NULL;
-    for (int64_t i = 0; i < n; i++)
-        v[i] = base + (int32_t)i;
-    if (gpumem_host_array_wrap(v, 1, &n, NULL, i32(), &h) != GPUMEM_OK ||
-        gpumem_to_device(ctx, h, NULL, 0, &d) != GPUMEM_OK)
-        bail_out("making a device array: %s", gpumem_last_error());
-    gpumem_array_release(h);
-    free(v);
-    return d;
+    return device_iota(ctx, 1, &n, base);
 }
 
 /* The int32 values of a (any layout, any device), in C order, into out. */
 static void values(gpumem_array *a, int32_t *out, int64_t n)
 {
-    int ndim = 0;
-    int64_t shape[8];
-    gpumem_array *h = NULL;
-    gpumem_array_ndim(a, &ndim);
-    gpumem_array_shape(a, shape);
     (void)n;
-    if (gpumem_host_array_wrap(out, ndim, shape, NULL, i32(), &h) != GPUMEM_OK ||
-        gpumem_array_copy(h, a, NULL) != GPUMEM_OK)
+    if (!read_all(a, out))
         bail_out("reading back: %s", gpumem_last_error());
-    gpumem_array_release(h);
 }
 
 static gpumem_array *sliced(gpumem_array *a, int64_t start, int64_t stop, int64_t step)
