@@ -207,4 +207,47 @@ static int copied_exactly(gpumem_array *dv, gpumem_array *db, const float *want,
     return good && changed <= count;
 }
 
+/* A copy case between two random views of shape n (random_view, in that
+ * order from *rng): a source of kind sk holding 0, 1, ... and a
+ * destination of kind dk holding dv0, dv0 + 1, ..., with the source's
+ * values (want) and the destination base's (before) read first. */
+typedef struct random_copy {
+    gpumem_array *sv, *dv, *sb, *db; /* the views and their bases */
+    float *sown, *down, *want, *before;
+    int64_t count, dtotal; /* the elements of a view, and of the destination's base */
+} random_copy;
+
+static void random_copy_make(random_copy *c, gpumem_context *ctx, uint64_t *rng, int sk, int dk, const int64_t *n,
+                             float dv0) __attribute__((unused));
+static void random_copy_make(random_copy *c, gpumem_context *ctx, uint64_t *rng, int sk, int dk, const int64_t *n,
+                             float dv0)
+{
+    int64_t sshape[3], dshape[3];
+    c->count = n[0] * n[1] * n[2];
+    c->sv = random_view(ctx, rng, sk, n, 0.0f, &c->sb, sshape, &c->sown);
+    c->dv = random_view(ctx, rng, dk, n, dv0, &c->db, dshape, &c->down);
+    c->dtotal = dshape[0] * dshape[1] * dshape[2];
+    c->before = read_new(c->db, c->dtotal);
+    c->want = read_new(c->sv, c->count);
+}
+
+/* After a copy of c->sv into c->dv: whether it was exact (copied_exactly). */
+static int random_copy_exact(const random_copy *c) __attribute__((unused));
+static int random_copy_exact(const random_copy *c)
+{
+    return copied_exactly(c->dv, c->db, c->want, c->count, c->before, c->dtotal);
+}
+
+static void random_copy_release(random_copy *c) __attribute__((unused));
+static void random_copy_release(random_copy *c)
+{
+    gpumem_array *rel[] = {c->sv, c->dv, c->sb, c->db};
+    for (int i = 0; i < 4; i++)
+        gpumem_array_release(rel[i]);
+    free(c->sown);
+    free(c->down);
+    free(c->before);
+    free(c->want);
+}
+
 #endif /* GPUMEM_TEST_ARRAYS_H */

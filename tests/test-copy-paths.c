@@ -337,32 +337,21 @@ static void test_random(void)
     for (int iter = 0; iter < 150 && bad < 5; iter++) {
         int64_t n[3] = {1 + (int64_t)rnd(4), 1 + (int64_t)rnd(5), 1 + (int64_t)rnd(6)};
         int sk = (int)rnd(3), dk = (int)rnd(3);
-        gpumem_array *sb, *db;
-        int64_t sshape[3], dshape[3], count = n[0] * n[1] * n[2];
-        float *sown, *down;
-        gpumem_array *sv = random_view(ctx, &rng, sk, n, 0.0f, &sb, sshape, &sown);
-        gpumem_array *dv = random_view(ctx, &rng, dk, n, 10000.0f, &db, dshape, &down);
-        int64_t dtotal = dshape[0] * dshape[1] * dshape[2];
-        float *before = read_new(db, dtotal), *want = read_new(sv, count);
-        gpumem_status st = gpumem_array_copy(dv, sv, NULL);
+        random_copy c;
+        random_copy_make(&c, ctx, &rng, sk, dk, n, 10000.0f);
+        gpumem_status st = gpumem_array_copy(c.dv, c.sv, NULL);
         gpumem_copy_path p = last_path();
         if (p >= 0 && p < 9)
             paths[p]++;
         /* dst's base with the view's elements replaced, in order; its gaps untouched */
-        int good = st == GPUMEM_OK && copied_exactly(dv, db, want, count, before, dtotal);
+        int good = st == GPUMEM_OK && random_copy_exact(&c);
         if (!good) {
             bad++;
             ok(0, "random copy %d (kinds %d -> %d, shape %lldx%lldx%lld, path %s): %s", iter, sk, dk,
                (long long)n[0], (long long)n[1], (long long)n[2], gpumem_copy_path_name(p),
                st == GPUMEM_OK ? "wrong values" : gpumem_last_error());
         }
-        gpumem_array *rel[] = {sv, dv, sb, db};
-        for (int i = 0; i < 4; i++)
-            gpumem_array_release(rel[i]);
-        free(sown);
-        free(down);
-        free(before);
-        free(want);
+        random_copy_release(&c);
     }
     ok(bad == 0, "150 random copies between host, pinned and device views are exact, gaps untouched");
     diag("paths taken: host %d, contiguous %d, dma %d, device-pack %d, cpu-pack %d, cpu-device-pack %d", paths[1],

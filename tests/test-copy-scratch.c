@@ -204,19 +204,14 @@ static void chunks_case(const void *arg, child_result *out)
             dk = 2 - sk;
         }
         bool on_stream = rnd(2) == 0;
-        int64_t sshape[3], dshape[3], count = n[0] * n[1] * n[2];
-        gpumem_array *sb, *db;
-        float *sown, *down;
-        gpumem_array *sv = random_view(ctx, &rng, sk, n, 0.0f, &sb, sshape, &sown);
-        gpumem_array *dv = random_view(ctx, &rng, dk, n, 1e7f, &db, dshape, &down);
-        int64_t dtotal = dshape[0] * dshape[1] * dshape[2];
-        float *before = read_new(db, dtotal), *want = read_new(sv, count);
-        gpumem_status st = gpumem_array_copy(dv, sv, on_stream ? stream : NULL);
+        random_copy c;
+        random_copy_make(&c, ctx, &rng, sk, dk, n, 1e7f);
+        gpumem_status st = gpumem_array_copy(c.dv, c.sv, on_stream ? stream : NULL);
         gm_copy_decision d;
         gm_copy_last_decision(&d);
         if (st == GPUMEM_OK && on_stream)
             st = gpumem_stream_synchronize(stream);
-        bool good = st == GPUMEM_OK && copied_exactly(dv, db, want, count, before, dtotal);
+        bool good = st == GPUMEM_OK && random_copy_exact(&c);
         if (!good && out->value[0]++ == 0)
             snprintf(out->text, sizeof out->text, "copy %d (kinds %d -> %d, %lldx%lldx%lld, %s, %s): %s", iter, sk,
                      dk, (long long)n[0], (long long)n[1], (long long)n[2], gpumem_copy_path_name(d.path),
@@ -226,13 +221,7 @@ static void chunks_case(const void *arg, child_result *out)
             out->value[2] += d.overlap;
             out->value[3] += staged ? d.staged && (sk == 0 || dk == 0) : on_stream;
         }
-        gpumem_array *rel[] = {sv, dv, sb, db};
-        for (int i = 0; i < 4; i++)
-            gpumem_array_release(rel[i]);
-        free(sown);
-        free(down);
-        free(before);
-        free(want);
+        random_copy_release(&c);
     }
     gpumem_stream_destroy(stream);
     gpumem_context_release(ctx);
