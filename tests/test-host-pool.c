@@ -417,29 +417,17 @@ static void fault_child(const void *arg, child_result *out)
         return;
     }
     sim = 1;
-    uint64_t c0 = 0, c1 = 0, l0 = locked();
-    gpumem_debug_driver_calls(NULL, &c0);
-    if (k > 0)
-        gpumem_debug_fail_call((uint64_t)k, 999 /* CUDA_ERROR_UNKNOWN */);
+    uint64_t l0 = locked(), calls0 = fault_arm(k);
     out->status = workload();
-    gpumem_debug_fail_call(0, 0);
-    gpumem_debug_driver_calls(NULL, &c1);
+    out->value[0] = fault_disarm(calls0);
     snprintf(out->text, sizeof out->text, "%s", msg);
-    out->value[0] = (long)(c1 - c0);
     out->value[1] = (long)(locked() - l0);
     gpumem_context_release(ctx);
 }
 
 static void test_faults(void)
 {
-    child_result r;
-    long k = 0;
-    run_child(fault_child, &k, &r);
-    is_int(r.status, GPUMEM_OK, "the host pool workload succeeds without injection");
-    long n = r.value[0];
-    ok(n > 15, "it makes %ld driver calls", n);
-    is_int(r.value[1], 0, "and gives all page-locked memory back");
-    fault_walk(fault_child, n, "cuMemFreeHost");
+    fault_walk_all(fault_child, "the host pool workload", 16, "page-locked", "cuMemFreeHost");
 }
 
 int main(void)
