@@ -180,6 +180,19 @@ static int child_device_count(void)
     return r.exited && r.exit_code == 0 && r.status == 0 ? (int)r.value[0] : -1;
 }
 
+/* For a fault walk's workload: the gpumem_status st in scope keeps the
+ * first failing status of the calls, and fault_msg that failure's message
+ * (a later failure or a cleanup may set gpumem_last_error() again). */
+static char fault_msg[1024] __attribute__((unused));
+#define FAULT_FIRST(call)                                                                                  \
+    do {                                                                                                   \
+        gpumem_status st_ = (call);                                                                        \
+        if (st_ != GPUMEM_OK && st == GPUMEM_OK) {                                                         \
+            st = st_;                                                                                      \
+            snprintf(fault_msg, sizeof fault_msg, "%s", gpumem_last_error());                              \
+        }                                                                                                  \
+    } while (0)
+
 /* The whole walk of a workload: fn run without injection (k = 0) must
  * succeed, make at least `least` driver calls (value[0], fault_disarm's)
  * and keep no `memory` memory (value[1]); then fault_walk over its calls.
