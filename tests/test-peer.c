@@ -237,6 +237,20 @@ static int odd_cols_reversed(gpumem_array *b2, int32_t *v, int64_t m)
     return 1;
 }
 
+/* In a child: contexts of two (simulated) devices with 64 KiB scratch
+ * chunks and staging slots, peer access off when staged; 1, or 0 with
+ * out->status saying why. */
+static int chunked_devices(int staged, gpumem_context **c0, gpumem_context **c1, child_result *out)
+{
+    setenv("GPUMEM_SIM_DEVICES", "2", 1);
+    setenv("GPUMEM_COPY_SCRATCH_CHUNK", "64K", 1);
+    setenv("GPUMEM_STAGING_CHUNK", "64K", 1);
+    if (staged)
+        setenv("GPUMEM_PEER", "0", 1);
+    return (out->status = gpumem_context_create(0, c0)) == GPUMEM_OK &&
+           (out->status = gpumem_context_create(1, c1)) == GPUMEM_OK;
+}
+
 /* With 64 KiB scratch chunks (and 64 KiB staging slots, two per lane):
  * strided copies of 512 KiB between devices, by peer access (arg NULL) or
  * staged.  value[0]: copies with wrong values, value[1]: cuMemcpyPeer
@@ -244,15 +258,9 @@ static int odd_cols_reversed(gpumem_array *b2, int32_t *v, int64_t m)
  * each, in order). */
 static void chunks_case(const void *arg, child_result *out)
 {
-    setenv("GPUMEM_SIM_DEVICES", "2", 1);
-    setenv("GPUMEM_COPY_SCRATCH_CHUNK", "64K", 1);
-    setenv("GPUMEM_STAGING_CHUNK", "64K", 1);
     setenv("GPUMEM_STAGING_DEPTH", "2", 1);
-    if (arg != NULL)
-        setenv("GPUMEM_PEER", "0", 1);
     gpumem_context *c0 = NULL, *c1 = NULL;
-    if ((out->status = gpumem_context_create(0, &c0)) != GPUMEM_OK ||
-        (out->status = gpumem_context_create(1, &c1)) != GPUMEM_OK)
+    if (!chunked_devices(arg != NULL, &c0, &c1, out))
         return;
     enum { M = 512 };
     int64_t n = M * M;
@@ -439,14 +447,8 @@ static void three_case(const void *arg, child_result *out)
  * that then failed or were wrong, value[2] the failures seen. */
 static void chunk_faults_case(const void *arg, child_result *out)
 {
-    setenv("GPUMEM_SIM_DEVICES", "2", 1);
-    setenv("GPUMEM_COPY_SCRATCH_CHUNK", "64K", 1);
-    setenv("GPUMEM_STAGING_CHUNK", "64K", 1);
-    if (arg != NULL)
-        setenv("GPUMEM_PEER", "0", 1);
     gpumem_context *c0 = NULL, *c1 = NULL;
-    if ((out->status = gpumem_context_create(0, &c0)) != GPUMEM_OK ||
-        (out->status = gpumem_context_create(1, &c1)) != GPUMEM_OK)
+    if (!chunked_devices(arg != NULL, &c0, &c1, out))
         return;
     for (int k = 0; k < 4; k++) {
         for (uint64_t nth = 1; nth < 400; nth++) {
