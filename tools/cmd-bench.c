@@ -54,6 +54,7 @@
 #include <gpumem.h>
 
 #include "cmd-bench.h"
+#include "json-string.h"
 
 int cmd_bench(int argc, char **argv);
 
@@ -109,7 +110,7 @@ typedef struct bench {
     int reps, json, csv, progress, quick, nresults;
     FILE *out;
     double ceiling[2];  /* the host's (bench_host): h2d, d2h GB/s; 0 unknown */
-    char *notes;        /* --json: the notes, printed after the results */
+    char *notes;        /* --json: the notes, each ended by a NUL, printed after the results */
     size_t notes_len;
 } bench;
 
@@ -196,19 +197,13 @@ static void note(bench *b, const char *text)
     if (b->progress)
         fprintf(stderr, "\r\033[K");
     if (b->json) {
-        size_t n = strlen(text), at = b->notes_len;
-        char *p = realloc(b->notes, at + 2 * n + 16);
+        size_t n = strlen(text) + 1;
+        char *p = realloc(b->notes, b->notes_len + n);
         if (p == NULL)
             return;
+        memcpy(p + b->notes_len, text, n);
         b->notes = p;
-        at += (size_t)sprintf(p + at, "%s\n    \"", at ? "," : "");
-        for (const char *c = text; *c != '\0'; c++) { /* JSON string: the few characters a note may hold */
-            if (*c == '"' || *c == '\\')
-                p[at++] = '\\';
-            p[at++] = (unsigned char)*c < 0x20 ? ' ' : *c;
-        }
-        at += (size_t)sprintf(p + at, "\"");
-        b->notes_len = at;
+        b->notes_len += n;
     } else {
         fprintf(b->csv ? stderr : stdout, "# %s\n", text);
         fflush(b->csv ? stderr : stdout);
@@ -932,8 +927,14 @@ int cmd_bench(int argc, char **argv)
                            bench_targets(&b);
     if (b.progress)
         fprintf(stderr, "\r\033[K");
-    if (b.json)
-        printf("\n  ],\n  \"notes\": [%s\n  ]\n}\n", b.notes != NULL ? b.notes : "");
+    if (b.json) {
+        printf("\n  ],\n  \"notes\": [");
+        for (size_t at = 0; at < b.notes_len; at += strlen(b.notes + at) + 1) {
+            printf("%s\n    ", at ? "," : "");
+            json_string(b.notes + at);
+        }
+        printf("\n  ]\n}\n");
+    }
     free(b.notes);
     gpumem_context_release(b.ctx);
     return rc ? 1 : 0;
