@@ -124,20 +124,6 @@ static const gpumem_dtype *i32(void)
     return gpumem_dtype_builtin(GPUMEM_INT32);
 }
 
-/* A device array holding 0, 1, ..., N-1 (int32). */
-static gpumem_array *device_iota(gpumem_context *ctx)
-{
-    static int32_t src[N];
-    for (int i = 0; i < N; i++)
-        src[i] = i;
-    gpumem_array *h = NULL, *d = NULL;
-    gpumem_host_array_wrap(src, 1, (int64_t[]){N}, NULL, i32(), &h);
-    gpumem_device_array(ctx, 1, (int64_t[]){N}, NULL, i32(), 'C', NULL, &d);
-    gpumem_copy_to_device(d, h, NULL);
-    gpumem_array_release(h);
-    return d;
-}
-
 static int is_iota(const int32_t *v, int n)
 {
     for (int i = 0; i < n; i++)
@@ -305,7 +291,7 @@ static void new_arrays(void)
 static void downloads(void)
 {
     gpumem_context *ctx = context();
-    gpumem_array *d = device_iota(ctx);
+    gpumem_array *d = device_iota(ctx, 1, (int64_t[]){N}, 0);
     gpumem_stream *s = NULL;
     gpumem_stream_create(ctx, 0, &s);
 
@@ -476,7 +462,7 @@ static void downloads(void)
 static void poison_off(void)
 {
     gpumem_context *ctx = context();
-    gpumem_array *d = device_iota(ctx), *n = NULL;
+    gpumem_array *d = device_iota(ctx, 1, (int64_t[]){N}, 0), *n = NULL;
     gpumem_stream *s = NULL;
     gpumem_stream_create(ctx, 0, &s);
     int64_t m0 = calls("cuMemsetD8"), c0 = calls("cuStreamCreate"), q0 = calls("cuStreamQuery");
