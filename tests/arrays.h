@@ -125,9 +125,9 @@ static int holds_cols(const float *out, const float *m, int64_t r, int64_t c, in
  * drawn from *rng (xorshift64).  *base gets the base and bshape its shape;
  * *own the memory a kind 0 base wraps (free it after the base's release),
  * NULL for the others. */
-static gpumem_array *random_view(gpumem_context *ctx, uint64_t *rng, int kind, const int64_t *n, float v0,
+static gpumem_array *random_permuted_view(gpumem_context *ctx, uint64_t *rng, int kind, const int64_t *n, float v0,
                                  gpumem_array **base, int64_t *bshape, float **own) __attribute__((unused));
-static gpumem_array *random_view(gpumem_context *ctx, uint64_t *rng, int kind, const int64_t *n, float v0,
+static gpumem_array *random_permuted_view(gpumem_context *ctx, uint64_t *rng, int kind, const int64_t *n, float v0,
                                  gpumem_array **base, int64_t *bshape, float **own)
 {
     const gpumem_dtype *f32 = gpumem_dtype_builtin(GPUMEM_FLOAT32);
@@ -207,8 +207,8 @@ static int copied_exactly(gpumem_array *dv, gpumem_array *db, const float *want,
     return good && changed <= count;
 }
 
-/* A copy case between two random views of shape n (random_view, in that
- * order from *rng): a source of kind sk holding 0, 1, ... and a
+/* A copy case between two random views of shape n (random_permuted_view,
+ * in that order from *rng): a source of kind sk holding 0, 1, ... and a
  * destination of kind dk holding dv0, dv0 + 1, ..., with the source's
  * values (want) and the destination base's (before) read first. */
 typedef struct random_copy {
@@ -224,8 +224,8 @@ static void random_copy_make(random_copy *c, gpumem_context *ctx, uint64_t *rng,
 {
     int64_t sshape[3], dshape[3];
     c->count = n[0] * n[1] * n[2];
-    c->sv = random_view(ctx, rng, sk, n, 0.0f, &c->sb, sshape, &c->sown);
-    c->dv = random_view(ctx, rng, dk, n, dv0, &c->db, dshape, &c->down);
+    c->sv = random_permuted_view(ctx, rng, sk, n, 0.0f, &c->sb, sshape, &c->sown);
+    c->dv = random_permuted_view(ctx, rng, dk, n, dv0, &c->db, dshape, &c->down);
     c->dtotal = dshape[0] * dshape[1] * dshape[2];
     c->before = read_new(c->db, c->dtotal);
     c->want = read_new(c->sv, c->count);
