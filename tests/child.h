@@ -110,6 +110,28 @@ static void remove_home(char *dir)
     free(dir);
 }
 
+/* In a child of the fault walk: arms the k-th driver call from now to fail
+ * with CUDA_ERROR_UNKNOWN (none for k <= 0) and gives the count of driver
+ * calls so far, for fault_disarm. */
+static uint64_t fault_arm(long k) __attribute__((unused));
+static uint64_t fault_arm(long k)
+{
+    uint64_t calls = 0;
+    gpumem_debug_driver_calls(NULL, &calls);
+    if (k > 0)
+        gpumem_debug_fail_call((uint64_t)k, 999 /* CUDA_ERROR_UNKNOWN */);
+    return calls;
+}
+
+/* Disarms fault_arm's failure; the driver calls made since it (calls0). */
+static long fault_disarm(uint64_t calls0) __attribute__((unused));
+static long fault_disarm(uint64_t calls0)
+{
+    uint64_t calls = 0;
+    gpumem_debug_fail_call(0, 0);
+    gpumem_debug_driver_calls(NULL, &calls);
+    return (long)(calls - calls0);
+}
 
 /* The fault walk: runs fn (the workload, arg a long k) in a child for every
  * k from 1 to n with the k-th driver call failing (fn arms it with
@@ -156,6 +178,40 @@ static int child_device_count(void)
     child_result r;
     run_child(child_count_case, NULL, &r);
     return r.exited && r.exit_code == 0 && r.status == 0 ? (int)r.value[0] : -1;
+}
+
+/* For a fault walk's workload: the gpumem_status st in scope keeps the
+ * first failing status of the calls, and fault_msg that failure's message
+ * (a later failure or a cleanup may set gpumem_last_error() again). */
+static char fault_msg[1024] __attribute__((unused));
+#define FAULT_FIRST(call)                                                                                  \
+    do {                                                                                                   \
+        gpumem_status st_ = (call);                                                                        \
+        if (st_ != GPUMEM_OK && st == GPUMEM_OK) {                                                         \
+            st = st_;                                                                                      \
+            snprintf(fault_msg, sizeof fault_msg, "%s", gpumem_last_error());                              \
+        }                                                                                                  \
+    } while (0)
+
+/* The whole walk of a workload: fn run without injection (k = 0) must
+ * succeed, make at least `least` driver calls (value[0], fault_disarm's)
+ * and keep no `memory` memory (value[1]); then fault_walk over its calls.
+ * Five TAP results; `what` names the workload. */
+static void fault_walk_all(child_fn fn, const char *what, long least, const char *memory, const char *free_call)
+    __attribute__((unused));
+static void fault_walk_all(child_fn fn, const char *what, long least, const char *memory, const char *free_call)
+{
+    child_result r;
+    long k = 0;
+    char name[256];
+    run_child(fn, &k, &r);
+    snprintf(name, sizeof name, "%s succeeds without injection", what);
+    is_int(r.status, GPUMEM_OK, name);
+    long n = r.value[0];
+    ok(n >= least, "it makes %ld driver calls", n);
+    snprintf(name, sizeof name, "and gives all %s memory back", memory);
+    is_int(r.value[1], 0, name);
+    fault_walk(fn, n, free_call);
 }
 
 #endif /* GPUMEM_TEST_CHILD_H */

@@ -17,6 +17,7 @@
 
 #include "arrays.h"
 #include "child.h"
+#include "rng.h"
 #include "tap.h"
 
 static gpumem_context *ctx;
@@ -402,10 +403,7 @@ static void test_collisions(void)
 static uint64_t rng;
 static uint64_t rnd(void)
 {
-    uint64_t z = (rng += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
+    return splitmix64(&rng);
 }
 
 /* A random view of the 3-D base: per axis a random start, stop and step (either sign), an axis maybe indexed
@@ -722,20 +720,16 @@ static void run(const void *arg, child_result *out)
         out->status = -1;
         return;
     }
-    uint64_t f0 = 0, f1 = 0, total = 0, calls0 = 0, calls1 = 0;
+    uint64_t f0 = 0, f1 = 0, total = 0;
     gpumem_context_set_dealloc_limits(c, 0, 0.0); /* every free at its release */
     gpumem_memory_info(c, &f0, &total);
-    gpumem_debug_driver_calls(NULL, &calls0);
-    if (k > 0)
-        gpumem_debug_fail_call((uint64_t)k, 999 /* CUDA_ERROR_UNKNOWN */);
+    uint64_t calls0 = fault_arm(k);
     out->status = workload(c);
     snprintf(out->text, sizeof out->text, "%s", gpumem_last_error());
-    gpumem_debug_fail_call(0, 0);
-    gpumem_debug_driver_calls(NULL, &calls1);
+    out->value[0] = fault_disarm(calls0);
     gpumem_clear_context_caches(); /* the pack kernels' scratch */
     gpumem_context_flush_deallocations(c);
     gpumem_memory_info(c, &f1, &total);
-    out->value[0] = (long)(calls1 - calls0);
     out->value[1] = (long)(f0 - f1); /* device bytes not given back */
     gpumem_context_release(c);
 }

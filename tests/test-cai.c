@@ -21,24 +21,6 @@ static void release_owner(void *owner)
     released_owner = owner;
 }
 
-/* A device array with the values 0, 1, 2, ... */
-static gpumem_array *iota(int ndim, const int64_t *shape)
-{
-    int64_t n = 1;
-    for (int i = 0; i < ndim; i++)
-        n *= shape[i];
-    int32_t *v = malloc((size_t)(n > 0 ? n : 1) * sizeof *v);
-    for (int64_t i = 0; i < n; i++)
-        v[i] = (int32_t)i;
-    gpumem_array *h = NULL, *d = NULL;
-    gpumem_host_array_wrap(v, ndim, shape, NULL, i32, &h);
-    if (gpumem_to_device(ctx, h, NULL, 0, &d) != GPUMEM_OK)
-        bail_out("to_device: %s", gpumem_last_error());
-    gpumem_array_release(h);
-    free(v);
-    return d;
-}
-
 static gpumem_cuda_array_interface desc_of(gpumem_array *a)
 {
     gpumem_cuda_array_interface d = {.size = sizeof d};
@@ -77,7 +59,7 @@ int main(void)
     int32_t vals[64];
 
     /* ---- the description of a C-contiguous device array */
-    gpumem_array *d = iota(2, (int64_t[]){2, 3});
+    gpumem_array *d = device_iota(ctx, 2, (int64_t[]){2, 3}, 0);
     uint64_t dptr = 0;
     gpumem_array_device_pointer(d, &dptr);
     gpumem_cuda_array_interface cai = {.size = sizeof cai};
@@ -139,7 +121,7 @@ int main(void)
     gpumem_array_release(rev);
 
     /* ---- broadcast (stride 0): never contiguous */
-    gpumem_array *row = iota(1, (int64_t[]){3});
+    gpumem_array *row = device_iota(ctx, 1, (int64_t[]){3}, 0);
     gpumem_cuda_array_interface cb = desc_of(row);
     cb.ndim = 2;
     cb.shape[0] = 4;
@@ -175,7 +157,7 @@ int main(void)
     is_int(gpumem_as_cuda_array(ctx, &ce, 0, NULL, NULL, &eb), GPUMEM_OK, "as_cuda_array of data 0, size 0");
     gpumem_array_release(eb);
     gpumem_array_release(e);
-    z = iota(0, NULL);
+    z = device_iota(ctx, 0, NULL, 0);
     gpumem_cuda_array_interface cz = desc_of(z);
     ok(cz.ndim == 0 && cz.has_strides == 0 && cz.data != 0, "a 0-d array: no shape, no strides, data");
     gpumem_array_release(z);

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "copy_decide.h"
+#include "rng.h"
 #include "tap.h"
 
 #define MiB (1u << 20)
@@ -429,10 +430,7 @@ static void test_table(void)
 static uint64_t rng = 0x2545F4914F6CDD1Dull;
 static uint64_t rnd(uint64_t n)
 {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng % n;
+    return xorshift64(&rng) % n;
 }
 
 static void test_tiling(void)

@@ -14,6 +14,7 @@
 
 #include "arrays.h"
 #include "child.h"
+#include "rng.h"
 #include "tap.h"
 
 static gpumem_context *ctx;
@@ -22,31 +23,9 @@ static const gpumem_dtype *f32;
 #define R 6
 #define C 8
 
-static gpumem_copy_path path(void)
-{
-    gpumem_copy_path p = (gpumem_copy_path)-1;
-    gpumem_debug_last_copy_path(&p);
-    return p;
-}
-
-static gpumem_array *wrap(void *p, int64_t r, int64_t c)
-{
-    gpumem_array *a = NULL;
-    gpumem_host_array_wrap(p, 2, (int64_t[]){r, c}, NULL, f32, &a);
-    return a;
-}
-
-static gpumem_array *cols(gpumem_array *a, int64_t start, int64_t step)
-{
-    gpumem_array *v = NULL;
-    gpumem_slice s[2] = {{GPUMEM_SLICE_DEFAULT, GPUMEM_SLICE_DEFAULT, 1}, {start, GPUMEM_SLICE_DEFAULT, step}};
-    gpumem_array_slice(a, s, 2, &v);
-    return v;
-}
-
 static gpumem_array *device_of(float *host, int64_t r, int64_t c)
 {
-    gpumem_array *h = wrap(host, r, c), *d = NULL;
+    gpumem_array *h = wrap_f32(host, r, c), *d = NULL;
     gpumem_to_device(ctx, h, NULL, 0, &d);
     gpumem_array_release(h);
     return d;
@@ -59,7 +38,7 @@ static int same(const float *a, const float *b, size_t n)
 
 static void check_path(gpumem_status st, gpumem_copy_path want, const char *name)
 {
-    gpumem_copy_path got = path();
+    gpumem_copy_path got = last_path();
     ok(st == GPUMEM_OK && got == want, "%s: path %s (got %s%s%s)", name, gpumem_copy_path_name(want),
        gpumem_copy_path_name(got) ? gpumem_copy_path_name(got) : "?", st == GPUMEM_OK ? "" : "; ",
        st == GPUMEM_OK ? "" : gpumem_last_error());
@@ -73,9 +52,9 @@ static void test_paths(void)
         z[i / C][i % C] = -1.0f - (float)i;
     }
     gpumem_array *d = device_of(&a[0][0], R, C), *dz = device_of(&z[0][0], R, C);
-    gpumem_array *dcols = cols(d, 0, 2), *zcols = cols(dz, 1, 2);
-    gpumem_array *hhalf = wrap(half, R, C / 2), *hout = wrap(out, R, C), *ha = wrap(a, R, C);
-    gpumem_array *ocols = cols(hout, 1, 2), *acols = cols(ha, 0, 2);
+    gpumem_array *dcols = cols_view(d, 0, 2), *zcols = cols_view(dz, 1, 2);
+    gpumem_array *hhalf = wrap_f32(half, R, C / 2), *hout = wrap_f32(out, R, C), *ha = wrap_f32(a, R, C);
+    gpumem_array *ocols = cols_view(hout, 1, 2), *acols = cols_view(ha, 0, 2);
 
     /* contiguous, and host to host */
     gpumem_status st = gpumem_copy_to_host(d, hout, NULL);
@@ -88,10 +67,7 @@ static void test_paths(void)
     memset(half, 0, sizeof half);
     st = gpumem_copy_to_host(dcols, hhalf, NULL);
     check_path(st, GPUMEM_COPY_PATH_DEVICE_PACK, "d[:, ::2] to a contiguous host array");
-    int good = 1;
-    for (int i = 0; i < R; i++)
-        for (int j = 0; j < C / 2; j++)
-            good &= half[i][j] == a[i][2 * j];
+    int good = holds_cols(&half[0][0], &a[0][0], R, C, 0, 2);
     ok(good, "its values");
 
     /* contiguous host -> dz[:, 1::2]: one transfer, unpacked on the device */
@@ -111,10 +87,7 @@ static void test_paths(void)
     gpumem_device_array(ctx, 2, (int64_t[]){R, C / 2}, NULL, f32, 'C', NULL, &dh);
     st = gpumem_array_copy(dh, acols, NULL);
     check_path(st, GPUMEM_COPY_PATH_CPU_PACK, "h[:, ::2] to a contiguous device array");
-    good = read_all(dh, half);
-    for (int i = 0; i < R; i++)
-        for (int j = 0; j < C / 2; j++)
-            good &= half[i][j] == a[i][2 * j];
+    good = read_all(dh, half) && holds_cols(&half[0][0], &a[0][0], R, C, 0, 2);
     ok(good, "its values");
 
     /* h[:, ::2] -> dz[:, 1::2]: CPU packs, the kernel unpacks */
@@ -146,12 +119,9 @@ static void test_paths(void)
     gpumem_device_array(ctx, 2, (int64_t[]){R, C / 2}, NULL, f32, 'C', NULL, &d2);
     st = gpumem_array_copy(d2, dcols, NULL);
     check_path(st, GPUMEM_COPY_PATH_DEVICE_PACK, "d[:, ::2] to a contiguous device array");
-    good = read_all(d2, half);
-    for (int i = 0; i < R; i++)
-        for (int j = 0; j < C / 2; j++)
-            good &= half[i][j] == a[i][2 * j];
+    good = read_all(d2, half) && holds_cols(&half[0][0], &a[0][0], R, C, 0, 2);
     ok(good, "its values");
-    gpumem_array *dz2 = device_of(&z[0][0], R, C), *z2cols = cols(dz2, 1, 2);
+    gpumem_array *dz2 = device_of(&z[0][0], R, C), *z2cols = cols_view(dz2, 1, 2);
     st = gpumem_array_copy(z2cols, dcols, NULL);
     check_path(st, GPUMEM_COPY_PATH_DEVICE_PACK, "d[:, ::2] to dz[:, 1::2]");
     ok(read_all(dz2, out) && same(&out[0][0], &want[0][0], R * C), "its values, and the gaps untouched");
@@ -160,7 +130,7 @@ static void test_paths(void)
     static float wide[8][256], wout[8][200];
     for (int i = 0; i < 8 * 256; i++)
         wide[i / 256][i % 256] = (float)i;
-    gpumem_array *dw = device_of(&wide[0][0], 8, 256), *wv = NULL, *hw = wrap(wout, 8, 200);
+    gpumem_array *dw = device_of(&wide[0][0], 8, 256), *wv = NULL, *hw = wrap_f32(wout, 8, 200);
     gpumem_array_slice(dw, (gpumem_slice[]){{0, 8, 1}, {0, 200, 1}}, 2, &wv);
     st = gpumem_copy_to_host(wv, hw, NULL);
     check_path(st, GPUMEM_COPY_PATH_DMA, "rows of 800 bytes: one 2-D copy");
@@ -199,8 +169,8 @@ static void test_reporting(void)
     float a[R][C], out[R][C / 2];
     for (int i = 0; i < R * C; i++)
         a[i / C][i % C] = (float)i;
-    gpumem_array *d = device_of(&a[0][0], R, C), *dcols = cols(d, 0, 2), *h = wrap(out, R, C / 2);
-    gpumem_array *ha = wrap(a, R, C), *ha2 = wrap(a, R, C);
+    gpumem_array *d = device_of(&a[0][0], R, C), *dcols = cols_view(d, 0, 2), *h = wrap_f32(out, R, C / 2);
+    gpumem_array *ha = wrap_f32(a, R, C), *ha2 = wrap_f32(a, R, C);
     check_path(gpumem_copy_to_host(dcols, h, NULL), GPUMEM_COPY_PATH_DEVICE_PACK, "d[:, ::2] to host");
     gpumem_array *pair[2] = {ha2, ha};
     pthread_t t;
@@ -208,7 +178,7 @@ static void test_reporting(void)
     if (pthread_create(&t, NULL, host_copy_thread, pair) == 0)
         pthread_join(t, (void **)&other);
     ok(other != NULL && *other == GPUMEM_COPY_PATH_HOST, "another thread's host copy reports host");
-    is_int(path(), GPUMEM_COPY_PATH_DEVICE_PACK, "this thread still reports its own copy");
+    is_int(last_path(), GPUMEM_COPY_PATH_DEVICE_PACK, "this thread still reports its own copy");
     free(other);
 
     /* copies the engine makes inside a copy: the outer copy's way is reported */
@@ -217,12 +187,10 @@ static void test_reporting(void)
     memset(out, 0, sizeof out);
     check_path(gpumem_copy_to_host(dcols, h, st), GPUMEM_COPY_PATH_DEVICE_PACK,
                "d[:, ::2] into pageable memory on a stream: queued, packed on the device");
-    int good = gpumem_stream_synchronize(st) == GPUMEM_OK;
-    for (int i = 0; good && i < R * (C / 2); i++)
-        good = out[i / (C / 2)][i % (C / 2)] == a[i / (C / 2)][2 * (i % (C / 2))];
+    int good = gpumem_stream_synchronize(st) == GPUMEM_OK && holds_cols(&out[0][0], &a[0][0], R, C, 0, 2);
     ok(good, "its values land");
     gpumem_stream_destroy(st);
-    gpumem_array *odd = cols(d, 1, 2);
+    gpumem_array *odd = cols_view(d, 1, 2);
     check_path(gpumem_array_copy(odd, dcols, NULL), GPUMEM_COPY_PATH_DEVICE_PACK,
                "d[:, ::2] into d[:, 1::2] of the same array: through a temporary, unpacked last");
     float now[R][C];
@@ -255,7 +223,7 @@ static void test_transpose(void)
     static float a[TR][TC], back[TR][TC];
     for (int i = 0; i < TR * TC; i++)
         a[i / TC][i % TC] = (float)i * 0.5f;
-    gpumem_array *ha = wrap(a, TR, TC), *hb = wrap(back, TR, TC), *df = NULL, *dc = NULL;
+    gpumem_array *ha = wrap_f32(a, TR, TC), *hb = wrap_f32(back, TR, TC), *df = NULL, *dc = NULL;
     gpumem_device_array(ctx, 2, (int64_t[]){TR, TC}, NULL, f32, 'F', NULL, &df);
     gpumem_device_array(ctx, 2, (int64_t[]){TR, TC}, NULL, f32, 'C', NULL, &dc);
     check_path(gpumem_array_copy(df, ha, NULL), GPUMEM_COPY_PATH_DEVICE_PACK, "100 x 70 C host into an F device array");
@@ -278,7 +246,7 @@ static void test_failures(void)
         a[i / C][i % C] = (float)i;
         z[i / C][i % C] = -1.0f;
     }
-    gpumem_array *d = device_of(&a[0][0], R, C), *dcols = cols(d, 0, 2);
+    gpumem_array *d = device_of(&a[0][0], R, C), *dcols = cols_view(d, 0, 2);
     for (int which = 0; which < 4; which++) {
         int clean = 1, failed = 0;
         const char *name = which == 0 ? "d[:, ::2] -> host[:, 1::2]"
@@ -287,8 +255,8 @@ static void test_failures(void)
         for (uint64_t k = 1; k <= 12; k++) {
             float host[R][C];
             memcpy(host, z, sizeof host);
-            gpumem_array *hz = wrap(host, R, C), *hcols = cols(hz, 1, 2), *hsrc = cols(hz, 0, 2);
-            gpumem_array *d2 = device_of(&z[0][0], R, C), *d2cols = cols(d2, 1, 2), *hhalf = NULL;
+            gpumem_array *hz = wrap_f32(host, R, C), *hcols = cols_view(hz, 1, 2), *hsrc = cols_view(hz, 0, 2);
+            gpumem_array *d2 = device_of(&z[0][0], R, C), *d2cols = cols_view(d2, 1, 2), *hhalf = NULL;
             float half[R][C / 2] = {{0}};
             gpumem_host_array_wrap(half, 2, (int64_t[]){R, C / 2}, NULL, f32, &hhalf);
             gpumem_debug_fail_call(k, 999);
@@ -331,14 +299,12 @@ static void test_big_cpu_pack(void)
     float *h = malloc((size_t)(r * c) * sizeof *h), *back = malloc((size_t)(r * c / 2) * sizeof *back);
     for (int64_t i = 0; i < r * c; i++)
         h[i] = (float)i;
-    gpumem_array *ha = wrap(h, r, c), *hv = cols(ha, 1, 2), *d = NULL, *hb = wrap(back, r, c / 2);
+    gpumem_array *ha = wrap_f32(h, r, c), *hv = cols_view(ha, 1, 2), *d = NULL, *hb = wrap_f32(back, r, c / 2);
     gpumem_device_array(ctx, 2, (int64_t[]){r, c / 2}, NULL, f32, 'C', NULL, &d);
     gpumem_status st = gpumem_array_copy(d, hv, NULL);
     check_path(st, GPUMEM_COPY_PATH_CPU_PACK, "8 MiB h[:, 1::2] into a device array");
     st = gpumem_copy_to_host(d, hb, NULL);
-    int good = st == GPUMEM_OK;
-    for (int64_t i = 0; good && i < r * c / 2; i++)
-        good = back[i] == h[(i / (c / 2)) * c + 2 * (i % (c / 2)) + 1];
+    int good = st == GPUMEM_OK && holds_cols(back, h, r, c, 1, 2);
     ok(good, "its 1 Mi values");
     /* and back into the strided host view */
     memset(h, 0, (size_t)(r * c) * sizeof *h);
@@ -361,64 +327,7 @@ static void test_big_cpu_pack(void)
 static uint64_t rng = 0x9E3779B97F4A7C15ull;
 static uint64_t rnd(uint64_t n)
 {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng % n;
-}
-
-/* A 3-D base array of kind 0 host, 1 pinned, 2 device, filled with v0 + i,
- * and a random view of it of shape (n0, n1, n2): steps, reversals, and
- * permuted axes.  *base is the base, bshape its shape. */
-static float *owned[2]; /* kind 0's buffers, freed after each case */
-static int nowned;
-
-static gpumem_array *random_view(int kind, const int64_t *n, float v0, gpumem_array **base, int64_t *bshape)
-{
-    int perm[3] = {0, 1, 2};
-    for (int i = 2; i > 0; i--) {
-        int j = (int)rnd((uint64_t)i + 1), t = perm[i];
-        perm[i] = perm[j];
-        perm[j] = t;
-    }
-    int64_t m[3], step[3], total = 1;
-    for (int i = 0; i < 3; i++) {
-        m[i] = n[perm[i]];
-        step[i] = 1 + (int64_t)rnd(2);
-        bshape[i] = m[i] * step[i] + (int64_t)rnd(2);
-        total *= bshape[i];
-    }
-    float *vals = malloc((size_t)total * sizeof *vals);
-    for (int64_t i = 0; i < total; i++)
-        vals[i] = v0 + (float)i;
-    gpumem_array *h = NULL, *b = NULL;
-    gpumem_host_array_wrap(vals, 3, bshape, NULL, f32, &h);
-    if (kind == 2) {
-        gpumem_to_device(ctx, h, NULL, 0, &b);
-    } else if (kind == 1) {
-        gpumem_pinned_array(ctx, 3, bshape, NULL, f32, 'C', &b);
-        gpumem_array_copy(b, h, NULL);
-    } else {
-        float *own = malloc((size_t)total * sizeof *own);
-        memcpy(own, vals, (size_t)total * sizeof *own);
-        gpumem_host_array_wrap(own, 3, bshape, NULL, f32, &b);
-        owned[nowned++] = own;
-    }
-    gpumem_array_release(h);
-    free(vals);
-    gpumem_slice s[3];
-    for (int i = 0; i < 3; i++)
-        s[i] = rnd(4) == 0 ? (gpumem_slice){(m[i] - 1) * step[i], GPUMEM_SLICE_DEFAULT, -step[i]}
-                           : (gpumem_slice){0, m[i] * step[i], step[i]};
-    gpumem_array *v = NULL, *t = NULL;
-    gpumem_array_slice(b, s, 3, &v);
-    int inv[3];
-    for (int i = 0; i < 3; i++)
-        inv[perm[i]] = i;
-    gpumem_array_transpose(v, inv, &t);
-    gpumem_array_release(v);
-    *base = b;
-    return t;
+    return xorshift64(&rng) % n;
 }
 
 static void test_random(void)
@@ -428,45 +337,21 @@ static void test_random(void)
     for (int iter = 0; iter < 150 && bad < 5; iter++) {
         int64_t n[3] = {1 + (int64_t)rnd(4), 1 + (int64_t)rnd(5), 1 + (int64_t)rnd(6)};
         int sk = (int)rnd(3), dk = (int)rnd(3);
-        gpumem_array *sb, *db;
-        int64_t sshape[3], dshape[3];
-        gpumem_array *sv = random_view(sk, n, 0.0f, &sb, sshape), *dv = random_view(dk, n, 10000.0f, &db, dshape);
-        int64_t dtotal = dshape[0] * dshape[1] * dshape[2], stotal = sshape[0] * sshape[1] * sshape[2];
-        float *before = malloc((size_t)dtotal * sizeof(float)), *after = malloc((size_t)dtotal * sizeof(float));
-        float *sv_vals = malloc((size_t)(n[0] * n[1] * n[2]) * sizeof(float));
-        float *sall = malloc((size_t)stotal * sizeof(float));
-        read_all(db, before);
-        read_all(sb, sall);
-        read_all(sv, sv_vals);
-        gpumem_status st = gpumem_array_copy(dv, sv, NULL);
-        gpumem_copy_path p = path();
+        random_copy c;
+        random_copy_make(&c, ctx, &rng, sk, dk, n, 10000.0f);
+        gpumem_status st = gpumem_array_copy(c.dv, c.sv, NULL);
+        gpumem_copy_path p = last_path();
         if (p >= 0 && p < 9)
             paths[p]++;
-        /* expected: dst's base with the view's elements replaced, in order */
-        float *dvals = malloc((size_t)(n[0] * n[1] * n[2]) * sizeof(float));
-        int good = st == GPUMEM_OK && read_all(dv, dvals) && read_all(db, after) &&
-                   memcmp(dvals, sv_vals, (size_t)(n[0] * n[1] * n[2]) * sizeof(float)) == 0;
-        /* gaps: every base element not in the view keeps its value */
-        int64_t changed = 0;
-        for (int64_t i = 0; good && i < dtotal; i++)
-            changed += after[i] != before[i];
-        good = good && changed <= n[0] * n[1] * n[2];
+        /* dst's base with the view's elements replaced, in order; its gaps untouched */
+        int good = st == GPUMEM_OK && random_copy_exact(&c);
         if (!good) {
             bad++;
             ok(0, "random copy %d (kinds %d -> %d, shape %lldx%lldx%lld, path %s): %s", iter, sk, dk,
                (long long)n[0], (long long)n[1], (long long)n[2], gpumem_copy_path_name(p),
                st == GPUMEM_OK ? "wrong values" : gpumem_last_error());
         }
-        gpumem_array *rel[] = {sv, dv, sb, db};
-        for (int i = 0; i < 4; i++)
-            gpumem_array_release(rel[i]);
-        while (nowned > 0)
-            free(owned[--nowned]);
-        free(before);
-        free(after);
-        free(sv_vals);
-        free(sall);
-        free(dvals);
+        random_copy_release(&c);
     }
     ok(bad == 0, "150 random copies between host, pinned and device views are exact, gaps untouched");
     diag("paths taken: host %d, contiguous %d, dma %d, device-pack %d, cpu-pack %d, cpu-device-pack %d", paths[1],
@@ -487,7 +372,7 @@ static void row_case(const void *arg, child_result *out)
         return;
     float a[R][C] = {{0}}, half[R][C / 2];
     f32 = gpumem_dtype_builtin(GPUMEM_FLOAT32);
-    gpumem_array *h = wrap(a, R, C), *d = NULL, *v, *o = wrap(half, R, C / 2);
+    gpumem_array *h = wrap_f32(a, R, C), *d = NULL, *v, *o = wrap_f32(half, R, C / 2);
     out->status = gpumem_to_device(c, h, NULL, 0, &d);
     if (out->status != GPUMEM_OK) {
         snprintf(out->text, sizeof out->text, "%s", gpumem_last_error());
@@ -496,9 +381,9 @@ static void row_case(const void *arg, child_result *out)
         gpumem_context_release(c);
         return;
     }
-    v = cols(d, 0, 2);
+    v = cols_view(d, 0, 2);
     out->status = gpumem_copy_to_host(v, o, NULL);
-    out->value[0] = path();
+    out->value[0] = last_path();
     snprintf(out->text, sizeof out->text, "%s", out->status ? gpumem_last_error() : "");
     gpumem_array_release(h);
     gpumem_array_release(d);

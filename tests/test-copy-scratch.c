@@ -18,6 +18,7 @@
 #include "child.h"
 #include "copy_engine.h"
 #include "pack_calls.h"
+#include "rng.h"
 #include "tap.h"
 #include "workers.h"
 
@@ -29,21 +30,6 @@ static const gpumem_dtype *f32(void)
 static gpumem_status keep(gpumem_status a, gpumem_status b)
 {
     return a != GPUMEM_OK ? a : b;
-}
-
-static gpumem_array *slice2(gpumem_array *a, int64_t start, int64_t step)
-{
-    gpumem_array *v = NULL;
-    gpumem_slice s[2] = {{GPUMEM_SLICE_DEFAULT, GPUMEM_SLICE_DEFAULT, 1}, {start, GPUMEM_SLICE_DEFAULT, step}};
-    gpumem_array_slice(a, s, 2, &v);
-    return v;
-}
-
-static gpumem_array *wrap2(float *p, int64_t r, int64_t c)
-{
-    gpumem_array *a = NULL;
-    gpumem_host_array_wrap(p, 2, (int64_t[]){r, c}, NULL, f32(), &a);
-    return a;
 }
 
 /* Bits of child_result.value[1]. */
@@ -80,7 +66,7 @@ static void big_case(const void *arg, child_result *out)
     float *h = malloc((size_t)BR * BC * sizeof *h), *half = malloc((size_t)BR * (BC / 2) * sizeof *half);
     for (int64_t i = 0; i < (int64_t)BR * BC; i++)
         h[i] = (float)i;
-    gpumem_array *hb = wrap2(h, BR, BC), *d = NULL, *filler = NULL;
+    gpumem_array *hb = wrap_f32(h, BR, BC), *d = NULL, *filler = NULL;
     out->status = gpumem_to_device(ctx, hb, NULL, 0, &d);
     size_t free0 = 0, total = 0;
     gpumem_memory_info(ctx, &free0, &total);
@@ -96,12 +82,10 @@ static void big_case(const void *arg, child_result *out)
     long bits = 0;
     gm_copy_decision dd;
     /* down: every other column, into contiguous host memory */
-    gpumem_array *even = slice2(d, 0, 2), *odd = slice2(d, 1, 2), *hh = wrap2(half, BR, BC / 2);
+    gpumem_array *even = cols_view(d, 0, 2), *odd = cols_view(d, 1, 2), *hh = wrap_f32(half, BR, BC / 2);
     gpumem_status st = gpumem_copy_to_host(even, hh, NULL);
     gm_copy_last_decision(&dd);
-    bool good = st == GPUMEM_OK;
-    for (int64_t i = 0; good && i < (int64_t)BR * (BC / 2); i++)
-        good = half[i] == h[(i / (BC / 2)) * BC + 2 * (i % (BC / 2))];
+    bool good = st == GPUMEM_OK && holds_cols(half, h, BR, BC, 0, 2);
     bits |= good ? DOWN_VALUES : 0;
     bits |= dd.path == (starve ? GPUMEM_COPY_PATH_DMA : GPUMEM_COPY_PATH_DEVICE_PACK) ? DOWN_PATH : 0;
     out->value[2] = starve ? (long)dd.reason : (long)dd.nchunks;
@@ -185,62 +169,7 @@ static void test_big(void)
 static uint64_t rng = 0x9E3779B97F4A7C15ull;
 static uint64_t rnd(uint64_t n)
 {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng % n;
-}
-
-/* A base array of kind 0 host, 1 pinned, 2 device (values v0 + i), and a
- * random view of shape n: steps, reversals, permuted axes. */
-static gpumem_array *random_view(gpumem_context *ctx, int kind, const int64_t *n, float v0, gpumem_array **base,
-                                 int64_t *total, float **own)
-{
-    int perm[3] = {0, 1, 2};
-    for (int i = 2; i > 0; i--) {
-        int j = (int)rnd((uint64_t)i + 1), t = perm[i];
-        perm[i] = perm[j];
-        perm[j] = t;
-    }
-    int64_t m[3], step[3], bshape[3];
-    *total = 1;
-    for (int i = 0; i < 3; i++) {
-        m[i] = n[perm[i]];
-        step[i] = 1 + (int64_t)rnd(2);
-        bshape[i] = m[i] * step[i] + (int64_t)rnd(2);
-        *total *= bshape[i];
-    }
-    float *vals = malloc((size_t)*total * sizeof *vals);
-    for (int64_t i = 0; i < *total; i++)
-        vals[i] = v0 + (float)i;
-    gpumem_array *h = NULL, *b = NULL;
-    gpumem_host_array_wrap(vals, 3, bshape, NULL, f32(), &h);
-    *own = NULL;
-    if (kind == 2) {
-        gpumem_to_device(ctx, h, NULL, 0, &b);
-    } else if (kind == 1) {
-        gpumem_pinned_array(ctx, 3, bshape, NULL, f32(), 'C', &b);
-        gpumem_array_copy(b, h, NULL);
-    } else {
-        *own = vals;
-        vals = NULL;
-        gpumem_host_array_wrap(*own, 3, bshape, NULL, f32(), &b);
-    }
-    gpumem_array_release(h);
-    free(vals);
-    gpumem_slice s[3];
-    for (int i = 0; i < 3; i++)
-        s[i] = rnd(4) == 0 ? (gpumem_slice){(m[i] - 1) * step[i], GPUMEM_SLICE_DEFAULT, -step[i]}
-                           : (gpumem_slice){0, m[i] * step[i], step[i]};
-    gpumem_array *v = NULL, *t = NULL;
-    gpumem_array_slice(b, s, 3, &v);
-    int inv[3];
-    for (int i = 0; i < 3; i++)
-        inv[perm[i]] = i;
-    gpumem_array_transpose(v, inv, &t);
-    gpumem_array_release(v);
-    *base = b;
-    return t;
+    return xorshift64(&rng) % n;
 }
 
 /* With 64 KiB scratch chunks: random copies between host, pinned and device
@@ -275,26 +204,14 @@ static void chunks_case(const void *arg, child_result *out)
             dk = 2 - sk;
         }
         bool on_stream = rnd(2) == 0;
-        int64_t stotal, dtotal, count = n[0] * n[1] * n[2];
-        gpumem_array *sb, *db;
-        float *sown, *down;
-        gpumem_array *sv = random_view(ctx, sk, n, 0.0f, &sb, &stotal, &sown);
-        gpumem_array *dv = random_view(ctx, dk, n, 1e7f, &db, &dtotal, &down);
-        float *before = malloc((size_t)dtotal * sizeof(float)), *after = malloc((size_t)dtotal * sizeof(float));
-        float *want = malloc((size_t)count * sizeof(float)), *got = malloc((size_t)count * sizeof(float));
-        read_all(db, before);
-        read_all(sv, want);
-        gpumem_status st = gpumem_array_copy(dv, sv, on_stream ? stream : NULL);
+        random_copy c;
+        random_copy_make(&c, ctx, &rng, sk, dk, n, 1e7f);
+        gpumem_status st = gpumem_array_copy(c.dv, c.sv, on_stream ? stream : NULL);
         gm_copy_decision d;
         gm_copy_last_decision(&d);
         if (st == GPUMEM_OK && on_stream)
             st = gpumem_stream_synchronize(stream);
-        bool good = st == GPUMEM_OK && read_all(dv, got) && read_all(db, after) &&
-                    memcmp(got, want, (size_t)count * sizeof(float)) == 0;
-        int64_t changed = 0;
-        for (int64_t i = 0; good && i < dtotal; i++)
-            changed += after[i] != before[i];
-        good = good && changed <= count;
+        bool good = st == GPUMEM_OK && random_copy_exact(&c);
         if (!good && out->value[0]++ == 0)
             snprintf(out->text, sizeof out->text, "copy %d (kinds %d -> %d, %lldx%lldx%lld, %s, %s): %s", iter, sk,
                      dk, (long long)n[0], (long long)n[1], (long long)n[2], gpumem_copy_path_name(d.path),
@@ -304,15 +221,7 @@ static void chunks_case(const void *arg, child_result *out)
             out->value[2] += d.overlap;
             out->value[3] += staged ? d.staged && (sk == 0 || dk == 0) : on_stream;
         }
-        gpumem_array *rel[] = {sv, dv, sb, db};
-        for (int i = 0; i < 4; i++)
-            gpumem_array_release(rel[i]);
-        free(sown);
-        free(down);
-        free(before);
-        free(after);
-        free(want);
-        free(got);
+        random_copy_release(&c);
     }
     gpumem_stream_destroy(stream);
     gpumem_context_release(ctx);
@@ -373,7 +282,7 @@ static void stream_case(const void *arg, child_result *out)
         a[i / C][i % C] = (float)i;
         z[i / C][i % C] = -1.0f;
     }
-    gpumem_array *ha = wrap2(&a[0][0], R, C), *hz = wrap2(&z[0][0], R, C), *d = NULL, *d2 = NULL, *d3 = NULL;
+    gpumem_array *ha = wrap_f32(&a[0][0], R, C), *hz = wrap_f32(&z[0][0], R, C), *d = NULL, *d2 = NULL, *d3 = NULL;
     gpumem_array *pin = NULL, *pin2 = NULL;
     gpumem_to_device(ctx, ha, NULL, 0, &d);
     gpumem_to_device(ctx, hz, NULL, 0, &d2);
@@ -385,7 +294,7 @@ static void stream_case(const void *arg, child_result *out)
     gpumem_array_host_pointer(pin2, (void **)&p2);
     for (int i = 0; i < R * (C / 2); i++)
         p[i] = 1000.0f + (float)i;
-    gpumem_array *even = slice2(d, 0, 2), *odd2 = slice2(d2, 1, 2), *odd3 = slice2(d3, 1, 2);
+    gpumem_array *even = cols_view(d, 0, 2), *odd2 = cols_view(d2, 1, 2), *odd3 = cols_view(d3, 1, 2);
     long bits = 0;
     gpumem_status st;
     /* device to device through scratch */
@@ -415,9 +324,7 @@ static void stream_case(const void *arg, child_result *out)
     for (int i = 0; good && i < R * C; i++)
         good = back[i / C][i % C] == (i % 2 ? p[(i / C) * (C / 2) + (i % C) / 2] : -1.0f);
     bits |= good ? V_H2D : 0;
-    good = true;
-    for (int i = 0; good && i < R * (C / 2); i++)
-        good = p2[i] == a[i / (C / 2)][2 * (i % (C / 2))];
+    good = holds_cols(p2, &a[0][0], R, C, 0, 2);
     bits |= good ? V_D2H | V_CHUNKS : 0;
     out->value[1] = bits;
     (void)half;

@@ -10,6 +10,7 @@
 #include <gpumem.h>
 
 #include "arrays.h"
+#include "rng.h"
 #include "tap.h"
 
 static gpumem_context *ctx;
@@ -36,10 +37,7 @@ static counts since(counts a)
 static uint64_t rng_state;
 static uint64_t rnd(void)
 {
-    uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
+    return splitmix64(&rng_state);
 }
 static int64_t rnd_in(int64_t lo, int64_t hi) { return lo + (int64_t)(rnd() % (uint64_t)(hi - lo + 1)); }
 

@@ -11,6 +11,7 @@
 
 #include "copyplan.h"
 #include "gpumem/status.h"
+#include "rng.h"
 #include "tap.h"
 
 #define PAD 16         /* bytes around each buffer that must stay untouched */
@@ -25,11 +26,7 @@ static uint64_t rng_state;
 
 static uint64_t rnd(void)
 {
-    /* splitmix64: small, and the same sequence everywhere for a seed */
-    uint64_t z = (rng_state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
+    return splitmix64(&rng_state); /* the same sequence everywhere for a seed */
 }
 
 static int64_t rnd_below(int64_t n)

@@ -20,17 +20,9 @@ result() { # ok?, description, log
     if [ "$1" = 0 ]; then echo "ok $i - $2"; else echo "not ok $i - $2"; sed 's/^/# /' "$3"; fi
 }
 # The README's snippet from examples/cpp/first.cpp: every line of it is a line of the example.
-snippet_check() { # example file, README marker, description
-    awk -v m="$2" 'index($0, m) {f = 1; next} f && /^    / {print; g = 1; next} f && g && !/^$/ {exit}' \
-        "$srcdir/README" | sed 's/^ *//' >"$tmp/snippet"
-    : >"$tmp/missing"
-    while IFS= read -r line; do
-        sed 's/^ *//' "$1" | grep -qxF -- "$line" || printf '%s\n' "$line" >>"$tmp/missing"
-    done <"$tmp/snippet"
-    if [ -s "$tmp/snippet" ] && [ ! -s "$tmp/missing" ]; then result 0 "$3" "$tmp/missing"
-    else echo "(snippet: $(wc -l <"$tmp/snippet") lines; not in the example:)" >"$tmp/log"; cat "$tmp/missing" >>"$tmp/log"; result 1 "$3" "$tmp/log"; fi
-}
-snippet_check "$srcdir/examples/cpp/first.cpp" "From examples/cpp/first.cpp:" \
+. "$srcdir/tests/snippet.sh"
+readme_snippet "From examples/cpp/first.cpp:" >"$tmp/snippet"
+snippet_check "$tmp/snippet" "$srcdir/examples/cpp/first.cpp" \
     "the README's C++ snippet is taken from examples/cpp/first.cpp"
 if [ "${GPUMEM_HAVE_CXX:-no}" != yes ]; then
     while [ $i -lt 14 ]; do i=$((i + 1)); echo "ok $i # SKIP no C++ compiler"; done

@@ -16,16 +16,14 @@
 #include "copyplan.h"
 #include "cpu_pack.h"
 #include "kernels/pack.h"
+#include "rng.h"
 #include "tap.h"
 
 static uint64_t rng = 0x2545F4914F6CDD1Dull;
 
 static uint64_t next(void)
 {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
+    return xorshift64(&rng);
 }
 
 static int64_t pick(int64_t n)

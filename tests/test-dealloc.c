@@ -7,6 +7,7 @@
 
 #include <gpumem.h>
 
+#include "arrays.h"
 #include "child.h"
 #include "tap.h"
 
@@ -17,14 +18,6 @@ static size_t pending(uint64_t *bytes)
     size_t n = 0;
     gpumem_context_pending_deallocations(ctx, &n, bytes);
     return n;
-}
-
-static gpumem_array *dev_bytes(int64_t n)
-{
-    gpumem_array *a = NULL;
-    if (gpumem_device_array(ctx, 1, &n, NULL, gpumem_dtype_builtin(GPUMEM_UINT8), 'C', NULL, &a) != GPUMEM_OK)
-        diag("allocation of %lld bytes failed: %s", (long long)n, gpumem_last_error());
-    return a;
 }
 
 static void bad_env(const void *arg, child_result *out)
@@ -66,7 +59,7 @@ int main(void)
     /* The count limit: the 11th queued free flushes. */
     gpumem_array *a[11];
     for (int i = 0; i < 11; i++)
-        a[i] = dev_bytes(1024);
+        a[i] = device_bytes(ctx, 1024);
     for (int i = 0; i < 10; i++)
         gpumem_array_release(a[i]);
     uint64_t bytes = 0;
@@ -80,7 +73,7 @@ int main(void)
     ok(free_after > free_now, "and the memory is back");
 
     /* The ratio limit: more than 0.2 of 100M = 20M. */
-    gpumem_array *big1 = dev_bytes(10 << 20), *big2 = dev_bytes(10 << 20), *one = dev_bytes(1);
+    gpumem_array *big1 = device_bytes(ctx, 10 << 20), *big2 = device_bytes(ctx, 10 << 20), *one = device_bytes(ctx, 1);
     gpumem_array_release(big1);
     gpumem_array_release(big2);
     is_int(pending(&bytes), 2, "20 MiB pending is not more than 0.2 of 100 MiB... ");
@@ -98,7 +91,7 @@ int main(void)
     gpumem_defer_cleanup_begin(ctx);
     gpumem_defer_cleanup_begin(ctx);
     for (int i = 0; i < 11; i++)
-        gpumem_array_release(dev_bytes(512));
+        gpumem_array_release(device_bytes(ctx, 512));
     is_int(pending(NULL), 11, "inside defer_cleanup nothing is freed past the limit");
     is_int(gpumem_defer_cleanup_end(ctx), GPUMEM_OK, "the inner end");
     is_int(pending(NULL), 11, "does not flush");
@@ -108,7 +101,7 @@ int main(void)
 
     /* Out of memory: flush the queue and retry once. */
     gpumem_context_set_dealloc_limits(ctx, 100, 1.0);
-    gpumem_array *fill = dev_bytes(60 << 20);
+    gpumem_array *fill = device_bytes(ctx, 60 << 20);
     gpumem_array_release(fill);
     is_int(pending(&bytes), 1, "60 MiB wait in the queue (limits raised)");
     int64_t before_calls = 0;
@@ -117,7 +110,7 @@ int main(void)
         gpumem_debug_driver_calls("cuMemAlloc", &n);
         before_calls = (int64_t)n;
     }
-    gpumem_array *needs = dev_bytes(70 << 20);
+    gpumem_array *needs = device_bytes(ctx, 70 << 20);
     uint64_t n2 = 0;
     gpumem_debug_driver_calls("cuMemAlloc", &n2);
     ok(needs != NULL && pending(NULL) == 0, "70 MiB succeed after the queue was flushed");
@@ -125,7 +118,7 @@ int main(void)
     gpumem_array_release(needs);
     gpumem_context_flush_deallocations(ctx);
 
-    gpumem_array *fill2 = dev_bytes(60 << 20);
+    gpumem_array *fill2 = device_bytes(ctx, 60 << 20);
     gpumem_defer_cleanup_begin(ctx);
     gpumem_array_release(fill2);
     gpumem_array *none = NULL;
@@ -141,14 +134,14 @@ int main(void)
     is_int(gpumem_context_set_dealloc_limits(ctx, 5, 2.0), GPUMEM_ERROR_INVALID_VALUE, "a ratio above 1 is refused");
     gpumem_context_set_dealloc_limits(ctx, 3, 1.0);
     for (int i = 0; i < 3; i++)
-        gpumem_array_release(dev_bytes(64));
+        gpumem_array_release(device_bytes(ctx, 64));
     is_int(pending(NULL), 3, "three frees wait under a limit of 3");
     gpumem_context_set_dealloc_limits(ctx, 2, 1.0);
     is_int(pending(NULL), 0, "lowering the limit below the queue flushes it");
 
     /* A free the driver refuses stays queued and is retried (cleanup.h). */
     gpumem_context_set_dealloc_limits(ctx, 10, 1.0);
-    gpumem_array_release(dev_bytes(4096));
+    gpumem_array_release(device_bytes(ctx, 4096));
     gpumem_debug_fail_call(1, 1); /* the next driver call: the flush's cuMemFree */
     is_int(gpumem_context_flush_deallocations(ctx), GPUMEM_ERROR_DRIVER, "a refused free fails the flush");
     is_int(pending(NULL), 1, "and stays queued");

@@ -68,23 +68,6 @@ static void refused(void *tensor, unsigned flags, gpumem_status st, const char *
     gpumem_array_release(a);
 }
 
-static gpumem_array *iota(int ndim, const int64_t *shape)
-{
-    int64_t n = 1;
-    for (int i = 0; i < ndim; i++)
-        n *= shape[i];
-    int32_t *v = malloc((size_t)(n > 0 ? n : 1) * sizeof *v);
-    for (int64_t i = 0; i < n; i++)
-        v[i] = (int32_t)i;
-    gpumem_array *h = NULL, *d = NULL;
-    gpumem_host_array_wrap(v, ndim, shape, NULL, i32, &h);
-    if (gpumem_to_device(ctx, h, NULL, 0, &d) != GPUMEM_OK)
-        bail_out("to_device: %s", gpumem_last_error());
-    gpumem_array_release(h);
-    free(v);
-    return d;
-}
-
 static gm_dl_tensor *tensor_of(void *t, int versioned)
 {
     return versioned ? &((gm_dl_managed_tensor_versioned *)t)->dl_tensor : &((gm_dl_managed_tensor *)t)->dl_tensor;
@@ -141,13 +124,13 @@ int main(void)
     int32_t vals[64];
 
     /* ---- export of a device array, both structs */
-    gpumem_array *d = iota(2, (int64_t[]){2, 3});
+    gpumem_array *d = device_iota(ctx, 2, (int64_t[]){2, 3}, 0);
     uint64_t dptr = 0;
     gpumem_array_device_pointer(d, &dptr);
     for (int versioned = 0; versioned <= 1; versioned++) {
         unsigned fl = versioned ? GPUMEM_DLPACK_VERSIONED : 0;
         const char *which = versioned ? "versioned" : "legacy";
-        gpumem_array *own = iota(2, (int64_t[]){2, 3});
+        gpumem_array *own = device_iota(ctx, 2, (int64_t[]){2, 3}, 0);
         uint64_t optr = 0;
         gpumem_array_device_pointer(own, &optr);
         void *tp = exported(own, fl, GM_DL_CUDA, 0, dl_i32, (int64_t[]){3, 1},
@@ -228,7 +211,7 @@ int main(void)
     gpumem_array_release(back);
 
     gpumem_cuda_array_interface cai = {.size = sizeof cai};
-    gpumem_array *row = iota(1, (int64_t[]){3}), *bc = NULL;
+    gpumem_array *row = device_iota(ctx, 1, (int64_t[]){3}, 0), *bc = NULL;
     gpumem_array_interface(row, NULL, &cai);
     cai.ndim = 2;
     cai.shape[0] = 4;
@@ -390,7 +373,7 @@ int main(void)
     is_int(gpumem_array_from_dlpack(ctx, p, 0, &eback), GPUMEM_OK, "and imports back");
     gpumem_array_release(eback);
     gpumem_array_release(empty);
-    gpumem_array *zd = iota(0, NULL);
+    gpumem_array *zd = device_iota(ctx, 0, NULL, 0);
     p = exported(zd, GPUMEM_DLPACK_VERSIONED, GM_DL_CUDA, 0, dl_i32, NULL, "a 0-d array");
     is_int(gpumem_array_from_dlpack(ctx, p, GPUMEM_DLPACK_VERSIONED, &eback), GPUMEM_OK, "imports back");
     int32_t zv = -1;
@@ -552,7 +535,7 @@ int main(void)
      * CPU reads such memory, so device memory sent as either is refused. */
     {
         int64_t n = 64;
-        gpumem_array *dev = iota(1, &n), *mgd = NULL, *pin = NULL;
+        gpumem_array *dev = device_iota(ctx, 1, &n, 0), *mgd = NULL, *pin = NULL;
         uint64_t devp = 0;
         void *mptr = NULL, *pptr = NULL;
         gpumem_array_device_pointer(dev, &devp);
@@ -588,7 +571,7 @@ int main(void)
      * every kind imports. */
     {
         int64_t n = 64;
-        gpumem_array *dev = iota(1, &n), *mgd = NULL, *pin = NULL, *out = NULL;
+        gpumem_array *dev = device_iota(ctx, 1, &n, 0), *mgd = NULL, *pin = NULL, *out = NULL;
         uint64_t devp = 0;
         void *mptr = NULL, *pptr = NULL;
         static int32_t host[64], got[64];

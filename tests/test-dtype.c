@@ -18,6 +18,7 @@
 #include <gpumem/dtype.h>
 
 #include "dtype.h" /* lib/dtype.h: the reference count, for the thread test */
+#include "rng.h"
 #include "tap.h"
 
 static char little(void)
@@ -773,10 +774,7 @@ static uint64_t rng = 0x9e3779b97f4a7c15u;
 
 static unsigned rnd(unsigned n)
 {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return (unsigned)(rng % n);
+    return (unsigned)(xorshift64(&rng) % n);
 }
 
 /* A random record: any builtin in either order, raw bytes, nested records,

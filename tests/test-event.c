@@ -130,33 +130,22 @@ static void run(const void *arg, child_result *out)
         out->status = -1;
         return;
     }
-    uint64_t f0 = 0, f1 = 0, total = 0, calls0 = 0, calls1 = 0;
+    uint64_t f0 = 0, f1 = 0, total = 0;
     gpumem_context_set_dealloc_limits(ctx, 0, 0.0); /* every free at its release */
     gpumem_memory_info(ctx, &f0, &total);
-    gpumem_debug_driver_calls(NULL, &calls0);
-    if (k > 0)
-        gpumem_debug_fail_call((uint64_t)k, 999 /* CUDA_ERROR_UNKNOWN */);
+    uint64_t calls0 = fault_arm(k);
     out->status = workload(ctx);
     snprintf(out->text, sizeof out->text, "%s", gpumem_last_error());
-    gpumem_debug_fail_call(0, 0);
-    gpumem_debug_driver_calls(NULL, &calls1);
+    out->value[0] = fault_disarm(calls0);
     gpumem_context_flush_deallocations(ctx);
     gpumem_memory_info(ctx, &f1, &total);
-    out->value[0] = (long)(calls1 - calls0);
     out->value[1] = (long)(f0 - f1); /* device bytes not given back */
     gpumem_context_release(ctx);
 }
 
 static void fault_injection(void)
 {
-    child_result r;
-    long k = 0;
-    run_child(run, &k, &r);
-    is_int(r.status, GPUMEM_OK, "the event workload succeeds without injection");
-    long n = r.value[0];
-    ok(n >= 14, "it makes %ld driver calls", n);
-    is_int(r.value[1], 0, "and gives all device memory back");
-    fault_walk(run, n, "cuMemFree");
+    fault_walk_all(run, "the event workload", 14, "device", "cuMemFree");
 }
 
 /* ---- the public API ---------------------------------------------------------------------------- */

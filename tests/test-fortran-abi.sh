@@ -19,17 +19,9 @@ result() { # 0|1, description, log
     if [ "$1" = 0 ]; then echo "ok $i - $2"; else echo "not ok $i - $2"; sed 's/^/# /' "$3" | head -40; fi
 }
 # The README's snippet from examples/fortran/example.f90: every line of it is a line of the example.
-snippet_check() { # example file, README marker, description
-    awk -v m="$2" 'index($0, m) {f = 1; next} f && /^    / {print; g = 1; next} f && g && !/^$/ {exit}' \
-        "$srcdir/README" | sed 's/^ *//' >"$tmp/snippet"
-    : >"$tmp/missing"
-    while IFS= read -r line; do
-        sed 's/^ *//' "$1" | grep -qxF -- "$line" || printf '%s\n' "$line" >>"$tmp/missing"
-    done <"$tmp/snippet"
-    if [ -s "$tmp/snippet" ] && [ ! -s "$tmp/missing" ]; then result 0 "$3" "$tmp/missing"
-    else echo "(snippet: $(wc -l <"$tmp/snippet") lines; not in the example:)" >"$tmp/log"; cat "$tmp/missing" >>"$tmp/log"; result 1 "$3" "$tmp/log"; fi
-}
-snippet_check "$srcdir/examples/fortran/example.f90" "examples/fortran/example.f90, a(6, 4)" \
+. "$srcdir/tests/snippet.sh"
+readme_snippet "examples/fortran/example.f90, a(6, 4)" >"$tmp/snippet"
+snippet_check "$tmp/snippet" "$srcdir/examples/fortran/example.f90" \
     "the README's Fortran snippet is taken from examples/fortran/example.f90"
 if command -v python3 >/dev/null 2>&1; then
     mkdir "$tmp/gen" && python3 "$srcdir/fortran/gen-typed.py" "$tmp/gen" >"$tmp/log" 2>&1 &&

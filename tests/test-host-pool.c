@@ -349,17 +349,6 @@ static void test_stress(void)
     sim_ok(locked() == base, "destroy gives it all back");
 }
 
-#define FIRST(call)                                                           \
-    do {                                                                      \
-        gpumem_status st_ = (call);                                           \
-        if (st_ != GPUMEM_OK && st == GPUMEM_OK) {                            \
-            st = st_;                                                         \
-            snprintf(msg, sizeof msg, "%s", gpumem_last_error());             \
-        }                                                                     \
-    } while (0)
-
-static char msg[1024];
-
 /* Misses, a free recorded on a stream, a hit that queries its event, the
  * out-of-memory ladder, free_held, stop_holding, destroy with a live block. */
 static gpumem_status workload(void)
@@ -368,42 +357,42 @@ static gpumem_status workload(void)
     gpumem_host_pool *pool = NULL;
     gpumem_stream *s = NULL;
     gpumem_allocation *a = NULL, *b = NULL, *m[3] = {NULL, NULL, NULL};
-    msg[0] = '\0';
-    FIRST(gpumem_stream_create(ctx, 0, &s));
-    FIRST(gpumem_host_pool_create(ctx, GPUMEM_HOST_ALLOC_PORTABLE, &pool));
+    fault_msg[0] = '\0';
+    FAULT_FIRST(gpumem_stream_create(ctx, 0, &s));
+    FAULT_FIRST(gpumem_host_pool_create(ctx, GPUMEM_HOST_ALLOC_PORTABLE, &pool));
     if (pool == NULL)
         goto done;
-    FIRST(gpumem_host_pool_allocate_bytes(pool, 5000, &a));
+    FAULT_FIRST(gpumem_host_pool_allocate_bytes(pool, 5000, &a));
     if (a != NULL) {
-        FIRST(gpumem_allocation_free(a, s));
+        FAULT_FIRST(gpumem_allocation_free(a, s));
         a = NULL;
     }
-    FIRST(gpumem_host_pool_allocate_bytes(pool, 5000, &b)); /* queries the event */
+    FAULT_FIRST(gpumem_host_pool_allocate_bytes(pool, 5000, &b)); /* queries the event */
     for (int i = 0; i < 3; i++)
-        FIRST(gpumem_host_pool_allocate_bytes(pool, 16 * M, &m[i]));
+        FAULT_FIRST(gpumem_host_pool_allocate_bytes(pool, 16 * M, &m[i]));
     for (int i = 0; i < 3; i++)
         if (m[i] != NULL)
-            FIRST(gpumem_allocation_free(m[i], i == 0 ? s : NULL));
-    FIRST(gpumem_host_pool_allocate_bytes(pool, 32 * M, &a)); /* the ladder */
+            FAULT_FIRST(gpumem_allocation_free(m[i], i == 0 ? s : NULL));
+    FAULT_FIRST(gpumem_host_pool_allocate_bytes(pool, 32 * M, &a)); /* the ladder */
     if (a != NULL) {
-        FIRST(gpumem_allocation_free(a, NULL));
+        FAULT_FIRST(gpumem_allocation_free(a, NULL));
         a = NULL;
     }
-    FIRST(gpumem_host_pool_free_held(pool));
-    FIRST(gpumem_host_pool_stop_holding(pool));
-    FIRST(gpumem_host_pool_allocate_bytes(pool, 100, &a));
+    FAULT_FIRST(gpumem_host_pool_free_held(pool));
+    FAULT_FIRST(gpumem_host_pool_stop_holding(pool));
+    FAULT_FIRST(gpumem_host_pool_allocate_bytes(pool, 100, &a));
     if (a != NULL) {
-        FIRST(gpumem_allocation_free(a, s));
+        FAULT_FIRST(gpumem_allocation_free(a, s));
         a = NULL;
     }
-    FIRST(gpumem_host_pool_destroy(pool));
+    FAULT_FIRST(gpumem_host_pool_destroy(pool));
     pool = NULL;
 done:
     if (b != NULL)
-        FIRST(gpumem_allocation_free(b, NULL));
+        FAULT_FIRST(gpumem_allocation_free(b, NULL));
     if (pool != NULL)
-        FIRST(gpumem_host_pool_destroy(pool));
-    FIRST(gpumem_stream_destroy(s));
+        FAULT_FIRST(gpumem_host_pool_destroy(pool));
+    FAULT_FIRST(gpumem_stream_destroy(s));
     return st;
 }
 
@@ -417,29 +406,17 @@ static void fault_child(const void *arg, child_result *out)
         return;
     }
     sim = 1;
-    uint64_t c0 = 0, c1 = 0, l0 = locked();
-    gpumem_debug_driver_calls(NULL, &c0);
-    if (k > 0)
-        gpumem_debug_fail_call((uint64_t)k, 999 /* CUDA_ERROR_UNKNOWN */);
+    uint64_t l0 = locked(), calls0 = fault_arm(k);
     out->status = workload();
-    gpumem_debug_fail_call(0, 0);
-    gpumem_debug_driver_calls(NULL, &c1);
-    snprintf(out->text, sizeof out->text, "%s", msg);
-    out->value[0] = (long)(c1 - c0);
+    out->value[0] = fault_disarm(calls0);
+    snprintf(out->text, sizeof out->text, "%s", fault_msg);
     out->value[1] = (long)(locked() - l0);
     gpumem_context_release(ctx);
 }
 
 static void test_faults(void)
 {
-    child_result r;
-    long k = 0;
-    run_child(fault_child, &k, &r);
-    is_int(r.status, GPUMEM_OK, "the host pool workload succeeds without injection");
-    long n = r.value[0];
-    ok(n > 15, "it makes %ld driver calls", n);
-    is_int(r.value[1], 0, "and gives all page-locked memory back");
-    fault_walk(fault_child, n, "cuMemFreeHost");
+    fault_walk_all(fault_child, "the host pool workload", 16, "page-locked", "cuMemFreeHost");
 }
 
 int main(void)

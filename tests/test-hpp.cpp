@@ -19,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "setup.h"
 #include "tap.h"
 
 #include <unistd.h>
@@ -52,14 +53,7 @@ void throws(F f, gpumem_status want, const char *needle, const char *name, const
 
 int main()
 {
-    char why[256];
-    gpumem_context *raw = nullptr;
-    gpumem_status st0 = gpumem_test_context(&raw, why, sizeof why);
-    if (st0 != GPUMEM_OK) {
-        if (gpumem_test_should_skip(st0))
-            plan_skip_all(why);
-        bail_out("%s", why);
-    }
+    gpumem_context *raw = test_context_or_skip_all();
     plan(89);
     gpumem::context ctx = gpumem::context::adopt(raw); /* takes over gpumem_test_context's reference */
 

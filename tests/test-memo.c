@@ -11,6 +11,7 @@
 
 #include <gpumem.h>
 
+#include "setup.h"
 #include "tap.h"
 
 static atomic_int created, destroyed;
@@ -178,14 +179,7 @@ static void run_threads(int n, void *(*fn)(void *), const arg *proto, arg *out)
 
 int main(void)
 {
-    char why[512];
-    gpumem_context *ctx = NULL;
-    gpumem_status st = gpumem_test_context(&ctx, why, sizeof why);
-    if (st != GPUMEM_OK) {
-        if (gpumem_test_should_skip(st))
-            plan_skip_all(why);
-        bail_out("%s", why);
-    }
+    gpumem_context *ctx = test_context_or_skip_all();
     int refs0 = 0, refs = 0;
     gpumem_context_refcount(ctx, &refs0);
 

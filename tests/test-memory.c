@@ -17,19 +17,12 @@
 
 #include <gpumem.h>
 
+#include "arrays.h"
 #include "child.h"
 #include "tap.h"
 
 #define KiB ((int64_t)1 << 10)
 #define MiB ((int64_t)1 << 20)
-
-static gpumem_array *dev_bytes(gpumem_context *ctx, int64_t n)
-{
-    gpumem_array *a = NULL;
-    if (gpumem_device_array(ctx, 1, &n, NULL, gpumem_dtype_builtin(GPUMEM_UINT8), 'C', NULL, &a) != GPUMEM_OK)
-        diag("a device array of %lld bytes: %s", (long long)n, gpumem_last_error());
-    return a;
-}
 
 static struct gpumem_memory_report report(gpumem_context *ctx, unsigned flags)
 {
@@ -76,7 +69,7 @@ static void case_report(const void *arg, child_result *out)
           "total %llu, ordinal %d, contexts %llu", (unsigned long long)r0.device_total_bytes, r0.ordinal,
           (unsigned long long)r0.contexts);
     const gpumem_dtype *u8 = gpumem_dtype_builtin(GPUMEM_UINT8);
-    gpumem_array *a1 = dev_bytes(ctx, 1 * MiB), *a2 = dev_bytes(ctx, 2 * MiB), *pin = NULL, *map = NULL,
+    gpumem_array *a1 = device_bytes(ctx, 1 * MiB), *a2 = device_bytes(ctx, 2 * MiB), *pin = NULL, *map = NULL,
                  *man = NULL, *wrap = NULL;
     int64_t n64k = 64 * KiB, n128k = 128 * KiB, n256k = 256 * KiB;
     gpumem_pinned_array(ctx, 1, &n64k, NULL, u8, 'C', &pin);
@@ -180,7 +173,7 @@ static void case_report(const void *arg, child_result *out)
               r.pinned.peak_bytes == r.pinned.bytes && r.peak_device_reserved_bytes == reserved,
           "after the reset: peak %llu in %llu, reserved peak %llu", (unsigned long long)r.device.peak_bytes,
           (unsigned long long)r.device.peak_count, (unsigned long long)r.peak_device_reserved_bytes);
-    gpumem_array *a3 = dev_bytes(ctx, 512 * KiB);
+    gpumem_array *a3 = device_bytes(ctx, 512 * KiB);
     gpumem_array_release(a3);
     gpumem_context_flush_deallocations(ctx);
     r = report(ctx, 0);
@@ -196,7 +189,7 @@ static void case_report(const void *arg, child_result *out)
     /* A second context on the device: its own report, and the device's. */
     gpumem_context *ctx2 = NULL;
     gpumem_context_create(0, &ctx2);
-    gpumem_array *b1 = dev_bytes(ctx2, 1 * MiB);
+    gpumem_array *b1 = device_bytes(ctx2, 1 * MiB);
     struct gpumem_memory_report r2 = report(ctx2, 0);
     struct gpumem_memory_report rd = report(ctx, GPUMEM_MEMORY_WHOLE_DEVICE | GPUMEM_MEMORY_DEVICE_INFO);
     r = report(ctx, 0);
@@ -257,7 +250,7 @@ static void case_own_pool(const void *arg, child_result *out)
         snprintf(out->text, sizeof out->text, "%s", gpumem_last_error());
         return;
     }
-    gpumem_array *a = dev_bytes(ctx, 5000), *b = dev_bytes(ctx, 70000);
+    gpumem_array *a = device_bytes(ctx, 5000), *b = device_bytes(ctx, 70000);
     gpumem_array_release(b); /* its block stays in the pool */
     struct gpumem_memory_report r = report(ctx, 0);
     CHECK(r.device.bytes == 5000 && r.device.count == 1 && r.pools == 1 && r.pool_held_blocks == 1 &&
@@ -299,7 +292,7 @@ static void case_ladder(const void *arg, child_result *out)
         gpumem_pool_allocate(pool, 2 * MiB, NULL, &b[i]);
     for (int i = 0; i < 4; i++)
         gpumem_allocation_free(b[i], NULL); /* the pool holds 8 MiB */
-    gpumem_array *a = dev_bytes(ctx, 12 * MiB); /* the driver refuses, the ladder gives the 8 MiB back */
+    gpumem_array *a = device_bytes(ctx, 12 * MiB); /* the driver refuses, the ladder gives the 8 MiB back */
     struct gpumem_memory_report r = report(ctx, 0);
     CHECK(a != NULL && r.oom_ladder_runs == 1 && r.oom_ladder_successes == 1 && r.oom_failures == 0 &&
               r.pool_held_bytes == 0,
@@ -351,20 +344,20 @@ static void case_oom(const void *arg, child_result *out)
     case LIVE:
     case TO_DEVICE:
         for (int i = 0; i < 3; i++)
-            keep[i] = dev_bytes(ctx, 16 * MiB);
+            keep[i] = device_bytes(ctx, 16 * MiB);
         break;
     case OTHERS:
-        keep[0] = dev_bytes(ctx, 8 * MiB);
+        keep[0] = device_bytes(ctx, 8 * MiB);
         break;
     case ODD: /* sizes that are not whole MiB: the message must not round them into looking exact */
         for (int i = 0; i < 3; i++)
-            keep[i] = dev_bytes(ctx, 16 * MiB);
-        keep[3] = dev_bytes(ctx, 1000);
+            keep[i] = device_bytes(ctx, 16 * MiB);
+        keep[3] = device_bytes(ctx, 1000);
         ask = 16 * MiB;
         break;
     case FRAGMENTED:
         for (int i = 0; i < 4; i++)
-            keep[i] = dev_bytes(ctx, 16 * MiB);
+            keep[i] = device_bytes(ctx, 16 * MiB);
         gpumem_array_release(keep[0]);
         gpumem_array_release(keep[2]);
         keep[0] = keep[2] = NULL;
@@ -372,13 +365,13 @@ static void case_oom(const void *arg, child_result *out)
         break;
     case LADDER: {
         gpumem_context_set_dealloc_limits(ctx, 100, 1.0);
-        keep[0] = dev_bytes(ctx, 16 * MiB);
-        keep[1] = dev_bytes(ctx, 16 * MiB);
+        keep[0] = device_bytes(ctx, 16 * MiB);
+        keep[1] = device_bytes(ctx, 16 * MiB);
         gpumem_pool_create(ctx, 0, &pool);
         gpumem_allocation *b = NULL;
         gpumem_pool_allocate(pool, 8 * MiB, NULL, &b);
         gpumem_allocation_free(b, NULL);          /* 8 MiB held by the pool */
-        gpumem_array_release(dev_bytes(ctx, 8 * MiB)); /* 8 MiB in the deferred queue */
+        gpumem_array_release(device_bytes(ctx, 8 * MiB)); /* 8 MiB in the deferred queue */
         ask = 40 * MiB;
         break;
     }
@@ -469,7 +462,7 @@ static void case_callback(const void *arg, child_result *out)
     }
     cb_state s = {.mode = mode};
     for (int i = 0; i < 3; i++)
-        s.arrays[i] = dev_bytes(ctx, 16 * MiB);
+        s.arrays[i] = device_bytes(ctx, 16 * MiB);
     gpumem_context_set_oom_callback(ctx, on_oom, &s);
     gpumem_array *a = NULL;
     gpumem_allocation *pa = NULL;
@@ -526,7 +519,7 @@ static void case_spare(const void *arg, child_result *out)
     gpumem_to_device(ctx, h, NULL, 0, &d);
     uint64_t f = 0, t = 0;
     gpumem_memory_info(ctx, &f, &t);
-    filler = dev_bytes(ctx, (int64_t)f - 32 * KiB); /* room for a temporary, not for 64 KiB of scratch */
+    filler = device_bytes(ctx, (int64_t)f - 32 * KiB); /* room for a temporary, not for 64 KiB of scratch */
     gpumem_slice every2 = {0, GPUMEM_SLICE_DEFAULT, 2};
     gpumem_array_slice(d, &every2, 1, &view);
     gpumem_host_array_wrap(got, 1, &n1, NULL, gpumem_dtype_builtin(GPUMEM_INT32), &o);
@@ -568,14 +561,14 @@ static int leak_child(const char *mode)
     if (gpumem_context_create(0, &ctx) != GPUMEM_OK)
         return 2;
     if (strcmp(mode, "clean") == 0) {
-        gpumem_array_release(dev_bytes(ctx, 4096));
+        gpumem_array_release(device_bytes(ctx, 4096));
         gpumem_array *bad = NULL;
         int64_t n = -1;
         gpumem_device_array(ctx, 1, &n, NULL, gpumem_dtype_builtin(GPUMEM_UINT8), 'C', NULL, &bad);
         return gpumem_context_release(ctx) == GPUMEM_OK ? 0 : 3;
     }
     gpumem_array *leaked = gm_test_leak_here(ctx);
-    gpumem_array_release(dev_bytes(ctx, 8192)); /* released: not listed */
+    gpumem_array_release(device_bytes(ctx, 8192)); /* released: not listed */
     gpumem_pool *pool = NULL;
     gpumem_allocation *al = NULL;
     gpumem_pool_create(ctx, 0, &pool);
@@ -660,7 +653,7 @@ static void *worker(void *p)
         gpumem_array *d = NULL;
         gpumem_pool_allocate(w->pool, (size_t)(256 * (1 + i % 8)), NULL, &a);
         if (i % 16 == 0)
-            d = dev_bytes(w->ctx, 4096);
+            d = device_bytes(w->ctx, 4096);
         struct gpumem_memory_report r = {.size = sizeof r};
         if (i % 32 == 0)
             gpumem_memory_report(w->ctx, GPUMEM_MEMORY_WHOLE_DEVICE, &r);

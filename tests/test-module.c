@@ -15,6 +15,7 @@
 #include "bytes.h"
 #include "child.h"
 #include "gpumem.h"
+#include "setup.h"
 #include "tap.h"
 
 /* y[i] = a * x[i] for i < n */
@@ -327,14 +328,8 @@ int main(void)
         setenv("GPUMEM_SIM_DEVICES", "2", 1); /* for a context of another device */
     child_result fatptx; /* forked before this process touches the library */
     int forked = run_child(case_fatbin_ptx, NULL, &fatptx);
-    char why[512];
-    gpumem_context *ctx = NULL;
-    gpumem_status st = gpumem_test_context(&ctx, why, sizeof why);
-    if (st != GPUMEM_OK) {
-        if (gpumem_test_should_skip(st))
-            plan_skip_all(why);
-        bail_out("%s", why);
-    }
+    gpumem_context *ctx = test_context_or_skip_all();
+    gpumem_status st;
     const char *backend = "";
     gpumem_backend(&backend);
     int sim = strcmp(backend, "sim") == 0;

@@ -20,13 +20,9 @@ result() { # ok?, description, log
 skip() { i=$((i + 1)); echo "ok $i # SKIP $1"; }
 
 # doc/mpi.md's C block(s): every line is a line of the example
+. "$srcdir/tests/snippet.sh"
 awk '/^```c/ {f = 1; next} /^```/ {f = 0} f' "$srcdir/doc/mpi.md" | sed 's/^ *//' | grep -v '^$' | grep -v '^\.\.\.$' >"$tmp/snippet"
-: >"$tmp/missing"
-while IFS= read -r line; do
-    sed 's/^ *//' "$srcdir/examples/mpi/ring.c" | grep -qxF -- "$line" || printf '%s\n' "$line" >>"$tmp/missing"
-done <"$tmp/snippet"
-{ echo "(snippet: $(wc -l <"$tmp/snippet") lines; not in examples/mpi/ring.c:)"; cat "$tmp/missing"; } >"$tmp/log"
-[ -s "$tmp/snippet" ] && [ ! -s "$tmp/missing" ]; result $? "doc/mpi.md shows lines of examples/mpi/ring.c" "$tmp/log"
+snippet_check "$tmp/snippet" "$srcdir/examples/mpi/ring.c" "doc/mpi.md shows lines of examples/mpi/ring.c"
 
 if [ "$GPUMEM_HAVE_MPI" != yes ] || [ ! -x "$builddir/examples/mpi/ring" ] || [ -z "$MPIRUN" ]; then
     for t in 1 2 3 4; do skip "no Open MPI (configure found no ompi-c or mpicc; install libopenmpi-dev openmpi-bin)"; done

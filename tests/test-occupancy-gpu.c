@@ -33,6 +33,7 @@
 
 #include <gpumem.h>
 
+#include "setup.h"
 #include "tap.h"
 
 enum {
@@ -132,14 +133,8 @@ static int driver_blocks(const gpumem_function *f, int threads, size_t smem, gpu
 int main(void)
 {
     static char ptx[PTX_CAP];
-    char why[512];
-    gpumem_context *ctx = NULL;
-    gpumem_status st = gpumem_test_context(&ctx, why, sizeof why);
-    if (st != GPUMEM_OK) {
-        if (gpumem_test_should_skip(st))
-            plan_skip_all(why);
-        bail_out("%s", why);
-    }
+    gpumem_context *ctx = test_context_or_skip_all();
+    gpumem_status st;
     const char *backend = "?";
     gpumem_backend(&backend);
     int device = 0;

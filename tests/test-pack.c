@@ -19,15 +19,13 @@
 #include "copyplan.h"
 #include "gpumem.h"
 #include "kernels/pack.h"
+#include "rng.h"
 #include "tap.h"
 
 static uint64_t rng = 88172645463325252ull;
 static uint64_t next(void)
 {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
+    return xorshift64(&rng);
 }
 static int64_t pick(int64_t n)
 {

@@ -19,6 +19,7 @@
 
 #include <gpumem.h>
 
+#include "arrays.h"
 #include "child.h"
 #include "context.h"
 #include "pack_calls.h"
@@ -26,6 +27,7 @@
 #include "copyplan.h"
 #include "error.h"
 #include "staging.h"
+#include "sysfs.h"
 #include "tap.h"
 #include "workers.h"
 
@@ -89,16 +91,7 @@ static gpumem_status ring_fn(void *arg, const gm_stage_ring *r)
 /* A device array of N int32 holding base + i. */
 static gpumem_array *filled(gpumem_context *ctx, int32_t base)
 {
-    int32_t v[N];
-    int64_t n = N;
-    for (int i = 0; i < N; i++)
-        v[i] = base + i;
-    gpumem_array *h = NULL, *d = NULL;
-    if (gpumem_host_array_wrap(v, 1, &n, NULL, i32(), &h) != GPUMEM_OK ||
-        gpumem_to_device(ctx, h, NULL, 0, &d) != GPUMEM_OK)
-        bail_out("filled: %s", gpumem_last_error());
-    gpumem_array_release(h);
-    return d;
+    return device_iota(ctx, 1, (int64_t[]){N}, base);
 }
 
 static bool holds(gpumem_array *d, int32_t base)
@@ -157,16 +150,6 @@ static void ring_case(const void *arg, child_result *out)
     gpumem_array_release(x.dst);
     gpumem_context_release(x.c1);
     gpumem_context_release(x.c0);
-}
-
-static void put(const char *root, const char *dir, const char *file, const char *text)
-{
-    char path[512], cmd[640];
-    snprintf(path, sizeof path, "%s/%s", root, dir);
-    snprintf(cmd, sizeof cmd, "mkdir -p '%s'", path);
-    if (system(cmd) != 0)
-        bail_out("cannot make %s", path);
-    write_file(path, file, text);
 }
 
 /* A pack kernel of device 0's context writing device 1's memory (and
@@ -229,26 +212,14 @@ int main(void)
         char root[] = "/tmp/gpumem-sysfs-XXXXXX";
         if (mkdtemp(root) == NULL)
             bail_out("mkdtemp");
-        cpu_set_t mine;
-        int the_cpu = 0;
-        if (sched_getaffinity(0, sizeof mine, &mine) == 0)
-            while (the_cpu < CPU_SETSIZE - 1 && !CPU_ISSET(the_cpu, &mine))
-                the_cpu++;
-        char list[32];
-        snprintf(list, sizeof list, "%d\n", the_cpu);
-        put(root, "devices/system/node/node0", "cpulist", list);
-        put(root, "devices/system/node/node1", "cpulist", list);
-        put(root, "bus/pci/devices/0000:10:00.0", "numa_node", "1\n");
+        int the_cpu = sysfs_two_nodes(root);
         run_child(ring_case, root, &r);
         ok(r.exited && r.exit_code == 0 && r.value[3] == 1 && (r.value[0] & 2), "with device 0 on node 1: works (%s)",
            r.text);
         is_int(r.value[2], 1, "device 0's engine is on node 1");
         ok(!(r.value[0] & 1) && r.value[1] == the_cpu, "the run is a worker's of node 1, on its CPU");
         like(r.text, "failing as asked", "a failing run's message comes back from the worker");
-        char cmd[600];
-        snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
-        if (system(cmd) != 0)
-            diag("could not remove %s", root);
+        sysfs_remove(root);
 
         run_child(kernel_case, NULL, &r);
         ok(r.exited && r.exit_code == 0, "kernels and other devices' memory: ran (%s)", r.text);

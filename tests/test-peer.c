@@ -13,6 +13,7 @@
 
 #include <gpumem.h>
 
+#include "arrays.h"
 #include "child.h"
 #include "tap.h"
 
@@ -37,41 +38,18 @@ static uint64_t launches(void)
     return n;
 }
 
-static gpumem_copy_path last_path(void)
-{
-    gpumem_copy_path p = GPUMEM_COPY_PATH_NONE;
-    gpumem_debug_last_copy_path(&p);
-    return p;
-}
-
 /* A device array of n int32 on ctx holding base + i. */
 static gpumem_array *filled(gpumem_context *ctx, int64_t n, int32_t base)
 {
-    int32_t *v = malloc((size_t)n * sizeof *v);
-    gpumem_array *h = NULL, *d = NULL;
-    for (int64_t i = 0; i < n; i++)
-        v[i] = base + (int32_t)i;
-    if (gpumem_host_array_wrap(v, 1, &n, NULL, i32(), &h) != GPUMEM_OK ||
-        gpumem_to_device(ctx, h, NULL, 0, &d) != GPUMEM_OK)
-        bail_out("making a device array: %s", gpumem_last_error());
-    gpumem_array_release(h);
-    free(v);
-    return d;
+    return device_iota(ctx, 1, &n, base);
 }
 
 /* The int32 values of a (any layout, any device), in C order, into out. */
 static void values(gpumem_array *a, int32_t *out, int64_t n)
 {
-    int ndim = 0;
-    int64_t shape[8];
-    gpumem_array *h = NULL;
-    gpumem_array_ndim(a, &ndim);
-    gpumem_array_shape(a, shape);
     (void)n;
-    if (gpumem_host_array_wrap(out, ndim, shape, NULL, i32(), &h) != GPUMEM_OK ||
-        gpumem_array_copy(h, a, NULL) != GPUMEM_OK)
+    if (!read_all(a, out))
         bail_out("reading back: %s", gpumem_last_error());
-    gpumem_array_release(h);
 }
 
 static gpumem_array *sliced(gpumem_array *a, int64_t start, int64_t stop, int64_t step)
@@ -245,6 +223,34 @@ static void free_fails_case(const void *arg, child_result *out)
     gpumem_context_release(c0);
 }
 
+/* Whether b2, an m x m view of b (int32 from -1), read into v, holds
+ * a[:, ::2] (a: m x m from 7) in b[::-1, 1::2], and its even columns as
+ * they were. */
+static int odd_cols_reversed(gpumem_array *b2, int32_t *v, int64_t m)
+{
+    values(b2, v, m * m);
+    for (int64_t i = 0; i < m * m; i++) {
+        int64_t r = i / m, col = i % m;
+        if (v[i] != (col % 2 ? 7 + (int32_t)((m - 1 - r) * m + (col - 1)) : -1 + (int32_t)i))
+            return 0;
+    }
+    return 1;
+}
+
+/* In a child: contexts of two (simulated) devices with 64 KiB scratch
+ * chunks and staging slots, peer access off when staged; 1, or 0 with
+ * out->status saying why. */
+static int chunked_devices(int staged, gpumem_context **c0, gpumem_context **c1, child_result *out)
+{
+    setenv("GPUMEM_SIM_DEVICES", "2", 1);
+    setenv("GPUMEM_COPY_SCRATCH_CHUNK", "64K", 1);
+    setenv("GPUMEM_STAGING_CHUNK", "64K", 1);
+    if (staged)
+        setenv("GPUMEM_PEER", "0", 1);
+    return (out->status = gpumem_context_create(0, c0)) == GPUMEM_OK &&
+           (out->status = gpumem_context_create(1, c1)) == GPUMEM_OK;
+}
+
 /* With 64 KiB scratch chunks (and 64 KiB staging slots, two per lane):
  * strided copies of 512 KiB between devices, by peer access (arg NULL) or
  * staged.  value[0]: copies with wrong values, value[1]: cuMemcpyPeer
@@ -252,15 +258,9 @@ static void free_fails_case(const void *arg, child_result *out)
  * each, in order). */
 static void chunks_case(const void *arg, child_result *out)
 {
-    setenv("GPUMEM_SIM_DEVICES", "2", 1);
-    setenv("GPUMEM_COPY_SCRATCH_CHUNK", "64K", 1);
-    setenv("GPUMEM_STAGING_CHUNK", "64K", 1);
     setenv("GPUMEM_STAGING_DEPTH", "2", 1);
-    if (arg != NULL)
-        setenv("GPUMEM_PEER", "0", 1);
     gpumem_context *c0 = NULL, *c1 = NULL;
-    if ((out->status = gpumem_context_create(0, &c0)) != GPUMEM_OK ||
-        (out->status = gpumem_context_create(1, &c1)) != GPUMEM_OK)
+    if (!chunked_devices(arg != NULL, &c0, &c1, out))
         return;
     enum { M = 512 };
     int64_t n = M * M;
@@ -292,15 +292,8 @@ static void chunks_case(const void *arg, child_result *out)
         st = gpumem_array_copy(sb, sa, NULL);
     each[1] = (long)(launches() - mark);
     mark = launches();
-    values(b2, v, n);
-    for (int64_t i = 0; st == GPUMEM_OK && i < n; i++) {
-        int64_t r = i / M, col = i % M;
-        int32_t want = col % 2 ? 7 + (M - 1 - r) * M + (col - 1) : -1 + (int32_t)i;
-        if (v[i] != want) {
-            out->value[0]++;
-            break;
-        }
-    }
+    if (!odd_cols_reversed(b2, v, M) && st == GPUMEM_OK)
+        out->value[0]++;
     /* contiguous into strided: pulled by device 1's kernel (e, on device 0, holds sa's values) */
     gpumem_array *e = NULL;
     if (st == GPUMEM_OK && (st = gpumem_device_array(c0, 2, (int64_t[]){M, M / 2}, NULL, i32(), 'C', NULL, &e)) ==
@@ -311,15 +304,8 @@ static void chunks_case(const void *arg, child_result *out)
         st = gpumem_array_copy(sb, e, NULL);
     each[2] = (long)(launches() - mark);
     mark = launches();
-    values(b2, v, n);
-    for (int64_t i = 0; st == GPUMEM_OK && i < n; i++) {
-        int64_t r = i / M, col = i % M;
-        int32_t want = col % 2 ? 7 + (M - 1 - r) * M + (col - 1) : -1 + (int32_t)i;
-        if (v[i] != want) {
-            out->value[0]++;
-            break;
-        }
-    }
+    if (!odd_cols_reversed(b2, v, M) && st == GPUMEM_OK)
+        out->value[0]++;
     /* a transpose: C on device 0 into an F view on device 1 */
     if (st == GPUMEM_OK)
         st = gpumem_array_copy(tb, a2, NULL);
@@ -461,14 +447,8 @@ static void three_case(const void *arg, child_result *out)
  * that then failed or were wrong, value[2] the failures seen. */
 static void chunk_faults_case(const void *arg, child_result *out)
 {
-    setenv("GPUMEM_SIM_DEVICES", "2", 1);
-    setenv("GPUMEM_COPY_SCRATCH_CHUNK", "64K", 1);
-    setenv("GPUMEM_STAGING_CHUNK", "64K", 1);
-    if (arg != NULL)
-        setenv("GPUMEM_PEER", "0", 1);
     gpumem_context *c0 = NULL, *c1 = NULL;
-    if ((out->status = gpumem_context_create(0, &c0)) != GPUMEM_OK ||
-        (out->status = gpumem_context_create(1, &c1)) != GPUMEM_OK)
+    if (!chunked_devices(arg != NULL, &c0, &c1, out))
         return;
     for (int k = 0; k < 4; k++) {
         for (uint64_t nth = 1; nth < 400; nth++) {

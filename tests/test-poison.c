@@ -124,26 +124,28 @@ static const gpumem_dtype *i32(void)
     return gpumem_dtype_builtin(GPUMEM_INT32);
 }
 
-/* A device array holding 0, 1, ..., N-1 (int32). */
-static gpumem_array *device_iota(gpumem_context *ctx)
-{
-    static int32_t src[N];
-    for (int i = 0; i < N; i++)
-        src[i] = i;
-    gpumem_array *h = NULL, *d = NULL;
-    gpumem_host_array_wrap(src, 1, (int64_t[]){N}, NULL, i32(), &h);
-    gpumem_device_array(ctx, 1, (int64_t[]){N}, NULL, i32(), 'C', NULL, &d);
-    gpumem_copy_to_device(d, h, NULL);
-    gpumem_array_release(h);
-    return d;
-}
-
 static int is_iota(const int32_t *v, int n)
 {
     for (int i = 0; i < n; i++)
         if (v[i] != i)
             return 0;
     return 1;
+}
+
+/* v[i] = base + i for the N elements of v. */
+static void fill_from(int32_t *v, int32_t base)
+{
+    for (int i = 0; i < N; i++)
+        v[i] = base + i;
+}
+
+/* Whether the device array d of N int32 holds base + i (read into back). */
+static int holds_from(gpumem_array *d, int32_t *back, int32_t base)
+{
+    int good = read_all(d, back);
+    for (int i = 0; good && i < N; i++)
+        good = back[i] == base + i;
+    return good;
 }
 
 /* Every element is the pattern or i (what a GPU may show before the synchronization). */
@@ -153,6 +155,20 @@ static int pattern_or_iota(const int32_t *v, int n)
         if (v[i] != i && (uint32_t)v[i] != GPUMEM_DEBUG_POISON_WORD)
             return 0;
     return 1;
+}
+
+/* A download of 0 .. N-1 into h queued on s (st its status): read before
+ * the synchronization, h holds the pattern (on_sim; on a GPU, where the
+ * copy may have run, the pattern or the data: on_gpu); after it, the data. */
+static void pattern_then_data(gpumem_status st, const int32_t *h, gpumem_stream *s, const char *on_sim,
+                              const char *on_gpu)
+{
+    if (sim)
+        check(st == GPUMEM_OK && is_poison(h, N, 4, 4), "%s", on_sim);
+    else
+        check(st == GPUMEM_OK && pattern_or_iota(h, N), "%s", on_gpu);
+    gpumem_stream_synchronize(s);
+    check(is_iota(h, N), "after the synchronization: the data");
 }
 
 /* ---- poison on: new arrays ------------------------------------------------------------------ */
@@ -305,7 +321,7 @@ static void new_arrays(void)
 static void downloads(void)
 {
     gpumem_context *ctx = context();
-    gpumem_array *d = device_iota(ctx);
+    gpumem_array *d = device_iota(ctx, 1, (int64_t[]){N}, 0);
     gpumem_stream *s = NULL;
     gpumem_stream_create(ctx, 0, &s);
 
@@ -316,14 +332,9 @@ static void downloads(void)
     gpumem_array *ha = NULL;
     gpumem_host_array_wrap(h, 1, (int64_t[]){N}, NULL, i32(), &ha);
     gpumem_status st = gpumem_copy_to_host(d, ha, s);
-    if (sim)
-        check(st == GPUMEM_OK && is_poison(h, N, 4, 4),
-              "a queued pageable download, read before the synchronization: the pattern, not the stale -1");
-    else
-        check(st == GPUMEM_OK && pattern_or_iota(h, N),
-              "a queued pageable download, read before the synchronization: the pattern or the data, never -1");
-    gpumem_stream_synchronize(s);
-    check(is_iota(h, N), "after the synchronization: the data");
+    pattern_then_data(st, h, s,
+                      "a queued pageable download, read before the synchronization: the pattern, not the stale -1",
+                      "a queued pageable download, read before the synchronization: the pattern or the data, never -1");
 
     /* a strided destination: its elements get the pattern, its gaps stay */
     static int32_t g[2 * N];
@@ -358,9 +369,7 @@ static void downloads(void)
     gpumem_copy_to_host(d, ua, s);
     gpumem_stream_synchronize(s);
     int32_t back[N];
-    int up = read_all(d2, back);
-    for (int i = 0; i < N; i++)
-        up = up && back[i] == 1000 + i;
+    int up = holds_from(d2, back, 1000);
     check(up && is_iota(u, N), "pageable: an upload queued before the download still read the program's bytes");
 
     /* pinned, idle stream: the pattern at once */
@@ -372,19 +381,12 @@ static void downloads(void)
     for (int i = 0; i < N; i++)
         p[i] = -1;
     st = gpumem_copy_to_host(d, pa, s);
-    if (sim)
-        check(st == GPUMEM_OK && is_poison(p, N, 4, 4),
-              "a pinned download on an idle stream, read before the synchronization: the pattern");
-    else
-        check(st == GPUMEM_OK && pattern_or_iota(p, N),
-              "a pinned download on an idle stream, read before the synchronization: the pattern or the data");
-    gpumem_stream_synchronize(s);
-    check(is_iota(p, N), "after the synchronization: the data");
+    pattern_then_data(st, p, s, "a pinned download on an idle stream, read before the synchronization: the pattern",
+                      "a pinned download on an idle stream, read before the synchronization: the pattern or the data");
 
     /* pinned, busy stream: an upload from the same buffer queued before the
      * download reads the program's bytes; the pattern goes in after it */
-    for (int i = 0; i < N; i++)
-        p[i] = 2000 + i;
+    fill_from(p, 2000);
     gpumem_copy_to_device(d2, pa, s);
     st = gpumem_copy_to_host(d, pa, s);
     if (sim) {
@@ -395,9 +397,7 @@ static void downloads(void)
                                         "must read");
     }
     gpumem_stream_synchronize(s);
-    up = read_all(d2, back);
-    for (int i = 0; i < N; i++)
-        up = up && back[i] == 2000 + i;
+    up = holds_from(d2, back, 2000);
     check(up, "busy stream: the upload queued before the download read the program's bytes, not the pattern");
     check(is_iota(p, N), "busy stream: after the synchronization the buffer holds the download");
 
@@ -406,27 +406,21 @@ static void downloads(void)
      * an idle blocking stream; and the other way round */
     gpumem_stream *legacy = NULL;
     gpumem_stream_default(ctx, &legacy);
-    for (int i = 0; i < N; i++)
-        p[i] = 3000 + i;
+    fill_from(p, 3000);
     gpumem_copy_to_device(d2, pa, legacy);
     st = gpumem_copy_to_host(d, pa, s);
     gpumem_context_synchronize(ctx);
-    up = read_all(d2, back);
-    for (int i = 0; i < N; i++)
-        up = up && back[i] == 3000 + i;
+    up = holds_from(d2, back, 3000);
     check(st == GPUMEM_OK && up && is_iota(p, N),
           "an upload on the default stream, then a download into its buffer on an idle blocking stream: the "
           "upload read the program's bytes, the buffer holds the download");
     gpumem_stream *s2 = NULL;
     gpumem_stream_create(ctx, 0, &s2);
-    for (int i = 0; i < N; i++)
-        p[i] = 4000 + i;
+    fill_from(p, 4000);
     gpumem_copy_to_device(d2, pa, s2);
     st = gpumem_copy_to_host(d, pa, legacy);
     gpumem_context_synchronize(ctx);
-    up = read_all(d2, back);
-    for (int i = 0; i < N; i++)
-        up = up && back[i] == 4000 + i;
+    up = holds_from(d2, back, 4000);
     check(st == GPUMEM_OK && up && is_iota(p, N),
           "an upload on a blocking stream, then a download into its buffer on the default stream: the upload "
           "read the program's bytes, the buffer holds the download");
@@ -437,17 +431,14 @@ static void downloads(void)
     gpumem_event *ev = NULL;
     gpumem_stream_create(ctx, GPUMEM_STREAM_NON_BLOCKING, &s3);
     gpumem_event_create(ctx, 0, &ev);
-    for (int i = 0; i < N; i++)
-        p[i] = 5000 + i;
+    fill_from(p, 5000);
     gpumem_copy_to_device(d2, pa, s3);
     gpumem_event_record(ev, s3);
     gpumem_stream_wait_event(s, ev);
     st = gpumem_copy_to_host(d, pa, s);
     gpumem_stream_synchronize(s);
     gpumem_stream_synchronize(s3);
-    up = read_all(d2, back);
-    for (int i = 0; i < N; i++)
-        up = up && back[i] == 5000 + i;
+    up = holds_from(d2, back, 5000);
     check(st == GPUMEM_OK && up && is_iota(p, N),
           "an upload on another stream that the download waits for by an event read the program's bytes");
     gpumem_event_destroy(ev);
@@ -476,7 +467,7 @@ static void downloads(void)
 static void poison_off(void)
 {
     gpumem_context *ctx = context();
-    gpumem_array *d = device_iota(ctx), *n = NULL;
+    gpumem_array *d = device_iota(ctx, 1, (int64_t[]){N}, 0), *n = NULL;
     gpumem_stream *s = NULL;
     gpumem_stream_create(ctx, 0, &s);
     int64_t m0 = calls("cuMemsetD8"), c0 = calls("cuStreamCreate"), q0 = calls("cuStreamQuery");

@@ -1005,17 +1005,6 @@ static void test_stress(unsigned flags, int iters)
 
 /* ---- fault injection ------------------------------------------------------------------ */
 
-#define FIRST(call)                                                                           \
-    do {                                                                                      \
-        gpumem_status st_ = (call);                                                           \
-        if (st_ != GPUMEM_OK && st == GPUMEM_OK) {                                            \
-            st = st_;                                                                         \
-            snprintf(msg, sizeof msg, "%s", gpumem_last_error());                             \
-        }                                                                                     \
-    } while (0)
-
-static char msg[1024];
-
 /* Every pool path that calls the driver: misses, a free recorded on a
  * stream, hits on the same and another stream (event queries), the shared
  * store, free_held (event synchronize, event and memory frees), stop_holding,
@@ -1026,71 +1015,71 @@ static gpumem_status workload(void)
     gpumem_pool *pool = NULL;
     gpumem_stream *s = NULL, *t = NULL;
     gpumem_allocation *a = NULL, *b = NULL, *c = NULL, *d = NULL, *e = NULL;
-    msg[0] = '\0';
-    FIRST(gpumem_stream_create(ctx, GPUMEM_STREAM_NON_BLOCKING, &s));
-    FIRST(gpumem_stream_create(ctx, GPUMEM_STREAM_NON_BLOCKING, &t));
-    FIRST(gpumem_pool_create(ctx, 0, &pool));
+    fault_msg[0] = '\0';
+    FAULT_FIRST(gpumem_stream_create(ctx, GPUMEM_STREAM_NON_BLOCKING, &s));
+    FAULT_FIRST(gpumem_stream_create(ctx, GPUMEM_STREAM_NON_BLOCKING, &t));
+    FAULT_FIRST(gpumem_pool_create(ctx, 0, &pool));
     if (pool == NULL)
         goto done;
-    FIRST(gpumem_pool_allocate(pool, 4000, s, &a));
-    FIRST(gpumem_pool_allocate(pool, 2 << 20, s, &b));
+    FAULT_FIRST(gpumem_pool_allocate(pool, 4000, s, &a));
+    FAULT_FIRST(gpumem_pool_allocate(pool, 2 << 20, s, &b));
     if (a != NULL) {
         unsigned char buf[64] = {1};
-        FIRST(gm_drv_check(dev_write(ptr_of(a), buf, sizeof buf), GM_OP_memcpy, "write"));
-        FIRST(gpumem_allocation_free(a, s));
+        FAULT_FIRST(gm_drv_check(dev_write(ptr_of(a), buf, sizeof buf), GM_OP_memcpy, "write"));
+        FAULT_FIRST(gpumem_allocation_free(a, s));
         a = NULL;
     }
     if (b != NULL) {
-        FIRST(gpumem_allocation_free(b, s));
+        FAULT_FIRST(gpumem_allocation_free(b, s));
         b = NULL;
     }
-    FIRST(gpumem_pool_allocate(pool, 4000, t, &c)); /* queries a's event */
-    FIRST(gpumem_pool_allocate(pool, 2 << 20, t, &d)); /* queries b's event in the store */
-    FIRST(gpumem_pool_allocate(pool, 4000, s, &a)); /* a again */
-    FIRST(gpumem_pool_allocate(pool, 0, NULL, &e));
+    FAULT_FIRST(gpumem_pool_allocate(pool, 4000, t, &c)); /* queries a's event */
+    FAULT_FIRST(gpumem_pool_allocate(pool, 2 << 20, t, &d)); /* queries b's event in the store */
+    FAULT_FIRST(gpumem_pool_allocate(pool, 4000, s, &a)); /* a again */
+    FAULT_FIRST(gpumem_pool_allocate(pool, 0, NULL, &e));
     if (a != NULL) {
-        FIRST(gpumem_allocation_free(a, NULL));
+        FAULT_FIRST(gpumem_allocation_free(a, NULL));
         a = NULL;
     }
     if (d != NULL) {
-        FIRST(gpumem_allocation_free(d, t));
+        FAULT_FIRST(gpumem_allocation_free(d, t));
         d = NULL;
     }
-    FIRST(gpumem_pool_free_held(pool));
+    FAULT_FIRST(gpumem_pool_free_held(pool));
     /* The out-of-memory ladder on the 64 MiB device: 48 MiB held (one block
      * pending on s), then 32 MiB more. */
     gpumem_allocation *m[3] = {NULL, NULL, NULL};
     for (int i = 0; i < 3; i++)
-        FIRST(gpumem_pool_allocate(pool, 16 << 20, NULL, &m[i]));
+        FAULT_FIRST(gpumem_pool_allocate(pool, 16 << 20, NULL, &m[i]));
     for (int i = 0; i < 3; i++)
         if (m[i] != NULL)
-            FIRST(gpumem_allocation_free(m[i], i == 0 ? s : NULL));
-    FIRST(gpumem_pool_allocate(pool, 32 << 20, NULL, &a));
+            FAULT_FIRST(gpumem_allocation_free(m[i], i == 0 ? s : NULL));
+    FAULT_FIRST(gpumem_pool_allocate(pool, 32 << 20, NULL, &a));
     if (a != NULL) {
-        FIRST(gpumem_allocation_free(a, NULL));
+        FAULT_FIRST(gpumem_allocation_free(a, NULL));
         a = NULL;
     }
-    FIRST(gpumem_pool_allocate(pool, 300000, NULL, &a));
-    FIRST(gpumem_pool_stop_holding(pool));
+    FAULT_FIRST(gpumem_pool_allocate(pool, 300000, NULL, &a));
+    FAULT_FIRST(gpumem_pool_stop_holding(pool));
     if (a != NULL) {
-        FIRST(gpumem_allocation_free(a, s)); /* straight to the driver, after s */
+        FAULT_FIRST(gpumem_allocation_free(a, s)); /* straight to the driver, after s */
         a = NULL;
     }
-    FIRST(gpumem_pool_destroy(pool)); /* c and e are live */
+    FAULT_FIRST(gpumem_pool_destroy(pool)); /* c and e are live */
     pool = NULL;
     if (c != NULL) {
-        FIRST(gpumem_allocation_free(c, t));
+        FAULT_FIRST(gpumem_allocation_free(c, t));
         c = NULL;
     }
 done:
     if (e != NULL)
-        FIRST(gpumem_allocation_free(e, NULL));
+        FAULT_FIRST(gpumem_allocation_free(e, NULL));
     if (c != NULL)
-        FIRST(gpumem_allocation_free(c, NULL));
+        FAULT_FIRST(gpumem_allocation_free(c, NULL));
     if (pool != NULL)
-        FIRST(gpumem_pool_destroy(pool));
-    FIRST(gpumem_stream_destroy(s));
-    FIRST(gpumem_stream_destroy(t));
+        FAULT_FIRST(gpumem_pool_destroy(pool));
+    FAULT_FIRST(gpumem_stream_destroy(s));
+    FAULT_FIRST(gpumem_stream_destroy(t));
     return st;
 }
 
@@ -1103,29 +1092,17 @@ static void fault_child(const void *arg, child_result *out)
         out->status = -1;
         return;
     }
-    uint64_t c0 = 0, c1 = 0, u0 = used();
-    gpumem_debug_driver_calls(NULL, &c0);
-    if (k > 0)
-        gpumem_debug_fail_call((uint64_t)k, 999 /* CUDA_ERROR_UNKNOWN */);
+    uint64_t u0 = used(), calls0 = fault_arm(k);
     out->status = workload();
-    gpumem_debug_fail_call(0, 0);
-    gpumem_debug_driver_calls(NULL, &c1);
-    snprintf(out->text, sizeof out->text, "%s", msg);
-    out->value[0] = (long)(c1 - c0);
+    out->value[0] = fault_disarm(calls0);
+    snprintf(out->text, sizeof out->text, "%s", fault_msg);
     out->value[1] = (long)(used() - u0);
     gpumem_context_release(ctx);
 }
 
 static void test_faults(void)
 {
-    child_result r;
-    long k = 0;
-    run_child(fault_child, &k, &r);
-    is_int(r.status, GPUMEM_OK, "the pool workload succeeds without injection");
-    long n = r.value[0];
-    ok(n > 20, "it makes %ld driver calls", n);
-    is_int(r.value[1], 0, "and gives all device memory back");
-    fault_walk(fault_child, n, "cuMemFree");
+    fault_walk_all(fault_child, "the pool workload", 21, "device", "cuMemFree");
 }
 
 /* A context's final release ends everything the context made for itself

@@ -15,18 +15,12 @@
 
 #include <gpumem.h>
 
+#include "arrays.h"
 #include "child.h"
 #include "tap.h"
 
 static gpumem_context *ctx;
 static const gpumem_dtype *u8;
-
-static gpumem_copy_path path(void)
-{
-    gpumem_copy_path p = (gpumem_copy_path)-1;
-    gpumem_debug_last_copy_path(&p);
-    return p;
-}
 
 static unsigned char pattern(size_t i, unsigned seed)
 {
@@ -66,13 +60,13 @@ static void *copier(void *p)
             a[i] = pattern(i, seed);
         memset(b, 0, w->bytes);
         w->good = gpumem_array_copy(d, ha, s) == GPUMEM_OK;
-        w->staged &= path() == GPUMEM_COPY_PATH_STAGED;
+        w->staged &= last_path() == GPUMEM_COPY_PATH_STAGED;
         if (s != NULL) /* the source was read when the upload returned */
             memset(a, 0xEE, w->bytes);
         /* back: queued into pageable memory on a stream, synchronous without */
         w->good = w->good && gpumem_array_copy(hb, d, s) == GPUMEM_OK;
         if (s == NULL)
-            w->staged &= path() == GPUMEM_COPY_PATH_STAGED;
+            w->staged &= last_path() == GPUMEM_COPY_PATH_STAGED;
         w->good = w->good && (s == NULL || gpumem_stream_synchronize(s) == GPUMEM_OK);
         for (size_t i = 0; i < w->bytes && w->good; i++)
             w->good = b[i] == pattern(i, seed);
@@ -141,9 +135,9 @@ static int strided_case(gpumem_type type, int64_t rows, int64_t cols, int dev_st
         gpumem_device_array(ctx, 2, half, NULL, dt, 'C', NULL, &dv);
     }
     int good = hv != NULL && h2v != NULL && dv != NULL && gpumem_array_copy(dv, hv, NULL) == GPUMEM_OK;
-    *up = path();
+    *up = last_path();
     good = good && gpumem_array_copy(h2v, dv, NULL) == GPUMEM_OK;
-    *down = path();
+    *down = last_path();
     if (!good)
         diag("%s", gpumem_last_error());
     for (size_t r = 0; r < (size_t)rows && good; r++)

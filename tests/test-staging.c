@@ -9,15 +9,9 @@
 
 #include <gpumem.h>
 
+#include "arrays.h"
 #include "child.h"
 #include "tap.h"
-
-static gpumem_copy_path path(void)
-{
-    gpumem_copy_path p = (gpumem_copy_path)-1;
-    gpumem_debug_last_copy_path(&p);
-    return p;
-}
 
 static void env_case(const void *arg, child_result *out)
 {
@@ -42,13 +36,13 @@ static int round_trip(gpumem_context *ctx, size_t n, gpumem_stream *s, gpumem_co
     gpumem_host_array_wrap(a, 1, &len, NULL, u8, &ha);
     gpumem_host_array_wrap(b, 1, &len, NULL, u8, &hb);
     int good = gpumem_to_device(ctx, ha, s, 0, &d) == GPUMEM_OK;
-    *up = path();
+    *up = last_path();
     if (s != NULL) {
         memset(a, 0, n); /* an upload on a stream has read the source when it returns */
         good = good && gpumem_stream_synchronize(s) == GPUMEM_OK;
     }
     good = good && gpumem_copy_to_host(d, hb, NULL) == GPUMEM_OK;
-    *down = path();
+    *down = last_path();
     for (size_t i = 0; good && i < n; i++)
         good = b[i] == (unsigned char)(i * 7 + i / 65536);
     gpumem_array_release(ha);
@@ -121,7 +115,7 @@ int main(void)
     gpumem_pinned_array(ctx, 1, &n, NULL, u8, 'C', &p);
     gpumem_device_array(ctx, 1, &n, NULL, u8, 'C', NULL, &d);
     is_int(gpumem_array_copy(d, p, NULL), GPUMEM_OK, "a pinned upload");
-    is_int(path(), GPUMEM_COPY_PATH_CONTIGUOUS, "is one driver transfer");
+    is_int(last_path(), GPUMEM_COPY_PATH_CONTIGUOUS, "is one driver transfer");
     gpumem_array_release(p);
     gpumem_array_release(d);
 

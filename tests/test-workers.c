@@ -19,6 +19,7 @@
 #include "child.h"
 #include "sim.h"
 #include "staging.h"
+#include "sysfs.h"
 #include "tap.h"
 #include "workers.h"
 
@@ -94,16 +95,6 @@ static void fork_case(const void *arg, child_result *out)
 }
 
 /* ---- NUMA ---- */
-
-static void put(const char *root, const char *dir, const char *file, const char *text)
-{
-    char path[512], cmd[640];
-    snprintf(path, sizeof path, "%s/%s", root, dir);
-    snprintf(cmd, sizeof cmd, "mkdir -p '%s'", path);
-    if (system(cmd) != 0)
-        bail_out("cannot make %s", path);
-    write_file(path, file, text);
-}
 
 static int the_cpu; /* one this process may run on: the fake nodes' CPU */
 
@@ -265,17 +256,8 @@ int main(void)
     if (mkdtemp(root) == NULL)
         bail_out("mkdtemp");
     is_int(gm_numa_nodes(root), 0, "an empty tree: no nodes");
-    cpu_set_t mine;
-    the_cpu = 0;
-    if (sched_getaffinity(0, sizeof mine, &mine) == 0)
-        while (the_cpu < CPU_SETSIZE - 1 && !CPU_ISSET(the_cpu, &mine))
-            the_cpu++;
-    char list[32];
-    snprintf(list, sizeof list, "%d\n", the_cpu);
-    put(root, "devices/system/node/node0", "cpulist", list);
-    put(root, "devices/system/node/node1", "cpulist", list);
-    put(root, "bus/pci/devices/0000:10:00.0", "numa_node", "1\n");
-    put(root, "bus/pci/devices/0000:11:00.0", "numa_node", "-1\n");
+    the_cpu = sysfs_two_nodes(root);
+    sysfs_put(root, "bus/pci/devices/0000:11:00.0", "numa_node", "-1\n");
     is_int(gm_numa_nodes(root), 2, "two nodes");
     ok(gm_numa_node_cpus(root, 1, &set) && CPU_COUNT(&set) == 1 && CPU_ISSET(the_cpu, &set), "node 1: CPU %d",
        the_cpu);
@@ -371,10 +353,7 @@ int main(void)
            "in a fork child of a process with workers: new workers, every item once");
     }
 
-    char cmd[1100];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
-    if (system(cmd) != 0)
-        diag("could not remove %s", root);
+    sysfs_remove(root);
     done_testing();
     return exit_status();
 }

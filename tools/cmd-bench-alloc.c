@@ -22,7 +22,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <gpumem.h>
@@ -47,15 +46,9 @@ static struct {
 
 static void driver_open(int device)
 {
-    const char *backend = "";
-    gpumem_backend(&backend);
-    if (strcmp(backend, "cuda") != 0)
-        return;
-    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    void *h = bench_driver();
     if (h == NULL)
         return;
-    int (*device_get)(int *, int) = (int (*)(int *, int))dlsym(h, "cuDeviceGet");
-    int (*retain)(void **, int) = (int (*)(void **, int))dlsym(h, "cuDevicePrimaryCtxRetain");
     drv.ctx_set_current = (int (*)(void *))dlsym(h, "cuCtxSetCurrent");
     drv.mem_alloc = (int (*)(unsigned long long *, size_t))dlsym(h, "cuMemAlloc_v2");
     drv.mem_free = (int (*)(unsigned long long))dlsym(h, "cuMemFree_v2");
@@ -64,12 +57,10 @@ static void driver_open(int device)
     drv.stream_create = (int (*)(void **, unsigned))dlsym(h, "cuStreamCreate");
     drv.stream_synchronize = (int (*)(void *))dlsym(h, "cuStreamSynchronize");
     drv.stream_destroy = (int (*)(void *))dlsym(h, "cuStreamDestroy_v2");
-    int dev = 0;
-    drv.ok = device_get != NULL && retain != NULL && drv.ctx_set_current != NULL && drv.mem_alloc != NULL &&
-             drv.mem_free != NULL && drv.mem_alloc_async != NULL && drv.mem_free_async != NULL &&
-             drv.stream_create != NULL && drv.stream_synchronize != NULL && drv.stream_destroy != NULL &&
-             device_get(&dev, device) == 0 && retain(&drv.primary, dev) == 0;
-    /* the primary context stays retained: the library holds it as well */
+    drv.ok = drv.ctx_set_current != NULL && drv.mem_alloc != NULL && drv.mem_free != NULL &&
+             drv.mem_alloc_async != NULL && drv.mem_free_async != NULL && drv.stream_create != NULL &&
+             drv.stream_synchronize != NULL && drv.stream_destroy != NULL &&
+             bench_driver_primary(h, device, &drv.primary) == 0;
 }
 
 typedef enum { POOL, ARRAY, HOST_POOL, MEMO, DRIVER, DRIVER_ASYNC, ARRAY_TRACED } kind;
@@ -128,13 +119,6 @@ static void gate_open(gate *g, int threads)
     pthread_mutex_unlock(&g->mu);
 }
 
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
 static gpumem_status memo_create(gpumem_context *c, const void *key, size_t key_size, void *user, void **value)
 {
     (void)c, (void)key, (void)key_size, (void)user;
@@ -188,12 +172,12 @@ static void *run(void *arg)
     gate_pass(w->gate);
     int batch = w->k == DRIVER || w->k == DRIVER_ASYNC ? 20 : 1000;
     uint64_t n = 0;
-    double t0 = now_s(), t = t0;
+    double t0 = bench_now_s(), t = t0;
     while (!w->bad && t - t0 < w->seconds) {
         for (int i = 0; i < batch && !w->bad; i++)
             w->bad = pair(w);
         n += (uint64_t)batch;
-        t = now_s();
+        t = bench_now_s();
     }
     w->pairs = n;
     w->elapsed = t - t0;

@@ -29,7 +29,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <gpumem.h>
@@ -39,29 +38,9 @@
 #define SLOT (2u << 20)
 #define MAX_THREADS 64
 
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-int bench_oom(gpumem_status st)
-{
-    return st == GPUMEM_ERROR_OUT_OF_MEMORY || st == GPUMEM_ERROR_HOST_OUT_OF_MEMORY;
-}
-
 static void skipped(bench_io *io, const char *what)
 {
-    char line[512];
-    snprintf(line, sizeof line, "skipped: %s: %s", what, gpumem_last_error());
-    io->note(io, line);
+    bench_note(io, "skipped: %s: %s", what, gpumem_last_error());
 }
 
 /* Threads wait at a gate until all of them started (or some could not:
@@ -159,15 +138,14 @@ static double host_run(host_kind kind, unsigned t, unsigned char *src, unsigned 
             started++;
         }
         gate_open(&start, started < t);
-        double t0 = now_s();
+        double t0 = bench_now_s();
         for (unsigned i = 0; i < started; i++)
             pthread_join(tid[i], NULL);
-        times[r] = now_s() - t0;
+        times[r] = bench_now_s() - t0;
         if (started < t)
             return -1;
     }
-    qsort(times, (size_t)n, sizeof *times, cmp_double);
-    return n % 2 ? times[n / 2] : (times[n / 2 - 1] + times[n / 2]) / 2;
+    return bench_median_of(times, n);
 }
 
 /* The copy engine kept busy: a pinned buffer to (or from) the device on a
@@ -279,13 +257,11 @@ int bench_host(bench_io *io, gpumem_context *ctx, int quick, int reps, double *h
         if (k >= TO_SLOT)
             engine_stop(&e);
     }
-    char line[256];
     if (*h2d > 0 && *d2h > 0)
-        snprintf(line, sizeof line, "host ceiling of pageable copies: h2d %.2f GB/s, d2h %.2f GB/s (the best slot rows)",
-                 *h2d, *d2h);
+        bench_note(io, "host ceiling of pageable copies: h2d %.2f GB/s, d2h %.2f GB/s (the best slot rows)", *h2d,
+                   *d2h);
     else
-        snprintf(line, sizeof line, "host ceiling of pageable copies: not measured (no pinned slots)");
-    io->note(io, line);
+        io->note(io, "host ceiling of pageable copies: not measured (no pinned slots)");
     gpumem_stream_destroy(e.stream);
     gpumem_array_release(e.pinned);
     gpumem_array_release(e.dev);
@@ -352,10 +328,10 @@ static double conc_run(conc_job *jobs, unsigned t, int down, int reps)
     double times[64];
     for (int r = 0; r < reps + 1; r++) {
         pthread_barrier_wait(&start);
-        double t0 = now_s();
+        double t0 = bench_now_s();
         pthread_barrier_wait(&end);
         if (r > 0)
-            times[r - 1] = now_s() - t0;
+            times[r - 1] = bench_now_s() - t0;
     }
     int bad = 0;
     for (unsigned i = 0; i < t; i++) {
@@ -366,8 +342,7 @@ static double conc_run(conc_job *jobs, unsigned t, int down, int reps)
     pthread_barrier_destroy(&end);
     if (bad)
         return -1;
-    qsort(times, (size_t)reps, sizeof *times, cmp_double);
-    return reps % 2 ? times[reps / 2] : (times[reps / 2 - 1] + times[reps / 2]) / 2;
+    return bench_median_of(times, reps);
 }
 
 int bench_concurrent(bench_io *io, gpumem_context *ctx, int quick, int reps, double h2d_ceiling,

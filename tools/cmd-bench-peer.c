@@ -29,12 +29,10 @@
 #include "config.h"
 
 #include <dlfcn.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <gpumem.h>
 
@@ -43,63 +41,11 @@
 extern const char gm_bench_kernel_ptx[];
 extern const size_t gm_bench_kernel_ptx_size;
 
-/* ---- timing --------------------------------------------------------------------------------------------- */
-
-typedef int (*run_fn)(void *arg); /* one complete run; 0 on success */
-
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-/* The median seconds of reps runs after a warm-up; < 0 on failure. */
-static double median(int reps, run_fn fn, void *arg)
-{
-    double t[64];
-    int n = reps < 64 ? reps : 64;
-    if (fn(arg) != 0)
-        return -1;
-    for (int i = 0; i < n; i++) {
-        double t0 = now_s();
-        if (fn(arg) != 0)
-            return -1;
-        t[i] = now_s() - t0;
-    }
-    qsort(t, (size_t)n, sizeof *t, cmp_double);
-    return n % 2 ? t[n / 2] : (t[n / 2 - 1] + t[n / 2]) / 2;
-}
-
-static double gbs(uint64_t bytes, double s)
-{
-    return s > 0 ? (double)bytes / s / 1e9 : 0;
-}
-
 /* ---- the runs ----------------------------------------------------------------------------------------------- */
-
-typedef struct copy_run {
-    gpumem_array *dst, *src;
-    gpumem_status st;
-} copy_run;
-
-static int run_copy(void *arg)
-{
-    copy_run *c = arg;
-    return (c->st = gpumem_array_copy(c->dst, c->src, NULL)) != GPUMEM_OK;
-}
 
 /* cuMemcpyPeer, called directly (the cuda backend only). */
 static struct {
     int (*memcpy_peer)(unsigned long long, void *, unsigned long long, void *, size_t);
-    int (*primary_retain)(void **, int);
-    int (*device_get)(int *, int);
     int (*ctx_synchronize)(void);
     int (*ctx_set_current)(void *);
     void *ctx[2];
@@ -108,21 +54,14 @@ static struct {
 
 static void driver_open(void)
 {
-    const char *backend = NULL;
-    if (gpumem_backend(&backend) != GPUMEM_OK || strcmp(backend, "cuda") != 0)
-        return;
-    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    void *h = bench_driver();
     if (h == NULL)
         return;
     *(void **)&drv.memcpy_peer = dlsym(h, "cuMemcpyPeer");
-    *(void **)&drv.primary_retain = dlsym(h, "cuDevicePrimaryCtxRetain");
-    *(void **)&drv.device_get = dlsym(h, "cuDeviceGet");
     *(void **)&drv.ctx_synchronize = dlsym(h, "cuCtxSynchronize");
     *(void **)&drv.ctx_set_current = dlsym(h, "cuCtxSetCurrent");
-    int d0 = 0, d1 = 0;
-    drv.ok = drv.memcpy_peer && drv.primary_retain && drv.device_get && drv.ctx_synchronize && drv.ctx_set_current &&
-             drv.device_get(&d0, 0) == 0 && drv.device_get(&d1, 1) == 0 && drv.primary_retain(&drv.ctx[0], d0) == 0 &&
-             drv.primary_retain(&drv.ctx[1], d1) == 0;
+    drv.ok = drv.memcpy_peer && drv.ctx_synchronize && drv.ctx_set_current &&
+             bench_driver_primary(h, 0, &drv.ctx[0]) == 0 && bench_driver_primary(h, 1, &drv.ctx[1]) == 0;
 }
 
 typedef struct drv_run {
@@ -177,37 +116,19 @@ typedef struct peer_bench {
     char why_no_kernel[256];
 } peer_bench;
 
-static void note(peer_bench *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void note(peer_bench *p, const char *fmt, ...)
-{
-    char line[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(line, sizeof line, fmt, ap);
-    va_end(ap);
-    p->io->note(p->io, line);
-}
-
 /* The library's copy of a case: a row with its path; its GB/s, < 0 when it
  * failed (a failure other than out of memory fails the bench). */
 static double lib_row(peer_bench *p, const char *name, view *to, view *from, uint64_t bytes)
 {
-    p->io->progress(p->io, name);
-    copy_run c = {to->a, from->a, GPUMEM_OK};
-    double t = median(p->reps, run_copy, &c);
-    if (t < 0) {
-        if (bench_oom(c.st)) {
-            note(p, "skipped: %s: %s", name, gpumem_last_error());
-        } else {
-            fprintf(stderr, "\ngpumem bench: %s: %s\n", name, gpumem_last_error());
-            p->rc = 1;
-        }
+    double t = 0;
+    const char *path = NULL;
+    int rc = bench_copy(p->io, p->reps, name, to->a, from->a, &t, &path);
+    if (rc != 0) {
+        p->rc |= rc > 0;
         return -1;
     }
-    gpumem_copy_path path = GPUMEM_COPY_PATH_NONE;
-    gpumem_debug_last_copy_path(&path);
-    p->io->row(p->io, "peer", name, gpumem_copy_path_name(path), bytes, t, 0, -1, -1);
-    return gbs(bytes, t);
+    p->io->row(p->io, "peer", name, path, bytes, t, 0, -1, -1);
+    return bench_gbs(bytes, t);
 }
 
 static unsigned long long dev_ptr(gpumem_array *a)
@@ -227,14 +148,14 @@ static double kernel_row(peer_bench *p, const char *name, int on, const char *pa
     kernel_run k = {p->fn[on], p->c[on], dev_ptr(to->a), dev_ptr(from->a), to->rows, to->cols, to->s0, to->s1,
                     from->s0, from->s1, GPUMEM_OK};
     p->io->progress(p->io, name);
-    double t = median(p->reps, run_kernel, &k);
+    double t = bench_median(p->reps, run_kernel, &k);
     if (t < 0) {
-        note(p, "skipped: %s, %s: %s", name, path, gpumem_last_error());
+        bench_note(p->io, "skipped: %s, %s: %s", name, path, gpumem_last_error());
         p->fn[0] = p->fn[1] = NULL; /* a kernel that cannot run here will not run in the next case either */
         return -1;
     }
     p->io->row(p->io, "peer", name, path, bytes, t, 0, -1, -1);
-    return gbs(bytes, t);
+    return bench_gbs(bytes, t);
 }
 
 /* A strided case from device `from` to `to`: the library, the plain
@@ -254,7 +175,7 @@ static void strided_case(peer_bench *p, const char *what, int from, int to, view
     if (plain > 0)
         snprintf(vs, sizeof vs, "; %.2fx the plain kernel's best (%.1f GB/s)", lib / plain, plain);
     if (contig > 0)
-        note(p, "target: %s: %.1f%% of contiguous (at least 80%%)%s", name, 100.0 * lib / contig, vs);
+        bench_note(p->io, "target: %s: %.1f%% of contiguous (at least 80%%)%s", name, 100.0 * lib / contig, vs);
 }
 
 /* An array of n float32 on device d (a 1-D view), or NULL (noted). */
@@ -264,7 +185,7 @@ static gpumem_array *device_floats(peer_bench *p, int d, int64_t n)
     gpumem_status st = gpumem_device_array(p->c[d], 1, &n, NULL, gpumem_dtype_builtin(GPUMEM_FLOAT32), 'C', NULL, &a);
     if (st != GPUMEM_OK) {
         if (bench_oom(st)) {
-            note(p, "skipped: the peer rows: %s", gpumem_last_error());
+            bench_note(p->io, "skipped: the peer rows: %s", gpumem_last_error());
         } else {
             fprintf(stderr, "gpumem bench: %s\n", gpumem_last_error());
             p->rc = 1;
@@ -348,7 +269,7 @@ int bench_peer(bench_io *io, gpumem_context *ctx, int quick, int reps)
     if (p.fn[0] == NULL || p.fn[1] == NULL) {
         p.fn[0] = p.fn[1] = NULL;
         if (!p.rc && a[1] != NULL && w[1] != NULL)
-            note(&p, "skipped: the plain kernel's rows: %s", p.why_no_kernel);
+            bench_note(io, "skipped: the plain kernel's rows: %s", p.why_no_kernel);
     }
     int ready = !p.rc && a[0] && a[1] && w[0] && w[1];
     /* the views of each device */
@@ -375,11 +296,11 @@ int bench_peer(bench_io *io, gpumem_context *ctx, int quick, int reps)
             continue;
         if (drv.ok) {
             drv_run dr = {dev_ptr(a[to]), dev_ptr(a[from]), to, from, (size_t)bytes};
-            double t = median(reps, run_drv, &dr);
+            double t = bench_median(reps, run_drv, &dr);
             if (t >= 0) {
                 io->row(io, "peer", name, "driver", bytes, t, 0, -1, -1);
-                note(&p, "target: %s: %.1f%% of cuMemcpyPeer (at least 95%%)", name,
-                     100.0 * contig[from] / gbs(bytes, t));
+                bench_note(io, "target: %s: %.1f%% of cuMemcpyPeer (at least 95%%)", name,
+                           100.0 * contig[from] / bench_gbs(bytes, t));
             }
         }
         view s_ev = {ev[from], 1, n, 0, 2}, d_ev = {ev[to], 1, n, 0, 2};
@@ -396,7 +317,7 @@ int bench_peer(bench_io *io, gpumem_context *ctx, int quick, int reps)
         int64_t nb = (int64_t)bytes;
         gpumem_status st = gpumem_pinned_array(p.c[0], 1, &nb, NULL, gpumem_dtype_builtin(GPUMEM_UINT8), 'C', &host);
         if (st != GPUMEM_OK) {
-            note(&p, "skipped: the pinned rows: %s", gpumem_last_error());
+            bench_note(io, "skipped: the pinned rows: %s", gpumem_last_error());
             host = NULL;
         }
         gpumem_array *hf = NULL;
@@ -422,8 +343,10 @@ int bench_peer(bench_io *io, gpumem_context *ctx, int quick, int reps)
             double up = pinned_row(&p, to, 1, a[to], hf, bytes);
             double slower = down < up ? down : up;
             if (slower > 0)
-                note(&p, "target: d2d %d->%d contiguous staged: %.1f%% of the slower of pinned d2h on device %d and "
-                     "h2d on device %d (at least 80%%)", from, to, 100.0 * staged / slower, from, to);
+                bench_note(io,
+                           "target: d2d %d->%d contiguous staged: %.1f%% of the slower of pinned d2h on device %d "
+                           "and h2d on device %d (at least 80%%)",
+                           from, to, 100.0 * staged / slower, from, to);
         }
         gpumem_array_release(hf);
     }

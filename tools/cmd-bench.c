@@ -54,6 +54,7 @@
 #include <gpumem.h>
 
 #include "cmd-bench.h"
+#include "json-string.h"
 
 int cmd_bench(int argc, char **argv);
 
@@ -79,9 +80,6 @@ typedef struct drv_memcpy2d {
 
 static struct {
     int ok;
-    int (*init)(unsigned);
-    int (*device_get)(int *, int);
-    int (*primary_retain)(void **, int);
     int (*ctx_set_current)(void *);
     int (*memcpy)(unsigned long long, unsigned long long, size_t);
     int (*memcpy2d)(const drv_memcpy2d *);
@@ -92,24 +90,16 @@ static struct {
  * the device's primary context, the one the library uses. */
 static void driver_open(int device)
 {
-    const char *backend = NULL;
-    if (gpumem_backend(&backend) != GPUMEM_OK || strcmp(backend, "cuda") != 0)
-        return;
-    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    void *h = bench_driver();
     if (h == NULL)
         return;
-    *(void **)&drv.init = dlsym(h, "cuInit");
-    *(void **)&drv.device_get = dlsym(h, "cuDeviceGet");
-    *(void **)&drv.primary_retain = dlsym(h, "cuDevicePrimaryCtxRetain");
     *(void **)&drv.ctx_set_current = dlsym(h, "cuCtxSetCurrent");
     *(void **)&drv.memcpy = dlsym(h, "cuMemcpy");
     *(void **)&drv.memcpy2d = dlsym(h, "cuMemcpy2D_v2");
     *(void **)&drv.ctx_synchronize = dlsym(h, "cuCtxSynchronize");
-    int dev = 0;
     void *ctx = NULL;
-    drv.ok = drv.init && drv.device_get && drv.primary_retain && drv.ctx_set_current && drv.memcpy &&
-             drv.memcpy2d && drv.ctx_synchronize && drv.init(0) == 0 && drv.device_get(&dev, device) == 0 &&
-             drv.primary_retain(&ctx, dev) == 0 && drv.ctx_set_current(ctx) == 0;
+    drv.ok = drv.ctx_set_current && drv.memcpy && drv.memcpy2d && drv.ctx_synchronize &&
+             bench_driver_primary(h, device, &ctx) == 0 && drv.ctx_set_current(ctx) == 0;
 }
 
 /* ---- timing and output --------------------------------------------------------------------------- */
@@ -120,40 +110,14 @@ typedef struct bench {
     int reps, json, csv, progress, quick, nresults;
     FILE *out;
     double ceiling[2];  /* the host's (bench_host): h2d, d2h GB/s; 0 unknown */
-    char *notes;        /* --json: the notes, printed after the results */
+    char *notes;        /* --json: the notes, each ended by a NUL, printed after the results */
     size_t notes_len;
 } bench;
 
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-typedef int (*run_fn)(void *arg); /* one complete run; 0 on success */
-
 /* The median seconds of b->reps runs after a warm-up; < 0 on failure. */
-static double median(bench *b, run_fn fn, void *arg)
+static double median(bench *b, bench_run_fn fn, void *arg)
 {
-    double t[64];
-    int n = b->reps < 64 ? b->reps : 64;
-    if (fn(arg) != 0)
-        return -1;
-    for (int i = 0; i < n; i++) {
-        double t0 = now_s();
-        if (fn(arg) != 0)
-            return -1;
-        t[i] = now_s() - t0;
-    }
-    qsort(t, (size_t)n, sizeof *t, cmp_double);
-    return n % 2 ? t[n / 2] : (t[n / 2 - 1] + t[n / 2]) / 2;
+    return bench_median(b->reps, fn, arg);
 }
 
 /* Writes s as one CSV field (RFC 4180): quoted, its quotes doubled, when it
@@ -188,7 +152,7 @@ static void csv_names(const char *group, const char *name, const char *path)
 static void row(bench *b, const char *group, const char *name, const char *path, uint64_t bytes, double s,
                 int threads, double pct_pinned, double pct_host, double pct_contig)
 {
-    double gbs = s > 0 ? (double)bytes / s / 1e9 : 0;
+    double gbs = bench_gbs(bytes, s);
     if (b->progress)
         fprintf(stderr, "\r\033[K");
     if (b->json) {
@@ -233,19 +197,13 @@ static void note(bench *b, const char *text)
     if (b->progress)
         fprintf(stderr, "\r\033[K");
     if (b->json) {
-        size_t n = strlen(text), at = b->notes_len;
-        char *p = realloc(b->notes, at + 2 * n + 16);
+        size_t n = strlen(text) + 1;
+        char *p = realloc(b->notes, b->notes_len + n);
         if (p == NULL)
             return;
+        memcpy(p + b->notes_len, text, n);
         b->notes = p;
-        at += (size_t)sprintf(p + at, "%s\n    \"", at ? "," : "");
-        for (const char *c = text; *c != '\0'; c++) { /* JSON string: the few characters a note may hold */
-            if (*c == '"' || *c == '\\')
-                p[at++] = '\\';
-            p[at++] = (unsigned char)*c < 0x20 ? ' ' : *c;
-        }
-        at += (size_t)sprintf(p + at, "\"");
-        b->notes_len = at;
+        b->notes_len += n;
     } else {
         fprintf(b->csv ? stderr : stdout, "# %s\n", text);
         fflush(b->csv ? stderr : stdout);
@@ -307,14 +265,6 @@ typedef struct copy_case {
     gpumem_array *dst, *src;
 } copy_case;
 
-static gpumem_status copy_status; /* of the last run_copy */
-
-static int run_copy(void *arg)
-{
-    copy_case *c = arg;
-    return (copy_status = gpumem_array_copy(c->dst, c->src, NULL)) != GPUMEM_OK;
-}
-
 typedef struct drv_case {
     unsigned long long dst, src;
     size_t bytes;
@@ -347,24 +297,14 @@ static uint64_t addr_of(gpumem_array *a, int device)
 static int measure_vs(bench *b, const char *group, const char *name, gpumem_array *dst, gpumem_array *src,
                       uint64_t bytes, drv_case *base, double pinned_gbs, int dir, double *gbs, double contig_gbs)
 {
-    progress(b, name);
-    copy_case c = {dst, src};
-    double s = median(b, run_copy, &c);
-    if (s < 0 && bench_oom(copy_status)) { /* its temporaries do not fit: the staging slots, scratch */
-        char line[512];
-        snprintf(line, sizeof line, "skipped: %s: %s", name, gpumem_last_error());
-        note(b, line);
-        return 0;
-    }
-    if (s < 0) {
-        fprintf(stderr, "\ngpumem bench: %s: %s\n", name, gpumem_last_error());
-        return 1;
-    }
-    gpumem_copy_path p = GPUMEM_COPY_PATH_NONE;
-    gpumem_debug_last_copy_path(&p);
+    double s = 0;
+    const char *path = NULL;
+    int rc = bench_copy(&b->io, b->reps, name, dst, src, &s, &path);
+    if (rc != 0)
+        return rc > 0;
     if (gbs != NULL)
-        *gbs = s > 0 ? (double)bytes / s / 1e9 : 0;
-    row(b, group, name, gpumem_copy_path_name(p), bytes, s, 0, pinned_gbs >= 0 ? pct(bytes, s, pinned_gbs) : -1,
+        *gbs = bench_gbs(bytes, s);
+    row(b, group, name, path, bytes, s, 0, pinned_gbs >= 0 ? pct(bytes, s, pinned_gbs) : -1,
         pinned_gbs >= 0 && dir != 0 ? pct(bytes, s, b->ceiling[dir > 0 ? 0 : 1]) : -1, pct(bytes, s, contig_gbs));
     if (base != NULL && drv.ok) {
         double d = median(b, run_drv, base);
@@ -425,12 +365,9 @@ static int fit(bench *b, const char *what, int host, int64_t least, int64_t *n, 
         }
         *n /= 2;
     }
-    if (*n < want) {
-        char line[512];
-        snprintf(line, sizeof line, "skipped: %s above %lld MiB: out of %s memory", what, (long long)(*n >> 20),
-                 host < 0 ? "device" : host ? "page-locked" : "host");
-        note(b, line);
-    }
+    if (*n < want)
+        bench_note(&b->io, "skipped: %s above %lld MiB: out of %s memory", what, (long long)(*n >> 20),
+                   host < 0 ? "device" : host ? "page-locked" : "host");
     return 0;
 }
 
@@ -703,10 +640,7 @@ static int bench_overlap(bench *b)
     if (rc) {
         fprintf(stderr, "gpumem bench: %s\n", gpumem_last_error());
     } else if (st != GPUMEM_OK) { /* too big for this device or the page-locked limit */
-        char line[512];
-        snprintf(line, sizeof line, "skipped: the overlap rows (%lld MiB): %s", (long long)(n >> 20),
-                 gpumem_last_error());
-        note(b, line);
+        bench_note(&b->io, "skipped: the overlap rows (%lld MiB): %s", (long long)(n >> 20), gpumem_last_error());
         rc = -1;
     }
     static const char *const names[2][3] = {
@@ -782,7 +716,6 @@ static int bench_targets(bench *b)
     void *mem = NULL;
     gpumem_array *h = NULL, *d = NULL;
     gpumem_stream *s = NULL;
-    char line[512];
     gpumem_status st = host_alloc(b, 0, n, &mem, &h);
     if (st == GPUMEM_OK)
         st = gpumem_device_array(b->ctx, 1, &n, NULL, u8, 'C', NULL, &d);
@@ -794,8 +727,7 @@ static int bench_targets(bench *b)
             fprintf(stderr, "gpumem bench: %s\n", gpumem_last_error());
             rc = 1;
         } else {
-            snprintf(line, sizeof line, "skipped: the queued download target: %s", gpumem_last_error());
-            note(b, line);
+            bench_note(&b->io, "skipped: the queued download target: %s", gpumem_last_error());
         }
     } else {
         queued_case sync = {h, d, NULL}, queued = {h, d, s};
@@ -814,9 +746,8 @@ static int bench_targets(bench *b)
             fprintf(stderr, "\ngpumem bench: %s: %s\n", name, gpumem_last_error());
             rc = 1;
         } else {
-            snprintf(line, sizeof line, "target: a queued pageable download takes %.2fx a synchronous one (at most "
-                     "1.15x)", tq / ts);
-            note(b, line);
+            bench_note(&b->io, "target: a queued pageable download takes %.2fx a synchronous one (at most 1.15x)",
+                       tq / ts);
         }
     }
     gpumem_stream_destroy(s);
@@ -845,9 +776,8 @@ static int bench_targets(bench *b)
             double td = median(b, run_small_drv, &dc) / SMALL_LOOP;
             if (td >= 0) {
                 result(b, "targets", name, "driver", (uint64_t)small, td);
-                snprintf(line, sizeof line, "target: %s: %.2f us above the driver's call (at most 1 us)", name,
-                         (t - td) * 1e6);
-                note(b, line);
+                bench_note(&b->io, "target: %s: %.2f us above the driver's call (at most 1 us)", name,
+                           (t - td) * 1e6);
             }
         }
     }
@@ -891,7 +821,6 @@ static void machine(bench *b)
 }
 
 #define BENCH_SYNOPSIS "Usage: gpumem bench [--quick] [--rows | --alloc | --peer] [--json | --csv] [--reps N]\n"
-#define BENCH_MAX_REPS 64 /* median() keeps at most this many times */
 
 static void bench_usage(FILE *out)
 {
@@ -998,8 +927,14 @@ int cmd_bench(int argc, char **argv)
                            bench_targets(&b);
     if (b.progress)
         fprintf(stderr, "\r\033[K");
-    if (b.json)
-        printf("\n  ],\n  \"notes\": [%s\n  ]\n}\n", b.notes != NULL ? b.notes : "");
+    if (b.json) {
+        printf("\n  ],\n  \"notes\": [");
+        for (size_t at = 0; at < b.notes_len; at += strlen(b.notes + at) + 1) {
+            printf("%s\n    ", at ? "," : "");
+            json_string(b.notes + at);
+        }
+        printf("\n  ]\n}\n");
+    }
     free(b.notes);
     gpumem_context_release(b.ctx);
     return rc ? 1 : 0;

@@ -50,8 +50,46 @@ int bench_concurrent(bench_io *io, gpumem_context *ctx, int quick, int reps, dou
  * for fewer than two devices or a library failure. */
 int bench_peer(bench_io *io, gpumem_context *ctx, int quick, int reps);
 
+/* ---- shared by the parts (cmd-bench-util.c) ---- */
+
+#define BENCH_MAX_REPS 64 /* bench_median keeps at most this many times */
+
+typedef int (*bench_run_fn)(void *arg); /* one complete run; 0 on success */
+
+/* Seconds on the monotonic clock. */
+double bench_now_s(void);
+
+/* The median of the n times t (n >= 1), which it sorts. */
+double bench_median_of(double *t, int n);
+
+/* The median seconds of reps runs of fn (at most BENCH_MAX_REPS) after
+ * one warm-up run; < 0 when a run fails. */
+double bench_median(int reps, bench_run_fn fn, void *arg);
+
+/* GB/s of bytes moved in s seconds; 0 for s <= 0. */
+double bench_gbs(uint64_t bytes, double s);
+
 /* Whether st is an out-of-memory status (device or host): such a case is
  * skipped with a note, not failed. */
 int bench_oom(gpumem_status st);
+
+/* A note (see bench_io), formatted as printf does, at most 511 bytes. */
+void bench_note(bench_io *io, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* The library's copy of src into dst, as case `name` (a progress line):
+ * the median seconds of reps runs in *s and the path it took in *path, and
+ * 0; -1 when it ran out of memory (noted "skipped: name: why"); 1 on
+ * another failure (said on stderr). */
+int bench_copy(bench_io *io, int reps, const char *name, gpumem_array *dst, gpumem_array *src, double *s,
+               const char **path);
+
+/* The CUDA driver of the baselines: libcuda.so.1's dlopen handle when the
+ * library runs on the cuda backend, else NULL. */
+void *bench_driver(void);
+
+/* cuInit, then device ordinal `device`'s primary context through h
+ * (bench_driver's), retained for the rest of the run (the library holds it
+ * as well): 0 on success. */
+int bench_driver_primary(void *h, int device, void **ctx);
 
 #endif /* GPUMEM_TOOLS_CMD_BENCH_H */

@@ -1,6 +1,7 @@
 /*
  * json-string.h - how the gpumem tool writes a string into its JSON output
- * (gpumem info --json, gpumem occupancy --json).
+ * (gpumem info --json, gpumem occupancy --json, gpumem bench --json, gpumem
+ * trace).
  */
 #ifndef GPUMEM_TOOLS_JSON_STRING_H
 #define GPUMEM_TOOLS_JSON_STRING_H

@@ -18,7 +18,7 @@
 #define ALLOC 4096
 
 static gpumem_context *ctx;
-static gpumem_array *backing; /* uint8 [ALLOC], byte i = i * 13 + 5 */
+static gpumem_array *backing; /* uint8 [ALLOC], byte i FUZZ_PATTERN(i) */
 static uint64_t base;
 static gpumem_stream *stream;
 static int released;
@@ -29,8 +29,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     setenv("GPUMEM_BACKEND", "sim", 1);
     setenv("GPUMEM_SIM_STREAM_DELAY_US", "0", 1);
     static uint8_t init[ALLOC];
-    for (int i = 0; i < ALLOC; i++)
-        init[i] = (uint8_t)(i * 13 + 5);
+    fuzz_fill_pattern(init, ALLOC);
     gpumem_array *h = NULL;
     if (gpumem_context_create(0, &ctx) != GPUMEM_OK || gpumem_stream_create(ctx, 0, &stream) != GPUMEM_OK ||
         gpumem_host_array_wrap(init, 1, (int64_t[]){ALLOC}, NULL, gpumem_dtype_builtin(GPUMEM_UINT8), &h) != GPUMEM_OK ||
@@ -77,64 +76,15 @@ static int64_t number(fuzz_reader *r, int64_t lo, int64_t hi)
 /* If every element lies in the backing allocation, reads them and compares. */
 static void check_contents(gpumem_array *a)
 {
-    int ndim = 0;
-    int64_t shape[GPUMEM_MAX_NDIM], strides[GPUMEM_MAX_NDIM], size = 0;
-    size_t itemsize = 0;
+    fuzz_layout l = fuzz_layout_of(a);
     uint64_t p = 0;
-    const gpumem_dtype *dt = NULL;
-    gpumem_array_ndim(a, &ndim);
-    gpumem_array_shape(a, shape);
-    gpumem_array_strides(a, strides);
-    gpumem_array_size(a, &size);
-    gpumem_array_dtype(a, &dt);
-    gpumem_dtype_itemsize(dt, &itemsize);
-    if (size == 0 || size > 4096 || gpumem_array_device_pointer(a, &p) != GPUMEM_OK)
+    if (l.size == 0 || l.size > 4096 || gpumem_array_device_pointer(a, &p) != GPUMEM_OK)
         return;
-    __int128 lo = 0, hi = (__int128)itemsize;
-    for (int i = 0; i < ndim; i++) {
-        __int128 span = (__int128)(shape[i] - 1) * strides[i];
-        if (span < 0)
-            lo += span;
-        else
-            hi += span;
-    }
-    if ((__int128)p + lo < (__int128)base || (__int128)p + hi > (__int128)base + ALLOC)
+    if ((__int128)p + l.lo < (__int128)base || (__int128)p + l.hi > (__int128)base + ALLOC)
         return; /* not inside the allocation: never touched */
-    /* the elements as raw bytes, through a byte view of a C-ordered copy */
-    gpumem_array *copy = NULL;
-    gpumem_status st = gpumem_device_array(ctx, ndim, shape, NULL, dt, 'C', NULL, &copy);
-    if (st == GPUMEM_OK)
-        st = gpumem_array_copy(copy, a, NULL);
-    FUZZ_CHECK(st == GPUMEM_OK, "copying an imported array inside the allocation: %s", gpumem_last_error());
-    uint8_t *got = malloc((size_t)size * itemsize);
-    gpumem_array *h = NULL, *flat = NULL, *bytes = NULL;
-    int64_t nb = (int64_t)((size_t)size * itemsize);
-    st = gpumem_array_reshape(copy, 1, (int64_t[]){size}, 'C', GPUMEM_NO_COPY, NULL, &flat);
-    if (st == GPUMEM_OK)
-        st = gpumem_array_view(flat, gpumem_dtype_builtin(GPUMEM_UINT8), &bytes);
-    if (st == GPUMEM_OK)
-        st = gpumem_host_array_wrap(got, 1, &nb, NULL, gpumem_dtype_builtin(GPUMEM_UINT8), &h);
-    if (st == GPUMEM_OK)
-        st = gpumem_copy_to_host(bytes, h, NULL);
-    FUZZ_CHECK(st == GPUMEM_OK, "reading the copy: %s", gpumem_last_error());
-    int64_t idx[GPUMEM_MAX_NDIM] = {0};
-    for (int64_t k = 0; k < size; k++) {
-        int64_t off = (int64_t)(p - base);
-        for (int i = 0; i < ndim; i++)
-            off += idx[i] * strides[i];
-        for (size_t b = 0; b < itemsize; b++)
-            FUZZ_CHECK(got[(size_t)k * itemsize + b] == (uint8_t)((off + (int64_t)b) * 13 + 5),
-                       "element %lld byte %zu", (long long)k, b);
-        for (int i = ndim - 1; i >= 0; i--) {
-            if (++idx[i] < shape[i])
-                break;
-            idx[i] = 0;
-        }
-    }
-    gpumem_array_release(h);
-    gpumem_array_release(bytes);
-    gpumem_array_release(flat);
-    gpumem_array_release(copy);
+    uint8_t *got = malloc((size_t)l.size * l.itemsize);
+    fuzz_read_elements(ctx, a, &l, got, "an imported array inside the allocation");
+    fuzz_check_pattern(got, &l, (int64_t)(p - base));
     free(got);
 }
 
@@ -146,27 +96,11 @@ static void check_host_side(gpumem_array *a)
     gpumem_array_kind(a, &kind);
     if (kind != GPUMEM_MEMORY_HOST && kind != GPUMEM_MEMORY_PINNED && kind != GPUMEM_MEMORY_MANAGED)
         return;
-    int ndim = 0;
-    int64_t shape[GPUMEM_MAX_NDIM], strides[GPUMEM_MAX_NDIM], size = 0;
-    size_t itemsize = 0;
-    const gpumem_dtype *dt = NULL;
+    fuzz_layout l = fuzz_layout_of(a);
     void *h = NULL;
-    gpumem_array_ndim(a, &ndim);
-    gpumem_array_shape(a, shape);
-    gpumem_array_strides(a, strides);
-    gpumem_array_size(a, &size);
-    gpumem_array_dtype(a, &dt);
-    gpumem_dtype_itemsize(dt, &itemsize);
-    if (size == 0 || gpumem_array_host_pointer(a, &h) != GPUMEM_OK)
+    if (l.size == 0 || gpumem_array_host_pointer(a, &h) != GPUMEM_OK)
         return;
-    __int128 p = (__int128)(uintptr_t)h, lo = 0, hi = (__int128)itemsize;
-    for (int i = 0; i < ndim; i++) {
-        __int128 span = (__int128)(shape[i] - 1) * strides[i];
-        if (span < 0)
-            lo += span;
-        else
-            hi += span;
-    }
+    __int128 p = (__int128)(uintptr_t)h, lo = l.lo, hi = l.hi;
     __int128 b0 = (__int128)base, b1 = (__int128)base + ALLOC;
     if (kind != GPUMEM_MEMORY_HOST) {
         FUZZ_CHECK(p + hi <= b0 || p + lo >= b1, "a %s array over device memory",

@@ -6,7 +6,7 @@
  *
  * First input bytes 12 to 15 take instead the handle of another process
  * (a child exporting a 4 KiB allocation, int32 [1024], byte i of which is
- * i * 13 + 5), changed the same way: its fields reach the driver, which
+ * FUZZ_PATTERN(i)), changed the same way: its fields reach the driver, which
  * maps the memory.  Opening it either fails with the output untouched and
  * every mapping closed again, or gives an array whose every element lies
  * in the mapping and holds the exporter's bytes, and whose release closes
@@ -39,8 +39,7 @@ static void exporter(int out, int wait_fd)
     }
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     static uint8_t init[FOREIGN_BYTES];
-    for (int i = 0; i < FOREIGN_BYTES; i++)
-        init[i] = (uint8_t)(i * 13 + 5);
+    fuzz_fill_pattern(init, FOREIGN_BYTES);
     gpumem_context *c = NULL;
     gpumem_array *h = NULL, *a = NULL;
     gpumem_ipc_handle handle;
@@ -129,31 +128,14 @@ static uint64_t calls(const char *op)
  * bytes, and the allocation size h declares is no more than the mapping's. */
 static void check_foreign(gpumem_array *a, const gpumem_ipc_handle *h)
 {
-    int ndim = 0;
-    int64_t shape[GPUMEM_MAX_NDIM], strides[GPUMEM_MAX_NDIM], size = 0;
-    size_t itemsize = 0;
+    fuzz_layout l = fuzz_layout_of(a);
     uint64_t p = 0;
-    const gpumem_dtype *dt = NULL;
     gpumem_memory_kind kind;
     gpumem_array_kind(a, &kind);
-    gpumem_array_ndim(a, &ndim);
-    gpumem_array_shape(a, shape);
-    gpumem_array_strides(a, strides);
-    gpumem_array_size(a, &size);
-    gpumem_array_dtype(a, &dt);
-    gpumem_dtype_itemsize(dt, &itemsize);
-    FUZZ_CHECK(size > 0, "an opened array is not empty");
+    FUZZ_CHECK(l.size > 0, "an opened array is not empty");
     FUZZ_CHECK(gpumem_array_device_pointer(a, &p) == GPUMEM_OK, "its device pointer: %s", gpumem_last_error());
     if (kind != GPUMEM_MEMORY_FOREIGN)
         return; /* staged into a copy on another device: nothing of the mapping to check */
-    __int128 lo = 0, hi = (__int128)itemsize;
-    for (int i = 0; i < ndim; i++) {
-        __int128 span = (__int128)(shape[i] - 1) * strides[i];
-        if (span < 0)
-            lo += span;
-        else
-            hi += span;
-    }
     gpumem_pointer_info info = {.size = sizeof info};
     int is_cuda = 0;
     FUZZ_CHECK(gpumem_is_cuda_array(p, &is_cuda, &info) == GPUMEM_OK, "%s", gpumem_last_error());
@@ -166,45 +148,14 @@ static void check_foreign(gpumem_array *a, const gpumem_ipc_handle *h)
     FUZZ_CHECK(declared <= info.range_size, "a handle that declares %llu bytes opened a mapping of %llu",
                (unsigned long long)declared, (unsigned long long)info.range_size);
     __int128 start = (__int128)p - info.range_start;
-    FUZZ_CHECK(start + lo >= 0 && start + hi <= (__int128)info.range_size,
-               "elements [%lld, %lld) around byte %lld, outside the mapping of %llu bytes", (long long)lo,
-               (long long)hi, (long long)start, (unsigned long long)info.range_size);
-    if (size > FOREIGN_BYTES)
+    FUZZ_CHECK(start + l.lo >= 0 && start + l.hi <= (__int128)info.range_size,
+               "elements [%lld, %lld) around byte %lld, outside the mapping of %llu bytes", (long long)l.lo,
+               (long long)l.hi, (long long)start, (unsigned long long)info.range_size);
+    if (l.size > FOREIGN_BYTES)
         return;
-    /* the elements' bytes, through a C-ordered copy viewed as bytes */
-    gpumem_array *copy = NULL, *flat = NULL, *bytes = NULL, *hv = NULL;
-    int64_t nb = size * (int64_t)itemsize;
-    uint8_t *got = malloc((size_t)nb);
-    gpumem_status st = gpumem_device_array(ctx, ndim, shape, NULL, dt, 'C', NULL, &copy);
-    if (st == GPUMEM_OK)
-        st = gpumem_array_copy(copy, a, NULL);
-    if (st == GPUMEM_OK)
-        st = gpumem_array_reshape(copy, 1, (int64_t[]){size}, 'C', GPUMEM_NO_COPY, NULL, &flat);
-    if (st == GPUMEM_OK)
-        st = gpumem_array_view(flat, gpumem_dtype_builtin(GPUMEM_UINT8), &bytes);
-    if (st == GPUMEM_OK)
-        st = gpumem_host_array_wrap(got, 1, &nb, NULL, gpumem_dtype_builtin(GPUMEM_UINT8), &hv);
-    if (st == GPUMEM_OK)
-        st = gpumem_copy_to_host(bytes, hv, NULL);
-    FUZZ_CHECK(st == GPUMEM_OK, "reading an opened array: %s", gpumem_last_error());
-    int64_t idx[GPUMEM_MAX_NDIM] = {0};
-    for (int64_t k = 0; k < size; k++) {
-        int64_t off = (int64_t)start;
-        for (int i = 0; i < ndim; i++)
-            off += idx[i] * strides[i];
-        for (size_t b = 0; b < itemsize; b++)
-            FUZZ_CHECK(got[(size_t)k * itemsize + b] == (uint8_t)((off + (int64_t)b) * 13 + 5),
-                       "element %lld byte %zu", (long long)k, b);
-        for (int i = ndim - 1; i >= 0; i--) {
-            if (++idx[i] < shape[i])
-                break;
-            idx[i] = 0;
-        }
-    }
-    gpumem_array_release(hv);
-    gpumem_array_release(bytes);
-    gpumem_array_release(flat);
-    gpumem_array_release(copy);
+    uint8_t *got = malloc((size_t)l.size * l.itemsize);
+    fuzz_read_elements(ctx, a, &l, got, "an opened array");
+    fuzz_check_pattern(got, &l, (int64_t)start);
     free(got);
 }
 
