@@ -352,22 +352,6 @@ typedef struct piece {
     bool t_dst_scratch, t_src_scratch;
 } piece;
 
-/* The decision's view of an array (copy_engine.c's decide_side). */
-static gm_copy_side decide_side(const gpumem_array *a)
-{
-    gm_copy_side s = {GM_COPY_MEM_LOCKED, -1, (uint64_t)(uintptr_t)a->host, a->strides};
-    if (gm_array_on_device(a)) {
-        s.mem = GM_COPY_MEM_DEVICE;
-        s.device = a->ctx != NULL ? a->ctx->device : -1;
-        s.addr = a->dev;
-    } else if (a->kind == GPUMEM_MEMORY_MANAGED) {
-        s.mem = GM_COPY_MEM_MANAGED;
-    } else if (a->kind == GPUMEM_MEMORY_HOST && !gm_array_is_locked(a)) {
-        s.mem = GM_COPY_MEM_PAGEABLE;
-    }
-    return s;
-}
-
 static int64_t low_of(const gpumem_array *a, const int64_t *strides)
 {
     int64_t lo = 0, hi = 0;
@@ -687,7 +671,7 @@ static gpumem_status batch_run(const char *what, size_t n, gpumem_array *const *
         p->ctx = ctxs[i];
         if (ctx == NULL || p->ctx != ctx)
             continue; /* P_SINGLE */
-        gm_copy_side s = decide_side(src[i]), d = decide_side(dst[i]);
+        gm_copy_side s = gm_copy_decide_side(src[i]), d = gm_copy_decide_side(dst[i]);
         gm_copy_decide(dst[i]->ndim, dst[i]->shape, dst[i]->itemsize, &s, &d, &caps, &t, &p->d);
         p->kind = classify(p, ctx);
     }

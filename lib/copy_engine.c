@@ -152,8 +152,7 @@ static gm_cu_deviceptr side_addr(const side *s, int64_t offset)
                                                : s->dev + (gm_cu_deviceptr)offset;
 }
 
-/* The decision's view of an array. */
-static gm_copy_side decide_side(const gpumem_array *a)
+gm_copy_side gm_copy_decide_side(const gpumem_array *a)
 {
     gm_copy_side s = {GM_COPY_MEM_LOCKED, -1, (uint64_t)(uintptr_t)a->host, a->strides};
     if (gm_array_on_device(a)) {
@@ -876,7 +875,7 @@ static gpumem_status copy_run(const char *what, gpumem_array *dst, const gpumem_
     gm_copy_tuning t;
     gm_copy_tuning_get(&t);
     gm_copy_caps caps = {.max_pitch = ctx != NULL ? ctx->max_pitch : 0, .on_stream = stream != NULL};
-    gm_copy_side s = decide_side(src), ds = decide_side(dst);
+    gm_copy_side s = gm_copy_decide_side(src), ds = gm_copy_decide_side(dst);
     if (gm_copy_is_cross_device(dst, src) && gm_array_size(dst) > 0 && !(t.bad & GM_TUNE_BAD_PEER)) {
         gpumem_status st = gm_copy_peer_ready(what, dst, src, &caps.peer);
         if (st != GPUMEM_OK)

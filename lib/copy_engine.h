@@ -40,6 +40,10 @@ void gm_copy_last_decision(gm_copy_decision *out);
 bool gm_copy_last_synced(void);
 void gm_copy_note_synced(void);
 
+/* The decision's view of an array: its memory kind, device and address
+ * (copy_decide.h's gm_copy_side; the strides are the array's). */
+gm_copy_side gm_copy_decide_side(const gpumem_array *a);
+
 /* Makes d the calling thread's last copy's decision (a batch's copies that
  * did not run through gm_copy_run, copy_batch.c). */
 void gm_copy_report(const gm_copy_decision *d);
