@@ -531,8 +531,14 @@ static void threads(void)
     CHECK(gpumem_context_release(ctx));
 }
 
+/* This program's path: argv[0] when it is one (under valgrind
+ * /proc/self/exe names valgrind itself), else /proc/self/exe. */
+static const char *self_path = "/proc/self/exe";
+
 int main(int argc, char **argv)
 {
+    if (argc > 0 && argv[0] != NULL && strchr(argv[0], '/') != NULL)
+        self_path = argv[0];
     if (argc == 2 && strcmp(argv[1], "--env-child") == 0)
         return env_child_main();
     const char *tmp = getenv("TMPDIR") != NULL && getenv("TMPDIR")[0] ? getenv("TMPDIR") : "/tmp";
@@ -581,7 +587,7 @@ int main(int argc, char **argv)
         char pattern[700];
         snprintf(pattern, sizeof pattern, "%s/env-%%p.gmt", dir);
         setenv("GPUMEM_TRACE", pattern, 1);
-        execl("/proc/self/exe", "test-trace", "--env-child", (char *)NULL);
+        execl(self_path, "test-trace", "--env-child", (char *)NULL);
         _exit(127);
     }
     int ws = 0;
