@@ -1,8 +1,9 @@
 /*
  * pool.h - device and page-locked memory pools (private): the internal API
- * that arrays use to allocate from a pool, and the core that pool.c
- * implements for both kinds of pool (host_pool.c is the host pool's public
- * face).
+ * that arrays use to allocate from a pool, and the core that pool.c,
+ * pool_cache.c, pool_store.c and allocation.c implement for both kinds of
+ * pool (pool_impl.h says which file does what; device_pool.c and
+ * host_pool.c are the pools' public faces).
  *
  * Design (the public header says what users see):
  *  - Blocks and handles.  Every block is described by a record (one cache
@@ -186,7 +187,7 @@ static inline size_t gm_pool_class_bytes(unsigned c)
     return m << (k - 4u);
 }
 
-/* ---- the core, shared by pool.c and host_pool.c ---------------------------------- */
+/* ---- the core, for the pools' public faces and the allocator --------------------- */
 
 /* Public handles are the core object. */
 static inline gm_pool *gm_pool_of_device(const gpumem_pool *p) { return (gm_pool *)(uintptr_t)p; }
