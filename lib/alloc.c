@@ -31,7 +31,7 @@ static int trace_kind(gm_mem mem, gm_pool_kind pool_kind, unsigned flags, gm_poo
     if (mem == GM_MEM_MANAGED)
         return GPUMEM_MEMORY_MANAGED;
     if (pool != NULL)
-        flags = gm_pool_core_alloc_flags(pool);
+        flags = gm_pool_alloc_flags(pool);
     return flags & GM_CU_MEMHOSTALLOC_DEVICEMAP ? GPUMEM_MEMORY_MAPPED : GPUMEM_MEMORY_PINNED;
 }
 
@@ -276,8 +276,8 @@ static gpumem_status alloc_pool(gpumem_context *ctx, gm_pool *pool, gm_pool_kind
         attempt a = {.ctx = ctx, .kind = kind, .what = what, .mem = GM_MEM_POOL, .bytes = bytes,
                      .stream = stream, .pool = pool, .out = out, .spare = spare};
         oom_begin(&a, kind == GM_POOL_DEVICE ? GPUMEM_MEMORY_DEVICE
-                      : gm_pool_core_alloc_flags(pool) & GM_CU_MEMHOSTALLOC_DEVICEMAP ? GPUMEM_MEMORY_MAPPED
-                                                                                      : GPUMEM_MEMORY_PINNED);
+                      : gm_pool_alloc_flags(pool) & GM_CU_MEMHOSTALLOC_DEVICEMAP ? GPUMEM_MEMORY_MAPPED
+                                                                                 : GPUMEM_MEMORY_PINNED);
         int rc = after_oom(&a, &st);
         if (rc == GM_CUDA_ERROR_OUT_OF_MEMORY)
             st = spare ? spare_oom(&a) : gm_mem_oom_error(ctx, &a.oom);
@@ -291,7 +291,7 @@ static gpumem_status alloc_pool(gpumem_context *ctx, gm_pool *pool, gm_pool_kind
     out->bytes = bytes;
     out->mem = GM_MEM_POOL;
     out->stream = gm_stream_hold(stream);
-    out->pool_ctx = gm_pool_core_holds_context(pool) ? gm_pool_core_context(pool) : NULL;
+    out->pool_ctx = gm_pool_holds_context(pool) ? gm_pool_context(pool) : NULL;
     GM_TRACE_IF(bytes != 0, gm_trace_alloc(ctx, ctx->device, stream, trace_kind(GM_MEM_POOL, kind, 0, pool), pool,
                                            bytes, out->addr));
     return GPUMEM_OK;
@@ -338,7 +338,7 @@ gpumem_status gm_alloc_host_pool(gpumem_host_pool *pool, size_t bytes, const cha
     if (st != GPUMEM_OK)
         return st;
     /* No stream: the CPU uses the block at once, so only idle blocks do. */
-    return alloc_pool(gm_pool_core_context(p), p, GM_POOL_HOST, bytes, NULL, what, false, out);
+    return alloc_pool(gm_pool_context(p), p, GM_POOL_HOST, bytes, NULL, what, false, out);
 }
 
 gpumem_status gm_alloc_free(gpumem_context *ctx, gm_block *b, const char *what)
@@ -428,12 +428,12 @@ GPUMEM_API gpumem_status gpumem_pool_allocate(gpumem_pool *pool, size_t size, gp
     if (st != GPUMEM_OK)
         return st;
     gm_block b;
-    st = alloc_pool(gm_pool_core_context(p), p, GM_POOL_DEVICE, size, stream, what, false, &b);
+    st = alloc_pool(gm_pool_context(p), p, GM_POOL_DEVICE, size, stream, what, false, &b);
     if (st == GPUMEM_OK) {
         gm_stream_unhold(b.stream); /* the caller frees it with its own stream */
         *alloc = b.token;
         if (gm_leaks_enabled())
-            gm_leak_add(gm_pool_core_context(p), GM_LEAK_ALLOCATION, (uintptr_t)b.token, GPUMEM_MEMORY_DEVICE,
+            gm_leak_add(gm_pool_context(p), GM_LEAK_ALLOCATION, (uintptr_t)b.token, GPUMEM_MEMORY_DEVICE,
                         size, what);
     }
     return st;
@@ -449,9 +449,9 @@ GPUMEM_API gpumem_status gpumem_host_pool_allocate_bytes(gpumem_host_pool *pool,
         *alloc = b.token;
         if (gm_leaks_enabled()) {
             gm_pool *p = gm_pool_of_host(pool);
-            gm_leak_add(gm_pool_core_context(p), GM_LEAK_ALLOCATION, (uintptr_t)b.token,
-                        gm_pool_core_alloc_flags(p) & GM_CU_MEMHOSTALLOC_DEVICEMAP ? GPUMEM_MEMORY_MAPPED
-                                                                                   : GPUMEM_MEMORY_PINNED,
+            gm_leak_add(gm_pool_context(p), GM_LEAK_ALLOCATION, (uintptr_t)b.token,
+                        gm_pool_alloc_flags(p) & GM_CU_MEMHOSTALLOC_DEVICEMAP ? GPUMEM_MEMORY_MAPPED
+                                                                              : GPUMEM_MEMORY_PINNED,
                         size, "gpumem_host_pool_allocate_bytes");
         }
     }

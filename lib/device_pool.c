@@ -48,13 +48,8 @@ GPUMEM_API gpumem_status gpumem_pool_context(const gpumem_pool *pool, gpumem_con
     gm_pool *p = gm_pool_of_device(pool);
     gpumem_status st = gm_pool_core_check(p, GM_POOL_DEVICE, "gpumem_pool_context", "pool");
     if (st == GPUMEM_OK)
-        *ctx = gm_pool_core_context(p);
+        *ctx = gm_pool_context(p);
     return st;
-}
-
-gpumem_context *gm_pool_context(const gpumem_pool *pool)
-{
-    return gm_pool_core_context(gm_pool_of_device(pool));
 }
 
 static gpumem_status device_stats(gpumem_pool *pool, struct gpumem_pool_stats *s, const char *what)
@@ -118,7 +113,7 @@ GPUMEM_API gpumem_status gpumem_context_set_pool(gpumem_context *ctx, gpumem_poo
         st = gm_pool_core_check(gm_pool_of_device(pool), GM_POOL_DEVICE, "gpumem_context_set_pool", "pool");
         if (st != GPUMEM_OK)
             return st;
-        gpumem_context *owner = gm_pool_context(pool);
+        gpumem_context *owner = gm_pool_context(gm_pool_of_device(pool));
         if (owner->dctx != ctx->dctx)
             return gm_error(GPUMEM_ERROR_CONTEXT_MISMATCH, "gpumem_context_set_pool: the pool belongs to "
                             "device %d, the context to device %d", owner->device, ctx->device);

@@ -248,7 +248,7 @@ GPUMEM_API gpumem_status gpumem_host_pool_allocate(gpumem_host_pool *pool, int n
     GM_CHECK_HANDLE(pool);
     GM_CHECK_NULL(array);
     int64_t cstrides[GM_MAX_NDIM];
-    gpumem_context *ctx = gm_host_pool_context(pool);
+    gpumem_context *ctx = gm_pool_context(gm_pool_of_host(pool));
     gpumem_status st = gm_array_prepare(what, &ctx, ndim, shape, NULL, dtype, order, NULL, cstrides);
     if (st != GPUMEM_OK)
         return st;

@@ -53,18 +53,8 @@ GPUMEM_API gpumem_status gpumem_host_pool_context(const gpumem_host_pool *pool, 
     gm_pool *p = NULL;
     gpumem_status st = host_check(pool, "gpumem_host_pool_context", &p);
     if (st == GPUMEM_OK)
-        *ctx = gm_pool_core_context(p);
+        *ctx = gm_pool_context(p);
     return st;
-}
-
-gpumem_context *gm_host_pool_context(const gpumem_host_pool *pool)
-{
-    return gm_pool_core_context(gm_pool_of_host(pool));
-}
-
-unsigned gm_host_pool_alloc_flags(const gpumem_host_pool *pool)
-{
-    return gm_pool_core_alloc_flags(gm_pool_of_host(pool));
 }
 
 GPUMEM_API gpumem_status gpumem_host_pool_held_blocks(gpumem_host_pool *pool, uint64_t *count)

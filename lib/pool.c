@@ -418,17 +418,17 @@ gpumem_status gm_pool_core_check(const gm_pool *p, gm_pool_kind kind, const char
     return gm_handle_check(p, kind == GM_POOL_DEVICE ? GM_HANDLE_POOL : GM_HANDLE_HOST_POOL, what, arg);
 }
 
-gpumem_context *gm_pool_core_context(const gm_pool *p)
+gpumem_context *gm_pool_context(const gm_pool *p)
 {
     return p->ctx;
 }
 
-bool gm_pool_core_holds_context(const gm_pool *p)
+bool gm_pool_holds_context(const gm_pool *p)
 {
     return !(p->flags & GM_POOL_CONTEXT_OWNED);
 }
 
-unsigned gm_pool_core_alloc_flags(const gm_pool *p)
+unsigned gm_pool_alloc_flags(const gm_pool *p)
 {
     return p->alloc_flags;
 }

@@ -118,12 +118,6 @@ bool gm_pool_token_pool_live(const gpumem_allocation *token);
  * when the library loads. */
 void gm_pool_set_destroy_hook(void (*hook)(void));
 
-/* The pool's context (not retained again) and, for host pools, the
- * GPUMEM_HOST_ALLOC_* flags its blocks were allocated with. */
-gpumem_context *gm_pool_context(const gpumem_pool *pool);
-gpumem_context *gm_host_pool_context(const gpumem_host_pool *pool);
-unsigned gm_host_pool_alloc_flags(const gpumem_host_pool *pool);
-
 /* ---- for the out-of-memory ladder ---- */
 
 typedef enum gm_pool_kind { GM_POOL_DEVICE, GM_POOL_HOST } gm_pool_kind;
@@ -197,9 +191,15 @@ static inline gm_pool *gm_pool_of_host(const gpumem_host_pool *p) { return (gm_p
  * made and destroyed with the context, and holds no reference to it. */
 #define GM_POOL_CONTEXT_OWNED 0x80000000u
 
+/* The pool's context, not retained again: the one accessor, for either
+ * kind of pool (gm_pool_of_device, gm_pool_of_host). */
+gpumem_context *gm_pool_context(const gm_pool *p);
 /* Whether the pool holds a reference to its context (all but the
  * context's own). */
-bool gm_pool_core_holds_context(const gm_pool *p);
+bool gm_pool_holds_context(const gm_pool *p);
+/* The GPUMEM_HOST_ALLOC_* flags that a page-locked pool's blocks are
+ * allocated with (0 for a device pool). */
+unsigned gm_pool_alloc_flags(const gm_pool *p);
 
 /* flags: GPUMEM_POOL_NO_THREAD_CACHE, GM_POOL_CONTEXT_OWNED; alloc_flags:
  * cuMemHostAlloc's (host). */
@@ -217,8 +217,6 @@ gpumem_status gm_pool_core_alloc(gm_pool *p, size_t size, gpumem_stream *stream,
 gpumem_status gm_pool_core_free_held(gm_pool *p, bool stop, const char *what);
 void gm_pool_core_stats(gm_pool *p, struct gpumem_pool_stats *s); /* fills every field but size */
 gpumem_status gm_pool_core_check(const gm_pool *p, gm_pool_kind kind, const char *what, const char *arg);
-gpumem_context *gm_pool_core_context(const gm_pool *p);
-unsigned gm_pool_core_alloc_flags(const gm_pool *p);
 gpumem_status gm_pool_stats_out(gm_pool *p, struct gpumem_pool_stats *out, const char *what);
 
 #endif /* GM_POOL_H */
