@@ -2,9 +2,9 @@
  * alloc.c - the context allocator: the one path by which arrays, scratch
  * and staging get device, page-locked and managed memory (alloc.h), with
  * the library's one out-of-memory ladder (then the context's out-of-memory
- * callback, and the error that memstats.c words), and the pools' public
- * allocate calls, which take the same ladder.  It keeps the books of
- * driver memory (memstats.h); pools keep their own.
+ * callback, and the error that memstats.c words), which the pools'
+ * allocate calls take too (gm_alloc_device_pool, gm_alloc_host_pool).  It
+ * keeps the books of driver memory (memstats.h); pools keep their own.
  */
 #include "config.h"
 
@@ -331,6 +331,16 @@ gpumem_status gm_alloc_managed(gpumem_context *ctx, size_t bytes, unsigned flags
     return alloc_driver(ctx, GM_MEM_MANAGED, bytes, flags, what, false, out);
 }
 
+gpumem_status gm_alloc_device_pool(gpumem_pool *pool, size_t bytes, gpumem_stream *stream, const char *what,
+                                   gm_block *out)
+{
+    gm_pool *p = gm_pool_of_device(pool);
+    gpumem_status st = gm_pool_core_check(p, GM_POOL_DEVICE, what, "pool");
+    if (st != GPUMEM_OK)
+        return st;
+    return alloc_pool(gm_pool_context(p), p, GM_POOL_DEVICE, bytes, stream, what, false, out);
+}
+
 gpumem_status gm_alloc_host_pool(gpumem_host_pool *pool, size_t bytes, const char *what, gm_block *out)
 {
     gm_pool *p = gm_pool_of_host(pool);
@@ -415,45 +425,3 @@ static gpumem_status allocator_teardown(gpumem_context *ctx)
 }
 
 const gm_context_hook gm_allocator_hook = {allocator_create, allocator_teardown};
-
-/* ---- the pools' public allocate calls ---------------------------------------------- */
-
-GPUMEM_API gpumem_status gpumem_pool_allocate(gpumem_pool *pool, size_t size, gpumem_stream *stream,
-                                              gpumem_allocation **alloc)
-{
-    GM_CHECK_NULL(alloc);
-    const char *what = "gpumem_pool_allocate";
-    gm_pool *p = gm_pool_of_device(pool);
-    gpumem_status st = gm_pool_core_check(p, GM_POOL_DEVICE, what, "pool");
-    if (st != GPUMEM_OK)
-        return st;
-    gm_block b;
-    st = alloc_pool(gm_pool_context(p), p, GM_POOL_DEVICE, size, stream, what, false, &b);
-    if (st == GPUMEM_OK) {
-        gm_stream_unhold(b.stream); /* the caller frees it with its own stream */
-        *alloc = b.token;
-        if (gm_leaks_enabled())
-            gm_leak_add(gm_pool_context(p), GM_LEAK_ALLOCATION, (uintptr_t)b.token, GPUMEM_MEMORY_DEVICE,
-                        size, what);
-    }
-    return st;
-}
-
-GPUMEM_API gpumem_status gpumem_host_pool_allocate_bytes(gpumem_host_pool *pool, size_t size,
-                                                         gpumem_allocation **alloc)
-{
-    GM_CHECK_NULL(alloc);
-    gm_block b;
-    gpumem_status st = gm_alloc_host_pool(pool, size, "gpumem_host_pool_allocate_bytes", &b);
-    if (st == GPUMEM_OK) {
-        *alloc = b.token;
-        if (gm_leaks_enabled()) {
-            gm_pool *p = gm_pool_of_host(pool);
-            gm_leak_add(gm_pool_context(p), GM_LEAK_ALLOCATION, (uintptr_t)b.token,
-                        gm_pool_alloc_flags(p) & GM_CU_MEMHOSTALLOC_DEVICEMAP ? GPUMEM_MEMORY_MAPPED
-                                                                              : GPUMEM_MEMORY_PINNED,
-                        size, "gpumem_host_pool_allocate_bytes");
-        }
-    }
-    return st;
-}

@@ -1,14 +1,17 @@
 /*
- * device_pool.c - pycuda's DeviceMemoryPool: the device pool's public API
- * over the pool core of pool.c, and gpumem_context_set_pool (numba's
- * memory-manager plug-in).
+ * device_pool.c - pycuda's DeviceMemoryPool: every gpumem_pool_* call, over
+ * the pool core (pool.h) and the context allocator (alloc.h), and
+ * gpumem_context_set_pool (numba's memory-manager plug-in).
  */
 #include "config.h"
 
 #include <stdatomic.h>
 
+#include "alloc.h"
 #include "error.h"
+#include "memstats.h"
 #include "pool.h"
+#include "stream.h"
 
 /* ---- device pools ------------------------------------------------------------------ */
 
@@ -30,6 +33,23 @@ GPUMEM_API gpumem_status gpumem_pool_destroy(gpumem_pool *pool)
         return GPUMEM_OK;
     GM_END_HANDLE(pool);
     return gm_pool_core_destroy(gm_pool_of_device(pool), "gpumem_pool_destroy");
+}
+
+GPUMEM_API gpumem_status gpumem_pool_allocate(gpumem_pool *pool, size_t size, gpumem_stream *stream,
+                                              gpumem_allocation **alloc)
+{
+    GM_CHECK_NULL(alloc);
+    const char *what = "gpumem_pool_allocate";
+    gm_block b;
+    gpumem_status st = gm_alloc_device_pool(pool, size, stream, what, &b);
+    if (st == GPUMEM_OK) {
+        gm_stream_unhold(b.stream); /* the caller frees it with its own stream */
+        *alloc = b.token;
+        if (gm_leaks_enabled())
+            gm_leak_add(gm_pool_context(gm_pool_of_device(pool)), GM_LEAK_ALLOCATION, (uintptr_t)b.token,
+                        GPUMEM_MEMORY_DEVICE, size, what);
+    }
+    return st;
 }
 
 GPUMEM_API gpumem_status gpumem_pool_block_size(size_t size, size_t *block_size)

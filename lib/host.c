@@ -1,8 +1,8 @@
 /*
  * host.c - page-locked host memory for arrays: pinned, mapped and managed
- * arrays, arrays on page-locked pools, and registration scopes (numba's
- * pinned()/mapped(), numba.roc's register()).  The pages themselves are
- * counted by the registry (hostreg.c).
+ * arrays, and registration scopes (numba's pinned()/mapped(), numba.roc's
+ * register()); the arrays of page-locked pools are host_pool.c's.  The
+ * pages themselves are counted by the registry (hostreg.c).
  */
 #include "config.h"
 
@@ -15,7 +15,6 @@
 #include "error.h"
 #include "gpumem/host.h"
 #include "hostreg.h"
-#include "pool.h"
 #include "stream.h"
 
 /* ---- registration scopes ----------------------------------------------------------------- */
@@ -239,18 +238,4 @@ GPUMEM_API gpumem_status gpumem_managed_array(gpumem_context *ctx, int ndim, con
     return gm_array_new_locked(what, GPUMEM_MEMORY_MANAGED, ctx, ndim, shape, cstrides, dtype,
                                flags == GPUMEM_MANAGED_ATTACH_GLOBAL ? GM_CU_MEM_ATTACH_GLOBAL : GM_CU_MEM_ATTACH_HOST,
                                array);
-}
-
-GPUMEM_API gpumem_status gpumem_host_pool_allocate(gpumem_host_pool *pool, int ndim, const int64_t *shape,
-                                                   const gpumem_dtype *dtype, char order, gpumem_array **array)
-{
-    const char *what = "gpumem_host_pool_allocate";
-    GM_CHECK_HANDLE(pool);
-    GM_CHECK_NULL(array);
-    int64_t cstrides[GM_MAX_NDIM];
-    gpumem_context *ctx = gm_pool_context(gm_pool_of_host(pool));
-    gpumem_status st = gm_array_prepare(what, &ctx, ndim, shape, NULL, dtype, order, NULL, cstrides);
-    if (st != GPUMEM_OK)
-        return st;
-    return gm_array_new_pooled_host(what, pool, ndim, shape, cstrides, dtype, array);
 }

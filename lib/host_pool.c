@@ -1,10 +1,14 @@
 /*
- * host_pool.c - pycuda's PageLockedMemoryPool: the page-locked host pool's
- * public API over the pool core of pool.c, with blocks from cuMemHostAlloc.
+ * host_pool.c - pycuda's PageLockedMemoryPool: every gpumem_host_pool_*
+ * call, over the pool core (pool.h, blocks from cuMemHostAlloc), the
+ * context allocator (alloc.h) and, for its arrays, array.h.
  */
 #include "config.h"
 
+#include "alloc.h"
+#include "array.h"
 #include "error.h"
+#include "memstats.h"
 #include "pool.h"
 
 #define HOST_ALLOC_FLAGS \
@@ -55,6 +59,39 @@ GPUMEM_API gpumem_status gpumem_host_pool_context(const gpumem_host_pool *pool, 
     if (st == GPUMEM_OK)
         *ctx = gm_pool_context(p);
     return st;
+}
+
+GPUMEM_API gpumem_status gpumem_host_pool_allocate_bytes(gpumem_host_pool *pool, size_t size,
+                                                         gpumem_allocation **alloc)
+{
+    GM_CHECK_NULL(alloc);
+    gm_block b;
+    gpumem_status st = gm_alloc_host_pool(pool, size, "gpumem_host_pool_allocate_bytes", &b);
+    if (st == GPUMEM_OK) {
+        *alloc = b.token;
+        if (gm_leaks_enabled()) {
+            gm_pool *p = gm_pool_of_host(pool);
+            gm_leak_add(gm_pool_context(p), GM_LEAK_ALLOCATION, (uintptr_t)b.token,
+                        gm_pool_alloc_flags(p) & GM_CU_MEMHOSTALLOC_DEVICEMAP ? GPUMEM_MEMORY_MAPPED
+                                                                              : GPUMEM_MEMORY_PINNED,
+                        size, "gpumem_host_pool_allocate_bytes");
+        }
+    }
+    return st;
+}
+
+GPUMEM_API gpumem_status gpumem_host_pool_allocate(gpumem_host_pool *pool, int ndim, const int64_t *shape,
+                                                   const gpumem_dtype *dtype, char order, gpumem_array **array)
+{
+    const char *what = "gpumem_host_pool_allocate";
+    GM_CHECK_HANDLE(pool);
+    GM_CHECK_NULL(array);
+    int64_t cstrides[GM_MAX_NDIM];
+    gpumem_context *ctx = gm_pool_context(gm_pool_of_host(pool));
+    gpumem_status st = gm_array_prepare(what, &ctx, ndim, shape, NULL, dtype, order, NULL, cstrides);
+    if (st != GPUMEM_OK)
+        return st;
+    return gm_array_new_pooled_host(what, pool, ndim, shape, cstrides, dtype, array);
 }
 
 GPUMEM_API gpumem_status gpumem_host_pool_held_blocks(gpumem_host_pool *pool, uint64_t *count)
