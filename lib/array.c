@@ -334,23 +334,6 @@ gpumem_status gm_array_new_pooled_device(const char *what, gpumem_pool *pool, gp
     return GPUMEM_OK;
 }
 
-GPUMEM_API gpumem_status gpumem_pool_device_array(gpumem_pool *pool, int ndim, const int64_t *shape,
-                                                  const gpumem_dtype *dtype, char order, gpumem_stream *stream,
-                                                  gpumem_array **array)
-{
-    const char *what = "gpumem_pool_device_array";
-    GM_CHECK_HANDLE(pool);
-    GM_CHECK_NULL(array);
-    gpumem_context *ctx = gm_pool_context(gm_pool_of_device(pool));
-    gpumem_status st = gm_stream_check(stream, ctx, what, "pool");
-    int64_t cstrides[GM_MAX_NDIM];
-    if (st == GPUMEM_OK)
-        st = gm_array_prepare(what, &ctx, ndim, shape, NULL, dtype, order, stream, cstrides);
-    if (st != GPUMEM_OK)
-        return st;
-    return gm_array_new_pooled_device(what, pool, ctx, ndim, shape, cstrides, dtype, stream, array);
-}
-
 bool gm_array_is_locked(const gpumem_array *a)
 {
     if (a->kind != GPUMEM_MEMORY_HOST)

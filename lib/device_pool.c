@@ -8,6 +8,7 @@
 #include <stdatomic.h>
 
 #include "alloc.h"
+#include "array.h"
 #include "error.h"
 #include "memstats.h"
 #include "pool.h"
@@ -50,6 +51,23 @@ GPUMEM_API gpumem_status gpumem_pool_allocate(gpumem_pool *pool, size_t size, gp
                         GPUMEM_MEMORY_DEVICE, size, what);
     }
     return st;
+}
+
+GPUMEM_API gpumem_status gpumem_pool_device_array(gpumem_pool *pool, int ndim, const int64_t *shape,
+                                                  const gpumem_dtype *dtype, char order, gpumem_stream *stream,
+                                                  gpumem_array **array)
+{
+    const char *what = "gpumem_pool_device_array";
+    GM_CHECK_HANDLE(pool);
+    GM_CHECK_NULL(array);
+    gpumem_context *ctx = gm_pool_context(gm_pool_of_device(pool));
+    gpumem_status st = gm_stream_check(stream, ctx, what, "pool");
+    int64_t cstrides[GM_MAX_NDIM];
+    if (st == GPUMEM_OK)
+        st = gm_array_prepare(what, &ctx, ndim, shape, NULL, dtype, order, stream, cstrides);
+    if (st != GPUMEM_OK)
+        return st;
+    return gm_array_new_pooled_device(what, pool, ctx, ndim, shape, cstrides, dtype, stream, array);
 }
 
 GPUMEM_API gpumem_status gpumem_pool_block_size(size_t size, size_t *block_size)
