@@ -354,6 +354,17 @@ static inline gm_rec *tc_take(gm_pool *p, gm_tcache *tc, unsigned cls, uintptr_t
     return r;
 }
 
+/* Puts freed block r (bytes, its class's) on top of its bin, which holds n
+ * blocks and has room.  The caller is inside the cache. */
+static inline void tc_push(gm_tcache *tc, unsigned n, gm_rec *r, int64_t bytes)
+{
+    tc->bin[r->cls][n] = r;
+    TC_SET_N(tc, r->cls, n + 1);
+    ADD(tc->held_blocks, 1);
+    ADD(tc->held_bytes, bytes);
+    ADD(tc->act_req, -(int64_t)r->requested);
+}
+
 /* Threads whose slots still name a cache of the ended pool never match
  * its id again; they only drop their reference to it. */
 void gm_tc_end_all(gm_pool *p)
@@ -448,12 +459,7 @@ static gpumem_status free_slow(gm_pool *p, gm_tcache *tc, gm_rec *r, gpumem_stre
                 ADD(tc->held_blocks, -(int64_t)half);
                 ADD(tc->held_bytes, -(int64_t)half * bytes);
             }
-            unsigned n = TC_N(tc, cls);
-            b[n] = r;
-            TC_SET_N(tc, cls, n + 1);
-            ADD(tc->held_blocks, 1);
-            ADD(tc->held_bytes, bytes);
-            ADD(tc->act_req, -(int64_t)r->requested);
+            tc_push(tc, TC_N(tc, cls), r, bytes);
             tc_exit(tc);
             return GPUMEM_OK;
         }
@@ -519,11 +525,7 @@ gpumem_status gm_pool_release(gpumem_allocation *a, gpumem_stream *stream, const
         if (__builtin_expect(atomic_load_explicit(&p->holding, memory_order_relaxed) && n < TC_DEPTH &&
                                  GET(tc->held_bytes) + bytes <= TC_MAX_BYTES,
                              1)) {
-            tc->bin[cls][n] = r;
-            TC_SET_N(tc, cls, n + 1);
-            ADD(tc->held_blocks, 1);
-            ADD(tc->held_bytes, bytes);
-            ADD(tc->act_req, -(int64_t)r->requested);
+            tc_push(tc, n, r, bytes);
             tc_exit(tc);
             return GPUMEM_OK;
         }
