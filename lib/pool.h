@@ -30,7 +30,7 @@
  *    thread that exits (or evicts the pool from its 4 slots) marks its cache
  *    orphaned with one CAS and bumps a process-wide counter, without
  *    touching the pool (it may have ended).  A pool whose last harvest saw
- *    an older count takes orphaned caches' blocks back (harvest_orphans)
+ *    an older count takes orphaned caches' blocks back (gm_tc_harvest_orphans)
  *    before it asks the driver for a block, and on a slow-path free; an
  *    unchanged count costs two loads.  Pool ids are never reused, so a
  *    thread's stale slot never matches a new pool.
@@ -80,7 +80,7 @@
  * pool->lock, enters every cache, then locks each stripe in turn; an owner
  * inside its cache may lock a stripe (to spill half a full bin) but never
  * takes pool->lock there; a thread holding a stripe takes no other lock of
- * the pool and enters no cache; harvest_orphans locks a stripe under
+ * the pool and enters no cache; gm_tc_harvest_orphans locks a stripe under
  * pool->lock.
  * Whether the pool holds is read inside a cache or under a stripe's mutex:
  * stop_holding and destroy clear it before release_all, which enters every
