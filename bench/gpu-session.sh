@@ -8,7 +8,9 @@
 #     beside bench/peers.py --peer (PyTorch's copies between the GPUs);
 #   - optionally compute-sanitizer on the copy tests (SANITIZE=1).
 # Everything it prints goes to $OUT (at most 8 files come back).
-# Usage: OUT=dir bench/gpu-session.sh [suite] [races] [bench] [peer] [sanitize] [mpi]
+#   - optionally the out-of-memory check of a real device (oom) and the
+#     allocation benchmark with its traced row (alloc).
+# Usage: OUT=dir bench/gpu-session.sh [suite] [races] [bench] [peer] [sanitize] [mpi] [oom] [alloc]
 set -u
 out=${OUT:-/tmp/gpu-out}
 mkdir -p "$out"
@@ -71,6 +73,14 @@ if has peer; then
     echo "== gpumem bench --peer"
     ./libtool --mode=execute tools/gpumem bench --peer >"$out/peer.txt" 2>&1; echo "rc=$?"
     command -v python3 >/dev/null && [ -f "$root/bench/peers.py" ] && python3 "$root/bench/peers.py" --peer >>"$out/peer.txt" 2>&1
+fi
+if has oom; then
+    echo "== tests/test-memory with GPUMEM_TEST_GPU_OOM=1"
+    GPUMEM_TEST_GPU_OOM=1 ./libtool --mode=execute tests/test-memory 2>&1 | grep -v '^ok ' | head -40
+fi
+if has alloc; then
+    echo "== gpumem bench --alloc"
+    ./libtool --mode=execute tools/gpumem bench --alloc >"$out/alloc.txt" 2>&1; echo "rc=$?"
 fi
 if has mpi; then
     sh "$root/bench/mpi-gpu.sh" . 2>&1 | tail -20

@@ -11,6 +11,7 @@
 #include <stddef.h>
 
 #include "array.h"
+#include "copy_debug.h"
 #include "dtype.h"
 #include "error.h"
 #include "gpumem/dtype.h"
@@ -419,7 +420,7 @@ GPUMEM_API gpumem_status gpumem_host_array(int ndim, const int64_t *shape, const
         return st;
     int64_t strides[GM_MAX_NDIM];
     gm_layout_contiguous_strides(what, ndim, shape, itemsize, order, strides);
-    return gm_array_new_host(what, ndim, shape, strides, dtype, array);
+    return gm_poison_new_array(what, gm_array_new_host(what, ndim, shape, strides, dtype, array), NULL, array);
 }
 
 /* gm_array_prepare, giving the item size and byte count too. */
@@ -472,7 +473,8 @@ GPUMEM_API gpumem_status gpumem_device_array(gpumem_context *ctx, int ndim, cons
     gpumem_status st = prepare(what, &ctx, ndim, shape, strides, dtype, order, stream, cstrides, &itemsize, &nbytes);
     if (st != GPUMEM_OK)
         return st;
-    return new_device(what, ctx, ndim, shape, cstrides, dtype, itemsize, nbytes, stream, array);
+    return gm_poison_new_array(what, new_device(what, ctx, ndim, shape, cstrides, dtype, itemsize, nbytes, stream, array),
+                               stream, array);
 }
 
 GPUMEM_API gpumem_status gpumem_device_array_like(gpumem_context *ctx, const gpumem_array *like,

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "array.h"
+#include "copy_debug.h"
 #include "copy_engine.h"
 #include "copy_peer.h"
 #include "copyplan.h"
@@ -122,8 +123,12 @@ static gpumem_status array_copy(const char *what, gpumem_array *dst, const gpume
         return st;
     /* every copy, empty or between devices, is decided and reported alike */
     uint64_t t0 = GM_TRACE_TICKS();
+    bool lines = gm_copies_on(); /* GPUMEM_DEBUG=copies */
+    uint64_t c0 = lines ? gm_copies_clock() : 0;
     st = gm_copy_run(what, dst, src, stream, ctx);
     GM_TRACE_IF(st == GPUMEM_OK && gm_array_size(dst) != 0, trace_copy(t0, dst, src, stream, ctx));
+    if (lines)
+        gm_copies_line(what, c0, st, dst, src, gm_copy_last_synced());
     return st;
 }
 

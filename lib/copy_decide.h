@@ -28,11 +28,13 @@
  *     - with peer access, a strided source into a destination that has it:
  *       one pack kernel on the source's device gathers the source and
  *       writes the destination through the peer mapping (GM_PEER_KERNEL,
- *       no scratch);
- *     - with peer access, a strided destination: chunk by chunk through two
- *       scratch buffers on the destination's device, which the source's
- *       device fills (its pack kernel writing through the peer mapping, or
- *       a peer copy of a dense source) on two streams while the
+ *       no scratch, peer_write);
+ *     - with peer access, a source that has it into a strided destination:
+ *       one unpack kernel on the destination's device reads the source
+ *       through the peer mapping (GM_PEER_KERNEL, no scratch, peer_read);
+ *     - with peer access, both strided: chunk by chunk through two scratch
+ *       buffers on the destination's device, which the source's pack kernel
+ *       fills through the peer mapping on two streams while the
  *       destination's device unpacks the other buffer (GM_PEER_PIPELINE,
  *       nbufs 2);
  *     - staged, through the pinned slots of the staging engine (the
@@ -73,7 +75,9 @@
  *     rectangular copies can do they do (DMA, DMA_LOOP), a strided host
  *     side still packed by the CPU, through a host buffer (CPU_PACK when
  *     one rectangular copy then remains).
- * Device scratch is at most two buffers of tuning.scratch_chunk bytes: the
+ * Device scratch is at most two buffers of tuning.scratch_chunk bytes (unset:
+ * GM_COPY_SCRATCH_CHUNK, or between devices with peer access a quarter of
+ * the copy up to GM_COPY_PEER_CHUNK_MAX): the
  * run is cut into chunks along its outermost axes (a range of indices of
  * one axis, one index of each axis outside it, all of each inside), which
  * the kernels and the transfers take in turns, on two streams when a
@@ -142,7 +146,7 @@ typedef enum gm_copy_op {
     GM_OP_KERNEL,     /* a device side: the pack kernels, into or out of device scratch */
     GM_OP_CPU,        /* a host side: the staging engine's threads, into or out of its pinned slots as
                        * they cross (or, with GM_OP_RECT, the worker pool's into or out of a host buffer) */
-    GM_OP_RECT        /* a device side without kernels or scratch: the planner's driver copies to or from the staging buffer */
+    GM_OP_RECT        /* a device side without kernels or scratch: the planner's driver copies to or from the run's host buffer (host_run) */
 } gm_copy_op;
 
 /* GM_HOW_PACKED: the layout of the run. */
@@ -157,7 +161,7 @@ typedef enum gm_copy_run_layout {
 /* GM_HOW_PEER: how the bytes cross between the two devices. */
 typedef enum gm_peer_way {
     GM_PEER_COPY = 0, /* both sides dense alike: one run (cuMemcpyPeer, or through the pinned slots) */
-    GM_PEER_KERNEL,   /* one pack kernel on the source's device writes the destination (peer access) */
+    GM_PEER_KERNEL,   /* one kernel on the strided side's device, the other side through peer access */
     GM_PEER_PIPELINE, /* chunks through scratch, the two devices overlapping */
     GM_PEER_TEMPS     /* without the kernels or scratch: temporaries as large as the copy */
 } gm_peer_way;
@@ -185,7 +189,7 @@ typedef struct gm_copy_decision {
     /* GM_HOW_PACKED */
     gm_copy_op src_op, dst_op;
     gm_copy_run_layout run;
-    bool host_run;         /* a host buffer holds the run (src_op or dst_op GM_OP_RECT) */
+    bool host_run;         /* a pageable host buffer holds the run (src_op or dst_op GM_OP_RECT) */
     bool staged;           /* the transfers go through the staging engine (a pageable or strided host end) */
     unsigned cpu_threads;  /* threads that pack or unpack a strided host side (GM_OP_CPU) */
     bool transpose;        /* the kernels of the whole copy are the tiled transpose */
@@ -206,6 +210,7 @@ typedef struct gm_copy_decision {
     bool peer_pack_src;    /* the source is packed on its device */
     bool peer_unpack_dst;  /* the destination is unpacked on its device */
     bool peer_write;       /* the source's pack kernel writes the other device's memory (peer mapping) */
+    bool peer_read;        /* the destination's unpack kernel reads the other device's memory (peer mapping) */
 } gm_copy_decision;
 
 /* Decides how to copy src into dst, equally shaped arrays of ndim axes of

@@ -15,7 +15,7 @@
  * gaps are never written.
  *
  * Device scratch comes from a cache kept with the context's pack kernels
- * (copy_pack.h): a copy on a stream orders its scratch with events on the
+ * (pack_calls.h): a copy on a stream orders its scratch with events on the
  * device and never waits for its stream because of it.
  */
 #include "config.h"
@@ -25,13 +25,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "copy_debug.h"
 #include "copy_decide.h"
 #include "copy_engine.h"
-#include "copy_pack.h"
 #include "copy_peer.h"
+#include "copy_workers.h"
 #include "copyplan.h"
 #include "error.h"
 #include "gpumem/dtype.h"
+#include "pack_calls.h"
 #include "staging.h"
 #include "stream.h"
 
@@ -45,6 +47,47 @@
 #define LEVELS 4
 static _Thread_local int level;
 static _Thread_local gm_copy_decision done[LEVELS];
+/* The caller's copy returned only once it had landed (gm_copy_last_synced). */
+static _Thread_local bool synced;
+
+bool gm_copy_last_synced(void)
+{
+    return synced;
+}
+
+void gm_copy_note_synced(void)
+{
+    synced = true;
+}
+
+/* Whether the executor of d finishes the copy before it returns (on a
+ * stream; without one every copy does): the CPU's copies, a download
+ * unpacked by the CPU (it waits for the bytes), the staging engine's
+ * downloads, a copy between devices other than one queued peer copy (those
+ * wait for both devices' streams). */
+static bool lands_before_return(const gm_copy_decision *d, const gpumem_array *dst, const gpumem_stream *stream)
+{
+    if (stream == NULL || d->how == GM_HOW_NONE || d->how == GM_HOW_FAIL || d->how == GM_HOW_HOST)
+        return true;
+    if (d->queued)
+        return false;
+    if (d->how == GM_HOW_PEER)
+        return !(d->path == GPUMEM_COPY_PATH_PEER && d->peer_way == GM_PEER_COPY);
+    bool to_host = !gm_array_on_device(dst);
+    return to_host && ((d->how == GM_HOW_PACKED && d->dst_op == GM_OP_CPU) || (d->how == GM_HOW_TRANSFER && d->staged));
+}
+
+/* GPUMEM_DEBUG=poison: a download from the device whose destination the
+ * device's transfers write (page-locked host memory) after the call
+ * returned, queued on a stream.  (A queued download into pageable memory
+ * poisons its destination itself, copy_queued.c; a download the CPU
+ * unpacks, or one without a stream, has landed when the call returns.) */
+static bool poisons_destination(const gm_copy_decision *d, const gpumem_array *dst, const gpumem_array *src,
+                                const gm_copy_side *dside, const gpumem_stream *stream)
+{
+    return stream != NULL && gm_array_on_device(src) && dside->mem == GM_COPY_MEM_LOCKED && !d->queued &&
+           !lands_before_return(d, dst, stream) && gm_array_size(dst) > 0;
+}
 
 GPUMEM_API gpumem_status gpumem_debug_last_copy_path(gpumem_copy_path *path)
 {
@@ -131,7 +174,7 @@ typedef struct job {
     gm_pack_kernels *kernels; /* held for the copy */
     gm_scratch *scratch;      /* device scratch, held for the copy */
     gm_staging *stage;        /* the staging engine, held when the decision stages */
-    gpumem_array *hbuf;       /* the host staging buffer */
+    gpumem_array *run_buf;    /* the pageable host array that holds the run (the decision's host_run) */
     bool pending;             /* work is queued on ds that a synchronous copy must wait for */
     bool side_pending;        /* work is queued on the scratch's side stream that ds does not wait for */
 } job;
@@ -274,13 +317,14 @@ static gpumem_status get_staging(job *j, missing *miss)
     return st;
 }
 
-/* A host staging buffer of bytes. */
-static gpumem_status host_buffer(job *j, uint64_t bytes, char **addr)
+/* The run's host buffer of bytes (the decision's host_run): a pageable host
+ * array, not the staging engine's pinned slots. */
+static gpumem_status run_buffer(job *j, uint64_t bytes, char **addr)
 {
     int64_t n = (int64_t)bytes, one = 1;
-    gpumem_status st = gm_array_new_host(j->what, 1, &n, &one, gpumem_dtype_builtin(GPUMEM_UINT8), &j->hbuf);
+    gpumem_status st = gm_array_new_host(j->what, 1, &n, &one, gpumem_dtype_builtin(GPUMEM_UINT8), &j->run_buf);
     if (st == GPUMEM_OK)
-        *addr = j->hbuf->host;
+        *addr = j->run_buf->host;
     return st;
 }
 
@@ -322,8 +366,8 @@ static gpumem_status finish(job *j, gpumem_status st)
     gm_staging_release(j->stage);
     j->stage = NULL;
     gpumem_status copied = st;
-    st = gm_keep_first(st, gpumem_array_release(j->hbuf));
-    j->hbuf = NULL;
+    st = gm_keep_first(st, gpumem_array_release(j->run_buf));
+    j->run_buf = NULL;
     gm_pack_kernels_put(j->kernels);
     j->kernels = NULL;
     if (copied == GPUMEM_OK && st != GPUMEM_OK)
@@ -351,7 +395,7 @@ static gpumem_status device_pack(job *j, int ndim, const int64_t *shape, size_t 
 }
 
 /* A CPU pack or unpack of array a between host addresses, on the worker
- * pool (staging.h). */
+ * pool (copy_workers.h). */
 static gpumem_status cpu_pack(job *j, const gpumem_array *a, const int64_t *ss, const char *sbase, const int64_t *ps,
                               const char *pbase, bool unpack)
 {
@@ -363,7 +407,7 @@ static gpumem_status cpu_pack(job *j, const gpumem_array *a, const int64_t *ss, 
     if (plan.bytes > 0) {
         plan.params.strided += saddr;
         plan.params.packed += paddr;
-        gm_staging_cpu_pack(j->ctx, &plan.params, unpack, plan.bytes);
+        gm_copy_cpu_pack(j->ctx, &plan.params, unpack, plan.bytes);
     }
     return GPUMEM_OK;
 }
@@ -648,7 +692,7 @@ static gpumem_status run_packed(job *j, const gm_copy_decision *d, gpumem_array 
     const int64_t rlo = low_of(nd, shape, rs, isz);
     char *host = NULL; /* the run's lowest byte in host memory */
     if (d->host_run)
-        st = host_buffer(j, bytes, &host);
+        st = run_buffer(j, bytes, &host);
     else if (d->src_op == GM_OP_DIRECT && !gm_array_on_device(src))
         host = src->host + low_of(nd, shape, src->strides, isz);
     else if (d->dst_op == GM_OP_DIRECT && !ddev)
@@ -766,9 +810,11 @@ static gpumem_status temp_copy(const char *what, gpumem_array *dst, const gpumem
         st = gm_copy_run(what, dst, tmp, stream, ctx);
     if (stream != NULL && st == GPUMEM_OK && gm_stream_add_writeback(stream, ctx, release_temp, tmp, what) == GPUMEM_OK)
         return GPUMEM_OK;
-    if (stream != NULL)
+    if (stream != NULL) {
         st = gm_keep_first(st, gm_drv_check(GM_DRV(stream_synchronize, ctx->dctx, gm_stream_ds(stream)),
                                             GM_OP_stream_synchronize, what));
+        gm_copy_note_synced();
+    }
     gpumem_status copied = st;
     st = gm_keep_first(st, gpumem_array_release(tmp));
     if (copied == GPUMEM_OK && st != GPUMEM_OK)
@@ -838,7 +884,12 @@ static gpumem_status copy_run(const char *what, gpumem_array *dst, const gpumem_
         bool nested = (d->queued || d->how == GM_HOW_TEMP) && level < LEVELS;
         if (nested)
             done[level] = *d; /* what is reported if no nested copy runs */
+        bool caller = level == 1; /* the copy the caller asked for, not one inside it */
+        if (caller && gm_poison_on() && poisons_destination(d, dst, src, &ds, stream))
+            gm_poison_before_download(dst, stream, ctx);
         gpumem_status st = execute(what, d, dst, src, stream, ctx, &miss);
+        if (caller && miss == MISSING_NONE && gm_copies_on() && lands_before_return(d, dst, stream))
+            synced = true;
         switch (miss) {
         case MISSING_NONE:
             if (nested) { /* nested copies did it: the last one's way is this copy's */
@@ -861,6 +912,8 @@ gpumem_status gm_copy_run(const char *what, gpumem_array *dst, const gpumem_arra
     gm_copy_decision d;
     memset(&d, 0, sizeof d);
     int mine = level++;
+    if (mine == 0)
+        synced = false;
     gpumem_status st = copy_run(what, dst, src, stream, ctx, &d);
     level = mine;
     if (mine < LEVELS)

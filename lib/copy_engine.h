@@ -32,4 +32,12 @@ gpumem_status gm_copy_queued_download(const char *what, gpumem_array *dst, const
  * gpumem_debug_last_copy_path reports), for tests. */
 void gm_copy_last_decision(gm_copy_decision *out);
 
+/* Whether the calling thread's last copy (a gm_copy_run of the caller's,
+ * not one made inside a copy) returned only once it had landed in its
+ * destination, rather than queued on its stream: what GPUMEM_DEBUG=copies
+ * reports as sync (copy_debug.h); kept only while copies is on.  gm_copy_note_synced says so for the
+ * copy running now, from a way that had to wait for its stream after all. */
+bool gm_copy_last_synced(void);
+void gm_copy_note_synced(void);
+
 #endif /* GM_COPY_ENGINE_H */

@@ -8,14 +8,16 @@
  *  - GM_PEER_COPY: both sides have the run's layout; one cuMemcpyPeer with
  *    peer access (queued on the caller's stream), else the run goes through
  *    the staging engine's pinned slots;
- *  - GM_PEER_KERNEL: one pack kernel on the source's device reads the
- *    strided source and writes the dense destination through the peer
- *    mapping (unified addressing: once peer access is on, the other
- *    device's pointers are valid in the kernel);
- *  - GM_PEER_PIPELINE with peer access: chunk by chunk through two scratch
- *    buffers on the destination's device, filled on the source's device
- *    (its pack kernel writing through the peer mapping, or a peer copy of a
- *    dense source) on two streams of its own, taking turns, while the
+ *  - GM_PEER_KERNEL: one kernel, on the device of the strided side: the
+ *    source's pack kernel reads the strided source and writes the dense
+ *    destination through the peer mapping (push), or the destination's
+ *    unpack kernel reads the dense source through it and writes the
+ *    strided destination (pull); unified addressing: once peer access is
+ *    on, the other device's pointers are valid in the kernel;
+ *  - GM_PEER_PIPELINE with peer access (both sides strided): chunk by
+ *    chunk through two scratch buffers on the destination's device, filled
+ *    by the source's pack kernel writing through the peer mapping on two
+ *    streams of its own, taking turns, while the
  *    destination's device unpacks the other buffer; events order the
  *    buffers, the host waits only at the end;
  *  - GM_PEER_PIPELINE staged: chunk by chunk, a strided source packed into
@@ -38,7 +40,7 @@
 
 #include "context.h"
 #include "copy_engine.h"
-#include "copy_pack.h"
+#include "pack_calls.h"
 #include "copy_peer.h"
 #include "copy_tuning.h"
 #include "error.h"
@@ -283,20 +285,27 @@ static gpumem_status drain(const char *what, gpumem_status st, gpumem_context *c
 
 /* ---- one kernel (GM_PEER_KERNEL) ---------------------------------------------------------------------- */
 
-/* The source's device gathers src into the dense dst through the peer
- * mapping: one pack kernel on its legacy stream, after the destination
- * device's legacy stream is done (it writes dst). */
-static gpumem_status one_kernel(const char *what, gpumem_array *dst, const gpumem_array *src, gm_copy_reason *missing)
+/* One kernel through the peer mapping, on its device's legacy stream, after
+ * the other device's legacy stream is done (push: the source's device
+ * gathers src into the dense dst, which the other device may still write;
+ * pull: the destination's device scatters the dense src into dst, which the
+ * other device may still write). */
+static gpumem_status one_kernel(const char *what, gpumem_array *dst, const gpumem_array *src, bool pull,
+                                gm_copy_reason *missing)
 {
+    gpumem_context *on = pull ? dst->ctx : src->ctx, *other = pull ? src->ctx : dst->ctx;
     peer_side ps = {NULL, NULL, NULL};
-    gpumem_status st = side_get(what, src->ctx, 0, false, &ps, missing);
+    gpumem_status st = side_get(what, on, 0, false, &ps, missing);
     if (st != GPUMEM_OK || *missing != GM_REASON_NONE)
         return st;
-    st = sync_stream(what, dst->ctx, NULL);
-    if (st == GPUMEM_OK)
+    st = sync_stream(what, other, NULL);
+    if (st == GPUMEM_OK && pull)
+        st = side_pack(what, ps.k, NULL, dst->ndim, dst->shape, dst->itemsize, dst->strides, dst->dev, src->strides,
+                       src->dev, true);
+    else if (st == GPUMEM_OK)
         st = side_pack(what, ps.k, NULL, dst->ndim, dst->shape, dst->itemsize, src->strides, src->dev, dst->strides,
                        dst->dev, false);
-    gpumem_context *c[1] = {src->ctx};
+    gpumem_context *c[1] = {on};
     gm_dstream *ds[1] = {NULL};
     st = drain(what, st, c, ds, 1);
     gm_pack_kernels_put(ps.k);
@@ -308,7 +317,7 @@ static gpumem_status one_kernel(const char *what, gpumem_array *dst, const gpume
 /* Chunk by chunk through nbufs scratch buffers of the destination's
  * device: buffer h is filled on the source's stream A[h] (its legacy
  * stream, and its scratch's side stream), by the pack kernel writing
- * through the peer mapping or by a peer copy of the dense source, then
+ * through the peer mapping, then
  * FILL[h] (the source's event); the destination's legacy stream waits for
  * it, unpacks, records DRAIN[h] (the destination's), which A[h] waits for
  * before it fills the buffer again. */
@@ -338,7 +347,6 @@ static gpumem_status peer_pipeline(const char *what, gpumem_array *dst, const gp
     }
     int64_t lo = 0, hi = 0;
     gm_layout_extent(nd, dst->shape, layout, isz, &lo, &hi);
-    const uint64_t sbase = low_addr(src);
     for (uint64_t k = 0; st == GPUMEM_OK && *missing == GM_REASON_NONE && k < d->nchunks; k++) {
         const int h = (int)(k % (uint64_t)nbufs);
         int64_t start[GM_MAX_NDIM], ext[GM_MAX_NDIM];
@@ -348,13 +356,9 @@ static gpumem_status peer_pipeline(const char *what, gpumem_array *dst, const gp
         const uint64_t in_buf = buf + (uint64_t)(dot(nd, start, layout) - lo) - off; /* chunk element 0 */
         if (k >= (uint64_t)nbufs)
             st = wait_for(what, src->ctx, A[h], pd.s->ev[GM_SCRATCH_DRAIN + h]);
-        if (st == GPUMEM_OK && d->peer_pack_src)
+        if (st == GPUMEM_OK)
             st = side_pack(what, ps.k, A[h], nd, ext, isz, src->strides,
                            src->dev + (uint64_t)dot(nd, start, src->strides), layout, in_buf, false);
-        else if (st == GPUMEM_OK)
-            st = gm_drv_check(GM_DRV(memcpy_peer, src->ctx->dctx, buf, dst->ctx->dctx, sbase + off, src->ctx->dctx,
-                                     (size_t)n, A[h], 1),
-                              GM_OP_memcpy_peer, what);
         if (st == GPUMEM_OK)
             st = record(what, src->ctx, ps.s->ev[GM_SCRATCH_FILL + h], A[h]);
         if (st == GPUMEM_OK)
@@ -580,7 +584,7 @@ gpumem_status gm_copy_peer(const char *what, gpumem_array *dst, const gpumem_arr
         return st;
     switch (d->peer_way) {
     case GM_PEER_COPY: return staged_move(what, dst->ctx, low_addr(dst), src->ctx, low_addr(src), bytes);
-    case GM_PEER_KERNEL: return one_kernel(what, dst, src, missing);
+    case GM_PEER_KERNEL: return one_kernel(what, dst, src, d->peer_read, missing);
     case GM_PEER_PIPELINE:
         return peer ? peer_pipeline(what, dst, src, d, layout, missing)
                     : staged_chunks(what, dst, src, d, layout, missing);

@@ -11,9 +11,12 @@
  *    range of its indices, every inner axis whole: one run of bounce
  *    bytes), each about a 32nd of the copy, 1 to 8 MiB;
  *  - each slab is queued on the stream (gm_copy_run, into its part of the
- *    bounce block), followed by a host function that only says "these
- *    bytes arrived" and wakes the workers: host functions may not call the
- *    driver, and this one neither waits nor creates threads;
+ *    bounce block), followed by an event; one worker (the watcher) waits
+ *    for the events in turn and says "these bytes arrived", waking the
+ *    others.  Events, not a host function per slab: a host function stalls
+ *    the stream until the driver's thread has run it, and 32 of them cost
+ *    a 256 MiB download about 1.9 ms beside its 4.9 ms on the link (the
+ *    queued download took 1.31x the synchronous one, two H200s);
  *  - the workers land pieces of the arrived bytes (a memcpy, or an unpack
  *    into a strided destination), each piece by whichever thread takes it;
  *  - after the last slab a final host function lands what is left itself
@@ -38,10 +41,13 @@
 
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "copy_debug.h"
 #include "copy_engine.h"
+#include "copy_workers.h"
 #include "copyplan.h"
 #include "cpu_pack.h"
 #include "error.h"
@@ -60,13 +66,15 @@
 typedef struct landing landing;
 
 typedef struct slab_mark {
-    landing *l;
-    uint64_t end; /* the bounce bytes [0, end) have arrived */
+    gm_devent *ev; /* recorded after the slab */
+    uint64_t end;  /* the bounce bytes [0, end) have arrived once ev has */
 } slab_mark;
 
 struct landing {
     gm_task task;          /* first: the pool's task */
+    gm_task watch;         /* the watcher: waits for the slabs' events */
     gm_workers *workers;
+    gpumem_context *ctx;
     unsigned threads;      /* that may land, the final host function's included */
     atomic_int refs;       /* the caller's and each queued host function's */
     gpumem_stream *stream;
@@ -77,7 +85,8 @@ struct landing {
     uint64_t npieces;
     atomic_uint_fast64_t next;  /* the next piece to land */
     atomic_uint_fast64_t ready; /* bytes arrived in the bounce, from its start */
-    slab_mark marks[];     /* one per slab but the last */
+    int nmarks;            /* slabs with an event: the first nmarks (all but the last at most) */
+    slab_mark marks[];
 };
 
 /* The task: lands arrived pieces until none is left that has arrived. */
@@ -109,23 +118,33 @@ static void landing_unref(landing *l)
     }
 }
 
-/* The host function after a slab: its bytes arrived; the workers land them. */
-static void slab_arrived(void *arg)
+/* The watcher (one worker): as each slab's event completes, its bytes
+ * have arrived and the other workers land them.  A failed wait stops it:
+ * the final host function lands the rest. */
+static void watch_slabs(gm_task *t, int worker)
 {
-    slab_mark *m = arg;
-    landing *l = m->l;
-    atomic_store_explicit(&l->ready, m->end, memory_order_release);
-    uint64_t next = atomic_load_explicit(&l->next, memory_order_relaxed), have = m->end / l->piece;
-    uint64_t waiting = have > next ? have - next : 0;
-    gm_task_post(l->workers, &l->task, (unsigned)(waiting < l->threads ? waiting : l->threads));
-    landing_unref(l);
+    landing *l = (landing *)((char *)t - offsetof(landing, watch));
+    for (int s = 0; s < l->nmarks; s++) {
+        if (worker >= 0 && gm_workers_stopping())
+            return;
+        if (GM_DRV(event_synchronize, l->ctx->dctx, l->marks[s].ev) != GM_CUDA_SUCCESS)
+            return;
+        uint64_t end = l->marks[s].end;
+        atomic_store_explicit(&l->ready, end, memory_order_release);
+        uint64_t next = atomic_load_explicit(&l->next, memory_order_relaxed), have = end / l->piece;
+        uint64_t waiting = have > next ? have - next : 0;
+        unsigned others = l->threads > 1 ? l->threads - 1 : 1;
+        gm_task_post(l->workers, &l->task, (unsigned)(waiting < others ? waiting : others));
+    }
 }
 
 /* The final host function: the rest lands here, and the stream goes on
- * once every byte has. */
+ * once every byte has.  Every slab's event completed before it runs (stream
+ * order), so joining the watcher waits for no device work. */
 static void land_all(void *arg)
 {
     landing *l = arg;
+    gm_task_join(l->workers, &l->watch); /* no more posts of the landing task */
     atomic_store_explicit(&l->ready, l->bytes, memory_order_release);
     land_pieces(&l->task, -1);
     gm_task_join(l->workers, &l->task);
@@ -133,17 +152,28 @@ static void land_all(void *arg)
     landing_unref(l);
 }
 
-/* The write-back that gives the bounce block back. */
+/* The write-back that gives the bounce block back, and destroys the
+ * slabs' events (host functions may not call the driver). */
 typedef struct giveback {
     gpumem_context *ctx;
     const char *what; /* the public call that queued it */
     gpumem_stream *stream; /* held: the landing counts on it */
     gm_block block;
+    int nev;
+    gm_devent *ev[];
 } giveback;
+
+static void events_destroy(giveback *g)
+{
+    for (int i = 0; i < g->nev; i++)
+        (void)GM_DRV(event_destroy, g->ctx->dctx, g->ev[i]); /* nothing of the copy depends on it */
+    g->nev = 0;
+}
 
 static gpumem_status give_back(void *arg, bool run)
 {
     giveback *g = arg;
+    events_destroy(g);
     gpumem_status st = run ? gm_staging_bounce_put(g->ctx, &g->block, g->what) : gm_alloc_free(g->ctx, &g->block, g->what);
     gm_stream_unhold(g->stream);
     free(g);
@@ -196,7 +226,7 @@ gpumem_status gm_copy_queued_download(const char *what, gpumem_array *dst, const
     if (bytes == 0)
         return GPUMEM_OK;
     unsigned threads = 1;
-    gm_workers *workers = gm_staging_workers(ctx, &threads);
+    gm_workers *workers = gm_copy_workers(ctx, &threads);
     /* the slabs: along the outermost axis of like (its largest stride) */
     int k = -1;
     for (int i = 0; i < dst->ndim; i++)
@@ -211,7 +241,7 @@ gpumem_status gm_copy_queued_download(const char *what, gpumem_array *dst, const
     if (nslabs < 1)
         nslabs = 1;
     landing *l = calloc(1, sizeof *l + (size_t)nslabs * sizeof(slab_mark));
-    giveback *g = malloc(sizeof *g);
+    giveback *g = calloc(1, sizeof *g + (size_t)nslabs * sizeof(gm_devent *));
     if (l == NULL || g == NULL || workers == NULL) {
         free(l);
         free(g);
@@ -222,7 +252,9 @@ gpumem_status gm_copy_queued_download(const char *what, gpumem_array *dst, const
     g->block = (gm_block){0};
     g->stream = gm_stream_hold(stream);
     l->task = GM_TASK_INIT(land_pieces);
+    l->watch = GM_TASK_INIT(watch_slabs);
     l->workers = workers;
+    l->ctx = ctx;
     l->threads = threads;
     atomic_init(&l->refs, 1);
     atomic_init(&l->next, 0);
@@ -242,8 +274,10 @@ gpumem_status gm_copy_queued_download(const char *what, gpumem_array *dst, const
         uint64_t unit = (uint64_t)plan.params.unit;
         l->piece = PIECE / unit * unit;
         l->npieces = (bytes + l->piece - 1) / l->piece;
+        if (gm_poison_on()) /* GPUMEM_DEBUG=poison: what has not landed reads as the pattern */
+            gm_poison_host(dst);
     }
-    /* each slab on the stream, then a host function that lets the workers land it */
+    /* each slab on the stream, then an event the watcher waits for */
     bool ran = false, marks = true, queued_land = false;
     for (int64_t s = 0; st == GPUMEM_OK && s < nslabs; s++) {
         int64_t a = ext * s / nslabs, b = ext * (s + 1) / nslabs;
@@ -251,23 +285,34 @@ gpumem_status gm_copy_queued_download(const char *what, gpumem_array *dst, const
         if ((st = slab_copy(what, ctx, src, dst, like, bounce0, nslabs > 1 ? k : -1, a, b, stream)) != GPUMEM_OK ||
             s + 1 == nslabs || !marks)
             continue;
-        slab_mark *m = &l->marks[s];
-        *m = (slab_mark){l, (uint64_t)(b * like[k])};
-        atomic_fetch_add_explicit(&l->refs, 1, memory_order_relaxed);
-        if (GM_DRV(launch_host_func, ctx->dctx, gm_stream_ds(stream), slab_arrived, m) != GM_CUDA_SUCCESS) {
-            atomic_fetch_sub_explicit(&l->refs, 1, memory_order_relaxed);
+        gm_devent *ev = NULL;
+        if (GM_DRV(event_create, ctx->dctx, &ev, GM_CU_EVENT_DISABLE_TIMING | GM_CU_EVENT_BLOCKING_SYNC) !=
+            GM_CUDA_SUCCESS) {
             marks = false; /* the final host function lands the rest */
+            continue;
         }
+        g->ev[g->nev++] = ev;
+        if (GM_DRV(event_record, ctx->dctx, ev, gm_stream_ds(stream)) != GM_CUDA_SUCCESS) {
+            marks = false;
+            continue;
+        }
+        l->marks[l->nmarks++] = (slab_mark){ev, (uint64_t)(b * like[k])};
     }
+    /* every event is recorded (the watcher reads nmarks and marks only now);
+     * the first slab is still on the link */
+    if (st == GPUMEM_OK && l->nmarks > 0)
+        gm_task_post(workers, &l->watch, 1);
     if (st == GPUMEM_OK) {
         atomic_fetch_add_explicit(&stream->landings, 1, memory_order_relaxed);
         atomic_fetch_add_explicit(&l->refs, 1, memory_order_relaxed);
         queued_land = GM_DRV(launch_host_func, ctx->dctx, gm_stream_ds(stream), land_all, l) == GM_CUDA_SUCCESS;
         if (!queued_land) { /* the stream cannot run it: wait, and land the bytes here */
+            gm_copy_note_synced();
             atomic_fetch_sub_explicit(&l->refs, 1, memory_order_relaxed);
             atomic_fetch_sub_explicit(&stream->landings, 1, memory_order_relaxed);
             st = gm_drv_check(GM_DRV(stream_synchronize, ctx->dctx, gm_stream_ds(stream)), GM_OP_stream_synchronize,
                               what);
+            gm_task_join(workers, &l->watch);
             if (st == GPUMEM_OK) {
                 atomic_store_explicit(&l->ready, bytes, memory_order_release);
                 gm_task_post(workers, &l->task, threads - 1);
@@ -280,9 +325,13 @@ gpumem_status gm_copy_queued_download(const char *what, gpumem_array *dst, const
         g = NULL;
     } else if (ran) { /* no write-back: the block may go only once the stream is done with it */
         gm_error_quietly(drain(ctx, stream, what));
+        gm_task_join(workers, &l->watch);
         gm_task_join(workers, &l->task); /* no worker reads the block any more */
+    } else {
+        gm_task_join(workers, &l->watch);
     }
     if (g != NULL) {
+        events_destroy(g);
         if (g->block.bytes != 0 || g->block.addr != 0)
             st = gm_keep_first(st, gm_staging_bounce_put(ctx, &g->block, what));
         gm_stream_unhold(g->stream);

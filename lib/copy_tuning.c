@@ -20,7 +20,8 @@
 /* ---- the parameters, one line each ---------------------------------------------------------------- */
 
 GM_PARAM_LONG(gm_param_copy_min_row_bytes, "GPUMEM_COPY_MIN_ROW_BYTES", 0, 1L << 30, GM_COPY_MIN_ROW_BYTES)
-GM_PARAM_SIZE(gm_param_copy_scratch_chunk, "GPUMEM_COPY_SCRATCH_CHUNK", 64u << 10, 1u << 30, GM_COPY_SCRATCH_CHUNK)
+/* unset: 0, and the decision chooses (GM_COPY_SCRATCH_CHUNK, or more between devices) */
+GM_PARAM_SIZE(gm_param_copy_scratch_chunk, "GPUMEM_COPY_SCRATCH_CHUNK", 64u << 10, 1u << 30, 0)
 GM_PARAM_LONG(gm_param_peer, "GPUMEM_PEER", 0, 1, 1)
 
 /* ---- the snapshot ------------------------------------------------------------------------------- */

@@ -33,12 +33,19 @@
  * (GPUMEM_COPY_SCRATCH_CHUNK overrides it). */
 #define GM_COPY_SCRATCH_CHUNK (4u << 20)
 
+/* Between two devices with peer access (both sides strided), unless
+ * GPUMEM_COPY_SCRATCH_CHUNK is set, a buffer is a quarter of the copy, from
+ * GM_COPY_SCRATCH_CHUNK to this: each chunk costs a wait across the devices
+ * (about 10 us), so 4 MiB chunks held [::2] of 256 MiB to 205 GB/s and
+ * 64 MiB chunks reached 325 (84% of contiguous; two H200s, 2026-11-25). */
+#define GM_COPY_PEER_CHUNK_MAX (64u << 20)
+
 /* A staged strided copy's scratch buffers are at most this big (copy_decide.h:
  * at least the staging window, the staging threads x their slot). */
 #define GM_COPY_SCRATCH_STAGED_MAX (32u << 20)
 
 /* A CPU pack at least this big runs on several threads of the worker pool
- * (staging.c's gm_staging_cpu_pack). */
+ * (copy_workers.c's gm_copy_cpu_pack). */
 #define GM_COPY_CPU_THREAD_BYTES (4u << 20)
 
 /* Bits of gm_copy_tuning.bad: a setting whose environment variable has a
@@ -53,7 +60,7 @@ enum {
 typedef struct gm_copy_tuning {
     uint64_t gen;                    /* the snapshot's generation (> 0) */
     size_t min_row_bytes;            /* GPUMEM_COPY_MIN_ROW_BYTES */
-    size_t scratch_chunk;            /* GPUMEM_COPY_SCRATCH_CHUNK: bytes of one scratch buffer */
+    size_t scratch_chunk;            /* GPUMEM_COPY_SCRATCH_CHUNK: bytes of one scratch buffer; 0: unset */
     size_t cpu_thread_bytes;         /* a CPU pack of at least this runs on several threads */
     gpumem_staging_settings staging; /* gpumem/staging.h's settings */
     bool peer;                       /* copies between devices may use peer access */

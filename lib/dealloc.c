@@ -4,6 +4,7 @@
  */
 #include "config.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 
 #include "context.h"
@@ -15,6 +16,24 @@
 
 #define DEFAULT_MAX_COUNT 10
 #define DEFAULT_MAX_RATIO 0.2
+
+typedef struct gm_pending_free {
+    gm_free_kind kind;
+    uint64_t ptr;
+    size_t bytes;
+} gm_pending_free;
+
+struct gm_dealloc {
+    pthread_mutex_t lock;
+    gm_pending_free *items;
+    size_t count, cap;
+    uint64_t bytes;
+    uint64_t device_bytes; /* of them, device and managed memory (GM_FREE_DEVICE) */
+    size_t max_count;
+    double max_ratio;
+    uint64_t total_memory; /* the device's, for the ratio */
+    int defer_depth;
+};
 
 /* The context hook: the queue is made with the context. */
 static gpumem_status dealloc_create(gpumem_context *ctx, const char *what)

@@ -6,7 +6,6 @@
 #ifndef GM_DEALLOC_H
 #define GM_DEALLOC_H
 
-#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -22,23 +21,8 @@ typedef enum gm_free_kind {
     GM_FREE_HOST     /* cuMemFreeHost: pinned and mapped memory */
 } gm_free_kind;
 
-typedef struct gm_pending_free {
-    gm_free_kind kind;
-    uint64_t ptr;
-    size_t bytes;
-} gm_pending_free;
-
-typedef struct gm_dealloc {
-    pthread_mutex_t lock;
-    gm_pending_free *items;
-    size_t count, cap;
-    uint64_t bytes;
-    uint64_t device_bytes; /* of them, device and managed memory (GM_FREE_DEVICE) */
-    size_t max_count;
-    double max_ratio;
-    uint64_t total_memory; /* the device's, for the ratio */
-    int defer_depth;
-} gm_dealloc;
+/* The queue (dealloc.c); ctx->dealloc. */
+typedef struct gm_dealloc gm_dealloc;
 
 /* Queues a free of memory the library allocated; flushes if over the limits
  * and no defer_cleanup scope is open.  The status is the flush's, its

@@ -9,6 +9,7 @@
 
 #include "alloc.h"
 #include "array.h"
+#include "copy_debug.h"
 #include "error.h"
 #include "memstats.h"
 #include "pool.h"
@@ -67,7 +68,9 @@ GPUMEM_API gpumem_status gpumem_pool_device_array(gpumem_pool *pool, int ndim, c
         st = gm_array_prepare(what, &ctx, ndim, shape, NULL, dtype, order, stream, cstrides);
     if (st != GPUMEM_OK)
         return st;
-    return gm_array_new_pooled_device(what, pool, ctx, ndim, shape, cstrides, dtype, stream, array);
+    return gm_poison_new_array(what, gm_array_new_pooled_device(what, pool, ctx, ndim, shape, cstrides, dtype, stream,
+                                                                array),
+                               stream, array);
 }
 
 GPUMEM_API gpumem_status gpumem_pool_block_size(size_t size, size_t *block_size)

@@ -170,6 +170,46 @@ const char *gm_env(const char *name)
     return v != NULL && *v != '\0' ? v : NULL;
 }
 
+unsigned gm_debug_parse(const char *s)
+{
+    unsigned flags = 0;
+    if (s == NULL)
+        return 0;
+    for (;;) {
+        const char *comma = strchr(s, ',');
+        size_t len = comma != NULL ? (size_t)(comma - s) : strlen(s);
+        char word[64];
+        long v = 0;
+        if (len >= sizeof word) { /* too long for any of the words */
+            flags |= GM_DEBUG_MESSAGES;
+        } else {
+            memcpy(word, s, len);
+            word[len] = '\0';
+            if (gm_word_is(word, "leaks"))
+                flags |= GM_DEBUG_LEAKS;
+            else if (gm_word_is(word, "poison"))
+                flags |= GM_DEBUG_POISON;
+            else if (gm_word_is(word, "copies"))
+                flags |= GM_DEBUG_COPIES;
+            else if (*skip_blank(word) != '\0' && !(gm_parse_long(word, &v) && v == 0))
+                flags |= GM_DEBUG_MESSAGES;
+        }
+        if (comma == NULL)
+            return flags;
+        s = comma + 1;
+    }
+}
+
+_Atomic int gm_debug_flags_cache = -1;
+
+unsigned gm_debug_flags_read(void)
+{
+    /* every thread that races here computes the same value */
+    unsigned flags = gm_debug_parse(gm_env("GPUMEM_DEBUG"));
+    atomic_store_explicit(&gm_debug_flags_cache, (int)flags, memory_order_relaxed);
+    return flags;
+}
+
 /* The parsers below write a bad value's message into err (size bytes) and
  * return GPUMEM_ERROR_INVALID_ENVIRONMENT; the gm_env_* calls report it with
  * gm_error, the cached parameters keep it. */

@@ -46,6 +46,37 @@ bool gm_word_is(const char *s, const char *word);
 /* The value of name, or NULL when unset or empty. */
 const char *gm_env(const char *name);
 
+/* ---- GPUMEM_DEBUG ------------------------------------------------------------------------------ */
+
+/* GPUMEM_DEBUG is a comma-separated list of words, each compared as
+ * gm_word_is compares (any ASCII case, blanks around it):
+ *   leaks   GM_DEBUG_LEAKS   list what is alive at a context's end (memstats.c)
+ *   poison  GM_DEBUG_POISON  fill new arrays and pending download destinations (copy_debug.c)
+ *   copies  GM_DEBUG_COPIES  one line per copy on stderr (copy_debug.c)
+ *   0       nothing
+ *   empty   nothing (as "1,,leaks" or a trailing comma leave)
+ *   any other word: GM_DEBUG_MESSAGES, the backend choice and every error
+ *   on stderr (gm_debug), as every value but 0 did before the list had words. */
+enum {
+    GM_DEBUG_MESSAGES = 1u << 0,
+    GM_DEBUG_LEAKS = 1u << 1,
+    GM_DEBUG_POISON = 1u << 2,
+    GM_DEBUG_COPIES = 1u << 3
+};
+
+/* The flags of a GPUMEM_DEBUG value (NULL: unset, 0). */
+unsigned gm_debug_parse(const char *s);
+
+/* GPUMEM_DEBUG's flags, read once per process: after the first call, one
+ * relaxed load. */
+extern _Atomic int gm_debug_flags_cache; /* -1: not read yet */
+unsigned gm_debug_flags_read(void);
+static inline unsigned gm_debug_flags(void)
+{
+    int f = atomic_load_explicit(&gm_debug_flags_cache, memory_order_relaxed);
+    return f >= 0 ? (unsigned)f : gm_debug_flags_read();
+}
+
 /* ---- cached parameters ---------------------------------------------------------------------- */
 
 /* A parameter read from the environment once, as NCCL's NCCL_PARAM: the

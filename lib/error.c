@@ -187,16 +187,7 @@ gpumem_status gm_error_restore(const gm_error_record *r)
 
 void gm_debug(const char *fmt, ...)
 {
-    /* -1: not read yet; every thread that races here computes the same value */
-    static _Atomic int enabled = -1;
-    int on = atomic_load_explicit(&enabled, memory_order_relaxed);
-    if (on < 0) {
-        long v = 0;
-        const char *s = gm_env("GPUMEM_DEBUG");
-        on = s != NULL && !gm_word_is(s, "leaks") && (!gm_parse_long(s, &v) || v != 0); /* leaks alone: memstats.c */
-        atomic_store_explicit(&enabled, on, memory_order_relaxed);
-    }
-    if (!on)
+    if (!(gm_debug_flags() & GM_DEBUG_MESSAGES)) /* the list's other words: env.h */
         return;
     va_list ap;
     va_start(ap, fmt);

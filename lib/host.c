@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "array.h"
+#include "copy_debug.h"
 #include "error.h"
 #include "gpumem/host.h"
 #include "hostreg.h"
@@ -200,8 +201,9 @@ GPUMEM_API gpumem_status gpumem_pinned_array(gpumem_context *ctx, int ndim, cons
     if (st != GPUMEM_OK)
         return st;
     /* Portable: page-locked for every context, as the registry is process-wide. */
-    return gm_array_new_locked(what, GPUMEM_MEMORY_PINNED, ctx, ndim, shape, cstrides, dtype,
-                               GM_CU_MEMHOSTALLOC_PORTABLE, array);
+    return gm_poison_new_array(what, gm_array_new_locked(what, GPUMEM_MEMORY_PINNED, ctx, ndim, shape, cstrides, dtype,
+                                                         GM_CU_MEMHOSTALLOC_PORTABLE, array),
+                               NULL, array);
 }
 
 GPUMEM_API gpumem_status gpumem_mapped_array(gpumem_context *ctx, int ndim, const int64_t *shape,
@@ -220,7 +222,9 @@ GPUMEM_API gpumem_status gpumem_mapped_array(gpumem_context *ctx, int ndim, cons
         cu |= GM_CU_MEMHOSTALLOC_PORTABLE;
     if (flags & GPUMEM_HOST_WRITECOMBINED)
         cu |= GM_CU_MEMHOSTALLOC_WRITECOMBINED;
-    return gm_array_new_locked(what, GPUMEM_MEMORY_MAPPED, ctx, ndim, shape, cstrides, dtype, cu, array);
+    return gm_poison_new_array(what, gm_array_new_locked(what, GPUMEM_MEMORY_MAPPED, ctx, ndim, shape, cstrides, dtype,
+                                                         cu, array),
+                               NULL, array);
 }
 
 GPUMEM_API gpumem_status gpumem_managed_array(gpumem_context *ctx, int ndim, const int64_t *shape,
@@ -235,7 +239,9 @@ GPUMEM_API gpumem_status gpumem_managed_array(gpumem_context *ctx, int ndim, con
     int64_t cstrides[GM_MAX_NDIM];
     GM_FORWARD_IF_ERROR(gm_array_prepare(what, &ctx, ndim, shape, strides, dtype, order, NULL, cstrides));
     GM_FORWARD_IF_ERROR(device_can(ctx, GM_CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY, "managed memory", what));
-    return gm_array_new_locked(what, GPUMEM_MEMORY_MANAGED, ctx, ndim, shape, cstrides, dtype,
-                               flags == GPUMEM_MANAGED_ATTACH_GLOBAL ? GM_CU_MEM_ATTACH_GLOBAL : GM_CU_MEM_ATTACH_HOST,
-                               array);
+    return gm_poison_new_array(what, gm_array_new_locked(what, GPUMEM_MEMORY_MANAGED, ctx, ndim, shape, cstrides, dtype,
+                                                         flags == GPUMEM_MANAGED_ATTACH_GLOBAL ? GM_CU_MEM_ATTACH_GLOBAL
+                                                                                               : GM_CU_MEM_ATTACH_HOST,
+                                                         array),
+                               NULL, array);
 }

@@ -7,6 +7,7 @@
 
 #include "alloc.h"
 #include "array.h"
+#include "copy_debug.h"
 #include "error.h"
 #include "memstats.h"
 #include "pool.h"
@@ -91,7 +92,8 @@ GPUMEM_API gpumem_status gpumem_host_pool_allocate(gpumem_host_pool *pool, int n
     gpumem_status st = gm_array_prepare(what, &ctx, ndim, shape, NULL, dtype, order, NULL, cstrides);
     if (st != GPUMEM_OK)
         return st;
-    return gm_array_new_pooled_host(what, pool, ndim, shape, cstrides, dtype, array);
+    return gm_poison_new_array(what, gm_array_new_pooled_host(what, pool, ndim, shape, cstrides, dtype, array), NULL,
+                               array);
 }
 
 GPUMEM_API gpumem_status gpumem_host_pool_held_blocks(gpumem_host_pool *pool, uint64_t *count)

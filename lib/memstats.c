@@ -365,27 +365,10 @@ static void leaks_at_exit(void)
     pthread_mutex_unlock(&reg_lock);
 }
 
-/* Whether GPUMEM_DEBUG, a comma-separated list, has the word "leaks". */
+/* Whether GPUMEM_DEBUG, a comma-separated list, has the word "leaks" (env.h). */
 static bool debug_wants_leaks(void)
 {
-    const char *v = gm_env("GPUMEM_DEBUG");
-    if (v == NULL)
-        return false;
-    char word[64];
-    while (*v != '\0') {
-        const char *comma = strchr(v, ',');
-        size_t len = comma != NULL ? (size_t)(comma - v) : strlen(v);
-        if (len < sizeof word) {
-            memcpy(word, v, len);
-            word[len] = '\0';
-            if (gm_word_is(word, "leaks"))
-                return true;
-        }
-        if (comma == NULL)
-            break;
-        v = comma + 1;
-    }
-    return false;
+    return (gm_debug_flags() & GM_DEBUG_LEAKS) != 0;
 }
 
 static pthread_once_t leaks_once = PTHREAD_ONCE_INIT;

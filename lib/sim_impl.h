@@ -1,8 +1,9 @@
 /*
  * sim_impl.h - the simulator's shared state (private to sim*.c).
  *
- * The simulator is split by what it simulates: devices, contexts and memory
- * (sim.c, which also fills the driver table), streams and events with their
+ * The simulator is split by what it simulates: devices and contexts (sim.c,
+ * which also fills the driver table), memory and the allocation registry
+ * (sim_memory.c), streams and events with their
  * worker threads (sim_stream.c), copies and memsets (sim_copy.c), and
  * modules, functions, globals, occupancy and launches (sim_module.c).
  * Module images are read by sim_image.c (PTX by sim_ptx.c, cubins by
@@ -218,12 +219,16 @@ static inline void unlock(void)
     pthread_mutex_unlock(&S.mu);
 }
 
-/* ---- sim.c: devices, contexts, memory (all with the lock held) ---- */
+/* ---- sim.c: devices, contexts (with the lock held) ---- */
 
 /* Whether ctx is a device's primary context, retained. */
 bool gm_sim_ctx_ok(const gm_dctx *ctx);
 /* Whether addr lies in some device's address window. */
 bool gm_sim_in_device_window(uint64_t addr);
+
+/* ---- sim_memory.c: the allocation registry and memory (the gm_sim_reg_,
+ * gm_sim_alloc_ and _locked ones with the lock held) ---- */
+
 /* The record holding addr, or NULL. */
 sim_alloc *gm_sim_reg_find(uint64_t addr);
 /* The record holding all of [addr, addr + len), len > 0, or NULL. */
@@ -237,6 +242,20 @@ int gm_sim_mem_alloc_locked(gm_dctx *ctx, gm_cu_deviceptr *ptr, size_t bytes);
 /* Registers mem (bytes long, mapped by the caller) at a fresh address of
  * ctx's window as an IPC mapping: device memory, not owned, not charged. */
 int gm_sim_ipc_map_locked(gm_dctx *ctx, unsigned char *mem, size_t bytes, gm_cu_deviceptr *ptr);
+
+int gm_sim_mem_get_info(gm_dctx *ctx, size_t *free_bytes, size_t *total_bytes);
+int gm_sim_mem_alloc(gm_dctx *ctx, gm_cu_deviceptr *ptr, size_t bytes);
+int gm_sim_mem_free(gm_dctx *ctx, gm_cu_deviceptr ptr);
+int gm_sim_mem_alloc_async(gm_dctx *ctx, gm_cu_deviceptr *ptr, size_t bytes, gm_dstream *stream);
+int gm_sim_mem_free_async(gm_dctx *ctx, gm_cu_deviceptr ptr, gm_dstream *stream);
+int gm_sim_mem_alloc_managed(gm_dctx *ctx, gm_cu_deviceptr *ptr, size_t bytes, unsigned flags);
+int gm_sim_mem_host_alloc(gm_dctx *ctx, void **ptr, size_t bytes, unsigned flags);
+int gm_sim_mem_free_host(gm_dctx *ctx, void *ptr);
+int gm_sim_mem_host_register(gm_dctx *ctx, void *ptr, size_t bytes, unsigned flags);
+int gm_sim_mem_host_unregister(gm_dctx *ctx, void *ptr);
+int gm_sim_mem_host_get_device_pointer(gm_dctx *ctx, gm_cu_deviceptr *dptr, void *ptr);
+int gm_sim_pointer_get_attributes(unsigned count, const int *attrs, void **data, gm_cu_deviceptr ptr);
+int gm_sim_mem_get_address_range(gm_dctx *ctx, gm_cu_deviceptr *base, size_t *size, gm_cu_deviceptr ptr);
 
 /* ---- sim_ipc.c: IPC handles between processes ---- */
 

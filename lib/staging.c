@@ -1,5 +1,8 @@
 /*
- * staging.c - the staging engine (staging.h, gpumem/staging.h).
+ * staging.c - the staging engine (staging.h, gpumem/staging.h): its
+ * settings, the engine of each context and its lanes, the bounce blocks of
+ * queued downloads, and the clearing; the transfers are staging_xfer.c's
+ * (staging_impl.h says how the two share the engine).
  *
  * Per context, an engine (ctx->staging, made on first use, ended by a
  * context hook) holds the lanes of that context: a lane is one thread's
@@ -12,8 +15,8 @@
  * calling thread borrows a free caller lane (under the engine's mu).  A
  * transfer (xfer) is a task of the pool (workers.h): every thread in it
  * takes the next chunk from the transfer's cursor and runs it through its
- * own lane, with no barrier between chunks (the transfers section says how
- * chunks ramp and how segments of device scratch open and close).
+ * own lane, with no barrier between chunks (staging_xfer.c says how chunks
+ * ramp and how segments of device scratch open and close).
  *
  * Settings are one immutable snapshot behind an atomic pointer: a copy
  * reads them without a lock.  gpumem_staging_set publishes a new one
@@ -27,27 +30,22 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "copy_tuning.h"
-#include "cpu_pack.h"
 #include "env.h"
 #include "error.h"
 #include "gpumem/staging.h"
 #include "alloc.h"
 #include "staging.h"
+#include "staging_impl.h"
 
 #define MAX_THREADS 64
-#define MAX_DEPTH 64
 #define DEFAULT_THREADS 16          /* three quarters of the CPUs, at most this many (defaults()) */
 #define DEFAULT_CHUNK (2u << 20)    /* a slot: stays in a core's cache (issue 19's probe) */
 #define DEFAULT_DEPTH 2
 #define DEFAULT_MIN (4u << 20)
-#define MIN_AUTO_CHUNK (256u << 10) /* a transfer below threads x chunk splits into chunks of at least this */
-#define CALLER_LANES 64             /* lanes of calling threads, per context */
-#define BOUNCE_KEEP 4 /* pinned blocks of queued downloads kept for reuse */
-#define BOUNCE_KEEP_BYTES ((size_t)1 << 30) /* ...holding at most this much page-locked memory */
+#define BOUNCE_KEEP_BYTES ((size_t)1 << 30) /* the kept bounce blocks hold at most this much page-locked memory */
 
 /* ---- settings ------------------------------------------------------------------------------------ */
 
@@ -56,14 +54,6 @@ static GM_PARAM_LONG(param_threads, "GPUMEM_STAGING_THREADS", 1, MAX_THREADS, 0)
 static GM_PARAM_SIZE(param_chunk, "GPUMEM_STAGING_CHUNK", 64u << 10, 1u << 30, DEFAULT_CHUNK)
 static GM_PARAM_LONG(param_depth, "GPUMEM_STAGING_DEPTH", 2, MAX_DEPTH, DEFAULT_DEPTH)
 static GM_PARAM_SIZE(param_min_bytes, "GPUMEM_STAGING_MIN_BYTES", 0, UINT64_MAX, DEFAULT_MIN)
-
-typedef struct snapshot {
-    gpumem_staging_settings s;
-    uint64_t gen;
-    gpumem_status status; /* of the environment, kept for every read */
-    char error[256];
-    struct snapshot *older; /* kept: a reader may still hold one */
-} snapshot;
 
 static pthread_mutex_t settings_mu = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic(snapshot *) current;
@@ -101,7 +91,7 @@ static snapshot *publish(const gpumem_staging_settings *s, gpumem_status status,
 }
 
 /* The settings now: the environment's at the first call. */
-static const snapshot *settings(void)
+const snapshot *gm_staging_snapshot(void)
 {
     snapshot *s = atomic_load_explicit(&current, memory_order_acquire);
     if (s != NULL)
@@ -126,7 +116,7 @@ static const snapshot *settings(void)
 
 /* The settings for a copy: those of the snapshot even when the environment
  * was bad (the defaults), with the environment's status. */
-static gpumem_status settings_status(const snapshot *s)
+gpumem_status gm_staging_snapshot_status(const snapshot *s)
 {
     return s->status == GPUMEM_OK ? GPUMEM_OK : gm_error(s->status, "%s", s->error);
 }
@@ -137,8 +127,8 @@ GPUMEM_API gpumem_status gpumem_staging_get(gpumem_staging_settings *out)
     if (out->size != sizeof *out)
         return gm_error(GPUMEM_ERROR_INVALID_VALUE, "gpumem_staging_get: settings->size is %zu, not %zu",
                         out->size, sizeof *out);
-    const snapshot *s = settings();
-    gpumem_status st = settings_status(s);
+    const snapshot *s = gm_staging_snapshot();
+    gpumem_status st = gm_staging_snapshot_status(s);
     if (st == GPUMEM_OK)
         *out = s->s;
     return st;
@@ -157,7 +147,7 @@ GPUMEM_API gpumem_status gpumem_staging_set(const gpumem_staging_settings *in)
                         in->chunk_bytes);
     if (in->depth < 2 || in->depth > MAX_DEPTH)
         return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: depth %u is not in 2..%d", what, in->depth, MAX_DEPTH);
-    (void)settings(); /* the environment is read first, then overridden (a bad one too) */
+    (void)gm_staging_snapshot(); /* the environment is read first, then overridden (a bad one too) */
     pthread_mutex_lock(&settings_mu);
     snapshot *n = publish(in, GPUMEM_OK, "");
     pthread_mutex_unlock(&settings_mu);
@@ -167,53 +157,22 @@ GPUMEM_API gpumem_status gpumem_staging_set(const gpumem_staging_settings *in)
 
 gpumem_status gm_staging_min_bytes(size_t *out)
 {
-    const snapshot *s = settings();
+    const snapshot *s = gm_staging_snapshot();
     *out = s->status == GPUMEM_OK ? s->s.min_bytes : DEFAULT_MIN;
-    return settings_status(s);
+    return gm_staging_snapshot_status(s);
 }
 
 gpumem_status gm_staging_settings_now(gpumem_staging_settings *out)
 {
-    const snapshot *s = settings();
+    const snapshot *s = gm_staging_snapshot();
     *out = s->s;
     if (s->status != GPUMEM_OK)
         defaults(out);
-    return settings_status(s);
+    return gm_staging_snapshot_status(s);
 }
 
 /* ---- lanes ------------------------------------------------------------------------------------------- */
 
-/* One thread's pinned slots in one context. */
-typedef struct lane {
-    atomic_bool busy;    /* a thread uses it: taken with a compare-and-swap (a worker's own lane needs no lock) */
-    bool dirty;          /* an operation on it failed: a transfer into a slot may still run */
-    uint64_t gen;        /* the settings it was built for; 0: not built */
-    unsigned nslots;
-    size_t slot_bytes;
-    gm_block blk;        /* the slots, one block */
-    char *slot[MAX_DEPTH];
-    gm_devent *ev[MAX_DEPTH];
-    bool used[MAX_DEPTH]; /* an event was recorded after the slot's last transfer */
-    unsigned next;       /* the slot the next chunk takes */
-} lane;
-
-struct gm_staging {
-    atomic_int refs;      /* the context's + users' */
-    gpumem_context *ctx;  /* not retained: the engine ends with it */
-    gm_dctx *dctx;
-    int node;             /* the device's NUMA node, -1: none or unknown */
-    bool callers_fill;    /* calling threads take chunks too (off a NUMA node only the node's workers do) */
-    gm_workers *workers;
-    pthread_mutex_t mu;   /* the caller lanes (worker lanes need no lock) */
-    pthread_cond_t lane_back; /* a caller lane was given back */
-    _Atomic(lane *) wlane[GM_WORKERS_MAX]; /* worker w's: made by it, kept until the engine ends */
-    lane *clane[CALLER_LANES];
-    unsigned nclane;
-    pthread_mutex_t bmu;  /* guards the bounce cache */
-    gm_block bounce[BOUNCE_KEEP]; /* pinned blocks of queued downloads, kept for reuse */
-    unsigned nbounce;
-    struct gm_staging *next, *prev; /* in engines (engines_mu) */
-};
 
 static pthread_mutex_t engines_mu = PTHREAD_MUTEX_INITIALIZER;
 static gm_staging *engines;
@@ -251,8 +210,8 @@ static void lane_free(gm_staging *e, lane *l)
 }
 
 /* Builds l for snapshot s (it was built for another, or not at all). */
-static gpumem_status lane_build(gm_staging *e, lane *l, const gpumem_staging_settings *s, uint64_t gen,
-                                const char *what)
+gpumem_status gm_staging_lane_build(gm_staging *e, lane *l, const gpumem_staging_settings *s, uint64_t gen,
+                                    const char *what)
 {
     lane_empty(e, l);
     size_t slot = (s->chunk_bytes + 4095) & ~(size_t)4095;
@@ -389,738 +348,6 @@ int gm_staging_node(gpumem_context *ctx)
     int node = e->node;
     engine_unref(e);
     return node;
-}
-
-/* The threads a task may use (the caller included), with the pool grown to
- * them. */
-static unsigned engine_threads(gm_staging *e, unsigned threads)
-{
-    unsigned want = e->callers_fill ? threads - 1 : threads;
-    unsigned have = gm_workers_grow(e->workers, want);
-    if (have > want)
-        have = want;
-    return e->callers_fill ? have + 1 : have > 0 ? have : 1;
-}
-
-gm_workers *gm_staging_workers(gpumem_context *ctx, unsigned *threads)
-{
-    gpumem_staging_settings s;
-    (void)gm_staging_settings_now(&s);
-    gm_staging *e = NULL;
-    if (ctx == NULL || engine_of(ctx, &e) != GPUMEM_OK) {
-        gm_workers *w = gm_workers_get(-1);
-        unsigned have = w != NULL ? gm_workers_grow(w, s.threads - 1) : 0;
-        *threads = (have < s.threads - 1 ? have : s.threads - 1) + 1;
-        return w;
-    }
-    gm_workers *w = e->workers;
-    /* callers always take part in these tasks (no pinned memory is touched) */
-    unsigned have = gm_workers_grow(w, s.threads - 1);
-    *threads = (have < s.threads - 1 ? have : s.threads - 1) + 1;
-    engine_unref(e);
-    return w;
-}
-
-/* ---- transfers ------------------------------------------------------------------------------------------ */
-
-/*
- * A transfer (xfer) is a task of the pool.  Its bytes are taken in chunks
- * from one cursor, under the transfer's lock: the threads of the transfer
- * (the caller and the workers that join) each take the next chunk, run it
- * through their own lane, and take the next, with no barrier between
- * chunks.
- *
- * Chunk sizes ramp: the first and the last chunks are small (the slot over
- * the threads, at least RAMP_MIN) and they grow, linearly in their index,
- * to a slot.  When T threads start together on chunks of one size they all
- * fill at once and the link idles until the first is full, then they all
- * wait while the link moves the lot (and a download's last chunks drain
- * while the link idles): with a ramp the first chunk crosses after a small
- * fill, the threads fall out of step, and the link is fed from the start to
- * the end.
- *
- * Segments (gm_stage_segs): the device side is the copy engine's scratch,
- * which the pack kernels fill (a download) or empty (an upload) a scratch
- * buffer at a time.  The calling thread opens the segments in order, at
- * most `ahead` at once (each in its buffer), and closes each once every
- * chunk of it is queued on the stream; chunks never cross a segment, and a
- * thread takes only chunks of open segments (it waits for the caller
- * otherwise).  The caller takes chunks too between its opens and closes.
- */
-
-#define SEG_RING 4           /* open segments' records (ahead < SEG_RING) */
-#define RAMP_MIN (64u << 10) /* the smallest chunk of a ramp */
-#define WAIT_SLICE_NS 10000000L /* a thread waiting for the transfer looks at the pools' end this often */
-
-typedef struct seg_rec {
-    uint64_t off, end;           /* the transfer's bytes [off, end) */
-    gm_cu_deviceptr dev;         /* the device address of byte off */
-    atomic_uint_fast64_t queued; /* its bytes queued on the stream */
-} seg_rec;
-
-typedef struct xfer {
-    gm_task task;         /* first: the pool's task is the transfer */
-    gm_staging *e;
-    gm_stage_op op;
-    gm_pack_params pack;  /* op.pack's copy */
-    gm_stage_segs segs;   /* op.segs' copy (count 0: one segment, op.dev, open from the start) */
-    gm_dstream *ds;
-    const char *what;
-    uint64_t gen;         /* the settings' generation */
-    gpumem_staging_settings cfg;
-    size_t chunk;         /* the largest chunk: a slot, or less */
-    size_t ramp;          /* the first (and last) chunk of the ramps */
-    pthread_mutex_t mu;   /* pos, opened, ring, errors */
-    pthread_cond_t cv;    /* events changed */
-    atomic_uint events;   /* bumped at each change others may wait for: an open, a segment queued, the end, a failure */
-    uint64_t pos;         /* the next byte to take */
-    uint64_t nseg, opened; /* segments; those opened */
-    uint64_t closed;      /* segments closed (the caller's) */
-    seg_rec ring[SEG_RING]; /* segment k in ring[k % SEG_RING] while it may be open */
-    atomic_bool failed;
-    atomic_uint lanes_failed; /* workers that could not have a lane */
-    gpumem_status st;     /* the first failure of a chunk */
-    gm_error_record rec;  /* its record, from the thread that met it */
-    gpumem_status lane_st; /* the first failure to get a lane */
-    gm_error_record lane_rec;
-} xfer;
-
-static void lane_give(gm_staging *e, lane *l, int worker);
-
-/* Something others may wait for changed (x->mu held). */
-static void changed(xfer *x)
-{
-    atomic_fetch_add_explicit(&x->events, 1, memory_order_release);
-    pthread_cond_broadcast(&x->cv);
-}
-
-static void fail(xfer *x, gpumem_status st)
-{
-    pthread_mutex_lock(&x->mu);
-    if (x->st == GPUMEM_OK) {
-        x->st = st;
-        gm_error_save(&x->rec);
-    }
-    atomic_store_explicit(&x->failed, true, memory_order_release);
-    changed(x);
-    pthread_mutex_unlock(&x->mu);
-}
-
-/* Waits until x->events is no longer seen (polling a while first, as the
- * pool's threads do), at most WAIT_SLICE_NS. */
-static void wait_change(xfer *x, unsigned seen)
-{
-    long spin = gm_workers_spin();
-    if (spin > 0) {
-        struct timespec t0, t;
-        clock_gettime(CLOCK_MONOTONIC, &t0);
-        for (unsigned i = 0;; i++) {
-            if (atomic_load_explicit(&x->events, memory_order_acquire) != seen)
-                return;
-            if ((i & 63) == 63) { /* the clock now and then, and the CPU to a thread that waits for one */
-                sched_yield();
-                clock_gettime(CLOCK_MONOTONIC, &t);
-                if ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) >= spin)
-                    break;
-            }
-        }
-    }
-    struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_nsec += WAIT_SLICE_NS;
-    if (until.tv_nsec >= 1000000000L) {
-        until.tv_sec++;
-        until.tv_nsec -= 1000000000L;
-    }
-    pthread_mutex_lock(&x->mu);
-    while (atomic_load_explicit(&x->events, memory_order_relaxed) == seen &&
-           pthread_cond_timedwait(&x->cv, &x->mu, &until) == 0)
-        ;
-    pthread_mutex_unlock(&x->mu);
-}
-
-/* A lane for a thread of x: worker w's own, or a free caller lane (-1),
- * ready for x's settings.  NULL when there is none (*st OK: no caller lane
- * free and the caller need not wait) or it could not be built (*st). */
-static lane *lane_take(xfer *x, int worker, bool wait, gpumem_status *st)
-{
-    gm_staging *e = x->e;
-    lane *l = NULL;
-    *st = GPUMEM_OK;
-    if (worker >= 0) {
-        /* its own: no lock (gpumem_clear_context_caches may hold it a moment to empty it) */
-        l = atomic_load_explicit(&e->wlane[worker], memory_order_acquire);
-        if (l == NULL && (l = calloc(1, sizeof *l)) != NULL)
-            atomic_store_explicit(&e->wlane[worker], l, memory_order_release);
-        bool idle = false;
-        while (l != NULL && !atomic_compare_exchange_weak_explicit(&l->busy, &idle, true, memory_order_acq_rel,
-                                                                   memory_order_relaxed))
-            idle = false;
-    } else {
-        pthread_mutex_lock(&e->mu);
-        for (;;) {
-            for (unsigned i = 0; i < e->nclane && l == NULL; i++) {
-                bool idle = false;
-                if (atomic_compare_exchange_strong_explicit(&e->clane[i]->busy, &idle, true, memory_order_acq_rel,
-                                                            memory_order_relaxed))
-                    l = e->clane[i];
-            }
-            if (l == NULL && e->nclane < CALLER_LANES && (l = calloc(1, sizeof *l)) != NULL) {
-                atomic_init(&l->busy, true);
-                e->clane[e->nclane++] = l;
-            }
-            if (l != NULL || !wait)
-                break;
-            pthread_cond_wait(&e->lane_back, &e->mu);
-        }
-        pthread_mutex_unlock(&e->mu);
-    }
-    if (l == NULL) {
-        if (worker >= 0 || wait)
-            *st = gm_error(GPUMEM_ERROR_HOST_OUT_OF_MEMORY, "%s: out of host memory", x->what);
-        return NULL;
-    }
-    if (l->dirty || l->gen != x->gen) {
-        if (l->dirty && l->gen == x->gen) { /* a failed transfer may still use a slot: wait for it */
-            (void)GM_DRV(ctx_synchronize, e->dctx);
-            memset(l->used, 0, sizeof l->used);
-            l->dirty = false;
-        } else {
-            *st = lane_build(e, l, &x->cfg, x->gen, x->what);
-        }
-    }
-    if (*st != GPUMEM_OK) {
-        lane_give(e, l, worker);
-        return NULL;
-    }
-    return l;
-}
-
-static void lane_give(gm_staging *e, lane *l, int worker)
-{
-    atomic_store_explicit(&l->busy, false, memory_order_release);
-    if (worker < 0) { /* a caller may wait for a caller lane */
-        pthread_mutex_lock(&e->mu);
-        pthread_cond_broadcast(&e->lane_back);
-        pthread_mutex_unlock(&e->mu);
-    }
-}
-
-/* Waits until slot b's last transfer is done. */
-static gpumem_status slot_wait(xfer *x, lane *l, unsigned b)
-{
-    if (!l->used[b])
-        return GPUMEM_OK;
-    l->used[b] = false;
-    return gm_drv_check(GM_DRV(event_synchronize, x->e->dctx, l->ev[b]), GM_OP_event_synchronize, x->what);
-}
-
-/* Queues the transfer of n bytes between slot b and the device at dev, and
- * the slot's event after it. */
-static gpumem_status slot_queue(xfer *x, lane *l, unsigned b, gm_cu_deviceptr dev, size_t n)
-{
-    gm_cu_deviceptr s = (gm_cu_deviceptr)(uintptr_t)l->slot[b], d = dev;
-    if (x->op.dir < 0) {
-        s = dev;
-        d = (gm_cu_deviceptr)(uintptr_t)l->slot[b];
-    }
-    gpumem_status st = gm_drv_check(GM_DRV(memcpy, x->e->dctx, d, s, n, x->ds, 1), GM_OP_memcpy, x->what);
-    if (st == GPUMEM_OK)
-        st = gm_drv_check(GM_DRV(event_record, x->e->dctx, l->ev[b], x->ds), GM_OP_event_record, x->what);
-    l->used[b] = st == GPUMEM_OK;
-    return st;
-}
-
-/* Chunk [off, off + n) between the host side and buf (a slot): the fill of
- * an upload, the drain of a download. */
-static void host_side(xfer *x, char *buf, uint64_t off, size_t n)
-{
-    bool up = x->op.dir > 0;
-    if (x->op.pack != NULL) {
-        uint64_t u = (uint64_t)x->pack.unit, p = x->op.pack_offset + off;
-        gm_cpu_pack_range(&x->pack, !up, p / u, (p + n) / u, buf);
-    } else if (up) {
-        memcpy(buf, x->op.host + off, n);
-    } else {
-        memcpy(x->op.host + off, buf, n);
-    }
-}
-
-static bool stop_taking(xfer *x, int worker)
-{
-    return atomic_load_explicit(&x->failed, memory_order_acquire) || (worker >= 0 && gm_workers_stopping());
-}
-
-static uint64_t isqrt(uint64_t v)
-{
-    uint64_t r = 0;
-    for (uint64_t b = (uint64_t)1 << 62; b != 0; b >>= 2) {
-        if (v >= r + b) {
-            v -= r + b;
-            r = (r >> 1) + b;
-        } else {
-            r >>= 1;
-        }
-    }
-    return r;
-}
-
-/* The chunk that starts at byte p (before segments cut it): ramp + the
- * root of 2 x ramp x (bytes to the nearer end), which is ramp x (k + 1)
- * for the k-th chunk from that end, in 4 KiB steps (a multiple of any pack
- * unit), at most x->chunk. */
-static uint64_t chunk_at(const xfer *x, uint64_t p)
-{
-    uint64_t b = x->op.bytes, d = p < b - p ? p : b - p, a = x->ramp;
-    if (d >= (uint64_t)x->chunk * x->chunk / (2 * a)) /* past the ramp: no overflow below */
-        return x->chunk;
-    uint64_t n = (a + isqrt(2 * a * d) + 4095) & ~(uint64_t)4095;
-    return n < x->chunk ? n : x->chunk;
-}
-
-/* Takes the next chunk of an open segment: 1 with its bytes [*off, *off +
- * *n), its device address and segment; 0 when the next chunk's segment is
- * not open yet; -1 when every chunk was taken. */
-static int take(xfer *x, uint64_t *off, size_t *n, gm_cu_deviceptr *dev, uint64_t *seg)
-{
-    int r = 0;
-    pthread_mutex_lock(&x->mu);
-    if (x->pos >= x->op.bytes) {
-        r = -1;
-    } else {
-        for (uint64_t k = x->opened > SEG_RING ? x->opened - SEG_RING : 0; k < x->opened; k++) {
-            seg_rec *g = &x->ring[k % SEG_RING];
-            if (x->pos < g->off || x->pos >= g->end)
-                continue;
-            uint64_t m = chunk_at(x, x->pos);
-            if (m > g->end - x->pos)
-                m = g->end - x->pos;
-            *off = x->pos;
-            *n = (size_t)m;
-            *dev = g->dev + (x->pos - g->off);
-            *seg = k;
-            x->pos += m;
-            if (x->pos >= x->op.bytes)
-                changed(x); /* the caller may wait for it */
-            r = 1;
-            break;
-        }
-    }
-    pthread_mutex_unlock(&x->mu);
-    return r;
-}
-
-/* n bytes of segment k were queued. */
-static void queued(xfer *x, uint64_t k, size_t n)
-{
-    if (x->segs.count == 0)
-        return;
-    seg_rec *g = &x->ring[k % SEG_RING];
-    uint64_t q = atomic_fetch_add_explicit(&g->queued, n, memory_order_acq_rel) + n;
-    if (q == g->end - g->off) { /* the caller closes it */
-        pthread_mutex_lock(&x->mu);
-        changed(x);
-        pthread_mutex_unlock(&x->mu);
-    }
-}
-
-/* One thread's lane in a transfer, and a download's chunks queued in it. */
-typedef struct runner {
-    lane *l;
-    int worker;
-    unsigned head, count;
-    uint64_t off[MAX_DEPTH];
-    size_t n[MAX_DEPTH];
-    unsigned b[MAX_DEPTH];
-} runner;
-
-enum { STEP_DID, STEP_WAIT, STEP_DONE };
-
-static int step_failed(xfer *x, runner *r, gpumem_status st)
-{
-    r->l->dirty = true;
-    fail(x, st);
-    return STEP_DONE;
-}
-
-/* One step of a thread in x: an upload fills and queues a chunk; a
- * download queues a chunk into a free slot, else drains its oldest.
- * STEP_WAIT: nothing to do until the caller opens a segment. */
-static int step(xfer *x, runner *r)
-{
-    lane *l = r->l;
-    bool stop = stop_taking(x, r->worker);
-    uint64_t off = 0, k = 0;
-    size_t n = 0;
-    gm_cu_deviceptr dev = 0;
-    gpumem_status st;
-    if (x->op.dir > 0) {
-        int got = stop ? -1 : take(x, &off, &n, &dev, &k);
-        if (got <= 0)
-            return got == 0 ? STEP_WAIT : STEP_DONE;
-        unsigned b = l->next;
-        l->next = (b + 1) % l->nslots;
-        if ((st = slot_wait(x, l, b)) != GPUMEM_OK)
-            return step_failed(x, r, st);
-        host_side(x, l->slot[b], off, n);
-        if ((st = slot_queue(x, l, b, dev, n)) != GPUMEM_OK)
-            return step_failed(x, r, st);
-        queued(x, k, n);
-        return STEP_DID;
-    }
-    int got = -1;
-    if (!stop && r->count < l->nslots && (got = take(x, &off, &n, &dev, &k)) == 1) {
-        unsigned b = l->next;
-        l->next = (b + 1) % l->nslots;
-        if ((st = slot_wait(x, l, b)) != GPUMEM_OK || (st = slot_queue(x, l, b, dev, n)) != GPUMEM_OK)
-            return step_failed(x, r, st);
-        queued(x, k, n);
-        unsigned q = (r->head + r->count++) % l->nslots;
-        r->off[q] = off;
-        r->n[q] = n;
-        r->b[q] = b;
-        return STEP_DID;
-    }
-    if (r->count == 0)
-        return got == 0 ? STEP_WAIT : STEP_DONE;
-    unsigned q = r->head;
-    r->head = (r->head + 1) % l->nslots;
-    r->count--;
-    if ((st = slot_wait(x, l, r->b[q])) != GPUMEM_OK)
-        return step_failed(x, r, st);
-    if (!atomic_load_explicit(&x->failed, memory_order_acquire))
-        host_side(x, l->slot[r->b[q]], r->off[q], r->n[q]);
-    return STEP_DID;
-}
-
-/* The task: a worker's share of x, through its lane. */
-static void xfer_run(gm_task *t, int worker)
-{
-    xfer *x = (xfer *)t;
-    if (stop_taking(x, worker))
-        return;
-    pthread_mutex_lock(&x->mu);
-    bool left = x->pos < x->op.bytes;
-    pthread_mutex_unlock(&x->mu);
-    if (!left)
-        return;
-    gpumem_status st;
-    runner r = {.worker = worker};
-    /* a lane that cannot be built may be worked around (other threads take
-     * the chunks): its failure is kept aside, given only if it is not */
-    gm_error_suspend();
-    r.l = lane_take(x, worker, false, &st);
-    if (r.l == NULL) {
-        pthread_mutex_lock(&x->mu);
-        if (x->lane_st == GPUMEM_OK && st != GPUMEM_OK) {
-            x->lane_st = st;
-            gm_error_save(&x->lane_rec);
-        }
-        atomic_fetch_add_explicit(&x->lanes_failed, 1, memory_order_relaxed);
-        changed(x); /* the caller takes the chunks this worker would have */
-        pthread_mutex_unlock(&x->mu);
-    }
-    gm_error_resume(GPUMEM_OK);
-    if (r.l == NULL)
-        return;
-    for (;;) {
-        unsigned seen = atomic_load_explicit(&x->events, memory_order_acquire);
-        int s = step(x, &r);
-        if (s == STEP_DONE)
-            break;
-        if (s == STEP_WAIT)
-            wait_change(x, seen);
-    }
-    lane_give(x->e, r.l, worker);
-}
-
-/* The caller's part of a transfer with segments: closes the segments whose
- * chunks are all queued, and opens the next ones. */
-static void advance(xfer *x)
-{
-    const gm_stage_segs *g = &x->segs;
-    while (g->count > 0 && !atomic_load_explicit(&x->failed, memory_order_acquire)) {
-        gpumem_status st;
-        if (x->closed < x->opened) {
-            seg_rec *c = &x->ring[x->closed % SEG_RING];
-            if (atomic_load_explicit(&c->queued, memory_order_acquire) == c->end - c->off) {
-                if ((st = g->close(g->arg, x->closed)) != GPUMEM_OK) {
-                    fail(x, st);
-                    return;
-                }
-                x->closed++;
-                continue;
-            }
-        }
-        if (x->opened < x->nseg && x->opened < x->closed + g->ahead) {
-            uint64_t k = x->opened, off = 0, bytes = 0, want = k > 0 ? x->ring[(k - 1) % SEG_RING].end : 0;
-            gm_cu_deviceptr dev = 0;
-            if ((st = g->open(g->arg, k, &off, &bytes, &dev)) == GPUMEM_OK &&
-                (off != want || bytes == 0 || off + bytes > x->op.bytes || (k + 1 == x->nseg) != (off + bytes == x->op.bytes)))
-                st = gm_error(GPUMEM_ERROR_INTERNAL, "%s: staged segment %llu is bytes %llu..%llu, not from %llu", x->what,
-                              (unsigned long long)k, (unsigned long long)off, (unsigned long long)(off + bytes),
-                              (unsigned long long)want);
-            if (st != GPUMEM_OK) {
-                fail(x, st);
-                return;
-            }
-            pthread_mutex_lock(&x->mu);
-            seg_rec *r = &x->ring[k % SEG_RING];
-            r->off = off;
-            r->end = off + bytes;
-            r->dev = dev;
-            atomic_store_explicit(&r->queued, 0, memory_order_relaxed);
-            x->opened++;
-            changed(x);
-            pthread_mutex_unlock(&x->mu);
-            continue;
-        }
-        return;
-    }
-}
-
-/* Counts the chunks of x up to limit. */
-static uint64_t chunks_upto(const xfer *x, uint64_t limit)
-{
-    uint64_t n = 0;
-    for (uint64_t p = 0; p < x->op.bytes && n < limit; n++)
-        p += chunk_at(x, p);
-    return n;
-}
-
-gpumem_status gm_staging_run(gm_staging *e, const gm_stage_op *op, gm_dstream *ds, int async, const char *what)
-{
-    if (op->bytes == 0)
-        return GPUMEM_OK;
-    if (op->pack != NULL && ((op->pack_offset | op->bytes) % (uint64_t)op->pack->unit != 0 ||
-                             op->pack_offset + op->bytes > op->pack->rows * op->pack->cols * (uint64_t)op->pack->unit))
-        return gm_error(GPUMEM_ERROR_INTERNAL, "%s: a staged pack of %llu bytes from %llu is not whole units of %d",
-                        what, (unsigned long long)op->bytes, (unsigned long long)op->pack_offset, op->pack->unit);
-    if (op->segs != NULL && (op->segs->count == 0 || op->segs->ahead == 0 || op->segs->ahead >= SEG_RING))
-        return gm_error(GPUMEM_ERROR_INTERNAL, "%s: staged segments: %llu, %u ahead", what,
-                        (unsigned long long)op->segs->count, op->segs->ahead);
-    const snapshot *snap = settings();
-    gpumem_status st = settings_status(snap);
-    if (st != GPUMEM_OK)
-        return gm_error_prefix(st, what);
-    xfer *x = calloc(1, sizeof *x);
-    if (x == NULL)
-        return gm_error(GPUMEM_ERROR_HOST_OUT_OF_MEMORY, "%s: out of host memory", what);
-    x->task = GM_TASK_INIT(xfer_run);
-    x->e = e;
-    x->op = *op;
-    x->ds = ds;
-    x->what = what;
-    x->gen = snap->gen;
-    x->cfg = snap->s;
-    if (op->pack != NULL)
-        x->pack = *op->pack;
-    if (op->segs != NULL) {
-        x->segs = *op->segs;
-        x->nseg = op->segs->count;
-    } else {
-        x->nseg = x->opened = 1;
-        x->ring[0].off = 0;
-        x->ring[0].end = op->bytes;
-        x->ring[0].dev = op->dev;
-    }
-    unsigned threads = op->threads != 0 && op->threads < x->cfg.threads ? op->threads : x->cfg.threads;
-    threads = engine_threads(e, threads);
-    size_t c = x->cfg.chunk_bytes;
-    if (op->chunk != 0 && op->chunk < c)
-        c = op->chunk;
-    x->chunk = c & ~(size_t)4095 ? c & ~(size_t)4095 : 4096;
-    size_t a = (x->chunk / threads) & ~(size_t)4095;
-    x->ramp = a < RAMP_MIN ? (RAMP_MIN < x->chunk ? RAMP_MIN : x->chunk) : a;
-    pthread_mutex_init(&x->mu, NULL);
-    pthread_cond_init(&x->cv, NULL);
-    /* workers: one per chunk beyond the caller's, at most threads in all */
-    uint64_t helpers = chunks_upto(x, threads + 1) - (e->callers_fill ? 1 : 0);
-    unsigned cap = e->callers_fill ? threads - 1 : threads;
-    if (helpers > cap)
-        helpers = cap;
-    gm_task_post(e->workers, &x->task, (unsigned)helpers);
-
-    /* the caller: opens and closes segments, and takes chunks when it fills */
-    runner r = {.worker = -1};
-    bool fills = e->callers_fill || helpers == 0;
-    for (;;) {
-        unsigned seen = atomic_load_explicit(&x->events, memory_order_acquire);
-        advance(x);
-        bool failed = atomic_load_explicit(&x->failed, memory_order_acquire);
-        if (!fills && (atomic_load_explicit(&x->lanes_failed, memory_order_relaxed) > 0 || gm_workers_stopping()))
-            fills = true; /* the workers cannot do it all */
-        if (fills && r.l == NULL && !failed) {
-            gpumem_status lst;
-            r.l = lane_take(x, -1, helpers == 0 || !e->callers_fill, &lst);
-            if (r.l == NULL && lst != GPUMEM_OK) {
-                fail(x, lst);
-                continue;
-            }
-        }
-        int s = r.l != NULL ? step(x, &r) : STEP_WAIT;
-        if (s == STEP_DID)
-            continue;
-        pthread_mutex_lock(&x->mu);
-        bool taken = x->pos >= x->op.bytes;
-        pthread_mutex_unlock(&x->mu);
-        bool closed = x->segs.count == 0 || x->closed == x->nseg;
-        if ((failed || (taken && closed)) && s != STEP_DID)
-            break;
-        if (s == STEP_WAIT || s == STEP_DONE)
-            wait_change(x, seen);
-    }
-    if (r.l != NULL)
-        lane_give(e, r.l, -1);
-    gm_task_join(e->workers, &x->task);
-    if (x->st != GPUMEM_OK)
-        st = gm_error_restore(&x->rec);
-    else if (x->pos < x->op.bytes)
-        st = x->lane_st != GPUMEM_OK ? gm_error_restore(&x->lane_rec)
-                                     : gm_error(GPUMEM_ERROR_INTERNAL, "%s: the staging engine left chunks", what);
-    pthread_cond_destroy(&x->cv);
-    pthread_mutex_destroy(&x->mu);
-    free(x);
-    if (st == GPUMEM_OK && op->dir > 0 && !async)
-        st = gm_drv_check(GM_DRV(stream_synchronize, e->dctx, ds), GM_OP_stream_synchronize, what);
-    return st;
-}
-
-gpumem_status gm_staging_upload(gm_staging *e, gm_cu_deviceptr dst, const void *src, size_t bytes, gm_dstream *ds,
-                                int async, const char *what)
-{
-    gm_stage_op op = {.dir = 1, .dev = dst, .host = (char *)(uintptr_t)src, .bytes = bytes};
-    return gm_staging_run(e, &op, ds, async, what);
-}
-
-gpumem_status gm_staging_download(gm_staging *e, void *dst, gm_cu_deviceptr src, size_t bytes, gm_dstream *ds,
-                                  const char *what)
-{
-    gm_stage_op op = {.dir = -1, .dev = src, .host = dst, .bytes = bytes};
-    return gm_staging_run(e, &op, ds, 0, what);
-}
-
-/* ---- copies between two devices (staging.h) ------------------------------------------------------- */
-
-typedef struct peer_task {
-    gm_task task;       /* first: the pool's task */
-    xfer src, dst;      /* for lane_take: each side's engine, the settings, what */
-    gm_stage_ring_fn fn;
-    void *arg;
-    bool ran;
-    gpumem_status st;
-    gm_error_record rec; /* its failure, from the worker that met it */
-} peer_task;
-
-/* The slots' and events' last uses done: they may be used again. */
-static gpumem_status lane_idle(xfer *x, lane *l)
-{
-    gpumem_status st = GPUMEM_OK;
-    for (unsigned i = 0; i < l->nslots && st == GPUMEM_OK; i++)
-        st = slot_wait(x, l, i);
-    return st;
-}
-
-static void peer_task_run(gm_task *t, int worker)
-{
-    peer_task *p = (peer_task *)t;
-    if (p->ran)
-        return;
-    p->ran = true;
-    gpumem_status st;
-    lane *ls = lane_take(&p->src, worker, true, &st), *ld = NULL;
-    if (ls != NULL && (ld = lane_take(&p->dst, -1, true, &st)) != NULL && (st = lane_idle(&p->src, ls)) == GPUMEM_OK)
-        st = lane_idle(&p->dst, ld);
-    if (ls != NULL && ld != NULL && st == GPUMEM_OK) {
-        _Static_assert(MAX_DEPTH <= GM_STAGE_RING_MAX, "a ring holds a lane's slots");
-        gm_stage_ring r = {.n = ls->nslots < ld->nslots ? ls->nslots : ld->nslots, .bytes = ls->slot_bytes};
-        for (unsigned i = 0; i < r.n; i++) {
-            r.slot[i] = ls->slot[i];
-            r.down[i] = ls->ev[i];
-            r.up[i] = ld->ev[i];
-        }
-        st = p->fn(p->arg, &r);
-    }
-    if (st != GPUMEM_OK)
-        gm_error_save(&p->rec);
-    if (st != GPUMEM_OK && ld != NULL) {
-        /* fn waited for what it queued, but a wait may have failed: both
-         * contexts finish before the slots and events are used again */
-        (void)GM_DRV(ctx_synchronize, p->src.e->dctx);
-        (void)GM_DRV(ctx_synchronize, p->dst.e->dctx);
-        memset(ls->used, 0, sizeof ls->used);
-        memset(ld->used, 0, sizeof ld->used);
-    }
-    p->st = st;
-    if (ld != NULL)
-        lane_give(p->dst.e, ld, -1);
-    if (ls != NULL)
-        lane_give(p->src.e, ls, worker);
-}
-
-gpumem_status gm_staging_peer_run(gm_staging *src, gm_staging *dst, gm_stage_ring_fn fn, void *arg,
-                                  const char *what)
-{
-    const snapshot *snap = settings();
-    gpumem_status st = settings_status(snap);
-    if (st != GPUMEM_OK)
-        return gm_error_prefix(st, what);
-    peer_task p = {.task = GM_TASK_INIT(peer_task_run), .fn = fn, .arg = arg};
-    p.src = (xfer){.e = src, .what = what, .gen = snap->gen, .cfg = snap->s};
-    p.dst = (xfer){.e = dst, .what = what, .gen = snap->gen, .cfg = snap->s};
-    if (!src->callers_fill && gm_workers_grow(src->workers, 1) > 0) { /* on a worker of the node */
-        gm_task_post(src->workers, &p.task, 1);
-        gm_task_wait(src->workers, &p.task);
-    }
-    if (!p.ran) /* no node, no worker, or the pool stopped */
-        peer_task_run(&p.task, -1);
-    return p.st == GPUMEM_OK ? GPUMEM_OK : gm_error_restore(&p.rec);
-}
-
-/* ---- CPU packs ---------------------------------------------------------------------------------------- */
-
-typedef struct cpu_pack_task {
-    gm_task task;
-    const gm_pack_params *p;
-    bool unpack;
-    uint64_t per, count; /* elements per part, elements */
-    atomic_uint_fast64_t next;
-} cpu_pack_task;
-
-static void cpu_pack_run(gm_task *t, int worker)
-{
-    cpu_pack_task *c = (cpu_pack_task *)t;
-    for (;;) {
-        if (worker >= 0 && gm_workers_stopping())
-            return;
-        uint64_t i = atomic_fetch_add_explicit(&c->next, 1, memory_order_relaxed);
-        uint64_t e0 = i * c->per;
-        if (e0 >= c->count)
-            return;
-        uint64_t e1 = c->count - e0 < c->per ? c->count : e0 + c->per;
-        gm_cpu_pack_range(c->p, c->unpack, e0, e1,
-                          (char *)(uintptr_t)c->p->packed + e0 * (uint64_t)c->p->unit);
-    }
-}
-
-void gm_staging_cpu_pack(gpumem_context *ctx, const gm_pack_params *p, bool unpack, uint64_t bytes)
-{
-    uint64_t count = p->rows * p->cols;
-    if (count == 0)
-        return;
-    unsigned threads = 1;
-    gm_workers *w = bytes >= (4u << 20) ? gm_staging_workers(ctx, &threads) : NULL;
-    /* parts of 1 MiB, or fewer bigger ones */
-    uint64_t per = (1u << 20) / (uint64_t)p->unit;
-    cpu_pack_task c = {.task = GM_TASK_INIT(cpu_pack_run), .p = p, .unpack = unpack, .per = per ? per : 1,
-                       .count = count};
-    atomic_init(&c.next, 0);
-    uint64_t parts = (count + c.per - 1) / c.per;
-    if (w != NULL && threads > 1 && parts > 1)
-        gm_task_post(w, &c.task, (unsigned)(parts - 1 < threads - 1 ? parts - 1 : threads - 1));
-    cpu_pack_run(&c.task, -1);
-    if (w != NULL)
-        gm_task_join(w, &c.task);
 }
 
 /* ---- bounce blocks of queued downloads -------------------------------------------------------------- */

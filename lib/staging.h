@@ -16,7 +16,7 @@
  * any number of transfers, in one context or several, run at once on the
  * same workers.  The first and the last chunks of a transfer are small and
  * grow to a slot (a ramp), so that the link starts early and the threads
- * do not move in step (staging.c says why).
+ * do not move in step (staging_xfer.c says why).
  *
  * A transfer through device scratch that the pack kernels fill or empty
  * buffer by buffer (copy_engine.c) is one transfer cut into segments
@@ -147,16 +147,6 @@ typedef gpumem_status (*gm_stage_ring_fn)(void *arg, const gm_stage_ring *ring);
 gpumem_status gm_staging_peer_run(gm_staging *src, gm_staging *dst, gm_stage_ring_fn fn, void *arg,
                                   const char *what);
 
-/* The worker pool of ctx's device (its NUMA node's), grown to the
- * settings' threads; *threads: the threads a task of ctx may use, a caller
- * included.  NULL when out of host memory. */
-gm_workers *gm_staging_workers(gpumem_context *ctx, unsigned *threads);
-
-/* A pack or unpack between two host buffers (p->strided and p->packed host
- * addresses) on the pool's threads and the caller's, for a copy of ctx
- * (NULL: any), `bytes` packed bytes. */
-void gm_staging_cpu_pack(gpumem_context *ctx, const gm_pack_params *p, bool unpack, uint64_t bytes);
-
 /* A pinned block of at least bytes for a download queued on a stream
  * (copy_queued.c): one the engine kept, else a new one from the allocator.
  * It goes back through gm_staging_bounce_put once the stream is done with
@@ -175,7 +165,8 @@ extern const gm_context_hook gm_staging_hook;
 void gm_staging_clear_all(void);
 
 /* The NUMA node the engine of ctx placed its workers and slots on (-1:
- * none: one node, or unknown); for tests. */
+ * none: one node, or unknown): the node of the copies' worker pool
+ * (copy_workers.h), and for tests. */
 int gm_staging_node(gpumem_context *ctx);
 
 #endif /* GM_STAGING_H */

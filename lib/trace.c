@@ -1,20 +1,18 @@
 /*
  * trace.c - the trace recorder (trace.h explains the design, trace_format.h
- * and doc/trace-format.md the file) and the public calls of gpumem/trace.h.
+ * and doc/trace-format.md the file): the clock, each thread's buffer, the
+ * strings and call sites of a trace, the events, and the public marks and
+ * regions of gpumem/trace.h.  The writer and the trace's start and stop
+ * are trace_writer.c's (trace_impl.h says what the two share).
  */
 #include "config.h"
 
 #include <dlfcn.h>
-#include <endian.h>
-#include <errno.h>
 #include <link.h>
 #include <pthread.h>
 #include <sched.h>
-#include <stdio.h>
-#include <stdio_ext.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -26,13 +24,15 @@
 #include <x86intrin.h>
 #endif
 
-#include "env.h"
 #include "error.h"
 #include "gpumem/trace.h"
 #include "trace.h"
 #include "trace_format.h"
+#include "trace_impl.h"
 
 atomic_uint gm_trace_on;
+atomic_uint_fast64_t gm_trace_lost;
+atomic_uint gm_trace_flags;
 
 /* ---- the clock ------------------------------------------------------------------------ */
 
@@ -43,7 +43,7 @@ atomic_uint gm_trace_on;
  * for the reader to convert. */
 static atomic_int tick_counter;
 
-static uint64_t mono_ns(void)
+uint64_t gm_trace_mono_ns(void)
 {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
@@ -62,7 +62,7 @@ uint64_t gm_trace_ticks(void)
         return v;
     }
 #endif
-    return mono_ns();
+    return gm_trace_mono_ns();
 }
 
 static void choose_clock(void)
@@ -77,18 +77,9 @@ static void choose_clock(void)
     atomic_store(&tick_counter, counter);
 }
 
-/* ---- little-endian stores ------------------------------------------------------------------- */
-
-static inline void put32(unsigned char *p, uint32_t v)
+bool gm_trace_clock_counter(void)
 {
-    v = htole32(v);
-    memcpy(p, &v, sizeof v);
-}
-
-static inline void put64(unsigned char *p, uint64_t v)
-{
-    v = htole64(v);
-    memcpy(p, &v, sizeof v);
+    return atomic_load(&tick_counter) != 0;
 }
 
 static inline uint64_t id_of(const void *p)
@@ -123,20 +114,7 @@ static void asym_barrier(void)
 #endif
 }
 
-/* ---- chunks, thread buffers and the writer -------------------------------------------------- */
-
-#define CHUNK_RECORDS 1023u /* a chunk is 64 KiB */
-#define QUEUE_MAX 256u      /* chunks waiting for the writer (16 MiB) before a thread waits */
-#define FREE_MAX 64u        /* idle chunks kept for reuse */
-#define WAKE_AT 8u          /* queued chunks that wake the writer (else it looks every WAKE_MS) */
-#define WAKE_MS 50
-
-typedef struct chunk {
-    struct chunk *next;
-    uint32_t thread, tid, count;
-    char name[16];
-    unsigned char rec[CHUNK_RECORDS][GM_TRACE_RECORD_BYTES];
-} chunk;
+/* ---- thread buffers ------------------------------------------------------------------------ */
 
 /* A thread's buffer.  Its owner uses cur only while busy and the trace
  * records; the stopper, only once the owner is not busy after the trace
@@ -148,94 +126,27 @@ typedef struct tbuf {
     struct tbuf *next, *prev; /* in the registry (reg_mu) */
 } tbuf;
 
-/* initial-exec: one load from the thread pointer, where the default model
- * of a shared library calls __tls_get_addr (the hot path's largest cost
- * after the clock). */
-static _Thread_local tbuf *my_tb __attribute__((tls_model("initial-exec")));
+/* The default TLS model (a __tls_get_addr call per record while tracing is
+ * on): initial-exec would be one load, but it puts the library's whole TLS
+ * block in glibc's static TLS, and a libgpumem opened with dlopen after
+ * other libraries took that space fails to load ("cannot allocate memory
+ * in static TLS block": Python with PyTorch on an H200, 2026-11-25).
+ * tests/test-symbols.sh checks that the library asks for no static TLS. */
+static _Thread_local tbuf *my_tb;
 static _Thread_local int region_depth;
 static pthread_key_t tb_key; /* its destructor hands an exiting thread's chunk over */
 
-static pthread_mutex_t ctl_mu = PTHREAD_MUTEX_INITIALIZER; /* start and stop */
 static pthread_mutex_t reg_mu = PTHREAD_MUTEX_INITIALIZER;
 static tbuf *registry;
 static atomic_uint next_thread_index;
-
-static struct writer {
-    pthread_mutex_t mu;
-    pthread_cond_t work, space;
-    chunk *head, *tail; /* full chunks, oldest first */
-    unsigned queued;
-    chunk *free, *free_tail; /* idle chunks, oldest first */
-    unsigned nfree;
-    bool accepting, finish;
-    /* the writer thread's, until it is joined: */
-    pthread_t thread;
-    FILE *f;
-    int err; /* the first failed write's errno */
-    uint64_t recorded;
-    unsigned char *seen; /* thread indices with a THREAD block in this file */
-    size_t nseen;
-} W = {.mu = PTHREAD_MUTEX_INITIALIZER, .work = PTHREAD_COND_INITIALIZER, .space = PTHREAD_COND_INITIALIZER};
-
-static atomic_uint_fast64_t lost; /* events not recorded for want of host memory */
-static atomic_uint trace_flags;   /* GM_TRACE_FLAG_* of the trace that records */
-static char trace_path[4096];     /* under ctl_mu */
-
-/* Idle chunks go to the back of the free list and come from its front: the
- * one a thread gets is the longest idle, whose lines have most likely left
- * the writer's cache (a thread then writes them without taking each back
- * from the writer's core). */
-static void recycle_locked(chunk *c)
-{
-    if (W.nfree < FREE_MAX) {
-        c->next = NULL;
-        if (W.free_tail != NULL)
-            W.free_tail->next = c;
-        else
-            W.free = c;
-        W.free_tail = c;
-        W.nfree++;
-    } else {
-        free(c);
-    }
-}
-
-static void push_locked(chunk *c)
-{
-    c->next = NULL;
-    if (W.tail != NULL)
-        W.tail->next = c;
-    else
-        W.head = c;
-    W.tail = c;
-    W.queued++;
-    if (W.queued >= WAKE_AT) /* a wake-up costs a system call: one per WAKE_AT chunks */
-        pthread_cond_signal(&W.work);
-}
 
 /* Hands the owner's full chunk to the writer and gives it a fresh one
  * (NULL without memory).  Inside busy: the trace records. */
 static chunk *rotate(tbuf *tb)
 {
-    chunk *full = tb->cur, *c = NULL;
+    chunk *full = tb->cur;
     tb->cur = NULL;
-    pthread_mutex_lock(&W.mu);
-    if (full != NULL) {
-        if (W.accepting && full->count != 0)
-            push_locked(full);
-        else
-            recycle_locked(full);
-    }
-    while (W.accepting && W.queued >= QUEUE_MAX)
-        pthread_cond_wait(&W.space, &W.mu);
-    if (W.free != NULL) {
-        c = W.free;
-        W.free = c->next;
-        if (W.free == NULL)
-            W.free_tail = NULL;
-        W.nfree--;
-    }
-    pthread_mutex_unlock(&W.mu);
+    chunk *c = gm_trace_writer_swap(full);
     if (c == NULL && (c = malloc(sizeof *c)) == NULL)
         return NULL;
     c->next = NULL;
@@ -280,14 +191,8 @@ static void tb_exit(void *arg)
         tb->next->prev = tb->prev;
     chunk *c = tb->cur;
     tb->cur = NULL;
-    if (c != NULL) {
-        pthread_mutex_lock(&W.mu);
-        if (W.accepting && c->count != 0)
-            push_locked(c);
-        else
-            recycle_locked(c);
-        pthread_mutex_unlock(&W.mu);
-    }
+    if (c != NULL)
+        gm_trace_writer_hand(c);
     pthread_mutex_unlock(&reg_mu);
     if (my_tb == tb)
         my_tb = NULL;
@@ -315,7 +220,7 @@ static inline __attribute__((always_inline)) unsigned char *begin(tbuf **out)
 {
     tbuf *tb = my_tb;
     if (__builtin_expect(tb == NULL, 0) && (tb = tb_new()) == NULL) {
-        atomic_fetch_add_explicit(&lost, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&gm_trace_lost, 1, memory_order_relaxed);
         return NULL;
     }
     enter(tb);
@@ -326,7 +231,7 @@ static inline __attribute__((always_inline)) unsigned char *begin(tbuf **out)
     chunk *c = tb->cur;
     if (__builtin_expect(c == NULL || c->count == CHUNK_RECORDS, 0) && (c = rotate(tb)) == NULL) {
         leave(tb);
-        atomic_fetch_add_explicit(&lost, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&gm_trace_lost, 1, memory_order_relaxed);
         return NULL;
     }
     *out = tb;
@@ -360,6 +265,47 @@ static inline void fill(unsigned char *r, unsigned type, int kind, int kind2, un
     put32(r + GM_TR_AUX, aux);
 }
 
+int gm_trace_threads_init(void)
+{
+    return pthread_key_create(&tb_key, tb_exit);
+}
+
+void gm_trace_threads_lock(void)
+{
+    pthread_mutex_lock(&reg_mu);
+}
+
+void gm_trace_threads_unlock(void)
+{
+    pthread_mutex_unlock(&reg_mu);
+}
+
+void gm_trace_threads_drain_locked(void)
+{
+    if (atomic_load_explicit(&asym, memory_order_relaxed))
+        asym_barrier();
+    for (tbuf *tb = registry; tb != NULL; tb = tb->next) {
+        while (atomic_load_explicit(&tb->busy, memory_order_seq_cst) != 0)
+            sched_yield();
+        chunk *c = tb->cur;
+        tb->cur = NULL;
+        if (c != NULL)
+            gm_trace_writer_hand(c);
+    }
+}
+
+void gm_trace_threads_forget(void)
+{
+    for (tbuf *tb = registry, *next; tb != NULL; tb = next) {
+        next = tb->next;
+        free(tb->cur);
+        free(tb);
+    }
+    registry = NULL;
+    my_tb = NULL;
+    pthread_setspecific(tb_key, NULL);
+}
+
 /* ---- strings and call sites ----------------------------------------------------------------- */
 
 #define TABLE_MAX 65536u /* strings (and call sites) remembered per trace; later new ones are written each time */
@@ -377,12 +323,6 @@ typedef struct kentry {
     uint32_t id, n;
     uint64_t f[GM_TRACE_MAX_FRAMES];
 } kentry;
-
-typedef struct pending {
-    struct pending *next;
-    size_t size;
-    unsigned char data[];
-} pending;
 
 static struct strtab {
     pthread_mutex_t mu;
@@ -403,7 +343,7 @@ static uint64_t fnv(const void *p, size_t n, uint64_t h)
     return h;
 }
 
-static void strtab_reset(void)
+void gm_trace_strings_reset_locked(void)
 {
     for (size_t i = 0; i < T.nsb; i++)
         for (sentry *e = T.sb[i], *next; e != NULL; e = next) {
@@ -514,7 +454,7 @@ static uint32_t intern_string(const char *s)
 /* The library's own code, when it is a module of its own (a shared
  * library): the frames a call site leaves out.  Set once. */
 static uintptr_t lib_lo, lib_hi;
-static char exe_path[4096]; /* the program's file, for frames of the main program */
+static char exe_path[GM_TRACE_EXE_PATH_MAX]; /* the program's file, for frames of the main program */
 
 static int find_lib(struct dl_phdr_info *info, size_t size, void *arg)
 {
@@ -626,455 +566,38 @@ static uint32_t intern_stack(const uint64_t *f, unsigned n)
     return id;
 }
 
-/* ---- the writer thread --------------------------------------------------------------------- */
-
-static void out(const void *p, size_t n)
+void gm_trace_strings_lock(void)
 {
-    if (W.err == 0 && n != 0 && fwrite(p, 1, n, W.f) != n)
-        W.err = errno != 0 ? errno : EIO;
+    pthread_mutex_lock(&T.mu);
 }
 
-static void out_block(uint32_t type, const void *payload, size_t n)
+void gm_trace_strings_unlock(void)
 {
-    unsigned char h[GM_TRACE_BLOCK_HEADER];
-    put32(h, type);
-    put32(h + 4, (uint32_t)n);
-    out(h, sizeof h);
-    out(payload, n);
+    pthread_mutex_unlock(&T.mu);
 }
 
-static void out_pending(void)
+pending *gm_trace_strings_take(void)
 {
     pthread_mutex_lock(&T.mu);
     pending *p = T.head;
     T.head = T.tail = NULL;
     pthread_mutex_unlock(&T.mu);
-    while (p != NULL) {
-        pending *next = p->next;
-        out(p->data, p->size);
-        free(p);
-        p = next;
-    }
+    return p;
 }
 
-static void out_clock(uint32_t type, const uint64_t *pre, size_t npre)
+const char *gm_trace_exe_path(void)
 {
-    unsigned char b[48];
-    size_t n = 0;
-    for (size_t i = 0; i < npre; i++, n += 8)
-        put64(b + n, pre[i]);
-    put64(b + n, gm_trace_ticks());
-    put64(b + n + 8, mono_ns());
-    out_block(type, b, n + 16);
+    return exe_path;
 }
 
-static void out_chunk(chunk *c)
+void gm_trace_recorder_init(void)
 {
-    if (c->thread >= W.nseen) {
-        size_t n = W.nseen ? W.nseen : 64;
-        while (n <= c->thread)
-            n *= 2;
-        unsigned char *s = realloc(W.seen, n);
-        if (s != NULL) {
-            memset(s + W.nseen, 0, n - W.nseen);
-            W.seen = s;
-            W.nseen = n;
-        }
-    }
-    if (c->thread >= W.nseen || !W.seen[c->thread]) {
-        unsigned char b[8 + sizeof c->name];
-        size_t len = strnlen(c->name, sizeof c->name);
-        put32(b, c->thread);
-        put32(b + 4, c->tid);
-        memcpy(b + 8, c->name, len);
-        out_block(GM_TB_THREAD, b, 8 + len);
-        if (c->thread < W.nseen)
-            W.seen[c->thread] = 1;
-    }
-    unsigned char h[GM_TRACE_BLOCK_HEADER + 8];
-    put32(h, GM_TB_EVENTS);
-    put32(h + 4, 8 + c->count * GM_TRACE_RECORD_BYTES);
-    put32(h + 8, c->thread);
-    put32(h + 12, c->count);
-    out(h, sizeof h);
-    out(c->rec, (size_t)c->count * GM_TRACE_RECORD_BYTES);
-    W.recorded += c->count;
-}
-
-static void *writer_main(void *arg)
-{
-    (void)arg;
-    pthread_setname_np(pthread_self(), "gpumem-trace");
-    for (;;) {
-        pthread_mutex_lock(&W.mu);
-        while (W.head == NULL && !W.finish) {
-            struct timespec until;
-            clock_gettime(CLOCK_REALTIME, &until);
-            until.tv_nsec += WAKE_MS * 1000000L;
-            if (until.tv_nsec >= 1000000000L) {
-                until.tv_sec++;
-                until.tv_nsec -= 1000000000L;
-            }
-            pthread_cond_timedwait(&W.work, &W.mu, &until);
-        }
-        chunk *list = W.head;
-        bool fin = W.finish;
-        W.head = W.tail = NULL;
-        W.queued = 0;
-        pthread_cond_broadcast(&W.space);
-        pthread_mutex_unlock(&W.mu);
-        if (list == NULL && fin)
-            break;
-        while (list != NULL) {
-            chunk *next = list->next;
-            out_pending(); /* the strings and call sites its records name */
-            out_chunk(list);
-            pthread_mutex_lock(&W.mu);
-            recycle_locked(list);
-            pthread_mutex_unlock(&W.mu);
-            list = next;
-        }
-        out_clock(GM_TB_CLOCK, NULL, 0);
-        if (W.err == 0 && fflush(W.f) != 0)
-            W.err = errno != 0 ? errno : EIO;
-    }
-    out_pending();
-    uint64_t counts[2] = {W.recorded, atomic_load(&lost)};
-    out_clock(GM_TB_END, counts, 2);
-    if (W.err == 0 && fflush(W.f) != 0)
-        W.err = errno != 0 ? errno : EIO;
-    return NULL;
-}
-
-/* ---- start and stop ---------------------------------------------------------------------- */
-
-static pthread_once_t once = PTHREAD_ONCE_INIT;
-static int once_failed;
-
-static void stop_locked(int *err);
-
-static void at_exit(void)
-{
-    pthread_mutex_lock(&ctl_mu);
-    if (atomic_load(&gm_trace_on) != 0) {
-        int err = 0;
-        stop_locked(&err);
-    }
-    pthread_mutex_unlock(&ctl_mu);
-}
-
-static void fork_prepare(void)
-{
-    pthread_mutex_lock(&ctl_mu);
-    pthread_mutex_lock(&reg_mu);
-    pthread_mutex_lock(&W.mu);
-    pthread_mutex_lock(&T.mu);
-}
-
-static void fork_parent(void)
-{
-    pthread_mutex_unlock(&T.mu);
-    pthread_mutex_unlock(&W.mu);
-    pthread_mutex_unlock(&reg_mu);
-    pthread_mutex_unlock(&ctl_mu);
-}
-
-/* The child does not record: it forgets the parent's trace (its writer
- * thread is not there) and may start its own. */
-static void fork_child(void)
-{
-    bool was_on = atomic_exchange(&gm_trace_on, 0) != 0;
-    if (was_on) {
-        __fpurge(W.f); /* the parent writes what is buffered */
-        fclose(W.f);
-        W.f = NULL;
-        for (chunk *c = W.head, *next; c != NULL; c = next) {
-            next = c->next;
-            free(c);
-        }
-        W.head = W.tail = NULL;
-        W.queued = 0;
-        W.accepting = false;
-        free(W.seen);
-        W.seen = NULL;
-        W.nseen = 0;
-        strtab_reset();
-    }
-    for (tbuf *tb = registry, *next; tb != NULL; tb = next) {
-        next = tb->next;
-        free(tb->cur);
-        free(tb);
-    }
-    registry = NULL;
-    my_tb = NULL;
-    pthread_setspecific(tb_key, NULL);
-    pthread_mutex_unlock(&T.mu);
-    pthread_mutex_unlock(&W.mu);
-    pthread_mutex_unlock(&reg_mu);
-    pthread_mutex_unlock(&ctl_mu);
-}
-
-static void init_once(void)
-{
-    if (pthread_key_create(&tb_key, tb_exit) != 0 || atexit(at_exit) != 0 ||
-        pthread_atfork(fork_prepare, fork_parent, fork_child) != 0) {
-        once_failed = 1;
-        return;
-    }
     asym_init();
     choose_clock();
     dl_iterate_phdr(find_lib, (void *)(uintptr_t)&gm_trace_ticks);
     ssize_t n = readlink("/proc/self/exe", exe_path, sizeof exe_path - 1);
     exe_path[n > 0 ? n : 0] = '\0';
     T.next_sid = T.next_kid = 1;
-}
-
-/* Starts a trace into path (ctl_mu held).  On failure, the reason goes to
- * why and nothing records; a file this call created is removed. */
-static gpumem_status start_locked(const char *path, unsigned flags, char *why, size_t whysize)
-{
-    pthread_once(&once, init_once);
-    if (once_failed) {
-        snprintf(why, whysize, "cannot set up the trace's thread data and exit handler");
-        return GPUMEM_ERROR_HOST_OUT_OF_MEMORY;
-    }
-    if (strlen(path) >= sizeof trace_path) {
-        snprintf(why, whysize, "the file name is longer than %zu bytes", sizeof trace_path - 1);
-        return GPUMEM_ERROR_INVALID_VALUE;
-    }
-    struct stat sb;
-    bool existed = stat(path, &sb) == 0;
-    FILE *f = fopen(path, "wbe");
-    if (f == NULL) {
-        snprintf(why, whysize, "cannot open '%s' for writing: %s", path, strerror(errno));
-        return GPUMEM_ERROR_INVALID_VALUE;
-    }
-    unsigned char h[GM_TRACE_HEADER_BYTES] = {0};
-    memcpy(h + GM_TH_MAGIC, GM_TRACE_MAGIC, 8);
-    put32(h + GM_TH_VERSION, GM_TRACE_VERSION);
-    put32(h + GM_TH_HEADER_BYTES, GM_TRACE_HEADER_BYTES);
-    put32(h + GM_TH_RECORD_BYTES, GM_TRACE_RECORD_BYTES);
-    put32(h + GM_TH_FLAGS, flags);
-    struct timespec rt;
-    clock_gettime(CLOCK_REALTIME, &rt);
-    put64(h + GM_TH_REALTIME_NS, (uint64_t)rt.tv_sec * 1000000000u + (uint64_t)rt.tv_nsec);
-    /* A first rate for the counter, from a pair read 2 ms before the start
-     * (so a trace cut short still converts); the start is the later pair. */
-    uint64_t t1 = gm_trace_ticks(), n1 = mono_ns(), t0 = t1, n0 = n1;
-    if (atomic_load(&tick_counter))
-        do {
-            t0 = gm_trace_ticks();
-            n0 = mono_ns();
-        } while (n0 - n1 < 2000000u);
-    put64(h + GM_TH_TICKS0, t0);
-    put64(h + GM_TH_NS0, n0);
-    put64(h + GM_TH_TICKS1, t1);
-    put64(h + GM_TH_NS1, n1);
-    size_t elen = strlen(exe_path);
-    unsigned char info[8 + sizeof exe_path];
-    put32(info, (uint32_t)getpid());
-    put32(info + 4, 0);
-    memcpy(info + 8, exe_path, elen);
-    W.f = f;
-    W.err = 0;
-    errno = 0;
-    out(h, sizeof h);
-    out_block(GM_TB_INFO, info, 8 + elen);
-    if (W.err == 0 && fflush(f) != 0)
-        W.err = errno != 0 ? errno : EIO;
-    if (W.err != 0) {
-        snprintf(why, whysize, "cannot write '%s': %s", path, strerror(W.err));
-        fclose(f);
-        W.f = NULL;
-        if (!existed)
-            unlink(path);
-        return GPUMEM_ERROR_INVALID_VALUE;
-    }
-    W.recorded = 0;
-    W.accepting = true;
-    W.finish = false;
-    atomic_store(&lost, 0);
-    atomic_store(&trace_flags, flags);
-    strcpy(trace_path, path);
-    int rc = pthread_create(&W.thread, NULL, writer_main, NULL);
-    if (rc != 0) {
-        snprintf(why, whysize, "cannot start the trace's writer thread: %s", strerror(rc));
-        W.accepting = false;
-        fclose(f);
-        W.f = NULL;
-        if (!existed)
-            unlink(path);
-        return GPUMEM_ERROR_HOST_OUT_OF_MEMORY;
-    }
-    atomic_store(&gm_trace_on, 1);
-    return GPUMEM_OK;
-}
-
-/* Stops the trace (ctl_mu held, a trace records); *err gets the first
- * failed write's errno, or 0. */
-static void stop_locked(int *err)
-{
-    atomic_store(&gm_trace_on, 0);
-    if (atomic_load_explicit(&asym, memory_order_relaxed))
-        asym_barrier();
-    pthread_mutex_lock(&reg_mu);
-    for (tbuf *tb = registry; tb != NULL; tb = tb->next) {
-        while (atomic_load_explicit(&tb->busy, memory_order_seq_cst) != 0)
-            sched_yield();
-        chunk *c = tb->cur;
-        tb->cur = NULL;
-        if (c != NULL) {
-            pthread_mutex_lock(&W.mu);
-            if (c->count != 0)
-                push_locked(c);
-            else
-                recycle_locked(c);
-            pthread_mutex_unlock(&W.mu);
-        }
-    }
-    pthread_mutex_lock(&W.mu);
-    W.accepting = false;
-    W.finish = true;
-    pthread_cond_signal(&W.work);
-    pthread_cond_broadcast(&W.space);
-    pthread_mutex_unlock(&W.mu);
-    pthread_mutex_unlock(&reg_mu);
-    pthread_join(W.thread, NULL);
-    *err = W.err;
-    errno = 0;
-    if (fclose(W.f) != 0 && *err == 0)
-        *err = errno != 0 ? errno : EIO;
-    W.f = NULL;
-    pthread_mutex_lock(&W.mu);
-    W.free_tail = NULL;
-    while (W.free != NULL) {
-        chunk *c = W.free;
-        W.free = c->next;
-        free(c);
-    }
-    W.nfree = 0;
-    W.finish = false;
-    pthread_mutex_unlock(&W.mu);
-    free(W.seen);
-    W.seen = NULL;
-    W.nseen = 0;
-    pthread_mutex_lock(&T.mu);
-    strtab_reset();
-    pthread_mutex_unlock(&T.mu);
-}
-
-GPUMEM_API gpumem_status gpumem_trace_start(const char *path, unsigned flags)
-{
-    const char *what = "gpumem_trace_start";
-    GM_CHECK_NULL(path);
-    if (path[0] == '\0')
-        return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: 'path' is empty", what);
-    if (flags & ~GPUMEM_TRACE_CALL_SITES)
-        return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: 'flags' 0x%x has bits other than "
-                        "GPUMEM_TRACE_CALL_SITES (0x1)", what, flags);
-    long stacks = 0;
-    gpumem_status st = gm_env_long("GPUMEM_TRACE_STACKS", 0, 1, 0, &stacks, NULL);
-    if (st != GPUMEM_OK)
-        return gm_error_prefix(st, what);
-    if (stacks)
-        flags |= GPUMEM_TRACE_CALL_SITES;
-    char why[600];
-    pthread_mutex_lock(&ctl_mu);
-    if (atomic_load(&gm_trace_on) != 0) {
-        st = gm_error(GPUMEM_ERROR_INVALID_STATE, "%s: a trace is already recording to '%s' "
-                      "(gpumem_trace_stop ends it)", what, trace_path);
-    } else {
-        st = start_locked(path, flags & GPUMEM_TRACE_CALL_SITES ? GM_TRACE_FLAG_CALL_SITES : 0, why, sizeof why);
-        if (st != GPUMEM_OK)
-            gm_error(st, "%s: %s", what, why);
-    }
-    pthread_mutex_unlock(&ctl_mu);
-    return st;
-}
-
-GPUMEM_API gpumem_status gpumem_trace_stop(void)
-{
-    const char *what = "gpumem_trace_stop";
-    gpumem_status st = GPUMEM_OK;
-    pthread_mutex_lock(&ctl_mu);
-    if (atomic_load(&gm_trace_on) == 0) {
-        st = gm_error(GPUMEM_ERROR_INVALID_STATE, "%s: no trace is recording", what);
-    } else {
-        int err = 0;
-        stop_locked(&err);
-        if (err != 0)
-            st = gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: writing the trace '%s' failed: %s; the file ends "
-                          "where writing failed", what, trace_path, strerror(err));
-    }
-    pthread_mutex_unlock(&ctl_mu);
-    return st;
-}
-
-/* ---- GPUMEM_TRACE ------------------------------------------------------------------------- */
-
-static pthread_once_t env_once = PTHREAD_ONCE_INIT;
-static gpumem_status env_status;
-static char env_message[1024];
-
-static void env_start(void)
-{
-    const char *v = gm_env("GPUMEM_TRACE");
-    if (v == NULL)
-        return;
-    char path[sizeof trace_path + 64];
-    size_t n = 0;
-    for (const char *s = v; *s != '\0'; s++) {
-        char buf[24];
-        const char *add = buf;
-        if (*s != '%') {
-            buf[0] = *s;
-            buf[1] = '\0';
-        } else if (s[1] == 'p') {
-            snprintf(buf, sizeof buf, "%ld", (long)getpid());
-            s++;
-        } else if (s[1] == '%') {
-            add = "%";
-            s++;
-        } else {
-            env_status = GPUMEM_ERROR_INVALID_ENVIRONMENT;
-            snprintf(env_message, sizeof env_message, "GPUMEM_TRACE='%.600s': a '%%' must be followed by 'p' "
-                     "(the process id) or '%%'", v);
-            return;
-        }
-        size_t len = strlen(add);
-        if (n + len >= sizeof path) {
-            env_status = GPUMEM_ERROR_INVALID_ENVIRONMENT;
-            snprintf(env_message, sizeof env_message, "GPUMEM_TRACE='%.600s': the file name is too long", v);
-            return;
-        }
-        memcpy(path + n, add, len);
-        n += len;
-    }
-    path[n] = '\0';
-    long stacks = 0;
-    gpumem_status st = gm_env_long("GPUMEM_TRACE_STACKS", 0, 1, 0, &stacks, NULL);
-    if (st != GPUMEM_OK) {
-        env_status = st;
-        snprintf(env_message, sizeof env_message, "%s", gpumem_last_error());
-        return;
-    }
-    char why[600];
-    pthread_mutex_lock(&ctl_mu);
-    if (atomic_load(&gm_trace_on) == 0) /* else gpumem_trace_start came first */
-        st = start_locked(path, stacks ? GM_TRACE_FLAG_CALL_SITES : 0, why, sizeof why);
-    pthread_mutex_unlock(&ctl_mu);
-    if (st != GPUMEM_OK) {
-        env_status = GPUMEM_ERROR_INVALID_ENVIRONMENT;
-        snprintf(env_message, sizeof env_message, "GPUMEM_TRACE='%.300s': %s", v, why);
-    }
-}
-
-gpumem_status gm_trace_env_start(const char *what)
-{
-    pthread_once(&env_once, env_start);
-    if (env_status != GPUMEM_OK)
-        return gm_error(env_status, "%s: %s", what, env_message);
-    return GPUMEM_OK;
 }
 
 /* ---- the events ------------------------------------------------------------------------- */
@@ -1101,7 +624,7 @@ static __attribute__((noinline)) void alloc_with_site(const void *ctx, int devic
 static __attribute__((noinline, hot)) void alloc_event(const void *ctx, int device, const void *stream, int kind,
                                                        const void *pool, uint64_t bytes, uint64_t addr)
 {
-    if (__builtin_expect(atomic_load_explicit(&trace_flags, memory_order_relaxed) & GM_TRACE_FLAG_CALL_SITES, 0)) {
+    if (__builtin_expect(atomic_load_explicit(&gm_trace_flags, memory_order_relaxed) & GM_TRACE_FLAG_CALL_SITES, 0)) {
         alloc_with_site(ctx, device, stream, kind, pool, bytes, addr);
         return;
     }

@@ -22,6 +22,9 @@
  * per-trace ids, and written before any chunk that names them.
  * Lock order: ctl_mu (start, stop), then the registry's, then the
  * writer's queue lock; the string table's lock is a leaf.
+ * Files: trace.c records (the threads' buffers, the strings, the events),
+ * trace_writer.c writes (the queue, the writer thread, start and stop);
+ * trace_impl.h is what they share.
  *
  * Layering: the pure layer (no driver call); called from every layer above.
  */

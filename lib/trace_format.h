@@ -1,7 +1,8 @@
 /*
  * trace_format.h - the trace file's layout (doc/trace-format.md is its
  * description; this is the one list of its numbers, shared by the recorder,
- * lib/trace.c, and the reader, tools/trace_read.c).  Constants only.
+ * lib/trace.c and lib/trace_writer.c, and the reader, tools/trace_read.c).
+ * Constants only.
  *
  * Every number is little-endian.  A file is:
  *   the header (GM_TRACE_HEADER_BYTES; its own size at GM_TH_HEADER_BYTES),

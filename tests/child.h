@@ -17,6 +17,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <gpumem.h>
+
 #include "tap.h"
 
 typedef struct child_result {
@@ -136,6 +138,24 @@ static void fault_walk(child_fn fn, long n, const char *free_call)
     }
     ok(clean, "failing any one of the %ld calls fails the workload cleanly, without leaks", n);
     ok(named, "every failure's message names the injected driver error");
+}
+
+/* The number of devices, counted in a child: CUDA cannot be used in a child
+ * forked after the parent initialized it, and later cases run in children.
+ * -1 when the count fails. */
+static void child_count_case(const void *arg, child_result *out)
+{
+    (void)arg;
+    int count = 0;
+    out->status = gpumem_device_count(&count);
+    out->value[0] = count;
+}
+static int child_device_count(void) __attribute__((unused));
+static int child_device_count(void)
+{
+    child_result r;
+    run_child(child_count_case, NULL, &r);
+    return r.exited && r.exit_code == 0 && r.status == 0 ? (int)r.value[0] : -1;
 }
 
 #endif /* GPUMEM_TEST_CHILD_H */

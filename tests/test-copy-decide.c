@@ -276,12 +276,22 @@ static void test_table(void)
     ok(d.peer_way == GM_PEER_KERNEL && d.peer_pack_src, "one (tiled) pack kernel writes the F array");
     check("contiguous to d[:, 1::2] on another device, peer access", 2, s64, f, dev_on(0, D0, c4),
           dev_on(1, D0 + 4, cols), peer, &t, (want){.how = GM_HOW_PEER, .path = GPUMEM_COPY_PATH_PEER}, &d);
-    ok(d.peer_way == GM_PEER_PIPELINE && !d.peer_write && !d.peer_pack_src && d.peer_unpack_dst &&
-           d.nchunks == 1 && d.chunk_bytes == 96 && d.nbufs == 1,
-       "a peer copy into the destination's scratch, unpacked there: one chunk of 96 bytes");
+    ok(d.peer_way == GM_PEER_KERNEL && !d.peer_write && d.peer_read && !d.peer_pack_src && d.peer_unpack_dst &&
+           d.nchunks == 0,
+       "one unpack kernel on the destination's device reads the source through the peer mapping, no scratch");
+    check("the same without scratch", 2, s64, f, dev_on(0, D0, c4), dev_on(1, D0 + 4, cols),
+          (gm_copy_caps){.peer = true, .no_scratch = true}, &t,
+          (want){.how = GM_HOW_PEER, .path = GPUMEM_COPY_PATH_PEER}, &d);
+    ok(d.peer_way == GM_PEER_KERNEL && d.peer_read, "still one kernel: it needs no scratch");
+    check("contiguous to d[:, 1::2] on another device, staged", 2, s64, f, dev_on(0, D0, c4),
+          dev_on(1, D0 + 4, cols), none, &t, (want){.how = GM_HOW_PEER, .path = GPUMEM_COPY_PATH_PEER_STAGED}, &d);
+    ok(d.peer_way == GM_PEER_PIPELINE && !d.peer_read && !d.peer_pack_src && d.peer_unpack_dst && d.nchunks == 1 &&
+           d.chunk_bytes == 96 && d.nbufs == 1,
+       "no peer mapping: moved through the slots into the destination's scratch, unpacked there: one chunk of 96 bytes");
     check("d[:, ::2] to d2[:, 1::2] on another device, peer access", 2, s64, f, dev_on(0, D0, cols),
           dev_on(1, D0 + 4, cols), peer, &t, (want){.how = GM_HOW_PEER, .path = GPUMEM_COPY_PATH_PEER}, &d);
-    ok(d.peer_way == GM_PEER_PIPELINE && d.peer_write && d.peer_pack_src && d.peer_unpack_dst && d.nchunks == 1,
+    ok(d.peer_way == GM_PEER_PIPELINE && d.peer_write && !d.peer_read && d.peer_pack_src && d.peer_unpack_dst &&
+           d.nchunks == 1,
        "the source's kernel packs into the destination's scratch, unpacked there");
     check("the same without scratch", 2, s64, f, dev_on(0, D0, cols), dev_on(1, D0 + 4, cols),
           (gm_copy_caps){.peer = true, .no_scratch = true}, &t,
@@ -293,6 +303,28 @@ static void test_table(void)
     ok(d.peer_way == GM_PEER_PIPELINE && d.peer_write && d.nchunks == 16 && d.chunk_bytes == 1048 * 4000 &&
            d.nbufs == 2 && d.overlap,
        "16 chunks through two buffers of the destination's device, the two devices overlapping");
+    {
+        gm_copy_tuning ta = t; /* GPUMEM_COPY_SCRATCH_CHUNK unset */
+        ta.scratch_chunk = 0;
+        check("the same, the scratch chunk unset", 2, wide, f, dev_on(0, D0, wsrc), dev_on(1, D0, wstr), peer, &ta,
+              (want){.how = GM_HOW_PEER, .path = GPUMEM_COPY_PATH_PEER}, &d);
+        ok(d.peer_way == GM_PEER_PIPELINE && d.nchunks == 4 && d.chunk_bytes == 4096 * 4000 && d.nbufs == 2,
+           "buffers of a quarter of the copy (15.6 MiB: 4096 rows), 4 chunks (got %llu of %llu bytes)",
+           (unsigned long long)d.nchunks, (unsigned long long)d.chunk_bytes);
+        int64_t huge[] = {262144, 1000}; /* 1000 MiB */
+        check("1000 MiB, the scratch chunk unset", 2, huge, f, dev_on(0, D0, wsrc), dev_on(1, D0, wstr), peer, &ta,
+              (want){.how = GM_HOW_PEER, .path = GPUMEM_COPY_PATH_PEER}, &d);
+        ok(d.chunk_bytes <= 64 * MiB && d.chunk_bytes > 60 * MiB && d.nchunks == 16,
+           "buffers of at most 64 MiB between devices (got %llu chunks of %llu bytes)",
+           (unsigned long long)d.nchunks, (unsigned long long)d.chunk_bytes);
+        int64_t small[] = {256, 1000}; /* 1000 KiB */
+        check("1000 KiB, the scratch chunk unset", 2, small, f, dev_on(0, D0, wsrc), dev_on(1, D0, wstr), peer, &ta,
+              (want){.how = GM_HOW_PEER, .path = GPUMEM_COPY_PATH_PEER}, &d);
+        ok(d.nchunks == 1, "a small copy: one chunk of at most 4 MiB");
+        check("the same staged, the scratch chunk unset", 2, wide, f, dev_on(0, D0, wsrc), dev_on(1, D0, wstr), none,
+              &ta, (want){.how = GM_HOW_PEER, .path = GPUMEM_COPY_PATH_PEER_STAGED}, &d);
+        ok(d.chunk_bytes == 1048 * 4000 && d.nchunks == 16, "staged: 4 MiB, as before");
+    }
     check("the same staged", 2, wide, f, dev_on(0, D0, wsrc), dev_on(1, D0, wstr), none, &t,
           (want){.how = GM_HOW_PEER, .path = GPUMEM_COPY_PATH_PEER_STAGED}, &d);
     ok(d.peer_way == GM_PEER_PIPELINE && !d.peer_write && d.peer_pack_src && d.peer_unpack_dst && d.nchunks == 16 &&

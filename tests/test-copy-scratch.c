@@ -17,7 +17,7 @@
 #include "arrays.h"
 #include "child.h"
 #include "copy_engine.h"
-#include "copy_pack.h"
+#include "pack_calls.h"
 #include "tap.h"
 #include "workers.h"
 

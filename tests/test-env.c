@@ -165,7 +165,7 @@ static void test_params(void)
 
 int main(void)
 {
-    plan(86 + 18 + 12);
+    plan(86 + 18 + 12 + 9);
     words(); /* first: its children must fork before this process uses the library */
     long v = 0;
     ok(gm_parse_long("42", &v) && v == 42, "a decimal");
@@ -295,5 +295,26 @@ int main(void)
     setenv("GPUMEM_TEST_X", "lots", 1);
     is_int(gm_env_size("GPUMEM_TEST_X", 1, 9, &s), GPUMEM_ERROR_INVALID_ENVIRONMENT, "a bad size is an error");
     test_params();
+
+    /* GPUMEM_DEBUG: a list of words; unknown ones are the messages, as every non-zero value was */
+    ok(gm_debug_parse(NULL) == 0 && gm_debug_parse("0") == 0 && gm_debug_parse(" 0\t") == 0,
+       "GPUMEM_DEBUG unset or 0: nothing");
+    ok(gm_debug_parse("1") == GM_DEBUG_MESSAGES && gm_debug_parse("yes") == GM_DEBUG_MESSAGES &&
+           gm_debug_parse("-0") == GM_DEBUG_MESSAGES && gm_debug_parse("00") == GM_DEBUG_MESSAGES &&
+           gm_debug_parse("poisons") == GM_DEBUG_MESSAGES,
+       "any other word is the messages (1, yes, -0, 00, poisons)");
+    ok(gm_debug_parse("leaks") == GM_DEBUG_LEAKS && gm_debug_parse("poison") == GM_DEBUG_POISON &&
+           gm_debug_parse("copies") == GM_DEBUG_COPIES,
+       "leaks, poison and copies alone: only their own part");
+    is_int(gm_debug_parse(" Poison , COPIES\t,leaks"), GM_DEBUG_POISON | GM_DEBUG_COPIES | GM_DEBUG_LEAKS,
+           "a list: any case, blanks around each word");
+    is_int(gm_debug_parse("1,leaks"), GM_DEBUG_MESSAGES | GM_DEBUG_LEAKS, "1,leaks: both, as before");
+    is_int(gm_debug_parse("0,poison"), GM_DEBUG_POISON, "0,poison: poison only");
+    is_int(gm_debug_parse("poison,,copies,"), GM_DEBUG_POISON | GM_DEBUG_COPIES, "empty words do nothing");
+    is_int(gm_debug_parse("poison copies"), GM_DEBUG_MESSAGES, "words are separated by commas, not blanks");
+    char longword[100];
+    memset(longword, 'x', sizeof longword - 1);
+    longword[sizeof longword - 1] = '\0';
+    is_int(gm_debug_parse(longword), GM_DEBUG_MESSAGES, "a long word is an unknown one");
     return exit_status();
 }

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "copy_pack.h"
+#include "pack_calls.h"
 #include "copyplan.h"
 #include "gpumem.h"
 #include "kernels/pack.h"

@@ -21,7 +21,7 @@
 
 #include "child.h"
 #include "context.h"
-#include "copy_pack.h"
+#include "pack_calls.h"
 #include "copy_peer.h"
 #include "copyplan.h"
 #include "error.h"
@@ -206,22 +206,11 @@ static void kernel_case(const void *arg, child_result *out)
         gpumem_context_release(c[i]);
 }
 
-/* The device count, in a child: CUDA cannot be used in a child forked after
- * the parent initialized it, and every case here runs in a child. */
-static void count_case(const void *arg, child_result *out)
-{
-    (void)arg;
-    int count = 0;
-    out->status = gpumem_device_count(&count);
-    out->value[0] = count;
-}
-
 int main(void)
 {
     child_result r;
     if (!test_on_sim()) {
-        run_child(count_case, NULL, &r);
-        if (!r.exited || r.status != GPUMEM_OK || r.value[0] < 2)
+        if (child_device_count() < 2)
             plan_skip_all("needs two devices");
     }
 

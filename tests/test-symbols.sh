@@ -4,7 +4,7 @@
 srcdir=${GPUMEM_TEST_SRCDIR:-.}
 builddir=${GPUMEM_TEST_BUILDDIR:-.}
 so=$(ls "$builddir"/lib/.libs/libgpumem.so.* 2>/dev/null | head -n 1)
-echo "1..8"
+echo "1..9"
 if [ -z "$so" ] || ! command -v nm >/dev/null 2>&1; then
     echo "Bail out! no shared library or no nm"
     exit 1
@@ -53,3 +53,12 @@ else
     echo "ok 7 # SKIP no static archive (--disable-static)"
     echo "ok 8 # SKIP no static archive (--disable-static)"
 fi
+
+# No static TLS (DF_STATIC_TLS, set by any initial-exec access): a library
+# that needs it fails to dlopen once other libraries took glibc's surplus,
+# as Python with PyTorch had.
+flags=$(readelf -d "$so" 2>/dev/null | awk '/\(FLAGS\)/ {$1 = $2 = ""; print}')
+case "$flags" in
+*STATIC_TLS*) echo "not ok 9 - the library needs static TLS (FLAGS:$flags): an initial-exec thread-local" ;;
+*) echo "ok 9 - the library needs no static TLS, so dlopen after others' TLS works" ;;
+esac

@@ -51,7 +51,7 @@
  * library's pack kernels or the device has no room for their scratch).  A
  * strided copy through device scratch larger than one scratch buffer
  * (`GPUMEM_COPY_SCRATCH_CHUNK`, 4 MiB; a staged copy's are larger,
- * gpumem/staging.h) writes its destination chunk by chunk, so a failure of
+ * gpumem/staging.h, and so are those between devices, gpumem/peer.h) writes its destination chunk by chunk, so a failure of
  * a later chunk can leave it partly written too.  A
  * failure to free a copy's temporaries after it completed ("the copy
  * completed" in the message) leaves the destination holding the copy.
@@ -391,7 +391,7 @@ GPUMEM_API gpumem_status gpumem_array_release_n(size_t count, gpumem_array *cons
  *   into host staging memory.  The packed layout is the other side's when
  *   that side is one run, so the transfer lands in it directly.  Device
  *   scratch is at most two buffers of `GPUMEM_COPY_SCRATCH_CHUNK` bytes
- *   (4 MiB): a larger copy goes chunk by chunk along its outermost axes, the
+ *   (4 MiB; between devices, gpumem/peer.h): a larger copy goes chunk by chunk along its outermost axes, the
  *   kernels of one chunk running while the transfer of the other does, so
  *   a strided view larger than the device's free memory copies too.  A copy
  *   whose transfer goes through the staging engine (a pageable or strided

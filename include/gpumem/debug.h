@@ -13,6 +13,62 @@
  * error name such as CUDA_ERROR_OUT_OF_MEMORY or its number (default:
  * CUDA_ERROR_UNKNOWN).  gpumem_debug_fail_call() arms the same knob from code,
  * on either backend.
+ *
+ * @par Catching a missing synchronization: GPUMEM_DEBUG=poison
+ * With the word @c poison in @c GPUMEM_DEBUG (doc/environment.md), the
+ * library fills the bytes a program must not read yet with a pattern, so
+ * that a read made too early sees garbage rather than a stale value that
+ * happens to look right:
+ *  - every new array of gpumem_device_array(), gpumem_device_array_like(),
+ *    gpumem_device_record(), gpumem_pool_device_array(),
+ *    gpumem_host_array(), gpumem_pinned_array(), gpumem_mapped_array(),
+ *    gpumem_managed_array() and gpumem_host_pool_allocate() (and so
+ *    gpumem_to_device() with ::GPUMEM_TO_DEVICE_NO_COPY), until the program
+ *    writes it: host-side memory by the CPU before the call returns;
+ *    device memory by the driver's memset (cuMemsetD8/D16/D32Async) queued
+ *    on the call's stream, or, without one, on a private non-blocking stream
+ *    that the call waits for (it waits for nothing else);
+ *  - the destination of a download from the device queued on a stream,
+ *    until the copy lands: pageable memory (a queued download, see
+ *    gpumem/array.h) by the CPU before the call returns; page-locked memory
+ *    (pinned, mapped, registered) in the stream's order just before the
+ *    copy: at once when the stream is idle (and, but for the default stream's
+ *    own, the default stream too), else by a host function on the stream
+ *    (work queued before the download, such as an upload from the same
+ *    buffer, still reads the program's bytes).  Managed memory and
+ *    copies without a stream (which return once they landed) are not
+ *    poisoned.
+ * Each element holds ::GPUMEM_DEBUG_POISON_WORD's bytes from its own first
+ * byte (lowest byte first, again every 4 bytes): every float16, float32,
+ * float64 and complex element reads NaN, every integer element one large
+ * value (8 bits: 126, 16: 32382, 32: 2147384958, 64: 9222948168679718526,
+ * signed or not) and a bool element neither 0 nor 1.  A download that fails may leave the pattern where
+ * it did not land.  The cost: one pass of the CPU over each new host-side
+ * array and each pageable destination; one memset per new device array
+ * (without a stream, also a stream created, waited for and destroyed); up
+ * to two stream queries, and when a stream is busy one host function, per
+ * page-locked download on a stream.  Off, each place costs one relaxed load.
+ *
+ * @par Seeing every copy: GPUMEM_DEBUG=copies
+ * With the word @c copies, every copy between two arrays
+ * (gpumem_array_copy(), gpumem_copy_to_host(), gpumem_copy_to_device(), and
+ * those made inside gpumem_to_device(), a reshape or ravel copy and a
+ * write-back) that got past its argument checks prints one line to standard
+ * error, whether it succeeded or not:
+ * @code
+ * gpumem: copy gpumem_copy_to_host: d2h path=contiguous bytes=4096 us=12.5 sync=no status=GPUMEM_OK
+ * @endcode
+ * the function, the direction (@c h2d, @c d2h, @c d2d, @c peer between two
+ * devices, @c h2h), the path gpumem_debug_last_copy_path() reports, the
+ * bytes of the destination's elements, the time the call took in
+ * microseconds (with a stream, the time to queue it), whether it returned
+ * only once the copy had landed (@c sync=yes: a copy without a stream, a
+ * copy between host-side arrays, a download that the CPU unpacks, a copy
+ * between devices other than one peer copy; @c sync=no: the copy was still
+ * queued on its stream, which must be synchronized before the destination
+ * is read), and the status it returned.  A queued download reports the path
+ * of its copy into the bounce block.  The cost: two clock reads and one
+ * write to standard error per copy; off, one relaxed load.
  */
 #ifndef GPUMEM_DEBUG_H
 #define GPUMEM_DEBUG_H
@@ -22,6 +78,14 @@
 #include <gpumem/status.h>
 
 GPUMEM_BEGIN_DECLS
+
+/**
+ * The 32-bit word that GPUMEM_DEBUG=poison fills with (see above): bytes
+ * 7e 7e fe 7f in memory.  A quiet NaN as a float32, and two of them a quiet
+ * NaN float64; its low 16 bits a quiet NaN float16.  Added in GPUMEM_1.1
+ * (a macro: no symbol).
+ */
+#define GPUMEM_DEBUG_POISON_WORD 0x7FFE7E7Eu
 
 /**
  * The number of driver calls made so far in this process: all of them when
@@ -88,8 +152,9 @@ typedef enum gpumem_copy_path {
     GPUMEM_COPY_PATH_DMA_LOOP = 8,
     /** Between two devices, through peer access: one cuMemcpyPeer of two
      *  arrays dense alike, else kernels that read or write the other
-     *  device's memory through the peer mapping (a strided destination
-     *  unpacked on its own device, chunk by chunk) (gpumem/peer.h).
+     *  device's memory through the peer mapping (a kernel runs on the
+     *  device of the strided side; both sides strided, chunk by chunk
+     *  through the destination's scratch) (gpumem/peer.h).
      *  Added in GPUMEM_1.1. */
     GPUMEM_COPY_PATH_PEER = 9,
     /** Between two devices without peer access (none, or switched off):

@@ -34,12 +34,16 @@
  *  - a strided source into a destination with the run's layout: one pack
  *    kernel on the source's device gathers the source and writes the
  *    destination through the peer mapping, in one pass over the link;
- *  - a strided destination: chunk by chunk through two buffers of at most
- *    `GPUMEM_COPY_SCRATCH_CHUNK` bytes (4 MiB) of scratch on the
- *    destination's device, which the source's device fills (its pack kernel
- *    writing through the peer mapping, or one peer copy of a dense source)
- *    on two streams while the destination's device unpacks the other
- *    buffer.
+ *  - a source with the run's layout into a strided destination: one
+ *    unpack kernel on the destination's device reads the source through
+ *    the peer mapping and scatters it, in one pass over the link (the
+ *    strided side stays on the kernel's own device);
+ *  - both strided: chunk by chunk through two buffers of scratch on the
+ *    destination's device (each a quarter of the copy, 4 to 64 MiB, or
+ *    `GPUMEM_COPY_SCRATCH_CHUNK` bytes when that is set), which the
+ *    source's pack kernel fills through
+ *    the peer mapping on two streams while the destination's device
+ *    unpacks the other buffer.
  * Without peer access (::GPUMEM_COPY_PATH_PEER_STAGED) the run goes
  * through the staging engine's pinned slots (gpumem/staging.h: its chunk
  * size and depth), the download of one slot overlapping the upload of

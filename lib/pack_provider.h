@@ -1,13 +1,14 @@
 /*
- * pack_kernels.h - the pack kernels of the kernel cache, as the copy
- * engine's provider (private; top layer, see doc/design.md).
+ * pack_provider.h - the kernels' side of the pack kernels: loaded through
+ * the kernel cache and launched, as the copy engine's provider (private;
+ * top layer, see doc/design.md).  The caller's side is pack_calls.h.
  */
-#ifndef GM_PACK_KERNELS_H
-#define GM_PACK_KERNELS_H
+#ifndef GM_PACK_PROVIDER_H
+#define GM_PACK_PROVIDER_H
 
-#include "copy_pack.h"
+#include "pack_calls.h"
 
-/* The provider of pack_kernels.c: the context's pack kernels, loaded once
+/* The provider of pack_provider.c: the context's pack kernels, loaded once
  * through the kernel cache and memoized, and their launches.  lib/wiring.c
  * hands it to the copy engine (gm_pack_provider_set). */
 const gm_pack_provider *gm_pack_kernels_provider(void);
@@ -19,4 +20,4 @@ const gm_pack_provider *gm_pack_kernels_provider(void);
  * destroy hook (gm_pool_set_destroy_hook). */
 void gm_pack_scratch_drop_unkept(void);
 
-#endif /* GM_PACK_KERNELS_H */
+#endif /* GM_PACK_PROVIDER_H */

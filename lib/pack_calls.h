@@ -1,10 +1,12 @@
 /*
- * copy_pack.h - the device pack and unpack kernels, loaded once per
- * context through the kernel cache, and their launches (private; the copy
- * engine's).
+ * pack_calls.h - the caller's side of the device pack and unpack kernels
+ * (private; the copy engine's, arrays layer): the calls the copy engine
+ * makes to get the kernels, launch them and take device scratch, and the
+ * provider they go through.  The kernels themselves are loaded and
+ * launched by the kernel cache's side, pack_provider.c, a layer above.
  */
-#ifndef GM_COPY_PACK_H
-#define GM_COPY_PACK_H
+#ifndef GM_PACK_CALLS_H
+#define GM_PACK_CALLS_H
 
 #include "alloc.h"
 #include "context.h"
@@ -45,7 +47,7 @@ typedef struct gm_scratch {
 } gm_scratch;
 
 /* The kernels live in the kernel cache, a layer above the copy engine:
- * pack_kernels.c provides these functions and lib/wiring.c hands them to the
+ * pack_provider.c provides these functions and lib/wiring.c hands them to the
  * engine when the library loads, so the engine names nothing above it.  The
  * calls below go through them. */
 typedef struct gm_pack_provider {
@@ -100,4 +102,4 @@ gpumem_status gm_pack_scratch_get(gm_pack_kernels *k, size_t bytes, bool side, c
  * the smallest whose last use has ended. */
 void gm_pack_scratch_put(gm_pack_kernels *k, gm_scratch *s);
 
-#endif /* GM_COPY_PACK_H */
+#endif /* GM_PACK_CALLS_H */

@@ -1,9 +1,10 @@
 /*
- * pack_kernels.c - the pack kernels of a context: loaded once through the
+ * pack_provider.c - the kernels' side of the pack kernels (the caller's is
+ * pack_calls.c): the pack kernels of a context, loaded once through the
  * kernel cache (module.c) and memoized per context (memo.c) with their
  * function handles, and launched for the copy engine.  The kernel cache is
  * a layer above the copy engine, so this file only provides its functions
- * (copy_pack.h's gm_pack_provider); lib/wiring.c hands them to the engine.
+ * (pack_calls.h's gm_pack_provider); lib/wiring.c hands them to the engine.
  */
 #include "config.h"
 
@@ -14,15 +15,15 @@
 #include <string.h>
 
 #include "alloc.h"
-#include "copy_pack.h"
+#include "pack_calls.h"
 #include "error.h"
 #include "gpumem/module.h"
 #include "kernels/pack.h"
 #include "memo.h"
 #include "module.h"
-#include "pack_kernels.h"
+#include "pack_provider.h"
 
-/* Idle scratch buffers kept per context (copy_pack.h). */
+/* Idle scratch buffers kept per context (pack_calls.h). */
 #define SCRATCH_KEEP 4
 
 struct gm_pack_kernels {

@@ -1,12 +1,13 @@
 /*
- * copy_pack.c - the copy engine's side of the pack kernels: calls through
- * the provider that the kernel cache's layer registered (copy_pack.h).
+ * pack_calls.c - the caller's side of the pack kernels: the copy engine's
+ * calls, forwarded to the provider that lib/wiring.c set (pack_calls.h);
+ * the kernels' side is pack_provider.c.
  */
 #include "config.h"
 
 #include <stdatomic.h>
 
-#include "copy_pack.h"
+#include "pack_calls.h"
 
 static _Atomic(const gm_pack_provider *) provider;
 
