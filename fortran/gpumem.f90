@@ -495,6 +495,34 @@ module gpumem
       type(c_ptr), value :: stream
       integer(c_int) :: gpumem_array_copy
     end function
+    ! gpumem/batch.h: dst(i) = src(i) for count pairs of array handles, on one stream
+    function gpumem_array_copy_batch(count, dst, src, stream) &
+        bind(c, name='gpumem_array_copy_batch')
+      import
+      integer(c_size_t), value :: count
+      type(c_ptr), intent(in) :: dst(*)
+      type(c_ptr), intent(in) :: src(*)
+      type(c_ptr), value :: stream
+      integer(c_int) :: gpumem_array_copy_batch
+    end function
+    function gpumem_array_pack(count, views, buffer, stream) &
+        bind(c, name='gpumem_array_pack')
+      import
+      integer(c_size_t), value :: count
+      type(c_ptr), intent(in) :: views(*)
+      type(c_ptr), value :: buffer
+      type(c_ptr), value :: stream
+      integer(c_int) :: gpumem_array_pack
+    end function
+    function gpumem_array_unpack(count, views, buffer, stream) &
+        bind(c, name='gpumem_array_unpack')
+      import
+      integer(c_size_t), value :: count
+      type(c_ptr), intent(in) :: views(*)
+      type(c_ptr), value :: buffer
+      type(c_ptr), value :: stream
+      integer(c_int) :: gpumem_array_unpack
+    end function
     function gpumem_copy_to_host(src, dst, stream) &
         bind(c, name='gpumem_copy_to_host')
       import

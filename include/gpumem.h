@@ -16,6 +16,7 @@
 #include <gpumem/stream.h>
 #include <gpumem/event.h>
 #include <gpumem/array.h>
+#include <gpumem/batch.h>
 #include <gpumem/pool.h>
 #include <gpumem/memory.h>
 #include <gpumem/host.h>

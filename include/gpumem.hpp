@@ -1791,6 +1791,91 @@ inline registration register_arrays(const context &ctx, std::initializer_list<ar
     return registration(r, gpumem_deregister);
 }
 
+/* ---- batched copies (gpumem/batch.h) ------------------------------------------------------- */
+
+/**
+ * gpumem_array_copy_batch(): pairs added by name, dst[:] = src, then copied
+ * in one call on one stream (one plan; one kernel for the strided pieces of
+ * a halo).  The batch holds a reference on every array added.
+ * @code{.cpp}
+ * gpumem::copy_batch faces;
+ * faces.add(top_buf, d.slice({gpumem::index(1)})).add(left_buf, d.slice({gpumem::all, gpumem::index(1)}));
+ * faces.run(s); // throws gpumem::error naming gpumem::copy_batch::run and the pair
+ * @endcode
+ */
+class copy_batch {
+public:
+    copy_batch() = default;
+    /**
+     * Adds the pair dst[:] = src (destination first, as array::copy_from and gpumem_array_copy).
+     * @param dst the destination.
+     * @param src the source, of its shape and dtype.
+     * @return *this.
+     */
+    copy_batch &add(const array &dst, const array &src)
+    {
+        dst_.push_back(dst);
+        src_.push_back(src);
+        return *this;
+    }
+    /** The pairs added. @return their number. */
+    std::size_t size() const noexcept { return dst_.size(); }
+    /** Forgets the pairs (and drops their references). */
+    void clear() noexcept
+    {
+        dst_.clear();
+        src_.clear();
+    }
+    /**
+     * gpumem_array_copy_batch() of the pairs added, on @p s (empty: synchronous).  Every pair is checked before
+     * anything is copied: a bad one throws, naming it ("pair 2"), with no destination written.
+     * @param s the stream.
+     */
+    void run(stream_ref s = {}) const
+    {
+        std::vector<gpumem_array *> d, r;
+        d.reserve(dst_.size());
+        r.reserve(src_.size());
+        for (const array &a : dst_)
+            d.push_back(a.get());
+        for (const array &a : src_)
+            r.push_back(a.get());
+        check("gpumem::copy_batch::run", gpumem_array_copy_batch(d.size(), d.data(), r.data(), s.get()));
+    }
+
+private:
+    std::vector<array> dst_, src_;
+};
+
+/**
+ * gpumem_array_pack(): copies @p views, in C order, one after the other, into the C-contiguous @p buffer.
+ * @param views the views (any shapes, dtypes, strides, kinds).
+ * @param buffer the destination, at least their total bytes.
+ * @param s the stream (empty: synchronous).
+ */
+inline void pack(const std::vector<array> &views, const array &buffer, stream_ref s = {})
+{
+    std::vector<gpumem_array *> v;
+    v.reserve(views.size());
+    for (const array &a : views)
+        v.push_back(a.get());
+    check("gpumem::pack", gpumem_array_pack(v.size(), v.data(), buffer.get(), s.get()));
+}
+/**
+ * gpumem_array_unpack(): the reverse of pack(): the bytes of @p buffer, one view after the other, into @p views.
+ * @param views the destinations (writable, disjoint).
+ * @param buffer the C-contiguous source.
+ * @param s the stream (empty: synchronous).
+ */
+inline void unpack(const std::vector<array> &views, const array &buffer, stream_ref s = {})
+{
+    std::vector<gpumem_array *> v;
+    v.reserve(views.size());
+    for (const array &a : views)
+        v.push_back(a.get());
+    check("gpumem::unpack", gpumem_array_unpack(v.size(), v.data(), buffer.get(), s.get()));
+}
+
 /* ---- pools -------------------------------------------------------------------------------- */
 
 /** One allocation of a pool (move-only; the destructor is gpumem_allocation_free with no stream). */

@@ -61,8 +61,8 @@ static gpumem_status release_scratch(gpumem_array *scratch, gpumem_context *ctx,
 
 /* Checks a copy's arguments; gives the context that does the copy (NULL for
  * two host-side arrays). */
-static gpumem_status check_copy(const char *what, gpumem_array *dst, const gpumem_array *src,
-                                gpumem_stream *stream, gpumem_context **ctx)
+gpumem_status gm_copy_check(const char *what, gpumem_array *dst, const gpumem_array *src, gpumem_stream *stream,
+                            gpumem_context **ctx)
 {
     GM_FORWARD_IF_ERROR(gm_handle_check(dst, GM_HANDLE_ARRAY, what, "dst"));
     GM_FORWARD_IF_ERROR(gm_handle_check(src, GM_HANDLE_ARRAY, what, "src"));
@@ -99,8 +99,8 @@ static gpumem_status check_copy(const char *what, gpumem_array *dst, const gpume
 }
 
 /* The trace's event of a copy that started at t0 (lib/trace.h). */
-static void trace_copy(uint64_t t0, const gpumem_array *dst, const gpumem_array *src, gpumem_stream *stream,
-                       gpumem_context *ctx)
+void gm_copy_trace(uint64_t t0, const gpumem_array *dst, const gpumem_array *src, gpumem_stream *stream,
+                   gpumem_context *ctx)
 {
     gpumem_copy_path path = GPUMEM_COPY_PATH_NONE;
     gpumem_debug_last_copy_path(&path);
@@ -118,7 +118,7 @@ static gpumem_status array_copy(const char *what, gpumem_array *dst, const gpume
                                 gpumem_stream *stream)
 {
     gpumem_context *ctx = NULL;
-    gpumem_status st = check_copy(what, dst, src, stream, &ctx);
+    gpumem_status st = gm_copy_check(what, dst, src, stream, &ctx);
     if (st != GPUMEM_OK)
         return st;
     /* every copy, empty or between devices, is decided and reported alike */
@@ -126,7 +126,7 @@ static gpumem_status array_copy(const char *what, gpumem_array *dst, const gpume
     bool lines = gm_copies_on(); /* GPUMEM_DEBUG=copies */
     uint64_t c0 = lines ? gm_copies_clock() : 0;
     st = gm_copy_run(what, dst, src, stream, ctx);
-    GM_TRACE_IF(st == GPUMEM_OK && gm_array_size(dst) != 0, trace_copy(t0, dst, src, stream, ctx));
+    GM_TRACE_IF(st == GPUMEM_OK && gm_array_size(dst) != 0, gm_copy_trace(t0, dst, src, stream, ctx));
     if (lines)
         gm_copies_line(what, c0, st, dst, src, gm_copy_last_synced());
     return st;

@@ -40,4 +40,20 @@ void gm_copy_last_decision(gm_copy_decision *out);
 bool gm_copy_last_synced(void);
 void gm_copy_note_synced(void);
 
+/* Makes d the calling thread's last copy's decision (a batch's copies that
+ * did not run through gm_copy_run, copy_batch.c). */
+void gm_copy_report(const gm_copy_decision *d);
+
+/* copy.c: checks a copy's arguments as gpumem_array_copy does (handles,
+ * shape, dtype, a writable dst, the stream's context) and gives the context
+ * of the device side (NULL for two host-side arrays); the messages start
+ * with what. */
+gpumem_status gm_copy_check(const char *what, gpumem_array *dst, const gpumem_array *src, gpumem_stream *stream,
+                            gpumem_context **ctx);
+
+/* copy.c: the trace's event of a copy that started at t0, with the path
+ * gpumem_debug_last_copy_path reports (call under GM_TRACE_IF). */
+void gm_copy_trace(uint64_t t0, const gpumem_array *dst, const gpumem_array *src, gpumem_stream *stream,
+                   gpumem_context *ctx);
+
 #endif /* GM_COPY_ENGINE_H */

@@ -44,6 +44,13 @@ gpumem_status gm_pack_launch_on(gm_pack_kernels *k, const gm_pack_plan *plan, ui
     return p->launch_ds(k, plan, strided, packed, ds, what);
 }
 
+gpumem_status gm_pack_launch_batch(gm_pack_kernels *k, int kernel, const gm_pack_batch_params *p,
+                                   gpumem_stream *stream, const char *what)
+{
+    const gm_pack_provider *p_ = atomic_load_explicit(&provider, memory_order_acquire);
+    return p_->launch_batch(k, kernel, p, stream, what);
+}
+
 gpumem_status gm_pack_scratch_get(gm_pack_kernels *k, size_t bytes, bool side, const char *what, gm_scratch **out)
 {
     const gm_pack_provider *p = atomic_load_explicit(&provider, memory_order_acquire);

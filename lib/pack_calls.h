@@ -59,6 +59,8 @@ typedef struct gm_pack_provider {
     void (*scratch_put)(gm_pack_kernels *k, gm_scratch *s);
     gpumem_status (*launch_ds)(gm_pack_kernels *k, const gm_pack_plan *plan, uint64_t strided, uint64_t packed,
                                gm_dstream *ds, const char *what);
+    gpumem_status (*launch_batch)(gm_pack_kernels *k, int kernel, const gm_pack_batch_params *p,
+                                  gpumem_stream *stream, const char *what);
 } gm_pack_provider;
 
 /* Sets the provider (lib/wiring.c, once, when the library loads). */
@@ -88,6 +90,12 @@ gpumem_status gm_pack_launch(gm_pack_kernels *k, const gm_pack_plan *plan, uint6
  * another device's memory that the context has peer access to. */
 gpumem_status gm_pack_launch_on(gm_pack_kernels *k, const gm_pack_plan *plan, uint64_t strided, uint64_t packed,
                                 gm_dstream *ds, const char *what);
+
+/* Launches batched kernel `kernel` (GM_PACK_BATCH_32 or _64) with the
+ * block p, its addresses device addresses, on stream (NULL: the legacy
+ * default stream); queued, not waited for (copy_batch.c). */
+gpumem_status gm_pack_launch_batch(gm_pack_kernels *k, int kernel, const gm_pack_batch_params *p,
+                                   gpumem_stream *stream, const char *what);
 
 /* Device scratch of at least bytes from k's cache (the smallest idle
  * buffer that fits), else a new one of bytes rounded up to a power of two

@@ -29,7 +29,7 @@
 struct gm_pack_kernels {
     atomic_int refs;        /* the memo entry's + users' */
     gpumem_module *module;  /* a reference without a context reference; NULL: unavailable */
-    gpumem_function *fn[GM_PACK_NKERNELS];
+    gpumem_function *fn[GM_PACK_ALL_KERNELS];
     gpumem_context *ctx;    /* not retained: the kernels end with it */
     pthread_mutex_t mu;     /* guards the idle scratch */
     gm_scratch *idle;       /* idle scratch buffers */
@@ -122,7 +122,7 @@ static gpumem_status kernels_create(gpumem_context *ctx, const void *key, size_t
         free(k);
         return st;
     }
-    for (int i = 0; i < GM_PACK_NKERNELS && st == GPUMEM_OK; i++)
+    for (int i = 0; i < GM_PACK_ALL_KERNELS && st == GPUMEM_OK; i++)
         st = gpumem_module_get_function(m, gm_pack_kernel_name(i), &k->fn[i]);
     if (st == GPUMEM_OK)
         gm_module_hold(m); /* ours, holding no context */
@@ -196,6 +196,15 @@ static gpumem_status kernels_launch_ds(gm_pack_kernels *k, const gm_pack_plan *p
     void *params[1] = {&p};
     return gm_drv_check(GM_DRV(launch_kernel, k->ctx->dctx, k->fn[plan->kernel]->df, grid, block, 0, ds, params),
                         GM_OP_launch_kernel, what);
+}
+
+static gpumem_status kernels_launch_batch(gm_pack_kernels *k, int kernel, const gm_pack_batch_params *p,
+                                          gpumem_stream *stream, const char *what)
+{
+    unsigned grid[3] = {p->nblocks, 1, 1}, block[3] = {GM_PACK_THREADS, 1, 1};
+    void *params[1] = {(void *)p};
+    gpumem_status st = gpumem_launch(k->fn[kernel], grid, block, 0, stream, params);
+    return st == GPUMEM_OK ? st : gm_error_prefix(st, what);
 }
 
 /* ---- scratch ------------------------------------------------------------------------------------- */
@@ -313,7 +322,7 @@ void gm_pack_scratch_drop_unkept(void)
 }
 
 static const gm_pack_provider provider = {kernels_get, kernels_put, kernels_launch, scratch_get, scratch_put,
-                                          kernels_launch_ds};
+                                          kernels_launch_ds, kernels_launch_batch};
 
 const gm_pack_provider *gm_pack_kernels_provider(void)
 {

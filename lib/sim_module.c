@@ -105,7 +105,7 @@ static int module_build_locked(gm_dctx *ctx, gm_sim_image *img, bool native_pack
     m->nfuncs = img->nfuncs;
     for (size_t i = 0; i < m->nfuncs; i++) {
         m->funcs[i].native = -1;
-        for (int k = 0; m->native_pack && k < GM_PACK_NKERNELS; k++)
+        for (int k = 0; m->native_pack && k < GM_PACK_ALL_KERNELS; k++)
             if (strcmp(m->funcs[i].name, gm_pack_kernel_name(k)) == 0)
                 m->funcs[i].native = k;
     }
@@ -312,25 +312,19 @@ static int kernel_span(const gm_dctx *ctx, uint64_t addr, int64_t lo, int64_t hi
     return CU_OK;
 }
 
-/* Checks a launch of pack kernel k and queues its C twin. */
-static int launch_native_locked(gm_dctx *ctx, const gm_dfunc *f, const unsigned grid[3], const unsigned block[3],
-                                gm_dstream *stream, void **params)
+/* Checks a pack kernel's parameter block p for kernel index `kernel` (what
+ * pack_params.h says the kernel assumes) and finds the host bytes of both
+ * sides: *n is the C twin's argument, *a and *b the allocations; n->p.rows
+ * 0 when there is nothing to touch. */
+static int native_check_locked(const gm_dctx *ctx, int kernel, const gm_pack_params *p, native_pack *n, sim_alloc **a,
+                               sim_alloc **b)
 {
     int unit;
     bool wide, unpack;
-    gm_pack_kernel_info(f->native, &unit, &wide, &unpack);
-    if (params == NULL || params[0] == NULL)
-        return GM_CUDA_ERROR_INVALID_VALUE;
-    for (int i = 0; i < 3; i++)
-        if (grid[i] == 0 || block[i] == 0)
-            return GM_CUDA_ERROR_INVALID_VALUE;
-    if ((uint64_t)block[0] * block[1] * block[2] > GM_PACK_THREADS)
-        return GM_CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES; /* __launch_bounds__ */
-    native_pack n;
-    memcpy(&n.p, params[0], sizeof n.p);
-    n.unpack = unpack;
-    n.kernel = f->native;
-    const gm_pack_params *p = &n.p;
+    gm_pack_kernel_info(kernel, &unit, &wide, &unpack);
+    n->p = *p;
+    n->unpack = unpack;
+    n->kernel = kernel;
     /* what the kernel assumes of its block (pack_params.h) */
     if (p->unit != unit || p->nouter < 0 || p->nouter > GM_PACK_MAX_OUTER || p->col_stride % unit != 0 ||
         p->strided % (unsigned)unit != 0 || p->packed % (unsigned)unit != 0)
@@ -343,8 +337,10 @@ static int launch_native_locked(gm_dctx *ctx, const gm_dfunc *f, const unsigned 
     }
     if (rows != p->rows)
         return GM_CUDA_ERROR_INVALID_VALUE;
-    if (p->rows == 0 || p->cols == 0)
-        return CU_OK; /* nothing to touch */
+    if (p->rows == 0 || p->cols == 0) {
+        n->p.rows = 0; /* nothing to touch */
+        return CU_OK;
+    }
     int64_t lo, hi;
     uint64_t packed_bytes;
     if (__builtin_mul_overflow(p->rows, p->cols, &packed_bytes) ||
@@ -354,20 +350,93 @@ static int launch_native_locked(gm_dctx *ctx, const gm_dfunc *f, const unsigned 
     /* a 32-bit kernel computes in 32 bits: what does not fit would go astray */
     if (!wide && (p->rows > INT32_MAX || p->cols > INT32_MAX || lo < INT32_MIN || hi > INT32_MAX))
         return GM_CUDA_ERROR_ILLEGAL_ADDRESS;
-    sim_alloc *a, *b;
     uint64_t hs, hp;
-    int rc = kernel_span(ctx, p->strided, lo, hi, &hs, &a);
+    int rc = kernel_span(ctx, p->strided, lo, hi, &hs, a);
     if (rc == CU_OK)
-        rc = kernel_span(ctx, p->packed, 0, (int64_t)packed_bytes, &hp, &b);
+        rc = kernel_span(ctx, p->packed, 0, (int64_t)packed_bytes, &hp, b);
     if (rc != CU_OK)
         return rc;
+    n->p.strided = hs;
+    n->p.packed = hp;
+    return CU_OK;
+}
+
+/* Queues the C twin of a checked pack (native_check_locked). */
+static int native_submit_locked(gm_dctx *ctx, gm_dstream *stream, const native_pack *n, sim_alloc *a, sim_alloc *b)
+{
     native_pack *arg = malloc(sizeof *arg);
     if (arg == NULL)
         return GM_CUDA_ERROR_OUT_OF_MEMORY;
-    *arg = n;
-    arg->p.strided = hs;
-    arg->p.packed = hp;
+    *arg = *n;
     return gm_sim_submit_kernel_locked(ctx, stream, native_pack_run, arg, a, b);
+}
+
+/* Checks a launch of a batched kernel (pack_params.h): the grid its pieces
+ * cover, each piece as a launch of its own, then queues the pieces' C twins
+ * one after the other (on one stream: nothing runs between them). */
+static int launch_batch_locked(gm_dctx *ctx, const gm_dfunc *f, const unsigned grid[3], const unsigned block[3],
+                               gm_dstream *stream, const gm_pack_batch_params *p)
+{
+    bool wide = f->native == GM_PACK_BATCH_64;
+    if (block[0] != GM_PACK_THREADS || block[1] != 1 || block[2] != 1 || grid[1] != 1 || grid[2] != 1)
+        return GM_CUDA_ERROR_INVALID_VALUE;
+    if (p->count < 1 || p->count > GM_PACK_BATCH_MAX || grid[0] != p->nblocks)
+        return GM_CUDA_ERROR_INVALID_VALUE;
+    native_pack n[GM_PACK_BATCH_MAX];
+    sim_alloc *a[GM_PACK_BATCH_MAX] = {NULL}, *b[GM_PACK_BATCH_MAX] = {NULL};
+    uint64_t next = 0;
+    for (int k = 0; k < p->count; k++) {
+        const gm_pack_batch_piece *q = &p->piece[k];
+        if (q->block_begin != next || q->blocks == 0 || q->gx == 0 || q->blocks % q->gx != 0 || q->bx == 0 ||
+            q->bx > GM_PACK_THREADS || (q->bx & (q->bx - 1)) != 0 || q->nouter < 0 ||
+            q->nouter > GM_PACK_BATCH_OUTER || (q->unpack != 0 && q->unpack != 1))
+            return GM_CUDA_ERROR_INVALID_VALUE;
+        next += q->blocks;
+        int kernel = gm_pack_kernel_index(q->unit, wide, q->unpack != 0);
+        if (kernel < 0)
+            return GM_CUDA_ERROR_INVALID_VALUE;
+        gm_pack_params single;
+        gm_pack_batch_piece_params(q, &single);
+        int rc = native_check_locked(ctx, kernel, &single, &n[k], &a[k], &b[k]);
+        if (rc != CU_OK)
+            return rc;
+    }
+    if (next != p->nblocks)
+        return GM_CUDA_ERROR_INVALID_VALUE;
+    for (int k = 0; k < p->count; k++) {
+        if (n[k].p.rows == 0)
+            continue;
+        int rc = native_submit_locked(ctx, stream, &n[k], a[k], b[k]);
+        if (rc != CU_OK)
+            return rc;
+    }
+    return CU_OK;
+}
+
+/* Checks a launch of pack kernel k and queues its C twin. */
+static int launch_native_locked(gm_dctx *ctx, const gm_dfunc *f, const unsigned grid[3], const unsigned block[3],
+                                gm_dstream *stream, void **params)
+{
+    if (params == NULL || params[0] == NULL)
+        return GM_CUDA_ERROR_INVALID_VALUE;
+    for (int i = 0; i < 3; i++)
+        if (grid[i] == 0 || block[i] == 0)
+            return GM_CUDA_ERROR_INVALID_VALUE;
+    if ((uint64_t)block[0] * block[1] * block[2] > GM_PACK_THREADS)
+        return GM_CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES; /* __launch_bounds__ */
+    if (f->native >= GM_PACK_NKERNELS) {
+        gm_pack_batch_params bp;
+        memcpy(&bp, params[0], sizeof bp);
+        return launch_batch_locked(ctx, f, grid, block, stream, &bp);
+    }
+    gm_pack_params p;
+    memcpy(&p, params[0], sizeof p);
+    native_pack n;
+    sim_alloc *a = NULL, *b = NULL;
+    int rc = native_check_locked(ctx, f->native, &p, &n, &a, &b);
+    if (rc != CU_OK || n.p.rows == 0)
+        return rc;
+    return native_submit_locked(ctx, stream, &n, a, b);
 }
 
 int gm_sim_launch_kernel(gm_dctx *ctx, gm_dfunc *func, const unsigned grid[3],

@@ -27,7 +27,7 @@ program test_fortran
   use gpumem
   use test_fortran_oom
   implicit none
-  integer, parameter :: planned = 78
+  integer, parameter :: planned = 80
   integer :: n_run = 0, n_failed = 0
   type(c_ptr) :: ctx, d, h, v, s, pool, dt, hp, a
   integer(c_int) :: st, st2, nd, flag, order
@@ -234,6 +234,34 @@ program test_fortran
         'device memory has no Fortran pointer (the C message)')
     st = gpumem_array_release(d)
     st = gpumem_array_release(h)
+  end block
+
+  ! ---- gpumem_array_pack and gpumem_array_unpack: two strided rows through one pinned buffer ----
+  block
+    real(c_double), target :: a2(5, 4), got(4, 2), back(5, 4)
+    type(c_ptr) :: rows(2), swapped(2), buf
+    real(c_double), pointer :: pb(:)
+    a2 = reshape([(real(i, c_double), i = 1, 20)], [5, 4])
+    st = gpumem_f_to_device(ctx, a2, d)
+    sl = gpumem_slice(0_c_int64_t, GPUMEM_SLICE_INDEX, 1_c_int64_t) ! d(1, :): strided (F order)
+    st = gpumem_array_slice(d, [sl], 1_c_int, rows(1))
+    sl = gpumem_slice(4_c_int64_t, GPUMEM_SLICE_INDEX, 1_c_int64_t) ! d(5, :)
+    st = gpumem_array_slice(d, [sl], 1_c_int, rows(2))
+    st = gpumem_f_pinned_array(ctx, [8_c_int64_t], GPUMEM_FLOAT64, buf)
+    st = gpumem_array_pack(2_c_size_t, rows, buf, c_null_ptr)
+    st2 = gpumem_f_pointer(buf, pb)
+    got = reshape(pb, [4, 2])
+    call ok(st == GPUMEM_OK .and. all(got(:, 1) == a2(1, :)) .and. all(got(:, 2) == a2(5, :)), &
+        'gpumem_array_pack(2, [d(1, :), d(5, :)], buf): the two rows, one after the other')
+    swapped = [rows(2), rows(1)]
+    st = gpumem_array_unpack(2_c_size_t, swapped, buf, c_null_ptr)
+    st2 = gpumem_f_copy_to_host(d, back)
+    call ok(st == GPUMEM_OK .and. all(back(5, :) == a2(1, :)) .and. all(back(1, :) == a2(5, :)) .and. &
+        all(back(2:4, :) == a2(2:4, :)), 'gpumem_array_unpack into [d(5, :), d(1, :)] swaps them, the rest untouched')
+    st = gpumem_array_release(buf)
+    st = gpumem_array_release(rows(1))
+    st = gpumem_array_release(rows(2))
+    st = gpumem_array_release(d)
   end block
 
   ! ---- gpumem_f_pinned_array and gpumem_f_device_array from a Fortran shape ----

@@ -60,7 +60,7 @@ int main()
             plan_skip_all(why);
         bail_out("%s", why);
     }
-    plan(85);
+    plan(89);
     gpumem::context ctx = gpumem::context::adopt(raw); /* takes over gpumem_test_context's reference */
 
     /* ---- copy = retain, move, destructor = release ---- */
@@ -345,6 +345,32 @@ int main()
                    std::string(e.what()).rfind("gpumem::pool_resource::allocate: GPUMEM_ERROR_OVERFLOW: the size", 0) == 0,
                "an allocation of SIZE_MAX - 2 bytes throws gpumem::bad_alloc naming the member and the overflow");
         }
+    }
+    /* ---- batched copies, pack and unpack ---- */
+    {
+        std::vector<std::int32_t> f(6 * 5);
+        std::iota(f.begin(), f.end(), 0);
+        gpumem::array fd = gpumem::to_device(ctx, gpumem::wrap(f.data(), {6, 5}));
+        gpumem::array c0 = fd.slice({{1, 5, 1}, gpumem::index(0)}), c4 = fd.slice({{1, 5, 1}, gpumem::index(4)});
+        std::array<std::int32_t, 4> left{}, right{};
+        gpumem::copy_batch b;
+        b.add(gpumem::wrap(left.data(), {4}), c0).add(gpumem::wrap(right.data(), {4}), c4);
+        b.run();
+        ok(b.size() == 2 && left[0] == 5 && left[3] == 20 && right[0] == 9 && right[3] == 24,
+           "copy_batch: add(dst, src) twice, run(): the columns fd[1:5, 0] and fd[1:5, 4]");
+        b.add(gpumem::wrap(left.data(), {4}), fd.slice({gpumem::index(0)}));
+        throws([&] { b.run(); }, GPUMEM_ERROR_SHAPE_MISMATCH, "pair 2", "copy_batch::run with a bad third pair",
+               "gpumem::copy_batch::run");
+        gpumem::array buf = gpumem::pinned_array(ctx, {8}, gpumem::dtype::of<std::int32_t>());
+        gpumem::pack({c0, c4}, buf);
+        gpumem::unpack({c4, c0}, buf);
+        std::vector<std::int32_t> back(30);
+        fd.copy_to_host(gpumem::wrap(back.data(), {6, 5}));
+        ok(back[5] == 9 && back[9] == 5 && back[20] == 24 && back[24] == 20 && back[0] == 0 && back[29] == 29,
+           "pack({c0, c4}, buf), unpack({c4, c0}, buf): the columns swapped, the corners untouched");
+        throws([&] { gpumem::pack({c0, c4}, gpumem::pinned_array(ctx, {7}, gpumem::dtype::of<std::int32_t>())); },
+               GPUMEM_ERROR_INVALID_VALUE, "holds 28 bytes, but the 2 views take 32", "pack into a short buffer",
+               "gpumem::pack");
     }
     /* ---- the memory report ---- */
     {

@@ -1,6 +1,8 @@
 #!/bin/sh
 # examples/mpi/ring under mpirun: 4 ranks pass their device arrays around a
-# ring through IPC handles and through MPI messages, checked by value (the
+# ring through IPC handles and through MPI messages, and exchange the
+# strided halo columns of a field (gpumem_array_pack, MPI_Isend and
+# MPI_Irecv, gpumem_array_unpack), checked by value (the
 # example exits nonzero on any wrong element), on one simulated device and
 # on two (GPUMEM_SIM_DEVICES=2: neighbours on different devices).  Also:
 # doc/mpi.md's code is the example's.  Without Open MPI (configure did not
@@ -51,9 +53,9 @@ ring "$tmp/one" GPUMEM_SIM_DEVICES=1
 rc=$?
 echo "(exit $rc)" >>"$tmp/one"
 result $rc "mpirun -np 4: the ring passes (GPUMEM_BACKEND=$GPUMEM_BACKEND)" "$tmp/one"
-n=$(grep -c 'IPC from rank [0-9]* ok, .* message ok' "$tmp/one")
+n=$(grep -c 'IPC from rank [0-9]* ok, .* message ok, halo ok' "$tmp/one")
 [ "$n" = 4 ] && grep -q 'ring of 4 ranks: PASS' "$tmp/one"
-result $? "each of the 4 ranks read its left neighbour's values through IPC and a message" "$tmp/one"
+result $? "each of the 4 ranks read its left neighbour's values through IPC and a message, and its halo columns" "$tmp/one"
 
 if [ "$GPUMEM_BACKEND" = sim ]; then
     ring "$tmp/two" GPUMEM_SIM_DEVICES=2

@@ -4,7 +4,10 @@
  * ndim, negative and zero strides, items of 1 to 32 bytes, misaligned
  * bases), checked element by element, gaps included.  On the simulator the
  * kernels run natively in C (other kernels stay "not simulated"); with
- * GPUMEM_BACKEND=cuda the real kernels run.  Internal test. */
+ * GPUMEM_BACKEND=cuda the real kernels run.  The batched kernels too:
+ * their blocks and threads cover each piece once (their index arithmetic,
+ * run thread by thread on the CPU), and random batches of 2 to 32 pieces
+ * are exact.  Internal test. */
 #include "config.h"
 
 #include <stdint.h>
@@ -300,9 +303,208 @@ static void test_each_kernel(gpumem_context *ctx, gm_pack_kernels *k)
     }
 }
 
+/* ---- the batched kernels ---------------------------------------------------------------------- */
+
+/* pack.cu's run_piece index arithmetic, thread by thread: every (row, column) of a piece of rows x cols is
+ * visited exactly once by the blocks gm_pack_batch_piece_dims gives it. */
+static int covers(uint64_t rows, uint64_t cols)
+{
+    gm_pack_batch_piece q;
+    memset(&q, 0, sizeof q);
+    q.rows = rows;
+    q.cols = cols;
+    gm_pack_batch_piece_dims(&q);
+    unsigned char *seen = calloc((size_t)(rows * cols), 1);
+    if (seen == NULL || q.blocks == 0 || q.blocks % q.gx != 0 || q.blocks > 65536 || (q.bx & (q.bx - 1)) != 0)
+        return free(seen), 0;
+    const unsigned bx = q.bx, by = GM_PACK_THREADS / bx, gx = q.gx, gy = q.blocks / q.gx;
+    int good = 1;
+    for (unsigned b = 0; b < q.blocks; b++)
+        for (unsigned t = 0; t < GM_PACK_THREADS; t++) {
+            unsigned tx = t & (bx - 1), ty = t / bx;
+            for (uint64_t r = (uint64_t)(b / gx) * by + ty; r < rows; r += (uint64_t)gy * by)
+                for (uint64_t c = (uint64_t)(b % gx) * bx + tx; c < cols; c += (uint64_t)gx * bx)
+                    good &= seen[r * cols + c]++ == 0;
+        }
+    for (uint64_t i = 0; i < rows * cols; i++)
+        good &= seen[i] == 1;
+    free(seen);
+    return good;
+}
+
+static void test_batch_dims(void)
+{
+    static const uint64_t cases[][2] = {{1, 1}, {1, 1000}, {4094, 1}, {3, 7}, {300, 5000}, {65, 3},
+                                        {20000000, 1}, {1, 2000000}, {5000, 300}};
+    int good = 1;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        if (!covers(cases[i][0], cases[i][1])) {
+            good = 0;
+            diag("a piece of %llu x %llu is not covered exactly once", (unsigned long long)cases[i][0],
+                 (unsigned long long)cases[i][1]);
+        }
+    ok(good, "the batched kernels' blocks and threads visit every element of a piece once (1 x 1 to 2e7 x 1 and "
+             "1 x 2e6, where the grid is capped)");
+}
+
+/* count random pieces, packs and unpacks of units 1 to 16 and up to 3 axes (at most 2 outer ones), each in
+ * buffers of its own, through one launch of the batched kernel (the 64-bit one when wide), checked byte for
+ * byte. */
+static int batch_fuzz(gpumem_context *ctx, gm_pack_kernels *k, int count, bool wide, char *why, size_t whylen)
+{
+    gm_pack_batch_params bp;
+    memset(&bp, 0, sizeof bp);
+    struct piece_data {
+        int ndim;
+        int64_t shape[3];
+        side s, p;
+        size_t isz;
+        bool unpack;
+        unsigned char *sh, *ph;
+        gpumem_array *sd, *pd;
+    } pc[GM_PACK_BATCH_MAX];
+    int good = 1;
+    for (int i = 0; i < count; i++) {
+        struct piece_data *q = &pc[i];
+        static const size_t sizes[] = {1, 2, 4, 8, 16, 12};
+        q->isz = sizes[pick(6)];
+        q->unpack = pick(2) == 1;
+        q->ndim = 1 + (int)pick(2);
+        for (int a = 0; a < q->ndim; a++)
+            q->shape[a] = 1 + pick(40);
+        /* strided: a stepped view of a C buffer (steps of either sign); packed: C order */
+        int64_t acc = (int64_t)q->isz * (1 + pick(2)), pacc = (int64_t)q->isz;
+        for (int a = q->ndim - 1; a >= 0; a--) {
+            static const int steps[] = {1, 2, -1, -3};
+            int step = steps[pick(4)];
+            q->s.strides[a] = acc * step;
+            acc *= q->shape[a] * (step < 0 ? -step : step) + pick(2);
+            q->p.strides[a] = pacc;
+            pacc *= q->shape[a];
+        }
+        layout_span(q->ndim, q->shape, &q->s, q->isz);
+        layout_span(q->ndim, q->shape, &q->p, q->isz);
+        q->sh = malloc((size_t)q->s.span);
+        q->ph = malloc((size_t)q->p.span);
+        for (int64_t j = 0; j < q->s.span; j++)
+            q->sh[j] = (unsigned char)next();
+        for (int64_t j = 0; j < q->p.span; j++)
+            q->ph[j] = (unsigned char)next();
+        q->sd = to_device(ctx, q->sh, q->s.span);
+        q->pd = to_device(ctx, q->ph, q->p.span);
+        uint64_t sa = 0, pa = 0;
+        gpumem_array_device_pointer(q->sd, &sa);
+        gpumem_array_device_pointer(q->pd, &pa);
+        sa += (uint64_t)q->s.off;
+        pa += (uint64_t)q->p.off;
+        gm_pack_plan pl;
+        if (gm_pack_plan_make(q->ndim, q->shape, q->s.strides, q->p.strides, q->isz, sa, pa, q->unpack, &pl) !=
+                GPUMEM_OK ||
+            pl.tiled || pl.params.nouter > GM_PACK_BATCH_OUTER) {
+            snprintf(why, whylen, "piece %d: no plan for the batched kernel (%s)", i, gpumem_last_error());
+            good = 0;
+        }
+        gm_pack_batch_piece *b = &bp.piece[i];
+        b->strided = pl.params.strided + sa;
+        b->packed = pl.params.packed + pa;
+        b->rows = pl.params.rows;
+        b->cols = pl.params.cols;
+        b->col_stride = pl.params.col_stride;
+        b->nouter = pl.params.nouter;
+        b->unit = pl.params.unit;
+        b->unpack = q->unpack;
+        for (int a = 0; a < pl.params.nouter && a < GM_PACK_BATCH_OUTER; a++) {
+            b->outer_shape[a] = pl.params.outer_shape[a];
+            b->outer_stride[a] = pl.params.outer_stride[a];
+        }
+        gm_pack_batch_piece_dims(b);
+        b->block_begin = bp.nblocks;
+        bp.nblocks += b->blocks;
+        bp.count++;
+    }
+    gpumem_status st = GPUMEM_OK;
+    if (good)
+        st = gm_pack_launch_batch(k, wide ? GM_PACK_BATCH_64 : GM_PACK_BATCH_32, &bp, NULL, "test");
+    if (good && st == GPUMEM_OK)
+        st = gpumem_context_synchronize(ctx);
+    if (good && st != GPUMEM_OK) {
+        snprintf(why, whylen, "the launch: %s", gpumem_last_error());
+        good = 0;
+    }
+    for (int i = 0; i < count; i++) {
+        struct piece_data *q = &pc[i];
+        unsigned char *ws = malloc((size_t)q->s.span), *wp = malloc((size_t)q->p.span);
+        unsigned char *gs = malloc((size_t)q->s.span), *gp = malloc((size_t)q->p.span);
+        memcpy(ws, q->sh, (size_t)q->s.span);
+        memcpy(wp, q->ph, (size_t)q->p.span);
+        int64_t n = 1;
+        for (int a = 0; a < q->ndim; a++)
+            n *= q->shape[a];
+        for (int64_t e = 0; e < n; e++) {
+            int64_t so = elem_offset(q->ndim, q->shape, &q->s, e), po = elem_offset(q->ndim, q->shape, &q->p, e);
+            if (q->unpack)
+                memcpy(ws + so, q->ph + po, q->isz);
+            else
+                memcpy(wp + po, q->sh + so, q->isz);
+        }
+        if (good && (!read_back(q->sd, gs, q->s.span) || !read_back(q->pd, gp, q->p.span) ||
+                     memcmp(gs, ws, (size_t)q->s.span) != 0 || memcmp(gp, wp, (size_t)q->p.span) != 0)) {
+            snprintf(why, whylen, "piece %d of %d (%s, item %zu, %d axes, unit %d): wrong bytes", i, count,
+                     q->unpack ? "unpack" : "pack", q->isz, q->ndim, bp.piece[i].unit);
+            good = 0;
+        }
+        free(ws), free(wp), free(gs), free(gp), free(q->sh), free(q->ph);
+        gpumem_array_release(q->sd);
+        gpumem_array_release(q->pd);
+    }
+    return good;
+}
+
+static void test_batch_kernels(gpumem_context *ctx, gm_pack_kernels *k)
+{
+    char why[256] = "";
+    int bad = 0;
+    static const int counts[] = {2, 5, 32};
+    for (int i = 0; i < 30 && bad < 3; i++)
+        if (!batch_fuzz(ctx, k, counts[i % 3], i % 2 == 1, why, sizeof why)) {
+            diag("batch %d: %s", i, why);
+            bad++;
+        }
+    ok(bad == 0, "30 launches of the batched kernels (32- and 64-bit), 2 to 32 random pieces each: packs and "
+                 "unpacks of units 1 to 16, exact, the gaps untouched");
+    if (!test_on_sim()) {
+        skip(2, "the simulator's checks of a batched launch");
+        return;
+    }
+    /* a block whose pieces leave a hole in the grid */
+    gm_pack_batch_params bp;
+    memset(&bp, 0, sizeof bp);
+    gpumem_array *d = to_device(ctx, (unsigned char[64]){0}, 64);
+    uint64_t a = 0;
+    gpumem_array_device_pointer(d, &a);
+    for (int i = 0; i < 2; i++) {
+        gm_pack_batch_piece *q = &bp.piece[i];
+        q->strided = a;
+        q->packed = a + 32;
+        q->rows = 1;
+        q->cols = 8;
+        q->col_stride = 4;
+        q->unit = 4;
+        gm_pack_batch_piece_dims(q);
+        q->block_begin = bp.nblocks + (unsigned)i; /* piece 1 starts one block late */
+        bp.nblocks = q->block_begin + q->blocks;
+    }
+    bp.count = 2;
+    is_int(gm_pack_launch_batch(k, GM_PACK_BATCH_32, &bp, NULL, "test"), GPUMEM_ERROR_DRIVER,
+           "the simulator refuses a batched block whose pieces leave a hole in the grid");
+    like(gpumem_last_error(), "CUDA_ERROR_INVALID_VALUE", "as the driver's invalid value");
+    gpumem_array_release(d);
+}
+
 int main(void)
 {
     test_plans();
+    test_batch_dims();
     gpumem_context *ctx = NULL;
     char why[256];
     gpumem_status st = gpumem_test_context(&ctx, why, sizeof why);
@@ -347,6 +549,7 @@ int main(void)
     ok(bad == 0, "300 random packs and unpacks of up to 70 elements per axis, most of them permuted, are exact, "
                  "gaps untouched");
     ok(tiled_runs >= 30, "%d of them through the tiled kernels", tiled_runs);
+    test_batch_kernels(ctx, k);
 
     /* a parameter block that does not fit its kernel */
     gm_pack_plan pl;

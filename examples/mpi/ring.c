@@ -14,7 +14,13 @@
  *     any other MPI gets the bytes through a pinned host array, since it
  *     would read a device address as host memory (a crash or garbage).
  *
- * Both results are checked by value; the exit status is 1 on any mismatch or
+ * Then a halo: every rank holds a field of its own on the device, sends its
+ * first and last columns (strided views) to its neighbours, packed into one
+ * pinned buffer by gpumem_array_pack (one kernel gathers both), with
+ * MPI_Isend, receives theirs with MPI_Irecv, and gpumem_array_unpack
+ * scatters them into its halo columns.
+ *
+ * All results are checked by value; the exit status is 1 on any mismatch or
  * error, so `mpirun` reports a failed job.  doc/mpi.md explains the calls.
  *
  * Build: make (pkg-config ompi-c gpumem).  Run: mpirun -np 4 ./ring
@@ -144,9 +150,56 @@ int main(int argc, char **argv)
     }
     long bad_msg = mismatches(got, left);
 
-    printf("rank %d of %d, device %d of %d: IPC from rank %d %s, %s message %s\n", rank, size, device, ndev, left,
-           bad_ipc == 0 ? "ok" : "WRONG", aware ? "device-pointer" : "pinned-host", bad_msg == 0 ? "ok" : "WRONG");
-    long bad = bad_ipc + bad_msg, total = 0;
+    /* 3. A halo: this rank's H x W field with a halo column on each side */
+    enum { H = 64, W = 10 };
+    static double fv[H][W + 2];
+    for (int i = 0; i < H; i++)
+        for (int j = 0; j < W + 2; j++)
+            fv[i][j] = j == 0 || j == W + 1 ? -1 : 1000.0 * rank + 100 * i + j;
+    gpumem_array *fh = NULL, *field = NULL, *sendbuf = NULL, *recvbuf = NULL;
+    gpumem_stream *s = NULL;
+    check(gpumem_host_array_wrap(fv, 2, (int64_t[]){H, W + 2}, NULL, GPUMEM_DTYPE_OF(fv[0][0]), &fh),
+          "gpumem_host_array_wrap");
+    check(gpumem_to_device(ctx, fh, NULL, 0, &field), "gpumem_to_device");
+    check(gpumem_stream_create(ctx, 0, &s), "gpumem_stream_create");
+    const gpumem_slice rows = GPUMEM_SLICE_ALL;
+    const gpumem_slice at[4] = {GPUMEM_INDEX(0), GPUMEM_INDEX(1), GPUMEM_INDEX(W), GPUMEM_INDEX(W + 1)};
+    gpumem_array *edge[2] = {NULL, NULL}, *halo[2] = {NULL, NULL}; /* columns 1 and W; 0 and W + 1 */
+    check(gpumem_array_slice(field, (gpumem_slice[2]){rows, at[1]}, 2, &edge[0]), "gpumem_array_slice");
+    check(gpumem_array_slice(field, (gpumem_slice[2]){rows, at[2]}, 2, &edge[1]), "gpumem_array_slice");
+    check(gpumem_array_slice(field, (gpumem_slice[2]){rows, at[0]}, 2, &halo[0]), "gpumem_array_slice");
+    check(gpumem_array_slice(field, (gpumem_slice[2]){rows, at[3]}, 2, &halo[1]), "gpumem_array_slice");
+    check(gpumem_pinned_array(ctx, 1, (int64_t[]){2 * H}, NULL, GPUMEM_DTYPE_OF(fv[0][0]), 'C', &sendbuf),
+          "gpumem_pinned_array");
+    check(gpumem_pinned_array(ctx, 1, (int64_t[]){2 * H}, NULL, GPUMEM_DTYPE_OF(fv[0][0]), 'C', &recvbuf),
+          "gpumem_pinned_array");
+    double *send = NULL, *recv = NULL;
+    gpumem_array_host_pointer(sendbuf, (void **)&send);
+    gpumem_array_host_pointer(recvbuf, (void **)&recv);
+    check(gpumem_array_pack(2, edge, sendbuf, s), "gpumem_array_pack"); /* send[0:H] = column 1, send[H:] = column W */
+    check(gpumem_stream_synchronize(s), "gpumem_stream_synchronize");    /* before MPI reads sendbuf */
+    MPI_Request req[4];
+    MPI_Irecv(recv, H, MPI_DOUBLE, left, 1, MPI_COMM_WORLD, &req[0]);      /* the left one's column W */
+    MPI_Irecv(recv + H, H, MPI_DOUBLE, right, 2, MPI_COMM_WORLD, &req[1]); /* the right one's column 1 */
+    MPI_Isend(send + H, H, MPI_DOUBLE, right, 1, MPI_COMM_WORLD, &req[2]);
+    MPI_Isend(send, H, MPI_DOUBLE, left, 2, MPI_COMM_WORLD, &req[3]);
+    MPI_Waitall(4, req, MPI_STATUSES_IGNORE);
+    check(gpumem_array_unpack(2, halo, recvbuf, s), "gpumem_array_unpack"); /* column 0, column W + 1 */
+    check(gpumem_copy_to_host(field, fh, s), "gpumem_copy_to_host");
+    check(gpumem_stream_synchronize(s), "gpumem_stream_synchronize");
+    long bad_halo = 0;
+    for (int i = 0; i < H; i++) {
+        bad_halo += fv[i][0] != 1000.0 * left + 100 * i + W || fv[i][W + 1] != 1000.0 * right + 100 * i + 1;
+        for (int j = 1; j <= W; j++)
+            bad_halo += fv[i][j] != 1000.0 * rank + 100 * i + j;
+    }
+    GPUMEM_ARRAY_RELEASE_ALL(halo[1], halo[0], edge[1], edge[0], recvbuf, sendbuf, field, fh);
+    gpumem_stream_destroy(s);
+
+    printf("rank %d of %d, device %d of %d: IPC from rank %d %s, %s message %s, halo %s\n", rank, size, device,
+           ndev, left, bad_ipc == 0 ? "ok" : "WRONG", aware ? "device-pointer" : "pinned-host",
+           bad_msg == 0 ? "ok" : "WRONG", bad_halo == 0 ? "ok" : "WRONG");
+    long bad = bad_ipc + bad_msg + bad_halo, total = 0;
     MPI_Allreduce(&bad, &total, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
     if (rank == 0)
         printf("ring of %d ranks: %s (%ld wrong elements)\n", size, total == 0 ? "PASS" : "FAIL", total);

@@ -19,6 +19,12 @@
  * Blocks are 32 x 8 threads; grid x over column tiles, y over row tiles, z
  * over hi, all grid-stride loops.
  *
+ * The batched kernels (gm_pack_batch_32, gm_pack_batch_64) run up to
+ * GM_PACK_BATCH_MAX pieces of a batch of copies in one launch: a block
+ * finds its piece by its index (a scan of at most 32 block ranges), and
+ * runs the generic loops above over the piece's share of the grid, with
+ * the piece's unit and direction.
+ *
  * Generated into lib/kernels/pack_ptx.c (PTX for compute_75, the lowest
  * architecture CUDA 13 compiles for) by tools/ptx-embed.sh; the library
  * builds without a CUDA toolkit from that file.
@@ -185,3 +191,68 @@ GM_PACK_TILED_KERNELS(unsigned short, 2)
 GM_PACK_TILED_KERNELS(unsigned int, 4)
 GM_PACK_TILED_KERNELS(unsigned long long, 8)
 GM_PACK_TILED_KERNELS(gm_unit16, 16)
+
+/* ---- the batched kernels ------------------------------------------------------------------------ */
+
+template <typename U, typename S>
+__device__ __forceinline__ S batch_row_offset(const gm_pack_batch_piece &p, U row)
+{
+    if (p.nouter == 0)
+        return 0;
+    if (p.nouter == 1)
+        return (S)row * (S)p.outer_stride[0];
+    U n = (U)p.outer_shape[1];
+    U q = row / n;
+    return (S)q * (S)p.outer_stride[0] + (S)(row - q * n) * (S)p.outer_stride[1];
+}
+
+template <typename T, typename U, typename S>
+__device__ __forceinline__ void run_piece(const gm_pack_batch_piece &p, unsigned b)
+{
+    char *strided = (char *)p.strided;
+    T *packed = (T *)p.packed;
+    const U rows = (U)p.rows, cols = (U)p.cols;
+    const S cs = (S)p.col_stride;
+    const unsigned bx = p.bx, by = GM_PACK_THREADS / bx, gx = p.gx, gy = p.blocks / p.gx;
+    const unsigned tx = threadIdx.x & (bx - 1), ty = threadIdx.x / bx;
+    const U ystep = (U)gy * by, xstep = (U)gx * bx;
+    const bool unpack = p.unpack != 0;
+    for (U r = (U)(b / gx) * by + ty; r < rows; r += ystep) {
+        char *srow = strided + batch_row_offset<U, S>(p, r);
+        T *prow = packed + (unsigned long long)r * (unsigned long long)cols;
+        for (U c = (U)(b % gx) * bx + tx; c < cols; c += xstep) {
+            T *s = (T *)(srow + (S)c * cs);
+            if (unpack)
+                *s = prow[c];
+            else
+                prow[c] = *s;
+        }
+    }
+}
+
+template <typename U, typename S>
+__device__ __forceinline__ void run_batch(const gm_pack_batch_params &p)
+{
+    int k = 0;
+    while (k + 1 < p.count && blockIdx.x >= p.piece[k + 1].block_begin)
+        k++;
+    const gm_pack_batch_piece &q = p.piece[k];
+    const unsigned b = blockIdx.x - q.block_begin;
+    switch (q.unit) {
+    case 1: run_piece<unsigned char, U, S>(q, b); break;
+    case 2: run_piece<unsigned short, U, S>(q, b); break;
+    case 4: run_piece<unsigned int, U, S>(q, b); break;
+    case 8: run_piece<unsigned long long, U, S>(q, b); break;
+    default: run_piece<gm_unit16, U, S>(q, b); break;
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(GM_PACK_THREADS) gm_pack_batch_32(const gm_pack_batch_params p)
+{
+    run_batch<unsigned, int>(p);
+}
+
+extern "C" __global__ void __launch_bounds__(GM_PACK_THREADS) gm_pack_batch_64(const gm_pack_batch_params p)
+{
+    run_batch<unsigned long long, long long>(p);
+}

@@ -22,16 +22,26 @@ extern const size_t gm_pack_ptx_size;
 #define GM_PACK_NKERNELS 40
 #define GM_PACK_TILED_BASE 20
 
+/* The batched kernels (pack_params.h), after those: gm_pack_batch_32 and
+ * gm_pack_batch_64, whose parameter block is a gm_pack_batch_params.  The
+ * module holds GM_PACK_ALL_KERNELS kernels, gm_pack_kernel_name names them
+ * all. */
+#define GM_PACK_BATCH_32 40
+#define GM_PACK_BATCH_64 41
+#define GM_PACK_ALL_KERNELS 42
+
 /* The index (0 .. GM_PACK_NKERNELS - 1) of a kernel, or -1 for a unit that
  * is not 1, 2, 4, 8 or 16. */
 int gm_pack_kernel_index(int unit, bool wide, bool unpack);
 int gm_pack_kernel_tiled_index(int unit, bool wide, bool unpack);
 
-/* The name of kernel index i ("gm_pack_4_32", "gm_unpack_t_8_64"), or NULL. */
+/* The name of kernel index i ("gm_pack_4_32", "gm_unpack_t_8_64",
+ * "gm_pack_batch_32"), or NULL. */
 const char *gm_pack_kernel_name(int i);
 
 /* Kernel index i's properties, the inverse of gm_pack_kernel_index (and of
- * gm_pack_kernel_tiled_index; gm_pack_kernel_tiled tells which). */
+ * gm_pack_kernel_tiled_index; gm_pack_kernel_tiled tells which), for i
+ * below GM_PACK_NKERNELS. */
 void gm_pack_kernel_info(int i, int *unit, bool *wide, bool *unpack);
 bool gm_pack_kernel_tiled(int i);
 
@@ -52,5 +62,18 @@ void gm_pack_run_kernel_host(int i, const gm_pack_params *p);
 /* The byte span [*lo, *hi) of the strided side of p, relative to p->strided
  * (lo <= 0 < hi), assuming p is well formed (rows, cols >= 1). */
 void gm_pack_strided_span(const gm_pack_params *p, int64_t *lo, int64_t *hi);
+
+/* The launch shape of one batch piece of rows x cols elements (the other
+ * fields of *p are not read): its bx, gx and blocks (at least 1; at most
+ * 65536, the grid-stride loops do the rest). */
+void gm_pack_batch_piece_dims(gm_pack_batch_piece *p);
+
+/* Piece p as the parameter block of the single kernels (for the C twin). */
+void gm_pack_batch_piece_params(const gm_pack_batch_piece *p, gm_pack_params *out);
+
+/* Runs a batched launch on the CPU, the addresses read as host addresses:
+ * each piece as gm_pack_run_host would run it alone (the pieces of one
+ * launch touch disjoint bytes, so their order does not matter). */
+void gm_pack_run_batch_host(const gm_pack_batch_params *p);
 
 #endif /* GM_KERNELS_PACK_H */

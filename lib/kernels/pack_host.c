@@ -8,7 +8,7 @@
 
 #include "kernels/pack.h"
 
-static const char *const names[GM_PACK_NKERNELS] = {
+static const char *const names[GM_PACK_ALL_KERNELS] = {
     "gm_pack_1_32",  "gm_pack_1_64",  "gm_unpack_1_32",  "gm_unpack_1_64",
     "gm_pack_2_32",  "gm_pack_2_64",  "gm_unpack_2_32",  "gm_unpack_2_64",
     "gm_pack_4_32",  "gm_pack_4_64",  "gm_unpack_4_32",  "gm_unpack_4_64",
@@ -19,6 +19,7 @@ static const char *const names[GM_PACK_NKERNELS] = {
     "gm_pack_t_4_32",  "gm_pack_t_4_64",  "gm_unpack_t_4_32",  "gm_unpack_t_4_64",
     "gm_pack_t_8_32",  "gm_pack_t_8_64",  "gm_unpack_t_8_32",  "gm_unpack_t_8_64",
     "gm_pack_t_16_32", "gm_pack_t_16_64", "gm_unpack_t_16_32", "gm_unpack_t_16_64",
+    "gm_pack_batch_32", "gm_pack_batch_64",
 };
 
 int gm_pack_kernel_index(int unit, bool wide, bool unpack)
@@ -43,12 +44,12 @@ int gm_pack_kernel_tiled_index(int unit, bool wide, bool unpack)
 
 const char *gm_pack_kernel_name(int i)
 {
-    return i >= 0 && i < GM_PACK_NKERNELS ? names[i] : NULL;
+    return i >= 0 && i < GM_PACK_ALL_KERNELS ? names[i] : NULL;
 }
 
 bool gm_pack_kernel_tiled(int i)
 {
-    return i >= GM_PACK_TILED_BASE;
+    return i >= GM_PACK_TILED_BASE && i < GM_PACK_NKERNELS;
 }
 
 void gm_pack_kernel_info(int i, int *unit, bool *wide, bool *unpack)
@@ -238,4 +239,51 @@ void gm_pack_run_kernel_host(int i, const gm_pack_params *p)
         run_tiled(p, unpack);
     else
         gm_pack_run_host(p, unpack, 0, p->rows);
+}
+
+/* ---- the batched kernels' twin --------------------------------------------------------------------- */
+
+void gm_pack_batch_piece_dims(gm_pack_batch_piece *p)
+{
+    unsigned bx = 1;
+    while (bx < GM_PACK_THREADS && bx < p->cols)
+        bx *= 2;
+    uint64_t by = GM_PACK_THREADS / bx;
+    uint64_t gx = (p->cols + bx - 1) / bx, gy = (p->rows + by - 1) / by;
+    if (gx < 1)
+        gx = 1;
+    if (gx > 4096)
+        gx = 4096;
+    if (gy < 1)
+        gy = 1;
+    if (gy > 65536 / gx)
+        gy = 65536 / gx;
+    p->bx = bx;
+    p->gx = (unsigned)gx;
+    p->blocks = (unsigned)(gx * gy);
+}
+
+void gm_pack_batch_piece_params(const gm_pack_batch_piece *p, gm_pack_params *out)
+{
+    memset(out, 0, sizeof *out);
+    out->strided = p->strided;
+    out->packed = p->packed;
+    out->rows = p->rows;
+    out->cols = p->cols;
+    out->col_stride = p->col_stride;
+    out->nouter = p->nouter;
+    out->unit = p->unit;
+    for (int k = 0; k < p->nouter && k < GM_PACK_BATCH_OUTER; k++) {
+        out->outer_shape[k] = p->outer_shape[k];
+        out->outer_stride[k] = p->outer_stride[k];
+    }
+}
+
+void gm_pack_run_batch_host(const gm_pack_batch_params *p)
+{
+    for (int k = 0; k < p->count && k < GM_PACK_BATCH_MAX; k++) {
+        gm_pack_params q;
+        gm_pack_batch_piece_params(&p->piece[k], &q);
+        gm_pack_run_host(&q, p->piece[k].unpack != 0, 0, q.rows);
+    }
 }

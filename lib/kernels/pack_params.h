@@ -47,4 +47,45 @@ typedef struct gm_pack_params {
     long long outer_stride[GM_PACK_MAX_OUTER];
 } gm_pack_params;
 
+/*
+ * The batched kernels, gm_pack_batch_32 and gm_pack_batch_64, move up to
+ * GM_PACK_BATCH_MAX pieces in one launch, each a pack or an unpack of its
+ * own unit, collapsed as above but with at most GM_PACK_BATCH_OUTER outer
+ * axes (the faces of a halo: a row, a column, a plane of a 3-D block).  The
+ * pieces are passed by value, so a launch needs no descriptor table in
+ * device memory (the block stays under the 4 KiB that every driver takes).
+ * Blocks are 1-D, GM_PACK_THREADS threads; the grid is 1-D: piece k owns
+ * blocks [block_begin, block_begin + blocks), seen as gx blocks over the
+ * columns by blocks / gx over the rows, and its threads as bx over the
+ * columns by GM_PACK_THREADS / bx over the rows (bx a power of two); both
+ * loops are grid-stride loops over the piece's blocks.  The 32-bit kernel
+ * needs what the 32-bit single kernels need, for every piece.
+ */
+#define GM_PACK_BATCH_MAX 32  /* pieces per launch */
+#define GM_PACK_BATCH_OUTER 2 /* outer axes per piece */
+
+typedef struct gm_pack_batch_piece {
+    unsigned long long strided;    /* device address of the strided side's element (0, 0) */
+    unsigned long long packed;     /* device address of the packed bytes */
+    unsigned long long rows;       /* product of outer_shape (1 when nouter == 0) */
+    unsigned long long cols;       /* elements per row */
+    long long col_stride;          /* strided side's bytes between columns */
+    long long outer_shape[GM_PACK_BATCH_OUTER];
+    long long outer_stride[GM_PACK_BATCH_OUTER];
+    unsigned block_begin;          /* the piece's first block */
+    unsigned blocks;               /* its blocks: gx x (blocks / gx) */
+    unsigned gx;                   /* blocks over the columns */
+    unsigned bx;                   /* threads over the columns: 1, 2, 4 .. GM_PACK_THREADS */
+    int nouter;                    /* 0 .. GM_PACK_BATCH_OUTER */
+    int unit;                      /* bytes per element: 1, 2, 4, 8 or 16 */
+    int unpack;                    /* 0: strided -> packed; 1: packed -> strided */
+    int pad_;                      /* 0 */
+} gm_pack_batch_piece;
+
+typedef struct gm_pack_batch_params {
+    int count;                     /* pieces: 1 .. GM_PACK_BATCH_MAX */
+    unsigned nblocks;              /* the grid: the last piece's block_begin + blocks */
+    gm_pack_batch_piece piece[GM_PACK_BATCH_MAX];
+} gm_pack_batch_params;
+
 #endif /* GM_PACK_PARAMS_H */

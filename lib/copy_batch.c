@@ -1,0 +1,895 @@
+/*
+ * copy_batch.c - batched copies (gpumem/batch.h): gpumem_array_copy_batch,
+ * gpumem_array_pack and gpumem_array_unpack.
+ *
+ * Every pair is checked first (as gpumem_array_copy checks its arguments,
+ * then no destination may share a byte with another pair's destination or
+ * source), so that a bad argument leaves every destination untouched.
+ * Then every pair is decided once (copy_decide.c, with the caps that
+ * copy_engine.c would give it) and sorted:
+ *  - pieces: pairs of the batch's context whose decision is the pack
+ *    kernels' and one scratch chunk at most (GM_HOW_KERNEL, device to
+ *    device; GM_HOW_PACKED through device scratch with a dense locked host
+ *    side or a device side at the other end), and contiguous transfers
+ *    between a locked host side and the device (GM_HOW_TRANSFER, not
+ *    staged);
+ *  - the rest (a queued or staged copy, a host-side strided copy, peers,
+ *    overlapping sides, a transposed or deep pack, pairs of another
+ *    context): one gm_copy_run each, first.
+ * The pieces run as three steps on the stream, behind one device scratch
+ * buffer holding each packed run: one launch of the batched kernel
+ * (pack.cu, up to GM_PACK_BATCH_MAX pieces per launch) for every gather
+ * (the sources of downloads and device-to-device copies, and the single
+ * kernels of GM_HOW_KERNEL), the transfers in pair order (runs adjacent on
+ * both sides merged into one), and one launch for every scatter (the
+ * destinations of uploads and of device-to-device copies through scratch).
+ * With fewer than two kernel pieces, no kernels or no scratch, the pieces
+ * are copied by gm_copy_run too: batching is only a faster way to the same
+ * bytes.
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "array.h"
+#include "copy_decide.h"
+#include "copy_engine.h"
+#include "pack_calls.h"
+#include "copy_peer.h"
+#include "copyplan.h"
+#include "error.h"
+#include "gpumem/batch.h"
+#include "kernels/pack.h"
+#include "stream.h"
+#include "trace.h"
+
+/* ---- names in messages ------------------------------------------------------------------------- */
+
+/* How a call names the two sides of pair i. */
+typedef struct batch_names {
+    const char *what;
+    void (*name)(char *buf, size_t size, size_t i, bool dst);
+} batch_names;
+
+static void copy_name(char *buf, size_t size, size_t i, bool dst)
+{
+    snprintf(buf, size, "%s[%zu]", dst ? "dst" : "src", i);
+}
+
+static void pack_name(char *buf, size_t size, size_t i, bool dst)
+{
+    if (dst)
+        snprintf(buf, size, "'buffer' (the bytes of views[%zu])", i);
+    else
+        snprintf(buf, size, "views[%zu]", i);
+}
+
+static void unpack_name(char *buf, size_t size, size_t i, bool dst)
+{
+    if (dst)
+        snprintf(buf, size, "views[%zu]", i);
+    else
+        snprintf(buf, size, "'buffer' (the bytes of views[%zu])", i);
+}
+
+/* ---- which bytes an array touches ------------------------------------------------------------- */
+
+/* An array's bytes as a normalized layout: its address space (device or
+ * host), the address of its lowest byte, and the axes of extent > 1 with
+ * a nonzero stride, made positive. */
+typedef struct span {
+    int space;      /* 0: none (no bytes); 1: device addresses; 2: host addresses */
+    uint64_t addr;  /* the lowest element's address */
+    int n;
+    int64_t ext[GM_MAX_NDIM];
+    int64_t str[GM_MAX_NDIM];
+    uint64_t isz;
+    uint64_t hi;    /* one past the highest byte */
+} span;
+
+static void span_of(const gpumem_array *a, span *s)
+{
+    memset(s, 0, sizeof *s);
+    if (gm_array_size(a) == 0 || a->itemsize == 0)
+        return;
+    s->space = gm_array_on_device(a) ? 1 : 2;
+    uint64_t addr = s->space == 1 ? (uint64_t)a->dev : (uint64_t)(uintptr_t)a->host;
+    uint64_t reach = a->itemsize;
+    for (int i = 0; i < a->ndim; i++) {
+        int64_t n = a->shape[i], st = a->strides[i];
+        if (n <= 1 || st == 0)
+            continue;
+        if (st < 0) { /* the same bytes, walked the other way */
+            addr -= (uint64_t)((n - 1) * -st);
+            st = -st;
+        }
+        s->ext[s->n] = n;
+        s->str[s->n] = st;
+        s->n++;
+        reach += (uint64_t)((n - 1) * st);
+    }
+    s->addr = addr;
+    s->isz = a->itemsize;
+    s->hi = addr + reach;
+}
+
+/* Whether a layout's bytes fill [addr, hi) with no gap. */
+static bool span_dense(const span *s)
+{
+    uint64_t covered = s->isz; /* elements x itemsize <= hi - addr, equal only without gaps or overlap */
+    for (int i = 0; i < s->n; i++)
+        if (__builtin_mul_overflow(covered, (uint64_t)s->ext[i], &covered))
+            return false;
+    if (covered != s->hi - s->addr)
+        return false;
+    /* equal counts: dense unless two elements share bytes, which a layout
+     * of sorted strides each at least the span of the ones below it rules out */
+    int64_t order[GM_MAX_NDIM];
+    for (int i = 0; i < s->n; i++)
+        order[i] = s->str[i];
+    for (int i = 1; i < s->n; i++) /* insertion sort, descending */
+        for (int j = i; j > 0 && order[j - 1] < order[j]; j--) {
+            int64_t t = order[j];
+            order[j] = order[j - 1];
+            order[j - 1] = t;
+        }
+    uint64_t below = s->isz;
+    for (int i = s->n - 1; i >= 0; i--) {
+        if ((uint64_t)order[i] < below)
+            return false;
+        below = (uint64_t)order[i]; /* the next one up must step over this whole axis */
+        int64_t e = 1;
+        for (int k = 0; k < s->n; k++)
+            if (s->str[k] == order[i])
+                e = s->ext[k];
+        below *= (uint64_t)e;
+    }
+    return true;
+}
+
+static int span_meet(const span *a, const span *b, long *budget);
+
+/* s without its axis k, its element 0 moved by `shift` bytes. */
+static void span_drop(const span *s, int k, uint64_t shift, span *out)
+{
+    *out = *s;
+    out->n = 0;
+    for (int i = 0; i < s->n; i++)
+        if (i != k) {
+            out->ext[out->n] = s->ext[i];
+            out->str[out->n] = s->str[i];
+            out->n++;
+        }
+    out->addr = s->addr + shift;
+    out->hi = out->addr + (s->hi - s->addr - (uint64_t)((s->ext[k] - 1) * s->str[k]));
+}
+
+/* Two views of one array (two columns, two blocks): both have an axis of
+ * the largest stride S of either, and without it each spans at most S
+ * bytes.  Index i of a's axis meets index j of b's only where the two
+ * sub-views, S * (i - j) apart, meet: at most two values of i - j are that
+ * close, so the question is asked of the sub-views at those shifts (no
+ * walk over the indices).  false when the views are not of that shape. */
+static bool span_lattice(const span *a, const span *b, long *budget, int *r)
+{
+    int ia = -1, ib = -1;
+    int64_t S = 0;
+    for (int i = 0; i < a->n; i++)
+        S = a->str[i] > S ? a->str[i] : S;
+    for (int i = 0; i < b->n; i++)
+        S = b->str[i] > S ? b->str[i] : S;
+    for (int i = 0; i < a->n && ia < 0; i++)
+        ia = a->str[i] == S ? i : -1;
+    for (int i = 0; i < b->n && ib < 0; i++)
+        ib = b->str[i] == S ? i : -1;
+    if (ia < 0 || ib < 0)
+        return false;
+    uint64_t sa = a->hi - a->addr - (uint64_t)((a->ext[ia] - 1) * S);
+    uint64_t sb = b->hi - b->addr - (uint64_t)((b->ext[ib] - 1) * S);
+    if (sa > (uint64_t)S || sb > (uint64_t)S)
+        return false;
+    /* the extents meet, so the two addresses are less than the larger span apart */
+    int64_t diff = b->addr >= a->addr ? (int64_t)(b->addr - a->addr) : -(int64_t)(a->addr - b->addr);
+    int64_t k0 = diff / S - (diff % S < 0 ? 1 : 0); /* floor(diff / S) */
+    *r = 0;
+    for (int64_t k = k0 - 1; k <= k0 + 1 && *r == 0; k++) {
+        /* a's index i = j + k meets b's index j only when diff - S < k * S < diff + S */
+        if (k * S <= diff - S || k * S >= diff + S || k > a->ext[ia] - 1 || -k > b->ext[ib] - 1)
+            continue;
+        span x, y; /* a's sub-view k strides on, b's at its index 0 (shifted up instead when k < 0) */
+        span_drop(a, ia, k > 0 ? (uint64_t)(k * S) : 0, &x);
+        span_drop(b, ib, k < 0 ? (uint64_t)(-k * S) : 0, &y);
+        *r = span_meet(&x, &y, budget);
+    }
+    return true;
+}
+
+/* Whether two layouts of one address space share a byte: 1 yes, 0 no, -1
+ * when that takes more than *budget steps to tell.  Splits the axis with
+ * the largest stride of either side into its indices, keeping only those
+ * whose bytes reach the other side's extent, until both are one element
+ * (a dense side meets any side whose first or last byte falls in it). */
+static int span_meet(const span *a, const span *b, long *budget)
+{
+    if (--*budget < 0)
+        return -1;
+    if (a->hi <= b->addr || b->hi <= a->addr)
+        return 0;
+    if (a->n == 0 && b->n == 0)
+        return 1;
+    bool ad = span_dense(a), bd = span_dense(b);
+    if ((ad && (b->addr >= a->addr || b->hi <= a->hi)) || (bd && (a->addr >= b->addr || a->hi <= b->hi)))
+        return 1; /* an end of one lies inside the other, which has no gap */
+    int r;
+    if (span_lattice(a, b, budget, &r))
+        return r;
+    const span *x = a, *y = b;
+    int axis = -1;
+    int64_t best = 0;
+    for (int i = 0; i < a->n; i++)
+        if (a->str[i] > best) {
+            best = a->str[i];
+            x = a, y = b, axis = i;
+        }
+    for (int i = 0; i < b->n; i++)
+        if (b->str[i] > best) {
+            best = b->str[i];
+            x = b, y = a, axis = i;
+        }
+    /* x without the axis: its bytes from x->addr + k * best to that + inner */
+    span sub = *x;
+    sub.n = 0;
+    for (int i = 0; i < x->n; i++)
+        if (i != axis) {
+            sub.ext[sub.n] = x->ext[i];
+            sub.str[sub.n] = x->str[i];
+            sub.n++;
+        }
+    uint64_t inner = x->hi - x->addr - (uint64_t)((x->ext[axis] - 1) * best);
+    /* index k reaches y when x->addr + k*best < y->hi and x->addr + k*best + inner > y->addr */
+    int64_t first = 0, last = x->ext[axis] - 1;
+    if (y->addr + 1 > x->addr + inner) {
+        uint64_t need = y->addr + 1 - (x->addr + inner); /* k*best >= need */
+        int64_t k = (int64_t)((need + (uint64_t)best - 1) / (uint64_t)best);
+        if (k > first)
+            first = k;
+    }
+    if (y->hi <= x->addr)
+        return 0;
+    int64_t k = (int64_t)((y->hi - 1 - x->addr) / (uint64_t)best);
+    if (k < last)
+        last = k;
+    for (int64_t i = first; i <= last; i++) {
+        sub.addr = x->addr + (uint64_t)(i * best);
+        sub.hi = sub.addr + inner;
+        r = span_meet(&sub, y, budget);
+        if (r != 0)
+            return r;
+    }
+    return 0;
+}
+
+/* The steps span_meet may take for one check of two pairs. */
+#define MEET_BUDGET (1L << 22)
+
+/* GPUMEM_ERROR_INVALID_VALUE when a destination shares memory with
+ * another pair's destination or source. */
+static gpumem_status check_collisions(const batch_names *nm, size_t n, gpumem_array *const *dst,
+                                      gpumem_array *const *src)
+{
+    if (n < 2)
+        return GPUMEM_OK;
+    span *d = malloc(n * sizeof *d), *s = malloc(n * sizeof *s);
+    if (d == NULL || s == NULL) {
+        free(d);
+        free(s);
+        return gm_error(GPUMEM_ERROR_HOST_OUT_OF_MEMORY, "%s: out of host memory", nm->what);
+    }
+    for (size_t i = 0; i < n; i++) {
+        span_of(dst[i], &d[i]);
+        span_of(src[i], &s[i]);
+    }
+    gpumem_status st = GPUMEM_OK;
+    for (size_t i = 0; i < n && st == GPUMEM_OK; i++) {
+        if (d[i].space == 0)
+            continue;
+        for (size_t j = 0; j < n && st == GPUMEM_OK; j++) {
+            if (j == i)
+                continue;
+            for (int other = 0; other < 2 && st == GPUMEM_OK; other++) {
+                const span *o = other == 0 ? &d[j] : &s[j];
+                if (o->space != d[i].space || (other == 0 && j < i)) /* dst pairs: once */
+                    continue;
+                long budget = MEET_BUDGET;
+                int r = span_meet(&d[i], o, &budget);
+                if (r == 0)
+                    continue;
+                char a[64], b[64];
+                nm->name(a, sizeof a, i, true);
+                nm->name(b, sizeof b, j, other == 0);
+                st = gm_error(GPUMEM_ERROR_INVALID_VALUE,
+                              r > 0 ? "%s: %s shares memory with %s: the pairs of a batch may run at once, so a "
+                                      "destination may overlap only its own source"
+                                    : "%s: %s may share memory with %s (too many elements to tell): the pairs of a "
+                                      "batch may run at once, so a destination may overlap only its own source",
+                              nm->what, a, b);
+            }
+        }
+    }
+    free(d);
+    free(s);
+    return st;
+}
+
+/* ---- the plan ------------------------------------------------------------------------------------ */
+
+typedef enum piece_kind {
+    P_SINGLE = 0, /* one gm_copy_run */
+    P_NONE,       /* nothing to move */
+    P_TRANSFER,   /* one contiguous transfer */
+    P_KERNEL,     /* device to device: one pack or unpack kernel, no scratch */
+    P_DOWN,       /* gather the device source into scratch, then the transfer to the dense host side */
+    P_UP,         /* the transfer from the dense host side into scratch, then scatter into the device dst */
+    P_D2D         /* gather into scratch, scatter out of it */
+} piece_kind;
+
+typedef struct piece {
+    gpumem_array *dst;
+    const gpumem_array *src;
+    gpumem_context *ctx;  /* the pair's context (gm_copy_check's) */
+    gm_copy_decision d;
+    piece_kind kind;
+    uint64_t bytes;       /* the run's bytes */
+    int64_t rs[GM_MAX_NDIM]; /* the run's strides */
+    int64_t rlo;          /* the run's lowest byte from its element 0 (<= 0) */
+    uint64_t off;         /* the run's lowest byte in scratch */
+    gm_pack_plan gather, scatter; /* offsets relative to the addresses below */
+    uint64_t g_strided, g_packed, s_strided, s_packed; /* element-0 addresses (P_DOWN, P_UP, P_D2D: the packed
+                                                         * ones relative to the scratch buffer) */
+    uint64_t t_dst, t_src;     /* P_TRANSFER, P_DOWN, P_UP: the transfer's ends (scratch ones relative) */
+    bool t_dst_scratch, t_src_scratch;
+} piece;
+
+/* The decision's view of an array (copy_engine.c's decide_side). */
+static gm_copy_side decide_side(const gpumem_array *a)
+{
+    gm_copy_side s = {GM_COPY_MEM_LOCKED, -1, (uint64_t)(uintptr_t)a->host, a->strides};
+    if (gm_array_on_device(a)) {
+        s.mem = GM_COPY_MEM_DEVICE;
+        s.device = a->ctx != NULL ? a->ctx->device : -1;
+        s.addr = a->dev;
+    } else if (a->kind == GPUMEM_MEMORY_MANAGED) {
+        s.mem = GM_COPY_MEM_MANAGED;
+    } else if (a->kind == GPUMEM_MEMORY_HOST && !gm_array_is_locked(a)) {
+        s.mem = GM_COPY_MEM_PAGEABLE;
+    }
+    return s;
+}
+
+static int64_t low_of(const gpumem_array *a, const int64_t *strides)
+{
+    int64_t lo = 0, hi = 0;
+    gm_layout_extent(a->ndim, a->shape, strides, a->itemsize, &lo, &hi);
+    return lo;
+}
+
+/* A host side the driver may move with the stream: pinned, mapped or registered. */
+static bool host_locked(const gpumem_array *a)
+{
+    return !gm_array_on_device(a) && a->kind != GPUMEM_MEMORY_MANAGED && gm_array_is_locked(a);
+}
+
+/* A plan the batched kernel takes (a launch of its own otherwise). */
+static bool batchable(const gm_pack_plan *p)
+{
+    return !p->tiled && p->params.nouter <= GM_PACK_BATCH_OUTER;
+}
+
+/* Plans a gather (unpack false) or scatter between a strided side and a
+ * packed one; false when the batched kernel cannot take it. */
+static bool plan_pack(const gpumem_array *a, const int64_t *ss, uint64_t saddr, const int64_t *ps, uint64_t paddr,
+                      bool unpack, gm_pack_plan *out)
+{
+    gm_error_suspend(); /* a plan the batch cannot make is gm_copy_run's to make, or to report */
+    gpumem_status st = gm_pack_plan_make(a->ndim, a->shape, ss, ps, a->itemsize, saddr, paddr, unpack, out);
+    (void)gm_error_resume(GPUMEM_OK);
+    return st == GPUMEM_OK && out->bytes > 0 && batchable(out);
+}
+
+/* Sorts pair p (its decision made) into a piece kind. */
+static piece_kind classify(piece *p, gpumem_context *ctx)
+{
+    const gm_copy_decision *d = &p->d;
+    gpumem_array *dst = p->dst;
+    const gpumem_array *src = p->src;
+    bool sdev = gm_array_on_device(src), ddev = gm_array_on_device(dst);
+    if (d->how == GM_HOW_NONE)
+        return P_NONE;
+    if (p->ctx != ctx || d->queued || gm_copy_is_cross_device(dst, src))
+        return P_SINGLE;
+    if ((!sdev && !ddev) || (!sdev && !host_locked(src)) || (!ddev && !host_locked(dst)))
+        return P_SINGLE; /* the CPU's, or the staging engine's, or a queued download's */
+    const uint64_t bytes = (uint64_t)gm_array_size(dst) * dst->itemsize;
+    p->bytes = bytes;
+    switch (d->how) {
+    case GM_HOW_TRANSFER:
+        if (d->staged)
+            return P_SINGLE;
+        p->t_dst = (ddev ? dst->dev : (uint64_t)(uintptr_t)dst->host) + (uint64_t)d->dst_offset;
+        p->t_src = (sdev ? src->dev : (uint64_t)(uintptr_t)src->host) + (uint64_t)d->src_offset;
+        p->bytes = d->width;
+        return P_TRANSFER;
+    case GM_HOW_KERNEL:
+        if (gm_copy_dense(dst->ndim, dst->shape, dst->strides, dst->itemsize)) {
+            p->g_strided = src->dev;
+            p->g_packed = dst->dev;
+            return plan_pack(dst, src->strides, src->dev, dst->strides, dst->dev, false, &p->gather) ? P_KERNEL
+                                                                                                  : P_SINGLE;
+        }
+        p->s_strided = dst->dev;
+        p->s_packed = src->dev;
+        return plan_pack(dst, dst->strides, dst->dev, src->strides, src->dev, true, &p->scatter) ? P_KERNEL
+                                                                                                 : P_SINGLE;
+    case GM_HOW_PACKED:
+        break;
+    default:
+        return P_SINGLE;
+    }
+    if (d->staged || d->host_run || d->nchunks != 1 || d->transpose)
+        return P_SINGLE;
+    gm_copy_run_strides(d, dst->ndim, dst->shape, dst->itemsize, src->strides, dst->strides, p->rs);
+    p->rlo = low_of(dst, p->rs);
+    if (d->src_op == GM_OP_KERNEL && d->dst_op == GM_OP_DIRECT && sdev && !ddev &&
+        gm_copy_has_layout(dst->ndim, dst->shape, dst->strides, dst->itemsize, p->rs)) {
+        p->t_dst = (uint64_t)(uintptr_t)dst->host + (uint64_t)low_of(dst, dst->strides);
+        p->t_src_scratch = true;
+        return P_DOWN;
+    }
+    if (d->src_op == GM_OP_DIRECT && d->dst_op == GM_OP_KERNEL && !sdev && ddev &&
+        gm_copy_has_layout(src->ndim, src->shape, src->strides, src->itemsize, p->rs)) {
+        p->t_src = (uint64_t)(uintptr_t)src->host + (uint64_t)low_of(src, src->strides);
+        p->t_dst_scratch = true;
+        return P_UP;
+    }
+    if (d->src_op == GM_OP_KERNEL && d->dst_op == GM_OP_KERNEL && sdev && ddev)
+        return P_D2D;
+    return P_SINGLE;
+}
+
+/* Plans the kernels of a piece whose run starts at scratch offset p->off,
+ * as if scratch started at address 0 (its real start is 256-aligned, so
+ * the units the plans choose hold); false when the batched kernel cannot
+ * take them. */
+static bool plan_scratch(piece *p)
+{
+    gpumem_array *dst = p->dst;
+    const gpumem_array *src = p->src;
+    uint64_t elem0 = p->off - (uint64_t)p->rlo; /* the run's element 0 */
+    if (p->kind == P_DOWN || p->kind == P_D2D) {
+        p->g_strided = src->dev;
+        p->g_packed = elem0;
+        if (!plan_pack(dst, src->strides, src->dev, p->rs, elem0, false, &p->gather))
+            return false;
+    }
+    if (p->kind == P_UP || p->kind == P_D2D) {
+        p->s_strided = dst->dev;
+        p->s_packed = elem0;
+        if (!plan_pack(dst, dst->strides, dst->dev, p->rs, elem0, true, &p->scatter))
+            return false;
+    }
+    if (p->kind == P_DOWN)
+        p->t_src = p->off;
+    if (p->kind == P_UP)
+        p->t_dst = p->off;
+    return true;
+}
+
+/* ---- running it ---------------------------------------------------------------------------------- */
+
+typedef struct batch {
+    const char *what;
+    gpumem_context *ctx;
+    gpumem_stream *stream;
+    gm_dstream *ds;
+    int async;
+    gm_pack_kernels *kernels;
+    gm_scratch *scratch;
+    bool pending; /* work queued on ds */
+} batch;
+
+/* One kernel launch: the pieces' gathers (scatter false) or scatters. */
+typedef struct launch {
+    gm_pack_batch_params p;
+    bool wide;
+    const gm_pack_plan *single; /* the only piece's plan, to launch alone */
+    uint64_t single_strided, single_packed;
+} launch;
+
+static gpumem_status launch_flush(batch *b, launch *l)
+{
+    gpumem_status st = GPUMEM_OK;
+    b->pending = true;
+    if (l->p.count == 1)
+        st = gm_pack_launch(b->kernels, l->single, l->single_strided, l->single_packed, b->stream, b->what);
+    else if (l->p.count > 1)
+        st = gm_pack_launch_batch(b->kernels, l->wide ? GM_PACK_BATCH_64 : GM_PACK_BATCH_32, &l->p, b->stream,
+                                  b->what);
+    memset(l, 0, sizeof *l);
+    return st;
+}
+
+static gpumem_status launch_add(batch *b, launch *l, const gm_pack_plan *plan, uint64_t strided, uint64_t packed,
+                                bool unpack)
+{
+    gpumem_status st = GPUMEM_OK;
+    if (l->p.count == GM_PACK_BATCH_MAX && (st = launch_flush(b, l)) != GPUMEM_OK)
+        return st;
+    gm_pack_batch_piece *q = &l->p.piece[l->p.count];
+    const gm_pack_params *pp = &plan->params;
+    memset(q, 0, sizeof *q);
+    q->strided = pp->strided + strided; /* the plan holds offsets */
+    q->packed = pp->packed + packed;
+    q->rows = pp->rows;
+    q->cols = pp->cols;
+    q->col_stride = pp->col_stride;
+    q->nouter = pp->nouter;
+    q->unit = pp->unit;
+    q->unpack = unpack;
+    for (int k = 0; k < pp->nouter; k++) {
+        q->outer_shape[k] = pp->outer_shape[k];
+        q->outer_stride[k] = pp->outer_stride[k];
+    }
+    gm_pack_batch_piece_dims(q);
+    q->block_begin = l->p.nblocks;
+    l->p.nblocks += q->blocks;
+    l->p.count++;
+    l->wide |= plan->wide;
+    l->single = plan;
+    l->single_strided = strided;
+    l->single_packed = packed;
+    return GPUMEM_OK;
+}
+
+/* The pieces' transfers, in pair order, adjacent ones merged. */
+static gpumem_status transfers(batch *b, piece *ps, size_t n, uint64_t sbase)
+{
+    gpumem_status st = GPUMEM_OK;
+    uint64_t to = 0, from = 0, len = 0;
+    for (size_t i = 0; i <= n && st == GPUMEM_OK; i++) {
+        piece *p = i < n ? &ps[i] : NULL;
+        bool moves = p != NULL && (p->kind == P_TRANSFER || p->kind == P_DOWN || p->kind == P_UP);
+        if (p != NULL && !moves)
+            continue;
+        uint64_t t = 0, f = 0;
+        if (p != NULL) {
+            t = p->t_dst + (p->t_dst_scratch ? sbase : 0);
+            f = p->t_src + (p->t_src_scratch ? sbase : 0);
+            if (len > 0 && t == to + len && f == from + len) {
+                len += p->bytes;
+                continue;
+            }
+        }
+        if (len > 0) {
+            b->pending |= b->async != 0;
+            st = gm_drv_check(GM_DRV(memcpy, b->ctx->dctx, (gm_cu_deviceptr)to, (gm_cu_deviceptr)from, (size_t)len,
+                                     b->ds, b->async),
+                              GM_OP_memcpy, b->what);
+        }
+        to = t, from = f, len = p != NULL ? p->bytes : 0;
+    }
+    return st;
+}
+
+/* Runs the pieces of kind P_TRANSFER .. P_D2D: gathers, transfers, scatters. */
+static gpumem_status run_pieces(batch *b, piece *ps, size_t n)
+{
+    const uint64_t sbase = b->scratch != NULL ? b->scratch->addr : 0;
+    gpumem_status st = GPUMEM_OK;
+    launch l;
+    memset(&l, 0, sizeof l);
+    for (size_t i = 0; i < n && st == GPUMEM_OK; i++) {
+        piece *p = &ps[i];
+        if (p->kind == P_KERNEL && p->gather.bytes > 0)
+            st = launch_add(b, &l, &p->gather, p->g_strided, p->g_packed, false);
+        else if (p->kind == P_KERNEL)
+            st = launch_add(b, &l, &p->scatter, p->s_strided, p->s_packed, true);
+        else if (p->kind == P_DOWN || p->kind == P_D2D)
+            st = launch_add(b, &l, &p->gather, p->g_strided, p->g_packed + sbase, false);
+    }
+    if (st == GPUMEM_OK)
+        st = launch_flush(b, &l);
+    if (st == GPUMEM_OK)
+        st = transfers(b, ps, n, sbase);
+    for (size_t i = 0; i < n && st == GPUMEM_OK; i++) {
+        piece *p = &ps[i];
+        if (p->kind == P_UP || p->kind == P_D2D)
+            st = launch_add(b, &l, &p->scatter, p->s_strided, p->s_packed + sbase, true);
+    }
+    if (st == GPUMEM_OK)
+        st = launch_flush(b, &l);
+    return st;
+}
+
+/* Gives back the scratch after the work queued on it (an event the next
+ * user waits for), or once the stream is done with it after a failure;
+ * waits for a synchronous batch. */
+static gpumem_status batch_finish(batch *b, gpumem_status st)
+{
+    gm_dctx *dctx = b->ctx->dctx;
+    if (b->pending && !b->async)
+        st = gm_keep_first(st, gm_drv_check(GM_DRV(stream_synchronize, dctx, b->ds), GM_OP_stream_synchronize,
+                                            b->what));
+    gm_scratch *s = b->scratch;
+    if (s != NULL) {
+        bool recorded = st == GPUMEM_OK &&
+                        GM_DRV(event_record, dctx, s->ev[GM_SCRATCH_DONE], b->ds) == GM_CUDA_SUCCESS;
+        if (!recorded)
+            (void)GM_DRV(stream_synchronize, dctx, b->ds);
+        s->used = recorded;
+        gm_pack_scratch_put(b->kernels, s);
+        b->scratch = NULL;
+    }
+    gm_pack_kernels_put(b->kernels);
+    b->kernels = NULL;
+    return st;
+}
+
+/* The kernel pieces: two or more make the batch pay. */
+static size_t kernel_pieces(const piece *ps, size_t n)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        k += ps[i].kind == P_D2D ? 2 : ps[i].kind >= P_KERNEL ? 1 : 0;
+    return k;
+}
+
+/* Copies the checked pairs. */
+static gpumem_status batch_run(const char *what, size_t n, gpumem_array *const *dst, gpumem_array *const *src,
+                               gpumem_context *const *ctxs, gpumem_stream *stream)
+{
+    piece *ps = calloc(n > 0 ? n : 1, sizeof *ps);
+    if (ps == NULL)
+        return gm_error(GPUMEM_ERROR_HOST_OUT_OF_MEMORY, "%s: out of host memory", what);
+    uint64_t t0 = GM_TRACE_TICKS();
+    /* the batch's context: the stream's, else the first device-side pair's */
+    gpumem_context *ctx = stream != NULL ? stream->ctx : NULL;
+    for (size_t i = 0; i < n && ctx == NULL; i++)
+        ctx = ctxs[i];
+    gm_copy_tuning t;
+    gm_copy_tuning_get(&t);
+    gm_copy_caps caps = {.max_pitch = ctx != NULL ? ctx->max_pitch : 0, .on_stream = stream != NULL};
+    for (size_t i = 0; i < n; i++) {
+        piece *p = &ps[i];
+        p->dst = dst[i];
+        p->src = src[i];
+        p->ctx = ctxs[i];
+        if (ctx == NULL || p->ctx != ctx)
+            continue; /* P_SINGLE */
+        gm_copy_side s = decide_side(src[i]), d = decide_side(dst[i]);
+        gm_copy_decide(dst[i]->ndim, dst[i]->shape, dst[i]->itemsize, &s, &d, &caps, &t, &p->d);
+        p->kind = classify(p, ctx);
+    }
+    /* the scratch runs, one after the other (adjacent where their host ends are), 256-aligned otherwise;
+     * at most the engine's two chunks in all */
+    uint64_t cap = 2 * (t.scratch_chunk > 0 ? t.scratch_chunk : GM_COPY_SCRATCH_CHUNK), used = 0;
+    const piece *prev = NULL;
+    for (size_t i = 0; i < n; i++) {
+        piece *p = &ps[i];
+        if (p->kind != P_DOWN && p->kind != P_UP && p->kind != P_D2D)
+            continue;
+        uint64_t off = (used + 255) & ~(uint64_t)255;
+        if (prev != NULL && prev->kind == p->kind && p->kind != P_D2D &&
+            (p->kind == P_DOWN ? p->t_dst == prev->t_dst + prev->bytes : p->t_src == prev->t_src + prev->bytes))
+            off = used; /* one transfer for both */
+        p->off = off;
+        if (off + p->bytes > cap || !plan_scratch(p)) {
+            p->kind = P_SINGLE;
+            continue;
+        }
+        used = off + p->bytes;
+        prev = p;
+    }
+    batch b = {.what = what, .ctx = ctx, .stream = stream, .ds = gm_stream_ds(stream), .async = stream != NULL};
+    bool batched = ctx != NULL && kernel_pieces(ps, n) >= 2;
+    gpumem_status st = GPUMEM_OK;
+    if (batched) {
+        st = gm_pack_kernels_get(ctx, &b.kernels);
+        batched = st == GPUMEM_OK && b.kernels != NULL;
+    }
+    if (batched && used > 0) {
+        gpumem_status sst = gm_pack_scratch_get(b.kernels, (size_t)used, false, what, &b.scratch);
+        if (sst == GPUMEM_OK && b.scratch->addr % 256 != 0) { /* planned for an aligned start */
+            gm_pack_scratch_put(b.kernels, b.scratch);
+            b.scratch = NULL;
+            batched = false;
+        } else if (sst == GPUMEM_ERROR_OUT_OF_MEMORY) {
+            batched = false; /* the pairs go one by one, with the engine's smaller ways */
+        } else if (sst != GPUMEM_OK) {
+            st = sst;
+        }
+    }
+    if (!batched) {
+        gm_pack_kernels_put(b.kernels);
+        b.kernels = NULL;
+    }
+    /* the pairs that go one by one, first */
+    for (size_t i = 0; i < n && st == GPUMEM_OK; i++) {
+        piece *p = &ps[i];
+        if (p->kind == P_NONE || (batched && p->kind != P_SINGLE))
+            continue;
+        uint64_t t1 = GM_TRACE_TICKS();
+        st = gm_copy_run(what, p->dst, p->src, stream, p->ctx);
+        gm_copy_last_decision(&p->d);
+        GM_TRACE_IF(st == GPUMEM_OK, gm_copy_trace(t1, p->dst, p->src, stream, p->ctx));
+    }
+    if (batched) {
+        if (st == GPUMEM_OK && b.scratch != NULL && b.scratch->used) {
+            b.pending = true;
+            st = gm_drv_check(GM_DRV(stream_wait_event, ctx->dctx, b.ds, b.scratch->ev[GM_SCRATCH_DONE]),
+                              GM_OP_stream_wait_event, what);
+        }
+        if (st == GPUMEM_OK)
+            st = run_pieces(&b, ps, n);
+        st = batch_finish(&b, st);
+        for (size_t i = 0; i < n && st == GPUMEM_OK; i++)
+            if (ps[i].kind >= P_TRANSFER) {
+                gm_copy_report(&ps[i].d);
+                GM_TRACE_IF(1, gm_copy_trace(t0, ps[i].dst, ps[i].src, stream, ctx));
+            }
+    }
+    if (n > 0)
+        gm_copy_report(&ps[n - 1].d); /* what gpumem_debug_last_copy_path reports: the last pair's way */
+    free(ps);
+    return st;
+}
+
+/* ---- the calls ----------------------------------------------------------------------------------- */
+
+/* Checks every pair (as gpumem_array_copy would, each message naming the
+ * pair) and the collisions, then copies; ctxs is scratch for n contexts. */
+static gpumem_status check_and_run(const batch_names *nm, size_t n, gpumem_array *const *dst,
+                                   gpumem_array *const *src, gpumem_stream *stream)
+{
+    gpumem_context **ctxs = calloc(n > 0 ? n : 1, sizeof *ctxs);
+    if (ctxs == NULL)
+        return gm_error(GPUMEM_ERROR_HOST_OUT_OF_MEMORY, "%s: out of host memory", nm->what);
+    gpumem_status st = GPUMEM_OK;
+    for (size_t i = 0; i < n && st == GPUMEM_OK; i++) {
+        char where[96];
+        snprintf(where, sizeof where, "%s: pair %zu", nm->what, i);
+        st = gm_copy_check(where, dst[i], src[i], stream, &ctxs[i]);
+    }
+    if (st == GPUMEM_OK)
+        st = check_collisions(nm, n, dst, src);
+    if (st == GPUMEM_OK)
+        st = batch_run(nm->what, n, dst, src, ctxs, stream);
+    free(ctxs);
+    return st;
+}
+
+GPUMEM_API gpumem_status gpumem_array_copy_batch(size_t count, gpumem_array *const *dst, gpumem_array *const *src,
+                                                 gpumem_stream *stream)
+{
+    const char *what = "gpumem_array_copy_batch";
+    if (count > 0) {
+        GM_CHECK_NULL(dst);
+        GM_CHECK_NULL(src);
+    }
+    if (stream != NULL)
+        GM_FORWARD_IF_ERROR(gm_handle_check(stream, GM_HANDLE_STREAM, what, "stream"));
+    for (size_t i = 0; i < count; i++) {
+        char a[32], b[32];
+        copy_name(a, sizeof a, i, true);
+        copy_name(b, sizeof b, i, false);
+        GM_FORWARD_IF_ERROR(gm_handle_check(dst[i], GM_HANDLE_ARRAY, what, a));
+        GM_FORWARD_IF_ERROR(gm_handle_check(src[i], GM_HANDLE_ARRAY, what, b));
+    }
+    const batch_names nm = {what, copy_name};
+    return check_and_run(&nm, count, dst, src, stream);
+}
+
+static void release_owner(void *owner)
+{
+    gm_error_quietly(gpumem_array_release(owner)); /* a view's release of its base: it cannot fail */
+}
+
+/* The bytes [offset, offset + nbytes(like)) of the contiguous buffer as an
+ * array of like's shape and dtype, C order: a view that keeps the buffer
+ * alive. */
+static gpumem_status buffer_piece(const char *what, const gpumem_array *buffer, uint64_t offset,
+                                  const gpumem_array *like, gpumem_array **out)
+{
+    gpumem_array *base = (gpumem_array *)(buffer->base != NULL ? buffer->base : buffer);
+    gm_cu_deviceptr ptr = buffer->dev != 0 ? buffer->dev + offset : (gm_cu_deviceptr)(uintptr_t)(buffer->host + offset);
+    gpumem_status st = gm_array_wrap(what, buffer->ctx, buffer->kind, ptr, like->ndim, like->shape, NULL, like->dtype,
+                                     release_owner, base, out);
+    if (st != GPUMEM_OK)
+        return st;
+    gpumem_array_retain(base);
+    (*out)->host = buffer->host != NULL ? buffer->host + offset : NULL; /* mapped memory: both addresses */
+    (*out)->dev = buffer->dev != 0 ? buffer->dev + offset : 0;
+    (*out)->readonly = buffer->readonly;
+    (*out)->readonly_locked = buffer->readonly_locked;
+    return GPUMEM_OK;
+}
+
+static gpumem_status pack_call(const char *what, bool unpack, size_t count, gpumem_array *const *views,
+                               const gpumem_array *buffer, gpumem_stream *stream)
+{
+    GM_FORWARD_IF_ERROR(gm_handle_check(buffer, GM_HANDLE_ARRAY, what, "buffer"));
+    if (count > 0 && views == NULL)
+        return gm_error(GPUMEM_ERROR_NULL_ARGUMENT, "%s: argument 'views' is NULL", what);
+    if (stream != NULL)
+        GM_FORWARD_IF_ERROR(gm_handle_check(stream, GM_HANDLE_STREAM, what, "stream"));
+    uint64_t total = 0;
+    for (size_t i = 0; i < count; i++) {
+        char a[32];
+        snprintf(a, sizeof a, "views[%zu]", i);
+        GM_FORWARD_IF_ERROR(gm_handle_check(views[i], GM_HANDLE_ARRAY, what, a));
+        if (unpack)
+            GM_FORWARD_IF_ERROR(gm_array_check_writable(what, views[i], a));
+        uint64_t nb = (uint64_t)gm_array_size(views[i]) * views[i]->itemsize;
+        GM_RETURN_ERROR_IF(__builtin_add_overflow(total, nb, &total) || total > INT64_MAX, GPUMEM_ERROR_OVERFLOW,
+                           "%s: the views' bytes do not fit in int64_t (views[%zu])", what, i);
+    }
+    if (!unpack)
+        GM_FORWARD_IF_ERROR(gm_array_check_writable(what, buffer, "buffer"));
+    /* the stream's device: the buffer's, and each view's (either of the two for a view on another device) */
+    bool buffer_checked = false;
+    for (size_t i = 0; i < count && stream != NULL; i++) {
+        char a[32];
+        snprintf(a, sizeof a, "views[%zu]", i);
+        if (gm_copy_is_cross_device(views[i], buffer)) {
+            GM_RETURN_ERROR_IF(stream->ctx->dctx != views[i]->ctx->dctx && stream->ctx->dctx != buffer->ctx->dctx,
+                               GPUMEM_ERROR_CONTEXT_MISMATCH,
+                               "%s: %s is on device %d and 'buffer' on device %d: the stream must be of either, "
+                               "but it is of device %d", what, a, views[i]->ctx->device, buffer->ctx->device,
+                               stream->ctx->device);
+            continue;
+        }
+        GM_FORWARD_IF_ERROR(gm_stream_check(stream, views[i]->ctx, what, a));
+        if (!buffer_checked)
+            GM_FORWARD_IF_ERROR(gm_stream_check(stream, buffer->ctx, what, "buffer"));
+        buffer_checked = true;
+    }
+    GM_RETURN_ERROR_IF(!gm_layout_is_c_contiguous(buffer->ndim, buffer->shape, buffer->strides, buffer->itemsize),
+                       GPUMEM_ERROR_INVALID_VALUE,
+                       "%s: 'buffer' is not C-contiguous: the views go into one run of bytes (make it with "
+                       "'C' order, or copy it into a contiguous array)", what);
+    uint64_t have = (uint64_t)gm_array_size(buffer) * buffer->itemsize;
+    GM_RETURN_ERROR_IF(have < total, GPUMEM_ERROR_INVALID_VALUE,
+                       "%s: 'buffer' holds %llu bytes, but the %zu views take %llu", what, (unsigned long long)have,
+                       count, (unsigned long long)total);
+    gpumem_array **pieces = calloc(count > 0 ? count : 1, sizeof *pieces);
+    if (pieces == NULL)
+        return gm_error(GPUMEM_ERROR_HOST_OUT_OF_MEMORY, "%s: out of host memory", what);
+    gpumem_status st = GPUMEM_OK;
+    uint64_t off = 0;
+    for (size_t i = 0; i < count && st == GPUMEM_OK; i++) {
+        st = buffer_piece(what, buffer, off, views[i], &pieces[i]);
+        off += (uint64_t)gm_array_size(views[i]) * views[i]->itemsize;
+    }
+    if (st == GPUMEM_OK) {
+        const batch_names nm = {what, unpack ? unpack_name : pack_name};
+        st = unpack ? check_and_run(&nm, count, views, pieces, stream)
+                    : check_and_run(&nm, count, pieces, views, stream);
+    }
+    for (size_t i = 0; i < count; i++)
+        st = gm_keep_first(st, gpumem_array_release(pieces[i]));
+    free(pieces);
+    return st;
+}
+
+GPUMEM_API gpumem_status gpumem_array_pack(size_t count, gpumem_array *const *views, gpumem_array *buffer,
+                                           gpumem_stream *stream)
+{
+    return pack_call("gpumem_array_pack", false, count, views, buffer, stream);
+}
+
+GPUMEM_API gpumem_status gpumem_array_unpack(size_t count, gpumem_array *const *views, const gpumem_array *buffer,
+                                             gpumem_stream *stream)
+{
+    return pack_call("gpumem_array_unpack", true, count, views, buffer, stream);
+}
