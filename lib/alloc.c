@@ -2,9 +2,9 @@
  * alloc.c - the context allocator: the one path by which arrays, scratch
  * and staging get device, page-locked and managed memory (alloc.h), with
  * the library's one out-of-memory ladder (then the context's out-of-memory
- * callback, and the error that memstats.c words), and the pools' public
- * allocate calls, which take the same ladder.  It keeps the books of
- * driver memory (memstats.h); pools keep their own.
+ * callback, and the error that memstats.c words), which the pools'
+ * allocate calls take too (gm_alloc_device_pool, gm_alloc_host_pool).  It
+ * keeps the books of driver memory (memstats.h); pools keep their own.
  */
 #include "config.h"
 
@@ -31,7 +31,7 @@ static int trace_kind(gm_mem mem, gm_pool_kind pool_kind, unsigned flags, gm_poo
     if (mem == GM_MEM_MANAGED)
         return GPUMEM_MEMORY_MANAGED;
     if (pool != NULL)
-        flags = gm_pool_core_alloc_flags(pool);
+        flags = gm_pool_alloc_flags(pool);
     return flags & GM_CU_MEMHOSTALLOC_DEVICEMAP ? GPUMEM_MEMORY_MAPPED : GPUMEM_MEMORY_PINNED;
 }
 
@@ -276,8 +276,8 @@ static gpumem_status alloc_pool(gpumem_context *ctx, gm_pool *pool, gm_pool_kind
         attempt a = {.ctx = ctx, .kind = kind, .what = what, .mem = GM_MEM_POOL, .bytes = bytes,
                      .stream = stream, .pool = pool, .out = out, .spare = spare};
         oom_begin(&a, kind == GM_POOL_DEVICE ? GPUMEM_MEMORY_DEVICE
-                      : gm_pool_core_alloc_flags(pool) & GM_CU_MEMHOSTALLOC_DEVICEMAP ? GPUMEM_MEMORY_MAPPED
-                                                                                      : GPUMEM_MEMORY_PINNED);
+                      : gm_pool_alloc_flags(pool) & GM_CU_MEMHOSTALLOC_DEVICEMAP ? GPUMEM_MEMORY_MAPPED
+                                                                                 : GPUMEM_MEMORY_PINNED);
         int rc = after_oom(&a, &st);
         if (rc == GM_CUDA_ERROR_OUT_OF_MEMORY)
             st = spare ? spare_oom(&a) : gm_mem_oom_error(ctx, &a.oom);
@@ -291,7 +291,7 @@ static gpumem_status alloc_pool(gpumem_context *ctx, gm_pool *pool, gm_pool_kind
     out->bytes = bytes;
     out->mem = GM_MEM_POOL;
     out->stream = gm_stream_hold(stream);
-    out->pool_ctx = gm_pool_core_holds_context(pool) ? gm_pool_core_context(pool) : NULL;
+    out->pool_ctx = gm_pool_holds_context(pool) ? gm_pool_context(pool) : NULL;
     GM_TRACE_IF(bytes != 0, gm_trace_alloc(ctx, ctx->device, stream, trace_kind(GM_MEM_POOL, kind, 0, pool), pool,
                                            bytes, out->addr));
     return GPUMEM_OK;
@@ -331,6 +331,16 @@ gpumem_status gm_alloc_managed(gpumem_context *ctx, size_t bytes, unsigned flags
     return alloc_driver(ctx, GM_MEM_MANAGED, bytes, flags, what, false, out);
 }
 
+gpumem_status gm_alloc_device_pool(gpumem_pool *pool, size_t bytes, gpumem_stream *stream, const char *what,
+                                   gm_block *out)
+{
+    gm_pool *p = gm_pool_of_device(pool);
+    gpumem_status st = gm_pool_core_check(p, GM_POOL_DEVICE, what, "pool");
+    if (st != GPUMEM_OK)
+        return st;
+    return alloc_pool(gm_pool_context(p), p, GM_POOL_DEVICE, bytes, stream, what, false, out);
+}
+
 gpumem_status gm_alloc_host_pool(gpumem_host_pool *pool, size_t bytes, const char *what, gm_block *out)
 {
     gm_pool *p = gm_pool_of_host(pool);
@@ -338,7 +348,7 @@ gpumem_status gm_alloc_host_pool(gpumem_host_pool *pool, size_t bytes, const cha
     if (st != GPUMEM_OK)
         return st;
     /* No stream: the CPU uses the block at once, so only idle blocks do. */
-    return alloc_pool(gm_pool_core_context(p), p, GM_POOL_HOST, bytes, NULL, what, false, out);
+    return alloc_pool(gm_pool_context(p), p, GM_POOL_HOST, bytes, NULL, what, false, out);
 }
 
 gpumem_status gm_alloc_free(gpumem_context *ctx, gm_block *b, const char *what)
@@ -415,45 +425,3 @@ static gpumem_status allocator_teardown(gpumem_context *ctx)
 }
 
 const gm_context_hook gm_allocator_hook = {allocator_create, allocator_teardown};
-
-/* ---- the pools' public allocate calls ---------------------------------------------- */
-
-GPUMEM_API gpumem_status gpumem_pool_allocate(gpumem_pool *pool, size_t size, gpumem_stream *stream,
-                                              gpumem_allocation **alloc)
-{
-    GM_CHECK_NULL(alloc);
-    const char *what = "gpumem_pool_allocate";
-    gm_pool *p = gm_pool_of_device(pool);
-    gpumem_status st = gm_pool_core_check(p, GM_POOL_DEVICE, what, "pool");
-    if (st != GPUMEM_OK)
-        return st;
-    gm_block b;
-    st = alloc_pool(gm_pool_core_context(p), p, GM_POOL_DEVICE, size, stream, what, false, &b);
-    if (st == GPUMEM_OK) {
-        gm_stream_unhold(b.stream); /* the caller frees it with its own stream */
-        *alloc = b.token;
-        if (gm_leaks_enabled())
-            gm_leak_add(gm_pool_core_context(p), GM_LEAK_ALLOCATION, (uintptr_t)b.token, GPUMEM_MEMORY_DEVICE,
-                        size, what);
-    }
-    return st;
-}
-
-GPUMEM_API gpumem_status gpumem_host_pool_allocate_bytes(gpumem_host_pool *pool, size_t size,
-                                                         gpumem_allocation **alloc)
-{
-    GM_CHECK_NULL(alloc);
-    gm_block b;
-    gpumem_status st = gm_alloc_host_pool(pool, size, "gpumem_host_pool_allocate_bytes", &b);
-    if (st == GPUMEM_OK) {
-        *alloc = b.token;
-        if (gm_leaks_enabled()) {
-            gm_pool *p = gm_pool_of_host(pool);
-            gm_leak_add(gm_pool_core_context(p), GM_LEAK_ALLOCATION, (uintptr_t)b.token,
-                        gm_pool_core_alloc_flags(p) & GM_CU_MEMHOSTALLOC_DEVICEMAP ? GPUMEM_MEMORY_MAPPED
-                                                                                   : GPUMEM_MEMORY_PINNED,
-                        size, "gpumem_host_pool_allocate_bytes");
-        }
-    }
-    return st;
-}

@@ -274,8 +274,8 @@ gpumem_status gm_array_new_pooled_host(const char *what, gpumem_host_pool *pool,
     gpumem_status st = check_layout(what, ndim, shape, dtype, &itemsize, &nbytes);
     if (st != GPUMEM_OK)
         return st;
-    bool mapped = (gm_host_pool_alloc_flags(pool) & GM_CU_MEMHOSTALLOC_DEVICEMAP) != 0;
-    gpumem_context *ctx = gm_host_pool_context(pool);
+    bool mapped = (gm_pool_alloc_flags(gm_pool_of_host(pool)) & GM_CU_MEMHOSTALLOC_DEVICEMAP) != 0;
+    gpumem_context *ctx = gm_pool_context(gm_pool_of_host(pool));
     gpumem_array *a = array_alloc(mapped ? GPUMEM_MEMORY_MAPPED : GPUMEM_MEMORY_PINNED, ctx, ndim, shape, strides,
                                   dtype, itemsize);
     if (a == NULL)
@@ -333,25 +333,6 @@ gpumem_status gm_array_new_pooled_device(const char *what, gpumem_pool *pool, gp
     }
     *out = a;
     return GPUMEM_OK;
-}
-
-GPUMEM_API gpumem_status gpumem_pool_device_array(gpumem_pool *pool, int ndim, const int64_t *shape,
-                                                  const gpumem_dtype *dtype, char order, gpumem_stream *stream,
-                                                  gpumem_array **array)
-{
-    const char *what = "gpumem_pool_device_array";
-    GM_CHECK_HANDLE(pool);
-    GM_CHECK_NULL(array);
-    gpumem_context *ctx = gm_pool_context(pool);
-    gpumem_status st = gm_stream_check(stream, ctx, what, "pool");
-    int64_t cstrides[GM_MAX_NDIM];
-    if (st == GPUMEM_OK)
-        st = gm_array_prepare(what, &ctx, ndim, shape, NULL, dtype, order, stream, cstrides);
-    if (st != GPUMEM_OK)
-        return st;
-    return gm_poison_new_array(what, gm_array_new_pooled_device(what, pool, ctx, ndim, shape, cstrides, dtype, stream,
-                                                                array),
-                               stream, array);
 }
 
 bool gm_array_is_locked(const gpumem_array *a)

@@ -1,14 +1,19 @@
 /*
- * device_pool.c - pycuda's DeviceMemoryPool: the device pool's public API
- * over the pool core of pool.c, and gpumem_context_set_pool (numba's
- * memory-manager plug-in).
+ * device_pool.c - pycuda's DeviceMemoryPool: every gpumem_pool_* call, over
+ * the pool core (pool.h) and the context allocator (alloc.h), and
+ * gpumem_context_set_pool (numba's memory-manager plug-in).
  */
 #include "config.h"
 
 #include <stdatomic.h>
 
+#include "alloc.h"
+#include "array.h"
+#include "copy_debug.h"
 #include "error.h"
+#include "memstats.h"
 #include "pool.h"
+#include "stream.h"
 
 /* ---- device pools ------------------------------------------------------------------ */
 
@@ -32,6 +37,42 @@ GPUMEM_API gpumem_status gpumem_pool_destroy(gpumem_pool *pool)
     return gm_pool_core_destroy(gm_pool_of_device(pool), "gpumem_pool_destroy");
 }
 
+GPUMEM_API gpumem_status gpumem_pool_allocate(gpumem_pool *pool, size_t size, gpumem_stream *stream,
+                                              gpumem_allocation **alloc)
+{
+    GM_CHECK_NULL(alloc);
+    const char *what = "gpumem_pool_allocate";
+    gm_block b;
+    gpumem_status st = gm_alloc_device_pool(pool, size, stream, what, &b);
+    if (st == GPUMEM_OK) {
+        gm_stream_unhold(b.stream); /* the caller frees it with its own stream */
+        *alloc = b.token;
+        if (gm_leaks_enabled())
+            gm_leak_add(gm_pool_context(gm_pool_of_device(pool)), GM_LEAK_ALLOCATION, (uintptr_t)b.token,
+                        GPUMEM_MEMORY_DEVICE, size, what);
+    }
+    return st;
+}
+
+GPUMEM_API gpumem_status gpumem_pool_device_array(gpumem_pool *pool, int ndim, const int64_t *shape,
+                                                  const gpumem_dtype *dtype, char order, gpumem_stream *stream,
+                                                  gpumem_array **array)
+{
+    const char *what = "gpumem_pool_device_array";
+    GM_CHECK_HANDLE(pool);
+    GM_CHECK_NULL(array);
+    gpumem_context *ctx = gm_pool_context(gm_pool_of_device(pool));
+    gpumem_status st = gm_stream_check(stream, ctx, what, "pool");
+    int64_t cstrides[GM_MAX_NDIM];
+    if (st == GPUMEM_OK)
+        st = gm_array_prepare(what, &ctx, ndim, shape, NULL, dtype, order, stream, cstrides);
+    if (st != GPUMEM_OK)
+        return st;
+    return gm_poison_new_array(what, gm_array_new_pooled_device(what, pool, ctx, ndim, shape, cstrides, dtype, stream,
+                                                                array),
+                               stream, array);
+}
+
 GPUMEM_API gpumem_status gpumem_pool_block_size(size_t size, size_t *block_size)
 {
     GM_CHECK_NULL(block_size);
@@ -48,13 +89,8 @@ GPUMEM_API gpumem_status gpumem_pool_context(const gpumem_pool *pool, gpumem_con
     gm_pool *p = gm_pool_of_device(pool);
     gpumem_status st = gm_pool_core_check(p, GM_POOL_DEVICE, "gpumem_pool_context", "pool");
     if (st == GPUMEM_OK)
-        *ctx = gm_pool_core_context(p);
+        *ctx = gm_pool_context(p);
     return st;
-}
-
-gpumem_context *gm_pool_context(const gpumem_pool *pool)
-{
-    return gm_pool_core_context(gm_pool_of_device(pool));
 }
 
 static gpumem_status device_stats(gpumem_pool *pool, struct gpumem_pool_stats *s, const char *what)
@@ -118,7 +154,7 @@ GPUMEM_API gpumem_status gpumem_context_set_pool(gpumem_context *ctx, gpumem_poo
         st = gm_pool_core_check(gm_pool_of_device(pool), GM_POOL_DEVICE, "gpumem_context_set_pool", "pool");
         if (st != GPUMEM_OK)
             return st;
-        gpumem_context *owner = gm_pool_context(pool);
+        gpumem_context *owner = gm_pool_context(gm_pool_of_device(pool));
         if (owner->dctx != ctx->dctx)
             return gm_error(GPUMEM_ERROR_CONTEXT_MISMATCH, "gpumem_context_set_pool: the pool belongs to "
                             "device %d, the context to device %d", owner->device, ctx->device);

@@ -7,7 +7,7 @@
  * gpumem_event) begins
  * with a gm_handle: a magic number that names its type and whether it is
  * live.  (gpumem_allocation handles are not addresses but generation-tagged
- * record numbers, checked exactly by pool.c; see pool.h.)
+ * record numbers, checked exactly by allocation.c; see pool.h.)
  *
  *  - Every public entry point checks its handle arguments with
  *    GM_CHECK_HANDLE(arg) (or gm_handle_check where the function's name

@@ -1,8 +1,8 @@
 /*
  * host.c - page-locked host memory for arrays: pinned, mapped and managed
- * arrays, arrays on page-locked pools, and registration scopes (numba's
- * pinned()/mapped(), numba.roc's register()).  The pages themselves are
- * counted by the registry (hostreg.c).
+ * arrays, and registration scopes (numba's pinned()/mapped(), numba.roc's
+ * register()); the arrays of page-locked pools are host_pool.c's.  The
+ * pages themselves are counted by the registry (hostreg.c).
  */
 #include "config.h"
 
@@ -16,7 +16,6 @@
 #include "error.h"
 #include "gpumem/host.h"
 #include "hostreg.h"
-#include "pool.h"
 #include "stream.h"
 
 /* ---- registration scopes ----------------------------------------------------------------- */
@@ -245,19 +244,4 @@ GPUMEM_API gpumem_status gpumem_managed_array(gpumem_context *ctx, int ndim, con
                                                                                                : GM_CU_MEM_ATTACH_HOST,
                                                          array),
                                NULL, array);
-}
-
-GPUMEM_API gpumem_status gpumem_host_pool_allocate(gpumem_host_pool *pool, int ndim, const int64_t *shape,
-                                                   const gpumem_dtype *dtype, char order, gpumem_array **array)
-{
-    const char *what = "gpumem_host_pool_allocate";
-    GM_CHECK_HANDLE(pool);
-    GM_CHECK_NULL(array);
-    int64_t cstrides[GM_MAX_NDIM];
-    gpumem_context *ctx = gm_host_pool_context(pool);
-    gpumem_status st = gm_array_prepare(what, &ctx, ndim, shape, NULL, dtype, order, NULL, cstrides);
-    if (st != GPUMEM_OK)
-        return st;
-    return gm_poison_new_array(what, gm_array_new_pooled_host(what, pool, ndim, shape, cstrides, dtype, array), NULL,
-                               array);
 }

@@ -1,10 +1,15 @@
 /*
- * host_pool.c - pycuda's PageLockedMemoryPool: the page-locked host pool's
- * public API over the pool core of pool.c, with blocks from cuMemHostAlloc.
+ * host_pool.c - pycuda's PageLockedMemoryPool: every gpumem_host_pool_*
+ * call, over the pool core (pool.h, blocks from cuMemHostAlloc), the
+ * context allocator (alloc.h) and, for its arrays, array.h.
  */
 #include "config.h"
 
+#include "alloc.h"
+#include "array.h"
+#include "copy_debug.h"
 #include "error.h"
+#include "memstats.h"
 #include "pool.h"
 
 #define HOST_ALLOC_FLAGS \
@@ -53,18 +58,42 @@ GPUMEM_API gpumem_status gpumem_host_pool_context(const gpumem_host_pool *pool, 
     gm_pool *p = NULL;
     gpumem_status st = host_check(pool, "gpumem_host_pool_context", &p);
     if (st == GPUMEM_OK)
-        *ctx = gm_pool_core_context(p);
+        *ctx = gm_pool_context(p);
     return st;
 }
 
-gpumem_context *gm_host_pool_context(const gpumem_host_pool *pool)
+GPUMEM_API gpumem_status gpumem_host_pool_allocate_bytes(gpumem_host_pool *pool, size_t size,
+                                                         gpumem_allocation **alloc)
 {
-    return gm_pool_core_context(gm_pool_of_host(pool));
+    GM_CHECK_NULL(alloc);
+    gm_block b;
+    gpumem_status st = gm_alloc_host_pool(pool, size, "gpumem_host_pool_allocate_bytes", &b);
+    if (st == GPUMEM_OK) {
+        *alloc = b.token;
+        if (gm_leaks_enabled()) {
+            gm_pool *p = gm_pool_of_host(pool);
+            gm_leak_add(gm_pool_context(p), GM_LEAK_ALLOCATION, (uintptr_t)b.token,
+                        gm_pool_alloc_flags(p) & GM_CU_MEMHOSTALLOC_DEVICEMAP ? GPUMEM_MEMORY_MAPPED
+                                                                              : GPUMEM_MEMORY_PINNED,
+                        size, "gpumem_host_pool_allocate_bytes");
+        }
+    }
+    return st;
 }
 
-unsigned gm_host_pool_alloc_flags(const gpumem_host_pool *pool)
+GPUMEM_API gpumem_status gpumem_host_pool_allocate(gpumem_host_pool *pool, int ndim, const int64_t *shape,
+                                                   const gpumem_dtype *dtype, char order, gpumem_array **array)
 {
-    return gm_pool_core_alloc_flags(gm_pool_of_host(pool));
+    const char *what = "gpumem_host_pool_allocate";
+    GM_CHECK_HANDLE(pool);
+    GM_CHECK_NULL(array);
+    int64_t cstrides[GM_MAX_NDIM];
+    gpumem_context *ctx = gm_pool_context(gm_pool_of_host(pool));
+    gpumem_status st = gm_array_prepare(what, &ctx, ndim, shape, NULL, dtype, order, NULL, cstrides);
+    if (st != GPUMEM_OK)
+        return st;
+    return gm_poison_new_array(what, gm_array_new_pooled_host(what, pool, ndim, shape, cstrides, dtype, array), NULL,
+                               array);
 }
 
 GPUMEM_API gpumem_status gpumem_host_pool_held_blocks(gpumem_host_pool *pool, uint64_t *count)

@@ -27,7 +27,7 @@ gpumem_status gm_host_track_allocation(const void *start, size_t bytes);
 void gm_host_untrack_allocation(const void *start);
 
 /* Page-locked memory of the library's own, the one way the allocator
- * (alloc.c) and the page-locked pools (pool.c) get it: cuMemHostAlloc of
+ * (alloc.c) and the page-locked pools (pool_store.c) get it: cuMemHostAlloc of
  * bytes with flags (CU_MEMHOSTALLOC_*) in dctx, recorded while it lives.
  * Returns the driver's result, or -1 with *st set (HOST_OUT_OF_MEMORY,
  * "what: out of host memory") when the record finds no room; the memory is

@@ -10,11 +10,11 @@
  *    a pool hit writes nothing shared), the driver allocations, the
  *    ladder's runs and successes, the callback's calls; it builds the
  *    out-of-memory error here (gm_mem_oom_error);
- *  - pool.c: a driver allocation and a sample when a pool grows;
+ *  - pool_store.c: a driver allocation and a sample when a pool grows;
  *  - hostreg.c: the ranges the library registered (the "registered" kind);
  *  - dealloc.c: the deferred queue's totals, mirrored here on every change,
  *    so that reading them needs neither the queue nor its lock;
- *  - array.c, alloc.c (pool allocations), pool.c and hostreg.c: the leak
+ *  - array.c, alloc.c (pool allocations), allocation.c and hostreg.c: the leak
  *    records, only when GPUMEM_DEBUG=leaks (one relaxed load otherwise).
  *
  * Counters are relaxed atomics written on driver paths only.  Peaks are

@@ -1,8 +1,9 @@
 /*
  * pool.h - device and page-locked memory pools (private): the internal API
- * that arrays use to allocate from a pool, and the core that pool.c
- * implements for both kinds of pool (host_pool.c is the host pool's public
- * face).
+ * that arrays use to allocate from a pool, and the core that pool.c,
+ * pool_cache.c, pool_store.c and allocation.c implement for both kinds of
+ * pool (pool_impl.h says which file does what; device_pool.c and
+ * host_pool.c are the pools' public faces).
  *
  * Design (the public header says what users see):
  *  - Blocks and handles.  Every block is described by a record (one cache
@@ -29,7 +30,7 @@
  *    thread that exits (or evicts the pool from its 4 slots) marks its cache
  *    orphaned with one CAS and bumps a process-wide counter, without
  *    touching the pool (it may have ended).  A pool whose last harvest saw
- *    an older count takes orphaned caches' blocks back (harvest_orphans)
+ *    an older count takes orphaned caches' blocks back (gm_tc_harvest_orphans)
  *    before it asks the driver for a block, and on a slow-path free; an
  *    unchanged count costs two loads.  Pool ids are never reused, so a
  *    thread's stale slot never matches a new pool.
@@ -79,7 +80,7 @@
  * pool->lock, enters every cache, then locks each stripe in turn; an owner
  * inside its cache may lock a stripe (to spill half a full bin) but never
  * takes pool->lock there; a thread holding a stripe takes no other lock of
- * the pool and enters no cache; harvest_orphans locks a stripe under
+ * the pool and enters no cache; gm_tc_harvest_orphans locks a stripe under
  * pool->lock.
  * Whether the pool holds is read inside a cache or under a stripe's mutex:
  * stop_holding and destroy clear it before release_all, which enters every
@@ -116,12 +117,6 @@ bool gm_pool_token_pool_live(const gpumem_allocation *token);
  * pool, and its reference to its context, can end.  lib/wiring.c sets it
  * when the library loads. */
 void gm_pool_set_destroy_hook(void (*hook)(void));
-
-/* The pool's context (not retained again) and, for host pools, the
- * GPUMEM_HOST_ALLOC_* flags its blocks were allocated with. */
-gpumem_context *gm_pool_context(const gpumem_pool *pool);
-gpumem_context *gm_host_pool_context(const gpumem_host_pool *pool);
-unsigned gm_host_pool_alloc_flags(const gpumem_host_pool *pool);
 
 /* ---- for the out-of-memory ladder ---- */
 
@@ -186,7 +181,7 @@ static inline size_t gm_pool_class_bytes(unsigned c)
     return m << (k - 4u);
 }
 
-/* ---- the core, shared by pool.c and host_pool.c ---------------------------------- */
+/* ---- the core, for the pools' public faces and the allocator --------------------- */
 
 /* Public handles are the core object. */
 static inline gm_pool *gm_pool_of_device(const gpumem_pool *p) { return (gm_pool *)(uintptr_t)p; }
@@ -196,9 +191,15 @@ static inline gm_pool *gm_pool_of_host(const gpumem_host_pool *p) { return (gm_p
  * made and destroyed with the context, and holds no reference to it. */
 #define GM_POOL_CONTEXT_OWNED 0x80000000u
 
+/* The pool's context, not retained again: the one accessor, for either
+ * kind of pool (gm_pool_of_device, gm_pool_of_host). */
+gpumem_context *gm_pool_context(const gm_pool *p);
 /* Whether the pool holds a reference to its context (all but the
  * context's own). */
-bool gm_pool_core_holds_context(const gm_pool *p);
+bool gm_pool_holds_context(const gm_pool *p);
+/* The GPUMEM_HOST_ALLOC_* flags that a page-locked pool's blocks are
+ * allocated with (0 for a device pool). */
+unsigned gm_pool_alloc_flags(const gm_pool *p);
 
 /* flags: GPUMEM_POOL_NO_THREAD_CACHE, GM_POOL_CONTEXT_OWNED; alloc_flags:
  * cuMemHostAlloc's (host). */
@@ -216,8 +217,6 @@ gpumem_status gm_pool_core_alloc(gm_pool *p, size_t size, gpumem_stream *stream,
 gpumem_status gm_pool_core_free_held(gm_pool *p, bool stop, const char *what);
 void gm_pool_core_stats(gm_pool *p, struct gpumem_pool_stats *s); /* fills every field but size */
 gpumem_status gm_pool_core_check(const gm_pool *p, gm_pool_kind kind, const char *what, const char *arg);
-gpumem_context *gm_pool_core_context(const gm_pool *p);
-unsigned gm_pool_core_alloc_flags(const gm_pool *p);
 gpumem_status gm_pool_stats_out(gm_pool *p, struct gpumem_pool_stats *out, const char *what);
 
 #endif /* GM_POOL_H */

@@ -76,7 +76,7 @@ static void test_basics(void)
     gpumem_context *pc = NULL;
     gpumem_host_pool_context(pool, &pc);
     ok(pc == ctx, "it belongs to its context");
-    ok(gm_host_pool_alloc_flags(pool) == (GPUMEM_HOST_ALLOC_PORTABLE | GPUMEM_HOST_ALLOC_DEVICEMAP),
+    ok(gm_pool_alloc_flags(gm_pool_of_host(pool)) == (GPUMEM_HOST_ALLOC_PORTABLE | GPUMEM_HOST_ALLOC_DEVICEMAP),
        "it remembers its flags");
 
     gpumem_allocation *a = NULL, *b = NULL;

@@ -11,8 +11,8 @@
 #     as its object's layer like any other, so calling one of a higher layer
 #     fails too.  A callback called through a function pointer is no symbol
 #     reference, and is how a lower layer reaches a higher one;
-#   - a private header may name (outside comments) no function or variable
-#     that an object of a higher layer defines;
+#   - a private header may name (outside comments and struct, union and enum
+#     tags) no function or variable that an object of a higher layer defines;
 #   - a file may include the private headers of its own layer and below;
 #   - nothing registers itself: lib/wiring.c holds the library's only
 #     constructor, and its table names every context hook of lib/;
@@ -104,7 +104,9 @@ defs() {
     NF == 3 && $2 ~ /^[ABCDGIRSTVW]$/ && f != "" { print $3, f, layer[f] }' "$1" "$2"
 }
 
-# The identifiers of a C file outside comments, strings and characters.
+# The identifiers of a C file outside comments, strings and characters,
+# and outside struct, union and enum tags (struct gpumem_pool_stats names a
+# type, not the function gpumem_pool_stats).
 identifiers() {
     awk '
     {
@@ -123,6 +125,7 @@ identifiers() {
             out = out c; i++
         }
         quote = ""
+        gsub(/(^|[^A-Za-z0-9_])(struct|union|enum)[ \t]+[A-Za-z_][A-Za-z0-9_]*/, " ", out)
         gsub(/[^A-Za-z0-9_]+/, " ", out)
         k = split(out, w, " ")
         for (j = 1; j <= k; j++) if (w[j] ~ /^[A-Za-z_]/) print w[j]
