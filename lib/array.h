@@ -56,6 +56,17 @@ static inline bool gm_array_on_device(const gpumem_array *a)
 /* Element count (assumes a checked shape). */
 int64_t gm_array_size(const gpumem_array *a);
 
+/* dtype checked for an array: a live dtype handle of nonzero item size. */
+gpumem_status gm_array_check_dtype(const char *what, const gpumem_dtype *dtype, size_t *itemsize);
+
+/* A view of a (array_view.c's views) with new shape/strides and dtype (of
+ * the same item size, or one the layout was checked for), its element 0
+ * `offset` bytes from a's; it keeps a's base alive and inherits its
+ * read-only flag. */
+gpumem_status gm_array_make_view(const char *what, gpumem_array *a, int ndim, const int64_t *shape,
+                                 const int64_t *strides, int64_t offset, const gpumem_dtype *dtype,
+                                 gpumem_array **out);
+
 /* Checks the arguments of an array allocation (dtype, order when strides is
  * NULL, shape, stream of *ctx), resolves *ctx (NULL: autoinit) and gives the
  * contiguous strides to allocate: in the axis order of strides, else in order. */
