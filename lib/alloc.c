@@ -331,6 +331,16 @@ gpumem_status gm_alloc_managed(gpumem_context *ctx, size_t bytes, unsigned flags
     return alloc_driver(ctx, GM_MEM_MANAGED, bytes, flags, what, false, out);
 }
 
+gpumem_status gm_alloc_device_pool(gpumem_pool *pool, size_t bytes, gpumem_stream *stream, const char *what,
+                                   gm_block *out)
+{
+    gm_pool *p = gm_pool_of_device(pool);
+    gpumem_status st = gm_pool_core_check(p, GM_POOL_DEVICE, what, "pool");
+    if (st != GPUMEM_OK)
+        return st;
+    return alloc_pool(gm_pool_core_context(p), p, GM_POOL_DEVICE, bytes, stream, what, false, out);
+}
+
 gpumem_status gm_alloc_host_pool(gpumem_host_pool *pool, size_t bytes, const char *what, gm_block *out)
 {
     gm_pool *p = gm_pool_of_host(pool);
@@ -423,18 +433,14 @@ GPUMEM_API gpumem_status gpumem_pool_allocate(gpumem_pool *pool, size_t size, gp
 {
     GM_CHECK_NULL(alloc);
     const char *what = "gpumem_pool_allocate";
-    gm_pool *p = gm_pool_of_device(pool);
-    gpumem_status st = gm_pool_core_check(p, GM_POOL_DEVICE, what, "pool");
-    if (st != GPUMEM_OK)
-        return st;
     gm_block b;
-    st = alloc_pool(gm_pool_core_context(p), p, GM_POOL_DEVICE, size, stream, what, false, &b);
+    gpumem_status st = gm_alloc_device_pool(pool, size, stream, what, &b);
     if (st == GPUMEM_OK) {
         gm_stream_unhold(b.stream); /* the caller frees it with its own stream */
         *alloc = b.token;
         if (gm_leaks_enabled())
-            gm_leak_add(gm_pool_core_context(p), GM_LEAK_ALLOCATION, (uintptr_t)b.token, GPUMEM_MEMORY_DEVICE,
-                        size, what);
+            gm_leak_add(gm_pool_core_context(gm_pool_of_device(pool)), GM_LEAK_ALLOCATION, (uintptr_t)b.token,
+                        GPUMEM_MEMORY_DEVICE, size, what);
     }
     return st;
 }

@@ -72,6 +72,12 @@ gpumem_status gm_alloc_locked(gpumem_context *ctx, size_t bytes, unsigned flags,
  * registry while it lives. */
 gpumem_status gm_alloc_managed(gpumem_context *ctx, size_t bytes, unsigned flags, const char *what, gm_block *out);
 
+/* A block of device pool `pool` for use on stream (NULL: synchronous use),
+ * with the ladder, as the context's own pool's (the pool is checked: a dead
+ * handle names `what`). */
+gpumem_status gm_alloc_device_pool(gpumem_pool *pool, size_t bytes, gpumem_stream *stream, const char *what,
+                                   gm_block *out);
+
 /* A block of a page-locked pool. */
 gpumem_status gm_alloc_host_pool(gpumem_host_pool *pool, size_t bytes, const char *what, gm_block *out);
 

@@ -14,6 +14,7 @@
 #include <stddef.h>
 
 #include "array.h"
+#include "copy_engine.h"
 #include "dtype.h"
 #include "error.h"
 #include "gpumem/dtype.h"
@@ -84,8 +85,9 @@ static void handle_free(gpumem_array *a)
 }
 
 /* Frees an array whose last reference went; the status is the driver's
- * answer to freeing its memory (the handle is gone either way). */
-static gpumem_status array_free(gpumem_array *a)
+ * answer to freeing its memory (the handle is gone either way), whose
+ * failure names `what`, the public call that dropped the reference. */
+static gpumem_status array_free(gpumem_array *a, const char *what)
 {
     gpumem_status st = GPUMEM_OK;
     gpumem_array *base = a->base;
@@ -101,16 +103,16 @@ static gpumem_status array_free(gpumem_array *a)
         gm_block b = a->block;
         bool borrowed = a->ctx_borrowed;
         handle_free(a);
-        st = gm_alloc_free(ctx, &b, "gpumem_array_release");
+        st = gm_alloc_free(ctx, &b, what);
         if (!borrowed)
             gpumem_context_release(ctx);
-        return gm_keep_first(st, gpumem_array_release(base));
+        return gm_keep_first(st, gm_array_release_as(base, what));
     } else if (a->owned == GM_OWNED_FOREIGN && a->owner_release != NULL) {
         a->owner_release(a->owner);
     }
     handle_free(a);
     gpumem_context_release(ctx);
-    return gm_keep_first(st, gpumem_array_release(base));
+    return gm_keep_first(st, gm_array_release_as(base, what));
 }
 
 static gpumem_status out_of_host_memory(const char *what)
@@ -136,7 +138,7 @@ static gpumem_status new_device(const char *what, gpumem_context *ctx, int ndim,
     if (!a->ctx_borrowed)
         gpumem_context_retain(ctx);
     if (st != GPUMEM_OK)
-        return gm_keep_first(st, array_free(a));
+        return gm_keep_first(st, array_free(a, what));
     a->owned = GM_OWNED_BLOCK;
     /* Contiguous strides are never negative, so element 0 is the allocation's start. */
     a->dev = a->block.addr;
@@ -172,7 +174,7 @@ gpumem_status gm_array_new_host(const char *what, int ndim, const int64_t *shape
     size_t bytes = ((size_t)nbytes + HOST_ALIGNMENT - 1) / HOST_ALIGNMENT * HOST_ALIGNMENT;
     a->alloc_host = aligned_alloc(HOST_ALIGNMENT, bytes > 0 ? bytes : HOST_ALIGNMENT);
     if (a->alloc_host == NULL) {
-        array_free(a);
+        array_free(a, what);
         return gm_error(GPUMEM_ERROR_HOST_OUT_OF_MEMORY, "%s: cannot allocate %lld bytes of host memory", what,
                         (long long)nbytes);
     }
@@ -208,7 +210,7 @@ gpumem_status gm_array_new_locked(const char *what, gpumem_memory_kind kind, gpu
         st = gm_drv_check(GM_DRV(mem_host_get_device_pointer, ctx->dctx, &a->dev, a->host),
                           GM_OP_mem_host_get_device_pointer, what);
     if (st != GPUMEM_OK)
-        return gm_keep_first(st, array_free(a));
+        return gm_keep_first(st, array_free(a, what));
     if (gm_leaks_enabled())
         gm_leak_add(ctx, GM_LEAK_ARRAY, (uintptr_t)a, a->kind, (uint64_t)nbytes, what);
     *out = a;
@@ -257,10 +259,8 @@ gpumem_status gm_array_mapped_view(const char *what, gpumem_context *ctx, gpumem
     if (gm_array_size(a) > 0) {
         gpumem_status st = gm_drv_check(GM_DRV(mem_host_get_device_pointer, ctx->dctx, &v->dev, a->host),
                                         GM_OP_mem_host_get_device_pointer, what);
-        if (st != GPUMEM_OK) {
-            array_free(v);
-            return st;
-        }
+        if (st != GPUMEM_OK)
+            return gm_keep_first(st, array_free(v, what));
     }
     v->base = a->base != NULL ? a->base : a;
     gpumem_array_retain(v->base);
@@ -292,7 +292,7 @@ gpumem_status gm_array_new_pooled_host(const char *what, gpumem_host_pool *pool,
                               GM_OP_mem_host_get_device_pointer, what);
     }
     if (st != GPUMEM_OK)
-        return gm_keep_first(st, array_free(a));
+        return gm_keep_first(st, array_free(a, what));
     if (gm_leaks_enabled())
         gm_leak_add(ctx, GM_LEAK_ARRAY, (uintptr_t)a, a->kind, (uint64_t)nbytes, what);
     *out = a;
@@ -311,28 +311,15 @@ gpumem_status gm_array_new_pooled_device(const char *what, gpumem_pool *pool, gp
     gpumem_array *a = array_alloc(GPUMEM_MEMORY_DEVICE, ctx, ndim, shape, strides, dtype, itemsize);
     if (a == NULL)
         return out_of_host_memory(what);
-    /* The pool's own allocation call (its ladder and statistics); the
-     * block is then kept as the context allocator keeps pool blocks, so
-     * that the array's release returns it in the order of `stream`. */
-    gpumem_allocation *token = NULL;
-    uint64_t addr = 0;
-    st = gpumem_pool_allocate(pool, (size_t)nbytes, stream, &token);
-    if (st == GPUMEM_OK)
-        st = gpumem_allocation_pointer(token, &addr);
-    if (st != GPUMEM_OK) {
-        st = gm_error_prefix(st, what);
-        if (token != NULL)
-            st = gm_keep_first(st, gpumem_allocation_free(token, stream));
-        return gm_keep_first(st, array_free(a));
-    }
-    a->block = (gm_block){.addr = addr, .bytes = (size_t)nbytes, .mem = GM_MEM_POOL, .token = token,
-                          .stream = gm_stream_hold(stream), .pool_ctx = ctx};
+    /* A block of the pool, through the context allocator's ladder; it goes
+     * back to the pool with the array, in the order of `stream`. */
+    st = gm_alloc_device_pool(pool, (size_t)nbytes, stream, what, &a->block);
+    if (st != GPUMEM_OK)
+        return gm_keep_first(st, array_free(a, what));
     a->owned = GM_OWNED_BLOCK;
-    a->dev = addr; /* contiguous strides: element 0 is the block's start */
-    if (gm_leaks_enabled()) { /* the array owns the allocation now: it is the one listed */
-        gm_leak_forget(ctx, (uintptr_t)token);
+    a->dev = a->block.addr; /* contiguous strides: element 0 is the block's start */
+    if (gm_leaks_enabled())
         gm_leak_add(ctx, GM_LEAK_ARRAY, (uintptr_t)a, GPUMEM_MEMORY_DEVICE, (uint64_t)nbytes, what);
-    }
     *out = a;
     return GPUMEM_OK;
 }
@@ -463,11 +450,11 @@ gpumem_status gm_array_prepare(const char *what, gpumem_context **ctx, int ndim,
     return prepare(what, ctx, ndim, shape, strides, dtype, order, stream, cstrides, &itemsize, &nbytes);
 }
 
-GPUMEM_API gpumem_status gpumem_device_array(gpumem_context *ctx, int ndim, const int64_t *shape,
-                                             const int64_t *strides, const gpumem_dtype *dtype, char order,
-                                             gpumem_stream *stream, gpumem_array **array)
+/* gpumem_device_array for the call `what`. */
+static gpumem_status device_array(const char *what, gpumem_context *ctx, int ndim, const int64_t *shape,
+                                  const int64_t *strides, const gpumem_dtype *dtype, char order, gpumem_stream *stream,
+                                  gpumem_array **array)
 {
-    const char *what = "gpumem_device_array";
     GM_CHECK_NULL(array);
     int64_t cstrides[GM_MAX_NDIM];
     size_t itemsize;
@@ -478,48 +465,55 @@ GPUMEM_API gpumem_status gpumem_device_array(gpumem_context *ctx, int ndim, cons
     return new_device(what, ctx, ndim, shape, cstrides, dtype, itemsize, nbytes, stream, array);
 }
 
+GPUMEM_API gpumem_status gpumem_device_array(gpumem_context *ctx, int ndim, const int64_t *shape,
+                                             const int64_t *strides, const gpumem_dtype *dtype, char order,
+                                             gpumem_stream *stream, gpumem_array **array)
+{
+    return device_array("gpumem_device_array", ctx, ndim, shape, strides, dtype, order, stream, array);
+}
+
 GPUMEM_API gpumem_status gpumem_device_array_like(gpumem_context *ctx, const gpumem_array *like,
                                                   gpumem_stream *stream, gpumem_array **array)
 {
     GM_CHECK_HANDLE(like);
-    return gpumem_device_array(ctx != NULL ? ctx : like->ctx, like->ndim, like->shape, like->strides,
-                               like->dtype, 'C', stream, array);
+    return device_array("gpumem_device_array_like", ctx != NULL ? ctx : like->ctx, like->ndim, like->shape,
+                        like->strides, like->dtype, 'C', stream, array);
 }
 
 GPUMEM_API gpumem_status gpumem_device_record(gpumem_context *ctx, const gpumem_dtype *dtype,
                                               gpumem_stream *stream, gpumem_array **array)
 {
-    return gpumem_device_array(ctx, 0, NULL, NULL, dtype, 'C', stream, array);
+    return device_array("gpumem_device_record", ctx, 0, NULL, NULL, dtype, 'C', stream, array);
 }
 
-/* A write-back queued on a stream: copy device into host when the stream is
- * synchronized.  Both arrays are retained until then. */
+/* A write-back queued on a stream: copy device into host when a wait for
+ * the stream succeeds.  Both arrays are retained until then. */
 typedef struct writeback {
     gpumem_array *device, *host;
 } writeback;
 
-static gpumem_status writeback_run(void *arg, bool run)
+static gpumem_status writeback_run(void *arg, bool run, const char *what)
 {
     writeback *w = arg;
-    gpumem_status st = run ? gpumem_array_copy(w->host, w->device, NULL) : GPUMEM_OK;
-    gpumem_array_release(w->device);
-    gpumem_array_release(w->host);
+    gpumem_status st = run ? gm_array_copy(what, w->host, w->device, NULL) : GPUMEM_OK;
+    st = gm_keep_first(st, gm_array_release_as(w->device, what));
+    st = gm_keep_first(st, gm_array_release_as(w->host, what));
     free(w);
     return st;
 }
 
-static gpumem_status add_writeback(gpumem_stream *stream, gpumem_context *ctx, gpumem_array *device,
-                                   gpumem_array *host)
+static gpumem_status add_writeback(const char *what, gpumem_stream *stream, gpumem_context *ctx,
+                                   gpumem_array *device, gpumem_array *host)
 {
     writeback *w = malloc(sizeof *w);
     if (w == NULL)
-        return gm_error(GPUMEM_ERROR_HOST_OUT_OF_MEMORY, "gpumem_to_device: out of host memory");
+        return out_of_host_memory(what);
     gpumem_array_retain(device);
     gpumem_array_retain(host);
     *w = (writeback){device, host};
-    gpumem_status st = gm_stream_add_writeback(stream, ctx, writeback_run, w, "gpumem_to_device");
+    gpumem_status st = gm_stream_add_writeback(stream, ctx, writeback_run, w, what);
     if (st != GPUMEM_OK)
-        writeback_run(w, false);
+        gm_error_quietly(writeback_run(w, false, what)); /* drops a reference of each: frees nothing */
     return st;
 }
 
@@ -543,13 +537,13 @@ GPUMEM_API gpumem_status gpumem_to_device(gpumem_context *ctx, gpumem_array *hos
     if (st != GPUMEM_OK)
         return st;
     gpumem_array *dev = NULL;
-    st = gpumem_device_array_like(ctx, host, stream, &dev);
+    st = device_array(what, ctx, host->ndim, host->shape, host->strides, host->dtype, 'C', stream, &dev);
     if (st == GPUMEM_OK && !(flags & GPUMEM_TO_DEVICE_NO_COPY))
-        st = gpumem_array_copy(dev, host, stream);
+        st = gm_array_copy(what, dev, host, stream);
     if (st == GPUMEM_OK && (flags & GPUMEM_TO_DEVICE_WRITEBACK))
-        st = add_writeback(stream, ctx, dev, host);
+        st = add_writeback(what, stream, ctx, dev, host);
     if (st != GPUMEM_OK)
-        return gm_keep_first(st, gpumem_array_release(dev));
+        return gm_keep_first(st, gm_array_release_as(dev, what));
     *array = dev;
     return GPUMEM_OK;
 }
@@ -561,20 +555,25 @@ GPUMEM_API gpumem_status gpumem_array_retain(gpumem_array *array)
     return GPUMEM_OK;
 }
 
-GPUMEM_API gpumem_status gpumem_array_release(gpumem_array *array)
+gpumem_status gm_array_release_as(gpumem_array *array, const char *what)
 {
     if (array == NULL)
         return GPUMEM_OK;
-    GM_CHECK_HANDLE(array);
+    GM_FORWARD_IF_ERROR(gm_handle_check(array, GM_HANDLE_ARRAY, what, "array"));
     int before = atomic_fetch_sub_explicit(&array->refs, 1, memory_order_acq_rel);
     if (before == 1)
-        return array_free(array);
+        return array_free(array, what);
     if (before < 1) { /* two threads raced to release the last reference twice */
         atomic_fetch_add_explicit(&array->refs, 1, memory_order_relaxed);
-        return gm_error(GPUMEM_ERROR_INVALID_STATE, "gpumem_array_release: 'array' was released (its last "
-                        "reference) already, by another thread at the same time");
+        return gm_error(GPUMEM_ERROR_INVALID_STATE, "%s: 'array' was released (its last reference) already, by "
+                        "another thread at the same time", what);
     }
     return GPUMEM_OK;
+}
+
+GPUMEM_API gpumem_status gpumem_array_release(gpumem_array *array)
+{
+    return gm_array_release_as(array, "gpumem_array_release");
 }
 
 GPUMEM_API gpumem_status gpumem_array_release_n(size_t count, gpumem_array *const *arrays)
@@ -583,12 +582,9 @@ GPUMEM_API gpumem_status gpumem_array_release_n(size_t count, gpumem_array *cons
         GM_CHECK_NULL(arrays);
     gpumem_status first = GPUMEM_OK;
     for (size_t i = 0; i < count; i++) {
-        gpumem_status st = gm_keep_first(first, gpumem_array_release(arrays[i])); /* later failures: the first stays */
-        if (st != GPUMEM_OK && first == GPUMEM_OK) {
-            char where[64];
-            snprintf(where, sizeof where, "gpumem_array_release_n: arrays[%zu]", i);
-            first = gm_error_prefix(st, where);
-        }
+        char where[64];
+        snprintf(where, sizeof where, "gpumem_array_release_n: arrays[%zu]", i);
+        first = gm_keep_first(first, gm_array_release_as(arrays[i], where)); /* later failures: the first stays */
     }
     return first;
 }

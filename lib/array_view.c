@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "array.h"
+#include "copy_engine.h"
 #include "error.h"
 #include "gpumem/dtype.h"
 #include "handles.h"
@@ -127,10 +128,10 @@ GPUMEM_API gpumem_status gpumem_array_reshape(gpumem_array *array, int ndim, con
         st = gm_array_make_view(what, copy, array->ndim, array->shape, ostrides, 0, array->dtype, &as_old);
     }
     if (st == GPUMEM_OK)
-        st = gpumem_array_copy(as_old, array, stream);
-    gpumem_array_release(as_old);
+        st = gm_array_copy(what, as_old, array, stream);
+    st = gm_keep_first(st, gm_array_release_as(as_old, what)); /* a view: gives back nothing */
     if (st != GPUMEM_OK)
-        return gm_keep_first(st, gpumem_array_release(copy));
+        return gm_keep_first(st, gm_array_release_as(copy, what));
     *result = copy;
     return GPUMEM_OK;
 }
@@ -166,10 +167,10 @@ GPUMEM_API gpumem_status gpumem_array_split(gpumem_array *array, int64_t section
         int64_t begin = (int64_t)i * section;
         int64_t len = n - begin < section ? n - begin : section;
         gpumem_status st = gm_array_make_view(what, array, 1, &len, array->strides, begin * array->strides[0],
-                                     array->dtype, &pieces[i]);
+                                              array->dtype, &pieces[i]);
         if (st != GPUMEM_OK) {
-            while (i > 0)
-                gpumem_array_release(pieces[--i]);
+            while (i > 0) /* views: they give back nothing */
+                gm_error_quietly(gm_array_release_as(pieces[--i], what));
             return st;
         }
     }

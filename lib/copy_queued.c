@@ -133,18 +133,19 @@ static void land_all(void *arg)
     landing_unref(l);
 }
 
-/* The write-back that gives the bounce block back. */
+/* The write-back that gives the bounce block back: to the staging engine
+ * for reuse once the stream was synchronized (the landing is done), or
+ * freed when the stream ends while the process exits. */
 typedef struct giveback {
     gpumem_context *ctx;
-    const char *what; /* the public call that queued it */
     gpumem_stream *stream; /* held: the landing counts on it */
     gm_block block;
 } giveback;
 
-static gpumem_status give_back(void *arg, bool run)
+static gpumem_status give_back(void *arg, bool run, const char *what)
 {
     giveback *g = arg;
-    gpumem_status st = run ? gm_staging_bounce_put(g->ctx, &g->block, g->what) : gm_alloc_free(g->ctx, &g->block, g->what);
+    gpumem_status st = run ? gm_staging_bounce_put(g->ctx, &g->block, what) : gm_alloc_free(g->ctx, &g->block, what);
     gm_stream_unhold(g->stream);
     free(g);
     return st;
@@ -172,8 +173,8 @@ static gpumem_status slab_copy(const char *what, gpumem_context *ctx, const gpum
                            NULL, &sv);
     if (st == GPUMEM_OK)
         st = gm_copy_run(what, bv, sv, stream, ctx); /* the path it reports is this copy's */
-    st = gm_keep_first(st, gpumem_array_release(sv));
-    return gm_keep_first(st, gpumem_array_release(bv));
+    st = gm_keep_first(st, gm_array_release_as(sv, what)); /* wrappers: they free nothing */
+    return gm_keep_first(st, gm_array_release_as(bv, what));
 }
 
 /* Waits for the stream before something it may still use goes: a failed
@@ -218,7 +219,6 @@ gpumem_status gm_copy_queued_download(const char *what, gpumem_array *dst, const
         return gm_error(GPUMEM_ERROR_HOST_OUT_OF_MEMORY, "%s: out of host memory", what);
     }
     g->ctx = ctx;
-    g->what = what;
     g->block = (gm_block){0};
     g->stream = gm_stream_hold(stream);
     l->task = GM_TASK_INIT(land_pieces);

@@ -4,7 +4,9 @@
  */
 #include "config.h"
 
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "error.h"
 #include "stream.h"
@@ -117,12 +119,48 @@ gpumem_status gm_stream_add_writeback(gpumem_stream *stream, gpumem_context *ctx
     wb->fn = fn;
     wb->arg = arg;
     wb->next = NULL;
+    snprintf(wb->queued_by, sizeof wb->queued_by, "%.*s", (int)strcspn(what, ":"), what); /* the call's name */
     pthread_mutex_lock(&stream->lock);
     wb->seq = ++stream->writebacks_added;
     *stream->writebacks_tail = wb;
     stream->writebacks_tail = &wb->next;
     pthread_mutex_unlock(&stream->lock);
     return GPUMEM_OK;
+}
+
+/* Takes the write-backs added up to number `upto` off the stream's list
+ * (its head: they are in the order added). */
+static gm_writeback *take_writebacks(gpumem_stream *s, uint64_t upto)
+{
+    gm_writeback *wb = NULL, **cut = &s->writebacks;
+    pthread_mutex_lock(&s->lock);
+    while (*cut != NULL && (*cut)->seq <= upto)
+        cut = &(*cut)->next;
+    if (cut != &s->writebacks) { /* detach the head of the list */
+        wb = s->writebacks;
+        s->writebacks = *cut;
+        *cut = NULL;
+        if (s->writebacks == NULL)
+            s->writebacks_tail = &s->writebacks;
+    }
+    pthread_mutex_unlock(&s->lock);
+    return wb;
+}
+
+/* Runs the write-backs of the list wb in order (run false: drops them
+ * unrun), each named after `what` and the call that queued it; every one
+ * is attempted, and the first failure, st's if st is one, is returned. */
+static gpumem_status run_writebacks(gm_writeback *wb, bool run, gpumem_status st, const char *what)
+{
+    while (wb != NULL) {
+        gm_writeback *next = wb->next;
+        char where[256];
+        snprintf(where, sizeof where, "%s: the write-back that %s queued", what, wb->queued_by);
+        st = gm_keep_first(st, wb->fn(wb->arg, run, where));
+        free(wb);
+        wb = next;
+    }
+    return st;
 }
 
 /* Waits for the stream's work; then runs the write-backs that the wait
@@ -140,27 +178,7 @@ static gpumem_status stream_sync(gpumem_stream *s, const char *what)
     pthread_mutex_unlock(&s->lock);
     gpumem_status st = gm_drv_check(GM_DRV(stream_synchronize, ctx->dctx, s->ds), GM_OP_stream_synchronize,
                                     what);
-    pthread_mutex_lock(&s->lock);
-    gm_writeback *wb = NULL, **cut = &s->writebacks;
-    while (*cut != NULL && (*cut)->seq <= covered)
-        cut = &(*cut)->next;
-    if (cut != &s->writebacks) { /* detach the covered head of the list */
-        wb = s->writebacks;
-        s->writebacks = *cut;
-        *cut = NULL;
-        if (s->writebacks == NULL)
-            s->writebacks_tail = &s->writebacks;
-    }
-    pthread_mutex_unlock(&s->lock);
-    while (wb != NULL) {
-        gm_writeback *next = wb->next;
-        gpumem_status cst = gm_keep_first(st, wb->fn(wb->arg, true));
-        if (cst != GPUMEM_OK && st == GPUMEM_OK)
-            st = gm_error_reword(cst, "%s: a write-back: %s", what, gm_error_message());
-        free(wb);
-        wb = next;
-    }
-    return st;
+    return run_writebacks(take_writebacks(s, covered), true, st, what);
 }
 
 GPUMEM_API gpumem_status gpumem_stream_synchronize(gpumem_stream *stream)
@@ -306,15 +324,10 @@ static gpumem_status streams_teardown(gpumem_context *ctx)
     if (s == NULL)
         return GPUMEM_OK;
     gpumem_status st = GPUMEM_OK;
-    if (!gm_process_exiting()) {
+    if (!gm_process_exiting())
         st = stream_sync(s, "gpumem_context_release");
-    } else {
-        for (gm_writeback *wb = s->writebacks, *next; wb != NULL; wb = next) {
-            next = wb->next;
-            wb->fn(wb->arg, false);
-            free(wb);
-        }
-    }
+    else
+        gm_error_quietly(run_writebacks(take_writebacks(s, UINT64_MAX), false, GPUMEM_OK, "gpumem_context_release"));
     atomic_store_explicit(&s->destroyed, true, memory_order_release);
     gm_stream_unhold(s);
     return st;

@@ -59,6 +59,43 @@ static void ordered_host_access(gpumem_context *ctx, int pinned)
     gpumem_stream_destroy(s);
 }
 
+static int all_equal(const int32_t *v, size_t n, int32_t want)
+{
+    for (size_t i = 0; i < n; i++)
+        if (v[i] != want)
+            return 0;
+    return 1;
+}
+
+/* A write-back that fails once the wait succeeded is named after the
+ * synchronization and the call that queued it, and is not run again. */
+static void failed_writeback(gpumem_context *ctx)
+{
+    const gpumem_dtype *i32 = gpumem_dtype_builtin(GPUMEM_INT32);
+    enum { W = 4096 };
+    static int32_t wb[W];
+    gpumem_stream *s = NULL;
+    gpumem_array *hw = NULL, *dw = NULL;
+    gpumem_stream_create(ctx, 0, &s);
+    gpumem_host_array_wrap(wb, 1, (int64_t[]){W}, NULL, i32, &hw);
+    for (int i = 0; i < W; i++)
+        wb[i] = 1;
+    gpumem_to_device(ctx, hw, s, GPUMEM_TO_DEVICE_WRITEBACK, &dw);
+    gpumem_array_fill(dw, &(int32_t){7}, s);
+    gpumem_array_release(dw);
+    gpumem_debug_fail_call(2, 999); /* the call after the wait: the write-back's copy */
+    is_int(gpumem_stream_synchronize(s), GPUMEM_ERROR_DRIVER, "failed write-back: the synchronization fails");
+    static const char head[] = "gpumem_stream_synchronize: the write-back that gpumem_to_device queued: ";
+    ok(strncmp(gpumem_last_error(), head, strlen(head)) == 0, "failed write-back: the message names both calls: %s",
+       gpumem_last_error());
+    gpumem_debug_fail_call(0, 0);
+    wb[0] = 2;
+    is_int(gpumem_stream_synchronize(s), GPUMEM_OK, "failed write-back: the next synchronization succeeds");
+    is_int(wb[0], 2, "failed write-back: and does not run it again");
+    ok(all_equal(wb + 1, W - 1, 1), "failed write-back: nor did the failed one write the host array");
+    gpumem_stream_destroy(s);
+    gpumem_array_release(hw);
+}
 
 int main(void)
 {
@@ -196,6 +233,7 @@ int main(void)
     gpumem_array_release(hw);
     ordered_host_access(ctx, 0);
     ordered_host_access(ctx, 1);
+    failed_writeback(ctx);
     gpumem_context_release(ctx);
     done_testing();
     return exit_status();

@@ -66,7 +66,8 @@ GPUMEM_API gpumem_status gpumem_stream_default(gpumem_context *ctx, gpumem_strea
  * so none is committed twice.
  * @param stream the stream.
  * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT, or the first failure of the stream's work or write-backs
- *        (a driver failure).
+ *        (a driver failure).  A failure's message names this call and, for a write-back, the call that
+ *        queued it ("gpumem_stream_synchronize: the write-back that gpumem_to_device queued: ...").
  */
 GPUMEM_API gpumem_status gpumem_stream_synchronize(gpumem_stream *stream);
 
