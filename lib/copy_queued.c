@@ -25,9 +25,11 @@
  * that arrived before the failure.
  *
  * Host functions may not call the driver, so the bounce block goes back by
- * a stream write-back, at the stream's next synchronization
- * (gpumem_stream_synchronize, gpumem_context_synchronize, or its
- * destruction); the staging engine keeps a few such blocks for reuse.
+ * a stream write-back, at the stream's next synchronization whose wait
+ * succeeds (gpumem_stream_synchronize, gpumem_context_synchronize, or its
+ * destruction): a failed wait leaves the block with the stream, since the
+ * landing may still read it.  The staging engine keeps a few such blocks
+ * for reuse.
  *
  * The stream counts its landings not yet run: a later copy on it that
  * reads or writes host memory on the CPU (a pageable upload, a host-side
@@ -134,8 +136,9 @@ static void land_all(void *arg)
 }
 
 /* The write-back that gives the bounce block back: to the staging engine
- * for reuse once the stream was synchronized (the landing is done), or
- * freed when the stream ends while the process exits. */
+ * for reuse once a wait for the stream succeeded (the landing is done), or
+ * freed when the stream ends and its work could not be waited for (the
+ * block is then never used again). */
 typedef struct giveback {
     gpumem_context *ctx;
     gpumem_stream *stream; /* held: the landing counts on it */

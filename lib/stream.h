@@ -22,9 +22,10 @@
 #include "driver.h"
 #include "gpumem/stream.h"
 
-/* A write-back: fn(arg, true, what) when the stream is synchronized, which
- * does the work and frees arg; fn(arg, false, what) only frees arg (the
- * stream ends while the process exits).  `what` names a failure: the
+/* A write-back: fn(arg, true, what) once a wait for the stream's work
+ * succeeded, which does the work and frees arg; fn(arg, false, what) only
+ * frees arg, doing none of the work (the stream ends and its work could not
+ * be waited for, or the process exits).  `what` names a failure: the
  * public call that synchronizes, and the one that queued the write-back
  * ("gpumem_stream_synchronize: the write-back that gpumem_to_device queued").
  * The status of a run is the stream's. */
@@ -74,7 +75,10 @@ gpumem_status gm_stream_check(const gpumem_stream *stream, const gpumem_context 
 /* Queues a write-back on stream (NULL: ctx's default stream); `what`, the
  * public call that adds it, names a failure to add it, and is kept (a copy
  * of the name, up to a colon) to name the write-back when it runs.  On
- * failure fn is not called: arg stays the caller's. */
+ * failure fn is not called: arg stays the caller's.  The write-back runs
+ * after the first wait for the stream's work that begins after it was added
+ * and succeeds (a failed wait leaves it queued), or is dropped unrun when
+ * the stream ends and its work cannot be waited for. */
 gpumem_status gm_stream_add_writeback(gpumem_stream *stream, gpumem_context *ctx, gm_writeback_fn fn, void *arg,
                                       const char *what);
 
