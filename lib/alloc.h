@@ -72,8 +72,9 @@ gpumem_status gm_alloc_locked(gpumem_context *ctx, size_t bytes, unsigned flags,
  * registry while it lives. */
 gpumem_status gm_alloc_managed(gpumem_context *ctx, size_t bytes, unsigned flags, const char *what, gm_block *out);
 
-/* A block of a device pool for use on stream (NULL: synchronous use),
- * with the ladder: gpumem_pool_allocate's.  The block holds the stream. */
+/* A block of device pool `pool` for use on stream (NULL: synchronous use),
+ * with the ladder, as the context's own pool's (the pool is checked: a dead
+ * handle names `what`).  The block holds the stream. */
 gpumem_status gm_alloc_device_pool(gpumem_pool *pool, size_t bytes, gpumem_stream *stream, const char *what,
                                    gm_block *out);
 

@@ -1,6 +1,9 @@
 /*
- * array.c - array handles: making them, their lifetime, views, properties,
- * and element access.  Copies are in copy.c; layout arithmetic in layout.c.
+ * array.c - array handles: making them (device, host, page-locked, pooled,
+ * wrapped, and numba's to_device with its write-back) and their lifetime
+ * (retain, release, the free of an owner's memory).  Views and properties
+ * are in array_view.c, copies and element access in copy.c, layout
+ * arithmetic in layout.c.
  */
 #include "config.h"
 
@@ -12,6 +15,7 @@
 
 #include "array.h"
 #include "copy_debug.h"
+#include "copy_engine.h"
 #include "dtype.h"
 #include "error.h"
 #include "gpumem/dtype.h"
@@ -31,7 +35,7 @@ int64_t gm_array_size(const gpumem_array *a)
     return n;
 }
 
-static gpumem_status check_dtype(const char *what, const gpumem_dtype *dtype, size_t *itemsize)
+gpumem_status gm_array_check_dtype(const char *what, const gpumem_dtype *dtype, size_t *itemsize)
 {
     gpumem_status st = gm_handle_check(dtype, GM_HANDLE_DTYPE, what, "dtype");
     if (st == GPUMEM_OK)
@@ -45,7 +49,7 @@ static gpumem_status check_dtype(const char *what, const gpumem_dtype *dtype, si
 static gpumem_status check_layout(const char *what, int ndim, const int64_t *shape, const gpumem_dtype *dtype,
                                   size_t *itemsize, int64_t *nbytes)
 {
-    gpumem_status st = check_dtype(what, dtype, itemsize);
+    gpumem_status st = gm_array_check_dtype(what, dtype, itemsize);
     return st != GPUMEM_OK ? st : gm_layout_check_shape(what, ndim, shape, *itemsize, NULL, nbytes);
 }
 
@@ -82,8 +86,9 @@ static void handle_free(gpumem_array *a)
 }
 
 /* Frees an array whose last reference went; the status is the driver's
- * answer to freeing its memory (the handle is gone either way). */
-static gpumem_status array_free(gpumem_array *a)
+ * answer to freeing its memory (the handle is gone either way), whose
+ * failure names `what`, the public call that dropped the reference. */
+static gpumem_status array_free(gpumem_array *a, const char *what)
 {
     gpumem_status st = GPUMEM_OK;
     gpumem_array *base = a->base;
@@ -99,16 +104,16 @@ static gpumem_status array_free(gpumem_array *a)
         gm_block b = a->block;
         bool borrowed = a->ctx_borrowed;
         handle_free(a);
-        st = gm_alloc_free(ctx, &b, "gpumem_array_release");
+        st = gm_alloc_free(ctx, &b, what);
         if (!borrowed)
             gpumem_context_release(ctx);
-        return gm_keep_first(st, gpumem_array_release(base));
+        return gm_keep_first(st, gm_array_release_as(base, what));
     } else if (a->owned == GM_OWNED_FOREIGN && a->owner_release != NULL) {
         a->owner_release(a->owner);
     }
     handle_free(a);
     gpumem_context_release(ctx);
-    return gm_keep_first(st, gpumem_array_release(base));
+    return gm_keep_first(st, gm_array_release_as(base, what));
 }
 
 static gpumem_status out_of_host_memory(const char *what)
@@ -134,7 +139,7 @@ static gpumem_status new_device(const char *what, gpumem_context *ctx, int ndim,
     if (!a->ctx_borrowed)
         gpumem_context_retain(ctx);
     if (st != GPUMEM_OK)
-        return gm_keep_first(st, array_free(a));
+        return gm_keep_first(st, array_free(a, what));
     a->owned = GM_OWNED_BLOCK;
     /* Contiguous strides are never negative, so element 0 is the allocation's start. */
     a->dev = a->block.addr;
@@ -170,7 +175,7 @@ gpumem_status gm_array_new_host(const char *what, int ndim, const int64_t *shape
     size_t bytes = ((size_t)nbytes + HOST_ALIGNMENT - 1) / HOST_ALIGNMENT * HOST_ALIGNMENT;
     a->alloc_host = aligned_alloc(HOST_ALIGNMENT, bytes > 0 ? bytes : HOST_ALIGNMENT);
     if (a->alloc_host == NULL) {
-        array_free(a);
+        array_free(a, what);
         return gm_error(GPUMEM_ERROR_HOST_OUT_OF_MEMORY, "%s: cannot allocate %lld bytes of host memory", what,
                         (long long)nbytes);
     }
@@ -206,7 +211,7 @@ gpumem_status gm_array_new_locked(const char *what, gpumem_memory_kind kind, gpu
         st = gm_drv_check(GM_DRV(mem_host_get_device_pointer, ctx->dctx, &a->dev, a->host),
                           GM_OP_mem_host_get_device_pointer, what);
     if (st != GPUMEM_OK)
-        return gm_keep_first(st, array_free(a));
+        return gm_keep_first(st, array_free(a, what));
     if (gm_leaks_enabled())
         gm_leak_add(ctx, GM_LEAK_ARRAY, (uintptr_t)a, a->kind, (uint64_t)nbytes, what);
     *out = a;
@@ -255,10 +260,8 @@ gpumem_status gm_array_mapped_view(const char *what, gpumem_context *ctx, gpumem
     if (gm_array_size(a) > 0) {
         gpumem_status st = gm_drv_check(GM_DRV(mem_host_get_device_pointer, ctx->dctx, &v->dev, a->host),
                                         GM_OP_mem_host_get_device_pointer, what);
-        if (st != GPUMEM_OK) {
-            array_free(v);
-            return st;
-        }
+        if (st != GPUMEM_OK)
+            return gm_keep_first(st, array_free(v, what));
     }
     v->base = a->base != NULL ? a->base : a;
     gpumem_array_retain(v->base);
@@ -290,7 +293,7 @@ gpumem_status gm_array_new_pooled_host(const char *what, gpumem_host_pool *pool,
                               GM_OP_mem_host_get_device_pointer, what);
     }
     if (st != GPUMEM_OK)
-        return gm_keep_first(st, array_free(a));
+        return gm_keep_first(st, array_free(a, what));
     if (gm_leaks_enabled())
         gm_leak_add(ctx, GM_LEAK_ARRAY, (uintptr_t)a, a->kind, (uint64_t)nbytes, what);
     *out = a;
@@ -309,28 +312,15 @@ gpumem_status gm_array_new_pooled_device(const char *what, gpumem_pool *pool, gp
     gpumem_array *a = array_alloc(GPUMEM_MEMORY_DEVICE, ctx, ndim, shape, strides, dtype, itemsize);
     if (a == NULL)
         return out_of_host_memory(what);
-    /* The pool's own allocation call (its ladder and statistics); the
-     * block is then kept as the context allocator keeps pool blocks, so
-     * that the array's release returns it in the order of `stream`. */
-    gpumem_allocation *token = NULL;
-    uint64_t addr = 0;
-    st = gpumem_pool_allocate(pool, (size_t)nbytes, stream, &token);
-    if (st == GPUMEM_OK)
-        st = gpumem_allocation_pointer(token, &addr);
-    if (st != GPUMEM_OK) {
-        st = gm_error_prefix(st, what);
-        if (token != NULL)
-            st = gm_keep_first(st, gpumem_allocation_free(token, stream));
-        return gm_keep_first(st, array_free(a));
-    }
-    a->block = (gm_block){.addr = addr, .bytes = (size_t)nbytes, .mem = GM_MEM_POOL, .token = token,
-                          .stream = gm_stream_hold(stream), .pool_ctx = ctx};
+    /* A block of the pool, through the context allocator's ladder; it goes
+     * back to the pool with the array, in the order of `stream`. */
+    st = gm_alloc_device_pool(pool, (size_t)nbytes, stream, what, &a->block);
+    if (st != GPUMEM_OK)
+        return gm_keep_first(st, array_free(a, what));
     a->owned = GM_OWNED_BLOCK;
-    a->dev = addr; /* contiguous strides: element 0 is the block's start */
-    if (gm_leaks_enabled()) { /* the array owns the allocation now: it is the one listed */
-        gm_leak_forget(ctx, (uintptr_t)token);
+    a->dev = a->block.addr; /* contiguous strides: element 0 is the block's start */
+    if (gm_leaks_enabled())
         gm_leak_add(ctx, GM_LEAK_ARRAY, (uintptr_t)a, GPUMEM_MEMORY_DEVICE, (uint64_t)nbytes, what);
-    }
     *out = a;
     return GPUMEM_OK;
 }
@@ -365,23 +355,6 @@ gpumem_status gm_array_new_like(const char *what, const gpumem_array *a, int ndi
     return gm_array_new_host(what, ndim, shape, strides, a->dtype, out);
 }
 
-/* A contiguous array of a's kind (pinned, mapped and managed included) with
- * a new shape in `order`: the copy of a reshape. */
-static gpumem_status new_same_kind(const char *what, const gpumem_array *a, int ndim, const int64_t *shape,
-                                   char order, gpumem_stream *stream, gpumem_array **out)
-{
-    unsigned flags;
-    switch (a->kind) {
-    case GPUMEM_MEMORY_PINNED: flags = GM_CU_MEMHOSTALLOC_PORTABLE; break;
-    case GPUMEM_MEMORY_MAPPED: flags = GM_CU_MEMHOSTALLOC_PORTABLE | GM_CU_MEMHOSTALLOC_DEVICEMAP; break;
-    case GPUMEM_MEMORY_MANAGED: flags = GM_CU_MEM_ATTACH_GLOBAL; break;
-    default: return gm_array_new_like(what, a, ndim, shape, order, stream, out);
-    }
-    int64_t strides[GM_MAX_NDIM];
-    gm_layout_contiguous_strides(what, ndim, shape, a->itemsize, order, strides);
-    return gm_array_new_locked(what, a->kind, a->ctx, ndim, shape, strides, a->dtype, flags, out);
-}
-
 GPUMEM_API gpumem_status gpumem_host_array_wrap(void *data, int ndim, const int64_t *shape,
                                                 const int64_t *strides, const gpumem_dtype *dtype,
                                                 gpumem_array **array)
@@ -393,7 +366,7 @@ GPUMEM_API gpumem_status gpumem_host_array_wrap(void *data, int ndim, const int6
     /* A caller's buffer is foreign memory of kind HOST: the same checks and
      * wrapping as CAI and DLPack imports, with no owner to tell. */
     size_t itemsize;
-    gpumem_status st = check_dtype(what, dtype, &itemsize);
+    gpumem_status st = gm_array_check_dtype(what, dtype, &itemsize);
     if (st == GPUMEM_OK)
         st = gm_layout_check_memory(what, "argument 'data'", ndim, shape, strides, itemsize,
                                      (uint64_t)(uintptr_t)data);
@@ -411,7 +384,7 @@ GPUMEM_API gpumem_status gpumem_host_array(int ndim, const int64_t *shape, const
     if (ndim > 0)
         GM_CHECK_NULL(shape);
     size_t itemsize;
-    gpumem_status st = check_dtype(what, dtype, &itemsize);
+    gpumem_status st = gm_array_check_dtype(what, dtype, &itemsize);
     if (st == GPUMEM_OK)
         st = check_order(what, order);
     if (st == GPUMEM_OK)
@@ -431,7 +404,7 @@ static gpumem_status prepare(const char *what, gpumem_context **ctx, int ndim, c
     if (ndim > 0 && shape == NULL)
         return gm_error(GPUMEM_ERROR_NULL_ARGUMENT, "%s: argument 'shape' is NULL", what);
     size_t itemsize;
-    gpumem_status st = check_dtype(what, dtype, &itemsize);
+    gpumem_status st = gm_array_check_dtype(what, dtype, &itemsize);
     if (st == GPUMEM_OK && strides == NULL)
         st = check_order(what, order);
     if (st == GPUMEM_OK)
@@ -461,11 +434,11 @@ gpumem_status gm_array_prepare(const char *what, gpumem_context **ctx, int ndim,
     return prepare(what, ctx, ndim, shape, strides, dtype, order, stream, cstrides, &itemsize, &nbytes);
 }
 
-GPUMEM_API gpumem_status gpumem_device_array(gpumem_context *ctx, int ndim, const int64_t *shape,
-                                             const int64_t *strides, const gpumem_dtype *dtype, char order,
-                                             gpumem_stream *stream, gpumem_array **array)
+/* gpumem_device_array for the call `what`. */
+static gpumem_status device_array(const char *what, gpumem_context *ctx, int ndim, const int64_t *shape,
+                                  const int64_t *strides, const gpumem_dtype *dtype, char order, gpumem_stream *stream,
+                                  gpumem_array **array)
 {
-    const char *what = "gpumem_device_array";
     GM_CHECK_NULL(array);
     int64_t cstrides[GM_MAX_NDIM];
     size_t itemsize;
@@ -477,48 +450,55 @@ GPUMEM_API gpumem_status gpumem_device_array(gpumem_context *ctx, int ndim, cons
                                stream, array);
 }
 
+GPUMEM_API gpumem_status gpumem_device_array(gpumem_context *ctx, int ndim, const int64_t *shape,
+                                             const int64_t *strides, const gpumem_dtype *dtype, char order,
+                                             gpumem_stream *stream, gpumem_array **array)
+{
+    return device_array("gpumem_device_array", ctx, ndim, shape, strides, dtype, order, stream, array);
+}
+
 GPUMEM_API gpumem_status gpumem_device_array_like(gpumem_context *ctx, const gpumem_array *like,
                                                   gpumem_stream *stream, gpumem_array **array)
 {
     GM_CHECK_HANDLE(like);
-    return gpumem_device_array(ctx != NULL ? ctx : like->ctx, like->ndim, like->shape, like->strides,
-                               like->dtype, 'C', stream, array);
+    return device_array("gpumem_device_array_like", ctx != NULL ? ctx : like->ctx, like->ndim, like->shape,
+                        like->strides, like->dtype, 'C', stream, array);
 }
 
 GPUMEM_API gpumem_status gpumem_device_record(gpumem_context *ctx, const gpumem_dtype *dtype,
                                               gpumem_stream *stream, gpumem_array **array)
 {
-    return gpumem_device_array(ctx, 0, NULL, NULL, dtype, 'C', stream, array);
+    return device_array("gpumem_device_record", ctx, 0, NULL, NULL, dtype, 'C', stream, array);
 }
 
-/* A write-back queued on a stream: copy device into host when the stream is
- * synchronized.  Both arrays are retained until then. */
+/* A write-back queued on a stream: copy device into host when a wait for
+ * the stream succeeds.  Both arrays are retained until then. */
 typedef struct writeback {
     gpumem_array *device, *host;
 } writeback;
 
-static gpumem_status writeback_run(void *arg, bool run)
+static gpumem_status writeback_run(void *arg, bool run, const char *what)
 {
     writeback *w = arg;
-    gpumem_status st = run ? gpumem_array_copy(w->host, w->device, NULL) : GPUMEM_OK;
-    gpumem_array_release(w->device);
-    gpumem_array_release(w->host);
+    gpumem_status st = run ? gm_array_copy(what, w->host, w->device, NULL) : GPUMEM_OK;
+    st = gm_keep_first(st, gm_array_release_as(w->device, what));
+    st = gm_keep_first(st, gm_array_release_as(w->host, what));
     free(w);
     return st;
 }
 
-static gpumem_status add_writeback(gpumem_stream *stream, gpumem_context *ctx, gpumem_array *device,
-                                   gpumem_array *host)
+static gpumem_status add_writeback(const char *what, gpumem_stream *stream, gpumem_context *ctx,
+                                   gpumem_array *device, gpumem_array *host)
 {
     writeback *w = malloc(sizeof *w);
     if (w == NULL)
-        return gm_error(GPUMEM_ERROR_HOST_OUT_OF_MEMORY, "gpumem_to_device: out of host memory");
+        return out_of_host_memory(what);
     gpumem_array_retain(device);
     gpumem_array_retain(host);
     *w = (writeback){device, host};
-    gpumem_status st = gm_stream_add_writeback(stream, ctx, writeback_run, w, "gpumem_to_device");
+    gpumem_status st = gm_stream_add_writeback(stream, ctx, writeback_run, w, what);
     if (st != GPUMEM_OK)
-        writeback_run(w, false);
+        gm_error_quietly(writeback_run(w, false, what)); /* drops a reference of each: frees nothing */
     return st;
 }
 
@@ -542,13 +522,13 @@ GPUMEM_API gpumem_status gpumem_to_device(gpumem_context *ctx, gpumem_array *hos
     if (st != GPUMEM_OK)
         return st;
     gpumem_array *dev = NULL;
-    st = gpumem_device_array_like(ctx, host, stream, &dev);
+    st = device_array(what, ctx, host->ndim, host->shape, host->strides, host->dtype, 'C', stream, &dev);
     if (st == GPUMEM_OK && !(flags & GPUMEM_TO_DEVICE_NO_COPY))
-        st = gpumem_array_copy(dev, host, stream);
+        st = gm_array_copy(what, dev, host, stream);
     if (st == GPUMEM_OK && (flags & GPUMEM_TO_DEVICE_WRITEBACK))
-        st = add_writeback(stream, ctx, dev, host);
+        st = add_writeback(what, stream, ctx, dev, host);
     if (st != GPUMEM_OK)
-        return gm_keep_first(st, gpumem_array_release(dev));
+        return gm_keep_first(st, gm_array_release_as(dev, what));
     *array = dev;
     return GPUMEM_OK;
 }
@@ -560,20 +540,25 @@ GPUMEM_API gpumem_status gpumem_array_retain(gpumem_array *array)
     return GPUMEM_OK;
 }
 
-GPUMEM_API gpumem_status gpumem_array_release(gpumem_array *array)
+gpumem_status gm_array_release_as(gpumem_array *array, const char *what)
 {
     if (array == NULL)
         return GPUMEM_OK;
-    GM_CHECK_HANDLE(array);
+    GM_FORWARD_IF_ERROR(gm_handle_check(array, GM_HANDLE_ARRAY, what, "array"));
     int before = atomic_fetch_sub_explicit(&array->refs, 1, memory_order_acq_rel);
     if (before == 1)
-        return array_free(array);
+        return array_free(array, what);
     if (before < 1) { /* two threads raced to release the last reference twice */
         atomic_fetch_add_explicit(&array->refs, 1, memory_order_relaxed);
-        return gm_error(GPUMEM_ERROR_INVALID_STATE, "gpumem_array_release: 'array' was released (its last "
-                        "reference) already, by another thread at the same time");
+        return gm_error(GPUMEM_ERROR_INVALID_STATE, "%s: 'array' was released (its last reference) already, by "
+                        "another thread at the same time", what);
     }
     return GPUMEM_OK;
+}
+
+GPUMEM_API gpumem_status gpumem_array_release(gpumem_array *array)
+{
+    return gm_array_release_as(array, "gpumem_array_release");
 }
 
 GPUMEM_API gpumem_status gpumem_array_release_n(size_t count, gpumem_array *const *arrays)
@@ -582,12 +567,9 @@ GPUMEM_API gpumem_status gpumem_array_release_n(size_t count, gpumem_array *cons
         GM_CHECK_NULL(arrays);
     gpumem_status first = GPUMEM_OK;
     for (size_t i = 0; i < count; i++) {
-        gpumem_status st = gm_keep_first(first, gpumem_array_release(arrays[i])); /* later failures: the first stays */
-        if (st != GPUMEM_OK && first == GPUMEM_OK) {
-            char where[64];
-            snprintf(where, sizeof where, "gpumem_array_release_n: arrays[%zu]", i);
-            first = gm_error_prefix(st, where);
-        }
+        char where[64];
+        snprintf(where, sizeof where, "gpumem_array_release_n: arrays[%zu]", i);
+        first = gm_keep_first(first, gm_array_release_as(arrays[i], where)); /* later failures: the first stays */
     }
     return first;
 }
@@ -595,9 +577,9 @@ GPUMEM_API gpumem_status gpumem_array_release_n(size_t count, gpumem_array *cons
 /* ---- views ------------------------------------------------------------------------------ */
 
 /* A view of a with new shape/strides, its element 0 `offset` bytes from a's. */
-static gpumem_status make_view(const char *what, gpumem_array *a, int ndim, const int64_t *shape,
-                               const int64_t *strides, int64_t offset, const gpumem_dtype *dtype,
-                               gpumem_array **out)
+gpumem_status gm_array_make_view(const char *what, gpumem_array *a, int ndim, const int64_t *shape,
+                                 const int64_t *strides, int64_t offset, const gpumem_dtype *dtype,
+                                 gpumem_array **out)
 {
     size_t itemsize = a->itemsize;
     if (dtype != a->dtype)
@@ -612,300 +594,5 @@ static gpumem_status make_view(const char *what, gpumem_array *a, int ndim, cons
     v->readonly = a->readonly;
     v->readonly_locked = a->readonly_locked;
     *out = v;
-    return GPUMEM_OK;
-}
-
-/* gpumem_slice is gm_slice: the layout code reads the caller's array as is. */
-_Static_assert(sizeof(gpumem_slice) == sizeof(gm_slice) && offsetof(gpumem_slice, stop) == offsetof(gm_slice, stop) &&
-                   offsetof(gpumem_slice, step) == offsetof(gm_slice, step),
-               "gpumem_slice and gm_slice differ");
-_Static_assert(GPUMEM_SLICE_DEFAULT == GM_SLICE_DEFAULT && GPUMEM_SLICE_INDEX == GM_SLICE_INDEX,
-               "slice sentinels differ");
-
-GPUMEM_API gpumem_status gpumem_array_slice(gpumem_array *array, const gpumem_slice *slices, int nslices,
-                                            gpumem_array **view)
-{
-    const char *what = "gpumem_array_slice";
-    GM_CHECK_HANDLE(array);
-    GM_CHECK_NULL(view);
-    if (nslices > 0)
-        GM_CHECK_NULL(slices);
-    int64_t shape[GM_MAX_NDIM], strides[GM_MAX_NDIM], offset;
-    int ndim;
-    gpumem_status st = gm_layout_slice(what, array->ndim, array->shape, array->strides,
-                                       (const gm_slice *)slices, nslices, &ndim, shape, strides, &offset);
-    if (st != GPUMEM_OK)
-        return st;
-    return make_view(what, array, ndim, shape, strides, offset, array->dtype, view);
-}
-
-GPUMEM_API gpumem_status gpumem_array_transpose(gpumem_array *array, const int *axes, gpumem_array **view)
-{
-    const char *what = "gpumem_array_transpose";
-    GM_CHECK_HANDLE(array);
-    GM_CHECK_NULL(view);
-    int64_t shape[GM_MAX_NDIM], strides[GM_MAX_NDIM];
-    gpumem_status st = gm_layout_transpose(what, array->ndim, array->shape, array->strides, axes, shape, strides);
-    if (st != GPUMEM_OK)
-        return st;
-    return make_view(what, array, array->ndim, shape, strides, 0, array->dtype, view);
-}
-
-GPUMEM_API gpumem_status gpumem_array_view(gpumem_array *array, const gpumem_dtype *dtype, gpumem_array **view)
-{
-    const char *what = "gpumem_array_view";
-    GM_CHECK_HANDLE(array);
-    GM_CHECK_NULL(view);
-    size_t itemsize;
-    gpumem_status st = check_dtype(what, dtype, &itemsize);
-    int64_t shape[GM_MAX_NDIM], strides[GM_MAX_NDIM];
-    if (st == GPUMEM_OK)
-        st = gm_layout_view(what, array->ndim, array->shape, array->strides, array->itemsize, itemsize, shape,
-                            strides);
-    if (st != GPUMEM_OK)
-        return st;
-    return make_view(what, array, array->ndim, shape, strides, 0, dtype, view);
-}
-
-GPUMEM_API gpumem_status gpumem_array_reshape(gpumem_array *array, int ndim, const int64_t *shape, char order,
-                                              unsigned flags, gpumem_stream *stream, gpumem_array **result)
-{
-    const char *what = "gpumem_array_reshape";
-    GM_CHECK_HANDLE(array);
-    GM_CHECK_NULL(result);
-    if (ndim > 0)
-        GM_CHECK_NULL(shape);
-    if (flags & ~(unsigned)GPUMEM_NO_COPY)
-        return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: unknown flags 0x%x", what, flags);
-    int64_t nshape[GM_MAX_NDIM], nstrides[GM_MAX_NDIM];
-    bool is_view;
-    gpumem_status st = gm_layout_reshape(what, array->ndim, array->shape, array->strides, array->itemsize, ndim,
-                                         shape, order, nshape, nstrides, &is_view);
-    if (st != GPUMEM_OK)
-        return st;
-    if (is_view)
-        return make_view(what, array, ndim, nshape, nstrides, 0, array->dtype, result);
-    if (flags & GPUMEM_NO_COPY)
-        return gm_error(GPUMEM_ERROR_COPY_REQUIRED, "%s: no view of this array has the new shape in order "
-                        "'%c'; a copy is required", what, order);
-    st = gm_stream_check(stream, array->ctx, what, "array");
-    if (st != GPUMEM_OK)
-        return st;
-    /* The copy: a contiguous array in the reading order, filled through a
-     * view of it with the old shape read in that same order. */
-    char rorder = order;
-    if (rorder == 'A')
-        rorder = gm_layout_is_f_contiguous(array->ndim, array->shape, array->strides, array->itemsize) &&
-                         !gm_layout_is_c_contiguous(array->ndim, array->shape, array->strides, array->itemsize)
-                     ? 'F'
-                     : 'C';
-    gpumem_array *copy = NULL, *as_old = NULL;
-    st = new_same_kind(what, array, ndim, nshape, rorder, stream, &copy);
-    if (st == GPUMEM_OK) {
-        int64_t ostrides[GM_MAX_NDIM];
-        gm_layout_contiguous_strides(what, array->ndim, array->shape, array->itemsize, rorder, ostrides);
-        st = make_view(what, copy, array->ndim, array->shape, ostrides, 0, array->dtype, &as_old);
-    }
-    if (st == GPUMEM_OK)
-        st = gpumem_array_copy(as_old, array, stream);
-    gpumem_array_release(as_old);
-    if (st != GPUMEM_OK)
-        return gm_keep_first(st, gpumem_array_release(copy));
-    *result = copy;
-    return GPUMEM_OK;
-}
-
-GPUMEM_API gpumem_status gpumem_array_ravel(gpumem_array *array, char order, unsigned flags,
-                                            gpumem_stream *stream, gpumem_array **result)
-{
-    int64_t flat = -1;
-    return gpumem_array_reshape(array, 1, &flat, order, flags, stream, result);
-}
-
-GPUMEM_API gpumem_status gpumem_array_split(gpumem_array *array, int64_t section, gpumem_array **pieces,
-                                            size_t capacity, size_t *count)
-{
-    const char *what = "gpumem_array_split";
-    GM_CHECK_HANDLE(array);
-    GM_CHECK_NULL(count);
-    if (array->ndim != 1)
-        return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: the array has %d dimensions; split needs 1", what,
-                        array->ndim);
-    if (section <= 0)
-        return gm_error(GPUMEM_ERROR_INVALID_SECTION, "%s: section %lld must be positive", what,
-                        (long long)section);
-    int64_t n = array->shape[0];
-    size_t need = (size_t)(n / section + (n % section != 0)); /* no n + section overflow */
-    *count = need;
-    if (need > capacity)
-        return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: %zu pieces do not fit in capacity %zu", what, need,
-                        capacity);
-    if (need > 0)
-        GM_CHECK_NULL(pieces);
-    for (size_t i = 0; i < need; i++) {
-        int64_t begin = (int64_t)i * section;
-        int64_t len = n - begin < section ? n - begin : section;
-        gpumem_status st = make_view(what, array, 1, &len, array->strides, begin * array->strides[0],
-                                     array->dtype, &pieces[i]);
-        if (st != GPUMEM_OK) {
-            while (i > 0)
-                gpumem_array_release(pieces[--i]);
-            return st;
-        }
-    }
-    return GPUMEM_OK;
-}
-
-/* ---- properties -------------------------------------------------------------------------- */
-
-GPUMEM_API gpumem_status gpumem_array_ndim(const gpumem_array *array, int *ndim)
-{
-    GM_CHECK_HANDLE(array);
-    GM_CHECK_NULL(ndim);
-    *ndim = array->ndim;
-    return GPUMEM_OK;
-}
-
-GPUMEM_API gpumem_status gpumem_array_shape(const gpumem_array *array, int64_t *shape)
-{
-    GM_CHECK_HANDLE(array);
-    if (array->ndim > 0) {
-        GM_CHECK_NULL(shape);
-        memcpy(shape, array->shape, (size_t)array->ndim * sizeof *shape);
-    }
-    return GPUMEM_OK;
-}
-
-GPUMEM_API gpumem_status gpumem_array_strides(const gpumem_array *array, int64_t *strides)
-{
-    GM_CHECK_HANDLE(array);
-    if (array->ndim > 0) {
-        GM_CHECK_NULL(strides);
-        memcpy(strides, array->strides, (size_t)array->ndim * sizeof *strides);
-    }
-    return GPUMEM_OK;
-}
-
-GPUMEM_API gpumem_status gpumem_array_dtype(const gpumem_array *array, const gpumem_dtype **dtype)
-{
-    GM_CHECK_HANDLE(array);
-    GM_CHECK_NULL(dtype);
-    *dtype = array->dtype;
-    return GPUMEM_OK;
-}
-
-GPUMEM_API gpumem_status gpumem_array_size(const gpumem_array *array, int64_t *size)
-{
-    GM_CHECK_HANDLE(array);
-    GM_CHECK_NULL(size);
-    *size = gm_array_size(array);
-    return GPUMEM_OK;
-}
-
-GPUMEM_API gpumem_status gpumem_array_nbytes(const gpumem_array *array, int64_t *nbytes)
-{
-    GM_CHECK_HANDLE(array);
-    GM_CHECK_NULL(nbytes);
-    *nbytes = gm_array_size(array) * (int64_t)array->itemsize;
-    return GPUMEM_OK;
-}
-
-GPUMEM_API gpumem_status gpumem_array_kind(const gpumem_array *array, gpumem_memory_kind *kind)
-{
-    GM_CHECK_HANDLE(array);
-    GM_CHECK_NULL(kind);
-    *kind = array->kind;
-    return GPUMEM_OK;
-}
-
-GPUMEM_API const char *gpumem_memory_kind_name(gpumem_memory_kind kind)
-{
-    switch (kind) {
-    case GPUMEM_MEMORY_DEVICE: return "device";
-    case GPUMEM_MEMORY_HOST: return "host";
-    case GPUMEM_MEMORY_PINNED: return "pinned";
-    case GPUMEM_MEMORY_MAPPED: return "mapped";
-    case GPUMEM_MEMORY_MANAGED: return "managed";
-    case GPUMEM_MEMORY_FOREIGN: return "foreign";
-    }
-    return "unknown";
-}
-
-GPUMEM_API gpumem_status gpumem_array_context(const gpumem_array *array, gpumem_context **ctx)
-{
-    GM_CHECK_HANDLE(array);
-    GM_CHECK_NULL(ctx);
-    *ctx = array->ctx;
-    return GPUMEM_OK;
-}
-
-GPUMEM_API gpumem_status gpumem_array_device_pointer(const gpumem_array *array, uint64_t *pointer)
-{
-    GM_CHECK_HANDLE(array);
-    GM_CHECK_NULL(pointer);
-    if (array->kind == GPUMEM_MEMORY_HOST || array->kind == GPUMEM_MEMORY_PINNED)
-        return gm_error(GPUMEM_ERROR_INVALID_VALUE, "gpumem_array_device_pointer: a host array has no device "
-                        "address (map it with gpumem_mapped)");
-    *pointer = array->dev;
-    return GPUMEM_OK;
-}
-
-GPUMEM_API gpumem_status gpumem_array_host_pointer(const gpumem_array *array, void **pointer)
-{
-    GM_CHECK_HANDLE(array);
-    GM_CHECK_NULL(pointer);
-    if (gm_array_on_device(array))
-        return gm_error(GPUMEM_ERROR_INVALID_VALUE, "gpumem_array_host_pointer: a device array has no host "
-                        "address (copy it with gpumem_copy_to_host)");
-    *pointer = array->host;
-    return GPUMEM_OK;
-}
-
-GPUMEM_API gpumem_status gpumem_array_is_c_contiguous(const gpumem_array *array, int *result)
-{
-    GM_CHECK_HANDLE(array);
-    GM_CHECK_NULL(result);
-    *result = gm_layout_is_c_contiguous(array->ndim, array->shape, array->strides, array->itemsize);
-    return GPUMEM_OK;
-}
-
-GPUMEM_API gpumem_status gpumem_array_is_f_contiguous(const gpumem_array *array, int *result)
-{
-    GM_CHECK_HANDLE(array);
-    GM_CHECK_NULL(result);
-    *result = gm_layout_is_f_contiguous(array->ndim, array->shape, array->strides, array->itemsize);
-    return GPUMEM_OK;
-}
-
-/* ---- read-only arrays ---------------------------------------------------------------------- */
-
-gpumem_status gm_array_check_writable(const char *what, const gpumem_array *a, const char *arg)
-{
-    if (!a->readonly)
-        return GPUMEM_OK;
-    return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: '%s' is read-only", what, arg);
-}
-
-GPUMEM_API gpumem_status gpumem_array_is_readonly(const gpumem_array *array, int *readonly)
-{
-    GM_CHECK_HANDLE(array);
-    GM_CHECK_NULL(readonly);
-    *readonly = array->readonly;
-    return GPUMEM_OK;
-}
-
-GPUMEM_API gpumem_status gpumem_array_set_readonly(gpumem_array *array, int readonly)
-{
-    GM_CHECK_HANDLE(array);
-    if (!readonly) {
-        const gpumem_array *owner = array->base != NULL ? array->base : array;
-        if (array->readonly_locked)
-            return gm_error(GPUMEM_ERROR_INVALID_VALUE, "gpumem_array_set_readonly: the array's memory was "
-                            "imported read-only and cannot be made writable");
-        if (owner != array && owner->readonly)
-            return gm_error(GPUMEM_ERROR_INVALID_VALUE, "gpumem_array_set_readonly: the array is a view of a "
-                            "read-only array");
-    }
-    array->readonly = readonly != 0;
     return GPUMEM_OK;
 }

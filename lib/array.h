@@ -56,6 +56,23 @@ static inline bool gm_array_on_device(const gpumem_array *a)
 /* Element count (assumes a checked shape). */
 int64_t gm_array_size(const gpumem_array *a);
 
+/* Drops a reference of array (NULL: nothing), as gpumem_array_release
+ * does, for the public call `what` that drops it on the way (a copy's
+ * temporary, a write-back's arrays): a failure (a dead handle, or freeing
+ * the memory of the last reference) names `what`. */
+gpumem_status gm_array_release_as(gpumem_array *array, const char *what);
+
+/* dtype checked for an array: a live dtype handle of nonzero item size. */
+gpumem_status gm_array_check_dtype(const char *what, const gpumem_dtype *dtype, size_t *itemsize);
+
+/* A view of a (array_view.c's views) with new shape/strides and dtype (of
+ * the same item size, or one the layout was checked for), its element 0
+ * `offset` bytes from a's; it keeps a's base alive and inherits its
+ * read-only flag. */
+gpumem_status gm_array_make_view(const char *what, gpumem_array *a, int ndim, const int64_t *shape,
+                                 const int64_t *strides, int64_t offset, const gpumem_dtype *dtype,
+                                 gpumem_array **out);
+
 /* Checks the arguments of an array allocation (dtype, order when strides is
  * NULL, shape, stream of *ctx), resolves *ctx (NULL: autoinit) and gives the
  * contiguous strides to allocate: in the axis order of strides, else in order. */
@@ -89,9 +106,9 @@ gpumem_status gm_array_mapped_view(const char *what, gpumem_context *ctx, gpumem
 gpumem_status gm_array_new_pooled_host(const char *what, gpumem_host_pool *pool, int ndim, const int64_t *shape,
                                        const int64_t *strides, const gpumem_dtype *dtype, gpumem_array **out);
 
-/* A device array on a block of device pool `pool` (checked by the caller,
- * its context ctx) for use on stream (NULL: synchronous use); the block goes
- * back to the pool with the array, ordered after that stream's work. */
+/* A device array on a block of device pool `pool` (its context ctx) for
+ * use on stream (NULL: synchronous use); the block goes back to the pool
+ * with the array, ordered after that stream's work. */
 gpumem_status gm_array_new_pooled_device(const char *what, gpumem_pool *pool, gpumem_context *ctx, int ndim,
                                          const int64_t *shape, const int64_t *strides, const gpumem_dtype *dtype,
                                          gpumem_stream *stream, gpumem_array **out);

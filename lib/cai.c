@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "array.h"
+#include "cai.h"
 #include "dtype.h"
 #include "error.h"
 #include "gpumem/interop.h"
@@ -40,9 +41,14 @@ static bool strides_needed(const gpumem_array *a)
 GPUMEM_API gpumem_status gpumem_array_interface(const gpumem_array *array, gpumem_stream *stream,
                                                 gpumem_cuda_array_interface *desc)
 {
-    const char *what = "gpumem_array_interface";
     GM_CHECK_HANDLE(array);
     GM_CHECK_NULL(desc);
+    return gm_array_interface("gpumem_array_interface", array, stream, desc);
+}
+
+gpumem_status gm_array_interface(const char *what, const gpumem_array *array, gpumem_stream *stream,
+                                 gpumem_cuda_array_interface *desc)
+{
     gpumem_status st = check_desc_size(what, desc->size);
     if (st != GPUMEM_OK)
         return st;
@@ -75,11 +81,12 @@ GPUMEM_API gpumem_status gpumem_array_interface(const gpumem_array *array, gpume
     if (gm_dtype_is_record(array->dtype)) {
         char none = '\0';
         bool have = desc->descr_buffer != NULL;
-        st = gpumem_dtype_descr(array->dtype, have ? desc->descr_buffer : &none, have ? desc->descr_buffer_size : 0);
+        char where[200];
+        snprintf(where, sizeof where, "%s: %s", what,
+                 have ? "desc->descr_buffer" : "the dtype is a record, and desc->descr_buffer is NULL");
+        st = gm_dtype_descr(where, array->dtype, have ? desc->descr_buffer : &none, have ? desc->descr_buffer_size : 0);
         if (st != GPUMEM_OK)
-            return gm_error_prefix(st, have ? "gpumem_array_interface: desc->descr_buffer"
-                                            : "gpumem_array_interface: the dtype is a record, and "
-                                              "desc->descr_buffer is NULL");
+            return st;
         d.descr = desc->descr_buffer;
     }
     /* The specification asks for 0 as the pointer of an empty array. */
@@ -103,19 +110,22 @@ static gpumem_status desc_dtype(const char *what, const gpumem_cuda_array_interf
     if (memchr(desc->typestr, '\0', sizeof desc->typestr) == NULL)
         return gm_error(GPUMEM_ERROR_INVALID_DTYPE, "%s: desc->typestr is not NUL-terminated within %zu bytes", what,
                         sizeof desc->typestr);
+    char where[160];
+    snprintf(where, sizeof where, "%s: desc->typestr", what);
     gpumem_dtype *dt = NULL;
-    gpumem_status st = gpumem_dtype_from_typestr(desc->typestr, &dt);
+    gpumem_status st = gm_dtype_from_typestr(where, desc->typestr, &dt);
     if (st != GPUMEM_OK)
-        return gm_error_prefix(st, "gpumem_as_cuda_array: desc->typestr");
+        return st;
     if (desc->descr == NULL || desc->descr[0] == '\0') {
         *out = dt;
         return GPUMEM_OK;
     }
+    snprintf(where, sizeof where, "%s: desc->descr", what);
     gpumem_dtype *rec = NULL;
-    st = gpumem_dtype_from_descr(desc->descr, &rec);
+    st = gm_dtype_from_descr(where, desc->descr, &rec);
     if (st != GPUMEM_OK) {
         gpumem_dtype_release(dt);
-        return gm_error_prefix(st, "gpumem_as_cuda_array: desc->descr");
+        return st;
     }
     if (dt->type == GPUMEM_VOID ? rec->itemsize != dt->itemsize : !gpumem_dtype_equal(rec, dt)) {
         st = gm_error(GPUMEM_ERROR_INVALID_DTYPE,
@@ -175,9 +185,14 @@ GPUMEM_API gpumem_status gpumem_as_cuda_array(gpumem_context *ctx, const gpumem_
                                               unsigned flags, void (*release)(void *owner), void *owner,
                                               gpumem_array **array)
 {
-    const char *what = "gpumem_as_cuda_array";
     GM_CHECK_NULL(desc);
     GM_CHECK_NULL(array);
+    return gm_as_cuda_array("gpumem_as_cuda_array", ctx, desc, flags, release, owner, array);
+}
+
+gpumem_status gm_as_cuda_array(const char *what, gpumem_context *ctx, const gpumem_cuda_array_interface *desc,
+                               unsigned flags, void (*release)(void *owner), void *owner, gpumem_array **array)
+{
     gpumem_status st = check_desc_size(what, desc->size);
     if (st != GPUMEM_OK)
         return st;

@@ -73,6 +73,11 @@ GPUMEM_API gpumem_status gpumem_device_count(int *count)
     return device_count(count, "gpumem_device_count");
 }
 
+gpumem_status gm_device_count(const char *what, int *count)
+{
+    return device_count(count, what);
+}
+
 GPUMEM_API gpumem_status gpumem_device_name(int device, char *name, size_t size)
 {
     GM_CHECK_NULL(name);
@@ -96,23 +101,26 @@ static gpumem_status attribute(int device, int attr, int *value, const char *wha
     return gm_drv_check(GM_DRV(device_get_attribute, device, attr, value), GM_OP_device_get_attribute, what);
 }
 
-GPUMEM_API gpumem_status gpumem_device_compute_capability(int device, int *major, int *minor)
+gpumem_status gm_device_compute_capability(const char *what, int device, int *major, int *minor)
 {
-    GM_CHECK_NULL(major);
-    GM_CHECK_NULL(minor);
-    gpumem_status st = check_device(device, "gpumem_device_compute_capability");
+    gpumem_status st = check_device(device, what);
     int a, b;
     if (st == GPUMEM_OK)
-        st = attribute(device, GM_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, &a,
-                       "gpumem_device_compute_capability");
+        st = attribute(device, GM_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, &a, what);
     if (st == GPUMEM_OK)
-        st = attribute(device, GM_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, &b,
-                       "gpumem_device_compute_capability");
+        st = attribute(device, GM_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, &b, what);
     if (st == GPUMEM_OK) {
         *major = a;
         *minor = b;
     }
     return st;
+}
+
+GPUMEM_API gpumem_status gpumem_device_compute_capability(int device, int *major, int *minor)
+{
+    GM_CHECK_NULL(major);
+    GM_CHECK_NULL(minor);
+    return gm_device_compute_capability("gpumem_device_compute_capability", device, major, minor);
 }
 
 GPUMEM_API gpumem_status gpumem_device_total_memory(int device, uint64_t *bytes)
@@ -276,6 +284,11 @@ GPUMEM_API gpumem_status gpumem_context_create(int device, gpumem_context **ctx)
     return context_new(device, GPUMEM_SELECTION_EXPLICIT, "gpumem_context_create", ctx);
 }
 
+gpumem_status gm_context_create(const char *what, int device, gpumem_context **ctx)
+{
+    return context_new(device, GPUMEM_SELECTION_EXPLICIT, what, ctx);
+}
+
 GPUMEM_API gpumem_status gpumem_context_retain(gpumem_context *ctx)
 {
     GM_CHECK_HANDLE(ctx);
@@ -365,10 +378,9 @@ GPUMEM_API gpumem_status gpumem_get_default_device(int fallback, int *device)
     return st;
 }
 
-GPUMEM_API gpumem_status gpumem_context_create_default(gpumem_context **out)
+/* gpumem_context_create_default, named `what`. */
+static gpumem_status create_default(const char *what, gpumem_context **out)
 {
-    GM_CHECK_NULL(out);
-    const char *what = "gpumem_context_create_default";
     gm_configured c;
     gpumem_status st = gm_configured_device(what, &c);
     if (st != GPUMEM_OK)
@@ -415,6 +427,12 @@ GPUMEM_API gpumem_status gpumem_context_create_default(gpumem_context **out)
                            "no device gave a context; tried %s", what, tried);
 }
 
+GPUMEM_API gpumem_status gpumem_context_create_default(gpumem_context **out)
+{
+    GM_CHECK_NULL(out);
+    return create_default("gpumem_context_create_default", out);
+}
+
 /* ---- autoinit ------------------------------------------------------------------------ */
 
 static pthread_once_t autoinit_once = PTHREAD_ONCE_INIT;
@@ -434,22 +452,29 @@ static void autoinit_at_exit(void)
 
 static void autoinit_run(void)
 {
-    autoinit_status = gpumem_context_create_default(&autoinit_ctx);
-    if (autoinit_status != GPUMEM_OK) {
-        gm_error_prefix(autoinit_status, "gpumem_autoinit");
+    /* made by gpumem_context_create_default's rules; the failure is given
+     * to every caller, each naming itself before it */
+    autoinit_status = create_default("the autoinit context", &autoinit_ctx);
+    if (autoinit_status != GPUMEM_OK)
         gm_error_save(&autoinit_failure);
-    } else
+    else
         atexit(autoinit_at_exit);
+}
+
+/* The autoinit context (borrowed), made once; a failure names `what`. */
+static gpumem_status autoinit(const char *what, gpumem_context **ctx)
+{
+    pthread_once(&autoinit_once, autoinit_run);
+    if (autoinit_status != GPUMEM_OK)
+        return gm_error_prefix(gm_error_restore(&autoinit_failure), what);
+    *ctx = autoinit_ctx;
+    return GPUMEM_OK;
 }
 
 GPUMEM_API gpumem_status gpumem_autoinit(gpumem_context **ctx)
 {
     GM_CHECK_NULL(ctx);
-    pthread_once(&autoinit_once, autoinit_run);
-    if (autoinit_status != GPUMEM_OK)
-        return gm_error_restore(&autoinit_failure);
-    *ctx = autoinit_ctx;
-    return GPUMEM_OK;
+    return autoinit("gpumem_autoinit", ctx);
 }
 
 gpumem_context *gm_context_use(gpumem_context *ctx, const char *what, gpumem_status *st)
@@ -459,7 +484,7 @@ gpumem_context *gm_context_use(gpumem_context *ctx, const char *what, gpumem_sta
         return *st == GPUMEM_OK ? ctx : NULL;
     }
     gpumem_context *dflt = NULL;
-    *st = gpumem_autoinit(&dflt);
+    *st = autoinit(what, &dflt);
     return dflt;
 }
 

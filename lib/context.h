@@ -71,13 +71,21 @@ typedef struct gm_context_hook {
 void gm_context_set_hooks(const gm_context_hook *const *hooks, size_t n);
 
 /* ctx, or the autoinit context when ctx is NULL; NULL and a set last error
- * when there is none, or when ctx is not a live context (handles.h: the
- * message names `what` and its argument 'ctx').  No reference is added. */
+ * when there is none ("<what>: the autoinit context: <why>"), or when ctx is
+ * not a live context (handles.h: the message names `what` and its argument
+ * 'ctx').  No reference is added. */
 gpumem_context *gm_context_use(gpumem_context *ctx, const char *what, gpumem_status *st);
 
 /* gm_context_use in a public function whose argument is 'ctx': the message
  * names the function (__func__). */
 #define gm_context_or_default(ctx, st) gm_context_use((ctx), __func__, (st))
+
+/* gpumem_device_count, gpumem_device_compute_capability and
+ * gpumem_context_create for a public call `what` that uses them on the way
+ * (an import, an IPC open, device data): failures are named after `what`. */
+gpumem_status gm_device_count(const char *what, int *count);
+gpumem_status gm_device_compute_capability(const char *what, int device, int *major, int *minor);
+gpumem_status gm_context_create(const char *what, int device, gpumem_context **ctx);
 
 /* True once the process has started to exit (our atexit handler ran): final
  * releases then leave driver objects to the operating system instead of

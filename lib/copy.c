@@ -56,7 +56,7 @@ static gpumem_status release_scratch(gpumem_array *scratch, gpumem_context *ctx,
     if (async && gm_array_on_device(scratch))
         st = gm_keep_first(st, gm_drv_check(GM_DRV(stream_synchronize, ctx->dctx, ds), GM_OP_stream_synchronize,
                                             what));
-    return gm_keep_first(st, gpumem_array_release(scratch));
+    return gm_keep_first(st, gm_array_release_as(scratch, what));
 }
 
 /* Checks a copy's arguments; gives the context that does the copy (NULL for
@@ -114,8 +114,7 @@ void gm_copy_trace(uint64_t t0, const gpumem_array *dst, const gpumem_array *src
                   (uint64_t)gm_array_size(dst) * dst->itemsize, gpumem_copy_path_name(path));
 }
 
-static gpumem_status array_copy(const char *what, gpumem_array *dst, const gpumem_array *src,
-                                gpumem_stream *stream)
+gpumem_status gm_array_copy(const char *what, gpumem_array *dst, const gpumem_array *src, gpumem_stream *stream)
 {
     gpumem_context *ctx = NULL;
     gpumem_status st = gm_copy_check(what, dst, src, stream, &ctx);
@@ -134,7 +133,7 @@ static gpumem_status array_copy(const char *what, gpumem_array *dst, const gpume
 
 GPUMEM_API gpumem_status gpumem_array_copy(gpumem_array *dst, const gpumem_array *src, gpumem_stream *stream)
 {
-    return array_copy("gpumem_array_copy", dst, src, stream);
+    return gm_array_copy("gpumem_array_copy", dst, src, stream);
 }
 
 /* The error of a copy_to_host or copy_to_device whose dst is on the wrong
@@ -159,7 +158,7 @@ GPUMEM_API gpumem_status gpumem_copy_to_host(const gpumem_array *src, gpumem_arr
     GM_CHECK_HANDLE(dst);
     if (gm_array_on_device(dst))
         return wrong_side(what, dst, src, true);
-    return array_copy(what, dst, src, stream);
+    return gm_array_copy(what, dst, src, stream);
 }
 
 GPUMEM_API gpumem_status gpumem_copy_to_device(gpumem_array *dst, const gpumem_array *src,
@@ -169,7 +168,7 @@ GPUMEM_API gpumem_status gpumem_copy_to_device(gpumem_array *dst, const gpumem_a
     GM_CHECK_HANDLE(dst);
     if (!gm_array_on_device(dst))
         return wrong_side(what, dst, src, false);
-    return array_copy(what, dst, src, stream);
+    return gm_array_copy(what, dst, src, stream);
 }
 
 /* ---- one value ------------------------------------------------------------------------------ */

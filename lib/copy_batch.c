@@ -700,7 +700,7 @@ static gpumem_status batch_run(const char *what, size_t n, gpumem_array *const *
     bool batched = ctx != NULL && kernel_pieces(ps, n) >= 2;
     gpumem_status st = GPUMEM_OK;
     if (batched) {
-        st = gm_pack_kernels_get(ctx, &b.kernels);
+        st = gm_pack_kernels_get(ctx, what, &b.kernels);
         batched = st == GPUMEM_OK && b.kernels != NULL;
     }
     if (batched && used > 0) {

@@ -287,7 +287,7 @@ static gpumem_status get_kernels(job *j, missing *miss)
 {
     if (j->kernels != NULL)
         return GPUMEM_OK;
-    gpumem_status st = gm_pack_kernels_get(j->ctx, &j->kernels);
+    gpumem_status st = gm_pack_kernels_get(j->ctx, j->what, &j->kernels);
     if (st == GPUMEM_OK && j->kernels == NULL)
         *miss = MISSING_KERNELS;
     return st;
@@ -369,14 +369,10 @@ static gpumem_status finish(job *j, gpumem_status st)
     put_scratch(j, st);
     gm_staging_release(j->stage);
     j->stage = NULL;
-    gpumem_status copied = st;
-    st = gm_keep_first(st, gpumem_array_release(j->run_buf));
+    st = gm_keep_first(st, gm_copy_release_temp(j->what, j->run_buf));
     j->run_buf = NULL;
     gm_pack_kernels_put(j->kernels);
     j->kernels = NULL;
-    if (copied == GPUMEM_OK && st != GPUMEM_OK)
-        st = gm_error_reword(st, "%s: the copy completed, but freeing its temporary memory failed: %s", j->what,
-                             gm_error_message());
     return st;
 }
 
@@ -789,14 +785,22 @@ static gpumem_status host_copy(const char *what, gpumem_array *dst, const gpumem
         gm_copy_plan_run_host(&plan, src->host, dst->host);
     else
         st = gm_error_prefix(st, what);
-    gpumem_status rst = gpumem_array_release(tmp);
-    return st != GPUMEM_OK ? st : rst;
+    return gm_keep_first(st, gm_copy_release_temp(what, tmp));
 }
 
-static gpumem_status release_temp(void *arg, bool run)
+gpumem_status gm_copy_release_temp(const char *what, gpumem_array *tmp)
+{
+    char where[256];
+    snprintf(where, sizeof where, "%s: the copy completed, but freeing its temporary memory failed", what);
+    return gm_array_release_as(tmp, where);
+}
+
+/* The write-back of temp_copy: the temporary goes once the stream's wait
+ * succeeded, or unused when the stream ends and cannot be waited for. */
+static gpumem_status release_temp(void *arg, bool run, const char *what)
 {
     (void)run;
-    return gpumem_array_release(arg);
+    return gm_array_release_as(arg, what);
 }
 
 /* Overlapping device views (GM_HOW_TEMP): into a temporary, then into dst,
@@ -819,12 +823,7 @@ static gpumem_status temp_copy(const char *what, gpumem_array *dst, const gpumem
                                             GM_OP_stream_synchronize, what));
         gm_copy_note_synced();
     }
-    gpumem_status copied = st;
-    st = gm_keep_first(st, gpumem_array_release(tmp));
-    if (copied == GPUMEM_OK && st != GPUMEM_OK)
-        st = gm_error_reword(st, "%s: the copy completed, but freeing its temporary memory failed: %s", what,
-                             gm_error_message());
-    return st;
+    return gm_keep_first(st, gm_copy_release_temp(what, tmp));
 }
 
 /* Carries out d. */

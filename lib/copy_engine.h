@@ -22,6 +22,19 @@
 gpumem_status gm_copy_run(const char *what, gpumem_array *dst, const gpumem_array *src, gpumem_stream *stream,
                           gpumem_context *ctx);
 
+/* gpumem_array_copy for the library's own calls that copy on the way
+ * (to_device, a reshape's copy, a write-back, const_array_like): the same
+ * checks of the arguments, the copy and its trace, with every failure named
+ * after `what`, the public call made (copy.c). */
+gpumem_status gm_array_copy(const char *what, gpumem_array *dst, const gpumem_array *src, gpumem_stream *stream);
+
+/* Releases a copy's temporary array (NULL: nothing) after the copy: a
+ * failure to free it says that the copy completed ("<what>: the copy
+ * completed, but freeing its temporary memory failed: ..."), as it did if
+ * the copy itself did not fail (a caller that failed keeps its own failure
+ * with gm_keep_first). */
+gpumem_status gm_copy_release_temp(const char *what, gpumem_array *tmp);
+
 /* A copy from device array src into pageable host array dst on stream (not
  * NULL), queued: into a pinned bounce block on the stream, then a host
  * function on the stream writes dst (copy_queued.c).  Returns at once. */

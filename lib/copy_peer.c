@@ -204,7 +204,7 @@ static gpumem_status side_get(const char *what, gpumem_context *ctx, size_t byte
                               gm_copy_reason *missing)
 {
     p->ctx = ctx;
-    gpumem_status st = gm_pack_kernels_get(ctx, &p->k);
+    gpumem_status st = gm_pack_kernels_get(ctx, what, &p->k);
     if (st != GPUMEM_OK || p->k == NULL) {
         if (st == GPUMEM_OK)
             *missing = GM_REASON_NO_KERNELS;
@@ -544,17 +544,9 @@ static gpumem_status temps(const char *what, gpumem_array *dst, const gpumem_arr
         st = staged_move(what, to->ctx, low_addr(to), from->ctx, low_addr(from), bytes);
     if (st == GPUMEM_OK && t != NULL)
         st = gm_copy_run(what, dst, t, NULL, dst->ctx);
-    if (st != GPUMEM_OK) {
-        st = gm_keep_first(st, gpumem_array_release(s));
-        return gm_keep_first(st, gpumem_array_release(t));
-    }
-    /* the destination holds the copy now: a failure to free the temporaries says so */
-    gpumem_status freed = gpumem_array_release(s);
-    freed = gm_keep_first(freed, gpumem_array_release(t));
-    if (freed != GPUMEM_OK)
-        return gm_error_reword(freed, "%s: the copy completed, but freeing its temporary memory failed: %s", what,
-                               gm_error_message());
-    return GPUMEM_OK;
+    /* once the destination holds the copy, a failure to free the temporaries says so */
+    st = gm_keep_first(st, gm_copy_release_temp(what, s));
+    return gm_keep_first(st, gm_copy_release_temp(what, t));
 }
 
 /* ---- the entry ------------------------------------------------------------------------------------- */

@@ -28,9 +28,11 @@
  * that arrived before the failure.
  *
  * Host functions may not call the driver, so the bounce block goes back by
- * a stream write-back, at the stream's next synchronization
- * (gpumem_stream_synchronize, gpumem_context_synchronize, or its
- * destruction); the staging engine keeps a few such blocks for reuse.
+ * a stream write-back, at the stream's next synchronization whose wait
+ * succeeds (gpumem_stream_synchronize, gpumem_context_synchronize, or its
+ * destruction): a failed wait leaves the block with the stream, since the
+ * landing may still read it.  The staging engine keeps a few such blocks
+ * for reuse.
  *
  * The stream counts its landings not yet run: a later copy on it that
  * reads or writes host memory on the CPU (a pageable upload, a host-side
@@ -153,10 +155,12 @@ static void land_all(void *arg)
 }
 
 /* The write-back that gives the bounce block back, and destroys the
- * slabs' events (host functions may not call the driver). */
+ * slabs' events (host functions may not call the driver): the block goes
+ * to the staging engine for reuse once a wait for the stream succeeded (the
+ * landing is done), or is freed when the stream ends and its work could
+ * not be waited for (the block is then never used again). */
 typedef struct giveback {
     gpumem_context *ctx;
-    const char *what; /* the public call that queued it */
     gpumem_stream *stream; /* held: the landing counts on it */
     gm_block block;
     int nev;
@@ -170,11 +174,11 @@ static void events_destroy(giveback *g)
     g->nev = 0;
 }
 
-static gpumem_status give_back(void *arg, bool run)
+static gpumem_status give_back(void *arg, bool run, const char *what)
 {
     giveback *g = arg;
     events_destroy(g);
-    gpumem_status st = run ? gm_staging_bounce_put(g->ctx, &g->block, g->what) : gm_alloc_free(g->ctx, &g->block, g->what);
+    gpumem_status st = run ? gm_staging_bounce_put(g->ctx, &g->block, what) : gm_alloc_free(g->ctx, &g->block, what);
     gm_stream_unhold(g->stream);
     free(g);
     return st;
@@ -202,8 +206,8 @@ static gpumem_status slab_copy(const char *what, gpumem_context *ctx, const gpum
                            NULL, &sv);
     if (st == GPUMEM_OK)
         st = gm_copy_run(what, bv, sv, stream, ctx); /* the path it reports is this copy's */
-    st = gm_keep_first(st, gpumem_array_release(sv));
-    return gm_keep_first(st, gpumem_array_release(bv));
+    st = gm_keep_first(st, gm_array_release_as(sv, what)); /* wrappers: they free nothing */
+    return gm_keep_first(st, gm_array_release_as(bv, what));
 }
 
 /* Waits for the stream before something it may still use goes: a failed
@@ -248,7 +252,6 @@ gpumem_status gm_copy_queued_download(const char *what, gpumem_array *dst, const
         return gm_error(GPUMEM_ERROR_HOST_OUT_OF_MEMORY, "%s: out of host memory", what);
     }
     g->ctx = ctx;
-    g->what = what;
     g->block = (gm_block){0};
     g->stream = gm_stream_hold(stream);
     l->task = GM_TASK_INIT(land_pieces);

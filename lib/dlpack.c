@@ -18,6 +18,7 @@
 #include "dtype.h"
 #include "error.h"
 #include "gpumem/interop.h"
+#include "pointer.h"
 #include "gpumem/ipc.h"
 #include "layout.h"
 
@@ -147,7 +148,7 @@ static void legacy_deleter(gm_dl_managed_tensor *self)
 {
     if (self == NULL)
         return;
-    gpumem_array_release(self->manager_ctx);
+    gm_error_quietly(gm_array_release_as(self->manager_ctx, "the DLPack deleter")); /* nobody reports it */
     free(self);
 }
 
@@ -155,7 +156,7 @@ static void versioned_deleter(gm_dl_managed_tensor_versioned *self)
 {
     if (self == NULL)
         return;
-    gpumem_array_release(self->manager_ctx);
+    gm_error_quietly(gm_array_release_as(self->manager_ctx, "the DLPack deleter")); /* nobody reports it */
     free(self);
 }
 
@@ -318,7 +319,7 @@ static gpumem_status import_device(const char *what, gm_dl_device dev, gpumem_co
     switch (dev.device_type) {
     case GM_DL_CUDA: {
         int count = 0;
-        st = gpumem_device_count(&count);
+        st = gm_device_count(what, &count);
         if (st != GPUMEM_OK)
             return st;
         if (dev.device_id < 0 || dev.device_id >= count)
@@ -326,7 +327,7 @@ static gpumem_status import_device(const char *what, gm_dl_device dev, gpumem_co
                             "%s: the tensor is on kDLCUDA device %d, and the %s backend has %d device%s", what,
                             (int)dev.device_id, gm_drv->name, count, count == 1 ? "" : "s");
         if (*ctx == NULL) {
-            st = gpumem_context_create(dev.device_id, own);
+            st = gm_context_create(what, dev.device_id, own);
             *ctx = *own;
         } else if ((*ctx)->device != dev.device_id) {
             st = gm_error(GPUMEM_ERROR_CONTEXT_MISMATCH, "%s: the tensor is on device %d, but 'ctx' on device %d",
@@ -371,9 +372,9 @@ static gpumem_status check_host_side(const char *what, int32_t type, int ndim, c
         return GPUMEM_OK; /* empty (an overflow was refused by gm_layout_check_memory) */
     gpumem_pointer_info info = {.size = sizeof info};
     int is_cuda = 0;
-    gpumem_status st = gpumem_is_cuda_array(ptr + (uint64_t)lo, &is_cuda, &info);
+    gpumem_status st = gm_pointer_query(what, ptr + (uint64_t)lo, &is_cuda, &info);
     if (st != GPUMEM_OK)
-        return gm_error_prefix(st, what);
+        return st;
     bool managed = type == GM_DL_CUDA_MANAGED;
     bool kind_ok = managed ? info.kind == GPUMEM_POINTER_MANAGED
                            : info.kind == GPUMEM_POINTER_PINNED || info.kind == GPUMEM_POINTER_MAPPED;
@@ -419,9 +420,9 @@ static gpumem_status check_cpu(const char *what, int ndim, const int64_t *shape,
             continue;
         gpumem_pointer_info info = {.size = sizeof info};
         int is_cuda = 0;
-        gpumem_status st = gpumem_is_cuda_array(probe[i], &is_cuda, &info);
+        gpumem_status st = gm_pointer_query(what, probe[i], &is_cuda, &info);
         if (st != GPUMEM_OK)
-            return gm_error_prefix(st, what);
+            return st;
         if (info.kind == GPUMEM_POINTER_DEVICE)
             return gm_error(GPUMEM_ERROR_INVALID_VALUE,
                             "%s: the tensor says kDLCPU, but its byte at 0x%" PRIx64 " (of [0x%" PRIx64 ", 0x%" PRIx64

@@ -227,15 +227,20 @@ gpumem_status gm_dtype_parse_typestr(const char *what, const char *s, const gpum
     return GPUMEM_OK;
 }
 
+gpumem_status gm_dtype_from_typestr(const char *what, const char *typestr, gpumem_dtype **dtype)
+{
+    const gpumem_dtype *d;
+    gpumem_status st = gm_dtype_parse_typestr(what, typestr, &d);
+    if (st == GPUMEM_OK)
+        *dtype = (gpumem_dtype *)d; /* static builtins are never written through it */
+    return st;
+}
+
 GPUMEM_API gpumem_status gpumem_dtype_from_typestr(const char *typestr, gpumem_dtype **dtype)
 {
     GM_CHECK_NULL(typestr);
     GM_CHECK_NULL(dtype);
-    const gpumem_dtype *d;
-    gpumem_status st = gm_dtype_parse_typestr(__func__, typestr, &d);
-    if (st == GPUMEM_OK)
-        *dtype = (gpumem_dtype *)d; /* static builtins are never written through it */
-    return st;
+    return gm_dtype_from_typestr(__func__, typestr, dtype);
 }
 
 /* The typestr of any dtype; records are raw bytes of their size, as NumPy's

@@ -100,4 +100,14 @@ const gpumem_dtype *gm_dtype_ref(const gpumem_dtype *d);
  * frees the dtype (and drops its fields' references) at zero.  NULL-safe. */
 void gm_dtype_unref(const gpumem_dtype *d);
 
+/* gpumem_dtype_from_typestr and gpumem_dtype_from_descr (arguments not
+ * NULL) for a public call `what` that reads one on the way (a CUDA Array
+ * Interface description, an IPC handle): a failure is named after `what`. */
+gpumem_status gm_dtype_from_typestr(const char *what, const char *typestr, gpumem_dtype **dtype);
+gpumem_status gm_dtype_from_descr(const char *what, const char *descr, gpumem_dtype **dtype);
+
+/* gpumem_dtype_descr (a live dtype, buf not NULL) for a public call `what`
+ * that writes one on the way (an array's CUDA Array Interface). */
+gpumem_status gm_dtype_descr(const char *what, const gpumem_dtype *dtype, char *buf, size_t size);
+
 #endif /* GM_DTYPE_H */

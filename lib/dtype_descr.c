@@ -170,13 +170,11 @@ static gpumem_status put_record(gm_dtype_writer *w, const char *what, const gpum
     return GPUMEM_OK;
 }
 
-GPUMEM_API gpumem_status gpumem_dtype_descr(const gpumem_dtype *dtype, char *buf, size_t size)
+gpumem_status gm_dtype_descr(const char *what, const gpumem_dtype *dtype, char *buf, size_t size)
 {
-    GM_CHECK_HANDLE(dtype);
-    GM_CHECK_NULL(buf);
     gm_dtype_writer w = {buf, size, 0};
     if (dtype->type == GPUMEM_RECORD) {
-        gpumem_status st = put_record(&w, __func__, dtype);
+        gpumem_status st = put_record(&w, what, dtype);
         if (st != GPUMEM_OK) {
             if (size > 0)
                 buf[0] = '\0';
@@ -189,7 +187,14 @@ GPUMEM_API gpumem_status gpumem_dtype_descr(const gpumem_dtype *dtype, char *buf
         gm_dtype_puts(&w, ts);
         gm_dtype_puts(&w, "')]");
     }
-    return gm_dtype_finish(&w, __func__, "descr");
+    return gm_dtype_finish(&w, what, "descr");
+}
+
+GPUMEM_API gpumem_status gpumem_dtype_descr(const gpumem_dtype *dtype, char *buf, size_t size)
+{
+    GM_CHECK_HANDLE(dtype);
+    GM_CHECK_NULL(buf);
+    return gm_dtype_descr(__func__, dtype, buf, size);
 }
 
 /* ---- descr: reading ---------------------------------------------------------------- */
@@ -586,23 +591,21 @@ static gpumem_status parse_list(parser *ps, int depth, const gpumem_dtype **out)
     return st;
 }
 
-GPUMEM_API gpumem_status gpumem_dtype_from_descr(const char *descr, gpumem_dtype **dtype)
+gpumem_status gm_dtype_from_descr(const char *what, const char *descr, gpumem_dtype **dtype)
 {
-    GM_CHECK_NULL(descr);
-    GM_CHECK_NULL(dtype);
-    parser ps = {__func__, descr, descr};
+    parser ps = {what, descr, descr};
     const gpumem_dtype *d = NULL;
     gpumem_status st;
     skip_ws(&ps);
     if (*ps.p == '\0')
-        return gm_error(GPUMEM_ERROR_INVALID_DTYPE, "%s: the descr is empty", __func__);
+        return gm_error(GPUMEM_ERROR_INVALID_DTYPE, "%s: the descr is empty", what);
     if (*ps.p == '[') {
         st = parse_list(&ps, 1, &d);
     } else if (*ps.p == '\'' || *ps.p == '"') {
         char *ts;
         st = parse_string(&ps, &ts);
         if (st == GPUMEM_OK) {
-            st = gm_dtype_parse_typestr(__func__, ts, &d);
+            st = gm_dtype_parse_typestr(what, ts, &d);
             free(ts);
         }
     } else {
@@ -612,8 +615,8 @@ GPUMEM_API gpumem_status gpumem_dtype_from_descr(const char *descr, gpumem_dtype
             end--;
         char *ts = strndup(ps.p, (size_t)(end - ps.p));
         if (ts == NULL)
-            return gm_dtype_out_of_memory(__func__, (size_t)(end - ps.p) + 1);
-        st = gm_dtype_parse_typestr(__func__, ts, &d);
+            return gm_dtype_out_of_memory(what, (size_t)(end - ps.p) + 1);
+        st = gm_dtype_parse_typestr(what, ts, &d);
         free(ts);
         ps.p = end;
     }
@@ -626,5 +629,12 @@ GPUMEM_API gpumem_status gpumem_dtype_from_descr(const char *descr, gpumem_dtype
         *dtype = (gpumem_dtype *)d;
     }
     return st;
+}
+
+GPUMEM_API gpumem_status gpumem_dtype_from_descr(const char *descr, gpumem_dtype **dtype)
+{
+    GM_CHECK_NULL(descr);
+    GM_CHECK_NULL(dtype);
+    return gm_dtype_from_descr(__func__, descr, dtype);
 }
 

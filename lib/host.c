@@ -29,13 +29,17 @@ struct gpumem_registration {
     gm_pin_set pins;        /* the page ranges this scope holds a reference on */
 };
 
-static void registration_free(gpumem_registration *reg)
+/* Drops the scope's references: an array whose last reference was the
+ * scope's is freed, and a failure to free it names `what`. */
+static gpumem_status registration_free(const char *what, gpumem_registration *reg)
 {
+    gpumem_status st = GPUMEM_OK;
     for (size_t i = 0; i < reg->narrays; i++)
-        gpumem_array_release(reg->arrays[i]);
+        st = gm_keep_first(st, gm_array_release_as(reg->arrays[i], what));
     free(reg->arrays);
     gpumem_context_release(reg->ctx);
     gm_handle_free(reg);
+    return st;
 }
 
 static gpumem_status begin(const char *what, gpumem_context *ctx, gpumem_array *const *arrays, size_t count,
@@ -95,8 +99,7 @@ static gpumem_status begin(const char *what, gpumem_context *ctx, gpumem_array *
     }
     if (st != GPUMEM_OK) {
         st = gm_keep_first(st, gm_host_unpin_set(&reg->pins, what));
-        registration_free(reg);
-        return st;
+        return gm_keep_first(st, registration_free(what, reg));
     }
     *out = reg;
     return GPUMEM_OK;
@@ -120,7 +123,7 @@ static gpumem_status end(const char *what, gpumem_registration **handle, bool ma
     if (!gm_handle_kill(reg, GM_HANDLE_REGISTRATION))
         return gm_handle_error(reg, GM_HANDLE_REGISTRATION, what, "*registration");
     st = gm_host_unpin_set(&reg->pins, what);
-    registration_free(reg);
+    st = gm_keep_first(st, registration_free(what, reg));
     *handle = NULL;
     return st;
 }
@@ -166,7 +169,7 @@ GPUMEM_API gpumem_status gpumem_mapped(gpumem_context *ctx, gpumem_array *const 
         st = gm_array_mapped_view(what, c, arrays[made], &device_views[made]);
     if (st != GPUMEM_OK) {
         while (--made > 0)
-            st = gm_keep_first(st, gpumem_array_release(device_views[made - 1]));
+            st = gm_keep_first(st, gm_array_release_as(device_views[made - 1], what));
         return gm_keep_first(st, end(what, &reg, true));
     }
     *registration = reg;

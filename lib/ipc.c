@@ -10,18 +10,23 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "array.h"
+#include "cai.h"
 #include "context.h"
+#include "copy_engine.h"
 #include "driver.h"
+#include "dtype.h"
 #include "error.h"
 #include "gpumem/interop.h"
 #include "gpumem/ipc.h"
 #include "layout.h"
+#include "pointer.h"
 
 /* The byte layout (gpumem/ipc.h). */
 enum {
@@ -144,15 +149,15 @@ GPUMEM_API gpumem_status gpumem_ipc_get_handle(const gpumem_array *array, gpumem
     gpumem_cuda_array_interface desc = {.size = sizeof desc,
                                         .descr_buffer = (char *)out + OFF_DESCR,
                                         .descr_buffer_size = DESCR_BYTES};
-    gpumem_status st = gpumem_array_interface(a, NULL, &desc);
+    gpumem_status st = gm_array_interface(what, a, NULL, &desc);
     if (st != GPUMEM_OK)
-        return gm_error_prefix(st, what);
+        return st;
 
     gpumem_pointer_info info = {.size = sizeof info};
     int is_cuda = 0;
-    st = gpumem_is_cuda_array(a->dev, &is_cuda, &info);
+    st = gm_pointer_query(what, a->dev, &is_cuda, &info);
     if (st != GPUMEM_OK)
-        return gm_error_prefix(st, what);
+        return st;
     if (info.kind != GPUMEM_POINTER_DEVICE || !info.ipc_capable)
         return gm_error(GPUMEM_ERROR_INVALID_VALUE,
                         "%s: the memory at 0x%" PRIx64 " is %s, which has no IPC handle (only cuMemAlloc memory has)",
@@ -269,18 +274,21 @@ static gpumem_status decode(const char *what, const unsigned char *in, decoded *
     /* the dtype's size is the item size; the record description (read
      * again by gpumem_as_cuda_array once mapped) is checked here, before
      * the driver */
+    char where[160];
+    snprintf(where, sizeof where, "%s: the handle's typestr", what);
     gpumem_dtype *dt = NULL;
-    gpumem_status st = gpumem_dtype_from_typestr(d->typestr, &dt);
+    gpumem_status st = gm_dtype_from_typestr(where, d->typestr, &dt);
     if (st != GPUMEM_OK)
-        return gm_error_prefix(st, "gpumem_ipc_open: the handle's typestr");
+        return st;
     size_t dsize = 0;
     gpumem_dtype_itemsize(dt, &dsize);
     gpumem_type type = GPUMEM_VOID;
     gpumem_dtype_type(dt, &type, NULL);
     gpumem_dtype *rec = NULL;
-    if (dsize == d->itemsize && d->has_descr && (st = gpumem_dtype_from_descr(d->descr, &rec)) != GPUMEM_OK) {
+    snprintf(where, sizeof where, "%s: the handle's record description", what);
+    if (dsize == d->itemsize && d->has_descr && (st = gm_dtype_from_descr(where, d->descr, &rec)) != GPUMEM_OK) {
         gpumem_dtype_release(dt);
-        return gm_error_prefix(st, "gpumem_ipc_open: the handle's record description");
+        return st;
     }
     size_t rsize = 0;
     if (rec != NULL)
@@ -346,7 +354,7 @@ static void mapping_close(void *owner)
 static gpumem_status find_device(const char *what, const int32_t pci[3], int *device)
 {
     int count = 0;
-    gpumem_status st = gpumem_device_count(&count);
+    gpumem_status st = gm_device_count(what, &count);
     *device = -1;
     for (int i = 0; st == GPUMEM_OK && i < count && *device < 0; i++) {
         int32_t ids[3];
@@ -431,11 +439,9 @@ static gpumem_status open_mapped(const char *what, gpumem_context *ctx, gpumem_c
     memcpy(desc.shape, d->shape, sizeof desc.shape);
     memcpy(desc.strides, d->strides, sizeof desc.strides);
     memcpy(desc.typestr, d->typestr, sizeof desc.typestr);
-    st = gpumem_as_cuda_array(ctx, &desc, GPUMEM_CAI_NO_SYNCHRONIZE, mapping_close, m, out);
-    if (st != GPUMEM_OK) {
-        gm_error_prefix(st, what);
+    st = gm_as_cuda_array(what, ctx, &desc, GPUMEM_CAI_NO_SYNCHRONIZE, mapping_close, m, out);
+    if (st != GPUMEM_OK)
         mapping_close(m); /* the error message stays: the close only logs */
-    }
     return st;
 }
 
@@ -463,7 +469,7 @@ GPUMEM_API gpumem_status gpumem_ipc_open(gpumem_context *ctx, const gpumem_ipc_h
                       what, (unsigned)d->pci[0], (unsigned)d->pci[1], (unsigned)d->pci[2], d->ordinal);
     gpumem_context *own = NULL, *owner_ctx = NULL;
     if (st == GPUMEM_OK && ctx == NULL)
-        st = gpumem_context_create(owner_dev, &own), ctx = own;
+        st = gm_context_create(what, owner_dev, &own), ctx = own;
     if (st != GPUMEM_OK) {
         free(d);
         return st;
@@ -476,7 +482,7 @@ GPUMEM_API gpumem_status gpumem_ipc_open(gpumem_context *ctx, const gpumem_ipc_h
         st = gm_drv_check(GM_DRV(device_can_access_peer, ctx->device, owner_dev, &can), GM_OP_device_can_access_peer,
                           what);
         if (st == GPUMEM_OK)
-            st = gpumem_context_create(owner_dev, &owner_ctx);
+            st = gm_context_create(what, owner_dev, &owner_ctx);
         if (st == GPUMEM_OK && can) {
             /* peer access: the memory mapped into ctx, no copy */
             int rc = GM_DRV(ctx_enable_peer_access, ctx->dctx, owner_ctx->dctx);
@@ -488,16 +494,18 @@ GPUMEM_API gpumem_status gpumem_ipc_open(gpumem_context *ctx, const gpumem_ipc_h
             /* staged: mapped on its own device, copied into ctx */
             gpumem_array *src = NULL, *dst = NULL;
             st = open_mapped(what, owner_ctx, NULL, d, 0, &src);
+            int64_t cstrides[GM_MAX_NDIM];
             if (st == GPUMEM_OK)
-                st = gpumem_device_array(ctx, src->ndim, src->shape, NULL, src->dtype, 'C', NULL, &dst);
+                st = gm_array_prepare(what, &ctx, src->ndim, src->shape, NULL, src->dtype, 'C', NULL, cstrides);
             if (st == GPUMEM_OK)
-                st = gpumem_array_copy(dst, src, NULL);
-            if (st != GPUMEM_OK && dst != NULL)
-                gpumem_array_release(dst);
-            else if (st == GPUMEM_OK)
+                st = gm_array_new_device(what, ctx, src->ndim, src->shape, cstrides, src->dtype, NULL, &dst);
+            if (st == GPUMEM_OK)
+                st = gm_array_copy(what, dst, src, NULL);
+            if (st != GPUMEM_OK)
+                st = gm_keep_first(st, gm_array_release_as(dst, what));
+            else
                 *array = dst;
-            if (src != NULL)
-                gpumem_array_release(src);
+            st = gm_keep_first(st, gm_array_release_as(src, what)); /* closes the mapping */
         }
     }
     if (owner_ctx != NULL)

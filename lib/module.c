@@ -13,6 +13,7 @@
 
 #include "bytes.h"
 #include "array.h"
+#include "copy_engine.h"
 #include "error.h"
 #include "memo.h"
 #include "module.h"
@@ -50,9 +51,8 @@ static bool grow_end(uint64_t *end, uint64_t off, uint64_t len)
 
 /* A 64-bit ELF file's size from its headers: the furthest byte that its
  * header tables, sections and segments cover. */
-static gpumem_status elf_size(const unsigned char *b, size_t *size)
+static gpumem_status elf_size(const char *what, const unsigned char *b, size_t *size)
 {
-    const char *what = "gpumem_module_load";
     if (b[4] != 2 || b[5] != 1)
         return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: size 0 needs a 64-bit little-endian cubin to read "
                         "its size from; pass the image's size", what);
@@ -85,9 +85,8 @@ typedef struct image {
     int format;
 } image;
 
-static gpumem_status image_resolve(const void *data, size_t size, image *out)
+static gpumem_status image_resolve(const char *what, const void *data, size_t size, image *out)
 {
-    const char *what = "gpumem_module_load";
     const unsigned char *b = data;
     /* the wrapper of nvcc's host code points at the fat binary */
     bool four = size >= 4 || (size == 0 && b[0] && b[1] && b[2] && b[3]); /* stops at a NUL */
@@ -111,7 +110,7 @@ static gpumem_status image_resolve(const void *data, size_t size, image *out)
                                 "size; pass the image's size", what);
             size = (size_t)total;
         } else if (format == IMAGE_ELF) {
-            gpumem_status st = elf_size(b, &size);
+            gpumem_status st = elf_size(what, b, &size);
             if (st != GPUMEM_OK)
                 return st;
         } else {
@@ -165,11 +164,11 @@ gpumem_status gm_module_drop(gpumem_module *m)
 }
 
 /* memo.c's callbacks for the kernel cache: the key is the image (PTX
- * without its NUL). */
+ * without its NUL); user is the `what` of the load that makes the entry
+ * (read only while it does). */
 static gpumem_status module_create(gpumem_context *ctx, const void *key, size_t key_size, void *user, void **value)
 {
-    (void)user;
-    const char *what = "gpumem_module_load";
+    const char *what = user;
     bool ptx = image_format(key, key_size) == IMAGE_PTX;
     gpumem_module *m = gm_handle_new_zeroed(GM_HANDLE_MODULE, sizeof *m);
     char *text = NULL;
@@ -223,6 +222,23 @@ static void module_acquire(void *value)
     atomic_fetch_add_explicit(&m->user_refs, 1, memory_order_relaxed);
 }
 
+gpumem_status gm_module_load(const char *what, gpumem_context *ctx, const void *image_data, size_t size,
+                             gpumem_module **module)
+{
+    image img = {NULL, 0, IMAGE_PTX};
+    gpumem_status st = image_resolve(what, image_data, size, &img);
+    if (st != GPUMEM_OK)
+        return st;
+    void *v;
+    st = gm_memo_get(what, ctx, img.bytes, img.size, module_create, module_cache_drop, (void *)what, module_acquire,
+                     &v);
+    if (st != GPUMEM_OK)
+        return st;
+    gpumem_context_retain(ctx); /* the caller's reference holds the context */
+    *module = v;
+    return GPUMEM_OK;
+}
+
 GPUMEM_API gpumem_status gpumem_module_load(gpumem_context *ctx, const void *image_data, size_t size,
                                             gpumem_module **module)
 {
@@ -233,17 +249,7 @@ GPUMEM_API gpumem_status gpumem_module_load(gpumem_context *ctx, const void *ima
     ctx = gm_context_or_default(ctx, &st);
     if (st != GPUMEM_OK)
         return st;
-    image img = {NULL, 0, IMAGE_PTX};
-    if ((st = image_resolve(image_data, size, &img)) != GPUMEM_OK)
-        return st;
-    void *v;
-    st = gm_memo_get("gpumem_module_load", ctx, img.bytes, img.size, module_create, module_cache_drop, NULL,
-                     module_acquire, &v);
-    if (st != GPUMEM_OK)
-        return st;
-    gpumem_context_retain(ctx); /* the caller's reference holds the context */
-    *module = v;
-    return GPUMEM_OK;
+    return gm_module_load("gpumem_module_load", ctx, image_data, size, module);
 }
 
 GPUMEM_API gpumem_status gpumem_module_retain(gpumem_module *module)
@@ -299,12 +305,9 @@ static gm_global *find_global(const gpumem_module *m, const char *name)
     return NULL;
 }
 
-GPUMEM_API gpumem_status gpumem_module_get_function(gpumem_module *module, const char *name,
-                                                    gpumem_function **function)
+gpumem_status gm_module_get_function(const char *what, gpumem_module *module, const char *name,
+                                     gpumem_function **function)
 {
-    GM_CHECK_HANDLE(module);
-    GM_CHECK_NULL(name);
-    GM_CHECK_NULL(function);
     pthread_rwlock_rdlock(&module->lock);
     struct gpumem_function *f = find_function(module, name);
     pthread_rwlock_unlock(&module->lock);
@@ -319,11 +322,11 @@ GPUMEM_API gpumem_status gpumem_module_get_function(gpumem_module *module, const
         gm_dfunc *df = NULL;
         int rc = GM_DRV(module_get_function, module->ctx->dctx, &df, module->dm, name);
         if (rc != 0) {
-            char what[160];
-            snprintf(what, sizeof what, "gpumem_module_get_function: no kernel '%.100s' in the module", name);
-            st = gm_drv_check(rc, GM_OP_module_get_function, what);
+            char where[400];
+            snprintf(where, sizeof where, "%s: no kernel '%.100s' in the module", what, name);
+            st = gm_drv_check(rc, GM_OP_module_get_function, where);
         } else if ((f = gm_handle_new(GM_HANDLE_FUNCTION, sizeof *f + len + 1)) == NULL) {
-            st = gm_error(GPUMEM_ERROR_HOST_OUT_OF_MEMORY, "gpumem_module_get_function: out of host memory");
+            st = gm_error(GPUMEM_ERROR_HOST_OUT_OF_MEMORY, "%s: out of host memory", what);
         } else {
             f->module = module;
             f->df = df;
@@ -336,6 +339,15 @@ GPUMEM_API gpumem_status gpumem_module_get_function(gpumem_module *module, const
     if (st == GPUMEM_OK)
         *function = f;
     return st;
+}
+
+GPUMEM_API gpumem_status gpumem_module_get_function(gpumem_module *module, const char *name,
+                                                    gpumem_function **function)
+{
+    GM_CHECK_HANDLE(module);
+    GM_CHECK_NULL(name);
+    GM_CHECK_NULL(function);
+    return gm_module_get_function("gpumem_module_get_function", module, name, function);
 }
 
 /* The global `name` of m, looked up once. */
@@ -521,7 +533,7 @@ GPUMEM_API gpumem_status gpumem_launch(const gpumem_function *function, const un
 
 static void array_drops_module(void *module)
 {
-    module_unref(module);
+    gm_error_quietly(module_unref(module)); /* the array's release cannot report it */
 }
 
 GPUMEM_API gpumem_status gpumem_const_array_like(gpumem_module *module, const char *symbol,
@@ -548,11 +560,11 @@ GPUMEM_API gpumem_status gpumem_const_array_like(gpumem_module *module, const ch
         module_unref(module);
         return st;
     }
-    st = gpumem_array_copy(d, array, stream);
-    if (st != GPUMEM_OK) {
-        st = gm_keep_first(st, gpumem_array_release(d));
-        return gm_error_reword(st, "%s: copying into '%s': %s", what, symbol, gm_error_message());
-    }
+    char where[200];
+    snprintf(where, sizeof where, "%s: copying into '%.100s'", what, symbol);
+    st = gm_array_copy(where, d, array, stream);
+    if (st != GPUMEM_OK)
+        return gm_keep_first(st, gm_array_release_as(d, what));
     *device_array = d;
     return GPUMEM_OK;
 }

@@ -53,6 +53,14 @@ static inline gm_dfunc *gm_function_dfunc(const gpumem_function *f)
     return f->df;
 }
 
+/* gpumem_module_load (arguments checked, ctx resolved) and
+ * gpumem_module_get_function for the library's own loads (the pack
+ * kernels): every failure is named after `what`, the public call made. */
+gpumem_status gm_module_load(const char *what, gpumem_context *ctx, const void *image_data, size_t size,
+                             gpumem_module **module);
+gpumem_status gm_module_get_function(const char *what, gpumem_module *module, const char *name,
+                                     gpumem_function **function);
+
 /* A module reference that holds no context reference, for a value cached
  * per context (which must not keep its context alive), and its release. */
 void gm_module_hold(gpumem_module *m);

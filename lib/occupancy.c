@@ -19,6 +19,7 @@
 #include "gpumem/occupancy.h"
 
 #include "arch_table.h"
+#include "context.h"
 #include "cuda_abi.h"
 #include "driver.h"
 #include "error.h"
@@ -84,20 +85,20 @@ GPUMEM_API gpumem_status gpumem_device_data_create(int device, gpumem_device_dat
     gpumem_status st;
     if (device == GPUMEM_DEVICE_DATA_DEFAULT) {
         /* pycuda's DeviceData(dev=None): the current context's device. */
-        gpumem_context *ctx;
-        if ((st = gpumem_autoinit(&ctx)) != GPUMEM_OK ||
-            (st = gpumem_context_get_device(ctx, &device)) != GPUMEM_OK)
-            return gm_error_prefix(st, "gpumem_device_data_create: the default context");
+        gpumem_context *ctx = gm_context_use(NULL, "gpumem_device_data_create", &st);
+        if (st != GPUMEM_OK)
+            return st;
+        device = ctx->device;
     }
     int count, major, minor;
-    if ((st = gpumem_device_count(&count)) != GPUMEM_OK)
-        return gm_error_prefix(st, "gpumem_device_data_create");
+    if ((st = gm_device_count("gpumem_device_data_create", &count)) != GPUMEM_OK)
+        return st;
     if (device < 0 || device >= count)
         return gm_error(GPUMEM_ERROR_INVALID_DEVICE,
                         "gpumem_device_data_create: no device %d: the %s backend sees %d device%s", device,
                         gm_drv->name, count, count == 1 ? "" : "s");
-    if ((st = gpumem_device_compute_capability(device, &major, &minor)) != GPUMEM_OK)
-        return gm_error_prefix(st, "gpumem_device_data_create");
+    if ((st = gm_device_compute_capability("gpumem_device_data_create", device, &major, &minor)) != GPUMEM_OK)
+        return st;
     int exact = 0;
     const gm_arch *a = gm_arch_lookup(major, minor, &exact);
     if (a == NULL)

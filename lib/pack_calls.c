@@ -16,11 +16,11 @@ void gm_pack_provider_set(const gm_pack_provider *p)
     atomic_store_explicit(&provider, p, memory_order_release);
 }
 
-gpumem_status gm_pack_kernels_get(gpumem_context *ctx, gm_pack_kernels **out)
+gpumem_status gm_pack_kernels_get(gpumem_context *ctx, const char *what, gm_pack_kernels **out)
 {
     const gm_pack_provider *p = atomic_load_explicit(&provider, memory_order_acquire);
     *out = NULL;
-    return p != NULL ? p->get(ctx, out) : GPUMEM_OK;
+    return p != NULL ? p->get(ctx, what, out) : GPUMEM_OK;
 }
 
 void gm_pack_kernels_put(gm_pack_kernels *k)

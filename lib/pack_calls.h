@@ -51,7 +51,7 @@ typedef struct gm_scratch {
  * engine when the library loads, so the engine names nothing above it.  The
  * calls below go through them. */
 typedef struct gm_pack_provider {
-    gpumem_status (*get)(gpumem_context *ctx, gm_pack_kernels **out);
+    gpumem_status (*get)(gpumem_context *ctx, const char *what, gm_pack_kernels **out);
     void (*put)(gm_pack_kernels *k);
     gpumem_status (*launch)(gm_pack_kernels *k, const gm_pack_plan *plan, uint64_t strided, uint64_t packed,
                             gpumem_stream *stream, const char *what);
@@ -69,14 +69,15 @@ void gm_pack_provider_set(const gm_pack_provider *p);
 /* The context's pack kernels, with a reference for the caller (give it back
  * with gm_pack_kernels_put once the launches are complete).  The first call
  * in a context loads lib/kernels/pack.cu's PTX through the kernel cache
- * (gpumem_module_load) and looks the kernels up; later calls are a cache
+ * (as gpumem_module_load does) and looks the kernels up; later calls are a cache
  * hit.  When the driver cannot use the PTX (CUDA_ERROR_UNSUPPORTED_PTX_VERSION
  * from a driver older than it, INVALID_PTX, NO_BINARY_FOR_GPU,
  * INVALID_IMAGE), *out is NULL and the status GPUMEM_OK: the copy engine
  * does without, and that is remembered for the context (not retried until
  * gpumem_clear_context_caches).  Other failures are returned.  Without a
- * provider, *out is NULL too. */
-gpumem_status gm_pack_kernels_get(gpumem_context *ctx, gm_pack_kernels **out);
+ * provider, *out is NULL too.  `what`, the public call that copies, names a
+ * failure. */
+gpumem_status gm_pack_kernels_get(gpumem_context *ctx, const char *what, gm_pack_kernels **out);
 void gm_pack_kernels_put(gm_pack_kernels *k);
 
 /* Launches the plan's kernel on stream (NULL: the legacy default stream)

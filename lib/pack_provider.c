@@ -11,6 +11,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,6 +23,7 @@
 #include "memo.h"
 #include "module.h"
 #include "pack_provider.h"
+#include "stream.h"
 
 /* Idle scratch buffers kept per context (pack_calls.h). */
 #define SCRATCH_KEEP 4
@@ -84,7 +86,7 @@ static void kernels_unref(gm_pack_kernels *k)
             scratch_free(k, s);
         }
         pthread_mutex_destroy(&k->mu);
-        (void)gm_module_drop(k->module);
+        gm_error_quietly(gm_module_drop(k->module)); /* nobody reports it */
         free(k);
     }
 }
@@ -97,18 +99,21 @@ static bool cannot_load(int result)
            result == GM_CUDA_ERROR_NO_BINARY_FOR_GPU || result == GM_CUDA_ERROR_INVALID_IMAGE;
 }
 
+/* memo.c's create callback; user is the `what` of the copy that loads them
+ * (read only while it does). */
 static gpumem_status kernels_create(gpumem_context *ctx, const void *key, size_t key_size, void *user,
                                     void **value)
 {
-    (void)key, (void)key_size, (void)user;
+    (void)key, (void)key_size;
+    const char *what = user;
     gm_pack_kernels *k = calloc(1, sizeof *k);
     if (k == NULL)
-        return gm_error(GPUMEM_ERROR_HOST_OUT_OF_MEMORY, "the pack kernels: out of host memory");
+        return gm_error(GPUMEM_ERROR_HOST_OUT_OF_MEMORY, "%s: out of host memory", what);
     atomic_init(&k->refs, 1);
     k->ctx = ctx;
     pthread_mutex_init(&k->mu, NULL);
     gpumem_module *m = NULL;
-    gpumem_status st = gpumem_module_load(ctx, gm_pack_ptx, gm_pack_ptx_size, &m);
+    gpumem_status st = gm_module_load(what, ctx, gm_pack_ptx, gm_pack_ptx_size, &m);
     if (st == GPUMEM_ERROR_DRIVER && cannot_load(gm_error_result())) {
         /* the driver cannot load them (say, PTX newer than it): remembered
          * as unavailable, so no copy tries again; other failures (out of
@@ -123,10 +128,10 @@ static gpumem_status kernels_create(gpumem_context *ctx, const void *key, size_t
         return st;
     }
     for (int i = 0; i < GM_PACK_ALL_KERNELS && st == GPUMEM_OK; i++)
-        st = gpumem_module_get_function(m, gm_pack_kernel_name(i), &k->fn[i]);
+        st = gm_module_get_function(what, m, gm_pack_kernel_name(i), &k->fn[i]);
     if (st == GPUMEM_OK)
         gm_module_hold(m); /* ours, holding no context */
-    gpumem_module_release(m);
+    gm_error_quietly(gpumem_module_release(m)); /* the cache holds it: this frees nothing */
     if (st != GPUMEM_OK) {
         pthread_mutex_destroy(&k->mu);
         free(k);
@@ -150,11 +155,12 @@ static void kernels_acquire(void *value)
     atomic_fetch_add_explicit(&k->refs, 1, memory_order_relaxed);
 }
 
-static gpumem_status kernels_get(gpumem_context *ctx, gm_pack_kernels **out)
+static gpumem_status kernels_get(gpumem_context *ctx, const char *what, gm_pack_kernels **out)
 {
+    char where[256];
+    snprintf(where, sizeof where, "%s: the copy engine's pack kernels", what);
     void *v = NULL;
-    gpumem_status st = gm_memo_get("the copy engine's pack kernels", ctx, NULL, 0, kernels_create,
-                                   kernels_destroy, NULL, kernels_acquire, &v);
+    gpumem_status st = gm_memo_get(where, ctx, NULL, 0, kernels_create, kernels_destroy, where, kernels_acquire, &v);
     if (st != GPUMEM_OK)
         return st;
     gm_pack_kernels *k = v;
@@ -172,8 +178,8 @@ static void kernels_put(gm_pack_kernels *k)
         kernels_unref(k);
 }
 
-static gpumem_status kernels_launch(gm_pack_kernels *k, const gm_pack_plan *plan, uint64_t strided,
-                                     uint64_t packed, gpumem_stream *stream, const char *what)
+static gpumem_status kernels_launch_ds(gm_pack_kernels *k, const gm_pack_plan *plan, uint64_t strided,
+                                       uint64_t packed, gm_dstream *ds, const char *what)
 {
     gm_pack_params p = plan->params;
     p.strided += strided; /* the plan holds the offsets */
@@ -181,21 +187,20 @@ static gpumem_status kernels_launch(gm_pack_kernels *k, const gm_pack_plan *plan
     unsigned grid[3], block[3];
     gm_pack_launch_dims(plan->kernel, &p, grid, block);
     void *params[1] = {&p};
-    gpumem_status st = gpumem_launch(k->fn[plan->kernel], grid, block, 0, stream, params);
-    return st == GPUMEM_OK ? st : gm_error_prefix(st, what);
+    const gpumem_function *f = k->fn[plan->kernel];
+    int rc = GM_DRV(launch_kernel, k->ctx->dctx, f->df, grid, block, 0, ds, params);
+    if (rc == GM_CUDA_SUCCESS)
+        return GPUMEM_OK;
+    char where[300];
+    snprintf(where, sizeof where, "%s: the pack kernel '%.64s'", what, f->name);
+    return gm_drv_check(rc, GM_OP_launch_kernel, where);
 }
 
-static gpumem_status kernels_launch_ds(gm_pack_kernels *k, const gm_pack_plan *plan, uint64_t strided,
-                                       uint64_t packed, gm_dstream *ds, const char *what)
+/* On a stream the copy checked already (gpumem_launch's checks hold). */
+static gpumem_status kernels_launch(gm_pack_kernels *k, const gm_pack_plan *plan, uint64_t strided,
+                                    uint64_t packed, gpumem_stream *stream, const char *what)
 {
-    gm_pack_params p = plan->params;
-    p.strided += strided;
-    p.packed += packed;
-    unsigned grid[3], block[3];
-    gm_pack_launch_dims(plan->kernel, &p, grid, block);
-    void *params[1] = {&p};
-    return gm_drv_check(GM_DRV(launch_kernel, k->ctx->dctx, k->fn[plan->kernel]->df, grid, block, 0, ds, params),
-                        GM_OP_launch_kernel, what);
+    return kernels_launch_ds(k, plan, strided, packed, gm_stream_ds(stream), what);
 }
 
 static gpumem_status kernels_launch_batch(gm_pack_kernels *k, int kernel, const gm_pack_batch_params *p,

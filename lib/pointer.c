@@ -11,6 +11,7 @@
 #include "driver.h"
 #include "error.h"
 #include "gpumem/ipc.h"
+#include "pointer.h"
 
 GPUMEM_API gpumem_status gpumem_is_cuda_array(uint64_t pointer, int *result, gpumem_pointer_info *info)
 {
@@ -20,6 +21,11 @@ GPUMEM_API gpumem_status gpumem_is_cuda_array(uint64_t pointer, int *result, gpu
         return gm_error(GPUMEM_ERROR_INVALID_VALUE,
                         "%s: info->size is %zu, less than sizeof(gpumem_pointer_info), %zu: set it first", what,
                         info->size, sizeof *info);
+    return gm_pointer_query(what, pointer, result, info);
+}
+
+gpumem_status gm_pointer_query(const char *what, uint64_t pointer, int *result, gpumem_pointer_info *info)
+{
     gpumem_status st = gm_driver_ready();
     if (st != GPUMEM_OK)
         return st;

@@ -4,7 +4,9 @@
  */
 #include "config.h"
 
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "error.h"
 #include "stream.h"
@@ -117,6 +119,7 @@ gpumem_status gm_stream_add_writeback(gpumem_stream *stream, gpumem_context *ctx
     wb->fn = fn;
     wb->arg = arg;
     wb->next = NULL;
+    snprintf(wb->queued_by, sizeof wb->queued_by, "%.*s", (int)strcspn(what, ":"), what); /* the call's name */
     pthread_mutex_lock(&stream->lock);
     wb->seq = ++stream->writebacks_added;
     *stream->writebacks_tail = wb;
@@ -125,26 +128,15 @@ gpumem_status gm_stream_add_writeback(gpumem_stream *stream, gpumem_context *ctx
     return GPUMEM_OK;
 }
 
-/* Waits for the stream's work; then runs the write-backs that the wait
- * covered, in the order they were queued.  A write-back is added after the
- * work it finishes was queued, so those added before the wait began are
- * covered; one added meanwhile by another thread (its work perhaps still
- * queued) stays for a later synchronization.  They are taken off the list
- * first, so none runs twice, and every one is attempted even after a
- * failure; the first failure is returned. */
-static gpumem_status stream_sync(gpumem_stream *s, const char *what)
+/* Takes the write-backs added up to number `upto` off the stream's list
+ * (its head: they are in the order added). */
+static gm_writeback *take_writebacks(gpumem_stream *s, uint64_t upto)
 {
-    gpumem_context *ctx = s->ctx;
-    pthread_mutex_lock(&s->lock);
-    uint64_t covered = s->writebacks_added;
-    pthread_mutex_unlock(&s->lock);
-    gpumem_status st = gm_drv_check(GM_DRV(stream_synchronize, ctx->dctx, s->ds), GM_OP_stream_synchronize,
-                                    what);
-    pthread_mutex_lock(&s->lock);
     gm_writeback *wb = NULL, **cut = &s->writebacks;
-    while (*cut != NULL && (*cut)->seq <= covered)
+    pthread_mutex_lock(&s->lock);
+    while (*cut != NULL && (*cut)->seq <= upto)
         cut = &(*cut)->next;
-    if (cut != &s->writebacks) { /* detach the covered head of the list */
+    if (cut != &s->writebacks) { /* detach the head of the list */
         wb = s->writebacks;
         s->writebacks = *cut;
         *cut = NULL;
@@ -152,21 +144,63 @@ static gpumem_status stream_sync(gpumem_stream *s, const char *what)
             s->writebacks_tail = &s->writebacks;
     }
     pthread_mutex_unlock(&s->lock);
+    return wb;
+}
+
+/* Runs the write-backs of the list wb in order (run false: drops them
+ * unrun), each named after `what` and the call that queued it; every one
+ * is attempted, and the first failure, st's if st is one, is returned. */
+static gpumem_status run_writebacks(gm_writeback *wb, bool run, gpumem_status st, const char *what)
+{
     while (wb != NULL) {
         gm_writeback *next = wb->next;
-        gpumem_status cst = gm_keep_first(st, wb->fn(wb->arg, true));
-        if (cst != GPUMEM_OK && st == GPUMEM_OK)
-            st = gm_error_reword(cst, "%s: a write-back: %s", what, gm_error_message());
+        char where[256];
+        snprintf(where, sizeof where, "%s: the write-back that %s queued", what, wb->queued_by);
+        st = gm_keep_first(st, wb->fn(wb->arg, run, where));
         free(wb);
         wb = next;
     }
     return st;
 }
 
+/* Waits for the stream's work; then runs the write-backs that the wait
+ * covered, in the order they were queued.  A write-back is added after the
+ * work it finishes was queued, so those added before the wait began are
+ * covered; one added meanwhile by another thread (its work perhaps still
+ * queued) stays for a later synchronization.  They are taken off the list
+ * first, so none runs twice, and every one is attempted even after a
+ * failure; the first failure is returned.
+ *
+ * A failed wait says nothing of how far the work got: a download may not
+ * have reached its bounce block, whose landing host function is still
+ * queued, and a write-back's device array may not hold its data yet.  So
+ * after a failed wait every write-back stays queued, unrun, for a later
+ * synchronization whose wait succeeds.  Unless the stream ends (`final`:
+ * its destruction, its context's): then the wait is made once more, as
+ * before any free of memory that queued work may still use (the second
+ * wait's failure is not reported: the first one is), and every write-back
+ * runs if it succeeded, or is dropped unrun if not (the work is lost: a
+ * lost device). */
+static gpumem_status stream_sync(gpumem_stream *s, const char *what, bool final)
+{
+    gpumem_context *ctx = s->ctx;
+    pthread_mutex_lock(&s->lock);
+    uint64_t covered = final ? UINT64_MAX : s->writebacks_added;
+    pthread_mutex_unlock(&s->lock);
+    gpumem_status st = gm_drv_check(GM_DRV(stream_synchronize, ctx->dctx, s->ds), GM_OP_stream_synchronize,
+                                    what);
+    bool waited = st == GPUMEM_OK;
+    if (!waited && !final)
+        return st;
+    if (!waited)
+        waited = GM_DRV(stream_synchronize, ctx->dctx, s->ds) == GM_CUDA_SUCCESS;
+    return run_writebacks(take_writebacks(s, covered), waited, st, what);
+}
+
 GPUMEM_API gpumem_status gpumem_stream_synchronize(gpumem_stream *stream)
 {
     GM_CHECK_HANDLE(stream);
-    return stream_sync(stream, "gpumem_stream_synchronize");
+    return stream_sync(stream, "gpumem_stream_synchronize", false);
 }
 
 GPUMEM_API gpumem_status gpumem_stream_query(gpumem_stream *stream)
@@ -202,7 +236,7 @@ GPUMEM_API gpumem_status gpumem_stream_destroy(gpumem_stream *stream)
         }
     }
     pthread_mutex_unlock(&ctx->lock);
-    gpumem_status st = stream_sync(stream, "gpumem_stream_destroy");
+    gpumem_status st = stream_sync(stream, "gpumem_stream_destroy", true);
     st = gm_keep_first(st, gm_drv_check(GM_DRV(stream_destroy, ctx->dctx, stream->ds), GM_OP_stream_destroy,
                                         "gpumem_stream_destroy"));
     atomic_store_explicit(&stream->destroyed, true, memory_order_release);
@@ -233,7 +267,7 @@ GPUMEM_API gpumem_status gpumem_stream_auto_synchronize_end(gpumem_stream *strea
                         "auto_synchronize scope of this stream is open");
     if (depth > 1)
         return GPUMEM_OK; /* an inner scope: the outermost end synchronizes */
-    return stream_sync(stream, "gpumem_stream_auto_synchronize_end");
+    return stream_sync(stream, "gpumem_stream_auto_synchronize_end", false);
 }
 
 gpumem_status gm_stream_wait(gpumem_stream *stream, const char *what)
@@ -280,12 +314,12 @@ gpumem_status gm_streams_commit(gpumem_context *ctx, const char *what)
     gpumem_stream *dflt = has_writebacks(ctx->default_stream) ? ctx->default_stream : NULL;
     pthread_mutex_unlock(&ctx->lock);
     if (dflt != NULL)
-        st = stream_sync(dflt, what);
+        st = stream_sync(dflt, what, false);
     pthread_mutex_lock(&ctx->lock);
     gpumem_stream *s = take_next(ctx->streams);
     while (s != NULL) {
         pthread_mutex_unlock(&ctx->lock);
-        st = gm_keep_first(st, stream_sync(s, what));
+        st = gm_keep_first(st, stream_sync(s, what, false));
         pthread_mutex_lock(&ctx->lock);
         if (--s->committing == 0)
             pthread_cond_broadcast(&s->idle);
@@ -306,15 +340,10 @@ static gpumem_status streams_teardown(gpumem_context *ctx)
     if (s == NULL)
         return GPUMEM_OK;
     gpumem_status st = GPUMEM_OK;
-    if (!gm_process_exiting()) {
-        st = stream_sync(s, "gpumem_context_release");
-    } else {
-        for (gm_writeback *wb = s->writebacks, *next; wb != NULL; wb = next) {
-            next = wb->next;
-            wb->fn(wb->arg, false);
-            free(wb);
-        }
-    }
+    if (!gm_process_exiting())
+        st = stream_sync(s, "gpumem_context_release", true);
+    else
+        gm_error_quietly(run_writebacks(take_writebacks(s, UINT64_MAX), false, GPUMEM_OK, "gpumem_context_release"));
     atomic_store_explicit(&s->destroyed, true, memory_order_release);
     gm_stream_unhold(s);
     return st;

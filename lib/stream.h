@@ -22,16 +22,23 @@
 #include "driver.h"
 #include "gpumem/stream.h"
 
-/* A write-back: fn(arg, true) when the stream is synchronized, which does
- * the work and frees arg; fn(arg, false) only frees arg (the stream ends
- * while the process exits).  The status of a run is the stream's. */
-typedef gpumem_status (*gm_writeback_fn)(void *arg, bool run);
+/* A write-back: fn(arg, true, what) once a wait for the stream's work
+ * succeeded, which does the work and frees arg; fn(arg, false, what) only
+ * frees arg, doing none of the work (the stream ends and its work could not
+ * be waited for, or the process exits).  `what` names a failure: the
+ * public call that synchronizes, and the one that queued the write-back
+ * ("gpumem_stream_synchronize: the write-back that gpumem_to_device queued").
+ * The status of a run is the stream's. */
+typedef gpumem_status (*gm_writeback_fn)(void *arg, bool run, const char *what);
+
+#define GM_WRITEBACK_NAME_MAX 64
 
 typedef struct gm_writeback {
     gm_writeback_fn fn;
     void *arg;
     uint64_t seq;         /* the stream's count of write-backs when it was added */
     struct gm_writeback *next;
+    char queued_by[GM_WRITEBACK_NAME_MAX]; /* the public call that queued it */
 } gm_writeback;
 
 struct gpumem_stream {
@@ -66,8 +73,12 @@ gpumem_status gm_stream_check(const gpumem_stream *stream, const gpumem_context 
                               const char *arg);
 
 /* Queues a write-back on stream (NULL: ctx's default stream); `what`, the
- * public call that adds it, names its failure.  On failure fn is not
- * called: arg stays the caller's. */
+ * public call that adds it, names a failure to add it, and is kept (a copy
+ * of the name, up to a colon) to name the write-back when it runs.  On
+ * failure fn is not called: arg stays the caller's.  The write-back runs
+ * after the first wait for the stream's work that begins after it was added
+ * and succeeds (a failed wait leaves it queued), or is dropped unrun when
+ * the stream ends and its work cannot be waited for. */
 gpumem_status gm_stream_add_writeback(gpumem_stream *stream, gpumem_context *ctx, gm_writeback_fn fn, void *arg,
                                       const char *what);
 

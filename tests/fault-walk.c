@@ -26,13 +26,14 @@
  * what it holds).
  * In every run, every failed call is held to the rule of gpumem/status.h
  * (see CHECKED below): its message and driver result are those of the
- * status it returned.
+ * status it returned, and its message names the public function that was
+ * called, and no other one the library called on the way.
  * It prints "N injection points", the number of runs that failed a call
- * alone, and the calls whose message begins with another public function's
- * name than the one called.
+ * alone.
  */
 #include "config.h"
 
+#include <ctype.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,17 +59,22 @@
  *  - when R is not 0, S is the status that R maps to (or one of the
  *    re-statuses status.h lists), and the message names R as
  *    "CUDA_ERROR_X (R)" before any other driver result; a message that
- *    names one has R.
+ *    names one has R;
+ *  - a status the message names ("GPUMEM_ERROR_X") is S.
+ * Apart, and held to as well (see `misnamed`): the message begins with the
+ * name of the function called ("gpumem_to_device: ..."), and names no
+ * other public function as what failed ("gpumem_array_copy: " within it:
+ * the library's own use of a public call, or a hard-coded name).
  * In the runs where every call after the k-th fails too, with another
  * result of another status (a lost device), the message or the result of a
  * later failure breaks it.  A call that breaks it counts one mismatch; the
  * first is described.  A call that succeeds leaves all three alone. */
 static long mismatches;
-/* Failed calls whose message begins with the name of another public
- * function (one the library called on the way) than the one called: the
- * first as "called: named".  Counted, not yet held to. */
-static long unnamed;
-static char unnamed_text[200];
+/* Failed calls whose message does not name the function called first, or
+ * names another public function as what failed: the first as "called:
+ * message". */
+static long misnamed;
+static char misnamed_text[256];
 static int injected_results[2]; /* the k-th call's result; the later calls' (a lost device) */
 static char mismatch_text[1024];
 
@@ -78,6 +84,35 @@ static void mismatch(const char *call, gpumem_status st, const char *why)
         snprintf(mismatch_text, sizeof mismatch_text, "%.60s returned %s, %s (driver result %d); message: %.600s",
                  call, gpumem_status_string(st), why, gpumem_last_driver_result(), gpumem_last_error());
     }
+}
+
+/* Whether msg names the public function `call` (n bytes) as what failed,
+ * and no other: it begins with "call: ", and no other "gpumem_...:" (an
+ * identifier, then a colon) is in it. */
+static int names_call(const char *msg, const char *call, size_t n)
+{
+    if (strncmp(msg, call, n) != 0 || msg[n] != ':')
+        return 0;
+    for (const char *p = strstr(msg, "gpumem_"); p != NULL; p = strstr(p + 1, "gpumem_")) {
+        if (p > msg && (isalnum((unsigned char)p[-1]) || p[-1] == '_'))
+            continue;
+        size_t len = strspn(p, "abcdefghijklmnopqrstuvwxyz0123456789_");
+        if (p[len] == ':' && (len != n || strncmp(p, call, n) != 0))
+            return 0;
+    }
+    return 1;
+}
+
+/* Whether every status msg names ("GPUMEM_ERROR_X") is st. */
+static int names_status(const char *msg, gpumem_status st)
+{
+    const char *want = gpumem_status_string(st);
+    for (const char *p = strstr(msg, "GPUMEM_ERROR_"); p != NULL; p = strstr(p + 1, "GPUMEM_ERROR_")) {
+        size_t len = strspn(p, "ABCDEFGHIJKLMNOPQRSTUVWXYZ_");
+        if (len != strlen(want) || strncmp(p, want, len) != 0)
+            return 0;
+    }
+    return 1;
 }
 
 /* The driver result a message names first, "CUDA_ERROR_X (n)": n, or 0. */
@@ -124,8 +159,8 @@ static gpumem_status checked(const char *call, gpumem_status st)
     }
     int named = named_result(msg), dr = gpumem_last_driver_result();
     size_t fn = strcspn(call, "(");
-    if ((strncmp(msg, call, fn) != 0 || msg[fn] != ':') && unnamed++ == 0)
-        snprintf(unnamed_text, sizeof unnamed_text, "%.*s: %.*s", (int)fn, call, (int)strcspn(msg, ":"), msg);
+    if (!names_call(msg, call, fn) && misnamed++ == 0)
+        snprintf(misnamed_text, sizeof misnamed_text, "%.*s: %.200s", (int)fn, call, msg);
     if (gpumem_last_status() != st)
         mismatch(call, st, "gpumem_last_status() is another status");
     else if (dr != 0 && dr != injected_results[0] && dr != injected_results[1])
@@ -136,6 +171,8 @@ static gpumem_status checked(const char *call, gpumem_status st)
         mismatch(call, st, "a driver failure without its driver result");
     else if (named != dr)
         mismatch(call, st, "the message names another driver result");
+    else if (!names_status(msg, st))
+        mismatch(call, st, "the message names another status");
     return st;
 }
 
@@ -264,8 +301,11 @@ static int streams(gpumem_context *ctx)
     for (int i = 0; i < 64; i++)
         host[i] = i;
     double *out = NULL;
+    static double wback[64]; /* gets the device data back at the synchronization */
+    for (int i = 0; i < 64; i++)
+        wback[i] = -1;
     gpumem_stream *s = NULL, *s2 = NULL, *dflt = NULL;
-    gpumem_array *h = NULL, *o = NULL, *d = NULL, *d2 = NULL;
+    gpumem_array *h = NULL, *o = NULL, *d = NULL, *d2 = NULL, *hw = NULL, *dw = NULL;
     gpumem_status st = GPUMEM_OK;
     TRY(gpumem_stream_create(ctx, 0, &s));
     TRY(gpumem_stream_create(ctx, 0, &s2));
@@ -275,7 +315,10 @@ static int streams(gpumem_context *ctx)
     TRY(gpumem_array_host_pointer(o, (void **)&out));
     TRY(gpumem_to_device(ctx, h, s, 0, &d));
     TRY(gpumem_device_array_like(ctx, d, s2, &d2));
-    TRY(gpumem_stream_synchronize(s));
+    TRY(gpumem_host_array_wrap(wback, 1, (int64_t[]){64}, NULL, f64, &hw));
+    TRY(gpumem_to_device(ctx, hw, s, GPUMEM_TO_DEVICE_WRITEBACK, &dw));
+    TRY(gpumem_array_copy(dw, h, s));
+    TRY(gpumem_stream_synchronize(s)); /* commits the write-back */
     TRY(gpumem_array_copy(d2, d, s2));
     if (st == GPUMEM_OK) {
         gpumem_status q = gpumem_stream_query(s2);
@@ -292,8 +335,9 @@ static int streams(gpumem_context *ctx)
     TRY(gpumem_host_array_wrap(back, 1, (int64_t[]){64}, NULL, f64, &hb));
     TRY(gpumem_copy_to_host(d2, hb, s2));
     TRY(gpumem_context_synchronize(ctx));
-    int good = st == GPUMEM_OK && out != NULL && check_doubles(out, 64, iota) && check_doubles(back, 64, iota);
-    gpumem_array *all[] = {d2, d, o, h, hb};
+    int good = st == GPUMEM_OK && out != NULL && check_doubles(out, 64, iota) && check_doubles(back, 64, iota) &&
+               check_doubles(wback, 64, iota);
+    gpumem_array *all[] = {d2, d, o, h, hb, dw, hw};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         KEEP(gpumem_array_release(all[i]));
     if (s2 != NULL)
@@ -707,8 +751,8 @@ static int failed_free(void)
  * bytes kept after the context's release, value[3] simulator threads left
  * after it, value[4] the calls whose message broke the rule (text: the
  * first), value[5] 1 when the injected failure was of a free, value[6] the
- * failed calls whose message names another public function (note: the
- * first). */
+ * failed calls whose message does not name the function called, or names
+ * another (note: the first). */
 static void run(const void *arg, child_result *out)
 {
     const long *a = arg; /* scenario, k, variant, 1: caches not cleared */
@@ -766,8 +810,8 @@ static void run(const void *arg, child_result *out)
     out->value[2] = (long)gm_sim_host_locked_bytes();
     out->value[3] = (long)gm_sim_live_workers();
     out->value[4] = mismatches;
-    out->value[6] = unnamed;
-    snprintf(out->note, sizeof out->note, "%s", unnamed_text);
+    out->value[6] = misnamed;
+    snprintf(out->note, sizeof out->note, "%s", misnamed_text);
     out->value[5] = failed_free();
 }
 
@@ -804,9 +848,8 @@ int main(void)
     if (!test_on_sim())
         plan_skip_all("fault injection runs on the simulator (GPUMEM_BACKEND=sim)");
     size_t n = sizeof scenarios / sizeof scenarios[0];
-    plan((int)(8 * n + 2));
-    long points = 0, total_mismatches = 0, mismatch_runs = 0, total_unnamed = 0;
-    char pairs[2048] = ""; /* the distinct "called: named" of calls not named */
+    plan((int)(8 * n + 3));
+    long points = 0, total_mismatches = 0, mismatch_runs = 0, total_misnamed = 0, misnamed_runs = 0;
     /* Each scenario four times: arrays allocated directly, then through a
      * device pool plugged into the context (gpumem_context_set_pool); with
      * the k-th call failing alone, then with every call after it failing
@@ -841,10 +884,13 @@ int main(void)
                 for (int c = 0; c < 2; c++) {
                     good = good && r[c].exited && r[c].exit_code == 0 && r[c].status != WRONG &&
                            (lost || !kept(&r[c]) || r[c].value[5]);
-                    total_unnamed += r[c].value[6];
-                    if (r[c].value[6] != 0 && strstr(pairs, r[c].note) == NULL &&
-                        strlen(pairs) + strlen(r[c].note) + 3 < sizeof pairs)
-                        strcat(strcat(pairs, pairs[0] ? "; " : ""), r[c].note);
+                    if (r[c].value[6] != 0) {
+                        total_misnamed += r[c].value[6];
+                        if (misnamed_runs++ < 40)
+                            diag("  %s (%s), k=%ld%s: %ld calls whose message does not name the function called, "
+                                 "or names another; the first: %s", scenarios[i].name, how[v], k,
+                                 c ? " (caches not cleared)" : "", r[c].value[6], r[c].note);
+                    }
                     if (r[c].value[4] != 0) {
                         total_mismatches += r[c].value[4];
                         if (mismatch_runs++ < 40)
@@ -871,10 +917,10 @@ int main(void)
         }
     }
     printf("# %ld injection points\n", points);
-    printf("# %ld failed calls whose message names another public function first (called: named): %s\n",
-           total_unnamed, pairs);
     ok(total_mismatches == 0, "at every failed call, gpumem_last_status() and the message's driver result "
        "agree with the status returned (%ld calls broke the rule, in %ld runs)", total_mismatches, mismatch_runs);
+    ok(total_misnamed == 0, "at every failed call, the message names the public function called, and no other "
+       "as what failed (%ld calls broke the rule, in %ld runs)", total_misnamed, misnamed_runs);
     ok(points >= 300, "%ld injection points (at least 300)", points);
     return exit_status();
 }

@@ -83,11 +83,16 @@ static void remembered(const void *arg, child_result *out)
     out->value[1] = strcmp(first, gpumem_last_error()) == 0;
     out->value[2] = (long)(calls_after - calls_before);
     snprintf(out->text, sizeof out->text, "%s", first);
+    /* a call given the NULL context names itself, then the autoinit context */
+    gpumem_array *d = NULL;
+    out->value[3] = gpumem_device_array(NULL, 1, (int64_t[]){4}, NULL, gpumem_dtype_builtin(GPUMEM_INT32), 'C', NULL,
+                                        &d);
+    snprintf(out->note, sizeof out->note, "%s", gpumem_last_error());
 }
 
 int main(void)
 {
-    plan(10);
+    plan(13);
     child_result r;
 
     run_child(concurrent, NULL, &r);
@@ -129,5 +134,11 @@ int main(void)
     is_int(r.status, GPUMEM_ERROR_INVALID_ENVIRONMENT, "autoinit fails on a bad CUDA_DEVICE");
     ok(r.value[0] && r.value[1], "the second call reports the same failure and message");
     is_int(r.value[2], 0, "without calling the driver again");
+    static const char head[] = "gpumem_autoinit: the autoinit context: CUDA_DEVICE";
+    ok(strncmp(r.text, head, strlen(head)) == 0, "the message names the call, then the context: %s", r.text);
+    is_int(r.value[3], GPUMEM_ERROR_INVALID_ENVIRONMENT, "a call on the NULL context fails the same way");
+    static const char head2[] = "gpumem_device_array: the autoinit context: CUDA_DEVICE";
+    ok(strncmp(r.note, head2, strlen(head2)) == 0, "and its message names that call, not gpumem_autoinit: %s",
+       r.note);
     return exit_status();
 }

@@ -516,9 +516,9 @@ int main(void)
     uint64_t loads0 = 0, loads1 = 0, loads2 = 0;
     gpumem_debug_driver_calls("cuModuleLoadDataEx", &loads0);
     gm_pack_kernels *k = NULL, *k2 = NULL;
-    is_int(gm_pack_kernels_get(ctx, &k), GPUMEM_OK, "the pack kernels load");
+    is_int(gm_pack_kernels_get(ctx, "test-pack", &k), GPUMEM_OK, "the pack kernels load");
     gpumem_debug_driver_calls("cuModuleLoadDataEx", &loads1);
-    is_int(gm_pack_kernels_get(ctx, &k2), GPUMEM_OK, "and again");
+    is_int(gm_pack_kernels_get(ctx, "test-pack", &k2), GPUMEM_OK, "and again");
     gpumem_debug_driver_calls("cuModuleLoadDataEx", &loads2);
     ok(k != NULL && k == k2, "the same kernels, from the per-context cache");
     is_int(loads1 - loads0, 1, "one module load for the first call");

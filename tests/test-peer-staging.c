@@ -168,7 +168,7 @@ static void kernel_case(const void *arg, child_result *out)
     gm_pack_kernels *k = NULL;
     gm_pack_plan plan;
     int64_t shape[1] = {N}, st4[1] = {4};
-    if ((out->status = gm_pack_kernels_get(c[0], &k)) != GPUMEM_OK || k == NULL ||
+    if ((out->status = gm_pack_kernels_get(c[0], "test-peer-staging", &k)) != GPUMEM_OK || k == NULL ||
         (out->status = gm_pack_plan_make(1, shape, st4, st4, 4, dev_ptr(a), dev_ptr(b), false, &plan)) != GPUMEM_OK) {
         snprintf(out->text, sizeof out->text, "setting up: %s", gpumem_last_error());
         return;

@@ -59,6 +59,119 @@ static void ordered_host_access(gpumem_context *ctx, int pinned)
     gpumem_stream_destroy(s);
 }
 
+/* Page-locked bytes the context holds (the library's bounce blocks and
+ * staging slots included). */
+static uint64_t pinned_bytes(gpumem_context *ctx)
+{
+    struct gpumem_memory_report r = {.size = sizeof r};
+    gpumem_memory_report(ctx, 0, &r);
+    return r.pinned.bytes;
+}
+
+static int all_equal(const int32_t *v, size_t n, int32_t want)
+{
+    for (size_t i = 0; i < n; i++)
+        if (v[i] != want)
+            return 0;
+    return 1;
+}
+
+/* A write-back that fails once the wait succeeded is named after the
+ * synchronization and the call that queued it, and is not run again. */
+static void failed_writeback(gpumem_context *ctx)
+{
+    const gpumem_dtype *i32 = gpumem_dtype_builtin(GPUMEM_INT32);
+    enum { W = 4096 };
+    static int32_t wb[W];
+    gpumem_stream *s = NULL;
+    gpumem_array *hw = NULL, *dw = NULL;
+    gpumem_stream_create(ctx, 0, &s);
+    gpumem_host_array_wrap(wb, 1, (int64_t[]){W}, NULL, i32, &hw);
+    for (int i = 0; i < W; i++)
+        wb[i] = 1;
+    gpumem_to_device(ctx, hw, s, GPUMEM_TO_DEVICE_WRITEBACK, &dw);
+    gpumem_array_fill(dw, &(int32_t){7}, s);
+    gpumem_array_release(dw);
+    gpumem_debug_fail_call(2, 999); /* the call after the wait: the write-back's copy */
+    is_int(gpumem_stream_synchronize(s), GPUMEM_ERROR_DRIVER, "failed write-back: the synchronization fails");
+    static const char head[] = "gpumem_stream_synchronize: the write-back that gpumem_to_device queued: ";
+    ok(strncmp(gpumem_last_error(), head, strlen(head)) == 0, "failed write-back: the message names both calls: %s",
+       gpumem_last_error());
+    gpumem_debug_fail_call(0, 0);
+    wb[0] = 2;
+    is_int(gpumem_stream_synchronize(s), GPUMEM_OK, "failed write-back: the next synchronization succeeds");
+    is_int(wb[0], 2, "failed write-back: and does not run it again");
+    ok(all_equal(wb + 1, W - 1, 1), "failed write-back: nor did the failed one write the host array");
+    gpumem_stream_destroy(s);
+    gpumem_array_release(hw);
+}
+
+/* A synchronization whose wait for the stream fails says nothing of how far
+ * the stream's work got, so it commits none of the write-backs: they stay
+ * queued for the next synchronization whose wait succeeds.  A write-back of
+ * gpumem_to_device does not copy device data that may be incomplete into
+ * the host array, and a queued download keeps its bounce block (a cleared
+ * cache cannot free it under the landing) until a wait succeeds.  Nothing
+ * is lost or kept: the next synchronization commits them, and the context
+ * gives every page-locked byte back. */
+static void failed_wait(gpumem_context *ctx)
+{
+    const gpumem_dtype *i32 = gpumem_dtype_builtin(GPUMEM_INT32);
+    enum { W = 4096, P = 1 << 18 }; /* P: a 1 MiB download, through a bounce block */
+    static int32_t wb[W], pg[P];
+    gpumem_stream *s = NULL;
+    gpumem_array *hw = NULL, *dw = NULL, *hp = NULL, *dp = NULL;
+    gpumem_stream_create(ctx, 0, &s);
+    gpumem_host_array_wrap(wb, 1, (int64_t[]){W}, NULL, i32, &hw);
+    gpumem_host_array_wrap(pg, 1, (int64_t[]){P}, NULL, i32, &hp);
+    gpumem_device_array(ctx, 1, (int64_t[]){P}, NULL, i32, 'C', NULL, &dp);
+    gpumem_array_fill(dp, &(int32_t){5}, NULL);
+    gpumem_clear_context_caches();
+    uint64_t pinned0 = pinned_bytes(ctx);
+
+    /* gpumem_to_device's write-back */
+    for (int i = 0; i < W; i++)
+        wb[i] = 1;
+    is_int(gpumem_to_device(ctx, hw, s, GPUMEM_TO_DEVICE_WRITEBACK, &dw), GPUMEM_OK, "failed wait: a write-back");
+    gpumem_array_fill(dw, &(int32_t){6}, s);
+    gpumem_array_release(dw); /* the write-back holds it */
+    gpumem_debug_fail_call(1, 999 /* CUDA_ERROR_UNKNOWN */); /* the next driver call: the stream's wait */
+    is_int(gpumem_stream_synchronize(s), GPUMEM_ERROR_DRIVER, "failed wait: the synchronization fails");
+    like(gpumem_last_error(), "gpumem_stream_synchronize: cuStreamSynchronize failed: CUDA_ERROR_UNKNOWN (999)",
+         "failed wait: and says that its wait failed");
+    ok(all_equal(wb, W, 1), "failed wait: the write-back did not run: the host array is untouched");
+    is_int(gpumem_stream_synchronize(s), GPUMEM_OK, "failed wait: the next synchronization succeeds");
+    ok(all_equal(wb, W, 6), "failed wait: and commits the write-back that the failed one kept");
+
+    /* a queued download into pageable memory, through a bounce block */
+    memset(pg, 0, sizeof pg);
+    is_int(gpumem_copy_to_host(dp, hp, s), GPUMEM_OK, "failed wait: a download into pageable memory, queued");
+    gpumem_debug_fail_call(1, 999);
+    is_int(gpumem_stream_synchronize(s), GPUMEM_ERROR_DRIVER, "failed wait: its synchronization fails");
+    is_int(gpumem_clear_context_caches(), GPUMEM_OK, "failed wait: the context's caches are cleared meanwhile");
+    ok(pinned_bytes(ctx) >= pinned0 + sizeof pg,
+       "failed wait: the bounce block stays with the stream, not in the cleared cache (%llu bytes page-locked)",
+       (unsigned long long)pinned_bytes(ctx));
+    is_int(gpumem_stream_synchronize(s), GPUMEM_OK, "failed wait: the next synchronization succeeds");
+    ok(all_equal(pg, P, 5), "failed wait: the download landed whole");
+    gpumem_clear_context_caches();
+    is_int((long long)pinned_bytes(ctx), (long long)pinned0, "failed wait: and its bounce block went back");
+
+    /* the stream's destruction: its write-backs cannot wait for a later
+     * synchronization; the wait is made once more, and they run */
+    for (int i = 0; i < W; i++)
+        wb[i] = 1;
+    gpumem_to_device(ctx, hw, s, GPUMEM_TO_DEVICE_WRITEBACK, &dw);
+    gpumem_array_fill(dw, &(int32_t){8}, s);
+    gpumem_array_release(dw);
+    gpumem_debug_fail_call(1, 999);
+    is_int(gpumem_stream_destroy(s), GPUMEM_ERROR_DRIVER, "failed wait: a destruction whose wait fails fails");
+    like(gpumem_last_error(), "gpumem_stream_destroy: cuStreamSynchronize failed", "failed wait: and says why");
+    ok(all_equal(wb, W, 8), "failed wait: its second wait succeeded, so the write-back ran");
+    gpumem_array_release(dp);
+    gpumem_array_release(hp);
+    gpumem_array_release(hw);
+}
 
 int main(void)
 {
@@ -196,6 +309,8 @@ int main(void)
     gpumem_array_release(hw);
     ordered_host_access(ctx, 0);
     ordered_host_access(ctx, 1);
+    failed_writeback(ctx);
+    failed_wait(ctx);
     gpumem_context_release(ctx);
     done_testing();
     return exit_status();

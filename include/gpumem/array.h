@@ -280,9 +280,12 @@ GPUMEM_API gpumem_status gpumem_device_record(gpumem_context *ctx, const gpumem_
  * with the data of @p host copied in unless ::GPUMEM_TO_DEVICE_NO_COPY is given.
  * A 0-d host array of a record dtype (a structured scalar) gives a
  * DeviceRecord.  With ::GPUMEM_TO_DEVICE_WRITEBACK the device data is copied
- * back into @p host at the next gpumem_stream_synchronize() of @p stream (or
- * of the context's default stream when @p stream is NULL) and at
- * gpumem_stream_auto_synchronize_end(); the array and @p host stay alive
+ * back into @p host at the next synchronization of @p stream (or of the
+ * context's default stream when @p stream is NULL) whose wait succeeds:
+ * gpumem_stream_synchronize(), gpumem_stream_auto_synchronize_end(),
+ * gpumem_context_synchronize(), or the stream's destruction; a
+ * synchronization whose wait fails leaves it queued, since the device data
+ * may not be complete (gpumem/stream.h).  The array and @p host stay alive
  * until then.
  *
  * @par Example

@@ -15,8 +15,9 @@
  * - gpumem_last_error() describes that failure, and no other.  Where a call
  *   meets several failures (a copy whose wait fails and whose cleanup fails
  *   too), the first is returned and described; the later ones change
- *   nothing.  It begins with the name of a public function ("gpumem_...: "),
- *   normally the one called, and a failure of a driver call names the driver
+ *   nothing.  It begins with the name of the public function called
+ *   ("gpumem_to_device: "), also when the failure happened in a call the
+ *   library made on the way, and a failure of a driver call names the driver
  *   function and its result, such as "cuMemAlloc failed:
  *   CUDA_ERROR_OUT_OF_MEMORY (2): out of memory";
  * - gpumem_last_driver_result() is that driver result (the CUresult), or 0
@@ -26,7 +27,7 @@
  *   example ::GPUMEM_ERROR_NO_DEVICE when no device gives a context).
  * `make check-faults` fails every driver call of scenarios over the whole
  * API in turn, and then every call after it too, and checks these rules at
- * each failing call.
+ * each failing call, the name of the function called included.
  *
  * The numeric values are part of the ABI: they never change, and new codes are
  * only ever appended.
@@ -40,7 +41,8 @@
  *   gpumem_autoinit() fails: the status of gpumem_context_create_default()
  *   (a backend failure, ::GPUMEM_ERROR_INVALID_ENVIRONMENT,
  *   ::GPUMEM_ERROR_INVALID_DEVICE, ::GPUMEM_ERROR_DEVICE_UNAVAILABLE,
- *   ::GPUMEM_ERROR_HOST_OUT_OF_MEMORY, a driver failure), every time;
+ *   ::GPUMEM_ERROR_HOST_OUT_OF_MEMORY, a driver failure), every time, with
+ *   the message "<the call>: the autoinit context: <why>";
  * - a driver failure: a driver call failed; its CUresult maps to
  *   ::GPUMEM_ERROR_OUT_OF_MEMORY, ::GPUMEM_ERROR_NO_DEVICE,
  *   ::GPUMEM_ERROR_INVALID_DEVICE, ::GPUMEM_ERROR_DEVICE_UNAVAILABLE,

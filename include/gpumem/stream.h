@@ -36,6 +36,11 @@ GPUMEM_API gpumem_status gpumem_stream_create(gpumem_context *ctx, unsigned flag
 
 /**
  * Synchronizes the stream (committing its write-backs), then destroys it.
+ * If that wait fails, the stream is waited for once more, since its
+ * write-backs cannot wait for a later synchronization: if the second wait
+ * succeeds they are committed; if it fails too (a lost device), they are
+ * dropped without running (no host array is written; their memory is
+ * freed).  Either way the first failure is returned.
  * The context's default stream cannot be destroyed.  NULL is a no-op.
  * Destroying it again, or passing it to any function afterwards, is
  * ::GPUMEM_ERROR_INVALID_STATE (gpumem/status.h says how far that is
@@ -62,11 +67,20 @@ GPUMEM_API gpumem_status gpumem_stream_default(gpumem_context *ctx, gpumem_strea
  * write-backs (and waits for them): those queued before this call began.
  * A write-back that another thread queues while this call waits belongs to
  * work the wait may not cover; it stays for the next synchronization.  The
- * first failure is returned; the write-backs taken are dropped either way,
- * so none is committed twice.
+ * first failure is returned; once the wait succeeded, the write-backs taken
+ * are dropped whether they succeed or fail, so none is committed twice.
+ *
+ * If the wait fails, no write-back is committed: a failed wait says nothing
+ * of how far the stream's work got, so a host array is never written from
+ * device data, or from the bounce block of a queued download, that may be
+ * incomplete.  The write-backs all stay queued, with the memory they hold,
+ * for the next synchronization of the stream whose wait succeeds (this
+ * call, gpumem_stream_auto_synchronize_end(), gpumem_context_synchronize()
+ * or gpumem_stream_destroy()).
  * @param stream the stream.
  * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT, or the first failure of the stream's work or write-backs
- *        (a driver failure).
+ *        (a driver failure).  A failure's message names this call and, for a write-back, the call that
+ *        queued it ("gpumem_stream_synchronize: the write-back that gpumem_to_device queued: ...").
  */
 GPUMEM_API gpumem_status gpumem_stream_synchronize(gpumem_stream *stream);
 
@@ -96,7 +110,8 @@ GPUMEM_API gpumem_status gpumem_stream_auto_synchronize_begin(gpumem_stream *str
 
 /**
  * Ends an auto_synchronize scope: the outermost end synchronizes the stream
- * and commits its write-backs.  Call it on every path, also when the code in
+ * and commits its write-backs, as gpumem_stream_synchronize() does (a
+ * failed wait commits none).  Call it on every path, also when the code in
  * the scope failed: it returns the synchronization's status, so
  *   st = work(stream); end = gpumem_stream_auto_synchronize_end(stream);
  *   if (st == GPUMEM_OK) st = end;
@@ -109,7 +124,8 @@ GPUMEM_API gpumem_status gpumem_stream_auto_synchronize_end(gpumem_stream *strea
 
 /**
  * Waits for all work of the context's device and commits the write-backs of the context's streams: each
- * stream with write-backs is synchronized once, as by gpumem_stream_synchronize().  It is safe beside other
+ * stream with write-backs is synchronized once, as by gpumem_stream_synchronize() (a stream whose wait fails
+ * keeps its write-backs for its next synchronization).  It is safe beside other
  * threads that queue work, synchronize, or destroy their streams: a stream being destroyed meanwhile is
  * committed by its gpumem_stream_destroy(), and write-backs queued after a stream's wait began stay for its
  * next synchronization.
