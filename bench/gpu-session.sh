@@ -55,7 +55,7 @@ if has races; then
 fi
 if has sanitize && command -v compute-sanitizer >/dev/null; then
     for tool in memcheck racecheck synccheck; do
-        for t in test-pack test-copy-scratch test-copy-paths test-staging-threads; do
+        for t in test-pack test-copy-scratch test-copy-paths test-staging-threads test-batch test-poison; do
             [ -x tests/.libs/$t ] || [ -x tests/$t ] || continue
             echo "== compute-sanitizer --tool $tool $t"
             ./libtool --mode=execute compute-sanitizer --tool "$tool" --error-exitcode 9 tests/$t \
