@@ -762,70 +762,6 @@ static gpumem_status run_transfer(job *j, const gm_copy_decision *d, gpumem_arra
                     gm_array_on_device(dst) ? 1 : -1, j->async);
 }
 
-/* Both sides host-addressable: the CPU copies, synchronously; overlapping
- * views go through a temporary. */
-static gpumem_status host_copy(const char *what, gpumem_array *dst, const gpumem_array *src, gpumem_stream *stream,
-                               bool via_temp)
-{
-    gpumem_array *tmp = NULL;
-    gm_copy_plan plan;
-    gpumem_status st = GPUMEM_OK;
-    if (via_temp) {
-        st = gm_array_new_like(what, src, src->ndim, src->shape, 0, stream, &tmp);
-        if (st == GPUMEM_OK)
-            st = gm_copy_plan_make(tmp->ndim, tmp->shape, src->strides, tmp->strides, tmp->itemsize, SIZE_MAX, &plan);
-        if (st == GPUMEM_OK) {
-            gm_copy_plan_run_host(&plan, src->host, tmp->host);
-            src = tmp;
-        }
-    }
-    if (st == GPUMEM_OK)
-        st = gm_copy_plan_make(dst->ndim, dst->shape, src->strides, dst->strides, dst->itemsize, SIZE_MAX, &plan);
-    if (st == GPUMEM_OK)
-        gm_copy_plan_run_host(&plan, src->host, dst->host);
-    else
-        st = gm_error_prefix(st, what);
-    return gm_keep_first(st, gm_copy_release_temp(what, tmp));
-}
-
-gpumem_status gm_copy_release_temp(const char *what, gpumem_array *tmp)
-{
-    char where[256];
-    snprintf(where, sizeof where, "%s: the copy completed, but freeing its temporary memory failed", what);
-    return gm_array_release_as(tmp, where);
-}
-
-/* The write-back of temp_copy: the temporary goes once the stream's wait
- * succeeded, or unused when the stream ends and cannot be waited for. */
-static gpumem_status release_temp(void *arg, bool run, const char *what)
-{
-    (void)run;
-    return gm_array_release_as(arg, what);
-}
-
-/* Overlapping device views (GM_HOW_TEMP): into a temporary, then into dst,
- * two copies; the temporary goes once the stream is done with it (at its
- * next synchronization). */
-static gpumem_status temp_copy(const char *what, gpumem_array *dst, const gpumem_array *src, gpumem_stream *stream,
-                               gpumem_context *ctx)
-{
-    gpumem_array *tmp = NULL;
-    gpumem_status st = gm_array_new_like(what, src, src->ndim, src->shape, 0, stream, &tmp);
-    if (st != GPUMEM_OK)
-        return st;
-    st = gm_copy_run(what, tmp, src, stream, ctx);
-    if (st == GPUMEM_OK)
-        st = gm_copy_run(what, dst, tmp, stream, ctx);
-    if (stream != NULL && st == GPUMEM_OK && gm_stream_add_writeback(stream, ctx, release_temp, tmp, what) == GPUMEM_OK)
-        return GPUMEM_OK;
-    if (stream != NULL) {
-        st = gm_keep_first(st, gm_drv_check(GM_DRV(stream_synchronize, ctx->dctx, gm_stream_ds(stream)),
-                                            GM_OP_stream_synchronize, what));
-        gm_copy_note_synced();
-    }
-    return gm_keep_first(st, gm_copy_release_temp(what, tmp));
-}
-
 /* Carries out d. */
 static gpumem_status execute(const char *what, const gm_copy_decision *d, gpumem_array *dst, const gpumem_array *src,
                              gpumem_stream *stream, gpumem_context *ctx, missing *miss)
@@ -835,7 +771,7 @@ static gpumem_status execute(const char *what, const gm_copy_decision *d, gpumem
     switch (d->how) {
     case GM_HOW_NONE: return GPUMEM_OK;
     case GM_HOW_FAIL: return d->bad != 0 ? gm_copy_tuning_error(d->bad, what) : gm_error_prefix(d->status, what);
-    case GM_HOW_HOST: return host_copy(what, dst, src, stream, d->via_temp);
+    case GM_HOW_HOST: return gm_copy_host(what, dst, src, stream, d->via_temp);
     case GM_HOW_PEER: {
         gm_copy_reason why = GM_REASON_NONE;
         gpumem_status st = gm_copy_peer(what, dst, src, stream, d, &why);
@@ -843,7 +779,7 @@ static gpumem_status execute(const char *what, const gm_copy_decision *d, gpumem
                                                                                               : MISSING_NONE;
         return st;
     }
-    case GM_HOW_TEMP: return temp_copy(what, dst, src, stream, ctx);
+    case GM_HOW_TEMP: return gm_copy_temp(what, dst, src, stream, ctx);
     default: break;
     }
     job j = {.what = what, .ctx = ctx, .stream = stream, .ds = gm_stream_ds(stream), .async = stream != NULL};

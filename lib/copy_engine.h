@@ -35,6 +35,17 @@ gpumem_status gm_array_copy(const char *what, gpumem_array *dst, const gpumem_ar
  * with gm_keep_first). */
 gpumem_status gm_copy_release_temp(const char *what, gpumem_array *tmp);
 
+/* copy_temp.c: a copy between two host-addressable arrays by the CPU,
+ * synchronously (overlapping views through a temporary: via_temp). */
+gpumem_status gm_copy_host(const char *what, gpumem_array *dst, const gpumem_array *src, gpumem_stream *stream,
+                           bool via_temp);
+
+/* copy_temp.c: overlapping device views, through a device temporary: two
+ * copies; the temporary goes once the stream is done with it (its next
+ * synchronization), or at once without a stream. */
+gpumem_status gm_copy_temp(const char *what, gpumem_array *dst, const gpumem_array *src, gpumem_stream *stream,
+                           gpumem_context *ctx);
+
 /* A copy from device array src into pageable host array dst on stream (not
  * NULL), queued: into a pinned bounce block on the stream, then a host
  * function on the stream writes dst (copy_queued.c).  Returns at once. */
