@@ -87,7 +87,7 @@ static inline uint64_t id_of(const void *p)
     return (uint64_t)(uintptr_t)p;
 }
 
-/* ---- the asymmetric handshake (as pool.c's thread caches) ---------------------------------- */
+/* ---- the asymmetric handshake (as pool_cache.c's thread caches) ---------------------------------- */
 
 #define MB_CMD_QUERY 0
 #define MB_CMD_GLOBAL 1
