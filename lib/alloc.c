@@ -413,7 +413,7 @@ static gpumem_status allocator_create(gpumem_context *ctx, const char *what)
     return st;
 }
 
-static gpumem_status allocator_teardown(gpumem_context *ctx)
+static gpumem_status allocator_teardown(gpumem_context *ctx, const char *what)
 {
     gpumem_pool *own = ctx->own_pool;
     if (own == NULL)
@@ -421,7 +421,7 @@ static gpumem_status allocator_teardown(gpumem_context *ctx)
     gpumem_pool *expected = own;
     atomic_compare_exchange_strong(&ctx->pool, &expected, NULL);
     ctx->own_pool = NULL;
-    return gm_pool_core_destroy(gm_pool_of_device(own), "gpumem_context_release");
+    return gm_pool_core_destroy(gm_pool_of_device(own), what);
 }
 
 const gm_context_hook gm_allocator_hook = {allocator_create, allocator_teardown};

@@ -106,13 +106,13 @@ static gpumem_status array_free(gpumem_array *a, const char *what)
         handle_free(a);
         st = gm_alloc_free(ctx, &b, what);
         if (!borrowed)
-            gpumem_context_release(ctx);
+            st = gm_keep_first(st, gm_context_release_as(ctx, what));
         return gm_keep_first(st, gm_array_release_as(base, what));
     } else if (a->owned == GM_OWNED_FOREIGN && a->owner_release != NULL) {
         a->owner_release(a->owner);
     }
     handle_free(a);
-    gpumem_context_release(ctx);
+    st = gm_keep_first(st, gm_context_release_as(ctx, what));
     return gm_keep_first(st, gm_array_release_as(base, what));
 }
 

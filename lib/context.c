@@ -207,12 +207,12 @@ void gm_context_set_hooks(const gm_context_hook *const *table, size_t n)
 
 /* Runs the teardowns of hooks[from..nhooks-1] in that order; the first
  * failure is returned. */
-static gpumem_status run_teardowns(gpumem_context *ctx, size_t from)
+static gpumem_status run_teardowns(gpumem_context *ctx, size_t from, const char *what)
 {
     gpumem_status st = GPUMEM_OK;
     for (size_t i = from; i < nhooks; i++)
         if (hooks[i]->teardown != NULL)
-            st = gm_keep_first(st, hooks[i]->teardown(ctx));
+            st = gm_keep_first(st, hooks[i]->teardown(ctx, what));
     return st;
 }
 
@@ -225,7 +225,7 @@ static gpumem_status run_creates(gpumem_context *ctx, const char *what)
             continue;
         gpumem_status st = hooks[i]->create(ctx, what);
         if (st != GPUMEM_OK)
-            return gm_keep_first(st, run_teardowns(ctx, i + 1));
+            return gm_keep_first(st, run_teardowns(ctx, i + 1, what));
     }
     return GPUMEM_OK;
 }
@@ -296,29 +296,36 @@ GPUMEM_API gpumem_status gpumem_context_retain(gpumem_context *ctx)
     return GPUMEM_OK;
 }
 
-GPUMEM_API gpumem_status gpumem_context_release(gpumem_context *ctx)
+gpumem_status gm_context_release_as(gpumem_context *ctx, const char *what)
 {
     if (ctx == NULL)
         return GPUMEM_OK;
-    GM_CHECK_HANDLE(ctx);
     int before = atomic_fetch_sub_explicit(&ctx->refs, 1, memory_order_acq_rel);
     if (before > 1)
         return GPUMEM_OK;
     if (before < 1) {
         atomic_fetch_add_explicit(&ctx->refs, 1, memory_order_relaxed);
-        return gm_error(GPUMEM_ERROR_INVALID_STATE, "gpumem_context_release: the context has no "
-                        "references left (released more often than retained)");
+        return gm_error(GPUMEM_ERROR_INVALID_STATE, "%s: the context has no references left (released more often "
+                        "than retained)", what);
     }
-    gpumem_status st = run_teardowns(ctx, 0);
+    gpumem_status st = run_teardowns(ctx, 0, what);
     /* At exit the driver may already be tearing itself down; the operating
      * system reclaims the context. */
     if (!gm_process_exiting()) {
         st = gm_keep_first(st, gm_drv_check(GM_DRV(primary_ctx_release, ctx->device), GM_OP_primary_ctx_release,
-                                            "gpumem_context_release"));
+                                            what));
     }
     pthread_mutex_destroy(&ctx->lock);
     gm_handle_free(ctx);
     return st;
+}
+
+GPUMEM_API gpumem_status gpumem_context_release(gpumem_context *ctx)
+{
+    if (ctx == NULL)
+        return GPUMEM_OK;
+    GM_CHECK_HANDLE(ctx);
+    return gm_context_release_as(ctx, "gpumem_context_release");
 }
 
 GPUMEM_API gpumem_status gpumem_context_get_device(const gpumem_context *ctx, int *device)

@@ -57,7 +57,7 @@ struct gpumem_context {
  * declares it in its header; lib/wiring.c lists every hook in one table. */
 typedef struct gm_context_hook {
     gpumem_status (*create)(gpumem_context *ctx, const char *what);
-    gpumem_status (*teardown)(gpumem_context *ctx);
+    gpumem_status (*teardown)(gpumem_context *ctx, const char *what); /* what: the public call that ended it */
 } gm_context_hook;
 
 /* Sets the hooks of every context made after the call: hooks[0..n-1] in
@@ -69,6 +69,11 @@ typedef struct gm_context_hook {
  * context); the table must stay valid.  Until it is called, making a context
  * fails with GPUMEM_ERROR_INTERNAL (the wiring was not linked). */
 void gm_context_set_hooks(const gm_context_hook *const *hooks, size_t n);
+
+/* Drops one reference of ctx (NULL: nothing), as gpumem_context_release
+ * does, for a handle that held it: the final one runs the teardowns, whose
+ * failures name `what`, the public call that dropped it. */
+gpumem_status gm_context_release_as(gpumem_context *ctx, const char *what);
 
 /* ctx, or the autoinit context when ctx is NULL; NULL and a set last error
  * when there is none ("<what>: the autoinit context: <why>"), or when ctx is

@@ -116,8 +116,9 @@ GPUMEM_API gpumem_status gpumem_peer_can_access(int device, int peer, int *can)
 static pthread_mutex_t pairs_lock = PTHREAD_MUTEX_INITIALIZER;
 static unsigned char pairs[MAX_PAIRED][MAX_PAIRED];
 
-static gpumem_status forget_device(gpumem_context *ctx)
+static gpumem_status forget_device(gpumem_context *ctx, const char *what)
 {
+    (void)what;
     if (ctx->device >= 0 && ctx->device < MAX_PAIRED) {
         pthread_mutex_lock(&pairs_lock);
         for (int i = 0; i < MAX_PAIRED; i++)

@@ -145,11 +145,11 @@ static gpumem_status flush(gpumem_context *ctx, const char *what)
     return flush_counted(ctx, what, NULL, NULL);
 }
 
-static gpumem_status dealloc_teardown(gpumem_context *ctx)
+static gpumem_status dealloc_teardown(gpumem_context *ctx, const char *what)
 {
-    gpumem_status st = flush(ctx, "gpumem_context_release");
+    gpumem_status st = flush(ctx, what);
     if (ctx->dealloc->count > 0) /* refused frees: one more try, then they are the driver's */
-        (void)flush(ctx, "gpumem_context_release");
+        (void)flush(ctx, what);
     pthread_mutex_destroy(&ctx->dealloc->lock);
     free(ctx->dealloc->items);
     free(ctx->dealloc);

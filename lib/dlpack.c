@@ -519,6 +519,5 @@ GPUMEM_API gpumem_status gpumem_array_from_dlpack(gpumem_context *ctx, void *ten
         st = gm_array_wrap(what, ctx, kind, ptr, ndim, t->shape, bstrides, dt, release, tensor, array);
     if (st == GPUMEM_OK && readonly)
         (*array)->readonly = (*array)->readonly_locked = true; /* the producer's memory stays read-only */
-    gpumem_context_release(own);
-    return st;
+    return gm_keep_first(st, gm_context_release_as(own, what));
 }

@@ -71,8 +71,7 @@ GPUMEM_API gpumem_status gpumem_event_destroy(gpumem_event *event)
     if (!gm_process_exiting())
         st = gm_drv_check(GM_DRV(event_destroy, ctx->dctx, event->ev), GM_OP_event_destroy, "gpumem_event_destroy");
     gm_handle_free(event);
-    gpumem_context_release(ctx);
-    return st;
+    return gm_keep_first(st, gm_context_release_as(ctx, "gpumem_event_destroy"));
 }
 
 GPUMEM_API gpumem_status gpumem_event_record(gpumem_event *event, gpumem_stream *stream)

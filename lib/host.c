@@ -37,7 +37,7 @@ static gpumem_status registration_free(const char *what, gpumem_registration *re
     for (size_t i = 0; i < reg->narrays; i++)
         st = gm_keep_first(st, gm_array_release_as(reg->arrays[i], what));
     free(reg->arrays);
-    gpumem_context_release(reg->ctx);
+    st = gm_keep_first(st, gm_context_release_as(reg->ctx, what));
     gm_handle_free(reg);
     return st;
 }

@@ -193,8 +193,7 @@ static gpumem_status unref_range(uintptr_t start, const char *what)
     }
     remove_at(i);
     pthread_cond_broadcast(&changed);
-    gpumem_context_release(r.ctx);
-    return st;
+    return gm_keep_first(st, gm_context_release_as(r.ctx, what));
 }
 
 gpumem_status gm_host_pin_pages(gpumem_context *ctx, gm_pin_set *set, uintptr_t a, uintptr_t b, unsigned flags,

@@ -508,10 +508,8 @@ GPUMEM_API gpumem_status gpumem_ipc_open(gpumem_context *ctx, const gpumem_ipc_h
             st = gm_keep_first(st, gm_array_release_as(src, what)); /* closes the mapping */
         }
     }
-    if (owner_ctx != NULL)
-        gpumem_context_release(owner_ctx);
-    if (own != NULL)
-        gpumem_context_release(own);
+    st = gm_keep_first(st, gm_context_release_as(owner_ctx, what));
+    st = gm_keep_first(st, gm_context_release_as(own, what));
     free(d);
     return st;
 }

@@ -508,8 +508,9 @@ GPUMEM_API gpumem_status gpumem_clear_context_caches(void)
 
 /* The context hook: the context's values go first at its final release,
  * while the context still works. */
-static gpumem_status memo_teardown(gpumem_context *ctx)
+static gpumem_status memo_teardown(gpumem_context *ctx, const char *what)
 {
+    (void)what;
     gm_memo *m = atomic_exchange_explicit(&ctx->memo, NULL, memory_order_acq_rel);
     if (m == NULL)
         return GPUMEM_OK;

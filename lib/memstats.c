@@ -427,8 +427,9 @@ static gpumem_status memstats_create(gpumem_context *ctx, const char *what)
     return GPUMEM_OK;
 }
 
-static gpumem_status memstats_teardown(gpumem_context *ctx)
+static gpumem_status memstats_teardown(gpumem_context *ctx, const char *what)
 {
+    (void)what;
     struct gm_memstats *m = ctx->memstats;
     if (m == NULL)
         return GPUMEM_OK;

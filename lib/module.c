@@ -275,7 +275,7 @@ GPUMEM_API gpumem_status gpumem_module_release(gpumem_module *module)
     }
     gpumem_context *ctx = module->ctx;
     gpumem_status st = module_unref(module); /* unloads while ctx is still held */
-    gpumem_status cst = gpumem_context_release(ctx);
+    gpumem_status cst = gm_context_release_as(ctx, "gpumem_module_release");
     return st != GPUMEM_OK ? st : cst;
 }
 

@@ -319,8 +319,9 @@ static gpumem_status engine_of(gpumem_context *ctx, gm_staging **out)
 
 /* The context hook: the engine ends with its context (users hold the
  * context, so there are none left). */
-static gpumem_status staging_teardown(gpumem_context *ctx)
+static gpumem_status staging_teardown(gpumem_context *ctx, const char *what)
 {
+    (void)what;
     gm_staging *e = atomic_exchange_explicit(&ctx->staging, NULL, memory_order_acq_rel);
     if (e != NULL)
         engine_unref(e);

@@ -241,8 +241,7 @@ GPUMEM_API gpumem_status gpumem_stream_destroy(gpumem_stream *stream)
                                         "gpumem_stream_destroy"));
     atomic_store_explicit(&stream->destroyed, true, memory_order_release);
     gm_stream_unhold(stream);
-    gpumem_context_release(ctx);
-    return st;
+    return gm_keep_first(st, gm_context_release_as(ctx, "gpumem_stream_destroy"));
 }
 
 GPUMEM_API gpumem_status gpumem_stream_auto_synchronize_begin(gpumem_stream *stream)
@@ -333,7 +332,7 @@ gpumem_status gm_streams_commit(gpumem_context *ctx, const char *what)
  * stream holds a reference on ctx, so only the default stream can be left;
  * its pending write-backs are committed (arrays in them hold ctx references
  * too, so there are none here in practice). */
-static gpumem_status streams_teardown(gpumem_context *ctx)
+static gpumem_status streams_teardown(gpumem_context *ctx, const char *what)
 {
     gpumem_stream *s = ctx->default_stream;
     ctx->default_stream = NULL;
@@ -341,9 +340,9 @@ static gpumem_status streams_teardown(gpumem_context *ctx)
         return GPUMEM_OK;
     gpumem_status st = GPUMEM_OK;
     if (!gm_process_exiting())
-        st = stream_sync(s, "gpumem_context_release", true);
+        st = stream_sync(s, what, true);
     else
-        gm_error_quietly(run_writebacks(take_writebacks(s, UINT64_MAX), false, GPUMEM_OK, "gpumem_context_release"));
+        gm_error_quietly(run_writebacks(take_writebacks(s, UINT64_MAX), false, GPUMEM_OK, what));
     atomic_store_explicit(&s->destroyed, true, memory_order_release);
     gm_stream_unhold(s);
     return st;

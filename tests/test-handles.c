@@ -613,6 +613,58 @@ static void races(void)
     gpumem_context_release(ctx);
 }
 
+/* ---- the last reference of a context ---- */
+
+/* A stream, an event or an array that holds a context's last reference
+ * ends the context when it goes: a failure there is that call's, named by
+ * it (it was dropped unseen, or named gpumem_context_release).  The driver
+ * calls of one such end are counted, then the last of them (the primary
+ * context's release) is made to fail. */
+typedef enum { LAST_STREAM, LAST_EVENT, LAST_ARRAY } last_kind;
+
+static gpumem_status make_and_end(last_kind k, uint64_t fail_at, uint64_t *calls)
+{
+    gpumem_context *ctx = new_context();
+    gpumem_stream *s = NULL;
+    gpumem_event *e = NULL;
+    gpumem_array *a = NULL;
+    int64_t n = 16;
+    if (k == LAST_STREAM)
+        gpumem_stream_create(ctx, 0, &s);
+    else if (k == LAST_EVENT)
+        gpumem_event_create(ctx, 0, &e);
+    else
+        gpumem_device_array(ctx, 1, &n, NULL, gpumem_dtype_builtin(GPUMEM_UINT8), 'C', NULL, &a);
+    gpumem_context_release(ctx); /* the handle holds the last reference */
+    uint64_t before = 0, after = 0;
+    gpumem_debug_driver_calls(NULL, &before);
+    if (fail_at > 0)
+        gpumem_debug_fail_call(fail_at, 999); /* CUDA_ERROR_UNKNOWN */
+    gpumem_status st = k == LAST_STREAM ? gpumem_stream_destroy(s)
+                       : k == LAST_EVENT ? gpumem_event_destroy(e) : gpumem_array_release(a);
+    gpumem_debug_fail_call(0, 0);
+    gpumem_debug_driver_calls(NULL, &after);
+    *calls = after - before;
+    return st;
+}
+
+static void last_references(void)
+{
+    static const char *const names[] = {"gpumem_stream_destroy", "gpumem_event_destroy", "gpumem_array_release"};
+    for (int k = LAST_STREAM; k <= LAST_ARRAY; k++) {
+        uint64_t n = 0, m = 0;
+        gpumem_status st = make_and_end((last_kind)k, 0, &n);
+        ok(st == GPUMEM_OK && n > 0, "%s of a context's last holder ends it (%llu driver calls)", names[k],
+           (unsigned long long)n);
+        st = make_and_end((last_kind)k, n, &m);
+        char start[64];
+        snprintf(start, sizeof start, "%s: ", names[k]);
+        ok(st != GPUMEM_OK && strncmp(gpumem_last_error(), start, strlen(start)) == 0 &&
+               strstr(gpumem_last_error(), "cuDevicePrimaryCtxRelease") != NULL,
+           "a failure of the context's end is %s's: %s", names[k], gpumem_last_error());
+    }
+}
+
 /* ---- the driver ---- */
 
 typedef void (*scenario)(void);
@@ -649,7 +701,7 @@ int main(void)
         {"quarantine", quarantine}, {"streams", streams}, {"events", events}, {"pools", pools},
         {"host pools", host_pools}, {"registrations", registrations}, {"modules", modules},
         {"device data", device_data}, {"dtypes", dtypes}, {"foreign pointers", foreign},
-        {"races", races},
+        {"races", races}, {"last references", last_references},
     };
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
         diag("%s", all[i].name);

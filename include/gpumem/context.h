@@ -7,8 +7,11 @@
  * CUDA runtime, PyTorch, CuPy and numba use, so memory is shared with them.
  * Contexts are reference-counted: gpumem_context_retain() adds a reference,
  * gpumem_context_release() drops one, and the last drop releases the primary
- * context.  Every object made in a context (arrays, streams, pools) holds a
- * reference to it.  Wherever a function takes a context, NULL means the
+ * context.  Every object made in a context (arrays, streams, events,
+ * pools) holds a reference to it; when such an object holds the last one,
+ * the call that ends the object (gpumem_array_release(),
+ * gpumem_stream_destroy(), gpumem_event_destroy(), ...) ends the context
+ * too, and returns a failure of that end as its own, named by it.  Wherever a function takes a context, NULL means the
  * process-wide default context of gpumem_autoinit().
  *
  * @par Choosing the default device (gpumem_context_create_default)
