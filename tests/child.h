@@ -214,4 +214,13 @@ static void fault_walk_all(child_fn fn, const char *what, long least, const char
     fault_walk(fn, n, free_call);
 }
 
+/* This program's path, to run it again (exec): argv0 when it is a path
+ * (under valgrind /proc/self/exe names valgrind itself), else
+ * /proc/self/exe. */
+static const char *child_self_path(const char *argv0) __attribute__((unused));
+static const char *child_self_path(const char *argv0)
+{
+    return argv0 != NULL && strchr(argv0, '/') != NULL ? argv0 : "/proc/self/exe";
+}
+
 #endif /* GPUMEM_TEST_CHILD_H */

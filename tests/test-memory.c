@@ -920,8 +920,7 @@ static void gpu_oom(void)
 
 int main(int argc, char **argv)
 {
-    if (argc > 0 && argv[0] != NULL && strchr(argv[0], '/') != NULL)
-        self_path = argv[0];
+    self_path = child_self_path(argc > 0 ? argv[0] : NULL);
     if (argc > 1)
         return leak_child(argv[1]);
     child_result res;

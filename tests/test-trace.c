@@ -537,8 +537,7 @@ static const char *self_path = "/proc/self/exe";
 
 int main(int argc, char **argv)
 {
-    if (argc > 0 && argv[0] != NULL && strchr(argv[0], '/') != NULL)
-        self_path = argv[0];
+    self_path = child_self_path(argc > 0 ? argv[0] : NULL);
     if (argc == 2 && strcmp(argv[1], "--env-child") == 0)
         return env_child_main();
     const char *tmp = getenv("TMPDIR") != NULL && getenv("TMPDIR")[0] ? getenv("TMPDIR") : "/tmp";
