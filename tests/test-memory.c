@@ -589,8 +589,7 @@ static int leak_child(const char *mode)
     return leaked != NULL && al != NULL && pooled != NULL && reg != NULL ? 0 : 4; /* exit lists what is alive */
 }
 
-/* This program's path: argv[0] (under valgrind /proc/self/exe names
- * valgrind itself), else /proc/self/exe. */
+/* This program's path, set by main (child.h's child_self_path). */
 static const char *self_path = "/proc/self/exe";
 
 /* Runs this program as `mode` with GPUMEM_DEBUG=debug; its stderr into err, stdout into out. */

@@ -531,8 +531,7 @@ static void threads(void)
     CHECK(gpumem_context_release(ctx));
 }
 
-/* This program's path: argv[0] when it is one (under valgrind
- * /proc/self/exe names valgrind itself), else /proc/self/exe. */
+/* This program's path, set by main (child.h's child_self_path). */
 static const char *self_path = "/proc/self/exe";
 
 int main(int argc, char **argv)
