@@ -11,6 +11,7 @@
 #include <link.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -40,7 +41,9 @@ atomic_uint gm_trace_flags;
  * constant rate (x86's invariant TSC, arm64's virtual counter), else
  * CLOCK_MONOTONIC.  A counter costs a few nanoseconds to read, the clock
  * call several tens in a virtual machine; the file carries pairs of both
- * for the reader to convert. */
+ * for the reader to convert.  Hypervisors often hide the invariant-TSC
+ * bit while the kernel, having checked the counter, keeps time with it:
+ * its clocksource "tsc" is taken as the same promise. */
 static atomic_int tick_counter;
 
 uint64_t gm_trace_mono_ns(void)
@@ -65,12 +68,28 @@ uint64_t gm_trace_ticks(void)
     return gm_trace_mono_ns();
 }
 
+#if defined(__x86_64__) || defined(__i386__)
+/* Whether the kernel keeps time with the TSC: it stops (and says so) when
+ * its checks find the counter unstable or unsynchronized. */
+static int kernel_clock_is_tsc(void)
+{
+    char name[32] = "";
+    FILE *f = fopen("/sys/devices/system/clocksource/clocksource0/current_clocksource", "re");
+    if (f == NULL)
+        return 0;
+    int ok = fgets(name, sizeof name, f) != NULL && strcmp(name, "tsc\n") == 0;
+    fclose(f);
+    return ok;
+}
+#endif
+
 static void choose_clock(void)
 {
     int counter = 0;
 #if defined(__x86_64__) || defined(__i386__)
     unsigned a, b, c, d;
-    counter = __get_cpuid(0x80000007u, &a, &b, &c, &d) && (d & (1u << 8)); /* invariant TSC */
+    counter = (__get_cpuid(0x80000007u, &a, &b, &c, &d) && (d & (1u << 8))) /* invariant TSC */ ||
+              kernel_clock_is_tsc();
 #elif defined(__aarch64__)
     counter = 1;
 #endif
