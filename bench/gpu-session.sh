@@ -80,7 +80,11 @@ if has oom; then
 fi
 if has alloc; then
     echo "== gpumem bench --alloc"
-    ./libtool --mode=execute tools/gpumem bench --alloc >"$out/alloc.txt" 2>&1; echo "rc=$?"
+    # what the trace's event clock rests on (lib/trace.c choose_clock)
+    { echo "# TSC flags: $(grep -m1 -o -w -E 'constant_tsc|nonstop_tsc|tsc_reliable' /proc/cpuinfo | sort -u | tr '\n' ' ')"
+      echo "# kernel clocksource: $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource 2>/dev/null)"
+    } >"$out/alloc.txt"
+    ./libtool --mode=execute tools/gpumem bench --alloc >>"$out/alloc.txt" 2>&1; echo "rc=$?"
 fi
 if has mpi; then
     sh "$root/bench/mpi-gpu.sh" . 2>&1 | tail -20
