@@ -344,9 +344,16 @@ static void mapping_close(void *owner)
         if (rc != 0)
             gm_debug("gpumem_ipc_open: closing the mapping at 0x%" PRIx64 ": %s", m->base, gm_cu_error_name(rc));
     }
-    gpumem_context_release(m->ctx);
+    /* an owner's close returns nothing (gpumem_array_from_cuda_array_interface):
+     * a context's end that fails here is logged, as the close is, and the
+     * caller's failure record stays as it was */
+    gm_error_suspend();
+    gpumem_status st = gm_context_release_as(m->ctx, "gpumem_ipc_open: closing its mapping");
     if (m->peer != NULL)
-        gpumem_context_release(m->peer);
+        st = gm_keep_first(st, gm_context_release_as(m->peer, "gpumem_ipc_open: closing its mapping"));
+    if (st != GPUMEM_OK)
+        gm_debug("%s", gm_error_message());
+    (void)gm_error_resume(GPUMEM_OK);
     free(m);
 }
 

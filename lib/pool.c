@@ -165,16 +165,17 @@ gpumem_status gm_pool_core_create(gm_pool_kind kind, gpumem_context *ctx, unsign
 
 /* Frees what is left of a pool that holds nothing and has no live
  * allocation.  Threads whose slots still name a cache never match the
- * pool's id again; they only drop their reference to it. */
-static void pool_end(gm_pool *p)
+ * pool's id again; they only drop their reference to it.  Its reference to
+ * the context goes last: a context's end that it runs fails under what. */
+static gpumem_status pool_end(gm_pool *p, const char *what)
 {
+    gpumem_context *ctx = p->flags & GM_POOL_CONTEXT_OWNED ? NULL : p->ctx;
     gm_tc_end_all(p);
     for (unsigned i = 0; i <= p->stripe_mask; i++)
         pthread_mutex_destroy(&p->stripes[i].lock);
     pthread_mutex_destroy(&p->lock);
-    if (!(p->flags & GM_POOL_CONTEXT_OWNED))
-        gpumem_context_release(p->ctx);
     gm_handle_free(p);
+    return ctx != NULL ? gm_context_release_as(ctx, what) : GPUMEM_OK;
 }
 
 static void (*_Atomic destroy_hook)(void);
@@ -217,7 +218,7 @@ gpumem_status gm_pool_core_destroy(gm_pool *p, const char *what)
     bool end = p->zombie_live <= 0;
     pthread_mutex_unlock(&p->lock);
     if (end)
-        pool_end(p);
+        st = gm_keep_first(st, pool_end(p, what));
     return st;
 }
 
@@ -288,7 +289,7 @@ static void count_end_locked(gm_pool *p, bool *end)
         *end = true;
 }
 
-gpumem_status gm_pool_empty_free(gm_pool *p, gm_rec *r)
+gpumem_status gm_pool_empty_free(gm_pool *p, gm_rec *r, const char *what)
 {
     bool end = false;
     pthread_mutex_lock(&p->lock);
@@ -296,9 +297,7 @@ gpumem_status gm_pool_empty_free(gm_pool *p, gm_rec *r)
     count_end_locked(p, &end);
     pthread_mutex_unlock(&p->lock);
     gm_rec_put(r);
-    if (end)
-        pool_end(p);
-    return GPUMEM_OK;
+    return end ? pool_end(p, what) : GPUMEM_OK;
 }
 
 /* Gives a freed block to the driver, as a pool that does not hold (or
@@ -320,7 +319,7 @@ gpumem_status gm_pool_free_direct(gm_pool *p, gm_rec *r, gpumem_stream *sync, co
     pthread_mutex_unlock(&p->lock);
     gm_rec_put(r);
     if (end)
-        pool_end(p);
+        st = gm_keep_first(st, pool_end(p, what));
     return st;
 }
 

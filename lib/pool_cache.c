@@ -501,7 +501,7 @@ gpumem_status gm_pool_release(gpumem_allocation *a, gpumem_stream *stream, const
                         "stream to device %d", what, p->ctx->device, stream->ctx->device);
     }
     if (r->cls == REC_EMPTY)
-        return gm_pool_empty_free(p, r);
+        return gm_pool_empty_free(p, r, what);
     GM_TRACE(gm_trace_free(p->ctx, p->ctx->device, stream, GM_TRACE_KIND_UNKNOWN, p, r->requested, r->addr));
     if (!atomic_load_explicit(&p->holding, memory_order_relaxed))
         return gm_pool_free_direct(p, r, stream, what);

@@ -176,9 +176,11 @@ static inline uintptr_t gm_stream_key(const gpumem_stream *s)
 
 /* Samples the peak of active bytes (pool->lock held). */
 void gm_pool_sample_peak_locked(gm_pool *p);
-/* A zero-size allocation: a record with no block; its free. */
+/* A zero-size allocation: a record with no block; its free (the last
+ * live allocation of a destroyed pool ends it, and a context's end that
+ * this runs fails under what). */
 gpumem_status gm_pool_empty_alloc(gm_pool *p, const char *what, uint64_t *addr, gpumem_allocation **token);
-gpumem_status gm_pool_empty_free(gm_pool *p, gm_rec *r);
+gpumem_status gm_pool_empty_free(gm_pool *p, gm_rec *r, const char *what);
 /* Gives a freed block to the driver, as a pool that does not hold (or
  * whose free could not record its event) does, and takes it off the books;
  * the last live block of a destroyed pool ends it.  sync: the stream to

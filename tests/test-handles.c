@@ -615,12 +615,13 @@ static void races(void)
 
 /* ---- the last reference of a context ---- */
 
-/* A stream, an event or an array that holds a context's last reference
+/* A stream, an event, an array or a pool (its destroy, or the free of its
+ * last allocation after the destroy) that holds a context's last reference
  * ends the context when it goes: a failure there is that call's, named by
  * it (it was dropped unseen, or named gpumem_context_release).  The driver
  * calls of one such end are counted, then the last of them (the primary
  * context's release) is made to fail. */
-typedef enum { LAST_STREAM, LAST_EVENT, LAST_ARRAY } last_kind;
+typedef enum { LAST_STREAM, LAST_EVENT, LAST_ARRAY, LAST_POOL, LAST_POOL_ALLOCATION } last_kind;
 
 static gpumem_status make_and_end(last_kind k, uint64_t fail_at, uint64_t *calls)
 {
@@ -628,20 +629,31 @@ static gpumem_status make_and_end(last_kind k, uint64_t fail_at, uint64_t *calls
     gpumem_stream *s = NULL;
     gpumem_event *e = NULL;
     gpumem_array *a = NULL;
+    gpumem_pool *p = NULL;
+    gpumem_allocation *pa = NULL;
     int64_t n = 16;
     if (k == LAST_STREAM)
         gpumem_stream_create(ctx, 0, &s);
     else if (k == LAST_EVENT)
         gpumem_event_create(ctx, 0, &e);
-    else
+    else if (k == LAST_ARRAY)
         gpumem_device_array(ctx, 1, &n, NULL, gpumem_dtype_builtin(GPUMEM_UINT8), 'C', NULL, &a);
+    else
+        gpumem_pool_create(ctx, 0, &p);
+    if (k == LAST_POOL_ALLOCATION) {
+        gpumem_pool_allocate(p, 4096, NULL, &pa);
+        gpumem_pool_destroy(p); /* the allocation keeps the pool, and the pool the context */
+    }
     gpumem_context_release(ctx); /* the handle holds the last reference */
     uint64_t before = 0, after = 0;
     gpumem_debug_driver_calls(NULL, &before);
     if (fail_at > 0)
         gpumem_debug_fail_call(fail_at, 999); /* CUDA_ERROR_UNKNOWN */
-    gpumem_status st = k == LAST_STREAM ? gpumem_stream_destroy(s)
-                       : k == LAST_EVENT ? gpumem_event_destroy(e) : gpumem_array_release(a);
+    gpumem_status st = k == LAST_STREAM          ? gpumem_stream_destroy(s)
+                       : k == LAST_EVENT         ? gpumem_event_destroy(e)
+                       : k == LAST_ARRAY         ? gpumem_array_release(a)
+                       : k == LAST_POOL          ? gpumem_pool_destroy(p)
+                                                 : gpumem_allocation_free(pa, NULL);
     gpumem_debug_fail_call(0, 0);
     gpumem_debug_driver_calls(NULL, &after);
     *calls = after - before;
@@ -650,8 +662,9 @@ static gpumem_status make_and_end(last_kind k, uint64_t fail_at, uint64_t *calls
 
 static void last_references(void)
 {
-    static const char *const names[] = {"gpumem_stream_destroy", "gpumem_event_destroy", "gpumem_array_release"};
-    for (int k = LAST_STREAM; k <= LAST_ARRAY; k++) {
+    static const char *const names[] = {"gpumem_stream_destroy", "gpumem_event_destroy", "gpumem_array_release",
+                                        "gpumem_pool_destroy", "gpumem_allocation_free"};
+    for (int k = LAST_STREAM; k <= LAST_POOL_ALLOCATION; k++) {
         uint64_t n = 0, m = 0;
         gpumem_status st = make_and_end((last_kind)k, 0, &n);
         ok(st == GPUMEM_OK && n > 0, "%s of a context's last holder ends it (%llu driver calls)", names[k],

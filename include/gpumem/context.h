@@ -10,9 +10,11 @@
  * context.  Every object made in a context (arrays, streams, events,
  * pools) holds a reference to it; when such an object holds the last one,
  * the call that ends the object (gpumem_array_release(),
- * gpumem_stream_destroy(), gpumem_event_destroy(), ...) ends the context
- * too, and returns a failure of that end as its own, named by it.  Wherever a function takes a context, NULL means the
- * process-wide default context of gpumem_autoinit().
+ * gpumem_stream_destroy(), gpumem_event_destroy(), gpumem_pool_destroy(),
+ * ...) ends the context too, and returns a failure of that end as its own,
+ * named by it.
+ * Wherever a function takes a context, NULL means the process-wide default
+ * context of gpumem_autoinit().
  *
  * @par Choosing the default device (gpumem_context_create_default)
  * The rules of pycuda.tools.make_default_context, in order:

@@ -248,8 +248,9 @@ GPUMEM_API gpumem_status gpumem_pool_create(gpumem_context *ctx, unsigned flags,
  * kept for reuse (copy scratch), and ends the handle.  Allocations still live
  * stay valid; freeing them later gives their blocks to the driver, and the
  * last one ends the pool (see Lifetime above).  NULL is a no-op.  The status
- * is the first failure of giving blocks back; the pool is destroyed either
- * way.  Destroying it again is ::GPUMEM_ERROR_INVALID_STATE.
+ * is the first failure of giving blocks back, or of ending the context when
+ * the pool held its last reference; the pool is destroyed either way.
+ * Destroying it again is ::GPUMEM_ERROR_INVALID_STATE.
  * @param pool the pool, or NULL.
  * @return ::GPUMEM_OK; ::GPUMEM_ERROR_INVALID_VALUE (a pool of the other kind, or not a pool),
  *        ::GPUMEM_ERROR_INVALID_STATE (destroyed already), or a driver failure giving blocks back.
@@ -379,7 +380,9 @@ GPUMEM_API gpumem_status gpumem_allocation_size(const gpumem_allocation *alloc, 
  * pool's context.  A second free of the same handle is
  * ::GPUMEM_ERROR_INVALID_STATE.  When recording the stream's event or giving
  * the block back fails, the status says so, and the handle is ended anyway
- * (the block goes to the driver rather than back into the pool).
+ * (the block goes to the driver rather than back into the pool).  The free
+ * of a destroyed pool's last allocation ends the pool, and the context when
+ * the pool held its last reference: a failure there is this call's.
  * @param alloc the allocation.
  * @param stream the stream still using it, or NULL.
  * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT, ::GPUMEM_ERROR_INVALID_VALUE (not an allocation handle),
