@@ -23,6 +23,7 @@
 #include "trace.h"
 #include "trace_format.h"
 #include "trace_impl.h"
+#include "workers.h"
 
 #define QUEUE_MAX 256u      /* chunks waiting for the writer (16 MiB) before a thread waits */
 #define FREE_MAX 64u        /* idle chunks kept for reuse */
@@ -194,7 +195,6 @@ static void out_chunk(chunk *c)
 static void *writer_main(void *arg)
 {
     (void)arg;
-    pthread_setname_np(pthread_self(), "gpumem-trace");
     for (;;) {
         pthread_mutex_lock(&W.mu);
         while (W.head == NULL && !W.finish) {
@@ -375,7 +375,7 @@ static gpumem_status start_locked(const char *path, unsigned flags, char *why, s
     atomic_store(&gm_trace_lost, 0);
     atomic_store(&gm_trace_flags, flags);
     strcpy(trace_path, path);
-    int rc = pthread_create(&W.thread, NULL, writer_main, NULL);
+    int rc = gm_thread_start(&W.thread, "gpumem-trace", writer_main, NULL);
     if (rc != 0) {
         snprintf(why, whysize, "cannot start the trace's writer thread: %s", strerror(rc));
         W.accepting = false;

@@ -8,6 +8,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -197,6 +198,46 @@ static void dequeue(gm_workers *w, gm_task *t)
     t->queued = false;
 }
 
+/* ---- threads ------------------------------------------------------------------------------- */
+
+typedef struct thread_start {
+    void *(*fn)(void *);
+    void *arg;
+    char name[16];
+} thread_start;
+
+static void *thread_main(void *arg)
+{
+    thread_start t = *(thread_start *)arg;
+    free(arg);
+    (void)pthread_setname_np(pthread_self(), t.name);
+    return t.fn(t.arg);
+}
+
+int gm_thread_start(pthread_t *tid, const char *name, void *(*fn)(void *), void *arg)
+{
+    thread_start *t = malloc(sizeof *t);
+    if (t == NULL)
+        return ENOMEM;
+    *t = (thread_start){fn, arg, ""};
+    snprintf(t->name, sizeof t->name, "%s", name);
+    /* the new thread inherits the mask in force at its creation */
+    sigset_t block, old;
+    sigfillset(&block);
+    static const int faults[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGABRT, SIGSYS};
+    for (size_t i = 0; i < sizeof faults / sizeof faults[0]; i++)
+        sigdelset(&block, faults[i]);
+    int masked = pthread_sigmask(SIG_BLOCK, &block, &old) == 0;
+    int rc = pthread_create(tid, NULL, thread_main, t);
+    if (masked)
+        (void)pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc != 0)
+        free(t);
+    return rc;
+}
+
+/* ---- the workers --------------------------------------------------------------------------- */
+
 typedef struct start {
     gm_workers *w;
     int index;
@@ -281,7 +322,9 @@ unsigned gm_workers_grow(gm_workers *w, unsigned n)
         if (s == NULL)
             break;
         *s = (start){w, (int)w->n};
-        if (pthread_create(&w->tid[w->n], NULL, worker_main, s) != 0) {
+        char name[16];
+        snprintf(name, sizeof name, "gpumem-work%u", w->n);
+        if (gm_thread_start(&w->tid[w->n], name, worker_main, s) != 0) {
             free(s);
             break;
         }

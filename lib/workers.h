@@ -4,8 +4,10 @@
  * All CPU fan-out of the library runs here: the staging engine's fill and
  * drain of pinned slots (with the packing and unpacking of strided host
  * sides in the same pass), CPU packs, and the landing of downloads queued
- * on a stream.  No other file of lib/ creates threads (the simulator's
- * stream workers aside), and no thread is created per call.
+ * on a stream.  No thread is created per call, and every thread of lib/
+ * starts through gm_thread_start (the simulator's stream workers aside):
+ * the workers, and the trace's writer, which waits on file writes rather
+ * than doing CPU work, so it has a thread of its own while a trace records.
  *
  * A pool belongs to a NUMA node (or to none: node -1); it is made on first
  * use and grows, never per call, to the number of workers asked for
@@ -37,6 +39,7 @@
 #ifndef GM_WORKERS_H
 #define GM_WORKERS_H
 
+#include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -72,6 +75,14 @@ unsigned gm_workers_grow(gm_workers *w, unsigned n);
 
 /* Its node (-1 for none). */
 int gm_workers_node(const gm_workers *w);
+
+/* Starts a thread of the library's, named name (at most 15 characters: in
+ * top, gdb and perf), running fn(arg).  Asynchronous signals (SIGINT,
+ * SIGTERM, SIGCHLD, ...) are blocked in it, so that they reach the
+ * program's own threads; a fault it raises (SIGSEGV, SIGBUS, SIGFPE,
+ * SIGILL, SIGTRAP, SIGABRT, SIGSYS) is delivered as usual.  Returns 0 or
+ * pthread_create's error. */
+int gm_thread_start(pthread_t *tid, const char *name, void *(*fn)(void *), void *arg);
 
 /* Lets up to n more workers start t (the pool has fewer: those it has). */
 void gm_task_post(gm_workers *w, gm_task *t, unsigned n);

@@ -8,6 +8,7 @@
 
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,6 +44,36 @@ static void count_run(gm_task *t, int worker)
         if (worker >= 0)
             atomic_fetch_add(&c->by_workers, 1);
     }
+}
+
+/* What each worker that runs it finds of its own thread: its name, and
+ * which signals it blocks. */
+typedef struct mask_task {
+    gm_task task;
+    atomic_int seen, named, blocks_async, takes_faults;
+} mask_task;
+
+static void mask_run(gm_task *t, int worker)
+{
+    mask_task *m = (mask_task *)t;
+    if (worker < 0)
+        return;
+    sigset_t cur;
+    char name[16] = "";
+    pthread_sigmask(SIG_BLOCK, NULL, &cur);
+    pthread_getname_np(pthread_self(), name, sizeof name);
+    atomic_fetch_add(&m->seen, 1);
+    atomic_fetch_add(&m->named, strncmp(name, "gpumem-work", 11) == 0);
+    atomic_fetch_add(&m->blocks_async, sigismember(&cur, SIGINT) == 1 && sigismember(&cur, SIGTERM) == 1 &&
+                                           sigismember(&cur, SIGCHLD) == 1 && sigismember(&cur, SIGUSR1) == 1);
+    atomic_fetch_add(&m->takes_faults, sigismember(&cur, SIGSEGV) == 0 && sigismember(&cur, SIGBUS) == 0 &&
+                                           sigismember(&cur, SIGFPE) == 0 && sigismember(&cur, SIGABRT) == 0);
+}
+
+static void *own_main(void *arg)
+{
+    mask_run(arg, 0);
+    return NULL;
 }
 
 static count_task *count_new(void)
@@ -305,6 +336,29 @@ int main(void)
     gm_task_wait(w, &c->task);
     ok(each_once(c) && atomic_load(&c->by_workers) == ITEMS, "a task left to 2 workers: every item once, by them");
     free(c);
+    mask_task m = {.task = GM_TASK_INIT(mask_run)};
+    sigset_t none, before, after;
+    sigemptyset(&none);
+    pthread_sigmask(SIG_SETMASK, &none, &before); /* the workers' mask is not the poster's */
+    gm_task_post(w, &m.task, 3);
+    gm_task_wait(w, &m.task);
+    pthread_sigmask(SIG_SETMASK, &before, NULL);
+    ok(atomic_load(&m.seen) == 3 && atomic_load(&m.named) == 3, "the workers are named gpumem-work<N>");
+    ok(atomic_load(&m.blocks_async) == 3 && atomic_load(&m.takes_faults) == 3,
+       "they block SIGINT, SIGTERM, SIGCHLD and SIGUSR1, which reach the program's threads, and take faults");
+    /* a thread of its own (the trace's writer starts so) */
+    pthread_sigmask(SIG_SETMASK, &none, &before);
+    pthread_t own;
+    mask_task m2 = {.task = GM_TASK_INIT(mask_run)};
+    int rc = gm_thread_start(&own, "gpumem-work-t", own_main, &m2);
+    pthread_sigmask(SIG_BLOCK, NULL, &after);
+    pthread_sigmask(SIG_SETMASK, &before, NULL);
+    if (rc == 0)
+        pthread_join(own, NULL);
+    ok(rc == 0 && atomic_load(&m2.seen) == 1 && atomic_load(&m2.named) == 1 && atomic_load(&m2.blocks_async) == 1 &&
+           atomic_load(&m2.takes_faults) == 1,
+       "gm_thread_start: the thread is named, blocks the asynchronous signals and takes faults");
+    ok(!sigismember(&after, SIGINT) && !sigismember(&after, SIGTERM), "and the caller's own mask is as it was");
 
     pthread_t tid[8];
     for (int i = 0; i < 8; i++)
