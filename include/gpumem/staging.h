@@ -39,7 +39,9 @@
  * @par How it works
  * The library has one pool of worker threads (made on first use, up to
  * `threads` - 1 of them, never one per call; on a machine with several
- * NUMA nodes, one pool per node, whose threads run on the node's CPUs).
+ * NUMA nodes, one pool per node, whose threads run on the node's CPUs),
+ * named `gpumem-work<N>`, with the asynchronous signals blocked so that
+ * they reach the program's own threads.
  * Each worker owns, per context, `depth` pinned slots of `chunk_bytes`
  * (made on its first staged transfer in that context, from the context's
  * allocator, on its NUMA node), small enough to stay in the core's cache.
