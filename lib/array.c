@@ -439,7 +439,8 @@ static gpumem_status device_array(const char *what, gpumem_context *ctx, int ndi
                                   const int64_t *strides, const gpumem_dtype *dtype, char order, gpumem_stream *stream,
                                   gpumem_array **array)
 {
-    GM_CHECK_NULL(array);
+    if (array == NULL) /* named by the public call, not by this helper */
+        return gm_error(GPUMEM_ERROR_NULL_ARGUMENT, "%s: argument 'array' is NULL", what);
     int64_t cstrides[GM_MAX_NDIM];
     size_t itemsize;
     int64_t nbytes;

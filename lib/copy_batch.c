@@ -785,11 +785,12 @@ GPUMEM_API gpumem_status gpumem_array_copy_batch(size_t count, gpumem_array *con
     if (stream != NULL)
         GM_FORWARD_IF_ERROR(gm_handle_check(stream, GM_HANDLE_STREAM, what, "stream"));
     for (size_t i = 0; i < count; i++) {
-        char a[32], b[32];
+        char a[32], b[32], where[64];
         copy_name(a, sizeof a, i, true);
         copy_name(b, sizeof b, i, false);
-        GM_FORWARD_IF_ERROR(gm_handle_check(dst[i], GM_HANDLE_ARRAY, what, a));
-        GM_FORWARD_IF_ERROR(gm_handle_check(src[i], GM_HANDLE_ARRAY, what, b));
+        snprintf(where, sizeof where, "%s: pair %zu", what, i); /* as the pair's other errors */
+        GM_FORWARD_IF_ERROR(gm_handle_check(dst[i], GM_HANDLE_ARRAY, where, a));
+        GM_FORWARD_IF_ERROR(gm_handle_check(src[i], GM_HANDLE_ARRAY, where, b));
     }
     const batch_names nm = {what, copy_name};
     return check_and_run(&nm, count, dst, src, stream);
