@@ -313,6 +313,18 @@ gpumem_status gm_array_check_writable(const char *what, const gpumem_array *a, c
     return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: '%s' is read-only", what, arg);
 }
 
+gpumem_status gm_array_check_no_broadcast(const char *what, const gpumem_array *a, const char *arg)
+{
+    if (gm_array_size(a) == 0)
+        return GPUMEM_OK; /* nothing is written */
+    for (int i = 0; i < a->ndim; i++)
+        if (a->shape[i] > 1 && a->strides[i] == 0)
+            return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: '%s' has stride 0 on axis %d of extent %lld: its "
+                            "elements share memory (a broadcast), which cannot be written", what, arg, i,
+                            (long long)a->shape[i]);
+    return GPUMEM_OK;
+}
+
 GPUMEM_API gpumem_status gpumem_array_is_readonly(const gpumem_array *array, int *readonly)
 {
     GM_CHECK_HANDLE(array);

@@ -834,8 +834,10 @@ static gpumem_status pack_call(const char *what, bool unpack, size_t count, gpum
         char a[32];
         snprintf(a, sizeof a, "views[%zu]", i);
         GM_FORWARD_IF_ERROR(gm_handle_check(views[i], GM_HANDLE_ARRAY, what, a));
-        if (unpack)
+        if (unpack) {
             GM_FORWARD_IF_ERROR(gm_array_check_writable(what, views[i], a));
+            GM_FORWARD_IF_ERROR(gm_array_check_no_broadcast(what, views[i], a));
+        }
         uint64_t nb = (uint64_t)gm_array_size(views[i]) * views[i]->itemsize;
         GM_RETURN_ERROR_IF(__builtin_add_overflow(total, nb, &total) || total > INT64_MAX, GPUMEM_ERROR_OVERFLOW,
                            "%s: the views' bytes do not fit in int64_t (views[%zu])", what, i);

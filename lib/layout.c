@@ -496,12 +496,12 @@ static gpumem_status resolve_shape(const char *what, int ndim, const int64_t *sh
         if (new_shape[i] == -1) {
             if (unknown >= 0)
                 return gm_error(GPUMEM_ERROR_INVALID_RESHAPE,
-                                "%s: new_shape[%d] and new_shape[%d] are both -1: only one extent can be inferred",
+                                "%s: shape[%d] and shape[%d] are both -1: only one extent can be inferred",
                                 what, unknown, i);
             unknown = i;
         } else if (new_shape[i] < 0) {
             return gm_error(GPUMEM_ERROR_INVALID_RESHAPE,
-                            "%s: new_shape[%d] = %" PRId64 " is negative (only one -1 is allowed)", what, i,
+                            "%s: shape[%d] = %" PRId64 " is negative (only one -1 is allowed)", what, i,
                             new_shape[i]);
         } else if (!overflow) {
             /* as NumPy, an overflowing product is a size mismatch, even
@@ -511,7 +511,7 @@ static gpumem_status resolve_shape(const char *what, int ndim, const int64_t *sh
     }
     if (unknown >= 0 && !overflow && known == 0)
         return gm_error(GPUMEM_ERROR_INVALID_RESHAPE,
-                        "%s: cannot infer new_shape[%d] = -1 in shape %s: the other extents multiply to 0", what,
+                        "%s: cannot infer shape[%d] = -1 in shape %s: the other extents multiply to 0", what,
                         unknown, shape_text(text, new_ndim, new_shape));
     if (unknown >= 0 && !overflow && size % known == 0) {
         dims[unknown] = size / known;
@@ -530,7 +530,7 @@ gpumem_status gm_layout_reshape(const char *what, int ndim, const int64_t *shape
     what = WHAT(what);
     gpumem_status st = check_ndim(what, "ndim", ndim);
     if (st == GPUMEM_OK)
-        st = check_ndim(what, "new_ndim", new_ndim);
+        st = check_ndim(what, "ndim", new_ndim); /* the public calls' name of it */
     if (st != GPUMEM_OK)
         return st;
     NEED(shape, ndim);
@@ -643,11 +643,11 @@ gpumem_status gm_layout_index(const char *what, int ndim, const int64_t *shape, 
         int64_t n = shape[i], j = index[i] < 0 ? index[i] + n : index[i];
         if (j < 0 || j >= n)
             return gm_error(GPUMEM_ERROR_INDEX_OUT_OF_RANGE,
-                            "%s: axis %d: index %" PRId64 " is out of range for extent %" PRId64, what, i, index[i],
-                            n);
+                            "%s: axis %d: index %" PRId64 " is out of range for extent %" PRId64 " (index[%d])", what,
+                            i, index[i], n, i);
         if (__builtin_mul_overflow(j, strides[i], &term) || __builtin_add_overflow(off, term, &off))
-            return gm_error(GPUMEM_ERROR_OVERFLOW, "%s: axis %d: the offset of index %" PRId64 " overflows", what,
-                            i, index[i]);
+            return gm_error(GPUMEM_ERROR_OVERFLOW, "%s: axis %d: the offset of index %" PRId64 " overflows (index[%d])",
+                            what, i, index[i], i);
     }
     *offset = off;
     return GPUMEM_OK;

@@ -89,6 +89,20 @@ static void test_making(void)
           "gpumem_device_array: NULL array", "gpumem_device_array:", "'array'");
     fails(gpumem_device_record(ctx, i32, NULL, NULL), GPUMEM_ERROR_NULL_ARGUMENT,
           "gpumem_device_record: NULL array", "gpumem_device_record:", "'array'");
+    a = SENTINEL;
+    fails(gpumem_device_record(ctx, f32, NULL, &a), GPUMEM_ERROR_INVALID_DTYPE,
+          "gpumem_device_record: a dtype that is not a record", "gpumem_device_record", "'dtype'");
+    ok(a == SENTINEL, "... made no array");
+    gpumem_field xf = {"x", f32, -1, 0, NULL};
+    gpumem_dtype *rec = NULL;
+    CHECK(gpumem_dtype_record_create(&xf, 1, GPUMEM_RECORD_PACKED, 0, &rec));
+    CHECK(gpumem_device_record(ctx, rec, NULL, &a));
+    int rnd = -1;
+    CHECK(gpumem_array_ndim(a, &rnd));
+    is_int(rnd, 0, "gpumem_device_record of a record: a 0-d array");
+    gpumem_array_release(a);
+    gpumem_dtype_release(rec);
+    a = SENTINEL;
     gpumem_array *like = device_iota(2, shape, 0);
     fails(gpumem_device_array_like(ctx, like, NULL, NULL), GPUMEM_ERROR_NULL_ARGUMENT,
           "gpumem_device_array_like: NULL array", "gpumem_device_array_like:", "'array'");
@@ -254,6 +268,7 @@ static void test_items(void)
     int32_t out[6], v = -1, seven = 7;
     fails(gpumem_array_get_item(d, (int64_t[]){0, 3}, &v, NULL), GPUMEM_ERROR_INDEX_OUT_OF_RANGE,
           "gpumem_array_get_item: an index off its axis", "gpumem_array_get_item", "axis 1");
+    like(gpumem_last_error(), "index[1]", "... the message names the argument");
     is_int(v, -1, "... writes nothing");
     CHECK(gpumem_array_get_item(d, (int64_t[]){-1, -1}, &v, NULL));
     is_int(v, 5, "get_item: negative indices count from the end");
@@ -463,6 +478,15 @@ static void test_views(void)
           "gpumem_array_reshape: unknown flags", "gpumem_array_reshape", "flags");
     fails(gpumem_array_reshape(d, 33, (int64_t[33]){0}, 'C', 0, NULL, &v), GPUMEM_ERROR_TOO_MANY_DIMENSIONS,
           "gpumem_array_reshape: 33 dimensions", "gpumem_array_reshape", "33");
+    fails(gpumem_array_reshape(d, 2, (int64_t[]){-2, -3}, 'C', 0, NULL, &v), GPUMEM_ERROR_INVALID_RESHAPE,
+          "gpumem_array_reshape: a negative extent names the argument", "gpumem_array_reshape: shape[0] = -2", NULL);
+    fails(gpumem_array_reshape(d, 2, NULL, 'C', 0, NULL, &v), GPUMEM_ERROR_NULL_ARGUMENT,
+          "gpumem_array_reshape: NULL shape", "gpumem_array_reshape", "'shape'");
+    CHECK(gpumem_array_transpose(d, (int[]){-1, -2}, &v));
+    CHECK(gpumem_array_shape(v, s));
+    ok(s[0] == 3 && s[1] == 2, "transpose: negative axes count from the end");
+    gpumem_array_release(v);
+    v = SENTINEL;
     gpumem_array *t = NULL;
     CHECK(gpumem_array_transpose(d, NULL, &t));
     fails(gpumem_array_reshape(t, 1, (int64_t[]){-1}, 'C', GPUMEM_NO_COPY, NULL, &v), GPUMEM_ERROR_COPY_REQUIRED,
@@ -552,11 +576,56 @@ static void test_properties(void)
     ok(cx == NULL, "a host array has no context");
     fails(gpumem_array_shape(d, NULL), GPUMEM_ERROR_NULL_ARGUMENT, "gpumem_array_shape: NULL shape",
           "gpumem_array_shape", "'shape'");
+    int ro = -1;
+    CHECK(gpumem_array_set_readonly(h, 2));
+    CHECK(gpumem_array_is_readonly(h, &ro));
+    is_int(ro, 1, "set_readonly(2) makes it read-only (any nonzero value)");
     GPUMEM_ARRAY_RELEASE_ALL(e, h, d);
     gpumem_array *gone = device_iota(1, (int64_t[]){4}, 0);
     gpumem_array_release(gone);
     fails(gpumem_array_set_readonly(gone, 1), GPUMEM_ERROR_INVALID_STATE, "gpumem_array_set_readonly of a released array",
           "gpumem_array_set_readonly", NULL);
+}
+
+/* ---- broadcast destinations (stride 0 on an axis of more than one element) ------------------------------ */
+
+static void test_broadcast(void)
+{
+    int32_t one = 9, src[4] = {1, 2, 3, 4}, a[4] = {0, 0, 0, 0};
+    gpumem_array *bc = NULL, *s = NULL, *ha = NULL, *d = NULL;
+    CHECK(gpumem_host_array_wrap(&one, 1, (int64_t[]){4}, (int64_t[]){0}, i32, &bc));
+    CHECK(gpumem_host_array_wrap(src, 1, (int64_t[]){4}, NULL, i32, &s));
+    CHECK(gpumem_host_array_wrap(a, 1, (int64_t[]){4}, NULL, i32, &ha));
+    CHECK(gpumem_to_device(ctx, s, NULL, 0, &d));
+    /* a broadcast source is fine */
+    CHECK(gpumem_array_copy(ha, bc, NULL));
+    ok(a[0] == 9 && a[3] == 9, "a broadcast source copies");
+    memset(a, 0, sizeof a);
+    fails(gpumem_array_copy(bc, s, NULL), GPUMEM_ERROR_INVALID_VALUE, "gpumem_array_copy: a broadcast dst",
+          "gpumem_array_copy", "'dst'");
+    fails(gpumem_array_fill(bc, &src[1], NULL), GPUMEM_ERROR_INVALID_VALUE, "gpumem_array_fill: a broadcast array",
+          "gpumem_array_fill", "'array'");
+    is_int(one, 9, "... neither wrote it");
+    fails(gpumem_array_copy_batch(2, (gpumem_array *[]){ha, bc}, (gpumem_array *[]){d, s}, NULL),
+          GPUMEM_ERROR_INVALID_VALUE, "gpumem_array_copy_batch: a broadcast destination in pair 1",
+          "gpumem_array_copy_batch: pair 1:", "'dst'");
+    ok(a[0] == 0 && a[3] == 0 && one == 9, "... found before pair 0 was copied: nothing written");
+    gpumem_array *buf = NULL;
+    CHECK(gpumem_device_array(ctx, 1, (int64_t[]){8}, NULL, i32, 'C', NULL, &buf));
+    CHECK(gpumem_array_fill(buf, &src[3], NULL));
+    fails(gpumem_array_unpack(2, (gpumem_array *[]){ha, bc}, buf, NULL), GPUMEM_ERROR_INVALID_VALUE,
+          "gpumem_array_unpack: a broadcast view", "gpumem_array_unpack", "views[1]");
+    ok(a[0] == 0 && a[3] == 0 && one == 9, "... nothing written");
+    gpumem_array *out = SENTINEL;
+    fails(gpumem_to_device(ctx, bc, NULL, GPUMEM_TO_DEVICE_WRITEBACK, &out), GPUMEM_ERROR_INVALID_VALUE,
+          "gpumem_to_device: a write-back into a broadcast host array", "gpumem_to_device", "'host'");
+    ok(out == SENTINEL, "... made no array");
+    /* an empty broadcast writes nothing and is fine */
+    gpumem_array *ebc = NULL, *es = NULL;
+    CHECK(gpumem_host_array_wrap(&one, 2, (int64_t[]){4, 0}, (int64_t[]){0, 4}, i32, &ebc));
+    CHECK(gpumem_host_array(2, (int64_t[]){4, 0}, i32, 'C', &es));
+    ok(gpumem_array_copy(ebc, es, NULL) == GPUMEM_OK, "an empty array with a stride 0 is written (nothing)");
+    GPUMEM_ARRAY_RELEASE_ALL(ebc, es, buf, d, ha, s, bc);
 }
 
 /* ---- batches ------------------------------------------------------------------------------------- */
@@ -844,6 +913,7 @@ int main(void)
     test_slices();
     test_views();
     test_properties();
+    test_broadcast();
     test_batch();
     test_dtypes();
     gpumem_context_release(ctx);

@@ -265,12 +265,15 @@ GPUMEM_API gpumem_status gpumem_device_array_like(gpumem_context *ctx, const gpu
                                                   gpumem_stream *stream, gpumem_array **array);
 
 /**
- * numba's DeviceRecord: a 0-d device array of a record dtype.
+ * numba's DeviceRecord: a 0-d device array of a record dtype.  A dtype
+ * that is not a record (::GPUMEM_RECORD: gpumem_dtype_record_create(),
+ * gpumem_dtype_from_descr()) is ::GPUMEM_ERROR_INVALID_DTYPE;
+ * gpumem_device_array() with ndim 0 makes a 0-d array of any dtype.
  * @param ctx the context, or NULL for the autoinit context.
  * @param dtype a record dtype.
  * @param stream the stream the allocation is ordered on, or NULL.
  * @param[out] array the new 0-d array.
- * @return as gpumem_device_array().
+ * @return as gpumem_device_array(); also ::GPUMEM_ERROR_INVALID_DTYPE when @p dtype is not a record.
  */
 GPUMEM_API gpumem_status gpumem_device_record(gpumem_context *ctx, const gpumem_dtype *dtype,
                                               gpumem_stream *stream, gpumem_array **array);
@@ -322,8 +325,10 @@ GPUMEM_API gpumem_status gpumem_device_record(gpumem_context *ctx, const gpumem_
  * @param stream the stream of the copy, or NULL (synchronous).
  * @param flags 0, ::GPUMEM_TO_DEVICE_NO_COPY, ::GPUMEM_TO_DEVICE_WRITEBACK.
  * @param[out] array the new device array.
- * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT, ::GPUMEM_ERROR_INVALID_VALUE (unknown flags), the
- *        statuses of gpumem_device_array() and of gpumem_array_copy().
+ * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT, ::GPUMEM_ERROR_INVALID_VALUE (unknown flags; with
+ *        ::GPUMEM_TO_DEVICE_WRITEBACK, a read-only @p host or one with stride 0 on an axis of more than one
+ *        element, which the write-back could not write), the statuses of gpumem_device_array() and of
+ *        gpumem_array_copy().
  */
 GPUMEM_API gpumem_status gpumem_to_device(gpumem_context *ctx, gpumem_array *host, gpumem_stream *stream,
                                           unsigned flags, gpumem_array **array);
@@ -379,7 +384,9 @@ GPUMEM_API gpumem_status gpumem_array_release_n(size_t count, gpumem_array *cons
  * @p src into @p dst.  (gpumem_copy_to_host() takes (src, dst), numba's
  * receiver first.)  Equal shapes and dtypes, any
  * kinds (device, host, pinned, mapped, managed), any strides on either side
- * (negative, zero in the source).  Only the elements are written, never the
+ * (negative, zero in the source).  A destination with stride 0 on an axis
+ * of more than one element (a broadcast: its elements share bytes) cannot
+ * be written: ::GPUMEM_ERROR_INVALID_VALUE.  Only the elements are written, never the
  * gaps of a strided destination.  The copy engine chooses, per copy, the
  * cheapest way by bytes per DMA row and memory kind (gpumem/debug.h's
  * gpumem_debug_last_copy_path() tells which it took):
@@ -491,7 +498,7 @@ GPUMEM_API gpumem_status gpumem_array_release_n(size_t count, gpumem_array *cons
  * @param stream the stream, or NULL (synchronous).
  * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT, ::GPUMEM_ERROR_SHAPE_MISMATCH,
  *        ::GPUMEM_ERROR_DTYPE_MISMATCH, ::GPUMEM_ERROR_CONTEXT_MISMATCH, ::GPUMEM_ERROR_INVALID_VALUE
- *        (read-only @p dst), ::GPUMEM_ERROR_OVERFLOW, ::GPUMEM_ERROR_OUT_OF_MEMORY,
+ *        (read-only or broadcast @p dst), ::GPUMEM_ERROR_OVERFLOW, ::GPUMEM_ERROR_OUT_OF_MEMORY,
  *        ::GPUMEM_ERROR_HOST_OUT_OF_MEMORY, ::GPUMEM_ERROR_INVALID_ENVIRONMENT (a bad staging variable), or a
  *        driver failure.
  */
@@ -566,13 +573,14 @@ GPUMEM_API gpumem_status gpumem_copy_to_device(gpumem_array *dst, const gpumem_a
 
 /**
  * Sets every element to the @p value of one element (itemsize bytes).  A @p stream of another
- * device than the array's is ::GPUMEM_ERROR_CONTEXT_MISMATCH.  For a host-side array the CPU
+ * device than the array's is ::GPUMEM_ERROR_CONTEXT_MISMATCH; an array with stride 0 on an axis
+ * of more than one element (a broadcast) is ::GPUMEM_ERROR_INVALID_VALUE.  For a host-side array the CPU
  * writes the elements; with a stream it first waits for the work queued on the stream (a
  * queued download into the array lands before the fill, not over it).
  * @param array the destination (writable).
  * @param[in] value one element, itemsize bytes.
  * @param stream the stream, or NULL (synchronous).
- * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT, ::GPUMEM_ERROR_INVALID_VALUE (read-only),
+ * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT, ::GPUMEM_ERROR_INVALID_VALUE (read-only, broadcast),
  *        ::GPUMEM_ERROR_CONTEXT_MISMATCH, ::GPUMEM_ERROR_OUT_OF_MEMORY, ::GPUMEM_ERROR_HOST_OUT_OF_MEMORY, a
  *        driver failure, or (a strided array, filled through a copy) the statuses of gpumem_array_copy().
  */
@@ -708,8 +716,9 @@ GPUMEM_API gpumem_status gpumem_array_slice(gpumem_array *array, const gpumem_sl
 
 /**
  * A view with permuted axes: axis i of the view is axis axes[i]; NULL reverses (NumPy's .T).
+ * As in NumPy, a negative entry counts from the end (-1 is the last axis).
  * @param array the array.
- * @param[in] axes a permutation of 0..ndim-1, or NULL.
+ * @param[in] axes ndim entries, a permutation of 0..ndim-1 (or of their negative forms -ndim..-1), or NULL.
  * @param[out] view the new view.
  * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT, ::GPUMEM_ERROR_INVALID_VALUE (not a permutation),
  *        ::GPUMEM_ERROR_HOST_OUT_OF_MEMORY, ::GPUMEM_ERROR_INVALID_STATE.
@@ -732,8 +741,8 @@ GPUMEM_API gpumem_status gpumem_array_view(gpumem_array *array, const gpumem_dty
  * same kind, in the array's context), or ::GPUMEM_ERROR_COPY_REQUIRED with
  * ::GPUMEM_NO_COPY.
  * @param array the array.
- * @param ndim the new number of dimensions.
- * @param[in] shape @p ndim extents, at most one -1.
+ * @param ndim the new number of dimensions, 0 to ::GPUMEM_MAX_NDIM.
+ * @param[in] shape @p ndim extents, at most one -1 (may be NULL when @p ndim is 0).
  * @param order 'C', 'F' or 'A'.
  * @param flags 0 or ::GPUMEM_NO_COPY.
  * @param stream the stream of a copy, or NULL.
@@ -885,7 +894,7 @@ GPUMEM_API gpumem_status gpumem_array_is_readonly(const gpumem_array *array, int
  * whose memory was imported read-only, or a view of a read-only array,
  * cannot be made writable (::GPUMEM_ERROR_INVALID_VALUE), as in NumPy.
  * @param array the array.
- * @param readonly 1 (read-only) or 0 (writable).
+ * @param readonly 1 (read-only; any other nonzero value too) or 0 (writable).
  * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT, ::GPUMEM_ERROR_INVALID_VALUE (cannot be made writable).
  */
 GPUMEM_API gpumem_status gpumem_array_set_readonly(gpumem_array *array, int readonly);

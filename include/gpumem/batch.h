@@ -118,7 +118,8 @@ GPUMEM_BEGIN_DECLS
  * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT (@p dst, @p src, or one of their arrays: the message
  *        names it, as 'dst[2]'), any error of gpumem_array_copy() for a pair (::GPUMEM_ERROR_SHAPE_MISMATCH,
  *        ::GPUMEM_ERROR_DTYPE_MISMATCH, ::GPUMEM_ERROR_CONTEXT_MISMATCH, ::GPUMEM_ERROR_INVALID_VALUE for a
- *        read-only destination, ::GPUMEM_ERROR_INVALID_STATE for a released array: the message starts
+ *        read-only destination or a broadcast one (stride 0 on an axis of more than one element),
+ *        ::GPUMEM_ERROR_INVALID_STATE for a released array: the message starts
  *        "gpumem_array_copy_batch: pair 2:"), ::GPUMEM_ERROR_INVALID_VALUE (a destination that shares memory
  *        with another pair's destination or source: the message names both pairs), and the errors of the
  *        copies themselves (::GPUMEM_ERROR_OUT_OF_MEMORY, ::GPUMEM_ERROR_HOST_OUT_OF_MEMORY,
@@ -217,7 +218,8 @@ GPUMEM_API gpumem_status gpumem_array_pack(size_t count, gpumem_array *const *vi
  * @param buffer the contiguous source (C-contiguous).
  * @param stream the stream, or NULL (synchronous).
  * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT (@p views, @p buffer, or views[i]: the message names
- *        it), ::GPUMEM_ERROR_INVALID_VALUE (a read-only view; @p buffer not C-contiguous or smaller than
+ *        it), ::GPUMEM_ERROR_INVALID_VALUE (a read-only view, or a broadcast one: stride 0 on an axis of more
+ *        than one element; @p buffer not C-contiguous or smaller than
  *        the views' total bytes; two views sharing memory, or a view sharing memory with the bytes of the
  *        buffer meant for another),
  *        ::GPUMEM_ERROR_OVERFLOW, ::GPUMEM_ERROR_CONTEXT_MISMATCH, ::GPUMEM_ERROR_INVALID_STATE, and the
