@@ -791,6 +791,12 @@ static void test_dtypes(void)
     fails(gpumem_dtype_typestr(f32, buf, 0), GPUMEM_ERROR_INVALID_VALUE, "gpumem_dtype_typestr: 0 bytes",
           "gpumem_dtype_typestr", NULL);
     ok(buf[0] == 'x', "... a buffer of 0 bytes is not written");
+    fails(gpumem_dtype_typestr(f32, NULL, 0), GPUMEM_ERROR_INVALID_VALUE,
+          "gpumem_dtype_typestr(NULL, 0) asks for the size, as snprintf", "gpumem_dtype_typestr", "needs 4 bytes");
+    fails(gpumem_dtype_descr(f32, NULL, 0), GPUMEM_ERROR_INVALID_VALUE,
+          "gpumem_dtype_descr(NULL, 0) asks for the size, as snprintf", "gpumem_dtype_descr", "needs 14 bytes");
+    fails(gpumem_dtype_typestr(f32, NULL, 8), GPUMEM_ERROR_NULL_ARGUMENT, "gpumem_dtype_typestr: NULL buf of 8 bytes",
+          "gpumem_dtype_typestr", "'buf'");
     CHECK(gpumem_dtype_typestr(f32, buf, 4));
     ok(buf[1] == 'f' && buf[2] == '4' && buf[3] == '\0', "typestr of float32 in 4 bytes");
     memset(buf, 'x', sizeof buf);

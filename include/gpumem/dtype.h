@@ -167,11 +167,13 @@ GPUMEM_API gpumem_status gpumem_dtype_from_typestr(const char *typestr, gpumem_d
  * into @p buf of @p size bytes, with an explicit order for multi-byte types
  * and '|' for the others, as NumPy's __array_interface__.  If it does not
  * fit, ::GPUMEM_ERROR_INVALID_VALUE, the message says how many bytes it
- * needs, and @p buf holds "" (unless @p size is 0).  24 bytes always do.
+ * needs, and @p buf holds "" (unless @p size is 0: then nothing is written,
+ * and @p buf may be NULL, as snprintf's).  24 bytes always do.
  * @param dtype the dtype.
- * @param[out] buf room for @p size bytes.
+ * @param[out] buf room for @p size bytes (may be NULL when @p size is 0).
  * @param size the size of @p buf.
- * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT, ::GPUMEM_ERROR_INVALID_VALUE (too small).
+ * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT (@p dtype; @p buf with @p size > 0),
+ *         ::GPUMEM_ERROR_INVALID_VALUE (too small).
  */
 GPUMEM_API gpumem_status gpumem_dtype_typestr(const gpumem_dtype *dtype, char *buf, size_t size);
 
@@ -204,9 +206,9 @@ GPUMEM_API gpumem_status gpumem_dtype_from_descr(const char *descr, gpumem_dtype
  * Python 3.11) are escaped as \\xNN, \\uNNNN or \\UNNNNNNNN, as repr() does.  A record whose fields
  * are not in increasing offset order has no descr, as in NumPy:
  * ::GPUMEM_ERROR_INVALID_DTYPE.  Buffers that are too small are handled as
- * in gpumem_dtype_typestr().
+ * in gpumem_dtype_typestr() (@p size 0 with a NULL @p buf included).
  * @param dtype the dtype.
- * @param[out] buf room for @p size bytes.
+ * @param[out] buf room for @p size bytes (may be NULL when @p size is 0).
  * @param size the size of @p buf.
  * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT, ::GPUMEM_ERROR_INVALID_DTYPE (no descr),
  *        ::GPUMEM_ERROR_INVALID_VALUE (too small).
