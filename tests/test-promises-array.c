@@ -236,6 +236,19 @@ static void test_copies(void)
     ok(buf[0] == 0 && buf[1] == 0 && buf[2] == 1 && buf[5] == 4, "overlapping host views copy as through a temporary");
     GPUMEM_ARRAY_RELEASE_ALL(lo, hi, hb);
 
+    /* overlapping device views, reversed: a[::-1] = a, then a[1:] = a[:-1] */
+    gpumem_array *dv = device_iota(1, (int64_t[]){6}, 0), *rv = NULL, *dlo = NULL, *dhi = NULL;
+    CHECK(gpumem_array_slice(dv, (gpumem_slice[]){{GPUMEM_SLICE_DEFAULT, GPUMEM_SLICE_DEFAULT, -1}}, 1, &rv));
+    CHECK(gpumem_array_copy(rv, dv, NULL));
+    read_i32(dv, out, 6);
+    ok(out[0] == 5 && out[1] == 4 && out[5] == 0, "a[::-1] = a on the device reverses it");
+    CHECK(gpumem_array_slice(dv, (gpumem_slice[]){{1, GPUMEM_SLICE_DEFAULT, 1}}, 1, &dhi));
+    CHECK(gpumem_array_slice(dv, (gpumem_slice[]){{0, -1, 1}}, 1, &dlo));
+    CHECK(gpumem_array_copy(dhi, dlo, NULL));
+    read_i32(dv, out, 6);
+    ok(out[0] == 5 && out[1] == 5 && out[2] == 4 && out[5] == 1, "a[1:] = a[:-1] on the device");
+    GPUMEM_ARRAY_RELEASE_ALL(dlo, dhi, rv, dv);
+
     /* negative strides: d[::-1, ::-1] into a host array */
     gpumem_array *r = NULL;
     CHECK(gpumem_array_slice(d, (gpumem_slice[]){{GPUMEM_SLICE_DEFAULT, GPUMEM_SLICE_DEFAULT, -1},
@@ -465,6 +478,18 @@ static void test_views(void)
     CHECK(gpumem_array_shape(v, s));
     ok(s[0] == 2 && s[1] == 12, "int32 (2, 3) seen as uint8 is (2, 12)");
     gpumem_array_release(v);
+    gpumem_array *col = NULL, *z0 = NULL;
+    v = SENTINEL;
+    CHECK(gpumem_array_slice(d, (gpumem_slice[]){GPUMEM_SLICE_ALL, {0, 3, 2}}, 2, &col));
+    fails(gpumem_array_view(col, u8, &v), GPUMEM_ERROR_INVALID_VALUE, "gpumem_array_view: a strided last axis",
+          "gpumem_array_view", "contiguous");
+    CHECK(gpumem_array_slice(d, (gpumem_slice[]){GPUMEM_INDEX(0), GPUMEM_INDEX(0)}, 2, &z0));
+    fails(gpumem_array_view(z0, u8, &v), GPUMEM_ERROR_INVALID_VALUE, "gpumem_array_view: a 0-d array of 4 bytes as 1",
+          "gpumem_array_view", "0-d");
+    ok(v == SENTINEL, "... no view came out");
+    CHECK(gpumem_array_view(z0, f32, &v));
+    gpumem_array_release(v);
+    GPUMEM_ARRAY_RELEASE_ALL(z0, col);
 
     /* reshape */
     v = SENTINEL;

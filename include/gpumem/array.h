@@ -726,11 +726,16 @@ GPUMEM_API gpumem_status gpumem_array_slice(gpumem_array *array, const gpumem_sl
 GPUMEM_API gpumem_status gpumem_array_transpose(gpumem_array *array, const int *axes, gpumem_array **view);
 
 /**
- * A view of the same bytes as another dtype (NumPy's view(dtype)).
+ * A view of the same bytes as another dtype (NumPy's view(dtype)).  An
+ * item size that changes rescales the last axis, as in NumPy: that axis
+ * must be contiguous (stride the old item size, unless its extent is 1 or
+ * the array is empty) and its bytes a multiple of the new item size; a 0-d
+ * array keeps its item size.
  * @param array the array.
  * @param dtype the new element type.
  * @param[out] view the new view.
- * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT, ::GPUMEM_ERROR_INVALID_VALUE (the bytes do not divide),
+ * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT, ::GPUMEM_ERROR_INVALID_VALUE (the bytes do not divide,
+ *        a strided last axis, a 0-d array of another item size),
  *        ::GPUMEM_ERROR_INVALID_DTYPE, ::GPUMEM_ERROR_HOST_OUT_OF_MEMORY, ::GPUMEM_ERROR_INVALID_STATE.
  */
 GPUMEM_API gpumem_status gpumem_array_view(gpumem_array *array, const gpumem_dtype *dtype, gpumem_array **view);
