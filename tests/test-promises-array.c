@@ -176,6 +176,18 @@ static void test_lifetime(void)
           "gpumem_array_ndim", "'array'");
     is_int(nd, -7, "... and writes nothing");
     ok(gpumem_array_release(NULL) == GPUMEM_OK, "gpumem_array_release(NULL) is a no-op");
+    gpumem_array *live = device_iota(1, (int64_t[]){4}, 7), *out = SENTINEL;
+    int32_t vals[4];
+    fails(gpumem_array_copy(live, a, NULL), GPUMEM_ERROR_INVALID_STATE, "gpumem_array_copy from a released array",
+          "gpumem_array_copy", "'src'");
+    read_i32(live, vals, 4);
+    ok(vals[0] == 7 && vals[3] == 10, "... the destination is unchanged");
+    fails(gpumem_array_slice(a, NULL, 0, &out), GPUMEM_ERROR_INVALID_STATE, "gpumem_array_slice of a released array",
+          "gpumem_array_slice", "'array'");
+    fails(gpumem_device_array_like(ctx, a, NULL, &out), GPUMEM_ERROR_INVALID_STATE,
+          "gpumem_device_array_like of a released array", "gpumem_device_array_like", "'like'");
+    ok(out == SENTINEL, "... no array came out");
+    gpumem_array_release(live);
 
     fails(gpumem_array_release_n(2, NULL), GPUMEM_ERROR_NULL_ARGUMENT, "gpumem_array_release_n: NULL arrays",
           "gpumem_array_release_n", "'arrays'");
@@ -829,6 +841,15 @@ static void test_dtypes(void)
           "gpumem_dtype_descr", "needs");
     ok(buf[0] == '\0', "... the buffer holds \"\"");
 
+    /* GPUMEM_TYPE_OF: the type of an expression, not evaluated */
+    int k = 0;
+    ok(GPUMEM_TYPE_OF(k++) == GPUMEM_INT32 && k == 0, "GPUMEM_TYPE_OF(int) is INT32, its argument not evaluated");
+    ok(GPUMEM_TYPE_OF((_Bool)1) == GPUMEM_BOOL && GPUMEM_TYPE_OF((unsigned short)1) == GPUMEM_UINT16 &&
+           GPUMEM_TYPE_OF(1LL) == GPUMEM_INT64 && GPUMEM_TYPE_OF(1.0f) == GPUMEM_FLOAT32 &&
+           GPUMEM_TYPE_OF((int8_t)1) == GPUMEM_INT8 && GPUMEM_TYPE_OF((uint64_t)1) == GPUMEM_UINT64,
+       "GPUMEM_TYPE_OF of _Bool, unsigned short, long long, float, int8_t, uint64_t");
+    ok(GPUMEM_DTYPE_OF(1.0) == gpumem_dtype_builtin(GPUMEM_FLOAT64), "GPUMEM_DTYPE_OF(double) is the float64 dtype");
+
     /* records */
     gpumem_field fs[2] = {{"x", f32, -1, 0, NULL}, {"x", i32, -1, 0, NULL}};
     gpumem_dtype *r = (gpumem_dtype *)SENTINEL;
@@ -898,6 +919,30 @@ static void test_dtypes(void)
     CHECK(gpumem_dtype_from_descr(d1, &back));
     ok(gpumem_dtype_equal(back, r) == 1, "from_descr(descr(r)) equals r");
     gpumem_dtype_release(back);
+    /* trailing padding and gaps are written as ('', '|Vn'); out-of-order fields have no descr */
+    gpumem_field one[2] = {{"b", f32, 8, 0, NULL}, {"a", f32, 0, 0, NULL}};
+    gpumem_dtype *pad = NULL, *ooo = NULL;
+    CHECK(gpumem_dtype_record_create(one, 1, GPUMEM_RECORD_PACKED, 16, &pad));
+    CHECK(gpumem_dtype_descr(pad, d1, sizeof d1));
+    ok(strstr(d1, "('', '|V8'), ('b', '") == d1 + 1 && strstr(d1, "('', '|V4')]") != NULL,
+       "descr writes the gap before a field and the trailing padding: %s", d1);
+    CHECK(gpumem_dtype_record_create(one, 2, GPUMEM_RECORD_PACKED, 0, &ooo));
+    memset(d1, 'x', sizeof d1);
+    fails(gpumem_dtype_descr(ooo, d1, sizeof d1), GPUMEM_ERROR_INVALID_DTYPE,
+          "gpumem_dtype_descr: fields out of offset order", "gpumem_dtype_descr", "'a'");
+    gpumem_dtype_release(ooo);
+    gpumem_dtype_release(pad);
+    gpumem_dtype *f4a = NULL, *f4b = NULL;
+    CHECK(gpumem_dtype_from_descr("[('', '<f4')]", &f4a));
+    CHECK(gpumem_dtype_from_descr("'<f4'", &f4b));
+    gpumem_dtype *f4c = NULL;
+    CHECK(gpumem_dtype_from_typestr("<f4", &f4c));
+    gpumem_type ft = GPUMEM_RECORD;
+    CHECK(gpumem_dtype_type(f4a, &ft, NULL));
+    ok(ft == GPUMEM_FLOAT32 && f4a == f4c && f4b == f4c, "descr [('', '<f4')] and a quoted '<f4' are the builtin");
+    gpumem_dtype_release(f4c);
+    gpumem_dtype_release(f4b);
+    gpumem_dtype_release(f4a);
     gpumem_dtype *empty = NULL, *v12 = NULL;
     CHECK(gpumem_dtype_record_create(NULL, 0, GPUMEM_RECORD_PACKED, 12, &empty));
     CHECK(gpumem_dtype_from_typestr("|V12", &v12));
