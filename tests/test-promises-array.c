@@ -974,8 +974,51 @@ static void test_dtypes(void)
        "release of NULL and of a builtin are no-ops");
 }
 
+/* ---- NULL contexts: the array's own, when it has one ---------------------------------------------- */
+
+static int device_of(gpumem_array *a)
+{
+    gpumem_context *c = NULL;
+    int dev = -1;
+    CHECK(gpumem_array_context(a, &c));
+    if (c != NULL)
+        CHECK(gpumem_context_get_device(c, &dev));
+    return dev;
+}
+
+static void test_null_context(void)
+{
+    int count = 0;
+    gpumem_device_count(&count);
+    if (count < 2) {
+        skip(3, "the NULL-context checks need two devices (the simulator has two here)");
+        return;
+    }
+    gpumem_context *c1 = NULL;
+    CHECK(gpumem_context_create(1, &c1));
+    const int64_t n = 4;
+    gpumem_array *d1 = NULL, *p1 = NULL, *like = NULL, *up = NULL, *h = NULL, *hu = NULL;
+    CHECK(gpumem_device_array(c1, 1, &n, NULL, i32, 'C', NULL, &d1));
+    CHECK(gpumem_device_array_like(NULL, d1, NULL, &like));
+    is_int(device_of(like), 1, "gpumem_device_array_like(NULL, a device-1 array) is on device 1 (like's context)");
+    CHECK(gpumem_pinned_array(c1, 1, &n, NULL, i32, 'C', &p1));
+    CHECK(gpumem_to_device(NULL, p1, NULL, 0, &up));
+    is_int(device_of(up), 1, "gpumem_to_device(NULL, a pinned array of device 1) is on device 1 (its context)");
+    CHECK(gpumem_host_array(1, &n, i32, 'C', &h));
+    CHECK(gpumem_to_device(NULL, h, NULL, 0, &hu));
+    gpumem_context *auto_ctx = NULL;
+    int adev = -1;
+    CHECK(gpumem_autoinit(&auto_ctx));
+    CHECK(gpumem_context_get_device(auto_ctx, &adev));
+    is_int(device_of(hu), adev, "gpumem_to_device(NULL, a pageable array): the autoinit context's device");
+    GPUMEM_ARRAY_RELEASE_ALL(hu, h, up, p1, like, d1);
+    gpumem_context_release(c1);
+}
+
 int main(void)
 {
+    if (test_on_sim())
+        setenv("GPUMEM_SIM_DEVICES", "2", 1); /* before the simulator starts */
     char reason[256];
     if (gpumem_test_context(&ctx, reason, sizeof reason) != GPUMEM_OK)
         plan_skip_all(reason);
@@ -992,6 +1035,7 @@ int main(void)
     test_broadcast();
     test_batch();
     test_dtypes();
+    test_null_context();
     gpumem_context_release(ctx);
     done_testing();
     return exit_status();

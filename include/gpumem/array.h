@@ -255,7 +255,8 @@ GPUMEM_API gpumem_status gpumem_device_array(gpumem_context *ctx, int ndim, cons
  * numba's device_array_like: a contiguous device array with @p like's shape,
  * dtype and axis order (a transposed or sliced source keeps its stride
  * order; its gaps are not copied).
- * @param ctx the context, or NULL for the autoinit context.
+ * @param ctx the context, or NULL: @p like's context when it has one (a
+ *        device, pinned, mapped or managed array), else the autoinit context.
  * @param like the array whose shape, dtype and axis order are taken.
  * @param stream the stream the allocation is ordered on, or NULL.
  * @param[out] array the new array.
@@ -320,7 +321,8 @@ GPUMEM_API gpumem_status gpumem_device_record(gpumem_context *ctx, const gpumem_
  *     return st == GPUMEM_OK ? 0 : 1;
  * }
  * @endcode
- * @param ctx the context, or NULL for the autoinit context.
+ * @param ctx the context, or NULL: @p host's context when it has one (a
+ *        pinned, mapped or managed array), else the autoinit context.
  * @param host the source, a host-side array.
  * @param stream the stream of the copy, or NULL (synchronous).
  * @param flags 0, ::GPUMEM_TO_DEVICE_NO_COPY, ::GPUMEM_TO_DEVICE_WRITEBACK.
