@@ -935,6 +935,17 @@ static void test_dtypes(void)
     gpumem_dtype *f4a = NULL, *f4b = NULL;
     CHECK(gpumem_dtype_from_descr("[('', '<f4')]", &f4a));
     CHECK(gpumem_dtype_from_descr("'<f4'", &f4b));
+    gpumem_dtype *sur = (gpumem_dtype *)SENTINEL;
+    fails(gpumem_dtype_from_descr("[('\\uD800', '<f4')]", &sur), GPUMEM_ERROR_INVALID_DTYPE,
+          "gpumem_dtype_from_descr: a surrogate escape is refused", "gpumem_dtype_from_descr", "not a Unicode character");
+    fails(gpumem_dtype_from_descr("[('\\N{DASH}', '<f4')]", &sur), GPUMEM_ERROR_INVALID_DTYPE,
+          "gpumem_dtype_from_descr: the named escape is refused", "gpumem_dtype_from_descr", "named escape");
+    ok(sur == (gpumem_dtype *)SENTINEL, "... no dtype came out");
+    CHECK(gpumem_dtype_from_descr("[('\\101\\x41\\u0041', '<f4')]", &sur));
+    const char *sname = NULL;
+    CHECK(gpumem_dtype_field(sur, 0, &sname, NULL, NULL, NULL, NULL));
+    is_str(sname, "AAA", "octal, \\x and \\u escapes as Python reads them");
+    gpumem_dtype_release(sur);
     gpumem_dtype *f4c = NULL;
     CHECK(gpumem_dtype_from_typestr("<f4", &f4c));
     gpumem_type ft = GPUMEM_RECORD;

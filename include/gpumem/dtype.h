@@ -181,9 +181,11 @@ GPUMEM_API gpumem_status gpumem_dtype_typestr(const gpumem_dtype *dtype, char *b
  * Parses a NumPy descr (see above) into a record dtype.  It is read as the
  * Python literal it is: any whitespace, ' or " strings with Python's
  * escapes, trailing commas, a shape as an int or a tuple ("(3,)", "(2, 3)",
- * "()").  Only the named escape (backslash, N, a name in braces) is refused,
- * since it needs Python's Unicode database: write the character, or its code
- * point with the \\u or \\U escape.  Entries with an empty name are
+ * "()").  Refused are the named escape (backslash, N, a name in
+ * braces), since it needs Python's Unicode database (write the character,
+ * or its code point with the \\u or \\U escape), and an escape of a
+ * surrogate (U+D800 to U+DFFF) or of a code point past U+10FFFF, which
+ * UTF-8 names cannot hold.  Entries with an empty name are
  * gaps (padding), so offsets follow from the order, and the record is packed (NumPy does the same).  In a
  * field, a list is always a record; the whole descr [('', '<f4')] (or
  * [('', '|V16')]) is that builtin (or raw bytes), and a bare or quoted
