@@ -155,7 +155,7 @@ GPUMEM_API gpumem_status gpumem_array_split(gpumem_array *array, int64_t section
     GM_CHECK_HANDLE(array);
     GM_CHECK_NULL(count);
     if (array->ndim != 1)
-        return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: the array has %d dimensions; split needs 1", what,
+        return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: 'array' has %d dimensions; split needs 1", what,
                         array->ndim);
     if (section <= 0)
         return gm_error(GPUMEM_ERROR_INVALID_SECTION, "%s: section %lld must be positive", what,

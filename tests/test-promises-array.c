@@ -556,7 +556,7 @@ static void test_views(void)
           "gpumem_array_split", "section");
     is_int(count, 99, "... writes no count");
     fails(gpumem_array_split(d, 2, pieces, 4, &count), GPUMEM_ERROR_INVALID_VALUE, "gpumem_array_split: 2-D",
-          "gpumem_array_split", NULL);
+          "gpumem_array_split", "'array'");
     fails(gpumem_array_split(line, 3, pieces, 3, &count), GPUMEM_ERROR_INVALID_VALUE,
           "gpumem_array_split: capacity 3 for 4 pieces", "gpumem_array_split", "capacity");
     is_int(count, 4, "... *count gets the number of pieces");
@@ -766,6 +766,12 @@ static void test_batch(void)
     read_i32(b, ob, 4);
     ok(ob[0] == 100 && ob[3] == 103 && out[0] == 200 && out[3] == 203, "unpack: the views in buffer order");
     ok(gpumem_array_pack(0, NULL, buf, NULL) == GPUMEM_OK, "pack of 0 views");
+    int32_t word = 0;
+    gpumem_array *huge = NULL; /* 2^60 int32 elements, all one word: 2^62 bytes */
+    CHECK(gpumem_host_array_wrap(&word, 1, (int64_t[]){INT64_C(1) << 60}, (int64_t[]){0}, i32, &huge));
+    fails(gpumem_array_pack(2, (gpumem_array *[]){huge, huge}, buf, NULL), GPUMEM_ERROR_OVERFLOW,
+          "gpumem_array_pack: views whose bytes do not fit in int64_t", "gpumem_array_pack", "views[1]");
+    gpumem_array_release(huge);
     GPUMEM_ARRAY_RELEASE_ALL(strided, small, buf);
 
     /* pack views of different item sizes: a 3-byte view, then an int32 view, into a byte buffer */
