@@ -584,6 +584,44 @@ static void test_views(void)
     gpumem_array_release(d);
 }
 
+/* ---- 0-d arrays ----------------------------------------------------------------------------------- */
+
+static void test_zero_d(void)
+{
+    gpumem_array *z = NULL, *v = NULL;
+    const int32_t seven = 7;
+    CHECK(gpumem_device_array(ctx, 0, NULL, NULL, i32, 'C', NULL, &z));
+    CHECK(gpumem_array_fill(z, &seven, NULL));
+    int nd = -1;
+    int64_t n = -1, s1 = -1;
+    int32_t x = 0;
+    CHECK(gpumem_array_slice(z, NULL, 0, &v));
+    CHECK(gpumem_array_ndim(v, &nd));
+    ok(nd == 0, "slice of a 0-d array with no slices is 0-d");
+    gpumem_array_release(v);
+    CHECK(gpumem_array_transpose(z, NULL, &v));
+    CHECK(gpumem_array_ndim(v, &nd));
+    ok(nd == 0, "transpose of a 0-d array is 0-d");
+    gpumem_array_release(v);
+    CHECK(gpumem_array_ravel(z, 'C', GPUMEM_NO_COPY, NULL, &v));
+    CHECK(gpumem_array_ndim(v, &nd));
+    CHECK(gpumem_array_shape(v, &s1));
+    CHECK(gpumem_array_get_item(v, (int64_t[]){0}, &x, NULL));
+    ok(nd == 1 && s1 == 1 && x == 7, "ravel of a 0-d array is a (1,) view of its element");
+    gpumem_array *back = NULL;
+    CHECK(gpumem_array_reshape(v, 0, NULL, 'C', GPUMEM_NO_COPY, NULL, &back));
+    CHECK(gpumem_array_ndim(back, &nd));
+    CHECK(gpumem_array_size(back, &n));
+    ok(nd == 0 && n == 1, "reshape of (1,) to ndim 0 with a NULL shape");
+    GPUMEM_ARRAY_RELEASE_ALL(back, v);
+    x = 0;
+    CHECK(gpumem_array_get_item_n(z, 0, NULL, &x, NULL));
+    is_int(x, 7, "get_item_n(0, NULL) of a 0-d array");
+    fails(gpumem_array_get_item_n(z, 1, (int64_t[]){0}, &x, NULL), GPUMEM_ERROR_INVALID_VALUE,
+          "gpumem_array_get_item_n: one index of a 0-d array", "gpumem_array_get_item_n", "nindex 1");
+    gpumem_array_release(z);
+}
+
 /* ---- properties ---------------------------------------------------------------------------------- */
 
 static void test_properties(void)
@@ -1048,6 +1086,7 @@ int main(void)
     test_items();
     test_slices();
     test_views();
+    test_zero_d();
     test_properties();
     test_broadcast();
     test_batch();
