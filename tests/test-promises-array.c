@@ -827,6 +827,13 @@ static void test_batch(void)
     read_i32(a, out, 4);
     read_i32(b, ob, 4);
     ok(ob[0] == 100 && ob[3] == 103 && out[0] == 200 && out[3] == 203, "unpack: the views in buffer order");
+    CHECK(gpumem_array_set_readonly(buf, 1));
+    CHECK(gpumem_array_set_readonly(x, 1));
+    ok(gpumem_array_unpack(1, (gpumem_array *[]){a}, buf, NULL) == GPUMEM_OK,
+       "unpack from a read-only buffer (only read)");
+    CHECK(gpumem_array_set_readonly(buf, 0));
+    ok(gpumem_array_pack(1, (gpumem_array *[]){x}, buf, NULL) == GPUMEM_OK, "pack of a read-only view (only read)");
+    CHECK(gpumem_array_set_readonly(x, 0));
     ok(gpumem_array_pack(0, NULL, buf, NULL) == GPUMEM_OK, "pack of 0 views");
     int32_t word = 0;
     gpumem_array *huge = NULL; /* 2^60 int32 elements, all one word: 2^62 bytes */
@@ -885,6 +892,17 @@ static void test_dtypes(void)
     CHECK(gpumem_dtype_type(ne, NULL, &order));
     ok(order != GPUMEM_BYTEORDER_NA, "'=' is resolved to the machine's order");
     ok(ne == (gpumem_dtype *)gpumem_dtype_builtin(GPUMEM_FLOAT64), "'=f8' is the static float64");
+    gpumem_byteorder o8 = GPUMEM_BYTEORDER_BIG, o4 = GPUMEM_BYTEORDER_NA, ov = GPUMEM_BYTEORDER_BIG;
+    CHECK(gpumem_dtype_type(gpumem_dtype_builtin(GPUMEM_INT8), NULL, &o8));
+    CHECK(gpumem_dtype_type(f32, NULL, &o4));
+    const uint16_t probe = 1;
+    gpumem_byteorder native = *(const unsigned char *)&probe ? GPUMEM_BYTEORDER_LITTLE : GPUMEM_BYTEORDER_BIG;
+    ok(o8 == GPUMEM_BYTEORDER_NA && o4 == native, "builtins: one-byte types have no order, others the machine's");
+    gpumem_dtype *lv = NULL;
+    CHECK(gpumem_dtype_from_typestr("<V4", &lv));
+    CHECK(gpumem_dtype_type(lv, NULL, &ov));
+    is_int(ov, GPUMEM_BYTEORDER_NA, "'<V4' is raw bytes with no order");
+    gpumem_dtype_release(lv);
 
     /* typestr and descr writers */
     char buf[64];
