@@ -457,6 +457,16 @@ static void test_slices(void)
     fails(gpumem_array_set_readonly(v, 0), GPUMEM_ERROR_INVALID_VALUE, "gpumem_array_set_readonly(0) of such a view",
           "gpumem_array_set_readonly", NULL);
     gpumem_array_release(v);
+    /* a view of a view: the base decides */
+    CHECK(gpumem_array_set_readonly(d, 0));
+    gpumem_array *v1 = NULL, *v2 = NULL;
+    CHECK(gpumem_array_slice(d, row, 2, &v1));
+    CHECK(gpumem_array_set_readonly(v1, 1));
+    CHECK(gpumem_array_slice(v1, NULL, 0, &v2));
+    CHECK(gpumem_array_is_readonly(v2, &ro));
+    is_int(ro, 1, "a view of a read-only view is read-only");
+    ok(gpumem_array_set_readonly(v2, 0) == GPUMEM_OK, "... and may be made writable while the base is writable");
+    GPUMEM_ARRAY_RELEASE_ALL(v2, v1);
     gpumem_array_release(d);
 }
 

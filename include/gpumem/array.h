@@ -898,8 +898,12 @@ GPUMEM_API gpumem_status gpumem_array_is_readonly(const gpumem_array *array, int
 
 /**
  * Makes an array read-only (@p readonly 1) or writable again (0).  An array
- * whose memory was imported read-only, or a view of a read-only array,
- * cannot be made writable (::GPUMEM_ERROR_INVALID_VALUE), as in NumPy.
+ * whose memory was imported read-only, or a view whose base is read-only,
+ * cannot be made writable (::GPUMEM_ERROR_INVALID_VALUE), as in NumPy.  The
+ * base is the array that owns the memory: a view of a view has the first
+ * one's base (NumPy collapses them alike), so a view made of a view that
+ * was made read-only by itself is read-only too (views inherit the flag)
+ * and may be made writable while its base is writable.
  * @param array the array.
  * @param readonly 1 (read-only; any other nonzero value too) or 0 (writable).
  * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT, ::GPUMEM_ERROR_INVALID_VALUE (cannot be made writable).
