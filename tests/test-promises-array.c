@@ -767,6 +767,19 @@ static void test_batch(void)
        "a pair that overlaps its own source copies as through a temporary");
     GPUMEM_ARRAY_RELEASE_ALL(lo, hi, big);
 
+    /* with a stream, host-to-host pairs are done by the CPU before the call returns */
+    gpumem_stream *st1 = NULL;
+    CHECK(gpumem_stream_create(ctx, 0, &st1));
+    int32_t hs[4] = {1, 2, 3, 4}, hd[4] = {0, 0, 0, 0};
+    gpumem_array *hsa = NULL, *hda = NULL;
+    CHECK(gpumem_host_array_wrap(hs, 1, &n4, NULL, i32, &hsa));
+    CHECK(gpumem_host_array_wrap(hd, 1, &n4, NULL, i32, &hda));
+    CHECK(gpumem_array_copy_batch(1, &hda, &hsa, st1));
+    ok(hd[0] == 1 && hd[3] == 4, "a host-to-host pair on a stream is copied when the call returns");
+    CHECK(gpumem_stream_synchronize(st1));
+    GPUMEM_ARRAY_RELEASE_ALL(hda, hsa);
+    gpumem_stream_destroy(st1);
+
     /* two disjoint columns of one array do not collide */
     gpumem_array *m = device_iota(2, (int64_t[]){4, 2}, 0), *c0 = NULL, *c1 = NULL;
     CHECK(gpumem_array_slice(m, (gpumem_slice[]){GPUMEM_SLICE_ALL, GPUMEM_INDEX(0)}, 2, &c0));
