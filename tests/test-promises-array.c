@@ -776,6 +776,13 @@ static void test_batch(void)
     CHECK(gpumem_host_array_wrap(hd, 1, &n4, NULL, i32, &hda));
     CHECK(gpumem_array_copy_batch(1, &hda, &hsa, st1));
     ok(hd[0] == 1 && hd[3] == 4, "a host-to-host pair on a stream is copied when the call returns");
+    gpumem_copy_path lp = (gpumem_copy_path)-1;
+    CHECK(gpumem_array_copy_batch(2, (gpumem_array *[]){c, hda}, (gpumem_array *[]){x, hsa}, NULL));
+    gpumem_debug_last_copy_path(&lp);
+    is_int(lp, GPUMEM_COPY_PATH_HOST, "gpumem_debug_last_copy_path reports the last pair's way (host to host)");
+    CHECK(gpumem_array_copy_batch(2, (gpumem_array *[]){hda, c}, (gpumem_array *[]){hsa, x}, NULL));
+    gpumem_debug_last_copy_path(&lp);
+    is_int(lp, GPUMEM_COPY_PATH_CONTIGUOUS, "... (device to device, one run)");
     CHECK(gpumem_stream_synchronize(st1));
     GPUMEM_ARRAY_RELEASE_ALL(hda, hsa);
     gpumem_stream_destroy(st1);
