@@ -158,6 +158,13 @@ static void test_making(void)
     ok(a == SENTINEL, "failing to_device leaves 'array' alone");
     gpumem_array_release(h);
     free(hv);
+    /* to_device of a device array: a new array holding a copy */
+    gpumem_array *copy = NULL;
+    int32_t lv[6];
+    CHECK(gpumem_to_device(ctx, like, NULL, 0, &copy));
+    read_i32(copy, lv, 6);
+    ok(copy != like && lv[0] == 0 && lv[5] == 5, "gpumem_to_device of a device array gives a new copy");
+    gpumem_array_release(copy);
     gpumem_array_release(like);
 }
 

@@ -323,7 +323,8 @@ GPUMEM_API gpumem_status gpumem_device_record(gpumem_context *ctx, const gpumem_
  * @endcode
  * @param ctx the context, or NULL: @p host's context when it has one (a
  *        pinned, mapped or managed array), else the autoinit context.
- * @param host the source, a host-side array.
+ * @param host the source, a host-side array (a device array is taken too: the new array is a copy of it,
+ *        where numba's to_device would return it as it is).
  * @param stream the stream of the copy, or NULL (synchronous).
  * @param flags 0, ::GPUMEM_TO_DEVICE_NO_COPY, ::GPUMEM_TO_DEVICE_WRITEBACK.
  * @param[out] array the new device array.
@@ -550,7 +551,8 @@ GPUMEM_API gpumem_status gpumem_array_copy(gpumem_array *dst, const gpumem_array
  *     return st == GPUMEM_OK ? 0 : 1;
  * }
  * @endcode
- * @param src the source, a device-side array.
+ * @param src the source, a device-side array (only @p dst's side is checked: a host-side @p src is
+ *        copied as gpumem_array_copy() copies it).
  * @param dst the destination, a host-side array.
  * @param stream the stream, or NULL (synchronous).
  * @return as gpumem_array_copy(); also ::GPUMEM_ERROR_INVALID_VALUE when @p dst is not on the host side (the
