@@ -439,7 +439,8 @@ static gpumem_status device_array(const char *what, gpumem_context *ctx, int ndi
                                   const int64_t *strides, const gpumem_dtype *dtype, char order, gpumem_stream *stream,
                                   gpumem_array **array)
 {
-    GM_CHECK_NULL(array);
+    if (array == NULL) /* named by the public call, not by this helper */
+        return gm_error(GPUMEM_ERROR_NULL_ARGUMENT, "%s: argument 'array' is NULL", what);
     int64_t cstrides[GM_MAX_NDIM];
     size_t itemsize;
     int64_t nbytes;
@@ -468,6 +469,18 @@ GPUMEM_API gpumem_status gpumem_device_array_like(gpumem_context *ctx, const gpu
 GPUMEM_API gpumem_status gpumem_device_record(gpumem_context *ctx, const gpumem_dtype *dtype,
                                               gpumem_stream *stream, gpumem_array **array)
 {
+    const char *what = "gpumem_device_record";
+    GM_RETURN_ERROR_IF(array == NULL, GPUMEM_ERROR_NULL_ARGUMENT, "%s: argument 'array' is NULL", what);
+    GM_FORWARD_IF_ERROR(gm_handle_check(dtype, GM_HANDLE_DTYPE, what, "dtype"));
+    gpumem_type type = GPUMEM_RECORD;
+    gpumem_dtype_type(dtype, &type, NULL);
+    if (type != GPUMEM_RECORD) {
+        char ts[32] = "?";
+        gpumem_dtype_typestr(dtype, ts, sizeof ts);
+        return gm_error(GPUMEM_ERROR_INVALID_DTYPE, "%s: 'dtype' (%s) is not a record (gpumem_dtype_record_create, "
+                        "gpumem_dtype_from_descr); gpumem_device_array with ndim 0 makes a 0-d array of any dtype",
+                        what, ts);
+    }
     return device_array("gpumem_device_record", ctx, 0, NULL, NULL, dtype, 'C', stream, array);
 }
 
@@ -512,6 +525,8 @@ GPUMEM_API gpumem_status gpumem_to_device(gpumem_context *ctx, gpumem_array *hos
         return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: unknown flags 0x%x", what, flags);
     if (flags & GPUMEM_TO_DEVICE_WRITEBACK) {
         gpumem_status wst = gm_array_check_writable(what, host, "host");
+        if (wst == GPUMEM_OK) /* the write-back copies into it */
+            wst = gm_array_check_no_broadcast(what, host, "host");
         if (wst != GPUMEM_OK)
             return wst;
     }

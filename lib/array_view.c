@@ -88,14 +88,13 @@ static gpumem_status new_same_kind(const char *what, const gpumem_array *a, int 
     return gm_array_new_locked(what, a->kind, a->ctx, ndim, shape, strides, a->dtype, flags, out);
 }
 
-GPUMEM_API gpumem_status gpumem_array_reshape(gpumem_array *array, int ndim, const int64_t *shape, char order,
-                                              unsigned flags, gpumem_stream *stream, gpumem_array **result)
+/* gpumem_array_reshape for the public call `what` (reshape or ravel). */
+static gpumem_status reshape(const char *what, gpumem_array *array, int ndim, const int64_t *shape, char order,
+                             unsigned flags, gpumem_stream *stream, gpumem_array **result)
 {
-    const char *what = "gpumem_array_reshape";
-    GM_CHECK_HANDLE(array);
-    GM_CHECK_NULL(result);
-    if (ndim > 0)
-        GM_CHECK_NULL(shape);
+    GM_FORWARD_IF_ERROR(gm_handle_check(array, GM_HANDLE_ARRAY, what, "array"));
+    GM_RETURN_ERROR_IF(result == NULL, GPUMEM_ERROR_NULL_ARGUMENT, "%s: argument 'result' is NULL", what);
+    GM_RETURN_ERROR_IF(ndim > 0 && shape == NULL, GPUMEM_ERROR_NULL_ARGUMENT, "%s: argument 'shape' is NULL", what);
     if (flags & ~(unsigned)GPUMEM_NO_COPY)
         return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: unknown flags 0x%x", what, flags);
     int64_t nshape[GM_MAX_NDIM], nstrides[GM_MAX_NDIM];
@@ -136,11 +135,17 @@ GPUMEM_API gpumem_status gpumem_array_reshape(gpumem_array *array, int ndim, con
     return GPUMEM_OK;
 }
 
+GPUMEM_API gpumem_status gpumem_array_reshape(gpumem_array *array, int ndim, const int64_t *shape, char order,
+                                              unsigned flags, gpumem_stream *stream, gpumem_array **result)
+{
+    return reshape("gpumem_array_reshape", array, ndim, shape, order, flags, stream, result);
+}
+
 GPUMEM_API gpumem_status gpumem_array_ravel(gpumem_array *array, char order, unsigned flags,
                                             gpumem_stream *stream, gpumem_array **result)
 {
     int64_t flat = -1;
-    return gpumem_array_reshape(array, 1, &flat, order, flags, stream, result);
+    return reshape("gpumem_array_ravel", array, 1, &flat, order, flags, stream, result);
 }
 
 GPUMEM_API gpumem_status gpumem_array_split(gpumem_array *array, int64_t section, gpumem_array **pieces,
@@ -150,19 +155,20 @@ GPUMEM_API gpumem_status gpumem_array_split(gpumem_array *array, int64_t section
     GM_CHECK_HANDLE(array);
     GM_CHECK_NULL(count);
     if (array->ndim != 1)
-        return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: the array has %d dimensions; split needs 1", what,
+        return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: 'array' has %d dimensions; split needs 1", what,
                         array->ndim);
     if (section <= 0)
         return gm_error(GPUMEM_ERROR_INVALID_SECTION, "%s: section %lld must be positive", what,
                         (long long)section);
     int64_t n = array->shape[0];
     size_t need = (size_t)(n / section + (n % section != 0)); /* no n + section overflow */
+    /* only a capacity too small tells the count of a failing call */
+    GM_RETURN_ERROR_IF(need > 0 && need <= capacity && pieces == NULL, GPUMEM_ERROR_NULL_ARGUMENT,
+                       "%s: argument 'pieces' is NULL", what);
     *count = need;
     if (need > capacity)
         return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: %zu pieces do not fit in capacity %zu", what, need,
                         capacity);
-    if (need > 0)
-        GM_CHECK_NULL(pieces);
     for (size_t i = 0; i < need; i++) {
         int64_t begin = (int64_t)i * section;
         int64_t len = n - begin < section ? n - begin : section;
@@ -305,6 +311,18 @@ gpumem_status gm_array_check_writable(const char *what, const gpumem_array *a, c
     if (!a->readonly)
         return GPUMEM_OK;
     return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: '%s' is read-only", what, arg);
+}
+
+gpumem_status gm_array_check_no_broadcast(const char *what, const gpumem_array *a, const char *arg)
+{
+    if (gm_array_size(a) == 0)
+        return GPUMEM_OK; /* nothing is written */
+    for (int i = 0; i < a->ndim; i++)
+        if (a->shape[i] > 1 && a->strides[i] == 0)
+            return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: '%s' has stride 0 on axis %d of extent %lld: its "
+                            "elements share memory (a broadcast), which cannot be written", what, arg, i,
+                            (long long)a->shape[i]);
+    return GPUMEM_OK;
 }
 
 GPUMEM_API gpumem_status gpumem_array_is_readonly(const gpumem_array *array, int *readonly)

@@ -785,11 +785,12 @@ GPUMEM_API gpumem_status gpumem_array_copy_batch(size_t count, gpumem_array *con
     if (stream != NULL)
         GM_FORWARD_IF_ERROR(gm_handle_check(stream, GM_HANDLE_STREAM, what, "stream"));
     for (size_t i = 0; i < count; i++) {
-        char a[32], b[32];
+        char a[32], b[32], where[64];
         copy_name(a, sizeof a, i, true);
         copy_name(b, sizeof b, i, false);
-        GM_FORWARD_IF_ERROR(gm_handle_check(dst[i], GM_HANDLE_ARRAY, what, a));
-        GM_FORWARD_IF_ERROR(gm_handle_check(src[i], GM_HANDLE_ARRAY, what, b));
+        snprintf(where, sizeof where, "%s: pair %zu", what, i); /* as the pair's other errors */
+        GM_FORWARD_IF_ERROR(gm_handle_check(dst[i], GM_HANDLE_ARRAY, where, a));
+        GM_FORWARD_IF_ERROR(gm_handle_check(src[i], GM_HANDLE_ARRAY, where, b));
     }
     const batch_names nm = {what, copy_name};
     return check_and_run(&nm, count, dst, src, stream);
@@ -833,8 +834,10 @@ static gpumem_status pack_call(const char *what, bool unpack, size_t count, gpum
         char a[32];
         snprintf(a, sizeof a, "views[%zu]", i);
         GM_FORWARD_IF_ERROR(gm_handle_check(views[i], GM_HANDLE_ARRAY, what, a));
-        if (unpack)
+        if (unpack) {
             GM_FORWARD_IF_ERROR(gm_array_check_writable(what, views[i], a));
+            GM_FORWARD_IF_ERROR(gm_array_check_no_broadcast(what, views[i], a));
+        }
         uint64_t nb = (uint64_t)gm_array_size(views[i]) * views[i]->itemsize;
         GM_RETURN_ERROR_IF(__builtin_add_overflow(total, nb, &total) || total > INT64_MAX, GPUMEM_ERROR_OVERFLOW,
                            "%s: the views' bytes do not fit in int64_t (views[%zu])", what, i);

@@ -285,7 +285,8 @@ gpumem_status gm_dtype_finish(gm_dtype_writer *w, const char *what, const char *
 GPUMEM_API gpumem_status gpumem_dtype_typestr(const gpumem_dtype *dtype, char *buf, size_t size)
 {
     GM_CHECK_HANDLE(dtype);
-    GM_CHECK_NULL(buf);
+    if (size > 0) /* size 0 asks only for the size needed, as snprintf */
+        GM_CHECK_NULL(buf);
     char ts[24];
     gm_dtype_format_typestr(dtype, ts);
     gm_dtype_writer w = {buf, size, 0};

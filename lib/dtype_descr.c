@@ -193,7 +193,8 @@ gpumem_status gm_dtype_descr(const char *what, const gpumem_dtype *dtype, char *
 GPUMEM_API gpumem_status gpumem_dtype_descr(const gpumem_dtype *dtype, char *buf, size_t size)
 {
     GM_CHECK_HANDLE(dtype);
-    GM_CHECK_NULL(buf);
+    if (size > 0) /* size 0 asks only for the size needed, as snprintf */
+        GM_CHECK_NULL(buf);
     return gm_dtype_descr(__func__, dtype, buf, size);
 }
 

@@ -257,11 +257,13 @@ static gpumem_status bound_error(const char *what, int axis, bool is_stop, int64
     const char *name = is_stop ? "stop" : "start";
     if (step > 0)
         return gm_error(GPUMEM_ERROR_INDEX_OUT_OF_RANGE,
-                        "%s: axis %d: %s %" PRId64 " is out of range for extent %" PRId64, what, axis, name, given, n);
+                        "%s: axis %d: %s %" PRId64 " is out of range for extent %" PRId64 " (slices[%d].%s)", what,
+                        axis, name, given, n, axis, name);
     return gm_error(GPUMEM_ERROR_INDEX_OUT_OF_RANGE,
-                    "%s: axis %d: %s %" PRId64 " is out of range for extent %" PRId64 " with step %" PRId64 "%s",
+                    "%s: axis %d: %s %" PRId64 " is out of range for extent %" PRId64 " with step %" PRId64
+                    "%s (slices[%d].%s)",
                     what, axis, name, given, n, step,
-                    is_stop ? " (a stop of GPUMEM_SLICE_DEFAULT runs past the first element)" : "");
+                    is_stop ? " (a stop of GPUMEM_SLICE_DEFAULT runs past the first element)" : "", axis, name);
 }
 
 gpumem_status gm_layout_slice(const char *what, int ndim, const int64_t *shape, const int64_t *strides,
@@ -298,15 +300,16 @@ gpumem_status gm_layout_slice(const char *what, int ndim, const int64_t *shape, 
             /* NumPy's integer index: one position, the axis dropped. */
             if (s->step != 0 && s->step != 1 && s->step != GM_SLICE_DEFAULT)
                 return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: axis %d: an index (stop GPUMEM_SLICE_INDEX) "
-                                "takes step 1, 0 or GPUMEM_SLICE_DEFAULT, not %" PRId64, what, i, s->step);
+                                "takes step 1, 0 or GPUMEM_SLICE_DEFAULT, not %" PRId64 " (slices[%d].step)", what, i,
+                                s->step, i);
             if (s->start == GM_SLICE_DEFAULT)
                 return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: axis %d: an index (stop GPUMEM_SLICE_INDEX) "
-                                "needs a position in start, not GPUMEM_SLICE_DEFAULT", what, i);
+                                "needs a position in start, not GPUMEM_SLICE_DEFAULT (slices[%d].start)", what, i, i);
             int64_t k = s->start < 0 ? s->start + n : s->start;
             if (k < 0 || k >= n)
                 return gm_error(GPUMEM_ERROR_INDEX_OUT_OF_RANGE,
-                                "%s: axis %d: index %" PRId64 " is out of range for extent %" PRId64, what, i,
-                                s->start, n);
+                                "%s: axis %d: index %" PRId64 " is out of range for extent %" PRId64
+                                " (slices[%d].start)", what, i, s->start, n, i);
             dropped[i] = true;
             start[i] = k;
             continue;
@@ -339,8 +342,8 @@ gpumem_status gm_layout_slice(const char *what, int ndim, const int64_t *shape, 
         if (__builtin_mul_overflow(strides[i], step, &nstrides[i]) && len <= 1)
             nstrides[i] = strides[i];
         else if (__builtin_mul_overflow(strides[i], step, &nstrides[i]))
-            return gm_error(GPUMEM_ERROR_OVERFLOW, "%s: axis %d: stride %" PRId64 " times step %" PRId64 " overflows",
-                            what, i, strides[i], step);
+            return gm_error(GPUMEM_ERROR_OVERFLOW, "%s: axis %d: stride %" PRId64 " times step %" PRId64
+                            " overflows (slices[%d].step)", what, i, strides[i], step, i);
         nshape[i] = len;
         start[i] = b;
     }
@@ -353,8 +356,8 @@ gpumem_status gm_layout_slice(const char *what, int ndim, const int64_t *shape, 
             if (start[i] < 0 || start[i] >= shape[i])
                 continue;
             if (__builtin_mul_overflow(start[i], strides[i], &term) || __builtin_add_overflow(off, term, &off))
-                return gm_error(GPUMEM_ERROR_OVERFLOW, "%s: axis %d: the offset of %s %" PRId64 " overflows",
-                                what, i, dropped[i] ? "index" : "start", start[i]);
+                return gm_error(GPUMEM_ERROR_OVERFLOW, "%s: axis %d: the offset of %s %" PRId64
+                                " overflows (slices[%d].start)", what, i, dropped[i] ? "index" : "start", start[i], i);
         }
     }
     /* The axes an index dropped go; the others keep their order. */
@@ -493,12 +496,12 @@ static gpumem_status resolve_shape(const char *what, int ndim, const int64_t *sh
         if (new_shape[i] == -1) {
             if (unknown >= 0)
                 return gm_error(GPUMEM_ERROR_INVALID_RESHAPE,
-                                "%s: new_shape[%d] and new_shape[%d] are both -1: only one extent can be inferred",
+                                "%s: shape[%d] and shape[%d] are both -1: only one extent can be inferred",
                                 what, unknown, i);
             unknown = i;
         } else if (new_shape[i] < 0) {
             return gm_error(GPUMEM_ERROR_INVALID_RESHAPE,
-                            "%s: new_shape[%d] = %" PRId64 " is negative (only one -1 is allowed)", what, i,
+                            "%s: shape[%d] = %" PRId64 " is negative (only one -1 is allowed)", what, i,
                             new_shape[i]);
         } else if (!overflow) {
             /* as NumPy, an overflowing product is a size mismatch, even
@@ -508,7 +511,7 @@ static gpumem_status resolve_shape(const char *what, int ndim, const int64_t *sh
     }
     if (unknown >= 0 && !overflow && known == 0)
         return gm_error(GPUMEM_ERROR_INVALID_RESHAPE,
-                        "%s: cannot infer new_shape[%d] = -1 in shape %s: the other extents multiply to 0", what,
+                        "%s: cannot infer shape[%d] = -1 in shape %s: the other extents multiply to 0", what,
                         unknown, shape_text(text, new_ndim, new_shape));
     if (unknown >= 0 && !overflow && size % known == 0) {
         dims[unknown] = size / known;
@@ -527,7 +530,7 @@ gpumem_status gm_layout_reshape(const char *what, int ndim, const int64_t *shape
     what = WHAT(what);
     gpumem_status st = check_ndim(what, "ndim", ndim);
     if (st == GPUMEM_OK)
-        st = check_ndim(what, "new_ndim", new_ndim);
+        st = check_ndim(what, "ndim", new_ndim); /* the public calls' name of it */
     if (st != GPUMEM_OK)
         return st;
     NEED(shape, ndim);
@@ -640,11 +643,11 @@ gpumem_status gm_layout_index(const char *what, int ndim, const int64_t *shape, 
         int64_t n = shape[i], j = index[i] < 0 ? index[i] + n : index[i];
         if (j < 0 || j >= n)
             return gm_error(GPUMEM_ERROR_INDEX_OUT_OF_RANGE,
-                            "%s: axis %d: index %" PRId64 " is out of range for extent %" PRId64, what, i, index[i],
-                            n);
+                            "%s: axis %d: index %" PRId64 " is out of range for extent %" PRId64 " (index[%d])", what,
+                            i, index[i], n, i);
         if (__builtin_mul_overflow(j, strides[i], &term) || __builtin_add_overflow(off, term, &off))
-            return gm_error(GPUMEM_ERROR_OVERFLOW, "%s: axis %d: the offset of index %" PRId64 " overflows", what,
-                            i, index[i]);
+            return gm_error(GPUMEM_ERROR_OVERFLOW, "%s: axis %d: the offset of index %" PRId64 " overflows (index[%d])",
+                            what, i, index[i], i);
     }
     *offset = off;
     return GPUMEM_OK;

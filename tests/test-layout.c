@@ -558,11 +558,11 @@ static void test_reshape(void)
     /* np.arange(24).reshape(-1, 2, -1): ValueError: can only specify one unknown dimension */
     is_err(gm_layout_reshape("gpumem_array_reshape", 1, V(24), V(4), 4, 3, V(-1, 2, -1), 'C', osh, ost, &view),
            GPUMEM_ERROR_INVALID_RESHAPE,
-           "gpumem_array_reshape: new_shape[0] and new_shape[2] are both -1: only one extent can be inferred",
+           "gpumem_array_reshape: shape[0] and shape[2] are both -1: only one extent can be inferred",
            "reshape: two -1");
     ok(osh[0] == -1 && ost[0] == -1 && !view, "reshape: a failure leaves the outputs alone");
     is_err(gm_layout_reshape("gpumem_array_reshape", 1, V(24), V(4), 4, 2, V(-2, 12), 'C', osh, ost, &view),
-           GPUMEM_ERROR_INVALID_RESHAPE, "new_shape[0] = -2 is negative", "reshape: another negative extent");
+           GPUMEM_ERROR_INVALID_RESHAPE, "shape[0] = -2 is negative", "reshape: another negative extent");
     /* np.arange(24).reshape(5, 5): ValueError: cannot reshape array of size 24 into shape (5,5) */
     is_err(gm_layout_reshape("gpumem_array_reshape", 1, V(24), V(4), 4, 2, V(5, 5), 'C', osh, ost, &view),
            GPUMEM_ERROR_INVALID_RESHAPE, "cannot reshape an array of size 24 into shape (5, 5)",
@@ -572,7 +572,7 @@ static void test_reshape(void)
            "reshape: -1 that does not divide");
     /* np.empty((0, 3)).reshape(0, -1): ValueError: cannot reshape array of size 0 into shape (0,newaxis) */
     is_err(gm_layout_reshape("gpumem_array_reshape", 2, V(0, 3), V(12, 4), 4, 2, V(0, -1), 'C', osh, ost, &view),
-           GPUMEM_ERROR_INVALID_RESHAPE, "cannot infer new_shape[1] = -1 in shape (0, -1)",
+           GPUMEM_ERROR_INVALID_RESHAPE, "cannot infer shape[1] = -1 in shape (0, -1)",
            "reshape: -1 beside a 0");
     is_err(gm_layout_reshape("gpumem_array_reshape", 1, V(24), V(4), 4, 4,
                              V(INT64_C(1) << 40, INT64_C(1) << 40, 0, -1), 'C', osh, ost, &view),
@@ -584,7 +584,7 @@ static void test_reshape(void)
     for (int i = 0; i <= GM_MAX_NDIM; i++)
         ones[i] = 1;
     is_err(gm_layout_reshape("gpumem_array_reshape", 0, NULL, NULL, 4, GM_MAX_NDIM + 1, ones, 'C', NULL, NULL, &view),
-           GPUMEM_ERROR_TOO_MANY_DIMENSIONS, "new_ndim 33 exceeds", "reshape: 33 dimensions");
+           GPUMEM_ERROR_TOO_MANY_DIMENSIONS, "ndim 33 exceeds", "reshape: 33 dimensions");
     /* np.empty(0, 'i1').reshape(0, 2**62, 2**62): ValueError: array is too big */
     is_err(gm_layout_reshape("gpumem_array_reshape", 1, V(0), V(1), 1, 3, V(0, INT64_C(1) << 62, INT64_C(1) << 62),
                              'C', osh, ost, &view),

@@ -255,7 +255,8 @@ GPUMEM_API gpumem_status gpumem_device_array(gpumem_context *ctx, int ndim, cons
  * numba's device_array_like: a contiguous device array with @p like's shape,
  * dtype and axis order (a transposed or sliced source keeps its stride
  * order; its gaps are not copied).
- * @param ctx the context, or NULL for the autoinit context.
+ * @param ctx the context, or NULL: @p like's context when it has one (a
+ *        device, pinned, mapped or managed array), else the autoinit context.
  * @param like the array whose shape, dtype and axis order are taken.
  * @param stream the stream the allocation is ordered on, or NULL.
  * @param[out] array the new array.
@@ -265,12 +266,15 @@ GPUMEM_API gpumem_status gpumem_device_array_like(gpumem_context *ctx, const gpu
                                                   gpumem_stream *stream, gpumem_array **array);
 
 /**
- * numba's DeviceRecord: a 0-d device array of a record dtype.
+ * numba's DeviceRecord: a 0-d device array of a record dtype.  A dtype
+ * that is not a record (::GPUMEM_RECORD: gpumem_dtype_record_create(),
+ * gpumem_dtype_from_descr()) is ::GPUMEM_ERROR_INVALID_DTYPE;
+ * gpumem_device_array() with ndim 0 makes a 0-d array of any dtype.
  * @param ctx the context, or NULL for the autoinit context.
  * @param dtype a record dtype.
  * @param stream the stream the allocation is ordered on, or NULL.
  * @param[out] array the new 0-d array.
- * @return as gpumem_device_array().
+ * @return as gpumem_device_array(); also ::GPUMEM_ERROR_INVALID_DTYPE when @p dtype is not a record.
  */
 GPUMEM_API gpumem_status gpumem_device_record(gpumem_context *ctx, const gpumem_dtype *dtype,
                                               gpumem_stream *stream, gpumem_array **array);
@@ -317,13 +321,17 @@ GPUMEM_API gpumem_status gpumem_device_record(gpumem_context *ctx, const gpumem_
  *     return st == GPUMEM_OK ? 0 : 1;
  * }
  * @endcode
- * @param ctx the context, or NULL for the autoinit context.
- * @param host the source, a host-side array.
+ * @param ctx the context, or NULL: @p host's context when it has one (a
+ *        pinned, mapped or managed array), else the autoinit context.
+ * @param host the source, a host-side array (a device array is taken too: the new array is a copy of it,
+ *        where numba's to_device would return it as it is).
  * @param stream the stream of the copy, or NULL (synchronous).
  * @param flags 0, ::GPUMEM_TO_DEVICE_NO_COPY, ::GPUMEM_TO_DEVICE_WRITEBACK.
  * @param[out] array the new device array.
- * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT, ::GPUMEM_ERROR_INVALID_VALUE (unknown flags), the
- *        statuses of gpumem_device_array() and of gpumem_array_copy().
+ * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT, ::GPUMEM_ERROR_INVALID_VALUE (unknown flags; with
+ *        ::GPUMEM_TO_DEVICE_WRITEBACK, a read-only @p host or one with stride 0 on an axis of more than one
+ *        element, which the write-back could not write), the statuses of gpumem_device_array() and of
+ *        gpumem_array_copy().
  */
 GPUMEM_API gpumem_status gpumem_to_device(gpumem_context *ctx, gpumem_array *host, gpumem_stream *stream,
                                           unsigned flags, gpumem_array **array);
@@ -379,7 +387,9 @@ GPUMEM_API gpumem_status gpumem_array_release_n(size_t count, gpumem_array *cons
  * @p src into @p dst.  (gpumem_copy_to_host() takes (src, dst), numba's
  * receiver first.)  Equal shapes and dtypes, any
  * kinds (device, host, pinned, mapped, managed), any strides on either side
- * (negative, zero in the source).  Only the elements are written, never the
+ * (negative, zero in the source).  A destination with stride 0 on an axis
+ * of more than one element (a broadcast: its elements share bytes) cannot
+ * be written: ::GPUMEM_ERROR_INVALID_VALUE.  Only the elements are written, never the
  * gaps of a strided destination.  The copy engine chooses, per copy, the
  * cheapest way by bytes per DMA row and memory kind (gpumem/debug.h's
  * gpumem_debug_last_copy_path() tells which it took):
@@ -491,7 +501,7 @@ GPUMEM_API gpumem_status gpumem_array_release_n(size_t count, gpumem_array *cons
  * @param stream the stream, or NULL (synchronous).
  * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT, ::GPUMEM_ERROR_SHAPE_MISMATCH,
  *        ::GPUMEM_ERROR_DTYPE_MISMATCH, ::GPUMEM_ERROR_CONTEXT_MISMATCH, ::GPUMEM_ERROR_INVALID_VALUE
- *        (read-only @p dst), ::GPUMEM_ERROR_OVERFLOW, ::GPUMEM_ERROR_OUT_OF_MEMORY,
+ *        (read-only or broadcast @p dst), ::GPUMEM_ERROR_OVERFLOW, ::GPUMEM_ERROR_OUT_OF_MEMORY,
  *        ::GPUMEM_ERROR_HOST_OUT_OF_MEMORY, ::GPUMEM_ERROR_INVALID_ENVIRONMENT (a bad staging variable), or a
  *        driver failure.
  */
@@ -541,7 +551,8 @@ GPUMEM_API gpumem_status gpumem_array_copy(gpumem_array *dst, const gpumem_array
  *     return st == GPUMEM_OK ? 0 : 1;
  * }
  * @endcode
- * @param src the source, a device-side array.
+ * @param src the source, a device-side array (only @p dst's side is checked: a host-side @p src is
+ *        copied as gpumem_array_copy() copies it).
  * @param dst the destination, a host-side array.
  * @param stream the stream, or NULL (synchronous).
  * @return as gpumem_array_copy(); also ::GPUMEM_ERROR_INVALID_VALUE when @p dst is not on the host side (the
@@ -566,13 +577,14 @@ GPUMEM_API gpumem_status gpumem_copy_to_device(gpumem_array *dst, const gpumem_a
 
 /**
  * Sets every element to the @p value of one element (itemsize bytes).  A @p stream of another
- * device than the array's is ::GPUMEM_ERROR_CONTEXT_MISMATCH.  For a host-side array the CPU
+ * device than the array's is ::GPUMEM_ERROR_CONTEXT_MISMATCH; an array with stride 0 on an axis
+ * of more than one element (a broadcast) is ::GPUMEM_ERROR_INVALID_VALUE.  For a host-side array the CPU
  * writes the elements; with a stream it first waits for the work queued on the stream (a
  * queued download into the array lands before the fill, not over it).
  * @param array the destination (writable).
  * @param[in] value one element, itemsize bytes.
  * @param stream the stream, or NULL (synchronous).
- * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT, ::GPUMEM_ERROR_INVALID_VALUE (read-only),
+ * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT, ::GPUMEM_ERROR_INVALID_VALUE (read-only, broadcast),
  *        ::GPUMEM_ERROR_CONTEXT_MISMATCH, ::GPUMEM_ERROR_OUT_OF_MEMORY, ::GPUMEM_ERROR_HOST_OUT_OF_MEMORY, a
  *        driver failure, or (a strided array, filled through a copy) the statuses of gpumem_array_copy().
  */
@@ -708,8 +720,9 @@ GPUMEM_API gpumem_status gpumem_array_slice(gpumem_array *array, const gpumem_sl
 
 /**
  * A view with permuted axes: axis i of the view is axis axes[i]; NULL reverses (NumPy's .T).
+ * As in NumPy, a negative entry counts from the end (-1 is the last axis).
  * @param array the array.
- * @param[in] axes a permutation of 0..ndim-1, or NULL.
+ * @param[in] axes ndim entries, a permutation of 0..ndim-1 (or of their negative forms -ndim..-1), or NULL.
  * @param[out] view the new view.
  * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT, ::GPUMEM_ERROR_INVALID_VALUE (not a permutation),
  *        ::GPUMEM_ERROR_HOST_OUT_OF_MEMORY, ::GPUMEM_ERROR_INVALID_STATE.
@@ -717,11 +730,16 @@ GPUMEM_API gpumem_status gpumem_array_slice(gpumem_array *array, const gpumem_sl
 GPUMEM_API gpumem_status gpumem_array_transpose(gpumem_array *array, const int *axes, gpumem_array **view);
 
 /**
- * A view of the same bytes as another dtype (NumPy's view(dtype)).
+ * A view of the same bytes as another dtype (NumPy's view(dtype)).  An
+ * item size that changes rescales the last axis, as in NumPy: that axis
+ * must be contiguous (stride the old item size, unless its extent is 1 or
+ * the array is empty) and its bytes a multiple of the new item size; a 0-d
+ * array keeps its item size.
  * @param array the array.
  * @param dtype the new element type.
  * @param[out] view the new view.
- * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT, ::GPUMEM_ERROR_INVALID_VALUE (the bytes do not divide),
+ * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT, ::GPUMEM_ERROR_INVALID_VALUE (the bytes do not divide,
+ *        a strided last axis, a 0-d array of another item size),
  *        ::GPUMEM_ERROR_INVALID_DTYPE, ::GPUMEM_ERROR_HOST_OUT_OF_MEMORY, ::GPUMEM_ERROR_INVALID_STATE.
  */
 GPUMEM_API gpumem_status gpumem_array_view(gpumem_array *array, const gpumem_dtype *dtype, gpumem_array **view);
@@ -732,8 +750,8 @@ GPUMEM_API gpumem_status gpumem_array_view(gpumem_array *array, const gpumem_dty
  * same kind, in the array's context), or ::GPUMEM_ERROR_COPY_REQUIRED with
  * ::GPUMEM_NO_COPY.
  * @param array the array.
- * @param ndim the new number of dimensions.
- * @param[in] shape @p ndim extents, at most one -1.
+ * @param ndim the new number of dimensions, 0 to ::GPUMEM_MAX_NDIM.
+ * @param[in] shape @p ndim extents, at most one -1 (may be NULL when @p ndim is 0).
  * @param order 'C', 'F' or 'A'.
  * @param flags 0 or ::GPUMEM_NO_COPY.
  * @param stream the stream of a copy, or NULL.
@@ -882,10 +900,14 @@ GPUMEM_API gpumem_status gpumem_array_is_readonly(const gpumem_array *array, int
 
 /**
  * Makes an array read-only (@p readonly 1) or writable again (0).  An array
- * whose memory was imported read-only, or a view of a read-only array,
- * cannot be made writable (::GPUMEM_ERROR_INVALID_VALUE), as in NumPy.
+ * whose memory was imported read-only, or a view whose base is read-only,
+ * cannot be made writable (::GPUMEM_ERROR_INVALID_VALUE), as in NumPy.  The
+ * base is the array that owns the memory: a view of a view has the first
+ * one's base (NumPy collapses them alike), so a view made of a view that
+ * was made read-only by itself is read-only too (views inherit the flag)
+ * and may be made writable while its base is writable.
  * @param array the array.
- * @param readonly 1 (read-only) or 0 (writable).
+ * @param readonly 1 (read-only; any other nonzero value too) or 0 (writable).
  * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT, ::GPUMEM_ERROR_INVALID_VALUE (cannot be made writable).
  */
 GPUMEM_API gpumem_status gpumem_array_set_readonly(gpumem_array *array, int readonly);

@@ -50,7 +50,13 @@ GPUMEM_BEGIN_DECLS
  * once every pair is copied.  The order in which the pairs are copied is
  * not specified: they may run in one kernel at once.  So no destination
  * may share memory with another pair's destination or source (checked
- * byte for byte, not by extent: two columns of one array do not collide);
+ * byte for byte, not by extent: two columns of one array do not collide;
+ * where telling would take more than about four million steps, views of
+ * millions of elements whose strides do not line up, such as x[::6] and
+ * x[1::4] of a large byte array, the two are refused as if they collided,
+ * with a message that says "may share memory (too many elements to tell)",
+ * as NumPy's may_share_memory() answers when its work is bounded: copy such
+ * pairs with gpumem_array_copy());
  * a pair's destination may overlap its own source (it is then copied
  * through a temporary, as gpumem_array_copy() copies it), and sources may
  * overlap each other.  Pairs with nothing to copy (an extent 0) are
@@ -118,9 +124,11 @@ GPUMEM_BEGIN_DECLS
  * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT (@p dst, @p src, or one of their arrays: the message
  *        names it, as 'dst[2]'), any error of gpumem_array_copy() for a pair (::GPUMEM_ERROR_SHAPE_MISMATCH,
  *        ::GPUMEM_ERROR_DTYPE_MISMATCH, ::GPUMEM_ERROR_CONTEXT_MISMATCH, ::GPUMEM_ERROR_INVALID_VALUE for a
- *        read-only destination, ::GPUMEM_ERROR_INVALID_STATE for a released array: the message starts
+ *        read-only destination or a broadcast one (stride 0 on an axis of more than one element),
+ *        ::GPUMEM_ERROR_INVALID_STATE for a released array: the message starts
  *        "gpumem_array_copy_batch: pair 2:"), ::GPUMEM_ERROR_INVALID_VALUE (a destination that shares memory
- *        with another pair's destination or source: the message names both pairs), and the errors of the
+ *        with another pair's destination or source, or may share it where that takes too long to tell: the
+ *        message names both pairs), and the errors of the
  *        copies themselves (::GPUMEM_ERROR_OUT_OF_MEMORY, ::GPUMEM_ERROR_HOST_OUT_OF_MEMORY,
  *        ::GPUMEM_ERROR_INVALID_ENVIRONMENT, a driver failure).  Every argument error is found before
  *        anything is copied. Added in GPUMEM_1.1.
@@ -217,7 +225,8 @@ GPUMEM_API gpumem_status gpumem_array_pack(size_t count, gpumem_array *const *vi
  * @param buffer the contiguous source (C-contiguous).
  * @param stream the stream, or NULL (synchronous).
  * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT (@p views, @p buffer, or views[i]: the message names
- *        it), ::GPUMEM_ERROR_INVALID_VALUE (a read-only view; @p buffer not C-contiguous or smaller than
+ *        it), ::GPUMEM_ERROR_INVALID_VALUE (a read-only view, or a broadcast one: stride 0 on an axis of more
+ *        than one element; @p buffer not C-contiguous or smaller than
  *        the views' total bytes; two views sharing memory, or a view sharing memory with the bytes of the
  *        buffer meant for another),
  *        ::GPUMEM_ERROR_OVERFLOW, ::GPUMEM_ERROR_CONTEXT_MISMATCH, ::GPUMEM_ERROR_INVALID_STATE, and the

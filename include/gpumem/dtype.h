@@ -167,11 +167,13 @@ GPUMEM_API gpumem_status gpumem_dtype_from_typestr(const char *typestr, gpumem_d
  * into @p buf of @p size bytes, with an explicit order for multi-byte types
  * and '|' for the others, as NumPy's __array_interface__.  If it does not
  * fit, ::GPUMEM_ERROR_INVALID_VALUE, the message says how many bytes it
- * needs, and @p buf holds "" (unless @p size is 0).  24 bytes always do.
+ * needs, and @p buf holds "" (unless @p size is 0: then nothing is written,
+ * and @p buf may be NULL, as snprintf's).  24 bytes always do.
  * @param dtype the dtype.
- * @param[out] buf room for @p size bytes.
+ * @param[out] buf room for @p size bytes (may be NULL when @p size is 0).
  * @param size the size of @p buf.
- * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT, ::GPUMEM_ERROR_INVALID_VALUE (too small).
+ * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT (@p dtype; @p buf with @p size > 0),
+ *         ::GPUMEM_ERROR_INVALID_VALUE (too small).
  */
 GPUMEM_API gpumem_status gpumem_dtype_typestr(const gpumem_dtype *dtype, char *buf, size_t size);
 
@@ -179,9 +181,11 @@ GPUMEM_API gpumem_status gpumem_dtype_typestr(const gpumem_dtype *dtype, char *b
  * Parses a NumPy descr (see above) into a record dtype.  It is read as the
  * Python literal it is: any whitespace, ' or " strings with Python's
  * escapes, trailing commas, a shape as an int or a tuple ("(3,)", "(2, 3)",
- * "()").  Only the named escape (backslash, N, a name in braces) is refused,
- * since it needs Python's Unicode database: write the character, or its code
- * point with the \\u or \\U escape.  Entries with an empty name are
+ * "()").  Refused are the named escape (backslash, N, a name in
+ * braces), since it needs Python's Unicode database (write the character,
+ * or its code point with the \\u or \\U escape), and an escape of a
+ * surrogate (U+D800 to U+DFFF) or of a code point past U+10FFFF, which
+ * UTF-8 names cannot hold.  Entries with an empty name are
  * gaps (padding), so offsets follow from the order, and the record is packed (NumPy does the same).  In a
  * field, a list is always a record; the whole descr [('', '<f4')] (or
  * [('', '|V16')]) is that builtin (or raw bytes), and a bare or quoted
@@ -204,9 +208,9 @@ GPUMEM_API gpumem_status gpumem_dtype_from_descr(const char *descr, gpumem_dtype
  * Python 3.11) are escaped as \\xNN, \\uNNNN or \\UNNNNNNNN, as repr() does.  A record whose fields
  * are not in increasing offset order has no descr, as in NumPy:
  * ::GPUMEM_ERROR_INVALID_DTYPE.  Buffers that are too small are handled as
- * in gpumem_dtype_typestr().
+ * in gpumem_dtype_typestr() (@p size 0 with a NULL @p buf included).
  * @param dtype the dtype.
- * @param[out] buf room for @p size bytes.
+ * @param[out] buf room for @p size bytes (may be NULL when @p size is 0).
  * @param size the size of @p buf.
  * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT, ::GPUMEM_ERROR_INVALID_DTYPE (no descr),
  *        ::GPUMEM_ERROR_INVALID_VALUE (too small).
