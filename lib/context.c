@@ -23,7 +23,7 @@
 
 static gpumem_status device_count(int *count, const char *what)
 {
-    gpumem_status st = gm_driver_ready();
+    gpumem_status st = gm_driver_ready_for(what);
     if (st != GPUMEM_OK)
         return st;
     return gm_drv_check(GM_DRV(device_get_count, count), GM_OP_device_get_count, what);
@@ -51,7 +51,7 @@ static gpumem_status check_device(int device, const char *what)
 GPUMEM_API gpumem_status gpumem_backend(const char **name)
 {
     GM_CHECK_NULL(name);
-    gpumem_status st = gm_driver_ready();
+    gpumem_status st = gm_driver_ready_for("gpumem_backend");
     if (st == GPUMEM_OK)
         *name = gm_drv->name;
     return st;
@@ -60,7 +60,7 @@ GPUMEM_API gpumem_status gpumem_backend(const char **name)
 GPUMEM_API gpumem_status gpumem_driver_version(int *version)
 {
     GM_CHECK_NULL(version);
-    gpumem_status st = gm_driver_ready();
+    gpumem_status st = gm_driver_ready_for("gpumem_driver_version");
     if (st != GPUMEM_OK)
         return st;
     return gm_drv_check(GM_DRV(driver_get_version, version), GM_OP_driver_get_version,
@@ -434,10 +434,10 @@ static gpumem_status create_default(const char *what, gpumem_context **out)
                            "no device gave a context; tried %s", what, tried);
 }
 
-GPUMEM_API gpumem_status gpumem_context_create_default(gpumem_context **out)
+GPUMEM_API gpumem_status gpumem_context_create_default(gpumem_context **ctx)
 {
-    GM_CHECK_NULL(out);
-    return create_default("gpumem_context_create_default", out);
+    GM_CHECK_NULL(ctx);
+    return create_default("gpumem_context_create_default", ctx);
 }
 
 /* ---- autoinit ------------------------------------------------------------------------ */

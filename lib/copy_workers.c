@@ -8,13 +8,14 @@
 
 #include "copy_tuning.h"
 #include "copy_workers.h"
+#include "error.h"
 #include "cpu_pack.h"
 #include "staging.h"
 
 gm_workers *gm_copy_workers(gpumem_context *ctx, unsigned *threads)
 {
     gpumem_staging_settings s;
-    (void)gm_staging_settings_now(&s);
+    gm_error_quietly(gm_staging_settings_now(&s)); /* the defaults where the environment is bad */
     /* callers always take part in these tasks (no pinned memory is touched) */
     gm_workers *w = gm_workers_get(ctx != NULL ? gm_staging_node(ctx) : -1);
     unsigned have = w != NULL ? gm_workers_grow(w, s.threads - 1) : 0;

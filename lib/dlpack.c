@@ -324,7 +324,7 @@ static gpumem_status import_device(const char *what, gm_dl_device dev, gpumem_co
             return st;
         if (dev.device_id < 0 || dev.device_id >= count)
             return gm_error(GPUMEM_ERROR_INVALID_DEVICE,
-                            "%s: the tensor is on kDLCUDA device %d, and the %s backend has %d device%s", what,
+                            "%s: the tensor's device_id is kDLCUDA device %d, and the %s backend has %d device%s", what,
                             (int)dev.device_id, gm_drv->name, count, count == 1 ? "" : "s");
         if (*ctx == NULL) {
             st = gm_context_create(what, dev.device_id, own);
@@ -411,8 +411,8 @@ static gpumem_status check_cpu(const char *what, int ndim, const int64_t *shape,
     }
     if (!gm_layout_extent(ndim, shape, strides, itemsize, &lo, &hi) || hi == lo)
         return GPUMEM_OK; /* empty (an overflow was refused by gm_layout_check_memory) */
-    if (gm_driver_ready() != GPUMEM_OK)
-        return GPUMEM_OK;
+    if (!gm_driver_usable())
+        return GPUMEM_OK; /* trusted (the header says so), and the call's last failure left alone */
     uint64_t first = ptr + (uint64_t)lo, last = ptr + (uint64_t)hi; /* [first, last) */
     const uint64_t probe[3] = {ptr, first, last - 1};
     for (int i = 0; i < 3; i++) {
@@ -477,8 +477,8 @@ GPUMEM_API gpumem_status gpumem_array_from_dlpack(gpumem_context *ctx, void *ten
     if (ndim < 0)
         return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: the tensor's ndim %d is negative", what, ndim);
     if (ndim > GM_MAX_NDIM)
-        return gm_error(GPUMEM_ERROR_TOO_MANY_DIMENSIONS, "%s: the tensor has %d dimensions, more than %d", what,
-                        ndim, GM_MAX_NDIM);
+        return gm_error(GPUMEM_ERROR_TOO_MANY_DIMENSIONS, "%s: the tensor has %d dimensions (ndim), more than %d",
+                        what, ndim, GM_MAX_NDIM);
     if (ndim > 0 && t->shape == NULL)
         return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: the tensor's shape is NULL for %d dimensions", what, ndim);
     st = gm_layout_check_shape(what, ndim, t->shape, dt->itemsize, NULL, NULL);

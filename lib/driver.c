@@ -298,3 +298,17 @@ gpumem_status gm_driver_ready(void)
         return gm_error_restore(&select_failure);
     return GPUMEM_OK;
 }
+
+gpumem_status gm_driver_ready_for(const char *what)
+{
+    gpumem_status st = gm_driver_ready();
+    return st == GPUMEM_OK ? GPUMEM_OK : gm_error_prefix(st, what);
+}
+
+bool gm_driver_usable(void)
+{
+    gm_error_suspend(); /* the selection's failure is kept for the calls that need a backend */
+    gpumem_status st = gm_driver_ready();
+    gm_error_resume(GPUMEM_OK);
+    return st == GPUMEM_OK;
+}

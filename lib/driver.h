@@ -229,6 +229,14 @@ extern const gm_driver *gm_drv;
  * GPUMEM_OK, or the remembered failure with its message set again. */
 gpumem_status gm_driver_ready(void);
 
+/* gm_driver_ready() for the public call `what`: a failure's message begins
+ * "what: " (gpumem/status.h). */
+gpumem_status gm_driver_ready_for(const char *what);
+
+/* Whether a backend is loaded, choosing it first if need be, without
+ * recording a failure: for calls that do without one. */
+bool gm_driver_usable(void);
+
 /* Dispatcher state; use the macros below. */
 extern _Atomic uint64_t gm_drv_calls[GM_OP_COUNT];
 extern _Atomic uint64_t gm_drv_total_calls;

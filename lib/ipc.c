@@ -468,7 +468,7 @@ GPUMEM_API gpumem_status gpumem_ipc_open(gpumem_context *ctx, const gpumem_ipc_h
                       "(or a view of it)",
                       what);
     int owner_dev = -1;
-    if (st == GPUMEM_OK && (st = gm_driver_ready()) == GPUMEM_OK && (st = find_device(what, d->pci, &owner_dev)) ==
+    if (st == GPUMEM_OK && (st = gm_driver_ready_for(what)) == GPUMEM_OK && (st = find_device(what, d->pci, &owner_dev)) ==
                                                                         GPUMEM_OK && owner_dev < 0)
         st = gm_error(GPUMEM_ERROR_INVALID_DEVICE,
                       "%s: the handle's device (PCI %04x:%02x:%02x, device %d in the exporting process) is not "

@@ -26,7 +26,7 @@ GPUMEM_API gpumem_status gpumem_is_cuda_array(uint64_t pointer, int *result, gpu
 
 gpumem_status gm_pointer_query(const char *what, uint64_t pointer, int *result, gpumem_pointer_info *info)
 {
-    gpumem_status st = gm_driver_ready();
+    gpumem_status st = gm_driver_ready_for(what);
     if (st != GPUMEM_OK)
         return st;
 

@@ -98,6 +98,10 @@ const snapshot *gm_staging_snapshot(void)
         return s;
     pthread_mutex_lock(&settings_mu);
     if ((s = atomic_load_explicit(&current, memory_order_relaxed)) == NULL) {
+        /* A bad variable is kept in the snapshot, and recorded by the calls
+         * that report it (gm_staging_snapshot_status), not by this read,
+         * which a successful call (gpumem_staging_set) makes too. */
+        gm_error_suspend();
         gpumem_staging_settings d;
         defaults(&d);
         long threads, depth;
@@ -109,6 +113,7 @@ const snapshot *gm_staging_snapshot(void)
         if (st == GPUMEM_OK)
             d = (gpumem_staging_settings){sizeof d, (unsigned)threads, (size_t)chunk, (unsigned)depth, (size_t)min};
         s = publish(&d, st, st == GPUMEM_OK ? "" : gpumem_last_error());
+        gm_error_resume(GPUMEM_OK);
     }
     pthread_mutex_unlock(&settings_mu);
     return s != NULL ? s : &no_memory;
@@ -121,35 +126,39 @@ gpumem_status gm_staging_snapshot_status(const snapshot *s)
     return s->status == GPUMEM_OK ? GPUMEM_OK : gm_error(s->status, "%s", s->error);
 }
 
-GPUMEM_API gpumem_status gpumem_staging_get(gpumem_staging_settings *out)
+GPUMEM_API gpumem_status gpumem_staging_get(gpumem_staging_settings *settings)
 {
-    GM_CHECK_NULL(out);
-    if (out->size != sizeof *out)
+    GM_CHECK_NULL(settings);
+    if (settings->size != sizeof *settings)
         return gm_error(GPUMEM_ERROR_INVALID_VALUE, "gpumem_staging_get: settings->size is %zu, not %zu",
-                        out->size, sizeof *out);
+                        settings->size, sizeof *settings);
     const snapshot *s = gm_staging_snapshot();
     gpumem_status st = gm_staging_snapshot_status(s);
-    if (st == GPUMEM_OK)
-        *out = s->s;
-    return st;
+    if (st != GPUMEM_OK)
+        return gm_error_prefix(st, "gpumem_staging_get");
+    *settings = s->s;
+    return GPUMEM_OK;
 }
 
-GPUMEM_API gpumem_status gpumem_staging_set(const gpumem_staging_settings *in)
+GPUMEM_API gpumem_status gpumem_staging_set(const gpumem_staging_settings *settings)
 {
     const char *what = "gpumem_staging_set";
-    GM_CHECK_NULL(in);
-    if (in->size != sizeof *in)
-        return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: settings->size is %zu, not %zu", what, in->size, sizeof *in);
-    if (in->threads < 1 || in->threads > MAX_THREADS)
-        return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: threads %u is not in 1..%d", what, in->threads, MAX_THREADS);
-    if (in->chunk_bytes < (64u << 10) || in->chunk_bytes > (1u << 30))
+    GM_CHECK_NULL(settings);
+    if (settings->size != sizeof *settings)
+        return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: settings->size is %zu, not %zu", what, settings->size,
+                        sizeof *settings);
+    if (settings->threads < 1 || settings->threads > MAX_THREADS)
+        return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: threads %u is not in 1..%d", what, settings->threads,
+                        MAX_THREADS);
+    if (settings->chunk_bytes < (64u << 10) || settings->chunk_bytes > (1u << 30))
         return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: chunk_bytes %zu is not in 64 KiB..1 GiB", what,
-                        in->chunk_bytes);
-    if (in->depth < 2 || in->depth > MAX_DEPTH)
-        return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: depth %u is not in 2..%d", what, in->depth, MAX_DEPTH);
+                        settings->chunk_bytes);
+    if (settings->depth < 2 || settings->depth > MAX_DEPTH)
+        return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: depth %u is not in 2..%d", what, settings->depth,
+                        MAX_DEPTH);
     (void)gm_staging_snapshot(); /* the environment is read first, then overridden (a bad one too) */
     pthread_mutex_lock(&settings_mu);
-    snapshot *n = publish(in, GPUMEM_OK, "");
+    snapshot *n = publish(settings, GPUMEM_OK, "");
     pthread_mutex_unlock(&settings_mu);
     gm_copy_tuning_publish(); /* the copy engine's decisions read them from its snapshot */
     return n != NULL ? GPUMEM_OK : gm_error(GPUMEM_ERROR_HOST_OUT_OF_MEMORY, "%s: out of host memory", what);

@@ -145,7 +145,7 @@ static void contexts_and_devices(void)
     BAD(gpumem_context_create(0, NULL), GPUMEM_ERROR_NULL_ARGUMENT, "'ctx'");
     BAD(gpumem_context_create(-1, OUT(gpumem_context **)), GPUMEM_ERROR_INVALID_DEVICE, "device -1");
     BAD(gpumem_context_create(2, OUT(gpumem_context **)), GPUMEM_ERROR_INVALID_DEVICE, "device 2");
-    BAD(gpumem_context_create_default(NULL), GPUMEM_ERROR_NULL_ARGUMENT, "'out'");
+    BAD(gpumem_context_create_default(NULL), GPUMEM_ERROR_NULL_ARGUMENT, "'ctx'");
     BAD(gpumem_context_retain(NULL), GPUMEM_ERROR_NULL_ARGUMENT, "'ctx'");
     BAD(gpumem_context_get_device(NULL, OUT(int *)), GPUMEM_ERROR_NULL_ARGUMENT, "'ctx'");
     BAD(gpumem_context_get_device(ctx, NULL), GPUMEM_ERROR_NULL_ARGUMENT, "'device'");

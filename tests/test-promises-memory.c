@@ -1,0 +1,1133 @@
+/* The promises of the memory-side headers (memory.h, host.h, stream.h,
+ * event.h, context.h, staging.h, cleanup.h, memo.h, ipc.h, interop.h,
+ * debug.h, status.h), checked as an outside user reads them: every
+ * documented status for bad arguments and ended handles, the message that
+ * names the public function and the argument, the record of the last
+ * failure, and out-parameters left as documented on failure. */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <pthread.h>
+
+#include <gpumem.h>
+
+#include "tap.h"
+#include "child.h"
+
+static gpumem_context *ctx, *ctx2;
+static const gpumem_dtype *i32, *f32;
+
+/* One failing call: the status, a message that begins with the function's
+ * name and contains the needle, the last status equal to the status, and
+ * no driver result for an argument failure. */
+static void check(gpumem_status got, gpumem_status want, const char *needle, const char *expr)
+{
+    char fn[128];
+    size_t n = strcspn(expr, "(");
+    if (n >= sizeof fn - 3)
+        n = sizeof fn - 3;
+    memcpy(fn, expr, n);
+    memcpy(fn + n, ": ", 3);
+    const char *msg = gpumem_last_error();
+    int st = got == want;
+    int begins = want == GPUMEM_OK || strncmp(msg, fn, strlen(fn)) == 0;
+    int named = want == GPUMEM_OK || needle == NULL || strstr(msg, needle) != NULL;
+    int last = want == GPUMEM_OK || gpumem_last_status() == want;
+    ok(st && begins && named && last, "%s -> %s", expr, gpumem_status_string(want));
+    if (!st)
+        diag("  got %s: %s", gpumem_status_string(got), msg);
+    else if (!begins || !named)
+        diag("  message '%s' should begin with '%s' and name '%s'", msg, fn, needle ? needle : "");
+    else if (!last)
+        diag("  gpumem_last_status() is %s", gpumem_status_string(gpumem_last_status()));
+}
+
+#define BAD(call, want, needle) check((call), (want), (needle), #call)
+#define GOOD(call) check((call), GPUMEM_OK, NULL, #call)
+
+/* ---- status.h ------------------------------------------------------------------------ */
+
+static void *fresh_thread(void *arg)
+{
+    int *r = arg;
+    gpumem_copy_path path = (gpumem_copy_path)77;
+    r[0] = strcmp(gpumem_last_error(), "") == 0;
+    r[1] = gpumem_last_status() == GPUMEM_OK;
+    r[2] = gpumem_last_driver_result() == 0;
+    r[3] = gpumem_debug_last_copy_path(&path) == GPUMEM_OK && path == GPUMEM_COPY_PATH_NONE;
+    return NULL;
+}
+
+static void test_status(void)
+{
+    int r[4] = {0, 0, 0, 0};
+    pthread_t t;
+    pthread_create(&t, NULL, fresh_thread, r);
+    pthread_join(t, NULL);
+    ok(r[0] && r[1] && r[2], "a fresh thread: no last error, status OK, driver result 0");
+    ok(r[3], "a fresh thread: last copy path NONE");
+    is_str(gpumem_status_string(GPUMEM_STATUS_COUNT), "GPUMEM_STATUS_UNKNOWN", "status_string of an unknown code");
+    is_str(gpumem_status_string((gpumem_status)-1), "GPUMEM_STATUS_UNKNOWN", "status_string of -1");
+    is_str(gpumem_status_string(GPUMEM_ERROR_INTERNAL), "GPUMEM_ERROR_INTERNAL", "status_string of the last code");
+    int all = 1;
+    for (int i = -2; i < GPUMEM_STATUS_COUNT + 3; i++)
+        all &= gpumem_status_description((gpumem_status)i) != NULL && gpumem_status_string((gpumem_status)i) != NULL;
+    ok(all, "status string and description are never NULL");
+
+    /* a success leaves the record alone */
+    int count = 0;
+    BAD(gpumem_device_count(NULL), GPUMEM_ERROR_NULL_ARGUMENT, "count");
+    char before[256];
+    snprintf(before, sizeof before, "%s", gpumem_last_error());
+    GOOD(gpumem_device_count(&count));
+    ok(strcmp(gpumem_last_error(), before) == 0 && gpumem_last_status() == GPUMEM_ERROR_NULL_ARGUMENT,
+       "a successful call leaves the last error alone");
+
+    /* a driver failure: status, message, driver result together */
+    gpumem_stream *s = (gpumem_stream *)&count;
+    gpumem_debug_fail_call(1, 999);
+    gpumem_status st = gpumem_stream_create(ctx, 0, &s);
+    gpumem_debug_fail_call(0, 0);
+    ok(st == GPUMEM_ERROR_DRIVER && gpumem_last_status() == st && gpumem_last_driver_result() == 999,
+       "an injected CUDA_ERROR_UNKNOWN: GPUMEM_ERROR_DRIVER, driver result 999 (%s, %d)", gpumem_status_string(st),
+       gpumem_last_driver_result());
+    like(gpumem_last_error(), "gpumem_stream_create: ", "the driver failure's message names the call");
+    like(gpumem_last_error(), "CUDA_ERROR_UNKNOWN", "the driver failure's message names the error");
+    ok(s == (gpumem_stream *)&count, "a failed gpumem_stream_create leaves *stream alone");
+    /* an argument failure afterwards has no driver result */
+    BAD(gpumem_device_count(NULL), GPUMEM_ERROR_NULL_ARGUMENT, "count");
+    is_int(gpumem_last_driver_result(), 0, "an argument failure has driver result 0");
+    /* a mapped driver result */
+    gpumem_debug_fail_call(1, 2);
+    st = gpumem_stream_create(ctx, 0, &s);
+    gpumem_debug_fail_call(0, 0);
+    ok(st == GPUMEM_ERROR_OUT_OF_MEMORY && gpumem_last_driver_result() == 2,
+       "CUDA_ERROR_OUT_OF_MEMORY maps to GPUMEM_ERROR_OUT_OF_MEMORY (%s)", gpumem_status_string(st));
+}
+
+/* ---- context.h ----------------------------------------------------------------------- */
+
+static void test_context(void)
+{
+    const char *name = NULL;
+    char buf[64];
+    int v = -7, major = -7, minor = -7, count = 0;
+    uint64_t bytes = 0;
+    BAD(gpumem_backend(NULL), GPUMEM_ERROR_NULL_ARGUMENT, "name");
+    GOOD(gpumem_backend(&name));
+    BAD(gpumem_driver_version(NULL), GPUMEM_ERROR_NULL_ARGUMENT, "version");
+    BAD(gpumem_device_name(0, NULL, 8), GPUMEM_ERROR_NULL_ARGUMENT, "name");
+    BAD(gpumem_device_name(0, buf, 0), GPUMEM_ERROR_INVALID_VALUE, "size");
+    BAD(gpumem_device_name(-1, buf, sizeof buf), GPUMEM_ERROR_INVALID_DEVICE, "device");
+    gpumem_device_count(&count);
+    BAD(gpumem_device_name(count, buf, sizeof buf), GPUMEM_ERROR_INVALID_DEVICE, "device");
+    char full[256], small[4];
+    memset(small, 'x', sizeof small);
+    GOOD(gpumem_device_name(0, full, sizeof full));
+    GOOD(gpumem_device_name(0, small, sizeof small));
+    ok(strlen(small) == 3 && strncmp(small, full, 3) == 0, "gpumem_device_name truncates to size - 1 and ends it");
+    BAD(gpumem_device_compute_capability(0, NULL, &minor), GPUMEM_ERROR_NULL_ARGUMENT, "major");
+    BAD(gpumem_device_compute_capability(0, &major, NULL), GPUMEM_ERROR_NULL_ARGUMENT, "minor");
+    BAD(gpumem_device_compute_capability(count, &major, &minor), GPUMEM_ERROR_INVALID_DEVICE, "device");
+    BAD(gpumem_device_total_memory(0, NULL), GPUMEM_ERROR_NULL_ARGUMENT, "bytes");
+    BAD(gpumem_device_total_memory(-1, &bytes), GPUMEM_ERROR_INVALID_DEVICE, "device");
+    BAD(gpumem_device_attribute(0, (gpumem_device_attr)27, &v), GPUMEM_ERROR_INVALID_VALUE, "attr");
+    BAD(gpumem_device_attribute(0, (gpumem_device_attr)-1, &v), GPUMEM_ERROR_INVALID_VALUE, "attr");
+    BAD(gpumem_device_attribute(0, GPUMEM_DEVICE_WARP_SIZE, NULL), GPUMEM_ERROR_NULL_ARGUMENT, "value");
+    BAD(gpumem_device_attribute(count, GPUMEM_DEVICE_WARP_SIZE, &v), GPUMEM_ERROR_INVALID_DEVICE, "device");
+    BAD(gpumem_get_default_device(0, NULL), GPUMEM_ERROR_NULL_ARGUMENT, "device");
+
+    gpumem_context *c = (gpumem_context *)&v;
+    BAD(gpumem_context_create(0, NULL), GPUMEM_ERROR_NULL_ARGUMENT, "ctx");
+    BAD(gpumem_context_create(count, &c), GPUMEM_ERROR_INVALID_DEVICE, "device");
+    BAD(gpumem_context_create(-1, &c), GPUMEM_ERROR_INVALID_DEVICE, "device");
+    BAD(gpumem_context_create_default(NULL), GPUMEM_ERROR_NULL_ARGUMENT, "ctx");
+    BAD(gpumem_context_retain(NULL), GPUMEM_ERROR_NULL_ARGUMENT, "ctx");
+    GOOD(gpumem_context_release(NULL));
+    BAD(gpumem_context_get_device(NULL, &v), GPUMEM_ERROR_NULL_ARGUMENT, "ctx");
+    BAD(gpumem_context_get_device(ctx, NULL), GPUMEM_ERROR_NULL_ARGUMENT, "device");
+    gpumem_selection rule;
+    BAD(gpumem_context_selection(NULL, &rule), GPUMEM_ERROR_NULL_ARGUMENT, "ctx");
+    BAD(gpumem_context_selection(ctx, NULL), GPUMEM_ERROR_NULL_ARGUMENT, "rule");
+    BAD(gpumem_context_refcount(NULL, &v), GPUMEM_ERROR_NULL_ARGUMENT, "ctx");
+    BAD(gpumem_context_refcount(ctx, NULL), GPUMEM_ERROR_NULL_ARGUMENT, "count");
+    BAD(gpumem_memory_info(ctx, NULL, &bytes), GPUMEM_ERROR_NULL_ARGUMENT, "free_bytes");
+    BAD(gpumem_memory_info(ctx, &bytes, NULL), GPUMEM_ERROR_NULL_ARGUMENT, "total_bytes");
+    BAD(gpumem_autoinit(NULL), GPUMEM_ERROR_NULL_ARGUMENT, "ctx");
+    is_str(gpumem_selection_name((gpumem_selection)9), "unknown", "selection_name of an unknown rule");
+    is_str(gpumem_selection_name(GPUMEM_SELECTION_DEVICE_FILE), "~/.cuda-device", "selection_name of the file rule");
+
+    /* a context's end */
+    gpumem_context *e = NULL;
+    GOOD(gpumem_context_create(0, &e));
+    int refs = 0;
+    GOOD(gpumem_context_refcount(e, &refs));
+    is_int(refs, 1, "a new context has one reference");
+    GOOD(gpumem_context_retain(e));
+    GOOD(gpumem_context_refcount(e, &refs));
+    is_int(refs, 2, "a retain adds one");
+    GOOD(gpumem_context_release(e));
+    GOOD(gpumem_context_release(e));
+    BAD(gpumem_context_release(e), GPUMEM_ERROR_INVALID_STATE, "ctx");
+    BAD(gpumem_context_retain(e), GPUMEM_ERROR_INVALID_STATE, "ctx");
+    v = -7;
+    BAD(gpumem_context_get_device(e, &v), GPUMEM_ERROR_INVALID_STATE, "ctx");
+    is_int(v, -7, "gpumem_context_get_device of an ended context writes nothing");
+    BAD(gpumem_context_selection(e, &rule), GPUMEM_ERROR_INVALID_STATE, "ctx");
+    BAD(gpumem_context_refcount(e, &v), GPUMEM_ERROR_INVALID_STATE, "ctx");
+    BAD(gpumem_memory_info(e, &bytes, &bytes), GPUMEM_ERROR_INVALID_STATE, "ctx");
+    gpumem_stream *s = NULL;
+    BAD(gpumem_stream_create(e, 0, &s), GPUMEM_ERROR_INVALID_STATE, "ctx");
+    BAD(gpumem_context_synchronize(e), GPUMEM_ERROR_INVALID_STATE, "ctx");
+    BAD(gpumem_context_flush_deallocations(e), GPUMEM_ERROR_INVALID_STATE, "ctx");
+    BAD(gpumem_defer_cleanup_begin(e), GPUMEM_ERROR_INVALID_STATE, "ctx");
+    BAD(gpumem_context_set_oom_callback(e, NULL, NULL), GPUMEM_ERROR_INVALID_STATE, "ctx");
+    struct gpumem_memory_report rep = {.size = sizeof rep};
+    BAD(gpumem_memory_report(e, 0, &rep), GPUMEM_ERROR_INVALID_STATE, "ctx");
+    BAD(gpumem_memory_reset_peaks(e, 0), GPUMEM_ERROR_INVALID_STATE, "ctx");
+    size_t n = 0;
+    BAD(gpumem_memory_pools(e, 0, NULL, 0, &n), GPUMEM_ERROR_INVALID_STATE, "ctx");
+    /* another type's handle */
+    BAD(gpumem_context_release((gpumem_context *)(void *)f32), GPUMEM_ERROR_INVALID_VALUE, "ctx");
+
+    /* sizes */
+    uint64_t b = 0;
+    GOOD(gpumem_size_parse("4096", &b));
+    ok(b == 4096, "size_parse 4096");
+    GOOD(gpumem_size_parse("48K", &b));
+    ok(b == 48 * 1024, "size_parse 48K");
+    GOOD(gpumem_size_parse(" 512m\t", &b));
+    ok(b == (uint64_t)512 << 20, "size_parse ' 512m<tab>'");
+    GOOD(gpumem_size_parse("2GiB", &b));
+    ok(b == (uint64_t)2 << 30, "size_parse 2GiB");
+    GOOD(gpumem_size_parse("3tb", &b));
+    ok(b == (uint64_t)3 << 40, "size_parse 3tb");
+    GOOD(gpumem_size_parse("18446744073709551615", &b));
+    ok(b == UINT64_MAX, "size_parse 2^64 - 1");
+    static const char *bad[] = {"", " ", "-1", "+1", "1.5G", "0x10", "12Q", "1 K", "K", "18446744073709551616",
+                                "16777216T", "4GiBB", "4Gi"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        b = 77;
+        gpumem_status st = gpumem_size_parse(bad[i], &b);
+        ok(st == GPUMEM_ERROR_INVALID_VALUE && b == 77 && strstr(gpumem_last_error(), "gpumem_size_parse: ") &&
+               strstr(gpumem_last_error(), bad[i]),
+           "size_parse '%s' is INVALID_VALUE, quoted, bytes unchanged (%s: %s)", bad[i], gpumem_status_string(st),
+           gpumem_last_error());
+    }
+    BAD(gpumem_size_parse(NULL, &b), GPUMEM_ERROR_NULL_ARGUMENT, "text");
+    BAD(gpumem_size_parse("1", NULL), GPUMEM_ERROR_NULL_ARGUMENT, "bytes");
+}
+
+/* ---- stream.h ------------------------------------------------------------------------ */
+
+static void test_stream(void)
+{
+    gpumem_stream *s = NULL, *def = NULL, *stale = NULL;
+    gpumem_context *c = NULL;
+    BAD(gpumem_stream_create(ctx, 0, NULL), GPUMEM_ERROR_NULL_ARGUMENT, "stream");
+    s = (gpumem_stream *)&c;
+    BAD(gpumem_stream_create(ctx, 2, &s), GPUMEM_ERROR_INVALID_VALUE, "flags");
+    ok(s == (gpumem_stream *)&c, "a failed gpumem_stream_create leaves *stream alone");
+    GOOD(gpumem_stream_destroy(NULL));
+    GOOD(gpumem_stream_default(ctx, &def));
+    BAD(gpumem_stream_default(ctx, NULL), GPUMEM_ERROR_NULL_ARGUMENT, "stream");
+    BAD(gpumem_stream_destroy(def), GPUMEM_ERROR_INVALID_VALUE, "stream");
+    GOOD(gpumem_stream_synchronize(def));
+    BAD(gpumem_stream_synchronize(NULL), GPUMEM_ERROR_NULL_ARGUMENT, "stream");
+    BAD(gpumem_stream_query(NULL), GPUMEM_ERROR_NULL_ARGUMENT, "stream");
+    BAD(gpumem_stream_context(NULL, &c), GPUMEM_ERROR_NULL_ARGUMENT, "stream");
+    BAD(gpumem_stream_context(def, NULL), GPUMEM_ERROR_NULL_ARGUMENT, "ctx");
+    BAD(gpumem_stream_auto_synchronize_begin(NULL), GPUMEM_ERROR_NULL_ARGUMENT, "stream");
+    BAD(gpumem_stream_auto_synchronize_end(NULL), GPUMEM_ERROR_NULL_ARGUMENT, "stream");
+    GOOD(gpumem_stream_create(ctx, GPUMEM_STREAM_NON_BLOCKING, &s));
+    GOOD(gpumem_stream_context(s, &c));
+    ok(c == ctx, "gpumem_stream_context gives the stream's context");
+    BAD(gpumem_stream_auto_synchronize_end(s), GPUMEM_ERROR_INVALID_STATE, "stream");
+    GOOD(gpumem_stream_auto_synchronize_begin(s));
+    GOOD(gpumem_stream_auto_synchronize_begin(s));
+    GOOD(gpumem_stream_auto_synchronize_end(s));
+    GOOD(gpumem_stream_auto_synchronize_end(s));
+    BAD(gpumem_stream_auto_synchronize_end(s), GPUMEM_ERROR_INVALID_STATE, "stream");
+    GOOD(gpumem_stream_query(s));
+    stale = s;
+    GOOD(gpumem_stream_destroy(s));
+    BAD(gpumem_stream_destroy(stale), GPUMEM_ERROR_INVALID_STATE, "stream");
+    BAD(gpumem_stream_synchronize(stale), GPUMEM_ERROR_INVALID_STATE, "stream");
+    BAD(gpumem_stream_query(stale), GPUMEM_ERROR_INVALID_STATE, "stream");
+    c = (gpumem_context *)&s;
+    BAD(gpumem_stream_context(stale, &c), GPUMEM_ERROR_INVALID_STATE, "stream");
+    ok(c == (gpumem_context *)&s, "gpumem_stream_context of a destroyed stream writes nothing");
+    BAD(gpumem_stream_auto_synchronize_begin(stale), GPUMEM_ERROR_INVALID_STATE, "stream");
+    BAD(gpumem_stream_destroy((gpumem_stream *)(void *)ctx), GPUMEM_ERROR_INVALID_VALUE, "stream");
+    BAD(gpumem_stream_synchronize((gpumem_stream *)(void *)ctx), GPUMEM_ERROR_INVALID_VALUE, "stream");
+    GOOD(gpumem_context_synchronize(ctx));
+}
+
+/* ---- event.h ------------------------------------------------------------------------- */
+
+static void test_event(void)
+{
+    gpumem_event *ev = NULL, *ev2 = NULL, *nt = NULL, *other = NULL, *stale = NULL;
+    gpumem_stream *s = NULL, *s2 = NULL, *dead = NULL;
+    float ms = -1;
+    BAD(gpumem_event_create(ctx, 0, NULL), GPUMEM_ERROR_NULL_ARGUMENT, "event");
+    ev = (gpumem_event *)&ms;
+    BAD(gpumem_event_create(ctx, 4, &ev), GPUMEM_ERROR_INVALID_VALUE, "flags");
+    ok(ev == (gpumem_event *)&ms, "a failed gpumem_event_create leaves *event alone");
+    GOOD(gpumem_event_destroy(NULL));
+    GOOD(gpumem_event_create(ctx, 0, &ev));
+    GOOD(gpumem_event_create(ctx, GPUMEM_EVENT_BLOCKING_SYNC, &ev2));
+    GOOD(gpumem_event_create(ctx, GPUMEM_EVENT_DISABLE_TIMING, &nt));
+    GOOD(gpumem_event_create(ctx2, 0, &other));
+    GOOD(gpumem_stream_create(ctx, 0, &s));
+    GOOD(gpumem_stream_create(ctx2, 0, &s2));
+    GOOD(gpumem_stream_create(ctx, 0, &dead));
+    GOOD(gpumem_stream_destroy(dead));
+    GOOD(gpumem_event_query(ev));
+    GOOD(gpumem_event_synchronize(ev));
+    BAD(gpumem_event_record(NULL, s), GPUMEM_ERROR_NULL_ARGUMENT, "event");
+    BAD(gpumem_event_record(ev, s2), GPUMEM_ERROR_CONTEXT_MISMATCH, "stream");
+    BAD(gpumem_event_record(ev, dead), GPUMEM_ERROR_INVALID_STATE, "stream");
+    BAD(gpumem_event_query(NULL), GPUMEM_ERROR_NULL_ARGUMENT, "event");
+    BAD(gpumem_event_synchronize(NULL), GPUMEM_ERROR_NULL_ARGUMENT, "event");
+    ms = -1;
+    BAD(gpumem_event_elapsed_time(ev, ev2, &ms), GPUMEM_ERROR_INVALID_STATE, "start");
+    ok(ms == -1, "elapsed_time leaves ms alone on failure");
+    BAD(gpumem_event_elapsed_time(NULL, ev2, &ms), GPUMEM_ERROR_NULL_ARGUMENT, "start");
+    BAD(gpumem_event_elapsed_time(ev, NULL, &ms), GPUMEM_ERROR_NULL_ARGUMENT, "end");
+    BAD(gpumem_event_elapsed_time(ev, ev2, NULL), GPUMEM_ERROR_NULL_ARGUMENT, "ms");
+    GOOD(gpumem_event_record(ev, s));
+    GOOD(gpumem_event_record(ev2, NULL));
+    GOOD(gpumem_event_record(nt, s));
+    GOOD(gpumem_event_record(other, s2));
+    GOOD(gpumem_event_synchronize(ev));
+    GOOD(gpumem_event_synchronize(ev2));
+    GOOD(gpumem_event_synchronize(nt));
+    GOOD(gpumem_event_synchronize(other));
+    ms = -1;
+    BAD(gpumem_event_elapsed_time(ev, nt, &ms), GPUMEM_ERROR_INVALID_VALUE, "end");
+    BAD(gpumem_event_elapsed_time(nt, ev, &ms), GPUMEM_ERROR_INVALID_VALUE, "start");
+    BAD(gpumem_event_elapsed_time(ev, other, &ms), GPUMEM_ERROR_CONTEXT_MISMATCH, "end");
+    ok(ms == -1, "elapsed_time leaves ms alone on failure");
+    GOOD(gpumem_event_elapsed_time(ev, ev2, &ms));
+    ok(ms != -1 && !isnan(ms), "elapsed_time gives a time");
+    BAD(gpumem_stream_wait_event(s, NULL), GPUMEM_ERROR_NULL_ARGUMENT, "event");
+    GOOD(gpumem_stream_wait_event(NULL, ev));
+    GOOD(gpumem_stream_wait_event(s2, ev));
+    BAD(gpumem_stream_wait_event(dead, ev), GPUMEM_ERROR_INVALID_STATE, "stream");
+    gpumem_context *c = NULL;
+    GOOD(gpumem_event_context(other, &c));
+    ok(c == ctx2, "gpumem_event_context gives the event's context");
+    BAD(gpumem_event_context(NULL, &c), GPUMEM_ERROR_NULL_ARGUMENT, "event");
+    BAD(gpumem_event_context(ev, NULL), GPUMEM_ERROR_NULL_ARGUMENT, "ctx");
+    stale = ev2;
+    GOOD(gpumem_event_destroy(ev2));
+    BAD(gpumem_event_destroy(stale), GPUMEM_ERROR_INVALID_STATE, "event");
+    BAD(gpumem_event_record(stale, s), GPUMEM_ERROR_INVALID_STATE, "event");
+    BAD(gpumem_event_query(stale), GPUMEM_ERROR_INVALID_STATE, "event");
+    BAD(gpumem_event_synchronize(stale), GPUMEM_ERROR_INVALID_STATE, "event");
+    BAD(gpumem_event_elapsed_time(ev, stale, &ms), GPUMEM_ERROR_INVALID_STATE, "end");
+    BAD(gpumem_stream_wait_event(s, stale), GPUMEM_ERROR_INVALID_STATE, "event");
+    c = (gpumem_context *)&ms;
+    BAD(gpumem_event_context(stale, &c), GPUMEM_ERROR_INVALID_STATE, "event");
+    ok(c == (gpumem_context *)&ms, "gpumem_event_context of a destroyed event writes nothing");
+    BAD(gpumem_event_destroy((gpumem_event *)(void *)s), GPUMEM_ERROR_INVALID_VALUE, "event");
+    gpumem_event_destroy(ev);
+    gpumem_event_destroy(nt);
+    gpumem_event_destroy(other);
+    gpumem_stream_destroy(s);
+    gpumem_stream_destroy(s2);
+}
+
+/* ---- host.h -------------------------------------------------------------------------- */
+
+static void test_host(void)
+{
+    const int64_t n = 4096;
+    gpumem_array *a = NULL, *h = NULL, *h2 = NULL, *views[2] = {NULL, NULL};
+    gpumem_stream *s2 = NULL;
+    gpumem_registration *reg = NULL, *reg2 = NULL, *stale = NULL;
+    int r = -1;
+    GOOD(gpumem_stream_create(ctx2, 0, &s2));
+    a = (gpumem_array *)&r;
+    BAD(gpumem_mapped_array(ctx, 1, &n, NULL, i32, 'C', NULL, 2, &a), GPUMEM_ERROR_INVALID_VALUE, "flags");
+    BAD(gpumem_mapped_array(ctx, 1, &n, NULL, i32, 'C', NULL, 0x8, &a), GPUMEM_ERROR_INVALID_VALUE, "flags");
+    BAD(gpumem_mapped_array(ctx, 1, &n, NULL, i32, 'C', s2, 0, &a), GPUMEM_ERROR_CONTEXT_MISMATCH, "stream");
+    BAD(gpumem_managed_array(ctx, 1, &n, NULL, i32, 'C', 0, &a), GPUMEM_ERROR_INVALID_VALUE, "flags");
+    BAD(gpumem_managed_array(ctx, 1, &n, NULL, i32, 'C', 3, &a), GPUMEM_ERROR_INVALID_VALUE, "flags");
+    BAD(gpumem_managed_array(ctx, 1, &n, NULL, i32, 'C', 4, &a), GPUMEM_ERROR_INVALID_VALUE, "flags");
+    BAD(gpumem_pinned_array(ctx, 1, &n, NULL, i32, 'C', NULL), GPUMEM_ERROR_NULL_ARGUMENT, "array");
+    BAD(gpumem_pinned_array(ctx, 1, &n, NULL, i32, 'Q', &a), GPUMEM_ERROR_INVALID_ORDER, "order");
+    ok(a == (gpumem_array *)&r, "failed array constructors leave *array alone");
+
+    GOOD(gpumem_pinned_array(ctx, 1, &n, NULL, i32, 'C', &a));
+    void *p = NULL;
+    gpumem_array_host_pointer(a, &p);
+    GOOD(gpumem_host_is_pinned(p, 4096 * 4, &r));
+    is_int(r, 1, "a pinned array is pinned");
+    gpumem_array_release(a);
+    BAD(gpumem_host_is_pinned(p, 1, NULL), GPUMEM_ERROR_NULL_ARGUMENT, "result");
+
+    /* scopes */
+    const long page = sysconf(_SC_PAGESIZE);
+    char *buf = NULL;
+    if (posix_memalign((void **)&buf, (size_t)page, (size_t)page * 8) != 0)
+        bail_out("posix_memalign");
+    const int64_t half = page * 5 / 4; /* int32 elements: pages 0..4 */
+    GOOD(gpumem_host_array_wrap(buf, 1, &half, NULL, i32, &h));
+    GOOD(gpumem_host_array_wrap(buf + page * 4, 1, &half, NULL, i32, &h2)); /* pages 4..8 */
+    GOOD(gpumem_host_is_pinned(buf, (size_t)page, &r));
+    is_int(r, 0, "pageable memory is not pinned");
+    BAD(gpumem_pinned(ctx, &h, 1, NULL), GPUMEM_ERROR_NULL_ARGUMENT, "registration");
+    BAD(gpumem_pinned(ctx, NULL, 1, &reg), GPUMEM_ERROR_NULL_ARGUMENT, "arrays");
+    gpumem_array *withnull[2] = {h, NULL};
+    BAD(gpumem_pinned(ctx, withnull, 2, &reg), GPUMEM_ERROR_NULL_ARGUMENT, "arrays");
+    ok(reg == NULL, "failed gpumem_pinned leaves *registration alone");
+    GOOD(gpumem_host_is_pinned(buf, (size_t)page, &r));
+    is_int(r, 0, "a failed gpumem_pinned leaves nothing registered");
+    GOOD(gpumem_pinned(ctx, &h, 1, &reg));
+    GOOD(gpumem_host_is_pinned(buf, (size_t)page * 5, &r));
+    is_int(r, 1, "gpumem_pinned page-locks the array");
+    GOOD(gpumem_pinned(ctx, &h2, 1, &reg2));
+    BAD(gpumem_unmapped(&reg), GPUMEM_ERROR_INVALID_STATE, "registration");
+    ok(reg != NULL, "gpumem_unmapped of a pinned scope leaves *registration alone");
+    stale = reg;
+    GOOD(gpumem_unpinned(&reg));
+    ok(reg == NULL, "gpumem_unpinned sets *registration to NULL");
+    GOOD(gpumem_host_is_pinned(buf, (size_t)page, &r));
+    is_int(r, 1, "pin A, pin B overlapping, end A: A's pages stay page-locked");
+    BAD(gpumem_unpinned(&stale), GPUMEM_ERROR_INVALID_STATE, "registration");
+    BAD(gpumem_unpinned(NULL), GPUMEM_ERROR_NULL_ARGUMENT, "registration");
+    GOOD(gpumem_unpinned(&reg2));
+    GOOD(gpumem_host_is_pinned(buf, (size_t)page, &r));
+    is_int(r, 0, "the range goes when the last scope ends");
+
+    /* mapped scopes */
+    BAD(gpumem_mapped(ctx, &h, 1, NULL, &reg, NULL), GPUMEM_ERROR_NULL_ARGUMENT, "device_views");
+    BAD(gpumem_mapped(ctx, &h, 1, s2, &reg, views), GPUMEM_ERROR_CONTEXT_MISMATCH, "stream");
+    ok(views[0] == NULL && reg == NULL, "failed gpumem_mapped writes no view and no registration");
+    GOOD(gpumem_mapped(ctx, &h, 1, NULL, &reg, views));
+    BAD(gpumem_unpinned(&reg), GPUMEM_ERROR_INVALID_STATE, "registration");
+    BAD(gpumem_deregister(&reg), GPUMEM_ERROR_INVALID_STATE, "registration");
+    ok(reg != NULL, "a scope ended the wrong way is left alone");
+    gpumem_array_release(views[0]);
+    stale = reg;
+    GOOD(gpumem_unmapped(&reg));
+    BAD(gpumem_unmapped(&stale), GPUMEM_ERROR_INVALID_STATE, "registration");
+    GOOD(gpumem_register(ctx, &h, 1, &reg));
+    GOOD(gpumem_deregister(&reg));
+    ok(reg == NULL, "gpumem_deregister sets *registration to NULL");
+
+    gpumem_array_release(h);
+    gpumem_array_release(h2);
+    free(buf);
+    gpumem_stream_destroy(s2);
+}
+
+/* ---- staging.h ----------------------------------------------------------------------- */
+
+static void test_staging(void)
+{
+    gpumem_staging_settings cur = {.size = sizeof cur}, bad, now = {.size = sizeof now};
+    BAD(gpumem_staging_get(NULL), GPUMEM_ERROR_NULL_ARGUMENT, "settings");
+    BAD(gpumem_staging_set(NULL), GPUMEM_ERROR_NULL_ARGUMENT, "settings");
+    gpumem_staging_settings small = {.size = sizeof small - 1};
+    BAD(gpumem_staging_get(&small), GPUMEM_ERROR_INVALID_VALUE, "size");
+    GOOD(gpumem_staging_get(&cur));
+    ok(cur.threads >= 1 && cur.threads <= 16 && cur.depth == 2 && cur.chunk_bytes == 2u << 20 &&
+           cur.min_bytes == 4u << 20,
+       "staging defaults (threads %u, chunk %zu, depth %u, min %zu)", cur.threads, cur.chunk_bytes, cur.depth,
+       cur.min_bytes);
+    static const struct {
+        const char *field;
+        unsigned threads, depth;
+        size_t chunk;
+    } cases[] = {
+        {"threads", 0, 2, 2u << 20},     {"threads", 65, 2, 2u << 20},
+        {"chunk_bytes", 2, 2, 65535},    {"chunk_bytes", 2, 2, ((size_t)1 << 30) + 1},
+        {"depth", 2, 1, 2u << 20},       {"depth", 2, 65, 2u << 20},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        bad = cur;
+        bad.threads = cases[i].threads;
+        bad.depth = cases[i].depth;
+        bad.chunk_bytes = cases[i].chunk;
+        BAD(gpumem_staging_set(&bad), GPUMEM_ERROR_INVALID_VALUE, cases[i].field);
+        GOOD(gpumem_staging_get(&now));
+        ok(memcmp(&now, &cur, sizeof now) == 0, "a refused gpumem_staging_set changes nothing (%s)", cases[i].field);
+    }
+    bad = cur;
+    bad.size = sizeof bad + 8;
+    BAD(gpumem_staging_set(&bad), GPUMEM_ERROR_INVALID_VALUE, "size");
+    bad = cur;
+    bad.threads = 64;
+    bad.depth = 64;
+    bad.chunk_bytes = 64 * 1024;
+    bad.min_bytes = 0;
+    GOOD(gpumem_staging_set(&bad));
+    GOOD(gpumem_staging_get(&now));
+    ok(now.threads == 64 && now.depth == 64 && now.chunk_bytes == 65536 && now.min_bytes == 0,
+       "gpumem_staging_set takes the limits of the ranges");
+    GOOD(gpumem_staging_set(&cur));
+}
+
+/* ---- cleanup.h ----------------------------------------------------------------------- */
+
+static void test_cleanup(void)
+{
+    size_t count = 99;
+    double ratio = -5;
+    uint64_t bytes = 0;
+    gpumem_context *c = NULL;
+    GOOD(gpumem_context_create(0, &c));
+    GOOD(gpumem_context_get_dealloc_limits(c, &count, &ratio));
+    ok(count == 10 && ratio == 0.2, "default limits 10 and 0.2 (%zu, %g)", count, ratio);
+    BAD(gpumem_context_set_dealloc_limits(c, 5, -0.1), GPUMEM_ERROR_INVALID_VALUE, "max_ratio");
+    BAD(gpumem_context_set_dealloc_limits(c, 5, 1.5), GPUMEM_ERROR_INVALID_VALUE, "max_ratio");
+    BAD(gpumem_context_set_dealloc_limits(c, 5, NAN), GPUMEM_ERROR_INVALID_VALUE, "max_ratio");
+    GOOD(gpumem_context_get_dealloc_limits(c, &count, &ratio));
+    ok(count == 10 && ratio == 0.2, "refused limits change nothing (%zu, %g)", count, ratio);
+    BAD(gpumem_context_get_dealloc_limits(c, NULL, &ratio), GPUMEM_ERROR_NULL_ARGUMENT, "max_count");
+    BAD(gpumem_context_get_dealloc_limits(c, &count, NULL), GPUMEM_ERROR_NULL_ARGUMENT, "max_ratio");
+    GOOD(gpumem_context_pending_deallocations(c, NULL, NULL));
+    BAD(gpumem_defer_cleanup_end(c), GPUMEM_ERROR_INVALID_STATE, "defer_cleanup scope");
+
+    /* the count limit: more than 3 queued frees flush */
+    GOOD(gpumem_context_set_dealloc_limits(c, 3, 1.0));
+    const int64_t n = 256;
+    gpumem_array *a[5] = {NULL};
+    for (int i = 0; i < 5; i++)
+        gpumem_device_array(c, 1, &n, NULL, i32, 'C', NULL, &a[i]);
+    GOOD(gpumem_defer_cleanup_begin(c));
+    for (int i = 0; i < 5; i++)
+        gpumem_array_release(a[i]);
+    GOOD(gpumem_context_pending_deallocations(c, &count, &bytes));
+    ok(count == 5 && bytes == 5 * 1024, "inside defer_cleanup nothing is freed (%zu, %llu)", count,
+       (unsigned long long)bytes);
+    GOOD(gpumem_defer_cleanup_end(c));
+    GOOD(gpumem_context_pending_deallocations(c, &count, &bytes));
+    ok(count == 0 && bytes == 0, "the outermost end flushes a queue over the limits (%zu)", count);
+    for (int i = 0; i < 3; i++)
+        gpumem_device_array(c, 1, &n, NULL, i32, 'C', NULL, &a[i]);
+    for (int i = 0; i < 3; i++)
+        gpumem_array_release(a[i]);
+    GOOD(gpumem_context_pending_deallocations(c, &count, NULL));
+    is_int((int)count, 3, "3 frees stay queued under a limit of 3");
+    GOOD(gpumem_context_set_dealloc_limits(c, 2, 1.0));
+    GOOD(gpumem_context_pending_deallocations(c, &count, NULL));
+    is_int((int)count, 0, "new limits below the queue flush it");
+    GOOD(gpumem_context_set_dealloc_limits(c, 0, 0.0));
+    gpumem_device_array(c, 1, &n, NULL, i32, 'C', NULL, &a[0]);
+    gpumem_array_release(a[0]);
+    GOOD(gpumem_context_pending_deallocations(c, &count, NULL));
+    is_int((int)count, 0, "limits 0 and 0.0 flush at every free");
+    gpumem_context_release(c);
+}
+
+/* ---- memo.h -------------------------------------------------------------------------- */
+
+static int created, destroyed;
+
+static gpumem_status memo_create(gpumem_context *c, const void *key, size_t key_size, void *user, void **value)
+{
+    (void)c;
+    (void)key;
+    (void)key_size;
+    created++;
+    *value = user;
+    return GPUMEM_OK;
+}
+
+static void memo_destroy(void *value, void *user)
+{
+    (void)value;
+    (void)user;
+    destroyed++;
+}
+
+static gpumem_status memo_fail(gpumem_context *c, const void *key, size_t key_size, void *user, void **value)
+{
+    (void)c;
+    (void)key;
+    (void)key_size;
+    (void)user;
+    *value = (void *)0x1;
+    return gpumem_device_count(NULL);
+}
+
+static gpumem_status memo_self(gpumem_context *c, const void *key, size_t key_size, void *user, void **value)
+{
+    void *v = NULL;
+    gpumem_status st = gpumem_memoize(c, key, key_size, memo_self, NULL, user, &v);
+    *(gpumem_status *)user = st;
+    *value = v;
+    return st == GPUMEM_OK ? GPUMEM_OK : st;
+}
+
+static void test_memo(void)
+{
+    void *v = (void *)&v;
+    int key = 42;
+    BAD(gpumem_memoize(ctx, &key, sizeof key, NULL, NULL, NULL, &v), GPUMEM_ERROR_NULL_ARGUMENT, "create");
+    BAD(gpumem_memoize(ctx, &key, sizeof key, memo_create, NULL, NULL, NULL), GPUMEM_ERROR_NULL_ARGUMENT, "value");
+    BAD(gpumem_memoize(ctx, NULL, 4, memo_create, NULL, NULL, &v), GPUMEM_ERROR_NULL_ARGUMENT, "key");
+    ok(v == (void *)&v, "failed gpumem_memoize leaves *value alone");
+    ok(gpumem_memoize(ctx, &key, sizeof key, memo_fail, NULL, NULL, &v) == GPUMEM_ERROR_NULL_ARGUMENT &&
+           gpumem_last_status() == GPUMEM_ERROR_NULL_ARGUMENT,
+       "gpumem_memoize returns the create callback's failure");
+    like(gpumem_last_error(), "gpumem_device_count: ", "the create callback's own failure message is kept");
+    ok(v == (void *)&v, "a failing create leaves *value alone");
+    gpumem_context *c = NULL;
+    GOOD(gpumem_context_create(0, &c));
+    created = destroyed = 0;
+    int u1, u2;
+    GOOD(gpumem_memoize(c, NULL, 0, memo_create, memo_destroy, &u1, &v));
+    ok(v == &u1, "memoize gives the created value");
+    GOOD(gpumem_memoize(c, NULL, 0, memo_create, memo_destroy, &u2, &v));
+    ok(v == &u1 && created == 1, "a hit does not create again");
+    GOOD(gpumem_memoize(c, &key, sizeof key, memo_create, memo_destroy, &u2, &v));
+    ok(v == &u2 && created == 2, "another key is another entry");
+    GOOD(gpumem_context_release(c));
+    is_int(destroyed, 2, "the context's last release drops its entries");
+    gpumem_status inner = GPUMEM_OK;
+    BAD(gpumem_memoize(ctx, &key, sizeof key, memo_self, NULL, &inner, &v), GPUMEM_ERROR_INVALID_STATE, NULL);
+    is_int(inner, GPUMEM_ERROR_INVALID_STATE, "asking for its own key from create is INVALID_STATE");
+    created = destroyed = 0;
+    GOOD(gpumem_memoize(ctx, "k", 1, memo_create, memo_destroy, &u1, &v));
+    GOOD(gpumem_clear_context_caches());
+    ok(destroyed == 1, "gpumem_clear_context_caches runs destroy once");
+    GOOD(gpumem_memoize(ctx, "k", 1, memo_create, memo_destroy, &u1, &v));
+    is_int(created, 2, "after a clear the value is created again");
+}
+
+/* ---- memory.h ------------------------------------------------------------------------ */
+
+static void test_memory(void)
+{
+    gpumem_context *c = NULL;
+    GOOD(gpumem_context_create(1, &c));
+    struct gpumem_memory_report r, keep;
+    memset(&r, 0x5A, sizeof r);
+    r.size = sizeof r;
+    keep = r;
+    BAD(gpumem_memory_report(c, 0, NULL), GPUMEM_ERROR_NULL_ARGUMENT, "report");
+    BAD(gpumem_memory_report(c, 4, &r), GPUMEM_ERROR_INVALID_VALUE, "flags");
+    ok(memcmp(&r, &keep, sizeof r) == 0, "a refused report is unchanged");
+    r.size = 4;
+    keep.size = 4;
+    BAD(gpumem_memory_report(c, 0, &r), GPUMEM_ERROR_INVALID_VALUE, "size");
+    ok(memcmp(&r, &keep, sizeof r) == 0, "a report whose size is too small is unchanged");
+    BAD(gpumem_memory_reset_peaks(c, 4), GPUMEM_ERROR_INVALID_VALUE, "flags");
+    BAD(gpumem_memory_reset_peaks(c, GPUMEM_MEMORY_DEVICE_INFO), GPUMEM_ERROR_INVALID_VALUE, "flags");
+
+    const int64_t n = 1 << 20;
+    gpumem_array *a = NULL;
+    GOOD(gpumem_device_array(c, 1, &n, NULL, f32, 'C', NULL, &a));
+    memset(&r, 0, sizeof r);
+    r.size = sizeof r;
+    GOOD(gpumem_memory_report(c, GPUMEM_MEMORY_DEVICE_INFO, &r));
+    uint64_t fr = 0, tot = 0;
+    gpumem_memory_info(c, &fr, &tot);
+    ok(r.device.bytes == 4u << 20 && r.device.count == 1 && r.ordinal == 1 && r.contexts == 1 &&
+           r.flags == GPUMEM_MEMORY_DEVICE_INFO,
+       "the report after one allocation (%llu bytes, %llu)", (unsigned long long)r.device.bytes,
+       (unsigned long long)r.device.count);
+    ok(r.device_total_bytes == tot && r.device_total_bytes > 0, "DEVICE_INFO gives the total memory");
+    memset(&r, 0, sizeof r);
+    r.size = sizeof r;
+    GOOD(gpumem_memory_report(c, 0, &r));
+    ok(r.device_total_bytes == 0 && r.device_free_bytes == 0 && r.others_bytes == 0,
+       "without DEVICE_INFO the device's memory is 0");
+    gpumem_array_release(a);
+
+    size_t count = 77;
+    struct gpumem_memory_pool_report pr[2];
+    memset(pr, 0, sizeof pr);
+    BAD(gpumem_memory_pools(c, 0, NULL, 0, NULL), GPUMEM_ERROR_NULL_ARGUMENT, "count");
+    BAD(gpumem_memory_pools(c, 0, NULL, 2, &count), GPUMEM_ERROR_NULL_ARGUMENT, "pools");
+    BAD(gpumem_memory_pools(c, 4, pr, 2, &count), GPUMEM_ERROR_INVALID_VALUE, "flags");
+    BAD(gpumem_memory_pools(c, GPUMEM_MEMORY_DEVICE_INFO, NULL, 0, &count), GPUMEM_ERROR_INVALID_VALUE, "flags");
+    pr[0].size = sizeof pr[0];
+    pr[1].size = sizeof pr[1] - 8;
+    BAD(gpumem_memory_pools(c, 0, pr, 2, &count), GPUMEM_ERROR_INVALID_VALUE, "size");
+    pr[0].size = 4;
+    pr[1].size = 4;
+    BAD(gpumem_memory_pools(c, 0, pr, 2, &count), GPUMEM_ERROR_INVALID_VALUE, "size");
+    is_int((int)count, 77, "a refused gpumem_memory_pools writes no count");
+    GOOD(gpumem_memory_pools(c, 0, NULL, 0, &count));
+    is_int((int)count, 0, "a new context has no pools");
+    GOOD(gpumem_context_set_oom_callback(c, NULL, NULL));
+    gpumem_context_release(c);
+}
+
+/* ---- ipc.h --------------------------------------------------------------------------- */
+
+static void test_ipc(void)
+{
+    int r = -1;
+    gpumem_pointer_info info;
+    memset(&info, 0x5A, sizeof info);
+    info.size = sizeof info;
+    BAD(gpumem_is_cuda_array(0, NULL, &info), GPUMEM_ERROR_NULL_ARGUMENT, "result");
+    info.size = 4;
+    BAD(gpumem_is_cuda_array(0, &r, &info), GPUMEM_ERROR_INVALID_VALUE, "size");
+    is_int(r, -1, "a refused query writes no result");
+    char local[64];
+    info.size = sizeof info;
+    GOOD(gpumem_is_cuda_array((uint64_t)(uintptr_t)local, &r, &info));
+    ok(r == 0 && info.kind == GPUMEM_POINTER_UNKNOWN && info.device == -1 && info.driver_context == 0 &&
+           info.device_pointer == 0 && info.host_pointer == NULL && info.range_start == 0 && info.range_size == 0 &&
+           info.ipc_capable == 0,
+       "pageable memory: unknown, null values");
+    GOOD(gpumem_is_cuda_array(0, &r, NULL));
+    is_int(r, 0, "address 0 is no device memory");
+
+    const int64_t n = 1000, zero = 0;
+    gpumem_array *d = NULL, *h = NULL, *e = NULL, *m = NULL, *out = (gpumem_array *)&r;
+    GOOD(gpumem_device_array(ctx, 1, &n, NULL, i32, 'C', NULL, &d));
+    GOOD(gpumem_host_array(1, &n, i32, 'C', &h));
+    GOOD(gpumem_device_array(ctx, 1, &zero, NULL, i32, 'C', NULL, &e));
+    GOOD(gpumem_managed_array(ctx, 1, &n, NULL, i32, 'C', GPUMEM_MANAGED_ATTACH_GLOBAL, &m));
+    uint64_t dp = 0;
+    gpumem_array_device_pointer(d, &dp);
+    GOOD(gpumem_is_cuda_array(dp + 8, &r, &info));
+    ok(r == 1 && info.kind == GPUMEM_POINTER_DEVICE && info.device == 0 && info.device_pointer == dp + 8 &&
+           info.range_start == dp && info.range_size >= 4000 && info.ipc_capable == 1,
+       "device memory: kind, device, range, ipc");
+    gpumem_ipc_handle hd;
+    memset(&hd, 0, sizeof hd);
+    BAD(gpumem_ipc_get_handle(NULL, &hd), GPUMEM_ERROR_NULL_ARGUMENT, "array");
+    BAD(gpumem_ipc_get_handle(d, NULL), GPUMEM_ERROR_NULL_ARGUMENT, "handle");
+    BAD(gpumem_ipc_get_handle(h, &hd), GPUMEM_ERROR_INVALID_VALUE, "array");
+    BAD(gpumem_ipc_get_handle(e, &hd), GPUMEM_ERROR_INVALID_VALUE, "array");
+    BAD(gpumem_ipc_get_handle(m, &hd), GPUMEM_ERROR_INVALID_VALUE, "array");
+    GOOD(gpumem_ipc_get_handle(d, &hd));
+    ok(memcmp(hd.bytes, "GPUMEMIP", 8) == 0, "the handle begins with its magic");
+    uint64_t calls0 = 0, calls1 = 0;
+    gpumem_debug_driver_calls(NULL, &calls0);
+    BAD(gpumem_ipc_open(ctx, &hd, &out), GPUMEM_ERROR_INVALID_STATE, NULL);
+    gpumem_debug_driver_calls(NULL, &calls1);
+    ok(calls1 == calls0, "opening a handle in its own process makes no driver call");
+    BAD(gpumem_ipc_open(ctx, NULL, &out), GPUMEM_ERROR_NULL_ARGUMENT, "handle");
+    BAD(gpumem_ipc_open(ctx, &hd, NULL), GPUMEM_ERROR_NULL_ARGUMENT, "array");
+    gpumem_ipc_handle bad = hd;
+    bad.bytes[0] = 'X';
+    BAD(gpumem_ipc_open(ctx, &bad, &out), GPUMEM_ERROR_INVALID_VALUE, "magic");
+    bad = hd;
+    bad.bytes[8] = 9;
+    BAD(gpumem_ipc_open(ctx, &bad, &out), GPUMEM_ERROR_INVALID_VALUE, "version");
+    ok(out == (gpumem_array *)&r, "a failed gpumem_ipc_open leaves *array alone");
+    gpumem_array_release(d);
+    gpumem_array_release(h);
+    gpumem_array_release(e);
+    gpumem_array_release(m);
+}
+
+/* ---- interop.h ----------------------------------------------------------------------- */
+
+typedef struct {
+    void *data;
+    struct {
+        int32_t device_type, device_id;
+    } device;
+    int32_t ndim;
+    struct {
+        uint8_t code, bits;
+        uint16_t lanes;
+    } dtype;
+    int64_t *shape, *strides;
+    uint64_t byte_offset;
+} dl_tensor;
+
+typedef struct dl_managed {
+    dl_tensor dl_tensor;
+    void *manager_ctx;
+    void (*deleter)(struct dl_managed *self);
+} dl_managed;
+
+typedef struct dl_versioned {
+    struct {
+        uint32_t major, minor;
+    } version;
+    void *manager_ctx;
+    void (*deleter)(struct dl_versioned *self);
+    uint64_t flags;
+    dl_tensor dl_tensor;
+} dl_versioned;
+
+static int deleted, released;
+static void count_deleter(dl_managed *self)
+{
+    (void)self;
+    deleted++;
+}
+static void count_deleter_v(dl_versioned *self)
+{
+    (void)self;
+    deleted++;
+}
+static void count_release(void *owner)
+{
+    (void)owner;
+    released++;
+}
+
+static void test_interop(void)
+{
+    const int64_t n = 64;
+    gpumem_array *d = NULL, *h = NULL, *p = NULL, *out = NULL;
+    gpumem_stream *s2 = NULL, *def = NULL;
+    GOOD(gpumem_device_array(ctx, 1, &n, NULL, i32, 'C', NULL, &d));
+    GOOD(gpumem_host_array(1, &n, i32, 'C', &h));
+    GOOD(gpumem_pinned_array(ctx, 1, &n, NULL, i32, 'C', &p));
+    GOOD(gpumem_stream_create(ctx2, 0, &s2));
+    GOOD(gpumem_stream_default(ctx, &def));
+
+    gpumem_cuda_array_interface desc, keep;
+    memset(&desc, 0x5A, sizeof desc);
+    desc.size = sizeof desc;
+    desc.descr_buffer = NULL;
+    desc.descr_buffer_size = 0;
+    keep = desc;
+    BAD(gpumem_array_interface(h, NULL, &desc), GPUMEM_ERROR_INVALID_VALUE, "array");
+    BAD(gpumem_array_interface(p, NULL, &desc), GPUMEM_ERROR_INVALID_VALUE, "array");
+    BAD(gpumem_array_interface(d, s2, &desc), GPUMEM_ERROR_CONTEXT_MISMATCH, "stream");
+    BAD(gpumem_array_interface(NULL, NULL, &desc), GPUMEM_ERROR_NULL_ARGUMENT, "array");
+    BAD(gpumem_array_interface(d, NULL, NULL), GPUMEM_ERROR_NULL_ARGUMENT, "desc");
+    ok(memcmp(&desc, &keep, sizeof desc) == 0, "a refused gpumem_array_interface leaves desc unchanged");
+    GOOD(gpumem_array_interface(d, def, &desc));
+    ok(desc.version == 3 && desc.ndim == 1 && desc.shape[0] == 64 && desc.has_stream == 1 && desc.stream == 1 &&
+           desc.has_mask == 0 && desc.readonly == 0 && desc.descr == NULL && strcmp(desc.typestr, "<i4") == 0,
+       "the default stream gives stream 1");
+    GOOD(gpumem_array_interface(d, NULL, &desc));
+    ok(desc.has_stream == 0, "a NULL stream: no stream");
+
+    gpumem_cuda_array_interface in = desc;
+    released = 0;
+    out = (gpumem_array *)&n;
+#define CAI_BAD(field_set, flags, want, needle)                                                                  \
+    do {                                                                                                         \
+        in = desc;                                                                                               \
+        field_set;                                                                                               \
+        BAD(gpumem_as_cuda_array(ctx, &in, flags, count_release, NULL, &out), want, needle);                     \
+    } while (0)
+    CAI_BAD(in.version = 1, 0, GPUMEM_ERROR_INVALID_VALUE, "version");
+    CAI_BAD((in.has_stream = 1, in.stream = 0), 0, GPUMEM_ERROR_INVALID_VALUE, "stream");
+    CAI_BAD((in.has_stream = 1, in.stream = 5), 0, GPUMEM_ERROR_INVALID_VALUE, "stream");
+    CAI_BAD((in.has_stream = 1, in.stream = -8), 0, GPUMEM_ERROR_INVALID_VALUE, "stream");
+    CAI_BAD((in.version = 2, in.has_stream = 1, in.stream = 1), 0, GPUMEM_ERROR_INVALID_VALUE, "stream");
+    CAI_BAD(in.readonly = 1, 0, GPUMEM_ERROR_INVALID_VALUE, "readonly");
+    CAI_BAD((void)0, 4, GPUMEM_ERROR_INVALID_VALUE, "flags");
+    CAI_BAD(in.ndim = -1, 0, GPUMEM_ERROR_INVALID_VALUE, "ndim");
+    CAI_BAD(in.ndim = GPUMEM_MAX_NDIM + 1, 0, GPUMEM_ERROR_TOO_MANY_DIMENSIONS, "ndim");
+    CAI_BAD(in.shape[0] = -1, 0, GPUMEM_ERROR_NEGATIVE_DIMENSION, "shape");
+    CAI_BAD(in.has_mask = 1, 0, GPUMEM_ERROR_NOT_SUPPORTED, "mask");
+    CAI_BAD(in.data = 0, 0, GPUMEM_ERROR_NULL_ARGUMENT, "data");
+    CAI_BAD(strcpy(in.typestr, "<q9"), 0, GPUMEM_ERROR_INVALID_DTYPE, "typestr");
+    CAI_BAD(memset(in.typestr, 'f', sizeof in.typestr), 0, GPUMEM_ERROR_INVALID_DTYPE, "typestr");
+    CAI_BAD(in.size = 4, 0, GPUMEM_ERROR_INVALID_VALUE, "size");
+    BAD(gpumem_as_cuda_array(ctx, NULL, 0, count_release, NULL, &out), GPUMEM_ERROR_NULL_ARGUMENT, "desc");
+    BAD(gpumem_as_cuda_array(ctx, &desc, 0, count_release, NULL, NULL), GPUMEM_ERROR_NULL_ARGUMENT, "array");
+    ok(released == 0 && out == (gpumem_array *)&n, "failed imports call no release and write no array");
+    GOOD(gpumem_as_cuda_array(ctx, &desc, 0, count_release, NULL, &out));
+    gpumem_array_release(out);
+    is_int(released, 1, "a foreign array's last reference calls release once");
+
+    /* DLPack export */
+    void *t = (void *)&n;
+    BAD(gpumem_array_to_dlpack(d, 4, &t), GPUMEM_ERROR_INVALID_VALUE, "flags");
+    BAD(gpumem_array_to_dlpack(d, GPUMEM_DLPACK_READ_ONLY, &t), GPUMEM_ERROR_INVALID_VALUE, "GPUMEM_DLPACK_VERSIONED");
+    BAD(gpumem_array_to_dlpack(d, 0, NULL), GPUMEM_ERROR_NULL_ARGUMENT, "tensor");
+    BAD(gpumem_array_to_dlpack(NULL, 0, &t), GPUMEM_ERROR_NULL_ARGUMENT, "array");
+    ok(t == (void *)&n, "a refused export writes no tensor");
+    GOOD(gpumem_array_to_dlpack(h, GPUMEM_DLPACK_VERSIONED, &t));
+    dl_versioned *tv = t;
+    ok(tv->version.major == 1 && tv->version.minor == 0 && tv->dl_tensor.device.device_type == 1 &&
+           tv->dl_tensor.device.device_id == 0 && tv->flags == 0,
+       "a host array exports kDLCPU, device 0, version 1.0");
+    tv->deleter(tv);
+    GOOD(gpumem_array_to_dlpack(p, 0, &t));
+    dl_managed *tm = t;
+    ok(tm->dl_tensor.device.device_type == 3 && tm->dl_tensor.device.device_id == 0 &&
+           tm->dl_tensor.dtype.code == 0 && tm->dl_tensor.dtype.bits == 32 && tm->dl_tensor.dtype.lanes == 1,
+       "a pinned array exports kDLCUDAHost, device 0");
+    tm->deleter(tm);
+
+    /* DLPack import */
+    int64_t shape[1] = {64};
+    int32_t hostbuf[64];
+    uint64_t dptr = 0;
+    gpumem_array_device_pointer(d, &dptr);
+    dl_managed lt = {{hostbuf, {1, 0}, 1, {0, 32, 1}, shape, NULL, 0}, NULL, count_deleter};
+    dl_versioned vt = {{1, 0}, NULL, count_deleter_v, 0, {hostbuf, {1, 0}, 1, {0, 32, 1}, shape, NULL, 0}};
+    deleted = 0;
+    out = (gpumem_array *)&n;
+#define DL_BAD(tensor, flags, want, needle)                                                                      \
+    BAD(gpumem_array_from_dlpack(ctx, tensor, flags, &out), want, needle)
+    vt.version.major = 2;
+    DL_BAD(&vt, GPUMEM_DLPACK_VERSIONED, GPUMEM_ERROR_NOT_SUPPORTED, "version");
+    vt.version.major = 1;
+    vt.flags = 1;
+    DL_BAD(&vt, GPUMEM_DLPACK_VERSIONED, GPUMEM_ERROR_INVALID_VALUE, "read-only");
+    vt.flags = 0;
+    DL_BAD(&vt, GPUMEM_DLPACK_VERSIONED | 8, GPUMEM_ERROR_INVALID_VALUE, "flags");
+    lt.dl_tensor.device.device_type = 7;
+    DL_BAD(&lt, 0, GPUMEM_ERROR_NOT_SUPPORTED, "device");
+    lt.dl_tensor.device.device_type = 1;
+    lt.dl_tensor.dtype.code = 4;
+    lt.dl_tensor.dtype.bits = 16;
+    DL_BAD(&lt, 0, GPUMEM_ERROR_INVALID_DTYPE, "dtype");
+    lt.dl_tensor.dtype.code = 0;
+    lt.dl_tensor.dtype.bits = 32;
+    lt.dl_tensor.dtype.lanes = 2;
+    DL_BAD(&lt, 0, GPUMEM_ERROR_INVALID_DTYPE, "lanes");
+    lt.dl_tensor.dtype.lanes = 1;
+    lt.dl_tensor.ndim = -1;
+    DL_BAD(&lt, 0, GPUMEM_ERROR_INVALID_VALUE, "ndim");
+    lt.dl_tensor.ndim = GPUMEM_MAX_NDIM + 1;
+    DL_BAD(&lt, 0, GPUMEM_ERROR_TOO_MANY_DIMENSIONS, "ndim");
+    lt.dl_tensor.ndim = 1;
+    lt.dl_tensor.shape = NULL;
+    DL_BAD(&lt, 0, GPUMEM_ERROR_INVALID_VALUE, "shape");
+    lt.dl_tensor.shape = shape;
+    lt.dl_tensor.data = NULL;
+    DL_BAD(&lt, 0, GPUMEM_ERROR_NULL_ARGUMENT, "data");
+    lt.dl_tensor.data = (void *)(uintptr_t)dptr;
+    DL_BAD(&lt, 0, GPUMEM_ERROR_INVALID_VALUE, "device");
+    lt.dl_tensor.data = hostbuf;
+    lt.dl_tensor.device.device_type = 3;
+    DL_BAD(&lt, 0, GPUMEM_ERROR_INVALID_VALUE, "kDLCUDAHost");
+    lt.dl_tensor.device.device_type = 2;
+    lt.dl_tensor.device.device_id = 9;
+    DL_BAD(&lt, 0, GPUMEM_ERROR_INVALID_DEVICE, "device_id");
+    lt.dl_tensor.device.device_id = 1;
+    lt.dl_tensor.data = (void *)(uintptr_t)dptr;
+    DL_BAD(&lt, 0, GPUMEM_ERROR_CONTEXT_MISMATCH, "device");
+    BAD(gpumem_array_from_dlpack(ctx, NULL, 0, &out), GPUMEM_ERROR_NULL_ARGUMENT, "tensor");
+    BAD(gpumem_array_from_dlpack(ctx, &lt, 0, NULL), GPUMEM_ERROR_NULL_ARGUMENT, "array");
+    ok(deleted == 0 && out == (gpumem_array *)&n, "failed imports call no deleter and write no array");
+    lt.dl_tensor.device.device_type = 1;
+    lt.dl_tensor.device.device_id = 0;
+    lt.dl_tensor.data = hostbuf;
+    GOOD(gpumem_array_from_dlpack(ctx, &lt, 0, &out));
+    gpumem_memory_kind kind = GPUMEM_MEMORY_DEVICE;
+    gpumem_array_kind(out, &kind);
+    is_int(kind, GPUMEM_MEMORY_HOST, "a kDLCPU import is a host array");
+    gpumem_array_release(out);
+    is_int(deleted, 1, "the import's deleter runs once at the last release");
+
+    gpumem_array_release(d);
+    gpumem_array_release(h);
+    gpumem_array_release(p);
+    gpumem_stream_destroy(s2);
+}
+
+/* ---- debug.h ------------------------------------------------------------------------- */
+
+static void test_debug(void)
+{
+    uint64_t count = 0, after = 0;
+    BAD(gpumem_debug_driver_calls(NULL, NULL), GPUMEM_ERROR_NULL_ARGUMENT, "count");
+    count = 5;
+    BAD(gpumem_debug_driver_calls("cuNoSuchCall", &count), GPUMEM_ERROR_NOT_FOUND, "cuNoSuchCall");
+    is_int((int)count, 5, "an unknown driver call name writes no count");
+    GOOD(gpumem_debug_driver_calls("cuMemAlloc", &count));
+    gpumem_array *a = NULL;
+    const int64_t n = 1 << 16;
+    GOOD(gpumem_device_array(ctx, 1, &n, NULL, i32, 'C', NULL, &a));
+    GOOD(gpumem_debug_driver_calls("cuMemAlloc", &after));
+    ok(after == count + 1, "an allocation counts one cuMemAlloc");
+    gpumem_array_release(a);
+    BAD(gpumem_debug_fail_call(1, 0), GPUMEM_ERROR_INVALID_VALUE, "driver_error");
+    GOOD(gpumem_debug_fail_call(0, 0));
+    is_str(gpumem_debug_driver_error_name(2), "CUDA_ERROR_OUT_OF_MEMORY", "error name 2");
+    ok(gpumem_debug_driver_error_name(123456) == NULL, "an unknown error code has no name");
+    BAD(gpumem_debug_last_copy_path(NULL), GPUMEM_ERROR_NULL_ARGUMENT, "path");
+    ok(gpumem_copy_path_name((gpumem_copy_path)11) == NULL && gpumem_copy_path_name((gpumem_copy_path)-1) == NULL,
+       "unknown copy paths have no name");
+    is_str(gpumem_copy_path_name(GPUMEM_COPY_PATH_DEVICE_PACK), "device-pack", "copy path name");
+    int all = 1;
+    for (int i = 0; i <= 10; i++)
+        all &= gpumem_copy_path_name((gpumem_copy_path)i) != NULL;
+    ok(all, "every known copy path has a name");
+}
+
+/* ---- the environment (children) ------------------------------------------------------ */
+
+/* A call in a child whose environment was set: kv = {variable, value, call}. */
+static void env_case(const void *arg, child_result *out)
+{
+    const char *const *kv = arg;
+    const char *call = kv[2];
+    setenv(kv[0], kv[1], 1);
+    gpumem_context *c = NULL;
+    gpumem_stream *s = NULL;
+    if (strcmp(kv[0], "GPUMEM_STAGING_THREADS") == 0 && strcmp(call, "gpumem_staging_set") == 0) {
+        /* a successful call leaves the last failure alone, also when it reads a bad environment */
+        gpumem_device_count(NULL);
+        gpumem_staging_settings st = {.size = sizeof st, 2, 1u << 20, 3, 1u << 20};
+        gpumem_staging_settings got = {.size = sizeof got};
+        out->status = gpumem_staging_set(&st);
+        snprintf(out->text, sizeof out->text, "%s", gpumem_last_error());
+        out->value[0] = gpumem_staging_get(&got);
+        out->value[1] = got.threads == 2 && got.chunk_bytes == 1u << 20 && got.depth == 3;
+        return;
+    }
+    if (strcmp(call, "gpumem_array_from_dlpack") == 0) {
+        /* kDLCPU is trusted where no backend loads: a success that leaves the last failure alone */
+        int32_t buf[4] = {1, 2, 3, 4};
+        int64_t shape[1] = {4};
+        dl_managed t = {{buf, {1, 0}, 1, {0, 32, 1}, shape, NULL, 0}, NULL, NULL};
+        gpumem_array *a = NULL;
+        gpumem_device_count(NULL);
+        out->status = gpumem_array_from_dlpack(NULL, &t, 0, &a);
+        snprintf(out->text, sizeof out->text, "%s", gpumem_last_error());
+        int32_t v = 0;
+        const int64_t idx = 3;
+        out->value[0] = gpumem_array_get_item(a, &idx, &v, NULL) == GPUMEM_OK && v == 4;
+        gpumem_array_release(a);
+        return;
+    }
+    if (strcmp(call, "gpumem_staging_get") == 0) {
+        gpumem_staging_settings st = {.size = sizeof st};
+        out->status = gpumem_staging_get(&st);
+    } else if (strcmp(call, "gpumem_get_default_device") == 0) {
+        int dev = -5;
+        out->status = gpumem_get_default_device(0, &dev);
+        out->value[0] = dev;
+    } else if (strcmp(call, "gpumem_backend") == 0) {
+        const char *name = NULL;
+        out->status = gpumem_backend(&name);
+    } else if (strcmp(call, "gpumem_device_count") == 0) {
+        int n = 0;
+        out->status = gpumem_device_count(&n);
+    } else if (strcmp(call, "gpumem_device_name") == 0) {
+        char name[64];
+        out->status = gpumem_device_name(0, name, sizeof name);
+    } else if (strcmp(call, "gpumem_is_cuda_array") == 0) {
+        int r = 0;
+        out->status = gpumem_is_cuda_array(4096, &r, NULL);
+    } else if (strcmp(call, "gpumem_stream_create") == 0) {
+        out->status = gpumem_stream_create(NULL, 0, &s);
+        gpumem_stream_destroy(s);
+    } else if (strcmp(call, "gpumem_autoinit") == 0) {
+        out->status = gpumem_autoinit(&c);
+        c = NULL;
+    } else {
+        out->status = gpumem_context_create(0, &c);
+        gpumem_context_release(c);
+    }
+    snprintf(out->text, sizeof out->text, "%s", gpumem_last_error());
+}
+
+static void env_checks(void)
+{
+    static const char *cases[][5] = {
+        /* variable, value, call, status name, needle */
+        {"GPUMEM_STAGING_THREADS", "0", "gpumem_staging_get", "GPUMEM_ERROR_INVALID_ENVIRONMENT",
+         "GPUMEM_STAGING_THREADS"},
+        {"GPUMEM_STAGING_THREADS", "lots", "gpumem_staging_get", "GPUMEM_ERROR_INVALID_ENVIRONMENT",
+         "GPUMEM_STAGING_THREADS"},
+        {"GPUMEM_STAGING_CHUNK", "1K", "gpumem_staging_get", "GPUMEM_ERROR_INVALID_ENVIRONMENT",
+         "GPUMEM_STAGING_CHUNK"},
+        {"GPUMEM_STAGING_DEPTH", "1", "gpumem_staging_get", "GPUMEM_ERROR_INVALID_ENVIRONMENT",
+         "GPUMEM_STAGING_DEPTH"},
+        {"GPUMEM_STAGING_MIN_BYTES", "x", "gpumem_staging_get", "GPUMEM_ERROR_INVALID_ENVIRONMENT",
+         "GPUMEM_STAGING_MIN_BYTES"},
+        {"GPUMEM_STAGING_CHUNK", "1M", "gpumem_staging_get", "GPUMEM_OK", ""},
+        {"GPUMEM_MAX_PENDING_DEALLOCS_COUNT", "ten", "gpumem_context_create", "GPUMEM_ERROR_INVALID_ENVIRONMENT",
+         "GPUMEM_MAX_PENDING_DEALLOCS_COUNT"},
+        {"GPUMEM_MAX_PENDING_DEALLOCS_COUNT", "-1", "gpumem_context_create", "GPUMEM_ERROR_INVALID_ENVIRONMENT",
+         "GPUMEM_MAX_PENDING_DEALLOCS_COUNT"},
+        {"GPUMEM_MAX_PENDING_DEALLOCS_RATIO", "1.5", "gpumem_context_create", "GPUMEM_ERROR_INVALID_ENVIRONMENT",
+         "GPUMEM_MAX_PENDING_DEALLOCS_RATIO"},
+        {"GPUMEM_MAX_PENDING_DEALLOCS_RATIO", "nan", "gpumem_context_create", "GPUMEM_ERROR_INVALID_ENVIRONMENT",
+         "GPUMEM_MAX_PENDING_DEALLOCS_RATIO"},
+        {"GPUMEM_MAX_PENDING_DEALLOCS_RATIO", "0.5", "gpumem_context_create", "GPUMEM_OK", ""},
+        {"GPUMEM_MAX_PENDING_DEALLOCS_COUNT", "x", "gpumem_stream_create", "GPUMEM_ERROR_INVALID_ENVIRONMENT",
+         "gpumem_stream_create: the autoinit context: "},
+        {"CUDA_DEVICE", " 1\t", "gpumem_get_default_device", "GPUMEM_OK", ""},
+        {"CUDA_DEVICE", "01", "gpumem_get_default_device", "GPUMEM_ERROR_INVALID_ENVIRONMENT", "CUDA_DEVICE"},
+        {"CUDA_DEVICE", "+1", "gpumem_get_default_device", "GPUMEM_ERROR_INVALID_ENVIRONMENT", "CUDA_DEVICE"},
+        {"CUDA_DEVICE", "1x", "gpumem_get_default_device", "GPUMEM_ERROR_INVALID_ENVIRONMENT", "CUDA_DEVICE"},
+        {"CUDA_DEVICE", "7", "gpumem_get_default_device", "GPUMEM_ERROR_INVALID_DEVICE", "CUDA_DEVICE"},
+        {"CUDA_DEVICE", "7", "gpumem_stream_create", "GPUMEM_ERROR_INVALID_DEVICE",
+         "gpumem_stream_create: the autoinit context: "},
+        {"GPUMEM_BACKEND", "gpu", "gpumem_context_create", "GPUMEM_ERROR_INVALID_ENVIRONMENT", "GPUMEM_BACKEND"},
+        {"GPUMEM_BACKEND", "gpu", "gpumem_backend", "GPUMEM_ERROR_INVALID_ENVIRONMENT", "GPUMEM_BACKEND"},
+        {"GPUMEM_BACKEND", "gpu", "gpumem_device_count", "GPUMEM_ERROR_INVALID_ENVIRONMENT", "GPUMEM_BACKEND"},
+        {"GPUMEM_BACKEND", "gpu", "gpumem_device_name", "GPUMEM_ERROR_INVALID_ENVIRONMENT", "GPUMEM_BACKEND"},
+        {"GPUMEM_BACKEND", "gpu", "gpumem_get_default_device", "GPUMEM_ERROR_INVALID_ENVIRONMENT", "GPUMEM_BACKEND"},
+        {"GPUMEM_BACKEND", "gpu", "gpumem_is_cuda_array", "GPUMEM_ERROR_INVALID_ENVIRONMENT", "GPUMEM_BACKEND"},
+        {"GPUMEM_BACKEND", "gpu", "gpumem_autoinit", "GPUMEM_ERROR_INVALID_ENVIRONMENT", "GPUMEM_BACKEND"},
+        {"GPUMEM_BACKEND", "gpu", "gpumem_stream_create", "GPUMEM_ERROR_INVALID_ENVIRONMENT",
+         "gpumem_stream_create: the autoinit context: "},
+        {"GPUMEM_SIM_FAIL", "zero", "gpumem_backend", "GPUMEM_ERROR_INVALID_ENVIRONMENT", "GPUMEM_SIM_FAIL"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        child_result res;
+        int rc = run_child(env_case, cases[i], &res);
+        char fn[128];
+        snprintf(fn, sizeof fn, "%s: ", cases[i][2]);
+        int good = rc == 0 && strcmp(gpumem_status_string(res.status), cases[i][3]) == 0 &&
+                   strstr(res.text, cases[i][4]) != NULL &&
+                   (res.status == GPUMEM_OK || strncmp(res.text, fn, strlen(fn)) == 0);
+        ok(good, "%s=%s: %s -> %s, named", cases[i][0], cases[i][1], cases[i][2], cases[i][3]);
+        if (!good)
+            diag("  got %s: %s", gpumem_status_string(res.status), res.text);
+        if (strcmp(cases[i][2], "gpumem_get_default_device") == 0 && res.status == GPUMEM_OK)
+            is_int((int)res.value[0], 1, "CUDA_DEVICE names device 1");
+    }
+    static const char *const dl_case[] = {"GPUMEM_BACKEND", "gpu", "gpumem_array_from_dlpack"};
+    child_result dl;
+    int dlrc = run_child(env_case, dl_case, &dl);
+    ok(dlrc == 0 && dl.status == GPUMEM_OK && dl.value[0] == 1 && strncmp(dl.text, "gpumem_device_count: ", 21) == 0,
+       "GPUMEM_BACKEND=gpu: a kDLCPU import succeeds and leaves the last error alone (%s: %s)",
+       gpumem_status_string(dl.status), dl.text);
+    /* gpumem_staging_set succeeds over a bad environment, and leaves the last failure alone */
+    static const char *const set_case[] = {"GPUMEM_STAGING_THREADS", "0", "gpumem_staging_set"};
+    child_result res;
+    int rc = run_child(env_case, set_case, &res);
+    ok(rc == 0 && res.status == GPUMEM_OK && res.value[0] == GPUMEM_OK && res.value[1] == 1,
+       "gpumem_staging_set replaces a bad environment's settings (%s, get %s)", gpumem_status_string(res.status),
+       gpumem_status_string((gpumem_status)res.value[0]));
+    ok(strncmp(res.text, "gpumem_device_count: ", 21) == 0,
+       "a successful gpumem_staging_set leaves the last error alone (%s)", res.text);
+}
+
+int main(void)
+{
+    const char *backend = getenv("GPUMEM_BACKEND");
+    if (backend == NULL || strcmp(backend, "sim") == 0) {
+        setenv("GPUMEM_BACKEND", "sim", 1);
+        setenv("GPUMEM_SIM_DEVICES", "2", 1);
+        setenv("GPUMEM_SIM_MEMORY", "256M", 1);
+    } else {
+        plan_skip_all("the promises are checked on the simulator (two devices)");
+    }
+    unsetenv("CUDA_DEVICE");
+    unsetenv("GPUMEM_MAX_PENDING_DEALLOCS_COUNT");
+    unsetenv("GPUMEM_MAX_PENDING_DEALLOCS_RATIO");
+    env_checks(); /* children first: fork before the library starts threads */
+    if (gpumem_context_create(0, &ctx) != GPUMEM_OK || gpumem_context_create(1, &ctx2) != GPUMEM_OK)
+        bail_out("two simulated devices: %s", gpumem_last_error());
+    i32 = gpumem_dtype_builtin(GPUMEM_INT32);
+    f32 = gpumem_dtype_builtin(GPUMEM_FLOAT32);
+    test_status();
+    test_context();
+    test_stream();
+    test_event();
+    test_host();
+    test_staging();
+    test_cleanup();
+    test_memo();
+    test_memory();
+    test_ipc();
+    test_interop();
+    test_debug();
+    gpumem_context_release(ctx2);
+    gpumem_context_release(ctx);
+    done_testing();
+    return exit_status();
+}
