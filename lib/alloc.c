@@ -181,10 +181,11 @@ static void oom_begin(attempt *a, gpumem_memory_kind kind)
  * call of its own, not counted as a failure (the call goes on without). */
 static gpumem_status spare_oom(const attempt *a)
 {
-    return gm_error(GPUMEM_ERROR_OUT_OF_MEMORY, "%s: out of device memory: %zu bytes the call can do without, "
-                    "after the ladder gave back %llu bytes (%s: %s)", a->what, a->bytes,
-                    (unsigned long long)(a->oom.released_bytes + a->oom.flushed_bytes), a->oom.driver_op,
-                    gm_cu_error_name(GM_CUDA_ERROR_OUT_OF_MEMORY));
+    return gm_error_driver(GPUMEM_ERROR_OUT_OF_MEMORY, GM_CUDA_ERROR_OUT_OF_MEMORY,
+                           "%s: out of device memory: %zu bytes the call can do without, "
+                           "after the ladder gave back %llu bytes (%s: %s)", a->what, a->bytes,
+                           (unsigned long long)(a->oom.released_bytes + a->oom.flushed_bytes), a->oom.driver_op,
+                           gm_cu_error_name(GM_CUDA_ERROR_OUT_OF_MEMORY));
 }
 
 /* ---- driver memory ------------------------------------------------------------------ */

@@ -590,7 +590,8 @@ gpumem_status gm_mem_oom_error(gpumem_context *ctx, const gm_oom *o)
     gpumem_status st = format_oom(ctx, o, msg, sizeof msg);
     if (ctx->memstats != NULL)
         GM_STAT_ADD(ctx->memstats->oom_failures, 1);
-    return gm_error(st, "%s", msg);
+    /* the driver's refusal is the failure's driver result (gpumem/status.h) */
+    return gm_error_driver(st, GM_CUDA_ERROR_OUT_OF_MEMORY, "%s", msg);
 }
 
 /* Set while the thread runs an out-of-memory callback: its own allocations

@@ -5,6 +5,7 @@
  * names the public function and the argument, the record of the last
  * failure, and out-parameters left as documented on failure. */
 #include <math.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -953,6 +954,195 @@ static void test_debug(void)
     ok(all, "every known copy path has a name");
 }
 
+
+/* ---- batch 2: behaviour behind the statuses ----------------------------------------- */
+
+static int oom_calls, oom_last_attempt, oom_info_ok;
+static gpumem_array *oom_victim;
+
+static int oom_cb(gpumem_context *c, const struct gpumem_oom_info *info, void *user)
+{
+    oom_calls++;
+    oom_last_attempt = (int)info->attempt;
+    oom_info_ok = c == user && info->size >= sizeof *info && info->kind == GPUMEM_MEMORY_DEVICE &&
+                  info->call != NULL && strcmp(info->call, "gpumem_device_array") == 0 && info->message != NULL &&
+                  strstr(info->message, "gpumem_device_array") != NULL && info->bytes == (size_t)200 << 20;
+    if (oom_victim != NULL) {
+        gpumem_array_release(oom_victim);
+        oom_victim = NULL;
+        return 1;
+    }
+    return 1; /* asks again every time: the calls still end */
+}
+
+static void test_behaviour(void)
+{
+    /* NOT_READY is an answer: the last failure is left alone */
+    gpumem_stream *s = NULL;
+    gpumem_event *ev = NULL;
+    gpumem_array *a = NULL;
+    const int64_t n = 1 << 16;
+    int32_t seven = 7;
+    GOOD(gpumem_stream_create(ctx, GPUMEM_STREAM_NON_BLOCKING, &s));
+    GOOD(gpumem_event_create(ctx, 0, &ev));
+    GOOD(gpumem_device_array(ctx, 1, &n, NULL, i32, 'C', NULL, &a));
+    gpumem_device_count(NULL);
+    GOOD(gpumem_array_fill(a, &seven, s));
+    GOOD(gpumem_event_record(ev, s));
+    gpumem_status q = gpumem_event_query(ev);
+    gpumem_status sq = gpumem_stream_query(s);
+    ok(q == GPUMEM_ERROR_NOT_READY && sq == GPUMEM_ERROR_NOT_READY, "queries of queued work: NOT_READY (%s, %s)",
+       gpumem_status_string(q), gpumem_status_string(sq));
+    ok(strncmp(gpumem_last_error(), "gpumem_device_count: ", 21) == 0 &&
+           gpumem_last_status() == GPUMEM_ERROR_NULL_ARGUMENT,
+       "NOT_READY leaves the last failure alone (%s)", gpumem_last_error());
+    gpumem_event *done = NULL;
+    GOOD(gpumem_event_create(ctx, 0, &done));
+    GOOD(gpumem_event_record(done, NULL));
+    GOOD(gpumem_event_synchronize(done));
+    float ms = -1;
+    gpumem_status et = gpumem_event_elapsed_time(done, ev, &ms);
+    ok(et == GPUMEM_ERROR_NOT_READY && ms == -1 && gpumem_last_status() == GPUMEM_ERROR_NOT_READY &&
+           strstr(gpumem_last_error(), "gpumem_event_elapsed_time: ") == gpumem_last_error() &&
+           strstr(gpumem_last_error(), "end") != NULL,
+       "elapsed_time of an event still running: NOT_READY naming it, ms unchanged (%s: %s)",
+       gpumem_status_string(et), gpumem_last_error());
+    GOOD(gpumem_stream_synchronize(s));
+    GOOD(gpumem_event_query(ev));
+    GOOD(gpumem_event_elapsed_time(done, ev, &ms));
+    ok(ms >= 0, "elapsed time of a later record is not negative (%g)", (double)ms);
+    int32_t v = 0;
+    const int64_t last = n - 1;
+    GOOD(gpumem_array_get_item(a, &last, &v, NULL));
+    is_int(v, 7, "the fill landed");
+    gpumem_event_destroy(done);
+    gpumem_event_destroy(ev);
+    gpumem_array_release(a);
+    gpumem_stream_destroy(s);
+
+    /* reports of an older, smaller struct: only the fields that fit are written */
+    gpumem_context *c = NULL;
+    GOOD(gpumem_context_create(1, &c));
+    struct gpumem_memory_report r;
+    memset(&r, 0x5A, sizeof r);
+    r.size = offsetof(struct gpumem_memory_report, oom_failures);
+    GOOD(gpumem_memory_report(c, 0, &r));
+    uint64_t canary;
+    memset(&canary, 0x5A, sizeof canary);
+    ok(r.oom_failures == canary && r.contexts == 1, "a report of a smaller size leaves the fields past it alone");
+    gpumem_pointer_info info;
+    memset(&info, 0x5A, sizeof info);
+    info.size = sizeof info;
+    int res = -1;
+    gpumem_array *p = NULL, *m = NULL, *mm = NULL;
+    GOOD(gpumem_pinned_array(c, 1, &n, NULL, i32, 'C', &p));
+    GOOD(gpumem_mapped_array(c, 1, &n, NULL, i32, 'C', NULL, 0, &m));
+    GOOD(gpumem_managed_array(c, 1, &n, NULL, i32, 'C', GPUMEM_MANAGED_ATTACH_GLOBAL, &mm));
+    void *hp = NULL;
+    gpumem_array_host_pointer(p, &hp);
+    GOOD(gpumem_is_cuda_array((uint64_t)(uintptr_t)hp, &res, &info));
+    ok(res == 1 && info.kind == GPUMEM_POINTER_MAPPED && info.host_pointer == hp && info.device == 1 &&
+           info.ipc_capable == 0,
+       "pinned memory with unified addressing: MAPPED, host pointer, device 1 (kind %d)", (int)info.kind);
+    void *mp = NULL, *mgp = NULL;
+    gpumem_array_host_pointer(m, &mp);
+    gpumem_array_host_pointer(mm, &mgp);
+    int r1 = 0, r2 = 0;
+    GOOD(gpumem_host_is_pinned(mp, (size_t)n * 4, &r1));
+    GOOD(gpumem_host_is_pinned(mgp, (size_t)n * 4, &r2));
+    ok(r1 == 1 && r2 == 1, "mapped and managed arrays are page-locked as far as the library knows");
+
+    /* every kind counts its real size in the deferred queue */
+    size_t count = 0;
+    uint64_t bytes = 0;
+    GOOD(gpumem_context_set_dealloc_limits(c, 100, 1.0));
+    GOOD(gpumem_defer_cleanup_begin(c));
+    gpumem_array_release(p);
+    gpumem_array_release(m);
+    gpumem_array_release(mm);
+    GOOD(gpumem_context_pending_deallocations(c, &count, &bytes));
+    ok(count == 3 && bytes == 3 * (uint64_t)n * 4, "pinned, mapped and managed frees count their bytes (%zu, %llu)",
+       count, (unsigned long long)bytes);
+    GOOD(gpumem_defer_cleanup_end(c));
+    GOOD(gpumem_context_flush_deallocations(c));
+    GOOD(gpumem_context_pending_deallocations(c, &count, &bytes));
+    ok(count == 0 && bytes == 0, "a flush empties the queue");
+
+    /* the ratio limit: more than 1%% of the device's 256 MiB queued flushes */
+    GOOD(gpumem_context_set_dealloc_limits(c, 100, 0.01));
+    const int64_t big = (int64_t)(2u << 20) / 4; /* 2 MiB: under 2.56 MiB */
+    gpumem_array *b1 = NULL, *b2 = NULL;
+    GOOD(gpumem_device_array(c, 1, &big, NULL, i32, 'C', NULL, &b1));
+    GOOD(gpumem_device_array(c, 1, &big, NULL, i32, 'C', NULL, &b2));
+    gpumem_array_release(b1);
+    GOOD(gpumem_context_pending_deallocations(c, &count, NULL));
+    is_int((int)count, 1, "2 MiB queued stays under 1% of 256 MiB");
+    gpumem_array_release(b2);
+    GOOD(gpumem_context_pending_deallocations(c, &count, NULL));
+    is_int((int)count, 0, "4 MiB queued is over 1% of 256 MiB: flushed");
+
+    /* out of memory: the ladder, the callback, the message */
+    GOOD(gpumem_context_set_dealloc_limits(c, 10, 0.2));
+    const int64_t huge = (int64_t)(200u << 20) / 4, mid = (int64_t)(100u << 20) / 4;
+    gpumem_array *x = NULL, *y = NULL;
+    GOOD(gpumem_device_array(c, 1, &mid, NULL, i32, 'C', NULL, &oom_victim));
+    GOOD(gpumem_context_set_oom_callback(c, oom_cb, c));
+    oom_calls = 0;
+    GOOD(gpumem_device_array(c, 1, &huge, NULL, i32, 'C', NULL, &x));
+    ok(oom_calls == 1 && oom_info_ok && oom_last_attempt == 1,
+       "the callback frees memory and the retry succeeds (calls %d, info %d)", oom_calls, oom_info_ok);
+    oom_calls = 0;
+    y = (gpumem_array *)&r;
+    gpumem_status st = gpumem_device_array(c, 1, &huge, NULL, i32, 'C', NULL, &y);
+    ok(st == GPUMEM_ERROR_OUT_OF_MEMORY && oom_calls == GPUMEM_OOM_CALLBACK_MAX_CALLS &&
+           oom_last_attempt == GPUMEM_OOM_CALLBACK_MAX_CALLS,
+       "a callback that always asks again is called %d times (%d, %s)", GPUMEM_OOM_CALLBACK_MAX_CALLS, oom_calls,
+       gpumem_status_string(st));
+    ok(y == (gpumem_array *)&r, "a failed allocation leaves *array alone");
+    like(gpumem_last_error(), "gpumem_device_array: ", "the out-of-memory message names the call");
+    like(gpumem_last_error(), "this process's live data", "the out-of-memory message names the cause");
+    is_int(gpumem_last_driver_result(), 2, "the out-of-memory failure keeps CUDA_ERROR_OUT_OF_MEMORY");
+    memset(&r, 0, sizeof r);
+    r.size = sizeof r;
+    GOOD(gpumem_memory_report(c, 0, &r));
+    /* the ladder ran for each refused allocation (2) and each refused retry the callback asked for (4) */
+    ok(r.oom_callback_calls == 5 && r.oom_callback_successes == 1 && r.oom_failures == 1 &&
+           r.oom_ladder_runs == 6 && r.oom_ladder_successes == 0,
+       "the report counts the ladder and the callback (calls %llu, successes %llu, failures %llu, runs %llu)",
+       (unsigned long long)r.oom_callback_calls, (unsigned long long)r.oom_callback_successes,
+       (unsigned long long)r.oom_failures, (unsigned long long)r.oom_ladder_runs);
+    GOOD(gpumem_context_set_oom_callback(c, NULL, NULL));
+    oom_calls = 0;
+    st = gpumem_device_array(c, 1, &huge, NULL, i32, 'C', NULL, &y);
+    ok(st == GPUMEM_ERROR_OUT_OF_MEMORY && oom_calls == 0, "a removed callback is not called");
+    gpumem_array_release(x);
+
+    /* whole device */
+    gpumem_context *c2 = NULL;
+    GOOD(gpumem_context_create(1, &c2));
+    memset(&r, 0, sizeof r);
+    r.size = sizeof r;
+    GOOD(gpumem_memory_report(c2, GPUMEM_MEMORY_WHOLE_DEVICE, &r));
+    ok(r.contexts >= 2 && r.ordinal == 1, "WHOLE_DEVICE counts every context of the device (%llu)",
+       (unsigned long long)r.contexts);
+    gpumem_context_release(c2);
+    gpumem_context_release(c);
+
+    /* an injected failure fails that one call only */
+    gpumem_stream *s1 = NULL, *s2 = NULL;
+    GOOD(gpumem_debug_fail_call(2, 999));
+    gpumem_status first = gpumem_stream_create(ctx, 0, &s1);
+    gpumem_status second = gpumem_stream_create(ctx, 0, &s2);
+    gpumem_status third = gpumem_stream_create(ctx, 0, &s);
+    ok(first == GPUMEM_OK || second == GPUMEM_OK || third == GPUMEM_OK, "only the armed call fails");
+    ok((first != GPUMEM_OK) + (second != GPUMEM_OK) + (third != GPUMEM_OK) <= 1,
+       "at most one of three calls fails (%s %s %s)", gpumem_status_string(first), gpumem_status_string(second),
+       gpumem_status_string(third));
+    gpumem_stream_destroy(first == GPUMEM_OK ? s1 : NULL);
+    gpumem_stream_destroy(second == GPUMEM_OK ? s2 : NULL);
+    gpumem_stream_destroy(third == GPUMEM_OK ? s : NULL);
+}
+
 /* ---- the environment (children) ------------------------------------------------------ */
 
 /* A call in a child whose environment was set: kv = {variable, value, call}. */
@@ -1126,6 +1316,7 @@ int main(void)
     test_ipc();
     test_interop();
     test_debug();
+    test_behaviour();
     gpumem_context_release(ctx2);
     gpumem_context_release(ctx);
     done_testing();

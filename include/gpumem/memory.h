@@ -147,8 +147,13 @@ struct gpumem_memory_report {
     uint64_t pending_free_bytes;         /**< their bytes */
     /** Driver allocations made (cuMemAlloc, cuMemHostAlloc, cuMemAllocManaged), for pools too. */
     uint64_t driver_allocations;
-    uint64_t oom_ladder_runs;      /**< allocations the driver refused, so that the ladder ran */
-    uint64_t oom_ladder_successes; /**< of those, the ones whose retry then succeeded */
+    /**
+     * Runs of the ladder: one for each allocation the driver refused, and
+     * one more for each retry the out-of-memory callback asked for that the
+     * driver refused too.
+     */
+    uint64_t oom_ladder_runs;
+    uint64_t oom_ladder_successes; /**< of those runs, the ones whose retry then succeeded */
     uint64_t oom_callback_calls;   /**< calls of the out-of-memory callback */
     uint64_t oom_callback_successes; /**< retries the callback asked for that succeeded */
     /** Allocations that failed for lack of memory after all that (not a copy's scratch, which the copy does without). */
