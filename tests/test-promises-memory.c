@@ -1143,6 +1143,164 @@ static void test_behaviour(void)
     gpumem_stream_destroy(third == GPUMEM_OK ? s : NULL);
 }
 
+
+/* ---- batch 3: GPUMEM_DEBUG and GPUMEM_SIM_FAIL, in children whose standard error is kept --------- */
+
+typedef struct {
+    int status;
+    long value[4];
+    char text[512];
+} dbg_result;
+
+/* Runs fn in a child with the variable set and standard error in a file;
+ * the child ends with exit() (atexit handlers run); err gets what it wrote. */
+static int run_dbg(const char *var, const char *value, void (*fn)(dbg_result *), dbg_result *res, char *err,
+                   size_t errsize)
+{
+    char path[] = "/tmp/gpumem-promises-XXXXXX";
+    int fd = mkstemp(path);
+    int fds[2];
+    if (fd < 0 || pipe(fds) != 0)
+        return -1;
+    memset(res, 0, sizeof *res);
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(fds[0]);
+        dup2(fd, 2);
+        setenv(var, value, 1);
+        dbg_result r;
+        memset(&r, 0, sizeof r);
+        fn(&r);
+        if (write(fds[1], &r, sizeof r) != (ssize_t)sizeof r)
+            _exit(3);
+        exit(0);
+    }
+    close(fds[1]);
+    ssize_t n = read(fds[0], res, sizeof *res);
+    close(fds[0]);
+    int wst = 0;
+    waitpid(pid, &wst, 0);
+    lseek(fd, 0, SEEK_SET);
+    ssize_t got = read(fd, err, errsize - 1);
+    err[got > 0 ? got : 0] = '\0';
+    close(fd);
+    unlink(path);
+    return n == (ssize_t)sizeof *res && WIFEXITED(wst) && WEXITSTATUS(wst) == 0 ? 0 : -1;
+}
+
+static void dbg_leak(dbg_result *r)
+{
+    const int64_t n = 1000;
+    gpumem_array *a = NULL;
+    r->status = gpumem_device_array(NULL, 1, &n, NULL, gpumem_dtype_builtin(GPUMEM_INT32), 'C', NULL, &a);
+    /* a is never released: the end of the process lists it */
+}
+
+static void dbg_copy(dbg_result *r)
+{
+    const int64_t n = 4;
+    int32_t host[4] = {0, 0, 0, 0};
+    gpumem_array *d = NULL, *h = NULL;
+    const gpumem_dtype *t = gpumem_dtype_builtin(GPUMEM_INT32);
+    r->status = gpumem_device_array(NULL, 1, &n, NULL, t, 'C', NULL, &d);
+    if (r->status == GPUMEM_OK)
+        r->status = gpumem_host_array_wrap(host, 1, &n, NULL, t, &h);
+    if (r->status == GPUMEM_OK)
+        r->status = gpumem_copy_to_host(d, h, NULL);
+    gpumem_array_release(h);
+    gpumem_array_release(d);
+}
+
+static void dbg_poison(dbg_result *r)
+{
+    const int64_t n = 8, i = 5;
+    gpumem_array *d = NULL, *h = NULL, *f = NULL;
+    int32_t v = 0, w = 0;
+    float x = 0;
+    r->status = gpumem_device_array(NULL, 1, &n, NULL, gpumem_dtype_builtin(GPUMEM_INT32), 'C', NULL, &d);
+    if (r->status == GPUMEM_OK)
+        r->status = gpumem_array_get_item(d, &i, &v, NULL);
+    if (r->status == GPUMEM_OK)
+        r->status = gpumem_host_array(1, &n, gpumem_dtype_builtin(GPUMEM_INT32), 'C', &h);
+    if (r->status == GPUMEM_OK)
+        r->status = gpumem_array_get_item(h, &i, &w, NULL);
+    if (r->status == GPUMEM_OK)
+        r->status = gpumem_device_array(NULL, 1, &n, NULL, gpumem_dtype_builtin(GPUMEM_FLOAT32), 'C', NULL, &f);
+    if (r->status == GPUMEM_OK)
+        r->status = gpumem_array_get_item(f, &i, &x, NULL);
+    r->value[0] = v;
+    r->value[1] = w;
+    r->value[2] = isnan(x) != 0;
+    gpumem_array_release(d);
+    gpumem_array_release(h);
+    gpumem_array_release(f);
+}
+
+static void dbg_quiet(dbg_result *r)
+{
+    int n = 0;
+    r->status = gpumem_device_count(&n);
+    gpumem_device_count(NULL);
+    gpumem_stream *s = NULL;
+    gpumem_stream_create(NULL, 99, &s);
+}
+
+static void dbg_simfail(dbg_result *r)
+{
+    int n = 0;
+    r->status = gpumem_device_count(&n);
+    r->value[0] = gpumem_last_driver_result();
+    snprintf(r->text, sizeof r->text, "%s", gpumem_last_error());
+}
+
+static void test_debug_env(void)
+{
+    static char err[16384];
+    dbg_result r;
+    int rc = run_dbg("GPUMEM_DEBUG", "leaks", dbg_leak, &r, err, sizeof err);
+    ok(rc == 0 && r.status == GPUMEM_OK && strstr(err, "gpumem_device_array") != NULL,
+       "GPUMEM_DEBUG=leaks: the end of the process lists the array and the call that made it");
+    if (strstr(err, "gpumem_device_array") == NULL)
+        diag("  stderr: %.600s", err);
+    ok(strstr(err, "4000") != NULL, "the leak lists the array's bytes");
+    rc = run_dbg("GPUMEM_DEBUG", " Copies ", dbg_copy, &r, err, sizeof err);
+    ok(rc == 0 && r.status == GPUMEM_OK &&
+           strstr(err, "gpumem: copy gpumem_copy_to_host: d2h path=contiguous bytes=16 us=") != NULL &&
+           strstr(err, " sync=yes status=GPUMEM_OK\n") != NULL,
+       "GPUMEM_DEBUG=' Copies ': one line per copy, as documented");
+    if (strstr(err, "gpumem: copy gpumem_copy_to_host: d2h") == NULL || strstr(err, "sync=yes") == NULL)
+        diag("  stderr: %.600s", err);
+    int lines = 0;
+    for (const char *c = err; *c; c++)
+        lines += *c == '\n';
+    is_int(lines, 1, "GPUMEM_DEBUG=copies prints nothing else");
+    rc = run_dbg("GPUMEM_DEBUG", "poison", dbg_poison, &r, err, sizeof err);
+    ok(rc == 0 && r.status == GPUMEM_OK && r.value[0] == 2147384958L && r.value[1] == 2147384958L && r.value[2] == 1,
+       "GPUMEM_DEBUG=poison: new int32 arrays read 2147384958, float32 NaN (%ld, %ld, %ld)", r.value[0], r.value[1],
+       r.value[2]);
+    is_str(err, "", "GPUMEM_DEBUG=poison prints nothing");
+    rc = run_dbg("GPUMEM_DEBUG", "0", dbg_quiet, &r, err, sizeof err);
+    ok(rc == 0 && r.status == GPUMEM_OK && err[0] == '\0', "GPUMEM_DEBUG=0: failures print nothing");
+    rc = run_dbg("GPUMEM_DEBUG", "1", dbg_quiet, &r, err, sizeof err);
+    ok(rc == 0 && strstr(err, "gpumem: ") != NULL && strstr(err, "gpumem_stream_create") != NULL,
+       "GPUMEM_DEBUG=1: errors are printed as they are raised");
+    rc = run_dbg("GPUMEM_SIM_FAIL", "1:CUDA_ERROR_INVALID_VALUE", dbg_simfail, &r, err, sizeof err);
+    ok(rc == 0 && r.status == GPUMEM_ERROR_DRIVER && r.value[0] == 1 &&
+           strstr(r.text, "CUDA_ERROR_INVALID_VALUE") != NULL && strncmp(r.text, "gpumem_device_count: ", 21) == 0,
+       "GPUMEM_SIM_FAIL=1:CUDA_ERROR_INVALID_VALUE fails the first driver call (%s, %ld: %s)",
+       gpumem_status_string(r.status), r.value[0], r.text);
+    rc = run_dbg("GPUMEM_SIM_FAIL", "1:2", dbg_simfail, &r, err, sizeof err);
+    ok(rc == 0 && r.status == GPUMEM_ERROR_OUT_OF_MEMORY && r.value[0] == 2,
+       "GPUMEM_SIM_FAIL=1:2 fails it with CUDA_ERROR_OUT_OF_MEMORY (%s, %ld: %s)", gpumem_status_string(r.status),
+       r.value[0], r.text);
+    rc = run_dbg("GPUMEM_SIM_FAIL", "1", dbg_simfail, &r, err, sizeof err);
+    ok(rc == 0 && r.status == GPUMEM_ERROR_DRIVER && r.value[0] == 999,
+       "GPUMEM_SIM_FAIL=1 fails it with CUDA_ERROR_UNKNOWN (%s, %ld: %s)", gpumem_status_string(r.status), r.value[0],
+       r.text);
+}
+
 /* ---- the environment (children) ------------------------------------------------------ */
 
 /* A call in a child whose environment was set: kv = {variable, value, call}. */
@@ -1300,6 +1458,7 @@ int main(void)
     unsetenv("GPUMEM_MAX_PENDING_DEALLOCS_COUNT");
     unsetenv("GPUMEM_MAX_PENDING_DEALLOCS_RATIO");
     env_checks(); /* children first: fork before the library starts threads */
+    test_debug_env();
     if (gpumem_context_create(0, &ctx) != GPUMEM_OK || gpumem_context_create(1, &ctx2) != GPUMEM_OK)
         bail_out("two simulated devices: %s", gpumem_last_error());
     i32 = gpumem_dtype_builtin(GPUMEM_INT32);
