@@ -185,6 +185,7 @@ GPUMEM_API gpumem_status gpumem_as_cuda_array(gpumem_context *ctx, const gpumem_
                                               unsigned flags, void (*release)(void *owner), void *owner,
                                               gpumem_array **array)
 {
+    GM_CHECK_HANDLE_OR_NULL(ctx); /* before the description is read (gpumem/status.h) */
     GM_CHECK_NULL(desc);
     GM_CHECK_NULL(array);
     return gm_as_cuda_array("gpumem_as_cuda_array", ctx, desc, flags, release, owner, array);

@@ -130,10 +130,14 @@ GPUMEM_API gpumem_status gpumem_event_elapsed_time(gpumem_event *start, gpumem_e
         return st;
     float v = 0;
     int rc = GM_DRV(event_elapsed_time, start->ctx->dctx, &v, start->ev, end->ev);
-    if (rc == GM_CUDA_ERROR_NOT_READY)
-        return gm_error(GPUMEM_ERROR_NOT_READY, "gpumem_event_elapsed_time: the work before 'start' or 'end' has "
-                        "not completed yet (cuEventElapsedTime: CUDA_ERROR_NOT_READY); wait for it first, "
-                        "with gpumem_event_synchronize(end)");
+    if (rc == GM_CUDA_ERROR_NOT_READY) {
+        /* the message names the event that has not completed (gpumem/event.h) */
+        const char *which = GM_DRV(event_query, start->ctx->dctx, start->ev) == GM_CUDA_ERROR_NOT_READY ? "start"
+                                                                                                      : "end";
+        return gm_error(GPUMEM_ERROR_NOT_READY, "gpumem_event_elapsed_time: the work before '%s' has not "
+                        "completed yet (cuEventElapsedTime: CUDA_ERROR_NOT_READY); wait for it first, "
+                        "with gpumem_event_synchronize(end)", which);
+    }
     st = gm_drv_check(rc, GM_OP_event_elapsed_time, "gpumem_event_elapsed_time");
     if (st == GPUMEM_OK)
         *ms = v;

@@ -639,6 +639,7 @@ static void fill_usage(struct gpumem_memory_usage *out, const usage *u, gm_memki
 GPUMEM_API gpumem_status gpumem_memory_report(gpumem_context *ctx, unsigned flags,
                                               struct gpumem_memory_report *report)
 {
+    GM_CHECK_HANDLE_OR_NULL(ctx); /* before the report is read (gpumem/status.h) */
     GM_CHECK_NULL(report);
     const char *what = "gpumem_memory_report";
     if (flags & ~(unsigned)KNOWN_FLAGS)
@@ -710,6 +711,7 @@ GPUMEM_API gpumem_status gpumem_memory_report(gpumem_context *ctx, unsigned flag
 
 GPUMEM_API gpumem_status gpumem_memory_reset_peaks(gpumem_context *ctx, unsigned flags)
 {
+    GM_CHECK_HANDLE_OR_NULL(ctx);
     if (flags & ~(unsigned)GPUMEM_MEMORY_WHOLE_DEVICE)
         return gm_error(GPUMEM_ERROR_INVALID_VALUE, "gpumem_memory_reset_peaks: flags 0x%x: only "
                         "GPUMEM_MEMORY_WHOLE_DEVICE (0x%x) is known", flags, GPUMEM_MEMORY_WHOLE_DEVICE);
@@ -768,6 +770,7 @@ GPUMEM_API gpumem_status gpumem_memory_pools(gpumem_context *ctx, unsigned flags
                                              struct gpumem_memory_pool_report *pools, size_t capacity,
                                              size_t *count)
 {
+    GM_CHECK_HANDLE_OR_NULL(ctx); /* before the elements are read (gpumem/status.h) */
     GM_CHECK_NULL(count);
     const char *what = "gpumem_memory_pools";
     if (capacity > 0 && pools == NULL)

@@ -1004,7 +1004,7 @@ static void test_behaviour(void)
     gpumem_status et = gpumem_event_elapsed_time(done, ev, &ms);
     ok(et == GPUMEM_ERROR_NOT_READY && ms == -1 && gpumem_last_status() == GPUMEM_ERROR_NOT_READY &&
            strstr(gpumem_last_error(), "gpumem_event_elapsed_time: ") == gpumem_last_error() &&
-           strstr(gpumem_last_error(), "end") != NULL,
+           strstr(gpumem_last_error(), "'end'") != NULL && strstr(gpumem_last_error(), "'start'") == NULL,
        "elapsed_time of an event still running: NOT_READY naming it, ms unchanged (%s: %s)",
        gpumem_status_string(et), gpumem_last_error());
     GOOD(gpumem_stream_synchronize(s));
@@ -1301,6 +1301,142 @@ static void test_debug_env(void)
        r.text);
 }
 
+
+/* ---- batch 4: the lifecycle check of every handle argument (status.h) ------------------------ */
+
+static void test_handles(void)
+{
+    gpumem_context *dead = NULL;
+    gpumem_stream *st = NULL, *deads = NULL;
+    gpumem_event *ev = NULL;
+    gpumem_array *h = NULL, *d = NULL;
+    const int64_t n = 16;
+    gpumem_context_create(0, &dead);
+    gpumem_context_release(dead);
+    GOOD(gpumem_stream_create(ctx, 0, &st));
+    GOOD(gpumem_stream_create(ctx, 0, &deads));
+    GOOD(gpumem_stream_destroy(deads));
+    GOOD(gpumem_event_create(ctx, 0, &ev));
+    GOOD(gpumem_host_array(1, &n, i32, 'C', &h));
+    GOOD(gpumem_device_array(ctx, 1, &n, NULL, i32, 'C', NULL, &d));
+    gpumem_context *wrong = (gpumem_context *)(void *)st; /* a stream passed as a context */
+    gpumem_stream *wrongs = (gpumem_stream *)(void *)ev;  /* an event passed as a stream */
+    size_t cnt = 0;
+    double ratio = 0;
+    uint64_t u = 0;
+    int iv = 0;
+    void *v = NULL;
+    gpumem_selection rule;
+    gpumem_registration *reg = NULL;
+    gpumem_array *out = NULL;
+    gpumem_event *eout = NULL;
+    gpumem_stream *sout = NULL;
+    struct gpumem_memory_report rep = {.size = sizeof rep};
+    gpumem_ipc_handle ih;
+    memset(&ih, 0, sizeof ih);
+    gpumem_cuda_array_interface cai = {.size = sizeof cai};
+
+#define BOTH(call_with_ctx)                                                                                       \
+    do {                                                                                                          \
+        gpumem_context *c_ = dead;                                                                                \
+        BAD(call_with_ctx, GPUMEM_ERROR_INVALID_STATE, "ctx");                                                    \
+        c_ = wrong;                                                                                               \
+        BAD(call_with_ctx, GPUMEM_ERROR_INVALID_VALUE, "ctx");                                                    \
+    } while (0)
+    BOTH(gpumem_context_get_device(c_, &iv));
+    BOTH(gpumem_context_selection(c_, &rule));
+    BOTH(gpumem_context_refcount(c_, &iv));
+    BOTH(gpumem_context_retain(c_));
+    BOTH(gpumem_context_release(c_));
+    BOTH(gpumem_memory_info(c_, &u, &u));
+    BOTH(gpumem_context_synchronize(c_));
+    BOTH(gpumem_context_set_dealloc_limits(c_, 1, 0.5));
+    BOTH(gpumem_context_get_dealloc_limits(c_, &cnt, &ratio));
+    BOTH(gpumem_context_flush_deallocations(c_));
+    BOTH(gpumem_context_pending_deallocations(c_, &cnt, &u));
+    BOTH(gpumem_defer_cleanup_begin(c_));
+    BOTH(gpumem_defer_cleanup_end(c_));
+    BOTH(gpumem_memoize(c_, NULL, 0, memo_create, NULL, NULL, &v));
+    BOTH(gpumem_memory_report(c_, 0, &rep));
+    BOTH(gpumem_memory_reset_peaks(c_, 0));
+    BOTH(gpumem_memory_pools(c_, 0, NULL, 0, &cnt));
+    BOTH(gpumem_context_set_oom_callback(c_, NULL, NULL));
+    BOTH(gpumem_stream_create(c_, 0, &sout));
+    BOTH(gpumem_stream_default(c_, &sout));
+    BOTH(gpumem_event_create(c_, 0, &eout));
+    BOTH(gpumem_pinned_array(c_, 1, &n, NULL, i32, 'C', &out));
+    BOTH(gpumem_mapped_array(c_, 1, &n, NULL, i32, 'C', NULL, 0, &out));
+    BOTH(gpumem_managed_array(c_, 1, &n, NULL, i32, 'C', GPUMEM_MANAGED_ATTACH_GLOBAL, &out));
+    BOTH(gpumem_pinned(c_, &h, 1, &reg));
+    BOTH(gpumem_register(c_, &h, 1, &reg));
+    BOTH(gpumem_mapped(c_, &h, 1, NULL, &reg, &out));
+    BOTH(gpumem_as_cuda_array(c_, &cai, 0, NULL, NULL, &out));
+    ok(out == NULL && sout == NULL && eout == NULL && reg == NULL, "no output written by refused calls");
+
+#define BOTHS(call_with_stream)                                                                                   \
+    do {                                                                                                          \
+        gpumem_stream *s_ = deads;                                                                                \
+        BAD(call_with_stream, GPUMEM_ERROR_INVALID_STATE, "stream");                                              \
+        s_ = wrongs;                                                                                              \
+        BAD(call_with_stream, GPUMEM_ERROR_INVALID_VALUE, "stream");                                              \
+    } while (0)
+    BOTHS(gpumem_stream_destroy(s_));
+    BOTHS(gpumem_stream_synchronize(s_));
+    BOTHS(gpumem_stream_query(s_));
+    BOTHS(gpumem_stream_context(s_, &dead));
+    BOTHS(gpumem_stream_auto_synchronize_begin(s_));
+    BOTHS(gpumem_stream_auto_synchronize_end(s_));
+    BOTHS(gpumem_event_record(ev, s_));
+    BOTHS(gpumem_stream_wait_event(s_, ev));
+    BOTHS(gpumem_mapped_array(ctx, 1, &n, NULL, i32, 'C', s_, 0, &out));
+    BOTHS(gpumem_mapped(ctx, &h, 1, s_, &reg, &out));
+    BOTHS(gpumem_array_interface(d, s_, &cai));
+
+    gpumem_event *wronge = (gpumem_event *)(void *)st;
+    float ms = 0;
+    BAD(gpumem_event_destroy(wronge), GPUMEM_ERROR_INVALID_VALUE, "event");
+    BAD(gpumem_event_record(wronge, NULL), GPUMEM_ERROR_INVALID_VALUE, "event");
+    BAD(gpumem_event_query(wronge), GPUMEM_ERROR_INVALID_VALUE, "event");
+    BAD(gpumem_event_synchronize(wronge), GPUMEM_ERROR_INVALID_VALUE, "event");
+    BAD(gpumem_event_elapsed_time(wronge, ev, &ms), GPUMEM_ERROR_INVALID_VALUE, "start");
+    BAD(gpumem_event_elapsed_time(ev, wronge, &ms), GPUMEM_ERROR_INVALID_VALUE, "end");
+    BAD(gpumem_stream_wait_event(st, wronge), GPUMEM_ERROR_INVALID_VALUE, "event");
+    BAD(gpumem_event_context(wronge, &dead), GPUMEM_ERROR_INVALID_VALUE, "event");
+
+    gpumem_registration *wrongr = (gpumem_registration *)(void *)st;
+    BAD(gpumem_unpinned(&wrongr), GPUMEM_ERROR_INVALID_VALUE, "registration");
+    BAD(gpumem_unmapped(&wrongr), GPUMEM_ERROR_INVALID_VALUE, "registration");
+    BAD(gpumem_deregister(&wrongr), GPUMEM_ERROR_INVALID_VALUE, "registration");
+    ok(wrongr == (gpumem_registration *)(void *)st, "a refused end leaves *registration alone");
+
+    gpumem_array *wronga = (gpumem_array *)(void *)st, *deada = NULL;
+    GOOD(gpumem_host_array(1, &n, i32, 'C', &deada));
+    GOOD(gpumem_array_release(deada));
+    gpumem_array *list[1] = {wronga};
+    BAD(gpumem_pinned(ctx, list, 1, &reg), GPUMEM_ERROR_INVALID_VALUE, "arrays[0]");
+    list[0] = deada;
+    BAD(gpumem_pinned(ctx, list, 1, &reg), GPUMEM_ERROR_INVALID_STATE, "arrays[0]");
+    BAD(gpumem_ipc_get_handle(wronga, &ih), GPUMEM_ERROR_INVALID_VALUE, "array");
+    BAD(gpumem_ipc_get_handle(deada, &ih), GPUMEM_ERROR_INVALID_STATE, "array");
+    BAD(gpumem_array_interface(wronga, NULL, &cai), GPUMEM_ERROR_INVALID_VALUE, "array");
+    BAD(gpumem_array_interface(deada, NULL, &cai), GPUMEM_ERROR_INVALID_STATE, "array");
+    BAD(gpumem_array_to_dlpack(wronga, 0, &v), GPUMEM_ERROR_INVALID_VALUE, "array");
+    BAD(gpumem_array_to_dlpack(deada, 0, &v), GPUMEM_ERROR_INVALID_STATE, "array");
+    BOTH(gpumem_ipc_open(c_, &ih, &out));
+    /* the handle is checked before the structs it is given are read */
+    struct gpumem_memory_report small = {.size = 4};
+    struct gpumem_memory_pool_report prs[1] = {{.size = 4}};
+    BOTH(gpumem_memory_report(c_, 0, &small));
+    BOTH(gpumem_memory_pools(c_, 0, prs, 1, &cnt));
+    dl_managed lt = {{NULL, {1, 0}, -1, {0, 32, 1}, NULL, NULL, 0}, NULL, NULL};
+    BOTH(gpumem_array_from_dlpack(c_, &lt, 0, &out));
+
+    gpumem_event_destroy(ev);
+    gpumem_stream_destroy(st);
+    gpumem_array_release(h);
+    gpumem_array_release(d);
+}
+
 /* ---- the environment (children) ------------------------------------------------------ */
 
 /* A call in a child whose environment was set: kv = {variable, value, call}. */
@@ -1476,6 +1612,7 @@ int main(void)
     test_interop();
     test_debug();
     test_behaviour();
+    test_handles();
     gpumem_context_release(ctx2);
     gpumem_context_release(ctx);
     done_testing();
