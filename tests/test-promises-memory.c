@@ -1437,6 +1437,208 @@ static void test_handles(void)
     gpumem_array_release(d);
 }
 
+
+/* ---- batch 5: memo, IPC fields, CAI records and streams, the deferred queue's failures --------- */
+
+static int fail_then_ok;
+
+static gpumem_status memo_flaky(gpumem_context *c, const void *key, size_t key_size, void *user, void **value)
+{
+    (void)c;
+    (void)key;
+    (void)key_size;
+    (void)user;
+    if (fail_then_ok++ == 0)
+        return GPUMEM_ERROR_NOT_FOUND; /* no library call: a status of the callback's own */
+    *value = (void *)&fail_then_ok;
+    return GPUMEM_OK;
+}
+
+static void test_more(void)
+{
+    /* memo: a failure is never cached; destroy never runs for it */
+    void *v = (void *)&v;
+    GOOD(gpumem_clear_context_caches()); /* the entries of test_memo go first */
+    created = destroyed = 0;
+    fail_then_ok = 0;
+    gpumem_status st = gpumem_memoize(ctx, "flaky", 5, memo_flaky, memo_destroy, NULL, &v);
+    ok(st == GPUMEM_ERROR_NOT_FOUND && v == (void *)&v && gpumem_last_status() == GPUMEM_ERROR_NOT_FOUND &&
+           strncmp(gpumem_last_error(), "gpumem_memoize: ", 16) == 0,
+       "a create callback's own failure status is returned, with a message of gpumem_memoize (%s: %s)",
+       gpumem_status_string(st), gpumem_last_error());
+    GOOD(gpumem_memoize(ctx, "flaky", 5, memo_flaky, memo_destroy, NULL, &v));
+    ok(v == (void *)&fail_then_ok && fail_then_ok == 2, "the next call runs create again and caches its value");
+    GOOD(gpumem_clear_context_caches());
+    is_int(destroyed, 1, "destroy ran once, for the value only");
+
+    /* IPC: every field is checked; the message names it */
+    const int64_t n = 64;
+    gpumem_array *d = NULL, *out = (gpumem_array *)&v;
+    GOOD(gpumem_device_array(ctx, 1, &n, NULL, i32, 'C', NULL, &d));
+    gpumem_ipc_handle good, bad;
+    GOOD(gpumem_ipc_get_handle(d, &good));
+    struct {
+        size_t off;
+        int64_t value;
+        int width;
+        gpumem_status want;
+        const char *needle;
+    } fields[] = {
+        {12, 4096, 4, GPUMEM_ERROR_INVALID_VALUE, "size"},
+        {128, 33, 4, GPUMEM_ERROR_INVALID_VALUE, "ndim"},
+        {128, -1, 4, GPUMEM_ERROR_INVALID_VALUE, "ndim"},
+        {136, -5, 8, GPUMEM_ERROR_INVALID_VALUE, "shape"},
+        {132, 8, 4, GPUMEM_ERROR_INVALID_VALUE, "item"},
+        {112, 1 << 20, 8, GPUMEM_ERROR_INVALID_VALUE, "offset"},
+        {136, 1 << 20, 8, GPUMEM_ERROR_INVALID_VALUE, "allocation"},
+        {672, 5000, 4, GPUMEM_ERROR_INVALID_VALUE, "descr"},
+    };
+    for (size_t i = 0; i < sizeof fields / sizeof *fields; i++) {
+        bad = good;
+        if (fields[i].width == 4) {
+            int32_t x = (int32_t)fields[i].value;
+            memcpy(bad.bytes + fields[i].off, &x, 4);
+        } else {
+            memcpy(bad.bytes + fields[i].off, &fields[i].value, 8);
+        }
+        st = gpumem_ipc_open(ctx, &bad, &out);
+        ok(st == fields[i].want && strncmp(gpumem_last_error(), "gpumem_ipc_open: ", 17) == 0 &&
+               strstr(gpumem_last_error(), fields[i].needle) != NULL,
+           "an IPC handle with field at %zu = %lld: %s naming '%s' (%s: %s)", fields[i].off,
+           (long long)fields[i].value, gpumem_status_string(fields[i].want), fields[i].needle,
+           gpumem_status_string(st), gpumem_last_error());
+    }
+    bad = good;
+    memset(bad.bytes + 648, 'f', 24);
+    BAD(gpumem_ipc_open(ctx, &bad, &out), GPUMEM_ERROR_INVALID_VALUE, "typestr");
+    bad = good;
+    memcpy(bad.bytes + 648, "<q9\0", 4);
+    BAD(gpumem_ipc_open(ctx, &bad, &out), GPUMEM_ERROR_INVALID_DTYPE, "typestr");
+    ok(out == (gpumem_array *)&v, "refused handles make no array");
+
+    /* CAI: a record's descr buffer */
+    gpumem_field f[2] = {{"a", gpumem_dtype_builtin(GPUMEM_INT32), 0, 0, NULL},
+                         {"b", gpumem_dtype_builtin(GPUMEM_FLOAT64), 8, 0, NULL}};
+    gpumem_dtype *rec = NULL;
+    gpumem_array *r = NULL;
+    GOOD(gpumem_dtype_record_create(f, 2, GPUMEM_RECORD_PACKED, 16, &rec));
+    GOOD(gpumem_device_array(ctx, 1, &n, NULL, rec, 'C', NULL, &r));
+    gpumem_cuda_array_interface desc, keep;
+    char small[4], big[256];
+    memset(&desc, 0x5A, sizeof desc);
+    desc.size = sizeof desc;
+    desc.descr_buffer = small;
+    desc.descr_buffer_size = sizeof small;
+    keep = desc;
+    BAD(gpumem_array_interface(r, NULL, &desc), GPUMEM_ERROR_INVALID_VALUE, "descr_buffer");
+    ok(memcmp(&desc, &keep, sizeof desc) == 0, "a small descr buffer leaves desc unchanged");
+    desc.descr_buffer = NULL;
+    desc.descr_buffer_size = 0;
+    BAD(gpumem_array_interface(r, NULL, &desc), GPUMEM_ERROR_INVALID_VALUE, "descr_buffer");
+    desc.descr_buffer = big;
+    desc.descr_buffer_size = sizeof big;
+    GOOD(gpumem_array_interface(r, NULL, &desc));
+    ok(desc.descr == big && strstr(big, "'a'") != NULL && strcmp(desc.typestr, "|V16") == 0,
+       "a record's descr is written into the buffer (%s, %s)", desc.typestr, big);
+    gpumem_array *back = NULL;
+    GOOD(gpumem_as_cuda_array(ctx, &desc, 0, NULL, NULL, &back));
+    const gpumem_dtype *bt = NULL;
+    gpumem_array_dtype(back, &bt);
+    ok(bt != NULL && gpumem_dtype_equal(bt, rec), "the record comes back through its descr");
+    gpumem_array_release(back);
+    gpumem_array_release(r);
+    gpumem_dtype_release(rec);
+
+    /* CAI import streams */
+    gpumem_stream *s = NULL, *s2 = NULL;
+    GOOD(gpumem_stream_create(ctx, 0, &s));
+    GOOD(gpumem_stream_create(ctx2, 0, &s2));
+    gpumem_cuda_array_interface di = {.size = sizeof di};
+    GOOD(gpumem_array_interface(d, s, &di));
+    ok(di.has_stream == 1 && di.stream > 4095, "a stream of the array's context gives its handle");
+    GOOD(gpumem_as_cuda_array(ctx, &di, 0, NULL, NULL, &back));
+    gpumem_array_release(back);
+    gpumem_cuda_array_interface o = {.size = sizeof o};
+    GOOD(gpumem_array_interface(d, NULL, &o));
+    gpumem_cuda_array_interface s2desc = {.size = sizeof s2desc};
+    gpumem_array *d2 = NULL;
+    GOOD(gpumem_device_array(ctx2, 1, &n, NULL, i32, 'C', NULL, &d2));
+    GOOD(gpumem_array_interface(d2, s2, &s2desc));
+    o.has_stream = 1;
+    o.stream = s2desc.stream;
+    back = (gpumem_array *)&v;
+    BAD(gpumem_as_cuda_array(ctx, &o, 0, NULL, NULL, &back), GPUMEM_ERROR_INVALID_VALUE, "stream");
+    o.stream = 2;
+    GOOD(gpumem_as_cuda_array(ctx, &o, 0, NULL, NULL, &back));
+    gpumem_array_release(back);
+    o.stream = 1;
+    GOOD(gpumem_as_cuda_array(ctx, &o, 0, NULL, NULL, &back));
+    gpumem_array_release(back);
+    gpumem_array_release(d2);
+    gpumem_stream_destroy(s);
+    gpumem_stream_destroy(s2);
+
+    /* DLPack: a read-only array needs a versioned tensor; an empty array's data is NULL */
+    gpumem_array *ro = NULL, *e = NULL;
+    const int64_t zero = 0;
+    GOOD(gpumem_device_array(ctx, 1, &n, NULL, i32, 'C', NULL, &ro));
+    GOOD(gpumem_array_set_readonly(ro, 1));
+    void *t = (void *)&v;
+    BAD(gpumem_array_to_dlpack(ro, 0, &t), GPUMEM_ERROR_INVALID_VALUE, "read-only");
+    GOOD(gpumem_array_to_dlpack(ro, GPUMEM_DLPACK_VERSIONED, &t));
+    dl_versioned *tv = t;
+    ok((tv->flags & 1) == 1 && tv->dl_tensor.device.device_type == 2, "a read-only array exports a read-only tensor");
+    tv->deleter(tv);
+    GOOD(gpumem_device_array(ctx, 1, &zero, NULL, i32, 'C', NULL, &e));
+    GOOD(gpumem_array_to_dlpack(e, 0, &t));
+    dl_managed *tm = t;
+    ok(tm->dl_tensor.data == NULL, "an empty array exports a NULL data pointer");
+    tm->deleter(tm);
+    gpumem_array_release(ro);
+    gpumem_array_release(e);
+
+    /* the deferred queue: a free the driver refuses stays queued */
+    gpumem_context *c = NULL;
+    GOOD(gpumem_context_create(0, &c));
+    GOOD(gpumem_context_set_dealloc_limits(c, 100, 1.0));
+    gpumem_array *q = NULL;
+    GOOD(gpumem_device_array(c, 1, &n, NULL, i32, 'C', NULL, &q));
+    gpumem_array_release(q);
+    size_t count = 0;
+    uint64_t bytes = 0;
+    GOOD(gpumem_context_pending_deallocations(c, &count, &bytes));
+    ok(count == 1 && bytes == 256, "one free queued (%zu, %llu)", count, (unsigned long long)bytes);
+    uint64_t frees0 = 0, calls0 = 0, calls1 = 0;
+    gpumem_debug_driver_calls("cuMemFree", &frees0);
+    gpumem_debug_driver_calls(NULL, &calls0);
+    /* fail every call of the flush: arm call 1, 2, ... until the flush fails */
+    GOOD(gpumem_debug_fail_call(1, 999));
+    st = gpumem_context_flush_deallocations(c);
+    gpumem_debug_driver_calls(NULL, &calls1);
+    gpumem_debug_fail_call(0, 0);
+    GOOD(gpumem_context_pending_deallocations(c, &count, &bytes));
+    ok(st == GPUMEM_ERROR_DRIVER && gpumem_last_driver_result() == 999 && count == 1 && bytes == 256 &&
+           strncmp(gpumem_last_error(), "gpumem_context_flush_deallocations: ", 36) == 0,
+       "a refused free: the flush returns the error and the free stays queued (%s, %zu: %s)",
+       gpumem_status_string(st), count, gpumem_last_error());
+    GOOD(gpumem_context_flush_deallocations(c));
+    GOOD(gpumem_context_pending_deallocations(c, &count, &bytes));
+    ok(count == 0 && bytes == 0, "the next flush does it");
+    gpumem_context_release(c);
+
+    /* mapped(): a device array is its own device view */
+    gpumem_registration *reg = NULL;
+    gpumem_array *view = NULL;
+    GOOD(gpumem_mapped(ctx, &d, 1, NULL, &reg, &view));
+    uint64_t p1 = 0, p2 = 0;
+    gpumem_array_device_pointer(d, &p1);
+    gpumem_array_device_pointer(view, &p2);
+    ok(view != NULL && p1 == p2, "gpumem_mapped gives a device array as its own view");
+    gpumem_array_release(view);
+    GOOD(gpumem_unmapped(&reg));
+    gpumem_array_release(d);
+}
+
 /* ---- the environment (children) ------------------------------------------------------ */
 
 /* A call in a child whose environment was set: kv = {variable, value, call}. */
@@ -1613,6 +1815,7 @@ int main(void)
     test_debug();
     test_behaviour();
     test_handles();
+    test_more();
     gpumem_context_release(ctx2);
     gpumem_context_release(ctx);
     done_testing();
