@@ -1639,6 +1639,236 @@ static void test_more(void)
     gpumem_array_release(d);
 }
 
+
+/* ---- batch 6: contexts, default devices, races, destroy after a failed wait ------------------- */
+
+static gpumem_event *race_event;
+static gpumem_status race_result[2];
+
+static void *race_destroy(void *arg)
+{
+    int i = *(int *)arg;
+    race_result[i] = gpumem_event_destroy(race_event);
+    return NULL;
+}
+
+static void test_contexts(void)
+{
+    /* two handles on one device have separate caches */
+    gpumem_context *a = NULL, *b = NULL;
+    GOOD(gpumem_context_create(0, &a));
+    GOOD(gpumem_context_create(0, &b));
+    void *v = NULL;
+    int u1 = 0, u2 = 0;
+    created = 0;
+    GOOD(gpumem_memoize(a, "same", 4, memo_create, NULL, &u1, &v));
+    GOOD(gpumem_memoize(b, "same", 4, memo_create, NULL, &u2, &v));
+    ok(a != b && created == 2 && v == &u2, "two gpumem_context_create calls give handles with separate caches");
+    gpumem_context_release(b);
+
+    /* an extra release while a stream holds the context */
+    gpumem_stream *s = NULL;
+    GOOD(gpumem_stream_create(a, 0, &s));
+    int refs = 0;
+    GOOD(gpumem_context_refcount(a, &refs));
+    is_int(refs, 2, "a stream holds a reference on its context");
+    GOOD(gpumem_context_release(a)); /* the caller's own */
+    GOOD(gpumem_context_refcount(a, &refs));
+    is_int(refs, 1, "the stream's reference is left");
+    GOOD(gpumem_stream_destroy(s)); /* ends the context too */
+    BAD(gpumem_context_release(a), GPUMEM_ERROR_INVALID_STATE, "ctx");
+
+    /* destroy after a failed wait: the first failure, and the stream is destroyed either way */
+    GOOD(gpumem_stream_create(ctx, 0, &s));
+    gpumem_stream *stale = s;
+    GOOD(gpumem_debug_fail_call(1, 999));
+    gpumem_status st = gpumem_stream_destroy(s);
+    gpumem_debug_fail_call(0, 0);
+    ok(st == GPUMEM_ERROR_DRIVER && gpumem_last_driver_result() == 999 &&
+           strncmp(gpumem_last_error(), "gpumem_stream_destroy: ", 23) == 0,
+       "a failed final synchronization is returned by gpumem_stream_destroy (%s: %s)", gpumem_status_string(st),
+       gpumem_last_error());
+    BAD(gpumem_stream_destroy(stale), GPUMEM_ERROR_INVALID_STATE, "stream");
+
+    /* two threads end one event: exactly one succeeds */
+    int good = 1;
+    for (int round = 0; round < 20; round++) {
+        pthread_t t[2];
+        int idx[2] = {0, 1};
+        GOOD(gpumem_event_create(ctx, 0, &race_event));
+        for (int i = 0; i < 2; i++)
+            pthread_create(&t[i], NULL, race_destroy, &idx[i]);
+        for (int i = 0; i < 2; i++)
+            pthread_join(t[i], NULL);
+        int oks = (race_result[0] == GPUMEM_OK) + (race_result[1] == GPUMEM_OK);
+        int states = (race_result[0] == GPUMEM_ERROR_INVALID_STATE) + (race_result[1] == GPUMEM_ERROR_INVALID_STATE);
+        good &= oks == 1 && states == 1;
+    }
+    ok(good, "of two threads that destroy one event, exactly one succeeds, 20 times");
+
+    /* DLPack kDLCUDA with no context: a context on the tensor's device */
+    const int64_t n = 8;
+    gpumem_array *d = NULL, *imp = NULL;
+    GOOD(gpumem_device_array(ctx2, 1, &n, NULL, i32, 'C', NULL, &d));
+    void *t = NULL;
+    GOOD(gpumem_array_to_dlpack(d, 0, &t));
+    dl_managed *tm = t;
+    ok(tm->dl_tensor.device.device_type == 2 && tm->dl_tensor.device.device_id == 1, "a device array of device 1");
+    GOOD(gpumem_array_from_dlpack(NULL, tm, 0, &imp));
+    gpumem_context *ic = NULL;
+    gpumem_array_context(imp, &ic);
+    int dev = -1;
+    gpumem_context_get_device(ic, &dev);
+    is_int(dev, 1, "a kDLCUDA import with a NULL context lands in a context of the tensor's device");
+    gpumem_array_release(imp);
+    gpumem_array_release(d);
+
+    /* the last copy path of this thread */
+    gpumem_array *h = NULL;
+    int32_t buf[8] = {0};
+    GOOD(gpumem_device_array(ctx, 1, &n, NULL, i32, 'C', NULL, &d));
+    GOOD(gpumem_host_array_wrap(buf, 1, &n, NULL, i32, &h));
+    GOOD(gpumem_copy_to_host(d, h, NULL));
+    gpumem_copy_path path = GPUMEM_COPY_PATH_NONE;
+    GOOD(gpumem_debug_last_copy_path(&path));
+    is_int(path, GPUMEM_COPY_PATH_CONTIGUOUS, "a contiguous download reports the contiguous path");
+    gpumem_array_release(h);
+    gpumem_array_release(d);
+}
+
+static void child_default(const void *arg, child_result *out)
+{
+    const char *const *kv = arg; /* {CUDA_DEVICE or "", GPUMEM_SIM_BUSY or "", call, fallback} */
+    char *home = make_home();
+    setenv("HOME", home, 1);
+    if (kv[0][0])
+        setenv("CUDA_DEVICE", kv[0], 1);
+    if (kv[1][0])
+        setenv("GPUMEM_SIM_BUSY", kv[1], 1);
+    gpumem_context *c = NULL;
+    if (strcmp(kv[2], "default") == 0) {
+        int dev = -5;
+        out->status = gpumem_get_default_device(atoi(kv[3]), &dev);
+        out->value[0] = dev;
+    } else if (strcmp(kv[2], "autoinit") == 0) {
+        out->status = gpumem_autoinit(&c);
+        gpumem_status again = gpumem_autoinit(&c);
+        out->value[2] = (int)again == out->status;
+        if (c != NULL) {
+            int dev = -1;
+            gpumem_selection rule = GPUMEM_SELECTION_EXPLICIT;
+            gpumem_context_get_device(c, &dev);
+            gpumem_context_selection(c, &rule);
+            out->value[0] = dev;
+            out->value[1] = rule;
+        }
+    } else {
+        out->status = gpumem_context_create_default(&c);
+        if (out->status == GPUMEM_OK) {
+            int dev = -1;
+            gpumem_selection rule = GPUMEM_SELECTION_EXPLICIT;
+            gpumem_context_get_device(c, &dev);
+            gpumem_context_selection(c, &rule);
+            out->value[0] = dev;
+            out->value[1] = rule;
+        }
+        gpumem_context_release(c);
+    }
+    snprintf(out->text, sizeof out->text, "%s", gpumem_last_error());
+    remove_home(home);
+}
+
+static void default_checks(void)
+{
+    static const char *cases[][7] = {
+        /* CUDA_DEVICE, GPUMEM_SIM_BUSY, call, fallback, status, device, rule or needle */
+        {"", "", "default", "1", "GPUMEM_OK", "1", ""},
+        {"", "", "default", "7", "GPUMEM_ERROR_INVALID_DEVICE", "", "7"},
+        {"", "", "default", "-1", "GPUMEM_ERROR_INVALID_DEVICE", "", "-1"},
+        {"", "", "create", "", "GPUMEM_OK", "0", "scan"},
+        {"", "0", "create", "", "GPUMEM_OK", "1", "scan"},
+        {"1", "", "create", "", "GPUMEM_OK", "1", "CUDA_DEVICE"},
+        {"0", "0", "create", "", "GPUMEM_ERROR_DEVICE_UNAVAILABLE", "", "CUDA_DEVICE"},
+        {"", "0,1", "create", "", "GPUMEM_ERROR_NO_DEVICE", "", "device 1"},
+        {"", "0,1", "autoinit", "", "GPUMEM_ERROR_NO_DEVICE", "", "gpumem_autoinit: the autoinit context: "},
+        {"1", "", "autoinit", "", "GPUMEM_OK", "1", "CUDA_DEVICE"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        child_result r;
+        int rc = run_child(child_default, cases[i], &r);
+        int good = rc == 0 && strcmp(gpumem_status_string(r.status), cases[i][4]) == 0;
+        if (good && r.status == GPUMEM_OK) {
+            good = r.value[0] == atoi(cases[i][5]);
+            if (cases[i][6][0])
+                good &= strcmp(gpumem_selection_name((gpumem_selection)r.value[1]), cases[i][6]) == 0;
+        } else if (good) {
+            good = strstr(r.text, cases[i][6]) != NULL;
+        }
+        if (good && strcmp(cases[i][2], "autoinit") == 0)
+            good = r.value[2] == 1;
+        ok(good, "CUDA_DEVICE='%s' GPUMEM_SIM_BUSY='%s' %s(%s): %s", cases[i][0], cases[i][1], cases[i][2],
+           cases[i][3], cases[i][4]);
+        if (!good)
+            diag("  got %s, device %ld, rule %ld: %s", gpumem_status_string(r.status), r.value[0], r.value[1], r.text);
+    }
+}
+
+
+/* ---- batch 7: peaks, registrations in pointer queries ------------------------------------------ */
+
+static void test_peaks(void)
+{
+    gpumem_context *c = NULL;
+    GOOD(gpumem_context_create(1, &c));
+    const int64_t n = (1 << 20) / 4;
+    gpumem_array *a = NULL, *b = NULL;
+    GOOD(gpumem_device_array(c, 1, &n, NULL, i32, 'C', NULL, &a));
+    GOOD(gpumem_device_array(c, 1, &n, NULL, i32, 'C', NULL, &b));
+    gpumem_array_release(b);
+    GOOD(gpumem_context_flush_deallocations(c));
+    struct gpumem_memory_report r = {.size = sizeof r};
+    GOOD(gpumem_memory_report(c, 0, &r));
+    ok(r.device.bytes == 1u << 20 && r.device.count == 1 && r.device.peak_bytes == 2u << 20 &&
+           r.device.peak_count == 2 && r.peak_device_reserved_bytes == 2u << 20 && r.device_reserved_bytes == 1u << 20,
+       "live 1 MiB, peak 2 MiB (%llu, %llu, reserved %llu peak %llu)", (unsigned long long)r.device.bytes,
+       (unsigned long long)r.device.peak_bytes, (unsigned long long)r.device_reserved_bytes,
+       (unsigned long long)r.peak_device_reserved_bytes);
+    GOOD(gpumem_memory_reset_peaks(c, 0));
+    memset(&r, 0, sizeof r);
+    r.size = sizeof r;
+    GOOD(gpumem_memory_report(c, 0, &r));
+    ok(r.device.peak_bytes == 1u << 20 && r.device.peak_count == 1 && r.peak_device_reserved_bytes == 1u << 20,
+       "after a reset the peaks are what is live");
+    GOOD(gpumem_memory_reset_peaks(c, GPUMEM_MEMORY_WHOLE_DEVICE));
+    gpumem_array_release(a);
+    gpumem_context_release(c);
+
+    /* a registered range in a pointer query */
+    const long page = sysconf(_SC_PAGESIZE);
+    char *buf = NULL;
+    if (posix_memalign((void **)&buf, (size_t)page, (size_t)page * 4) != 0)
+        bail_out("posix_memalign");
+    const int64_t m = page; /* int32: 4 pages */
+    gpumem_array *h = NULL;
+    gpumem_registration *reg = NULL;
+    GOOD(gpumem_host_array_wrap(buf, 1, &m, NULL, i32, &h));
+    gpumem_pointer_info info = {.size = sizeof info};
+    int res = -1;
+    GOOD(gpumem_is_cuda_array((uint64_t)(uintptr_t)(buf + 100), &res, &info));
+    ok(res == 0 && info.kind == GPUMEM_POINTER_UNKNOWN, "pageable memory before registration");
+    GOOD(gpumem_pinned(ctx, &h, 1, &reg));
+    GOOD(gpumem_is_cuda_array((uint64_t)(uintptr_t)(buf + 100), &res, &info));
+    ok(res == 1 && info.kind == GPUMEM_POINTER_MAPPED && info.host_pointer == buf + 100 &&
+           info.range_start == (uint64_t)(uintptr_t)buf && info.range_size == (uint64_t)page * 4 && info.device == 0,
+       "a registered range: mapped, its start and size (kind %d, start %llx, size %llu)", (int)info.kind,
+       (unsigned long long)info.range_start, (unsigned long long)info.range_size);
+    GOOD(gpumem_unpinned(&reg));
+    GOOD(gpumem_is_cuda_array((uint64_t)(uintptr_t)(buf + 100), &res, &info));
+    ok(res == 0 && info.kind == GPUMEM_POINTER_UNKNOWN, "pageable again after the scope ends");
+    gpumem_array_release(h);
+    free(buf);
+}
+
 /* ---- the environment (children) ------------------------------------------------------ */
 
 /* A call in a child whose environment was set: kv = {variable, value, call}. */
@@ -1797,6 +2027,7 @@ int main(void)
     unsetenv("GPUMEM_MAX_PENDING_DEALLOCS_RATIO");
     env_checks(); /* children first: fork before the library starts threads */
     test_debug_env();
+    default_checks();
     if (gpumem_context_create(0, &ctx) != GPUMEM_OK || gpumem_context_create(1, &ctx2) != GPUMEM_OK)
         bail_out("two simulated devices: %s", gpumem_last_error());
     i32 = gpumem_dtype_builtin(GPUMEM_INT32);
@@ -1816,6 +2047,8 @@ int main(void)
     test_behaviour();
     test_handles();
     test_more();
+    test_contexts();
+    test_peaks();
     gpumem_context_release(ctx2);
     gpumem_context_release(ctx);
     done_testing();
