@@ -1869,6 +1869,71 @@ static void test_peaks(void)
     free(buf);
 }
 
+
+/* ---- batch 8: the causes of an out-of-memory error (memory.h, gpumem-memory.7) --------------- */
+
+static void oom_case(const void *arg, child_result *out)
+{
+    const char *const *kv = arg; /* variable, value, what: device or pinned */
+    setenv("GPUMEM_SIM_MEMORY", "256M", 1);
+    setenv(kv[0], kv[1], 1);
+    gpumem_context *c = NULL;
+    if (gpumem_context_create(0, &c) != GPUMEM_OK) {
+        out->status = -1;
+        snprintf(out->text, sizeof out->text, "%s", gpumem_last_error());
+        return;
+    }
+    const gpumem_dtype *u8 = gpumem_dtype_builtin(GPUMEM_UINT8);
+    gpumem_array *keep[64] = {NULL};
+    gpumem_array *big = (gpumem_array *)&out;
+    if (strcmp(kv[2], "pinned") == 0) {
+        const int64_t n = 48 << 20;
+        out->status = gpumem_pinned_array(c, 1, &n, NULL, u8, 'C', &big);
+    } else if (strcmp(kv[2], "fragmented") == 0) {
+        /* 16 MiB pieces, every other one freed: 128 MiB free, no 32 MiB block */
+        const int64_t piece = 16 << 20, n = 32 << 20;
+        int k = 0;
+        while (k < 64 && gpumem_device_array(c, 1, &piece, NULL, u8, 'C', NULL, &keep[k]) == GPUMEM_OK)
+            k++;
+        for (int i = 0; i < k; i += 2) {
+            gpumem_array_release(keep[i]);
+            keep[i] = NULL;
+        }
+        gpumem_context_flush_deallocations(c);
+        out->status = gpumem_device_array(c, 1, &n, NULL, u8, 'C', NULL, &big);
+    } else {
+        const int64_t n = 200 << 20;
+        out->status = gpumem_device_array(c, 1, &n, NULL, u8, 'C', NULL, &big);
+    }
+    out->value[0] = big == (gpumem_array *)&out;
+    out->value[1] = gpumem_last_driver_result();
+    snprintf(out->text, sizeof out->text, "%s", gpumem_last_error());
+}
+
+static void oom_checks(void)
+{
+    static const char *cases[][5] = {
+        {"GPUMEM_SIM_OTHER_MEMORY", "160M", "device", "GPUMEM_ERROR_OUT_OF_MEMORY", "cause: held by other processes"},
+        {"GPUMEM_SIM_FIRST_FIT", "1", "fragmented", "GPUMEM_ERROR_OUT_OF_MEMORY",
+         "cause: fragmented (enough free in total, no block large enough)"},
+        {"GPUMEM_SIM_HOST_MEMORY", "32M", "pinned", "GPUMEM_ERROR_HOST_OUT_OF_MEMORY",
+         "the host refused more page-locked memory"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        child_result r;
+        int rc = run_child(oom_case, cases[i], &r);
+        const char *fn = strcmp(cases[i][2], "pinned") == 0 ? "gpumem_pinned_array: " : "gpumem_device_array: ";
+        int good = rc == 0 && strcmp(gpumem_status_string(r.status), cases[i][3]) == 0 &&
+                   strstr(r.text, cases[i][4]) != NULL && strncmp(r.text, fn, strlen(fn)) == 0 && r.value[0] == 1 &&
+                   r.value[1] == 2;
+        ok(good, "%s=%s: %s, '%s', output alone, driver result 2", cases[i][0], cases[i][1], cases[i][3],
+           cases[i][4]);
+        if (!good)
+            diag("  got %s (array alone %ld, driver result %ld): %s", gpumem_status_string(r.status), r.value[0],
+                 r.value[1], r.text);
+    }
+}
+
 /* ---- the environment (children) ------------------------------------------------------ */
 
 /* A call in a child whose environment was set: kv = {variable, value, call}. */
@@ -2028,6 +2093,7 @@ int main(void)
     env_checks(); /* children first: fork before the library starts threads */
     test_debug_env();
     default_checks();
+    oom_checks();
     if (gpumem_context_create(0, &ctx) != GPUMEM_OK || gpumem_context_create(1, &ctx2) != GPUMEM_OK)
         bail_out("two simulated devices: %s", gpumem_last_error());
     i32 = gpumem_dtype_builtin(GPUMEM_INT32);
