@@ -1934,6 +1934,57 @@ static void oom_checks(void)
     }
 }
 
+
+/* ---- batch 9: defer_cleanup scopes (cleanup.h) ------------------------------------------------- */
+
+static void test_defer(void)
+{
+    gpumem_context *c = NULL;
+    GOOD(gpumem_context_create(1, &c));
+    GOOD(gpumem_context_set_dealloc_limits(c, 2, 1.0));
+    const int64_t n = 256;
+    gpumem_array *a[4] = {NULL};
+    size_t count = 0;
+    for (int i = 0; i < 4; i++)
+        GOOD(gpumem_device_array(c, 1, &n, NULL, i32, 'C', NULL, &a[i]));
+    GOOD(gpumem_defer_cleanup_begin(c));
+    GOOD(gpumem_defer_cleanup_begin(c));
+    for (int i = 0; i < 4; i++)
+        gpumem_array_release(a[i]);
+    GOOD(gpumem_context_set_dealloc_limits(c, 1, 1.0));
+    GOOD(gpumem_context_pending_deallocations(c, &count, NULL));
+    is_int((int)count, 4, "new limits inside a scope flush nothing");
+    GOOD(gpumem_defer_cleanup_end(c));
+    GOOD(gpumem_context_pending_deallocations(c, &count, NULL));
+    is_int((int)count, 4, "an inner end flushes nothing");
+    GOOD(gpumem_context_flush_deallocations(c));
+    GOOD(gpumem_context_pending_deallocations(c, &count, NULL));
+    is_int((int)count, 0, "an explicit flush inside a scope flushes");
+
+    /* an allocation that fails inside a scope: out of memory, without a flush */
+    const int64_t big = (int64_t)(150u << 20) / 4;
+    gpumem_array *b = NULL, *b2 = (gpumem_array *)&count;
+    GOOD(gpumem_device_array(c, 1, &big, NULL, i32, 'C', NULL, &b));
+    gpumem_array_release(b);
+    uint64_t bytes = 0;
+    GOOD(gpumem_context_pending_deallocations(c, &count, &bytes));
+    ok(count == 1 && bytes == 150u << 20, "150 MiB queued");
+    gpumem_status st = gpumem_device_array(c, 1, &big, NULL, i32, 'C', NULL, &b2);
+    GOOD(gpumem_context_pending_deallocations(c, &count, &bytes));
+    ok(st == GPUMEM_ERROR_OUT_OF_MEMORY && count == 1 && b2 == (gpumem_array *)&count,
+       "inside a scope an allocation fails without a flush (%s, %zu queued)", gpumem_status_string(st), count);
+    GOOD(gpumem_context_set_dealloc_limits(c, 0, 1.0)); /* 1 queued free is now over the count limit */
+    GOOD(gpumem_context_pending_deallocations(c, &count, NULL));
+    is_int((int)count, 1, "still queued: the scope is open");
+    GOOD(gpumem_defer_cleanup_end(c));
+    GOOD(gpumem_context_pending_deallocations(c, &count, NULL));
+    is_int((int)count, 0, "the outermost end flushes a queue over the limits");
+    GOOD(gpumem_device_array(c, 1, &big, NULL, i32, 'C', NULL, &b2));
+    gpumem_array_release(b2);
+    BAD(gpumem_defer_cleanup_end(c), GPUMEM_ERROR_INVALID_STATE, "defer_cleanup");
+    gpumem_context_release(c);
+}
+
 /* ---- the environment (children) ------------------------------------------------------ */
 
 /* A call in a child whose environment was set: kv = {variable, value, call}. */
@@ -2115,6 +2166,7 @@ int main(void)
     test_more();
     test_contexts();
     test_peaks();
+    test_defer();
     gpumem_context_release(ctx2);
     gpumem_context_release(ctx);
     done_testing();
