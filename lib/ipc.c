@@ -146,6 +146,20 @@ GPUMEM_API gpumem_status gpumem_ipc_get_handle(const gpumem_array *array, gpumem
      * straight into the handle's bytes */
     unsigned char out[GPUMEM_IPC_HANDLE_SIZE];
     memset(out, 0, sizeof out);
+    if (gm_dtype_is_record(a->dtype)) {
+        /* a record's descr goes into the handle: one too long for it, or
+         * none at all, is the dtype's fault (gpumem/ipc.h), not a buffer's */
+        char where[96];
+        snprintf(where, sizeof where, "%s: the array's record dtype", what);
+        gpumem_status dst = gm_dtype_descr(where, a->dtype, (char *)out + OFF_DESCR, DESCR_BYTES);
+        if (dst == GPUMEM_ERROR_INVALID_VALUE)
+            return gm_error(GPUMEM_ERROR_INVALID_DTYPE,
+                            "%s: the array's record dtype has a description (descr) of more than the %d characters "
+                            "an IPC handle holds",
+                            what, (int)DESCR_BYTES - 1);
+        if (dst != GPUMEM_OK)
+            return dst;
+    }
     gpumem_cuda_array_interface desc = {.size = sizeof desc,
                                         .descr_buffer = (char *)out + OFF_DESCR,
                                         .descr_buffer_size = DESCR_BYTES};

@@ -1516,6 +1516,30 @@ static void test_more(void)
     BAD(gpumem_ipc_open(ctx, &bad, &out), GPUMEM_ERROR_INVALID_DTYPE, "typestr");
     ok(out == (gpumem_array *)&v, "refused handles make no array");
 
+    /* a record whose descr does not fit in a handle, or that has none: INVALID_DTYPE (ipc.h) */
+    gpumem_field lf[40];
+    char names[40][48];
+    for (int i = 0; i < 40; i++) {
+        snprintf(names[i], sizeof names[i], "field_with_a_rather_long_name_number_%02d", i);
+        lf[i] = (gpumem_field){names[i], i32, -1, 0, NULL};
+    }
+    gpumem_field of[2] = {{"b", i32, 4, 0, NULL}, {"a", i32, 0, 0, NULL}};
+    gpumem_dtype *lrec = NULL, *orec = NULL;
+    gpumem_array *la = NULL, *oa = NULL;
+    GOOD(gpumem_dtype_record_create(lf, 40, GPUMEM_RECORD_PACKED, 0, &lrec));
+    GOOD(gpumem_dtype_record_create(of, 2, GPUMEM_RECORD_PACKED, 0, &orec));
+    GOOD(gpumem_device_array(ctx, 1, &n, NULL, lrec, 'C', NULL, &la));
+    GOOD(gpumem_device_array(ctx, 1, &n, NULL, orec, 'C', NULL, &oa));
+    memset(&bad, 0x5A, sizeof bad);
+    gpumem_ipc_handle before = bad;
+    BAD(gpumem_ipc_get_handle(la, &bad), GPUMEM_ERROR_INVALID_DTYPE, "1371");
+    BAD(gpumem_ipc_get_handle(oa, &bad), GPUMEM_ERROR_INVALID_DTYPE, "dtype");
+    ok(memcmp(&bad, &before, sizeof bad) == 0, "a refused gpumem_ipc_get_handle writes nothing");
+    gpumem_array_release(la);
+    gpumem_array_release(oa);
+    gpumem_dtype_release(lrec);
+    gpumem_dtype_release(orec);
+
     /* CAI: a record's descr buffer */
     gpumem_field f[2] = {{"a", gpumem_dtype_builtin(GPUMEM_INT32), 0, 0, NULL},
                          {"b", gpumem_dtype_builtin(GPUMEM_FLOAT64), 8, 0, NULL}};
