@@ -406,18 +406,25 @@ static gpumem_status create_default(const char *what, gpumem_context **out)
     if (count == 0)
         return gm_error(GPUMEM_ERROR_NO_DEVICE, "%s: CUDA_DEVICE and ~/.cuda-device are not set, and the "
                         "%s backend sees no device", what, gm_drv->name);
-    /* Rule 4: every device in turn; keep each refusal for the final message. */
+    /* Rule 4: every device in turn; keep each refusal for the final message.
+     * A refusal is recorded only if the scan fails: a success leaves the
+     * thread's last failure as it was (gpumem/status.h). */
     char tried[900] = "";
     size_t used = 0;
     int first_rc = 0; /* the first refusal's driver result, kept with the final failure */
+    gm_error_suspend();
     for (int dev = 0; dev < count; dev++) {
         st = context_new(dev, GPUMEM_SELECTION_SCAN, what, out);
         if (st == GPUMEM_OK)
-            return GPUMEM_OK;
+            return gm_error_resume(GPUMEM_OK);
         /* Not a refusal of this device (a bad GPUMEM_* value): every device would answer the same. */
         if (st == GPUMEM_ERROR_INVALID_ENVIRONMENT || st == GPUMEM_ERROR_HOST_OUT_OF_MEMORY ||
-            st == GPUMEM_ERROR_INTERNAL)
-            return st;
+            st == GPUMEM_ERROR_INTERNAL) {
+            gm_error_record failure;
+            gm_error_save(&failure);
+            gm_error_resume(GPUMEM_OK);
+            return gm_error_restore(&failure);
+        }
         int rc = gm_error_result(), n;
         if (first_rc == 0)
             first_rc = rc;
@@ -430,6 +437,7 @@ static gpumem_status create_default(const char *what, gpumem_context **out)
         if (n > 0)
             used = used + (size_t)n < sizeof tried ? used + (size_t)n : sizeof tried - 1;
     }
+    gm_error_resume(GPUMEM_OK);
     return gm_error_driver(GPUMEM_ERROR_NO_DEVICE, first_rc, "%s: CUDA_DEVICE and ~/.cuda-device are not set, and "
                            "no device gave a context; tried %s", what, tried);
 }
