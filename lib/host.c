@@ -164,14 +164,24 @@ GPUMEM_API gpumem_status gpumem_mapped(gpumem_context *ctx, gpumem_array *const 
     GM_FORWARD_IF_ERROR(gm_stream_check(stream, c, what, "ctx"));
     gpumem_registration *reg = NULL;
     GM_FORWARD_IF_ERROR(begin(what, c, arrays, count, true, &reg));
+    /* The views are made aside and given only when all are: a failure
+     * leaves the caller's device_views as they were. */
+    gpumem_array **views = count > 0 ? calloc(count, sizeof *views) : NULL;
+    if (count > 0 && views == NULL)
+        st = gm_error(GPUMEM_ERROR_HOST_OUT_OF_MEMORY, "%s: out of host memory", what);
     size_t made = 0;
     for (; made < count && st == GPUMEM_OK; made++)
-        st = gm_array_mapped_view(what, c, arrays[made], &device_views[made]);
+        st = gm_array_mapped_view(what, c, arrays[made], &views[made]);
     if (st != GPUMEM_OK) {
-        while (--made > 0)
-            st = gm_keep_first(st, gm_array_release_as(device_views[made - 1], what));
+        for (size_t i = 0; i < count && views != NULL; i++)
+            if (views[i] != NULL)
+                st = gm_keep_first(st, gm_array_release_as(views[i], what));
+        free(views);
         return gm_keep_first(st, end(what, &reg, true));
     }
+    if (count > 0)
+        memcpy(device_views, views, count * sizeof *views);
+    free(views);
     *registration = reg;
     return GPUMEM_OK;
 }

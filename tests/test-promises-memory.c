@@ -2030,6 +2030,188 @@ static void test_defer(void)
     gpumem_context_release(c);
 }
 
+
+/* ---- batch 10: a failing call changes nothing (gpumem(7)), every driver call failed in turn ---- */
+
+typedef struct {
+    gpumem_context *c;
+    gpumem_array *h[2];
+    gpumem_array *views[2];
+    gpumem_registration *reg;
+    gpumem_array *arr;
+    gpumem_stream *stream;
+    gpumem_event *event;
+    struct gpumem_memory_report rep;
+    gpumem_ipc_handle ih;
+    gpumem_array *dev;
+    char *buf;
+} fault_state;
+
+static gpumem_status call_case(int which, fault_state *f)
+{
+    const int64_t n = 1024;
+    switch (which) {
+    case 0: return gpumem_mapped(f->c, f->h, 2, NULL, &f->reg, f->views);
+    case 1: return gpumem_pinned(f->c, f->h, 2, &f->reg);
+    case 2: return gpumem_pinned_array(f->c, 1, &n, NULL, i32, 'C', &f->arr);
+    case 3: return gpumem_mapped_array(f->c, 1, &n, NULL, i32, 'C', NULL, 0, &f->arr);
+    case 4: return gpumem_managed_array(f->c, 1, &n, NULL, i32, 'C', GPUMEM_MANAGED_ATTACH_GLOBAL, &f->arr);
+    case 5: return gpumem_stream_create(f->c, 0, &f->stream);
+    case 6: return gpumem_event_create(f->c, 0, &f->event);
+    case 7: return gpumem_memory_report(f->c, GPUMEM_MEMORY_DEVICE_INFO, &f->rep);
+    case 8: return gpumem_ipc_get_handle(f->dev, &f->ih);
+    default: return gpumem_register(f->c, f->h, 2, &f->reg);
+    }
+}
+
+static const char *const case_names[] = {"gpumem_mapped",       "gpumem_pinned",        "gpumem_pinned_array",
+                                         "gpumem_mapped_array", "gpumem_managed_array", "gpumem_stream_create",
+                                         "gpumem_event_create", "gpumem_memory_report", "gpumem_ipc_get_handle",
+                                         "gpumem_register"};
+
+static void undo_case(int which, fault_state *f)
+{
+    switch (which) {
+    case 0:
+        gpumem_array_release(f->views[0]);
+        gpumem_array_release(f->views[1]);
+        gpumem_unmapped(&f->reg);
+        break;
+    case 1: gpumem_unpinned(&f->reg); break;
+    case 9: gpumem_deregister(&f->reg); break;
+    case 5: gpumem_stream_destroy(f->stream); break;
+    case 6: gpumem_event_destroy(f->event); break;
+    case 2:
+    case 3:
+    case 4: gpumem_array_release(f->arr); break;
+    default: break;
+    }
+}
+
+static void test_fault_walk(void)
+{
+    fault_state f;
+    memset(&f, 0, sizeof f);
+    GOOD(gpumem_context_create(0, &f.c));
+    const long page = sysconf(_SC_PAGESIZE);
+    if (posix_memalign((void **)&f.buf, (size_t)page, (size_t)page * 8) != 0)
+        bail_out("posix_memalign");
+    const int64_t m = page; /* int32: 4 pages each */
+    GOOD(gpumem_host_array_wrap(f.buf, 1, &m, NULL, i32, &f.h[0]));
+    GOOD(gpumem_host_array_wrap(f.buf + page * 4, 1, &m, NULL, i32, &f.h[1]));
+    GOOD(gpumem_device_array(f.c, 1, &m, NULL, i32, 'C', NULL, &f.dev));
+    for (int which = 0; which < 10; which++) {
+        int failures = 0, clean = 1, named = 1;
+        for (uint64_t k = 1; k < 40; k++) {
+            int refs0 = 0, refs1 = 0, pinned = 1;
+            gpumem_context_refcount(f.c, &refs0);
+            memset(&f.rep, 0x5A, sizeof f.rep);
+            f.rep.size = sizeof f.rep;
+            struct gpumem_memory_report rep0 = f.rep;
+            memset(&f.ih, 0x5A, sizeof f.ih);
+            f.reg = NULL;
+            f.views[0] = f.views[1] = NULL;
+            f.arr = NULL;
+            f.stream = NULL;
+            f.event = NULL;
+            gpumem_debug_fail_call(k, 999);
+            gpumem_status st = call_case(which, &f);
+            gpumem_debug_fail_call(0, 0);
+            if (st == GPUMEM_OK) {
+                undo_case(which, &f);
+                break; /* k is past the call's last driver call */
+            }
+            failures++;
+            gpumem_context_refcount(f.c, &refs1);
+            gpumem_host_is_pinned(f.buf, (size_t)page * 8, &pinned);
+            char fn[64];
+            snprintf(fn, sizeof fn, "%s: ", case_names[which]);
+            named &= strncmp(gpumem_last_error(), fn, strlen(fn)) == 0;
+            int same = f.reg == NULL && f.views[0] == NULL && f.views[1] == NULL && f.arr == NULL &&
+                       f.stream == NULL && f.event == NULL && refs1 == refs0 && pinned == 0 &&
+                       memcmp(&f.rep, &rep0, sizeof rep0) == 0;
+            for (size_t b = 0; b < sizeof f.ih.bytes; b++)
+                same &= f.ih.bytes[b] == 0x5A;
+            if (!same)
+                diag("  %s failing at driver call %llu: reg %p views %p %p arr %p refs %d -> %d pinned %d", case_names[which],
+                     (unsigned long long)k, (void *)f.reg, (void *)f.views[0], (void *)f.views[1], (void *)f.arr,
+                     refs0, refs1, pinned);
+            clean &= same;
+        }
+        ok(failures > 0 && clean && named, "%s: each of its %d driver calls failed in turn changes nothing, named",
+           case_names[which], failures);
+    }
+    gpumem_array_release(f.h[0]);
+    gpumem_array_release(f.h[1]);
+    gpumem_array_release(f.dev);
+    gpumem_context_release(f.c);
+    free(f.buf);
+}
+
+
+/* Calls with plain out-parameters: each driver call failed in turn leaves them as they were. */
+static void test_fault_outputs(void)
+{
+    gpumem_event *e1 = NULL, *e2 = NULL;
+    GOOD(gpumem_event_create(ctx, 0, &e1));
+    GOOD(gpumem_event_create(ctx, 0, &e2));
+    GOOD(gpumem_event_record(e1, NULL));
+    GOOD(gpumem_event_record(e2, NULL));
+    GOOD(gpumem_event_synchronize(e2));
+    static const char *const names[] = {"gpumem_device_compute_capability", "gpumem_device_name",
+                                        "gpumem_device_total_memory",       "gpumem_device_attribute",
+                                        "gpumem_memory_info",               "gpumem_driver_version",
+                                        "gpumem_device_count",              "gpumem_context_create",
+                                        "gpumem_event_elapsed_time",        "gpumem_get_default_device"};
+    for (int which = 0; which < 10; which++) {
+        int failures = 0, clean = 1;
+        for (uint64_t k = 1; k < 20; k++) {
+            int a = -7, b = -7;
+            uint64_t u = 77, w = 77;
+            char name[32];
+            memset(name, 'x', sizeof name);
+            gpumem_context *c = (gpumem_context *)&a;
+            float ms = -1;
+            gpumem_status st;
+            gpumem_debug_fail_call(k, 999);
+            switch (which) {
+            case 0: st = gpumem_device_compute_capability(1, &a, &b); break;
+            case 1: st = gpumem_device_name(1, name, sizeof name); break;
+            case 2: st = gpumem_device_total_memory(1, &u); break;
+            case 3: st = gpumem_device_attribute(1, GPUMEM_DEVICE_WARP_SIZE, &a); break;
+            case 4: st = gpumem_memory_info(ctx, &u, &w); break;
+            case 5: st = gpumem_driver_version(&a); break;
+            case 6: st = gpumem_device_count(&a); break;
+            case 7: st = gpumem_context_create(1, &c); break;
+            case 8: st = gpumem_event_elapsed_time(e1, e2, &ms); break;
+            default: st = gpumem_get_default_device(1, &a); break;
+            }
+            gpumem_debug_fail_call(0, 0);
+            if (st == GPUMEM_OK) {
+                if (which == 7)
+                    gpumem_context_release(c);
+                break;
+            }
+            failures++;
+            int same = a == -7 && b == -7 && u == 77 && w == 77 && c == (gpumem_context *)&a && ms == -1;
+            for (size_t i = 0; i < sizeof name; i++)
+                same &= name[i] == 'x';
+            char fn[64];
+            snprintf(fn, sizeof fn, "%s: ", names[which]);
+            same &= strncmp(gpumem_last_error(), fn, strlen(fn)) == 0 && gpumem_last_driver_result() == 999;
+            if (!same)
+                diag("  %s failing at driver call %llu: a %d b %d u %llu w %llu ms %g: %s", names[which],
+                     (unsigned long long)k, a, b, (unsigned long long)u, (unsigned long long)w, (double)ms,
+                     gpumem_last_error());
+            clean &= same;
+        }
+        ok(failures > 0 && clean, "%s: each of its %d driver calls failed in turn writes no output, named",
+           names[which], failures);
+    }
+    gpumem_event_destroy(e1);
+    gpumem_event_destroy(e2);
+}
+
 /* ---- the environment (children) ------------------------------------------------------ */
 
 /* A call in a child whose environment was set: kv = {variable, value, call}. */
@@ -2212,6 +2394,8 @@ int main(void)
     test_contexts();
     test_peaks();
     test_defer();
+    test_fault_walk();
+    test_fault_outputs();
     gpumem_context_release(ctx2);
     gpumem_context_release(ctx);
     done_testing();
