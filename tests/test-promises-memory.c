@@ -2212,6 +2212,80 @@ static void test_fault_outputs(void)
     gpumem_event_destroy(e2);
 }
 
+
+/* Ends that fail still end (host.h, stream.h, event.h): each driver call failed in turn. */
+static void test_fault_ends(void)
+{
+    const long page = sysconf(_SC_PAGESIZE);
+    char *buf = NULL;
+    if (posix_memalign((void **)&buf, (size_t)page, (size_t)page * 4) != 0)
+        bail_out("posix_memalign");
+    const int64_t m = page;
+    gpumem_array *h = NULL;
+    GOOD(gpumem_host_array_wrap(buf, 1, &m, NULL, i32, &h));
+    static const char *const names[] = {"gpumem_unpinned", "gpumem_unmapped", "gpumem_stream_destroy",
+                                        "gpumem_event_destroy"};
+    char *old[96];
+    size_t nold = 0;
+    for (int which = 0; which < 4; which++) {
+        int failures = 0, clean = 1;
+        for (uint64_t k = 1; k < 20; k++) {
+            /* a fresh range each time: one whose unregistration failed stays the driver's */
+            gpumem_array_release(h);
+            h = NULL;
+            if (nold < sizeof old / sizeof *old)
+                old[nold++] = buf; /* freed at the end, so that no new buffer takes its address */
+            else
+                free(buf);
+            buf = NULL;
+            if (posix_memalign((void **)&buf, (size_t)page, (size_t)page * 4) != 0)
+                bail_out("posix_memalign");
+            GOOD(gpumem_host_array_wrap(buf, 1, &m, NULL, i32, &h));
+            gpumem_registration *reg = NULL, *stale = NULL;
+            gpumem_array *view = NULL;
+            gpumem_stream *s = NULL;
+            gpumem_event *e = NULL;
+            if (which == 0)
+                GOOD(gpumem_pinned(ctx, &h, 1, &reg));
+            else if (which == 1)
+                GOOD(gpumem_mapped(ctx, &h, 1, NULL, &reg, &view));
+            else if (which == 2)
+                GOOD(gpumem_stream_create(ctx, 0, &s));
+            else
+                GOOD(gpumem_event_create(ctx, 0, &e));
+            stale = reg;
+            gpumem_array_release(view);
+            gpumem_debug_fail_call(k, 999);
+            gpumem_status st = which == 0   ? gpumem_unpinned(&reg)
+                               : which == 1 ? gpumem_unmapped(&reg)
+                               : which == 2 ? gpumem_stream_destroy(s)
+                                            : gpumem_event_destroy(e);
+            gpumem_debug_fail_call(0, 0);
+            if (st == GPUMEM_OK)
+                break;
+            failures++;
+            int pinned = 1;
+            gpumem_host_is_pinned(buf, (size_t)page * 4, &pinned);
+            gpumem_status again = which == 0   ? gpumem_unpinned(&stale)
+                                  : which == 1 ? gpumem_unmapped(&stale)
+                                  : which == 2 ? gpumem_stream_destroy(s)
+                                               : gpumem_event_destroy(e);
+            int same = reg == NULL && again == GPUMEM_ERROR_INVALID_STATE && (which > 1 || pinned == 0);
+            if (!same)
+                diag("  %s failing at driver call %llu (%s): handle %p, again %s, pinned %d", names[which],
+                     (unsigned long long)k, gpumem_status_string(st), (void *)reg, gpumem_status_string(again),
+                     pinned);
+            clean &= same;
+        }
+        ok(failures > 0 && clean, "%s: a failure of each of its %d driver calls still ends it", names[which],
+           failures);
+    }
+    gpumem_array_release(h);
+    free(buf);
+    for (size_t i = 0; i < nold; i++)
+        free(old[i]);
+}
+
 /* ---- the environment (children) ------------------------------------------------------ */
 
 /* A call in a child whose environment was set: kv = {variable, value, call}. */
@@ -2396,6 +2470,7 @@ int main(void)
     test_defer();
     test_fault_walk();
     test_fault_outputs();
+    test_fault_ends();
     gpumem_context_release(ctx2);
     gpumem_context_release(ctx);
     done_testing();
