@@ -92,7 +92,7 @@ GPUMEM_API gpumem_status gpumem_peer_can_access(int device, int peer, int *can)
     static const char what[] = "gpumem_peer_can_access";
     GM_CHECK_NULL(can);
     int count = 0, c = 0;
-    gpumem_status st = gm_driver_ready();
+    gpumem_status st = gm_driver_ready_for(what);
     if (st == GPUMEM_OK)
         st = gm_drv_check(GM_DRV(device_get_count, &count), GM_OP_device_get_count, what);
     if (st == GPUMEM_OK)

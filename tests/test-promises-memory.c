@@ -2338,6 +2338,9 @@ static void env_case(const void *arg, child_result *out)
     } else if (strcmp(call, "gpumem_device_name") == 0) {
         char name[64];
         out->status = gpumem_device_name(0, name, sizeof name);
+    } else if (strcmp(call, "gpumem_peer_can_access") == 0) {
+        int can = 0;
+        out->status = gpumem_peer_can_access(0, 1, &can);
     } else if (strcmp(call, "gpumem_is_cuda_array") == 0) {
         int r = 0;
         out->status = gpumem_is_cuda_array(4096, &r, NULL);
@@ -2393,6 +2396,7 @@ static void env_checks(void)
         {"GPUMEM_BACKEND", "gpu", "gpumem_device_name", "GPUMEM_ERROR_INVALID_ENVIRONMENT", "GPUMEM_BACKEND"},
         {"GPUMEM_BACKEND", "gpu", "gpumem_get_default_device", "GPUMEM_ERROR_INVALID_ENVIRONMENT", "GPUMEM_BACKEND"},
         {"GPUMEM_BACKEND", "gpu", "gpumem_is_cuda_array", "GPUMEM_ERROR_INVALID_ENVIRONMENT", "GPUMEM_BACKEND"},
+        {"GPUMEM_BACKEND", "gpu", "gpumem_peer_can_access", "GPUMEM_ERROR_INVALID_ENVIRONMENT", "GPUMEM_BACKEND"},
         {"GPUMEM_BACKEND", "gpu", "gpumem_autoinit", "GPUMEM_ERROR_INVALID_ENVIRONMENT", "GPUMEM_BACKEND"},
         {"GPUMEM_BACKEND", "gpu", "gpumem_stream_create", "GPUMEM_ERROR_INVALID_ENVIRONMENT",
          "gpumem_stream_create: the autoinit context: "},

@@ -100,7 +100,8 @@ GPUMEM_API gpumem_status gpumem_memoize(gpumem_context *ctx, const void *key, si
  * when it runs are kept.  pycuda's call also lets go of the contexts its
  * cache kept alive; this cache keeps none alive, so there is nothing else
  * to release.
- * @return ::GPUMEM_OK, or ::GPUMEM_ERROR_HOST_OUT_OF_MEMORY (nothing is dropped then).
+ * @return ::GPUMEM_OK, or ::GPUMEM_ERROR_HOST_OUT_OF_MEMORY (a context whose entries the library
+ *         could not gather keeps them all; the other contexts' entries are dropped).
  */
 GPUMEM_API gpumem_status gpumem_clear_context_caches(void);
 
