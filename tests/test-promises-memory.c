@@ -369,6 +369,10 @@ static void test_host(void)
     is_int(r, 1, "a pinned array is pinned");
     gpumem_array_release(a);
     BAD(gpumem_host_is_pinned(p, 1, NULL), GPUMEM_ERROR_NULL_ARGUMENT, "result");
+    char pageable[16];
+    r = -1;
+    GOOD(gpumem_host_is_pinned(pageable, 0, &r));
+    is_int(r, 1, "an empty range is page-locked (host.h)");
 
     /* scopes */
     const long page = sysconf(_SC_PAGESIZE);
@@ -390,6 +394,8 @@ static void test_host(void)
     GOOD(gpumem_pinned(ctx, &h, 1, &reg));
     GOOD(gpumem_host_is_pinned(buf, (size_t)page * 5, &r));
     is_int(r, 1, "gpumem_pinned page-locks the array");
+    GOOD(gpumem_host_is_pinned(buf, (size_t)page * 6, &r));
+    is_int(r, 0, "a range only partly page-locked is not");
     GOOD(gpumem_pinned(ctx, &h2, 1, &reg2));
     BAD(gpumem_unmapped(&reg), GPUMEM_ERROR_INVALID_STATE, "registration");
     ok(reg != NULL, "gpumem_unmapped of a pinned scope leaves *registration alone");
@@ -1676,6 +1682,55 @@ static void *race_destroy(void *arg)
     return NULL;
 }
 
+static gpumem_stream *race_stream;
+static gpumem_registration *race_reg;
+static gpumem_context *race_ctx;
+
+static void *race_end_other(void *arg)
+{
+    int i = *(int *)arg;
+    if (i < 2) {
+        race_result[i] = gpumem_stream_destroy(race_stream);
+    } else if (i < 4) {
+        gpumem_registration *copy = race_reg; /* each thread ends its own copy of the handle */
+        race_result[i - 2] = gpumem_unpinned(&copy);
+    } else {
+        race_result[i - 4] = gpumem_context_release(race_ctx);
+    }
+    return NULL;
+}
+
+static void test_races(void)
+{
+    const int64_t n = 1024;
+    gpumem_array *h = NULL;
+    GOOD(gpumem_host_array(1, &n, i32, 'C', &h));
+    static const char *const what[] = {"gpumem_stream_destroy", "gpumem_unpinned", "gpumem_context_release"};
+    for (int kind = 0; kind < 3; kind++) {
+        int good = 1;
+        for (int round = 0; round < 20; round++) {
+            if (kind == 0)
+                GOOD(gpumem_stream_create(ctx, 0, &race_stream));
+            else if (kind == 1)
+                GOOD(gpumem_pinned(ctx, &h, 1, &race_reg));
+            else
+                GOOD(gpumem_context_create(0, &race_ctx));
+            pthread_t t[2];
+            int idx[2] = {2 * kind, 2 * kind + 1};
+            for (int i = 0; i < 2; i++)
+                pthread_create(&t[i], NULL, race_end_other, &idx[i]);
+            for (int i = 0; i < 2; i++)
+                pthread_join(t[i], NULL);
+            int oks = (race_result[0] == GPUMEM_OK) + (race_result[1] == GPUMEM_OK);
+            int states =
+                (race_result[0] == GPUMEM_ERROR_INVALID_STATE) + (race_result[1] == GPUMEM_ERROR_INVALID_STATE);
+            good &= oks == 1 && states == 1;
+        }
+        ok(good, "%s from two threads at once: exactly one succeeds, 20 times", what[kind]);
+    }
+    gpumem_array_release(h);
+}
+
 static void test_contexts(void)
 {
     /* two handles on one device have separate caches */
@@ -2470,6 +2525,7 @@ int main(void)
     test_handles();
     test_more();
     test_contexts();
+    test_races();
     test_peaks();
     test_defer();
     test_fault_walk();

@@ -238,7 +238,9 @@ GPUMEM_API gpumem_status gpumem_deregister(gpumem_registration **registration);
 /**
  * Whether @p bytes of host memory at @p pointer are page-locked as far as
  * libgpumem knows (its pinned, mapped and managed allocations and its
- * registrations): *result 1 or 0.
+ * registrations): *result 1 or 0.  Every byte must be: a range that is
+ * only partly page-locked gives 0.  An empty range (@p bytes 0) gives 1,
+ * whatever @p pointer is.
  * @param pointer the host address.
  * @param bytes the length.
  * @param[out] result 1 or 0.
