@@ -2341,6 +2341,89 @@ static void test_fault_ends(void)
         free(old[i]);
 }
 
+
+/* ---- batch 11: write-backs and their synchronizations (stream.h) ------------------------------ */
+
+static void test_writebacks(void)
+{
+    int32_t host[4] = {1, 2, 3, 4};
+    const int64_t n = 4, i0 = 0;
+    const int32_t nine = 9;
+    gpumem_array *h = NULL, *d = NULL;
+    gpumem_stream *s = NULL;
+    GOOD(gpumem_host_array_wrap(host, 1, &n, NULL, i32, &h));
+    GOOD(gpumem_stream_create(ctx, 0, &s));
+
+    /* a wait that fails commits nothing; the next one does */
+    GOOD(gpumem_to_device(ctx, h, s, GPUMEM_TO_DEVICE_WRITEBACK, &d));
+    GOOD(gpumem_array_fill(d, &nine, s));
+    GOOD(gpumem_debug_fail_call(1, 999));
+    gpumem_status st = gpumem_stream_synchronize(s);
+    gpumem_debug_fail_call(0, 0);
+    ok(st == GPUMEM_ERROR_DRIVER && host[0] == 1 && strncmp(gpumem_last_error(), "gpumem_stream_synchronize: ", 27) == 0,
+       "a failed wait commits no write-back (%s, host[0] %d)", gpumem_status_string(st), host[0]);
+    GOOD(gpumem_stream_synchronize(s));
+    ok(host[0] == 9 && host[3] == 9, "the next synchronization commits it (%d %d)", host[0], host[3]);
+    host[0] = 1;
+    GOOD(gpumem_stream_synchronize(s));
+    is_int(host[0], 1, "a write-back is committed once");
+    gpumem_array_release(d);
+
+    /* the outermost auto_synchronize end commits */
+    GOOD(gpumem_stream_auto_synchronize_begin(s));
+    GOOD(gpumem_stream_auto_synchronize_begin(s));
+    GOOD(gpumem_to_device(ctx, h, s, GPUMEM_TO_DEVICE_WRITEBACK, &d));
+    GOOD(gpumem_array_set_item(d, &i0, &nine, s));
+    GOOD(gpumem_stream_auto_synchronize_end(s));
+    is_int(host[0], 1, "an inner end commits nothing");
+    GOOD(gpumem_stream_auto_synchronize_end(s));
+    is_int(host[0], 9, "the outermost end commits");
+    gpumem_array_release(d);
+    host[0] = 1;
+
+    /* gpumem_context_synchronize commits every stream's; destroy commits its own */
+    gpumem_stream *s2 = NULL;
+    GOOD(gpumem_stream_create(ctx, 0, &s2));
+    GOOD(gpumem_to_device(ctx, h, s2, GPUMEM_TO_DEVICE_WRITEBACK, &d));
+    GOOD(gpumem_array_set_item(d, &i0, &nine, s2));
+    GOOD(gpumem_context_synchronize(ctx));
+    is_int(host[0], 9, "gpumem_context_synchronize commits the streams' write-backs");
+    gpumem_array_release(d);
+    host[0] = 1;
+    GOOD(gpumem_to_device(ctx, h, s2, GPUMEM_TO_DEVICE_WRITEBACK, &d));
+    GOOD(gpumem_array_set_item(d, &i0, &nine, s2));
+    gpumem_array_release(d); /* the write-back keeps it alive */
+    GOOD(gpumem_stream_destroy(s2));
+    is_int(host[0], 9, "gpumem_stream_destroy commits its write-backs");
+    host[0] = 1;
+
+    /* NULL stream: the default stream's next synchronization */
+    gpumem_stream *def = NULL;
+    GOOD(gpumem_stream_default(ctx, &def));
+    GOOD(gpumem_to_device(ctx, h, NULL, GPUMEM_TO_DEVICE_WRITEBACK, &d));
+    GOOD(gpumem_array_set_item(d, &i0, &nine, NULL));
+    is_int(host[0], 1, "not before a synchronization");
+    GOOD(gpumem_stream_synchronize(def));
+    is_int(host[0], 9, "the default stream's synchronization commits a NULL stream's write-back");
+    gpumem_array_release(d);
+
+    /* events do not commit write-backs */
+    host[0] = 1;
+    gpumem_event *ev = NULL;
+    GOOD(gpumem_event_create(ctx, 0, &ev));
+    GOOD(gpumem_to_device(ctx, h, s, GPUMEM_TO_DEVICE_WRITEBACK, &d));
+    GOOD(gpumem_array_set_item(d, &i0, &nine, s));
+    GOOD(gpumem_event_record(ev, s));
+    GOOD(gpumem_event_synchronize(ev));
+    is_int(host[0], 1, "gpumem_event_synchronize commits no write-back");
+    GOOD(gpumem_stream_synchronize(s));
+    is_int(host[0], 9, "the stream's synchronization does");
+    gpumem_array_release(d);
+    gpumem_event_destroy(ev);
+    gpumem_stream_destroy(s);
+    gpumem_array_release(h);
+}
+
 /* ---- the environment (children) ------------------------------------------------------ */
 
 /* A call in a child whose environment was set: kv = {variable, value, call}. */
@@ -2526,6 +2609,7 @@ int main(void)
     test_more();
     test_contexts();
     test_races();
+    test_writebacks();
     test_peaks();
     test_defer();
     test_fault_walk();
