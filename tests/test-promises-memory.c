@@ -2424,6 +2424,93 @@ static void test_writebacks(void)
     gpumem_array_release(h);
 }
 
+
+/* ---- batch 12: IPC handles opened by another process (ipc.h) ---------------------------------- */
+
+/* The other process: this program run again as "ipc-child FILE DEVICES"; it
+ * opens the handle in FILE, reads element 3, writes 77 into element 5, and
+ * prints "status value message". */
+static int ipc_child(const char *file)
+{
+    gpumem_ipc_handle h;
+    FILE *f = fopen(file, "rb");
+    if (f == NULL || fread(&h, sizeof h, 1, f) != 1)
+        return 3;
+    fclose(f);
+    gpumem_array *a = (gpumem_array *)&h;
+    gpumem_status st = gpumem_ipc_open(NULL, &h, &a);
+    int32_t v = -1;
+    if (st == GPUMEM_OK) {
+        const int64_t i3 = 3, i5 = 5;
+        const int32_t w = 77;
+        gpumem_array_get_item(a, &i3, &v, NULL);
+        gpumem_array_set_item(a, &i5, &w, NULL);
+        gpumem_array_release(a);
+    } else if (a != (gpumem_array *)&h) {
+        v = -2; /* a failed open wrote its output */
+    }
+    printf("%d %d %s\n", (int)st, (int)v, st == GPUMEM_OK ? "" : gpumem_last_error());
+    return 0;
+}
+
+/* Runs the child on the handle with GPUMEM_SIM_DEVICES=devices; its line in out. */
+static int run_ipc_child(const gpumem_ipc_handle *h, const char *devices, char *out, size_t size)
+{
+    char file[] = "/tmp/gpumem-ipc-XXXXXX";
+    int fd = mkstemp(file);
+    if (fd < 0 || write(fd, h, sizeof *h) != (ssize_t)sizeof *h)
+        return -1;
+    close(fd);
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "GPUMEM_SIM_DEVICES=%s /proc/%ld/exe ipc-child %s", devices, (long)getpid(), file);
+    fflush(stdout);
+    FILE *p = popen(cmd, "r");
+    out[0] = '\0';
+    if (p == NULL)
+        return -1;
+    if (fgets(out, (int)size, p) == NULL)
+        out[0] = '\0';
+    int rc = pclose(p);
+    unlink(file);
+    return rc;
+}
+
+static void test_ipc_processes(void)
+{
+    const int64_t n = 16, i3 = 3, i5 = 5;
+    const int32_t seven = 7;
+    gpumem_array *d = NULL;
+    GOOD(gpumem_device_array(ctx2, 1, &n, NULL, i32, 'C', NULL, &d));
+    GOOD(gpumem_array_set_item(d, &i3, &seven, NULL));
+    gpumem_ipc_handle h;
+    GOOD(gpumem_ipc_get_handle(d, &h));
+    char line[1100];
+    int st = -1, v = 0, used = 0;
+    int rc = run_ipc_child(&h, "2", line, sizeof line);
+    ok(rc == 0 && sscanf(line, "%d %d%n", &st, &v, &used) >= 2 && st == GPUMEM_OK && v == 7,
+       "another process opens the handle and reads the array (%s)", line);
+    int32_t w = 0;
+    GOOD(gpumem_array_get_item(d, &i5, &w, NULL));
+    is_int(w, 77, "and its writes are seen here");
+    rc = run_ipc_child(&h, "1", line, sizeof line);
+    st = -1;
+    v = 0;
+    ok(rc == 0 && sscanf(line, "%d %d", &st, &v) == 2 && st == GPUMEM_ERROR_INVALID_DEVICE && v == -1 &&
+           strstr(line, "gpumem_ipc_open: ") != NULL,
+       "a process that does not see the handle's device: INVALID_DEVICE, no array (%s)", line);
+    gpumem_context *c = NULL;
+    gpumem_array_context(d, &c);
+    gpumem_array_release(d);
+    GOOD(gpumem_context_flush_deallocations(c));
+    rc = run_ipc_child(&h, "2", line, sizeof line);
+    st = -1;
+    v = 0;
+    ok(rc == 0 && sscanf(line, "%d %d", &st, &v) == 2 && st == GPUMEM_ERROR_DRIVER && v == -1 &&
+           strstr(line, "CUDA_ERROR_INVALID_VALUE") != NULL,
+       "the simulator refuses a handle of freed memory: GPUMEM_ERROR_DRIVER naming CUDA_ERROR_INVALID_VALUE (%s)",
+       line);
+}
+
 /* ---- the environment (children) ------------------------------------------------------ */
 
 /* A call in a child whose environment was set: kv = {variable, value, call}. */
@@ -2571,8 +2658,10 @@ static void env_checks(void)
        "a successful gpumem_staging_set leaves the last error alone (%s)", res.text);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    if (argc == 3 && strcmp(argv[1], "ipc-child") == 0)
+        return ipc_child(argv[2]);
     const char *backend = getenv("GPUMEM_BACKEND");
     if (backend == NULL || strcmp(backend, "sim") == 0) {
         setenv("GPUMEM_BACKEND", "sim", 1);
@@ -2610,6 +2699,7 @@ int main(void)
     test_contexts();
     test_races();
     test_writebacks();
+    test_ipc_processes();
     test_peaks();
     test_defer();
     test_fault_walk();
