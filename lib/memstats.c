@@ -576,6 +576,7 @@ static gpumem_status format_oom(gpumem_context *ctx, const gm_oom *o, char *buf,
             cat(buf, size, &len, "; other processes hold about %s (total - free - this process)",
                 human(others, h[0], sizeof h[0]));
         cause = !known ? "unknown (no free memory figure)"
+                : (uint64_t)t < need ? "larger than the device (more than its total memory)"
                 : (uint64_t)f >= need ? "fragmented (enough free in total, no block large enough)"
                 : others > ours ? "held by other processes"
                 : "this process's live data";

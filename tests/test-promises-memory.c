@@ -981,6 +981,40 @@ static int oom_cb(gpumem_context *c, const struct gpumem_oom_info *info, void *u
     return 1; /* asks again every time: the calls still end */
 }
 
+static int nested_calls;
+static gpumem_status nested_inner;
+
+static int oom_nested(gpumem_context *c, const struct gpumem_oom_info *info, void *user)
+{
+    (void)info;
+    (void)user;
+    nested_calls++;
+    const int64_t huge = (int64_t)(300u << 20) / 4;
+    gpumem_array *x = NULL;
+    nested_inner = gpumem_device_array(c, 1, &huge, NULL, gpumem_dtype_builtin(GPUMEM_INT32), 'C', NULL, &x);
+    gpumem_array_release(x);
+    return 0;
+}
+
+static void test_oom_nested(void)
+{
+    gpumem_context *c = NULL;
+    GOOD(gpumem_context_create(1, &c));
+    GOOD(gpumem_context_set_oom_callback(c, oom_nested, NULL));
+    const int64_t huge = (int64_t)(300u << 20) / 4;
+    gpumem_array *x = NULL;
+    nested_calls = 0;
+    gpumem_status st = gpumem_device_array(c, 1, &huge, NULL, i32, 'C', NULL, &x);
+    ok(st == GPUMEM_ERROR_OUT_OF_MEMORY && nested_calls == 1 && nested_inner == GPUMEM_ERROR_OUT_OF_MEMORY,
+       "an allocation inside the callback fails without calling it again (%d calls)", nested_calls);
+    like(gpumem_last_error(), "declined", "the message says the callback declined");
+    /* 300 MiB on a 256 MiB device that this process does not use: not this process's data */
+    like(gpumem_last_error(), "cause: larger than the device (more than its total memory)",
+         "a request larger than the device names that cause (memory.h)");
+    ok(strstr(gpumem_last_error(), "this process's live data") == NULL, "and not this process's live data");
+    gpumem_context_release(c);
+}
+
 static void test_behaviour(void)
 {
     /* NOT_READY is an answer: the last failure is left alone */
@@ -2694,6 +2728,7 @@ int main(int argc, char **argv)
     test_interop();
     test_debug();
     test_behaviour();
+    test_oom_nested();
     test_handles();
     test_more();
     test_contexts();

@@ -45,12 +45,17 @@
  * what the deferred frees hold; what the ladder gave back; and an estimate
  * of what other processes hold (total - free - what this process holds).
  * It then names the cause, one of:
+ *  - "larger than the device (more than its total memory)": the request
+ *    (for a pool, its block) exceeds the device's total memory, so no
+ *    freeing can make room;
  *  - "fragmented (enough free in total, no block large enough)": the
  *    device has at least the request free, yet the driver refused it;
  *  - "held by other processes": the device's memory is mostly used outside
  *    this process's allocations (the estimate counts the driver's own use
  *    too, such as the CUDA context itself);
- *  - "this process's live data": the memory is this process's own.
+ *  - "this process's live data": the memory is this process's own;
+ *  - "unknown (no free memory figure)": the driver did not say how much of
+ *    the device is free (its cuMemGetInfo failed).
  *
  * For page-locked memory the host is short, not the device: the message
  * gives the process's page-locked memory by kind and says so.  A callback
