@@ -173,8 +173,9 @@ GPUMEM_API gpumem_status gpumem_debug_driver_calls(const char *op, uint64_t *cou
             return GPUMEM_OK;
         }
     }
-    return gm_error(GPUMEM_ERROR_NOT_FOUND, "gpumem_debug_driver_calls: op '%s' is not a driver function "
-                    "the library calls (such as cuMemAlloc)", op);
+    return gm_error(GPUMEM_ERROR_NOT_FOUND, "gpumem_debug_driver_calls: op '%s' is not the name of a counted "
+                    "operation (gpumem/debug.h lists them: queued forms count under their synchronous function's "
+                    "name, such as cuMemcpy for cuMemcpyAsync)", op);
 }
 
 GPUMEM_API gpumem_status gpumem_debug_fail_call(uint64_t nth, int driver_error)

@@ -946,6 +946,38 @@ static void test_debug(void)
     GOOD(gpumem_debug_driver_calls("cuMemAlloc", &after));
     ok(after == count + 1, "an allocation counts one cuMemAlloc");
     gpumem_array_release(a);
+    /* every name debug.h lists is counted; a queued form counts under its synchronous name */
+    static const char *const listed[] = {
+        "cuDriverGetVersion", "cuDeviceGetCount", "cuDeviceGetName", "cuDeviceGetAttribute", "cuDeviceTotalMem",
+        "cuDevicePrimaryCtxRetain", "cuDevicePrimaryCtxRelease", "cuCtxSynchronize", "cuMemGetInfo", "cuMemAlloc",
+        "cuMemFree", "cuMemAllocAsync", "cuMemFreeAsync", "cuMemAllocManaged", "cuMemHostAlloc", "cuMemFreeHost",
+        "cuMemHostRegister", "cuMemHostUnregister", "cuMemHostGetDevicePointer", "cuMemcpy", "cuMemcpy2D",
+        "cuMemcpy3D", "cuMemsetD8", "cuStreamCreate", "cuStreamDestroy", "cuStreamSynchronize", "cuStreamQuery",
+        "cuStreamWaitEvent", "cuLaunchHostFunc", "cuEventCreate", "cuEventDestroy", "cuEventRecord",
+        "cuEventQuery", "cuEventSynchronize", "cuEventElapsedTime", "cuModuleLoadDataEx", "cuModuleUnload",
+        "cuModuleGetFunction", "cuModuleGetGlobal", "cuFuncGetAttribute", "cuFuncSetAttribute",
+        "cuOccupancyMaxActiveBlocksPerMultiprocessor", "cuLaunchKernel", "cuPointerGetAttributes",
+        "cuMemGetAddressRange", "cuIpcGetMemHandle", "cuIpcOpenMemHandle", "cuIpcCloseMemHandle",
+        "cuDeviceCanAccessPeer", "cuCtxEnablePeerAccess", "cuMemcpyPeer"};
+    int known = 1;
+    for (size_t i = 0; i < sizeof listed / sizeof *listed; i++)
+        known &= gpumem_debug_driver_calls(listed[i], &count) == GPUMEM_OK;
+    ok(known, "every operation debug.h names is counted");
+    count = 5;
+    BAD(gpumem_debug_driver_calls("cuMemsetD32Async", &count), GPUMEM_ERROR_NOT_FOUND, "synchronous");
+    is_int((int)count, 5, "a name that is not counted writes no count");
+    uint64_t sets0 = 0, sets1 = 0;
+    const int32_t seven = 7;
+    gpumem_stream *fs = NULL;
+    GOOD(gpumem_stream_create(ctx, 0, &fs));
+    GOOD(gpumem_device_array(ctx, 1, &n, NULL, i32, 'C', NULL, &a));
+    GOOD(gpumem_debug_driver_calls("cuMemsetD8", &sets0));
+    GOOD(gpumem_array_fill(a, &seven, fs)); /* a 32-bit fill queued on a stream */
+    GOOD(gpumem_stream_synchronize(fs));
+    GOOD(gpumem_debug_driver_calls("cuMemsetD8", &sets1));
+    ok(sets1 == sets0 + 1, "a queued 32-bit fill counts as one cuMemsetD8 (%llu)", (unsigned long long)(sets1 - sets0));
+    gpumem_array_release(a);
+    gpumem_stream_destroy(fs);
     BAD(gpumem_debug_fail_call(1, 0), GPUMEM_ERROR_INVALID_VALUE, "driver_error");
     GOOD(gpumem_debug_fail_call(0, 0));
     is_str(gpumem_debug_driver_error_name(2), "CUDA_ERROR_OUT_OF_MEMORY", "error name 2");

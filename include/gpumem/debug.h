@@ -90,8 +90,28 @@ GPUMEM_BEGIN_DECLS
 /**
  * The number of driver calls made so far in this process: all of them when
  * @p op is NULL, else those of one operation, named as the CUDA driver names
- * it ("cuMemAlloc", "cuMemcpy2D", "cuStreamSynchronize", ...).  An unknown
- * name is ::GPUMEM_ERROR_NOT_FOUND.
+ * it ("cuMemAlloc", "cuMemcpy2D", "cuStreamSynchronize", ...).  An
+ * operation counts under the name of its synchronous driver function, its
+ * queued forms included: "cuMemcpy" counts cuMemcpy and cuMemcpyAsync
+ * (likewise "cuMemcpy2D" and "cuMemcpy3D"), and "cuMemsetD8" every memset
+ * (cuMemsetD8, D16 and D32, and their Async forms).  The names are
+ * cuDriverGetVersion, cuDeviceGetCount, cuDeviceGetName,
+ * cuDeviceGetAttribute, cuDeviceTotalMem, cuDevicePrimaryCtxRetain,
+ * cuDevicePrimaryCtxRelease, cuCtxSynchronize, cuMemGetInfo, cuMemAlloc,
+ * cuMemFree, cuMemAllocAsync, cuMemFreeAsync, cuMemAllocManaged,
+ * cuMemHostAlloc, cuMemFreeHost, cuMemHostRegister, cuMemHostUnregister,
+ * cuMemHostGetDevicePointer, cuMemcpy, cuMemcpy2D, cuMemcpy3D, cuMemsetD8,
+ * cuStreamCreate, cuStreamDestroy, cuStreamSynchronize, cuStreamQuery,
+ * cuStreamWaitEvent, cuLaunchHostFunc, cuEventCreate, cuEventDestroy,
+ * cuEventRecord, cuEventQuery, cuEventSynchronize, cuEventElapsedTime,
+ * cuModuleLoadDataEx, cuModuleUnload, cuModuleGetFunction,
+ * cuModuleGetGlobal, cuFuncGetAttribute, cuFuncSetAttribute,
+ * cuOccupancyMaxActiveBlocksPerMultiprocessor, cuLaunchKernel,
+ * cuPointerGetAttributes, cuMemGetAddressRange, cuIpcGetMemHandle,
+ * cuIpcOpenMemHandle, cuIpcCloseMemHandle, cuDeviceCanAccessPeer,
+ * cuCtxEnablePeerAccess and cuMemcpyPeer; any other name (cuMemcpyAsync,
+ * cuMemsetD32Async) is ::GPUMEM_ERROR_NOT_FOUND, and @p count is then
+ * unchanged.
  * @param op a driver function name, or NULL for all.
  * @param[out] count the number of calls.
  * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT (@p count), ::GPUMEM_ERROR_NOT_FOUND (@p op).
