@@ -62,22 +62,43 @@ static gpumem_array *device_bytes(gpumem_context *ctx, int64_t n)
     return a;
 }
 
-/* A C-ordered int32 device array in ctx of the given shape holding base,
- * base + 1, ... in C order; bails out when it cannot be made. */
-static gpumem_array *device_iota(gpumem_context *ctx, int ndim, const int64_t *shape, int32_t base)
-    __attribute__((unused));
-static gpumem_array *device_iota(gpumem_context *ctx, int ndim, const int64_t *shape, int32_t base)
+/* Bails out of the test when a setup call fails, naming the call, its place
+ * and the library's message. */
+#define MUST(call)                                                                      \
+    do {                                                                                \
+        gpumem_status st_ = (call);                                                     \
+        if (st_ != GPUMEM_OK)                                                           \
+            bail_out("%s:%d: %s: %s", __FILE__, __LINE__, #call, gpumem_last_error()); \
+    } while (0)
+
+/* A C-ordered int32 host array of the given shape over a new buffer (*data,
+ * the caller's to free after the array's release) holding base, base + 1,
+ * ... in C order; bails out when it cannot be made. */
+static gpumem_array *host_iota(int ndim, const int64_t *shape, int32_t base, int32_t **data) __attribute__((unused));
+static gpumem_array *host_iota(int ndim, const int64_t *shape, int32_t base, int32_t **data)
 {
     int64_t n = 1;
     for (int i = 0; i < ndim; i++)
         n *= shape[i];
     int32_t *v = malloc((size_t)(n > 0 ? n : 1) * sizeof *v);
+    if (v == NULL)
+        bail_out("out of host memory");
     for (int64_t i = 0; i < n; i++)
         v[i] = base + (int32_t)i;
-    gpumem_array *h = NULL, *d = NULL;
-    if (gpumem_host_array_wrap(v, ndim, shape, NULL, gpumem_dtype_builtin(GPUMEM_INT32), &h) != GPUMEM_OK ||
-        gpumem_to_device(ctx, h, NULL, 0, &d) != GPUMEM_OK)
-        bail_out("an int32 device array of values from %d: %s", (int)base, gpumem_last_error());
+    gpumem_array *h = NULL;
+    MUST(gpumem_host_array_wrap(v, ndim, shape, NULL, gpumem_dtype_builtin(GPUMEM_INT32), &h));
+    *data = v;
+    return h;
+}
+
+/* The same values in a C-ordered int32 device array in ctx. */
+static gpumem_array *device_iota(gpumem_context *ctx, int ndim, const int64_t *shape, int32_t base)
+    __attribute__((unused));
+static gpumem_array *device_iota(gpumem_context *ctx, int ndim, const int64_t *shape, int32_t base)
+{
+    int32_t *v = NULL;
+    gpumem_array *h = host_iota(ndim, shape, base, &v), *d = NULL;
+    MUST(gpumem_to_device(ctx, h, NULL, 0, &d));
     gpumem_array_release(h);
     free(v);
     return d;

@@ -24,12 +24,6 @@ static gpumem_context *ctx;
 static gpumem_stream *stream;
 static const gpumem_dtype *i32;
 
-#define CHECK(call)                                                                 \
-    do {                                                                            \
-        gpumem_status st_ = (call);                                                 \
-        if (st_ != GPUMEM_OK)                                                       \
-            bail_out("%s:%d: %s: %s", __FILE__, __LINE__, #call, gpumem_last_error()); \
-    } while (0)
 
 /* The value the tests put at (i, j) of field `tag`. */
 static int32_t val(int tag, int64_t i, int64_t j)
@@ -47,8 +41,8 @@ static gpumem_array *field(int tag, int64_t rows, int64_t cols)
         for (int64_t j = 0; j < cols; j++)
             h[i * cols + j] = val(tag, i, j);
     gpumem_array *w = NULL, *d = NULL;
-    CHECK(gpumem_host_array_wrap(h, 2, (int64_t[]){rows, cols}, NULL, i32, &w));
-    CHECK(gpumem_to_device(ctx, w, NULL, 0, &d));
+    MUST(gpumem_host_array_wrap(h, 2, (int64_t[]){rows, cols}, NULL, i32, &w));
+    MUST(gpumem_to_device(ctx, w, NULL, 0, &d));
     gpumem_array_release(w);
     free(h);
     return d;
@@ -58,7 +52,7 @@ static gpumem_array *col(gpumem_array *a, int64_t j)
 {
     gpumem_array *v = NULL;
     const gpumem_slice s[2] = {GPUMEM_SLICE_ALL, GPUMEM_INDEX(j)};
-    CHECK(gpumem_array_slice(a, s, 2, &v));
+    MUST(gpumem_array_slice(a, s, 2, &v));
     return v;
 }
 
@@ -66,16 +60,16 @@ static gpumem_array *row(gpumem_array *a, int64_t i)
 {
     gpumem_array *v = NULL;
     const gpumem_slice s[1] = {GPUMEM_INDEX(i)};
-    CHECK(gpumem_array_slice(a, s, 1, &v));
+    MUST(gpumem_array_slice(a, s, 1, &v));
     return v;
 }
 
 static gpumem_array *pinned(int64_t n, int32_t fill)
 {
     gpumem_array *p = NULL;
-    CHECK(gpumem_pinned_array(ctx, 1, &n, NULL, i32, 'C', &p));
+    MUST(gpumem_pinned_array(ctx, 1, &n, NULL, i32, 'C', &p));
     int32_t *h = NULL;
-    CHECK(gpumem_array_host_pointer(p, (void **)&h));
+    MUST(gpumem_array_host_pointer(p, (void **)&h));
     for (int64_t k = 0; k < n; k++)
         h[k] = fill + (int32_t)k;
     return p;
@@ -84,7 +78,7 @@ static gpumem_array *pinned(int64_t n, int32_t fill)
 static int32_t *host_of(gpumem_array *a)
 {
     void *h = NULL;
-    CHECK(gpumem_array_host_pointer(a, &h));
+    MUST(gpumem_array_host_pointer(a, &h));
     return h;
 }
 
@@ -112,8 +106,8 @@ static void test_faces_out(void)
     gpumem_array *src[4] = {row(f, 0), row(f, R - 1), col(f, 0), col(f, C - 1)};
     gpumem_array *dst[4] = {pinned(C, -1), pinned(C, -1), pinned(R, -1), pinned(R, -1)};
     int64_t l0 = launches();
-    CHECK(gpumem_array_copy_batch(4, dst, src, stream));
-    CHECK(gpumem_stream_synchronize(stream));
+    MUST(gpumem_array_copy_batch(4, dst, src, stream));
+    MUST(gpumem_stream_synchronize(stream));
     is_int(launches() - l0, 1, "the four faces of a 64x48 field out to pinned memory: one kernel launch");
     int good = 1;
     for (int j = 0; j < C; j++)
@@ -132,7 +126,7 @@ static gpumem_array *side(gpumem_array *a, int64_t rows, int64_t j)
 {
     gpumem_array *v = NULL;
     const gpumem_slice s[2] = {{1, rows - 1, 1}, GPUMEM_INDEX(j)};
-    CHECK(gpumem_array_slice(a, s, 2, &v));
+    MUST(gpumem_array_slice(a, s, 2, &v));
     return v;
 }
 
@@ -142,8 +136,8 @@ static void test_faces_in(void)
     gpumem_array *dst[4] = {row(f, 0), row(f, R - 1), side(f, R, 0), side(f, R, C - 1)};
     gpumem_array *src[4] = {pinned(C, 100000), pinned(C, 200000), pinned(R - 2, 300000), pinned(R - 2, 400000)};
     int64_t l0 = launches();
-    CHECK(gpumem_array_copy_batch(4, dst, src, stream));
-    CHECK(gpumem_stream_synchronize(stream));
+    MUST(gpumem_array_copy_batch(4, dst, src, stream));
+    MUST(gpumem_stream_synchronize(stream));
     is_int(launches() - l0, 1, "the four faces of a halo in from pinned memory: one kernel launch");
     int32_t *h = read_field(f, R, C);
     int good = 1;
@@ -164,7 +158,7 @@ static void test_faces_sync(void)
     gpumem_array *f = field(3, R, C);
     gpumem_array *src[4] = {row(f, 1), row(f, R - 2), side(f, R, 1), side(f, R, C - 2)};
     gpumem_array *dst[4] = {pinned(C, -1), pinned(C, -1), pinned(R - 2, -1), pinned(R - 2, -1)};
-    CHECK(gpumem_array_copy_batch(4, dst, src, NULL));
+    MUST(gpumem_array_copy_batch(4, dst, src, NULL));
     int good = 1;
     for (int j = 0; j < C; j++)
         good &= host_of(dst[0])[j] == val(3, 1, j) && host_of(dst[1])[j] == val(3, R - 2, j);
@@ -184,22 +178,22 @@ static void test_adjacent(void)
     int32_t *h = host_of(buf);
     gpumem_array *halves[2] = {NULL, NULL}, *wrapped[2] = {NULL, NULL};
     const gpumem_slice lo[1] = {{0, R, 1}}, hi[1] = {{R, 2 * R, 1}};
-    CHECK(gpumem_array_slice(buf, lo, 1, &halves[0]));
-    CHECK(gpumem_array_slice(buf, hi, 1, &halves[1]));
-    CHECK(gpumem_host_array_wrap(h, 1, (int64_t[]){R}, NULL, i32, &wrapped[0]));
-    CHECK(gpumem_host_array_wrap(h + R, 1, (int64_t[]){R}, NULL, i32, &wrapped[1]));
+    MUST(gpumem_array_slice(buf, lo, 1, &halves[0]));
+    MUST(gpumem_array_slice(buf, hi, 1, &halves[1]));
+    MUST(gpumem_host_array_wrap(h, 1, (int64_t[]){R}, NULL, i32, &wrapped[0]));
+    MUST(gpumem_host_array_wrap(h + R, 1, (int64_t[]){R}, NULL, i32, &wrapped[1]));
     gpumem_array *src[2] = {col(f, 0), col(f, 1)};
     int64_t m0 = calls("cuMemcpy");
-    CHECK(gpumem_array_copy_batch(2, halves, src, stream));
-    CHECK(gpumem_stream_synchronize(stream));
+    MUST(gpumem_array_copy_batch(2, halves, src, stream));
+    MUST(gpumem_stream_synchronize(stream));
     int64_t one = calls("cuMemcpy") - m0;
     int good = 1;
     for (int i = 0; i < R; i++)
         good &= h[i] == val(9, i, 0) && h[R + i] == val(9, i, 1);
     memset(h, 0, 2 * R * sizeof *h);
     m0 = calls("cuMemcpy");
-    CHECK(gpumem_array_copy_batch(2, wrapped, src, stream));
-    CHECK(gpumem_stream_synchronize(stream));
+    MUST(gpumem_array_copy_batch(2, wrapped, src, stream));
+    MUST(gpumem_stream_synchronize(stream));
     int64_t two = calls("cuMemcpy") - m0;
     for (int i = 0; i < R; i++)
         good &= h[i] == val(9, i, 0) && h[R + i] == val(9, i, 1);
@@ -220,15 +214,15 @@ static void test_mixed(void)
     memset(pageable_out, 0, sizeof pageable_out);
     memset(host_out, 0, sizeof host_out);
     gpumem_array *pgo = NULL, *hin = NULL, *hout = NULL, *empty_d = NULL, *empty_h = NULL;
-    CHECK(gpumem_host_array_wrap(pageable_out, 1, (int64_t[]){R - 2}, NULL, i32, &pgo));
-    CHECK(gpumem_host_array_wrap(host_in, 1, (int64_t[]){C}, NULL, i32, &hin));
-    CHECK(gpumem_host_array_wrap(host_out, 1, (int64_t[]){C}, NULL, i32, &hout));
-    CHECK(gpumem_device_array(ctx, 2, (int64_t[]){0, 5}, NULL, i32, 'C', NULL, &empty_d));
-    CHECK(gpumem_host_array(2, (int64_t[]){0, 5}, i32, 'C', &empty_h));
+    MUST(gpumem_host_array_wrap(pageable_out, 1, (int64_t[]){R - 2}, NULL, i32, &pgo));
+    MUST(gpumem_host_array_wrap(host_in, 1, (int64_t[]){C}, NULL, i32, &hin));
+    MUST(gpumem_host_array_wrap(host_out, 1, (int64_t[]){C}, NULL, i32, &hout));
+    MUST(gpumem_device_array(ctx, 2, (int64_t[]){0, 5}, NULL, i32, 'C', NULL, &empty_d));
+    MUST(gpumem_host_array(2, (int64_t[]){0, 5}, i32, 'C', &empty_h));
     gpumem_array *dense = NULL; /* a contiguous device vector, into a strided column of g */
-    CHECK(gpumem_device_array(ctx, 1, (int64_t[]){R - 2}, NULL, i32, 'C', NULL, &dense));
+    MUST(gpumem_device_array(ctx, 1, (int64_t[]){R - 2}, NULL, i32, 'C', NULL, &dense));
     int32_t seven = 7;
-    CHECK(gpumem_array_fill(dense, &seven, NULL));
+    MUST(gpumem_array_fill(dense, &seven, NULL));
     gpumem_array *down = pinned(R - 2, -1), *up = pinned(R - 2, 500000);
     gpumem_array *dst[9] = {down, side(g, R, 3), side(g, R, 4), side(g, R, 5), row(g, 0), pgo, hout, empty_h,
                             row(g, R - 1)};
@@ -238,8 +232,8 @@ static void test_mixed(void)
      * 3: D dense -> D strided (one kernel);   4: D row -> D row (contiguous);   5: D strided -> pageable (queued);
      * 6: host -> host;   7: empty;   8: D row -> D row */
     int64_t l0 = launches();
-    CHECK(gpumem_array_copy_batch(9, dst, src, stream));
-    CHECK(gpumem_stream_synchronize(stream));
+    MUST(gpumem_array_copy_batch(9, dst, src, stream));
+    MUST(gpumem_stream_synchronize(stream));
     int64_t nl = launches() - l0;
     ok(nl >= 2 && nl <= 3, "nine pairs of every kind: %lld launches (gathers, scatters, the queued download's own)",
        (long long)nl);
@@ -288,8 +282,8 @@ static void test_many(void)
         dst[j] = pinned(M, -1);
     }
     int64_t l0 = launches();
-    CHECK(gpumem_array_copy_batch(N, dst, src, stream));
-    CHECK(gpumem_stream_synchronize(stream));
+    MUST(gpumem_array_copy_batch(N, dst, src, stream));
+    MUST(gpumem_stream_synchronize(stream));
     is_int(launches() - l0, 2, "40 columns out: two launches (32 pieces, then 8)");
     int good = 1;
     for (int j = 0; j < N; j++)
@@ -328,11 +322,11 @@ static void test_bad_pair(void)
     gpumem_array *f = field(7, R, C), *g = field(8, R, C);
     gpumem_array *out = pinned(R, -50), *in = pinned(R, 900000), *short_in = pinned(R - 1, 800000);
     gpumem_array *ro = col(g, 9);
-    CHECK(gpumem_array_set_readonly(ro, 1));
+    MUST(gpumem_array_set_readonly(ro, 1));
     gpumem_array *dst[4] = {out, col(g, 1), col(g, 2), col(g, 3)};
     gpumem_array *src[4] = {col(f, 0), in, short_in, in};
     gpumem_status st = gpumem_array_copy_batch(4, dst, src, stream);
-    CHECK(gpumem_stream_synchronize(stream));
+    MUST(gpumem_stream_synchronize(stream));
     is_int(st, GPUMEM_ERROR_SHAPE_MISMATCH, "pair 2 of 4 has the wrong shape: GPUMEM_ERROR_SHAPE_MISMATCH");
     like(gpumem_last_error(), "gpumem_array_copy_batch: pair 2: 'dst' has shape (64,) but 'src' has shape (63,)",
          "the message names the pair and the arguments");
@@ -345,7 +339,7 @@ static void test_bad_pair(void)
     gpumem_array *dst3[3] = {out, NULL, col(g, 5)};
     is_int(gpumem_array_copy_batch(3, dst3, src2, stream), GPUMEM_ERROR_NULL_ARGUMENT, "dst[1] NULL");
     like(gpumem_last_error(), "'dst[1]'", "its message names dst[1]");
-    CHECK(gpumem_stream_synchronize(stream));
+    MUST(gpumem_stream_synchronize(stream));
     ok(all_equal(out, R, -50) && untouched(g, 8, R, C), "still nothing written");
     is_int(gpumem_array_copy_batch(2, NULL, src2, stream), GPUMEM_ERROR_NULL_ARGUMENT, "dst NULL with count 2");
     GPUMEM_ARRAY_RELEASE_ALL(dst[1], dst[2], dst[3], src[0], dst2[2], src2[0], dst3[2], ro, out, in, short_in, f, g);
@@ -368,13 +362,13 @@ static void test_collisions(void)
     is_int(gpumem_array_copy_batch(2, dst2, src2, stream), GPUMEM_ERROR_INVALID_VALUE,
            "a destination that another pair reads: refused");
     like(gpumem_last_error(), "dst[0] shares memory with src[1]", "the message names dst[0] and src[1]");
-    CHECK(gpumem_stream_synchronize(stream));
+    MUST(gpumem_stream_synchronize(stream));
     ok(untouched(f, 9, R, C) && all_equal(out, R, 0), "nothing written");
     /* columns 0 and 47 interleave in their extents, and share no byte */
     gpumem_array *dst3[2] = {col(f, 0), col(f, C - 1)};
     gpumem_array *src3[2] = {b, c};
-    CHECK(gpumem_array_copy_batch(2, dst3, src3, stream));
-    CHECK(gpumem_stream_synchronize(stream));
+    MUST(gpumem_array_copy_batch(2, dst3, src3, stream));
+    MUST(gpumem_stream_synchronize(stream));
     int32_t *h = read_field(f, R, C);
     int good = 1;
     for (int i = 0; i < R; i++)
@@ -384,11 +378,11 @@ static void test_collisions(void)
     /* a pair whose destination overlaps its own source: copied as gpumem_array_copy copies it */
     gpumem_array *g = field(10, 4, 6), *gd = NULL, *gs = NULL;
     const gpumem_slice sd[2] = {GPUMEM_SLICE_ALL, {0, 4, 1}}, ss[2] = {GPUMEM_SLICE_ALL, {2, 6, 1}};
-    CHECK(gpumem_array_slice(g, sd, 2, &gd));
-    CHECK(gpumem_array_slice(g, ss, 2, &gs));
+    MUST(gpumem_array_slice(g, sd, 2, &gd));
+    MUST(gpumem_array_slice(g, ss, 2, &gs));
     gpumem_array *dst4[1] = {gd}, *src4[1] = {gs};
-    CHECK(gpumem_array_copy_batch(1, dst4, src4, stream));
-    CHECK(gpumem_stream_synchronize(stream));
+    MUST(gpumem_array_copy_batch(1, dst4, src4, stream));
+    MUST(gpumem_stream_synchronize(stream));
     h = read_field(g, 4, 6);
     good = 1;
     for (int i = 0; i < 4; i++)
@@ -426,12 +420,12 @@ static gpumem_array *random_view(gpumem_array *base, const int64_t *shape)
             sl[a].stop = GPUMEM_SLICE_DEFAULT;
     }
     gpumem_array *v = NULL, *t = NULL;
-    CHECK(gpumem_array_slice(base, sl, 3, &v));
+    MUST(gpumem_array_slice(base, sl, 3, &v));
     int nd = 0;
-    CHECK(gpumem_array_ndim(v, &nd));
+    MUST(gpumem_array_ndim(v, &nd));
     if (nd < 2 || rnd() % 2)
         return v;
-    CHECK(gpumem_array_transpose(v, NULL, &t));
+    MUST(gpumem_array_transpose(v, NULL, &t));
     gpumem_array_release(v);
     return t;
 }
@@ -468,9 +462,9 @@ static void test_collisions_random(void)
     diag("seed %llu", (unsigned long long)rng);
     uint64_t seed = rng;
     gpumem_array *base = NULL;
-    CHECK(gpumem_device_array(ctx, 3, shape, NULL, i16, 'C', NULL, &base));
+    MUST(gpumem_device_array(ctx, 3, shape, NULL, i16, 'C', NULL, &base));
     uint64_t b0 = 0;
-    CHECK(gpumem_array_device_pointer(base, &b0));
+    MUST(gpumem_array_device_pointer(base, &b0));
     int right = 1, refused = 0, taken = 0;
     for (int round = 0; round < 300 && right; round++) {
         gpumem_array *v[2] = {random_view(base, shape), random_view(base, shape)}, *src[2] = {NULL, NULL};
@@ -483,9 +477,9 @@ static void test_collisions_random(void)
         for (int k = 0; k < 2; k++) {
             int nd = 0;
             int64_t vs[GPUMEM_MAX_NDIM];
-            CHECK(gpumem_array_ndim(v[k], &nd));
-            CHECK(gpumem_array_shape(v[k], vs));
-            CHECK(gpumem_device_array(ctx, nd, vs, NULL, i16, 'C', NULL, &src[k]));
+            MUST(gpumem_array_ndim(v[k], &nd));
+            MUST(gpumem_array_shape(v[k], vs));
+            MUST(gpumem_device_array(ctx, nd, vs, NULL, i16, 'C', NULL, &src[k]));
         }
         gpumem_status st = gpumem_array_copy_batch(2, v, src, stream);
         if (st != (meet ? GPUMEM_ERROR_INVALID_VALUE : GPUMEM_OK)) {
@@ -496,7 +490,7 @@ static void test_collisions_random(void)
         refused += meet, taken += !meet;
         GPUMEM_ARRAY_RELEASE_ALL(v[0], v[1], src[0], src[1]);
     }
-    CHECK(gpumem_stream_synchronize(stream));
+    MUST(gpumem_stream_synchronize(stream));
     ok(right, "300 pairs of random views of one 6x7x9 array (steps of either sign, indexed axes, transposes) as "
               "destinations: refused exactly when their bytes meet (%d refused, %d taken)", refused, taken);
     gpumem_array_release(base);
@@ -508,9 +502,9 @@ static void test_empty(void)
     is_int(gpumem_array_copy_batch(0, NULL, NULL, NULL), GPUMEM_OK, "an empty synchronous batch");
     gpumem_copy_path path = GPUMEM_COPY_PATH_DMA;
     gpumem_array *e1 = NULL, *e2 = NULL;
-    CHECK(gpumem_device_array(ctx, 1, (int64_t[]){0}, NULL, i32, 'C', NULL, &e1));
-    CHECK(gpumem_host_array(1, (int64_t[]){0}, i32, 'C', &e2));
-    CHECK(gpumem_array_copy_batch(1, &e2, &e1, stream));
+    MUST(gpumem_device_array(ctx, 1, (int64_t[]){0}, NULL, i32, 'C', NULL, &e1));
+    MUST(gpumem_host_array(1, (int64_t[]){0}, i32, 'C', &e2));
+    MUST(gpumem_array_copy_batch(1, &e2, &e1, stream));
     gpumem_debug_last_copy_path(&path);
     is_str(gpumem_copy_path_name(path), "none", "a batch of one empty pair: nothing, path none");
     GPUMEM_ARRAY_RELEASE_ALL(e1, e2);
@@ -527,32 +521,32 @@ static void test_pack_round_trip(int device_buffer)
     for (int i = 0; i < 15; i++)
         small[i / 5][i % 5] = (int16_t)(-i * 3);
     gpumem_array *hs = NULL, *ds = NULL, *ds2 = NULL, *dsv = NULL, *ds2v = NULL;
-    CHECK(gpumem_host_array_wrap(small, 2, (int64_t[]){3, 5}, NULL, i16, &hs));
-    CHECK(gpumem_to_device(ctx, hs, NULL, 0, &ds));
-    CHECK(gpumem_device_array(ctx, 2, (int64_t[]){3, 5}, NULL, i16, 'C', NULL, &ds2));
+    MUST(gpumem_host_array_wrap(small, 2, (int64_t[]){3, 5}, NULL, i16, &hs));
+    MUST(gpumem_to_device(ctx, hs, NULL, 0, &ds));
+    MUST(gpumem_device_array(ctx, 2, (int64_t[]){3, 5}, NULL, i16, 'C', NULL, &ds2));
     int16_t zero16 = 0;
-    CHECK(gpumem_array_fill(ds2, &zero16, NULL));
+    MUST(gpumem_array_fill(ds2, &zero16, NULL));
     const gpumem_slice rev[2] = {{GPUMEM_SLICE_DEFAULT, GPUMEM_SLICE_DEFAULT, -1}, {0, 5, 2}};
-    CHECK(gpumem_array_slice(ds, rev, 2, &dsv));   /* small[::-1, 0:5:2]: 3x3 int16, negative stride */
-    CHECK(gpumem_array_slice(ds2, rev, 2, &ds2v));
+    MUST(gpumem_array_slice(ds, rev, 2, &dsv));   /* small[::-1, 0:5:2]: 3x3 int16, negative stride */
+    MUST(gpumem_array_slice(ds2, rev, 2, &ds2v));
     gpumem_array *block = NULL, *block2 = NULL;
     const gpumem_slice bl[2] = {{5, 9, 1}, {10, 16, 2}};
-    CHECK(gpumem_array_slice(f, bl, 2, &block));  /* f[5:9, 10:16:2]: 4x3 */
-    CHECK(gpumem_array_slice(g, bl, 2, &block2));
+    MUST(gpumem_array_slice(f, bl, 2, &block));  /* f[5:9, 10:16:2]: 4x3 */
+    MUST(gpumem_array_slice(g, bl, 2, &block2));
     gpumem_array *views[5] = {row(f, 0), side(f, R, 0), side(f, R, C - 1), block, dsv};
     gpumem_array *back[5] = {row(g, 0), side(g, R, 0), side(g, R, C - 1), block2, ds2v};
     const int64_t total = C * 4 + 2 * (R - 2) * 4 + 12 * 4 + 9 * 2;
     gpumem_array *buf = NULL;
     const gpumem_dtype *u8 = gpumem_dtype_builtin(GPUMEM_UINT8);
     if (device_buffer)
-        CHECK(gpumem_device_array(ctx, 1, (int64_t[]){total + 8}, NULL, u8, 'C', NULL, &buf));
+        MUST(gpumem_device_array(ctx, 1, (int64_t[]){total + 8}, NULL, u8, 'C', NULL, &buf));
     else
-        CHECK(gpumem_pinned_array(ctx, 1, (int64_t[]){total + 8}, NULL, u8, 'C', &buf));
+        MUST(gpumem_pinned_array(ctx, 1, (int64_t[]){total + 8}, NULL, u8, 'C', &buf));
     uint8_t ff = 0xff;
-    CHECK(gpumem_array_fill(buf, &ff, NULL));
+    MUST(gpumem_array_fill(buf, &ff, NULL));
     int64_t l0 = launches();
-    CHECK(gpumem_array_pack(5, views, buf, stream));
-    CHECK(gpumem_stream_synchronize(stream));
+    MUST(gpumem_array_pack(5, views, buf, stream));
+    MUST(gpumem_stream_synchronize(stream));
     int64_t nl = launches() - l0;
     ok(nl == 1, "five views (a row, two strided columns, a strided block, a reversed int16 block) into %s: "
                 "%lld launch", where, (long long)nl);
@@ -578,8 +572,8 @@ static void test_pack_round_trip(int device_buffer)
         bail_out("read back: %s", gpumem_last_error());
     ok(memcmp(got, want, (size_t)total + 8) == 0, "the buffer holds each view in C order, no padding, and its 8 "
                                                   "bytes beyond the views are untouched");
-    CHECK(gpumem_array_unpack(5, back, buf, stream));
-    CHECK(gpumem_stream_synchronize(stream));
+    MUST(gpumem_array_unpack(5, back, buf, stream));
+    MUST(gpumem_stream_synchronize(stream));
     int32_t *h = read_field(g, R, C);
     int good = 1;
     for (int i = 0; i < R; i++)
@@ -611,12 +605,12 @@ static void test_pack_refusals(void)
     gpumem_array *small = pinned(2 * (R - 2) - 1, 5), *right = pinned(2 * (R - 2), 5), *two = NULL, *tv = NULL;
     is_int(gpumem_array_pack(2, views, small, stream), GPUMEM_ERROR_INVALID_VALUE, "a buffer one element short");
     like(gpumem_last_error(), "'buffer' holds 492 bytes, but the 2 views take 496", "the message gives both sizes");
-    CHECK(gpumem_pinned_array(ctx, 2, (int64_t[]){2, R - 2}, NULL, i32, 'F', &two));
+    MUST(gpumem_pinned_array(ctx, 2, (int64_t[]){2, R - 2}, NULL, i32, 'F', &two));
     is_int(gpumem_array_pack(2, views, two, stream), GPUMEM_ERROR_INVALID_VALUE, "an F-ordered 2-D buffer");
     like(gpumem_last_error(), "'buffer' is not C-contiguous", "the message says why");
-    CHECK(gpumem_array_set_readonly(right, 1));
+    MUST(gpumem_array_set_readonly(right, 1));
     is_int(gpumem_array_pack(2, views, right, stream), GPUMEM_ERROR_INVALID_VALUE, "a read-only buffer");
-    CHECK(gpumem_array_set_readonly(right, 0));
+    MUST(gpumem_array_set_readonly(right, 0));
     is_int(gpumem_array_pack(2, NULL, right, stream), GPUMEM_ERROR_NULL_ARGUMENT, "views NULL");
     gpumem_array *with_null[2] = {views[0], NULL};
     is_int(gpumem_array_pack(2, with_null, right, stream), GPUMEM_ERROR_NULL_ARGUMENT, "views[1] NULL");
@@ -624,10 +618,10 @@ static void test_pack_refusals(void)
     is_int(gpumem_array_unpack(2, views, NULL, stream), GPUMEM_ERROR_NULL_ARGUMENT, "buffer NULL");
     /* the buffer is a view of the field the views are in */
     gpumem_array *f2 = field(14, R, C), *frow = row(f, 5), *fcols[1] = {side(f2, R, 7)};
-    CHECK(gpumem_array_slice(f2, (gpumem_slice[2]){{0, 2, 1}, GPUMEM_SLICE_ALL}, 2, &tv)); /* f2[0:2]: contiguous */
+    MUST(gpumem_array_slice(f2, (gpumem_slice[2]){{0, 2, 1}, GPUMEM_SLICE_ALL}, 2, &tv)); /* f2[0:2]: contiguous */
     is_int(gpumem_array_unpack(1, fcols, tv, stream), GPUMEM_OK,
            "unpacking f2[0:2] into f2[1:-1, 7], which overlaps the bytes it reads: one pair, taken");
-    CHECK(gpumem_stream_synchronize(stream));
+    MUST(gpumem_stream_synchronize(stream));
     int32_t *h = read_field(f2, R, C);
     int good = 1;
     for (int i = 1; i < R - 1; i++)
@@ -643,7 +637,7 @@ static void test_pack_refusals(void)
            "unpacking into one view twice: refused");
     like(gpumem_last_error(), "views[0] shares memory with views[1]", "the message names both");
     is_int(gpumem_array_pack(2, twice, right, stream), GPUMEM_OK, "packing one view twice is fine (sources)");
-    CHECK(gpumem_stream_synchronize(stream));
+    MUST(gpumem_stream_synchronize(stream));
     good = 1;
     for (int k = 0; k < 2 * (R - 2); k++)
         good &= host_of(right)[k] == (k < C ? val(13, 5, k) : k >= C && k < 2 * C ? val(13, 5, k - C) : 5 + k);
@@ -778,7 +772,7 @@ int main(void)
     if (gpumem_test_context(&ctx, reason, sizeof reason) != GPUMEM_OK)
         plan_skip_all(reason);
     i32 = gpumem_dtype_builtin(GPUMEM_INT32);
-    CHECK(gpumem_stream_create(ctx, 0, &stream));
+    MUST(gpumem_stream_create(ctx, 0, &stream));
     test_faces_out();
     test_faces_in();
     test_faces_sync();

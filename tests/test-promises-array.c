@@ -12,17 +12,12 @@
 
 #include <gpumem.h>
 
+#include "arrays.h"
 #include "tap.h"
 
 static gpumem_context *ctx;
 static const gpumem_dtype *i32, *f32, *u8;
 
-#define CHECK(call)                                                                    \
-    do {                                                                               \
-        gpumem_status st_ = (call);                                                    \
-        if (st_ != GPUMEM_OK)                                                          \
-            bail_out("%s:%d: %s: %s", __FILE__, __LINE__, #call, gpumem_last_error()); \
-    } while (0)
 
 /* A failing call: its status, and a message that holds each needle. */
 static void fails(gpumem_status got, gpumem_status want, const char *name, const char *n1, const char *n2)
@@ -40,41 +35,17 @@ static void fails(gpumem_status got, gpumem_status want, const char *name, const
 /* A sentinel handle pointer an output must keep. */
 #define SENTINEL ((gpumem_array *)(uintptr_t)0x5a5a5a5a)
 
-static gpumem_array *host_iota(int ndim, const int64_t *shape, int32_t base, int32_t **data)
-{
-    int64_t n = 1;
-    for (int i = 0; i < ndim; i++)
-        n *= shape[i];
-    int32_t *v = malloc((size_t)(n > 0 ? n : 1) * sizeof *v);
-    for (int64_t i = 0; i < n; i++)
-        v[i] = base + (int32_t)i;
-    gpumem_array *h = NULL;
-    CHECK(gpumem_host_array_wrap(v, ndim, shape, NULL, i32, &h));
-    *data = v;
-    return h;
-}
-
-static gpumem_array *device_iota(int ndim, const int64_t *shape, int32_t base)
-{
-    int32_t *v;
-    gpumem_array *h = host_iota(ndim, shape, base, &v), *d = NULL;
-    CHECK(gpumem_to_device(ctx, h, NULL, 0, &d));
-    gpumem_array_release(h);
-    free(v);
-    return d;
-}
-
 /* n int32 of a device or host array of n elements, C order. */
 static void read_i32(gpumem_array *a, int32_t *out, int64_t n)
 {
     int ndim;
     int64_t shape[GPUMEM_MAX_NDIM];
-    CHECK(gpumem_array_ndim(a, &ndim));
-    CHECK(gpumem_array_shape(a, shape));
+    MUST(gpumem_array_ndim(a, &ndim));
+    MUST(gpumem_array_shape(a, shape));
     gpumem_array *h = NULL;
     memset(out, 0, (size_t)n * sizeof *out);
-    CHECK(gpumem_host_array_wrap(out, ndim, shape, NULL, i32, &h));
-    CHECK(gpumem_array_copy(h, a, NULL));
+    MUST(gpumem_host_array_wrap(out, ndim, shape, NULL, i32, &h));
+    MUST(gpumem_array_copy(h, a, NULL));
     gpumem_array_release(h);
 }
 
@@ -95,15 +66,15 @@ static void test_making(void)
     ok(a == SENTINEL, "... made no array");
     gpumem_field xf = {"x", f32, -1, 0, NULL};
     gpumem_dtype *rec = NULL;
-    CHECK(gpumem_dtype_record_create(&xf, 1, GPUMEM_RECORD_PACKED, 0, &rec));
-    CHECK(gpumem_device_record(ctx, rec, NULL, &a));
+    MUST(gpumem_dtype_record_create(&xf, 1, GPUMEM_RECORD_PACKED, 0, &rec));
+    MUST(gpumem_device_record(ctx, rec, NULL, &a));
     int rnd = -1;
-    CHECK(gpumem_array_ndim(a, &rnd));
+    MUST(gpumem_array_ndim(a, &rnd));
     is_int(rnd, 0, "gpumem_device_record of a record: a 0-d array");
     gpumem_array_release(a);
     gpumem_dtype_release(rec);
     a = SENTINEL;
-    gpumem_array *like = device_iota(2, shape, 0);
+    gpumem_array *like = device_iota(ctx, 2, shape, 0);
     fails(gpumem_device_array_like(ctx, like, NULL, NULL), GPUMEM_ERROR_NULL_ARGUMENT,
           "gpumem_device_array_like: NULL array", "gpumem_device_array_like:", "'array'");
 
@@ -119,18 +90,18 @@ static void test_making(void)
 
     /* strides choose the axis order only: the result is contiguous */
     gpumem_array *f = NULL;
-    CHECK(gpumem_device_array(ctx, 2, shape, (int64_t[]){4, 16}, i32, 'C', NULL, &f));
+    MUST(gpumem_device_array(ctx, 2, shape, (int64_t[]){4, 16}, i32, 'C', NULL, &f));
     int64_t st[2] = {0, 0};
-    CHECK(gpumem_array_strides(f, st));
+    MUST(gpumem_array_strides(f, st));
     ok(st[0] == 4 && st[1] == 8, "gpumem_device_array: gapped F-order strides give contiguous F strides (%lld, %lld)",
        (long long)st[0], (long long)st[1]);
     gpumem_array_release(f);
 
     /* device_array_like keeps a transposed source's axis order */
     gpumem_array *t = NULL, *lt = NULL;
-    CHECK(gpumem_array_transpose(like, NULL, &t));
-    CHECK(gpumem_device_array_like(ctx, t, NULL, &lt));
-    CHECK(gpumem_array_strides(lt, st));
+    MUST(gpumem_array_transpose(like, NULL, &t));
+    MUST(gpumem_device_array_like(ctx, t, NULL, &lt));
+    MUST(gpumem_array_strides(lt, st));
     ok(st[0] == 4 && st[1] == 12, "gpumem_device_array_like: a transpose keeps its stride order");
     gpumem_array_release(lt);
     gpumem_array_release(t);
@@ -138,11 +109,11 @@ static void test_making(void)
     /* ndim 0 with a NULL shape */
     gpumem_array *z = NULL;
     int32_t one = 42, back = 0;
-    CHECK(gpumem_host_array_wrap(&one, 0, NULL, NULL, i32, &z));
+    MUST(gpumem_host_array_wrap(&one, 0, NULL, NULL, i32, &z));
     int64_t size = -1;
-    CHECK(gpumem_array_size(z, &size));
+    MUST(gpumem_array_size(z, &size));
     is_int(size, 1, "a 0-d array has one element");
-    CHECK(gpumem_array_get_item(z, NULL, &back, NULL));
+    MUST(gpumem_array_get_item(z, NULL, &back, NULL));
     is_int(back, 42, "get_item of a 0-d array with a NULL index");
     gpumem_array_release(z);
 
@@ -152,7 +123,7 @@ static void test_making(void)
     a = SENTINEL;
     fails(gpumem_to_device(ctx, h, NULL, 0x80, &a), GPUMEM_ERROR_INVALID_VALUE, "gpumem_to_device: unknown flags",
           "gpumem_to_device", "flags");
-    CHECK(gpumem_array_set_readonly(h, 1));
+    MUST(gpumem_array_set_readonly(h, 1));
     fails(gpumem_to_device(ctx, h, NULL, GPUMEM_TO_DEVICE_WRITEBACK, &a), GPUMEM_ERROR_INVALID_VALUE,
           "gpumem_to_device: a write-back into a read-only host array", "gpumem_to_device", "read-only");
     ok(a == SENTINEL, "failing to_device leaves 'array' alone");
@@ -161,7 +132,7 @@ static void test_making(void)
     /* to_device of a device array: a new array holding a copy */
     gpumem_array *copy = NULL;
     int32_t lv[6];
-    CHECK(gpumem_to_device(ctx, like, NULL, 0, &copy));
+    MUST(gpumem_to_device(ctx, like, NULL, 0, &copy));
     read_i32(copy, lv, 6);
     ok(copy != like && lv[0] == 0 && lv[5] == 5, "gpumem_to_device of a device array gives a new copy");
     gpumem_array_release(copy);
@@ -172,8 +143,8 @@ static void test_making(void)
 
 static void test_lifetime(void)
 {
-    gpumem_array *a = device_iota(1, (int64_t[]){4}, 0);
-    CHECK(gpumem_array_release(a));
+    gpumem_array *a = device_iota(ctx, 1, (int64_t[]){4}, 0);
+    MUST(gpumem_array_release(a));
     int nd = -7;
     fails(gpumem_array_release(a), GPUMEM_ERROR_INVALID_STATE, "gpumem_array_release twice", "gpumem_array_release",
           NULL);
@@ -183,7 +154,7 @@ static void test_lifetime(void)
           "gpumem_array_ndim", "'array'");
     is_int(nd, -7, "... and writes nothing");
     ok(gpumem_array_release(NULL) == GPUMEM_OK, "gpumem_array_release(NULL) is a no-op");
-    gpumem_array *live = device_iota(1, (int64_t[]){4}, 7), *out = SENTINEL;
+    gpumem_array *live = device_iota(ctx, 1, (int64_t[]){4}, 7), *out = SENTINEL;
     int32_t vals[4];
     fails(gpumem_array_copy(live, a, NULL), GPUMEM_ERROR_INVALID_STATE, "gpumem_array_copy from a released array",
           "gpumem_array_copy", "'src'");
@@ -199,7 +170,7 @@ static void test_lifetime(void)
     fails(gpumem_array_release_n(2, NULL), GPUMEM_ERROR_NULL_ARGUMENT, "gpumem_array_release_n: NULL arrays",
           "gpumem_array_release_n", "'arrays'");
     ok(gpumem_array_release_n(0, NULL) == GPUMEM_OK, "gpumem_array_release_n(0, NULL)");
-    gpumem_array *b = device_iota(1, (int64_t[]){4}, 0), *c = device_iota(1, (int64_t[]){4}, 0);
+    gpumem_array *b = device_iota(ctx, 1, (int64_t[]){4}, 0), *c = device_iota(ctx, 1, (int64_t[]){4}, 0);
     gpumem_array *list[4] = {b, NULL, a, c};
     fails(gpumem_array_release_n(4, list), GPUMEM_ERROR_INVALID_STATE, "gpumem_array_release_n: a released entry",
           "gpumem_array_release_n: arrays[2]:", NULL);
@@ -212,31 +183,31 @@ static void test_lifetime(void)
 static void test_copies(void)
 {
     const int64_t shape[2] = {2, 3};
-    gpumem_array *d = device_iota(2, shape, 100), *e = device_iota(2, shape, 0);
+    gpumem_array *d = device_iota(ctx, 2, shape, 100), *e = device_iota(ctx, 2, shape, 0);
     int32_t *hv;
     gpumem_array *h = host_iota(2, shape, 0, &hv);
     int32_t out[6];
 
-    gpumem_array *w = device_iota(1, (int64_t[]){6}, 0);
+    gpumem_array *w = device_iota(ctx, 1, (int64_t[]){6}, 0);
     fails(gpumem_array_copy(w, d, NULL), GPUMEM_ERROR_SHAPE_MISMATCH, "gpumem_array_copy: shapes",
           "gpumem_array_copy", "(2, 3)");
     read_i32(w, out, 6);
     ok(out[0] == 0 && out[5] == 5, "... the destination is unchanged");
     gpumem_array *v = NULL;
-    CHECK(gpumem_array_view(e, u8, &v));
+    MUST(gpumem_array_view(e, u8, &v));
     gpumem_array *v2 = NULL;
-    CHECK(gpumem_array_view(e, f32, &v2));
+    MUST(gpumem_array_view(e, f32, &v2));
     fails(gpumem_array_copy(v2, d, NULL), GPUMEM_ERROR_DTYPE_MISMATCH, "gpumem_array_copy: dtypes",
           "gpumem_array_copy", "dtype");
     gpumem_array_release(v2);
     gpumem_array_release(v);
 
-    CHECK(gpumem_array_set_readonly(e, 1));
+    MUST(gpumem_array_set_readonly(e, 1));
     fails(gpumem_array_copy(e, d, NULL), GPUMEM_ERROR_INVALID_VALUE, "gpumem_array_copy: a read-only dst",
           "gpumem_array_copy", "'dst'");
     read_i32(e, out, 6);
     ok(out[0] == 0 && out[5] == 5, "... the destination is unchanged");
-    CHECK(gpumem_array_set_readonly(e, 0));
+    MUST(gpumem_array_set_readonly(e, 0));
 
     fails(gpumem_copy_to_host(h, d, NULL), GPUMEM_ERROR_INVALID_VALUE, "gpumem_copy_to_host: swapped",
           "gpumem_copy_to_host", "arguments swapped?");
@@ -248,29 +219,29 @@ static void test_copies(void)
     /* overlapping host views: a[1:] = a[:-1] */
     int32_t buf[6] = {0, 1, 2, 3, 4, 5};
     gpumem_array *hb = NULL, *lo = NULL, *hi = NULL;
-    CHECK(gpumem_host_array_wrap(buf, 1, (int64_t[]){6}, NULL, i32, &hb));
-    CHECK(gpumem_array_slice(hb, (gpumem_slice[]){{1, GPUMEM_SLICE_DEFAULT, 1}}, 1, &hi));
-    CHECK(gpumem_array_slice(hb, (gpumem_slice[]){{0, -1, 1}}, 1, &lo));
-    CHECK(gpumem_array_copy(hi, lo, NULL));
+    MUST(gpumem_host_array_wrap(buf, 1, (int64_t[]){6}, NULL, i32, &hb));
+    MUST(gpumem_array_slice(hb, (gpumem_slice[]){{1, GPUMEM_SLICE_DEFAULT, 1}}, 1, &hi));
+    MUST(gpumem_array_slice(hb, (gpumem_slice[]){{0, -1, 1}}, 1, &lo));
+    MUST(gpumem_array_copy(hi, lo, NULL));
     ok(buf[0] == 0 && buf[1] == 0 && buf[2] == 1 && buf[5] == 4, "overlapping host views copy as through a temporary");
     GPUMEM_ARRAY_RELEASE_ALL(lo, hi, hb);
 
     /* overlapping device views, reversed: a[::-1] = a, then a[1:] = a[:-1] */
-    gpumem_array *dv = device_iota(1, (int64_t[]){6}, 0), *rv = NULL, *dlo = NULL, *dhi = NULL;
-    CHECK(gpumem_array_slice(dv, (gpumem_slice[]){{GPUMEM_SLICE_DEFAULT, GPUMEM_SLICE_DEFAULT, -1}}, 1, &rv));
-    CHECK(gpumem_array_copy(rv, dv, NULL));
+    gpumem_array *dv = device_iota(ctx, 1, (int64_t[]){6}, 0), *rv = NULL, *dlo = NULL, *dhi = NULL;
+    MUST(gpumem_array_slice(dv, (gpumem_slice[]){{GPUMEM_SLICE_DEFAULT, GPUMEM_SLICE_DEFAULT, -1}}, 1, &rv));
+    MUST(gpumem_array_copy(rv, dv, NULL));
     read_i32(dv, out, 6);
     ok(out[0] == 5 && out[1] == 4 && out[5] == 0, "a[::-1] = a on the device reverses it");
-    CHECK(gpumem_array_slice(dv, (gpumem_slice[]){{1, GPUMEM_SLICE_DEFAULT, 1}}, 1, &dhi));
-    CHECK(gpumem_array_slice(dv, (gpumem_slice[]){{0, -1, 1}}, 1, &dlo));
-    CHECK(gpumem_array_copy(dhi, dlo, NULL));
+    MUST(gpumem_array_slice(dv, (gpumem_slice[]){{1, GPUMEM_SLICE_DEFAULT, 1}}, 1, &dhi));
+    MUST(gpumem_array_slice(dv, (gpumem_slice[]){{0, -1, 1}}, 1, &dlo));
+    MUST(gpumem_array_copy(dhi, dlo, NULL));
     read_i32(dv, out, 6);
     ok(out[0] == 5 && out[1] == 5 && out[2] == 4 && out[5] == 1, "a[1:] = a[:-1] on the device");
     GPUMEM_ARRAY_RELEASE_ALL(dlo, dhi, rv, dv);
 
     /* negative strides: d[::-1, ::-1] into a host array */
     gpumem_array *r = NULL;
-    CHECK(gpumem_array_slice(d, (gpumem_slice[]){{GPUMEM_SLICE_DEFAULT, GPUMEM_SLICE_DEFAULT, -1},
+    MUST(gpumem_array_slice(d, (gpumem_slice[]){{GPUMEM_SLICE_DEFAULT, GPUMEM_SLICE_DEFAULT, -1},
                                                  {GPUMEM_SLICE_DEFAULT, GPUMEM_SLICE_DEFAULT, -1}},
                              2, &r));
     read_i32(r, out, 6);
@@ -279,8 +250,8 @@ static void test_copies(void)
 
     /* empty copy */
     gpumem_array *e0 = NULL, *e1 = NULL;
-    CHECK(gpumem_device_array(ctx, 2, (int64_t[]){0, 3}, NULL, i32, 'C', NULL, &e0));
-    CHECK(gpumem_host_array(2, (int64_t[]){0, 3}, i32, 'C', &e1));
+    MUST(gpumem_device_array(ctx, 2, (int64_t[]){0, 3}, NULL, i32, 'C', NULL, &e0));
+    MUST(gpumem_host_array(2, (int64_t[]){0, 3}, i32, 'C', &e1));
     ok(gpumem_array_copy(e1, e0, NULL) == GPUMEM_OK, "an empty copy");
     gpumem_copy_path path = (gpumem_copy_path)-1;
     gpumem_debug_last_copy_path(&path);
@@ -296,13 +267,13 @@ static void test_copies(void)
 static void test_items(void)
 {
     const int64_t shape[2] = {2, 3};
-    gpumem_array *d = device_iota(2, shape, 0);
+    gpumem_array *d = device_iota(ctx, 2, shape, 0);
     int32_t out[6], v = -1, seven = 7;
     fails(gpumem_array_get_item(d, (int64_t[]){0, 3}, &v, NULL), GPUMEM_ERROR_INDEX_OUT_OF_RANGE,
           "gpumem_array_get_item: an index off its axis", "gpumem_array_get_item", "axis 1");
     like(gpumem_last_error(), "index[1]", "... the message names the argument");
     is_int(v, -1, "... writes nothing");
-    CHECK(gpumem_array_get_item(d, (int64_t[]){-1, -1}, &v, NULL));
+    MUST(gpumem_array_get_item(d, (int64_t[]){-1, -1}, &v, NULL));
     is_int(v, 5, "get_item: negative indices count from the end");
     fails(gpumem_array_get_item_n(d, 1, (int64_t[]){0}, &v, NULL), GPUMEM_ERROR_INVALID_VALUE,
           "gpumem_array_get_item_n: nindex 1 of a 2-D array", "nindex 1", "2 dimensions");
@@ -312,19 +283,19 @@ static void test_items(void)
           "gpumem_array_set_item: NULL index", "gpumem_array_set_item", "'index'");
     fails(gpumem_array_get_item(d, (int64_t[]){0, 0}, NULL, NULL), GPUMEM_ERROR_NULL_ARGUMENT,
           "gpumem_array_get_item: NULL value", "gpumem_array_get_item", "'value'");
-    CHECK(gpumem_array_set_readonly(d, 1));
+    MUST(gpumem_array_set_readonly(d, 1));
     fails(gpumem_array_set_item(d, (int64_t[]){0, 0}, &seven, NULL), GPUMEM_ERROR_INVALID_VALUE,
           "gpumem_array_set_item: read-only", "gpumem_array_set_item", "read-only");
     fails(gpumem_array_fill(d, &seven, NULL), GPUMEM_ERROR_INVALID_VALUE, "gpumem_array_fill: read-only",
           "gpumem_array_fill", "read-only");
     read_i32(d, out, 6);
     ok(out[0] == 0 && out[1] == 1 && out[5] == 5, "... the read-only array is unchanged");
-    CHECK(gpumem_array_set_readonly(d, 0));
+    MUST(gpumem_array_set_readonly(d, 0));
 
     /* fill a strided view: the gaps keep their values */
     gpumem_array *c = NULL;
-    CHECK(gpumem_array_slice(d, (gpumem_slice[]){GPUMEM_SLICE_ALL, {0, GPUMEM_SLICE_DEFAULT, 2}}, 2, &c));
-    CHECK(gpumem_array_fill(c, &seven, NULL));
+    MUST(gpumem_array_slice(d, (gpumem_slice[]){GPUMEM_SLICE_ALL, {0, GPUMEM_SLICE_DEFAULT, 2}}, 2, &c));
+    MUST(gpumem_array_fill(c, &seven, NULL));
     read_i32(d, out, 6);
     ok(out[0] == 7 && out[1] == 1 && out[2] == 7 && out[3] == 7 && out[4] == 4 && out[5] == 7,
        "fill of d[:, ::2] writes only its elements");
@@ -332,15 +303,15 @@ static void test_items(void)
 
     /* fill of raw 3-byte elements on the device */
     gpumem_dtype *v3 = NULL;
-    CHECK(gpumem_dtype_from_typestr("|V3", &v3));
+    MUST(gpumem_dtype_from_typestr("|V3", &v3));
     gpumem_array *r = NULL;
-    CHECK(gpumem_device_array(ctx, 1, (int64_t[]){5}, NULL, v3, 'C', NULL, &r));
+    MUST(gpumem_device_array(ctx, 1, (int64_t[]){5}, NULL, v3, 'C', NULL, &r));
     const unsigned char pat[3] = {1, 2, 3};
-    CHECK(gpumem_array_fill(r, pat, NULL));
+    MUST(gpumem_array_fill(r, pat, NULL));
     unsigned char rb[15];
     gpumem_array *rh = NULL;
-    CHECK(gpumem_host_array_wrap(rb, 1, (int64_t[]){5}, NULL, v3, &rh));
-    CHECK(gpumem_array_copy(rh, r, NULL));
+    MUST(gpumem_host_array_wrap(rb, 1, (int64_t[]){5}, NULL, v3, &rh));
+    MUST(gpumem_array_copy(rh, r, NULL));
     int good = 1;
     for (int i = 0; i < 15; i++)
         good &= rb[i] == pat[i % 3];
@@ -350,7 +321,7 @@ static void test_items(void)
 
     /* an empty array fills with nothing */
     gpumem_array *e = NULL;
-    CHECK(gpumem_device_array(ctx, 1, (int64_t[]){0}, NULL, i32, 'C', NULL, &e));
+    MUST(gpumem_device_array(ctx, 1, (int64_t[]){0}, NULL, i32, 'C', NULL, &e));
     ok(gpumem_array_fill(e, &seven, NULL) == GPUMEM_OK, "fill of an empty array");
     gpumem_array_release(e);
     gpumem_array_release(d);
@@ -361,11 +332,11 @@ static void test_items(void)
 /* The 1-D slice s of iota(n) on the device, read back; its length, or -1 with the status in *st. */
 static int64_t slice1(int64_t n, gpumem_slice s, int32_t *out, gpumem_status *st)
 {
-    gpumem_array *d = device_iota(1, &n, 0), *v = NULL;
+    gpumem_array *d = device_iota(ctx, 1, &n, 0), *v = NULL;
     *st = gpumem_array_slice(d, &s, 1, &v);
     int64_t len = -1;
     if (*st == GPUMEM_OK) {
-        CHECK(gpumem_array_size(v, &len));
+        MUST(gpumem_array_size(v, &len));
         if (len > 0)
             read_i32(v, out, len);
         gpumem_array_release(v);
@@ -424,20 +395,20 @@ static void test_slices(void)
 
     /* indices drop axes; every axis indexed is a 0-d view */
     const int64_t shape[2] = {3, 4};
-    gpumem_array *d = device_iota(2, shape, 0), *v = SENTINEL;
+    gpumem_array *d = device_iota(ctx, 2, shape, 0), *v = SENTINEL;
     const gpumem_slice row[2] = {GPUMEM_INDEX(1), {.start = 1, .stop = -1}};
-    CHECK(gpumem_array_slice(d, row, 2, &v));
+    MUST(gpumem_array_slice(d, row, 2, &v));
     int nd = -1;
     int64_t n = 0;
-    CHECK(gpumem_array_ndim(v, &nd));
-    CHECK(gpumem_array_size(v, &n));
+    MUST(gpumem_array_ndim(v, &nd));
+    MUST(gpumem_array_size(v, &n));
     read_i32(v, out, 2);
     ok(nd == 1 && n == 2 && out[0] == 5 && out[1] == 6, "d[1, 1:-1] is 1-D: 5 6");
     gpumem_array_release(v);
-    CHECK(gpumem_array_slice(d, (gpumem_slice[]){GPUMEM_INDEX(-1), GPUMEM_INDEX(-2)}, 2, &v));
+    MUST(gpumem_array_slice(d, (gpumem_slice[]){GPUMEM_INDEX(-1), GPUMEM_INDEX(-2)}, 2, &v));
     int32_t x = -1;
-    CHECK(gpumem_array_ndim(v, &nd));
-    CHECK(gpumem_array_get_item(v, NULL, &x, NULL));
+    MUST(gpumem_array_ndim(v, &nd));
+    MUST(gpumem_array_get_item(v, NULL, &x, NULL));
     ok(nd == 0 && x == 10, "d[-1, -2] is a 0-d view of 10");
     gpumem_array_release(v);
 
@@ -450,27 +421,27 @@ static void test_slices(void)
           GPUMEM_ERROR_INDEX_OUT_OF_RANGE, "gpumem_array_slice: a bound off axis 1", "axis 1", "stop 5");
     like(gpumem_last_error(), "slices[1]", "... the message names the argument");
     ok(v == SENTINEL, "failing slices leave 'view' alone");
-    CHECK(gpumem_array_slice(d, NULL, 0, &v));
-    CHECK(gpumem_array_size(v, &n));
+    MUST(gpumem_array_slice(d, NULL, 0, &v));
+    MUST(gpumem_array_size(v, &n));
     is_int(n, 12, "nslices 0 with NULL slices: the whole array");
     gpumem_array_release(v);
 
     /* views of a read-only array are read-only, and stay so */
-    CHECK(gpumem_array_set_readonly(d, 1));
-    CHECK(gpumem_array_slice(d, row, 2, &v));
+    MUST(gpumem_array_set_readonly(d, 1));
+    MUST(gpumem_array_slice(d, row, 2, &v));
     int ro = 0;
-    CHECK(gpumem_array_is_readonly(v, &ro));
+    MUST(gpumem_array_is_readonly(v, &ro));
     is_int(ro, 1, "a view of a read-only array is read-only");
     fails(gpumem_array_set_readonly(v, 0), GPUMEM_ERROR_INVALID_VALUE, "gpumem_array_set_readonly(0) of such a view",
           "gpumem_array_set_readonly", NULL);
     gpumem_array_release(v);
     /* a view of a view: the base decides */
-    CHECK(gpumem_array_set_readonly(d, 0));
+    MUST(gpumem_array_set_readonly(d, 0));
     gpumem_array *v1 = NULL, *v2 = NULL;
-    CHECK(gpumem_array_slice(d, row, 2, &v1));
-    CHECK(gpumem_array_set_readonly(v1, 1));
-    CHECK(gpumem_array_slice(v1, NULL, 0, &v2));
-    CHECK(gpumem_array_is_readonly(v2, &ro));
+    MUST(gpumem_array_slice(d, row, 2, &v1));
+    MUST(gpumem_array_set_readonly(v1, 1));
+    MUST(gpumem_array_slice(v1, NULL, 0, &v2));
+    MUST(gpumem_array_is_readonly(v2, &ro));
     is_int(ro, 1, "a view of a read-only view is read-only");
     ok(gpumem_array_set_readonly(v2, 0) == GPUMEM_OK, "... and may be made writable while the base is writable");
     GPUMEM_ARRAY_RELEASE_ALL(v2, v1);
@@ -482,7 +453,7 @@ static void test_slices(void)
 static void test_views(void)
 {
     const int64_t shape[2] = {2, 3};
-    gpumem_array *d = device_iota(2, shape, 0), *v = SENTINEL;
+    gpumem_array *d = device_iota(ctx, 2, shape, 0), *v = SENTINEL;
     int32_t out[6];
     int64_t s[4];
 
@@ -491,32 +462,32 @@ static void test_views(void)
     fails(gpumem_array_transpose(d, (int[]){0, 2}, &v), GPUMEM_ERROR_INVALID_VALUE,
           "gpumem_array_transpose: axis 2 of 2-D", "gpumem_array_transpose", "axes[1]");
     ok(v == SENTINEL, "failing transposes leave 'view' alone");
-    CHECK(gpumem_array_transpose(d, NULL, &v));
+    MUST(gpumem_array_transpose(d, NULL, &v));
     read_i32(v, out, 6);
     ok(out[0] == 0 && out[1] == 3 && out[2] == 1, "NULL axes reverse them (.T)");
     gpumem_array_release(v);
 
     v = SENTINEL;
     gpumem_dtype *v3 = NULL;
-    CHECK(gpumem_dtype_from_typestr("|V5", &v3));
+    MUST(gpumem_dtype_from_typestr("|V5", &v3));
     fails(gpumem_array_view(d, v3, &v), GPUMEM_ERROR_INVALID_VALUE, "gpumem_array_view: 12 bytes by 5",
           "gpumem_array_view", NULL);
     gpumem_dtype_release(v3);
     ok(v == SENTINEL, "a failing view leaves 'view' alone");
-    CHECK(gpumem_array_view(d, u8, &v));
-    CHECK(gpumem_array_shape(v, s));
+    MUST(gpumem_array_view(d, u8, &v));
+    MUST(gpumem_array_shape(v, s));
     ok(s[0] == 2 && s[1] == 12, "int32 (2, 3) seen as uint8 is (2, 12)");
     gpumem_array_release(v);
     gpumem_array *col = NULL, *z0 = NULL;
     v = SENTINEL;
-    CHECK(gpumem_array_slice(d, (gpumem_slice[]){GPUMEM_SLICE_ALL, {0, 3, 2}}, 2, &col));
+    MUST(gpumem_array_slice(d, (gpumem_slice[]){GPUMEM_SLICE_ALL, {0, 3, 2}}, 2, &col));
     fails(gpumem_array_view(col, u8, &v), GPUMEM_ERROR_INVALID_VALUE, "gpumem_array_view: a strided last axis",
           "gpumem_array_view", "contiguous");
-    CHECK(gpumem_array_slice(d, (gpumem_slice[]){GPUMEM_INDEX(0), GPUMEM_INDEX(0)}, 2, &z0));
+    MUST(gpumem_array_slice(d, (gpumem_slice[]){GPUMEM_INDEX(0), GPUMEM_INDEX(0)}, 2, &z0));
     fails(gpumem_array_view(z0, u8, &v), GPUMEM_ERROR_INVALID_VALUE, "gpumem_array_view: a 0-d array of 4 bytes as 1",
           "gpumem_array_view", "0-d");
     ok(v == SENTINEL, "... no view came out");
-    CHECK(gpumem_array_view(z0, f32, &v));
+    MUST(gpumem_array_view(z0, f32, &v));
     gpumem_array_release(v);
     GPUMEM_ARRAY_RELEASE_ALL(z0, col);
 
@@ -536,17 +507,17 @@ static void test_views(void)
           "gpumem_array_reshape: a negative extent names the argument", "gpumem_array_reshape: shape[0] = -2", NULL);
     fails(gpumem_array_reshape(d, 2, NULL, 'C', 0, NULL, &v), GPUMEM_ERROR_NULL_ARGUMENT,
           "gpumem_array_reshape: NULL shape", "gpumem_array_reshape", "'shape'");
-    CHECK(gpumem_array_transpose(d, (int[]){-1, -2}, &v));
-    CHECK(gpumem_array_shape(v, s));
+    MUST(gpumem_array_transpose(d, (int[]){-1, -2}, &v));
+    MUST(gpumem_array_shape(v, s));
     ok(s[0] == 3 && s[1] == 2, "transpose: negative axes count from the end");
     gpumem_array_release(v);
     v = SENTINEL;
     gpumem_array *t = NULL;
-    CHECK(gpumem_array_transpose(d, NULL, &t));
+    MUST(gpumem_array_transpose(d, NULL, &t));
     fails(gpumem_array_reshape(t, 1, (int64_t[]){-1}, 'C', GPUMEM_NO_COPY, NULL, &v), GPUMEM_ERROR_COPY_REQUIRED,
           "gpumem_array_reshape: NO_COPY of a transpose", "gpumem_array_reshape", NULL);
     ok(v == SENTINEL, "failing reshapes leave 'result' alone");
-    CHECK(gpumem_array_reshape(t, 1, (int64_t[]){-1}, 'C', 0, NULL, &v));
+    MUST(gpumem_array_reshape(t, 1, (int64_t[]){-1}, 'C', 0, NULL, &v));
     read_i32(v, out, 6);
     ok(out[0] == 0 && out[1] == 3 && out[2] == 1 && out[5] == 5, "reshape of a transpose copies in C order");
     gpumem_array_release(v);
@@ -560,14 +531,14 @@ static void test_views(void)
     fails(gpumem_array_ravel(d, 'C', 0, NULL, NULL), GPUMEM_ERROR_NULL_ARGUMENT, "gpumem_array_ravel: NULL result",
           "gpumem_array_ravel", "'result'");
     ok(v == SENTINEL, "failing ravels leave 'result' alone");
-    CHECK(gpumem_array_ravel(t, 'F', GPUMEM_NO_COPY, NULL, &v));
+    MUST(gpumem_array_ravel(t, 'F', GPUMEM_NO_COPY, NULL, &v));
     read_i32(v, out, 6);
     ok(out[0] == 0 && out[1] == 1 && out[5] == 5, "ravel 'F' of a transpose is a view");
     gpumem_array_release(v);
     gpumem_array_release(t);
 
     /* split */
-    gpumem_array *line = device_iota(1, (int64_t[]){10}, 0), *pieces[4] = {SENTINEL, SENTINEL, SENTINEL, SENTINEL};
+    gpumem_array *line = device_iota(ctx, 1, (int64_t[]){10}, 0), *pieces[4] = {SENTINEL, SENTINEL, SENTINEL, SENTINEL};
     size_t count = 99;
     fails(gpumem_array_split(line, 0, pieces, 4, &count), GPUMEM_ERROR_INVALID_SECTION, "gpumem_array_split: section 0",
           "gpumem_array_split", "section");
@@ -582,19 +553,19 @@ static void test_views(void)
     fails(gpumem_array_split(line, 3, NULL, 4, &count), GPUMEM_ERROR_NULL_ARGUMENT, "gpumem_array_split: NULL pieces",
           "gpumem_array_split", "'pieces'");
     is_int(count, 99, "... writes no count (only a small capacity does)");
-    CHECK(gpumem_array_split(line, 3, pieces, 4, &count));
+    MUST(gpumem_array_split(line, 3, pieces, 4, &count));
     int64_t lens[4];
     int32_t first[4];
     for (int i = 0; i < 4; i++) {
-        CHECK(gpumem_array_size(pieces[i], &lens[i]));
-        CHECK(gpumem_array_get_item(pieces[i], (int64_t[]){0}, &first[i], NULL));
+        MUST(gpumem_array_size(pieces[i], &lens[i]));
+        MUST(gpumem_array_get_item(pieces[i], (int64_t[]){0}, &first[i], NULL));
     }
     ok(count == 4 && lens[0] == 3 && lens[3] == 1 && first[1] == 3 && first[3] == 9, "split(10, 3): 3 3 3 1");
     GPUMEM_ARRAY_RELEASE_ALL(pieces[0], pieces[1], pieces[2], pieces[3]);
     gpumem_array *e = NULL;
-    CHECK(gpumem_device_array(ctx, 1, (int64_t[]){0}, NULL, i32, 'C', NULL, &e));
+    MUST(gpumem_device_array(ctx, 1, (int64_t[]){0}, NULL, i32, 'C', NULL, &e));
     count = 99;
-    CHECK(gpumem_array_split(e, 3, NULL, 0, &count));
+    MUST(gpumem_array_split(e, 3, NULL, 0, &count));
     is_int(count, 0, "split of an empty array: no pieces");
     gpumem_array_release(e);
     gpumem_array_release(line);
@@ -607,32 +578,32 @@ static void test_zero_d(void)
 {
     gpumem_array *z = NULL, *v = NULL;
     const int32_t seven = 7;
-    CHECK(gpumem_device_array(ctx, 0, NULL, NULL, i32, 'C', NULL, &z));
-    CHECK(gpumem_array_fill(z, &seven, NULL));
+    MUST(gpumem_device_array(ctx, 0, NULL, NULL, i32, 'C', NULL, &z));
+    MUST(gpumem_array_fill(z, &seven, NULL));
     int nd = -1;
     int64_t n = -1, s1 = -1;
     int32_t x = 0;
-    CHECK(gpumem_array_slice(z, NULL, 0, &v));
-    CHECK(gpumem_array_ndim(v, &nd));
+    MUST(gpumem_array_slice(z, NULL, 0, &v));
+    MUST(gpumem_array_ndim(v, &nd));
     ok(nd == 0, "slice of a 0-d array with no slices is 0-d");
     gpumem_array_release(v);
-    CHECK(gpumem_array_transpose(z, NULL, &v));
-    CHECK(gpumem_array_ndim(v, &nd));
+    MUST(gpumem_array_transpose(z, NULL, &v));
+    MUST(gpumem_array_ndim(v, &nd));
     ok(nd == 0, "transpose of a 0-d array is 0-d");
     gpumem_array_release(v);
-    CHECK(gpumem_array_ravel(z, 'C', GPUMEM_NO_COPY, NULL, &v));
-    CHECK(gpumem_array_ndim(v, &nd));
-    CHECK(gpumem_array_shape(v, &s1));
-    CHECK(gpumem_array_get_item(v, (int64_t[]){0}, &x, NULL));
+    MUST(gpumem_array_ravel(z, 'C', GPUMEM_NO_COPY, NULL, &v));
+    MUST(gpumem_array_ndim(v, &nd));
+    MUST(gpumem_array_shape(v, &s1));
+    MUST(gpumem_array_get_item(v, (int64_t[]){0}, &x, NULL));
     ok(nd == 1 && s1 == 1 && x == 7, "ravel of a 0-d array is a (1,) view of its element");
     gpumem_array *back = NULL;
-    CHECK(gpumem_array_reshape(v, 0, NULL, 'C', GPUMEM_NO_COPY, NULL, &back));
-    CHECK(gpumem_array_ndim(back, &nd));
-    CHECK(gpumem_array_size(back, &n));
+    MUST(gpumem_array_reshape(v, 0, NULL, 'C', GPUMEM_NO_COPY, NULL, &back));
+    MUST(gpumem_array_ndim(back, &nd));
+    MUST(gpumem_array_size(back, &n));
     ok(nd == 0 && n == 1, "reshape of (1,) to ndim 0 with a NULL shape");
     GPUMEM_ARRAY_RELEASE_ALL(back, v);
     x = 0;
-    CHECK(gpumem_array_get_item_n(z, 0, NULL, &x, NULL));
+    MUST(gpumem_array_get_item_n(z, 0, NULL, &x, NULL));
     is_int(x, 7, "get_item_n(0, NULL) of a 0-d array");
     fails(gpumem_array_get_item_n(z, 1, (int64_t[]){0}, &x, NULL), GPUMEM_ERROR_INVALID_VALUE,
           "gpumem_array_get_item_n: one index of a 0-d array", "gpumem_array_get_item_n", "nindex 1");
@@ -643,8 +614,8 @@ static void test_zero_d(void)
 
 static void test_properties(void)
 {
-    gpumem_array *d = device_iota(1, (int64_t[]){4}, 0), *h = NULL, *e = NULL;
-    CHECK(gpumem_host_array(1, (int64_t[]){4}, i32, 'C', &h));
+    gpumem_array *d = device_iota(ctx, 1, (int64_t[]){4}, 0), *h = NULL, *e = NULL;
+    MUST(gpumem_host_array(1, (int64_t[]){4}, i32, 'C', &h));
     uint64_t dp = 77;
     void *hp = (void *)&dp;
     fails(gpumem_array_device_pointer(h, &dp), GPUMEM_ERROR_INVALID_VALUE, "gpumem_array_device_pointer of a host array",
@@ -655,25 +626,25 @@ static void test_properties(void)
     ok(hp == (void *)&dp, "... writes nothing");
     is_str(gpumem_memory_kind_name((gpumem_memory_kind)99), "unknown", "gpumem_memory_kind_name(99)");
     is_str(gpumem_memory_kind_name(GPUMEM_MEMORY_MAPPED), "mapped", "gpumem_memory_kind_name(MAPPED)");
-    CHECK(gpumem_device_array(ctx, 2, (int64_t[]){0, 3}, NULL, i32, 'C', NULL, &e));
+    MUST(gpumem_device_array(ctx, 2, (int64_t[]){0, 3}, NULL, i32, 'C', NULL, &e));
     int c = 0, f = 0;
-    CHECK(gpumem_array_is_c_contiguous(e, &c));
-    CHECK(gpumem_array_is_f_contiguous(e, &f));
+    MUST(gpumem_array_is_c_contiguous(e, &c));
+    MUST(gpumem_array_is_f_contiguous(e, &f));
     ok(c == 1 && f == 1, "an empty array is C and F contiguous");
     int64_t nb = -1;
-    CHECK(gpumem_array_nbytes(e, &nb));
+    MUST(gpumem_array_nbytes(e, &nb));
     is_int(nb, 0, "an empty array has 0 bytes");
     gpumem_context *cx = (gpumem_context *)(uintptr_t)1;
-    CHECK(gpumem_array_context(h, &cx));
+    MUST(gpumem_array_context(h, &cx));
     ok(cx == NULL, "a host array has no context");
     fails(gpumem_array_shape(d, NULL), GPUMEM_ERROR_NULL_ARGUMENT, "gpumem_array_shape: NULL shape",
           "gpumem_array_shape", "'shape'");
     int ro = -1;
-    CHECK(gpumem_array_set_readonly(h, 2));
-    CHECK(gpumem_array_is_readonly(h, &ro));
+    MUST(gpumem_array_set_readonly(h, 2));
+    MUST(gpumem_array_is_readonly(h, &ro));
     is_int(ro, 1, "set_readonly(2) makes it read-only (any nonzero value)");
     GPUMEM_ARRAY_RELEASE_ALL(e, h, d);
-    gpumem_array *gone = device_iota(1, (int64_t[]){4}, 0);
+    gpumem_array *gone = device_iota(ctx, 1, (int64_t[]){4}, 0);
     gpumem_array_release(gone);
     fails(gpumem_array_set_readonly(gone, 1), GPUMEM_ERROR_INVALID_STATE, "gpumem_array_set_readonly of a released array",
           "gpumem_array_set_readonly", NULL);
@@ -685,12 +656,12 @@ static void test_broadcast(void)
 {
     int32_t one = 9, src[4] = {1, 2, 3, 4}, a[4] = {0, 0, 0, 0};
     gpumem_array *bc = NULL, *s = NULL, *ha = NULL, *d = NULL;
-    CHECK(gpumem_host_array_wrap(&one, 1, (int64_t[]){4}, (int64_t[]){0}, i32, &bc));
-    CHECK(gpumem_host_array_wrap(src, 1, (int64_t[]){4}, NULL, i32, &s));
-    CHECK(gpumem_host_array_wrap(a, 1, (int64_t[]){4}, NULL, i32, &ha));
-    CHECK(gpumem_to_device(ctx, s, NULL, 0, &d));
+    MUST(gpumem_host_array_wrap(&one, 1, (int64_t[]){4}, (int64_t[]){0}, i32, &bc));
+    MUST(gpumem_host_array_wrap(src, 1, (int64_t[]){4}, NULL, i32, &s));
+    MUST(gpumem_host_array_wrap(a, 1, (int64_t[]){4}, NULL, i32, &ha));
+    MUST(gpumem_to_device(ctx, s, NULL, 0, &d));
     /* a broadcast source is fine */
-    CHECK(gpumem_array_copy(ha, bc, NULL));
+    MUST(gpumem_array_copy(ha, bc, NULL));
     ok(a[0] == 9 && a[3] == 9, "a broadcast source copies");
     memset(a, 0, sizeof a);
     fails(gpumem_array_copy(bc, s, NULL), GPUMEM_ERROR_INVALID_VALUE, "gpumem_array_copy: a broadcast dst",
@@ -703,8 +674,8 @@ static void test_broadcast(void)
           "gpumem_array_copy_batch: pair 1:", "'dst'");
     ok(a[0] == 0 && a[3] == 0 && one == 9, "... found before pair 0 was copied: nothing written");
     gpumem_array *buf = NULL;
-    CHECK(gpumem_device_array(ctx, 1, (int64_t[]){8}, NULL, i32, 'C', NULL, &buf));
-    CHECK(gpumem_array_fill(buf, &src[3], NULL));
+    MUST(gpumem_device_array(ctx, 1, (int64_t[]){8}, NULL, i32, 'C', NULL, &buf));
+    MUST(gpumem_array_fill(buf, &src[3], NULL));
     fails(gpumem_array_unpack(2, (gpumem_array *[]){ha, bc}, buf, NULL), GPUMEM_ERROR_INVALID_VALUE,
           "gpumem_array_unpack: a broadcast view", "gpumem_array_unpack", "views[1]");
     ok(a[0] == 0 && a[3] == 0 && one == 9, "... nothing written");
@@ -714,8 +685,8 @@ static void test_broadcast(void)
     ok(out == SENTINEL, "... made no array");
     /* an empty broadcast writes nothing and is fine */
     gpumem_array *ebc = NULL, *es = NULL;
-    CHECK(gpumem_host_array_wrap(&one, 2, (int64_t[]){4, 0}, (int64_t[]){0, 4}, i32, &ebc));
-    CHECK(gpumem_host_array(2, (int64_t[]){4, 0}, i32, 'C', &es));
+    MUST(gpumem_host_array_wrap(&one, 2, (int64_t[]){4, 0}, (int64_t[]){0, 4}, i32, &ebc));
+    MUST(gpumem_host_array(2, (int64_t[]){4, 0}, i32, 'C', &es));
     ok(gpumem_array_copy(ebc, es, NULL) == GPUMEM_OK, "an empty array with a stride 0 is written (nothing)");
     GPUMEM_ARRAY_RELEASE_ALL(ebc, es, buf, d, ha, s, bc);
 }
@@ -725,14 +696,14 @@ static void test_broadcast(void)
 static void test_batch(void)
 {
     const int64_t n4 = 4;
-    gpumem_array *a = device_iota(1, &n4, 0), *b = device_iota(1, &n4, 10), *c = device_iota(1, &n4, 20);
-    gpumem_array *x = device_iota(1, &n4, 100), *y = device_iota(1, &n4, 200);
+    gpumem_array *a = device_iota(ctx, 1, &n4, 0), *b = device_iota(ctx, 1, &n4, 10), *c = device_iota(ctx, 1, &n4, 20);
+    gpumem_array *x = device_iota(ctx, 1, &n4, 100), *y = device_iota(ctx, 1, &n4, 200);
     int32_t out[8];
     ok(gpumem_array_copy_batch(0, NULL, NULL, NULL) == GPUMEM_OK, "copy_batch of 0 pairs with NULL lists");
 
     fails(gpumem_array_copy_batch(2, (gpumem_array *[]){a, NULL}, (gpumem_array *[]){x, y}, NULL),
           GPUMEM_ERROR_NULL_ARGUMENT, "gpumem_array_copy_batch: dst[1] NULL", "gpumem_array_copy_batch", "dst[1]");
-    gpumem_array *w = device_iota(1, (int64_t[]){5}, 0);
+    gpumem_array *w = device_iota(ctx, 1, (int64_t[]){5}, 0);
     fails(gpumem_array_copy_batch(2, (gpumem_array *[]){a, w}, (gpumem_array *[]){x, y}, NULL),
           GPUMEM_ERROR_SHAPE_MISMATCH, "gpumem_array_copy_batch: a shape mismatch in pair 1",
           "gpumem_array_copy_batch: pair 1:", NULL);
@@ -740,7 +711,7 @@ static void test_batch(void)
     ok(out[0] == 0 && out[3] == 3, "... pair 0's destination is untouched");
     gpumem_array_release(w);
 
-    gpumem_array *gone = device_iota(1, &n4, 0);
+    gpumem_array *gone = device_iota(ctx, 1, &n4, 0);
     gpumem_array_release(gone);
     fails(gpumem_array_copy_batch(2, (gpumem_array *[]){a, b}, (gpumem_array *[]){x, gone}, NULL),
           GPUMEM_ERROR_INVALID_STATE, "gpumem_array_copy_batch: a released source in pair 1",
@@ -748,11 +719,11 @@ static void test_batch(void)
     read_i32(a, out, 4);
     ok(out[0] == 0 && out[3] == 3, "... pair 0's destination is untouched");
 
-    CHECK(gpumem_array_set_readonly(b, 1));
+    MUST(gpumem_array_set_readonly(b, 1));
     fails(gpumem_array_copy_batch(2, (gpumem_array *[]){a, b}, (gpumem_array *[]){x, y}, NULL),
           GPUMEM_ERROR_INVALID_VALUE, "gpumem_array_copy_batch: a read-only destination in pair 1",
           "gpumem_array_copy_batch: pair 1:", "read-only");
-    CHECK(gpumem_array_set_readonly(b, 0));
+    MUST(gpumem_array_set_readonly(b, 0));
 
     fails(gpumem_array_copy_batch(2, (gpumem_array *[]){a, a}, (gpumem_array *[]){x, y}, NULL),
           GPUMEM_ERROR_INVALID_VALUE, "gpumem_array_copy_batch: one destination twice", "dst[0]", "dst[1]");
@@ -763,10 +734,10 @@ static void test_batch(void)
     ok(out[0] == 0 && out[3] == 3, "... no destination is written");
 
     /* a pair may overlap its own source; sources may overlap each other */
-    gpumem_array *big = device_iota(1, (int64_t[]){8}, 0), *hi = NULL, *lo = NULL;
-    CHECK(gpumem_array_slice(big, (gpumem_slice[]){{1, GPUMEM_SLICE_DEFAULT, 1}}, 1, &hi));
-    CHECK(gpumem_array_slice(big, (gpumem_slice[]){{0, -1, 1}}, 1, &lo));
-    CHECK(gpumem_array_copy_batch(2, (gpumem_array *[]){hi, c}, (gpumem_array *[]){lo, x}, NULL));
+    gpumem_array *big = device_iota(ctx, 1, (int64_t[]){8}, 0), *hi = NULL, *lo = NULL;
+    MUST(gpumem_array_slice(big, (gpumem_slice[]){{1, GPUMEM_SLICE_DEFAULT, 1}}, 1, &hi));
+    MUST(gpumem_array_slice(big, (gpumem_slice[]){{0, -1, 1}}, 1, &lo));
+    MUST(gpumem_array_copy_batch(2, (gpumem_array *[]){hi, c}, (gpumem_array *[]){lo, x}, NULL));
     read_i32(big, out, 8);
     int32_t cc[4];
     read_i32(c, cc, 4);
@@ -776,29 +747,29 @@ static void test_batch(void)
 
     /* with a stream, host-to-host pairs are done by the CPU before the call returns */
     gpumem_stream *st1 = NULL;
-    CHECK(gpumem_stream_create(ctx, 0, &st1));
+    MUST(gpumem_stream_create(ctx, 0, &st1));
     int32_t hs[4] = {1, 2, 3, 4}, hd[4] = {0, 0, 0, 0};
     gpumem_array *hsa = NULL, *hda = NULL;
-    CHECK(gpumem_host_array_wrap(hs, 1, &n4, NULL, i32, &hsa));
-    CHECK(gpumem_host_array_wrap(hd, 1, &n4, NULL, i32, &hda));
-    CHECK(gpumem_array_copy_batch(1, &hda, &hsa, st1));
+    MUST(gpumem_host_array_wrap(hs, 1, &n4, NULL, i32, &hsa));
+    MUST(gpumem_host_array_wrap(hd, 1, &n4, NULL, i32, &hda));
+    MUST(gpumem_array_copy_batch(1, &hda, &hsa, st1));
     ok(hd[0] == 1 && hd[3] == 4, "a host-to-host pair on a stream is copied when the call returns");
     gpumem_copy_path lp = (gpumem_copy_path)-1;
-    CHECK(gpumem_array_copy_batch(2, (gpumem_array *[]){c, hda}, (gpumem_array *[]){x, hsa}, NULL));
+    MUST(gpumem_array_copy_batch(2, (gpumem_array *[]){c, hda}, (gpumem_array *[]){x, hsa}, NULL));
     gpumem_debug_last_copy_path(&lp);
     is_int(lp, GPUMEM_COPY_PATH_HOST, "gpumem_debug_last_copy_path reports the last pair's way (host to host)");
-    CHECK(gpumem_array_copy_batch(2, (gpumem_array *[]){hda, c}, (gpumem_array *[]){hsa, x}, NULL));
+    MUST(gpumem_array_copy_batch(2, (gpumem_array *[]){hda, c}, (gpumem_array *[]){hsa, x}, NULL));
     gpumem_debug_last_copy_path(&lp);
     is_int(lp, GPUMEM_COPY_PATH_CONTIGUOUS, "... (device to device, one run)");
-    CHECK(gpumem_stream_synchronize(st1));
+    MUST(gpumem_stream_synchronize(st1));
     GPUMEM_ARRAY_RELEASE_ALL(hda, hsa);
     gpumem_stream_destroy(st1);
 
     /* two disjoint columns of one array do not collide */
-    gpumem_array *m = device_iota(2, (int64_t[]){4, 2}, 0), *c0 = NULL, *c1 = NULL;
-    CHECK(gpumem_array_slice(m, (gpumem_slice[]){GPUMEM_SLICE_ALL, GPUMEM_INDEX(0)}, 2, &c0));
-    CHECK(gpumem_array_slice(m, (gpumem_slice[]){GPUMEM_SLICE_ALL, GPUMEM_INDEX(1)}, 2, &c1));
-    CHECK(gpumem_array_copy_batch(2, (gpumem_array *[]){c0, c1}, (gpumem_array *[]){x, y}, NULL));
+    gpumem_array *m = device_iota(ctx, 2, (int64_t[]){4, 2}, 0), *c0 = NULL, *c1 = NULL;
+    MUST(gpumem_array_slice(m, (gpumem_slice[]){GPUMEM_SLICE_ALL, GPUMEM_INDEX(0)}, 2, &c0));
+    MUST(gpumem_array_slice(m, (gpumem_slice[]){GPUMEM_SLICE_ALL, GPUMEM_INDEX(1)}, 2, &c1));
+    MUST(gpumem_array_copy_batch(2, (gpumem_array *[]){c0, c1}, (gpumem_array *[]){x, y}, NULL));
     read_i32(m, out, 8);
     ok(out[0] == 100 && out[1] == 200 && out[6] == 103 && out[7] == 203, "two columns of one array, one batch");
     GPUMEM_ARRAY_RELEASE_ALL(c1, c0, m);
@@ -810,13 +781,13 @@ static void test_batch(void)
         unsigned char *xb = calloc((size_t)nx, 1);
         gpumem_array *X = NULL, *s6 = NULL, *s4 = NULL, *t6 = NULL, *t4 = NULL;
         int64_t m6 = 0, m4 = 0;
-        CHECK(gpumem_host_array_wrap(xb, 1, &nx, NULL, u8, &X));
-        CHECK(gpumem_array_slice(X, (gpumem_slice[]){{0, GPUMEM_SLICE_DEFAULT, 6}}, 1, &s6));
-        CHECK(gpumem_array_slice(X, (gpumem_slice[]){{1, GPUMEM_SLICE_DEFAULT, 4}}, 1, &s4));
-        CHECK(gpumem_array_size(s6, &m6));
-        CHECK(gpumem_array_size(s4, &m4));
-        CHECK(gpumem_host_array(1, &m6, u8, 'C', &t6));
-        CHECK(gpumem_host_array(1, &m4, u8, 'C', &t4));
+        MUST(gpumem_host_array_wrap(xb, 1, &nx, NULL, u8, &X));
+        MUST(gpumem_array_slice(X, (gpumem_slice[]){{0, GPUMEM_SLICE_DEFAULT, 6}}, 1, &s6));
+        MUST(gpumem_array_slice(X, (gpumem_slice[]){{1, GPUMEM_SLICE_DEFAULT, 4}}, 1, &s4));
+        MUST(gpumem_array_size(s6, &m6));
+        MUST(gpumem_array_size(s4, &m4));
+        MUST(gpumem_host_array(1, &m6, u8, 'C', &t6));
+        MUST(gpumem_host_array(1, &m4, u8, 'C', &t4));
         gpumem_status st = gpumem_array_copy_batch(2, (gpumem_array *[]){s6, s4}, (gpumem_array *[]){t6, t4}, NULL);
         if (huge_x)
             fails(st, GPUMEM_ERROR_INVALID_VALUE, "x[::6] and x[1::4] of 36 MB: too many elements to tell",
@@ -829,52 +800,52 @@ static void test_batch(void)
 
     /* pack and unpack */
     gpumem_array *buf = NULL;
-    CHECK(gpumem_pinned_array(ctx, 1, (int64_t[]){10}, NULL, i32, 'C', &buf));
+    MUST(gpumem_pinned_array(ctx, 1, (int64_t[]){10}, NULL, i32, 'C', &buf));
     const int32_t minus = -1;
-    CHECK(gpumem_array_fill(buf, &minus, NULL));
-    CHECK(gpumem_array_pack(2, (gpumem_array *[]){x, y}, buf, NULL));
+    MUST(gpumem_array_fill(buf, &minus, NULL));
+    MUST(gpumem_array_pack(2, (gpumem_array *[]){x, y}, buf, NULL));
     int32_t pb[10];
     read_i32(buf, pb, 10);
     ok(pb[0] == 100 && pb[3] == 103 && pb[4] == 200 && pb[7] == 203 && pb[8] == -1 && pb[9] == -1,
        "pack: views one after the other, the bytes beyond not written");
     gpumem_array *small = NULL;
-    CHECK(gpumem_pinned_array(ctx, 1, (int64_t[]){7}, NULL, i32, 'C', &small));
+    MUST(gpumem_pinned_array(ctx, 1, (int64_t[]){7}, NULL, i32, 'C', &small));
     fails(gpumem_array_pack(2, (gpumem_array *[]){x, y}, small, NULL), GPUMEM_ERROR_INVALID_VALUE,
           "gpumem_array_pack: a buffer too small", "gpumem_array_pack", "'buffer'");
     fails(gpumem_array_pack(2, (gpumem_array *[]){x, NULL}, buf, NULL), GPUMEM_ERROR_NULL_ARGUMENT,
           "gpumem_array_pack: views[1] NULL", "gpumem_array_pack", "views[1]");
-    CHECK(gpumem_array_set_readonly(buf, 1));
+    MUST(gpumem_array_set_readonly(buf, 1));
     fails(gpumem_array_pack(1, (gpumem_array *[]){x}, buf, NULL), GPUMEM_ERROR_INVALID_VALUE,
           "gpumem_array_pack: a read-only buffer", "gpumem_array_pack", "read-only");
-    CHECK(gpumem_array_set_readonly(buf, 0));
+    MUST(gpumem_array_set_readonly(buf, 0));
     gpumem_array *strided = NULL;
-    CHECK(gpumem_array_slice(buf, (gpumem_slice[]){{0, 10, 2}}, 1, &strided));
+    MUST(gpumem_array_slice(buf, (gpumem_slice[]){{0, 10, 2}}, 1, &strided));
     fails(gpumem_array_pack(1, (gpumem_array *[]){x}, strided, NULL), GPUMEM_ERROR_INVALID_VALUE,
           "gpumem_array_pack: a strided buffer", "gpumem_array_pack", "C-contiguous");
-    CHECK(gpumem_array_set_readonly(b, 1));
+    MUST(gpumem_array_set_readonly(b, 1));
     fails(gpumem_array_unpack(2, (gpumem_array *[]){a, b}, buf, NULL), GPUMEM_ERROR_INVALID_VALUE,
           "gpumem_array_unpack: a read-only view", "gpumem_array_unpack", "views[1]");
-    CHECK(gpumem_array_set_readonly(b, 0));
+    MUST(gpumem_array_set_readonly(b, 0));
     fails(gpumem_array_unpack(2, (gpumem_array *[]){a, a}, buf, NULL), GPUMEM_ERROR_INVALID_VALUE,
           "gpumem_array_unpack: two views sharing memory", "views[0]", "views[1]");
     read_i32(a, out, 4);
     ok(out[0] == 0 && out[3] == 3, "... no view is written");
-    CHECK(gpumem_array_unpack(2, (gpumem_array *[]){b, a}, buf, NULL));
+    MUST(gpumem_array_unpack(2, (gpumem_array *[]){b, a}, buf, NULL));
     int32_t ob[4];
     read_i32(a, out, 4);
     read_i32(b, ob, 4);
     ok(ob[0] == 100 && ob[3] == 103 && out[0] == 200 && out[3] == 203, "unpack: the views in buffer order");
-    CHECK(gpumem_array_set_readonly(buf, 1));
-    CHECK(gpumem_array_set_readonly(x, 1));
+    MUST(gpumem_array_set_readonly(buf, 1));
+    MUST(gpumem_array_set_readonly(x, 1));
     ok(gpumem_array_unpack(1, (gpumem_array *[]){a}, buf, NULL) == GPUMEM_OK,
        "unpack from a read-only buffer (only read)");
-    CHECK(gpumem_array_set_readonly(buf, 0));
+    MUST(gpumem_array_set_readonly(buf, 0));
     ok(gpumem_array_pack(1, (gpumem_array *[]){x}, buf, NULL) == GPUMEM_OK, "pack of a read-only view (only read)");
-    CHECK(gpumem_array_set_readonly(x, 0));
+    MUST(gpumem_array_set_readonly(x, 0));
     ok(gpumem_array_pack(0, NULL, buf, NULL) == GPUMEM_OK, "pack of 0 views");
     int32_t word = 0;
     gpumem_array *huge = NULL; /* 2^60 int32 elements, all one word: 2^62 bytes */
-    CHECK(gpumem_host_array_wrap(&word, 1, (int64_t[]){INT64_C(1) << 60}, (int64_t[]){0}, i32, &huge));
+    MUST(gpumem_host_array_wrap(&word, 1, (int64_t[]){INT64_C(1) << 60}, (int64_t[]){0}, i32, &huge));
     fails(gpumem_array_pack(2, (gpumem_array *[]){huge, huge}, buf, NULL), GPUMEM_ERROR_OVERFLOW,
           "gpumem_array_pack: views whose bytes do not fit in int64_t", "gpumem_array_pack", "views[1]");
     gpumem_array_release(huge);
@@ -883,12 +854,12 @@ static void test_batch(void)
     /* pack views of different item sizes: a 3-byte view, then an int32 view, into a byte buffer */
     gpumem_array *bytes = NULL, *ub = NULL, *dbuf = NULL;
     unsigned char raw[3] = {7, 8, 9};
-    CHECK(gpumem_host_array_wrap(raw, 1, (int64_t[]){3}, NULL, u8, &ub));
-    CHECK(gpumem_device_array(ctx, 1, (int64_t[]){19}, NULL, u8, 'C', NULL, &dbuf));
-    CHECK(gpumem_array_pack(2, (gpumem_array *[]){ub, x}, dbuf, NULL));
+    MUST(gpumem_host_array_wrap(raw, 1, (int64_t[]){3}, NULL, u8, &ub));
+    MUST(gpumem_device_array(ctx, 1, (int64_t[]){19}, NULL, u8, 'C', NULL, &dbuf));
+    MUST(gpumem_array_pack(2, (gpumem_array *[]){ub, x}, dbuf, NULL));
     unsigned char got[19];
-    CHECK(gpumem_host_array_wrap(got, 1, (int64_t[]){19}, NULL, u8, &bytes));
-    CHECK(gpumem_array_copy(bytes, dbuf, NULL));
+    MUST(gpumem_host_array_wrap(got, 1, (int64_t[]){19}, NULL, u8, &bytes));
+    MUST(gpumem_array_copy(bytes, dbuf, NULL));
     int32_t x0, x3;
     memcpy(&x0, got + 3, 4);
     memcpy(&x3, got + 15, 4);
@@ -924,20 +895,20 @@ static void test_dtypes(void)
         like(gpumem_last_error(), "gpumem_dtype_from_typestr", "... named");
     }
     gpumem_dtype *ne = NULL;
-    CHECK(gpumem_dtype_from_typestr("=f8", &ne));
+    MUST(gpumem_dtype_from_typestr("=f8", &ne));
     gpumem_byteorder order = GPUMEM_BYTEORDER_NA;
-    CHECK(gpumem_dtype_type(ne, NULL, &order));
+    MUST(gpumem_dtype_type(ne, NULL, &order));
     ok(order != GPUMEM_BYTEORDER_NA, "'=' is resolved to the machine's order");
     ok(ne == (gpumem_dtype *)gpumem_dtype_builtin(GPUMEM_FLOAT64), "'=f8' is the static float64");
     gpumem_byteorder o8 = GPUMEM_BYTEORDER_BIG, o4 = GPUMEM_BYTEORDER_NA, ov = GPUMEM_BYTEORDER_BIG;
-    CHECK(gpumem_dtype_type(gpumem_dtype_builtin(GPUMEM_INT8), NULL, &o8));
-    CHECK(gpumem_dtype_type(f32, NULL, &o4));
+    MUST(gpumem_dtype_type(gpumem_dtype_builtin(GPUMEM_INT8), NULL, &o8));
+    MUST(gpumem_dtype_type(f32, NULL, &o4));
     const uint16_t probe = 1;
     gpumem_byteorder native = *(const unsigned char *)&probe ? GPUMEM_BYTEORDER_LITTLE : GPUMEM_BYTEORDER_BIG;
     ok(o8 == GPUMEM_BYTEORDER_NA && o4 == native, "builtins: one-byte types have no order, others the machine's");
     gpumem_dtype *lv = NULL;
-    CHECK(gpumem_dtype_from_typestr("<V4", &lv));
-    CHECK(gpumem_dtype_type(lv, NULL, &ov));
+    MUST(gpumem_dtype_from_typestr("<V4", &lv));
+    MUST(gpumem_dtype_type(lv, NULL, &ov));
     is_int(ov, GPUMEM_BYTEORDER_NA, "'<V4' is raw bytes with no order");
     gpumem_dtype_release(lv);
 
@@ -957,7 +928,7 @@ static void test_dtypes(void)
           "gpumem_dtype_descr(NULL, 0) asks for the size, as snprintf", "gpumem_dtype_descr", "needs 14 bytes");
     fails(gpumem_dtype_typestr(f32, NULL, 8), GPUMEM_ERROR_NULL_ARGUMENT, "gpumem_dtype_typestr: NULL buf of 8 bytes",
           "gpumem_dtype_typestr", "'buf'");
-    CHECK(gpumem_dtype_typestr(f32, buf, 4));
+    MUST(gpumem_dtype_typestr(f32, buf, 4));
     ok(buf[1] == 'f' && buf[2] == '4' && buf[3] == '\0', "typestr of float32 in 4 bytes");
     memset(buf, 'x', sizeof buf);
     fails(gpumem_dtype_descr(f32, buf, 5), GPUMEM_ERROR_INVALID_VALUE, "gpumem_dtype_descr: 5 bytes",
@@ -1012,15 +983,15 @@ static void test_dtypes(void)
     fs[1].dtype = i32;
     fs[1].ndim = 1;
     fs[1].shape = (int64_t[]){2};
-    CHECK(gpumem_dtype_record_create(fs, 2, GPUMEM_RECORD_ALIGNED, 0, &r));
+    MUST(gpumem_dtype_record_create(fs, 2, GPUMEM_RECORD_ALIGNED, 0, &r));
     size_t isz = 0, al = 0;
-    CHECK(gpumem_dtype_itemsize(r, &isz));
-    CHECK(gpumem_dtype_alignment(r, &al));
+    MUST(gpumem_dtype_itemsize(r, &isz));
+    MUST(gpumem_dtype_alignment(r, &al));
     ok(isz == 12 && al == 4, "aligned {f4, (2,)i4}: 12 bytes, alignment 4");
     int64_t off = -1, shp[32];
     int fnd = -1;
     const char *fname = NULL;
-    CHECK(gpumem_dtype_field(r, 1, &fname, NULL, &off, &fnd, shp));
+    MUST(gpumem_dtype_field(r, 1, &fname, NULL, &off, &fnd, shp));
     ok(strcmp(fname, "y") == 0 && off == 4 && fnd == 1 && shp[0] == 2, "field 1: 'y' at 4, shape (2,)");
     off = 55;
     fails(gpumem_dtype_field(r, 2, NULL, NULL, &off, NULL, NULL), GPUMEM_ERROR_INDEX_OUT_OF_RANGE,
@@ -1032,75 +1003,75 @@ static void test_dtypes(void)
     fails(gpumem_dtype_field_index(r, "zz", &idx), GPUMEM_ERROR_NOT_FOUND, "gpumem_dtype_field_index: 'zz'",
           "gpumem_dtype_field_index", "'zz'");
     is_int(idx, 99, "... writes nothing");
-    CHECK(gpumem_dtype_field_index(r, "y", &idx));
+    MUST(gpumem_dtype_field_index(r, "y", &idx));
     is_int(idx, 1, "field_index('y')");
 
     /* descr round trip, and equality */
     char d1[256];
-    CHECK(gpumem_dtype_descr(r, d1, sizeof d1));
+    MUST(gpumem_dtype_descr(r, d1, sizeof d1));
     gpumem_dtype *back = NULL;
-    CHECK(gpumem_dtype_from_descr(d1, &back));
+    MUST(gpumem_dtype_from_descr(d1, &back));
     ok(gpumem_dtype_equal(back, r) == 1, "from_descr(descr(r)) equals r");
     gpumem_dtype_release(back);
     /* trailing padding and gaps are written as ('', '|Vn'); out-of-order fields have no descr */
     gpumem_field one[2] = {{"b", f32, 8, 0, NULL}, {"a", f32, 0, 0, NULL}};
     gpumem_dtype *pad = NULL, *ooo = NULL;
-    CHECK(gpumem_dtype_record_create(one, 1, GPUMEM_RECORD_PACKED, 16, &pad));
-    CHECK(gpumem_dtype_descr(pad, d1, sizeof d1));
+    MUST(gpumem_dtype_record_create(one, 1, GPUMEM_RECORD_PACKED, 16, &pad));
+    MUST(gpumem_dtype_descr(pad, d1, sizeof d1));
     ok(strstr(d1, "('', '|V8'), ('b', '") == d1 + 1 && strstr(d1, "('', '|V4')]") != NULL,
        "descr writes the gap before a field and the trailing padding: %s", d1);
-    CHECK(gpumem_dtype_record_create(one, 2, GPUMEM_RECORD_PACKED, 0, &ooo));
+    MUST(gpumem_dtype_record_create(one, 2, GPUMEM_RECORD_PACKED, 0, &ooo));
     memset(d1, 'x', sizeof d1);
     fails(gpumem_dtype_descr(ooo, d1, sizeof d1), GPUMEM_ERROR_INVALID_DTYPE,
           "gpumem_dtype_descr: fields out of offset order", "gpumem_dtype_descr", "'a'");
     gpumem_dtype_release(ooo);
     gpumem_dtype_release(pad);
     gpumem_dtype *f4a = NULL, *f4b = NULL;
-    CHECK(gpumem_dtype_from_descr("[('', '<f4')]", &f4a));
-    CHECK(gpumem_dtype_from_descr("'<f4'", &f4b));
+    MUST(gpumem_dtype_from_descr("[('', '<f4')]", &f4a));
+    MUST(gpumem_dtype_from_descr("'<f4'", &f4b));
     gpumem_dtype *sur = (gpumem_dtype *)SENTINEL;
     fails(gpumem_dtype_from_descr("[('\\uD800', '<f4')]", &sur), GPUMEM_ERROR_INVALID_DTYPE,
           "gpumem_dtype_from_descr: a surrogate escape is refused", "gpumem_dtype_from_descr", "not a Unicode character");
     fails(gpumem_dtype_from_descr("[('\\N{DASH}', '<f4')]", &sur), GPUMEM_ERROR_INVALID_DTYPE,
           "gpumem_dtype_from_descr: the named escape is refused", "gpumem_dtype_from_descr", "named escape");
     ok(sur == (gpumem_dtype *)SENTINEL, "... no dtype came out");
-    CHECK(gpumem_dtype_from_descr("[('\\101\\x41\\u0041', '<f4')]", &sur));
+    MUST(gpumem_dtype_from_descr("[('\\101\\x41\\u0041', '<f4')]", &sur));
     const char *sname = NULL;
-    CHECK(gpumem_dtype_field(sur, 0, &sname, NULL, NULL, NULL, NULL));
+    MUST(gpumem_dtype_field(sur, 0, &sname, NULL, NULL, NULL, NULL));
     is_str(sname, "AAA", "octal, \\x and \\u escapes as Python reads them");
     gpumem_dtype_release(sur);
     gpumem_dtype *f4c = NULL;
-    CHECK(gpumem_dtype_from_typestr("<f4", &f4c));
+    MUST(gpumem_dtype_from_typestr("<f4", &f4c));
     gpumem_type ft = GPUMEM_RECORD;
-    CHECK(gpumem_dtype_type(f4a, &ft, NULL));
+    MUST(gpumem_dtype_type(f4a, &ft, NULL));
     ok(ft == GPUMEM_FLOAT32 && f4a == f4c && f4b == f4c, "descr [('', '<f4')] and a quoted '<f4' are the builtin");
     gpumem_dtype_release(f4c);
     gpumem_dtype_release(f4b);
     gpumem_dtype_release(f4a);
     gpumem_dtype *empty = NULL, *v12 = NULL;
-    CHECK(gpumem_dtype_record_create(NULL, 0, GPUMEM_RECORD_PACKED, 12, &empty));
-    CHECK(gpumem_dtype_from_typestr("|V12", &v12));
+    MUST(gpumem_dtype_record_create(NULL, 0, GPUMEM_RECORD_PACKED, 12, &empty));
+    MUST(gpumem_dtype_from_typestr("|V12", &v12));
     ok(gpumem_dtype_equal(empty, v12) == 1, "a record without fields equals raw bytes of its size");
     ok(gpumem_dtype_equal(r, NULL) == 0 && gpumem_dtype_equal(NULL, NULL) == 0, "equal with NULL is 0");
     gpumem_dtype *be = NULL;
-    CHECK(gpumem_dtype_from_typestr(">i4", &be));
+    MUST(gpumem_dtype_from_typestr(">i4", &be));
     ok(gpumem_dtype_equal(be, gpumem_dtype_builtin(GPUMEM_INT32)) == (gpumem_dtype_builtin(GPUMEM_INT32) == be),
        "byte order is compared");
     size_t alc = 0;
-    CHECK(gpumem_dtype_alignment(gpumem_dtype_builtin(GPUMEM_COMPLEX128), &alc));
+    MUST(gpumem_dtype_alignment(gpumem_dtype_builtin(GPUMEM_COMPLEX128), &alc));
     is_int(alc, 8, "complex128's alignment is its component's");
-    CHECK(gpumem_dtype_alignment(v12, &alc));
+    MUST(gpumem_dtype_alignment(v12, &alc));
     is_int(alc, 1, "raw bytes align to 1");
     gpumem_dtype_release(v12);
     gpumem_dtype_release(empty);
 
     /* lifetime */
-    CHECK(gpumem_dtype_release(r));
+    MUST(gpumem_dtype_release(r));
     fails(gpumem_dtype_release(r), GPUMEM_ERROR_INVALID_STATE, "gpumem_dtype_release twice", "gpumem_dtype_release",
           NULL);
     fails(gpumem_dtype_retain(r), GPUMEM_ERROR_INVALID_STATE, "gpumem_dtype_retain after its last release",
           "gpumem_dtype_retain", NULL);
-    gpumem_array *a = device_iota(1, (int64_t[]){2}, 0);
+    gpumem_array *a = device_iota(ctx, 1, (int64_t[]){2}, 0);
     fails(gpumem_dtype_release((const gpumem_dtype *)(void *)a), GPUMEM_ERROR_INVALID_VALUE,
           "gpumem_dtype_release of an array handle", "gpumem_dtype_release", NULL);
     gpumem_array_release(a);
@@ -1114,9 +1085,9 @@ static int device_of(gpumem_array *a)
 {
     gpumem_context *c = NULL;
     int dev = -1;
-    CHECK(gpumem_array_context(a, &c));
+    MUST(gpumem_array_context(a, &c));
     if (c != NULL)
-        CHECK(gpumem_context_get_device(c, &dev));
+        MUST(gpumem_context_get_device(c, &dev));
     return dev;
 }
 
@@ -1129,21 +1100,21 @@ static void test_null_context(void)
         return;
     }
     gpumem_context *c1 = NULL;
-    CHECK(gpumem_context_create(1, &c1));
+    MUST(gpumem_context_create(1, &c1));
     const int64_t n = 4;
     gpumem_array *d1 = NULL, *p1 = NULL, *like = NULL, *up = NULL, *h = NULL, *hu = NULL;
-    CHECK(gpumem_device_array(c1, 1, &n, NULL, i32, 'C', NULL, &d1));
-    CHECK(gpumem_device_array_like(NULL, d1, NULL, &like));
+    MUST(gpumem_device_array(c1, 1, &n, NULL, i32, 'C', NULL, &d1));
+    MUST(gpumem_device_array_like(NULL, d1, NULL, &like));
     is_int(device_of(like), 1, "gpumem_device_array_like(NULL, a device-1 array) is on device 1 (like's context)");
-    CHECK(gpumem_pinned_array(c1, 1, &n, NULL, i32, 'C', &p1));
-    CHECK(gpumem_to_device(NULL, p1, NULL, 0, &up));
+    MUST(gpumem_pinned_array(c1, 1, &n, NULL, i32, 'C', &p1));
+    MUST(gpumem_to_device(NULL, p1, NULL, 0, &up));
     is_int(device_of(up), 1, "gpumem_to_device(NULL, a pinned array of device 1) is on device 1 (its context)");
-    CHECK(gpumem_host_array(1, &n, i32, 'C', &h));
-    CHECK(gpumem_to_device(NULL, h, NULL, 0, &hu));
+    MUST(gpumem_host_array(1, &n, i32, 'C', &h));
+    MUST(gpumem_to_device(NULL, h, NULL, 0, &hu));
     gpumem_context *auto_ctx = NULL;
     int adev = -1;
-    CHECK(gpumem_autoinit(&auto_ctx));
-    CHECK(gpumem_context_get_device(auto_ctx, &adev));
+    MUST(gpumem_autoinit(&auto_ctx));
+    MUST(gpumem_context_get_device(auto_ctx, &adev));
     is_int(device_of(hu), adev, "gpumem_to_device(NULL, a pageable array): the autoinit context's device");
     GPUMEM_ARRAY_RELEASE_ALL(hu, h, up, p1, like, d1);
     gpumem_context_release(c1);
