@@ -22,7 +22,9 @@
  *   gpumem::allocation (gpumem_allocation_free with no stream),
  *   gpumem::registration (gpumem_unpinned, gpumem_unmapped or
  *   gpumem_deregister), gpumem::device_data, and the scope guards
- *   gpumem::auto_synchronize and gpumem::defer_cleanup.
+ *   gpumem::auto_synchronize and gpumem::defer_cleanup (these two are
+ *   move-constructible, so a function may return one, but not assignable).
+ *   A moved-from wrapper is empty: its destructor ends nothing.
  * - Borrowed C results (a stream's or array's context, the default stream,
  *   gpumem_autoinit()) are retained when they become an owning wrapper, and
  *   are gpumem::stream_ref (never owning) where the C API has no reference
@@ -960,7 +962,14 @@ public:
     /** gpumem_stream_synchronize(). */
     void synchronize() const { check("gpumem::stream::synchronize", gpumem_stream_synchronize(s_)); }
     /** gpumem_stream_query(). @return whether the work is done. */
-    bool query() const { return stream_ref(s_).query(); }
+    bool query() const
+    {
+        gpumem_status st = gpumem_stream_query(s_);
+        if (st == GPUMEM_ERROR_NOT_READY)
+            return false;
+        check("gpumem::stream::query", st);
+        return true;
+    }
     /**
      * gpumem_stream_wait_event(): this stream's work queued from now on waits until @p e has completed.
      * An empty stream throws GPUMEM_ERROR_NULL_ARGUMENT (in C, NULL would be the default stream).
@@ -996,6 +1005,8 @@ class auto_synchronize {
 public:
     /** gpumem_stream_auto_synchronize_begin(@p s). @param s the stream. */
     explicit auto_synchronize(stream_ref s) : s_(s.get()) { check("gpumem::auto_synchronize::auto_synchronize", gpumem_stream_auto_synchronize_begin(s_)); }
+    /** Moves: the new guard ends the scope, @p o ends nothing. @param o the guard. */
+    auto_synchronize(auto_synchronize &&o) noexcept : s_(std::exchange(o.s_, nullptr)) {}
     auto_synchronize(const auto_synchronize &) = delete;
     auto_synchronize &operator=(const auto_synchronize &) = delete;
     ~auto_synchronize()
@@ -1003,8 +1014,17 @@ public:
         if (s_ != nullptr)
             gpumem_stream_auto_synchronize_end(s_);
     }
-    /** Ends the scope now and throws the synchronization's status. */
-    void end() { check("gpumem::auto_synchronize::end", gpumem_stream_auto_synchronize_end(std::exchange(s_, nullptr))); }
+    /**
+     * Ends the scope now and throws the synchronization's status (the destructor then does nothing).
+     * A guard that has ended, or was moved from, throws GPUMEM_ERROR_INVALID_STATE and ends nothing.
+     */
+    void end()
+    {
+        if (s_ == nullptr)
+            throw error("gpumem::auto_synchronize::end", GPUMEM_ERROR_INVALID_STATE,
+                        "the scope has ended already (or the guard was moved from)");
+        check("gpumem::auto_synchronize::end", gpumem_stream_auto_synchronize_end(std::exchange(s_, nullptr)));
+    }
 
 private:
     gpumem_stream *s_;
@@ -1015,6 +1035,8 @@ class defer_cleanup {
 public:
     /** gpumem_defer_cleanup_begin(@p ctx). @param ctx the context (empty: the autoinit context). */
     explicit defer_cleanup(const context &ctx) : c_(ctx) { check("gpumem::defer_cleanup::defer_cleanup", gpumem_defer_cleanup_begin(c_.get())); }
+    /** Moves: the new guard ends the scope, @p o ends nothing. @param o the guard. */
+    defer_cleanup(defer_cleanup &&o) noexcept : c_(std::move(o.c_)), ended_(std::exchange(o.ended_, true)) {}
     defer_cleanup(const defer_cleanup &) = delete;
     defer_cleanup &operator=(const defer_cleanup &) = delete;
     ~defer_cleanup()
@@ -1022,9 +1044,15 @@ public:
         if (!ended_)
             gpumem_defer_cleanup_end(c_.get());
     }
-    /** gpumem_defer_cleanup_end() now, with its status (the destructor then does nothing). */
+    /**
+     * gpumem_defer_cleanup_end() now, with its status (the destructor then does nothing).  A guard that
+     * has ended, or was moved from, throws GPUMEM_ERROR_INVALID_STATE and ends nothing.
+     */
     void end()
     {
+        if (ended_)
+            throw error("gpumem::defer_cleanup::end", GPUMEM_ERROR_INVALID_STATE,
+                        "the scope has ended already (or the guard was moved from)");
         ended_ = true;
         check("gpumem::defer_cleanup::end", gpumem_defer_cleanup_end(c_.get()));
     }
@@ -1115,17 +1143,12 @@ public:
 
     /* properties */
     /** gpumem_array_ndim(). @return the number of dimensions. */
-    int ndim() const
-    {
-        int n = 0;
-        check("gpumem::array::ndim", gpumem_array_ndim(a_, &n));
-        return n;
-    }
+    int ndim() const { return ndim_for("gpumem::array::ndim"); }
     /** gpumem_array_shape(). @return the extents. */
     dims shape() const
     {
         dims d;
-        d.resize(ndim());
+        d.resize(ndim_for("gpumem::array::shape"));
         check("gpumem::array::shape", gpumem_array_shape(a_, d.data()));
         return d;
     }
@@ -1133,17 +1156,12 @@ public:
     dims strides() const
     {
         dims d;
-        d.resize(ndim());
+        d.resize(ndim_for("gpumem::array::strides"));
         check("gpumem::array::strides", gpumem_array_strides(a_, d.data()));
         return d;
     }
     /** gpumem_array_dtype(). @return the dtype, retained. */
-    gpumem::dtype dtype() const
-    {
-        const gpumem_dtype *d = nullptr;
-        check("gpumem::array::dtype", gpumem_array_dtype(a_, &d));
-        return gpumem::dtype::share(d);
-    }
+    gpumem::dtype dtype() const { return dtype_for("gpumem::array::dtype"); }
     /** gpumem_array_size(). @return the number of elements. */
     int64_t size() const
     {
@@ -1219,14 +1237,22 @@ public:
     template <class T>
     span<T> host_span() const
     {
-        std::size_t itemsize = dtype().itemsize();
+        const char *member = "gpumem::array::host_span";
+        std::size_t itemsize = item_size_for(member);
         if (itemsize != sizeof(T))
-            throw error("gpumem::array::host_span", GPUMEM_ERROR_DTYPE_MISMATCH,
+            throw error(member, GPUMEM_ERROR_DTYPE_MISMATCH,
                         "the item size is " + std::to_string(itemsize) + " bytes, the span's type " +
                             std::to_string(sizeof(T)));
-        if (!is_c_contiguous() && !is_f_contiguous())
-            throw error("gpumem::array::host_span", GPUMEM_ERROR_COPY_REQUIRED, "the array is not contiguous");
-        return span<T>(static_cast<T *>(host_pointer()), static_cast<std::size_t>(size()));
+        int c = 0, f = 0;
+        check(member, gpumem_array_is_c_contiguous(a_, &c));
+        check(member, gpumem_array_is_f_contiguous(a_, &f));
+        if (c == 0 && f == 0)
+            throw error(member, GPUMEM_ERROR_COPY_REQUIRED, "the array is not contiguous");
+        void *p = nullptr;
+        int64_t n = 0;
+        check(member, gpumem_array_host_pointer(a_, &p));
+        check(member, gpumem_array_size(a_, &n));
+        return span<T>(static_cast<T *>(p), static_cast<std::size_t>(n));
     }
 
     /* copies: each member is named by its direction, so that its arguments cannot be swapped */
@@ -1367,9 +1393,10 @@ public:
      */
     array transpose(std::initializer_list<int> axes) const
     {
-        if (static_cast<int>(axes.size()) != ndim())
+        const int n = ndim_for("gpumem::array::transpose");
+        if (static_cast<int>(axes.size()) != n)
             throw error("gpumem::array::transpose", GPUMEM_ERROR_INVALID_VALUE,
-                        std::to_string(axes.size()) + " axes for an array of " + std::to_string(ndim()));
+                        std::to_string(axes.size()) + " axes for an array of " + std::to_string(n));
         gpumem_array *v = nullptr;
         check("gpumem::array::transpose", gpumem_array_transpose(a_, axes.begin(), &v));
         return array(v);
@@ -1467,11 +1494,33 @@ private:
     void check_item(const char *member) const
     {
         static_assert(std::is_trivially_copyable_v<T>, "elements are copied as bytes");
-        std::size_t itemsize = dtype().itemsize();
+        std::size_t itemsize = item_size_for(member);
         if (itemsize != sizeof(T))
             throw error(member, GPUMEM_ERROR_DTYPE_MISMATCH,
                         "the item size is " + std::to_string(itemsize) + " bytes, the value's " +
                             std::to_string(sizeof(T)));
+    }
+    /* The C calls behind ndim(), dtype() and dtype().itemsize(), failing as @p member: what() names the
+     * member the caller called. */
+    int ndim_for(const char *member) const
+    {
+        int n = 0;
+        check(member, gpumem_array_ndim(a_, &n));
+        return n;
+    }
+    gpumem::dtype dtype_for(const char *member) const
+    {
+        const gpumem_dtype *d = nullptr;
+        check(member, gpumem_array_dtype(a_, &d));
+        return gpumem::dtype::share(d);
+    }
+    std::size_t item_size_for(const char *member) const
+    {
+        const gpumem_dtype *d = nullptr;
+        std::size_t n = 0;
+        check(member, gpumem_array_dtype(a_, &d));
+        check(member, gpumem_dtype_itemsize(d, &n));
+        return n;
     }
     gpumem_array *a_ = nullptr;
 };
@@ -2353,6 +2402,19 @@ public:
         check("gpumem::module::load", gpumem_module_load(ctx.get(), image, size, &m));
         return module(m);
     }
+    /**
+     * Takes over a reference the caller owns (of gpumem_module_load() or gpumem_module_retain()).
+     * @param m the module.
+     * @return the wrapper, which releases it.
+     */
+    static module adopt(gpumem_module *m) noexcept { return module(m); }
+    /** Retains a borrowed module. @param m the module, or nullptr. @return the wrapper. */
+    static module share(gpumem_module *m)
+    {
+        if (m != nullptr)
+            check("gpumem::module::share", gpumem_module_retain(m));
+        return module(m);
+    }
     /** Copies: gpumem_module_retain(). @param o the module. */
     module(const module &o) : m_(o.m_)
     {
@@ -2370,6 +2432,8 @@ public:
     ~module() { gpumem_module_release(m_); }
     /** The C handle (borrowed). @return the module, or nullptr. */
     gpumem_module *get() const noexcept { return m_; }
+    /** Whether the wrapper holds a module. @return true unless empty. */
+    explicit operator bool() const noexcept { return m_ != nullptr; }
     /** gpumem_module_get_function(). @param name the kernel's name. @return the kernel. */
     gpumem::function function(const char *name) const
     {
