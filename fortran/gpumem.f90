@@ -551,7 +551,7 @@ module gpumem
         bind(c, name='gpumem_array_get_item')
       import
       type(c_ptr), value :: array
-      integer(c_int64_t), intent(in) :: index(*)
+      integer(c_int64_t), intent(in), optional :: index(*)  ! absent: NULL, for a 0-d array
       type(*), intent(inout) :: value
       type(c_ptr), value :: stream
       integer(c_int) :: gpumem_array_get_item
@@ -560,7 +560,7 @@ module gpumem
         bind(c, name='gpumem_array_set_item')
       import
       type(c_ptr), value :: array
-      integer(c_int64_t), intent(in) :: index(*)
+      integer(c_int64_t), intent(in), optional :: index(*)  ! absent: NULL, for a 0-d array
       type(*), intent(in) :: value
       type(c_ptr), value :: stream
       integer(c_int) :: gpumem_array_set_item
@@ -1978,11 +1978,17 @@ contains
     type(c_ptr), intent(in), optional :: stream
     character(len=*), intent(out), optional :: errmsg
     integer(c_int) :: st
-    type(c_ptr) :: s
+    type(c_ptr) :: s, dt
+    array = c_null_ptr
+    dt = gpumem_dtype_builtin(type)
+    if (.not. c_associated(dt)) then  ! an unknown type: its own status and message, not a NULL dtype's
+      st = gpumem_last_status()
+      call set_errmsg(errmsg, 'gpumem_f_device_array: ' // gpumem_f_last_error())
+      return
+    end if
     s = c_null_ptr
     if (present(stream)) s = stream
-    st = gpumem_device_array(ctx, size(shape, kind=c_int), shape, dtype=gpumem_dtype_builtin(type), &
-        order='F', stream=s, array=array)
+    st = gpumem_device_array(ctx, size(shape, kind=c_int), shape, dtype=dt, order='F', stream=s, array=array)
     call c_errmsg(st, errmsg)
   end function device_array_shape8
 
