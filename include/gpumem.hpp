@@ -1565,6 +1565,16 @@ array wrap(Range &range)
     return wrap(std::data(range), {static_cast<int64_t>(std::size(range))});
 }
 /**
+ * A gpumem::span (such as another array's host_span<T>(), a temporary) as a 1-D host array over its memory.
+ * @param s the span.
+ * @return the 1-D host array.
+ */
+template <class T>
+array wrap(span<T> s)
+{
+    return wrap(s.data(), {static_cast<int64_t>(s.size())});
+}
+/**
  * numpy.empty: gpumem_host_array().
  * @param shape the extents.
  * @param d the element type.

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <memory_resource>
 #include <string>
 #include <type_traits>
@@ -45,7 +46,7 @@ void throws(F f, gpumem_status want, const char *member, const char *needle, con
 int main()
 {
     gpumem_context *raw = test_context_or_skip_all();
-    plan(44);
+    plan(47);
     gpumem::context ctx = gpumem::context::adopt(raw);
 
     /* ---- "Handles the C API ends exactly once are move-only ... and the scope guards
@@ -250,6 +251,40 @@ int main()
         gpumem::array a;
         a.release();
         ok(!a, "release() of an empty array is a no-op");
+    }
+
+    /* ---- wrap(range): "a contiguous range (std::vector, std::array, gpumem::span, ...)" ---- */
+    {
+        auto p = gpumem::host_array({5}, gpumem::dtype::of<int32_t>());
+        for (int i = 0; i < 5; i++)
+            p.set<int32_t>({i}, 10 * i);
+        auto again = gpumem::wrap(p.host_span<int32_t>()); /* a temporary span */
+        ok(again.size() == 5 && again.host_pointer() == p.host_pointer() && again.get<int32_t>({4}) == 40,
+           "wrap() of a temporary gpumem::span views the same memory");
+        std::vector<double> v{1, 2, 3};
+        auto w = gpumem::wrap(v);
+        ok(w.size() == 3 && w.host_pointer() == v.data() && w.dtype() == gpumem::dtype::of<double>(),
+           "wrap() of a std::vector<double>");
+    }
+
+    /* ---- doc/names.md, the map users read: no deprecated member in the C++ column ---- */
+    {
+        const char *srcdir = std::getenv("GPUMEM_TEST_SRCDIR");
+        std::string path = std::string(srcdir != nullptr ? srcdir : ".") + "/doc/names.md";
+        std::FILE *f = std::fopen(path.c_str(), "r");
+        std::string text;
+        if (f != nullptr) {
+            char buf[4096];
+            std::size_t n;
+            while ((n = std::fread(buf, 1, sizeof buf, f)) > 0)
+                text.append(buf, n);
+            std::fclose(f);
+        }
+        std::size_t row = text.find("| `copy_to_host(ary, stream)`");
+        std::string line = row == std::string::npos ? "" : text.substr(row, text.find('\n', row) - row);
+        ok(line.find("`array::copy_from_host()`") != std::string::npos &&
+               line.find("`array::copy_to_device()`,") == std::string::npos,
+           "doc/names.md maps numba's copy_to_device to array::copy_from_host, not the deprecated member");
     }
 
     /* ---- error(status) without a member ---- */
