@@ -411,7 +411,7 @@ module gpumem
       import
       type(c_ptr), value :: data
       integer(c_int), value :: ndim
-      integer(c_int64_t), intent(in) :: shape(*)
+      integer(c_int64_t), intent(in), optional :: shape(*)
       integer(c_int64_t), intent(in), optional :: strides(*)
       type(c_ptr), value :: dtype
       type(c_ptr), intent(out) :: array
@@ -484,7 +484,7 @@ module gpumem
         bind(c, name='gpumem_array_release_n')
       import
       integer(c_size_t), value :: count
-      type(c_ptr), intent(in) :: arrays(*)
+      type(c_ptr), intent(in), optional :: arrays(*)
       integer(c_int) :: gpumem_array_release_n
     end function
     function gpumem_array_copy(dst, src, stream) &
@@ -570,7 +570,7 @@ module gpumem
       import
       type(c_ptr), value :: array
       integer(c_int), value :: nindex
-      integer(c_int64_t), intent(in) :: index(*)
+      integer(c_int64_t), intent(in), optional :: index(*)
       type(*), intent(inout) :: value
       type(c_ptr), value :: stream
       integer(c_int) :: gpumem_array_get_item_n
@@ -580,7 +580,7 @@ module gpumem
       import
       type(c_ptr), value :: array
       integer(c_int), value :: nindex
-      integer(c_int64_t), intent(in) :: index(*)
+      integer(c_int64_t), intent(in), optional :: index(*)
       type(*), intent(in) :: value
       type(c_ptr), value :: stream
       integer(c_int) :: gpumem_array_set_item_n
@@ -589,7 +589,7 @@ module gpumem
         bind(c, name='gpumem_array_slice')
       import
       type(c_ptr), value :: array
-      type(gpumem_slice), intent(in) :: slices(*)
+      type(gpumem_slice), intent(in), optional :: slices(*)
       integer(c_int), value :: nslices
       type(c_ptr), intent(out) :: view
       integer(c_int) :: gpumem_array_slice
@@ -615,7 +615,7 @@ module gpumem
       import
       type(c_ptr), value :: array
       integer(c_int), value :: ndim
-      integer(c_int64_t), intent(in) :: shape(*)
+      integer(c_int64_t), intent(in), optional :: shape(*)
       character(kind=c_char), value :: order
       integer(c_int), value :: flags
       type(c_ptr), value :: stream
@@ -1034,7 +1034,7 @@ module gpumem
         bind(c, name='gpumem_dtype_typestr')
       import
       type(c_ptr), value :: dtype
-      character(kind=c_char), intent(out) :: buf(*)
+      character(kind=c_char), intent(out), optional :: buf(*)
       integer(c_size_t), value :: size
       integer(c_int) :: gpumem_dtype_typestr
     end function
@@ -1049,7 +1049,7 @@ module gpumem
         bind(c, name='gpumem_dtype_descr')
       import
       type(c_ptr), value :: dtype
-      character(kind=c_char), intent(out) :: buf(*)
+      character(kind=c_char), intent(out), optional :: buf(*)
       integer(c_size_t), value :: size
       integer(c_int) :: gpumem_dtype_descr
     end function
@@ -1871,7 +1871,7 @@ module gpumem
         bind(c, name='gpumem_test_context')
       import
       type(c_ptr), intent(out) :: ctx
-      character(kind=c_char), intent(out) :: reason(*)
+      character(kind=c_char), intent(out), optional :: reason(*)
       integer(c_size_t), value :: size
       integer(c_int) :: gpumem_test_context
     end function

@@ -11,7 +11,7 @@ program test_promises_fortran
   use, intrinsic :: iso_c_binding
   use gpumem
   implicit none
-  integer, parameter :: planned = 25
+  integer, parameter :: planned = 29
   integer :: n_run = 0, n_failed = 0
   type(c_ptr) :: ctx, d, h
   integer(c_int) :: st, ign
@@ -42,6 +42,40 @@ program test_promises_fortran
     call ok(st == GPUMEM_OK, 'gpumem_array_get_item of a 0-d array with its index left out (NULL)')
     call ok(y == 2.5_c_double, '... reads back the element written')
     ign = gpumem_array_release(d)
+  end block
+
+  ! ---- the other pointer arguments C allows to be NULL (with a count of 0) ----
+  block
+    type(c_ptr) :: dt, c2, one, v0
+    integer(c_int) :: nd
+    real(c_double) :: x
+    v0 = c_null_ptr
+    dt = gpumem_dtype_builtin(GPUMEM_FLOAT32)
+    st = gpumem_dtype_typestr(dt, size=0_c_size_t)
+    msg = gpumem_f_last_error()
+    call ok(st == GPUMEM_ERROR_INVALID_VALUE .and. index(msg, '4') > 0, &
+        'gpumem_dtype_typestr with buf left out and size 0: the bytes it needs')
+    st = gpumem_test_context(c2, size=0_c_size_t)
+    call ok(st == GPUMEM_OK .and. c_associated(c2), 'gpumem_test_context with reason left out')
+    if (st == GPUMEM_OK) ign = gpumem_context_release(c2)
+    st = gpumem_f_device_array(ctx, [1], GPUMEM_FLOAT64, one)
+    x = 4.5_c_double
+    if (st == GPUMEM_OK) st = gpumem_array_set_item(one, [0_c_int64_t], x, c_null_ptr)
+    if (st == GPUMEM_OK) st = gpumem_array_reshape(one, 0_c_int, order='C', flags=0_c_int, stream=c_null_ptr, &
+        result=v0)
+    nd = -1
+    if (st == GPUMEM_OK) st = gpumem_array_ndim(v0, nd)
+    x = 0
+    if (st == GPUMEM_OK) st = gpumem_array_get_item_n(v0, 0_c_int, value=x, stream=c_null_ptr)
+    call ok(st == GPUMEM_OK .and. nd == 0 .and. x == 4.5_c_double, &
+        'gpumem_array_reshape to 0-d with shape left out; gpumem_array_get_item_n with index left out')
+    if (c_associated(v0)) ign = gpumem_array_release(v0)
+    st = gpumem_array_slice(one, nslices=0_c_int, view=v0)
+    nd = -1
+    if (st == GPUMEM_OK) st = gpumem_array_ndim(v0, nd)
+    call ok(st == GPUMEM_OK .and. nd == 1, 'gpumem_array_slice with slices left out (no slices: the whole array)')
+    if (st == GPUMEM_OK) ign = gpumem_array_release(v0)
+    ign = gpumem_array_release(one)
   end block
 
   ! ---- errmsg: the failure's message, '' on success; statuses of the helpers ----
