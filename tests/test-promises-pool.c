@@ -786,9 +786,44 @@ static void case_test_ctx_bad(const void *arg, child_result *out)
     out->value[3] = gpumem_test_should_skip(out->status);
 }
 
+/* One device whose context creation fails with a driver error: the scan
+ * finds no device; testing.h says that is NO_DEVICE, a skip, with the
+ * driver's error in the reason. */
+static void case_test_ctx_scan(const void *arg, child_result *out)
+{
+    (void)arg;
+    setenv("GPUMEM_SIM_DEVICES", "1", 1);
+    setenv("HOME", "/nonexistent", 1);
+    for (uint64_t k = 1; k < 8; k++) {
+        char why[256];
+        gpumem_context *c = (gpumem_context *)out;
+        memset(why, 'x', sizeof why);
+        gpumem_debug_fail_call(k, 999);
+        gpumem_status st = gpumem_test_context(&c, why, sizeof why);
+        gpumem_debug_fail_call(0, 0);
+        if (st == GPUMEM_OK) {
+            gpumem_context_release(c);
+            continue;
+        }
+        if (st != GPUMEM_ERROR_NO_DEVICE)
+            continue;
+        out->value[0]++;
+        int good = gpumem_test_should_skip(st) && strstr(why, "CUDA_ERROR_UNKNOWN") != NULL &&
+                   strncmp(why, "no CUDA device: ", 16) == 0 && gpumem_last_driver_result() == 999 &&
+                   c == (gpumem_context *)out;
+        if (!good)
+            snprintf(out->text, sizeof out->text, "%.*s", (int)sizeof why, why);
+        out->value[1] += !good;
+    }
+}
+
 static void testing_env_checks(void)
 {
     child_result r;
+    run_child(case_test_ctx_scan, NULL, &r);
+    ok(r.value[0] > 0 && r.value[1] == 0,
+       "a scan in which the only device fails: NO_DEVICE, a skip, naming the driver's error (%ld times) %s",
+       r.value[0], r.text);
     run_child(case_test_ctx_bad, "7", &r);
     ok(r.status == GPUMEM_ERROR_INVALID_DEVICE || r.status == GPUMEM_ERROR_INVALID_ENVIRONMENT,
        "CUDA_DEVICE=7 on two devices: a failure (%s)", gpumem_status_string(r.status));
