@@ -882,6 +882,45 @@ static void test_pool_behaviour(void)
     gpumem_stream_destroy(s1);
     gpumem_stream_destroy(s2);
 
+    /* pool.h Lifetime: allocations of a destroyed pool stay valid, and
+     * memory.h counts them as live until they are freed (a destroyed pool
+     * itself is neither counted nor listed) */
+    {
+        struct gpumem_memory_report r0, r1, r2;
+        memset(&r0, 0, sizeof r0);
+        r0.size = sizeof r0;
+        r1 = r2 = r0;
+        MUST(gpumem_memory_report(ctx2, 0, &r0));
+        gpumem_pool *zp = NULL;
+        gpumem_allocation *za = NULL;
+        gpumem_array *zarr = NULL;
+        int64_t zn = 1 << 18;
+        MUST(gpumem_pool_create(ctx2, 0, &zp));
+        MUST(gpumem_pool_allocate(zp, 1 << 20, NULL, &za));
+        MUST(gpumem_pool_device_array(zp, 1, &zn, i32, 'C', NULL, &zarr));
+        MUST(gpumem_pool_destroy(zp));
+        MUST(gpumem_memory_report(ctx2, 0, &r1));
+        size_t npools = 77;
+        MUST(gpumem_memory_pools(ctx2, 0, NULL, 0, &npools));
+        ok(r1.device.bytes - r0.device.bytes == (2u << 20) && r1.device.count - r0.device.count == 2 &&
+               r1.device_reserved_bytes - r0.device_reserved_bytes == (2u << 20) && r1.pools == r0.pools &&
+               npools == r0.pools,
+           "a destroyed pool's live allocations still count in the memory report (%llu bytes, %llu reserved), "
+           "the pool not (%llu pools, %zu listed)",
+           (unsigned long long)(r1.device.bytes - r0.device.bytes),
+           (unsigned long long)(r1.device_reserved_bytes - r0.device_reserved_bytes), (unsigned long long)r1.pools,
+           npools);
+        int32_t v7 = 7, got7 = 0;
+        GOOD(gpumem_array_fill(zarr, &v7, NULL));
+        GOOD(gpumem_array_get_item_n(zarr, 1, (const int64_t[]){(1 << 18) - 1}, &got7, NULL));
+        is_int(got7, 7, "an array of a destroyed pool is usable");
+        GOOD(gpumem_allocation_free(za, NULL));
+        GOOD(gpumem_array_release(zarr));
+        MUST(gpumem_memory_report(ctx2, 0, &r2));
+        ok(r2.device.bytes == r0.device.bytes && r2.device_reserved_bytes == r0.device_reserved_bytes,
+           "freed, they leave the report");
+    }
+
     /* module.h: a cached module, a known kernel: no driver call */
     gpumem_module *m1 = NULL, *m2 = NULL;
     gpumem_function *f1 = NULL, *f2 = NULL;
