@@ -1009,6 +1009,78 @@ static void arch_checks(void)
     }
 }
 
+/* pool.h Streams, with queued work that waits until something synchronizes
+ * (GPUMEM_SIM_STREAM_DELAY_US): a block freed on s1 with work pending is
+ * reused at once on s1, and on another stream, with NULL, or (a host block)
+ * at all, only once s1's work is done. */
+static void case_streams(const void *arg, child_result *out)
+{
+    (void)arg;
+    setenv("GPUMEM_SIM_STREAM_DELAY_US", "10000000", 1);
+    gpumem_context *c = NULL;
+    if ((out->status = gpumem_context_create(0, &c)) != GPUMEM_OK)
+        return;
+    const gpumem_dtype *t = gpumem_dtype_builtin(GPUMEM_INT32);
+    int64_t n = 1 << 16;
+    int32_t v = 3;
+    int i = 0;
+    for (int other = 0; other < 3; other++)
+        for (int sync = 0; sync < 2; sync++) {
+            gpumem_stream *s1 = NULL, *s2 = NULL;
+            gpumem_pool *p = NULL;
+            gpumem_array *a = NULL, *b = NULL;
+            gpumem_stream_create(c, 0, &s1);
+            gpumem_stream_create(c, 0, &s2);
+            gpumem_pool_create(c, 0, &p);
+            gpumem_pool_device_array(p, 1, &n, t, 'C', s1, &a);
+            gpumem_array_fill(a, &v, s1);
+            gpumem_array_release(a); /* back to the pool, ordered on s1 */
+            if (sync)
+                gpumem_stream_synchronize(s1);
+            gpumem_pool_device_array(p, 1, &n, t, 'C', other == 0 ? s1 : other == 1 ? s2 : NULL, &b);
+            struct gpumem_pool_stats st = {.size = sizeof st};
+            gpumem_pool_stats(p, &st);
+            out->value[i++] = (long)st.hits;
+            gpumem_array_release(b);
+            gpumem_pool_destroy(p);
+            gpumem_stream_destroy(s1);
+            gpumem_stream_destroy(s2);
+        }
+    for (int sync = 0; sync < 2; sync++) {
+        gpumem_stream *s1 = NULL;
+        gpumem_host_pool *hp = NULL;
+        gpumem_array *d = NULL;
+        gpumem_allocation *h1 = NULL, *h2 = NULL;
+        gpumem_stream_create(c, 0, &s1);
+        gpumem_host_pool_create(c, 0, &hp);
+        gpumem_device_array(c, 1, &n, NULL, t, 'C', NULL, &d);
+        gpumem_host_pool_allocate_bytes(hp, 4096, &h1);
+        gpumem_array_fill(d, &v, s1);
+        gpumem_allocation_free(h1, s1);
+        if (sync)
+            gpumem_stream_synchronize(s1);
+        gpumem_host_pool_allocate_bytes(hp, 4096, &h2);
+        struct gpumem_pool_stats st = {.size = sizeof st};
+        gpumem_host_pool_stats(hp, &st);
+        out->value[i++] = (long)st.hits;
+        gpumem_allocation_free(h2, NULL);
+        gpumem_host_pool_destroy(hp);
+        gpumem_array_release(d);
+        gpumem_stream_destroy(s1);
+    }
+    gpumem_context_release(c);
+}
+
+static void stream_checks(void)
+{
+    child_result r;
+    run_child(case_streams, NULL, &r);
+    ok(r.status == GPUMEM_OK && r.value[0] == 1 && r.value[1] == 1, "the same stream reuses a pending block at once");
+    ok(r.value[2] == 0 && r.value[3] == 1, "another stream: a fresh block while s1's work is pending, reuse after");
+    ok(r.value[4] == 0 && r.value[5] == 1, "a NULL stream: a fresh block while pending, reuse after");
+    ok(r.value[6] == 0 && r.value[7] == 1, "a host block freed on a stream: reused only once its work is done");
+}
+
 /* GPUMEM_ALLOCATOR (doc/environment.md) */
 static void case_allocator(const void *arg, child_result *out)
 {
@@ -1171,6 +1243,7 @@ int main(void)
     testing_env_checks();
     allocator_env_checks();
     arch_checks();
+    stream_checks();
     if (gpumem_context_create(0, &ctx) != GPUMEM_OK || gpumem_context_create(1, &ctx2) != GPUMEM_OK)
         bail_out("two simulated devices: %s", gpumem_last_error());
     i32 = gpumem_dtype_builtin(GPUMEM_INT32);
