@@ -353,7 +353,17 @@ static void test_module(void)
     BAD(gpumem_module_load(ctx, k_ptx, 0, NULL), GPUMEM_ERROR_NULL_ARGUMENT, "module");
     m = msent;
     BAD(gpumem_module_load(ctx, NULL, 0, &m), GPUMEM_ERROR_NULL_ARGUMENT, "image");
-    BAD(gpumem_module_load(ctx, "", 0, &m), GPUMEM_ERROR_INVALID_VALUE, "image");
+    BAD(gpumem_module_load(ctx, "", 0, &m), GPUMEM_ERROR_INVALID_VALUE, "'image'");
+    BAD(gpumem_module_load(ctx, "", 1, &m), GPUMEM_ERROR_INVALID_VALUE, "'image'");
+    {
+        /* nvcc's __fatBinC_Wrapper_t (magic 0x466243B1) with no fat binary behind it */
+        struct { uint32_t magic, version; const void *data, *filename; } wrap = {0x466243B1u, 1, NULL, NULL};
+        BAD(gpumem_module_load(ctx, &wrap, sizeof wrap, &m), GPUMEM_ERROR_INVALID_VALUE, "'image'");
+        /* a 32-bit ELF: its size cannot be read */
+        unsigned char elf32[64] = {0x7f, 'E', 'L', 'F', 1, 1, 1};
+        BAD(gpumem_module_load(ctx, elf32, 0, &m), GPUMEM_ERROR_INVALID_VALUE, "'size'");
+        ok(m == msent, "failed loads leave *module alone");
+    }
     MUST(gpumem_module_load(ctx, k_ptx, 0, &m));
     gpumem_module *m2 = NULL;
     GOOD(gpumem_module_load(ctx, k_ptx, sizeof k_ptx - 1, &m2));
