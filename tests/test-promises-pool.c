@@ -976,6 +976,86 @@ static void test_pool_behaviour(void)
     gpumem_device_data_destroy(dd);
 }
 
+/* pool.h Threads: the caches belong to the pool */
+static gpumem_pool *cache_pool;
+static pthread_mutex_t cache_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t cache_cv = PTHREAD_COND_INITIALIZER;
+static int cache_step;
+
+static void *cache_keeper(void *arg)
+{
+    (void)arg;
+    gpumem_allocation *a = NULL;
+    MUST(gpumem_pool_allocate(cache_pool, 4096, NULL, &a));
+    MUST(gpumem_allocation_free(a, NULL)); /* into this thread's cache */
+    pthread_mutex_lock(&cache_mu);
+    cache_step = 1;
+    pthread_cond_broadcast(&cache_cv);
+    while (cache_step != 2)
+        pthread_cond_wait(&cache_cv, &cache_mu);
+    pthread_mutex_unlock(&cache_mu);
+    return NULL;
+}
+
+static void *cache_exiter(void *arg)
+{
+    (void)arg;
+    gpumem_allocation *a = NULL;
+    MUST(gpumem_pool_allocate(cache_pool, 8192, NULL, &a));
+    MUST(gpumem_allocation_free(a, NULL));
+    return NULL;
+}
+
+static void test_pool_threads(void)
+{
+    MUST(gpumem_pool_create(ctx, 0, &cache_pool));
+    pthread_t t;
+    pthread_create(&t, NULL, cache_keeper, NULL);
+    pthread_mutex_lock(&cache_mu);
+    while (cache_step != 1)
+        pthread_cond_wait(&cache_cv, &cache_mu);
+    pthread_mutex_unlock(&cache_mu);
+    uint64_t held = 77;
+    GOOD(gpumem_pool_held_blocks(cache_pool, &held));
+    is_int(held, 1, "held_blocks counts a block in another thread's cache");
+    GOOD(gpumem_pool_free_held(cache_pool));
+    struct gpumem_pool_stats st = {.size = sizeof st};
+    GOOD(gpumem_pool_stats(cache_pool, &st));
+    ok(st.held_blocks == 0 && st.driver_frees == 1, "free_held empties another (live) thread's cache too");
+    pthread_mutex_lock(&cache_mu);
+    cache_step = 2;
+    pthread_cond_broadcast(&cache_cv);
+    pthread_mutex_unlock(&cache_mu);
+    pthread_join(t, NULL);
+    pthread_create(&t, NULL, cache_exiter, NULL);
+    pthread_join(t, NULL);
+    gpumem_allocation *a = NULL;
+    GOOD(gpumem_pool_allocate(cache_pool, 8192, NULL, &a));
+    GOOD(gpumem_pool_stats(cache_pool, &st));
+    ok(st.hits == 1 && st.misses == 2, "a thread that exits hands its cache back: its block is reused here");
+    GOOD(gpumem_allocation_free(a, NULL));
+    /* peak_active_bytes: sampled at each new block */
+    gpumem_allocation *x = NULL, *y = NULL;
+    MUST(gpumem_pool_allocate(cache_pool, 1 << 20, NULL, &x));
+    MUST(gpumem_pool_allocate(cache_pool, 1 << 20, NULL, &y));
+    MUST(gpumem_allocation_free(x, NULL));
+    MUST(gpumem_allocation_free(y, NULL));
+    GOOD(gpumem_pool_stats(cache_pool, &st));
+    ok(st.peak_active_bytes == (2u << 20) && st.active_bytes == 0 && st.active_requested_bytes == 0,
+       "peak_active_bytes keeps the 2 MiB of two live blocks");
+    GOOD(gpumem_pool_destroy(cache_pool));
+    /* GPUMEM_POOL_NO_THREAD_CACHE still reuses, through the shared store */
+    gpumem_pool *q = NULL;
+    MUST(gpumem_pool_create(ctx, GPUMEM_POOL_NO_THREAD_CACHE, &q));
+    MUST(gpumem_pool_allocate(q, 100, NULL, &x));
+    MUST(gpumem_allocation_free(x, NULL));
+    MUST(gpumem_pool_allocate(q, 100, NULL, &x));
+    GOOD(gpumem_pool_stats(q, &st));
+    ok(st.hits == 1 && st.misses == 1, "without thread caches a freed block is still reused");
+    MUST(gpumem_allocation_free(x, NULL));
+    GOOD(gpumem_pool_destroy(q));
+}
+
 /* occupancy.h's table: the values it gives for some architectures */
 static void case_arch(const void *arg, child_result *out)
 {
@@ -1265,6 +1345,7 @@ int main(void)
     test_trace();
     test_testing();
     test_pool_behaviour();
+    test_pool_threads();
     gpumem_context_release(ctx2);
     gpumem_context_release(ctx);
     done_testing();
