@@ -319,6 +319,41 @@ static void test_pool_args(void)
     GOOD(gpumem_device_array(ctx, 1, shape, NULL, i32, 'C', NULL, &arr));
     gpumem_array_release(arr);
 
+    /* set_pool: gpumem_to_device and reshape copies take the pool's blocks, which return to it */
+    {
+        gpumem_pool *sp = NULL;
+        MUST(gpumem_pool_create(ctx, 0, &sp));
+        MUST(gpumem_context_set_pool(ctx, sp));
+        int32_t hv[12];
+        for (int i = 0; i < 12; i++)
+            hv[i] = i;
+        int64_t hs[2] = {3, 4}, flat = 12;
+        gpumem_array *hw = NULL, *dv = NULL, *tv = NULL, *rv = NULL;
+        MUST(gpumem_host_array_wrap(hv, 2, hs, NULL, i32, &hw));
+        MUST(gpumem_to_device(ctx, hw, NULL, 0, &dv));
+        uint64_t act = 0;
+        MUST(gpumem_pool_active_blocks(sp, &act));
+        is_int(act, 1, "set_pool: gpumem_to_device takes a block of the pool");
+        int axes[2] = {1, 0};
+        MUST(gpumem_array_transpose(dv, axes, &tv));
+        MUST(gpumem_array_reshape(tv, 1, &flat, 'C', 0, NULL, &rv));
+        MUST(gpumem_pool_active_blocks(sp, &act));
+        is_int(act, 2, "set_pool: a reshape copy takes a block of the pool");
+        int32_t rb[12] = {0};
+        ok(read_all(rv, rb) && rb[0] == 0 && rb[1] == 4 && rb[2] == 8 && rb[3] == 1 && rb[11] == 11,
+           "the reshape copy holds the transposed values");
+        gpumem_array_release(rv);
+        gpumem_array_release(tv);
+        gpumem_array_release(dv);
+        gpumem_array_release(hw);
+        uint64_t hb = 0;
+        MUST(gpumem_pool_active_blocks(sp, &act));
+        MUST(gpumem_pool_held_blocks(sp, &hb));
+        ok(act == 0 && hb == 2, "released, both blocks are back in the pool");
+        GOOD(gpumem_context_set_pool(ctx, NULL));
+        GOOD(gpumem_pool_destroy(sp));
+    }
+
     /* stop_holding: frees go to the driver */
     MUST(gpumem_pool_create(ctx, GPUMEM_POOL_NO_THREAD_CACHE, &p));
     GOOD(gpumem_pool_allocate(p, 4096, NULL, &a));
@@ -681,6 +716,13 @@ static void test_trace(void)
     ok(stat(path, &sb) != 0, "a refused start leaves no file");
     BAD(gpumem_trace_start("/nonexistent-dir/x.trace", 0), GPUMEM_ERROR_INVALID_VALUE, "/nonexistent-dir/x.trace");
     BAD(gpumem_trace_stop(), GPUMEM_ERROR_INVALID_STATE, NULL);
+    if (access("/dev/full", W_OK) == 0) {
+        BAD(gpumem_trace_start("/dev/full", 0), GPUMEM_ERROR_INVALID_VALUE, "/dev/full");
+        like(gpumem_last_error(), "No space left", "a file that cannot be written: the system's reason");
+        BAD(gpumem_trace_stop(), GPUMEM_ERROR_INVALID_STATE, NULL);
+    } else {
+        skip(3, "no /dev/full");
+    }
     BAD(gpumem_trace_mark(NULL), GPUMEM_ERROR_NULL_ARGUMENT, "name");
     GOOD(gpumem_trace_mark("not recording"));
     BAD(gpumem_trace_push(NULL), GPUMEM_ERROR_NULL_ARGUMENT, "name");
