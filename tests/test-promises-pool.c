@@ -856,6 +856,22 @@ static void test_pool_behaviour(void)
     MUST(gpumem_allocation_pointer(b, &pb));
     ok(pa == pb, "another stream reuses it once its event completed");
     MUST(gpumem_allocation_free(b, NULL));
+    /* the events are pooled: later frees on a stream record, create none;
+     * free_held destroys them */
+    {
+        int exact = 1;
+        for (int round = 0; round < 3; round++) {
+            int64_t e0 = calls("cuEventCreate"), r0 = calls("cuEventRecord");
+            MUST(gpumem_pool_allocate(p, 5000, s1, &a));
+            MUST(gpumem_allocation_free(a, s1));
+            MUST(gpumem_stream_synchronize(s1));
+            exact &= calls("cuEventRecord") - r0 == 1 && calls("cuEventCreate") - e0 == 0;
+        }
+        ok(exact, "later frees on a stream record one pooled event each and create none");
+        int64_t d0 = calls("cuEventDestroy");
+        MUST(gpumem_pool_free_held(p));
+        ok(calls("cuEventDestroy") > d0, "free_held destroys the pooled events");
+    }
     /* of two threads that free one handle at once, exactly one succeeds */
     int exactly_one = 1;
     for (int it = 0; it < 100; it++) {
