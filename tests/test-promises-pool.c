@@ -797,8 +797,9 @@ static void trace_env_checks(void)
     ok(r.status == GPUMEM_ERROR_INVALID_ENVIRONMENT && strstr(r.text, "GPUMEM_TRACE_STACKS") && r.value[0] == 0,
        "GPUMEM_TRACE_STACKS=yes: INVALID_ENVIRONMENT naming it, no file left (%s)", r.text);
     run_child(case_trace_pct, "/tmp/gpumem-promises-%q.trace", &r);
-    ok(r.status == GPUMEM_ERROR_INVALID_ENVIRONMENT && strstr(r.text, "GPUMEM_TRACE"),
-       "GPUMEM_TRACE with %%q: INVALID_ENVIRONMENT naming the variable (%s)", r.text);
+    ok(r.status == GPUMEM_ERROR_INVALID_ENVIRONMENT && strstr(r.text, "GPUMEM_TRACE") && r.value[0] == 1 &&
+           r.value[1] == GPUMEM_ERROR_INVALID_ENVIRONMENT,
+       "GPUMEM_TRACE with %%q: INVALID_ENVIRONMENT naming the variable, and again for a later context (%s)", r.text);
     run_child(case_trace_pct, "", &r);
     ok(r.status == GPUMEM_OK, "an empty GPUMEM_TRACE means no trace");
     char dir[] = "/tmp/gpumem-promises-XXXXXX";
@@ -1277,6 +1278,12 @@ static void case_trace_pct(const void *arg, child_result *out)
     gpumem_context *c = (gpumem_context *)out;
     out->status = gpumem_context_create(0, &c);
     snprintf(out->text, sizeof out->text, "%s", gpumem_last_error());
+    if (out->status == GPUMEM_OK) {
+        gpumem_context_release(c);
+        return;
+    }
+    out->value[0] = c == (gpumem_context *)out;
+    out->value[1] = gpumem_context_create(0, &c); /* every later creation fails too */
 }
 
 /* ---- testing.h, version.h --------------------------------------------------------------- */
