@@ -1322,6 +1322,24 @@ static void case_test_ctx_bad(const void *arg, child_result *out)
     out->value[3] = gpumem_test_should_skip(out->status);
 }
 
+/* arg: "VAR=value;VAR=value": the environment of one gpumem_test_context call */
+static void case_test_ctx_env(const void *arg, child_result *out)
+{
+    char env[256];
+    snprintf(env, sizeof env, "%s", (const char *)arg);
+    for (char *save = NULL, *kv = strtok_r(env, ";", &save); kv != NULL; kv = strtok_r(NULL, ";", &save)) {
+        char *eq = strchr(kv, '=');
+        *eq = '\0';
+        setenv(kv, eq + 1, 1);
+    }
+    char why[512];
+    gpumem_context *c = (gpumem_context *)out;
+    out->status = gpumem_test_context(&c, why, sizeof why);
+    out->value[0] = gpumem_test_should_skip(out->status);
+    out->value[1] = c == (gpumem_context *)out;
+    snprintf(out->text, sizeof out->text, "%s", why);
+}
+
 /* One device whose context creation fails with a driver error: the scan
  * finds no device; testing.h says that is NO_DEVICE, a skip, with the
  * driver's error in the reason. */
@@ -1356,6 +1374,22 @@ static void case_test_ctx_scan(const void *arg, child_result *out)
 static void testing_env_checks(void)
 {
     child_result r;
+    run_child(case_test_ctx_env, "GPUMEM_BACKEND=cuda;GPUMEM_CUDA_LIBRARY=/nonexistent/libcuda.so.1", &r);
+    ok(r.status == GPUMEM_ERROR_DRIVER_NOT_FOUND && r.value[0] == 1 && r.value[1] == 1 &&
+           strncmp(r.text, "no CUDA driver: ", 16) == 0,
+       "no driver: DRIVER_NOT_FOUND, a skip, 'no CUDA driver: ...' (%.60s)", r.text);
+    run_child(case_test_ctx_env, "GPUMEM_SIM_DEVICES=2;GPUMEM_SIM_BUSY=0,1;HOME=/nonexistent", &r);
+    ok(r.status == GPUMEM_ERROR_NO_DEVICE && r.value[0] == 1 && strncmp(r.text, "no CUDA device: ", 16) == 0 &&
+           strstr(r.text, "CUDA_ERROR_DEVICE_UNAVAILABLE") != NULL,
+       "every device busy: NO_DEVICE, a skip, naming the devices' error (%.60s)", r.text);
+    run_child(case_test_ctx_env, "GPUMEM_SIM_BUSY=0;CUDA_DEVICE=0", &r);
+    ok(r.status == GPUMEM_ERROR_DEVICE_UNAVAILABLE && r.value[0] == 1 &&
+           strncmp(r.text, "no CUDA device available: ", 26) == 0,
+       "CUDA_DEVICE names a busy device: DEVICE_UNAVAILABLE, a skip (%.60s)", r.text);
+    run_child(case_test_ctx_env, "GPUMEM_BACKEND=bogus", &r);
+    ok(r.status == GPUMEM_ERROR_INVALID_ENVIRONMENT && r.value[0] == 0 && strncmp(r.text, "no test context: ", 17) == 0 &&
+           strstr(r.text, "GPUMEM_BACKEND") != NULL,
+       "a bad GPUMEM_BACKEND: a failure, not a skip (%.60s)", r.text);
     run_child(case_test_ctx_scan, NULL, &r);
     ok(r.value[0] > 0 && r.value[1] == 0,
        "a scan in which the only device fails: NO_DEVICE, a skip, naming the driver's error (%ld times) %s",
