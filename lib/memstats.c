@@ -84,6 +84,8 @@ static void add_pool(usage *u, const gm_pool_usage *p)
     u->count[k] += p->active_blocks;
     if (p->kind == GM_POOL_DEVICE)
         u->reserved += p->bytes;
+    if (p->destroyed) /* a destroyed pool's live allocations, no pool */
+        return;
     u->pools++;
     u->held_blocks[p->kind] += p->held_blocks;
     u->held_bytes[p->kind] += p->held_bytes;
@@ -752,7 +754,7 @@ typedef struct pool_list {
 static void list_pool(const gm_pool_usage *p, void *arg)
 {
     pool_list *l = arg;
-    if (l->ctx != NULL && p->ctx != l->ctx)
+    if (p->destroyed || (l->ctx != NULL && p->ctx != l->ctx)) /* destroyed pools are not listed */
         return;
     if (l->n == l->cap) {
         size_t cap = l->cap ? l->cap * 2 : 8;

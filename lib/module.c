@@ -54,8 +54,8 @@ static bool grow_end(uint64_t *end, uint64_t off, uint64_t len)
 static gpumem_status elf_size(const char *what, const unsigned char *b, size_t *size)
 {
     if (b[4] != 2 || b[5] != 1)
-        return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: size 0 needs a 64-bit little-endian cubin to read "
-                        "its size from; pass the image's size", what);
+        return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: 'size' is 0, which needs a 64-bit little-endian cubin "
+                        "to read the image's size from; pass the image's size", what);
     uint64_t end = 64, phoff = rd64(b + 32), shoff = rd64(b + 40);
     unsigned phentsize = rd16(b + 54), phnum = rd16(b + 56), shentsize = rd16(b + 58), shnum = rd16(b + 60);
     bool ok = grow_end(&end, phoff, (uint64_t)phnum * phentsize) &&
@@ -71,8 +71,8 @@ static gpumem_status elf_size(const char *what, const unsigned char *b, size_t *
         ok = grow_end(&end, rd64(p + 8), rd64(p + 32));
     }
     if (!ok || end > SIZE_MAX || end >= (UINT64_C(1) << 40))
-        return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: the cubin's headers give no believable size; pass "
-                        "the image's size", what);
+        return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: 'size' is 0, and the headers of the cubin 'image' give "
+                        "no believable size; pass the image's size", what);
     *size = (size_t)end;
     return GPUMEM_OK;
 }
@@ -94,11 +94,11 @@ static gpumem_status image_resolve(const char *what, const void *data, size_t si
         gm_cu_fatbin_wrapper w;
         memcpy(&w, b, sizeof w);
         if (w.data == NULL)
-            return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: the fatbin wrapper's data pointer is NULL", what);
+            return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: 'image' is a fatbin wrapper whose data pointer is NULL", what);
         b = (const unsigned char *)w.data;
         size = 0;
         if (image_format(b, 0) != IMAGE_FATBIN)
-            return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: the fatbin wrapper does not point at a fat binary "
+            return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: 'image' is a fatbin wrapper that does not point at a fat binary "
                             "(magic 0x%08x)", what, GM_FATBIN_MAGIC);
     }
     int format = image_format(b, size);
@@ -106,8 +106,8 @@ static gpumem_status image_resolve(const char *what, const void *data, size_t si
         if (format == IMAGE_FATBIN) {
             uint64_t total = (uint64_t)rd16(b + 6) + rd64(b + 8);
             if (rd16(b + 6) < 16 || total < rd64(b + 8) || total > SIZE_MAX || total >= (UINT64_C(1) << 40))
-                return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: the fat binary's header gives no believable "
-                                "size; pass the image's size", what);
+                return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: 'size' is 0, and the header of the fat binary "
+                                "'image' gives no believable size; pass the image's size", what);
             size = (size_t)total;
         } else if (format == IMAGE_ELF) {
             gpumem_status st = elf_size(what, b, &size);
@@ -120,7 +120,7 @@ static gpumem_status image_resolve(const char *what, const void *data, size_t si
         size--; /* the terminator is not part of the text */
     }
     if (size == 0)
-        return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: the image is empty", what);
+        return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: 'image' is empty", what);
     *out = (image){b, size, format};
     return GPUMEM_OK;
 }

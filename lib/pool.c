@@ -27,6 +27,23 @@ static _Atomic uint64_t next_pool_id = 1;
  * (gm_pools_release_held).  Lock order: live_lock, then a pool's locks. */
 static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
 static gm_pool *live_pools;
+/* Destroyed pools whose allocations still live and that hold their context
+ * (a context's own pool does not: its end may come first), for the memory
+ * report, which counts those allocations (gm_pools_usage); the ladder does
+ * not walk them (they hold no block). */
+static gm_pool *zombie_pools;
+
+/* Unlinks p from the list whose head is *head (live_lock held). */
+static void unlink_locked(gm_pool **head, gm_pool *p)
+{
+    if (p->live_prev != NULL)
+        p->live_prev->live_next = p->live_next;
+    else
+        *head = p->live_next;
+    if (p->live_next != NULL)
+        p->live_next->live_prev = p->live_prev;
+    p->live_next = p->live_prev = NULL;
+}
 
 /* ---- accounting ---- */
 
@@ -170,6 +187,11 @@ gpumem_status gm_pool_core_create(gm_pool_kind kind, gpumem_context *ctx, unsign
 static gpumem_status pool_end(gm_pool *p, const char *what)
 {
     gpumem_context *ctx = p->flags & GM_POOL_CONTEXT_OWNED ? NULL : p->ctx;
+    pthread_mutex_lock(&live_lock);
+    if (p->in_zombies)
+        unlink_locked(&zombie_pools, p);
+    p->in_zombies = false;
+    pthread_mutex_unlock(&live_lock);
     gm_tc_end_all(p);
     for (unsigned i = 0; i <= p->stripe_mask; i++)
         pthread_mutex_destroy(&p->stripes[i].lock);
@@ -201,12 +223,14 @@ gpumem_status gm_pool_core_destroy(gm_pool *p, const char *what)
      * every stripe after this store), and go to the driver; the zombie
      * count below includes them. */
     pthread_mutex_lock(&live_lock);
-    if (p->live_prev != NULL)
-        p->live_prev->live_next = p->live_next;
-    else
-        live_pools = p->live_next;
-    if (p->live_next != NULL)
-        p->live_next->live_prev = p->live_prev;
+    unlink_locked(&live_pools, p);
+    if (!(p->flags & GM_POOL_CONTEXT_OWNED)) { /* its live allocations stay in the reports */
+        p->live_next = zombie_pools;
+        if (zombie_pools != NULL)
+            zombie_pools->live_prev = p;
+        zombie_pools = p;
+        p->in_zombies = true;
+    }
     pthread_mutex_unlock(&live_lock);
     atomic_store(&p->holding, false);
     gpumem_status st = release_all(p, what, NULL, NULL);
@@ -371,28 +395,37 @@ static uint64_t largest_held_locked(gm_pool *p)
     return top == 0 ? 0 : (uint64_t)gm_pool_class_bytes(top - 1);
 }
 
+/* One pool's usage for gm_pools_usage (live_lock held). */
+static void usage_of(gm_pool *p, bool largest, gm_pool_usage *u)
+{
+    *u = (gm_pool_usage){.ctx = p->ctx, .handle = p, .kind = p->kind,
+                         .mapped = p->kind == GM_POOL_HOST && (p->alloc_flags & GM_CU_MEMHOSTALLOC_DEVICEMAP) != 0,
+                         .own = (p->flags & GM_POOL_CONTEXT_OWNED) != 0, .destroyed = p->in_zombies};
+    pthread_mutex_lock(&p->lock);
+    gm_sums sum = sum_locked(p);
+    u->bytes = (uint64_t)p->bytes;
+    u->held_blocks = (uint64_t)sum.held_blocks;
+    u->held_bytes = (uint64_t)sum.held_bytes;
+    u->active_blocks = (uint64_t)(p->blocks - sum.held_blocks);
+    u->active_bytes = (uint64_t)(p->bytes - sum.held_bytes);
+    u->active_requested = (uint64_t)sum.act_req;
+    if (largest)
+        u->largest_held = largest_held_locked(p);
+    pthread_mutex_unlock(&p->lock);
+}
+
 void gm_pools_usage(int device, bool largest, void (*fn)(const gm_pool_usage *u, void *arg), void *arg)
 {
     pthread_mutex_lock(&live_lock);
-    for (gm_pool *p = live_pools; p != NULL; p = p->live_next) {
-        if (device >= 0 && p->ctx->device != device)
-            continue;
-        gm_pool_usage u = {.ctx = p->ctx, .handle = p, .kind = p->kind,
-                           .mapped = p->kind == GM_POOL_HOST && (p->alloc_flags & GM_CU_MEMHOSTALLOC_DEVICEMAP) != 0,
-                           .own = (p->flags & GM_POOL_CONTEXT_OWNED) != 0};
-        pthread_mutex_lock(&p->lock);
-        gm_sums sum = sum_locked(p);
-        u.bytes = (uint64_t)p->bytes;
-        u.held_blocks = (uint64_t)sum.held_blocks;
-        u.held_bytes = (uint64_t)sum.held_bytes;
-        u.active_blocks = (uint64_t)(p->blocks - sum.held_blocks);
-        u.active_bytes = (uint64_t)(p->bytes - sum.held_bytes);
-        u.active_requested = (uint64_t)sum.act_req;
-        if (largest)
-            u.largest_held = largest_held_locked(p);
-        pthread_mutex_unlock(&p->lock);
-        fn(&u, arg);
-    }
+    gm_pool *const heads[2] = {live_pools, zombie_pools};
+    for (int list = 0; list < 2; list++)
+        for (gm_pool *p = heads[list]; p != NULL; p = p->live_next) {
+            if (device >= 0 && p->ctx->device != device)
+                continue;
+            gm_pool_usage u;
+            usage_of(p, largest, &u);
+            fn(&u, arg);
+        }
     pthread_mutex_unlock(&live_lock);
 }
 

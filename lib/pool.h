@@ -143,11 +143,14 @@ typedef struct gm_pool_usage {
     uint64_t bytes;         /* from the driver, in use or held */
     uint64_t held_blocks, held_bytes, largest_held;
     uint64_t active_blocks, active_bytes, active_requested;
+    bool destroyed;         /* a destroyed pool whose allocations still live (a zombie): not a pool of the
+                             * reports, but its live blocks are memory the process holds */
 } gm_pool_usage;
 
 /* Calls fn for every live pool (not destroyed) of device `device` (every
- * device when negative) under the live-pool list's lock: fn must not call
- * into pools.  largest: find each pool's largest held block too (every
+ * device when negative), then for every destroyed pool whose allocations
+ * still live (destroyed set), under the live-pool list's lock: fn must not
+ * call into pools.  largest: find each pool's largest held block too (every
  * stripe is locked in turn), else largest_held is 0. */
 void gm_pools_usage(int device, bool largest, void (*fn)(const gm_pool_usage *u, void *arg), void *arg);
 

@@ -149,7 +149,9 @@ struct gm_pool {
     _Alignas(64) pthread_mutex_t lock; /* guards everything below but the stripes */
     bool destroyed;
     int64_t zombie_live;  /* live allocations left once destroyed */
-    gm_pool *live_next, *live_prev; /* in the live-pool list, until destroyed (pool.c) */
+    gm_pool *live_next, *live_prev; /* in the live-pool list until destroyed, then in the zombie
+                                     * list until its end when it holds its context (pool.c) */
+    bool in_zombies;                /* in the zombie list (live_lock) */
     gm_tcache *tcaches;
     /* Blocks and bytes obtained from the driver and not given back; the
      * requested bytes and hits of misses, direct frees and harvested caches

@@ -15,7 +15,8 @@
  * loaded through the library's kernel cache in a context of device D: the
  * driver's function attributes on a GPU, the simulator's image reader on the
  * simulator; B is then the dynamic shared memory added to the static.
- * --json prints one JSON object instead.  Options also take the --name=value
+ * --json prints one JSON object instead (only "error" when the library fails
+ * before there is a record).  Options also take the --name=value
  * form.
  *
  * Exit status: 0 success; 1 a library failure, including a workload that
@@ -188,6 +189,20 @@ static void print_json(int device, const char *name, int cc, const gpumem_occupa
     printf("}\n");
 }
 
+/* A library failure before there is a record: the message to stderr and,
+ * with --json, as the object's "error" (gpumem(1): one JSON object, with
+ * the library's message in "error" on failure). */
+static int fail(int json, const char *msg)
+{
+    fprintf(stderr, "gpumem occupancy: %s\n", msg);
+    if (json) {
+        printf("{\"error\": ");
+        json_string(msg);
+        printf("}\n");
+    }
+    return 1;
+}
+
 /* The whole of file path, in *data (malloc'd) and *size; 0 on success, else
  * errno's value. */
 static int read_file(const char *path, unsigned char **data, size_t *size)
@@ -228,18 +243,18 @@ static int read_file(const char *path, unsigned char **data, size_t *size)
 }
 
 /* Loads file in a context of device dev and reads kernel name's attributes
- * into *k; 0, or 1 with the reason on stderr. */
-static int read_kernel(int dev, const char *file, const char *name, kernel_info *k)
+ * into *k; 0, or 1 with the reason in why. */
+static int read_kernel(int dev, const char *file, const char *name, kernel_info *k, char *why, size_t why_size)
 {
     unsigned char *image = NULL;
     size_t size = 0;
     int err = read_file(file, &image, &size);
     if (err != 0) {
-        fprintf(stderr, "gpumem occupancy: cannot read --cubin '%s': %s\n", file, strerror(err));
+        snprintf(why, why_size, "cannot read --cubin '%s': %s", file, strerror(err));
         return 1;
     }
     if (size == 0) {
-        fprintf(stderr, "gpumem occupancy: --cubin '%s' is empty\n", file);
+        snprintf(why, why_size, "--cubin '%s' is empty", file);
         free(image);
         return 1;
     }
@@ -258,7 +273,7 @@ static int read_kernel(int dev, const char *file, const char *name, kernel_info 
     if (st == GPUMEM_OK)
         st = gpumem_function_attribute(fn, GPUMEM_FUNCTION_MAX_THREADS_PER_BLOCK, &k->max_threads);
     if (st != GPUMEM_OK)
-        fprintf(stderr, "gpumem occupancy: --cubin '%s' --kernel '%s': %s\n", file, name, gpumem_last_error());
+        snprintf(why, why_size, "--cubin '%s' --kernel '%s': %s", file, name, gpumem_last_error());
     gpumem_module_release(mod);
     gpumem_context_release(ctx);
     free(image);
@@ -338,28 +353,26 @@ int cmd_occupancy(int argc, char **argv)
 
     gpumem_device_data *dd = NULL;
     int dev = values[DEVICE] != NULL ? (int)device : GPUMEM_DEVICE_DATA_DEFAULT;
-    if (gpumem_device_data_create(dev, &dd) != GPUMEM_OK) {
-        fprintf(stderr, "gpumem occupancy: %s\n", gpumem_last_error());
-        return 1;
-    }
+    if (gpumem_device_data_create(dev, &dd) != GPUMEM_OK)
+        return fail(json, gpumem_last_error());
     int cc = 0, maxwarps = 0;
     gpumem_device_data_get(dd, GPUMEM_DEVICE_DATA_DEVICE, &dev);
     gpumem_device_data_get(dd, GPUMEM_DEVICE_DATA_COMPUTE_CAPABILITY, &cc);
     gpumem_device_data_get(dd, GPUMEM_DEVICE_DATA_WARPS_PER_MP, &maxwarps);
     char name[256] = "";
     if (gpumem_device_name(dev, name, sizeof name) != GPUMEM_OK) {
-        fprintf(stderr, "gpumem occupancy: %s\n", gpumem_last_error());
         gpumem_device_data_destroy(dd);
-        return 1;
+        return fail(json, gpumem_last_error());
     }
 
     /* the kernel's registers and static shared memory, from its image */
     kernel_info kinfo, *k = NULL;
     size_t total_smem = (size_t)smem;
     if (values[CUBIN] != NULL) {
-        if (read_kernel(dev, values[CUBIN], values[KERNEL], &kinfo) != 0) {
+        char why[1024] = "";
+        if (read_kernel(dev, values[CUBIN], values[KERNEL], &kinfo, why, sizeof why) != 0) {
             gpumem_device_data_destroy(dd);
-            return 1;
+            return fail(json, why);
         }
         k = &kinfo;
         regs = (unsigned long long)kinfo.registers;
@@ -380,10 +393,8 @@ int cmd_occupancy(int argc, char **argv)
         snprintf(error, sizeof error, "%s", gpumem_last_error());
     /* Argument errors leave the record unset; a workload that cannot run
      * fills it with 0 blocks. */
-    if (st != GPUMEM_OK && r.warps_per_block == 0) {
-        fprintf(stderr, "gpumem occupancy: %s\n", error);
-        return 1;
-    }
+    if (st != GPUMEM_OK && r.warps_per_block == 0)
+        return fail(json, error);
     /* a kernel compiled for fewer threads per block (its registers, or
      * __launch_bounds__) cannot run this block at all */
     if (st == GPUMEM_OK && k != NULL && threads > (unsigned long long)k->max_threads) {

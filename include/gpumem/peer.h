@@ -100,9 +100,13 @@ GPUMEM_API gpumem_status gpumem_peer_can_access(int device, int peer, int *can);
 
 /**
  * Switches peer access for copies between devices on (1) or off (0, the
- * staged path for every pair), for the whole process, overriding
- * @c GPUMEM_PEER.  Access already enabled in the driver stays enabled; only
- * the library's choice of path changes.  Added in GPUMEM_1.1.
+ * staged path for every pair), for the whole process, overriding a valid
+ * @c GPUMEM_PEER.  A bad @c GPUMEM_PEER is not overridden: this call still
+ * succeeds, but gpumem_peer_enabled() and every copy between devices keep
+ * failing with ::GPUMEM_ERROR_INVALID_ENVIRONMENT naming the variable (the
+ * library never hides a bad setting).  Access already enabled in the driver
+ * stays enabled; only the library's choice of path changes.  Added in
+ * GPUMEM_1.1.
  * @param enabled 0 or 1
  * @return ::GPUMEM_OK; ::GPUMEM_ERROR_INVALID_VALUE for another value.
  */
@@ -111,7 +115,8 @@ GPUMEM_API gpumem_status gpumem_peer_set_enabled(int enabled);
 /**
  * Whether copies between devices may use peer access: the value of
  * gpumem_peer_set_enabled() once called, else of @c GPUMEM_PEER (0 or 1,
- * default 1).  Added in GPUMEM_1.1.
+ * default 1).  A bad @c GPUMEM_PEER is an error even after
+ * gpumem_peer_set_enabled().  Added in GPUMEM_1.1.
  * @param enabled receives 0 or 1
  * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT when @p enabled is NULL;
  *         ::GPUMEM_ERROR_INVALID_ENVIRONMENT when @c GPUMEM_PEER is neither 0

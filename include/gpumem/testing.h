@@ -55,8 +55,12 @@ GPUMEM_API gpumem_status gpumem_test_context(gpumem_context **ctx, char *reason,
  * Whether a failure of gpumem_test_context() means that this machine has
  * no usable GPU (no driver, no device, every device busy): the test should
  * skip.  Other failures (a bad CUDA_DEVICE or GPUMEM_BACKEND value, a
- * driver error) are misconfigurations that a test should report as
- * failures rather than hide as skips.
+ * driver error of the chosen device) are misconfigurations that a test
+ * should report as failures rather than hide as skips.  Without CUDA_DEVICE
+ * and ~/.cuda-device, every device is tried in turn, and a scan in which no
+ * device gave a context is ::GPUMEM_ERROR_NO_DEVICE, a skip, whatever each
+ * device's error was: the reason names the devices tried and the driver's
+ * error of the first (gpumem_last_driver_result() gives it).
  */
 static inline int gpumem_test_should_skip(gpumem_status status)
 {
