@@ -273,7 +273,7 @@ int bench_alloc(bench_io *io, gpumem_context *ctx, int quick)
         for (size_t t = 0; t < sizeof threads / sizeof threads[0]; t++) {
             io->progress(io, cases[c].name);
             if (measure(io, ctx, (int)c, threads[t], quick ? 0.02 : 0.3) != 0) {
-                fprintf(stderr, "\ngpumem bench: %s: %s\n", cases[c].name, gpumem_last_error());
+                bench_error("\n", "%s: %s", cases[c].name, gpumem_last_error());
                 return 1;
             }
         }

@@ -208,7 +208,7 @@ int bench_host(bench_io *io, gpumem_context *ctx, int quick, int reps, double *h
     gpumem_status st = gpumem_pinned_array(ctx, 1, &nslots, NULL, u8, 'C', &slots);
     if (st != GPUMEM_OK) {
         if (!bench_oom(st)) {
-            fprintf(stderr, "gpumem bench: %s\n", gpumem_last_error());
+            bench_error("", "%s", gpumem_last_error());
             free(src);
             free(dst);
             return 1;
@@ -380,7 +380,7 @@ int bench_concurrent(bench_io *io, gpumem_context *ctx, int quick, int reps, dou
                      pinned ? "pinned" : "pageable");
             if (st != GPUMEM_OK) {
                 if (!bench_oom(st)) {
-                    fprintf(stderr, "gpumem bench: %s: %s\n", name, gpumem_last_error());
+                    bench_error("", "%s: %s", name, gpumem_last_error());
                     rc = 1;
                 } else {
                     skipped(io, name);
@@ -392,7 +392,7 @@ int bench_concurrent(bench_io *io, gpumem_context *ctx, int quick, int reps, dou
                 io->progress(io, row);
                 double s = conc_run(jobs, t, down, reps);
                 if (s < 0) {
-                    fprintf(stderr, "\ngpumem bench: %s: a copy failed\n", row);
+                    bench_error("\n", "%s: a copy failed", row);
                     rc = 1;
                     break;
                 }

@@ -187,7 +187,7 @@ static gpumem_array *device_floats(peer_bench *p, int d, int64_t n)
         if (bench_oom(st)) {
             bench_note(p->io, "skipped: the peer rows: %s", gpumem_last_error());
         } else {
-            fprintf(stderr, "gpumem bench: %s\n", gpumem_last_error());
+            bench_error("", "%s", gpumem_last_error());
             p->rc = 1;
         }
     }
@@ -239,7 +239,7 @@ int bench_peer(bench_io *io, gpumem_context *ctx, int quick, int reps)
     (void)ctx;
     int count = 0;
     if (gpumem_device_count(&count) != GPUMEM_OK || count < 2) {
-        fprintf(stderr, "gpumem bench: --peer needs two devices (this backend has %d)\n", count);
+        bench_error("", "--peer needs two devices (this backend has %d)", count);
         return 1;
     }
     driver_open();
@@ -253,7 +253,7 @@ int bench_peer(bench_io *io, gpumem_context *ctx, int quick, int reps)
     gpumem_peer_enabled(&was);
     for (int d = 0; d < 2 && !p.rc; d++) {
         if (gpumem_context_create(d, &p.c[d]) != GPUMEM_OK) {
-            fprintf(stderr, "gpumem bench: %s\n", gpumem_last_error());
+            bench_error("", "%s", gpumem_last_error());
             p.rc = 1;
             break;
         }

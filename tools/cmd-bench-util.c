@@ -82,6 +82,25 @@ static int run_copy(void *arg)
     return (c->st = gpumem_array_copy(c->dst, c->src, NULL)) != GPUMEM_OK;
 }
 
+static char first_error[1024];
+
+void bench_error(const char *lead, const char *fmt, ...)
+{
+    char msg[sizeof first_error];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "%sgpumem bench: %s\n", lead, msg);
+    if (first_error[0] == '\0')
+        snprintf(first_error, sizeof first_error, "%s", msg);
+}
+
+const char *bench_first_error(void)
+{
+    return first_error[0] ? first_error : NULL;
+}
+
 int bench_copy(bench_io *io, int reps, const char *name, gpumem_array *dst, gpumem_array *src, double *s,
                const char **path)
 {
@@ -93,7 +112,7 @@ int bench_copy(bench_io *io, int reps, const char *name, gpumem_array *dst, gpum
         return -1;
     }
     if (*s < 0) {
-        fprintf(stderr, "\ngpumem bench: %s: %s\n", name, gpumem_last_error());
+        bench_error("\n", "%s: %s", name, gpumem_last_error());
         return 1;
     }
     gpumem_copy_path p = GPUMEM_COPY_PATH_NONE;

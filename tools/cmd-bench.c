@@ -32,7 +32,9 @@
  * (cmd-bench-alloc.c: pools, arrays on a pool, memoize, against cuMemAlloc
  * and cuMemAllocAsync, at 1, 2, 4 and 8 threads; --alloc: those alone).
  *
- * Output: a table; --json one object {"machine": {...}, "results": [...]};
+ * Output: a table; --json one object {"machine": {...}, "results": [...],
+ * "notes": [...]}, with "error" (the first failure's message) when one
+ * failed, or {"error": ...} alone when there is no default device;
  * --csv one line per result (bench/bandwidth.gp plots it), RFC 4180: a field
  * with a comma, a quote or a line break is quoted.  A progress line goes to
  * stderr when it is a terminal.  --rows, --alloc and --peer exclude each
@@ -360,7 +362,7 @@ static int fit(bench *b, const char *what, int host, int64_t least, int64_t *n, 
         if (st == GPUMEM_OK)
             break;
         if (!bench_oom(st) || *n / 2 < least) {
-            fprintf(stderr, "gpumem bench: %s: %s\n", what, gpumem_last_error());
+            bench_error("", "%s: %s", what, gpumem_last_error());
             return 1;
         }
         *n /= 2;
@@ -468,7 +470,7 @@ static int bench_strided(bench *b)
             gpumem_array_release(hb);
             free(mem);
             if (!bench_oom(st)) {
-                fprintf(stderr, "gpumem bench: %s\n", gpumem_last_error());
+                bench_error("", "%s", gpumem_last_error());
                 return 1;
             }
             snprintf(name, sizeof name, "skipped: the strided %s rows: %s", kind, gpumem_last_error());
@@ -487,7 +489,7 @@ static int bench_strided(bench *b)
         gpumem_array_slice(d, sl, 2, &dv);
         gpumem_array_slice(hw2, sl, 2, &hwv);
         if (h2 == NULL || dv == NULL || dc == NULL || hwv == NULL) {
-            fprintf(stderr, "gpumem bench: %s\n", gpumem_last_error());
+            bench_error("", "%s", gpumem_last_error());
             rc = 1;
         }
         double got[S_CASES] = {0};
@@ -563,7 +565,7 @@ static int bench_rows(bench *b)
     gpumem_array *h = host_bytes(b, 1, total, &mem), *d = NULL;
     int64_t dn = 2 * total;
     if (h == NULL || gpumem_device_array(b->ctx, 1, &dn, NULL, u8, 'C', NULL, &d) != GPUMEM_OK) {
-        fprintf(stderr, "gpumem bench: %s\n", gpumem_last_error());
+        bench_error("", "%s", gpumem_last_error());
         gpumem_array_release(h);
         return 1;
     }
@@ -638,7 +640,7 @@ static int bench_overlap(bench *b)
         st = gpumem_stream_create(b->ctx, GPUMEM_STREAM_NON_BLOCKING, &s2);
     int rc = st != GPUMEM_OK && !bench_oom(st);
     if (rc) {
-        fprintf(stderr, "gpumem bench: %s\n", gpumem_last_error());
+        bench_error("", "%s", gpumem_last_error());
     } else if (st != GPUMEM_OK) { /* too big for this device or the page-locked limit */
         bench_note(&b->io, "skipped: the overlap rows (%lld MiB): %s", (long long)(n >> 20), gpumem_last_error());
         rc = -1;
@@ -654,7 +656,7 @@ static int bench_overlap(bench *b)
             progress(b, names[dir][which - 1]);
             double t = median(b, run_overlap, &c);
             if (t < 0) {
-                fprintf(stderr, "\ngpumem bench: %s: %s\n", names[dir][which - 1], gpumem_last_error());
+                bench_error("\n", "%s: %s", names[dir][which - 1], gpumem_last_error());
                 rc = 1;
                 break;
             }
@@ -724,7 +726,7 @@ static int bench_targets(bench *b)
     int rc = 0;
     if (st != GPUMEM_OK) {
         if (!bench_oom(st)) {
-            fprintf(stderr, "gpumem bench: %s\n", gpumem_last_error());
+            bench_error("", "%s", gpumem_last_error());
             rc = 1;
         } else {
             bench_note(&b->io, "skipped: the queued download target: %s", gpumem_last_error());
@@ -743,7 +745,7 @@ static int bench_targets(bench *b)
         if (tq >= 0)
             result(b, "targets", name, "queued", (uint64_t)n, tq);
         if (ts <= 0 || tq < 0) {
-            fprintf(stderr, "\ngpumem bench: %s: %s\n", name, gpumem_last_error());
+            bench_error("\n", "%s: %s", name, gpumem_last_error());
             rc = 1;
         } else {
             bench_note(&b->io, "target: a queued pageable download takes %.2fx a synchronous one (at most 1.15x)",
@@ -767,7 +769,7 @@ static int bench_targets(bench *b)
         progress(b, name);
         double t = median(b, run_small, &c) / SMALL_LOOP;
         if (t < 0) {
-            fprintf(stderr, "\ngpumem bench: %s: %s\n", name, gpumem_last_error());
+            bench_error("\n", "%s: %s", name, gpumem_last_error());
             rc = 1;
             break;
         }
@@ -910,7 +912,12 @@ int cmd_bench(int argc, char **argv)
         b.reps = b.quick ? 3 : 9;
     b.progress = isatty(2) && !b.quick;
     if (gpumem_context_create_default(&b.ctx) != GPUMEM_OK) {
-        fprintf(stderr, "gpumem bench: %s\n", gpumem_last_error());
+        bench_error("", "%s", gpumem_last_error());
+        if (b.json) { /* one object whatever fails, as info and occupancy print */
+            printf("{\"error\": ");
+            json_string(bench_first_error());
+            printf("}\n");
+        }
         return 1;
     }
     int dev = 0;
@@ -933,7 +940,12 @@ int cmd_bench(int argc, char **argv)
             printf("%s\n    ", at ? "," : "");
             json_string(b.notes + at);
         }
-        printf("\n  ]\n}\n");
+        printf("\n  ]");
+        if (rc && bench_first_error() != NULL) {
+            printf(",\n  \"error\": ");
+            json_string(bench_first_error());
+        }
+        printf("\n}\n");
     }
     free(b.notes);
     gpumem_context_release(b.ctx);

@@ -27,6 +27,12 @@ struct bench_io {
     void (*note)(bench_io *io, const char *text);
 };
 
+/* A failure (cmd-bench-util.c): "gpumem bench: " and the message on
+ * stderr, after lead ("\n" ends a progress line, or ""); the first one is
+ * kept for --json's "error" (bench_first_error(), NULL when none). */
+void bench_error(const char *lead, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+const char *bench_first_error(void);
+
 /* The allocation rows (cmd-bench-alloc.c).  0 on success. */
 int bench_alloc(bench_io *io, gpumem_context *ctx, int quick);
 
