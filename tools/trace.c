@@ -1091,6 +1091,11 @@ int cmd_trace(int argc, char **argv)
             ro.pool_flags |= GPUMEM_POOL_NO_THREAD_CACHE;
         } else if (replay_cmd && strcmp(a, "--no-hold") == 0) {
             ro.no_hold = 1;
+        } else if (i + 1 == argc && ((plot_cmd && strcmp(a, "-o") == 0) ||
+                                     (replay_cmd && strcmp(a, "--allocator") == 0))) {
+            fprintf(stderr, "gpumem trace %s: %s needs a value\n", sub, a);
+            usage(stderr);
+            return 2;
         } else if (a[0] == '-' && a[1] != '\0') {
             fprintf(stderr, "gpumem trace %s: unknown option '%s'\n", sub, a);
             usage(stderr);
@@ -1124,8 +1129,16 @@ int cmd_trace(int argc, char **argv)
     char msg[1024];
     tr_status st = tr_load(file, partial, &t, msg, sizeof msg);
     if (st != TR_OK) {
-        fprintf(stderr, "gpumem trace: %s%s\n", msg,
-                st == TR_TRUNCATED || st == TR_CORRUPT ? " (--partial reads what comes before)" : "");
+        /* The hint only where --partial would read something: not for a
+         * header that is cut or corrupt, which nothing comes before. */
+        int hint = 0;
+        if (!partial && (st == TR_TRUNCATED || st == TR_CORRUPT)) {
+            char msg2[1024];
+            hint = tr_load(file, 1, &t, msg2, sizeof msg2) == TR_OK;
+            if (hint)
+                tr_free(&t);
+        }
+        fprintf(stderr, "gpumem trace: %s%s\n", msg, hint ? " (--partial reads what comes before)" : "");
         return 1;
     }
     if (!t.complete)

@@ -428,7 +428,7 @@ tr_status tr_parse(const unsigned char *data, size_t size, int partial, const ch
         tr_free(t);
         return st;
     }
-    t->complete = ended;
+    t->complete = ended && st == TR_OK; /* with partial, a corrupt tail is not complete */
     /* The clock: ns = (ticks - ticks0) * scale, the rate from the two pairs
      * farthest apart. */
     double scale = p.ticks_hi > p.ticks_lo && p.ns_hi > p.ns_lo
