@@ -18,7 +18,7 @@ if [ "${GPUMEM_BACKEND:-sim}" != sim ]; then
 fi
 GPUMEM_BACKEND=sim HOME=$tmp
 export GPUMEM_BACKEND HOME
-echo "1..49"
+echo "1..53"
 i=0
 t() {
     i=$((i + 1))
@@ -308,6 +308,12 @@ t $? "a directory for a trace: exit 1, saying so (rc $rc)"
 t $? "an empty file: not a trace, exit 1, nothing written (rc $rc)"
 
 # ---- trace: options ----
+for sub in summary plot export replay; do
+    "$gpumem" trace $sub --help >"$tmp/out" 2>"$tmp/err"; rc=$?
+    [ $rc = 0 ] && [ ! -s "$tmp/err" ] && grep -q "^Usage: gpumem trace summary FILE" "$tmp/out" &&
+        grep -q "gpumem trace $sub " "$tmp/out"
+    t $? "trace $sub --help: the usage on standard output, exit 0 (rc $rc)"
+done
 "$gpumem" trace plot "$tmp/w.gmt" -o >"$tmp/out" 2>"$tmp/err"; rc=$?
 [ $rc = 2 ] && grep -q "gpumem trace plot: -o needs a value" "$tmp/err"
 t $? "plot -o without a file: exit 2, saying -o needs a value (rc $rc)"

@@ -1069,7 +1069,10 @@ int cmd_trace(int argc, char **argv)
     }
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i];
-        if (strcmp(a, "--partial") == 0) {
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            usage(stdout);
+            return 0;
+        } else if (strcmp(a, "--partial") == 0) {
             partial = 1;
         } else if (summary_cmd && strcmp(a, "--json") == 0) {
             json = 1;
