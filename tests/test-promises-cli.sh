@@ -18,7 +18,7 @@ if [ "${GPUMEM_BACKEND:-sim}" != sim ]; then
 fi
 GPUMEM_BACKEND=sim HOME=$tmp
 export GPUMEM_BACKEND HOME
-echo "1..56"
+echo "1..57"
 i=0
 t() {
     i=$((i + 1))
@@ -345,8 +345,27 @@ assert d["peak"] == {"bytes": 4096, "t_ns": 500, "by_kind": {"device": 4096},
 assert d["largest"][0]["t_ns"] == 500 and d["largest"][0]["freed_ns"] == 800, d["largest"]
 assert d["never_freed"]["count"] == 0, d'
     t $? "a trace written by hand from doc/trace-format.md: its times in ns, its peak (rc $rc)"
+    # names are read as UTF-8: invalid bytes and control characters but tab as ?
+    python3 - "$tmp/names.gmt" >"$tmp/py" 2>&1 <<'EOF'
+import struct, sys
+h = b"GPUMEMTR" + struct.pack("<IIII", 1, 64, 64, 0) + struct.pack("<QQQQQ", 1, 1000, 1000, 1000, 1000)
+prog = b"/bin/\x1b[31mprog"
+info = struct.pack("<IIII", 1, 8 + len(prog), 7, 0) + prog
+name = b"a\x01b\xffc\td\xc3\xa9"
+thread = struct.pack("<IIII", 2, 8 + len(name), 0, 42) + name
+events = struct.pack("<IIII", 5, 8, 0, 0)
+end = struct.pack("<IIQQQQ", 7, 32, 0, 0, 2000, 2000)
+open(sys.argv[1], "wb").write(h + info + thread + events + end)
+EOF
+    "$gpumem" trace summary --json "$tmp/names.gmt" >"$tmp/json" 2>"$tmp/err"; rc=$?
+    [ $rc = 0 ] && py "$tmp/json" '
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["program"] == "/bin/?[31mprog" and d["pid"] == 7, d
+assert d["threads"] == [{"index": 0, "tid": 42, "name": "a?b?c\td\u00e9"}], d["threads"]'
+    t $? "names read as UTF-8: a control character and a bad byte as ?, tab and UTF-8 kept (rc $rc)"
 else
-    for n in 1 2 3 4 5 6 7 8; do skip "python3 is not installed to make the trace files"; done
+    for n in 1 2 3 4 5 6 7 8 9; do skip "python3 is not installed to make the trace files"; done
 fi
 "$gpumem" trace summary "$tmp" >"$tmp/out" 2>"$tmp/err"; rc=$?
 [ $rc = 1 ] && grep -q "gpumem trace: $tmp: cannot read: Is a directory" "$tmp/err"
