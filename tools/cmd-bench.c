@@ -158,9 +158,13 @@ static void row(bench *b, const char *group, const char *name, const char *path,
     if (b->progress)
         fprintf(stderr, "\r\033[K");
     if (b->json) {
-        printf("%s\n    {\"group\": \"%s\", \"case\": \"%s\", \"path\": \"%s\", \"bytes\": %llu, \"seconds\": %.9f, "
-               "\"gb_per_s\": %.3f",
-               b->nresults ? "," : "", group, name, path, (unsigned long long)bytes, s, gbs);
+        printf("%s\n    {\"group\": ", b->nresults ? "," : "");
+        json_string(group);
+        printf(", \"case\": ");
+        json_string(name);
+        printf(", \"path\": ");
+        json_string(path);
+        printf(", \"bytes\": %llu, \"seconds\": %.9f, \"gb_per_s\": %.3f", (unsigned long long)bytes, s, gbs);
         if (threads > 0)
             printf(", \"threads\": %d", threads);
         if (pct_pinned >= 0)
@@ -247,11 +251,14 @@ static void io_alloc_result(bench_io *io, const char *name, const char *path, in
     bench *b = (bench *)io;
     if (b->progress)
         fprintf(stderr, "\r\033[K");
-    if (b->json)
-        printf("%s\n    {\"group\": \"alloc\", \"case\": \"%s\", \"path\": \"%s\", \"bytes\": 4096, \"seconds\": %.12f, "
-               "\"gb_per_s\": 0, \"threads\": %d, \"pairs_per_s\": %.1f}",
-               b->nresults ? "," : "", name, path, s, threads, rate);
-    else if (b->csv) {
+    if (b->json) {
+        printf("%s\n    {\"group\": \"alloc\", \"case\": ", b->nresults ? "," : "");
+        json_string(name);
+        printf(", \"path\": ");
+        json_string(path);
+        printf(", \"bytes\": 4096, \"seconds\": %.12f, \"gb_per_s\": 0, \"threads\": %d, \"pairs_per_s\": %.1f}", s,
+               threads, rate);
+    } else if (b->csv) {
         csv_names("alloc", name, path);
         printf(",4096,%.12f,0\n", s);
     }
@@ -805,12 +812,18 @@ static void machine(bench *b)
     char host[256] = "?";
     gethostname(host, sizeof host - 1);
     if (b->json) {
-        printf("{\n  \"machine\": {\"host\": \"%s\", \"backend\": \"%s\", \"device\": %d, \"name\": \"%s\", "
-               "\"compute_capability\": [%d, %d], \"cpus\": %ld, \"library\": \"%s\", \"staging\": {\"threads\": %u, "
+        /* the host and device names are the system's and the driver's: escaped */
+        printf("{\n  \"machine\": {\"host\": ");
+        json_string(host);
+        printf(", \"backend\": ");
+        json_string(backend);
+        printf(", \"device\": %d, \"name\": ", dev);
+        json_string(name);
+        printf(", \"compute_capability\": [%d, %d], \"cpus\": %ld, \"library\": \"%s\", \"staging\": {\"threads\": %u, "
                "\"chunk_bytes\": %zu, \"depth\": %u, \"min_bytes\": %zu}, \"reps\": %d, \"baseline\": %s},\n"
                "  \"results\": [",
-               host, backend, dev, name, major, minor, cpus, gpumem_version_string(), st.threads, st.chunk_bytes,
-               st.depth, st.min_bytes, b->reps, drv.ok ? "\"libcuda\"" : "null");
+               major, minor, cpus, gpumem_version_string(), st.threads, st.chunk_bytes, st.depth, st.min_bytes, b->reps,
+               drv.ok ? "\"libcuda\"" : "null");
     } else if (b->csv) {
         printf("group,case,path,bytes,seconds,gb_per_s\n");
     } else {
