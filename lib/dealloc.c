@@ -4,6 +4,7 @@
  */
 #include "config.h"
 
+#include <limits.h>
 #include <pthread.h>
 #include <stdlib.h>
 
@@ -44,7 +45,7 @@ static gpumem_status dealloc_create(gpumem_context *ctx, const char *what)
         return gm_drv_check(rc, GM_OP_device_total_mem, what);
     long count;
     double ratio;
-    gpumem_status st = gm_env_long("GPUMEM_MAX_PENDING_DEALLOCS_COUNT", 0, 1L << 30, DEFAULT_MAX_COUNT, &count,
+    gpumem_status st = gm_env_long("GPUMEM_MAX_PENDING_DEALLOCS_COUNT", 0, LONG_MAX, DEFAULT_MAX_COUNT, &count,
                                    NULL);
     if (st == GPUMEM_OK)
         st = gm_env_double("GPUMEM_MAX_PENDING_DEALLOCS_RATIO", 0.0, 1.0, DEFAULT_MAX_RATIO, &ratio);

@@ -1,0 +1,560 @@
+/* The promises of doc/environment.md (and the ENVIRONMENT sections of
+ * gpumem(1), gpumem(7) and the headers), checked as an outside user reads
+ * them: each variable set in a child process before the library's first
+ * use, its accepted syntax (blanks, case, size suffixes, signs, empty value,
+ * overflow), its default, and a bad value's status and message, which names
+ * the variable and the value, and is given again by a second call. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include <gpumem.h>
+
+#include "tap.h"
+#include "child.h"
+
+/* What a case reads after setting its environment. */
+typedef enum {
+    P_DEVICES,      /* gpumem_device_count */
+    P_MEMORY,       /* gpumem_device_total_memory(0) */
+    P_ARCH,         /* compute capability of device 0, major * 10 + minor */
+    P_FREE,         /* gpumem_memory_info's free bytes of a new default context */
+    P_DEFAULT,      /* gpumem_get_default_device(-1) */
+    P_PEER_01,      /* gpumem_peer_can_access(0, 1) */
+    P_PEER_02,      /* gpumem_peer_can_access(0, 2) */
+    P_PEER_ON,      /* gpumem_peer_enabled */
+    P_PEER_SET,     /* gpumem_peer_set_enabled(1) then gpumem_peer_enabled */
+    P_COUNT,        /* the default context's dealloc max_count */
+    P_RATIO_E6,     /* the default context's dealloc max_ratio * 1e6 */
+    P_CONTEXT,      /* gpumem_context_create_default: its device */
+    P_ST_THREADS,   /* gpumem_staging_get */
+    P_ST_CHUNK,
+    P_ST_DEPTH,
+    P_ST_MIN,
+    P_ST_SET,       /* gpumem_staging_set(defaults) then gpumem_staging_get's chunk */
+    P_COPY_D2H,     /* a download of 64 int32: the status */
+    P_PINNED_2M,    /* a 2 MiB pinned array: the status */
+    P_FAIL_FIRST,   /* gpumem_device_count, the first driver call */
+    P_TRACE_START,  /* gpumem_trace_start of a file under TMPDIR */
+    P_TRACE_FILE,   /* a default context made with GPUMEM_TRACE=gm-env-%p-%%.gmt: whether that file exists */
+    P_DEBUG,        /* a failing call: whether anything came on standard error */
+    P_COPY_H2H,     /* a copy between two host arrays: the status */
+} probe;
+
+typedef struct env_case {
+    const char *env;   /* NAME=VALUE pairs separated by '|' */
+    probe what;
+    gpumem_status want;
+    long value;        /* the value read when want is GPUMEM_OK; on failure 1 when only the first call fails */
+    const char *named; /* on failure, a text the message must contain (besides the variable) */
+} env_case;
+
+/* The failed call's message, for the probes that release things after it. */
+static char probe_msg[1024];
+
+static long run_probe(probe what, gpumem_status *st)
+{
+    probe_msg[0] = '\0';
+    int n = 0, a = 0, b = 0;
+    uint64_t u = 0, total = 0;
+    gpumem_context *ctx = NULL;
+    gpumem_staging_settings s = {.size = sizeof s};
+    switch (what) {
+    case P_DEVICES:
+        *st = gpumem_device_count(&n);
+        return n;
+    case P_MEMORY:
+        *st = gpumem_device_total_memory(0, &u);
+        return (long)(u >> 10);
+    case P_ARCH:
+        *st = gpumem_device_compute_capability(0, &a, &b);
+        return a * 10 + b;
+    case P_FREE:
+        if ((*st = gpumem_context_create_default(&ctx)) != GPUMEM_OK)
+            return -1;
+        *st = gpumem_memory_info(ctx, &u, &total);
+        gpumem_context_release(ctx);
+        return (long)(u >> 20);
+    case P_DEFAULT:
+        *st = gpumem_get_default_device(0, &n);
+        return n;
+    case P_PEER_01:
+        *st = gpumem_peer_can_access(0, 1, &n);
+        return n;
+    case P_PEER_02:
+        *st = gpumem_peer_can_access(0, 2, &n);
+        return n;
+    case P_PEER_ON:
+        *st = gpumem_peer_enabled(&n);
+        return n;
+    case P_PEER_SET:
+        if ((*st = gpumem_peer_set_enabled(1)) != GPUMEM_OK)
+            return -1;
+        *st = gpumem_peer_enabled(&n);
+        return n;
+    case P_COUNT:
+    case P_RATIO_E6: {
+        size_t count = 0;
+        double ratio = -1;
+        if ((*st = gpumem_context_create_default(&ctx)) != GPUMEM_OK)
+            return -1;
+        *st = gpumem_context_get_dealloc_limits(ctx, &count, &ratio);
+        gpumem_context_release(ctx);
+        return what == P_COUNT ? (long)count : (long)(ratio * 1e6 + 0.5);
+    }
+    case P_CONTEXT:
+        if ((*st = gpumem_context_create_default(&ctx)) != GPUMEM_OK)
+            return -1;
+        *st = gpumem_context_get_device(ctx, &n);
+        gpumem_context_release(ctx);
+        return n;
+    case P_ST_THREADS:
+    case P_ST_CHUNK:
+    case P_ST_DEPTH:
+    case P_ST_MIN:
+        *st = gpumem_staging_get(&s);
+        return what == P_ST_THREADS ? (long)s.threads
+               : what == P_ST_CHUNK ? (long)(s.chunk_bytes >> 10)
+               : what == P_ST_DEPTH ? (long)s.depth
+                                    : (long)(s.min_bytes >> 10);
+    case P_ST_SET: {
+        gpumem_staging_settings set = {.size = sizeof set, .threads = 2, .chunk_bytes = 1u << 20, .depth = 2,
+                                       .min_bytes = 1u << 20};
+        if ((*st = gpumem_staging_set(&set)) != GPUMEM_OK)
+            return -1;
+        *st = gpumem_staging_get(&s);
+        return (long)(s.chunk_bytes >> 10);
+    }
+    case P_COPY_D2H:
+    case P_PINNED_2M: {
+        gpumem_array *d = NULL, *h = NULL;
+        int64_t shape[1] = {what == P_COPY_D2H ? 64 : 512 * 1024};
+        const gpumem_dtype *i32 = gpumem_dtype_builtin(GPUMEM_INT32);
+        if ((*st = gpumem_context_create_default(&ctx)) != GPUMEM_OK)
+            return -1;
+        if (what == P_PINNED_2M) {
+            *st = gpumem_pinned_array(ctx, 1, shape, NULL, i32, 'C', &h);
+        } else if ((*st = gpumem_device_array(ctx, 1, shape, NULL, i32, 'C', NULL, &d)) == GPUMEM_OK &&
+                   (*st = gpumem_host_array(1, shape, i32, 'C', &h)) == GPUMEM_OK) {
+            *st = gpumem_copy_to_host(d, h, NULL);
+        }
+        snprintf(probe_msg, sizeof probe_msg, "%s", gpumem_last_error()); /* before the releases */
+        gpumem_array_release(d);
+        gpumem_array_release(h);
+        gpumem_context_release(ctx);
+        return 0;
+    }
+    case P_FAIL_FIRST:
+        *st = gpumem_device_count(&n);
+        return n;
+    case P_TRACE_START: {
+        char path[256];
+        const char *tmp = getenv("TMPDIR");
+        snprintf(path, sizeof path, "%s/gpumem-env-trace-%d.gmt", tmp && *tmp ? tmp : "/tmp", (int)getpid());
+        *st = gpumem_trace_start(path, 0);
+        if (*st == GPUMEM_OK)
+            gpumem_trace_stop();
+        unlink(path);
+        return 0;
+    }
+    case P_TRACE_FILE: {
+        char path[64];
+        snprintf(path, sizeof path, "gm-env-%d-%%.gmt", (int)getpid());
+        unlink(path);
+        if ((*st = gpumem_context_create_default(&ctx)) != GPUMEM_OK)
+            return -1;
+        gpumem_context_release(ctx);
+        gpumem_trace_stop();
+        /* read once: the first context starts the trace, a later one none */
+        static int calls;
+        int exists = unlink(path) == 0;
+        return calls++ == 0 ? exists : !exists;
+    }
+    case P_DEBUG: {
+        char path[256];
+        const char *tmp = getenv("TMPDIR");
+        snprintf(path, sizeof path, "%s/gpumem-env-stderr-%d", tmp && *tmp ? tmp : "/tmp", (int)getpid());
+        int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+        int saved = dup(2);
+        fflush(stderr);
+        dup2(fd, 2);
+        gpumem_device_count(NULL); /* an error */
+        *st = gpumem_device_count(&n);
+        fflush(stderr);
+        dup2(saved, 2);
+        close(saved);
+        struct stat sb;
+        fstat(fd, &sb);
+        close(fd);
+        unlink(path);
+        return sb.st_size > 0;
+    }
+    case P_COPY_H2H: {
+        gpumem_array *x = NULL, *y = NULL;
+        int64_t shape[1] = {64};
+        const gpumem_dtype *i32 = gpumem_dtype_builtin(GPUMEM_INT32);
+        if ((*st = gpumem_host_array(1, shape, i32, 'C', &x)) == GPUMEM_OK &&
+            (*st = gpumem_host_array(1, shape, i32, 'C', &y)) == GPUMEM_OK)
+            *st = gpumem_array_copy(y, x, NULL);
+        gpumem_array_release(x);
+        gpumem_array_release(y);
+        return 0;
+    }
+    }
+    *st = GPUMEM_ERROR_INVALID_VALUE;
+    return -1;
+}
+
+static char *atexit_home;
+
+static void set_env(const char *env)
+{
+    char buf[1024];
+    snprintf(buf, sizeof buf, "%s", env);
+    for (char *p = buf; p != NULL && *p != '\0';) {
+        char *bar = strchr(p, '|');
+        if (bar != NULL)
+            *bar = '\0';
+        char *eq = strchr(p, '=');
+        *eq = '\0';
+        if (strcmp(p, "@DEVFILE") == 0 || strcmp(p, "@DEVFILE_") == 0) { /* a fresh HOME with this file */
+            char *home = make_home();
+            write_file(home, p[8] == '_' ? ".cuda_device" : ".cuda-device", eq + 1);
+            setenv("HOME", home, 1); /* the child exits without removing it: remove_home at its end */
+            atexit_home = home;
+        } else {
+            setenv(p, eq + 1, 1);
+        }
+        p = bar != NULL ? bar + 1 : NULL;
+    }
+}
+
+/* The child: sets the environment, runs the probe twice (the second must
+ * give the same status, and on failure the same message). */
+static void env_child(const void *arg, child_result *out)
+{
+    const env_case *c = arg;
+    setenv("GPUMEM_BACKEND", "sim", 1);
+    set_env(c->env);
+    gpumem_status st;
+    long v = run_probe(c->what, &st);
+    out->status = st;
+    out->value[0] = v;
+    snprintf(out->text, sizeof out->text, "%s", probe_msg[0] != '\0' ? probe_msg : gpumem_last_error());
+    gpumem_status st2;
+    long v2 = run_probe(c->what, &st2);
+    out->value[1] = st2;
+    out->value[2] = v2 == v;
+    out->value[3] = st == GPUMEM_OK ||
+                    strcmp(out->text, probe_msg[0] != '\0' ? probe_msg : gpumem_last_error()) == 0;
+    if (atexit_home != NULL)
+        remove_home(atexit_home);
+}
+
+/* The case's environment, printable (a newline would end the TAP line). */
+static const char *shown(const char *env)
+{
+    static char bufs[2][512];
+    static int which;
+    char *buf = bufs[which++ & 1];
+    size_t j = 0;
+    for (const char *p = env; *p != '\0' && j + 3 < sizeof bufs[0]; p++) {
+        if (*p == '\n' || *p == '\r' || *p == '\t') {
+            buf[j++] = '\\';
+            buf[j++] = *p == '\n' ? 'n' : *p == '\r' ? 'r' : 't';
+        } else {
+            buf[j++] = *p;
+        }
+    }
+    buf[j] = '\0';
+    return buf;
+}
+
+static void check_case(const env_case *c)
+{
+    child_result r;
+    int got = run_child(env_child, c, &r);
+    if (got != 0 || !r.exited || r.exit_code != 0) {
+        ok(0, "%s: probe %d runs to the end", shown(c->env), (int)c->what);
+        diag("  child exited %d (code %d)", r.exited, r.exit_code);
+        return;
+    }
+    if (c->want == GPUMEM_OK) {
+        int good = r.status == (int)GPUMEM_OK && r.value[0] == c->value && r.value[1] == GPUMEM_OK && r.value[2];
+        ok(good, "%s: probe %d reads %ld", shown(c->env), (int)c->what, c->value);
+        if (!good)
+            diag("  got %s (%ld), then %s: %s", gpumem_status_string(r.status), r.value[0],
+                 gpumem_status_string((gpumem_status)r.value[1]), r.text);
+        return;
+    }
+    /* the variable named: the text before the first '=' of the last pair */
+    char var[128];
+    const char *last = strrchr(c->env, '|');
+    last = last != NULL ? last + 1 : c->env;
+    snprintf(var, sizeof var, "%.*s", (int)strcspn(last, "="), last);
+    if (var[0] == '@') /* a ~/.cuda-device case: the message names the file */
+        snprintf(var, sizeof var, "%s", strcmp(var, "@DEVFILE") == 0 ? "/.cuda-device" : "/.cuda_device");
+    int env_error = c->want == GPUMEM_ERROR_INVALID_ENVIRONMENT;
+    int status = r.status == (int)c->want && r.value[1] == (c->value == 1 ? (long)GPUMEM_OK : (long)c->want);
+    int named = (!env_error || strstr(r.text, var) != NULL) && (c->named == NULL || strstr(r.text, c->named) != NULL);
+    int again = c->value == 1 || r.value[3];
+    ok(status && named && again, "%s: probe %d fails with %s, naming %s%s%s, %s", shown(c->env), (int)c->what,
+       gpumem_status_string(c->want), env_error ? var : "", c->named ? " and " : "", c->named ? shown(c->named) : "",
+       c->value == 1 ? "then works" : "twice");
+    if (!(status && named && again))
+        diag("  got %s then %s: '%s'", gpumem_status_string(r.status), gpumem_status_string((gpumem_status)r.value[1]),
+             r.text);
+}
+
+#define OKV(env, what, v) {env, what, GPUMEM_OK, v, NULL}
+#define BADV(env, what, named) {env, what, GPUMEM_ERROR_INVALID_ENVIRONMENT, 0, named}
+#define BADS(env, what, want, named) {env, what, want, 0, named}
+#define BAD_ONCE(env, what, want, named) {env, what, want, 1, named}
+
+static const env_case cases[] = {
+    /* GPUMEM_BACKEND: a word, any case, blanks around it */
+    OKV("GPUMEM_BACKEND=SIM", P_DEVICES, 1),
+    OKV("GPUMEM_BACKEND= Sim\t", P_DEVICES, 1),
+    BADV("GPUMEM_BACKEND=s im", P_DEVICES, "'s im'"),
+    BADV("GPUMEM_BACKEND=sim\n", P_DEVICES, NULL),
+    BADV("GPUMEM_BACKEND=simulator", P_DEVICES, "simulator"),
+
+    /* GPUMEM_SIM_DEVICES: an integer, 1 to 64, default 1 */
+    OKV("GPUMEM_SIM_DEVICES=", P_DEVICES, 1),
+    OKV("GPUMEM_SIM_DEVICES= 3\t", P_DEVICES, 3),
+    OKV("GPUMEM_SIM_DEVICES=64", P_DEVICES, 64),
+    BADV("GPUMEM_SIM_DEVICES=65", P_DEVICES, "'65'"),
+    BADV("GPUMEM_SIM_DEVICES=0", P_DEVICES, "'0'"),
+    BADV("GPUMEM_SIM_DEVICES=+2", P_DEVICES, "'+2'"),
+    BADV("GPUMEM_SIM_DEVICES=02", P_DEVICES, "'02'"),
+    BADV("GPUMEM_SIM_DEVICES=0x2", P_DEVICES, "'0x2'"),
+    BADV("GPUMEM_SIM_DEVICES=2.0", P_DEVICES, "'2.0'"),
+    BADV("GPUMEM_SIM_DEVICES=-0", P_DEVICES, "'-0'"),
+    BADV("GPUMEM_SIM_DEVICES=2 2", P_DEVICES, "'2 2'"),
+    BADV("GPUMEM_SIM_DEVICES=99999999999999999999999", P_DEVICES, "99999999999999999999999"),
+
+    /* GPUMEM_SIM_MEMORY: a size of at least 1M, default 1G (values in KiB) */
+    OKV("GPUMEM_SIM_MEMORY=", P_MEMORY, 1L << 20),
+    OKV("GPUMEM_SIM_MEMORY=2GiB", P_MEMORY, 2L << 20),
+    OKV("GPUMEM_SIM_MEMORY=2gib", P_MEMORY, 2L << 20),
+    OKV("GPUMEM_SIM_MEMORY= 2g\t", P_MEMORY, 2L << 20),
+    OKV("GPUMEM_SIM_MEMORY=512MB", P_MEMORY, 512L << 10),
+    OKV("GPUMEM_SIM_MEMORY=1048576", P_MEMORY, 1024),
+    OKV("GPUMEM_SIM_MEMORY=1048576B", P_MEMORY, 1024),
+    OKV("GPUMEM_SIM_MEMORY=1024k", P_MEMORY, 1024),
+    OKV("GPUMEM_SIM_MEMORY=1M", P_MEMORY, 1024),
+    BADV("GPUMEM_SIM_MEMORY=1048575", P_MEMORY, "'1048575'"),
+    BADV("GPUMEM_SIM_MEMORY=1.5G", P_MEMORY, "'1.5G'"),
+    BADV("GPUMEM_SIM_MEMORY=0x100000", P_MEMORY, "'0x100000'"),
+    BADV("GPUMEM_SIM_MEMORY=+1G", P_MEMORY, "'+1G'"),
+    BADV("GPUMEM_SIM_MEMORY=-1G", P_MEMORY, "'-1G'"),
+    BADV("GPUMEM_SIM_MEMORY=1 G", P_MEMORY, "'1 G'"),
+    BADV("GPUMEM_SIM_MEMORY=01G", P_MEMORY, "'01G'"),
+    BADV("GPUMEM_SIM_MEMORY=1Gi", P_MEMORY, "'1Gi'"),
+    BADV("GPUMEM_SIM_MEMORY=1iB", P_MEMORY, "'1iB'"),
+    BADV("GPUMEM_SIM_MEMORY=1P", P_MEMORY, "'1P'"),
+    BADV("GPUMEM_SIM_MEMORY=16777216T", P_MEMORY, "'16777216T'"),
+    BADV("GPUMEM_SIM_MEMORY=18446744073709551616", P_MEMORY, "'18446744073709551616'"),
+    BADV("GPUMEM_SIM_MEMORY=1G\r", P_MEMORY, NULL),
+
+    /* GPUMEM_SIM_ARCH: a word; sm_90 by default */
+    OKV("GPUMEM_SIM_ARCH=", P_ARCH, 90),
+    OKV("GPUMEM_SIM_ARCH=SM_80", P_ARCH, 80),
+    OKV("GPUMEM_SIM_ARCH= sm_75\t", P_ARCH, 75),
+    OKV("GPUMEM_SIM_ARCH=sm_120", P_ARCH, 120),
+    BADV("GPUMEM_SIM_ARCH=sm_ 80", P_ARCH, "'sm_ 80'"),
+    BADV("GPUMEM_SIM_ARCH=sm80", P_ARCH, "'sm80'"),
+    BADV("GPUMEM_SIM_ARCH=sm_70", P_ARCH, "'sm_70'"),
+
+    /* GPUMEM_SIM_OTHER_MEMORY: a size less than GPUMEM_SIM_MEMORY (free in MiB) */
+    OKV("GPUMEM_SIM_OTHER_MEMORY=", P_FREE, 1024),
+    OKV("GPUMEM_SIM_OTHER_MEMORY= 256m ", P_FREE, 768),
+    OKV("GPUMEM_SIM_MEMORY=2G|GPUMEM_SIM_OTHER_MEMORY=1GiB", P_FREE, 1024),
+    BADV("GPUMEM_SIM_OTHER_MEMORY=1G", P_FREE, "'1G'"),
+    BADV("GPUMEM_SIM_OTHER_MEMORY=-1", P_FREE, "'-1'"),
+
+    /* GPUMEM_SIM_FIRST_FIT, GPUMEM_SIM_STREAM_DELAY_US, GPUMEM_SIM_HOST_MEMORY */
+    OKV("GPUMEM_SIM_FIRST_FIT= 1 ", P_DEVICES, 1),
+    BADV("GPUMEM_SIM_FIRST_FIT=2", P_DEVICES, "'2'"),
+    BADV("GPUMEM_SIM_FIRST_FIT=yes", P_DEVICES, "'yes'"),
+    OKV("GPUMEM_SIM_STREAM_DELAY_US=10000000", P_DEVICES, 1),
+    OKV("GPUMEM_SIM_STREAM_DELAY_US=0", P_DEVICES, 1),
+    BADV("GPUMEM_SIM_STREAM_DELAY_US=10000001", P_DEVICES, "'10000001'"),
+    BADV("GPUMEM_SIM_STREAM_DELAY_US=-1", P_DEVICES, "'-1'"),
+    BADV("GPUMEM_SIM_STREAM_DELAY_US=2ms", P_DEVICES, "'2ms'"),
+    OKV("GPUMEM_SIM_HOST_MEMORY=4M", P_PINNED_2M, 0 + 0),
+    BADS("GPUMEM_SIM_HOST_MEMORY=1M", P_PINNED_2M, GPUMEM_ERROR_HOST_OUT_OF_MEMORY, NULL),
+    BADV("GPUMEM_SIM_HOST_MEMORY=lots", P_DEVICES, "'lots'"),
+
+    /* GPUMEM_SIM_BUSY: distinct ordinals, blanks around each */
+    OKV("GPUMEM_SIM_DEVICES=3|GPUMEM_SIM_BUSY= 0 , 1 ", P_CONTEXT, 2),
+    BADS("GPUMEM_SIM_DEVICES=2|GPUMEM_SIM_BUSY=0,1", P_CONTEXT, GPUMEM_ERROR_NO_DEVICE, NULL),
+    BADV("GPUMEM_SIM_DEVICES=2|GPUMEM_SIM_BUSY=0,0", P_DEVICES, "'0,0'"),
+    BADV("GPUMEM_SIM_DEVICES=2|GPUMEM_SIM_BUSY=2", P_DEVICES, "'2'"),
+    BADV("GPUMEM_SIM_DEVICES=2|GPUMEM_SIM_BUSY=0,", P_DEVICES, "'0,'"),
+    BADV("GPUMEM_SIM_DEVICES=2|GPUMEM_SIM_BUSY=01", P_DEVICES, "'01'"),
+
+    /* GPUMEM_SIM_PEERS */
+    OKV("GPUMEM_SIM_DEVICES=3", P_PEER_02, 1),
+    OKV("GPUMEM_SIM_DEVICES=3|GPUMEM_SIM_PEERS= 0 - 1 ", P_PEER_01, 1),
+    OKV("GPUMEM_SIM_DEVICES=3|GPUMEM_SIM_PEERS= 0 - 1 ", P_PEER_02, 0),
+    OKV("GPUMEM_SIM_DEVICES=3|GPUMEM_SIM_PEERS=1-2, 2-0", P_PEER_02, 1),
+    OKV("GPUMEM_SIM_DEVICES=3|GPUMEM_SIM_PEERS=NONE", P_PEER_01, 0),
+    OKV("GPUMEM_SIM_DEVICES=3|GPUMEM_SIM_PEERS= All ", P_PEER_01, 1),
+    BADV("GPUMEM_SIM_DEVICES=3|GPUMEM_SIM_PEERS=0-0", P_DEVICES, "'0-0'"),
+    BADV("GPUMEM_SIM_DEVICES=3|GPUMEM_SIM_PEERS=0-1,1-0", P_DEVICES, "'0-1,1-0'"),
+    BADV("GPUMEM_SIM_DEVICES=3|GPUMEM_SIM_PEERS=0-3", P_DEVICES, "'0-3'"),
+    BADV("GPUMEM_SIM_DEVICES=3|GPUMEM_SIM_PEERS=0-1-2", P_DEVICES, "'0-1-2'"),
+    BADV("GPUMEM_SIM_DEVICES=3|GPUMEM_SIM_PEERS=0:1", P_DEVICES, "'0:1'"),
+
+    /* GPUMEM_SIM_FAIL=k[:ERROR] */
+    BAD_ONCE("GPUMEM_SIM_FAIL=1", P_FAIL_FIRST, GPUMEM_ERROR_DRIVER, "CUDA_ERROR_UNKNOWN"),
+    BAD_ONCE("GPUMEM_SIM_FAIL= 1 : cuda_error_invalid_value ", P_FAIL_FIRST, GPUMEM_ERROR_DRIVER,
+             "CUDA_ERROR_INVALID_VALUE"),
+    BAD_ONCE("GPUMEM_SIM_FAIL=1:Cuda_Error_Unknown", P_FAIL_FIRST, GPUMEM_ERROR_DRIVER, "CUDA_ERROR_UNKNOWN"),
+    BAD_ONCE("GPUMEM_SIM_FAIL=1: 1 ", P_FAIL_FIRST, GPUMEM_ERROR_DRIVER, "CUDA_ERROR_INVALID_VALUE"),
+    BADV("GPUMEM_SIM_FAIL=0", P_DEVICES, "'0'"),
+    BADV("GPUMEM_SIM_FAIL=1:", P_DEVICES, "'1:'"),
+    BADV("GPUMEM_SIM_FAIL=1:0", P_DEVICES, "'1:0'"),
+    BADV("GPUMEM_SIM_FAIL=1:CUDA_ERROR_NOPE", P_DEVICES, "CUDA_ERROR_NOPE"),
+    BADV("GPUMEM_SIM_FAIL=+1", P_DEVICES, "'+1'"),
+
+    /* CUDA_DEVICE */
+    OKV("GPUMEM_SIM_DEVICES=2|CUDA_DEVICE= 1\t", P_DEFAULT, 1),
+    OKV("GPUMEM_SIM_DEVICES=2|CUDA_DEVICE=", P_DEFAULT, 0),
+    BADV("GPUMEM_SIM_DEVICES=2|CUDA_DEVICE=01", P_DEFAULT, "'01'"),
+    BADV("GPUMEM_SIM_DEVICES=2|CUDA_DEVICE=+0", P_DEFAULT, "'+0'"),
+    BADV("GPUMEM_SIM_DEVICES=2|CUDA_DEVICE=-1", P_DEFAULT, "negative"),
+    BADV("GPUMEM_SIM_DEVICES=2|CUDA_DEVICE=1\n", P_DEFAULT, NULL),
+    BADS("GPUMEM_SIM_DEVICES=2|CUDA_DEVICE=2", P_DEFAULT, GPUMEM_ERROR_INVALID_DEVICE, NULL),
+    BADS("GPUMEM_SIM_DEVICES=2|CUDA_DEVICE=2147483648", P_DEFAULT, GPUMEM_ERROR_INVALID_DEVICE, "2147483648"),
+    BADS("GPUMEM_SIM_DEVICES=2|CUDA_DEVICE=99999999999999999999", P_DEFAULT, GPUMEM_ERROR_INVALID_DEVICE,
+         "99999999999999999999"),
+    BADS("GPUMEM_SIM_DEVICES=2|GPUMEM_SIM_BUSY=1|CUDA_DEVICE=1", P_CONTEXT, GPUMEM_ERROR_DEVICE_UNAVAILABLE, NULL),
+
+    /* ~/.cuda-device, then ~/.cuda_device: a device ordinal on the first line */
+    OKV("GPUMEM_SIM_DEVICES=2|@DEVFILE= 1\t\nignored", P_DEFAULT, 1),
+    OKV("GPUMEM_SIM_DEVICES=2|@DEVFILE=1", P_DEFAULT, 1),
+    OKV("GPUMEM_SIM_DEVICES=2|@DEVFILE_=1\n", P_DEFAULT, 1),
+    OKV("GPUMEM_SIM_DEVICES=2|@DEVFILE=1\n|CUDA_DEVICE=0", P_DEFAULT, 0),
+    BADV("GPUMEM_SIM_DEVICES=2|CUDA_DEVICE=|@DEVFILE=1\r\n", P_DEFAULT, ".cuda-device"),
+    BADV("GPUMEM_SIM_DEVICES=2|CUDA_DEVICE=|@DEVFILE=01\n", P_DEFAULT, "'01'"),
+    BADV("GPUMEM_SIM_DEVICES=2|CUDA_DEVICE=|@DEVFILE=\n", P_DEFAULT, ".cuda-device"),
+    BADV("GPUMEM_SIM_DEVICES=2|CUDA_DEVICE=|@DEVFILE=                                                                 1\n",
+         P_DEFAULT, "64"),
+    BADS("GPUMEM_SIM_DEVICES=2|CUDA_DEVICE=|@DEVFILE=5\n", P_DEFAULT, GPUMEM_ERROR_INVALID_DEVICE, ".cuda-device"),
+
+    /* GPUMEM_ALLOCATOR: a word */
+    OKV("GPUMEM_ALLOCATOR= POOL ", P_CONTEXT, 0),
+    OKV("GPUMEM_ALLOCATOR=Driver", P_CONTEXT, 0),
+    BADV("GPUMEM_ALLOCATOR=pools", P_CONTEXT, "'pools'"),
+    BADV("GPUMEM_SIM_DEVICES=2|GPUMEM_ALLOCATOR=x", P_CONTEXT, "'x'"),
+
+    /* GPUMEM_MAX_PENDING_DEALLOCS_COUNT: 0 or more, default 10 */
+    OKV("GPUMEM_MAX_PENDING_DEALLOCS_COUNT=", P_COUNT, 10),
+    OKV("GPUMEM_MAX_PENDING_DEALLOCS_COUNT= 0 ", P_COUNT, 0),
+    OKV("GPUMEM_MAX_PENDING_DEALLOCS_COUNT=5000000000", P_COUNT, 5000000000L),
+    BADV("GPUMEM_MAX_PENDING_DEALLOCS_COUNT=-1", P_COUNT, "'-1'"),
+    BADV("GPUMEM_MAX_PENDING_DEALLOCS_COUNT=1e3", P_COUNT, "'1e3'"),
+    BADV("GPUMEM_MAX_PENDING_DEALLOCS_COUNT=99999999999999999999", P_COUNT, "99999999999999999999"),
+
+    /* GPUMEM_MAX_PENDING_DEALLOCS_RATIO: a number 0 to 1, default 0.2 */
+    OKV("GPUMEM_MAX_PENDING_DEALLOCS_RATIO=", P_RATIO_E6, 200000),
+    OKV("GPUMEM_MAX_PENDING_DEALLOCS_RATIO=.5", P_RATIO_E6, 500000),
+    OKV("GPUMEM_MAX_PENDING_DEALLOCS_RATIO=5.e-1", P_RATIO_E6, 500000),
+    OKV("GPUMEM_MAX_PENDING_DEALLOCS_RATIO= 1 ", P_RATIO_E6, 1000000),
+    OKV("GPUMEM_MAX_PENDING_DEALLOCS_RATIO=-0", P_RATIO_E6, 0),
+    OKV("GPUMEM_MAX_PENDING_DEALLOCS_RATIO=1e-400", P_RATIO_E6, 0),
+    OKV("GPUMEM_MAX_PENDING_DEALLOCS_RATIO=2E-1", P_RATIO_E6, 200000),
+    BADV("GPUMEM_MAX_PENDING_DEALLOCS_RATIO=1e400", P_RATIO_E6, "'1e400'"),
+    BADV("GPUMEM_MAX_PENDING_DEALLOCS_RATIO=1.5", P_RATIO_E6, "'1.5'"),
+    BADV("GPUMEM_MAX_PENDING_DEALLOCS_RATIO=+0.5", P_RATIO_E6, "'+0.5'"),
+    BADV("GPUMEM_MAX_PENDING_DEALLOCS_RATIO=0,5", P_RATIO_E6, "'0,5'"),
+    BADV("GPUMEM_MAX_PENDING_DEALLOCS_RATIO=nan", P_RATIO_E6, "'nan'"),
+    BADV("GPUMEM_MAX_PENDING_DEALLOCS_RATIO=0x0.8p0", P_RATIO_E6, "'0x0.8p0'"),
+    BADV("GPUMEM_MAX_PENDING_DEALLOCS_RATIO=.", P_RATIO_E6, "'.'"),
+    BADV("GPUMEM_MAX_PENDING_DEALLOCS_RATIO=1e", P_RATIO_E6, "'1e'"),
+
+    /* GPUMEM_PEER: 0 or 1, default 1; a bad value is not overridden */
+    OKV("GPUMEM_PEER=", P_PEER_ON, 1),
+    OKV("GPUMEM_PEER= 0 ", P_PEER_ON, 0),
+    OKV("GPUMEM_PEER=0", P_PEER_SET, 1),
+    BADV("GPUMEM_PEER=2", P_PEER_ON, "'2'"),
+    BADV("GPUMEM_PEER=on", P_PEER_SET, "'on'"),
+
+    /* GPUMEM_COPY_MIN_ROW_BYTES: 0 to 2^30, read by a copy with device memory */
+    OKV("GPUMEM_COPY_MIN_ROW_BYTES=1073741824", P_COPY_D2H, 0),
+    BADV("GPUMEM_COPY_MIN_ROW_BYTES=1073741825", P_COPY_D2H, NULL),
+    BADV("GPUMEM_COPY_MIN_ROW_BYTES=128B", P_COPY_D2H, NULL),
+
+    /* GPUMEM_STAGING_*: gpumem_staging_get reads them */
+    OKV("GPUMEM_STAGING_THREADS= 64 ", P_ST_THREADS, 64),
+    OKV("GPUMEM_STAGING_THREADS=1", P_ST_THREADS, 1),
+    BADV("GPUMEM_STAGING_THREADS=0", P_ST_THREADS, "'0'"),
+    BADV("GPUMEM_STAGING_THREADS=65", P_ST_THREADS, "'65'"),
+    OKV("GPUMEM_STAGING_CHUNK=", P_ST_CHUNK, 2048),
+    OKV("GPUMEM_STAGING_CHUNK=64kib", P_ST_CHUNK, 64),
+    OKV("GPUMEM_STAGING_CHUNK=1G", P_ST_CHUNK, 1L << 20),
+    BADV("GPUMEM_STAGING_CHUNK=63K", P_ST_CHUNK, "'63K'"),
+    BADV("GPUMEM_STAGING_CHUNK=2G", P_ST_CHUNK, "'2G'"),
+    OKV("GPUMEM_STAGING_DEPTH=", P_ST_DEPTH, 2),
+    OKV("GPUMEM_STAGING_DEPTH=64", P_ST_DEPTH, 64),
+    BADV("GPUMEM_STAGING_DEPTH=1", P_ST_DEPTH, "'1'"),
+    BADV("GPUMEM_STAGING_DEPTH=65", P_ST_DEPTH, "'65'"),
+    OKV("GPUMEM_STAGING_MIN_BYTES=", P_ST_MIN, 4096),
+    OKV("GPUMEM_STAGING_MIN_BYTES=0", P_ST_MIN, 0),
+    OKV("GPUMEM_STAGING_MIN_BYTES=1T", P_ST_MIN, 1L << 30),
+    BADV("GPUMEM_STAGING_MIN_BYTES=-1", P_ST_MIN, "'-1'"),
+    OKV("GPUMEM_STAGING_CHUNK=256K", P_ST_SET, 1024),
+
+    /* GPUMEM_TRACE_STACKS: 0 or 1, read by every start */
+    OKV("GPUMEM_TRACE_STACKS= 1 ", P_TRACE_START, 0),
+    BADV("GPUMEM_TRACE_STACKS=2", P_TRACE_START, "'2'"),
+    OKV("GPUMEM_TRACE_STACKS=2", P_DEVICES, 1),
+
+    /* GPUMEM_TRACE: %p the process id, %% one %, any other % an error; a
+     * file that cannot be made fails the creation, and every later one */
+    OKV("GPUMEM_TRACE=gm-env-%p-%%.gmt", P_TRACE_FILE, 1),
+    BADV("GPUMEM_TRACE=gm-env-%d.gmt", P_TRACE_FILE, "'gm-env-%d.gmt'"),
+    BADV("GPUMEM_TRACE=gm-env-%", P_TRACE_FILE, "'gm-env-%'"),
+    BADV("GPUMEM_TRACE=/nonexistent-gpumem-dir/t.gmt", P_TRACE_FILE, "/nonexistent-gpumem-dir/t.gmt"),
+    BADV("GPUMEM_TRACE=gm-env-%p-%%.gmt|GPUMEM_TRACE_STACKS=yes", P_TRACE_FILE, "'yes'"),
+
+    /* GPUMEM_DEBUG: a list of words; 0, empty words, leaks, poison and copies print no messages */
+    OKV("GPUMEM_DEBUG=", P_DEBUG, 0),
+    OKV("GPUMEM_DEBUG=0", P_DEBUG, 0),
+    OKV("GPUMEM_DEBUG= 0 , ,", P_DEBUG, 0),
+    OKV("GPUMEM_DEBUG= LEAKS ,Poison,copies", P_DEBUG, 0),
+    OKV("GPUMEM_DEBUG=1", P_DEBUG, 1),
+    OKV("GPUMEM_DEBUG=yes", P_DEBUG, 1),
+    OKV("GPUMEM_DEBUG=leaks,1", P_DEBUG, 1),
+    OKV("GPUMEM_DEBUG=-0", P_DEBUG, 1),
+
+    /* a copy between two host arrays reads no copy setting */
+    OKV("GPUMEM_COPY_MIN_ROW_BYTES=x", P_COPY_H2H, 0),
+    OKV("GPUMEM_COPY_SCRATCH_CHUNK=x", P_COPY_H2H, 0),
+    OKV("GPUMEM_PEER=x", P_COPY_H2H, 0),
+
+    /* gpumem_staging_set replaces the variables */
+    OKV("GPUMEM_STAGING_CHUNK=1K", P_ST_SET, 1024),
+
+    /* GPUMEM_CUDA_LIBRARY: read by the cuda backend only */
+    OKV("GPUMEM_CUDA_LIBRARY=/nonexistent/libcuda.so.1", P_DEVICES, 1),
+    BADS("GPUMEM_BACKEND=cuda|GPUMEM_CUDA_LIBRARY=/nonexistent/libcuda.so.1", P_DEVICES,
+         GPUMEM_ERROR_DRIVER_NOT_FOUND, "/nonexistent/libcuda.so.1"),
+    BADS("GPUMEM_BACKEND=auto|GPUMEM_CUDA_LIBRARY=/nonexistent/libcuda.so.1", P_DEVICES,
+         GPUMEM_ERROR_DRIVER_NOT_FOUND, "GPUMEM_BACKEND=sim"),
+};
+
+int main(void)
+{
+    size_t n = sizeof cases / sizeof cases[0];
+    plan((int)n);
+    for (size_t i = 0; i < n; i++)
+        check_case(&cases[i]);
+    done_testing();
+    return exit_status();
+}
