@@ -41,7 +41,10 @@ static void build(void)
     memset(&t, 0, sizeof t);
     long v = 0;
     uint64_t u = 0;
-    /* a bad value's error is kept by its parameter and replayed by the copies that need it */
+    /* a bad value's error is kept by its parameter and replayed by the copies
+     * that need it; reading it here records nothing, so that a copy that does
+     * not need it leaves the caller's last failure alone (gpumem/status.h) */
+    gm_error_suspend();
     if (gm_param_copy_min_row_bytes(&v) == GPUMEM_OK)
         t.min_row_bytes = (size_t)v;
     else
@@ -58,6 +61,7 @@ static void build(void)
         t.bad |= GM_TUNE_BAD_PEER;
     else
         t.peer = api >= 0 ? api != 0 : v != 0;
+    gm_error_resume(GPUMEM_OK);
     t.cpu_thread_bytes = GM_COPY_CPU_THREAD_BYTES;
     t.gen = current.gen + 1;
     current = t;

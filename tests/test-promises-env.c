@@ -42,6 +42,11 @@ typedef enum {
     P_TRACE_FILE,   /* a default context made with GPUMEM_TRACE=gm-env-%p-%%.gmt: whether that file exists */
     P_DEBUG,        /* a failing call: whether anything came on standard error */
     P_COPY_H2H,     /* a copy between two host arrays: the status */
+    P_COPY_STRIDED, /* a download of a transposed 256 x 256 device array to pinned memory: the status */
+    P_COPY_LINES,   /* a copy between two host arrays: the "gpumem: copy" lines on standard error */
+    P_OWN_POOLS,    /* the default context's own pools (gpumem_memory_pools) */
+    P_QUIET_D2D,    /* after a failure, a copy between two device arrays: 1 when it leaves the failure's record */
+    P_QUIET_H2H,    /* the same with two host arrays */
 } probe;
 
 typedef struct env_case {
@@ -202,6 +207,83 @@ static long run_probe(probe what, gpumem_status *st)
         gpumem_array_release(x);
         gpumem_array_release(y);
         return 0;
+    }
+    case P_COPY_STRIDED: {
+        gpumem_array *d = NULL, *t = NULL, *d2 = NULL;
+        int64_t shape[2] = {256, 256};
+        const gpumem_dtype *f32 = gpumem_dtype_builtin(GPUMEM_FLOAT32);
+        if ((*st = gpumem_context_create_default(&ctx)) != GPUMEM_OK)
+            return -1;
+        if ((*st = gpumem_device_array(ctx, 2, shape, NULL, f32, 'C', NULL, &d)) == GPUMEM_OK &&
+            (*st = gpumem_pinned_array(ctx, 2, shape, NULL, f32, 'C', &d2)) == GPUMEM_OK &&
+            (*st = gpumem_array_transpose(d, NULL, &t)) == GPUMEM_OK)
+            *st = gpumem_copy_to_host(t, d2, NULL); /* packed on the device in scratch, then moved */
+        snprintf(probe_msg, sizeof probe_msg, "%s", gpumem_last_error());
+        gpumem_array_release(t);
+        gpumem_array_release(d);
+        gpumem_array_release(d2);
+        gpumem_context_release(ctx);
+        return 0;
+    }
+    case P_COPY_LINES: {
+        char path[256], text[4096] = "";
+        const char *tmp = getenv("TMPDIR");
+        snprintf(path, sizeof path, "%s/gpumem-env-stderr-%d", tmp && *tmp ? tmp : "/tmp", (int)getpid());
+        int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+        int saved = dup(2);
+        fflush(stderr);
+        dup2(fd, 2);
+        run_probe(P_COPY_H2H, st);
+        fflush(stderr);
+        dup2(saved, 2);
+        close(saved);
+        ssize_t got = pread(fd, text, sizeof text - 1, 0);
+        text[got > 0 ? got : 0] = '\0';
+        close(fd);
+        unlink(path);
+        long lines = 0;
+        for (const char *p = text; (p = strstr(p, "gpumem: copy gpumem_array_copy: h2h ")) != NULL; p++)
+            lines++;
+        return lines;
+    }
+    case P_OWN_POOLS: {
+        struct gpumem_memory_pool_report pools[8];
+        size_t count = 0;
+        long own = 0;
+        for (int i = 0; i < 8; i++)
+            pools[i].size = sizeof pools[i];
+        if ((*st = gpumem_context_create_default(&ctx)) != GPUMEM_OK)
+            return -1;
+        *st = gpumem_memory_pools(ctx, 0, pools, 8, &count);
+        for (size_t i = 0; i < count && i < 8; i++)
+            own += pools[i].own;
+        gpumem_context_release(ctx);
+        return own;
+    }
+    case P_QUIET_D2D:
+    case P_QUIET_H2H: {
+        gpumem_array *x = NULL, *y = NULL;
+        int64_t shape[1] = {64};
+        const gpumem_dtype *i32 = gpumem_dtype_builtin(GPUMEM_INT32);
+        char before[1024];
+        if ((*st = gpumem_context_create_default(&ctx)) != GPUMEM_OK)
+            return -1;
+        if (what == P_QUIET_D2D) {
+            gpumem_device_array(ctx, 1, shape, NULL, i32, 'C', NULL, &x);
+            gpumem_device_array(ctx, 1, shape, NULL, i32, 'C', NULL, &y);
+        } else {
+            gpumem_host_array(1, shape, i32, 'C', &x);
+            gpumem_host_array(1, shape, i32, 'C', &y);
+        }
+        gpumem_device_count(NULL); /* a failure of our own */
+        snprintf(before, sizeof before, "%s", gpumem_last_error());
+        *st = gpumem_array_copy(y, x, NULL);
+        long kept = strcmp(before, gpumem_last_error()) == 0 && gpumem_last_status() == GPUMEM_ERROR_NULL_ARGUMENT;
+        snprintf(probe_msg, sizeof probe_msg, "%s", *st != GPUMEM_OK ? gpumem_last_error() : before);
+        gpumem_array_release(x);
+        gpumem_array_release(y);
+        gpumem_context_release(ctx);
+        return *st == GPUMEM_OK ? kept : 0;
     }
     }
     *st = GPUMEM_ERROR_INVALID_VALUE;
@@ -532,6 +614,34 @@ static const env_case cases[] = {
     OKV("GPUMEM_DEBUG=yes", P_DEBUG, 1),
     OKV("GPUMEM_DEBUG=leaks,1", P_DEBUG, 1),
     OKV("GPUMEM_DEBUG=-0", P_DEBUG, 1),
+
+    OKV("GPUMEM_DEBUG=copies", P_COPY_LINES, 1),
+    OKV("GPUMEM_DEBUG= COPIES ,0", P_COPY_LINES, 1),
+    OKV("GPUMEM_DEBUG=1", P_COPY_LINES, 0),
+    OKV("GPUMEM_DEBUG=", P_COPY_LINES, 0),
+
+    /* GPUMEM_COPY_SCRATCH_CHUNK: a size from 64K to 1G; a bad one fails the copies that need scratch */
+    OKV("GPUMEM_COPY_SCRATCH_CHUNK=", P_COPY_STRIDED, 0),
+    OKV("GPUMEM_COPY_SCRATCH_CHUNK= 64k ", P_COPY_STRIDED, 0),
+    BADV("GPUMEM_COPY_SCRATCH_CHUNK=63K", P_COPY_STRIDED, "'63K'"),
+    BADV("GPUMEM_COPY_SCRATCH_CHUNK=2G", P_COPY_STRIDED, "'2G'"),
+    BADV("GPUMEM_COPY_MIN_ROW_BYTES=-1", P_COPY_STRIDED, "'-1'"),
+
+    /* GPUMEM_ALLOCATOR=pool: every new context has its own pool */
+    OKV("GPUMEM_ALLOCATOR=", P_OWN_POOLS, 0),
+    OKV("GPUMEM_ALLOCATOR=\tPool", P_OWN_POOLS, 1),
+    OKV("GPUMEM_ALLOCATOR=driver", P_OWN_POOLS, 0),
+
+    /* status.h: successful calls leave the last failure's record alone,
+     * also when a setting they do not need is bad */
+    OKV("GPUMEM_COPY_SCRATCH_CHUNK=", P_QUIET_D2D, 1),
+    OKV("GPUMEM_COPY_SCRATCH_CHUNK=63K", P_QUIET_D2D, 1),
+    OKV("GPUMEM_PEER=x", P_QUIET_D2D, 1),
+    OKV("GPUMEM_STAGING_CHUNK=1K", P_QUIET_D2D, 1),
+    OKV("GPUMEM_COPY_SCRATCH_CHUNK=63K", P_QUIET_H2H, 1),
+    OKV("GPUMEM_COPY_MIN_ROW_BYTES=x", P_QUIET_H2H, 1),
+    OKV("GPUMEM_STAGING_CHUNK=1K", P_QUIET_H2H, 1),
+    BADV("GPUMEM_COPY_MIN_ROW_BYTES=x", P_QUIET_D2D, "'x'"),
 
     /* a copy between two host arrays reads no copy setting */
     OKV("GPUMEM_COPY_MIN_ROW_BYTES=x", P_COPY_H2H, 0),
