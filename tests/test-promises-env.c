@@ -16,6 +16,8 @@
 #include "tap.h"
 #include "child.h"
 
+extern char **environ;
+
 /* What a case reads after setting its environment. */
 typedef enum {
     P_DEVICES,      /* gpumem_device_count */
@@ -302,7 +304,14 @@ static void set_env(const char *env)
             *bar = '\0';
         char *eq = strchr(p, '=');
         *eq = '\0';
-        if (strcmp(p, "@DEVFILE") == 0 || strcmp(p, "@DEVFILE_") == 0) { /* a fresh HOME with this file */
+        if (strcmp(p, "@DEVDIR") == 0 || strcmp(p, "@DEVFIFO") == 0) { /* ~/.cuda-device not a regular file */
+            char *home = make_home(), path[1100];
+            snprintf(path, sizeof path, "%s/.cuda-device", home);
+            if (p[4] == 'D' ? mkdir(path, 0700) != 0 : mkfifo(path, 0600) != 0)
+                exit(99);
+            setenv("HOME", home, 1);
+            atexit_home = home;
+        } else if (strcmp(p, "@DEVFILE") == 0 || strcmp(p, "@DEVFILE_") == 0) { /* a fresh HOME with this file */
             char *home = make_home();
             write_file(home, p[8] == '_' ? ".cuda_device" : ".cuda-device", eq + 1);
             setenv("HOME", home, 1); /* the child exits without removing it: remove_home at its end */
@@ -319,6 +328,17 @@ static void set_env(const char *env)
 static void env_child(const void *arg, child_result *out)
 {
     const env_case *c = arg;
+    /* only the case's variables: none of the caller's GPUMEM_*, CUDA_DEVICE or ~/.cuda-device */
+    for (;;) {
+        char name[256] = "";
+        for (char **e = environ; *e != NULL && name[0] == '\0'; e++)
+            if (strncmp(*e, "GPUMEM_", 7) == 0 || strncmp(*e, "CUDA_DEVICE=", 12) == 0)
+                snprintf(name, sizeof name, "%.*s", (int)strcspn(*e, "="), *e);
+        if (name[0] == '\0')
+            break;
+        unsetenv(name);
+    }
+    setenv("HOME", "/nonexistent-gpumem-home", 1);
     setenv("GPUMEM_BACKEND", "sim", 1);
     set_env(c->env);
     gpumem_status st;
@@ -332,8 +352,12 @@ static void env_child(const void *arg, child_result *out)
     out->value[2] = v2 == v;
     out->value[3] = st == GPUMEM_OK ||
                     strcmp(out->text, probe_msg[0] != '\0' ? probe_msg : gpumem_last_error()) == 0;
-    if (atexit_home != NULL)
+    if (atexit_home != NULL) {
+        char path[1100];
+        snprintf(path, sizeof path, "%s/.cuda-device", atexit_home);
+        rmdir(path); /* a directory case */
         remove_home(atexit_home);
+    }
 }
 
 /* The case's environment, printable (a newline would end the TAP line). */
@@ -378,7 +402,7 @@ static void check_case(const env_case *c)
     last = last != NULL ? last + 1 : c->env;
     snprintf(var, sizeof var, "%.*s", (int)strcspn(last, "="), last);
     if (var[0] == '@') /* a ~/.cuda-device case: the message names the file */
-        snprintf(var, sizeof var, "%s", strcmp(var, "@DEVFILE") == 0 ? "/.cuda-device" : "/.cuda_device");
+        snprintf(var, sizeof var, "%s", strcmp(var, "@DEVFILE_") != 0 ? "/.cuda-device" : "/.cuda_device");
     int env_error = c->want == GPUMEM_ERROR_INVALID_ENVIRONMENT;
     int status = r.status == (int)c->want && r.value[1] == (c->value == 1 ? (long)GPUMEM_OK : (long)c->want);
     int named = (!env_error || strstr(r.text, var) != NULL) && (c->named == NULL || strstr(r.text, c->named) != NULL);
@@ -528,6 +552,9 @@ static const env_case cases[] = {
     BADV("GPUMEM_SIM_DEVICES=2|CUDA_DEVICE=|@DEVFILE=                                                                 1\n",
          P_DEFAULT, "64"),
     BADS("GPUMEM_SIM_DEVICES=2|CUDA_DEVICE=|@DEVFILE=5\n", P_DEFAULT, GPUMEM_ERROR_INVALID_DEVICE, ".cuda-device"),
+    BADV("GPUMEM_SIM_DEVICES=2|CUDA_DEVICE=|@DEVDIR=", P_DEFAULT, "not a regular file"),
+    BADV("GPUMEM_SIM_DEVICES=2|CUDA_DEVICE=|@DEVFIFO=", P_DEFAULT, "not a regular file"),
+    OKV("GPUMEM_SIM_DEVICES=2|CUDA_DEVICE=|HOME=/nonexistent-gpumem-home", P_DEFAULT, 0),
 
     /* GPUMEM_ALLOCATOR: a word */
     OKV("GPUMEM_ALLOCATOR= POOL ", P_CONTEXT, 0),
