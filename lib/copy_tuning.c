@@ -19,7 +19,8 @@
 
 /* ---- the parameters, one line each ---------------------------------------------------------------- */
 
-GM_PARAM_LONG(gm_param_copy_min_row_bytes, "GPUMEM_COPY_MIN_ROW_BYTES", 0, 1L << 30, GM_COPY_MIN_ROW_BYTES)
+/* a size (bytes, "1K"), as every other byte count of the environment */
+GM_PARAM_SIZE(gm_param_copy_min_row_bytes, "GPUMEM_COPY_MIN_ROW_BYTES", 0, 1u << 30, GM_COPY_MIN_ROW_BYTES)
 /* unset: 0, and the decision chooses (GM_COPY_SCRATCH_CHUNK, or more between devices) */
 GM_PARAM_SIZE(gm_param_copy_scratch_chunk, "GPUMEM_COPY_SCRATCH_CHUNK", 64u << 10, 1u << 30, 0)
 GM_PARAM_LONG(gm_param_peer, "GPUMEM_PEER", 0, 1, 1)
@@ -45,8 +46,8 @@ static void build(void)
      * that need it; reading it here records nothing, so that a copy that does
      * not need it leaves the caller's last failure alone (gpumem/status.h) */
     gm_error_suspend();
-    if (gm_param_copy_min_row_bytes(&v) == GPUMEM_OK)
-        t.min_row_bytes = (size_t)v;
+    if (gm_param_copy_min_row_bytes(&u) == GPUMEM_OK)
+        t.min_row_bytes = (size_t)u;
     else
         t.bad |= GM_TUNE_BAD_MIN_ROW;
     if (gm_param_copy_scratch_chunk(&u) == GPUMEM_OK)
@@ -101,7 +102,7 @@ gpumem_status gm_copy_tuning_error(unsigned bad, const char *what)
     uint64_t u;
     gpumem_status st = GPUMEM_OK;
     if (bad & GM_TUNE_BAD_MIN_ROW)
-        st = gm_param_copy_min_row_bytes(&v);
+        st = gm_param_copy_min_row_bytes(&u);
     else if (bad & GM_TUNE_BAD_SCRATCH)
         st = gm_param_copy_scratch_chunk(&u);
     else if (bad & GM_TUNE_BAD_STAGING) {

@@ -82,7 +82,7 @@ gpumem_status gm_copy_tuning_error(unsigned bad, const char *what);
 void gm_copy_tuning_set_peer(int enabled);
 
 /* The cached parameters (env.h); the staging engine's are staging.c's. */
-gpumem_status gm_param_copy_min_row_bytes(long *out);
+gpumem_status gm_param_copy_min_row_bytes(uint64_t *out);
 gpumem_status gm_param_copy_scratch_chunk(uint64_t *out);
 gpumem_status gm_param_peer(long *out);
 

@@ -84,9 +84,9 @@ static inline unsigned gm_debug_flags(void)
  * replays the same error (status and message), without looking at the
  * environment again.  Declare one with a line:
  *
- *   GM_PARAM_LONG(gm_param_copy_min_row_bytes, "GPUMEM_COPY_MIN_ROW_BYTES", 0, 1L << 30, 128)
+ *   GM_PARAM_LONG(gm_param_peer, "GPUMEM_PEER", 0, 1, 1)
  *
- * which defines `gpumem_status gm_param_copy_min_row_bytes(long *out)`.
+ * which defines `gpumem_status gm_param_peer(long *out)`.
  * Reads after the first cost one acquire load; the first takes a lock.
  * The default need not lie in [min, max] (a caller may use an out-of-range
  * default to mean "unset"). */
