@@ -49,7 +49,16 @@ typedef enum {
     P_OWN_POOLS,    /* the default context's own pools (gpumem_memory_pools) */
     P_QUIET_D2D,    /* after a failure, a copy between two device arrays: 1 when it leaves the failure's record */
     P_QUIET_H2H,    /* the same with two host arrays */
+    P_FRAG,         /* four 1 MiB device arrays, the 1st and 3rd freed, then one of 2 MiB: the status */
 } probe;
+
+/* The probes' names, for the test lines. */
+static const char *const probe_names[] = {
+    "devices", "memory", "arch", "free", "default", "peer_01", "peer_02", "peer_on", "peer_set", "count",
+    "ratio_e6", "context", "st_threads", "st_chunk", "st_depth", "st_min", "st_set", "copy_d2h", "pinned_2m",
+    "fail_first", "trace_start", "trace_file", "debug", "copy_h2h", "copy_strided", "copy_lines", "own_pools",
+    "quiet_d2d", "quiet_h2h", "frag"
+};
 
 typedef struct env_case {
     const char *env;   /* NAME=VALUE pairs separated by '|' */
@@ -287,6 +296,28 @@ static long run_probe(probe what, gpumem_status *st)
         gpumem_context_release(ctx);
         return *st == GPUMEM_OK ? kept : 0;
     }
+    case P_FRAG: {
+        gpumem_array *arr[4] = {NULL, NULL, NULL, NULL}, *big = NULL;
+        int64_t one[1] = {1 << 20}, two[1] = {2 << 20};
+        const gpumem_dtype *u8 = gpumem_dtype_builtin(GPUMEM_UINT8);
+        if ((*st = gpumem_context_create_default(&ctx)) != GPUMEM_OK)
+            return -1;
+        for (int i = 0; i < 4 && *st == GPUMEM_OK; i++)
+            *st = gpumem_device_array(ctx, 1, one, NULL, u8, 'C', NULL, &arr[i]);
+        if (*st == GPUMEM_OK) {
+            gpumem_array_release(arr[0]);
+            gpumem_array_release(arr[2]);
+            arr[0] = arr[2] = NULL;
+            gpumem_context_flush_deallocations(ctx);
+            *st = gpumem_device_array(ctx, 1, two, NULL, u8, 'C', NULL, &big);
+        }
+        snprintf(probe_msg, sizeof probe_msg, "%s", gpumem_last_error());
+        gpumem_array_release(big);
+        for (int i = 0; i < 4; i++)
+            gpumem_array_release(arr[i]);
+        gpumem_context_release(ctx);
+        return 0;
+    }
     }
     *st = GPUMEM_ERROR_INVALID_VALUE;
     return -1;
@@ -384,13 +415,13 @@ static void check_case(const env_case *c)
     child_result r;
     int got = run_child(env_child, c, &r);
     if (got != 0 || !r.exited || r.exit_code != 0) {
-        ok(0, "%s: probe %d runs to the end", shown(c->env), (int)c->what);
+        ok(0, "%s: %s runs to the end", shown(c->env), probe_names[c->what]);
         diag("  child exited %d (code %d)", r.exited, r.exit_code);
         return;
     }
     if (c->want == GPUMEM_OK) {
         int good = r.status == (int)GPUMEM_OK && r.value[0] == c->value && r.value[1] == GPUMEM_OK && r.value[2];
-        ok(good, "%s: probe %d reads %ld", shown(c->env), (int)c->what, c->value);
+        ok(good, "%s: %s reads %ld", shown(c->env), probe_names[c->what], c->value);
         if (!good)
             diag("  got %s (%ld), then %s: %s", gpumem_status_string(r.status), r.value[0],
                  gpumem_status_string((gpumem_status)r.value[1]), r.text);
@@ -407,8 +438,11 @@ static void check_case(const env_case *c)
     int status = r.status == (int)c->want && r.value[1] == (c->value == 1 ? (long)GPUMEM_OK : (long)c->want);
     int named = (!env_error || strstr(r.text, var) != NULL) && (c->named == NULL || strstr(r.text, c->named) != NULL);
     int again = c->value == 1 || r.value[3];
-    ok(status && named && again, "%s: probe %d fails with %s, naming %s%s%s, %s", shown(c->env), (int)c->what,
-       gpumem_status_string(c->want), env_error ? var : "", c->named ? " and " : "", c->named ? shown(c->named) : "",
+    char naming[400];
+    snprintf(naming, sizeof naming, "%s%s%s", env_error ? var : "", env_error && c->named ? " and " : "",
+             c->named ? shown(c->named) : "");
+    ok(status && named && again, "%s: %s fails with %s%s%s, %s", shown(c->env), probe_names[c->what],
+       gpumem_status_string(c->want), naming[0] ? ", naming " : "", naming,
        c->value == 1 ? "then works" : "twice");
     if (!(status && named && again))
         diag("  got %s then %s: '%s'", gpumem_status_string(r.status), gpumem_status_string((gpumem_status)r.value[1]),
@@ -481,6 +515,12 @@ static const env_case cases[] = {
     OKV("GPUMEM_SIM_MEMORY=2G|GPUMEM_SIM_OTHER_MEMORY=1GiB", P_FREE, 1024),
     BADV("GPUMEM_SIM_OTHER_MEMORY=1G", P_FREE, "'1G'"),
     BADV("GPUMEM_SIM_OTHER_MEMORY=-1", P_FREE, "'-1'"),
+
+    /* GPUMEM_SIM_FIRST_FIT=1: frees can leave the free memory in pieces */
+    OKV("GPUMEM_SIM_MEMORY=4M|GPUMEM_SIM_FIRST_FIT=0", P_FRAG, 0),
+    BADS("GPUMEM_SIM_MEMORY=4M|GPUMEM_SIM_FIRST_FIT=1", P_FRAG, GPUMEM_ERROR_OUT_OF_MEMORY, "fragmented"),
+    BADS("GPUMEM_SIM_MEMORY=4M|GPUMEM_SIM_OTHER_MEMORY=3M", P_FRAG, GPUMEM_ERROR_OUT_OF_MEMORY,
+         "held by other processes"),
 
     /* GPUMEM_SIM_FIRST_FIT, GPUMEM_SIM_STREAM_DELAY_US, GPUMEM_SIM_HOST_MEMORY */
     OKV("GPUMEM_SIM_FIRST_FIT= 1 ", P_DEVICES, 1),
