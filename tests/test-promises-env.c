@@ -50,6 +50,7 @@ typedef enum {
     P_QUIET_D2D,    /* after a failure, a copy between two device arrays: 1 when it leaves the failure's record */
     P_QUIET_H2H,    /* the same with two host arrays */
     P_FRAG,         /* four 1 MiB device arrays, the 1st and 3rd freed, then one of 2 MiB: the status */
+    P_LATE,         /* a copy between host arrays, then bad copy and staging variables set: the calls that work */
 } probe;
 
 /* The probes' names, for the test lines. */
@@ -57,7 +58,7 @@ static const char *const probe_names[] = {
     "devices", "memory", "arch", "free", "default", "peer_01", "peer_02", "peer_on", "peer_set", "count",
     "ratio_e6", "context", "st_threads", "st_chunk", "st_depth", "st_min", "st_set", "copy_d2h", "pinned_2m",
     "fail_first", "trace_start", "trace_file", "debug", "copy_h2h", "copy_strided", "copy_lines", "own_pools",
-    "quiet_d2d", "quiet_h2h", "frag"
+    "quiet_d2d", "quiet_h2h", "frag", "late"
 };
 
 typedef struct env_case {
@@ -317,6 +318,32 @@ static long run_probe(probe what, gpumem_status *st)
             gpumem_array_release(arr[i]);
         gpumem_context_release(ctx);
         return 0;
+    }
+    case P_LATE: {
+        /* the copy settings and the staging settings are read together, by
+         * the first copy of any kind: values set after it do not count */
+        gpumem_array *d = NULL, *h = NULL;
+        int64_t shape[1] = {64};
+        const gpumem_dtype *i32 = gpumem_dtype_builtin(GPUMEM_INT32);
+        long works = 0;
+        run_probe(P_COPY_H2H, st);
+        if (*st != GPUMEM_OK)
+            return -1;
+        setenv("GPUMEM_COPY_MIN_ROW_BYTES", "x", 1);
+        setenv("GPUMEM_COPY_SCRATCH_CHUNK", "x", 1);
+        setenv("GPUMEM_PEER", "x", 1);
+        setenv("GPUMEM_STAGING_CHUNK", "x", 1);
+        if ((*st = gpumem_context_create_default(&ctx)) != GPUMEM_OK)
+            return -1;
+        if (gpumem_device_array(ctx, 1, shape, NULL, i32, 'C', NULL, &d) == GPUMEM_OK &&
+            gpumem_host_array(1, shape, i32, 'C', &h) == GPUMEM_OK && gpumem_copy_to_host(d, h, NULL) == GPUMEM_OK)
+            works++;
+        works += gpumem_peer_enabled(&n) == GPUMEM_OK && n == 1;
+        works += gpumem_staging_get(&s) == GPUMEM_OK && s.chunk_bytes == (size_t)2 << 20;
+        gpumem_array_release(d);
+        gpumem_array_release(h);
+        gpumem_context_release(ctx);
+        return works;
     }
     }
     *st = GPUMEM_ERROR_INVALID_VALUE;
@@ -663,6 +690,8 @@ static const env_case cases[] = {
     OKV("GPUMEM_STAGING_MIN_BYTES=1T", P_ST_MIN, 1L << 30),
     BADV("GPUMEM_STAGING_MIN_BYTES=-1", P_ST_MIN, "'-1'"),
     OKV("GPUMEM_STAGING_CHUNK=256K", P_ST_SET, 1024),
+    BADV("GPUMEM_STAGING_CHUNK=1K", P_COPY_D2H, "'1K'"),
+    BADV("GPUMEM_STAGING_DEPTH=x", P_COPY_D2H, "'x'"),
 
     /* GPUMEM_TRACE_STACKS: 0 or 1, read by every start */
     OKV("GPUMEM_TRACE_STACKS= 1 ", P_TRACE_START, 0),
@@ -715,7 +744,10 @@ static const env_case cases[] = {
     OKV("GPUMEM_STAGING_CHUNK=1K", P_QUIET_H2H, 1),
     BADV("GPUMEM_COPY_MIN_ROW_BYTES=x", P_QUIET_D2D, "'x'"),
 
-    /* a copy between two host arrays reads no copy setting */
+    /* read once, together, by the first copy of any kind */
+    OKV("GPUMEM_PEER=", P_LATE, 3),
+
+    /* a copy between two host arrays fails for no copy setting */
     OKV("GPUMEM_COPY_MIN_ROW_BYTES=x", P_COPY_H2H, 0),
     OKV("GPUMEM_COPY_SCRATCH_CHUNK=x", P_COPY_H2H, 0),
     OKV("GPUMEM_PEER=x", P_COPY_H2H, 0),
