@@ -51,6 +51,8 @@ typedef enum {
     P_QUIET_H2H,    /* the same with two host arrays */
     P_FRAG,         /* four 1 MiB device arrays, the 1st and 3rd freed, then one of 2 MiB: the status */
     P_LATE,         /* a copy between host arrays, then bad copy and staging variables set: the calls that work */
+    P_PER_CONTEXT,  /* a context's dealloc max_count, then with the variable at 7 a new context's: a * 100 + b */
+    P_SIM_ONCE,     /* the device count, then with GPUMEM_SIM_DEVICES=3 set: a * 100 + b */
 } probe;
 
 /* The probes' names, for the test lines. */
@@ -58,7 +60,7 @@ static const char *const probe_names[] = {
     "devices", "memory", "arch", "free", "default", "peer_01", "peer_02", "peer_on", "peer_set", "count",
     "ratio_e6", "context", "st_threads", "st_chunk", "st_depth", "st_min", "st_set", "copy_d2h", "pinned_2m",
     "fail_first", "trace_start", "trace_file", "debug", "copy_h2h", "copy_strided", "copy_lines", "own_pools",
-    "quiet_d2d", "quiet_h2h", "frag", "late"
+    "quiet_d2d", "quiet_h2h", "frag", "late", "per_context", "sim_once"
 };
 
 typedef struct env_case {
@@ -344,6 +346,34 @@ static long run_probe(probe what, gpumem_status *st)
         gpumem_array_release(h);
         gpumem_context_release(ctx);
         return works;
+    }
+    case P_PER_CONTEXT: {
+        gpumem_context *c2 = NULL;
+        size_t count1 = 0, count2 = 0;
+        double ratio;
+        if ((*st = gpumem_context_create_default(&ctx)) != GPUMEM_OK ||
+            (*st = gpumem_context_get_dealloc_limits(ctx, &count1, &ratio)) != GPUMEM_OK)
+            return -1;
+        char was[64];
+        const char *env = getenv("GPUMEM_MAX_PENDING_DEALLOCS_COUNT");
+        snprintf(was, sizeof was, "%s", env != NULL ? env : "");
+        setenv("GPUMEM_MAX_PENDING_DEALLOCS_COUNT", "7", 1);
+        if ((*st = gpumem_context_create_default(&c2)) == GPUMEM_OK)
+            *st = gpumem_context_get_dealloc_limits(c2, &count2, &ratio);
+        size_t again = 0;
+        gpumem_context_get_dealloc_limits(ctx, &again, &ratio); /* the first context keeps its own */
+        gpumem_context_release(c2);
+        gpumem_context_release(ctx);
+        setenv("GPUMEM_MAX_PENDING_DEALLOCS_COUNT", was, 1); /* for the case's second run */
+        return again == count1 ? (long)(count1 * 100 + count2) : -2;
+    }
+    case P_SIM_ONCE: {
+        int m = 0;
+        if ((*st = gpumem_device_count(&n)) != GPUMEM_OK)
+            return -1;
+        setenv("GPUMEM_SIM_DEVICES", "3", 1);
+        *st = gpumem_device_count(&m);
+        return n * 100 + m;
     }
     }
     *st = GPUMEM_ERROR_INVALID_VALUE;
@@ -743,6 +773,10 @@ static const env_case cases[] = {
     OKV("GPUMEM_COPY_MIN_ROW_BYTES=x", P_QUIET_H2H, 1),
     OKV("GPUMEM_STAGING_CHUNK=1K", P_QUIET_H2H, 1),
     BADV("GPUMEM_COPY_MIN_ROW_BYTES=x", P_QUIET_D2D, "'x'"),
+
+    /* the deallocation limits are read by each context's creation; the simulator's once */
+    OKV("GPUMEM_MAX_PENDING_DEALLOCS_COUNT=5", P_PER_CONTEXT, 507),
+    OKV("GPUMEM_SIM_DEVICES=2", P_SIM_ONCE, 202),
 
     /* read once, together, by the first copy of any kind */
     OKV("GPUMEM_PEER=", P_LATE, 3),
