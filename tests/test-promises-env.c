@@ -53,6 +53,7 @@ typedef enum {
     P_LATE,         /* a copy between host arrays, then bad copy and staging variables set: the calls that work */
     P_PER_CONTEXT,  /* a context's dealloc max_count, then with the variable at 7 a new context's: a * 100 + b */
     P_SIM_ONCE,     /* the device count, then with GPUMEM_SIM_DEVICES=3 set: a * 100 + b */
+    P_DEBUG_LATE,   /* a failing call, then GPUMEM_DEBUG changed (0 <-> 1), then one more: whether that printed */
 } probe;
 
 /* The probes' names, for the test lines. */
@@ -60,7 +61,7 @@ static const char *const probe_names[] = {
     "devices", "memory", "arch", "free", "default", "peer_01", "peer_02", "peer_on", "peer_set", "count",
     "ratio_e6", "context", "st_threads", "st_chunk", "st_depth", "st_min", "st_set", "copy_d2h", "pinned_2m",
     "fail_first", "trace_start", "trace_file", "debug", "copy_h2h", "copy_strided", "copy_lines", "own_pools",
-    "quiet_d2d", "quiet_h2h", "frag", "late", "per_context", "sim_once"
+    "quiet_d2d", "quiet_h2h", "frag", "late", "per_context", "sim_once", "debug_late"
 };
 
 typedef struct env_case {
@@ -192,7 +193,8 @@ static long run_probe(probe what, gpumem_status *st)
         int exists = unlink(path) == 0;
         return calls++ == 0 ? exists : !exists;
     }
-    case P_DEBUG: {
+    case P_DEBUG:
+    case P_DEBUG_LATE: {
         char path[256];
         const char *tmp = getenv("TMPDIR");
         snprintf(path, sizeof path, "%s/gpumem-env-stderr-%d", tmp && *tmp ? tmp : "/tmp", (int)getpid());
@@ -203,13 +205,21 @@ static long run_probe(probe what, gpumem_status *st)
         gpumem_device_count(NULL); /* an error */
         *st = gpumem_device_count(&n);
         fflush(stderr);
+        off_t first = lseek(fd, 0, SEEK_END);
+        if (what == P_DEBUG_LATE) { /* read once: a change now does not count */
+            const char *was = getenv("GPUMEM_DEBUG");
+            setenv("GPUMEM_DEBUG", was != NULL && strcmp(was, "1") == 0 ? "0" : "1", 1);
+            gpumem_device_count(NULL);
+            fflush(stderr);
+            setenv("GPUMEM_DEBUG", was != NULL ? was : "", 1);
+        }
         dup2(saved, 2);
         close(saved);
         struct stat sb;
         fstat(fd, &sb);
         close(fd);
         unlink(path);
-        return sb.st_size > 0;
+        return what == P_DEBUG ? sb.st_size > 0 : sb.st_size > first;
     }
     case P_COPY_H2H: {
         gpumem_array *x = NULL, *y = NULL;
@@ -746,6 +756,8 @@ static const env_case cases[] = {
     OKV("GPUMEM_DEBUG=leaks,1", P_DEBUG, 1),
     OKV("GPUMEM_DEBUG=-0", P_DEBUG, 1),
 
+    OKV("GPUMEM_DEBUG=", P_DEBUG_LATE, 0),
+    OKV("GPUMEM_DEBUG=1", P_DEBUG_LATE, 1),
     OKV("GPUMEM_DEBUG=copies", P_COPY_LINES, 1),
     OKV("GPUMEM_DEBUG= COPIES ,0", P_COPY_LINES, 1),
     OKV("GPUMEM_DEBUG=1", P_COPY_LINES, 0),
