@@ -3,8 +3,8 @@
  * @brief Test support: pycuda's mark_cuda_test for TAP tests.
  *
  * A downstream test that needs a GPU asks for its context here, and skips
- * with the reason when the machine has none:
- * @code
+ * with the reason when the machine has none (the start of its main()):
+ * @code{.c}
  * char why[256];
  * gpumem_context *ctx;
  * gpumem_status st = gpumem_test_context(&ctx, why, sizeof why);
@@ -16,8 +16,9 @@
  *     printf("Bail out! %s\n", why);
  *     return 1;
  * }
- * ... the tests ...
+ * // ... the tests ...
  * gpumem_context_release(ctx);
+ * return 0;
  * @endcode
  * The context follows the usual rules (GPUMEM_BACKEND, CUDA_DEVICE,
  * ~/.cuda-device, then the first device that gives one; see
