@@ -554,7 +554,8 @@ GPUMEM_API gpumem_status gpumem_context_set_pool(gpumem_context *ctx, gpumem_poo
  *         if (st == GPUMEM_OK)
  *             st = gpumem_array_get_item_n(tmp, 2, (const int64_t[]){255, 255}, &got, s);
  *         sum += got;
- *         gpumem_array_release(tmp); // the block goes back to the pool, after the work on s
+ *         gpumem_status rst = gpumem_array_release(tmp); // the block goes back to the pool, after the work on s
+ *         st = st != GPUMEM_OK ? st : rst;
  *     }
  *     struct gpumem_pool_stats stats = {.size = sizeof stats};
  *     if (st == GPUMEM_OK)
