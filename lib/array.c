@@ -523,13 +523,8 @@ GPUMEM_API gpumem_status gpumem_to_device(gpumem_context *ctx, gpumem_array *hos
     GM_CHECK_NULL(array);
     if (flags & ~(unsigned)(GPUMEM_TO_DEVICE_NO_COPY | GPUMEM_TO_DEVICE_WRITEBACK))
         return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: unknown flags 0x%x", what, flags);
-    if (flags & GPUMEM_TO_DEVICE_WRITEBACK) {
-        gpumem_status wst = gm_array_check_writable(what, host, "host");
-        if (wst == GPUMEM_OK) /* the write-back copies into it */
-            wst = gm_array_check_no_broadcast(what, host, "host");
-        if (wst != GPUMEM_OK)
-            return wst;
-    }
+    if (flags & GPUMEM_TO_DEVICE_WRITEBACK) /* the write-back copies into it */
+        GM_FORWARD_IF_ERROR(gm_array_check_destination(what, host, "host"));
     gpumem_status st;
     ctx = gm_context_or_default(ctx != NULL ? ctx : host->ctx, &st);
     if (st == GPUMEM_OK)

@@ -116,10 +116,11 @@ gpumem_status gm_array_new_pooled_device(const char *what, gpumem_pool *pool, gp
 /* GPUMEM_ERROR_INVALID_VALUE naming `arg` when a is read-only. */
 gpumem_status gm_array_check_writable(const char *what, const gpumem_array *a, const char *arg);
 
-/* GPUMEM_ERROR_INVALID_VALUE, naming `arg` of `what`, when a non-empty
- * array has stride 0 on an axis of extent > 1: its elements share bytes (a
- * broadcast), so no copy or fill can write it. */
-gpumem_status gm_array_check_no_broadcast(const char *what, const gpumem_array *a, const char *arg);
+/* A whole destination (of a copy, a fill, an unpack, a write-back):
+ * GPUMEM_ERROR_INVALID_VALUE, naming `arg` of `what`, when a is read-only,
+ * or non-empty with stride 0 on an axis of extent > 1 (its elements share
+ * bytes, a broadcast, so no copy or fill can write it). */
+gpumem_status gm_array_check_destination(const char *what, const gpumem_array *a, const char *arg);
 
 /* Whether a's memory is page-locked (pinned, mapped, managed, or registered). */
 bool gm_array_is_locked(const gpumem_array *a);

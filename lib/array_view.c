@@ -313,8 +313,9 @@ gpumem_status gm_array_check_writable(const char *what, const gpumem_array *a, c
     return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: '%s' is read-only", what, arg);
 }
 
-gpumem_status gm_array_check_no_broadcast(const char *what, const gpumem_array *a, const char *arg)
+gpumem_status gm_array_check_destination(const char *what, const gpumem_array *a, const char *arg)
 {
+    GM_FORWARD_IF_ERROR(gm_array_check_writable(what, a, arg));
     if (gm_array_size(a) == 0)
         return GPUMEM_OK; /* nothing is written */
     for (int i = 0; i < a->ndim; i++)

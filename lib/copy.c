@@ -80,8 +80,7 @@ gpumem_status gm_copy_check(const char *what, gpumem_array *dst, const gpumem_ar
         gpumem_dtype_typestr(src->dtype, b, sizeof b);
         return gm_error(GPUMEM_ERROR_DTYPE_MISMATCH, "%s: 'dst' has dtype %s but 'src' has dtype %s", what, a, b);
     }
-    GM_FORWARD_IF_ERROR(gm_array_check_writable(what, dst, "dst"));
-    GM_FORWARD_IF_ERROR(gm_array_check_no_broadcast(what, dst, "dst"));
+    GM_FORWARD_IF_ERROR(gm_array_check_destination(what, dst, "dst"));
     if (gm_copy_is_cross_device(dst, src)) {
         /* between two devices: a stream of either will do */
         GM_RETURN_ERROR_IF(stream != NULL && stream->ctx->dctx != dst->ctx->dctx &&
@@ -306,8 +305,7 @@ GPUMEM_API gpumem_status gpumem_array_fill(gpumem_array *array, const void *valu
     const char *what = "gpumem_array_fill";
     GM_CHECK_HANDLE(array);
     GM_CHECK_NULL(value);
-    GM_FORWARD_IF_ERROR(gm_array_check_writable(what, array, "array"));
-    GM_FORWARD_IF_ERROR(gm_array_check_no_broadcast(what, array, "array"));
+    GM_FORWARD_IF_ERROR(gm_array_check_destination(what, array, "array"));
     GM_FORWARD_IF_ERROR(gm_stream_check(stream, array->ctx, what, "array"));
     int64_t n = gm_array_size(array);
     if (n == 0)

@@ -68,10 +68,7 @@ static void pack_name(char *buf, size_t size, size_t i, bool dst)
 
 static void unpack_name(char *buf, size_t size, size_t i, bool dst)
 {
-    if (dst)
-        snprintf(buf, size, "views[%zu]", i);
-    else
-        snprintf(buf, size, "'buffer' (the bytes of views[%zu])", i);
+    pack_name(buf, size, i, !dst); /* the same two sides, the other way */
 }
 
 /* ---- which bytes an array touches ------------------------------------------------------------- */
@@ -834,16 +831,14 @@ static gpumem_status pack_call(const char *what, bool unpack, size_t count, gpum
         char a[32];
         snprintf(a, sizeof a, "views[%zu]", i);
         GM_FORWARD_IF_ERROR(gm_handle_check(views[i], GM_HANDLE_ARRAY, what, a));
-        if (unpack) {
-            GM_FORWARD_IF_ERROR(gm_array_check_writable(what, views[i], a));
-            GM_FORWARD_IF_ERROR(gm_array_check_no_broadcast(what, views[i], a));
-        }
+        if (unpack)
+            GM_FORWARD_IF_ERROR(gm_array_check_destination(what, views[i], a));
         uint64_t nb = (uint64_t)gm_array_size(views[i]) * views[i]->itemsize;
         GM_RETURN_ERROR_IF(__builtin_add_overflow(total, nb, &total) || total > INT64_MAX, GPUMEM_ERROR_OVERFLOW,
                            "%s: the views' bytes do not fit in int64_t (views[%zu])", what, i);
     }
     if (!unpack)
-        GM_FORWARD_IF_ERROR(gm_array_check_writable(what, buffer, "buffer"));
+        GM_FORWARD_IF_ERROR(gm_array_check_destination(what, buffer, "buffer"));
     /* the stream's device: the buffer's, and each view's (either of the two for a view on another device) */
     bool buffer_checked = false;
     for (size_t i = 0; i < count && stream != NULL; i++) {
