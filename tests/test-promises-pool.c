@@ -18,35 +18,12 @@
 #include "tap.h"
 #include "child.h"
 #include "arrays.h"
+#include "promises.h"
 
 static gpumem_context *ctx, *ctx2;
 static const gpumem_dtype *i32;
 static void case_trace_pct(const void *arg, child_result *out);
 
-static void check(gpumem_status got, gpumem_status want, const char *needle, const char *expr)
-{
-    char fn[128];
-    size_t n = strcspn(expr, "(");
-    if (n >= sizeof fn - 3)
-        n = sizeof fn - 3;
-    memcpy(fn, expr, n);
-    memcpy(fn + n, ": ", 3);
-    const char *msg = gpumem_last_error();
-    int st = got == want;
-    int begins = want == GPUMEM_OK || strncmp(msg, fn, strlen(fn)) == 0;
-    int named = want == GPUMEM_OK || needle == NULL || strstr(msg, needle) != NULL;
-    int last = want == GPUMEM_OK || gpumem_last_status() == want;
-    ok(st && begins && named && last, "%s -> %s", expr, gpumem_status_string(want));
-    if (!st)
-        diag("  got %s: %s", gpumem_status_string(got), msg);
-    else if (!begins || !named)
-        diag("  message '%s' should begin with '%s' and name '%s'", msg, fn, needle ? needle : "");
-    else if (!last)
-        diag("  gpumem_last_status() is %s", gpumem_status_string(gpumem_last_status()));
-}
-
-#define BAD(call, want, needle) check((call), (want), (needle), #call)
-#define GOOD(call) check((call), GPUMEM_OK, NULL, #call)
 
 /* ---- pool.h ---------------------------------------------------------------------------- */
 
