@@ -838,7 +838,7 @@ static gpumem_status pack_call(const char *what, bool unpack, size_t count, gpum
                            "%s: the views' bytes do not fit in int64_t (views[%zu])", what, i);
     }
     if (!unpack)
-        GM_FORWARD_IF_ERROR(gm_array_check_destination(what, buffer, "buffer"));
+        GM_FORWARD_IF_ERROR(gm_array_check_writable(what, buffer, "buffer")); /* a broadcast fails the C-contiguity check below */
     /* the stream's device: the buffer's, and each view's (either of the two for a view on another device) */
     bool buffer_checked = false;
     for (size_t i = 0; i < count && stream != NULL; i++) {
