@@ -837,8 +837,8 @@ static gpumem_status pack_call(const char *what, bool unpack, size_t count, gpum
         GM_RETURN_ERROR_IF(__builtin_add_overflow(total, nb, &total) || total > INT64_MAX, GPUMEM_ERROR_OVERFLOW,
                            "%s: the views' bytes do not fit in int64_t (views[%zu])", what, i);
     }
-    if (!unpack)
-        GM_FORWARD_IF_ERROR(gm_array_check_writable(what, buffer, "buffer")); /* a broadcast fails the C-contiguity check below */
+    if (!unpack) /* a broadcast buffer fails the C-contiguity check below */
+        GM_FORWARD_IF_ERROR(gm_array_check_writable(what, buffer, "buffer"));
     /* the stream's device: the buffer's, and each view's (either of the two for a view on another device) */
     bool buffer_checked = false;
     for (size_t i = 0; i < count && stream != NULL; i++) {
