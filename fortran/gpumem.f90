@@ -236,6 +236,11 @@ module gpumem
   integer(c_int), parameter :: GPUMEM_HOST_ALLOC_PORTABLE = 1
   integer(c_int), parameter :: GPUMEM_HOST_ALLOC_DEVICEMAP = 2
   integer(c_int), parameter :: GPUMEM_HOST_ALLOC_WRITECOMBINED = 4
+  integer(c_int), parameter :: GPUMEM_POOL_SOURCE_DEVICE = 0
+  integer(c_int), parameter :: GPUMEM_POOL_SOURCE_PINNED = 1
+  integer(c_int), parameter :: GPUMEM_POOL_SOURCE_VIRTUAL = 2
+  integer(c_int), parameter :: GPUMEM_POOL_HANDLE_NONE = 0
+  integer(c_int), parameter :: GPUMEM_POOL_HANDLE_POSIX_FD = 1
   ! gpumem/memory.h
   integer(c_int), parameter :: GPUMEM_MEMORY_DEVICE_INFO = 1
   integer(c_int), parameter :: GPUMEM_MEMORY_WHOLE_DEVICE = 2
@@ -301,7 +306,17 @@ module gpumem
     integer(c_size_t) :: size
     integer(c_int64_t) :: held_blocks, held_bytes, active_blocks, active_bytes, active_requested_bytes
     integer(c_int64_t) :: peak_active_bytes, hits, misses, oom_retries, driver_frees
+    integer(c_int64_t) :: source_bytes, reserved_bytes
   end type gpumem_pool_stats_t
+
+  !> struct gpumem_pool_props (GPUMEM_POOL_PROPS_INIT's values below; set %size = c_sizeof(x)).
+  type, bind(c) :: gpumem_pool_props
+    integer(c_size_t) :: size
+    integer(c_int) :: source = GPUMEM_POOL_SOURCE_DEVICE, device = -1, numa_node = -1, flags = 0
+    integer(c_int64_t) :: growth_step = 0, maximum = 0
+    integer(c_int64_t) :: release_threshold = -1_c_int64_t ! UINT64_MAX
+    integer(c_int) :: handle_type = GPUMEM_POOL_HANDLE_NONE
+  end type gpumem_pool_props
 
   !> struct gpumem_memory_usage: live memory of one kind, and its peaks.
   type, bind(c) :: gpumem_memory_usage
@@ -1504,6 +1519,36 @@ module gpumem
       integer(c_int), value :: flags
       type(c_ptr), intent(out) :: pool
       integer(c_int) :: gpumem_pool_create
+    end function
+    function gpumem_pool_create_with_props(ctx, props, pool) &
+        bind(c, name='gpumem_pool_create_with_props')
+      import
+      type(c_ptr), value :: ctx
+      type(gpumem_pool_props), intent(in) :: props
+      type(c_ptr), intent(out) :: pool
+      integer(c_int) :: gpumem_pool_create_with_props
+    end function
+    function gpumem_pool_trim(pool, keep_bytes) &
+        bind(c, name='gpumem_pool_trim')
+      import
+      type(c_ptr), value :: pool
+      integer(c_int64_t), value :: keep_bytes
+      integer(c_int) :: gpumem_pool_trim
+    end function
+    function gpumem_host_pool_create_with_props(ctx, props, pool) &
+        bind(c, name='gpumem_host_pool_create_with_props')
+      import
+      type(c_ptr), value :: ctx
+      type(gpumem_pool_props), intent(in) :: props
+      type(c_ptr), intent(out) :: pool
+      integer(c_int) :: gpumem_host_pool_create_with_props
+    end function
+    function gpumem_host_pool_trim(pool, keep_bytes) &
+        bind(c, name='gpumem_host_pool_trim')
+      import
+      type(c_ptr), value :: pool
+      integer(c_int64_t), value :: keep_bytes
+      integer(c_int) :: gpumem_host_pool_trim
     end function
     function gpumem_pool_destroy(pool) &
         bind(c, name='gpumem_pool_destroy')

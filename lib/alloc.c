@@ -406,7 +406,8 @@ static gpumem_status allocator_create(gpumem_context *ctx, const char *what)
         return gm_error(GPUMEM_ERROR_INVALID_ENVIRONMENT, "%s: GPUMEM_ALLOCATOR='%s': expected 'driver' or 'pool'",
                         what, v);
     gm_pool *p = NULL;
-    gpumem_status st = gm_pool_core_create(GM_POOL_DEVICE, ctx, GM_POOL_CONTEXT_OWNED, 0, what, &p);
+    const gm_source_config src = {.kind = GM_SOURCE_DEVICE};
+    gpumem_status st = gm_pool_core_create(GM_POOL_DEVICE, ctx, GM_POOL_CONTEXT_OWNED, &src, what, &p);
     if (st == GPUMEM_OK) {
         ctx->own_pool = (gpumem_pool *)(void *)p;
         atomic_store_explicit(&ctx->pool, ctx->own_pool, memory_order_release);

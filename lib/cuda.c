@@ -104,10 +104,35 @@
     X(cuMemcpyPeerAsync, (gm_cu_deviceptr dst, gm_cu_context dst_ctx, gm_cu_deviceptr src,   \
                           gm_cu_context src_ctx, size_t bytes, gm_cu_stream stream))
 
-/* Used only for messages: a driver without them still works. */
-#define GM_CU_OPTIONAL_ENTRY_POINTS(X)                                   \
-    X(cuGetErrorName, (gm_cu_result error, const char **name))           \
-    X(cuGetErrorString, (gm_cu_result error, const char **description))
+/* Used only for messages, or by the virtual-memory source and the driver's
+ * stream-ordered pools: a driver without them still works (the operations
+ * answer CUDA_ERROR_NOT_SUPPORTED).  Prototypes from CUDA 13's cuda.h. */
+#define GM_CU_OPTIONAL_ENTRY_POINTS(X)                                                       \
+    X(cuGetErrorName, (gm_cu_result error, const char **name))                               \
+    X(cuGetErrorString, (gm_cu_result error, const char **description))                      \
+    X(cuMemGetAllocationGranularity, (size_t *granularity, const gm_cu_mem_alloc_prop *prop, \
+                                      int option))                                           \
+    X(cuMemAddressReserve, (gm_cu_deviceptr *ptr, size_t size, size_t alignment,             \
+                            gm_cu_deviceptr addr, unsigned long long flags))                 \
+    X(cuMemAddressFree, (gm_cu_deviceptr ptr, size_t size))                                  \
+    X(cuMemCreate, (gm_cu_mem_handle *handle, size_t size, const gm_cu_mem_alloc_prop *prop, \
+                    unsigned long long flags))                                               \
+    X(cuMemRelease, (gm_cu_mem_handle handle))                                               \
+    X(cuMemMap, (gm_cu_deviceptr ptr, size_t size, size_t offset, gm_cu_mem_handle handle,   \
+                 unsigned long long flags))                                                  \
+    X(cuMemUnmap, (gm_cu_deviceptr ptr, size_t size))                                        \
+    X(cuMemSetAccess, (gm_cu_deviceptr ptr, size_t size, const gm_cu_mem_access_desc *desc,  \
+                       size_t count))                                                        \
+    X(cuMemExportToShareableHandle, (void *shareable, gm_cu_mem_handle handle, int type,     \
+                                     unsigned long long flags))                              \
+    X(cuMemImportFromShareableHandle, (gm_cu_mem_handle *handle, void *os_handle, int type)) \
+    X(cuMemPoolCreate, (gm_cu_mempool *pool, const gm_cu_mem_pool_props *props))             \
+    X(cuMemPoolDestroy, (gm_cu_mempool pool))                                                \
+    X(cuMemPoolSetAttribute, (gm_cu_mempool pool, int attr, void *value))                    \
+    X(cuMemPoolGetAttribute, (gm_cu_mempool pool, int attr, void *value))                    \
+    X(cuMemPoolTrimTo, (gm_cu_mempool pool, size_t keep))                                    \
+    X(cuMemAllocFromPoolAsync, (gm_cu_deviceptr *ptr, size_t bytes, gm_cu_mempool pool,      \
+                                gm_cu_stream stream))
 
 #define GM_CU_PFN_(name, params) typedef gm_cu_result (*gm_pfn_##name) params;
 GM_CU_ENTRY_POINTS(GM_CU_PFN_)
@@ -586,6 +611,54 @@ static int cuda_memcpy_peer(gm_dctx *ctx, gm_cu_deviceptr dst, gm_dctx *dst_ctx,
                   stream, async);
 }
 
+/* ---- virtual memory and stream-ordered pools (optional entry points) ---- */
+
+/* static int cuda_<op>(params): makes ctx current and calls fn(args), or
+ * answers CUDA_ERROR_NOT_SUPPORTED when the driver lacks fn. */
+#define CU_OPTIONAL_OP_(op, fn, params, args)       \
+    static int cuda_##op params                     \
+    {                                               \
+        if (cu.fn == NULL)                          \
+            return GM_CUDA_ERROR_NOT_SUPPORTED;     \
+        CU_TRY(make_current(ctx));                  \
+        return cu.fn args;                          \
+    }
+#define CU_POOL(p) ((gm_cu_mempool)(p))
+
+CU_OPTIONAL_OP_(mem_get_allocation_granularity, cuMemGetAllocationGranularity,
+                (gm_dctx *ctx, size_t *granularity, const gm_cu_mem_alloc_prop *prop, int option),
+                (granularity, prop, option))
+CU_OPTIONAL_OP_(mem_address_reserve, cuMemAddressReserve,
+                (gm_dctx *ctx, gm_cu_deviceptr *ptr, size_t size, size_t alignment), (ptr, size, alignment, 0, 0))
+CU_OPTIONAL_OP_(mem_address_free, cuMemAddressFree, (gm_dctx *ctx, gm_cu_deviceptr ptr, size_t size), (ptr, size))
+CU_OPTIONAL_OP_(mem_create, cuMemCreate,
+                (gm_dctx *ctx, gm_cu_mem_handle *handle, size_t size, const gm_cu_mem_alloc_prop *prop),
+                (handle, size, prop, 0))
+CU_OPTIONAL_OP_(mem_release, cuMemRelease, (gm_dctx *ctx, gm_cu_mem_handle handle), (handle))
+CU_OPTIONAL_OP_(mem_map, cuMemMap, (gm_dctx *ctx, gm_cu_deviceptr ptr, size_t size, gm_cu_mem_handle handle),
+                (ptr, size, 0, handle, 0))
+CU_OPTIONAL_OP_(mem_unmap, cuMemUnmap, (gm_dctx *ctx, gm_cu_deviceptr ptr, size_t size), (ptr, size))
+CU_OPTIONAL_OP_(mem_set_access, cuMemSetAccess,
+                (gm_dctx *ctx, gm_cu_deviceptr ptr, size_t size, const gm_cu_mem_access_desc *desc, size_t count),
+                (ptr, size, desc, count))
+CU_OPTIONAL_OP_(mem_export_to_shareable_handle, cuMemExportToShareableHandle,
+                (gm_dctx *ctx, void *shareable, gm_cu_mem_handle handle, int type), (shareable, handle, type, 0))
+CU_OPTIONAL_OP_(mem_import_from_shareable_handle, cuMemImportFromShareableHandle,
+                (gm_dctx *ctx, gm_cu_mem_handle *handle, void *os_handle, int type), (handle, os_handle, type))
+CU_OPTIONAL_OP_(mem_pool_create, cuMemPoolCreate,
+                (gm_dctx *ctx, gm_dmempool **pool, const gm_cu_mem_pool_props *props),
+                ((gm_cu_mempool *)(void *)pool, props))
+CU_OPTIONAL_OP_(mem_pool_destroy, cuMemPoolDestroy, (gm_dctx *ctx, gm_dmempool *pool), (CU_POOL(pool)))
+CU_OPTIONAL_OP_(mem_pool_set_attribute, cuMemPoolSetAttribute,
+                (gm_dctx *ctx, gm_dmempool *pool, int attr, uint64_t *value), (CU_POOL(pool), attr, value))
+CU_OPTIONAL_OP_(mem_pool_get_attribute, cuMemPoolGetAttribute,
+                (gm_dctx *ctx, gm_dmempool *pool, int attr, uint64_t *value), (CU_POOL(pool), attr, value))
+CU_OPTIONAL_OP_(mem_pool_trim_to, cuMemPoolTrimTo, (gm_dctx *ctx, gm_dmempool *pool, size_t keep),
+                (CU_POOL(pool), keep))
+CU_OPTIONAL_OP_(mem_alloc_from_pool_async, cuMemAllocFromPoolAsync,
+                (gm_dctx *ctx, gm_cu_deviceptr *ptr, size_t bytes, gm_dmempool *pool, gm_dstream *stream),
+                (ptr, bytes, CU_POOL(pool), CU_STREAM(stream)))
+
 static const gm_driver cuda_driver = {
     .name = "cuda",
     .driver_get_version = cuda_driver_get_version,
@@ -639,6 +712,13 @@ static const gm_driver cuda_driver = {
     .device_can_access_peer = cuda_device_can_access_peer,
     .ctx_enable_peer_access = cuda_ctx_enable_peer_access,
     .memcpy_peer = cuda_memcpy_peer,
+#define CU_TABLE_(op) .op = cuda_##op,
+    CU_TABLE_(mem_get_allocation_granularity) CU_TABLE_(mem_address_reserve) CU_TABLE_(mem_address_free)
+    CU_TABLE_(mem_create) CU_TABLE_(mem_release) CU_TABLE_(mem_map) CU_TABLE_(mem_unmap) CU_TABLE_(mem_set_access)
+    CU_TABLE_(mem_export_to_shareable_handle) CU_TABLE_(mem_import_from_shareable_handle)
+    CU_TABLE_(mem_pool_create) CU_TABLE_(mem_pool_destroy) CU_TABLE_(mem_pool_set_attribute)
+    CU_TABLE_(mem_pool_get_attribute) CU_TABLE_(mem_pool_trim_to) CU_TABLE_(mem_alloc_from_pool_async)
+#undef CU_TABLE_
 };
 
 /* ---- loading ------------------------------------------------------------------- */

@@ -299,4 +299,72 @@ typedef struct gm_cu_memcpy3d {
     size_t Depth;
 } gm_cu_memcpy3d;
 
+/* ---- virtual memory management (cuMemCreate and friends, CUDA 10.2) and the
+ * driver's stream-ordered pools (cuMemPoolCreate, CUDA 11.2): CUDA 13's ABI. */
+
+/* CUmemGenericAllocationHandle: unsigned long long. */
+typedef uint64_t gm_cu_mem_handle;
+/* CUmemoryPool */
+typedef struct gm_cu_mempool_st *gm_cu_mempool;
+
+/* CUmemAllocationType, CUmemLocationType, CUmemAllocationHandleType,
+ * CUmemAccess_flags, CUmemAllocationGranularity_flags (int-sized enums). */
+#define GM_CU_MEM_ALLOCATION_TYPE_INVALID 0x0
+#define GM_CU_MEM_ALLOCATION_TYPE_PINNED 0x1
+#define GM_CU_MEM_LOCATION_TYPE_INVALID 0x0
+#define GM_CU_MEM_LOCATION_TYPE_DEVICE 0x1
+#define GM_CU_MEM_LOCATION_TYPE_HOST 0x2
+#define GM_CU_MEM_LOCATION_TYPE_HOST_NUMA 0x3
+#define GM_CU_MEM_HANDLE_TYPE_NONE 0x0
+#define GM_CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR 0x1
+#define GM_CU_MEM_ACCESS_FLAGS_PROT_NONE 0x0
+#define GM_CU_MEM_ACCESS_FLAGS_PROT_READ 0x1
+#define GM_CU_MEM_ACCESS_FLAGS_PROT_READWRITE 0x3
+#define GM_CU_MEM_ALLOC_GRANULARITY_MINIMUM 0x0
+#define GM_CU_MEM_ALLOC_GRANULARITY_RECOMMENDED 0x1
+
+/* CUmempool_attribute: the ones the library sets or reads (cuuint64_t values). */
+#define GM_CU_MEMPOOL_ATTR_RELEASE_THRESHOLD 4
+#define GM_CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT 5
+#define GM_CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH 6
+#define GM_CU_MEMPOOL_ATTR_USED_MEM_CURRENT 7
+#define GM_CU_MEMPOOL_ATTR_USED_MEM_HIGH 8
+
+/* CUmemLocation */
+typedef struct gm_cu_mem_location {
+    int type; /* CUmemLocationType */
+    int id;   /* a device ordinal, or a host NUMA node */
+} gm_cu_mem_location;
+
+/* CUmemAllocationProp (CUmemAllocationProp_v1) */
+typedef struct gm_cu_mem_alloc_prop {
+    int type;                 /* CUmemAllocationType */
+    int requestedHandleTypes; /* CUmemAllocationHandleType */
+    gm_cu_mem_location location;
+    void *win32HandleMetaData;
+    struct {
+        unsigned char compressionType;
+        unsigned char gpuDirectRDMACapable;
+        unsigned short usage;
+        unsigned char reserved[4];
+    } allocFlags;
+} gm_cu_mem_alloc_prop;
+
+/* CUmemAccessDesc */
+typedef struct gm_cu_mem_access_desc {
+    gm_cu_mem_location location;
+    int flags; /* CUmemAccess_flags */
+} gm_cu_mem_access_desc;
+
+/* CUmemPoolProps (CUmemPoolProps_v1) */
+typedef struct gm_cu_mem_pool_props {
+    int allocType;   /* CUmemAllocationType */
+    int handleTypes; /* CUmemAllocationHandleType */
+    gm_cu_mem_location location;
+    void *win32SecurityAttributes;
+    size_t maxSize;
+    unsigned short usage;
+    unsigned char reserved[54];
+} gm_cu_mem_pool_props;
+
 #endif /* GM_CUDA_ABI_H */

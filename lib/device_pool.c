@@ -23,10 +23,30 @@ GPUMEM_API gpumem_status gpumem_pool_create(gpumem_context *ctx, unsigned flags,
     if (flags & ~(unsigned)GPUMEM_POOL_NO_THREAD_CACHE)
         return gm_error(GPUMEM_ERROR_INVALID_VALUE, "gpumem_pool_create: unknown flags 0x%x", flags);
     gm_pool *p = NULL;
-    gpumem_status st = gm_pool_core_create(GM_POOL_DEVICE, ctx, flags, 0, "gpumem_pool_create", &p);
+    const gm_source_config src = {.kind = GM_SOURCE_DEVICE};
+    gpumem_status st = gm_pool_core_create(GM_POOL_DEVICE, ctx, flags, &src, "gpumem_pool_create", &p);
     if (st == GPUMEM_OK)
         *pool = (gpumem_pool *)(void *)p;
     return st;
+}
+
+GPUMEM_API gpumem_status gpumem_pool_create_with_props(gpumem_context *ctx, const struct gpumem_pool_props *props,
+                                                       gpumem_pool **pool)
+{
+    GM_CHECK_NULL(props);
+    GM_CHECK_NULL(pool);
+    gm_pool *p = NULL;
+    gpumem_status st = gm_pool_core_create_props(GM_POOL_DEVICE, ctx, props, "gpumem_pool_create_with_props", &p);
+    if (st == GPUMEM_OK)
+        *pool = (gpumem_pool *)(void *)p;
+    return st;
+}
+
+GPUMEM_API gpumem_status gpumem_pool_trim(gpumem_pool *pool, uint64_t keep_bytes)
+{
+    gm_pool *p = gm_pool_of_device(pool);
+    gpumem_status st = gm_pool_core_check(p, GM_POOL_DEVICE, "gpumem_pool_trim", "pool");
+    return st != GPUMEM_OK ? st : gm_pool_core_trim(p, keep_bytes, "gpumem_pool_trim");
 }
 
 GPUMEM_API gpumem_status gpumem_pool_destroy(gpumem_pool *pool)

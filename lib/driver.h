@@ -40,6 +40,7 @@ typedef struct gm_dstream gm_dstream; /* a backend stream (CUstream) */
 typedef struct gm_devent gm_devent;   /* a backend event (CUevent) */
 typedef struct gm_dfunc gm_dfunc;     /* a backend kernel function (CUfunction) */
 typedef struct gm_dmodule gm_dmodule; /* a backend loaded module (CUmodule) */
+typedef struct gm_dmempool gm_dmempool; /* a backend stream-ordered memory pool (CUmemoryPool) */
 
 /* X(op, "driver function name"): the table's operations, in one list that
  * makes the table's counters and their names. */
@@ -94,7 +95,23 @@ typedef struct gm_dmodule gm_dmodule; /* a backend loaded module (CUmodule) */
     X(ipc_close_mem_handle, "cuIpcCloseMemHandle")        \
     X(device_can_access_peer, "cuDeviceCanAccessPeer")    \
     X(ctx_enable_peer_access, "cuCtxEnablePeerAccess")   \
-    X(memcpy_peer, "cuMemcpyPeer")
+    X(memcpy_peer, "cuMemcpyPeer")                        \
+    X(mem_get_allocation_granularity, "cuMemGetAllocationGranularity") \
+    X(mem_address_reserve, "cuMemAddressReserve")         \
+    X(mem_address_free, "cuMemAddressFree")               \
+    X(mem_create, "cuMemCreate")                          \
+    X(mem_release, "cuMemRelease")                        \
+    X(mem_map, "cuMemMap")                                \
+    X(mem_unmap, "cuMemUnmap")                            \
+    X(mem_set_access, "cuMemSetAccess")                   \
+    X(mem_export_to_shareable_handle, "cuMemExportToShareableHandle") \
+    X(mem_import_from_shareable_handle, "cuMemImportFromShareableHandle") \
+    X(mem_pool_create, "cuMemPoolCreate")                 \
+    X(mem_pool_destroy, "cuMemPoolDestroy")               \
+    X(mem_pool_set_attribute, "cuMemPoolSetAttribute")    \
+    X(mem_pool_get_attribute, "cuMemPoolGetAttribute")    \
+    X(mem_pool_trim_to, "cuMemPoolTrimTo")                \
+    X(mem_alloc_from_pool_async, "cuMemAllocFromPoolAsync")
 
 typedef struct gm_driver {
     const char *name; /* "cuda" or "sim" */
@@ -208,6 +225,43 @@ typedef struct gm_driver {
      * access (the driver then stages it), only faster with it. */
     int (*memcpy_peer)(gm_dctx *ctx, gm_cu_deviceptr dst, gm_dctx *dst_ctx, gm_cu_deviceptr src,
                        gm_dctx *src_ctx, size_t bytes, gm_dstream *stream, int async);
+
+    /* Virtual memory management (the virtual-memory source, source_vmm.c).
+     * A driver without these entry points answers CUDA_ERROR_NOT_SUPPORTED.
+     * option: GM_CU_MEM_ALLOC_GRANULARITY_MINIMUM or _RECOMMENDED. */
+    int (*mem_get_allocation_granularity)(gm_dctx *ctx, size_t *granularity, const gm_cu_mem_alloc_prop *prop,
+                                          int option);
+    /* Reserves size bytes of address space (a multiple of the granularity),
+     * aligned to alignment (0: the granularity), anywhere (no fixed address). */
+    int (*mem_address_reserve)(gm_dctx *ctx, gm_cu_deviceptr *ptr, size_t size, size_t alignment);
+    int (*mem_address_free)(gm_dctx *ctx, gm_cu_deviceptr ptr, size_t size);
+    /* Physical memory of size bytes (a multiple of the granularity), as prop says. */
+    int (*mem_create)(gm_dctx *ctx, gm_cu_mem_handle *handle, size_t size, const gm_cu_mem_alloc_prop *prop);
+    int (*mem_release)(gm_dctx *ctx, gm_cu_mem_handle handle);
+    /* Maps all of handle's size bytes at ptr, inside a reservation (offset 0, flags 0). */
+    int (*mem_map)(gm_dctx *ctx, gm_cu_deviceptr ptr, size_t size, gm_cu_mem_handle handle);
+    int (*mem_unmap)(gm_dctx *ctx, gm_cu_deviceptr ptr, size_t size);
+    /* Grants the access desc[i] says to mapped [ptr, ptr + size). */
+    int (*mem_set_access)(gm_dctx *ctx, gm_cu_deviceptr ptr, size_t size, const gm_cu_mem_access_desc *desc,
+                          size_t count);
+    /* Exports handle as a shareable handle of type type: for
+     * GM_CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, *(int *)shareable is a
+     * new file descriptor the caller closes. */
+    int (*mem_export_to_shareable_handle)(gm_dctx *ctx, void *shareable, gm_cu_mem_handle handle, int type);
+    /* Imports physical memory from a shareable handle (for a file
+     * descriptor: os_handle is the fd, cast to a pointer, as the driver takes it). */
+    int (*mem_import_from_shareable_handle)(gm_dctx *ctx, gm_cu_mem_handle *handle, void *os_handle, int type);
+
+    /* The driver's stream-ordered pools (`gpumem trace replay --allocator
+     * async`); the simulator answers GM_SIM_ERROR_NOT_SIMULATED.  Freed with
+     * mem_free_async. attr: a GM_CU_MEMPOOL_ATTR_*, its value a uint64_t. */
+    int (*mem_pool_create)(gm_dctx *ctx, gm_dmempool **pool, const gm_cu_mem_pool_props *props);
+    int (*mem_pool_destroy)(gm_dctx *ctx, gm_dmempool *pool);
+    int (*mem_pool_set_attribute)(gm_dctx *ctx, gm_dmempool *pool, int attr, uint64_t *value);
+    int (*mem_pool_get_attribute)(gm_dctx *ctx, gm_dmempool *pool, int attr, uint64_t *value);
+    int (*mem_pool_trim_to)(gm_dctx *ctx, gm_dmempool *pool, size_t keep);
+    int (*mem_alloc_from_pool_async)(gm_dctx *ctx, gm_cu_deviceptr *ptr, size_t bytes, gm_dmempool *pool,
+                                     gm_dstream *stream);
 } gm_driver;
 
 /* Operation indices, for the counters. */

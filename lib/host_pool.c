@@ -37,11 +37,32 @@ GPUMEM_API gpumem_status gpumem_host_pool_create(gpumem_context *ctx, unsigned f
     if (flags & ~(unsigned)(HOST_ALLOC_FLAGS | GPUMEM_POOL_NO_THREAD_CACHE))
         return gm_error(GPUMEM_ERROR_INVALID_VALUE, "gpumem_host_pool_create: unknown flags 0x%x", flags);
     gm_pool *p = NULL;
-    gpumem_status st = gm_pool_core_create(GM_POOL_HOST, ctx, flags & GPUMEM_POOL_NO_THREAD_CACHE,
-                                           flags & HOST_ALLOC_FLAGS, "gpumem_host_pool_create", &p);
+    const gm_source_config src = {.kind = GM_SOURCE_PINNED, .host_flags = flags & HOST_ALLOC_FLAGS};
+    gpumem_status st = gm_pool_core_create(GM_POOL_HOST, ctx, flags & GPUMEM_POOL_NO_THREAD_CACHE, &src,
+                                           "gpumem_host_pool_create", &p);
     if (st == GPUMEM_OK)
         *pool = (gpumem_host_pool *)(void *)p;
     return st;
+}
+
+GPUMEM_API gpumem_status gpumem_host_pool_create_with_props(gpumem_context *ctx,
+                                                            const struct gpumem_pool_props *props,
+                                                            gpumem_host_pool **pool)
+{
+    GM_CHECK_NULL(props);
+    GM_CHECK_NULL(pool);
+    gm_pool *p = NULL;
+    gpumem_status st = gm_pool_core_create_props(GM_POOL_HOST, ctx, props, "gpumem_host_pool_create_with_props", &p);
+    if (st == GPUMEM_OK)
+        *pool = (gpumem_host_pool *)(void *)p;
+    return st;
+}
+
+GPUMEM_API gpumem_status gpumem_host_pool_trim(gpumem_host_pool *pool, uint64_t keep_bytes)
+{
+    gm_pool *p = NULL;
+    gpumem_status st = host_check(pool, "gpumem_host_pool_trim", &p);
+    return st != GPUMEM_OK ? st : gm_pool_core_trim(p, keep_bytes, "gpumem_host_pool_trim");
 }
 
 GPUMEM_API gpumem_status gpumem_host_pool_destroy(gpumem_host_pool *pool)

@@ -84,12 +84,14 @@ void gm_pool_sample_peak_locked(gm_pool *p)
 
 /* ---- giving held blocks back ---- */
 
-/* Gives every held block back to the driver: from orphaned caches, every
+/* Gives every held block back to the source: from orphaned caches, every
  * thread's cache and every stripe, taken while every cache is entered (see
  * the lock order in pool.h).  The blocks leave the pool's books under its
- * lock; the driver calls are made after.  *blocks and *bytes (optional) get
- * what was given back. */
-static gpumem_status release_all(gm_pool *p, const char *what, uint64_t *blocks, uint64_t *bytes)
+ * lock; the driver calls are made after.  A source that merges then
+ * unmaps its idle chunks until at most keep bytes of them remain
+ * (UINT64_MAX: none are unmapped).  *blocks and *bytes (optional) get what
+ * was given back: the blocks, and the bytes the driver got back. */
+static gpumem_status release_all(gm_pool *p, uint64_t keep, const char *what, uint64_t *blocks, uint64_t *bytes)
 {
     gm_rec *list = NULL;
     pthread_mutex_lock(&p->lock);
@@ -115,11 +117,21 @@ static gpumem_status release_all(gm_pool *p, const char *what, uint64_t *blocks,
     pthread_mutex_unlock(&p->lock);
 
     gpumem_status st = GPUMEM_OK;
+    gm_source_usage before = {0}, after = {0};
+    if (p->grows)
+        p->src->ops->usage(p->src, &before);
     while (list != NULL) {
         gm_rec *next = list->next;
         st = gm_keep_first(st, gm_pool_release_block(p, list, NULL, what));
         gm_rec_put(list);
         list = next;
+    }
+    if (p->grows && keep != UINT64_MAX) {
+        st = gm_keep_first(st, p->src->ops->trim(p->src, keep, what));
+        p->src->ops->usage(p->src, &after);
+        b = before.mapped - after.mapped;
+    } else if (p->grows) {
+        b = 0;
     }
     if (blocks != NULL)
         *blocks = n;
@@ -141,11 +153,15 @@ static unsigned stripe_count(void)
     return n;
 }
 
-gpumem_status gm_pool_core_create(gm_pool_kind kind, gpumem_context *ctx, unsigned flags, unsigned alloc_flags,
-                                  const char *what, gm_pool **out)
+gpumem_status gm_pool_core_create(gm_pool_kind kind, gpumem_context *ctx, unsigned flags,
+                                  const gm_source_config *srcc, const char *what, gm_pool **out)
 {
     gpumem_status st;
     ctx = gm_context_use(ctx, what, &st);
+    if (st != GPUMEM_OK)
+        return st;
+    gm_source *src = NULL;
+    st = gm_source_create(ctx, srcc, what, &src);
     if (st != GPUMEM_OK)
         return st;
     unsigned n = stripe_count();
@@ -155,8 +171,12 @@ gpumem_status gm_pool_core_create(gm_pool_kind kind, gpumem_context *ctx, unsign
     _Static_assert(_Alignof(gm_pool) <= 64, "handles are aligned to 64 bytes");
     size_t size = sizeof(gm_pool) + n * sizeof(gm_stripe);
     gm_pool *p = gm_handle_new_zeroed(kind == GM_POOL_DEVICE ? GM_HANDLE_POOL : GM_HANDLE_HOST_POOL, size);
-    if (p == NULL)
+    if (p == NULL) {
+        gm_error_quietly(src->ops->destroy(src, what));
         return gm_error(GPUMEM_ERROR_HOST_OUT_OF_MEMORY, "%s: out of host memory", what);
+    }
+    p->src = src;
+    p->grows = (src->ops->caps & GM_SOURCE_CAP_GROW) != 0;
     p->stripe_mask = n - 1;
     for (unsigned i = 0; i < n; i++)
         pthread_mutex_init(&p->stripes[i].lock, NULL);
@@ -164,7 +184,7 @@ gpumem_status gm_pool_core_create(gm_pool_kind kind, gpumem_context *ctx, unsign
     p->kind = kind;
     p->id = atomic_fetch_add(&next_pool_id, 1);
     p->flags = flags;
-    p->alloc_flags = alloc_flags;
+    p->alloc_flags = srcc->host_flags;
     p->ctx = ctx;
     atomic_init(&p->holding, true);
     pthread_mutex_init(&p->lock, NULL);
@@ -193,11 +213,12 @@ static gpumem_status pool_end(gm_pool *p, const char *what)
     p->in_zombies = false;
     pthread_mutex_unlock(&live_lock);
     gm_tc_end_all(p);
+    gpumem_status st = p->src->ops->destroy(p->src, what);
     for (unsigned i = 0; i <= p->stripe_mask; i++)
         pthread_mutex_destroy(&p->stripes[i].lock);
     pthread_mutex_destroy(&p->lock);
     gm_handle_free(p);
-    return ctx != NULL ? gm_context_release_as(ctx, what) : GPUMEM_OK;
+    return ctx != NULL ? gm_keep_first(st, gm_context_release_as(ctx, what)) : st;
 }
 
 static void (*_Atomic destroy_hook)(void);
@@ -233,7 +254,7 @@ gpumem_status gm_pool_core_destroy(gm_pool *p, const char *what)
     }
     pthread_mutex_unlock(&live_lock);
     atomic_store(&p->holding, false);
-    gpumem_status st = release_all(p, what, NULL, NULL);
+    gpumem_status st = release_all(p, UINT64_MAX, what, NULL, NULL); /* the source ends with the pool */
     pthread_mutex_lock(&p->lock);
     gm_tc_harvest_orphans(p);
     gm_sums s = sum_locked(p);
@@ -251,7 +272,16 @@ gpumem_status gm_pool_core_free_held(gm_pool *p, bool stop, const char *what)
     if (stop)
         atomic_store(&p->holding, false);
     uint64_t blocks = 0, bytes = 0;
-    gpumem_status st = release_all(p, what, &blocks, &bytes);
+    gpumem_status st = release_all(p, 0, what, &blocks, &bytes);
+    GM_TRACE(gm_trace_trim(p->ctx, p->ctx->device,
+                           p->kind == GM_POOL_DEVICE ? GPUMEM_MEMORY_DEVICE : GPUMEM_MEMORY_PINNED, p, bytes, blocks));
+    return st;
+}
+
+gpumem_status gm_pool_core_trim(gm_pool *p, uint64_t keep, const char *what)
+{
+    uint64_t blocks = 0, bytes = 0;
+    gpumem_status st = release_all(p, keep, what, &blocks, &bytes);
     GM_TRACE(gm_trace_trim(p->ctx, p->ctx->device,
                            p->kind == GM_POOL_DEVICE ? GPUMEM_MEMORY_DEVICE : GPUMEM_MEMORY_PINNED, p, bytes, blocks));
     return st;
@@ -276,7 +306,7 @@ gpumem_status gm_pools_release_held(const gm_dctx *dctx, gm_pool_kind kind, cons
         if (p->kind != kind || p->ctx->dctx != dctx)
             continue;
         uint64_t n = 0, b = 0;
-        st = gm_keep_first(st, release_all(p, what, &n, &b));
+        st = gm_keep_first(st, release_all(p, 0, what, &n, &b));
         *blocks += n;
         *bytes += b;
     }
@@ -365,6 +395,10 @@ void gm_pool_core_stats(gm_pool *p, struct gpumem_pool_stats *s)
     s->oom_retries = p->oom_retries;
     s->driver_frees = p->driver_frees;
     pthread_mutex_unlock(&p->lock);
+    gm_source_usage u;
+    p->src->ops->usage(p->src, &u);
+    s->source_bytes = p->grows ? u.mapped : s->active_bytes + s->held_bytes;
+    s->reserved_bytes = u.reserved;
 }
 
 /* The largest held block of p (pool->lock held): the highest class with a
@@ -401,9 +435,15 @@ static void usage_of(gm_pool *p, bool largest, gm_pool_usage *u)
     *u = (gm_pool_usage){.ctx = p->ctx, .handle = p, .kind = p->kind,
                          .mapped = p->kind == GM_POOL_HOST && (p->alloc_flags & GM_CU_MEMHOSTALLOC_DEVICEMAP) != 0,
                          .own = (p->flags & GM_POOL_CONTEXT_OWNED) != 0, .destroyed = p->in_zombies};
+    if (p->grows) {
+        gm_source_usage su;
+        p->src->ops->usage(p->src, &su);
+        u->bytes = su.mapped;
+    }
     pthread_mutex_lock(&p->lock);
     gm_sums sum = sum_locked(p);
-    u->bytes = (uint64_t)p->bytes;
+    if (!p->grows)
+        u->bytes = (uint64_t)p->bytes;
     u->held_blocks = (uint64_t)sum.held_blocks;
     u->held_bytes = (uint64_t)sum.held_bytes;
     u->active_blocks = (uint64_t)(p->blocks - sum.held_blocks);
@@ -458,6 +498,11 @@ gpumem_context *gm_pool_context(const gm_pool *p)
 bool gm_pool_holds_context(const gm_pool *p)
 {
     return !(p->flags & GM_POOL_CONTEXT_OWNED);
+}
+
+gm_source *gm_pool_source(const gm_pool *p)
+{
+    return p->src;
 }
 
 unsigned gm_pool_alloc_flags(const gm_pool *p)

@@ -97,6 +97,7 @@
 
 #include "context.h"
 #include "driver.h"
+#include "source.h"
 #include "gpumem/pool.h"
 #include "gpumem/stream.h"
 
@@ -140,7 +141,7 @@ typedef struct gm_pool_usage {
     gm_pool_kind kind;
     bool mapped;            /* a page-locked pool of DEVICEMAP blocks */
     bool own;               /* the context's own pool (GPUMEM_ALLOCATOR=pool) */
-    uint64_t bytes;         /* from the driver, in use or held */
+    uint64_t bytes;         /* from the driver, in use or held (a virtual-memory pool: mapped) */
     uint64_t held_blocks, held_bytes, largest_held;
     uint64_t active_blocks, active_bytes, active_requested;
     bool destroyed;         /* a destroyed pool whose allocations still live (a zombie): not a pool of the
@@ -204,10 +205,21 @@ bool gm_pool_holds_context(const gm_pool *p);
  * allocated with (0 for a device pool). */
 unsigned gm_pool_alloc_flags(const gm_pool *p);
 
-/* flags: GPUMEM_POOL_NO_THREAD_CACHE, GM_POOL_CONTEXT_OWNED; alloc_flags:
- * cuMemHostAlloc's (host). */
-gpumem_status gm_pool_core_create(gm_pool_kind kind, gpumem_context *ctx, unsigned flags, unsigned alloc_flags,
-                                  const char *what, gm_pool **out);
+/* flags: GPUMEM_POOL_NO_THREAD_CACHE, GM_POOL_CONTEXT_OWNED; src: the
+ * memory source the pool's blocks come from (source.h; a device pool's is
+ * device memory, a host pool's page-locked memory). */
+gpumem_status gm_pool_core_create(gm_pool_kind kind, gpumem_context *ctx, unsigned flags,
+                                  const gm_source_config *src, const char *what, gm_pool **out);
+/* A pool of either kind made from the properties a caller gave
+ * (pool_props.c checks every field; gpumem/pool.h says what each may hold). */
+gpumem_status gm_pool_core_create_props(gm_pool_kind kind, gpumem_context *ctx, const struct gpumem_pool_props *props,
+                                        const char *what, gm_pool **out);
+/* Gives every held block back (as free_held), then, for a source that
+ * grows and shrinks, unmaps idle chunks until at most keep bytes of them
+ * remain. */
+gpumem_status gm_pool_core_trim(gm_pool *p, uint64_t keep, const char *what);
+/* The pool's memory source. */
+gm_source *gm_pool_source(const gm_pool *p);
 gpumem_status gm_pool_core_destroy(gm_pool *p, const char *what);
 /* size bytes for use on stream (NULL: synchronous use; host pools pass
  * NULL); *addr: device address or host address.  size 0 gives address 0

@@ -141,6 +141,8 @@ struct gm_pool {
     uint64_t id; /* never reused: thread slots match on it */
     unsigned flags;
     unsigned alloc_flags;
+    gm_source *src; /* where blocks come from (source.h); GROW sources merge given-back blocks */
+    bool grows;     /* src has GM_SOURCE_CAP_GROW */
     unsigned stripe_mask; /* stripes - 1, a power of two less one */
     gpumem_context *ctx;
     atomic_bool holding;
@@ -221,14 +223,21 @@ void gm_store_empty(gm_stripe *s, gm_rec **out);
  * *stp set on failure (and *oom when the driver is out of memory). */
 gm_rec *gm_pool_alloc_slow(gm_pool *p, unsigned cls, size_t size, uintptr_t key, const char *what,
                            gpumem_status *stp, bool *oom);
-/* Gives a block to the driver: waits for the work its free recorded (or,
- * with sync, for all of that stream's), then frees its event and its
- * memory.  The record is left to the caller. */
+/* Gives a block to its source: waits for the work its free recorded (or,
+ * with sync, for all of that stream's), then frees its event and gives the
+ * memory back.  The record is left to the caller. */
 gpumem_status gm_pool_release_block(gm_pool *p, gm_rec *r, gpumem_stream *sync, const char *what);
 /* Records the block's event on stream, making the event the first time. */
 gpumem_status gm_pool_record_free(gm_pool *p, gm_rec *r, gpumem_stream *stream, const char *what);
 /* Whether a pending block's event has completed: 1 yes (the block is made
  * idle), 0 not yet, -1 the query failed (status in *st). */
 int gm_pool_pending_done(gm_pool *p, gm_rec *r, const char *what, gpumem_status *st);
+/* A pool whose source merges (p->grows): gives the stripes' idle blocks,
+ * and their pending ones whose event has completed, back to the source,
+ * where they merge with their neighbours.  The thread caches keep theirs
+ * (small blocks).  No lock held; stripes are locked one at a time.  The
+ * first driver failure (an event query or destroy) is returned; the other
+ * blocks go back all the same. */
+gpumem_status gm_pool_reclaim(gm_pool *p, const char *what);
 
 #endif /* GM_POOL_IMPL_H */

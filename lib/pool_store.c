@@ -1,9 +1,11 @@
 /*
  * pool_store.c - the pool core's shared store (pool.h: stripes of
  * size-class lists, idle blocks LIFO and blocks pending on a stream's event
- * FIFO, each stripe under its own mutex) and the driver calls for blocks:
- * an allocation that no thread cache served is taken from the store, or
- * from the driver.
+ * FIFO, each stripe under its own mutex) and the calls to the pool's memory
+ * source (source.h) for blocks: an allocation that no thread cache served
+ * is taken from the store, or from the source.  A source that merges the
+ * extents given back (virtual memory) first gets the store's idle blocks
+ * back before it maps more (gm_pool_reclaim).
  */
 #include "config.h"
 
@@ -12,37 +14,17 @@
 #include <stdio.h>
 
 #include "error.h"
-#include "hostreg.h"
 #include "memstats.h"
 #include "pool_impl.h"
 
 #define STORE_SCAN 8 /* same-stream candidates looked at in the store */
 
-/* ---- driver calls for blocks ---- */
+/* ---- the source's blocks ---- */
 
-/* The driver's result, or -1 with *st set (gm_host_alloc_locked). */
-static int drv_alloc(gm_pool *p, size_t bytes, const char *what, uint64_t *addr, gpumem_status *st)
-{
-    if (p->kind == GM_POOL_DEVICE) {
-        gm_cu_deviceptr d = 0;
-        int rc = GM_DRV(mem_alloc, p->ctx->dctx, &d, bytes);
-        *addr = d;
-        if (rc == 0)
-            gm_memstats_driver_alloc(p->ctx);
-        return rc;
-    }
-    void *h = NULL;
-    int rc = gm_host_alloc_locked(p->ctx->dctx, bytes, p->alloc_flags, what, &h, st);
-    if (rc == 0)
-        gm_memstats_driver_alloc(p->ctx);
-    *addr = (uint64_t)(uintptr_t)h;
-    return rc;
-}
-
-/* Gives a block to the driver: waits for the work its free recorded (or,
- * with sync, for all of that stream's), then frees its event and its
- * memory.  The first failure is returned; the memory is freed whatever
- * failed before.  The record is left to the caller. */
+/* Gives a block to its source: waits for the work its free recorded (or,
+ * with sync, for all of that stream's), then frees its event and gives the
+ * memory back.  The first failure is returned; the memory is given back
+ * whatever failed before.  The record is left to the caller. */
 gpumem_status gm_pool_release_block(gm_pool *p, gm_rec *r, gpumem_stream *sync, const char *what)
 {
     if (gm_process_exiting())
@@ -58,12 +40,7 @@ gpumem_status gm_pool_release_block(gm_pool *p, gm_rec *r, gpumem_stream *sync, 
         r->event = NULL;
     }
     r->key = 0;
-    if (p->kind == GM_POOL_DEVICE)
-        st = gm_keep_first(st, gm_drv_check(GM_DRV(mem_free, dctx, r->addr), GM_OP_mem_free, what));
-    else
-        st = gm_keep_first(st, gm_drv_check(gm_host_free_locked(dctx, (void *)(uintptr_t)r->addr),
-                                            GM_OP_mem_free_host, what));
-    return st;
+    return gm_keep_first(st, p->src->ops->free(p->src, r->addr, gm_pool_class_bytes(r->cls), what));
 }
 
 /* Records the block's event on stream, making the event the first time. */
@@ -259,21 +236,29 @@ gm_rec *gm_pool_alloc_slow(gm_pool *p, unsigned cls, size_t size, uintptr_t key,
         return NULL;
     }
     uint64_t addr = 0;
-    int rc = drv_alloc(p, bytes, what, &addr, stp);
-    if (rc == GM_CUDA_ERROR_OUT_OF_MEMORY) {
-        /* The allocator's ladder (alloc.c) releases and retries. */
-        gm_rec_put(r);
-        *stp = p->kind == GM_POOL_DEVICE ? GPUMEM_ERROR_OUT_OF_MEMORY : GPUMEM_ERROR_HOST_OUT_OF_MEMORY;
-        *oom = true;
-        return NULL;
-    }
-    if (rc != 0) {
-        gm_rec_put(r);
-        if (rc > 0) {
-            char where[200];
-            snprintf(where, sizeof where, "%s: a block of %zu bytes", what, bytes);
-            *stp = gm_drv_check(rc, p->kind == GM_POOL_DEVICE ? GM_OP_mem_alloc : GM_OP_mem_host_alloc, where);
+    bool src_oom = false;
+    if (p->grows) {
+        /* A source that merges: from the memory it holds first; else the
+         * pool's held blocks of every class go back to it (they merge), and
+         * only then does it map more. */
+        st = p->src->ops->alloc(p->src, bytes, false, what, &addr, &src_oom);
+        if (st == GPUMEM_ERROR_OUT_OF_MEMORY && !src_oom) {
+            st = gm_pool_reclaim(p, what);
+            if (st == GPUMEM_OK)
+                st = p->src->ops->alloc(p->src, bytes, true, what, &addr, &src_oom);
+            /* Idle chunks past the release threshold go now.  When that
+             * fails, so does the allocation, which gives its extent back. */
+            if (st == GPUMEM_OK && (st = gm_source_settle(p->src, what)) != GPUMEM_OK)
+                st = gm_keep_first(st, p->src->ops->free(p->src, addr, bytes, what));
         }
+    } else {
+        st = p->src->ops->alloc(p->src, bytes, true, what, &addr, &src_oom);
+    }
+    if (st != GPUMEM_OK) {
+        /* Out of memory: the allocator's ladder (alloc.c) releases and retries. */
+        gm_rec_put(r);
+        *stp = st;
+        *oom = src_oom;
         return NULL;
     }
     r->pool = p;
@@ -291,4 +276,75 @@ gm_rec *gm_pool_alloc_slow(gm_pool *p, unsigned cls, size_t size, uintptr_t key,
      * held (it reads every pool of the device). */
     gm_memstats_sample(p->ctx);
     return r;
+}
+
+/* ---- giving held blocks back to a source that merges them ---- */
+
+/* Takes the idle blocks of stripe s, and its pending ones whose event has
+ * completed, to the list *out (the stripe's lock held).  A failed event
+ * query leaves its block where it is; the first failure is returned. */
+static gpumem_status store_take_done(gm_pool *p, gm_stripe *s, gm_rec **out, const char *what)
+{
+    gpumem_status first = GPUMEM_OK;
+    for (unsigned c = 0; c < GM_POOL_CLASSES && GET(s->held_blocks) != 0; c++) {
+        gm_class_store *cs = &s->store[c];
+        int64_t n = 0;
+        while (cs->idle != NULL) {
+            gm_rec *r = cs->idle;
+            cs->idle = r->next;
+            r->next = *out;
+            *out = r;
+            n++;
+        }
+        for (gm_rec *prev = NULL, *r = cs->pending_head; r != NULL;) {
+            gm_rec *next = r->next;
+            gpumem_status st = GPUMEM_OK;
+            int done = gm_pool_pending_done(p, r, what, &st);
+            first = gm_keep_first(first, st);
+            if (done > 0) {
+                pending_unlink(cs, prev, r);
+                r->next = *out;
+                *out = r;
+                n++;
+            } else {
+                prev = r;
+            }
+            r = next;
+        }
+        ADD(s->held_blocks, -n);
+        ADD(s->held_bytes, -n * (int64_t)gm_pool_class_bytes(c));
+    }
+    return first;
+}
+
+gpumem_status gm_pool_reclaim(gm_pool *p, const char *what)
+{
+    gm_rec *list = NULL;
+    gpumem_status st = GPUMEM_OK;
+    for (unsigned i = 0; i <= p->stripe_mask; i++) {
+        gm_stripe *s = &p->stripes[i];
+        if (GET(s->held_blocks) == 0)
+            continue;
+        pthread_mutex_lock(&s->lock);
+        st = gm_keep_first(st, store_take_done(p, s, &list, what));
+        pthread_mutex_unlock(&s->lock);
+    }
+    if (list == NULL)
+        return st;
+    int64_t n = 0, b = 0;
+    for (gm_rec *r = list; r != NULL; r = r->next) {
+        n++;
+        b += (int64_t)gm_pool_class_bytes(r->cls);
+    }
+    pthread_mutex_lock(&p->lock);
+    p->blocks -= n;
+    p->bytes -= b;
+    pthread_mutex_unlock(&p->lock);
+    while (list != NULL) {
+        gm_rec *next = list->next;
+        st = gm_keep_first(st, gm_pool_release_block(p, list, NULL, what)); /* their events completed */
+        gm_rec_put(list);
+        list = next;
+    }
+    return st;
 }

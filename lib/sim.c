@@ -238,6 +238,22 @@ static const gm_driver sim_driver = {
     .device_can_access_peer = sim_device_can_access_peer,
     .ctx_enable_peer_access = sim_ctx_enable_peer_access,
     .memcpy_peer = gm_sim_memcpy_peer,
+    .mem_get_allocation_granularity = gm_sim_mem_get_allocation_granularity,
+    .mem_address_reserve = gm_sim_mem_address_reserve,
+    .mem_address_free = gm_sim_mem_address_free,
+    .mem_create = gm_sim_mem_create,
+    .mem_release = gm_sim_mem_release,
+    .mem_map = gm_sim_mem_map,
+    .mem_unmap = gm_sim_mem_unmap,
+    .mem_set_access = gm_sim_mem_set_access,
+    .mem_export_to_shareable_handle = gm_sim_mem_export_to_shareable_handle,
+    .mem_import_from_shareable_handle = gm_sim_mem_import_from_shareable_handle,
+    .mem_pool_create = gm_sim_mem_pool_create,
+    .mem_pool_destroy = gm_sim_mem_pool_destroy,
+    .mem_pool_set_attribute = gm_sim_mem_pool_attribute,
+    .mem_pool_get_attribute = gm_sim_mem_pool_attribute,
+    .mem_pool_trim_to = gm_sim_mem_pool_trim_to,
+    .mem_alloc_from_pool_async = gm_sim_mem_alloc_from_pool_async,
 };
 
 /* GPUMEM_SIM_BUSY: distinct ordinals below ndev, comma-separated. */

@@ -58,6 +58,13 @@
  * Copies and memsets check every device byte they touch against the live
  * allocations and answer CUDA_ERROR_INVALID_VALUE, touching nothing, when
  * one lies outside; memsets refuse pageable host memory.
+ * Virtual memory (sim_vmm.c): address reservations in the same windows,
+ * physical memory (cuMemCreate: a memfd, charged to the device until it is
+ * released and unmapped), mappings and access rights at a granularity of
+ * 2 MiB; only mapped bytes made accessible by cuMemSetAccess can be copied
+ * or set; a physical handle exports as a real file descriptor that another
+ * process can receive (SCM_RIGHTS) and import.  The driver's stream-ordered
+ * pools (cuMemPoolCreate) answer GM_SIM_ERROR_NOT_SIMULATED.
  *
  * Streams.  Every stream, and every device's legacy default stream (NULL),
  * has a FIFO of operations run by its own worker thread.  A worker runs an

@@ -48,6 +48,8 @@
 
 enum { CU_OK = GM_CUDA_SUCCESS };
 
+typedef struct sim_resv sim_resv; /* an address reservation (sim_vmm.c) */
+
 typedef struct sim_alloc {
     uint64_t base;      /* the address users see */
     size_t size;        /* bytes asked for */
@@ -66,6 +68,10 @@ typedef struct sim_alloc {
     int fd;          /* the memfd, while shared */
     bool placed;     /* GPUMEM_SIM_FIRST_FIT: it holds [place, place + charged) of its device */
     uint64_t place;
+    /* An address reservation (cuMemAddressReserve, sim_vmm.c): mem is a
+     * PROT_NONE host mapping of its size that cuMemMap maps physical memory
+     * into; only its mapped, accessible bytes may be used. */
+    sim_resv *vmm;
 } sim_alloc;
 
 /* A run of a device's memory that an allocation holds (GPUMEM_SIM_FIRST_FIT). */
@@ -256,6 +262,40 @@ int gm_sim_mem_host_unregister(gm_dctx *ctx, void *ptr);
 int gm_sim_mem_host_get_device_pointer(gm_dctx *ctx, gm_cu_deviceptr *dptr, void *ptr);
 int gm_sim_pointer_get_attributes(unsigned count, const int *attrs, void **data, gm_cu_deviceptr ptr);
 int gm_sim_mem_get_address_range(gm_dctx *ctx, gm_cu_deviceptr *base, size_t *size, gm_cu_deviceptr ptr);
+
+/* Reserves bytes at the end of ctx's address window: *base, and the
+ * extent to add to next_off once the record is in. */
+bool gm_sim_window_reserve(gm_dctx *ctx, size_t bytes, uint64_t *base, size_t *extent);
+/* Inserts r in the registry (false: out of memory). */
+bool gm_sim_reg_insert(sim_alloc *r);
+
+/* ---- sim_vmm.c: virtual memory management (reservations, physical
+ * memory, mappings, access; the granularity is GM_SIM_VMM_GRANULARITY) ---- */
+
+#define GM_SIM_VMM_GRANULARITY ((size_t)2 << 20)
+
+/* Whether [off, off + len) of reservation v is mapped and accessible (lock held). */
+bool gm_sim_vmm_accessible(const sim_resv *v, uint64_t off, size_t len);
+/* Frees a reservation whose record went: its mappings and host range. */
+void gm_sim_vmm_free(sim_resv *v);
+int gm_sim_mem_get_allocation_granularity(gm_dctx *ctx, size_t *granularity, const gm_cu_mem_alloc_prop *prop,
+                                          int option);
+int gm_sim_mem_address_reserve(gm_dctx *ctx, gm_cu_deviceptr *ptr, size_t size, size_t alignment);
+int gm_sim_mem_address_free(gm_dctx *ctx, gm_cu_deviceptr ptr, size_t size);
+int gm_sim_mem_create(gm_dctx *ctx, gm_cu_mem_handle *handle, size_t size, const gm_cu_mem_alloc_prop *prop);
+int gm_sim_mem_release(gm_dctx *ctx, gm_cu_mem_handle handle);
+int gm_sim_mem_map(gm_dctx *ctx, gm_cu_deviceptr ptr, size_t size, gm_cu_mem_handle handle);
+int gm_sim_mem_unmap(gm_dctx *ctx, gm_cu_deviceptr ptr, size_t size);
+int gm_sim_mem_set_access(gm_dctx *ctx, gm_cu_deviceptr ptr, size_t size, const gm_cu_mem_access_desc *desc,
+                          size_t count);
+int gm_sim_mem_export_to_shareable_handle(gm_dctx *ctx, void *shareable, gm_cu_mem_handle handle, int type);
+int gm_sim_mem_import_from_shareable_handle(gm_dctx *ctx, gm_cu_mem_handle *handle, void *os_handle, int type);
+int gm_sim_mem_pool_create(gm_dctx *ctx, gm_dmempool **pool, const gm_cu_mem_pool_props *props);
+int gm_sim_mem_pool_destroy(gm_dctx *ctx, gm_dmempool *pool);
+int gm_sim_mem_pool_attribute(gm_dctx *ctx, gm_dmempool *pool, int attr, uint64_t *value);
+int gm_sim_mem_pool_trim_to(gm_dctx *ctx, gm_dmempool *pool, size_t keep);
+int gm_sim_mem_alloc_from_pool_async(gm_dctx *ctx, gm_cu_deviceptr *ptr, size_t bytes, gm_dmempool *pool,
+                                     gm_dstream *stream);
 
 /* ---- sim_ipc.c: IPC handles between processes ---- */
 

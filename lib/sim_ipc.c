@@ -78,7 +78,7 @@ int gm_sim_ipc_get_mem_handle(gm_dctx *ctx, gm_cu_ipc_mem_handle *handle, gm_cu_
     lock();
     int rc = gm_sim_ctx_ok(ctx) ? CU_OK : GM_CUDA_ERROR_INVALID_CONTEXT;
     sim_alloc *r = rc == CU_OK ? gm_sim_reg_find(ptr) : NULL;
-    if (rc == CU_OK && (r == NULL || r->kind != GM_SIM_MEM_DEVICE || r->module || r->ipc_mapped))
+    if (rc == CU_OK && (r == NULL || r->kind != GM_SIM_MEM_DEVICE || r->module || r->ipc_mapped || r->vmm != NULL))
         rc = GM_CUDA_ERROR_INVALID_VALUE; /* only cuMemAlloc memory of this process has IPC handles */
     if (rc == CU_OK && !r->shared) {
         /* wait until no queued op holds r (ours and the registry's are the two

@@ -57,7 +57,9 @@ sim_alloc *gm_sim_reg_find(uint64_t addr)
 sim_alloc *gm_sim_reg_find_range(uint64_t addr, size_t len)
 {
     sim_alloc *r = gm_sim_reg_find(addr);
-    return r != NULL && len <= r->size - (addr - r->base) ? r : NULL;
+    if (r == NULL || len > r->size - (addr - r->base))
+        return NULL;
+    return r->vmm == NULL || gm_sim_vmm_accessible(r->vmm, addr - r->base, len) ? r : NULL;
 }
 
 /* A record overlapping [addr, addr + len), len > 0: since records are
@@ -71,7 +73,7 @@ static sim_alloc *reg_overlap(uint64_t addr, size_t len)
     return r->base + r->size > addr ? r : NULL;
 }
 
-static bool reg_insert(sim_alloc *r)
+bool gm_sim_reg_insert(sim_alloc *r)
 {
     if (S.nreg == S.capreg) {
         size_t cap = S.capreg ? 2 * S.capreg : 64;
@@ -140,7 +142,9 @@ static void place_drop(gm_dctx *d, uint64_t off)
 void gm_sim_alloc_unref(sim_alloc *r)
 {
     if (--r->refs == 0) {
-        if (r->shared || r->ipc_mapped)
+        if (r->vmm != NULL)
+            gm_sim_vmm_free(r->vmm);
+        else if (r->shared || r->ipc_mapped)
             gm_sim_ipc_free(r);
         else if (r->owned)
             free(r->mem);
@@ -178,7 +182,7 @@ static int alloc_add_host(gm_sim_mem_kind kind, int dev, void *mem, size_t size,
     sim_alloc *old;
     while ((old = reg_overlap(r->base, size)) != NULL && old->kind == GM_SIM_MEM_HOST_REGISTERED)
         gm_sim_alloc_drop(old);
-    if (old != NULL || !reg_insert(r)) {
+    if (old != NULL || !gm_sim_reg_insert(r)) {
         free(r);
         return GM_CUDA_ERROR_OUT_OF_MEMORY;
     }
@@ -200,9 +204,7 @@ int gm_sim_mem_get_info(gm_dctx *ctx, size_t *free_bytes, size_t *total_bytes)
     return rc;
 }
 
-/* Reserves bytes at the end of ctx's address window: *base, and the
- * extent to add to next_off once the record is in. */
-static bool window_reserve(gm_dctx *ctx, size_t bytes, uint64_t *base, size_t *extent)
+bool gm_sim_window_reserve(gm_dctx *ctx, size_t bytes, uint64_t *base, size_t *extent)
 {
     if (!round_up(bytes, DEVICE_ALIGN, extent) || *extent > WINDOW - DEVICE_GAP ||
         ctx->next_off > WINDOW - DEVICE_GAP - *extent)
@@ -216,7 +218,7 @@ int gm_sim_mem_alloc_locked(gm_dctx *ctx, gm_cu_deviceptr *ptr, size_t bytes)
     size_t charged, extent;
     uint64_t base, place = 0;
     if (!round_up(bytes, GRANULE, &charged) || charged > S.capacity - S.other - ctx->used ||
-        !window_reserve(ctx, bytes, &base, &extent) || (S.first_fit && !place_take(ctx, charged, &place)))
+        !gm_sim_window_reserve(ctx, bytes, &base, &extent) || (S.first_fit && !place_take(ctx, charged, &place)))
         return GM_CUDA_ERROR_OUT_OF_MEMORY;
     sim_alloc *r = calloc(1, sizeof *r);
     unsigned char *mem = malloc(bytes);
@@ -224,7 +226,7 @@ int gm_sim_mem_alloc_locked(gm_dctx *ctx, gm_cu_deviceptr *ptr, size_t bytes)
         *r = (sim_alloc){.base = base, .size = bytes, .charged = charged, .mem = mem, .owned = true,
                          .kind = GM_SIM_MEM_DEVICE, .dev = ctx->ordinal, .refs = 1, .fd = -1,
                          .placed = S.first_fit, .place = place};
-    if (r == NULL || mem == NULL || !reg_insert(r)) {
+    if (r == NULL || mem == NULL || !gm_sim_reg_insert(r)) {
         if (S.first_fit)
             place_drop(ctx, place);
         free(r);
@@ -242,13 +244,13 @@ int gm_sim_ipc_map_locked(gm_dctx *ctx, unsigned char *mem, size_t bytes, gm_cu_
 {
     size_t extent;
     uint64_t base;
-    if (!window_reserve(ctx, bytes, &base, &extent))
+    if (!gm_sim_window_reserve(ctx, bytes, &base, &extent))
         return GM_CUDA_ERROR_OUT_OF_MEMORY;
     sim_alloc *r = calloc(1, sizeof *r);
     if (r != NULL)
         *r = (sim_alloc){.base = base, .size = bytes, .mem = mem, .kind = GM_SIM_MEM_DEVICE,
                          .dev = ctx->ordinal, .refs = 1, .ipc_mapped = true, .fd = -1};
-    if (r == NULL || !reg_insert(r)) {
+    if (r == NULL || !gm_sim_reg_insert(r)) {
         free(r);
         return GM_CUDA_ERROR_OUT_OF_MEMORY;
     }
@@ -273,7 +275,7 @@ int gm_sim_mem_free(gm_dctx *ctx, gm_cu_deviceptr ptr)
     int rc = gm_sim_ctx_ok(ctx) ? CU_OK : GM_CUDA_ERROR_INVALID_CONTEXT;
     if (rc == CU_OK) {
         sim_alloc *r = gm_sim_reg_find(ptr);
-        if (r != NULL && r->base == ptr && !r->module && !r->ipc_mapped &&
+        if (r != NULL && r->base == ptr && !r->module && !r->ipc_mapped && r->vmm == NULL &&
             (r->kind == GM_SIM_MEM_DEVICE || r->kind == GM_SIM_MEM_MANAGED))
             gm_sim_alloc_drop(r);
         else
@@ -382,7 +384,7 @@ static int host_register_locked(gm_dctx *ctx, void *ptr, size_t bytes, unsigned 
         return GM_CUDA_ERROR_OUT_OF_MEMORY;
     *r = (sim_alloc){.base = addr, .size = bytes, .charged = (size_t)(end - first), .mem = ptr,
                      .kind = GM_SIM_MEM_HOST_REGISTERED, .dev = ctx->ordinal, .flags = flags, .refs = 1};
-    if (!reg_insert(r)) {
+    if (!gm_sim_reg_insert(r)) {
         free(r);
         return GM_CUDA_ERROR_OUT_OF_MEMORY;
     }

@@ -117,6 +117,73 @@ int main(void)
     CHECK_SIZE(gm_cu_memcpy3d, CUDA_MEMCPY3D)
     MEMCPY3D_FIELDS(CHECK_FIELD_3D)
 
+    /* virtual memory management and stream-ordered pools */
+    CHECK_CONSTANT(CU_MEM_ALLOCATION_TYPE_INVALID)
+    CHECK_CONSTANT(CU_MEM_ALLOCATION_TYPE_PINNED)
+    CHECK_CONSTANT(CU_MEM_LOCATION_TYPE_INVALID)
+    CHECK_CONSTANT(CU_MEM_LOCATION_TYPE_DEVICE)
+    CHECK_CONSTANT(CU_MEM_LOCATION_TYPE_HOST)
+    CHECK_CONSTANT(CU_MEM_LOCATION_TYPE_HOST_NUMA)
+    CHECK_CONSTANT(CU_MEM_HANDLE_TYPE_NONE)
+    CHECK_CONSTANT(CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)
+    CHECK_CONSTANT(CU_MEM_ACCESS_FLAGS_PROT_NONE)
+    CHECK_CONSTANT(CU_MEM_ACCESS_FLAGS_PROT_READ)
+    CHECK_CONSTANT(CU_MEM_ACCESS_FLAGS_PROT_READWRITE)
+    CHECK_CONSTANT(CU_MEM_ALLOC_GRANULARITY_MINIMUM)
+    CHECK_CONSTANT(CU_MEM_ALLOC_GRANULARITY_RECOMMENDED)
+    CHECK_CONSTANT(CU_MEMPOOL_ATTR_RELEASE_THRESHOLD)
+    CHECK_CONSTANT(CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT)
+    CHECK_CONSTANT(CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH)
+    CHECK_CONSTANT(CU_MEMPOOL_ATTR_USED_MEM_CURRENT)
+    CHECK_CONSTANT(CU_MEMPOOL_ATTR_USED_MEM_HIGH)
+    CHECK_SIZE(int, CUmemAllocationType)
+    CHECK_SIZE(int, CUmemLocationType)
+    CHECK_SIZE(int, CUmemAllocationHandleType)
+    CHECK_SIZE(int, CUmemAccess_flags)
+    CHECK_SIZE(int, CUmemAllocationGranularity_flags)
+    CHECK_SIZE(int, CUmemPool_attribute)
+    CHECK_SIZE(gm_cu_mem_handle, CUmemGenericAllocationHandle)
+    CHECK_SIZE(gm_cu_mempool, CUmemoryPool)
+    CHECK_SIZE(gm_cu_mem_location, CUmemLocation)
+    CHECK_FIELD(gm_cu_mem_location, CUmemLocation, type)
+    CHECK_FIELD(gm_cu_mem_location, CUmemLocation, id)
+    CHECK_SIZE(gm_cu_mem_alloc_prop, CUmemAllocationProp)
+    CHECK_FIELD(gm_cu_mem_alloc_prop, CUmemAllocationProp, type)
+    CHECK_FIELD(gm_cu_mem_alloc_prop, CUmemAllocationProp, requestedHandleTypes)
+    CHECK_FIELD(gm_cu_mem_alloc_prop, CUmemAllocationProp, location)
+    CHECK_FIELD(gm_cu_mem_alloc_prop, CUmemAllocationProp, win32HandleMetaData)
+    CHECK_FIELD(gm_cu_mem_alloc_prop, CUmemAllocationProp, allocFlags)
+    CHECK_FIELD(gm_cu_mem_alloc_prop, CUmemAllocationProp, allocFlags.compressionType)
+    CHECK_FIELD(gm_cu_mem_alloc_prop, CUmemAllocationProp, allocFlags.gpuDirectRDMACapable)
+    CHECK_FIELD(gm_cu_mem_alloc_prop, CUmemAllocationProp, allocFlags.usage)
+    CHECK_FIELD(gm_cu_mem_alloc_prop, CUmemAllocationProp, allocFlags.reserved)
+    CHECK_SIZE(gm_cu_mem_access_desc, CUmemAccessDesc)
+    CHECK_FIELD(gm_cu_mem_access_desc, CUmemAccessDesc, location)
+    CHECK_FIELD(gm_cu_mem_access_desc, CUmemAccessDesc, flags)
+    CHECK_SIZE(gm_cu_mem_pool_props, CUmemPoolProps)
+    CHECK_FIELD(gm_cu_mem_pool_props, CUmemPoolProps, allocType)
+    CHECK_FIELD(gm_cu_mem_pool_props, CUmemPoolProps, handleTypes)
+    CHECK_FIELD(gm_cu_mem_pool_props, CUmemPoolProps, location)
+    CHECK_FIELD(gm_cu_mem_pool_props, CUmemPoolProps, win32SecurityAttributes)
+    CHECK_FIELD(gm_cu_mem_pool_props, CUmemPoolProps, maxSize)
+    CHECK_FIELD(gm_cu_mem_pool_props, CUmemPoolProps, usage)
+    CHECK_FIELD(gm_cu_mem_pool_props, CUmemPoolProps, reserved)
+    /* The prototypes cuda.c declares for cuGetProcAddress's pointers. */
+    {
+        CUresult (*reserve)(CUdeviceptr *, size_t, size_t, CUdeviceptr, unsigned long long) = cuMemAddressReserve;
+        CUresult (*create)(CUmemGenericAllocationHandle *, size_t, const CUmemAllocationProp *, unsigned long long) =
+            cuMemCreate;
+        CUresult (*map)(CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle, unsigned long long) = cuMemMap;
+        CUresult (*access)(CUdeviceptr, size_t, const CUmemAccessDesc *, size_t) = cuMemSetAccess;
+        CUresult (*gran)(size_t *, const CUmemAllocationProp *, CUmemAllocationGranularity_flags) =
+            cuMemGetAllocationGranularity;
+        CUresult (*exp)(void *, CUmemGenericAllocationHandle, CUmemAllocationHandleType, unsigned long long) =
+            cuMemExportToShareableHandle;
+        CUresult (*from_pool)(CUdeviceptr *, size_t, CUmemoryPool, CUstream) = cuMemAllocFromPoolAsync;
+        ok(reserve != NULL && create != NULL && map != NULL && access != NULL && gran != NULL && exp != NULL &&
+           from_pool != NULL, "the virtual memory entry points have the prototypes cuda.c gives them");
+    }
+
     /* module images */
     is_int(GM_FATBINC_WRAPPER_MAGIC, FATBINC_MAGIC, "FATBINC_MAGIC");
     is_int(GM_ELF_EM_CUDA, EM_CUDA, "EM_CUDA");

@@ -62,7 +62,7 @@ fi
 # 3. structs: the sizes Fortran's c_sizeof gives are C's sizeof.
 types="gpumem_slice gpumem_pool_stats_t gpumem_field gpumem_cuda_array_interface gpumem_occupancy_record
 gpumem_pointer_info gpumem_ipc_handle gpumem_memory_usage gpumem_memory_report_t gpumem_memory_pool_report
-gpumem_oom_info"
+gpumem_oom_info gpumem_pool_props"
 {
     echo 'program sizes'; echo '  use, intrinsic :: iso_c_binding'; echo '  use gpumem'; echo '  implicit none'
     for t in $types; do echo "  type($t) :: v_$t"; done
@@ -73,7 +73,7 @@ gpumem_oom_info"
     echo '#include <stdio.h>'; echo '#include <gpumem.h>'; echo 'int main(void) {'
     for t in $types; do
         case $t in gpumem_pool_stats_t) c='struct gpumem_pool_stats' ;; gpumem_memory_report_t) c='struct gpumem_memory_report' ;;
-            gpumem_memory_*|gpumem_oom_info) c="struct $t" ;; *) c=$t ;; esac
+            gpumem_memory_*|gpumem_oom_info|gpumem_pool_props) c="struct $t" ;; *) c=$t ;; esac
         echo "  printf(\"%s %zu\\n\", \"$t\", sizeof($c));"
     done
     echo '  return 0; }'

@@ -190,7 +190,176 @@ struct gpumem_pool_stats {
     uint64_t misses;                 /**< allocations that asked the driver for a new block */
     uint64_t oom_retries;            /**< times the driver ran out of memory, and the pool released its blocks and retried */
     uint64_t driver_frees;           /**< blocks given back to the driver */
+    /**
+     * The bytes the pool holds from the driver: for a pool of driver
+     * allocations (cuMemAlloc, cuMemHostAlloc), active_bytes + held_bytes;
+     * for a virtual-memory pool (::GPUMEM_POOL_SOURCE_VIRTUAL), its mapped
+     * physical memory, under its blocks in use and held and between them.
+     * Added in GPUMEM_1.1.
+     */
+    uint64_t source_bytes;
+    /** The address space a virtual-memory pool reserved (0 for other pools).  Added in GPUMEM_1.1. */
+    uint64_t reserved_bytes;
 };
+
+/* ---- pools from properties ------------------------------------------------------ */
+
+/**
+ * Where a pool's memory comes from: struct gpumem_pool_props' @c source.
+ * Added in GPUMEM_1.1.
+ */
+typedef enum gpumem_pool_source {
+    /** Device memory, one cuMemAlloc per block: the pool of gpumem_pool_create(). */
+    GPUMEM_POOL_SOURCE_DEVICE = 0,
+    /** Page-locked host memory, one cuMemHostAlloc per block: the pool of gpumem_host_pool_create(). */
+    GPUMEM_POOL_SOURCE_PINNED = 1,
+    /**
+     * Device memory through the driver's virtual memory management: the
+     * pool reserves one range of address space (cuMemAddressReserve) and
+     * maps physical memory into it on demand (cuMemCreate, cuMemMap,
+     * cuMemSetAccess), in chunks of the allocation granularity
+     * (cuMemGetAllocationGranularity; 2 MiB on current GPUs).  Blocks are
+     * ranges of the reservation: a block given back merges with its free
+     * neighbours, whichever chunk they came from, so memory freed in one
+     * size serves later requests of any other size, and what the pool holds
+     * stays close to what is in use even when the sizes drift (PyTorch's
+     * expandable segments).  Each new granule-aligned chunk costs one map
+     * call.  Blocks of 1 MiB and less come from a separate part of the
+     * reservation, so that small long-lived blocks do not pin the large
+     * ones' free ranges apart.  The thread caches and the stream-ordered
+     * reuse (see Threads and Streams above) are the same as for the other
+     * sources.  When no held block of the size class is free, the pool
+     * first gives its held blocks back to the reservation, where they
+     * merge, and maps more only if that does not make room.
+     */
+    GPUMEM_POOL_SOURCE_VIRTUAL = 2
+} gpumem_pool_source;
+
+/** struct gpumem_pool_props' @c handle_type: the pool's memory cannot be exported.  Added in GPUMEM_1.1. */
+#define GPUMEM_POOL_HANDLE_NONE 0
+/**
+ * struct gpumem_pool_props' @c handle_type: the physical chunks of a
+ * ::GPUMEM_POOL_SOURCE_VIRTUAL pool are made exportable as POSIX file
+ * descriptors (CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR).  Added in GPUMEM_1.1.
+ */
+#define GPUMEM_POOL_HANDLE_POSIX_FD 1
+
+/**
+ * A pool's properties, given to gpumem_pool_create_with_props() and
+ * gpumem_host_pool_create_with_props().  Start from
+ * ::GPUMEM_POOL_PROPS_INIT, which sets @c size and every default, then
+ * change the fields you need.  Later versions only append fields; a
+ * struct longer than this version's must hold zeros past its end.  Added
+ * in GPUMEM_1.1.
+ */
+struct gpumem_pool_props {
+    size_t size;     /**< sizeof(struct gpumem_pool_props) */
+    int source;      /**< a ::gpumem_pool_source; default ::GPUMEM_POOL_SOURCE_DEVICE */
+    int device;      /**< the device of the pool's memory: -1 (the default) for the context's, or the context's ordinal */
+    int numa_node;   /**< the NUMA node of a host pool's pages: -1 (the default; any other value is not supported yet) */
+    unsigned flags;  /**< ::GPUMEM_POOL_NO_THREAD_CACHE; for a host pool also the ::GPUMEM_HOST_ALLOC_PORTABLE flags */
+    /**
+     * ::GPUMEM_POOL_SOURCE_VIRTUAL: the fewest bytes one growth maps, when
+     * the free range that grows is that long (rounded up to the
+     * granularity); 0 (the default): the granularity.  Other sources: 0.
+     */
+    uint64_t growth_step;
+    /**
+     * ::GPUMEM_POOL_SOURCE_VIRTUAL: the most bytes the pool maps at once,
+     * and so the largest block; the pool reserves this much address space,
+     * and an eighth more for its small blocks.  0 (the default): the
+     * device's total memory.  At most 2^50.  Other sources: 0.
+     */
+    uint64_t maximum;
+    /**
+     * ::GPUMEM_POOL_SOURCE_VIRTUAL: the idle mapped bytes (chunks under no
+     * block in use or held) that the pool keeps when it gives held blocks
+     * back to make room; past it, idle chunks are unmapped and released to
+     * the driver.  UINT64_MAX (the default) keeps them until
+     * gpumem_pool_trim(), gpumem_pool_free_held() or the out-of-memory
+     * ladder; 0 releases every idle chunk.  Other sources: UINT64_MAX.
+     */
+    uint64_t release_threshold;
+    /** ::GPUMEM_POOL_HANDLE_NONE (the default) or ::GPUMEM_POOL_HANDLE_POSIX_FD (virtual-memory pools only). */
+    int handle_type;
+};
+
+/**
+ * The defaults of struct gpumem_pool_props: a device pool like
+ * gpumem_pool_create()'s.  `struct gpumem_pool_props props = GPUMEM_POOL_PROPS_INIT;`
+ * Added in GPUMEM_1.1.
+ */
+#define GPUMEM_POOL_PROPS_INIT \
+    {sizeof(struct gpumem_pool_props), GPUMEM_POOL_SOURCE_DEVICE, -1, -1, 0u, 0u, 0u, UINT64_MAX, GPUMEM_POOL_HANDLE_NONE}
+
+/**
+ * A new, empty device pool of @p ctx (NULL: the autoinit context) with
+ * the properties @p props: of cuMemAlloc blocks
+ * (::GPUMEM_POOL_SOURCE_DEVICE, as gpumem_pool_create() makes it) or over
+ * a virtual-memory reservation (::GPUMEM_POOL_SOURCE_VIRTUAL).  Every
+ * other device pool call works on it as on any pool.  The pool holds a
+ * reference to the context.  Added in GPUMEM_1.1.
+ *
+ * @par Example
+ * Sizes that drift: a virtual-memory pool merges what was freed:
+ * @code{.c}
+ * #include <stdio.h>
+ * #include <gpumem.h>
+ *
+ * int main(void)
+ * {
+ *     struct gpumem_pool_props props = GPUMEM_POOL_PROPS_INIT;
+ *     props.source = GPUMEM_POOL_SOURCE_VIRTUAL;
+ *     gpumem_pool *pool = NULL;
+ *     gpumem_status st = gpumem_pool_create_with_props(NULL, &props, &pool);
+ *     for (int round = 0; round < 4 && st == GPUMEM_OK; round++) {
+ *         gpumem_allocation *a[4] = {NULL, NULL, NULL, NULL};
+ *         for (int i = 0; i < 4 && st == GPUMEM_OK; i++)
+ *             st = gpumem_pool_allocate(pool, (size_t)(16 + round) << 20, NULL, &a[i]); // (16 + round) MiB
+ *         for (int i = 0; i < 4; i++)
+ *             if (a[i] != NULL)
+ *                 gpumem_allocation_free(a[i], NULL);
+ *     }
+ *     struct gpumem_pool_stats stats = {.size = sizeof stats};
+ *     if (st == GPUMEM_OK)
+ *         st = gpumem_pool_stats(pool, &stats);
+ *     if (st == GPUMEM_OK)
+ *         printf("%llu MiB mapped for 76 MiB at most in use\n",
+ *                (unsigned long long)(stats.source_bytes >> 20)); // prints: 76 MiB mapped for 76 MiB at most in use
+ *     else
+ *         fprintf(stderr, "gpumem: %s\n", gpumem_last_error());
+ *     gpumem_pool_destroy(pool);
+ *     return st == GPUMEM_OK ? 0 : 1;
+ * }
+ * @endcode
+ * @param ctx the context, or NULL for the autoinit context.
+ * @param[in] props the properties (see struct gpumem_pool_props).
+ * @param[out] pool the new pool.
+ * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT; ::GPUMEM_ERROR_INVALID_VALUE (@c size smaller than this
+ *        version's struct, or nonzero bytes past it; an unknown @c source or one of host memory; unknown
+ *        @c flags; @c numa_node not -1; @c growth_step, @c maximum or @c release_threshold set for a source other
+ *        than virtual memory; an unknown @c handle_type, or ::GPUMEM_POOL_HANDLE_POSIX_FD for a source other than
+ *        virtual memory; @c maximum or @c growth_step above 2^50); ::GPUMEM_ERROR_CONTEXT_MISMATCH (@c device is
+ *        not the context's); ::GPUMEM_ERROR_NOT_SUPPORTED (virtual memory: the driver has no virtual memory
+ *        management); ::GPUMEM_ERROR_HOST_OUT_OF_MEMORY; an autoinit failure; or a driver failure (virtual
+ *        memory: the granularity query, the device's memory size, the address reservation).
+ */
+GPUMEM_API gpumem_status gpumem_pool_create_with_props(gpumem_context *ctx, const struct gpumem_pool_props *props,
+                                                       gpumem_pool **pool);
+
+/**
+ * Gives every held block back, as gpumem_pool_free_held() does; a
+ * ::GPUMEM_POOL_SOURCE_VIRTUAL pool then unmaps and releases its idle
+ * chunks (those under no block in use) until at most @p keep_bytes of
+ * them stay mapped, the highest addresses first (the driver's
+ * cuMemPoolTrimTo).  For other pools @p keep_bytes is not used.  The pool
+ * keeps holding what is freed afterwards.  Added in GPUMEM_1.1.
+ * @param pool the pool.
+ * @param keep_bytes the idle mapped bytes a virtual-memory pool may keep.
+ * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT, ::GPUMEM_ERROR_INVALID_VALUE (a pool of the other kind),
+ *        ::GPUMEM_ERROR_INVALID_STATE (destroyed), or the first driver failure.
+ */
+GPUMEM_API gpumem_status gpumem_pool_trim(gpumem_pool *pool, uint64_t keep_bytes);
 
 /* ---- device pools ---------------------------------------------------------------- */
 
@@ -404,6 +573,34 @@ GPUMEM_API gpumem_status gpumem_allocation_free(gpumem_allocation *alloc, gpumem
  * @return as gpumem_pool_create().
  */
 GPUMEM_API gpumem_status gpumem_host_pool_create(gpumem_context *ctx, unsigned flags, gpumem_host_pool **pool);
+
+/**
+ * A new, empty page-locked host pool of @p ctx (NULL: the autoinit
+ * context) with the properties @p props, whose @c source must be
+ * ::GPUMEM_POOL_SOURCE_PINNED (@c flags may hold the
+ * ::GPUMEM_HOST_ALLOC_PORTABLE flags too): the pool of
+ * gpumem_host_pool_create(), made from the same struct as device pools.
+ * Added in GPUMEM_1.1.
+ * @param ctx the context, or NULL for the autoinit context.
+ * @param[in] props the properties (see struct gpumem_pool_props).
+ * @param[out] pool the new pool.
+ * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT; ::GPUMEM_ERROR_INVALID_VALUE (as
+ *        gpumem_pool_create_with_props(), and a @c source other than ::GPUMEM_POOL_SOURCE_PINNED);
+ *        ::GPUMEM_ERROR_NOT_SUPPORTED (@c numa_node not -1); ::GPUMEM_ERROR_CONTEXT_MISMATCH;
+ *        ::GPUMEM_ERROR_HOST_OUT_OF_MEMORY; or an autoinit failure.
+ */
+GPUMEM_API gpumem_status gpumem_host_pool_create_with_props(gpumem_context *ctx,
+                                                            const struct gpumem_pool_props *props,
+                                                            gpumem_host_pool **pool);
+
+/**
+ * As gpumem_pool_trim(), for a host pool: gives every held block back
+ * (@p keep_bytes is not used by page-locked pools).  Added in GPUMEM_1.1.
+ * @param pool the pool.
+ * @param keep_bytes not used.
+ * @return as gpumem_pool_trim().
+ */
+GPUMEM_API gpumem_status gpumem_host_pool_trim(gpumem_host_pool *pool, uint64_t keep_bytes);
 
 /**
  * As gpumem_pool_destroy(), for a host pool.

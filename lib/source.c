@@ -1,0 +1,123 @@
+/*
+ * source.c - the memory sources of one driver allocation per extent
+ * (source.h): device memory (cuMemAlloc) and page-locked host memory
+ * (cuMemHostAlloc, recorded in the host registry), and gm_source_create,
+ * which makes a source of any kind.
+ */
+#include "config.h"
+
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "error.h"
+#include "hostreg.h"
+#include "memstats.h"
+#include "source.h"
+
+/* Counted extents, for the books (relaxed: read by statistics). */
+typedef struct gm_simple_source {
+    gm_source s;
+    _Atomic uint64_t extents, bytes;
+} gm_simple_source;
+
+static void count(gm_source *s, int64_t n, int64_t bytes)
+{
+    gm_simple_source *ss = (gm_simple_source *)s;
+    atomic_fetch_add_explicit(&ss->extents, (uint64_t)n, memory_order_relaxed);
+    atomic_fetch_add_explicit(&ss->bytes, (uint64_t)bytes, memory_order_relaxed);
+}
+
+static gpumem_status simple_alloc(gm_source *s, size_t bytes, bool grow, const char *what, uint64_t *addr,
+                                  bool *oom)
+{
+    (void)grow;
+    gm_dctx *dctx = s->ctx->dctx;
+    gpumem_status st = GPUMEM_OK;
+    int rc;
+    if (s->cfg.kind == GM_SOURCE_DEVICE) {
+        gm_cu_deviceptr d = 0;
+        rc = GM_DRV(mem_alloc, dctx, &d, bytes);
+        *addr = d;
+    } else {
+        void *h = NULL;
+        rc = gm_host_alloc_locked(dctx, bytes, s->cfg.host_flags, what, &h, &st);
+        *addr = (uint64_t)(uintptr_t)h;
+    }
+    if (rc == 0) {
+        gm_memstats_driver_alloc(s->ctx);
+        count(s, 1, (int64_t)bytes);
+        return GPUMEM_OK;
+    }
+    if (rc == GM_CUDA_ERROR_OUT_OF_MEMORY) {
+        *oom = true;
+        return s->cfg.kind == GM_SOURCE_DEVICE ? GPUMEM_ERROR_OUT_OF_MEMORY : GPUMEM_ERROR_HOST_OUT_OF_MEMORY;
+    }
+    if (rc < 0)
+        return st; /* gm_host_alloc_locked's own failure, with its message */
+    char where[200];
+    snprintf(where, sizeof where, "%s: a block of %zu bytes", what, bytes);
+    return gm_drv_check(rc, s->cfg.kind == GM_SOURCE_DEVICE ? GM_OP_mem_alloc : GM_OP_mem_host_alloc, where);
+}
+
+static gpumem_status simple_free(gm_source *s, uint64_t addr, size_t bytes, const char *what)
+{
+    gm_dctx *dctx = s->ctx->dctx;
+    count(s, -1, -(int64_t)bytes);
+    if (s->cfg.kind == GM_SOURCE_DEVICE)
+        return gm_drv_check(GM_DRV(mem_free, dctx, addr), GM_OP_mem_free, what);
+    return gm_drv_check(gm_host_free_locked(dctx, (void *)(uintptr_t)addr), GM_OP_mem_free_host, what);
+}
+
+static void simple_location(const gm_source *s, gm_source_location *loc)
+{
+    if (s->cfg.kind == GM_SOURCE_DEVICE)
+        *loc = (gm_source_location){GM_CU_MEM_LOCATION_TYPE_DEVICE, s->ctx->device};
+    else
+        *loc = (gm_source_location){GM_CU_MEM_LOCATION_TYPE_HOST, -1};
+}
+
+static void simple_usage(gm_source *s, gm_source_usage *u)
+{
+    gm_simple_source *ss = (gm_simple_source *)s;
+    *u = (gm_source_usage){.extents = atomic_load_explicit(&ss->extents, memory_order_relaxed),
+                           .extent_bytes = atomic_load_explicit(&ss->bytes, memory_order_relaxed)};
+    u->mapped = u->extent_bytes;
+}
+
+static gpumem_status simple_destroy(gm_source *s, const char *what)
+{
+    (void)what;
+    free(s);
+    return GPUMEM_OK;
+}
+
+static const gm_source_ops device_ops = {
+    .name = "device", .caps = 0, .alloc = simple_alloc, .free = simple_free,
+    .location = simple_location, .usage = simple_usage, .destroy = simple_destroy,
+};
+
+static const gm_source_ops pinned_ops = {
+    .name = "pinned", .caps = GM_SOURCE_CAP_HOST, .alloc = simple_alloc, .free = simple_free,
+    .location = simple_location, .usage = simple_usage, .destroy = simple_destroy,
+};
+
+gpumem_status gm_source_create(gpumem_context *ctx, const gm_source_config *cfg, const char *what,
+                               gm_source **out)
+{
+    if (cfg->kind == GM_SOURCE_VMM)
+        return gm_source_vmm_create(ctx, cfg, what, out);
+    gm_simple_source *ss = calloc(1, sizeof *ss);
+    if (ss == NULL)
+        return gm_error(GPUMEM_ERROR_HOST_OUT_OF_MEMORY, "%s: out of host memory", what);
+    ss->s = (gm_source){.ops = cfg->kind == GM_SOURCE_DEVICE ? &device_ops : &pinned_ops, .ctx = ctx, .cfg = *cfg};
+    *out = &ss->s;
+    return GPUMEM_OK;
+}
+
+gpumem_status gm_source_settle(gm_source *s, const char *what)
+{
+    if (!(s->ops->caps & GM_SOURCE_CAP_GROW))
+        return GPUMEM_OK;
+    return s->ops->trim(s, s->cfg.release_threshold, what);
+}

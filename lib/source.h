@@ -1,0 +1,125 @@
+/*
+ * source.h - memory sources: where a pool's bytes come from, as one table of
+ * operations (the way NCCL describes its transports).  The pool core
+ * (pool.h) is one suballocator over extents that a source gives; it calls
+ * nothing else to get or give back memory, so device and page-locked pools
+ * are the same code over different sources.
+ *
+ * Sources (source.c, source_vmm.c):
+ *  - device: one cuMemAlloc per extent, cuMemFree back;
+ *  - pinned: one cuMemHostAlloc per extent (through gm_host_alloc_locked,
+ *    which records the range in the host registry), cuMemFreeHost back;
+ *  - virtual memory: one address reservation (cuMemAddressReserve) per
+ *    source, whose extents are ranges of it.  Physical memory is mapped on
+ *    demand, at the allocation granularity (cuMemGetAllocationGranularity):
+ *    each new chunk of granules is one cuMemCreate, one cuMemMap and one
+ *    cuMemSetAccess.  Extents given back merge with their free neighbours,
+ *    whichever chunk they came from; chunks that no extent touches are idle,
+ *    unmapped and released (cuMemUnmap, cuMemRelease) when the idle mapped
+ *    bytes pass the release threshold at a settle, or on a trim.  Small
+ *    extents (up to GM_SOURCE_SMALL bytes) come from the reservation's
+ *    upper part, so that long-lived small blocks do not pin the large ones'
+ *    free ranges apart.
+ *
+ * Capabilities say which optional operations a source has: GROW (extents
+ * merge, memory maps and unmaps in chunks: map, unmap, settle, trim),
+ * EXPORT (chunks export as POSIX file descriptors).
+ *
+ * Locking: a source's own mutex is a leaf, taken with no pool lock held;
+ * the virtual-memory source makes its map and unmap calls under it (one
+ * source grows or shrinks at a time, as the out-of-memory ladder does).
+ */
+#ifndef GM_SOURCE_H
+#define GM_SOURCE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "context.h"
+#include "driver.h"
+#include "gpumem/status.h"
+
+typedef enum gm_source_kind { GM_SOURCE_DEVICE, GM_SOURCE_PINNED, GM_SOURCE_VMM } gm_source_kind;
+
+#define GM_SOURCE_CAP_GROW 0x1u   /* extents merge; map, unmap, settle and trim */
+#define GM_SOURCE_CAP_EXPORT 0x2u /* chunks export as POSIX file descriptors */
+#define GM_SOURCE_CAP_HOST 0x4u   /* host memory (addresses are host addresses) */
+
+/* Extents up to this size come from the small part of a reservation. */
+#define GM_SOURCE_SMALL ((size_t)1 << 20)
+
+/* Where a source's memory lives: CUmemLocation's types. */
+typedef struct gm_source_location {
+    int type; /* GM_CU_MEM_LOCATION_TYPE_DEVICE, _HOST or _HOST_NUMA */
+    int id;   /* the device ordinal, or the NUMA node (-1: any) */
+} gm_source_location;
+
+/* A source's books. */
+typedef struct gm_source_usage {
+    uint64_t extents, extent_bytes; /* extents handed out and their bytes */
+    uint64_t mapped;                /* bytes held from the driver (mapped chunks, or the extents) */
+    uint64_t reserved;              /* address space reserved (0 but for virtual memory) */
+    uint64_t chunks;                /* mapped chunks (virtual memory) */
+} gm_source_usage;
+
+/* What a source is made with. */
+typedef struct gm_source_config {
+    gm_source_kind kind;
+    unsigned host_flags;        /* pinned: cuMemHostAlloc's flags */
+    uint64_t growth_step;       /* virtual memory: bytes mapped at least per growth; 0: the granularity */
+    uint64_t maximum;           /* virtual memory: bytes reserved, the most that can be mapped; 0: the device's */
+    uint64_t release_threshold; /* virtual memory: idle mapped bytes kept at a settle */
+    bool exportable;            /* virtual memory: chunks exportable as POSIX file descriptors */
+} gm_source_config;
+
+typedef struct gm_source gm_source;
+
+typedef struct gm_source_ops {
+    const char *name;
+    unsigned caps;
+    /* An extent of bytes at *addr.  grow false: only from memory the
+     * source holds already (GROW sources; others ignore it).  Out of memory:
+     * *oom set, GPUMEM_ERROR_(HOST_)OUT_OF_MEMORY with no message (the
+     * allocator's ladder words it); any other failure has its message. */
+    gpumem_status (*alloc)(gm_source *s, size_t bytes, bool grow, const char *what, uint64_t *addr, bool *oom);
+    /* Gives an extent back (for GROW sources: it merges; nothing is unmapped until a settle). */
+    gpumem_status (*free)(gm_source *s, uint64_t addr, size_t bytes, const char *what);
+    /* GROW: maps physical memory under [addr, addr + bytes), a granule-aligned
+     * range of the reservation, one chunk per run of unmapped granules. */
+    gpumem_status (*map)(gm_source *s, uint64_t addr, size_t bytes, const char *what);
+    /* GROW: unmaps and releases the chunks that lie wholly in [addr, addr + bytes) and are idle. */
+    gpumem_status (*unmap)(gm_source *s, uint64_t addr, size_t bytes, const char *what);
+    /* GROW: unmaps idle chunks until at most keep idle mapped bytes remain. */
+    gpumem_status (*trim)(gm_source *s, uint64_t keep, const char *what);
+    /* EXPORT: the chunk holding addr as a new POSIX file descriptor *fd
+     * (the caller closes it), and the chunk's range. */
+    gpumem_status (*export_fd)(gm_source *s, uint64_t addr, int *fd, uint64_t *chunk, size_t *chunk_bytes,
+                               const char *what);
+    void (*location)(const gm_source *s, gm_source_location *loc);
+    void (*usage)(gm_source *s, gm_source_usage *u);
+    /* Frees the source; every extent was given back. */
+    gpumem_status (*destroy)(gm_source *s, const char *what);
+} gm_source_ops;
+
+struct gm_source {
+    const gm_source_ops *ops;
+    gpumem_context *ctx; /* not retained: the pool holds it */
+    gm_source_config cfg;
+};
+
+/* Makes a source of cfg.kind for ctx's device.  Virtual memory that the
+ * driver cannot do (no entry points, or a device without virtual memory
+ * management) is GPUMEM_ERROR_NOT_SUPPORTED. */
+gpumem_status gm_source_create(gpumem_context *ctx, const gm_source_config *cfg, const char *what,
+                               gm_source **out);
+
+/* Releases the idle chunks beyond the release threshold (GROW sources; a
+ * no-op for the others). */
+gpumem_status gm_source_settle(gm_source *s, const char *what);
+
+/* source_vmm.c */
+gpumem_status gm_source_vmm_create(gpumem_context *ctx, const gm_source_config *cfg, const char *what,
+                                   gm_source **out);
+
+#endif /* GM_SOURCE_H */
