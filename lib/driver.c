@@ -115,7 +115,7 @@ const char *gm_cu_error_description(int result)
     case GM_CUDA_ERROR_NOT_SUPPORTED: return "operation not supported";
     case GM_CUDA_ERROR_SYSTEM_DRIVER_MISMATCH: return "system has unsupported display driver / cuda driver combination";
     case GM_CUDA_ERROR_UNKNOWN: return "unknown error";
-    case GM_SIM_ERROR_NOT_SIMULATED: return "kernel launches are not simulated";
+    case GM_SIM_ERROR_NOT_SIMULATED: return "not simulated (kernel launches, the driver's stream-ordered pools)";
     default: return "driver error";
     }
 }

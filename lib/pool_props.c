@@ -44,11 +44,14 @@ gpumem_status gm_pool_core_create_props(gm_pool_kind kind, gpumem_context *ctx, 
     switch (p.source) {
     case GPUMEM_POOL_SOURCE_DEVICE:
     case GPUMEM_POOL_SOURCE_VIRTUAL:
+    case GPUMEM_POOL_SOURCE_ASYNC:
         if (host)
             return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: props->source %d is device memory; a host pool's is "
                             "GPUMEM_POOL_SOURCE_PINNED (gpumem_pool_create_with_props makes device pools)", what,
                             p.source);
-        src.kind = p.source == GPUMEM_POOL_SOURCE_DEVICE ? GM_SOURCE_DEVICE : GM_SOURCE_VMM;
+        src.kind = p.source == GPUMEM_POOL_SOURCE_DEVICE    ? GM_SOURCE_DEVICE
+                   : p.source == GPUMEM_POOL_SOURCE_VIRTUAL ? GM_SOURCE_VMM
+                                                            : GM_SOURCE_ASYNC;
         break;
     case GPUMEM_POOL_SOURCE_PINNED:
         if (!host)
@@ -69,10 +72,14 @@ gpumem_status gm_pool_core_create_props(gm_pool_kind kind, gpumem_context *ctx, 
                                "memory on a NUMA node is not supported yet (set -1)", what, p.numa_node)
                     : gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: props->numa_node %d: a device pool has no NUMA node "
                                "(set -1)", what, p.numa_node);
-    bool vmm = src.kind == GM_SOURCE_VMM;
-    if (!vmm && (p.growth_step != 0 || p.maximum != 0 || p.release_threshold != UINT64_MAX))
-        return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: props->growth_step, maximum and release_threshold apply "
-                        "only to GPUMEM_POOL_SOURCE_VIRTUAL (leave them 0, 0 and UINT64_MAX)", what);
+    bool vmm = src.kind == GM_SOURCE_VMM, async = src.kind == GM_SOURCE_ASYNC;
+    if (!vmm && p.growth_step != 0)
+        return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: props->growth_step applies only to "
+                        "GPUMEM_POOL_SOURCE_VIRTUAL (leave it 0)", what);
+    if (!vmm && !async && (p.maximum != 0 || p.release_threshold != UINT64_MAX))
+        return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: props->maximum and release_threshold apply only to "
+                        "GPUMEM_POOL_SOURCE_VIRTUAL and GPUMEM_POOL_SOURCE_ASYNC (leave them 0 and UINT64_MAX)",
+                        what);
     if (p.handle_type != GPUMEM_POOL_HANDLE_NONE && p.handle_type != GPUMEM_POOL_HANDLE_POSIX_FD)
         return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: props->handle_type %d is no GPUMEM_POOL_HANDLE_*", what,
                         p.handle_type);

@@ -9,6 +9,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "error.h"
 #include "hostreg.h"
@@ -92,6 +93,123 @@ static gpumem_status simple_destroy(gm_source *s, const char *what)
     return GPUMEM_OK;
 }
 
+/* ---- the driver's stream-ordered pool ---- */
+
+typedef struct gm_async_source {
+    gm_simple_source ss; /* first: counted as the others */
+    gm_dmempool *pool;
+} gm_async_source;
+
+static gpumem_status async_alloc(gm_source *s, size_t bytes, bool grow, const char *what, uint64_t *addr,
+                                 bool *oom)
+{
+    (void)grow;
+    gm_async_source *as = (gm_async_source *)s;
+    gm_dctx *dctx = s->ctx->dctx;
+    gm_cu_deviceptr d = 0;
+    int rc = GM_DRV(mem_alloc_from_pool_async, dctx, &d, bytes, as->pool, NULL);
+    if (rc == GM_CUDA_ERROR_OUT_OF_MEMORY) {
+        *oom = true;
+        return GPUMEM_ERROR_OUT_OF_MEMORY;
+    }
+    char where[200];
+    snprintf(where, sizeof where, "%s: a block of %zu bytes", what, bytes);
+    gpumem_status st = gm_drv_check(rc, GM_OP_mem_alloc_from_pool_async, where);
+    if (st != GPUMEM_OK)
+        return st;
+    /* Ready for any stream, as every pool block is. */
+    st = gm_drv_check(GM_DRV(stream_synchronize, dctx, NULL), GM_OP_stream_synchronize, where);
+    if (st != GPUMEM_OK) {
+        gm_error_quietly(GM_DRV(mem_free_async, dctx, d, NULL));
+        return st;
+    }
+    gm_memstats_driver_alloc(s->ctx);
+    count(s, 1, (int64_t)bytes);
+    *addr = d;
+    return GPUMEM_OK;
+}
+
+static gpumem_status async_free(gm_source *s, uint64_t addr, size_t bytes, const char *what)
+{
+    count(s, -1, -(int64_t)bytes);
+    return gm_drv_check(GM_DRV(mem_free_async, s->ctx->dctx, addr, NULL), GM_OP_mem_free_async, what);
+}
+
+static gpumem_status async_trim(gm_source *s, uint64_t keep, const char *what)
+{
+    gm_async_source *as = (gm_async_source *)s;
+    gm_dctx *dctx = s->ctx->dctx;
+    gpumem_status st = gm_drv_check(GM_DRV(ctx_synchronize, dctx), GM_OP_ctx_synchronize, what);
+    if (st == GPUMEM_OK)
+        st = gm_drv_check(GM_DRV(mem_pool_trim_to, dctx, as->pool, (size_t)(keep > SIZE_MAX ? SIZE_MAX : keep)),
+                          GM_OP_mem_pool_trim_to, what);
+    return st;
+}
+
+static void async_usage(gm_source *s, gm_source_usage *u)
+{
+    gm_async_source *as = (gm_async_source *)s;
+    simple_usage(s, u);
+    uint64_t reserved = 0;
+    if (GM_DRV(mem_pool_get_attribute, s->ctx->dctx, as->pool, GM_CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT,
+               &reserved) == 0)
+        u->mapped = reserved;
+}
+
+static gpumem_status async_destroy(gm_source *s, const char *what)
+{
+    gm_async_source *as = (gm_async_source *)s;
+    gpumem_status st = GPUMEM_OK;
+    if (!gm_process_exiting())
+        st = gm_drv_check(GM_DRV(mem_pool_destroy, s->ctx->dctx, as->pool), GM_OP_mem_pool_destroy, what);
+    free(as);
+    return st;
+}
+
+static void async_location(const gm_source *s, gm_source_location *loc)
+{
+    *loc = (gm_source_location){GM_CU_MEM_LOCATION_TYPE_DEVICE, s->ctx->device};
+}
+
+static const gm_source_ops async_ops = {
+    .name = "the driver's stream-ordered pool", .caps = 0, .alloc = async_alloc, .free = async_free,
+    .trim = async_trim, .location = async_location, .usage = async_usage, .destroy = async_destroy,
+};
+
+static gpumem_status async_create(gpumem_context *ctx, const gm_source_config *cfg, const char *what,
+                                  gm_source **out)
+{
+    gm_cu_mem_pool_props props;
+    memset(&props, 0, sizeof props);
+    props.allocType = GM_CU_MEM_ALLOCATION_TYPE_PINNED;
+    props.handleTypes = GM_CU_MEM_HANDLE_TYPE_NONE;
+    props.location = (gm_cu_mem_location){GM_CU_MEM_LOCATION_TYPE_DEVICE, ctx->device};
+    props.maxSize = (size_t)cfg->maximum;
+    gm_dmempool *pool = NULL;
+    int rc = GM_DRV(mem_pool_create, ctx->dctx, &pool, &props);
+    if (rc == GM_CUDA_ERROR_NOT_SUPPORTED)
+        return gm_error_driver(GPUMEM_ERROR_NOT_SUPPORTED, rc, "%s: the driver has no stream-ordered pools for "
+                               "device %d (cuMemPoolCreate: CUDA_ERROR_NOT_SUPPORTED)", what, ctx->device);
+    gpumem_status st = gm_drv_check(rc, GM_OP_mem_pool_create, what);
+    if (st != GPUMEM_OK)
+        return st;
+    uint64_t threshold = cfg->release_threshold;
+    st = gm_drv_check(GM_DRV(mem_pool_set_attribute, ctx->dctx, pool, GM_CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
+                             &threshold),
+                      GM_OP_mem_pool_set_attribute, what);
+    gm_async_source *as = NULL;
+    if (st == GPUMEM_OK && (as = calloc(1, sizeof *as)) == NULL)
+        st = gm_error(GPUMEM_ERROR_HOST_OUT_OF_MEMORY, "%s: out of host memory", what);
+    if (as == NULL) {
+        gm_error_quietly(GM_DRV(mem_pool_destroy, ctx->dctx, pool));
+        return st;
+    }
+    as->ss.s = (gm_source){.ops = &async_ops, .ctx = ctx, .cfg = *cfg};
+    as->pool = pool;
+    *out = &as->ss.s;
+    return GPUMEM_OK;
+}
+
 static const gm_source_ops device_ops = {
     .name = "device", .caps = 0, .alloc = simple_alloc, .free = simple_free,
     .location = simple_location, .usage = simple_usage, .destroy = simple_destroy,
@@ -107,6 +225,8 @@ gpumem_status gm_source_create(gpumem_context *ctx, const gm_source_config *cfg,
 {
     if (cfg->kind == GM_SOURCE_VMM)
         return gm_source_vmm_create(ctx, cfg, what, out);
+    if (cfg->kind == GM_SOURCE_ASYNC)
+        return async_create(ctx, cfg, what, out);
     gm_simple_source *ss = calloc(1, sizeof *ss);
     if (ss == NULL)
         return gm_error(GPUMEM_ERROR_HOST_OUT_OF_MEMORY, "%s: out of host memory", what);

@@ -9,6 +9,12 @@
  *  - device: one cuMemAlloc per extent, cuMemFree back;
  *  - pinned: one cuMemHostAlloc per extent (through gm_host_alloc_locked,
  *    which records the range in the host registry), cuMemFreeHost back;
+ *  - the driver's stream-ordered pool: a cuMemPoolCreate pool of the
+ *    device, whose release threshold is the source's; one
+ *    cuMemAllocFromPoolAsync per extent on the legacy stream, waited for
+ *    (the pool core hands blocks out ready for any stream), cuMemFreeAsync
+ *    back; what it holds is the driver pool's reserved memory.  The
+ *    simulator does not simulate it;
  *  - virtual memory: one address reservation (cuMemAddressReserve) per
  *    source, whose extents are ranges of it.  Physical memory is mapped on
  *    demand, at the allocation granularity (cuMemGetAllocationGranularity):
@@ -40,7 +46,7 @@
 #include "driver.h"
 #include "gpumem/status.h"
 
-typedef enum gm_source_kind { GM_SOURCE_DEVICE, GM_SOURCE_PINNED, GM_SOURCE_VMM } gm_source_kind;
+typedef enum gm_source_kind { GM_SOURCE_DEVICE, GM_SOURCE_PINNED, GM_SOURCE_VMM, GM_SOURCE_ASYNC } gm_source_kind;
 
 #define GM_SOURCE_CAP_GROW 0x1u   /* extents merge; map, unmap, settle and trim */
 #define GM_SOURCE_CAP_EXPORT 0x2u /* chunks export as POSIX file descriptors */

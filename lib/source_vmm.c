@@ -10,10 +10,14 @@
  * that covers mapped and unmapped memory alike.  An extent takes the start
  * of the free range that needs the fewest unmapped bytes, the smallest
  * among those (best fit over mapped memory first); the unmapped granules
- * under it are mapped then, each run of them one chunk (cuMemCreate,
- * cuMemMap, cuMemSetAccess), at least growth_step bytes when the free range
- * goes on.  Each granule counts the live extents on it; a chunk none of
- * whose granules has one is idle.
+ * under it are mapped then, each granule one chunk (cuMemCreate, cuMemMap,
+ * cuMemSetAccess: one map call per granule), at least growth_step bytes
+ * when the free range goes on.  Each granule counts the live extents on
+ * it; a chunk none of whose granules has one is idle.  A chunk per granule
+ * lets any idle granule go: before the source maps more, it unmaps as many
+ * idle chunks elsewhere (the highest first), so that what it maps stays
+ * what its extents need, however the free ranges are scattered (physical
+ * memory moves to where the address space has room).
  */
 #include "config.h"
 
@@ -232,17 +236,34 @@ static gpumem_status map_under(gm_vmm_source *v, uint64_t off, uint64_t len, uin
             r++;
         while (r - g < step && r < gmax && !v->mapped[r])
             r++;
-        uint64_t bytes = (uint64_t)(r - g) * v->gran;
-        if (v->mapped_bytes + bytes > v->maximum) {
+        if (v->mapped_bytes + (uint64_t)(r - g) * v->gran > v->maximum) {
             *oom = true; /* the pool's maximum */
             return GPUMEM_ERROR_OUT_OF_MEMORY;
         }
-        gpumem_status st = chunk_map(v, (uint64_t)g * v->gran, bytes, what, oom);
-        if (st != GPUMEM_OK)
-            return st;
-        g = r;
+        for (; g < r; g++) {
+            gpumem_status st = chunk_map(v, (uint64_t)g * v->gran, v->gran, what, oom);
+            if (st != GPUMEM_OK)
+                return st;
+        }
     }
     return GPUMEM_OK;
+}
+
+/* Unmaps idle chunks outside [lo, hi), the highest first, until need
+ * bytes went or none is left (lock held): physical memory moves to where
+ * an extent needs it instead of the source mapping more. */
+static gpumem_status swap_out(gm_vmm_source *v, uint64_t need, uint64_t lo, uint64_t hi, const char *what)
+{
+    gpumem_status st = GPUMEM_OK;
+    for (size_t i = v->nchunks; i-- > 0 && need > 0 && st == GPUMEM_OK;) {
+        vchunk *c = &v->chunks[i];
+        if ((c->off < hi && lo < c->off + c->len) || !chunk_idle(v, c))
+            continue;
+        uint64_t len = c->len;
+        st = chunk_unmap(v, i, what);
+        need = need > len ? need - len : 0;
+    }
+    return st;
 }
 
 /* ---- the operations ---- */
@@ -276,7 +297,10 @@ static gpumem_status vmm_alloc(gm_source *s, size_t bytes, bool grow, const char
         st = GPUMEM_ERROR_OUT_OF_MEMORY;
     } else if (best_cost != 0) {
         const vrange *r = &a->free[best];
-        st = map_under(v, r->off, n, r->off + r->len, what, oom);
+        uint64_t lo = r->off, limit = r->off + r->len;
+        st = swap_out(v, best_cost, lo, limit, what);
+        if (st == GPUMEM_OK)
+            st = map_under(v, lo, n, limit, what, oom);
     }
     if (st == GPUMEM_OK) {
         uint64_t off = a->free[best].off;

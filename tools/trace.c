@@ -7,7 +7,7 @@
  *                                events with their message, ladder runs, trims;
  *   plot FILE -o OUT.html        the timeline (trace_plot.c);
  *   export --chrome FILE         the Chrome Trace Event format, on stdout;
- *   replay FILE [--allocator driver|pool] [--no-thread-cache] [--no-hold]
+ *   replay FILE [--allocator driver|pool|vmm|async] [--no-thread-cache] [--no-hold]
  *                                the allocations and frees again, on this
  *                                backend, with one allocator configuration.
  * Every subcommand takes --partial: read a trace that does not end (its
@@ -710,8 +710,30 @@ static void chrome(const tr_trace *t, const tm_model *m)
 
 /* ---- replay ------------------------------------------------------------------------------------- */
 
+/* --allocator's device pools: the classic one (cuMemAlloc blocks), the
+ * virtual-memory one, the driver's stream-ordered pool (not holding: the
+ * driver's pool caches). */
+enum { REPLAY_POOL = 1, REPLAY_VMM, REPLAY_ASYNC };
+static const char *const allocator_names[] = {"driver", "pool", "vmm", "async"};
+
+/* The device pool of --allocator. */
+static gpumem_status replay_pool_create(gpumem_context *ctx, int kind, unsigned flags, gpumem_pool **pool)
+{
+    if (kind == REPLAY_POOL)
+        return gpumem_pool_create(ctx, flags, pool);
+    struct gpumem_pool_props props = GPUMEM_POOL_PROPS_INIT;
+    props.source = kind == REPLAY_VMM ? GPUMEM_POOL_SOURCE_VIRTUAL : GPUMEM_POOL_SOURCE_ASYNC;
+    props.flags = flags;
+    gpumem_status st = gpumem_pool_create_with_props(ctx, &props, pool);
+    if (st == GPUMEM_OK && kind == REPLAY_ASYNC && (st = gpumem_pool_stop_holding(*pool)) != GPUMEM_OK) {
+        gpumem_pool_destroy(*pool);
+        *pool = NULL;
+    }
+    return st;
+}
+
 typedef struct replay_opts {
-    int pool;           /* --allocator pool */
+    int pool;           /* --allocator: 0 driver, REPLAY_POOL, REPLAY_VMM, REPLAY_ASYNC */
     unsigned pool_flags;
     int no_hold;
 } replay_opts;
@@ -794,7 +816,7 @@ static int replay_begin(replay *r)
             return 1;
         }
         if (r->o.pool) {
-            if (gpumem_pool_create(d->ctx, r->o.pool_flags, &d->pool) != GPUMEM_OK ||
+            if (replay_pool_create(d->ctx, r->o.pool, r->o.pool_flags, &d->pool) != GPUMEM_OK ||
                 (r->o.no_hold && gpumem_pool_stop_holding(d->pool) != GPUMEM_OK) ||
                 gpumem_context_set_pool(d->ctx, d->pool) != GPUMEM_OK ||
                 gpumem_host_pool_create(d->ctx, 0, &d->pinned) != GPUMEM_OK ||
@@ -860,7 +882,7 @@ static void replay_sample(replay *r, uint64_t live_unpooled, uint64_t *in_use, u
             struct gpumem_pool_stats s = {.size = sizeof s};
             if (gpumem_pool_stats(d->pool, &s) == GPUMEM_OK) {
                 *in_use += s.active_requested_bytes;
-                *held += s.active_bytes + s.held_bytes;
+                *held += s.source_bytes; /* a virtual-memory pool's mapped memory, the driver pool's reserved */
                 *idle += s.held_bytes;
             }
             gpumem_host_pool *hp[2] = {d->pinned, d->mapped};
@@ -1001,7 +1023,7 @@ static int replay_main(const tr_trace *t, const tm_model *m, replay_opts o)
     const char *backend = "?";
     gpumem_backend(&backend);
     char b1[64], b2[64], b3[64];
-    printf("replay on the %s backend, allocator %s%s%s\n", backend, o.pool ? "pool" : "driver",
+    printf("replay on the %s backend, allocator %s%s%s\n", backend, allocator_names[o.pool],
            o.pool && (o.pool_flags & GPUMEM_POOL_NO_THREAD_CACHE) ? ", no thread cache" : "",
            o.pool && o.no_hold ? ", not holding" : "");
     printf("  allocations: %llu (%llu of the trace's not replayed: zero bytes, or host or foreign memory)\n",
@@ -1032,7 +1054,8 @@ static void usage(FILE *out)
     fputs("Usage: gpumem trace summary FILE [--json] [--partial]\n"
           "       gpumem trace plot FILE -o OUT.html [--by-pool] [--partial]\n"
           "       gpumem trace export --chrome FILE [--partial]\n"
-          "       gpumem trace replay FILE [--allocator driver|pool] [--no-thread-cache] [--no-hold] [--partial]\n"
+          "       gpumem trace replay FILE [--allocator driver|pool|vmm|async] [--no-thread-cache] [--no-hold]\n"
+          "                           [--partial]\n"
           "\n"
           "Reads a trace that GPUMEM_TRACE=FILE or gpumem_trace_start() wrote (gpumem(1)).\n"
           "  summary   peak in use (when, by kind and pool), the largest allocations,\n"
@@ -1045,7 +1068,9 @@ static void usage(FILE *out)
           "  export    the Chrome Trace Event format on stdout (Perfetto, chrome://tracing)\n"
           "  replay    the allocations and frees again, with their sizes, order and\n"
           "            streams, on this backend: time per pair, peak in use, peak held,\n"
-          "            driver calls, the largest free block at the peak\n"
+          "            driver calls, the largest free block at the peak; --allocator\n"
+          "            pool: the classic pool, vmm: a virtual-memory pool, async: the\n"
+          "            driver's stream-ordered pool (not simulated)\n"
           "  --partial reads a trace that does not end (its program was killed) up to\n"
           "            where it stops\n",
           out);
@@ -1084,10 +1109,13 @@ int cmd_trace(int argc, char **argv)
             chrome_fmt = 1;
         } else if (replay_cmd && strcmp(a, "--allocator") == 0 && i + 1 < argc) {
             const char *v = argv[++i];
-            if (strcmp(v, "pool") == 0 || strcmp(v, "driver") == 0) {
-                ro.pool = strcmp(v, "pool") == 0;
-            } else {
-                fprintf(stderr, "gpumem trace replay: --allocator '%s': expected 'driver' or 'pool'\n", v);
+            ro.pool = -1;
+            for (int k = 0; k < 4; k++)
+                if (strcmp(v, allocator_names[k]) == 0)
+                    ro.pool = k;
+            if (ro.pool < 0) {
+                fprintf(stderr, "gpumem trace replay: --allocator '%s': expected 'driver' or 'pool' (or 'vmm', "
+                        "'async')\n", v);
                 return 2;
             }
         } else if (replay_cmd && strcmp(a, "--no-thread-cache") == 0) {

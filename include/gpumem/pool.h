@@ -232,7 +232,20 @@ typedef enum gpumem_pool_source {
      * first gives its held blocks back to the reservation, where they
      * merge, and maps more only if that does not make room.
      */
-    GPUMEM_POOL_SOURCE_VIRTUAL = 2
+    GPUMEM_POOL_SOURCE_VIRTUAL = 2,
+    /**
+     * Device memory from the driver's own stream-ordered pool: the pool
+     * makes one (cuMemPoolCreate, its release threshold the props' @c
+     * release_threshold, its maximum @c maximum) and takes each block with
+     * cuMemAllocFromPoolAsync on the legacy stream, waited for, and gives it
+     * back with cuMemFreeAsync.  The pool's own caching works on top, as for
+     * the other sources; after gpumem_pool_stop_holding() every free goes
+     * to the driver's pool, which then does the caching (cudaMallocAsync's).
+     * @c source_bytes of gpumem_pool_stats() is the driver pool's reserved
+     * memory.  Not simulated: on the simulator the create call fails with
+     * ::GPUMEM_ERROR_NOT_SIMULATED.
+     */
+    GPUMEM_POOL_SOURCE_ASYNC = 3
 } gpumem_pool_source;
 
 /** struct gpumem_pool_props' @c handle_type: the pool's memory cannot be exported.  Added in GPUMEM_1.1. */
