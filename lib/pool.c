@@ -87,10 +87,11 @@ void gm_pool_sample_peak_locked(gm_pool *p)
 /* Gives every held block back to the source: from orphaned caches, every
  * thread's cache and every stripe, taken while every cache is entered (see
  * the lock order in pool.h).  The blocks leave the pool's books under its
- * lock; the driver calls are made after.  A source that merges then
- * unmaps its idle chunks until at most keep bytes of them remain
- * (UINT64_MAX: none are unmapped).  *blocks and *bytes (optional) get what
- * was given back: the blocks, and the bytes the driver got back. */
+ * lock; the driver calls are made after.  A source that holds memory of
+ * its own (virtual memory, the driver's pool) is then trimmed to keep idle
+ * bytes (UINT64_MAX: not trimmed).  *blocks and *bytes (optional) get what
+ * was given back: the blocks, and the bytes the driver got back (for a
+ * source that merges, the mapped bytes that went). */
 static gpumem_status release_all(gm_pool *p, uint64_t keep, const char *what, uint64_t *blocks, uint64_t *bytes)
 {
     gm_rec *list = NULL;
@@ -109,7 +110,7 @@ static gpumem_status release_all(gm_pool *p, uint64_t keep, const char *what, ui
     uint64_t n = 0, b = 0;
     for (gm_rec *r = list; r != NULL; r = r->next) {
         n++;
-        b += gm_pool_class_bytes(r->cls);
+        b += gm_pool_block_bytes(r->cls);
     }
     p->blocks -= (int64_t)n;
     p->bytes -= (int64_t)b;
@@ -126,12 +127,11 @@ static gpumem_status release_all(gm_pool *p, uint64_t keep, const char *what, ui
         gm_rec_put(list);
         list = next;
     }
-    if (p->grows && keep != UINT64_MAX) {
+    if (keep != UINT64_MAX && p->src->ops->trim != NULL) /* sources that hold memory of their own */
         st = gm_keep_first(st, p->src->ops->trim(p->src, keep, what));
+    if (p->grows) {
         p->src->ops->usage(p->src, &after);
-        b = before.mapped - after.mapped;
-    } else if (p->grows) {
-        b = 0;
+        b = before.mapped > after.mapped ? before.mapped - after.mapped : 0;
     }
     if (blocks != NULL)
         *blocks = n;
@@ -366,7 +366,7 @@ gpumem_status gm_pool_free_direct(gm_pool *p, gm_rec *r, gpumem_stream *sync, co
     bool end = false;
     pthread_mutex_lock(&p->lock);
     p->blocks--;
-    p->bytes -= (int64_t)gm_pool_class_bytes(r->cls);
+    p->bytes -= (int64_t)gm_pool_block_bytes(r->cls);
     p->act_req -= (int64_t)r->requested;
     p->driver_frees++;
     count_end_locked(p, &end);

@@ -72,6 +72,13 @@
  *    a stream, recorded again at each later one, and destroyed with it.
  *  - Lifetime.  A destroyed pool with live allocations becomes a zombie:
  *    it holds nothing, frees go to the driver, the last one frees the pool.
+ *  - Sources.  Every block comes from the pool's memory source (source.h)
+ *    and goes back to it: cuMemAlloc, cuMemHostAlloc, the driver's
+ *    stream-ordered pool, or a virtual-memory reservation whose extents
+ *    merge.  For a source that merges, blocks above the thread caches'
+ *    classes are exact (GM_POOL_EXACT below), and a miss that the source
+ *    cannot serve without mapping first gives the store's idle blocks back
+ *    to it (gm_pool_reclaim, pool_store.c).
  *
  * Lock order: the live-pool list, then pool->lock, then entering a thread
  * cache (others enter only while holding pool->lock), then one stripe's
@@ -183,6 +190,28 @@ static inline size_t gm_pool_class_bytes(unsigned c)
     unsigned k = 13u + (c - 32u) / 16u;
     size_t m = 17u + (c - 32u) % 16u;
     return m << (k - 4u);
+}
+
+/* Exact blocks: a pool whose source merges what it gets back (virtual
+ * memory) takes blocks above the thread caches' classes at their size,
+ * rounded up to GM_POOL_EXACT_UNIT bytes, not their class's: a record's
+ * cls is then GM_POOL_EXACT plus the units, and the block is kept in the
+ * store list of its size's class (gm_pool_list_of), where a request takes
+ * it only if it is large enough.  Up to 2^31 - 2 units (1 TiB). */
+#define GM_POOL_EXACT 0x80000000u
+#define GM_POOL_EXACT_UNIT 512u
+#define GM_POOL_EXACT_MAX ((size_t)(0x7ffffffeu) * GM_POOL_EXACT_UNIT)
+
+/* The bytes of a block whose record's cls is cls (a class, or exact). */
+static inline size_t gm_pool_block_bytes(uint32_t cls)
+{
+    return cls >= GM_POOL_EXACT ? (size_t)(cls - GM_POOL_EXACT) * GM_POOL_EXACT_UNIT : gm_pool_class_bytes(cls);
+}
+
+/* The store list of a block whose record's cls is cls. */
+static inline unsigned gm_pool_list_of(uint32_t cls)
+{
+    return cls >= GM_POOL_EXACT ? gm_pool_class_of(gm_pool_block_bytes(cls)) : cls;
 }
 
 /* ---- the core, for the pools' public faces and the allocator --------------------- */

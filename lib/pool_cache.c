@@ -436,7 +436,7 @@ gpumem_status gm_pool_core_alloc(gm_pool *p, size_t size, gpumem_stream *stream,
  * and locks every stripe, so no block is left behind. */
 static gpumem_status free_slow(gm_pool *p, gm_tcache *tc, gm_rec *r, gpumem_stream *stream, const char *what)
 {
-    int64_t bytes = (int64_t)gm_pool_class_bytes(r->cls);
+    int64_t bytes = (int64_t)gm_pool_block_bytes(r->cls);
     gm_tc_maybe_harvest(p);
     gm_stripe *s = &p->stripes[r->stripe];
     if (tc != NULL && r->cls < TC_CLASSES) {

@@ -40,7 +40,7 @@ gpumem_status gm_pool_release_block(gm_pool *p, gm_rec *r, gpumem_stream *sync, 
         r->event = NULL;
     }
     r->key = 0;
-    return gm_keep_first(st, p->src->ops->free(p->src, r->addr, gm_pool_class_bytes(r->cls), what));
+    return gm_keep_first(st, p->src->ops->free(p->src, r->addr, gm_pool_block_bytes(r->cls), what));
 }
 
 /* Records the block's event on stream, making the event the first time. */
@@ -82,9 +82,9 @@ int gm_pool_pending_done(gm_pool *p, gm_rec *r, const char *what, gpumem_status 
 /* The stripe's lock held. */
 void gm_store_put(gm_stripe *s, gm_rec *r)
 {
-    gm_class_store *cs = &s->store[r->cls];
+    gm_class_store *cs = &s->store[gm_pool_list_of(r->cls)];
     ADD(s->held_blocks, 1);
-    ADD(s->held_bytes, (int64_t)gm_pool_class_bytes(r->cls));
+    ADD(s->held_bytes, (int64_t)gm_pool_block_bytes(r->cls));
     if (r->key == 0) {
         r->next = cs->idle;
         cs->idle = r;
@@ -115,26 +115,40 @@ static void pending_unlink(gm_class_store *cs, gm_rec *prev, gm_rec *r)
  * block freed on the same stream (among the first STORE_SCAN), else an idle
  * one.  Otherwise: a pending block whose event has completed, querying the
  * oldest ones while *queries lasts. */
-static gm_rec *store_take(gm_pool *p, gm_stripe *s, unsigned cls, uintptr_t key, int *queries, const char *what,
-                          gpumem_status *st)
+static gm_rec *store_take(gm_pool *p, gm_stripe *s, unsigned cls, size_t size, uintptr_t key, int *queries,
+                          const char *what, gpumem_status *st)
 {
     gm_class_store *cs = &s->store[cls];
     gm_rec *prev = NULL, *r = cs->pending_head, *found = NULL;
     if (queries == NULL) {
         for (int i = 0; key != 0 && r != NULL && i < STORE_SCAN && found == NULL; i++) {
-            if (r->key == key)
+            if (r->key == key && gm_pool_block_bytes(r->cls) >= size)
                 found = r;
             else
                 prev = r, r = r->next;
         }
         if (found != NULL) {
             pending_unlink(cs, prev, found);
-        } else if ((found = cs->idle) != NULL) {
-            cs->idle = found->next;
-            found->next = NULL;
+        } else {
+            /* The newest idle block that is large enough (exact blocks of
+             * one list differ in size; class blocks all fit). */
+            gm_rec **link = &cs->idle;
+            for (int i = 0; *link != NULL && i < STORE_SCAN && found == NULL; i++)
+                if (gm_pool_block_bytes((*link)->cls) >= size)
+                    found = *link;
+                else
+                    link = &(*link)->next;
+            if (found != NULL) {
+                *link = found->next;
+                found->next = NULL;
+            }
         }
     } else {
         for (; r != NULL && *queries > 0 && found == NULL; --*queries) {
+            if (gm_pool_block_bytes(r->cls) < size) {
+                prev = r, r = r->next;
+                continue;
+            }
             int done = gm_pool_pending_done(p, r, what, st);
             if (done < 0)
                 return NULL;
@@ -148,7 +162,7 @@ static gm_rec *store_take(gm_pool *p, gm_stripe *s, unsigned cls, uintptr_t key,
     }
     if (found != NULL) {
         ADD(s->held_blocks, -1);
-        ADD(s->held_bytes, -(int64_t)gm_pool_class_bytes(cls));
+        ADD(s->held_bytes, -(int64_t)gm_pool_block_bytes(found->cls));
     }
     return found;
 }
@@ -169,7 +183,7 @@ static gm_rec *stripes_take(gm_pool *p, unsigned own, unsigned cls, size_t size,
             if (GET(s->held_blocks) == 0)
                 continue;
             pthread_mutex_lock(&s->lock);
-            gm_rec *r = store_take(p, s, cls, key, round ? &queries : NULL, what, st);
+            gm_rec *r = store_take(p, s, cls, size, key, round ? &queries : NULL, what, st);
             if (r != NULL) {
                 ADD(s->hits, 1);
                 ADD(s->act_req, (int64_t)size);
@@ -215,7 +229,10 @@ gm_rec *gm_pool_alloc_slow(gm_pool *p, unsigned cls, size_t size, uintptr_t key,
                            gpumem_status *stp, bool *oom)
 {
     gpumem_status st = GPUMEM_OK;
-    size_t bytes = gm_pool_class_bytes(cls);
+    /* A source that merges takes large blocks at their size (pool.h). */
+    bool exact = p->grows && cls >= TC_CLASSES && size <= GM_POOL_EXACT_MAX;
+    size_t bytes = exact ? (size + GM_POOL_EXACT_UNIT - 1) / GM_POOL_EXACT_UNIT * GM_POOL_EXACT_UNIT
+                         : gm_pool_class_bytes(cls);
     unsigned own = gm_pool_my_stripe(p);
     gm_rec *r;
     /* Before asking the driver, once: blocks that exited threads left behind. */
@@ -262,7 +279,7 @@ gm_rec *gm_pool_alloc_slow(gm_pool *p, unsigned cls, size_t size, uintptr_t key,
         return NULL;
     }
     r->pool = p;
-    r->cls = cls;
+    r->cls = exact ? GM_POOL_EXACT + (uint32_t)(bytes / GM_POOL_EXACT_UNIT) : cls;
     r->stripe = own;
     r->addr = addr;
     pthread_mutex_lock(&p->lock);
@@ -288,13 +305,14 @@ static gpumem_status store_take_done(gm_pool *p, gm_stripe *s, gm_rec **out, con
     gpumem_status first = GPUMEM_OK;
     for (unsigned c = 0; c < GM_POOL_CLASSES && GET(s->held_blocks) != 0; c++) {
         gm_class_store *cs = &s->store[c];
-        int64_t n = 0;
+        int64_t n = 0, bytes = 0;
         while (cs->idle != NULL) {
             gm_rec *r = cs->idle;
             cs->idle = r->next;
             r->next = *out;
             *out = r;
             n++;
+            bytes += (int64_t)gm_pool_block_bytes(r->cls);
         }
         for (gm_rec *prev = NULL, *r = cs->pending_head; r != NULL;) {
             gm_rec *next = r->next;
@@ -306,13 +324,14 @@ static gpumem_status store_take_done(gm_pool *p, gm_stripe *s, gm_rec **out, con
                 r->next = *out;
                 *out = r;
                 n++;
+                bytes += (int64_t)gm_pool_block_bytes(r->cls);
             } else {
                 prev = r;
             }
             r = next;
         }
         ADD(s->held_blocks, -n);
-        ADD(s->held_bytes, -n * (int64_t)gm_pool_class_bytes(c));
+        ADD(s->held_bytes, -bytes);
     }
     return first;
 }
@@ -334,7 +353,7 @@ gpumem_status gm_pool_reclaim(gm_pool *p, const char *what)
     int64_t n = 0, b = 0;
     for (gm_rec *r = list; r != NULL; r = r->next) {
         n++;
-        b += (int64_t)gm_pool_class_bytes(r->cls);
+        b += (int64_t)gm_pool_block_bytes(r->cls);
     }
     pthread_mutex_lock(&p->lock);
     p->blocks -= n;

@@ -904,7 +904,8 @@ static void replay_sample(replay *r, uint64_t live_unpooled, uint64_t *in_use, u
 }
 
 static const char *const driver_ops[] = {"cuMemAlloc", "cuMemFree", "cuMemHostAlloc", "cuMemFreeHost",
-                                         "cuMemAllocManaged"};
+                                         "cuMemAllocManaged", "cuMemCreate", "cuMemRelease", "cuMemMap",
+                                         "cuMemUnmap", "cuMemAllocFromPoolAsync", "cuMemFreeAsync"};
 
 static uint64_t driver_calls(void)
 {

@@ -6,7 +6,10 @@
  * A pool keeps the blocks its users free and hands them out again, so that
  * a program that allocates and frees the same sizes over and over pays the
  * driver (cuMemAlloc, cuMemHostAlloc) once per block instead of once per
- * allocation.  A ::gpumem_pool holds device memory of one context; a
+ * allocation.  Where its memory comes from is its source
+ * (::gpumem_pool_source, set through gpumem_pool_create_with_props()):
+ * cuMemAlloc blocks by default, or a virtual-memory reservation whose freed
+ * blocks merge, so that a program whose sizes drift does not strand memory.  A ::gpumem_pool holds device memory of one context; a
  * ::gpumem_host_pool holds page-locked host memory.  Both hand out
  * ::gpumem_allocation handles, freed with gpumem_allocation_free().
  *
@@ -16,8 +19,10 @@
  * of 256 bytes; above that there are 16 classes per power of two (a block
  * for 2^k < size <= 2^(k+1) is a multiple of 2^(k-4)).  The padding is
  * therefore at most 255 bytes for sizes up to 4 KiB and less than 1/16
- * (6.25%) of the size above, pycuda's bound.  gpumem_allocation_size()
- * gives the size asked for (pycuda's len()), not the block's.  A size of 0
+ * (6.25%) of the size above, pycuda's bound.  (A
+ * ::GPUMEM_POOL_SOURCE_VIRTUAL pool takes blocks above 1 MiB at their size
+ * rounded up to 512 bytes.)  gpumem_allocation_size() gives the size asked
+ * for (pycuda's len()), not the block's.  A size of 0
  * is a valid empty allocation: pointer 0, no block, no driver call (like
  * CuPy; a zero-element array needs no memory).  Sizes above half the
  * address space (2^63 bytes on 64-bit systems) are ::GPUMEM_ERROR_OVERFLOW.
@@ -223,8 +228,11 @@ typedef enum gpumem_pool_source {
      * neighbours, whichever chunk they came from, so memory freed in one
      * size serves later requests of any other size, and what the pool holds
      * stays close to what is in use even when the sizes drift (PyTorch's
-     * expandable segments).  Each new granule-aligned chunk costs one map
-     * call.  Blocks of 1 MiB and less come from a separate part of the
+     * expandable segments).  Each granule is one chunk of physical memory,
+     * mapped with one map call; before the pool maps more, it unmaps as
+     * many idle granules elsewhere, so what it maps follows what its blocks
+     * need.  Blocks above 1 MiB are taken at their size rounded up to 512
+     * bytes, not at their size class's.  Blocks of 1 MiB and less come from a separate part of the
      * reservation, so that small long-lived blocks do not pin the large
      * ones' free ranges apart.  The thread caches and the stream-ordered
      * reuse (see Threads and Streams above) are the same as for the other
@@ -281,7 +289,8 @@ struct gpumem_pool_props {
      * ::GPUMEM_POOL_SOURCE_VIRTUAL: the most bytes the pool maps at once,
      * and so the largest block; the pool reserves this much address space,
      * and an eighth more for its small blocks.  0 (the default): the
-     * device's total memory.  At most 2^50.  Other sources: 0.
+     * device's total memory.  ::GPUMEM_POOL_SOURCE_ASYNC: the driver pool's
+     * maxSize (0: the driver's default).  At most 2^50.  Other sources: 0.
      */
     uint64_t maximum;
     /**
@@ -290,7 +299,9 @@ struct gpumem_pool_props {
      * back to make room; past it, idle chunks are unmapped and released to
      * the driver.  UINT64_MAX (the default) keeps them until
      * gpumem_pool_trim(), gpumem_pool_free_held() or the out-of-memory
-     * ladder; 0 releases every idle chunk.  Other sources: UINT64_MAX.
+     * ladder; 0 releases every idle chunk.  ::GPUMEM_POOL_SOURCE_ASYNC:
+     * the driver pool's CU_MEMPOOL_ATTR_RELEASE_THRESHOLD.  Other sources:
+     * UINT64_MAX.
      */
     uint64_t release_threshold;
     /** ::GPUMEM_POOL_HANDLE_NONE (the default) or ::GPUMEM_POOL_HANDLE_POSIX_FD (virtual-memory pools only). */
@@ -350,12 +361,15 @@ struct gpumem_pool_props {
  * @param[out] pool the new pool.
  * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT; ::GPUMEM_ERROR_INVALID_VALUE (@c size smaller than this
  *        version's struct, or nonzero bytes past it; an unknown @c source or one of host memory; unknown
- *        @c flags; @c numa_node not -1; @c growth_step, @c maximum or @c release_threshold set for a source other
- *        than virtual memory; an unknown @c handle_type, or ::GPUMEM_POOL_HANDLE_POSIX_FD for a source other than
- *        virtual memory; @c maximum or @c growth_step above 2^50); ::GPUMEM_ERROR_CONTEXT_MISMATCH (@c device is
- *        not the context's); ::GPUMEM_ERROR_NOT_SUPPORTED (virtual memory: the driver has no virtual memory
- *        management); ::GPUMEM_ERROR_HOST_OUT_OF_MEMORY; an autoinit failure; or a driver failure (virtual
- *        memory: the granularity query, the device's memory size, the address reservation).
+ *        @c flags; @c numa_node not -1; @c growth_step set for a source other than virtual memory; @c maximum or
+ *        @c release_threshold set for a source other than virtual memory and the driver's pool; an unknown
+ *        @c handle_type, or ::GPUMEM_POOL_HANDLE_POSIX_FD for a source other than virtual memory; @c maximum or
+ *        @c growth_step above 2^50); ::GPUMEM_ERROR_CONTEXT_MISMATCH (@c device is not the context's);
+ *        ::GPUMEM_ERROR_NOT_SUPPORTED (the driver has no virtual memory management, or no stream-ordered
+ *        pools); ::GPUMEM_ERROR_NOT_SIMULATED (::GPUMEM_POOL_SOURCE_ASYNC on the simulator);
+ *        ::GPUMEM_ERROR_HOST_OUT_OF_MEMORY; an autoinit failure; or a driver failure (virtual memory: the
+ *        granularity query, the device's memory size, the address reservation; the driver's pool: its creation
+ *        and release threshold).
  */
 GPUMEM_API gpumem_status gpumem_pool_create_with_props(gpumem_context *ctx, const struct gpumem_pool_props *props,
                                                        gpumem_pool **pool);
@@ -364,8 +378,10 @@ GPUMEM_API gpumem_status gpumem_pool_create_with_props(gpumem_context *ctx, cons
  * Gives every held block back, as gpumem_pool_free_held() does; a
  * ::GPUMEM_POOL_SOURCE_VIRTUAL pool then unmaps and releases its idle
  * chunks (those under no block in use) until at most @p keep_bytes of
- * them stay mapped, the highest addresses first (the driver's
- * cuMemPoolTrimTo).  For other pools @p keep_bytes is not used.  The pool
+ * them stay mapped, the highest addresses first; a
+ * ::GPUMEM_POOL_SOURCE_ASYNC pool waits for its context's work and trims
+ * the driver's pool to @p keep_bytes (cuMemPoolTrimTo).  For other pools
+ * @p keep_bytes is not used.  The pool
  * keeps holding what is freed afterwards.  Added in GPUMEM_1.1.
  * @param pool the pool.
  * @param keep_bytes the idle mapped bytes a virtual-memory pool may keep.
