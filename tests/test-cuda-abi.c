@@ -168,21 +168,21 @@ int main(void)
     CHECK_FIELD(gm_cu_mem_pool_props, CUmemPoolProps, maxSize)
     CHECK_FIELD(gm_cu_mem_pool_props, CUmemPoolProps, usage)
     CHECK_FIELD(gm_cu_mem_pool_props, CUmemPoolProps, reserved)
-    /* The prototypes cuda.c declares for cuGetProcAddress's pointers. */
-    {
-        CUresult (*reserve)(CUdeviceptr *, size_t, size_t, CUdeviceptr, unsigned long long) = cuMemAddressReserve;
-        CUresult (*create)(CUmemGenericAllocationHandle *, size_t, const CUmemAllocationProp *, unsigned long long) =
-            cuMemCreate;
-        CUresult (*map)(CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle, unsigned long long) = cuMemMap;
-        CUresult (*access)(CUdeviceptr, size_t, const CUmemAccessDesc *, size_t) = cuMemSetAccess;
-        CUresult (*gran)(size_t *, const CUmemAllocationProp *, CUmemAllocationGranularity_flags) =
-            cuMemGetAllocationGranularity;
-        CUresult (*exp)(void *, CUmemGenericAllocationHandle, CUmemAllocationHandleType, unsigned long long) =
-            cuMemExportToShareableHandle;
-        CUresult (*from_pool)(CUdeviceptr *, size_t, CUmemoryPool, CUstream) = cuMemAllocFromPoolAsync;
-        ok(reserve != NULL && create != NULL && map != NULL && access != NULL && gran != NULL && exp != NULL &&
-           from_pool != NULL, "the virtual memory entry points have the prototypes cuda.c gives them");
-    }
+    /* The prototypes cuda.c declares for cuGetProcAddress's pointers (types
+     * only: this program links no driver). */
+#define SAME_TYPE(f, T) __builtin_types_compatible_p(__typeof__(&f), T)
+    ok(SAME_TYPE(cuMemAddressReserve, CUresult (*)(CUdeviceptr *, size_t, size_t, CUdeviceptr, unsigned long long)) &&
+           SAME_TYPE(cuMemCreate, CUresult (*)(CUmemGenericAllocationHandle *, size_t, const CUmemAllocationProp *,
+                                               unsigned long long)) &&
+           SAME_TYPE(cuMemMap, CUresult (*)(CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle,
+                                            unsigned long long)) &&
+           SAME_TYPE(cuMemSetAccess, CUresult (*)(CUdeviceptr, size_t, const CUmemAccessDesc *, size_t)) &&
+           SAME_TYPE(cuMemGetAllocationGranularity,
+                     CUresult (*)(size_t *, const CUmemAllocationProp *, CUmemAllocationGranularity_flags)) &&
+           SAME_TYPE(cuMemExportToShareableHandle,
+                     CUresult (*)(void *, CUmemGenericAllocationHandle, CUmemAllocationHandleType, unsigned long long)) &&
+           SAME_TYPE(cuMemAllocFromPoolAsync, CUresult (*)(CUdeviceptr *, size_t, CUmemoryPool, CUstream)),
+       "the virtual memory entry points have the prototypes cuda.c gives them");
 
     /* module images */
     is_int(GM_FATBINC_WRAPPER_MAGIC, FATBINC_MAGIC, "FATBINC_MAGIC");
