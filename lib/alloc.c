@@ -171,10 +171,14 @@ static int after_oom(attempt *a, gpumem_status *st)
 static void oom_begin(attempt *a, gpumem_memory_kind kind)
 {
     a->oom = (gm_oom){.what = a->what, .bytes = a->bytes, .kind = kind, .pooled = a->mem == GM_MEM_POOL};
-    if (a->mem == GM_MEM_POOL)
-        a->oom.block_bytes = gm_pool_class_bytes(gm_pool_class_of(a->bytes));
     a->oom.driver_op = kind == GPUMEM_MEMORY_DEVICE ? "cuMemAlloc" : kind == GPUMEM_MEMORY_MANAGED
                                                                          ? "cuMemAllocManaged" : "cuMemHostAlloc";
+    if (a->mem == GM_MEM_POOL && a->pool != NULL) { /* the pool's own block size and driver call */
+        a->oom.block_bytes = gm_pool_block_for(a->pool, a->bytes);
+        a->oom.driver_op = gm_pool_alloc_call(a->pool);
+    } else if (a->mem == GM_MEM_POOL) {
+        a->oom.block_bytes = gm_pool_class_bytes(gm_pool_class_of(a->bytes));
+    }
 }
 
 /* The error of memory the caller can do without: short, with no driver

@@ -505,6 +505,28 @@ gm_source *gm_pool_source(const gm_pool *p)
     return p->src;
 }
 
+size_t gm_pool_block_for(const gm_pool *p, size_t size)
+{
+    unsigned cls = gm_pool_class_of(size);
+    if (p->grows && cls >= TC_CLASSES && size <= GM_POOL_EXACT_MAX)
+        return (size + GM_POOL_EXACT_UNIT - 1) / GM_POOL_EXACT_UNIT * GM_POOL_EXACT_UNIT;
+    return gm_pool_class_bytes(cls);
+}
+
+const char *gm_pool_alloc_call(const gm_pool *p)
+{
+    switch (p->src->cfg.kind) {
+    case GM_SOURCE_VMM:
+        return "cuMemCreate";
+    case GM_SOURCE_ASYNC:
+        return "cuMemAllocFromPoolAsync";
+    case GM_SOURCE_PINNED:
+        return "cuMemHostAlloc";
+    default:
+        return "cuMemAlloc";
+    }
+}
+
 unsigned gm_pool_alloc_flags(const gm_pool *p)
 {
     return p->alloc_flags;

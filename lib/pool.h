@@ -249,6 +249,12 @@ gpumem_status gm_pool_core_create_props(gm_pool_kind kind, gpumem_context *ctx, 
 gpumem_status gm_pool_core_trim(gm_pool *p, uint64_t keep, const char *what);
 /* The pool's memory source. */
 gm_source *gm_pool_source(const gm_pool *p);
+/* The block bytes an allocation of size > 0 bytes takes from p (its class's,
+ * or exact, see GM_POOL_EXACT), and the driver call that gets the pool its
+ * memory ("cuMemAlloc", "cuMemHostAlloc", "cuMemCreate",
+ * "cuMemAllocFromPoolAsync"): for out-of-memory messages. */
+size_t gm_pool_block_for(const gm_pool *p, size_t size);
+const char *gm_pool_alloc_call(const gm_pool *p);
 gpumem_status gm_pool_core_destroy(gm_pool *p, const char *what);
 /* size bytes for use on stream (NULL: synchronous use; host pools pass
  * NULL); *addr: device address or host address.  size 0 gives address 0

@@ -184,9 +184,11 @@ static void test_threshold_and_maximum(void)
     is_int(stats_of(p).source_bytes, 4 * M, "the held blocks merged; the 4 MiB took the first two granules, the "
            "idle 44 MiB is past the threshold and went");
     gpumem_status st = gpumem_pool_allocate(p, 61 * M, NULL, &c);
-    is_int(st, GPUMEM_ERROR_OUT_OF_MEMORY, "61 MiB (a 64 MiB block) beside it: more than the maximum, out of memory");
-    ok(strstr(gpumem_last_error(), "gpumem_pool_allocate") != NULL, "the message names the call: %s",
-       gpumem_last_error());
+    is_int(st, GPUMEM_ERROR_OUT_OF_MEMORY, "61 MiB beside it: more than the maximum leaves room for, out of memory");
+    ok(strstr(gpumem_last_error(), "gpumem_pool_allocate") != NULL &&
+           strstr(gpumem_last_error(), "cuMemCreate: CUDA_ERROR_OUT_OF_MEMORY") != NULL &&
+           strstr(gpumem_last_error(), "a pool block of 61 MiB") != NULL,
+       "the message names the call, the exact block and the driver call that maps: %s", gpumem_last_error());
     ok(gpumem_pool_allocate(p, 56 * M, NULL, &c) == GPUMEM_OK, "56 MiB fits beside the 4");
     is_int(stats_of(p).source_bytes, 60 * M, "60 MiB mapped, within the maximum");
     gpumem_allocation_free(a, NULL);
