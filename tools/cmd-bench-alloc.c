@@ -63,13 +63,14 @@ static void driver_open(int device)
              bench_driver_primary(h, device, &drv.primary) == 0;
 }
 
-typedef enum { POOL, ARRAY, HOST_POOL, MEMO, DRIVER, DRIVER_ASYNC, ARRAY_TRACED } kind;
+typedef enum { POOL, ARRAY, HOST_POOL, MEMO, DRIVER, DRIVER_ASYNC, ARRAY_TRACED, POOL_VMM } kind;
 
 static const struct {
     const char *name;
     kind k;
 } cases[] = {
     {"pool 4 KiB", POOL},
+    {"pool 4 KiB, virtual memory", POOL_VMM},         /* GPUMEM_POOL_SOURCE_VIRTUAL: the same fast path */
     {"array 4 KiB on the context's pool", ARRAY},
     {"array 4 KiB on the context's pool, traced", ARRAY_TRACED}, /* a gpumem_trace_start trace records */
     {"page-locked pool 4 KiB", HOST_POOL},
@@ -132,6 +133,7 @@ static int pair(worker *w)
     gpumem_allocation *a = NULL;
     switch (w->k) {
     case POOL:
+    case POOL_VMM:
         return gpumem_pool_allocate(w->pool, BLOCK, NULL, &a) != GPUMEM_OK || gpumem_allocation_free(a, NULL) != GPUMEM_OK;
     case HOST_POOL:
         return gpumem_host_pool_allocate_bytes(w->host_pool, BLOCK, &a) != GPUMEM_OK ||
@@ -215,10 +217,16 @@ static int measure(bench_io *io, gpumem_context *ctx, int c, int threads, double
     gate g = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0};
     gpumem_pool *pool = NULL;
     gpumem_host_pool *host_pool = NULL;
-    kind k = cases[c].k == ARRAY_TRACED ? ARRAY : cases[c].k;
+    kind k = cases[c].k == ARRAY_TRACED ? ARRAY : cases[c].k == POOL_VMM ? POOL : cases[c].k;
     char trace[64] = "";
-    if ((k == POOL || k == ARRAY) && gpumem_pool_create(ctx, 0, &pool) != GPUMEM_OK)
+    if ((k == POOL || k == ARRAY) && cases[c].k != POOL_VMM && gpumem_pool_create(ctx, 0, &pool) != GPUMEM_OK)
         return 1;
+    if (cases[c].k == POOL_VMM) {
+        struct gpumem_pool_props props = GPUMEM_POOL_PROPS_INIT;
+        props.source = GPUMEM_POOL_SOURCE_VIRTUAL;
+        if (gpumem_pool_create_with_props(ctx, &props, &pool) != GPUMEM_OK)
+            return 1;
+    }
     if (k == HOST_POOL && gpumem_host_pool_create(ctx, 0, &host_pool) != GPUMEM_OK)
         return 1;
     if (cases[c].k == ARRAY_TRACED && trace_begin(trace, sizeof trace) != 0) {
