@@ -18,11 +18,13 @@
  *  - virtual memory: one address reservation (cuMemAddressReserve) per
  *    source, whose extents are ranges of it.  Physical memory is mapped on
  *    demand, at the allocation granularity (cuMemGetAllocationGranularity):
- *    each new chunk of granules is one cuMemCreate, one cuMemMap and one
+ *    each granule is one chunk, one cuMemCreate, one cuMemMap and one
  *    cuMemSetAccess.  Extents given back merge with their free neighbours,
- *    whichever chunk they came from; chunks that no extent touches are idle,
- *    unmapped and released (cuMemUnmap, cuMemRelease) when the idle mapped
- *    bytes pass the release threshold at a settle, or on a trim.  Small
+ *    whichever chunk they came from; chunks that no extent touches are idle:
+ *    before the source maps more it unmaps as many idle ones elsewhere, and
+ *    idle ones are unmapped and released (cuMemUnmap, cuMemRelease) when the
+ *    idle mapped bytes pass the release threshold at a settle, or on a
+ *    trim.  Small
  *    extents (up to GM_SOURCE_SMALL bytes) come from the reservation's
  *    upper part, so that long-lived small blocks do not pin the large ones'
  *    free ranges apart.

@@ -437,6 +437,51 @@ static int pools(gpumem_context *ctx)
     return RESULT(st, good);
 }
 
+/* A virtual-memory pool (issue 27): blocks of drifting sizes that merge,
+ * arrays through it, data that survives, trim, destroy. */
+static int vmm_pool(gpumem_context *ctx)
+{
+    static double host[100], out[100];
+    for (int i = 0; i < 100; i++)
+        host[i] = i, out[i] = -1;
+    struct gpumem_pool_props props = GPUMEM_POOL_PROPS_INIT;
+    props.source = GPUMEM_POOL_SOURCE_VIRTUAL;
+    props.maximum = (uint64_t)64 << 20;
+    props.release_threshold = (uint64_t)2 << 20;
+    gpumem_pool *pool = NULL;
+    gpumem_allocation *a[3] = {NULL, NULL, NULL};
+    gpumem_array *h = NULL, *o = NULL, *d = NULL;
+    struct gpumem_pool_stats stats = {.size = sizeof stats};
+    gpumem_status st = GPUMEM_OK;
+    TRY(gpumem_pool_create_with_props(ctx, &props, &pool));
+    for (int i = 0; i < 3; i++)
+        TRY(gpumem_pool_allocate(pool, (size_t)(3 + i) << 20, NULL, &a[i]));
+    for (int i = 0; i < 3; i++)
+        if (a[i] != NULL) {
+            KEEP(gpumem_allocation_free(a[i], NULL));
+            a[i] = NULL;
+        }
+    TRY(gpumem_pool_allocate(pool, (size_t)7 << 20, NULL, &a[0])); /* the three merge; the idle granules past the threshold go when the small block maps one */
+    TRY(gpumem_context_set_pool(ctx, pool));
+    TRY(gpumem_host_array_wrap(host, 1, (int64_t[]){100}, NULL, f64, &h));
+    TRY(gpumem_host_array_wrap(out, 1, (int64_t[]){100}, NULL, f64, &o));
+    TRY(gpumem_to_device(ctx, h, NULL, 0, &d));
+    TRY(gpumem_copy_to_host(d, o, NULL));
+    TRY(gpumem_pool_stats(pool, &stats));
+    int good = st == GPUMEM_OK && stats.source_bytes == ((uint64_t)10 << 20) && check_doubles(out, 100, iota);
+    gpumem_array *all[] = {d, o, h};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        KEEP(gpumem_array_release(all[i]));
+    if (a[0] != NULL)
+        KEEP(gpumem_allocation_free(a[0], NULL));
+    KEEP(gpumem_context_set_pool(ctx, NULL));
+    if (pool != NULL) {
+        KEEP(gpumem_pool_trim(pool, 0));
+        KEEP(gpumem_pool_destroy(pool));
+    }
+    return RESULT(st, good);
+}
+
 static int host_memory(gpumem_context *ctx)
 {
     static double buf[32], reg_buf[32];
@@ -723,6 +768,7 @@ static const scenario scenarios[] = {
     {"events: records, waits between streams, queries, elapsed time", events},
     {"staging: pageable and strided host sides through the slots, a queued download in slabs", staging},
     {"device pool: allocations, arrays through the pool", pools},
+    {"virtual-memory pool: blocks that merge, arrays through it, trim", vmm_pool},
     {"host memory: pinned, mapped, managed, scopes, host pool", host_memory},
     {"deferred deallocation and defer_cleanup", dealloc},
     {"memoize, kernel cache, globals, const arrays", kernels},
@@ -738,7 +784,8 @@ static int failed_free(void)
 {
     static const int frees[] = {GM_OP_mem_free,       GM_OP_mem_free_host,         GM_OP_mem_host_unregister,
                                 GM_OP_module_unload,  GM_OP_primary_ctx_release,   GM_OP_stream_destroy,
-                                GM_OP_event_destroy};
+                                GM_OP_event_destroy,  GM_OP_mem_unmap,             GM_OP_mem_release,
+                                GM_OP_mem_address_free};
     for (size_t i = 0; i < sizeof frees / sizeof frees[0]; i++)
         if (gm_drv_failed_op == frees[i])
             return 1;
