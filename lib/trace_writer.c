@@ -253,16 +253,22 @@ static void at_exit(void)
     pthread_mutex_unlock(&ctl_mu);
 }
 
+/* Fork: the forking thread holds every lock of the trace (and the file's
+ * stdio lock, so that no other thread is inside a write) across fork. */
 static void fork_prepare(void)
 {
     pthread_mutex_lock(&ctl_mu);
     gm_trace_threads_lock();
     pthread_mutex_lock(&W.mu);
     gm_trace_strings_lock();
+    if (W.f != NULL)
+        flockfile(W.f);
 }
 
 static void fork_parent(void)
 {
+    if (W.f != NULL)
+        funlockfile(W.f);
     gm_trace_strings_unlock();
     pthread_mutex_unlock(&W.mu);
     gm_trace_threads_unlock();
@@ -270,31 +276,43 @@ static void fork_parent(void)
 }
 
 /* The child does not record: it forgets the parent's trace (its writer
- * thread is not there) and may start its own. */
+ * thread is not there) and may start its own.  The writer's mutex and
+ * condition variables are made anew: the parent's writer thread and
+ * recording threads may have been waiting on them, and a condition
+ * variable copied with waiters that do not exist in the child can block
+ * its next signal forever. */
 static void fork_child(void)
 {
     bool was_on = atomic_exchange(&gm_trace_on, 0) != 0;
-    if (was_on) {
+    if (W.f != NULL) {
+        funlockfile(W.f);
         __fpurge(W.f); /* the parent writes what is buffered */
         fclose(W.f);
         W.f = NULL;
-        for (chunk *c = W.head, *next; c != NULL; c = next) {
-            next = c->next;
-            free(c);
-        }
-        W.head = W.tail = NULL;
-        W.queued = 0;
-        W.accepting = false;
+    }
+    if (was_on) {
         free(W.seen);
         W.seen = NULL;
         W.nseen = 0;
         gm_trace_strings_reset_locked();
     }
+    for (chunk *c = W.head, *next; c != NULL; c = next) {
+        next = c->next;
+        free(c);
+    }
+    W.head = W.tail = NULL;
+    W.queued = 0;
+    W.accepting = false;
+    W.finish = false;
+    W.err = 0;
+    memset(&W.thread, 0, sizeof W.thread); /* no writer thread in the child */
     gm_trace_threads_forget();
     gm_trace_strings_unlock();
-    pthread_mutex_unlock(&W.mu);
     gm_trace_threads_unlock();
-    pthread_mutex_unlock(&ctl_mu);
+    pthread_mutex_init(&W.mu, NULL);
+    pthread_cond_init(&W.work, NULL);
+    pthread_cond_init(&W.space, NULL);
+    pthread_mutex_init(&ctl_mu, NULL);
 }
 
 static void init_once(void)

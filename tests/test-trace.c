@@ -402,6 +402,77 @@ static void forked(void)
     }
 }
 
+/* Many children forked while the parent records, each starting and stopping
+ * traces of its own: the writer's condition variables were copied in the
+ * state the parent's writer thread left them (waiting on them, a waiter
+ * that does not exist in the child), and a child's stop could wait for it
+ * forever.  alarm() bounds each child, and the first hang ends the loop: a
+ * hang fails the test, it does not hang the suite. */
+#define FORKS 500
+#define CHILD_CYCLES 3
+
+static void fork_storm(void)
+{
+    const char *san = getenv("GPUMEM_TEST_SANITIZER");
+    if (san != NULL && strcmp(san, "tsan") == 0) {
+        skip(2, "ThreadSanitizer: the children start no trace of their own");
+        return;
+    }
+    char path[600], cpath[600];
+    CHECK(gpumem_trace_start(path_in("storm.gmt", path, sizeof path), 0));
+    path_in("storm-child.gmt", cpath, sizeof cpath);
+    int good = 0, hung = 0, failed = 0;
+    for (int i = 0; i < FORKS && hung == 0; i++) {
+        for (int k = 0; k < 20; k++)
+            CHECK(gpumem_trace_mark("parent"));
+        fflush(stdout);
+        pid_t pid = fork();
+        if (pid < 0)
+            bail_out("fork: %s", strerror(errno));
+        if (pid == 0) {
+            alarm(10);
+            int bad = 0;
+            for (int c = 0; c < CHILD_CYCLES; c++) {
+                bad |= gpumem_trace_start(cpath, 0) != GPUMEM_OK;
+                bad |= gpumem_trace_mark("child") != GPUMEM_OK;
+                bad |= gpumem_trace_stop() != GPUMEM_OK;
+            }
+            _exit(bad);
+        }
+        int ws = 0;
+        while (waitpid(pid, &ws, 0) < 0 && errno == EINTR)
+            ;
+        if (WIFEXITED(ws) && WEXITSTATUS(ws) == 0)
+            good++;
+        else if (WIFSIGNALED(ws) && WTERMSIG(ws) == SIGALRM)
+            hung++;
+        else
+            failed++;
+    }
+    CHECK(gpumem_trace_stop());
+    ok(good == FORKS, "%d children forked while the parent records each start and stop %d traces of their own "
+       "(%d good, %d hung, %d failed)", FORKS, CHILD_CYCLES, good, hung, failed);
+    tr_trace t;
+    if (load(path, &t)) {
+        size_t mine = 0;
+        for (size_t i = 0; i < t.nev; i++)
+            mine += t.ev[i].type == GM_TE_MARK && strcmp(tr_str(&t, t.ev[i].ref), "parent") == 0;
+        ok(t.complete && t.lost == 0 && mine == (size_t)(good + hung + failed) * 20,
+           "the parent's trace is whole, with its markers (%zu)", mine);
+        tr_free(&t);
+    } else {
+        ok(0, "the parent's trace reads back");
+    }
+    tr_trace c;
+    if (good > 0 && load(cpath, &c)) {
+        ok(c.complete && c.nev == 1 && strcmp(tr_str(&c, c.ev[0].ref), "child") == 0,
+           "a child's trace has its own marker only");
+        tr_free(&c);
+    } else {
+        ok(0, "a child's trace reads back");
+    }
+}
+
 /* ---- 8 threads --------------------------------------------------------------------------------------- */
 
 #define THREADS 8
@@ -608,6 +679,7 @@ int main(int argc, char **argv)
     known_sequence();
     call_sites_and_names();
     forked();
+    fork_storm();
     threads();
     done_testing();
     if (exit_status() == 0) {
