@@ -8,6 +8,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdio_ext.h>
@@ -325,6 +326,41 @@ static void init_once(void)
     gm_trace_recorder_init();
 }
 
+/* Opens the trace's file: made when it does not exist (*created), else
+ * written in place, whatever it is (a regular file is truncated; a FIFO, a
+ * device or a link's target is written through, never replaced).  A FIFO
+ * without a reader is refused (ENXIO) rather than waited for.  *sb: what
+ * was opened.  NULL with errno on failure. */
+static FILE *open_trace_file(const char *path, bool *created, struct stat *sb)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOCTTY, 0666);
+    *created = fd >= 0;
+    if (fd < 0 && errno == EEXIST)
+        fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOCTTY | O_NONBLOCK, 0666);
+    if (fd < 0)
+        return NULL;
+    int fl = fcntl(fd, F_GETFL);
+    FILE *f = NULL;
+    if (fstat(fd, sb) == 0 && fl != -1 && fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) == 0)
+        f = fdopen(fd, "wb");
+    if (f == NULL) {
+        int e = errno;
+        close(fd);
+        if (*created)
+            unlink(path);
+        errno = e;
+    }
+    return f;
+}
+
+/* Removes the file that open_trace_file made, if path still names it. */
+static void remove_created(const char *path, bool created, const struct stat *sb)
+{
+    struct stat now;
+    if (created && lstat(path, &now) == 0 && now.st_dev == sb->st_dev && now.st_ino == sb->st_ino)
+        unlink(path);
+}
+
 /* Starts a trace into path (ctl_mu held).  On failure, the reason goes to
  * why and nothing records; a file this call created is removed. */
 static gpumem_status start_locked(const char *path, unsigned flags, char *why, size_t whysize)
@@ -338,11 +374,12 @@ static gpumem_status start_locked(const char *path, unsigned flags, char *why, s
         snprintf(why, whysize, "the file name is longer than %zu bytes", sizeof trace_path - 1);
         return GPUMEM_ERROR_INVALID_VALUE;
     }
+    bool created = false;
     struct stat sb;
-    bool existed = stat(path, &sb) == 0;
-    FILE *f = fopen(path, "wbe");
+    FILE *f = open_trace_file(path, &created, &sb);
     if (f == NULL) {
-        snprintf(why, whysize, "cannot open '%s' for writing: %s", path, strerror(errno));
+        snprintf(why, whysize, "cannot open '%s' for writing: %s%s", path, strerror(errno),
+                 errno == ENXIO ? " (a FIFO without a reader)" : "");
         return GPUMEM_ERROR_INVALID_VALUE;
     }
     unsigned char h[GM_TRACE_HEADER_BYTES] = {0};
@@ -383,8 +420,7 @@ static gpumem_status start_locked(const char *path, unsigned flags, char *why, s
         snprintf(why, whysize, "cannot write '%s': %s", path, strerror(W.err));
         fclose(f);
         W.f = NULL;
-        if (!existed)
-            unlink(path);
+        remove_created(path, created, &sb);
         return GPUMEM_ERROR_INVALID_VALUE;
     }
     W.recorded = 0;
@@ -399,8 +435,7 @@ static gpumem_status start_locked(const char *path, unsigned flags, char *why, s
         W.accepting = false;
         fclose(f);
         W.f = NULL;
-        if (!existed)
-            unlink(path);
+        remove_created(path, created, &sb);
         return GPUMEM_ERROR_HOST_OUT_OF_MEMORY;
     }
     atomic_store(&gm_trace_on, 1);

@@ -7,6 +7,7 @@
  * recording at once while traces start and stop (make check-tsan runs it).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -15,6 +16,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -402,6 +404,79 @@ static void forked(void)
     }
 }
 
+/* ---- files that are not regular ---------------------------------------------------------------- */
+
+/* The trace is written through into what its name names, never replacing
+ * it: a FIFO (with a reader; one without is refused, not waited for), a
+ * symbolic link's target, a character device. */
+static void special_files(void)
+{
+    char fifo[600], link[600], target[600], copy[600];
+    path_in("trace.fifo", fifo, sizeof fifo);
+    if (mkfifo(fifo, 0600) != 0)
+        bail_out("mkfifo: %s", strerror(errno));
+    /* without a reader: refused at once (a child, so that a wait fails the
+     * test after 10 s instead of hanging it) */
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        alarm(10);
+        gpumem_status st = gpumem_trace_start(fifo, 0);
+        _exit(st == GPUMEM_ERROR_INVALID_VALUE && strstr(gpumem_last_error(), "a FIFO without a reader") ? 0 : 1);
+    }
+    int ws = 0;
+    while (waitpid(pid, &ws, 0) < 0 && errno == EINTR)
+        ;
+    struct stat sb;
+    ok(WIFEXITED(ws) && WEXITSTATUS(ws) == 0 && stat(fifo, &sb) == 0 && S_ISFIFO(sb.st_mode),
+       "start: a FIFO without a reader is refused at once, saying so, and stays a FIFO (%s)",
+       WIFSIGNALED(ws) ? "the child hung" : "");
+    /* with a reader: the reader gets the trace */
+    int rfd = open(fifo, O_RDONLY | O_NONBLOCK);
+    if (rfd < 0)
+        bail_out("open %s: %s", fifo, strerror(errno));
+    CHECK(gpumem_trace_start(fifo, 0));
+    CHECK(gpumem_trace_mark("through the FIFO"));
+    CHECK(gpumem_trace_stop()); /* a few hundred bytes: the pipe holds them */
+    char buf[65536];
+    ssize_t n = read(rfd, buf, sizeof buf);
+    close(rfd);
+    FILE *f = fopen(path_in("fifo-copy.gmt", copy, sizeof copy), "wb");
+    if (f == NULL || n <= 0 || fwrite(buf, 1, (size_t)n, f) != (size_t)n || fclose(f) != 0)
+        bail_out("copying the FIFO's trace");
+    tr_trace t;
+    ok(stat(fifo, &sb) == 0 && S_ISFIFO(sb.st_mode), "start: a FIFO with a reader stays a FIFO");
+    if (load(copy, &t)) {
+        ok(t.complete && t.nev == 1 && strcmp(tr_str(&t, t.ev[0].ref), "through the FIFO") == 0,
+           "its reader gets the whole trace (%zd bytes)", n);
+        tr_free(&t);
+    } else {
+        ok(0, "its reader gets the whole trace");
+    }
+    /* a symbolic link: the link stays, its target gets the trace */
+    path_in("link.gmt", link, sizeof link);
+    path_in("link-target.gmt", target, sizeof target);
+    if (symlink("link-target.gmt", link) != 0)
+        bail_out("symlink: %s", strerror(errno));
+    CHECK(gpumem_trace_start(link, 0));
+    CHECK(gpumem_trace_mark("through the link"));
+    CHECK(gpumem_trace_stop());
+    ok(lstat(link, &sb) == 0 && S_ISLNK(sb.st_mode) && load(target, &t) && t.nev == 1 &&
+           strcmp(tr_str(&t, t.ev[0].ref), "through the link") == 0,
+       "start: a symbolic link stays a link, what it names gets the trace");
+    if (t.ev != NULL)
+        tr_free(&t);
+    /* a character device */
+    const char *dev = "/dev/null";
+    char made[600];
+    if (mknod(path_in("null", made, sizeof made), S_IFCHR | 0666, makedev(1, 3)) == 0)
+        dev = made;
+    CHECK(gpumem_trace_start(dev, 0));
+    CHECK(gpumem_trace_mark("into the device"));
+    CHECK(gpumem_trace_stop());
+    ok(stat(dev, &sb) == 0 && S_ISCHR(sb.st_mode), "start: %s stays a character device", dev);
+}
+
 /* Many children forked while the parent records, each starting and stopping
  * traces of its own: the writer's condition variables were copied in the
  * state the parent's writer thread left them (waiting on them, a waiter
@@ -679,6 +754,7 @@ int main(int argc, char **argv)
     known_sequence();
     call_sites_and_names();
     forked();
+    special_files();
     fork_storm();
     threads();
     done_testing();

@@ -9,7 +9,9 @@
  *   - named regions, one lane per thread, nested by depth;
  *   - copies in one lane, coloured by path, as tall as their bandwidth;
  *   - hover details as SVG <title> elements.
- * The file is written beside OUT and renamed onto it when whole.
+ * OUT is written as outfile.h says: a regular file beside it and renamed
+ * onto it when whole, anything else (a FIFO, /dev/null, a link's target)
+ * in place.
  */
 #include "config.h"
 
@@ -22,6 +24,7 @@
 
 #include <gpumem.h>
 
+#include "outfile.h"
 #include "trace_cmd.h"
 
 #define LEFT 96
@@ -673,32 +676,24 @@ int trace_plot(const tr_trace *t, const char *file, const char *out, int by_pool
     categories(&p);
     size_t n = strlen(out);
     int svg_only = n >= 4 && strcmp(out + n - 4, ".svg") == 0;
-    char *tmp = malloc(n + 16);
     int rc = 1;
-    if (tmp == NULL || sample(&p) != 0) {
+    outfile of;
+    if (sample(&p) != 0) {
         fprintf(stderr, "gpumem trace plot: out of memory\n");
         goto done;
     }
-    snprintf(tmp, n + 16, "%s.tmp%ld", out, (long)getpid());
-    if ((p.f = fopen(tmp, "w")) == NULL) {
+    if (outfile_open(&of, out) != 0) {
         fprintf(stderr, "gpumem trace plot: cannot write '%s': %s\n", out, strerror(errno));
         goto done;
     }
+    p.f = of.f;
     int drawn = draw(&p, file, svg_only);
-    int err = ferror(p.f);
-    if (fclose(p.f) != 0 || err || drawn != 0) {
+    if (outfile_close(&of, drawn == 0) != 0 || drawn != 0) {
         fprintf(stderr, "gpumem trace plot: cannot write '%s': %s\n", out, drawn ? "out of memory" : strerror(errno));
-        unlink(tmp);
-        goto done;
-    }
-    if (rename(tmp, out) != 0) {
-        fprintf(stderr, "gpumem trace plot: cannot write '%s': %s\n", out, strerror(errno));
-        unlink(tmp);
         goto done;
     }
     rc = 0;
 done:
-    free(tmp);
     free(p.snap);
     free(p.tot);
     tm_free(&p.m);

