@@ -74,4 +74,21 @@ else
     "$gpumem" trace plot "$tmp/w.gmt" -o /dev/null >"$tmp/out" 2>"$tmp/err" && [ -c /dev/null ]
     t $? "plot -o /dev/null: written through"
 fi
+
+# ---- the module files a trace names ----
+mkdir "$tmp/d"
+elf=
+for f in "$builddir/tools/.libs/gpumem" "$builddir/tools/gpumem" /bin/true /usr/bin/true; do
+    [ -f "$f" ] && [ "$(head -c 4 "$f" | od -An -c | tr -d ' ')" = '177ELF' ] && { elf=$f; break; }
+done
+cp "$elf" "$tmp/d/f" && ln -s f "$tmp/d/l" && ln "$tmp/d/f" "$tmp/d/h"
+echo "not an ELF object" >"$tmp/d/text"
+mkfifo "$tmp/d/fifo"
+python3 "$craft" symbols "$tmp/sym.gmt" "$tmp/d/f" "$tmp/d/./f" "$tmp/d//f" "$tmp/d/../d/f" "$tmp/d/l" "$tmp/d/h" \
+    /proc/self/pagemap "$tmp/d/fifo" /proc/kmsg "$tmp/d/text" >"$tmp/out" 2>"$tmp/err"
+timeout 120 "$gpumem" trace summary "$tmp/sym.gmt" >"$tmp/out" 2>"$tmp/err" &&
+    grep -q "^call sites' module files: 10 named, 1 read ([0-9.]* [KM]iB), 4 refused" "$tmp/out"
+t $? "summary reads one module file named 6 ways once, and refuses /proc/self/pagemap, a FIFO, /proc/kmsg, a text file"
+grep -q "at f+0x1000" "$tmp/out" && grep -q "at pagemap+0x1000" "$tmp/out"
+t $? "names that are not read still name their frames by file and address"
 echo "1..$i"

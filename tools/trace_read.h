@@ -96,4 +96,19 @@ const char *tr_frame_name(const tr_trace *t, const tr_frame *f, char *buf, size_
 /* Drops the symbol tables that tr_frame_name read. */
 void tr_symbols_free(void);
 
+/* What tr_frame_name may read of the module files a trace names (a trace is
+ * untrusted): one file at most TR_SYMBOLS_MAX_FILE bytes, all of them at
+ * most TR_SYMBOLS_MAX_TOTAL. */
+#define TR_SYMBOLS_MAX_FILE ((uint64_t)1 << 30)
+#define TR_SYMBOLS_MAX_TOTAL ((uint64_t)4 << 30)
+
+/* What tr_frame_name did since the start (or tr_symbols_free): distinct
+ * module names looked up, files read (each device and inode once, however
+ * many names it has) and their bytes, names refused (missing, not a regular
+ * file, empty, too large, on /proc or /sys, not ELF, past the total). */
+typedef struct tr_symbols_stats {
+    uint64_t names, files_read, bytes_read, refused;
+} tr_symbols_stats;
+void tr_symbols_get_stats(tr_symbols_stats *s);
+
 #endif /* GPUMEM_TOOLS_TRACE_READ_H */

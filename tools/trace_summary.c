@@ -285,6 +285,12 @@ static void print_text(const char *file, const tr_trace *t, const tm_model *m, c
            s->ladder_ok == 1 ? "y" : "ies", tm_bytes(s->ladder_bytes, b1, sizeof b1));
     printf("pool trims: %llu, %s given back\n", (unsigned long long)s->trims, tm_bytes(s->trim_bytes, b1, sizeof b1));
     printf("markers: %llu, regions: %llu\n", (unsigned long long)s->markers, (unsigned long long)s->regions);
+    tr_symbols_stats ss;
+    tr_symbols_get_stats(&ss);
+    if (ss.names != 0)
+        printf("call sites' module files: %llu named, %llu read (%s), %llu refused (not an ELF file that can be "
+               "read)\n", (unsigned long long)ss.names, (unsigned long long)ss.files_read,
+               tm_bytes(ss.bytes_read, b1, sizeof b1), (unsigned long long)ss.refused);
 }
 
 static void json_site(const tr_trace *t, uint32_t stack)
