@@ -349,38 +349,14 @@ static void events_overlay(plot *p)
     fprintf(f, "</g>\n");
 }
 
-typedef struct region {
-    uint32_t thread, depth, name;
-    uint64_t t0, t1;
-} region;
-
 static int regions(plot *p)
 {
     FILE *f = p->f;
     const tr_trace *t = p->t;
-    region *r = NULL;
-    size_t n = 0, cap = 0;
-    for (size_t i = 0; i < t->nev; i++) {
-        const tr_event *e = &t->ev[i];
-        if (e->type == GM_TE_PUSH) {
-            if (n == cap) {
-                cap = cap ? cap * 2 : 64;
-                region *q = realloc(r, cap * sizeof *q);
-                if (q == NULL) {
-                    free(r);
-                    return -1;
-                }
-                r = q;
-            }
-            r[n++] = (region){e->thread, e->aux, e->ref, e->t, TM_LIVE};
-        } else if (e->type == GM_TE_POP) {
-            size_t k = n;
-            while (k > 0 && !(r[k - 1].thread == e->thread && r[k - 1].depth == e->aux && r[k - 1].t1 == TM_LIVE))
-                k--;
-            if (k > 0)
-                r[k - 1].t1 = e->t;
-        }
-    }
+    tm_region *r = NULL;
+    size_t n = 0;
+    if (tm_regions(t, &r, &n) != 0)
+        return -1;
     /* lanes: the threads with regions, in order of their first region */
     uint32_t lanes[64];
     int depth[64] = {0}, nl = 0;
