@@ -91,4 +91,64 @@ timeout 120 "$gpumem" trace summary "$tmp/sym.gmt" >"$tmp/out" 2>"$tmp/err" &&
 t $? "summary reads one module file named 6 ways once, and refuses /proc/self/pagemap, a FIFO, /proc/kmsg, a text file"
 grep -q "at f+0x1000" "$tmp/out" && grep -q "at pagemap+0x1000" "$tmp/out"
 t $? "names that are not read still name their frames by file and address"
+
+# ---- costs a crafted trace could make quadratic (each of these took
+# ---- minutes, or tens of seconds, before) ----
+python3 "$craft" pools "$tmp/pools.gmt" 200000 >"$tmp/out" 2>"$tmp/err" &&
+    "$gpumem" trace summary --json "$tmp/pools.gmt" >"$tmp/pools.json" 2>"$tmp/err" &&
+    python3 - "$tmp/pools.json" >"$tmp/out" 2>&1 <<'EOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["allocations"] == 200000, d["allocations"]
+p = d["peak"]
+assert p["bytes"] == 200000 * 256, p["bytes"]
+pools = p["by_pool"]
+assert len(pools) == 200000 and all(x["bytes"] == 256 for x in pools), len(pools)
+assert sorted(x["pool"] for x in pools) == list(range(1, 200001))
+EOF
+t $? "summary of 200000 allocations in 200000 pools: each pool at the peak"
+
+python3 "$craft" regions "$tmp/regions.gmt" 100000 >"$tmp/out" 2>"$tmp/err" &&
+    "$gpumem" trace export --chrome "$tmp/regions.gmt" >"$tmp/regions.json" 2>"$tmp/err" &&
+    python3 - "$tmp/regions.json" >"$tmp/out" 2>&1 <<'EOF'
+import json, sys
+ev = json.load(open(sys.argv[1]))["traceEvents"]
+b = [e for e in ev if e["ph"] == "B"]
+e = [e for e in ev if e["ph"] == "E"]
+assert len(b) == 100000 and len(e) == 100000, (len(b), len(e))
+# the pops close nothing (another depth): every region ends with the trace
+end = max(float(x["ts"]) for x in ev if "ts" in x)
+assert all(float(x["ts"]) == end for x in e), "a region closed early"
+EOF
+t $? "export of 100000 pushes and 100000 pops that close none of them: each region ends with the trace"
+"$gpumem" trace plot "$tmp/regions.gmt" -o "$tmp/regions.html" >"$tmp/out" 2>"$tmp/err" &&
+    [ "$(grep -c 'class="region"' "$tmp/regions.html")" = 100000 ] &&
+    [ "$(grep -c 'class="region"[^>]*><title>region (thread 0, depth 1): [^<]*(still open)' "$tmp/regions.html")" = 100000 ]
+t $? "plot of the same: 100000 regions drawn, all still open"
+
+python3 "$craft" streams "$tmp/streams.gmt" 20000 >"$tmp/out" 2>"$tmp/err" &&
+    "$gpumem" trace replay "$tmp/streams.gmt" >"$tmp/out" 2>"$tmp/err" &&
+    grep -q "^  allocations: 20000 (0 of" "$tmp/out" &&
+    grep -q "^  streams: 20000 of the trace's, replayed on 32 (at most 32 a device)" "$tmp/out" &&
+    grep -q "^  peak in use: 4.9 MiB (5120000 bytes)" "$tmp/out"
+t $? "replay of 20000 allocations on 20000 streams: on 32 streams, the same peak"
+
+# ---- allocations of 2^63 bytes or more ----
+for b in 9223372036854775808 18446744073709551615; do
+    python3 "$craft" huge "$tmp/huge.gmt" $b >"$tmp/out" 2>"$tmp/err"
+    for sub in "summary" "plot -o $tmp/huge.html" "export --chrome"; do
+        # shellcheck disable=SC2086
+        "$gpumem" trace $sub "$tmp/huge.gmt" >"$tmp/out" 2>"$tmp/err"; [ $? = 1 ] && [ ! -s "$tmp/out" ] &&
+            grep -q "corrupt at byte 164 (block 3, event record 1): an allocation of $b bytes (at most 2^63 - 1)" "$tmp/err" &&
+            [ ! -e "$tmp/huge.html" ]
+        t $? "trace ${sub%% *}: an allocation of $b bytes is refused, saying so, and nothing is written"
+    done
+done
+python3 "$craft" huge "$tmp/max.gmt" 9223372036854775807 >"$tmp/out" 2>"$tmp/err" &&
+    "$gpumem" trace summary "$tmp/max.gmt" >"$tmp/out" 2>"$tmp/err" && grep -q "^peak in use: 8388608.0 TiB at" "$tmp/out"
+t $? "an allocation of 2^63 - 1 bytes is read"
+python3 "$craft" total "$tmp/total.gmt" 4 4611686018427387904 >"$tmp/out" 2>"$tmp/err"
+"$gpumem" trace plot "$tmp/total.gmt" -o "$tmp/total.html" >"$tmp/out" 2>"$tmp/err"; [ $? = 1 ] &&
+    grep -q "(block 3, event record 2): allocations of more than 2^63 - 1 bytes in all" "$tmp/err"
+t $? "allocations that add up to 2^63 bytes or more are refused"
 echo "1..$i"

@@ -16,6 +16,12 @@
 
 #include "trace_format.h"
 
+/* The largest allocation (and free) a trace may record, and the most that
+ * all of its allocations may add up to: an alloc or free record of more
+ * bytes, or an alloc that takes the sum past it, is corrupt.  So memory in
+ * use, however it is summed, fits an int64_t (and a double converts back). */
+#define TR_MAX_ALLOC_BYTES ((uint64_t)INT64_MAX)
+
 typedef struct tr_event {
     uint8_t type, kind, kind2, flags; /* GM_TE_*, gpumem_memory_kind (0xff unknown), GM_TF_* */
     int32_t device;
