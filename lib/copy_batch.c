@@ -36,6 +36,7 @@
 
 #include "array.h"
 #include "batch_overlap.h"
+#include "copy_debug.h"
 #include "copy_decide.h"
 #include "copy_engine.h"
 #include "pack_calls.h"
@@ -512,8 +513,13 @@ static gpumem_status check_and_run(const batch_names *nm, size_t n, gpumem_array
     }
     if (st == GPUMEM_OK)
         st = gm_batch_check_collisions(nm, n, dst, src);
-    if (st == GPUMEM_OK)
+    if (st == GPUMEM_OK) {
+        bool lines = n > 0 && gm_copies_on(); /* GPUMEM_DEBUG=copies: one line for the call */
+        uint64_t c0 = lines ? gm_copies_clock() : 0;
         st = batch_run(nm->what, n, dst, src, ctxs, stream);
+        if (lines)
+            gm_copies_batch_line(nm->what, c0, st, n, dst, src, stream != NULL);
+    }
     free(ctxs);
     return st;
 }

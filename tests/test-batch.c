@@ -993,12 +993,143 @@ static void fault_injection(void)
     ok(named, "every failure's message names the injected driver error");
 }
 
+/* GPUMEM_DEBUG=copies (doc/environment.md): one line for each batched
+ * call that got past its checks, succeeded or not, and none for a refused
+ * one.  In a child (the variable is read once): value[0] the lines, value[1]
+ * the lines as expected (text: the first that was not), value[2] lines that
+ * are no copy's. */
+static void copies_lines(const void *arg, child_result *out)
+{
+    (void)arg;
+    char path[] = "/tmp/gpumem-batch-copies-XXXXXX";
+    int fd = mkstemp(path);
+    if (fd < 0) {
+        out->status = -1;
+        return;
+    }
+    setenv("GPUMEM_DEBUG", "copies", 1);
+    fflush(stderr);
+    int saved = dup(2);
+    dup2(fd, 2);
+    enum { H = 16, W = 12 };
+    i32 = gpumem_dtype_builtin(GPUMEM_INT32);
+    gpumem_context *c = NULL;
+    gpumem_stream *s = NULL;
+    gpumem_array *f = NULL, *v[4] = {NULL, NULL, NULL, NULL}, *p[4] = {NULL, NULL, NULL, NULL}, *buf = NULL;
+    const gpumem_slice sl[4][2] = {{GPUMEM_INDEX(0), GPUMEM_SLICE_ALL}, {GPUMEM_INDEX(H - 1), GPUMEM_SLICE_ALL},
+                                   {{1, H - 1, 1}, GPUMEM_INDEX(0)}, {{1, H - 1, 1}, GPUMEM_INDEX(W - 1)}};
+    const int64_t len[4] = {W, W, H - 2, H - 2};
+    gpumem_status st = gpumem_context_create(0, &c);
+    if (st == GPUMEM_OK)
+        st = gpumem_stream_create(c, 0, &s);
+    if (st == GPUMEM_OK)
+        st = gpumem_device_array(c, 2, (int64_t[]){H, W}, NULL, i32, 'C', NULL, &f);
+    for (int k = 0; k < 4 && st == GPUMEM_OK; k++)
+        if ((st = gpumem_array_slice(f, sl[k], 2, &v[k])) == GPUMEM_OK)
+            st = gpumem_pinned_array(c, 1, &len[k], NULL, i32, 'C', &p[k]);
+    if (st == GPUMEM_OK)
+        st = gpumem_pinned_array(c, 1, (int64_t[]){2 * (H - 2)}, NULL, i32, 'C', &buf);
+    if (st != GPUMEM_OK) {
+        dup2(saved, 2);
+        out->status = st;
+        snprintf(out->text, sizeof out->text, "setup: %s", gpumem_last_error());
+        return;
+    }
+    /* what each line must say: the call, the direction, sync, status, pairs, bytes */
+    struct {
+        const char *what, *dir, *sync, *status;
+        int pairs;
+        unsigned long long bytes;
+    } want[5];
+    int nwant = 0;
+    const unsigned long long faces = 4ull * (2 * W + 2 * (H - 2)), sides = 4ull * 2 * (H - 2);
+    st = gpumem_array_copy_batch(4, p, v, s); /* faces out, on the stream */
+    want[nwant++] = (typeof(want[0])){"gpumem_array_copy_batch", "d2h", "no", gpumem_status_string(st), 4, faces};
+    gpumem_stream_synchronize(s);
+    /* both ways in one batch, without a stream */
+    st = gpumem_array_copy_batch(2, (gpumem_array *[]){v[0], p[2]}, (gpumem_array *[]){p[0], v[2]}, NULL);
+    want[nwant++] = (typeof(want[0])){"gpumem_array_copy_batch", "mixed", "yes", gpumem_status_string(st), 2,
+                                      4ull * (W + H - 2)};
+    st = gpumem_array_pack(2, &v[2], buf, s);
+    want[nwant++] = (typeof(want[0])){"gpumem_array_pack", "d2h", "no", gpumem_status_string(st), 2, sides};
+    st = gpumem_array_unpack(2, (gpumem_array *[]){v[3], v[2]}, buf, s);
+    want[nwant++] = (typeof(want[0])){"gpumem_array_unpack", "h2d", "no", gpumem_status_string(st), 2, sides};
+    gpumem_stream_synchronize(s);
+    /* one that fails past its checks (its first driver call): a line with its status */
+    gpumem_debug_fail_call(1, 999);
+    st = gpumem_array_copy_batch(4, p, v, NULL);
+    gpumem_debug_fail_call(0, 0);
+    want[nwant++] = (typeof(want[0])){"gpumem_array_copy_batch", "d2h", "yes", gpumem_status_string(st), 4, faces};
+    out->value[3] = st != GPUMEM_OK;
+    /* refused by their checks, or empty: no line */
+    gpumem_array_copy_batch(2, (gpumem_array *[]){p[0], p[0]}, (gpumem_array *[]){v[0], v[1]}, s);
+    gpumem_array_copy_batch(0, NULL, NULL, s);
+    gpumem_array_unpack(2, v, NULL, s);
+    gpumem_stream_synchronize(s);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    FILE *fp = fdopen(fd, "r");
+    rewind(fp);
+    char line[512];
+    while (fgets(line, sizeof line, fp) != NULL) {
+        line[strcspn(line, "\n")] = '\0';
+        char what[64], dir[8], pth[32], sync[8], status[64];
+        unsigned long long b = 0;
+        double us = -1;
+        int pairs = -1;
+        if (sscanf(line, "gpumem: copy %63[^:]: %7s path=%31s bytes=%llu us=%lf sync=%7s status=%63s pairs=%d",
+                   what, dir, pth, &b, &us, sync, status, &pairs) != 8) {
+            if (out->value[2]++ == 0)
+                snprintf(out->note, sizeof out->note, "%.200s", line);
+            continue;
+        }
+        int k = (int)out->value[0]++;
+        int good = k < nwant && strcmp(what, want[k].what) == 0 && strcmp(dir, want[k].dir) == 0 &&
+                   b == want[k].bytes && us >= 0 && strcmp(sync, want[k].sync) == 0 &&
+                   strcmp(status, want[k].status) == 0 && pairs == want[k].pairs &&
+                   strcmp(pth, "?") != 0;
+        if (good)
+            out->value[1]++;
+        else if (out->text[0] == '\0')
+            snprintf(out->text, sizeof out->text, "line %d: %.400s (want %s %s bytes=%llu sync=%s status=%s pairs=%d)",
+                     k, line, k < nwant ? want[k].what : "none", k < nwant ? want[k].dir : "",
+                     k < nwant ? want[k].bytes : 0, k < nwant ? want[k].sync : "", k < nwant ? want[k].status : "",
+                     k < nwant ? want[k].pairs : 0);
+    }
+    fclose(fp);
+    unlink(path);
+    out->value[4] = nwant;
+    gpumem_array *all[9] = {buf, p[0], p[1], p[2], p[3], v[0], v[1], v[2], v[3]};
+    for (int k = 0; k < 9; k++)
+        gpumem_array_release(all[k]);
+    gpumem_array_release(f);
+    gpumem_stream_destroy(s);
+    gpumem_context_release(c);
+}
+
+static void test_copies_lines(void)
+{
+    child_result r;
+    run_child(copies_lines, NULL, &r);
+    ok(r.exited && r.exit_code == 0 && r.status == GPUMEM_OK && r.value[3], "GPUMEM_DEBUG=copies: the batches ran");
+    if (r.status != GPUMEM_OK)
+        diag("  %s", r.text);
+    ok(r.value[0] == r.value[4] && r.value[1] == r.value[4] && r.value[2] == 0,
+       "GPUMEM_DEBUG=copies: one line for each of the %ld batch, pack and unpack calls past their checks (its "
+       "direction, bytes, sync, status and pairs), none for refused or empty ones (%ld lines, %ld right, %ld "
+       "others)", r.value[4], r.value[0], r.value[1], r.value[2]);
+    if (r.text[0] != '\0' || r.value[2] != 0)
+        diag("  %s %s", r.text, r.note);
+}
+
 int main(void)
 {
     if (test_on_sim())
         fault_injection(); /* children first: before this process starts the simulator's threads */
     else
         skip(5, "fault injection runs on the simulator");
+    test_copies_lines(); /* a child, before this process uses the library */
     char reason[256];
     if (gpumem_test_context(&ctx, reason, sizeof reason) != GPUMEM_OK)
         plan_skip_all(reason);
