@@ -322,10 +322,13 @@ static gpumem_status drain(const char *what, gpumem_status st, gpumem_context *c
     for (int i = 0; i < n; i++) {
         if (ctx[i] == NULL)
             continue;
+        bool failed = st != GPUMEM_OK; /* as gm_keep_first: the first failure's record stays */
+        if (failed)
+            gm_error_suspend();
         gpumem_status w = sync_stream(what, ctx[i], ds[i]);
+        st = failed ? gm_error_resume(st) : w;
         if (i == 0 && w == GPUMEM_OK && t->all)
             t->landed = true;
-        st = gm_keep_first(st, w);
     }
     return st;
 }
