@@ -345,7 +345,8 @@ gpumem_status gm_batch_check_collisions(const batch_names *nm, size_t n, gpumem_
         tree_find(r, top, first[di->space], last[di->space], di->addr, di->hi, i, &found);
         if (found.oom)
             goto oom;
-        qsort(found.c, found.n, sizeof *found.c, candidate_cmp); /* the walk's order */
+        if (found.n > 1)
+            qsort(found.c, found.n, sizeof *found.c, candidate_cmp); /* the walk's order */
         for (size_t c = 0; c < found.n && st == GPUMEM_OK; c++) {
             size_t j = found.c[c].pair;
             int other = found.c[c].other;
