@@ -46,6 +46,9 @@ typedef struct plot {
     const tr_trace *t;
     tm_model m;
     uint64_t T; /* ns the picture spans */
+    double unit_ns;   /* its times' unit (time_unit) */
+    const char *unit; /* "ms" */
+    int decimals;     /* of a moment in that unit */
     int by_pool;
     int ncat;
     char cat_name[MAX_CATS][48];
@@ -93,6 +96,7 @@ static int colof(const plot *p, uint64_t ns)
     return c >= PW ? PW - 1 : (int)c;
 }
 
+/* A duration: in the unit that suits it ("12.5 ms", "80 ns"). */
 static void time_label(uint64_t ns, char *buf, size_t size)
 {
     if (ns >= 1000000000u)
@@ -103,6 +107,37 @@ static void time_label(uint64_t ns, char *buf, size_t size)
         snprintf(buf, size, "%.6g us", (double)ns / 1e3);
     else
         snprintf(buf, size, "%llu ns", (unsigned long long)ns);
+}
+
+/* The unit of the picture's times (its axis, and every moment on hover):
+ * the one its span is counted in, so that every label reads alike. */
+static void time_unit(plot *p)
+{
+    static const struct {
+        double ns;
+        const char *name;
+    } units[] = {{1e9, "s"}, {1e6, "ms"}, {1e3, "us"}, {1, "ns"}};
+    size_t i = 0;
+    while (i + 1 < sizeof units / sizeof *units && (double)p->T < units[i].ns)
+        i++;
+    p->unit_ns = units[i].ns;
+    p->unit = units[i].name;
+    /* decimals enough to tell a pixel column from the next */
+    double px = (double)p->T / PW / p->unit_ns;
+    p->decimals = 0;
+    for (double d = 1; d > px && p->decimals < 9; d /= 10)
+        p->decimals++;
+}
+
+/* A moment since the trace started, in the picture's unit to a pixel's
+ * precision: "0" at the start, else "12.50 ms". */
+static const char *moment(const plot *p, double ns, char *buf, size_t size)
+{
+    if (ns <= 0)
+        snprintf(buf, size, "0");
+    else
+        snprintf(buf, size, "%.*f %s", p->decimals, ns / p->unit_ns, p->unit);
+    return buf;
 }
 
 /* A round step (1, 2 or 5 times a power of ten) giving about n ticks over span. */
@@ -219,10 +254,10 @@ static void memory_chart(plot *p)
 {
     FILE *f = p->f;
     int nc = p->ncat;
-    char b1[64], b2[64];
+    char b1[64], b2[64], b3[64];
     fprintf(f, "<g id=\"memory\">\n<text x=\"%d\" y=\"%d\" class=\"h\">memory in use (stacked by %s)</text>\n", LEFT,
             p->y - 6, p->by_pool ? "pool" : "kind");
-    fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"#fafafa\" stroke=\"#ccc\"/>\n", LEFT, p->y,
+    fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"#000\" fill-opacity=\"0.02\" stroke=\"#ccc\"/>\n", LEFT, p->y,
             PW, MEM_H);
     /* y axis: round steps of the unit (B, KiB, MiB, ...) the top is counted in */
     static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
@@ -239,6 +274,22 @@ static void memory_chart(plot *p)
         fprintf(f, "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%.4g %s</text>\n", LEFT - 4, y + 4, v,
                 units[u]);
     }
+    /* Out-of-memory lines from the chart's top down to the memory in use
+     * of the columns they cross, and under the areas: the memory in use
+     * when an allocation failed is most often the peak, whose column a
+     * line would hide.  Their dots, with the message, come over the chart
+     * (events_overlay). */
+    fprintf(f, "<g id=\"oom-lines\">\n");
+    for (size_t i = 0; i < p->t->nev; i++)
+        if (p->t->ev[i].type == GM_TE_OOM) {
+            double x = xof(p, p->t->ev[i].t), top = 0;
+            for (int c = colof(p, p->t->ev[i].t) - 2, e = c + 4; c <= e; c++)
+                if (c >= 0 && c < PW && p->tot[c] > top)
+                    top = p->tot[c];
+            fprintf(f, "<line class=\"oom-line\" x1=\"%.1f\" x2=\"%.1f\" y1=\"%d\" y2=\"%.1f\" stroke=\"#d62728\" "
+                    "stroke-width=\"2\"/>\n", x, x, p->y, ymem(p, top) - 1);
+        }
+    fprintf(f, "</g>\n");
     /* one area per category, from the lower categories' top up */
     for (int k = 0; k < nc; k++) {
         uint64_t peak = 0;
@@ -273,10 +324,12 @@ static void memory_chart(plot *p)
         for (int c = c0; c < c0 + 5 && c < PW; c++)
             if (p->tot[c] > p->tot[best])
                 best = c;
-        time_label((uint64_t)((double)c0 / PW * (double)p->T), b1, sizeof b1);
-        time_label((uint64_t)((double)(c0 + 5) / PW * (double)p->T), b2, sizeof b2);
-        fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"5\" height=\"%d\"><title>%s to %s: in use %s", LEFT + c0, p->y,
-                MEM_H, b1, b2, tm_bytes((uint64_t)p->tot[best], b1, sizeof b1));
+        /* one buffer per string: all three are read when the line is printed */
+        int c1 = c0 + 5 < PW ? c0 + 5 : PW;
+        fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\"><title>%s to %s: in use %s", LEFT + c0,
+                p->y, c1 - c0, MEM_H, moment(p, (double)c0 / PW * (double)p->T, b1, sizeof b1),
+                moment(p, (double)c1 / PW * (double)p->T, b2, sizeof b2),
+                tm_bytes((uint64_t)p->tot[best], b3, sizeof b3));
         for (int k = 0; k < nc; k++)
             if (p->snap[(size_t)best * nc + k] > 0) {
                 fprintf(f, "\n");
@@ -302,7 +355,7 @@ static void events_overlay(plot *p)
         if (e->type != GM_TE_MARK)
             continue;
         double x = xof(p, e->t);
-        time_label(e->t, b1, sizeof b1);
+        moment(p, (double)e->t, b1, sizeof b1);
         fprintf(f, "<line class=\"marker\" x1=\"%.1f\" x2=\"%.1f\" y1=\"%d\" y2=\"%d\" stroke=\"#555\" "
                 "stroke-dasharray=\"2,3\"><title>", x, x, p->y, p->y + MEM_H);
         esc(f, tr_str(t, e->ref));
@@ -321,7 +374,7 @@ static void events_overlay(plot *p)
         if (e->type != GM_TE_LADDER && e->type != GM_TE_TRIM)
             continue;
         double x = xof(p, e->t);
-        time_label(e->t, b1, sizeof b1);
+        moment(p, (double)e->t, b1, sizeof b1);
         fprintf(f, "<path class=\"%s\" d=\"M%.1f %d l-4 8 h8 Z\" fill=\"#e8a33d\"><title>%s at %s on device %d: %s "
                 "given back in %u blocks%s</title></path>\n", e->type == GM_TE_LADDER ? "ladder" : "trim", x,
                 p->y + MEM_H - 8, e->type == GM_TE_LADDER ? "out-of-memory ladder" : "pool trim", b1, (int)e->device,
@@ -335,11 +388,12 @@ static void events_overlay(plot *p)
         if (e->type != GM_TE_OOM)
             continue;
         double x = xof(p, e->t);
-        time_label(e->t, b1, sizeof b1);
-        fprintf(f, "<g class=\"oom\"><line x1=\"%.1f\" x2=\"%.1f\" y1=\"%d\" y2=\"%d\" stroke=\"#d62728\" "
-                "stroke-width=\"2\"/><circle cx=\"%.1f\" cy=\"%d\" r=\"6\" fill=\"#d62728\"/><title>out of memory at "
-                "%s: %s of %s memory on device %d\n", x, x, p->y, p->y + MEM_H, x, p->y, b1,
-                tm_bytes(e->bytes, b2, sizeof b2), tr_kind_name(e->kind), (int)e->device);
+        moment(p, (double)e->t, b1, sizeof b1);
+        /* the line is under the memory areas (memory_chart); the dot is
+         * above the chart's top, clear of its highest column */
+        fprintf(f, "<g class=\"oom\"><circle cx=\"%.1f\" cy=\"%d\" r=\"6\" fill=\"#d62728\"/><title>out of "
+                "memory at %s: %s of %s memory on device %d\n", x, p->y, b1, tm_bytes(e->bytes, b2, sizeof b2),
+                tr_kind_name(e->kind), (int)e->device);
         esc(f, tr_str(t, e->ref));
         fprintf(f, "</title></g>\n");
     }
@@ -465,7 +519,7 @@ static void copies(plot *p)
     fprintf(f, "<g id=\"copies\">\n<text x=\"%d\" y=\"%d\" class=\"h\">copies: bandwidth of synchronous copies, "
             "coloured by path; copies on streams as ticks at the foot%s</text>\n", LEFT, p->y - 6,
             ncopies ? "" : " (none)");
-    fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"#fafafa\" stroke=\"#ccc\"/>\n", LEFT, p->y,
+    fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"#000\" fill-opacity=\"0.02\" stroke=\"#ccc\"/>\n", LEFT, p->y,
             PW, COPY_H);
     double top = bwmax > 0 ? bwmax * 1.1 : 1e9;
     double step = nice_step(top / 1e9, 4);
@@ -516,7 +570,7 @@ static void copies(plot *p)
         double h = bw / top * COPY_H;
         if (h < 1)
             h = 1;
-        time_label(e->t, b2, sizeof b2);
+        moment(p, (double)e->t, b2, sizeof b2);
         time_label(e->value, b3, sizeof b3);
         fprintf(f, "<rect class=\"copy\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\"><title>",
                 x0, p->y + COPY_H - h, x1 - x0, h, colour);
@@ -555,22 +609,28 @@ static void copies(plot *p)
     p->y += COPY_H + 34;
 }
 
-static void time_axis(plot *p, int top)
+/* The axis at the foot, and into grid (drawn first, under everything) its
+ * vertical lines from top down. */
+static void time_axis(plot *p, int top, FILE *grid)
 {
     FILE *f = p->f;
     double step = nice_step((double)p->T, 10);
     char b[64];
     fprintf(f, "<g id=\"time-axis\">\n<line x1=\"%d\" x2=\"%d\" y1=\"%d\" y2=\"%d\" stroke=\"#333\"/>\n", LEFT,
             LEFT + PW, p->y, p->y);
-    for (double v = 0; v <= (double)p->T + step * 1e-9; v += step) {
-        double x = xof(p, (uint64_t)v);
-        time_label((uint64_t)v, b, sizeof b);
-        fprintf(f, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%d\" y2=\"%d\" stroke=\"#eee\"/><line x1=\"%.1f\" x2=\"%.1f\" "
-                "y1=\"%d\" y2=\"%d\" stroke=\"#333\"/><text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%s</text>\n",
-                x, x, top, p->y, x, x, p->y, p->y + 5, x, p->y + 17, b);
+    /* every label in the picture's unit; the trace's start is "0" */
+    for (int i = 0; (double)i * step <= (double)p->T + step * 1e-9; i++) {
+        double v = (double)i * step, x = xof(p, (uint64_t)v);
+        if (i == 0)
+            snprintf(b, sizeof b, "0");
+        else
+            snprintf(b, sizeof b, "%.6g %s", v / p->unit_ns, p->unit);
+        fprintf(grid, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%d\" y2=\"%d\" stroke=\"#eee\"/>\n", x, x, top, p->y);
+        fprintf(f, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%d\" y2=\"%d\" stroke=\"#333\"/><text x=\"%.1f\" y=\"%d\" "
+                "text-anchor=\"middle\">%s</text>\n", x, x, p->y, p->y + 5, x, p->y + 17, b);
     }
-    fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">time since the trace started</text>\n</g>\n",
-            LEFT + PW / 2, p->y + 34);
+    fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">time since the trace started (%s)</text>\n</g>\n",
+            LEFT + PW / 2, p->y + 34, p->unit);
     p->y += 44;
 }
 
@@ -622,13 +682,20 @@ static int draw(plot *p, const char *file, int svg_only)
                 (unsigned)t->pid, b1, t->nev, tm_bytes(peak, b2, sizeof b2),
                 t->complete ? "" : " (the trace is incomplete: its program did not stop it)");
     }
-    /* the SVG's height is known only at the end: draw into a buffer first */
-    char *body = NULL;
-    size_t bodysize = 0;
-    FILE *real = f;
-    p->f = f = open_memstream(&body, &bodysize);
-    if (f == NULL)
+    /* the SVG's height is known only at the end: draw into a buffer first,
+     * and the time grid, which lies under everything, into another (the
+     * charts' backgrounds are translucent over it) */
+    char *body = NULL, *gridtext = NULL;
+    size_t bodysize = 0, gridsize = 0;
+    FILE *real = f, *grid = open_memstream(&gridtext, &gridsize);
+    if (grid == NULL)
         return -1;
+    p->f = f = open_memstream(&body, &bodysize);
+    if (f == NULL) {
+        fclose(grid);
+        free(gridtext);
+        return -1;
+    }
     p->y = 30;
     legend(p);
     p->y += 14;
@@ -639,11 +706,13 @@ static int draw(plot *p, const char *file, int svg_only)
     int rc = regions(p);
     p->y += 10;
     copies(p);
-    time_axis(p, mem_top);
+    time_axis(p, mem_top, grid);
     fclose(f);
+    fclose(grid);
     p->f = f = real;
     if (rc != 0) {
         free(body);
+        free(gridtext);
         return -1;
     }
     if (svg_only)
@@ -653,8 +722,11 @@ static int draw(plot *p, const char *file, int svg_only)
             "font-size: 12px; }</style>\n<rect width=\"100%%\" height=\"100%%\" fill=\"#fff\"/>\n<text x=\"%d\" "
             "y=\"18\" class=\"h\">", WIDTH, p->y, WIDTH, p->y, LEFT);
     esc(f, file);
-    fprintf(f, ": peak in use %s</text>\n", tm_bytes(peak, b1, sizeof b1));
+    fprintf(f, ": peak in use %s</text>\n<g id=\"time-grid\">\n", tm_bytes(peak, b1, sizeof b1));
+    fwrite(gridtext, 1, gridsize, f);
+    fprintf(f, "</g>\n");
     fwrite(body, 1, bodysize, f);
+    free(gridtext);
     free(body);
     fprintf(f, "</svg>\n");
     if (!svg_only)
@@ -666,6 +738,7 @@ int trace_plot(const tr_trace *t, const char *file, const char *out, int by_pool
 {
     plot p = {.t = t, .by_pool = by_pool};
     p.T = t->end_ns > 0 ? t->end_ns : 1;
+    time_unit(&p);
     if (tm_build(t, &p.m) != 0) {
         fprintf(stderr, "gpumem trace plot: out of memory\n");
         return 1;
