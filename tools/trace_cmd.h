@@ -1,6 +1,7 @@
 /*
- * trace_cmd.h - gpumem trace (trace.c: summary, export, replay; trace_plot.c:
- * plot), and the model of a trace's allocations they share.
+ * trace_cmd.h - gpumem trace (trace.c: the command; trace_summary.c,
+ * trace_plot.c, trace_export.c, trace_replay.c: its subcommands), and the
+ * model of a trace's allocations they share (trace_model.c).
  */
 #ifndef GPUMEM_TOOLS_TRACE_CMD_H
 #define GPUMEM_TOOLS_TRACE_CMD_H
@@ -42,6 +43,10 @@ typedef struct tm_model {
 int tm_build(const tr_trace *t, tm_model *m);
 void tm_free(tm_model *m);
 
+/* The kinds a summary counts apart: the six kinds, and unknown (6). */
+#define TM_NKIND 7
+int tm_kind_slot(int kind);
+
 /* "12.5 MiB", "512 B" */
 const char *tm_bytes(uint64_t b, char *buf, size_t size);
 /* The name of a pool number: "driver", "pool 3". */
@@ -49,6 +54,23 @@ const char *tm_pool_name(uint32_t pool, char *buf, size_t size);
 
 /* gpumem trace plot (trace_plot.c): 0, 1 on failure (message on stderr). */
 int trace_plot(const tr_trace *t, const char *file, const char *out, int by_pool);
+
+/* gpumem trace summary (trace_summary.c), on stdout, text or JSON; note: why
+ * the trace is incomplete.  0, 1 without memory (message on stderr). */
+int trace_summary(const char *file, const tr_trace *t, const tm_model *m, int json, const char *note);
+
+/* gpumem trace export --chrome (trace_export.c), on stdout. */
+void trace_export_chrome(const tr_trace *t, const tm_model *m);
+
+/* gpumem trace replay (trace_replay.c). */
+typedef struct trace_replay_opts {
+    int pool;           /* --allocator pool */
+    unsigned pool_flags;
+    int no_hold;
+} trace_replay_opts;
+
+/* 0, 1 on failure (message on stderr). */
+int trace_replay(const tr_trace *t, const tm_model *m, trace_replay_opts o);
 
 /* gpumem trace: the command (trace.c). */
 int cmd_trace(int argc, char **argv);
