@@ -45,6 +45,8 @@ typedef struct site_sum {
 
 typedef struct summary {
     uint64_t peak, peak_t, by_kind[TM_NKIND];
+    uint64_t by_owner[GM_TO_LAST + 1]; /* at the peak: the program's, and the library's own (GM_TO_*) */
+    uint64_t lib_count, lib_bytes;      /* the library's own, still held at the end (not leaks) */
     uint64_t *by_pool; /* [npools + 1], at the peak */
     size_t *largest;   /* allocation indices, largest first */
     size_t nlargest;
@@ -73,10 +75,17 @@ static int site_desc(const void *a, const void *b)
     return x->stack < y->stack ? -1 : x->stack > y->stack;
 }
 
+/* Who holds an allocation: GM_TO_PROGRAM, or the library's own (GM_TO_*). */
+static unsigned owner_of(const tr_trace *t, const tm_alloc *a)
+{
+    unsigned o = t->ev[a->ev].aux;
+    return o <= GM_TO_LAST ? o : GM_TO_PROGRAM;
+}
+
 static int summarize(const tr_trace *t, const tm_model *m, summary *s)
 {
     memset(s, 0, sizeof *s);
-    uint64_t cur = 0, kinds[TM_NKIND] = {0};
+    uint64_t cur = 0, kinds[TM_NKIND] = {0}, owners[GM_TO_LAST + 1] = {0};
     uint64_t *pools = calloc(m->npools + 1, sizeof *pools);
     s->by_pool = calloc(m->npools + 1, sizeof *s->by_pool);
     if (pools == NULL || s->by_pool == NULL) {
@@ -90,11 +99,13 @@ static int summarize(const tr_trace *t, const tm_model *m, summary *s)
             int64_t d = m->delta[i];
             cur += (uint64_t)d;
             kinds[tm_kind_slot(a->kind)] += (uint64_t)d;
+            owners[owner_of(t, a)] += (uint64_t)d;
             pools[a->pool] += (uint64_t)d;
             if (d > 0 && cur > s->peak) {
                 s->peak = cur;
                 s->peak_t = e->t;
                 memcpy(s->by_kind, kinds, sizeof kinds);
+                memcpy(s->by_owner, owners, sizeof owners);
                 memcpy(s->by_pool, pools, (m->npools + 1) * sizeof *pools);
             }
         }
@@ -157,6 +168,11 @@ static int summarize(const tr_trace *t, const tm_model *m, summary *s)
         const tm_alloc *a = &m->a[i];
         if (a->t1 != TM_LIVE)
             continue;
+        if (owner_of(t, a) != GM_TO_PROGRAM) { /* kept for later calls: not a leak */
+            s->lib_count++;
+            s->lib_bytes += a->bytes;
+            continue;
+        }
         s->leak_count++;
         s->leak_bytes += a->bytes;
         size_t k = 0;
@@ -231,18 +247,34 @@ static void print_text(const char *file, const tr_trace *t, const tm_model *m, c
                        (int)m->pools[p - 1].device, tm_bytes(s->by_pool[p], b1, sizeof b1));
         }
     printf("%s\n", any ? "" : " none");
+    uint64_t lib = 0;
+    for (int o = 1; o <= GM_TO_LAST; o++)
+        lib += s->by_owner[o];
+    if (lib != 0) {
+        printf("  the library's own: %s (", tm_bytes(lib, b1, sizeof b1));
+        any = 0;
+        for (int o = 1; o <= GM_TO_LAST; o++)
+            if (s->by_owner[o])
+                printf("%s%s %s", any++ ? ", " : "", tr_owner_name(o), tm_bytes(s->by_owner[o], b1, sizeof b1));
+        printf(")\n");
+    }
     printf("largest allocations:\n");
     for (size_t i = 0; i < s->nlargest; i++) {
         const tm_alloc *a = &m->a[s->largest[i]];
+        unsigned o = owner_of(t, a);
         ms(a->t0, b2, sizeof b2);
-        printf("  %10s %s on device %d, %s, at %s by %s, ", tm_bytes(a->bytes, b1, sizeof b1), tr_kind_name(a->kind),
-               (int)a->device, tm_pool_name(a->pool, b4, sizeof b4), b2, thread_name(t, a->thread, b3, sizeof b3));
+        printf("  %10s %s on device %d, %s%s%s, at %s by %s, ", tm_bytes(a->bytes, b1, sizeof b1),
+               tr_kind_name(a->kind), (int)a->device, tm_pool_name(a->pool, b4, sizeof b4),
+               o != GM_TO_PROGRAM ? ", the library's " : "", o != GM_TO_PROGRAM ? tr_owner_name((int)o) : "", b2,
+               thread_name(t, a->thread, b3, sizeof b3));
         if (a->t1 == TM_LIVE) {
             printf("never freed\n");
         } else {
             ms(a->t1, b2, sizeof b2);
             printf("freed at %s\n", b2);
         }
+        if (a->stack != 0) /* where it was made, when the trace has call sites */
+            print_site(t, a->stack, "      ");
     }
     if (s->nlargest == 0)
         printf("  none\n");
@@ -252,6 +284,10 @@ static void print_text(const char *file, const tr_trace *t, const tm_model *m, c
         printf("  %llu x, %s\n", (unsigned long long)s->sites[i].count, tm_bytes(s->sites[i].bytes, b1, sizeof b1));
         print_site(t, s->sites[i].stack, "    ");
     }
+    if (s->lib_count != 0)
+        printf("the library's own, still held at the end: %llu allocation%s, %s (kept for later calls; given back "
+               "when their context is released)\n", (unsigned long long)s->lib_count, s->lib_count == 1 ? "" : "s",
+               tm_bytes(s->lib_bytes, b1, sizeof b1));
     printf("copies by path:\n");
     if (s->npaths == 0)
         printf("  none\n");
@@ -332,7 +368,12 @@ static void print_json(const char *file, const tr_trace *t, const tm_model *m, c
             printf("%s{\"pool\": %zu, \"kind\": \"%s\", \"device\": %d, \"bytes\": %llu}", any++ ? ", " : "", p,
                    p ? tr_kind_name(m->pools[p - 1].kind) : "", p ? (int)m->pools[p - 1].device : -1,
                    (unsigned long long)s->by_pool[p]);
-    printf("]},\n \"largest\": [");
+    printf("]},\n \"peak_by_owner\": {");
+    any = 0;
+    for (int o = 0; o <= GM_TO_LAST; o++)
+        if (s->by_owner[o])
+            printf("%s\"%s\": %llu", any++ ? ", " : "", tr_owner_name(o), (unsigned long long)s->by_owner[o]);
+    printf("},\n \"largest\": [");
     for (size_t i = 0; i < s->nlargest; i++) {
         const tm_alloc *a = &m->a[s->largest[i]];
         printf("%s\n  {\"bytes\": %llu, \"kind\": \"%s\", \"device\": %d, \"pool\": %u, \"t_ns\": %llu, "
@@ -343,7 +384,8 @@ static void print_json(const char *file, const tr_trace *t, const tm_model *m, c
             printf("null");
         else
             printf("%llu", (unsigned long long)a->t1);
-        printf(", \"thread\": %u, \"call_site\": ", (unsigned)a->thread);
+        printf(", \"thread\": %u, \"owner\": \"%s\", \"call_site\": ", (unsigned)a->thread,
+               tr_owner_name((int)owner_of(t, a)));
         json_site(t, a->stack);
         printf("}");
     }
@@ -355,7 +397,8 @@ static void print_json(const char *file, const tr_trace *t, const tm_model *m, c
         json_site(t, s->sites[i].stack);
         printf("}");
     }
-    printf("]},\n \"copies\": [");
+    printf("]},\n \"library_held\": {\"count\": %llu, \"bytes\": %llu},\n \"copies\": [",
+           (unsigned long long)s->lib_count, (unsigned long long)s->lib_bytes);
     for (size_t i = 0; i < s->npaths; i++) {
         const path_sum *p = &s->paths[i];
         printf("%s\n  {\"path\": ", i ? "," : "");
