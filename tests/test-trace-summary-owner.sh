@@ -72,5 +72,5 @@ GPUMEM_TRACE_STACKS=1 "$workload" "$tmp/w.gmt" >"$tmp/out" 2>"$tmp/err"
 t $? "the workload runs, traced with its call sites"
 "$gpumem" trace summary "$tmp/w.gmt" >"$tmp/out" 2>"$tmp/err" &&
     grep -A1 "^     1.0 MiB device on device 0, driver, at " "$tmp/out" | tail -1 |
-    grep -q "^      at device_bytes+0x[0-9a-f]* (trace-workload)$"
+    grep -q "^      at device_bytes+0x[0-9a-f]* (trace-workload) < main+0x[0-9a-f]* (trace-workload)$"
 t $? "the workload's largest allocation: where it was made"

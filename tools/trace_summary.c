@@ -273,8 +273,13 @@ static void print_text(const char *file, const tr_trace *t, const tm_model *m, c
             ms(a->t1, b2, sizeof b2);
             printf("freed at %s\n", b2);
         }
-        if (a->stack != 0) /* where it was made, when the trace has call sites */
-            print_site(t, a->stack, "      ");
+        if (a->stack != 0 && a->stack < t->nstk) { /* where it was made: its first two frames */
+            char buf[512];
+            printf("      at");
+            for (uint32_t f = 0; f < t->stk[a->stack].n && f < 2; f++)
+                printf("%s %s", f ? " <" : "", tr_frame_name(t, &t->stk[a->stack].f[f], buf, sizeof buf));
+            printf("\n");
+        }
     }
     if (s->nlargest == 0)
         printf("  none\n");
