@@ -154,7 +154,10 @@ int cmd_trace(int argc, char **argv)
     } else if (plot_cmd) {
         rc = trace_plot(&t, file, out, by_pool);
     } else if (export_cmd) {
-        trace_export_chrome(&t, &m);
+        if (trace_export_chrome(&t, &m) != 0) {
+            fprintf(stderr, "gpumem trace: out of memory\n");
+            rc = 1;
+        }
     } else {
         rc = trace_replay(&t, &m, ro);
     }

@@ -6,6 +6,7 @@
 #ifndef GPUMEM_TOOLS_TRACE_CMD_H
 #define GPUMEM_TOOLS_TRACE_CMD_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -43,6 +44,21 @@ typedef struct tm_model {
 int tm_build(const tr_trace *t, tm_model *m);
 void tm_free(tm_model *m);
 
+/* A region of a thread, from its push to the pop that closes it: the next
+ * pop of the same thread and depth (t1 TM_LIVE, pop TM_NONE: still open at
+ * the end).  Pops that close nothing (their push came before the trace) are
+ * in no region. */
+#define TM_NONE SIZE_MAX
+typedef struct tm_region {
+    uint32_t thread, depth, name; /* name: a string id */
+    uint64_t t0, t1;
+    size_t push, pop;             /* their events */
+} tm_region;
+
+/* The trace's regions in the order of their push, in time linear in the
+ * events (a map from thread and depth).  0, or -1 without memory. */
+int tm_regions(const tr_trace *t, tm_region **r, size_t *n);
+
 /* The kinds a summary counts apart: the six kinds, and unknown (6). */
 #define TM_NKIND 7
 int tm_kind_slot(int kind);
@@ -65,10 +81,14 @@ int trace_plot(const tr_trace *t, const char *file, const char *out, int by);
  * the trace is incomplete.  0, 1 without memory (message on stderr). */
 int trace_summary(const char *file, const tr_trace *t, const tm_model *m, int json, const char *note);
 
-/* gpumem trace export --chrome (trace_export.c), on stdout. */
-void trace_export_chrome(const tr_trace *t, const tm_model *m);
+/* gpumem trace export --chrome (trace_export.c), on stdout.  0, -1 without
+ * memory (nothing written). */
+int trace_export_chrome(const tr_trace *t, const tm_model *m);
 
-/* gpumem trace replay (trace_replay.c). */
+/* gpumem trace replay (trace_replay.c).  The trace's streams replay on
+ * streams of their own, at most TRACE_REPLAY_MAX_STREAMS a device: more
+ * share them in turn (a trace can name millions). */
+#define TRACE_REPLAY_MAX_STREAMS 32
 typedef struct trace_replay_opts {
     int pool;           /* --allocator pool */
     unsigned pool_flags;

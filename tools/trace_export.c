@@ -15,9 +15,21 @@ static void us(uint64_t ns)
     printf("%llu.%03llu", (unsigned long long)(ns / 1000), (unsigned long long)(ns % 1000));
 }
 
-void trace_export_chrome(const tr_trace *t, const tm_model *m)
+int trace_export_chrome(const tr_trace *t, const tm_model *m)
 {
     unsigned pid = t->pid;
+    /* the regions, so that every E has its B: closes[i], the pop event i
+     * closes a region */
+    tm_region *reg = NULL;
+    size_t nreg = 0;
+    unsigned char *closes = calloc(t->nev ? t->nev : 1, 1);
+    if (closes == NULL || tm_regions(t, &reg, &nreg) != 0) {
+        free(closes);
+        return -1;
+    }
+    for (size_t k = 0; k < nreg; k++)
+        if (reg[k].pop != TM_NONE)
+            closes[reg[k].pop] = 1;
     printf("{\"displayTimeUnit\": \"ns\", \"otherData\": {\"program\": ");
     json_string(t->program);
     printf(", \"complete\": %s}, \"traceEvents\": [\n", t->complete ? "true" : "false");
@@ -34,12 +46,6 @@ void trace_export_chrome(const tr_trace *t, const tm_model *m)
         printf("}}");
     }
     uint64_t kinds[TM_NKIND] = {0};
-    /* open regions per thread (depths), so that every E has its B */
-    typedef struct open_region {
-        uint32_t thread, depth;
-    } open_region;
-    open_region *open = NULL;
-    size_t nopen = 0, capopen = 0;
     for (size_t i = 0; i < t->nev; i++) {
         const tr_event *e = &t->ev[i];
         if (m->which[i] >= 0) {
@@ -71,14 +77,6 @@ void trace_export_chrome(const tr_trace *t, const tm_model *m)
             break;
         }
         case GM_TE_PUSH:
-            if (nopen == capopen) {
-                capopen = capopen ? capopen * 2 : 16;
-                open_region *o = realloc(open, capopen * sizeof *o);
-                if (o == NULL)
-                    break; /* drawn without its bar */
-                open = o;
-            }
-            open[nopen++] = (open_region){e->thread, e->aux};
             printf(",\n{\"name\": ");
             json_string(tr_str(t, e->ref));
             printf(", \"cat\": \"region\", \"ph\": \"B\", \"pid\": %u, \"tid\": %u, \"ts\": ", pid,
@@ -87,12 +85,8 @@ void trace_export_chrome(const tr_trace *t, const tm_model *m)
             printf("}");
             break;
         case GM_TE_POP: {
-            size_t k = nopen;
-            while (k > 0 && !(open[k - 1].thread == e->thread && open[k - 1].depth == e->aux))
-                k--;
-            if (k == 0)
+            if (!closes[i])
                 break; /* opened before the trace started */
-            open[k - 1] = open[--nopen];
             printf(",\n{\"cat\": \"region\", \"ph\": \"E\", \"pid\": %u, \"tid\": %u, \"ts\": ", pid,
                    (unsigned)e->thread);
             us(e->t);
@@ -127,13 +121,17 @@ void trace_export_chrome(const tr_trace *t, const tm_model *m)
             break;
         }
     }
-    /* regions still open at the end */
-    for (size_t k = nopen; k-- > 0;) {
+    /* regions still open at the end, innermost first */
+    for (size_t k = nreg; k-- > 0;) {
+        if (reg[k].pop != TM_NONE)
+            continue;
         printf(",\n{\"cat\": \"region\", \"ph\": \"E\", \"pid\": %u, \"tid\": %u, \"ts\": ", pid,
-               (unsigned)open[k].thread);
+               (unsigned)reg[k].thread);
         us(t->end_ns);
         printf("}");
     }
-    free(open);
+    free(reg);
+    free(closes);
     printf("\n]}\n");
+    return 0;
 }

@@ -12,7 +12,8 @@
 #include "trace_cmd.h"
 
 
-/* An open-addressing map from (pool, device, address) to an allocation. */
+/* An open-addressing map from (pool, device, address) to an allocation (and
+ * from a pool to its number, from a thread and depth to a region). */
 typedef struct live_map {
     struct slot {
         uint64_t pool, addr;
@@ -78,7 +79,7 @@ static int map_put(live_map *m, uint64_t pool, uint64_t addr, int32_t device, in
 int tm_build(const tr_trace *t, tm_model *m)
 {
     memset(m, 0, sizeof *m);
-    live_map map = {0};
+    live_map map = {0}, pool_map = {0}; /* (pool, address, device) to allocation; pool to its number - 1 */
     m->delta = calloc(t->nev ? t->nev : 1, sizeof *m->delta);
     m->which = malloc((t->nev ? t->nev : 1) * sizeof *m->which);
     size_t cap = 0, pcap = 0;
@@ -90,9 +91,10 @@ int tm_build(const tr_trace *t, tm_model *m)
         if (e->type == GM_TE_ALLOC) {
             uint32_t pool = 0;
             if (e->pool != 0) {
-                while (pool < m->npools && m->pools[pool].id != e->pool)
-                    pool++;
-                if (pool == m->npools) {
+                struct slot *ps = map_find(&pool_map, e->pool, 0, 0);
+                if (ps != NULL) {
+                    pool = (uint32_t)ps->a;
+                } else {
                     if (m->npools == pcap) {
                         pcap = pcap ? pcap * 2 : 8;
                         tm_pool *p = realloc(m->pools, pcap * sizeof *p);
@@ -101,6 +103,9 @@ int tm_build(const tr_trace *t, tm_model *m)
                         m->pools = p;
                     }
                     m->pools[m->npools++] = (tm_pool){e->pool, e->kind, e->device};
+                    pool = (uint32_t)m->npools - 1;
+                    if (m->npools > INT32_MAX - 1 || map_put(&pool_map, e->pool, 0, 0, (int32_t)pool) != 0)
+                        goto nomem;
                 }
                 pool++;
             }
@@ -138,9 +143,11 @@ int tm_build(const tr_trace *t, tm_model *m)
         }
     }
     free(map.s);
+    free(pool_map.s);
     return 0;
 nomem:
     free(map.s);
+    free(pool_map.s);
     tm_free(m);
     return -1;
 }
@@ -178,6 +185,59 @@ const char *tm_pool_name(uint32_t pool, char *buf, size_t size)
     else
         snprintf(buf, size, "pool %u", (unsigned)pool);
     return buf;
+}
+
+int tm_regions(const tr_trace *t, tm_region **out, size_t *nout)
+{
+    tm_region *r = NULL;
+    int32_t *below = NULL; /* per region: the open region of its thread and depth that it hides, or -1 */
+    size_t n = 0, cap = 0;
+    live_map open = {0};   /* (thread, depth) to its innermost open region */
+    for (size_t i = 0; i < t->nev; i++) {
+        const tr_event *e = &t->ev[i];
+        if (e->type == GM_TE_PUSH) {
+            if (n == cap) {
+                cap = cap ? cap * 2 : 64;
+                tm_region *q = realloc(r, cap * sizeof *q);
+                int32_t *b = q != NULL ? realloc(below, cap * sizeof *b) : NULL;
+                if (q != NULL)
+                    r = q;
+                if (b == NULL)
+                    goto nomem;
+                below = b;
+            }
+            if (n > INT32_MAX - 1)
+                goto nomem;
+            r[n] = (tm_region){e->thread, e->aux, e->ref, e->t, TM_LIVE, i, TM_NONE};
+            struct slot *s = map_find(&open, e->thread, e->aux, 0);
+            below[n] = s != NULL ? s->a : -1;
+            if (s != NULL)
+                s->a = (int32_t)n;
+            else if (map_put(&open, e->thread, e->aux, 0, (int32_t)n) != 0)
+                goto nomem;
+            n++;
+        } else if (e->type == GM_TE_POP) {
+            struct slot *s = map_find(&open, e->thread, e->aux, 0);
+            if (s == NULL)
+                continue; /* opened before the trace started */
+            tm_region *k = &r[s->a];
+            k->t1 = e->t;
+            k->pop = i;
+            s->a = below[s->a] >= 0 ? below[s->a] : -2;
+        }
+    }
+    free(open.s);
+    free(below);
+    *out = r;
+    *nout = n;
+    return 0;
+nomem:
+    free(open.s);
+    free(below);
+    free(r);
+    *out = NULL;
+    *nout = 0;
+    return -1;
 }
 
 int tm_kind_slot(int kind)

@@ -9,7 +9,9 @@
  *   - named regions, one lane per thread, nested by depth;
  *   - copies in one lane, coloured by path, as tall as their bandwidth;
  *   - hover details as SVG <title> elements.
- * The file is written beside OUT and renamed onto it when whole.
+ * OUT is written as outfile.h says: a regular file beside it and renamed
+ * onto it when whole, anything else (a FIFO, /dev/null, a link's target)
+ * in place.
  */
 #include "config.h"
 
@@ -23,6 +25,7 @@
 
 #include <gpumem.h>
 
+#include "outfile.h"
 #include "trace_cmd.h"
 
 #define LEFT 96
@@ -578,38 +581,14 @@ static void events_overlay(plot *p)
     fprintf(f, "</g>\n");
 }
 
-typedef struct region {
-    uint32_t thread, depth, name;
-    uint64_t t0, t1;
-} region;
-
 static int regions(plot *p)
 {
     FILE *f = p->f;
     const tr_trace *t = p->t;
-    region *r = NULL;
-    size_t n = 0, cap = 0;
-    for (size_t i = 0; i < t->nev; i++) {
-        const tr_event *e = &t->ev[i];
-        if (e->type == GM_TE_PUSH) {
-            if (n == cap) {
-                cap = cap ? cap * 2 : 64;
-                region *q = realloc(r, cap * sizeof *q);
-                if (q == NULL) {
-                    free(r);
-                    return -1;
-                }
-                r = q;
-            }
-            r[n++] = (region){e->thread, e->aux, e->ref, e->t, TM_LIVE};
-        } else if (e->type == GM_TE_POP) {
-            size_t k = n;
-            while (k > 0 && !(r[k - 1].thread == e->thread && r[k - 1].depth == e->aux && r[k - 1].t1 == TM_LIVE))
-                k--;
-            if (k > 0)
-                r[k - 1].t1 = e->t;
-        }
-    }
+    tm_region *r = NULL;
+    size_t n = 0;
+    if (tm_regions(t, &r, &n) != 0)
+        return -1;
     /* lanes: the threads with regions, in order of their first region */
     uint32_t lanes[64];
     int depth[64] = {0}, nl = 0;
@@ -941,32 +920,24 @@ int trace_plot(const tr_trace *t, const char *file, const char *out, int by)
     }
     size_t n = strlen(out);
     int svg_only = n >= 4 && strcmp(out + n - 4, ".svg") == 0;
-    char *tmp = malloc(n + 16);
     int rc = 1;
-    if (tmp == NULL || sample(&p) != 0) {
+    outfile of;
+    if (sample(&p) != 0) {
         fprintf(stderr, "gpumem trace plot: out of memory\n");
         goto done;
     }
-    snprintf(tmp, n + 16, "%s.tmp%ld", out, (long)getpid());
-    if ((p.f = fopen(tmp, "w")) == NULL) {
+    if (outfile_open(&of, out) != 0) {
         fprintf(stderr, "gpumem trace plot: cannot write '%s': %s\n", out, strerror(errno));
         goto done;
     }
+    p.f = of.f;
     int drawn = draw(&p, file, svg_only);
-    int err = ferror(p.f);
-    if (fclose(p.f) != 0 || err || drawn != 0) {
+    if (outfile_close(&of, drawn == 0) != 0 || drawn != 0) {
         fprintf(stderr, "gpumem trace plot: cannot write '%s': %s\n", out, drawn ? "out of memory" : strerror(errno));
-        unlink(tmp);
-        goto done;
-    }
-    if (rename(tmp, out) != 0) {
-        fprintf(stderr, "gpumem trace plot: cannot write '%s': %s\n", out, strerror(errno));
-        unlink(tmp);
         goto done;
     }
     rc = 0;
 done:
-    free(tmp);
     free(p.snap);
     free(p.tot);
     free(p.lib);

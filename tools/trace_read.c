@@ -100,6 +100,7 @@ typedef struct parser {
     tr_trace *t;
     size_t cap_ev, cap_str, cap_stk, cap_thr;
     uint32_t record_bytes;
+    uint64_t alloc_total; /* the bytes of every allocation so far */
     /* where we are, for the messages */
     size_t block;        /* blocks read, from 1 */
     uint64_t records;    /* event records read */
@@ -191,6 +192,15 @@ static tr_status add_event(parser *p, const unsigned char *r, size_t off, uint32
         ref >= (t->nstr ? t->nstr : 1))
         return BAD("string %u is not defined before it", off + GM_TR_REF, p->block, (unsigned long long)recno,
                    (unsigned)ref);
+    uint64_t bytes = get64(r + GM_TR_BYTES);
+    if ((type == GM_TE_ALLOC || type == GM_TE_FREE) && bytes > TR_MAX_ALLOC_BYTES)
+        return BAD("an allocation of %llu bytes (at most 2^63 - 1)", off + GM_TR_BYTES, p->block,
+                   (unsigned long long)recno, (unsigned long long)bytes);
+    if (type == GM_TE_ALLOC && bytes > TR_MAX_ALLOC_BYTES - p->alloc_total)
+        return BAD("allocations of more than 2^63 - 1 bytes in all", off + GM_TR_BYTES, p->block,
+                   (unsigned long long)recno);
+    if (type == GM_TE_ALLOC)
+        p->alloc_total += bytes;
 #undef BAD
     if (grow((void **)&t->ev, &p->cap_ev, t->nev + 1, sizeof *t->ev) != 0)
         return fail(p, TR_NO_MEMORY, "out of memory");
@@ -207,7 +217,7 @@ static tr_status add_event(parser *p, const unsigned char *r, size_t off, uint32
     e->ctx = get64(r + GM_TR_CONTEXT);
     e->stream = get64(r + GM_TR_STREAM);
     e->pool = get64(r + GM_TR_POOL);
-    e->bytes = get64(r + GM_TR_BYTES);
+    e->bytes = bytes;
     e->value = get64(r + GM_TR_VALUE);
     e->seq = p->records;
     t->nev++;

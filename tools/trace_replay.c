@@ -21,10 +21,14 @@ typedef struct rdev {
     uint64_t base_used; /* total - free before the replay */
 } rdev;
 
+/* The trace's streams, sorted by device and identity; past
+ * TRACE_REPLAY_MAX_STREAMS on a device, one replays on the stream of
+ * another (use). */
 typedef struct rstream {
     int device;
     uint64_t id;
     gpumem_stream *s;
+    size_t use; /* the entry whose stream it replays on */
 } rstream;
 
 typedef struct replay {
@@ -34,7 +38,7 @@ typedef struct replay {
     rdev *dev;
     size_t ndev;
     rstream *st;
-    size_t nst;
+    size_t nst, nstreams; /* the trace's (with 0, none), and the streams made for them */
     gpumem_array **arr; /* per allocation of the model */
     const gpumem_dtype *u8;
 } replay;
@@ -109,7 +113,7 @@ static int replay_begin(replay *r)
     for (size_t i = 0; i < r->nst; i++) {
         rstream *s = &r->st[i];
         rdev *d = dev_of(r, s->device);
-        if (s->id != 0 && d != NULL && gpumem_stream_create(d->ctx, 0, &s->s) != GPUMEM_OK) {
+        if (s->id != 0 && s->use == i && d != NULL && gpumem_stream_create(d->ctx, 0, &s->s) != GPUMEM_OK) {
             fprintf(stderr, "gpumem trace replay: a stream on device %d: %s\n", s->device, gpumem_last_error());
             return 1;
         }
@@ -117,12 +121,49 @@ static int replay_begin(replay *r)
     return 0;
 }
 
+static int by_stream(const void *a, const void *b)
+{
+    const rstream *x = a, *y = b;
+    if (x->device != y->device)
+        return x->device < y->device ? -1 : 1;
+    return x->id < y->id ? -1 : x->id > y->id;
+}
+
 static gpumem_stream *stream_of(replay *r, int device, uint64_t id)
 {
+    rstream key = {.device = device, .id = id};
+    const rstream *s = bsearch(&key, r->st, r->nst, sizeof *r->st, by_stream);
+    return s != NULL ? r->st[s->use].s : NULL;
+}
+
+/* The streams of the trace's allocations, each (device, identity) once:
+ * O(n log n).  Identities past the first TRACE_REPLAY_MAX_STREAMS of a
+ * device share their streams, in turn. */
+static void plan_streams(replay *r)
+{
+    if (r->nst > 1)
+        qsort(r->st, r->nst, sizeof *r->st, by_stream);
+    size_t n = 0;
     for (size_t i = 0; i < r->nst; i++)
-        if (r->st[i].device == device && r->st[i].id == id)
-            return r->st[i].s;
-    return NULL;
+        if (n == 0 || by_stream(&r->st[n - 1], &r->st[i]) != 0)
+            r->st[n++] = r->st[i];
+    r->nst = n;
+    size_t first = 0, k = 0; /* the device's first stream with an identity, and its count so far */
+    for (size_t i = 0; i < n; i++) {
+        if (i == 0 || r->st[i].device != r->st[i - 1].device) {
+            first = i;
+            k = 0;
+        }
+        if (r->st[i].id == 0) { /* synchronous: no stream */
+            r->st[i].use = i;
+            first = i + 1;
+            continue;
+        }
+        r->st[i].use = k < TRACE_REPLAY_MAX_STREAMS ? i : first + k % TRACE_REPLAY_MAX_STREAMS;
+        if (r->st[i].use == i)
+            r->nstreams++;
+        k++;
+    }
 }
 
 static gpumem_status replay_alloc(replay *r, size_t i)
@@ -279,14 +320,19 @@ int trace_replay(const tr_trace *t, const tm_model *m, trace_replay_opts o)
             skipped++;
             continue;
         }
-        if (dev_of(&r, a->device) == NULL)
+        if (dev_of(&r, a->device) == NULL) {
+            /* only this machine's devices: a trace can name 2^32 */
+            int count = 0;
+            if (gpumem_device_count(&count) != GPUMEM_OK || a->device < 0 || a->device >= count) {
+                fprintf(stderr, "gpumem trace replay: the trace allocates on device %d: this machine has %d "
+                        "device%s\n", (int)a->device, count, count == 1 ? "" : "s");
+                goto out;
+            }
             r.dev[r.ndev++] = (rdev){.device = a->device};
-        size_t k = 0;
-        while (k < r.nst && !(r.st[k].device == a->device && r.st[k].id == a->stream))
-            k++;
-        if (k == r.nst)
-            r.st[r.nst++] = (rstream){a->device, a->stream, NULL};
+        }
+        r.st[r.nst++] = (rstream){a->device, a->stream, NULL, 0};
     }
+    plan_streams(&r);
     /* A timed pass, then a pass that samples the allocators after every step. */
     uint64_t pairs = 0, calls = 0, use = 0, held = 0, fr = 0, idle = 0, p2, c2;
     double seconds = 0, s2;
@@ -303,6 +349,8 @@ int trace_replay(const tr_trace *t, const tm_model *m, trace_replay_opts o)
            o.pool && o.no_hold ? ", not holding" : "");
     printf("  allocations: %llu (%llu of the trace's not replayed: zero bytes, or host or foreign memory)\n",
            (unsigned long long)pairs, (unsigned long long)skipped);
+    printf("  streams: %zu of the trace's, replayed on %zu (at most %d a device)\n", r.nst, r.nstreams,
+           TRACE_REPLAY_MAX_STREAMS);
     printf("  time per pair: %.1f ns (allocation and free)\n", pairs ? seconds * 1e9 / (double)pairs : 0.0);
     printf("  peak in use: %s (%llu bytes)\n", tm_bytes(use, b1, sizeof b1), (unsigned long long)use);
     printf("  peak held: %s (%llu bytes)\n", tm_bytes(held, b1, sizeof b1), (unsigned long long)held);

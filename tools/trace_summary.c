@@ -85,45 +85,44 @@ static unsigned owner_of(const tr_trace *t, const tm_alloc *a)
 static int summarize(const tr_trace *t, const tm_model *m, summary *s)
 {
     memset(s, 0, sizeof *s);
-    uint64_t cur = 0, kinds[TM_NKIND] = {0}, owners[GM_TO_LAST + 1] = {0};
-    uint64_t *pools = calloc(m->npools + 1, sizeof *pools);
+    /* the peak: the event after which the most is in use (then what is in
+     * use by kind and pool, in a second pass up to it) */
+    uint64_t cur = 0;
+    size_t peak_i = SIZE_MAX;
+    /* slots of the copy paths (by string id) and of the call sites never
+     * freed (by call site id): index + 1, 0 none yet */
+    size_t *path_slot = calloc(t->nstr + 1, sizeof *path_slot);
+    size_t *site_slot = calloc(t->nstk + 1, sizeof *site_slot);
     s->by_pool = calloc(m->npools + 1, sizeof *s->by_pool);
-    if (pools == NULL || s->by_pool == NULL) {
-        free(pools);
-        return -1;
-    }
+    if (path_slot == NULL || site_slot == NULL || s->by_pool == NULL)
+        goto nomem;
+    size_t path_cap = 0, site_cap = 0;
     for (size_t i = 0; i < t->nev; i++) {
         const tr_event *e = &t->ev[i];
         if (m->which[i] >= 0) {
-            const tm_alloc *a = &m->a[m->which[i]];
             int64_t d = m->delta[i];
             cur += (uint64_t)d;
-            kinds[tm_kind_slot(a->kind)] += (uint64_t)d;
-            owners[owner_of(t, a)] += (uint64_t)d;
-            pools[a->pool] += (uint64_t)d;
             if (d > 0 && cur > s->peak) {
                 s->peak = cur;
                 s->peak_t = e->t;
-                memcpy(s->by_kind, kinds, sizeof kinds);
-                memcpy(s->by_owner, owners, sizeof owners);
-                memcpy(s->by_pool, pools, (m->npools + 1) * sizeof *pools);
+                peak_i = i;
             }
         }
         switch (e->type) {
         case GM_TE_COPY: {
-            size_t k = 0;
-            while (k < s->npaths && s->paths[k].path != e->ref)
-                k++;
-            if (k == s->npaths) {
-                path_sum *p = realloc(s->paths, (s->npaths + 1) * sizeof *p);
-                if (p == NULL) {
-                    free(pools);
-                    return -1;
+            uint32_t ref = e->ref < t->nstr ? e->ref : 0;
+            if (path_slot[ref] == 0) {
+                if (s->npaths == path_cap) {
+                    path_cap = path_cap ? path_cap * 2 : 8;
+                    path_sum *p = realloc(s->paths, path_cap * sizeof *p);
+                    if (p == NULL)
+                        goto nomem;
+                    s->paths = p;
                 }
-                s->paths = p;
-                s->paths[s->npaths++] = (path_sum){.path = e->ref};
+                s->paths[s->npaths++] = (path_sum){.path = ref};
+                path_slot[ref] = s->npaths;
             }
-            path_sum *p = &s->paths[k];
+            path_sum *p = &s->paths[path_slot[ref] - 1];
             p->count++;
             p->bytes += e->bytes;
             if (e->flags & GM_TF_ASYNC) {
@@ -156,10 +155,16 @@ static int summarize(const tr_trace *t, const tm_model *m, summary *s)
             break;
         }
     }
-    free(pools);
+    for (size_t i = 0; peak_i != SIZE_MAX && i <= peak_i; i++)
+        if (m->which[i] >= 0) {
+            const tm_alloc *a = &m->a[m->which[i]];
+            s->by_kind[tm_kind_slot(a->kind)] += (uint64_t)m->delta[i];
+            s->by_owner[owner_of(t, a)] += (uint64_t)m->delta[i];
+            s->by_pool[a->pool] += (uint64_t)m->delta[i];
+        }
     s->largest = malloc((m->na ? m->na : 1) * sizeof *s->largest);
     if (s->largest == NULL)
-        return -1;
+        goto nomem;
     for (size_t i = 0; i < m->na; i++)
         s->largest[i] = i;
     qsort_r(s->largest, m->na, sizeof *s->largest, by_bytes_desc, (void *)m);
@@ -175,22 +180,30 @@ static int summarize(const tr_trace *t, const tm_model *m, summary *s)
         }
         s->leak_count++;
         s->leak_bytes += a->bytes;
-        size_t k = 0;
-        while (k < s->nsites && s->sites[k].stack != a->stack)
-            k++;
-        if (k == s->nsites) {
-            site_sum *p = realloc(s->sites, (s->nsites + 1) * sizeof *p);
-            if (p == NULL)
-                return -1;
-            s->sites = p;
-            s->sites[s->nsites++] = (site_sum){.stack = a->stack};
+        uint32_t stack = a->stack < t->nstk ? a->stack : 0;
+        if (site_slot[stack] == 0) {
+            if (s->nsites == site_cap) {
+                site_cap = site_cap ? site_cap * 2 : 8;
+                site_sum *p = realloc(s->sites, site_cap * sizeof *p);
+                if (p == NULL)
+                    goto nomem;
+                s->sites = p;
+            }
+            s->sites[s->nsites++] = (site_sum){.stack = stack};
+            site_slot[stack] = s->nsites;
         }
-        s->sites[k].count++;
-        s->sites[k].bytes += a->bytes;
+        s->sites[site_slot[stack] - 1].count++;
+        s->sites[site_slot[stack] - 1].bytes += a->bytes;
     }
     if (s->nsites > 1)
         qsort(s->sites, s->nsites, sizeof *s->sites, site_desc);
+    free(path_slot);
+    free(site_slot);
     return 0;
+nomem:
+    free(path_slot);
+    free(site_slot);
+    return -1;
 }
 
 static void summary_free(summary *s)
@@ -326,6 +339,12 @@ static void print_text(const char *file, const tr_trace *t, const tm_model *m, c
            s->ladder_ok == 1 ? "y" : "ies", tm_bytes(s->ladder_bytes, b1, sizeof b1));
     printf("pool trims: %llu, %s given back\n", (unsigned long long)s->trims, tm_bytes(s->trim_bytes, b1, sizeof b1));
     printf("markers: %llu, regions: %llu\n", (unsigned long long)s->markers, (unsigned long long)s->regions);
+    tr_symbols_stats ss;
+    tr_symbols_get_stats(&ss);
+    if (ss.names != 0)
+        printf("call sites' module files: %llu named, %llu read (%s), %llu refused (not an ELF file that can be "
+               "read)\n", (unsigned long long)ss.names, (unsigned long long)ss.files_read,
+               tm_bytes(ss.bytes_read, b1, sizeof b1), (unsigned long long)ss.refused);
 }
 
 static void json_site(const tr_trace *t, uint32_t stack)
