@@ -589,7 +589,10 @@ static gpumem_status staged_chunks(const char *what, gpumem_array *dst, const gp
 /* Scratch on a's device (its context) with strides s. */
 static gpumem_status scratch(const char *what, const gpumem_array *a, const int64_t *s, gpumem_array **out)
 {
-    return gm_array_new_device(what, a->ctx, a->ndim, a->shape, s, a->dtype, NULL, out);
+    gm_owner was = gm_alloc_owner_begin(GM_OWNER_TEMPORARY); /* the library's own, in a trace */
+    gpumem_status st = gm_array_new_device(what, a->ctx, a->ndim, a->shape, s, a->dtype, NULL, out);
+    gm_alloc_owner_end(was);
+    return st;
 }
 
 static gpumem_status temps(const char *what, gpumem_array *dst, const gpumem_array *src, bool peer,

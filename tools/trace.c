@@ -26,7 +26,7 @@
 static void usage(FILE *out)
 {
     fputs("Usage: gpumem trace summary FILE [--json] [--partial]\n"
-          "       gpumem trace plot FILE -o OUT.html [--by-pool] [--partial]\n"
+          "       gpumem trace plot FILE -o OUT.html [--by-pool | --by-site] [--partial]\n"
           "       gpumem trace export --chrome FILE [--partial]\n"
           "       gpumem trace replay FILE [--allocator driver|pool] [--no-thread-cache] [--no-hold] [--partial]\n"
           "\n"
@@ -35,9 +35,9 @@ static void usage(FILE *out)
           "            allocations never freed (by call site), copies by path with their\n"
           "            bandwidth, out-of-memory events with their message; --json\n"
           "  plot      one self-contained HTML file (inline SVG, no network): memory in\n"
-          "            use over time stacked by kind (--by-pool: by pool), regions,\n"
-          "            markers, out-of-memory events and copies by path; OUT.svg: the\n"
-          "            picture alone\n"
+          "            use over time stacked by kind (--by-pool: by pool; --by-site: by\n"
+          "            call site), the library's own memory apart, regions, markers,\n"
+          "            out-of-memory events and copies by path; OUT.svg: the picture alone\n"
           "  export    the Chrome Trace Event format on stdout (Perfetto, chrome://tracing)\n"
           "  replay    the allocations and frees again, with their sizes, order and\n"
           "            streams, on this backend: time per pair, peak in use, peak held,\n"
@@ -74,8 +74,8 @@ int cmd_trace(int argc, char **argv)
             json = 1;
         } else if (plot_cmd && strcmp(a, "-o") == 0 && i + 1 < argc) {
             out = argv[++i];
-        } else if (plot_cmd && strcmp(a, "--by-pool") == 0) {
-            by_pool = 1;
+        } else if (plot_cmd && (strcmp(a, "--by-pool") == 0 || strcmp(a, "--by-site") == 0)) {
+            by_pool = a[5] == 'p' ? TP_BY_POOL : TP_BY_SITE; /* the last one given */
         } else if (export_cmd && strcmp(a, "--chrome") == 0) {
             chrome_fmt = 1;
         } else if (replay_cmd && strcmp(a, "--allocator") == 0 && i + 1 < argc) {

@@ -68,8 +68,14 @@ const char *tm_bytes(uint64_t b, char *buf, size_t size);
 /* The name of a pool number: "driver", "pool 3". */
 const char *tm_pool_name(uint32_t pool, char *buf, size_t size);
 
+/* What gpumem trace plot stacks the memory in use by: the memory kind, the
+ * pool, or the call site (--by-site: the trace must have call sites); the
+ * library's own memory (scratch, staging, bounce blocks, temporaries) has
+ * categories of its own but by pool. */
+enum { TP_BY_KIND = 0, TP_BY_POOL = 1, TP_BY_SITE = 2 };
+
 /* gpumem trace plot (trace_plot.c): 0, 1 on failure (message on stderr). */
-int trace_plot(const tr_trace *t, const char *file, const char *out, int by_pool);
+int trace_plot(const tr_trace *t, const char *file, const char *out, int by);
 
 /* gpumem trace summary (trace_summary.c), on stdout, text or JSON; note: why
  * the trace is incomplete.  0, 1 without memory (message on stderr). */

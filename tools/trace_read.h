@@ -26,7 +26,7 @@ typedef struct tr_event {
     uint8_t type, kind, kind2, flags; /* GM_TE_*, gpumem_memory_kind (0xff unknown), GM_TF_* */
     int32_t device;
     uint32_t thread;                  /* the thread's index (tr_trace.thr[].index) */
-    uint32_t ref, aux;                /* as the format says */
+    uint32_t ref, aux;                /* as the format says (an alloc's aux, its owner: GM_TO_PROGRAM in version 1) */
     uint64_t t;                       /* ns since the trace started (a copy: its start) */
     uint64_t ctx, stream, pool, bytes;
     uint64_t value;                   /* address; a copy's duration in ns; bytes given back */
@@ -91,6 +91,9 @@ void tr_free(tr_trace *t);
 const char *tr_kind_name(int kind);
 const char *tr_type_name(int type);
 const char *tr_direction_name(int direction);
+/* Who holds an allocation (an alloc's aux, GM_TO_*): "program", "copy
+ * scratch", "staging slots", "bounce blocks", "copy temporaries". */
+const char *tr_owner_name(int owner);
 
 /* String id's text; "" for 0 or an id the trace lacks. */
 const char *tr_str(const tr_trace *t, uint32_t id);

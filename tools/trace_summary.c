@@ -45,6 +45,8 @@ typedef struct site_sum {
 
 typedef struct summary {
     uint64_t peak, peak_t, by_kind[TM_NKIND];
+    uint64_t by_owner[GM_TO_LAST + 1]; /* at the peak: the program's, and the library's own (GM_TO_*) */
+    uint64_t lib_count, lib_bytes;      /* the library's own, still held at the end (not leaks) */
     uint64_t *by_pool; /* [npools + 1], at the peak */
     size_t *largest;   /* allocation indices, largest first */
     size_t nlargest;
@@ -71,6 +73,13 @@ static int site_desc(const void *a, const void *b)
     if (x->bytes != y->bytes)
         return x->bytes > y->bytes ? -1 : 1;
     return x->stack < y->stack ? -1 : x->stack > y->stack;
+}
+
+/* Who holds an allocation: GM_TO_PROGRAM, or the library's own (GM_TO_*). */
+static unsigned owner_of(const tr_trace *t, const tm_alloc *a)
+{
+    unsigned o = t->ev[a->ev].aux;
+    return o <= GM_TO_LAST ? o : GM_TO_PROGRAM;
 }
 
 static int summarize(const tr_trace *t, const tm_model *m, summary *s)
@@ -150,6 +159,7 @@ static int summarize(const tr_trace *t, const tm_model *m, summary *s)
         if (m->which[i] >= 0) {
             const tm_alloc *a = &m->a[m->which[i]];
             s->by_kind[tm_kind_slot(a->kind)] += (uint64_t)m->delta[i];
+            s->by_owner[owner_of(t, a)] += (uint64_t)m->delta[i];
             s->by_pool[a->pool] += (uint64_t)m->delta[i];
         }
     s->largest = malloc((m->na ? m->na : 1) * sizeof *s->largest);
@@ -163,6 +173,11 @@ static int summarize(const tr_trace *t, const tm_model *m, summary *s)
         const tm_alloc *a = &m->a[i];
         if (a->t1 != TM_LIVE)
             continue;
+        if (owner_of(t, a) != GM_TO_PROGRAM) { /* kept for later calls: not a leak */
+            s->lib_count++;
+            s->lib_bytes += a->bytes;
+            continue;
+        }
         s->leak_count++;
         s->leak_bytes += a->bytes;
         uint32_t stack = a->stack < t->nstk ? a->stack : 0;
@@ -245,17 +260,38 @@ static void print_text(const char *file, const tr_trace *t, const tm_model *m, c
                        (int)m->pools[p - 1].device, tm_bytes(s->by_pool[p], b1, sizeof b1));
         }
     printf("%s\n", any ? "" : " none");
+    uint64_t lib = 0;
+    for (int o = 1; o <= GM_TO_LAST; o++)
+        lib += s->by_owner[o];
+    if (lib != 0) {
+        printf("  the library's own: %s (", tm_bytes(lib, b1, sizeof b1));
+        any = 0;
+        for (int o = 1; o <= GM_TO_LAST; o++)
+            if (s->by_owner[o])
+                printf("%s%s %s", any++ ? ", " : "", tr_owner_name(o), tm_bytes(s->by_owner[o], b1, sizeof b1));
+        printf(")\n");
+    }
     printf("largest allocations:\n");
     for (size_t i = 0; i < s->nlargest; i++) {
         const tm_alloc *a = &m->a[s->largest[i]];
+        unsigned o = owner_of(t, a);
         ms(a->t0, b2, sizeof b2);
-        printf("  %10s %s on device %d, %s, at %s by %s, ", tm_bytes(a->bytes, b1, sizeof b1), tr_kind_name(a->kind),
-               (int)a->device, tm_pool_name(a->pool, b4, sizeof b4), b2, thread_name(t, a->thread, b3, sizeof b3));
+        printf("  %10s %s on device %d, %s%s%s, at %s by %s, ", tm_bytes(a->bytes, b1, sizeof b1),
+               tr_kind_name(a->kind), (int)a->device, tm_pool_name(a->pool, b4, sizeof b4),
+               o != GM_TO_PROGRAM ? ", the library's " : "", o != GM_TO_PROGRAM ? tr_owner_name((int)o) : "", b2,
+               thread_name(t, a->thread, b3, sizeof b3));
         if (a->t1 == TM_LIVE) {
             printf("never freed\n");
         } else {
             ms(a->t1, b2, sizeof b2);
             printf("freed at %s\n", b2);
+        }
+        if (a->stack != 0 && a->stack < t->nstk) { /* where it was made: its first two frames */
+            char buf[512];
+            printf("      at");
+            for (uint32_t f = 0; f < t->stk[a->stack].n && f < 2; f++)
+                printf("%s %s", f ? " <" : "", tr_frame_name(t, &t->stk[a->stack].f[f], buf, sizeof buf));
+            printf("\n");
         }
     }
     if (s->nlargest == 0)
@@ -266,6 +302,10 @@ static void print_text(const char *file, const tr_trace *t, const tm_model *m, c
         printf("  %llu x, %s\n", (unsigned long long)s->sites[i].count, tm_bytes(s->sites[i].bytes, b1, sizeof b1));
         print_site(t, s->sites[i].stack, "    ");
     }
+    if (s->lib_count != 0)
+        printf("the library's own, still held at the end: %llu allocation%s, %s (kept for later calls; given back "
+               "when their context is released)\n", (unsigned long long)s->lib_count, s->lib_count == 1 ? "" : "s",
+               tm_bytes(s->lib_bytes, b1, sizeof b1));
     printf("copies by path:\n");
     if (s->npaths == 0)
         printf("  none\n");
@@ -352,7 +392,12 @@ static void print_json(const char *file, const tr_trace *t, const tm_model *m, c
             printf("%s{\"pool\": %zu, \"kind\": \"%s\", \"device\": %d, \"bytes\": %llu}", any++ ? ", " : "", p,
                    p ? tr_kind_name(m->pools[p - 1].kind) : "", p ? (int)m->pools[p - 1].device : -1,
                    (unsigned long long)s->by_pool[p]);
-    printf("]},\n \"largest\": [");
+    printf("]},\n \"peak_by_owner\": {");
+    any = 0;
+    for (int o = 0; o <= GM_TO_LAST; o++)
+        if (s->by_owner[o])
+            printf("%s\"%s\": %llu", any++ ? ", " : "", tr_owner_name(o), (unsigned long long)s->by_owner[o]);
+    printf("},\n \"largest\": [");
     for (size_t i = 0; i < s->nlargest; i++) {
         const tm_alloc *a = &m->a[s->largest[i]];
         printf("%s\n  {\"bytes\": %llu, \"kind\": \"%s\", \"device\": %d, \"pool\": %u, \"t_ns\": %llu, "
@@ -363,7 +408,8 @@ static void print_json(const char *file, const tr_trace *t, const tm_model *m, c
             printf("null");
         else
             printf("%llu", (unsigned long long)a->t1);
-        printf(", \"thread\": %u, \"call_site\": ", (unsigned)a->thread);
+        printf(", \"thread\": %u, \"owner\": \"%s\", \"call_site\": ", (unsigned)a->thread,
+               tr_owner_name((int)owner_of(t, a)));
         json_site(t, a->stack);
         printf("}");
     }
@@ -375,7 +421,8 @@ static void print_json(const char *file, const tr_trace *t, const tm_model *m, c
         json_site(t, s->sites[i].stack);
         printf("}");
     }
-    printf("]},\n \"copies\": [");
+    printf("]},\n \"library_held\": {\"count\": %llu, \"bytes\": %llu},\n \"copies\": [",
+           (unsigned long long)s->lib_count, (unsigned long long)s->lib_bytes);
     for (size_t i = 0; i < s->npaths; i++) {
         const path_sum *p = &s->paths[i];
         printf("%s\n  {\"path\": ", i ? "," : "");
