@@ -1,5 +1,6 @@
 #!/bin/sh
-# examples/Makefile's `make run`, as a user runs it after building the
+# examples/Makefile's `make run` (and examples/cpp's and examples/fortran's),
+# as a user runs it after building the
 # examples against a copy of the library found through pkg-config (here a
 # .pc file naming the build tree): it runs hello and halo on the GPU when
 # there is one, and on a machine without one says so and runs them on the
@@ -12,7 +13,7 @@ builddir=${GPUMEM_TEST_BUILDDIR:-.}
 CC=${CC:-cc}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/gpumem-examples-run.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
-echo "1..4"
+echo "1..6"
 mkdir "$tmp/pc" "$tmp/ex"
 cat >"$tmp/pc/gpumem.pc" <<PC
 Name: gpumem
@@ -21,18 +22,29 @@ Version: 1
 Cflags: -I$srcdir/include -I$builddir/include
 Libs: -L$builddir/lib/.libs -lgpumem
 PC
+cat >"$tmp/pc/gpumem-fortran.pc" <<PC
+Name: gpumem-fortran
+Description: the Fortran module of libgpumem, the build tree
+Version: 1
+Requires: gpumem
+Cflags: -I$builddir/fortran
+Libs: -L$builddir/fortran -lgpumem_fortran
+PC
 cp "$srcdir/examples/Makefile" "$srcdir/examples/hello.c" "$srcdir/examples/halo.c" "$tmp/ex/"
+mkdir "$tmp/ex/cpp" "$tmp/ex/fortran"
+cp "$srcdir/examples/cpp/Makefile" "$srcdir/examples/cpp/first.cpp" "$srcdir/examples/cpp/pool.cpp" "$tmp/ex/cpp/"
+cp "$srcdir/examples/fortran/Makefile" "$srcdir/examples/fortran/example.f90" "$tmp/ex/fortran/"
 chmod -R u+w "$tmp/ex"
 # The user's environment: no LD_LIBRARY_PATH, and no GPUMEM_BACKEND unless
 # the case sets one; the test suite's backend says what the machine has.
 suite_backend=${GPUMEM_BACKEND:-sim}
-runmake() { # GPUMEM_BACKEND value ("" for unset), log
+runmake() { # GPUMEM_BACKEND value ("" for unset), log [, directory under examples/, compiler setting]
     if [ -n "$1" ]; then
         env -u LD_LIBRARY_PATH -u MAKEFLAGS -u MAKELEVEL GPUMEM_BACKEND="$1" \
-            make -C "$tmp/ex" run PKG_CONFIG_PATH="$tmp/pc" CC="$CC" >"$2" 2>&1
+            make -C "$tmp/ex/${3:-}" run PKG_CONFIG_PATH="$tmp/pc" "${4:-CC=$CC}" >"$2" 2>&1
     else
         env -u LD_LIBRARY_PATH -u MAKEFLAGS -u MAKELEVEL -u GPUMEM_BACKEND \
-            make -C "$tmp/ex" run PKG_CONFIG_PATH="$tmp/pc" CC="$CC" >"$2" 2>&1
+            make -C "$tmp/ex/${3:-}" run PKG_CONFIG_PATH="$tmp/pc" "${4:-CC=$CC}" >"$2" 2>&1
     fi
 }
 
@@ -72,3 +84,24 @@ out=$(env -u LD_LIBRARY_PATH GPUMEM_BACKEND=sim "$tmp/ex/hello" 2>&1)
 if printf '%s\n' "$out" | grep -q '^backend: *sim$' && readelf -d "$tmp/ex/hello" | grep -q "R.*PATH.*$builddir/lib/.libs"; then
     echo "ok 4 - hello finds the library through its rpath, without LD_LIBRARY_PATH"
 else echo "not ok 4 - hello without LD_LIBRARY_PATH: $out"; fi
+
+# examples/cpp and examples/fortran: the same without a GPU (on the GPU machine, on it).
+note='^make run: no usable GPU here (above): running on the simulator, GPUMEM_BACKEND=sim$'
+if [ "${GPUMEM_HAVE_CXX:-no}" != yes ]; then
+    echo "ok 5 # SKIP no C++ compiler"
+else
+    runmake "" "$tmp/cpp.log" cpp "CXX=${CXX:-c++}"; r=$?
+    if [ $r = 0 ] && grep -q '^out\[3\] = 18 20 22$' "$tmp/cpp.log" && grep -q '^pinned vector from the pool: yes$' "$tmp/cpp.log" &&
+        { [ "$suite_backend" != sim ] || grep -q "$note" "$tmp/cpp.log" || ! grep -q 'create_default: GPUMEM_ERROR' "$tmp/cpp.log"; }; then
+        echo "ok 5 - examples/cpp: make run runs first and pool$(grep -q "$note" "$tmp/cpp.log" && echo ' on the simulator, saying so')"
+    else echo "not ok 5 - examples/cpp: make run (exit $r)"; sed 's/^/# /' "$tmp/cpp.log"; fi
+fi
+if [ "${GPUMEM_HAVE_FORTRAN:-no}" != yes ]; then
+    echo "ok 6 # SKIP the Fortran module is not built"
+else
+    runmake "" "$tmp/f.log" fortran "FC=${FC:-gfortran}"; r=$?
+    if [ $r = 0 ] && grep -q '^pool: 1 miss, 2 hits$' "$tmp/f.log" &&
+        { [ "$suite_backend" != sim ] || grep -q "$note" "$tmp/f.log" || ! grep -q 'create_default: GPUMEM_ERROR' "$tmp/f.log"; }; then
+        echo "ok 6 - examples/fortran: make run runs example$(grep -q "$note" "$tmp/f.log" && echo ' on the simulator, saying so')"
+    else echo "not ok 6 - examples/fortran: make run (exit $r)"; sed 's/^/# /' "$tmp/f.log"; fi
+fi
