@@ -1233,14 +1233,16 @@ public:
     bool is_c_contiguous() const
     {
         int r = 0;
-        check("gpumem::array::is_c_contiguous", gpumem_array_is_c_contiguous(use("gpumem::array::is_c_contiguous"), &r));
+        const char *member = "gpumem::array::is_c_contiguous";
+        check(member, gpumem_array_is_c_contiguous(use(member), &r));
         return r != 0;
     }
     /** gpumem_array_is_f_contiguous(). @return the flag. */
     bool is_f_contiguous() const
     {
         int r = 0;
-        check("gpumem::array::is_f_contiguous", gpumem_array_is_f_contiguous(use("gpumem::array::is_f_contiguous"), &r));
+        const char *member = "gpumem::array::is_f_contiguous";
+        check(member, gpumem_array_is_f_contiguous(use(member), &r));
         return r != 0;
     }
     /** gpumem_array_is_readonly(). @return the flag. */
@@ -1251,7 +1253,11 @@ public:
         return r != 0;
     }
     /** gpumem_array_set_readonly(). @param readonly true: read-only; false: writable. */
-    void set_readonly(bool readonly) const { check("gpumem::array::set_readonly", gpumem_array_set_readonly(use("gpumem::array::set_readonly"), readonly ? 1 : 0)); }
+    void set_readonly(bool readonly) const
+    {
+        const char *member = "gpumem::array::set_readonly";
+        check(member, gpumem_array_set_readonly(use(member), readonly ? 1 : 0));
+    }
 
     /**
      * The elements of a contiguous host-side array (host, pinned, mapped,
@@ -1289,7 +1295,8 @@ public:
      */
     void copy_to(const array &dst, stream_ref s = {}) const
     {
-        check("gpumem::array::copy_to", gpumem_array_copy(dst.use("gpumem::array::copy_to", "dst"), use("gpumem::array::copy_to"), s.get()));
+        const char *member = "gpumem::array::copy_to";
+        check(member, gpumem_array_copy(dst.use(member, "dst"), use(member), s.get()));
     }
     /**
      * *this[:] = @p src: copies @p src into this array, gpumem_array_copy(*this, @p src, @p s); any
@@ -1299,7 +1306,8 @@ public:
      */
     void copy_from(const array &src, stream_ref s = {}) const
     {
-        check("gpumem::array::copy_from", gpumem_array_copy(use("gpumem::array::copy_from"), src.use("gpumem::array::copy_from", "src"), s.get()));
+        const char *member = "gpumem::array::copy_from";
+        check(member, gpumem_array_copy(use(member), src.use(member, "src"), s.get()));
     }
     /**
      * numba's d.copy_to_host(ary, stream): copies this array into the host-side array @p dst,
@@ -1309,7 +1317,8 @@ public:
      */
     void copy_to_host(const array &dst, stream_ref s = {}) const
     {
-        check("gpumem::array::copy_to_host", gpumem_copy_to_host(use("gpumem::array::copy_to_host"), dst.use("gpumem::array::copy_to_host", "dst"), s.get()));
+        const char *member = "gpumem::array::copy_to_host";
+        check(member, gpumem_copy_to_host(use(member), dst.use(member, "dst"), s.get()));
     }
     /**
      * numba's d.copy_to_device(ary, stream) under a name that says its direction: copies the
@@ -1321,13 +1330,14 @@ public:
      */
     void copy_from_host(const array &src, stream_ref s = {}) const
     {
+        const char *member = "gpumem::array::copy_from_host";
         gpumem_memory_kind k = GPUMEM_MEMORY_HOST;
-        check("gpumem::array::copy_from_host", gpumem_array_kind(src.use("gpumem::array::copy_from_host", "src"), &k));
+        check(member, gpumem_array_kind(src.use(member, "src"), &k));
         if (k == GPUMEM_MEMORY_DEVICE || k == GPUMEM_MEMORY_FOREIGN)
-            throw error("gpumem::array::copy_from_host", GPUMEM_ERROR_INVALID_VALUE,
+            throw error(member, GPUMEM_ERROR_INVALID_VALUE,
                         std::string("'src' is a ") + gpumem_memory_kind_name(k) +
                             " array, not a host-side one (copy_from copies between any two)");
-        check("gpumem::array::copy_from_host", gpumem_copy_to_device(use("gpumem::array::copy_from_host"), src.use("gpumem::array::copy_from_host", "src"), s.get()));
+        check(member, gpumem_copy_to_device(use(member), src.use(member, "src"), s.get()));
     }
     /**
      * Deprecated: `d.copy_to_device(x)` copies @p src into *this, which reads as the opposite;
@@ -1339,7 +1349,8 @@ public:
     [[deprecated("d.copy_to_device(src) copies src INTO d: use d.copy_from_host(src) or d.copy_from(src)")]]
     void copy_to_device(const array &src, stream_ref s = {}) const
     {
-        check("gpumem::array::copy_to_device", gpumem_copy_to_device(use("gpumem::array::copy_to_device"), src.use("gpumem::array::copy_to_device", "src"), s.get()));
+        const char *member = "gpumem::array::copy_to_device";
+        check(member, gpumem_copy_to_device(use(member), src.use(member, "src"), s.get()));
     }
     /**
      * gpumem_array_fill() with one element of type @p T (its size must be the item size).
@@ -1363,9 +1374,10 @@ public:
     template <class T>
     T get(const dims &index, stream_ref s = {}) const
     {
-        check_item<T>("gpumem::array::get");
+        const char *member = "gpumem::array::get";
+        check_item<T>(member);
         T v{};
-        check("gpumem::array::get", gpumem_array_get_item_n(use("gpumem::array::get"), index.size(), index.data(), &v, s.get()));
+        check(member, gpumem_array_get_item_n(use(member), index.size(), index.data(), &v, s.get()));
         return v;
     }
     /**
@@ -1379,8 +1391,9 @@ public:
     template <class T>
     void set(const dims &index, const T &value, stream_ref s = {}) const
     {
-        check_item<T>("gpumem::array::set");
-        check("gpumem::array::set", gpumem_array_set_item_n(use("gpumem::array::set"), index.size(), index.data(), &value, s.get()));
+        const char *member = "gpumem::array::set";
+        check_item<T>(member);
+        check(member, gpumem_array_set_item_n(use(member), index.size(), index.data(), &value, s.get()));
     }
 
     /* views */
@@ -1470,7 +1483,8 @@ public:
     array reshape(const dims &shape, char order = 'C', unsigned flags = 0, stream_ref s = {}) const
     {
         gpumem_array *v = nullptr;
-        check("gpumem::array::reshape", gpumem_array_reshape(use("gpumem::array::reshape"), shape.size(), shape.data(), order, flags, s.get(), &v));
+        const char *member = "gpumem::array::reshape";
+        check(member, gpumem_array_reshape(use(member), shape.size(), shape.data(), order, flags, s.get(), &v));
         return array(v);
     }
     /**
@@ -1493,12 +1507,13 @@ public:
      */
     std::vector<array> split(int64_t section) const
     {
+        const char *member = "gpumem::array::split";
         std::size_t count = 0; /* first ask for the count: capacity 0 fails with it set */
-        gpumem_status st = gpumem_array_split(use("gpumem::array::split"), section, nullptr, 0, &count);
+        gpumem_status st = gpumem_array_split(use(member), section, nullptr, 0, &count);
         if (st != GPUMEM_OK && (st != GPUMEM_ERROR_INVALID_VALUE || count == 0))
-            throw error("gpumem::array::split", st);
+            throw error(member, st);
         std::vector<gpumem_array *> raw(count);
-        check("gpumem::array::split", gpumem_array_split(use("gpumem::array::split"), section, raw.data(), raw.size(), &count));
+        check(member, gpumem_array_split(use(member), section, raw.data(), raw.size(), &count));
         std::vector<array> pieces;
         pieces.reserve(count);
         for (std::size_t i = 0; i < count; i++)
@@ -1517,7 +1532,8 @@ public:
         gpumem_cuda_array_interface d;
         std::memset(&d, 0, sizeof d);
         d.size = sizeof d;
-        check("gpumem::array::cuda_array_interface", gpumem_array_interface(use("gpumem::array::cuda_array_interface"), s.get(), &d));
+        const char *member = "gpumem::array::cuda_array_interface";
+        check(member, gpumem_array_interface(use(member), s.get(), &d));
         return d;
     }
     /**
@@ -1718,7 +1734,8 @@ array device_array(const context &ctx, const dims &shape, char order = 'C', stre
 inline array device_array_like(const context &ctx, const array &like, stream_ref s = {})
 {
     gpumem_array *a = nullptr;
-    check("gpumem::device_array_like", gpumem_device_array_like(ctx.get(), like.use("gpumem::device_array_like", "like"), s.get(), &a));
+    const char *member = "gpumem::device_array_like";
+    check(member, gpumem_device_array_like(ctx.get(), like.use(member, "like"), s.get(), &a));
     return array::adopt(a);
 }
 /**
@@ -2604,7 +2621,8 @@ public:
     array const_array_like(const char *symbol, const array &a, stream_ref s = {}) const
     {
         gpumem_array *d = nullptr;
-        check("gpumem::module::const_array_like", gpumem_const_array_like(m_, symbol, a.use("gpumem::module::const_array_like", "a"), s.get(), &d));
+        const char *member = "gpumem::module::const_array_like";
+        check(member, gpumem_const_array_like(m_, symbol, a.use(member, "a"), s.get(), &d));
         return array::adopt(d);
     }
 
