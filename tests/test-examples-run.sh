@@ -38,12 +38,18 @@ chmod -R u+w "$tmp/ex"
 # The user's environment: no LD_LIBRARY_PATH, and no GPUMEM_BACKEND unless
 # the case sets one; the test suite's backend says what the machine has.
 suite_backend=${GPUMEM_BACKEND:-sim}
+# A sanitizer build's library needs its programs built with the same flags.
+san=
+[ -n "${GPUMEM_TEST_SANITIZER:-}" ] && san=yes
 runmake() { # GPUMEM_BACKEND value ("" for unset), log [, directory under examples/, compiler setting]
-    if [ -n "$1" ]; then
-        env -u LD_LIBRARY_PATH -u MAKEFLAGS -u MAKELEVEL GPUMEM_BACKEND="$1" \
-            make -C "$tmp/ex/${3:-}" run PKG_CONFIG_PATH="$tmp/pc" "${4:-CC=$CC}" >"$2" 2>&1
+    b=; [ -n "$1" ] && b="GPUMEM_BACKEND=$1"
+    if [ -n "$san" ]; then
+        env -u LD_LIBRARY_PATH -u MAKEFLAGS -u MAKELEVEL -u GPUMEM_BACKEND $b \
+            make -C "$tmp/ex/${3:-}" run PKG_CONFIG_PATH="$tmp/pc" "${4:-CC=$CC}" CFLAGS="${GPUMEM_TEST_CFLAGS:-}" \
+            CXXFLAGS="-std=c++17 ${GPUMEM_TEST_CFLAGS:-}" FCFLAGS="${GPUMEM_TEST_CFLAGS:-}" \
+            LDFLAGS="${GPUMEM_TEST_LDFLAGS:-}" >"$2" 2>&1
     else
-        env -u LD_LIBRARY_PATH -u MAKEFLAGS -u MAKELEVEL -u GPUMEM_BACKEND \
+        env -u LD_LIBRARY_PATH -u MAKEFLAGS -u MAKELEVEL -u GPUMEM_BACKEND $b \
             make -C "$tmp/ex/${3:-}" run PKG_CONFIG_PATH="$tmp/pc" "${4:-CC=$CC}" >"$2" 2>&1
     fi
 }
