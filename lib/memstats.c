@@ -6,7 +6,6 @@
  */
 #include "config.h"
 
-#include <dlfcn.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -23,6 +22,7 @@
 #include "driver.h"
 #include "env.h"
 #include "error.h"
+#include "leaksite.h"
 #include "memstats.h"
 #include "pool.h"
 
@@ -231,57 +231,6 @@ void gm_leak_forget(gpumem_context *ctx, uintptr_t key)
     free(gone);
 }
 
-/* Writes a frame as backtrace_symbols() would: object(symbol+offset) [address]. */
-static void print_frame(FILE *out, void *f)
-{
-    Dl_info di;
-    if (dladdr(f, &di) != 0 && di.dli_fname != NULL) {
-        const char *obj = strrchr(di.dli_fname, '/');
-        obj = obj != NULL ? obj + 1 : di.dli_fname;
-        if (di.dli_sname != NULL && di.dli_saddr != NULL)
-            fprintf(out, "%s(%s+0x%lx) [%p]", obj, di.dli_sname,
-                    (unsigned long)((uintptr_t)f - (uintptr_t)di.dli_saddr), f);
-        else
-            fprintf(out, "%s(+0x%lx) [%p]", obj, (unsigned long)((uintptr_t)f - (uintptr_t)di.dli_fbase), f);
-    } else {
-        fprintf(out, "[%p]", f);
-    }
-}
-
-/* Whether frame f is in the object at base own. */
-static bool frame_in(void *f, const void *own)
-{
-    Dl_info di;
-    return dladdr(f, &di) != 0 && di.dli_fbase == own;
-}
-
-/* The call site of a record: the first frames after this library's own
- * (a sanitizer's interceptor of backtrace() may come before them); all but
- * the recorder's when the library is linked into the program. */
-static void print_site(FILE *out, const gm_leak *r)
-{
-    Dl_info self;
-    void *own = dladdr((void *)(uintptr_t)gm_leak_add, &self) != 0 ? self.dli_fbase : NULL;
-    int i = 0;
-    while (i < r->nframes && !frame_in(r->frames[i], own))
-        i++;
-    while (i < r->nframes && frame_in(r->frames[i], own))
-        i++;
-    int first = i;
-    if (first >= r->nframes) /* a static link: the frames as they are */
-        first = r->nframes > 1 ? 1 : r->nframes;
-    if (first >= r->nframes) {
-        fputs(" (no call site recorded)", out);
-        return;
-    }
-    fputs(", at ", out);
-    for (int k = first, n = 0; k < r->nframes && n < 3; k++, n++) {
-        if (n > 0)
-            fputs(" < ", out);
-        print_frame(out, r->frames[k]);
-    }
-}
-
 static const char *kind_name(gpumem_memory_kind k)
 {
     switch (k) {
@@ -317,6 +266,7 @@ static void leaks_print(struct gm_memstats *m, const char *headline, bool always
                 all[got++] = r;
     if (got > 1)
         qsort(all, got, sizeof *all, by_seq);
+    gm_leaksite *site = got > 0 ? gm_leaksite_open() : NULL; /* names the sites now, not at each allocation */
     if (n > 0 || always) {
         uint64_t bytes = 0;
         for (size_t i = 0; i < got; i++)
@@ -333,10 +283,11 @@ static void leaks_print(struct gm_memstats *m, const char *headline, bool always
         else
             fprintf(stderr, "gpumem:   %s of %llu bytes of %s memory, made by %s", type_names[r->type],
                     (unsigned long long)r->bytes, kind_name(r->kind), r->what);
-        print_site(stderr, r);
+        gm_leaksite_print(site, stderr, r->frames, r->nframes);
         fputc('\n', stderr);
     }
     pthread_mutex_unlock(&l->lock);
+    gm_leaksite_close(site);
     free(all);
 }
 

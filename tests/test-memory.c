@@ -7,6 +7,8 @@
  * freeing memory for its retry and a callback that always asks again
  * stopped, leaks listed at exit with their call sites, and bad input.
  * Each case that needs its own simulated device runs in a child process. */
+#include "config.h"
+
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -952,7 +954,12 @@ int main(int argc, char **argv)
     like(err, "gpumem:   array of 512 bytes of device memory, made by gpumem_pool_device_array, at ",
          "an array of a pool (its pool allocation not listed twice)");
     like(err, "gpumem:   array of 4096 bytes of device memory, made by gpumem_device_array, at ", "the array");
+#ifdef GM_HAVE_LIBDW
+    like(err, "at gm_test_leak_here (", "and the function that made it (libdw: by file and line, "
+         "tests/test-memory-leaks checks them)");
+#else
     like(err, "(gm_test_leak_here+0x", "and the function that made it (-rdynamic)");
+#endif
     like(err, "gpumem:   pool allocation of 1000 bytes of device memory, made by gpumem_pool_allocate, at ",
          "the pool allocation");
     char want[128];

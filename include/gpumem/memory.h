@@ -76,9 +76,15 @@
  * registered, with a few return addresses of the call that made it.  A
  * context's final release, and the end of the process for every context
  * still alive then, list on standard error what is still alive, with the
- * call that made it and the first calling frame outside the library
- * (object(symbol+offset) [address], as backtrace_symbols() writes them; a
- * program linked with -rdynamic gets its function names).
+ * call that made it and the first three calling frames outside the
+ * library.  The frames are named when the list is printed, not when
+ * memory is allocated: in a library built with libdw (configure says
+ * "leak sites: file:line (libdw)"), a frame whose object has debug
+ * information (built with -g, or with a separate debug file under
+ * /usr/lib/debug) reads "function (file:line)", the file relative to the
+ * directory it was compiled in; any other frame reads as
+ * backtrace_symbols() writes it, object(symbol+offset) [address] (a
+ * program linked with -rdynamic gets its function names there).
  */
 #ifndef GPUMEM_MEMORY_H
 #define GPUMEM_MEMORY_H
