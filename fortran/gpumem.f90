@@ -252,6 +252,7 @@ module gpumem
   ! gpumem/memory.h
   integer(c_int), parameter :: GPUMEM_MEMORY_DEVICE_INFO = 1
   integer(c_int), parameter :: GPUMEM_MEMORY_WHOLE_DEVICE = 2
+  integer(c_int), parameter :: GPUMEM_MEMORY_REPORT_ONE_LINE = 1
   integer(c_int), parameter :: GPUMEM_OOM_CALLBACK_MAX_CALLS = 4
   ! gpumem/status.h
   integer(c_int), parameter :: GPUMEM_OK = 0
@@ -1708,6 +1709,26 @@ module gpumem
       integer(c_int), value :: flags
       type(gpumem_memory_report_t), intent(inout) :: report
       integer(c_int) :: gpumem_memory_report
+    end function
+    !> the report as text into buf(size), NUL-terminated, as snprintf (size 0 asks for the size needed)
+    function gpumem_memory_report_format(report, flags, buf, size, needed) &
+        bind(c, name='gpumem_memory_report_format')
+      import
+      type(gpumem_memory_report_t), intent(in) :: report
+      integer(c_int), value :: flags
+      character(kind=c_char), intent(out) :: buf(*)
+      integer(c_size_t), value :: size
+      integer(c_size_t), intent(out), optional :: needed
+      integer(c_int) :: gpumem_memory_report_format
+    end function
+    !> file: a C FILE * (type(c_ptr)), such as one a C helper returns
+    function gpumem_memory_report_print(report, flags, file) &
+        bind(c, name='gpumem_memory_report_print')
+      import
+      type(gpumem_memory_report_t), intent(in) :: report
+      integer(c_int), value :: flags
+      type(c_ptr), value :: file
+      integer(c_int) :: gpumem_memory_report_print
     end function
     function gpumem_memory_reset_peaks(ctx, flags) &
         bind(c, name='gpumem_memory_reset_peaks')
