@@ -378,8 +378,9 @@ static gpumem_status start_locked(const char *path, unsigned flags, char *why, s
     struct stat sb;
     FILE *f = open_trace_file(path, &created, &sb);
     if (f == NULL) {
-        snprintf(why, whysize, "cannot open '%s' for writing: %s%s", path, strerror(errno),
-                 errno == ENXIO ? " (a FIFO without a reader)" : "");
+        int e = errno;
+        snprintf(why, whysize, "cannot open '%s' for writing: %s%s", path, strerror(e),
+                 e == ENXIO ? " (a FIFO without a reader)" : "");
         return GPUMEM_ERROR_INVALID_VALUE;
     }
     unsigned char h[GM_TRACE_HEADER_BYTES] = {0};

@@ -38,7 +38,8 @@ typedef struct replay {
     rdev *dev;
     size_t ndev;
     rstream *st;
-    size_t nst, nstreams; /* the trace's (with 0, none), and the streams made for them */
+    size_t nst;           /* the trace's (device, stream) pairs, stream 0 (none) included */
+    size_t ntrace, nstreams; /* the trace's streams, and the streams made for them */
     gpumem_array **arr; /* per allocation of the model */
     const gpumem_dtype *u8;
 } replay;
@@ -162,6 +163,7 @@ static void plan_streams(replay *r)
         r->st[i].use = k < TRACE_REPLAY_MAX_STREAMS ? i : first + k % TRACE_REPLAY_MAX_STREAMS;
         if (r->st[i].use == i)
             r->nstreams++;
+        r->ntrace++;
         k++;
     }
 }
@@ -323,7 +325,11 @@ int trace_replay(const tr_trace *t, const tm_model *m, trace_replay_opts o)
         if (dev_of(&r, a->device) == NULL) {
             /* only this machine's devices: a trace can name 2^32 */
             int count = 0;
-            if (gpumem_device_count(&count) != GPUMEM_OK || a->device < 0 || a->device >= count) {
+            if (gpumem_device_count(&count) != GPUMEM_OK) {
+                fprintf(stderr, "gpumem trace replay: %s\n", gpumem_last_error());
+                goto out;
+            }
+            if (a->device < 0 || a->device >= count) {
                 fprintf(stderr, "gpumem trace replay: the trace allocates on device %d: this machine has %d "
                         "device%s\n", (int)a->device, count, count == 1 ? "" : "s");
                 goto out;
@@ -349,7 +355,7 @@ int trace_replay(const tr_trace *t, const tm_model *m, trace_replay_opts o)
            o.pool && o.no_hold ? ", not holding" : "");
     printf("  allocations: %llu (%llu of the trace's not replayed: zero bytes, or host or foreign memory)\n",
            (unsigned long long)pairs, (unsigned long long)skipped);
-    printf("  streams: %zu of the trace's, replayed on %zu (at most %d a device)\n", r.nst, r.nstreams,
+    printf("  streams: %zu of the trace's, replayed on %zu (at most %d a device)\n", r.ntrace, r.nstreams,
            TRACE_REPLAY_MAX_STREAMS);
     printf("  time per pair: %.1f ns (allocation and free)\n", pairs ? seconds * 1e9 / (double)pairs : 0.0);
     printf("  peak in use: %s (%llu bytes)\n", tm_bytes(use, b1, sizeof b1), (unsigned long long)use);
