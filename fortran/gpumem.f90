@@ -57,7 +57,20 @@
 !    (character(len=*)) receives the message of a failure, the C library's
 !    (gpumem_last_error) or the helper's own (a rank, an index or a type
 !    that does not match), which names element types as Fortran declares
-!    them: real(kind=4), not float32 or <f4.
+!    them: real(kind=4), not float32 or <f4.  When a call the helper makes
+!    on its own to examine an array argument fails (its dtype, rank, shape
+!    or host pointer: a released array fails there), errmsg names the
+!    helper and the argument instead of that call:
+!    "gpumem_f_copy_to_host: 'src' was released already (a dead array
+!    handle)"; gpumem_f_last_error() still has the C library's own message.
+!
+! Statuses
+!   Every status is a named constant of the module, GPUMEM_OK and one
+!   GPUMEM_ERROR_* for each value of gpumem/status.h, with its C name and
+!   value (tests/test-fortran-abi.sh checks each against the C header, and
+!   that none is missing); GPUMEM_STATUS_COUNT is their number, and
+!   gpumem_f_status_string(st) gives a status' name:
+!     if (st == GPUMEM_ERROR_INVALID_STATE) ...
 !
 ! Column-major arrays, without a copy
 !   A Fortran array a(n1, n2, ..., nk) is described to the library as it
@@ -89,7 +102,7 @@
 module gpumem
   use, intrinsic :: iso_c_binding
   implicit none
-  private :: f_layout, layout_max_rank, addr, fill_strides, set_errmsg, c_errmsg, wrap_layout, &
+  private :: f_layout, layout_max_rank, addr, fill_strides, set_errmsg, c_errmsg, arg_errmsg, wrap_layout, &
       to_device_layout, copy_layout, view_check, fortran_type_name, dtype_check, item_check, &
       device_array_shape4, device_array_shape8, pinned_array_shape4, pinned_array_shape8
 
@@ -245,6 +258,7 @@ module gpumem
   ! gpumem/memory.h
   integer(c_int), parameter :: GPUMEM_MEMORY_DEVICE_INFO = 1
   integer(c_int), parameter :: GPUMEM_MEMORY_WHOLE_DEVICE = 2
+  integer(c_int), parameter :: GPUMEM_MEMORY_REPORT_ONE_LINE = 1
   integer(c_int), parameter :: GPUMEM_OOM_CALLBACK_MAX_CALLS = 4
   ! gpumem/status.h
   integer(c_int), parameter :: GPUMEM_OK = 0
@@ -1742,6 +1756,26 @@ module gpumem
       type(gpumem_memory_report_t), intent(inout) :: report
       integer(c_int) :: gpumem_memory_report
     end function
+    !> the report as text into buf(size), NUL-terminated, as snprintf (size 0 asks for the size needed)
+    function gpumem_memory_report_format(report, flags, buf, size, needed) &
+        bind(c, name='gpumem_memory_report_format')
+      import
+      type(gpumem_memory_report_t), intent(in) :: report
+      integer(c_int), value :: flags
+      character(kind=c_char), intent(out) :: buf(*)
+      integer(c_size_t), value :: size
+      integer(c_size_t), intent(out), optional :: needed
+      integer(c_int) :: gpumem_memory_report_format
+    end function
+    !> file: a C FILE * (type(c_ptr)), such as one a C helper returns
+    function gpumem_memory_report_print(report, flags, file) &
+        bind(c, name='gpumem_memory_report_print')
+      import
+      type(gpumem_memory_report_t), intent(in) :: report
+      integer(c_int), value :: flags
+      type(c_ptr), value :: file
+      integer(c_int) :: gpumem_memory_report_print
+    end function
     function gpumem_memory_reset_peaks(ctx, flags) &
         bind(c, name='gpumem_memory_reset_peaks')
       import
@@ -2123,6 +2157,29 @@ contains
     end if
   end subroutine c_errmsg
 
+  ! errmsg for the failure of a call that helper `what` made on its own to examine its argument
+  ! `arg` (the array's dtype, rank, shape, host pointer): the C library's message with the helper
+  ! named in place of that call and the argument by its name in the helper, so that a released
+  ! array reads "gpumem_f_copy_to_host: 'src' was released already (a dead array handle)", the
+  ! call the user made, not the internal gpumem_array_dtype.  '' when status is GPUMEM_OK.
+  subroutine arg_errmsg(status, what, arg, errmsg)
+    integer(c_int), intent(in) :: status
+    character(len=*), intent(in) :: what, arg
+    character(len=*), intent(out), optional :: errmsg
+    character(len=:), allocatable :: m
+    integer :: i
+    if (status == GPUMEM_OK) then
+      call set_errmsg(errmsg, '')
+      return
+    end if
+    m = gpumem_f_last_error()
+    i = index(m, ': ')
+    if (index(m, 'gpumem_') == 1 .and. i > 0) m = m(i + 2:)
+    i = index(m, "'array'")
+    if (i > 0) m = m(1:i - 1) // "'" // arg // "'" // m(i + 7:)
+    call set_errmsg(errmsg, what // ': ' // m)
+  end subroutine arg_errmsg
+
   function wrap_layout(l, type, what, array, errmsg) result(st)
     type(f_layout), intent(in) :: l
     integer(c_int), intent(in) :: type
@@ -2174,10 +2231,10 @@ contains
     integer(c_int) :: st, ignored
     type(c_ptr) :: h, s
     if (to_host) then
-      st = dtype_check(array, type, 'gpumem_f_copy_to_host', 'the Fortran array''s', errmsg)
+      st = dtype_check(array, 'src', type, 'gpumem_f_copy_to_host', 'the Fortran array''s', errmsg)
       if (st == GPUMEM_OK) st = wrap_layout(l, type, 'gpumem_f_copy_to_host', h, errmsg)
     else
-      st = dtype_check(array, type, 'gpumem_f_copy_to_device', 'the Fortran array''s', errmsg)
+      st = dtype_check(array, 'dst', type, 'gpumem_f_copy_to_device', 'the Fortran array''s', errmsg)
       if (st == GPUMEM_OK) st = wrap_layout(l, type, 'gpumem_f_copy_to_device', h, errmsg)
     end if
     if (st /= GPUMEM_OK) return
@@ -2244,9 +2301,11 @@ contains
   end function fortran_type_name
 
   ! GPUMEM_ERROR_DTYPE_MISMATCH unless the array's dtype is the builtin `type` (the Fortran
-  ! variable's), with a message naming both as Fortran types.
-  function dtype_check(array, type, what, whose, errmsg) result(st)
+  ! variable's), with a message naming both as Fortran types; `arg` is the array's name in the
+  ! helper `what` (a released array fails here, named so).
+  function dtype_check(array, arg, type, what, whose, errmsg) result(st)
     type(c_ptr), intent(in) :: array
+    character(len=*), intent(in) :: arg
     integer(c_int), intent(in) :: type
     character(len=*), intent(in) :: what, whose
     character(len=*), intent(out), optional :: errmsg
@@ -2254,7 +2313,7 @@ contains
     type(c_ptr) :: dt
     st = gpumem_array_dtype(array, dt)
     if (st /= GPUMEM_OK) then
-      call c_errmsg(st, errmsg)
+      call arg_errmsg(st, what, arg, errmsg)
       return
     end if
     if (gpumem_dtype_equal(dt, gpumem_dtype_builtin(type)) == 1) then
@@ -2285,7 +2344,7 @@ contains
     st = gpumem_array_ndim(array, nd)
     if (st == GPUMEM_OK) st = gpumem_array_shape(array, shp)
     if (st /= GPUMEM_OK) then
-      call c_errmsg(st, errmsg)
+      call arg_errmsg(st, what, 'array', errmsg)
       return
     end if
     if (size(index) /= nd) then
@@ -2304,7 +2363,7 @@ contains
       end if
       c(k) = index(k) - 1
     end do
-    st = dtype_check(array, type, what, 'the value''s', errmsg)
+    st = dtype_check(array, 'array', type, what, 'the value''s', errmsg)
   end function item_check
 
   ! Checks that a pointer of rank r and element type `type` (itemsize bytes) can view the array:
@@ -2331,7 +2390,7 @@ contains
     if (st == GPUMEM_OK) st = gpumem_dtype_itemsize(dt, isz)
     if (st == GPUMEM_OK) st = gpumem_array_is_f_contiguous(array, fc)
     if (st /= GPUMEM_OK) then
-      call c_errmsg(st, errmsg)
+      call arg_errmsg(st, 'gpumem_f_pointer', 'array', errmsg)
       return
     end if
     if (nd /= r) then

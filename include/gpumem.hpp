@@ -45,6 +45,12 @@
  * function taking a context reads as the autoinit context; an empty
  * gpumem::stream_ref is a NULL stream: synchronous.
  *
+ * An empty gpumem::array (after release() or detach(), moved from, or
+ * default-constructed) is no array: a member called on it, or any call given
+ * it as an array, throws ::GPUMEM_ERROR_INVALID_STATE, whose message says
+ * that the array, or the parameter it was given as ("'src' was released"),
+ * was released; release() of an empty array does nothing.
+ *
  * @par Example (examples/cpp/first.cpp)
  * @code
  * auto ctx = gpumem::context::create_default();
@@ -1103,6 +1109,25 @@ public:
 
 /* ---- arrays ------------------------------------------------------------------------------ */
 
+namespace detail {
+/**
+ * Throws GPUMEM_ERROR_INVALID_STATE for an empty gpumem::array used where an
+ * array is needed: its C handle is NULL, which C would call a NULL argument,
+ * but in C++ the wrapper was released (release(), detach()) or moved from
+ * (or never held an array).
+ * @param member the C++ member or function called.
+ * @param which "" for the array the member was called on, else the parameter's name ("src", "views[2]").
+ */
+[[noreturn]] inline void throw_released(const char *member, const std::string &which)
+{
+    throw error(member, GPUMEM_ERROR_INVALID_STATE,
+                (which.empty() ? std::string("the array") : "'" + which + "'") +
+                    " was released: it is an empty gpumem::array (release(), detach() and a move empty one, "
+                    "as does default construction)");
+}
+} // namespace detail
+
+
 /** An N-dimensional array (gpumem/array.h); copy = gpumem_array_retain.  A view keeps its base alive. */
 class array {
 public:
@@ -1120,7 +1145,7 @@ public:
     array(const array &o) : a_(o.a_)
     {
         if (a_ != nullptr)
-            check("gpumem::array::array", gpumem_array_retain(a_));
+            check("gpumem::array::array", gpumem_array_retain(use("gpumem::array::array")));
     }
     /** Moves. @param o the array, left empty. */
     array(array &&o) noexcept : a_(std::exchange(o.a_, nullptr)) {}
@@ -1149,7 +1174,7 @@ public:
     {
         dims d;
         d.resize(ndim_for("gpumem::array::shape"));
-        check("gpumem::array::shape", gpumem_array_shape(a_, d.data()));
+        check("gpumem::array::shape", gpumem_array_shape(use("gpumem::array::shape"), d.data()));
         return d;
     }
     /** Byte strides. @return the strides. */
@@ -1157,7 +1182,7 @@ public:
     {
         dims d;
         d.resize(ndim_for("gpumem::array::strides"));
-        check("gpumem::array::strides", gpumem_array_strides(a_, d.data()));
+        check("gpumem::array::strides", gpumem_array_strides(use("gpumem::array::strides"), d.data()));
         return d;
     }
     /** gpumem_array_dtype(). @return the dtype, retained. */
@@ -1166,67 +1191,73 @@ public:
     int64_t size() const
     {
         int64_t n = 0;
-        check("gpumem::array::size", gpumem_array_size(a_, &n));
+        check("gpumem::array::size", gpumem_array_size(use("gpumem::array::size"), &n));
         return n;
     }
     /** gpumem_array_nbytes(). @return the bytes of the elements. */
     int64_t nbytes() const
     {
         int64_t n = 0;
-        check("gpumem::array::nbytes", gpumem_array_nbytes(a_, &n));
+        check("gpumem::array::nbytes", gpumem_array_nbytes(use("gpumem::array::nbytes"), &n));
         return n;
     }
     /** gpumem_array_kind(). @return the memory kind. */
     gpumem_memory_kind kind() const
     {
         gpumem_memory_kind k = GPUMEM_MEMORY_HOST;
-        check("gpumem::array::kind", gpumem_array_kind(a_, &k));
+        check("gpumem::array::kind", gpumem_array_kind(use("gpumem::array::kind"), &k));
         return k;
     }
     /** The array's context, retained (empty for host arrays). @return the context. */
     gpumem::context context() const
     {
         gpumem_context *c = nullptr;
-        check("gpumem::array::context", gpumem_array_context(a_, &c));
+        check("gpumem::array::context", gpumem_array_context(use("gpumem::array::context"), &c));
         return gpumem::context::share(c);
     }
     /** gpumem_array_device_pointer(). @return the device address of element [0, ...]. */
     uint64_t device_pointer() const
     {
         uint64_t p = 0;
-        check("gpumem::array::device_pointer", gpumem_array_device_pointer(a_, &p));
+        check("gpumem::array::device_pointer", gpumem_array_device_pointer(use("gpumem::array::device_pointer"), &p));
         return p;
     }
     /** gpumem_array_host_pointer(). @return the host address of element [0, ...]. */
     void *host_pointer() const
     {
         void *p = nullptr;
-        check("gpumem::array::host_pointer", gpumem_array_host_pointer(a_, &p));
+        check("gpumem::array::host_pointer", gpumem_array_host_pointer(use("gpumem::array::host_pointer"), &p));
         return p;
     }
     /** gpumem_array_is_c_contiguous(). @return the flag. */
     bool is_c_contiguous() const
     {
         int r = 0;
-        check("gpumem::array::is_c_contiguous", gpumem_array_is_c_contiguous(a_, &r));
+        const char *member = "gpumem::array::is_c_contiguous";
+        check(member, gpumem_array_is_c_contiguous(use(member), &r));
         return r != 0;
     }
     /** gpumem_array_is_f_contiguous(). @return the flag. */
     bool is_f_contiguous() const
     {
         int r = 0;
-        check("gpumem::array::is_f_contiguous", gpumem_array_is_f_contiguous(a_, &r));
+        const char *member = "gpumem::array::is_f_contiguous";
+        check(member, gpumem_array_is_f_contiguous(use(member), &r));
         return r != 0;
     }
     /** gpumem_array_is_readonly(). @return the flag. */
     bool is_readonly() const
     {
         int r = 0;
-        check("gpumem::array::is_readonly", gpumem_array_is_readonly(a_, &r));
+        check("gpumem::array::is_readonly", gpumem_array_is_readonly(use("gpumem::array::is_readonly"), &r));
         return r != 0;
     }
     /** gpumem_array_set_readonly(). @param readonly true: read-only; false: writable. */
-    void set_readonly(bool readonly) const { check("gpumem::array::set_readonly", gpumem_array_set_readonly(a_, readonly ? 1 : 0)); }
+    void set_readonly(bool readonly) const
+    {
+        const char *member = "gpumem::array::set_readonly";
+        check(member, gpumem_array_set_readonly(use(member), readonly ? 1 : 0));
+    }
 
     /**
      * The elements of a contiguous host-side array (host, pinned, mapped,
@@ -1244,14 +1275,14 @@ public:
                         "the item size is " + std::to_string(itemsize) + " bytes, the span's type " +
                             std::to_string(sizeof(T)));
         int c = 0, f = 0;
-        check(member, gpumem_array_is_c_contiguous(a_, &c));
-        check(member, gpumem_array_is_f_contiguous(a_, &f));
+        check(member, gpumem_array_is_c_contiguous(use(member), &c));
+        check(member, gpumem_array_is_f_contiguous(use(member), &f));
         if (c == 0 && f == 0)
             throw error(member, GPUMEM_ERROR_COPY_REQUIRED, "the array is not contiguous");
         void *p = nullptr;
         int64_t n = 0;
-        check(member, gpumem_array_host_pointer(a_, &p));
-        check(member, gpumem_array_size(a_, &n));
+        check(member, gpumem_array_host_pointer(use(member), &p));
+        check(member, gpumem_array_size(use(member), &n));
         return span<T>(static_cast<T *>(p), static_cast<std::size_t>(n));
     }
 
@@ -1264,7 +1295,8 @@ public:
      */
     void copy_to(const array &dst, stream_ref s = {}) const
     {
-        check("gpumem::array::copy_to", gpumem_array_copy(dst.a_, a_, s.get()));
+        const char *member = "gpumem::array::copy_to";
+        check(member, gpumem_array_copy(dst.use(member, "dst"), use(member), s.get()));
     }
     /**
      * *this[:] = @p src: copies @p src into this array, gpumem_array_copy(*this, @p src, @p s); any
@@ -1274,7 +1306,8 @@ public:
      */
     void copy_from(const array &src, stream_ref s = {}) const
     {
-        check("gpumem::array::copy_from", gpumem_array_copy(a_, src.a_, s.get()));
+        const char *member = "gpumem::array::copy_from";
+        check(member, gpumem_array_copy(use(member), src.use(member, "src"), s.get()));
     }
     /**
      * numba's d.copy_to_host(ary, stream): copies this array into the host-side array @p dst,
@@ -1284,7 +1317,8 @@ public:
      */
     void copy_to_host(const array &dst, stream_ref s = {}) const
     {
-        check("gpumem::array::copy_to_host", gpumem_copy_to_host(a_, dst.a_, s.get()));
+        const char *member = "gpumem::array::copy_to_host";
+        check(member, gpumem_copy_to_host(use(member), dst.use(member, "dst"), s.get()));
     }
     /**
      * numba's d.copy_to_device(ary, stream) under a name that says its direction: copies the
@@ -1296,13 +1330,14 @@ public:
      */
     void copy_from_host(const array &src, stream_ref s = {}) const
     {
+        const char *member = "gpumem::array::copy_from_host";
         gpumem_memory_kind k = GPUMEM_MEMORY_HOST;
-        check("gpumem::array::copy_from_host", gpumem_array_kind(src.a_, &k));
+        check(member, gpumem_array_kind(src.use(member, "src"), &k));
         if (k == GPUMEM_MEMORY_DEVICE || k == GPUMEM_MEMORY_FOREIGN)
-            throw error("gpumem::array::copy_from_host", GPUMEM_ERROR_INVALID_VALUE,
+            throw error(member, GPUMEM_ERROR_INVALID_VALUE,
                         std::string("'src' is a ") + gpumem_memory_kind_name(k) +
                             " array, not a host-side one (copy_from copies between any two)");
-        check("gpumem::array::copy_from_host", gpumem_copy_to_device(a_, src.a_, s.get()));
+        check(member, gpumem_copy_to_device(use(member), src.use(member, "src"), s.get()));
     }
     /**
      * Deprecated: `d.copy_to_device(x)` copies @p src into *this, which reads as the opposite;
@@ -1314,7 +1349,8 @@ public:
     [[deprecated("d.copy_to_device(src) copies src INTO d: use d.copy_from_host(src) or d.copy_from(src)")]]
     void copy_to_device(const array &src, stream_ref s = {}) const
     {
-        check("gpumem::array::copy_to_device", gpumem_copy_to_device(a_, src.a_, s.get()));
+        const char *member = "gpumem::array::copy_to_device";
+        check(member, gpumem_copy_to_device(use(member), src.use(member, "src"), s.get()));
     }
     /**
      * gpumem_array_fill() with one element of type @p T (its size must be the item size).
@@ -1325,7 +1361,7 @@ public:
     void fill(const T &value, stream_ref s = {}) const
     {
         check_item<T>("gpumem::array::fill");
-        check("gpumem::array::fill", gpumem_array_fill(a_, &value, s.get()));
+        check("gpumem::array::fill", gpumem_array_fill(use("gpumem::array::fill"), &value, s.get()));
     }
     /**
      * gpumem_array_get_item_n(): the element at @p index, one index per
@@ -1338,9 +1374,10 @@ public:
     template <class T>
     T get(const dims &index, stream_ref s = {}) const
     {
-        check_item<T>("gpumem::array::get");
+        const char *member = "gpumem::array::get";
+        check_item<T>(member);
         T v{};
-        check("gpumem::array::get", gpumem_array_get_item_n(a_, index.size(), index.data(), &v, s.get()));
+        check(member, gpumem_array_get_item_n(use(member), index.size(), index.data(), &v, s.get()));
         return v;
     }
     /**
@@ -1354,8 +1391,9 @@ public:
     template <class T>
     void set(const dims &index, const T &value, stream_ref s = {}) const
     {
-        check_item<T>("gpumem::array::set");
-        check("gpumem::array::set", gpumem_array_set_item_n(a_, index.size(), index.data(), &value, s.get()));
+        const char *member = "gpumem::array::set";
+        check_item<T>(member);
+        check(member, gpumem_array_set_item_n(use(member), index.size(), index.data(), &value, s.get()));
     }
 
     /* views */
@@ -1366,24 +1404,50 @@ public:
      * @param slices the slices.
      * @return the view.
      */
-    array slice(std::initializer_list<slice_spec> slices) const
+    array slice(std::initializer_list<slice_spec> slices) const { return slice_range(slices.begin(), slices.end()); }
+    /**
+     * The same from a range of slices built at run time: a std::vector (or
+     * std::array) of gpumem_slice or gpumem::slice_spec.
+     * @param slices the slices, one per leading axis.
+     * @return the view.
+     */
+    template <class Range, class = decltype(std::begin(std::declval<const Range &>())),
+              class = std::enable_if_t<std::is_convertible_v<decltype(*std::begin(std::declval<const Range &>())),
+                                                             slice_spec>>>
+    array slice(const Range &slices) const
     {
-        if (slices.size() > GPUMEM_MAX_NDIM)
-            throw error("gpumem::array::slice", GPUMEM_ERROR_INVALID_VALUE,
-                        std::to_string(slices.size()) + " slices, more than GPUMEM_MAX_NDIM (32)");
-        gpumem_slice c[GPUMEM_MAX_NDIM];
-        int n = 0;
-        for (const slice_spec &x : slices)
-            c[n++] = x.get();
-        gpumem_array *v = nullptr;
-        check("gpumem::array::slice", gpumem_array_slice(a_, c, n, &v));
-        return array(v);
+        return slice_range(std::begin(slices), std::end(slices));
+    }
+    /**
+     * The same from @p n C slices at @p slices (gpumem_array_slice()'s own arguments).
+     * @param slices the slices (may be nullptr when @p n is 0).
+     * @param n their number.
+     * @return the view.
+     */
+    array slice(const gpumem_slice *slices, std::size_t n) const
+    {
+        if (slices == nullptr && n != 0)
+            throw error("gpumem::array::slice", GPUMEM_ERROR_NULL_ARGUMENT, "'slices' is NULL with a count of " +
+                                                                                std::to_string(n));
+        return slice_range(slices, slices + n);
+    }
+    /**
+     * The same with the slices as arguments: `d.slice(gpumem::index(1), gpumem::all)`.
+     * @param first the first axis' slice.
+     * @param rest the next axes' slices.
+     * @return the view.
+     */
+    template <class... S, class = std::enable_if_t<(std::is_convertible_v<S, slice_spec> && ...)>>
+    array slice(const slice_spec &first, const S &...rest) const
+    {
+        const slice_spec all[] = {first, slice_spec(rest)...};
+        return slice_range(std::begin(all), std::end(all));
     }
     /** NumPy's .T: the axes reversed. @return the view. */
     array transpose() const
     {
         gpumem_array *v = nullptr;
-        check("gpumem::array::transpose", gpumem_array_transpose(a_, nullptr, &v));
+        check("gpumem::array::transpose", gpumem_array_transpose(use("gpumem::array::transpose"), nullptr, &v));
         return array(v);
     }
     /**
@@ -1398,14 +1462,14 @@ public:
             throw error("gpumem::array::transpose", GPUMEM_ERROR_INVALID_VALUE,
                         std::to_string(axes.size()) + " axes for an array of " + std::to_string(n));
         gpumem_array *v = nullptr;
-        check("gpumem::array::transpose", gpumem_array_transpose(a_, axes.begin(), &v));
+        check("gpumem::array::transpose", gpumem_array_transpose(use("gpumem::array::transpose"), axes.begin(), &v));
         return array(v);
     }
     /** NumPy's view(dtype). @param d the new dtype. @return the view. */
     array view(const gpumem::dtype &d) const
     {
         gpumem_array *v = nullptr;
-        check("gpumem::array::view", gpumem_array_view(a_, d.get(), &v));
+        check("gpumem::array::view", gpumem_array_view(use("gpumem::array::view"), d.get(), &v));
         return array(v);
     }
     /**
@@ -1419,7 +1483,8 @@ public:
     array reshape(const dims &shape, char order = 'C', unsigned flags = 0, stream_ref s = {}) const
     {
         gpumem_array *v = nullptr;
-        check("gpumem::array::reshape", gpumem_array_reshape(a_, shape.size(), shape.data(), order, flags, s.get(), &v));
+        const char *member = "gpumem::array::reshape";
+        check(member, gpumem_array_reshape(use(member), shape.size(), shape.data(), order, flags, s.get(), &v));
         return array(v);
     }
     /**
@@ -1432,7 +1497,7 @@ public:
     array ravel(char order = 'C', unsigned flags = 0, stream_ref s = {}) const
     {
         gpumem_array *v = nullptr;
-        check("gpumem::array::ravel", gpumem_array_ravel(a_, order, flags, s.get(), &v));
+        check("gpumem::array::ravel", gpumem_array_ravel(use("gpumem::array::ravel"), order, flags, s.get(), &v));
         return array(v);
     }
     /**
@@ -1442,12 +1507,13 @@ public:
      */
     std::vector<array> split(int64_t section) const
     {
+        const char *member = "gpumem::array::split";
         std::size_t count = 0; /* first ask for the count: capacity 0 fails with it set */
-        gpumem_status st = gpumem_array_split(a_, section, nullptr, 0, &count);
+        gpumem_status st = gpumem_array_split(use(member), section, nullptr, 0, &count);
         if (st != GPUMEM_OK && (st != GPUMEM_ERROR_INVALID_VALUE || count == 0))
-            throw error("gpumem::array::split", st);
+            throw error(member, st);
         std::vector<gpumem_array *> raw(count);
-        check("gpumem::array::split", gpumem_array_split(a_, section, raw.data(), raw.size(), &count));
+        check(member, gpumem_array_split(use(member), section, raw.data(), raw.size(), &count));
         std::vector<array> pieces;
         pieces.reserve(count);
         for (std::size_t i = 0; i < count; i++)
@@ -1466,7 +1532,8 @@ public:
         gpumem_cuda_array_interface d;
         std::memset(&d, 0, sizeof d);
         d.size = sizeof d;
-        check("gpumem::array::cuda_array_interface", gpumem_array_interface(a_, s.get(), &d));
+        const char *member = "gpumem::array::cuda_array_interface";
+        check(member, gpumem_array_interface(use(member), s.get(), &d));
         return d;
     }
     /**
@@ -1477,19 +1544,49 @@ public:
     void *to_dlpack(unsigned flags = 0) const
     {
         void *t = nullptr;
-        check("gpumem::array::to_dlpack", gpumem_array_to_dlpack(a_, flags, &t));
+        check("gpumem::array::to_dlpack", gpumem_array_to_dlpack(use("gpumem::array::to_dlpack"), flags, &t));
         return t;
     }
     /** gpumem_ipc_get_handle(). @return the handle. */
     gpumem_ipc_handle ipc_handle() const
     {
         gpumem_ipc_handle h;
-        check("gpumem::array::ipc_handle", gpumem_ipc_get_handle(a_, &h));
+        check("gpumem::array::ipc_handle", gpumem_ipc_get_handle(use("gpumem::array::ipc_handle"), &h));
         return h;
+    }
+
+    /**
+     * The C handle, for a call that member @p member makes; an empty wrapper throws
+     * GPUMEM_ERROR_INVALID_STATE, saying the array was released (or moved from).
+     * @param member the C++ member or function called.
+     * @param which "" for the array the member was called on, else the parameter's name.
+     * @return the handle, never nullptr.
+     */
+    gpumem_array *use(const char *member, const std::string &which = std::string()) const
+    {
+        if (a_ == nullptr)
+            detail::throw_released(member, which);
+        return a_;
     }
 
 private:
     explicit array(gpumem_array *a) noexcept : a_(a) {}
+    template <class It>
+    array slice_range(It first, It last) const
+    {
+        const char *member = "gpumem::array::slice";
+        const auto count = std::distance(first, last);
+        if (count > GPUMEM_MAX_NDIM)
+            throw error(member, GPUMEM_ERROR_INVALID_VALUE,
+                        std::to_string(count) + " slices, more than GPUMEM_MAX_NDIM (32)");
+        gpumem_slice c[GPUMEM_MAX_NDIM];
+        std::size_t n = 0;
+        for (; first != last; ++first)
+            c[n++] = slice_spec(*first).get();
+        gpumem_array *v = nullptr;
+        check(member, gpumem_array_slice(use(member), c, static_cast<int>(n), &v));
+        return array(v);
+    }
     template <class T>
     void check_item(const char *member) const
     {
@@ -1505,20 +1602,20 @@ private:
     int ndim_for(const char *member) const
     {
         int n = 0;
-        check(member, gpumem_array_ndim(a_, &n));
+        check(member, gpumem_array_ndim(use(member), &n));
         return n;
     }
     gpumem::dtype dtype_for(const char *member) const
     {
         const gpumem_dtype *d = nullptr;
-        check(member, gpumem_array_dtype(a_, &d));
+        check(member, gpumem_array_dtype(use(member), &d));
         return gpumem::dtype::share(d);
     }
     std::size_t item_size_for(const char *member) const
     {
         const gpumem_dtype *d = nullptr;
         std::size_t n = 0;
-        check(member, gpumem_array_dtype(a_, &d));
+        check(member, gpumem_array_dtype(use(member), &d));
         check(member, gpumem_dtype_itemsize(d, &n));
         return n;
     }
@@ -1588,6 +1685,17 @@ inline array host_array(const dims &shape, const dtype &d, char order = 'C')
     return array::adopt(a);
 }
 /**
+ * numpy.empty of elements of type @p T: `gpumem::host_array<double>({8})`.
+ * @param shape the extents.
+ * @param order 'C' or 'F'.
+ * @return the host array.
+ */
+template <class T>
+array host_array(const dims &shape, char order = 'C')
+{
+    return host_array(shape, dtype::of<T>(), order);
+}
+/**
  * numba's device_array: gpumem_device_array() in C or F @p order.
  * @param ctx the context (empty: the autoinit context).
  * @param shape the extents.
@@ -1626,7 +1734,8 @@ array device_array(const context &ctx, const dims &shape, char order = 'C', stre
 inline array device_array_like(const context &ctx, const array &like, stream_ref s = {})
 {
     gpumem_array *a = nullptr;
-    check("gpumem::device_array_like", gpumem_device_array_like(ctx.get(), like.get(), s.get(), &a));
+    const char *member = "gpumem::device_array_like";
+    check(member, gpumem_device_array_like(ctx.get(), like.use(member, "like"), s.get(), &a));
     return array::adopt(a);
 }
 /**
@@ -1653,7 +1762,7 @@ inline array device_record(const context &ctx, const dtype &d, stream_ref s = {}
 inline array to_device(const context &ctx, const array &host, stream_ref s = {}, unsigned flags = 0)
 {
     gpumem_array *a = nullptr;
-    check("gpumem::to_device", gpumem_to_device(ctx.get(), host.get(), s.get(), flags, &a));
+    check("gpumem::to_device", gpumem_to_device(ctx.get(), host.use("gpumem::to_device", "host"), s.get(), flags, &a));
     return array::adopt(a);
 }
 /**
@@ -1669,6 +1778,20 @@ inline array pinned_array(const context &ctx, const dims &shape, const dtype &d,
     gpumem_array *a = nullptr;
     check("gpumem::pinned_array", gpumem_pinned_array(ctx.get(), shape.size(), shape.data(), nullptr, d.get(), order, &a));
     return array::adopt(a);
+}
+/**
+ * numba's pinned_array of elements of type @p T (page-locked host memory,
+ * which the driver copies to and from the device directly):
+ * `gpumem::pinned_array<float>(ctx, {4, 6})`.
+ * @param ctx the context (empty: the autoinit context).
+ * @param shape the extents.
+ * @param order 'C' or 'F'.
+ * @return the pinned array.
+ */
+template <class T>
+array pinned_array(const context &ctx, const dims &shape, char order = 'C')
+{
+    return pinned_array(ctx, shape, dtype::of<T>(), order);
 }
 /**
  * numba's mapped_array (GPUMEM_HOST_PORTABLE, GPUMEM_HOST_WRITECOMBINED).
@@ -1688,6 +1811,20 @@ inline array mapped_array(const context &ctx, const dims &shape, const dtype &d,
     return array::adopt(a);
 }
 /**
+ * numba's mapped_array of elements of type @p T.
+ * @param ctx the context (empty: the autoinit context).
+ * @param shape the extents.
+ * @param order 'C' or 'F'.
+ * @param s a stream of @p ctx, or empty.
+ * @param flags the host flags.
+ * @return the mapped array.
+ */
+template <class T>
+array mapped_array(const context &ctx, const dims &shape, char order = 'C', stream_ref s = {}, unsigned flags = 0)
+{
+    return mapped_array(ctx, shape, dtype::of<T>(), order, s, flags);
+}
+/**
  * A managed array (GPUMEM_MANAGED_ATTACH_GLOBAL or GPUMEM_MANAGED_ATTACH_HOST).
  * @param ctx the context (empty: the autoinit context).
  * @param shape the extents.
@@ -1702,6 +1839,20 @@ inline array managed_array(const context &ctx, const dims &shape, const dtype &d
     gpumem_array *a = nullptr;
     check("gpumem::managed_array", gpumem_managed_array(ctx.get(), shape.size(), shape.data(), nullptr, d.get(), order, flags, &a));
     return array::adopt(a);
+}
+/**
+ * A managed array of elements of type @p T.
+ * @param ctx the context (empty: the autoinit context).
+ * @param shape the extents.
+ * @param order 'C' or 'F'.
+ * @param flags the attach flag.
+ * @return the managed array.
+ */
+template <class T>
+array managed_array(const context &ctx, const dims &shape, char order = 'C',
+                    unsigned flags = GPUMEM_MANAGED_ATTACH_GLOBAL)
+{
+    return managed_array(ctx, shape, dtype::of<T>(), order, flags);
 }
 /**
  * gpumem_array_from_dlpack(): on success the array owns the tensor.
@@ -1791,13 +1942,20 @@ private:
 };
 
 namespace detail {
-/** The C handles of @p arrays (borrowed). @param arrays the arrays. @return the handles. */
-inline std::vector<gpumem_array *> handles(std::initializer_list<array> arrays)
+/**
+ * The C handles of @p arrays (borrowed); an empty one throws GPUMEM_ERROR_INVALID_STATE naming it.
+ * @param arrays the arrays.
+ * @param member the C++ function called.
+ * @param name the parameter's name ("arrays", "views").
+ * @return the handles.
+ */
+template <class Arrays>
+std::vector<gpumem_array *> handles(const Arrays &arrays, const char *member, const char *name)
 {
     std::vector<gpumem_array *> v;
     v.reserve(arrays.size());
     for (const array &a : arrays)
-        v.push_back(a.get());
+        v.push_back(a.use(member, std::string(name) + "[" + std::to_string(v.size()) + "]"));
     return v;
 }
 } // namespace detail
@@ -1810,7 +1968,7 @@ inline std::vector<gpumem_array *> handles(std::initializer_list<array> arrays)
  */
 inline registration pinned(const context &ctx, std::initializer_list<array> arrays)
 {
-    auto v = detail::handles(arrays);
+    auto v = detail::handles(arrays, "gpumem::pinned", "arrays");
     gpumem_registration *r = nullptr;
     check("gpumem::pinned", gpumem_pinned(ctx.get(), v.data(), v.size(), &r));
     return registration(r, gpumem_unpinned);
@@ -1826,7 +1984,7 @@ inline registration pinned(const context &ctx, std::initializer_list<array> arra
 inline registration mapped(const context &ctx, std::initializer_list<array> arrays,
                            std::vector<array> &device_views, stream_ref s = {})
 {
-    auto v = detail::handles(arrays);
+    auto v = detail::handles(arrays, "gpumem::mapped", "arrays");
     std::vector<gpumem_array *> views(v.size(), nullptr);
     gpumem_registration *r = nullptr;
     check("gpumem::mapped", gpumem_mapped(ctx.get(), v.data(), v.size(), s.get(), &r, views.data()));
@@ -1844,7 +2002,7 @@ inline registration mapped(const context &ctx, std::initializer_list<array> arra
  */
 inline registration register_arrays(const context &ctx, std::initializer_list<array> arrays)
 {
-    auto v = detail::handles(arrays);
+    auto v = detail::handles(arrays, "gpumem::register_arrays", "arrays");
     gpumem_registration *r = nullptr;
     check("gpumem::register_arrays", gpumem_register(ctx.get(), v.data(), v.size(), &r));
     return registration(r, gpumem_deregister);
@@ -1895,10 +2053,10 @@ public:
         std::vector<gpumem_array *> d, r;
         d.reserve(dst_.size());
         r.reserve(src_.size());
-        for (const array &a : dst_)
-            d.push_back(a.get());
-        for (const array &a : src_)
-            r.push_back(a.get());
+        for (std::size_t i = 0; i < dst_.size(); i++) {
+            d.push_back(dst_[i].use("gpumem::copy_batch::run", "pair " + std::to_string(i) + "'s dst"));
+            r.push_back(src_[i].use("gpumem::copy_batch::run", "pair " + std::to_string(i) + "'s src"));
+        }
         check("gpumem::copy_batch::run", gpumem_array_copy_batch(d.size(), d.data(), r.data(), s.get()));
     }
 
@@ -1914,11 +2072,8 @@ private:
  */
 inline void pack(const std::vector<array> &views, const array &buffer, stream_ref s = {})
 {
-    std::vector<gpumem_array *> v;
-    v.reserve(views.size());
-    for (const array &a : views)
-        v.push_back(a.get());
-    check("gpumem::pack", gpumem_array_pack(v.size(), v.data(), buffer.get(), s.get()));
+    std::vector<gpumem_array *> v = detail::handles(views, "gpumem::pack", "views");
+    check("gpumem::pack", gpumem_array_pack(v.size(), v.data(), buffer.use("gpumem::pack", "buffer"), s.get()));
 }
 /**
  * gpumem_array_unpack(): the reverse of pack(): the bytes of @p buffer, one view after the other, into @p views.
@@ -1928,11 +2083,8 @@ inline void pack(const std::vector<array> &views, const array &buffer, stream_re
  */
 inline void unpack(const std::vector<array> &views, const array &buffer, stream_ref s = {})
 {
-    std::vector<gpumem_array *> v;
-    v.reserve(views.size());
-    for (const array &a : views)
-        v.push_back(a.get());
-    check("gpumem::unpack", gpumem_array_unpack(v.size(), v.data(), buffer.get(), s.get()));
+    std::vector<gpumem_array *> v = detail::handles(views, "gpumem::unpack", "views");
+    check("gpumem::unpack", gpumem_array_unpack(v.size(), v.data(), buffer.use("gpumem::unpack", "buffer"), s.get()));
 }
 
 /* ---- pools -------------------------------------------------------------------------------- */
@@ -2469,7 +2621,8 @@ public:
     array const_array_like(const char *symbol, const array &a, stream_ref s = {}) const
     {
         gpumem_array *d = nullptr;
-        check("gpumem::module::const_array_like", gpumem_const_array_like(m_, symbol, a.get(), s.get(), &d));
+        const char *member = "gpumem::module::const_array_like";
+        check(member, gpumem_const_array_like(m_, symbol, a.use(member, "a"), s.get(), &d));
         return array::adopt(d);
     }
 

@@ -21,6 +21,7 @@
 #include "pool.h"
 #include "stream.h"
 #include "trace.h"
+#include "trace_format.h"
 
 /* The memory kind a trace event names (a gpumem_memory_kind): flags are
  * cuMemHostAlloc's, or a host pool's (pool). */
@@ -33,6 +34,27 @@ static int trace_kind(gm_mem mem, gm_pool_kind pool_kind, unsigned flags, gm_poo
     if (pool != NULL)
         flags = gm_pool_alloc_flags(pool);
     return flags & GM_CU_MEMHOSTALLOC_DEVICEMAP ? GPUMEM_MEMORY_MAPPED : GPUMEM_MEMORY_PINNED;
+}
+
+/* ---- who holds the memory (alloc.h) ---------------------------------------------- */
+
+_Static_assert((int)GM_OWNER_PROGRAM == GM_TO_PROGRAM && (int)GM_OWNER_SCRATCH == GM_TO_SCRATCH &&
+                   (int)GM_OWNER_STAGING == GM_TO_STAGING && (int)GM_OWNER_BOUNCE == GM_TO_BOUNCE &&
+                   (int)GM_OWNER_TEMPORARY == GM_TO_TEMPORARY,
+               "gm_owner is the trace format's owner");
+
+static _Thread_local gm_owner alloc_owner; /* GM_OWNER_PROGRAM: 0 */
+
+gm_owner gm_alloc_owner_begin(gm_owner owner)
+{
+    gm_owner was = alloc_owner;
+    alloc_owner = owner;
+    return was;
+}
+
+void gm_alloc_owner_end(gm_owner was)
+{
+    alloc_owner = was;
 }
 
 /* ---- the out-of-memory ladder ----------------------------------------------------- */
@@ -144,13 +166,23 @@ static int ladder(attempt *a, gpumem_status *st)
     return rc;
 }
 
+/* The context's out-of-memory callback: whether to try again.  It is the
+ * program's: what it allocates is the program's own. */
+static bool oom_callback(attempt *a)
+{
+    gm_owner was = gm_alloc_owner_begin(GM_OWNER_PROGRAM);
+    bool again = gm_mem_oom_callback(a->ctx, &a->oom);
+    gm_alloc_owner_end(was);
+    return again;
+}
+
 /* After the driver's first refusal: the ladder, then as often as the
  * context's out-of-memory callback asks (and may), the ladder again after
  * trying once more.  Returns as try_once. */
 static int after_oom(attempt *a, gpumem_status *st)
 {
     int rc = ladder(a, st);
-    while (rc == GM_CUDA_ERROR_OUT_OF_MEMORY && !a->spare && gm_mem_oom_callback(a->ctx, &a->oom)) {
+    while (rc == GM_CUDA_ERROR_OUT_OF_MEMORY && !a->spare && oom_callback(a)) {
         if (a->pool != NULL && !gm_handle_live(a->pool, a->kind == GM_POOL_DEVICE ? GM_HANDLE_POOL
                                                                                     : GM_HANDLE_HOST_POOL)) {
             *st = gm_error(GPUMEM_ERROR_INVALID_STATE, "%s: the out-of-memory callback destroyed the pool that "
@@ -260,7 +292,8 @@ static gpumem_status alloc_driver(gpumem_context *ctx, gm_mem mem, size_t bytes,
     }
     gm_memstats_live(ctx, gm_memkind_of(kind), bytes, +1);
     gm_memstats_sample(ctx);
-    GM_TRACE(gm_trace_alloc(ctx, ctx->device, NULL, trace_kind(mem, 0, flags, NULL), NULL, bytes, out->addr));
+    GM_TRACE(gm_trace_alloc(ctx, ctx->device, NULL, trace_kind(mem, 0, flags, NULL), NULL, bytes, out->addr,
+                            alloc_owner));
     return GPUMEM_OK;
 }
 
@@ -298,7 +331,7 @@ static gpumem_status alloc_pool(gpumem_context *ctx, gm_pool *pool, gm_pool_kind
     out->stream = gm_stream_hold(stream);
     out->pool_ctx = gm_pool_holds_context(pool) ? gm_pool_context(pool) : NULL;
     GM_TRACE_IF(bytes != 0, gm_trace_alloc(ctx, ctx->device, stream, trace_kind(GM_MEM_POOL, kind, 0, pool), pool,
-                                           bytes, out->addr));
+                                           bytes, out->addr, alloc_owner));
     return GPUMEM_OK;
 }
 

@@ -81,6 +81,30 @@ gpumem_status gm_alloc_device_pool(gpumem_pool *pool, size_t bytes, gpumem_strea
 /* A block of a page-locked pool. */
 gpumem_status gm_alloc_host_pool(gpumem_host_pool *pool, size_t bytes, const char *what, gm_block *out);
 
+/* Who holds the memory that this thread allocates, for the trace
+ * (doc/trace-format.md: an allocation's owner): the program, the default,
+ * or the library's own memory.  The library's callers that allocate for
+ * themselves (copy scratch, staging slots, bounce blocks, temporary arrays)
+ * set it around the allocation:
+ *     gm_owner was = gm_alloc_owner_begin(GM_OWNER_STAGING);
+ *     st = gm_alloc_locked(...);
+ *     gm_alloc_owner_end(was);
+ * It changes nothing but what a trace records (a thread-local store); the
+ * out-of-memory callback runs as the program's. */
+typedef enum gm_owner {
+    GM_OWNER_PROGRAM = 0,
+    GM_OWNER_SCRATCH = 1,  /* a copy's device scratch */
+    GM_OWNER_STAGING = 2,  /* the staging engine's pinned slots */
+    GM_OWNER_BOUNCE = 3,   /* a queued download's bounce block */
+    GM_OWNER_TEMPORARY = 4 /* a copy's temporary array */
+} gm_owner;
+
+/* Sets this thread's owner; returns the one it replaces, for
+ * gm_alloc_owner_end. */
+gm_owner gm_alloc_owner_begin(gm_owner owner);
+/* Puts back the owner that gm_alloc_owner_begin returned. */
+void gm_alloc_owner_end(gm_owner was);
+
 /* Frees b (allocated in ctx): driver memory through the deferred queue, a
  * pool block back to its pool, ordered after the work queued on the stream it
  * was allocated on.  The status is that of any flush it caused; the block is

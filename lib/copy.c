@@ -43,7 +43,10 @@ static void format_shape(const gpumem_array *a, char *buf, size_t size)
 static gpumem_status scratch_like(const char *what, const gpumem_array *like, gpumem_stream *stream,
                                   gpumem_array **out)
 {
-    return gm_array_new_like(what, like, like->ndim, like->shape, 0, stream, out);
+    gm_owner was = gm_alloc_owner_begin(GM_OWNER_TEMPORARY); /* the library's own, in a trace */
+    gpumem_status st = gm_array_new_like(what, like, like->ndim, like->shape, 0, stream, out);
+    gm_alloc_owner_end(was);
+    return st;
 }
 
 /* Releases a scratch array once the work queued on it is done: freeing device

@@ -23,7 +23,9 @@ gpumem_status gm_copy_host(const char *what, gpumem_array *dst, const gpumem_arr
     gm_copy_plan plan;
     gpumem_status st = GPUMEM_OK;
     if (via_temp) {
+        gm_owner was = gm_alloc_owner_begin(GM_OWNER_TEMPORARY); /* the library's own, in a trace */
         st = gm_array_new_like(what, src, src->ndim, src->shape, 0, stream, &tmp);
+        gm_alloc_owner_end(was);
         if (st == GPUMEM_OK)
             st = gm_copy_plan_make(tmp->ndim, tmp->shape, src->strides, tmp->strides, tmp->itemsize, SIZE_MAX, &plan);
         if (st == GPUMEM_OK) {
@@ -62,7 +64,9 @@ gpumem_status gm_copy_temp(const char *what, gpumem_array *dst, const gpumem_arr
                            gpumem_context *ctx)
 {
     gpumem_array *tmp = NULL;
+    gm_owner was = gm_alloc_owner_begin(GM_OWNER_TEMPORARY); /* the library's own, in a trace */
     gpumem_status st = gm_array_new_like(what, src, src->ndim, src->shape, 0, stream, &tmp);
+    gm_alloc_owner_end(was);
     if (st != GPUMEM_OK)
         return st;
     st = gm_copy_run(what, tmp, src, stream, ctx);

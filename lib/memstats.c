@@ -6,7 +6,6 @@
  */
 #include "config.h"
 
-#include <dlfcn.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -23,6 +22,7 @@
 #include "driver.h"
 #include "env.h"
 #include "error.h"
+#include "leaksite.h"
 #include "memstats.h"
 #include "pool.h"
 
@@ -231,57 +231,6 @@ void gm_leak_forget(gpumem_context *ctx, uintptr_t key)
     free(gone);
 }
 
-/* Writes a frame as backtrace_symbols() would: object(symbol+offset) [address]. */
-static void print_frame(FILE *out, void *f)
-{
-    Dl_info di;
-    if (dladdr(f, &di) != 0 && di.dli_fname != NULL) {
-        const char *obj = strrchr(di.dli_fname, '/');
-        obj = obj != NULL ? obj + 1 : di.dli_fname;
-        if (di.dli_sname != NULL && di.dli_saddr != NULL)
-            fprintf(out, "%s(%s+0x%lx) [%p]", obj, di.dli_sname,
-                    (unsigned long)((uintptr_t)f - (uintptr_t)di.dli_saddr), f);
-        else
-            fprintf(out, "%s(+0x%lx) [%p]", obj, (unsigned long)((uintptr_t)f - (uintptr_t)di.dli_fbase), f);
-    } else {
-        fprintf(out, "[%p]", f);
-    }
-}
-
-/* Whether frame f is in the object at base own. */
-static bool frame_in(void *f, const void *own)
-{
-    Dl_info di;
-    return dladdr(f, &di) != 0 && di.dli_fbase == own;
-}
-
-/* The call site of a record: the first frames after this library's own
- * (a sanitizer's interceptor of backtrace() may come before them); all but
- * the recorder's when the library is linked into the program. */
-static void print_site(FILE *out, const gm_leak *r)
-{
-    Dl_info self;
-    void *own = dladdr((void *)(uintptr_t)gm_leak_add, &self) != 0 ? self.dli_fbase : NULL;
-    int i = 0;
-    while (i < r->nframes && !frame_in(r->frames[i], own))
-        i++;
-    while (i < r->nframes && frame_in(r->frames[i], own))
-        i++;
-    int first = i;
-    if (first >= r->nframes) /* a static link: the frames as they are */
-        first = r->nframes > 1 ? 1 : r->nframes;
-    if (first >= r->nframes) {
-        fputs(" (no call site recorded)", out);
-        return;
-    }
-    fputs(", at ", out);
-    for (int k = first, n = 0; k < r->nframes && n < 3; k++, n++) {
-        if (n > 0)
-            fputs(" < ", out);
-        print_frame(out, r->frames[k]);
-    }
-}
-
 static const char *kind_name(gpumem_memory_kind k)
 {
     switch (k) {
@@ -317,6 +266,7 @@ static void leaks_print(struct gm_memstats *m, const char *headline, bool always
                 all[got++] = r;
     if (got > 1)
         qsort(all, got, sizeof *all, by_seq);
+    gm_leaksite *site = got > 0 ? gm_leaksite_open() : NULL; /* names the sites now, not at each allocation */
     if (n > 0 || always) {
         uint64_t bytes = 0;
         for (size_t i = 0; i < got; i++)
@@ -333,10 +283,11 @@ static void leaks_print(struct gm_memstats *m, const char *headline, bool always
         else
             fprintf(stderr, "gpumem:   %s of %llu bytes of %s memory, made by %s", type_names[r->type],
                     (unsigned long long)r->bytes, kind_name(r->kind), r->what);
-        print_site(stderr, r);
+        gm_leaksite_print(site, stderr, r->frames, r->nframes);
         fputc('\n', stderr);
     }
     pthread_mutex_unlock(&l->lock);
+    gm_leaksite_close(site);
     free(all);
 }
 
@@ -464,30 +415,6 @@ const gm_context_hook gm_memstats_hook = {memstats_create, memstats_teardown};
 
 /* ---- out of memory ---------------------------------------------------------------------- */
 
-/* bytes as a person reads them: "512 B", "4 KiB", "1.5 MiB", "1023.997 MiB";
- * a figure that is not exact never reads as one ("1024.0 MiB" for a little
- * less is written with more digits, or in bytes). */
-static const char *human(uint64_t b, char *buf, size_t size)
-{
-    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
-    int u = 0;
-    uint64_t scale = 1;
-    while (u < 5 && b / scale >= 1024) {
-        scale <<= 10;
-        u++;
-    }
-    double v = (double)b / (double)scale;
-    if (b % scale == 0)
-        snprintf(buf, size, "%llu %s", (unsigned long long)(b / scale), units[u]);
-    else if ((long long)(v * 10.0 + 0.5) % 10 != 0) /* a figure that does not look exact when it is not */
-        snprintf(buf, size, "%.1f %s", v, units[u]);
-    else if ((long long)(v * 1000.0 + 0.5) % 1000 != 0)
-        snprintf(buf, size, "%.3f %s", v, units[u]);
-    else
-        snprintf(buf, size, "%llu B", (unsigned long long)b);
-    return buf;
-}
-
 /* Appends to a message buffer, keeping it terminated when it fills. */
 __attribute__((format(printf, 4, 5))) static void cat(char *buf, size_t size, size_t *len, const char *fmt, ...)
 {
@@ -507,76 +434,55 @@ static const char *kind_memory(gpumem_memory_kind k)
            : k == GPUMEM_MEMORY_MANAGED ? "managed" : "device";
 }
 
-/* The message of o in ctx, into buf; the status it goes with. */
+static void fill_report(struct gpumem_memory_report *r, const usage *u, const uint64_t *pb, const uint64_t *pc,
+                        uint64_t peak_reserved);
+
+/* The message of o in ctx, into buf; the status it goes with.  The
+ * allocation's failure is counted in the report it quotes, whether or not
+ * it is counted yet (the callback's message is the one it fails with). */
 static gpumem_status format_oom(gpumem_context *ctx, const gm_oom *o, char *buf, size_t size)
 {
     bool device_side = o->kind == GPUMEM_MEMORY_DEVICE || o->kind == GPUMEM_MEMORY_MANAGED;
     size_t f = 0, t = 0;
     bool known = device_side && GM_DRV(mem_get_info, ctx->dctx, &f, &t) == 0; /* raw: no error of its own */
     usage uc, ud;
+    struct gpumem_memory_report r;
+    memset(&r, 0, sizeof r);
+    r.size = sizeof r;
+    r.flags = GPUMEM_MEMORY_WHOLE_DEVICE | (known ? GPUMEM_MEMORY_DEVICE_INFO : 0);
+    r.ordinal = ctx->device;
     struct gm_memstats *m = ctx->memstats;
     if (m != NULL) {
         pthread_mutex_lock(&reg_lock);
         collect_locked(m, true, &uc, &ud);
+        raise_peaks(m->dev->peak_bytes, m->dev->peak_count, &m->dev->peak_reserved, &ud);
+        fill_report(&r, &ud, m->dev->peak_bytes, m->dev->peak_count, m->dev->peak_reserved);
         pthread_mutex_unlock(&reg_lock);
+        r.oom_failures = ud.oom_failures + 1; /* this one */
     } else {
         memset(&ud, 0, sizeof ud);
     }
-    char h[8][32];
+    char h[3][32];
     size_t len = 0;
     size_t need = o->block_bytes != 0 ? o->block_bytes : o->bytes;
-    int side = device_side ? GM_POOL_DEVICE : GM_POOL_HOST;
     cat(buf, size, &len, "%s: out of %s memory: asked for %zu bytes (%s) of %s memory", o->what,
-        device_side ? "device" : "page-locked host", o->bytes, human(o->bytes, h[0], sizeof h[0]),
+        device_side ? "device" : "page-locked host", o->bytes, gm_mem_human(o->bytes, h[0], sizeof h[0]),
         kind_memory(o->kind));
     if (device_side)
         cat(buf, size, &len, " on device %d", ctx->device);
     if (o->pooled)
-        cat(buf, size, &len, " (a pool block of %s)", human(o->block_bytes, h[0], sizeof h[0]));
+        cat(buf, size, &len, " (a pool block of %s)", gm_mem_human(o->block_bytes, h[0], sizeof h[0]));
     uint64_t ours = ud.reserved, others = 0;
-    if (device_side) {
-        if (known) {
-            others = (uint64_t)t > (uint64_t)f + ours ? (uint64_t)t - (uint64_t)f - ours : 0;
-            cat(buf, size, &len, "; the device has %s free of %s", human(f, h[0], sizeof h[0]),
-                human(t, h[1], sizeof h[1]));
-        } else {
-            cat(buf, size, &len, "; the driver did not say how much of the device is free");
-        }
-        cat(buf, size, &len,
-            "; this process holds %s of it: live device memory %s in %llu, managed %s in %llu; pools hold %s "
-            "unused (largest free block %s); deferred frees %s",
-            human(ours, h[0], sizeof h[0]), human(ud.bytes[GM_MK_DEVICE], h[1], sizeof h[1]),
-            (unsigned long long)ud.count[GM_MK_DEVICE], human(ud.bytes[GM_MK_MANAGED], h[2], sizeof h[2]),
-            (unsigned long long)ud.count[GM_MK_MANAGED], human(ud.held_bytes[side], h[3], sizeof h[3]),
-            human(ud.largest[side], h[4], sizeof h[4]), human(ud.pending_device_bytes, h[5], sizeof h[5]));
-        cat(buf, size, &len, "; page-locked: pinned %s, mapped %s, registered %s",
-            human(ud.bytes[GM_MK_PINNED], h[0], sizeof h[0]), human(ud.bytes[GM_MK_MAPPED], h[1], sizeof h[1]),
-            human(ud.bytes[GM_MK_REGISTERED], h[2], sizeof h[2]));
-    } else {
-        cat(buf, size, &len,
-            "; this process holds page-locked: pinned %s in %llu, mapped %s in %llu, registered %s in %llu; "
-            "page-locked pools hold %s unused (largest free block %s); deferred frees %s",
-            human(ud.bytes[GM_MK_PINNED], h[0], sizeof h[0]), (unsigned long long)ud.count[GM_MK_PINNED],
-            human(ud.bytes[GM_MK_MAPPED], h[1], sizeof h[1]), (unsigned long long)ud.count[GM_MK_MAPPED],
-            human(ud.bytes[GM_MK_REGISTERED], h[2], sizeof h[2]), (unsigned long long)ud.count[GM_MK_REGISTERED],
-            human(ud.held_bytes[side], h[3], sizeof h[3]), human(ud.largest[side], h[4], sizeof h[4]),
-            human(ud.pending_bytes - ud.pending_device_bytes, h[5], sizeof h[5]));
-    }
-    cat(buf, size, &len, "; the ladder gave back %s (%llu pool blocks of %s, %llu deferred frees of %s)",
-        human(o->released_bytes + o->flushed_bytes, h[0], sizeof h[0]), (unsigned long long)o->released_blocks,
-        human(o->released_bytes, h[1], sizeof h[1]), (unsigned long long)o->flushed_frees,
-        human(o->flushed_bytes, h[2], sizeof h[2]));
-    if (o->callback_calls > 0)
-        cat(buf, size, &len, "; the out-of-memory callback ran %u time%s%s", o->callback_calls,
-            o->callback_calls == 1 ? "" : "s",
-            o->callback_declined ? " and then declined" : ", the most for one allocation");
     const char *cause;
     if (!device_side) {
         cause = "the host refused more page-locked memory";
     } else {
-        if (known)
-            cat(buf, size, &len, "; other processes hold about %s (total - free - this process)",
-                human(others, h[0], sizeof h[0]));
+        if (known) {
+            others = (uint64_t)t > (uint64_t)f + ours ? (uint64_t)t - (uint64_t)f - ours : 0;
+            r.device_free_bytes = f;
+            r.device_total_bytes = t;
+            r.others_bytes = others;
+        }
         cause = !known ? "unknown (no free memory figure)"
                 : (uint64_t)t < need ? "larger than the device (more than its total memory)"
                 : (uint64_t)f >= need ? "fragmented (enough free in total, no block large enough)"
@@ -584,6 +490,18 @@ static gpumem_status format_oom(gpumem_context *ctx, const gm_oom *o, char *buf,
                 : "this process's live data";
     }
     cat(buf, size, &len, "; cause: %s (%s: %s)", cause, o->driver_op, gm_cu_error_name(GM_CUDA_ERROR_OUT_OF_MEMORY));
+    cat(buf, size, &len, "; the ladder gave back %s (%llu pool blocks of %s, %llu deferred frees of %s)",
+        gm_mem_human(o->released_bytes + o->flushed_bytes, h[0], sizeof h[0]), (unsigned long long)o->released_blocks,
+        gm_mem_human(o->released_bytes, h[1], sizeof h[1]), (unsigned long long)o->flushed_frees,
+        gm_mem_human(o->flushed_bytes, h[2], sizeof h[2]));
+    if (o->callback_calls > 0)
+        cat(buf, size, &len, "; the out-of-memory callback ran %u time%s%s", o->callback_calls,
+            o->callback_calls == 1 ? "" : "s",
+            o->callback_declined ? " and then declined" : ", the most for one allocation");
+    cat(buf, size, &len, "; to see what holds it, run with GPUMEM_DEBUG=leaks (what is alive at exit, and where "
+        "it was made) or GPUMEM_TRACE=FILE (every allocation: gpumem trace summary FILE); memory of ");
+    if (len < size)
+        len += gm_memory_report_text(&r, GPUMEM_MEMORY_REPORT_ONE_LINE, buf + len, size - len) - 1;
     return device_side ? GPUMEM_ERROR_OUT_OF_MEMORY : GPUMEM_ERROR_HOST_OUT_OF_MEMORY;
 }
 
@@ -639,6 +557,32 @@ static void fill_usage(struct gpumem_memory_usage *out, const usage *u, gm_memki
     out->peak_count = pc[k];
 }
 
+/* The counts of a report from u and its peaks (not size, flags, ordinal, the driver's figures). */
+static void fill_report(struct gpumem_memory_report *r, const usage *u, const uint64_t *pb, const uint64_t *pc,
+                        uint64_t peak_reserved)
+{
+    r->contexts = u->contexts;
+    fill_usage(&r->device, u, GM_MK_DEVICE, pb, pc);
+    fill_usage(&r->pinned, u, GM_MK_PINNED, pb, pc);
+    fill_usage(&r->mapped, u, GM_MK_MAPPED, pb, pc);
+    fill_usage(&r->managed, u, GM_MK_MANAGED, pb, pc);
+    fill_usage(&r->registered, u, GM_MK_REGISTERED, pb, pc);
+    r->device_reserved_bytes = u->reserved;
+    r->peak_device_reserved_bytes = peak_reserved;
+    r->pools = u->pools;
+    r->pool_held_blocks = u->held_blocks[0] + u->held_blocks[1];
+    r->pool_held_bytes = u->held_bytes[0] + u->held_bytes[1];
+    r->pool_largest_free_block = u->largest[0] > u->largest[1] ? u->largest[0] : u->largest[1];
+    r->pending_frees = u->pending;
+    r->pending_free_bytes = u->pending_bytes;
+    r->driver_allocations = u->driver_allocs;
+    r->oom_ladder_runs = u->ladder_runs;
+    r->oom_ladder_successes = u->ladder_successes;
+    r->oom_callback_calls = u->cb_calls;
+    r->oom_callback_successes = u->cb_successes;
+    r->oom_failures = u->oom_failures;
+}
+
 GPUMEM_API gpumem_status gpumem_memory_report(gpumem_context *ctx, unsigned flags,
                                               struct gpumem_memory_report *report)
 {
@@ -678,31 +622,12 @@ GPUMEM_API gpumem_status gpumem_memory_report(gpumem_context *ctx, unsigned flag
         const usage *u = whole ? &ud : &uc;
         const uint64_t *pb = whole ? m->dev->peak_bytes : m->peak_bytes;
         const uint64_t *pc = whole ? m->dev->peak_count : m->peak_count;
-        r.contexts = u->contexts;
         if (flags & GPUMEM_MEMORY_DEVICE_INFO) {
             r.device_free_bytes = f;
             r.device_total_bytes = t;
             r.others_bytes = (uint64_t)t > (uint64_t)f + ud.reserved ? (uint64_t)t - (uint64_t)f - ud.reserved : 0;
         }
-        fill_usage(&r.device, u, GM_MK_DEVICE, pb, pc);
-        fill_usage(&r.pinned, u, GM_MK_PINNED, pb, pc);
-        fill_usage(&r.mapped, u, GM_MK_MAPPED, pb, pc);
-        fill_usage(&r.managed, u, GM_MK_MANAGED, pb, pc);
-        fill_usage(&r.registered, u, GM_MK_REGISTERED, pb, pc);
-        r.device_reserved_bytes = u->reserved;
-        r.peak_device_reserved_bytes = whole ? m->dev->peak_reserved : m->peak_reserved;
-        r.pools = u->pools;
-        r.pool_held_blocks = u->held_blocks[0] + u->held_blocks[1];
-        r.pool_held_bytes = u->held_bytes[0] + u->held_bytes[1];
-        r.pool_largest_free_block = u->largest[0] > u->largest[1] ? u->largest[0] : u->largest[1];
-        r.pending_frees = u->pending;
-        r.pending_free_bytes = u->pending_bytes;
-        r.driver_allocations = u->driver_allocs;
-        r.oom_ladder_runs = u->ladder_runs;
-        r.oom_ladder_successes = u->ladder_successes;
-        r.oom_callback_calls = u->cb_calls;
-        r.oom_callback_successes = u->cb_successes;
-        r.oom_failures = u->oom_failures;
+        fill_report(&r, u, pb, pc, whole ? m->dev->peak_reserved : m->peak_reserved);
         pthread_mutex_unlock(&reg_lock);
     }
     size_t n = report->size < sizeof r ? report->size : sizeof r;

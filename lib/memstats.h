@@ -137,6 +137,17 @@ gpumem_status gm_mem_oom_error(gpumem_context *ctx, const gm_oom *o);
  * o->callback_calls and callback_declined are updated.  No lock held. */
 bool gm_mem_oom_callback(gpumem_context *ctx, gm_oom *o);
 
+/* ---- the report as text (memprint.c) ---- */
+
+/* bytes as a person reads them into buf of size bytes (32 always do): "512 B",
+ * "4 KiB", "1.5 MiB", "1023.997 MiB"; a figure that is not exact never
+ * reads as one.  Returns buf. */
+const char *gm_mem_human(uint64_t b, char *buf, size_t size);
+
+/* gpumem_memory_report_format() without its checks: r is a whole report of
+ * this version.  Returns the bytes the text needs, its NUL included. */
+size_t gm_memory_report_text(const struct gpumem_memory_report *r, unsigned flags, char *buf, size_t size);
+
 /* ---- leaks (GPUMEM_DEBUG=leaks) ---- */
 
 typedef enum gm_leak_type { GM_LEAK_ARRAY, GM_LEAK_ALLOCATION, GM_LEAK_REGISTRATION } gm_leak_type;

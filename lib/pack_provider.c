@@ -238,7 +238,9 @@ static gpumem_status scratch_get(gm_pack_kernels *k, size_t bytes, bool side, co
             size = bytes;
         if ((s = calloc(1, sizeof *s)) == NULL)
             return gm_error(GPUMEM_ERROR_HOST_OUT_OF_MEMORY, "%s: out of host memory", what);
+        gm_owner was = gm_alloc_owner_begin(GM_OWNER_SCRATCH); /* the library's own, in a trace */
         st = gm_alloc_device_spare(k->ctx, size, NULL, what, &s->blk); /* the copy has a slower way */
+        gm_alloc_owner_end(was);
         if (st != GPUMEM_OK) {
             free(s);
             return st;

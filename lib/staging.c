@@ -224,7 +224,9 @@ gpumem_status gm_staging_lane_build(gm_staging *e, lane *l, const gpumem_staging
 {
     lane_empty(e, l);
     size_t slot = (s->chunk_bytes + 4095) & ~(size_t)4095;
+    gm_owner was = gm_alloc_owner_begin(GM_OWNER_STAGING); /* the library's own, in a trace */
     gpumem_status st = gm_alloc_locked(e->ctx, slot * s->depth, 0, what, &l->blk);
+    gm_alloc_owner_end(was);
     for (unsigned i = 0; i < s->depth && st == GPUMEM_OK; i++) {
         l->slot[i] = (char *)(uintptr_t)l->blk.addr + (size_t)i * slot;
         st = gm_drv_check(GM_DRV(event_create, e->dctx, &l->ev[i], GM_CU_EVENT_DISABLE_TIMING), GM_OP_event_create,
@@ -381,8 +383,11 @@ gpumem_status gm_staging_bounce_get(gpumem_context *ctx, size_t bytes, const cha
         e->bounce[best] = e->bounce[--e->nbounce];
     }
     pthread_mutex_unlock(&e->bmu);
-    if (!hit)
+    if (!hit) {
+        gm_owner was = gm_alloc_owner_begin(GM_OWNER_BOUNCE); /* the library's own, in a trace */
         st = gm_alloc_locked(ctx, bytes, 0, what, out);
+        gm_alloc_owner_end(was);
+    }
     engine_unref(e);
     return st;
 }

@@ -623,7 +623,7 @@ void gm_trace_recorder_init(void)
 
 /* An allocation with its call site: a stack walk, out of the fast path. */
 static __attribute__((noinline)) void alloc_with_site(const void *ctx, int device, const void *stream, int kind,
-                                                      const void *pool, uint64_t bytes, uint64_t addr)
+                                                      const void *pool, uint64_t bytes, uint64_t addr, unsigned owner)
 {
     uint64_t f[GM_TRACE_MAX_FRAMES];
     unsigned n = capture(f);
@@ -633,7 +633,7 @@ static __attribute__((noinline)) void alloc_with_site(const void *ctx, int devic
     if (r == NULL)
         return;
     uint32_t site = n != 0 ? intern_stack(f, n) : 0;
-    fill(r, GM_TE_ALLOC, kind, 0, 0, device, t, id_of(ctx), id_of(stream), id_of(pool), bytes, addr, site, 0);
+    fill(r, GM_TE_ALLOC, kind, 0, 0, device, t, id_of(ctx), id_of(stream), id_of(pool), bytes, addr, site, owner);
     commit(tb);
 }
 
@@ -641,10 +641,10 @@ static __attribute__((noinline)) void alloc_with_site(const void *ctx, int devic
  * which makes the compiler optimize them for size: they jump to these,
  * optimized for speed. */
 static __attribute__((noinline, hot)) void alloc_event(const void *ctx, int device, const void *stream, int kind,
-                                                       const void *pool, uint64_t bytes, uint64_t addr)
+                                                       const void *pool, uint64_t bytes, uint64_t addr, unsigned owner)
 {
     if (__builtin_expect(atomic_load_explicit(&gm_trace_flags, memory_order_relaxed) & GM_TRACE_FLAG_CALL_SITES, 0)) {
-        alloc_with_site(ctx, device, stream, kind, pool, bytes, addr);
+        alloc_with_site(ctx, device, stream, kind, pool, bytes, addr, owner);
         return;
     }
     tbuf *tb;
@@ -653,7 +653,7 @@ static __attribute__((noinline, hot)) void alloc_event(const void *ctx, int devi
         return;
     /* the clock after the rest is set up: its latency overlaps it */
     fill(r, GM_TE_ALLOC, kind, 0, 0, device, gm_trace_ticks(), id_of(ctx), id_of(stream), id_of(pool), bytes, addr, 0,
-         0);
+         owner);
     commit(tb);
 }
 
@@ -671,9 +671,9 @@ static __attribute__((noinline, hot)) void free_event(const void *ctx, int devic
 }
 
 void gm_trace_alloc(const void *ctx, int device, const void *stream, int kind, const void *pool, uint64_t bytes,
-                    uint64_t addr)
+                    uint64_t addr, unsigned owner)
 {
-    alloc_event(ctx, device, stream, kind, pool, bytes, addr);
+    alloc_event(ctx, device, stream, kind, pool, bytes, addr, owner);
 }
 
 void gm_trace_free(const void *ctx, int device, const void *stream, int kind, const void *pool, uint64_t bytes,

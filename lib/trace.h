@@ -64,9 +64,10 @@ enum { GM_TRACE_H2D = 1, GM_TRACE_D2H = 2, GM_TRACE_D2D = 3, GM_TRACE_H2H = 4, G
 
 /* The events.  ctx, stream and pool identify objects (NULL: none; pool
  * NULL is driver memory); kind is a gpumem_memory_kind value or
- * GM_TRACE_KIND_UNKNOWN; device -1 is none. */
+ * GM_TRACE_KIND_UNKNOWN; device -1 is none; an allocation's owner is a
+ * GM_TO_* of trace_format.h (GM_TO_PROGRAM, or the library's own memory). */
 GM_TRACE_COLD void gm_trace_alloc(const void *ctx, int device, const void *stream, int kind, const void *pool,
-                                  uint64_t bytes, uint64_t addr);
+                                  uint64_t bytes, uint64_t addr, unsigned owner);
 GM_TRACE_COLD void gm_trace_free(const void *ctx, int device, const void *stream, int kind, const void *pool,
                                  uint64_t bytes, uint64_t addr);
 /* A copy that started at t0 (GM_TRACE_TICKS) and ends now; path is the

@@ -12,7 +12,8 @@
 #define GM_TRACE_FORMAT_H
 
 #define GM_TRACE_MAGIC "GPUMEMTR" /* 8 bytes, no terminator in the file */
-#define GM_TRACE_VERSION 1u
+#define GM_TRACE_VERSION 2u     /* the version written */
+#define GM_TRACE_VERSION_MIN 1u /* the oldest one read: version 1 has no owners (GM_TO_*) */
 #define GM_TRACE_HEADER_BYTES 64u
 #define GM_TRACE_RECORD_BYTES 64u
 #define GM_TRACE_BLOCK_HEADER 8u
@@ -63,7 +64,8 @@ enum {
     GM_TR_BYTES = 40,  /* u64 */
     GM_TR_VALUE = 48,  /* u64: address (alloc, free), duration in ticks (copy), bytes given back (ladder, trim) */
     GM_TR_REF = 56,    /* u32: call site id (alloc), string id (copy path, marker, region, OOM message) */
-    GM_TR_AUX = 60     /* u32: direction (copy), blocks given back (ladder, trim), status (OOM), depth (regions) */
+    GM_TR_AUX = 60     /* u32: owner (alloc, GM_TO_*), direction (copy), blocks given back (ladder, trim), status (OOM),
+                        * depth (regions) */
 };
 
 /* Event types. */
@@ -79,6 +81,19 @@ enum {
     GM_TE_POP = 9
 };
 #define GM_TE_LAST GM_TE_POP
+
+/* Who holds an allocation: an alloc event's aux (version 2; 0 in version 1).
+ * The program (its arrays, pool allocations, page-locked memory), or the
+ * library's own memory, which it allocates and frees inside its calls or
+ * keeps for later ones. */
+enum {
+    GM_TO_PROGRAM = 0,
+    GM_TO_SCRATCH = 1,  /* a copy's device scratch (the pack kernels' chunks) */
+    GM_TO_STAGING = 2,  /* the staging engine's pinned slots (gpumem/staging.h) */
+    GM_TO_BOUNCE = 3,   /* a queued download's pinned bounce block */
+    GM_TO_TEMPORARY = 4 /* a copy's temporary array (overlapping views, copies between devices) */
+};
+#define GM_TO_LAST GM_TO_TEMPORARY
 
 /* Event flags. */
 #define GM_TF_ASYNC 0x1u    /* a copy on a stream: its duration is the time to queue it */

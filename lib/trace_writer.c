@@ -8,6 +8,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdio_ext.h>
@@ -253,16 +254,22 @@ static void at_exit(void)
     pthread_mutex_unlock(&ctl_mu);
 }
 
+/* Fork: the forking thread holds every lock of the trace (and the file's
+ * stdio lock, so that no other thread is inside a write) across fork. */
 static void fork_prepare(void)
 {
     pthread_mutex_lock(&ctl_mu);
     gm_trace_threads_lock();
     pthread_mutex_lock(&W.mu);
     gm_trace_strings_lock();
+    if (W.f != NULL)
+        flockfile(W.f);
 }
 
 static void fork_parent(void)
 {
+    if (W.f != NULL)
+        funlockfile(W.f);
     gm_trace_strings_unlock();
     pthread_mutex_unlock(&W.mu);
     gm_trace_threads_unlock();
@@ -270,31 +277,43 @@ static void fork_parent(void)
 }
 
 /* The child does not record: it forgets the parent's trace (its writer
- * thread is not there) and may start its own. */
+ * thread is not there) and may start its own.  The writer's mutex and
+ * condition variables are made anew: the parent's writer thread and
+ * recording threads may have been waiting on them, and a condition
+ * variable copied with waiters that do not exist in the child can block
+ * its next signal forever. */
 static void fork_child(void)
 {
     bool was_on = atomic_exchange(&gm_trace_on, 0) != 0;
-    if (was_on) {
+    if (W.f != NULL) {
+        funlockfile(W.f);
         __fpurge(W.f); /* the parent writes what is buffered */
         fclose(W.f);
         W.f = NULL;
-        for (chunk *c = W.head, *next; c != NULL; c = next) {
-            next = c->next;
-            free(c);
-        }
-        W.head = W.tail = NULL;
-        W.queued = 0;
-        W.accepting = false;
+    }
+    if (was_on) {
         free(W.seen);
         W.seen = NULL;
         W.nseen = 0;
         gm_trace_strings_reset_locked();
     }
+    for (chunk *c = W.head, *next; c != NULL; c = next) {
+        next = c->next;
+        free(c);
+    }
+    W.head = W.tail = NULL;
+    W.queued = 0;
+    W.accepting = false;
+    W.finish = false;
+    W.err = 0;
+    memset(&W.thread, 0, sizeof W.thread); /* no writer thread in the child */
     gm_trace_threads_forget();
     gm_trace_strings_unlock();
-    pthread_mutex_unlock(&W.mu);
     gm_trace_threads_unlock();
-    pthread_mutex_unlock(&ctl_mu);
+    pthread_mutex_init(&W.mu, NULL);
+    pthread_cond_init(&W.work, NULL);
+    pthread_cond_init(&W.space, NULL);
+    pthread_mutex_init(&ctl_mu, NULL);
 }
 
 static void init_once(void)
@@ -305,6 +324,41 @@ static void init_once(void)
         return;
     }
     gm_trace_recorder_init();
+}
+
+/* Opens the trace's file: made when it does not exist (*created), else
+ * written in place, whatever it is (a regular file is truncated; a FIFO, a
+ * device or a link's target is written through, never replaced).  A FIFO
+ * without a reader is refused (ENXIO) rather than waited for.  *sb: what
+ * was opened.  NULL with errno on failure. */
+static FILE *open_trace_file(const char *path, bool *created, struct stat *sb)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOCTTY, 0666);
+    *created = fd >= 0;
+    if (fd < 0 && errno == EEXIST)
+        fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOCTTY | O_NONBLOCK, 0666);
+    if (fd < 0)
+        return NULL;
+    int fl = fcntl(fd, F_GETFL);
+    FILE *f = NULL;
+    if (fstat(fd, sb) == 0 && fl != -1 && fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) == 0)
+        f = fdopen(fd, "wb");
+    if (f == NULL) {
+        int e = errno;
+        close(fd);
+        if (*created)
+            unlink(path);
+        errno = e;
+    }
+    return f;
+}
+
+/* Removes the file that open_trace_file made, if path still names it. */
+static void remove_created(const char *path, bool created, const struct stat *sb)
+{
+    struct stat now;
+    if (created && lstat(path, &now) == 0 && now.st_dev == sb->st_dev && now.st_ino == sb->st_ino)
+        unlink(path);
 }
 
 /* Starts a trace into path (ctl_mu held).  On failure, the reason goes to
@@ -320,11 +374,13 @@ static gpumem_status start_locked(const char *path, unsigned flags, char *why, s
         snprintf(why, whysize, "the file name is longer than %zu bytes", sizeof trace_path - 1);
         return GPUMEM_ERROR_INVALID_VALUE;
     }
+    bool created = false;
     struct stat sb;
-    bool existed = stat(path, &sb) == 0;
-    FILE *f = fopen(path, "wbe");
+    FILE *f = open_trace_file(path, &created, &sb);
     if (f == NULL) {
-        snprintf(why, whysize, "cannot open '%s' for writing: %s", path, strerror(errno));
+        int e = errno;
+        snprintf(why, whysize, "cannot open '%s' for writing: %s%s", path, strerror(e),
+                 e == ENXIO ? " (a FIFO without a reader)" : "");
         return GPUMEM_ERROR_INVALID_VALUE;
     }
     unsigned char h[GM_TRACE_HEADER_BYTES] = {0};
@@ -365,8 +421,7 @@ static gpumem_status start_locked(const char *path, unsigned flags, char *why, s
         snprintf(why, whysize, "cannot write '%s': %s", path, strerror(W.err));
         fclose(f);
         W.f = NULL;
-        if (!existed)
-            unlink(path);
+        remove_created(path, created, &sb);
         return GPUMEM_ERROR_INVALID_VALUE;
     }
     W.recorded = 0;
@@ -381,8 +436,7 @@ static gpumem_status start_locked(const char *path, unsigned flags, char *why, s
         W.accepting = false;
         fclose(f);
         W.f = NULL;
-        if (!existed)
-            unlink(path);
+        remove_created(path, created, &sb);
         return GPUMEM_ERROR_HOST_OUT_OF_MEMORY;
     }
     atomic_store(&gm_trace_on, 1);

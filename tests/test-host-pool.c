@@ -238,8 +238,8 @@ static void test_oom(void)
            "100 MiB fails with HOST_OUT_OF_MEMORY");
     like(gpumem_last_error(), "out of page-locked host memory: asked for 104857600 bytes",
          "the message says what was asked for");
-    like(gpumem_last_error(), "this process holds page-locked: pinned 32 MiB in 1,", "what is in use");
-    like(gpumem_last_error(), "page-locked pools hold 0 B unused", "and what the pools hold");
+    like(gpumem_last_error(), "live: pinned 32 MiB in 1 (", "what is in use");
+    like(gpumem_last_error(), "; pools: 1, 0 B unused in 0 blocks", "and what the pools hold");
     gpumem_allocation_free(big, NULL);
     gpumem_host_pool_destroy(pool);
     is_int(locked(), base, "all page-locked memory is back");

@@ -4,7 +4,10 @@
  * errors carry the member, the status and the message, views (integer
  * indices included), spans, shapes (of size_t too), element access that
  * counts its indices, copies named by their direction, scope guards, pool
- * arrays, the pmr resource over the page-locked pool and the memory report.  Built by
+ * arrays, the pmr resource over the page-locked pool and the memory report;
+ * pinned_array<T> and the other typed makers, slice() from a vector, a
+ * pointer and count or arguments, and a released array reported as released
+ * (issue 26).  Built by
  * tests/test-cpp.sh as C++17 and as C++20; runs on the simulator.
  */
 #include <gpumem.hpp>
@@ -54,7 +57,7 @@ void throws(F f, gpumem_status want, const char *needle, const char *name, const
 int main()
 {
     gpumem_context *raw = test_context_or_skip_all();
-    plan(89);
+    plan(109);
     gpumem::context ctx = gpumem::context::adopt(raw); /* takes over gpumem_test_context's reference */
 
     /* ---- copy = retain, move, destructor = release ---- */
@@ -390,6 +393,78 @@ int main()
         ctx.set_oom_callback(nullptr);
         a.free();
         is_int((long long)ctx.memory_pools()[0].held_blocks, 1, "the freed block is held");
+    }
+    /* ---- issue 26: pinned_array<T> beside device_array<T>; slice() from more than a braced list; a released
+     *      array says it was released ---- */
+    {
+        gpumem::array p = gpumem::pinned_array<double>(ctx, {3, 4});
+        ok(p.kind() == GPUMEM_MEMORY_PINNED && p.dtype() == gpumem::dtype::of<double>() &&
+               p.shape() == gpumem::dims{3, 4} && p.is_c_contiguous(),
+           "pinned_array<double>(ctx, {3, 4}): pinned, float64, 3x4, C order");
+        gpumem::array pf = gpumem::pinned_array<std::int16_t>(ctx, {3, 4}, 'F');
+        ok(pf.kind() == GPUMEM_MEMORY_PINNED && pf.is_f_contiguous() && !pf.is_c_contiguous() &&
+               pf.dtype() == gpumem::dtype::of<std::int16_t>(),
+           "pinned_array<int16_t>(..., 'F'): Fortran order");
+        int pinned = 0;
+        gpumem_host_is_pinned(p.host_pointer(), 12 * sizeof(double), &pinned);
+        ok(pinned == 1, "its memory is page-locked (gpumem_host_is_pinned)");
+        auto span = p.host_span<double>();
+        for (std::size_t i = 0; i < span.size(); i++)
+            span[i] = double(i);
+        gpumem::array d = gpumem::device_array<double>(ctx, {3, 4});
+        d.copy_from_host(p);
+        gpumem::array back = gpumem::host_array<double>({3, 4});
+        d.copy_to_host(back);
+        ok(back.kind() == GPUMEM_MEMORY_HOST && back.get<double>({2, 3}) == 11.0,
+           "host_array<double> and a round trip through the device from the pinned array");
+        ok(gpumem::mapped_array<float>(ctx, {5}).kind() == GPUMEM_MEMORY_MAPPED &&
+               gpumem::managed_array<float>(ctx, {5}).kind() == GPUMEM_MEMORY_MANAGED,
+           "mapped_array<float> and managed_array<float>");
+        throws([&] { gpumem::pinned_array<float>(ctx, {-2}); }, GPUMEM_ERROR_NEGATIVE_DIMENSION,
+               "gpumem_pinned_array", "pinned_array<float> with a negative extent", "gpumem::pinned_array");
+
+        /* slice() from a std::vector built at run time, a pointer and count, arguments */
+        std::vector<gpumem_slice> v;
+        v.push_back(GPUMEM_SLICE_ALL);
+        v.push_back(gpumem_slice{1, 4, 2});
+        gpumem::array a = d.slice(v);
+        gpumem::array b = d.slice(v.data(), v.size());
+        gpumem::array c = d.slice(gpumem::all, gpumem::slice_spec(1, 4, 2));
+        std::vector<gpumem::slice_spec> vs{gpumem::index(2), {gpumem::none, gpumem::none, -1}};
+        gpumem::array e = d.slice(vs);
+        std::array<gpumem_slice, 1> one{{gpumem::index(1)}};
+        gpumem::array f = d.slice(one);
+        ok(a.shape() == gpumem::dims{3, 2} && a.get<double>({2, 1}) == 11.0 && a.get<double>({0, 0}) == 1.0,
+           "slice(std::vector<gpumem_slice>) is d[:, 1:4:2]");
+        ok(b.shape() == a.shape() && b.device_pointer() == a.device_pointer() && b.strides() == a.strides(),
+           "slice(pointer, count) is the same view");
+        ok(c.shape() == a.shape() && c.device_pointer() == a.device_pointer() && c.strides() == a.strides(),
+           "slice(gpumem::all, slice_spec(1, 4, 2)) too");
+        ok(e.shape() == gpumem::dims{4} && e.get<double>({0}) == 11.0 && e.get<double>({3}) == 8.0,
+           "slice(std::vector<slice_spec>): d[2, ::-1]");
+        ok(f.shape() == gpumem::dims{4} && f.get<double>({0}) == 4.0, "slice(std::array): d[1]");
+        ok(d.slice(gpumem::index(1)).get<double>({3}) == 7.0 && d.slice({{0, 2}}).shape() == gpumem::dims{2, 4},
+           "slice(index(1)) as one argument, and a braced list of one slice, as before");
+        ok(d.slice(static_cast<const gpumem_slice *>(nullptr), 0).shape() == d.shape(), "slice(nullptr, 0): the whole array");
+        throws([&] { d.slice(static_cast<const gpumem_slice *>(nullptr), 2); }, GPUMEM_ERROR_NULL_ARGUMENT,
+               "'slices' is NULL", "slice(nullptr, 2)", "gpumem::array::slice");
+        throws([&] { d.slice(std::vector<gpumem_slice>(33, GPUMEM_SLICE_ALL)); }, GPUMEM_ERROR_INVALID_VALUE,
+               "33 slices", "slice() of 33 slices", "gpumem::array::slice");
+
+        /* a released array: INVALID_STATE, saying so, as what it was to the call */
+        gpumem::array gone = gpumem::device_array<double>(ctx, {3, 4});
+        gone.release();
+        throws([&] { d.copy_from(gone); }, GPUMEM_ERROR_INVALID_STATE, "'src' was released",
+               "copy_from() a released array", "gpumem::array::copy_from");
+        throws([&] { gone.copy_to_host(back); }, GPUMEM_ERROR_INVALID_STATE, "the array was released",
+               "copy_to_host() of a released array", "gpumem::array::copy_to_host");
+        throws([&] { (void)gone.shape(); }, GPUMEM_ERROR_INVALID_STATE, "the array was released",
+               "shape() of a released array", "gpumem::array::shape");
+        throws([&] { (void)gpumem::to_device(ctx, gone); }, GPUMEM_ERROR_INVALID_STATE, "'host' was released",
+               "to_device() of a released array", "gpumem::to_device");
+        gpumem::array moved = std::move(p);
+        throws([&] { gpumem::pack({a, p}, moved); }, GPUMEM_ERROR_INVALID_STATE, "'views[1]' was released",
+               "pack() with a moved-from array", "gpumem::pack");
     }
     return exit_status();
 }

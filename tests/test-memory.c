@@ -7,6 +7,8 @@
  * freeing memory for its retry and a callback that always asks again
  * stopped, leaks listed at exit with their call sites, and bad input.
  * Each case that needs its own simulated device runs in a child process. */
+#include "config.h"
+
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -763,27 +765,32 @@ static void sim_cases(void)
     is_int(res.status, GPUMEM_ERROR_OUT_OF_MEMORY, "live data: out of memory");
     like(res.text, "gpumem_device_array: out of device memory: asked for 33554432 bytes (32 MiB) of device "
          "memory on device 0;", "what was asked for, by which call");
-    like(res.text, "the device has 16 MiB free of 64 MiB", "the device's free and total memory");
-    like(res.text, "this process holds 48 MiB of it: live device memory 48 MiB in 3,", "what this process holds");
-    like(res.text, "pools hold 0 B unused (largest free block 0 B); deferred frees 0 B", "pools and deferred frees");
+    like(res.text, "memory of device 0 (1 context): 16 MiB free of 64 MiB, others about 0 B;",
+         "the memory report's line: the device's free and total memory, the estimate of others");
+    like(res.text, "; this process holds 48 MiB of the device (peak 48 MiB); live: device 48 MiB in 3 (peak 48 MiB "
+         "in 3); no pools; driver allocations 3; out of memory: 1 ladder run (0 succeeded), 1 failure",
+         "what this process holds, live by kind, no pools nor deferred frees, the ladder run and this failure");
     like(res.text, "the ladder gave back 0 B (0 pool blocks of 0 B, 0 deferred frees of 0 B)", "what the ladder gave back");
-    like(res.text, "other processes hold about 0 B (total - free - this process)", "the estimate of others");
-    like(res.text, "cause: this process's live data (cuMemAlloc: CUDA_ERROR_OUT_OF_MEMORY)", "the cause");
+    like(res.text, "on device 0; cause: this process's live data (cuMemAlloc: CUDA_ERROR_OUT_OF_MEMORY); ",
+         "the cause, after the request");
+    like(res.text, "; to see what holds it, run with GPUMEM_DEBUG=leaks (what is alive at exit, and where it was "
+         "made) or GPUMEM_TRACE=FILE (every allocation: gpumem trace summary FILE); ", "what to try next");
+    ok(strchr(res.text, '\n') == NULL, "one line");
     ok(res.value[0] == 1 && res.value[1] == 1 && res.value[2] == 1, "no array; counted as a failure after one ladder run");
 
     oom_case others = {"64M", "40M", NULL, NULL, OTHERS};
     run_child(case_oom, &others, &res);
     is_int(res.status, GPUMEM_ERROR_OUT_OF_MEMORY, "others: out of memory");
-    like(res.text, "the device has 16 MiB free of 64 MiB; this process holds 8 MiB of it", "the numbers");
-    like(res.text, "other processes hold about 40 MiB", "the estimate: GPUMEM_SIM_OTHER_MEMORY");
+    like(res.text, ": 16 MiB free of 64 MiB, others about 40 MiB; this process holds 8 MiB of the device",
+         "the numbers; the estimate: GPUMEM_SIM_OTHER_MEMORY");
     like(res.text, "cause: held by other processes (", "the cause");
 
     oom_case frag = {"64M", NULL, "1", NULL, FRAGMENTED};
     run_child(case_oom, &frag, &res);
     is_int(res.status, GPUMEM_ERROR_OUT_OF_MEMORY, "fragmented: out of memory");
     like(res.text, "asked for 33554432 bytes (32 MiB)", "32 MiB asked");
-    like(res.text, "the device has 32 MiB free of 64 MiB; this process holds 32 MiB of it: live device memory "
-         "32 MiB in 2,", "with 32 MiB free in two pieces");
+    like(res.text, ": 32 MiB free of 64 MiB, others about 0 B; this process holds 32 MiB of the device (peak 64 "
+         "MiB); live: device 32 MiB in 2 (peak 64 MiB in 4)", "with 32 MiB free in two pieces");
     like(res.text, "cause: fragmented (enough free in total, no block large enough)", "the cause");
 
     oom_case ladder = {"64M", NULL, NULL, NULL, LADDER};
@@ -791,7 +798,7 @@ static void sim_cases(void)
     is_int(res.status, GPUMEM_ERROR_OUT_OF_MEMORY, "after the ladder: out of memory");
     like(res.text, "the ladder gave back 16 MiB (1 pool blocks of 8 MiB, 1 deferred frees of 8 MiB)",
          "the ladder's pool block and deferred free");
-    like(res.text, "the device has 32 MiB free of 64 MiB; this process holds 32 MiB", "the numbers after it");
+    like(res.text, ": 32 MiB free of 64 MiB, others about 0 B; this process holds 32 MiB", "the numbers after it");
     like(res.text, "cause: this process's live data", "the cause");
 
     oom_case pinned = {"64M", NULL, NULL, "16M", PINNED};
@@ -799,17 +806,17 @@ static void sim_cases(void)
     is_int(res.status, GPUMEM_ERROR_HOST_OUT_OF_MEMORY, "page-locked: the host's shortage");
     like(res.text, "gpumem_pinned_array: out of page-locked host memory: asked for 8388608 bytes (8 MiB) of "
          "pinned memory;", "what was asked");
-    like(res.text, "this process holds page-locked: pinned 12 MiB in 1, mapped 0 B in 0, registered 0 B in 0",
-         "what the process holds");
+    like(res.text, "memory of device 0 (1 context); this process holds 0 B of the device (peak 0 B); live: "
+         "pinned 12 MiB in 1 (peak 12 MiB in 1); no pools;", "what the process holds, no device figures");
     like(res.text, "cause: the host refused more page-locked memory (cuMemHostAlloc: CUDA_ERROR_OUT_OF_MEMORY)",
          "the cause");
 
     oom_case odd = {"64M", NULL, NULL, NULL, ODD};
     run_child(case_oom, &odd, &res);
     is_int(res.status, GPUMEM_ERROR_OUT_OF_MEMORY, "sizes that are not whole MiB: out of memory");
-    like(res.text, "the device has 15.999 MiB free of 64 MiB; this process holds 48.001 MiB of it: live device "
-         "memory 48.001 MiB in 4,", "figures that are not exact do not read as exact");
-    like(res.text, "other processes hold about 24 B (", "the estimate keeps the driver's rounding (1000 bytes take 1024)");
+    like(res.text, ": 15.999 MiB free of 64 MiB, others about 24 B; this process holds 48.001 MiB of the device "
+         "(peak 48.001 MiB); live: device 48.001 MiB in 4", "figures that are not exact do not read as exact; the "
+         "estimate keeps the driver's rounding (1000 bytes take 1024)");
     like(res.text, "cause: this process's live data", "and the cause is still this process's");
 
     oom_case to_device = {"64M", NULL, NULL, NULL, TO_DEVICE};
@@ -947,7 +954,12 @@ int main(int argc, char **argv)
     like(err, "gpumem:   array of 512 bytes of device memory, made by gpumem_pool_device_array, at ",
          "an array of a pool (its pool allocation not listed twice)");
     like(err, "gpumem:   array of 4096 bytes of device memory, made by gpumem_device_array, at ", "the array");
+#ifdef GM_HAVE_LIBDW
+    like(err, "at gm_test_leak_here (", "and the function that made it (libdw: by file and line, "
+         "tests/test-memory-leaks checks them)");
+#else
     like(err, "(gm_test_leak_here+0x", "and the function that made it (-rdynamic)");
+#endif
     like(err, "gpumem:   pool allocation of 1000 bytes of device memory, made by gpumem_pool_allocate, at ",
          "the pool allocation");
     char want[128];

@@ -418,8 +418,8 @@ static void test_oom(void)
     like(msg, "asked for 104857600 bytes", "the message says how much was asked for");
     like(msg, "the ladder gave back 0 B (0 pool blocks of 0 B, 0 deferred frees of 0 B)",
          "what the ladder gave back (it had nothing left to give)");
-    like(msg, "live device memory 32 MiB in 1,", "what is in use");
-    like(msg, "the device has 32 MiB free of 64 MiB", "what the device has free");
+    like(msg, "live: device 32 MiB in 1 (", "what is in use");
+    like(msg, ": 32 MiB free of 64 MiB, others about 0 B;", "what the device has free");
     like(msg, "cause: larger than the device (more than its total memory)", "and why: 100 MiB of a 64 MiB device");
     like(msg, "CUDA_ERROR_OUT_OF_MEMORY", "and the driver's error");
     is_int(stats_of(pool).oom_retries, 2, "the retry is counted");

@@ -4,14 +4,17 @@
 ! status and fills errmsg (the message of a failure, '' on success), element
 ! types are named as Fortran declares them, gpumem_f_section selects what the
 ! Fortran section selects, gpumem_f_pointer leaves a disassociated pointer on
-! failure.  TAP, on the simulator.
+! failure, a released array is named as the helper's argument in the
+! helper's message (not by the internal call that found it), and the
+! statuses are named constants, one for each status of gpumem/status.h.
+! TAP, on the simulator.
 ! (Every call is a statement of its own: Fortran may evaluate the operands of
 ! .and. in any order, or not at all.)
 program test_promises_fortran
   use, intrinsic :: iso_c_binding
   use gpumem
   implicit none
-  integer, parameter :: planned = 29
+  integer, parameter :: planned = 37
   integer :: n_run = 0, n_failed = 0
   type(c_ptr) :: ctx, d, h
   integer(c_int) :: st, ign
@@ -145,6 +148,71 @@ program test_promises_fortran
         'gpumem_f_device_array of type 999: GPUMEM_ERROR_INVALID_VALUE naming 999')
   end block
 
+  ! ---- a released array: the helper called names it, not the C call that examined it (issue 26) ----
+  block
+    real(c_double), target :: a(4), b(4)
+    real(c_double) :: e
+    real(c_double), pointer :: p(:) => null()
+    type(c_ptr) :: gone
+    a = 1
+    st = gpumem_f_to_device(ctx, a, gone)
+    ign = gpumem_array_release(gone)
+    st = gpumem_f_copy_to_host(gone, b, errmsg=msg)
+    call released_is(st, msg, "gpumem_f_copy_to_host: 'src' was released", 'gpumem_f_copy_to_host')
+    st = gpumem_f_copy_to_device(gone, a, errmsg=msg)
+    call released_is(st, msg, "gpumem_f_copy_to_device: 'dst' was released", 'gpumem_f_copy_to_device')
+    st = gpumem_f_get_item(gone, [1], e, errmsg=msg)
+    call released_is(st, msg, "gpumem_f_get_item: 'array' was released", 'gpumem_f_get_item')
+    st = gpumem_f_set_item(gone, [1], e, errmsg=msg)
+    call released_is(st, msg, "gpumem_f_set_item: 'array' was released", 'gpumem_f_set_item')
+    st = gpumem_f_pinned_array(ctx, [4], GPUMEM_FLOAT64, h)
+    ign = gpumem_array_release(h)
+    st = gpumem_f_pointer(h, p, errmsg=msg)
+    call released_is(st, msg, "gpumem_f_pointer: 'array' was released", 'gpumem_f_pointer')
+    call ok(.not. associated(p), '... and the pointer is left disassociated')
+  end block
+
+  ! ---- the statuses are named constants: GPUMEM_OK and one GPUMEM_ERROR_* for each status of
+  !      gpumem/status.h (their values: tests/test-fortran-abi.sh), each named as C names it ----
+  block
+    integer(c_int), parameter :: all_statuses(*) = [GPUMEM_OK, GPUMEM_ERROR_NULL_ARGUMENT, &
+        GPUMEM_ERROR_INVALID_VALUE, GPUMEM_ERROR_INVALID_ENVIRONMENT, GPUMEM_ERROR_OUT_OF_MEMORY, &
+        GPUMEM_ERROR_HOST_OUT_OF_MEMORY, GPUMEM_ERROR_DRIVER_NOT_FOUND, GPUMEM_ERROR_NO_DEVICE, &
+        GPUMEM_ERROR_INVALID_DEVICE, GPUMEM_ERROR_DEVICE_UNAVAILABLE, GPUMEM_ERROR_DRIVER, &
+        GPUMEM_ERROR_NOT_SUPPORTED, GPUMEM_ERROR_NOT_SIMULATED, GPUMEM_ERROR_NOT_READY, &
+        GPUMEM_ERROR_INVALID_STATE, GPUMEM_ERROR_CONTEXT_MISMATCH, GPUMEM_ERROR_OVERFLOW, &
+        GPUMEM_ERROR_NEGATIVE_DIMENSION, GPUMEM_ERROR_TOO_MANY_DIMENSIONS, GPUMEM_ERROR_SHAPE_MISMATCH, &
+        GPUMEM_ERROR_DTYPE_MISMATCH, GPUMEM_ERROR_INVALID_RESHAPE, GPUMEM_ERROR_COPY_REQUIRED, &
+        GPUMEM_ERROR_INVALID_SECTION, GPUMEM_ERROR_INDEX_OUT_OF_RANGE, GPUMEM_ERROR_ZERO_STEP, &
+        GPUMEM_ERROR_INVALID_ORDER, GPUMEM_ERROR_INVALID_DTYPE, GPUMEM_ERROR_NOT_FOUND, &
+        GPUMEM_ERROR_LAUNCH_FAILED, GPUMEM_ERROR_INTERNAL]
+    character(len=32), parameter :: names(*) = [character(len=32) :: 'GPUMEM_OK', 'GPUMEM_ERROR_NULL_ARGUMENT', &
+        'GPUMEM_ERROR_INVALID_VALUE', 'GPUMEM_ERROR_INVALID_ENVIRONMENT', 'GPUMEM_ERROR_OUT_OF_MEMORY', &
+        'GPUMEM_ERROR_HOST_OUT_OF_MEMORY', 'GPUMEM_ERROR_DRIVER_NOT_FOUND', 'GPUMEM_ERROR_NO_DEVICE', &
+        'GPUMEM_ERROR_INVALID_DEVICE', 'GPUMEM_ERROR_DEVICE_UNAVAILABLE', 'GPUMEM_ERROR_DRIVER', &
+        'GPUMEM_ERROR_NOT_SUPPORTED', 'GPUMEM_ERROR_NOT_SIMULATED', 'GPUMEM_ERROR_NOT_READY', &
+        'GPUMEM_ERROR_INVALID_STATE', 'GPUMEM_ERROR_CONTEXT_MISMATCH', 'GPUMEM_ERROR_OVERFLOW', &
+        'GPUMEM_ERROR_NEGATIVE_DIMENSION', 'GPUMEM_ERROR_TOO_MANY_DIMENSIONS', 'GPUMEM_ERROR_SHAPE_MISMATCH', &
+        'GPUMEM_ERROR_DTYPE_MISMATCH', 'GPUMEM_ERROR_INVALID_RESHAPE', 'GPUMEM_ERROR_COPY_REQUIRED', &
+        'GPUMEM_ERROR_INVALID_SECTION', 'GPUMEM_ERROR_INDEX_OUT_OF_RANGE', 'GPUMEM_ERROR_ZERO_STEP', &
+        'GPUMEM_ERROR_INVALID_ORDER', 'GPUMEM_ERROR_INVALID_DTYPE', 'GPUMEM_ERROR_NOT_FOUND', &
+        'GPUMEM_ERROR_LAUNCH_FAILED', 'GPUMEM_ERROR_INTERNAL']
+    logical :: named
+    character(len=:), allocatable :: got
+    named = size(all_statuses) == GPUMEM_STATUS_COUNT
+    do i = 1, size(all_statuses)
+      got = gpumem_f_status_string(all_statuses(i))
+      if (all_statuses(i) /= i - 1 .or. got /= trim(names(i))) then
+        named = .false.
+        print '(a, a, a, a)', '# ', trim(names(i)), ' is named ', got
+      end if
+    end do
+    call ok(named, 'GPUMEM_OK ... GPUMEM_ERROR_INTERNAL: GPUMEM_STATUS_COUNT named constants, each as C names it')
+    got = gpumem_f_status_string(GPUMEM_STATUS_COUNT)
+    call ok(got == 'GPUMEM_STATUS_UNKNOWN', &
+        'GPUMEM_STATUS_COUNT is past the last status')
+  end block
+
   ! ---- gpumem_f_section selects what the Fortran section selects ----
   call section_is(1, 6, 1)
   call section_is(1, 6, 2)
@@ -181,6 +249,18 @@ contains
       print '(a, a)', '# last error: ', gpumem_f_last_error()
     end if
   end subroutine ok
+
+  ! A helper given a released array: GPUMEM_ERROR_INVALID_STATE, errmsg starting with `want`
+  ! (the helper, the argument's name in it), never naming the internal call that found it.
+  subroutine released_is(status, message, want, helper)
+    integer(c_int), intent(in) :: status
+    character(len=*), intent(in) :: message, want, helper
+    logical :: good
+    good = status == GPUMEM_ERROR_INVALID_STATE .and. index(message, want) == 1 .and. &
+        index(message, 'gpumem_array_') == 0
+    call ok(good, helper // ' of a released array: GPUMEM_ERROR_INVALID_STATE, naming the helper and argument')
+    if (.not. good) print '(a, a, a, a)', '# got ', gpumem_f_status_string(status), ': ', trim(message)
+  end subroutine released_is
 
   ! a(lower:upper:stride) of a(6), through a device array sliced by gpumem_f_section
   subroutine section_is(lower, upper, stride)

@@ -46,7 +46,7 @@ void throws(F f, gpumem_status want, const char *member, const char *needle, con
 int main()
 {
     gpumem_context *raw = test_context_or_skip_all();
-    plan(47);
+    plan(55);
     gpumem::context ctx = gpumem::context::adopt(raw);
 
     /* ---- "Handles the C API ends exactly once are move-only ... and the scope guards
@@ -120,21 +120,54 @@ int main()
         }
     }
 
-    /* ---- what() is "the member you called" ---- */
+    /* ---- what() is "the member you called"; "An empty gpumem::array (after release() or detach(), moved
+     *      from, or default-constructed) ... throws GPUMEM_ERROR_INVALID_STATE, whose message says that the
+     *      array, or the parameter it was given as ("'src' was released"), was released" ---- */
     {
         gpumem::array empty;
-        throws([&] { (void)empty.shape(); }, GPUMEM_ERROR_NULL_ARGUMENT, "gpumem::array::shape", "", "empty.shape()");
-        throws([&] { (void)empty.strides(); }, GPUMEM_ERROR_NULL_ARGUMENT, "gpumem::array::strides", "",
-               "empty.strides()");
-        throws([&] { empty.fill(1.0f); }, GPUMEM_ERROR_NULL_ARGUMENT, "gpumem::array::fill", "", "empty.fill()");
-        throws([&] { (void)empty.get<float>({0}); }, GPUMEM_ERROR_NULL_ARGUMENT, "gpumem::array::get", "",
-               "empty.get()");
-        throws([&] { empty.set<float>({0}, 1.0f); }, GPUMEM_ERROR_NULL_ARGUMENT, "gpumem::array::set", "",
-               "empty.set()");
-        throws([&] { (void)empty.host_span<float>(); }, GPUMEM_ERROR_NULL_ARGUMENT, "gpumem::array::host_span", "",
-               "empty.host_span()");
-        throws([&] { (void)empty.transpose({1, 0}); }, GPUMEM_ERROR_NULL_ARGUMENT, "gpumem::array::transpose", "",
-               "empty.transpose(axes)");
+        throws([&] { (void)empty.shape(); }, GPUMEM_ERROR_INVALID_STATE, "gpumem::array::shape",
+               "the array was released", "empty.shape()");
+        throws([&] { (void)empty.strides(); }, GPUMEM_ERROR_INVALID_STATE, "gpumem::array::strides",
+               "the array was released", "empty.strides()");
+        throws([&] { empty.fill(1.0f); }, GPUMEM_ERROR_INVALID_STATE, "gpumem::array::fill", "the array was released",
+               "empty.fill()");
+        throws([&] { (void)empty.get<float>({0}); }, GPUMEM_ERROR_INVALID_STATE, "gpumem::array::get",
+               "the array was released", "empty.get()");
+        throws([&] { empty.set<float>({0}, 1.0f); }, GPUMEM_ERROR_INVALID_STATE, "gpumem::array::set",
+               "the array was released", "empty.set()");
+        throws([&] { (void)empty.host_span<float>(); }, GPUMEM_ERROR_INVALID_STATE, "gpumem::array::host_span",
+               "the array was released", "empty.host_span()");
+        throws([&] { (void)empty.transpose({1, 0}); }, GPUMEM_ERROR_INVALID_STATE, "gpumem::array::transpose",
+               "the array was released", "empty.transpose(axes)");
+        gpumem::array d = gpumem::device_array<float>(ctx, {4});
+        d.fill(0.0f);
+        gpumem::array h = gpumem::host_array<float>({4});
+        h.fill(2.0f);
+        gpumem::array released = gpumem::device_array<float>(ctx, {4});
+        released.release();
+        throws([&] { d.copy_from(released); }, GPUMEM_ERROR_INVALID_STATE, "gpumem::array::copy_from",
+               "'src' was released", "copy_from(a released array)");
+        throws([&] { released.copy_from(d); }, GPUMEM_ERROR_INVALID_STATE, "gpumem::array::copy_from",
+               "the array was released", "a released array's copy_from()");
+        gpumem_array *raw_h = h.get();
+        gpumem::array detached = gpumem::array::share(raw_h);
+        gpumem_array_release(detached.detach());
+        throws([&] { detached.copy_to(d); }, GPUMEM_ERROR_INVALID_STATE, "gpumem::array::copy_to",
+               "the array was released", "copy_to() of a detached array");
+        gpumem::array moved_to = std::move(h);
+        throws([&] { d.copy_from_host(h); }, GPUMEM_ERROR_INVALID_STATE, "gpumem::array::copy_from_host",
+               "'src' was released", "copy_from_host(a moved-from array)");
+        throws([&] { (void)gpumem::device_array_like(ctx, released); }, GPUMEM_ERROR_INVALID_STATE,
+               "gpumem::device_array_like", "'like' was released", "device_array_like(a released array)");
+        throws([&] { (void)gpumem::pinned(ctx, {moved_to, released}); }, GPUMEM_ERROR_INVALID_STATE, "gpumem::pinned",
+               "'arrays[1]' was released", "pinned({a, released})");
+        gpumem::copy_batch batch;
+        batch.add(d, moved_to).add(d, released);
+        throws([&] { batch.run(); }, GPUMEM_ERROR_INVALID_STATE, "gpumem::copy_batch::run",
+               "'pair 1's src' was released", "copy_batch::run() with a released source");
+        std::vector<float> out(4, 0.0f);
+        d.copy_to_host(gpumem::wrap(out));
+        ok(out[0] == 0.0f && out[3] == 0.0f, "no copy was made: the batch checked every pair first");
     }
 
     /* ---- the statuses the members promise ---- */

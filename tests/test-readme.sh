@@ -1,14 +1,20 @@
 #!/bin/sh
 # The README's first program compiles as C and as C++, links, and prints
 # what the README says when run as the README says to run it without a GPU;
-# its tool section shows every subcommand of the tool.
+# its tool section shows every subcommand of the tool.  The README's block
+# that goes from a fresh clone to the program running on the simulator
+# (configure, install under ~/.local, pkg-config, run) is run as it stands,
+# in a copy of the tree, with HOME a fresh directory and none of the
+# variables it sets (PKG_CONFIG_PATH, LD_LIBRARY_PATH, GPUMEM_BACKEND) set
+# before, as a new user would paste it (issue 26: the README's build line
+# failed with "Package gpumem was not found").
 srcdir=${GPUMEM_TEST_SRCDIR:-.}
 builddir=${GPUMEM_TEST_BUILDDIR:-.}
 CC=${CC:-cc}
 CXX=${CXX:-c++}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/gpumem-readme.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
-echo "1..7"
+echo "1..10"
 # The program: from its first line to the closing brace of main.
 awk '/^    \/\* first.c/{f=1} f{print} f&&/^    }$/{exit}' "$srcdir/README" | sed 's/^    //' >"$tmp/first.c"
 inc="-I$srcdir/include -I$builddir/include"
@@ -59,4 +65,53 @@ if [ -z "$missing" ]; then
     echo "ok 7 - the README's tool section shows every subcommand"
 else
     echo "not ok 7 - the README's tool section lacks:$missing"
+fi
+
+# The block: the README's indented lines after the paragraph that names this
+# test.  It must start from a clone (autoreconf), install, build first.c
+# through pkg-config and run it on the simulator.
+. "$srcdir/tests/snippet.sh"
+readme_snippet "tests/test-readme.sh runs this very block" >"$tmp/block.sh"
+want=$(sed -n 's/.*GPUMEM_BACKEND=sim \.\/first *# prints: //p' "$tmp/block.sh")
+if grep -q '^autoreconf -fi && ./configure' "$tmp/block.sh" && grep -q 'make install' "$tmp/block.sh" &&
+    grep -q '^cc first\.c .*pkg-config --cflags --libs gpumem' "$tmp/block.sh" &&
+    [ "$want" = "out[3] = 18 20 22" ] && ! grep -q sudo "$tmp/block.sh"; then
+    echo "ok 8 - the README has one block from a clone to the first program on the simulator ($(wc -l <"$tmp/block.sh") lines)"
+else
+    echo "not ok 8 - the README's block after 'tests/test-readme.sh runs this very block' is not whole:"
+    sed 's/^/# /' "$tmp/block.sh"
+fi
+if [ -n "${GPUMEM_TEST_SANITIZER:-}" ]; then
+    echo "ok 9 # SKIP the block builds the library without the sanitizer: nothing for the $GPUMEM_TEST_SANITIZER run to add"
+    echo "ok 10 # SKIP the same"
+    exit 0
+fi
+# The copy: the source tree (a clone has no .git need here), without the
+# sanitizer and dist copies.  When the tree is built in place, the copy keeps
+# the compiled objects, so that the block's make compiles little; the
+# libtool libraries are removed, so that it links them anew for its prefix,
+# as it would in a fresh clone.
+mkdir "$tmp/clone" "$tmp/home"
+(cd "$srcdir" && tar --exclude=./.git --exclude='./_build-*' --exclude='./libgpumem-*' \
+    --exclude='*.log' --exclude='*.trs' --warning=no-file-changed -cf - .) | tar -C "$tmp/clone" -xf -
+chmod -R u+w "$tmp/clone"
+find "$tmp/clone" -name '*.la' -exec rm -f {} +
+cp "$tmp/first.c" "$tmp/clone/first.c"
+(cd "$tmp/clone" && env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL -u MAKEOVERRIDES \
+    -u PKG_CONFIG_PATH -u PKG_CONFIG_LIBDIR -u PKG_CONFIG_SYSROOT_DIR -u LD_LIBRARY_PATH -u GPUMEM_BACKEND \
+    -u CC -u CXX -u CFLAGS -u CPPFLAGS -u LDFLAGS -u CONFIG_SITE HOME="$tmp/home" \
+    sh -e "$tmp/block.sh" >"$tmp/block.log" 2>&1)
+r=$?
+last=$(tail -n 1 "$tmp/block.log")
+if [ $r = 0 ] && [ -n "$want" ] && [ "$last" = "$want" ]; then
+    echo "ok 9 - the README's block, pasted into a fresh copy of the tree, ends with the program printing: $want"
+else
+    echo "not ok 9 - the README's block exited $r; its last lines:"; tail -n 20 "$tmp/block.log" | sed 's/^/# /'
+fi
+# What it built runs without the block's environment: found through its rpath.
+out=$(cd "$tmp/clone" && env -u LD_LIBRARY_PATH GPUMEM_BACKEND=sim ./first 2>&1)
+if [ "$out" = "$want" ] && [ -f "$tmp/home/.local/lib/pkgconfig/gpumem.pc" ]; then
+    echo "ok 10 - the installed copy is under ~/.local and ./first finds it without LD_LIBRARY_PATH"
+else
+    echo "not ok 10 - ./first printed: $out"
 fi

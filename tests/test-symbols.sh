@@ -42,9 +42,11 @@ if [ -f "$a" ]; then
     others=$(nm -g --defined-only "$a" 2>/dev/null | awk 'NF == 3 {print $3}' | grep -v '^gpumem_' | sort -u)
     if [ -z "$others" ]; then echo "ok 7 - the static archive defines only gpumem_* globals"; else
         echo "not ok 7 - the static archive also defines:"; echo "$others" | head -20 | sed 's/^/# /'; fi
+    # what pkg-config --static adds: gpumem.pc's Libs.private (libdw when configure found it)
+    private=$(sed -n 's/^Libs.private: *//p' "$builddir/gpumem.pc" 2>/dev/null)
     printf '#include <gpumem.h>\nint main(void) { const char *b; gpumem_context *c;\n  if (gpumem_backend(&b) != GPUMEM_OK || gpumem_context_create(0, &c) != GPUMEM_OK) return 1;\n  return gpumem_context_release(c) != GPUMEM_OK; }\n' >"$tmp/static.c"
     if ${CC:-cc} ${GPUMEM_TEST_CFLAGS:-} -I"$srcdir/include" -I"$builddir/include" "$tmp/static.c" -o "$tmp/static" \
-        ${GPUMEM_TEST_LDFLAGS:-} "$a" -pthread -ldl >"$tmp/log" 2>&1 && "$tmp/static" >>"$tmp/log" 2>&1; then
+        ${GPUMEM_TEST_LDFLAGS:-} "$a" -pthread -ldl $private >"$tmp/log" 2>&1 && "$tmp/static" >>"$tmp/log" 2>&1; then
         echo "ok 8 - a program links the static archive and makes a context"
     else
         echo "not ok 8 - a static link"; sed 's/^/# /' "$tmp/log"

@@ -12,7 +12,7 @@ if [ "${GPUMEM_BACKEND:-sim}" = sim ]; then
 fi
 export HOME="$tmp"
 unset CUDA_DEVICE
-echo "1..48"
+echo "1..49"
 i=0
 t() { i=$((i + 1)); if [ "$1" = 0 ]; then echo "ok $i - $2"; else echo "not ok $i - $2"; [ -f "$tmp/out" ] && sed 's/^/# /' "$tmp/out" "$tmp/err"; fi; }
 
@@ -221,6 +221,11 @@ t $? "occupancy --help shows --cubin and sizes"
 grep -q "^device 0: .*(the default device, chosen by scan)$" "$tmp/out" && grep -q "^  total: .* bytes)$" "$tmp/out" &&
     grep -q "^    device  *0  *0  *0  *0$" "$tmp/out"
 t $? "info --memory shows the device, its memory and this process's (nothing live)"
+sed -n '3p;$p' "$tmp/out" >"$tmp/ends"
+printf '%s\n' "memory of device 0 (every context of it in this process: 1)" \
+    "  out of memory:      0 ladder runs (0 then succeeded), 0 callback calls (0 then succeeded), 0 failures" |
+    cmp -s - "$tmp/ends"
+t $? "info --memory: the report as gpumem_memory_report_print() writes it, after the device's line"
 if [ "${GPUMEM_BACKEND:-sim}" = sim ]; then
     GPUMEM_SIM_OTHER_MEMORY=100M "$gpumem" info --memory --json >"$tmp/json" 2>"$tmp/err"; rc=$?
     [ $rc = 0 ] && grep -q '"device_total_bytes": 536870912, "device_free_bytes": 432013312, "others_bytes": 104857600, "contexts": 1' "$tmp/json"

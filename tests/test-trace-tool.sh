@@ -164,7 +164,7 @@ bad = bytearray(data); bad[rec] = 200
 open(sys.argv[2] + "/type.gmt", "wb").write(bad)
 bad = bytearray(data); struct.pack_into("<I", bad, off + 4, 8 + 64)
 open(sys.argv[2] + "/len.gmt", "wb").write(bad)
-bad = bytearray(data); struct.pack_into("<I", bad, 8, 2)
+bad = bytearray(data); struct.pack_into("<I", bad, 8, 3)
 open(sys.argv[2] + "/version.gmt", "wb").write(bad)
 print(rec, block, off)
 EOF
@@ -176,7 +176,7 @@ EOF
         grep -q "len.gmt: corrupt at byte $boff (block $block, after event record 0): an events block of [0-9]* records in 72 bytes" "$tmp/err"
     t $? "a block whose length does not fit its records"
     "$gpumem" trace summary "$tmp/version.gmt" >"$tmp/out" 2>"$tmp/err"; [ $? = 1 ] &&
-        grep -q "version.gmt: trace format version 2; this gpumem reads version 1 only" "$tmp/err"
+        grep -q "version.gmt: trace format version 3; this gpumem reads versions 1 to 2" "$tmp/err"
     t $? "an unknown format version is refused"
     echo keep >"$tmp/keep.html"
     "$gpumem" trace plot "$tmp/type.gmt" -o "$tmp/keep.html" >"$tmp/out" 2>"$tmp/err"; [ $? = 1 ] &&

@@ -7,6 +7,7 @@
  * recording at once while traces start and stop (make check-tsan runs it).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -15,6 +16,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -402,6 +404,150 @@ static void forked(void)
     }
 }
 
+/* ---- files that are not regular ---------------------------------------------------------------- */
+
+/* The trace is written through into what its name names, never replacing
+ * it: a FIFO (with a reader; one without is refused, not waited for), a
+ * symbolic link's target, a character device. */
+static void special_files(void)
+{
+    char fifo[600], link[600], target[600], copy[600];
+    path_in("trace.fifo", fifo, sizeof fifo);
+    if (mkfifo(fifo, 0600) != 0)
+        bail_out("mkfifo: %s", strerror(errno));
+    /* without a reader: refused at once (a child, so that a wait fails the
+     * test after 10 s instead of hanging it) */
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        alarm(10);
+        gpumem_status st = gpumem_trace_start(fifo, 0);
+        _exit(st == GPUMEM_ERROR_INVALID_VALUE && strstr(gpumem_last_error(), "a FIFO without a reader") ? 0 : 1);
+    }
+    int ws = 0;
+    while (waitpid(pid, &ws, 0) < 0 && errno == EINTR)
+        ;
+    struct stat sb;
+    ok(WIFEXITED(ws) && WEXITSTATUS(ws) == 0 && stat(fifo, &sb) == 0 && S_ISFIFO(sb.st_mode),
+       "start: a FIFO without a reader is refused at once, saying so, and stays a FIFO (%s)",
+       WIFSIGNALED(ws) ? "the child hung" : "");
+    /* with a reader: the reader gets the trace */
+    int rfd = open(fifo, O_RDONLY | O_NONBLOCK);
+    if (rfd < 0)
+        bail_out("open %s: %s", fifo, strerror(errno));
+    CHECK(gpumem_trace_start(fifo, 0));
+    CHECK(gpumem_trace_mark("through the FIFO"));
+    CHECK(gpumem_trace_stop()); /* a few hundred bytes: the pipe holds them */
+    char buf[65536];
+    ssize_t n = read(rfd, buf, sizeof buf);
+    close(rfd);
+    FILE *f = fopen(path_in("fifo-copy.gmt", copy, sizeof copy), "wb");
+    if (f == NULL || n <= 0 || fwrite(buf, 1, (size_t)n, f) != (size_t)n || fclose(f) != 0)
+        bail_out("copying the FIFO's trace");
+    tr_trace t;
+    ok(stat(fifo, &sb) == 0 && S_ISFIFO(sb.st_mode), "start: a FIFO with a reader stays a FIFO");
+    if (load(copy, &t)) {
+        ok(t.complete && t.nev == 1 && strcmp(tr_str(&t, t.ev[0].ref), "through the FIFO") == 0,
+           "its reader gets the whole trace (%zd bytes)", n);
+        tr_free(&t);
+    } else {
+        ok(0, "its reader gets the whole trace");
+    }
+    /* a symbolic link: the link stays, its target gets the trace */
+    path_in("link.gmt", link, sizeof link);
+    path_in("link-target.gmt", target, sizeof target);
+    if (symlink("link-target.gmt", link) != 0)
+        bail_out("symlink: %s", strerror(errno));
+    CHECK(gpumem_trace_start(link, 0));
+    CHECK(gpumem_trace_mark("through the link"));
+    CHECK(gpumem_trace_stop());
+    ok(lstat(link, &sb) == 0 && S_ISLNK(sb.st_mode) && load(target, &t) && t.nev == 1 &&
+           strcmp(tr_str(&t, t.ev[0].ref), "through the link") == 0,
+       "start: a symbolic link stays a link, what it names gets the trace");
+    if (t.ev != NULL)
+        tr_free(&t);
+    /* a character device */
+    const char *dev = "/dev/null";
+    char made[600];
+    if (mknod(path_in("null", made, sizeof made), S_IFCHR | 0666, makedev(1, 3)) == 0)
+        dev = made;
+    CHECK(gpumem_trace_start(dev, 0));
+    CHECK(gpumem_trace_mark("into the device"));
+    CHECK(gpumem_trace_stop());
+    ok(stat(dev, &sb) == 0 && S_ISCHR(sb.st_mode), "start: %s stays a character device", dev);
+}
+
+/* Many children forked while the parent records, each starting and stopping
+ * traces of its own: the writer's condition variables were copied in the
+ * state the parent's writer thread left them (waiting on them, a waiter
+ * that does not exist in the child), and a child's stop could wait for it
+ * forever.  alarm() bounds each child, and the first hang ends the loop: a
+ * hang fails the test, it does not hang the suite. */
+#define FORKS 500
+#define CHILD_CYCLES 3
+
+static void fork_storm(void)
+{
+    const char *san = getenv("GPUMEM_TEST_SANITIZER");
+    if (san != NULL && strcmp(san, "tsan") == 0) {
+        skip(2, "ThreadSanitizer: the children start no trace of their own");
+        return;
+    }
+    char path[600], cpath[600];
+    CHECK(gpumem_trace_start(path_in("storm.gmt", path, sizeof path), 0));
+    path_in("storm-child.gmt", cpath, sizeof cpath);
+    int good = 0, hung = 0, failed = 0;
+    for (int i = 0; i < FORKS && hung == 0; i++) {
+        for (int k = 0; k < 20; k++)
+            CHECK(gpumem_trace_mark("parent"));
+        fflush(stdout);
+        pid_t pid = fork();
+        if (pid < 0)
+            bail_out("fork: %s", strerror(errno));
+        if (pid == 0) {
+            alarm(10);
+            int bad = 0;
+            for (int c = 0; c < CHILD_CYCLES; c++) {
+                bad |= gpumem_trace_start(cpath, 0) != GPUMEM_OK;
+                bad |= gpumem_trace_mark("child") != GPUMEM_OK;
+                bad |= gpumem_trace_stop() != GPUMEM_OK;
+            }
+            _exit(bad);
+        }
+        int ws = 0;
+        while (waitpid(pid, &ws, 0) < 0 && errno == EINTR)
+            ;
+        if (WIFEXITED(ws) && WEXITSTATUS(ws) == 0)
+            good++;
+        else if (WIFSIGNALED(ws) && WTERMSIG(ws) == SIGALRM)
+            hung++;
+        else
+            failed++;
+    }
+    CHECK(gpumem_trace_stop());
+    ok(good == FORKS, "%d children forked while the parent records each start and stop %d traces of their own "
+       "(%d good, %d hung, %d failed)", FORKS, CHILD_CYCLES, good, hung, failed);
+    tr_trace t;
+    if (load(path, &t)) {
+        size_t mine = 0;
+        for (size_t i = 0; i < t.nev; i++)
+            mine += t.ev[i].type == GM_TE_MARK && strcmp(tr_str(&t, t.ev[i].ref), "parent") == 0;
+        ok(t.complete && t.lost == 0 && mine == (size_t)(good + hung + failed) * 20,
+           "the parent's trace is whole, with its markers (%zu)", mine);
+        tr_free(&t);
+    } else {
+        ok(0, "the parent's trace reads back");
+    }
+    tr_trace c;
+    if (good > 0 && load(cpath, &c)) {
+        ok(c.complete && c.nev == 1 && strcmp(tr_str(&c, c.ev[0].ref), "child") == 0,
+           "a child's trace has its own marker only");
+        tr_free(&c);
+    } else {
+        ok(0, "a child's trace reads back");
+    }
+}
+
 /* ---- 8 threads --------------------------------------------------------------------------------------- */
 
 #define THREADS 8
@@ -608,6 +754,8 @@ int main(int argc, char **argv)
     known_sequence();
     call_sites_and_names();
     forked();
+    special_files();
+    fork_storm();
     threads();
     done_testing();
     if (exit_status() == 0) {

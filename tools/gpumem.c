@@ -255,23 +255,6 @@ static int cmd_info(int json)
 
 /* ---- info --memory ---- */
 
-/* bytes as a person reads them: "512 B", "4.00 KiB", "1.50 GiB". */
-static const char *human(uint64_t b, char *buf, size_t size)
-{
-    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-    int u = 0;
-    double v = (double)b;
-    while (u < 4 && v >= 1024.0) {
-        v /= 1024.0;
-        u++;
-    }
-    if (u == 0)
-        snprintf(buf, size, "%llu B", (unsigned long long)b);
-    else
-        snprintf(buf, size, "%.2f %s", v, units[u]);
-    return buf;
-}
-
 static void json_usage(const char *name, const struct gpumem_memory_usage *u)
 {
     printf(", \"%s\": {\"bytes\": %llu, \"count\": %llu, \"peak_bytes\": %llu, \"peak_count\": %llu}", name,
@@ -330,39 +313,11 @@ static int cmd_info_memory(int json)
         }
         printf("}\n");
     } else if (error[0] == '\0') {
-        char a[32], b[32];
         printf("libgpumem %s\n", gpumem_version_string());
         printf("device %d: %s (the default device, chosen by %s)\n", r.ordinal, name, gpumem_selection_name(rule));
-        printf("  total:              %s (%llu bytes)\n", human(r.device_total_bytes, a, sizeof a),
-               (unsigned long long)r.device_total_bytes);
-        printf("  free:               %s (%llu bytes)\n", human(r.device_free_bytes, a, sizeof a),
-               (unsigned long long)r.device_free_bytes);
-        printf("  other processes:    %s (%llu bytes: total - free - this process; the driver's own use too)\n",
-               human(r.others_bytes, a, sizeof a), (unsigned long long)r.others_bytes);
-        printf("  this process:       %s of device memory reserved (peak %s), %llu context%s\n",
-               human(r.device_reserved_bytes, a, sizeof a), human(r.peak_device_reserved_bytes, b, sizeof b),
-               (unsigned long long)r.contexts, r.contexts == 1 ? "" : "s");
-        printf("  live                bytes        count   peak bytes   peak count\n");
-        const struct {
-            const char *name;
-            const struct gpumem_memory_usage *u;
-        } kinds[] = {{"device", &r.device}, {"pinned", &r.pinned}, {"mapped", &r.mapped},
-                     {"managed", &r.managed}, {"registered", &r.registered}};
-        for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
-            printf("    %-15s %12llu %8llu %12llu %12llu\n", kinds[i].name, (unsigned long long)kinds[i].u->bytes,
-                   (unsigned long long)kinds[i].u->count, (unsigned long long)kinds[i].u->peak_bytes,
-                   (unsigned long long)kinds[i].u->peak_count);
-        printf("  pools:              %llu, holding %s unused in %llu blocks (largest free block %s)\n",
-               (unsigned long long)r.pools, human(r.pool_held_bytes, a, sizeof a),
-               (unsigned long long)r.pool_held_blocks, human(r.pool_largest_free_block, b, sizeof b));
-        printf("  deferred frees:     %llu (%s)\n", (unsigned long long)r.pending_frees,
-               human(r.pending_free_bytes, a, sizeof a));
-        printf("  driver allocations: %llu\n", (unsigned long long)r.driver_allocations);
-        printf("  out of memory:      %llu ladder runs (%llu then succeeded), %llu callback calls (%llu then "
-               "succeeded), %llu failures\n",
-               (unsigned long long)r.oom_ladder_runs, (unsigned long long)r.oom_ladder_successes,
-               (unsigned long long)r.oom_callback_calls, (unsigned long long)r.oom_callback_successes,
-               (unsigned long long)r.oom_failures);
+        fflush(stdout);
+        if (gpumem_memory_report_print(&r, 0, stdout) != GPUMEM_OK)
+            snprintf(error, sizeof error, "%s", gpumem_last_error());
     }
     gpumem_context_release(ctx);
     if (error[0]) {

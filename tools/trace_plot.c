@@ -9,12 +9,15 @@
  *   - named regions, one lane per thread, nested by depth;
  *   - copies in one lane, coloured by path, as tall as their bandwidth;
  *   - hover details as SVG <title> elements.
- * The file is written beside OUT and renamed onto it when whole.
+ * OUT is written as outfile.h says: a regular file beside it and renamed
+ * onto it when whole, anything else (a FIFO, /dev/null, a link's target)
+ * in place.
  */
 #include "config.h"
 
 #include <errno.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +25,7 @@
 
 #include <gpumem.h>
 
+#include "outfile.h"
 #include "trace_cmd.h"
 
 #define LEFT 96
@@ -31,7 +35,8 @@
 #define MEM_H 260
 #define LANE_H 14
 #define COPY_H 110
-#define MAX_CATS 12
+#define MAX_CATS 12 /* copy paths */
+#define MAX_AREAS 16 /* categories of memory */
 #define MAX_DEPTH 6
 #define COPY_LIMIT 5000 /* more copies are drawn two pixels at a time, by path */
 
@@ -46,13 +51,22 @@ typedef struct plot {
     const tr_trace *t;
     tm_model m;
     uint64_t T; /* ns the picture spans */
-    int by_pool;
+    double unit_ns;   /* its times' unit (time_unit) */
+    const char *unit; /* "ms" */
+    int decimals;     /* of a moment in that unit */
+    int by; /* TP_BY_* */
     int ncat;
-    char cat_name[MAX_CATS][48];
-    const char *cat_colour[MAX_CATS];
+    char cat_name[MAX_AREAS][160];
+    char cat_fill[MAX_AREAS][24];  /* a colour, or a pattern: url(#library-N) */
+    uint32_t cat_site[MAX_AREAS];   /* --by-site: the call site's id, or 0 */
+    unsigned cat_library[MAX_AREAS]; /* the library's own memory: its GM_TO_*, else 0 */
     int cat_of_kind[7];
+    int cat_of_owner[GM_TO_LAST + 1];
+    int *cat_of_site; /* [t->nstk], --by-site (-1: none) */
+    int cat_no_site;  /* --by-site: allocations without a site */
     double *snap; /* [PW][ncat] */
     double *tot;  /* [PW] */
+    double *lib;  /* [PW]: of tot, the library's own */
     double ymax;
     int y; /* the next section's top */
 } plot;
@@ -93,6 +107,7 @@ static int colof(const plot *p, uint64_t ns)
     return c >= PW ? PW - 1 : (int)c;
 }
 
+/* A duration: in the unit that suits it ("12.5 ms", "80 ns"). */
 static void time_label(uint64_t ns, char *buf, size_t size)
 {
     if (ns >= 1000000000u)
@@ -103,6 +118,37 @@ static void time_label(uint64_t ns, char *buf, size_t size)
         snprintf(buf, size, "%.6g us", (double)ns / 1e3);
     else
         snprintf(buf, size, "%llu ns", (unsigned long long)ns);
+}
+
+/* The unit of the picture's times (its axis, and every moment on hover):
+ * the one its span is counted in, so that every label reads alike. */
+static void time_unit(plot *p)
+{
+    static const struct {
+        double ns;
+        const char *name;
+    } units[] = {{1e9, "s"}, {1e6, "ms"}, {1e3, "us"}, {1, "ns"}};
+    size_t i = 0;
+    while (i + 1 < sizeof units / sizeof *units && (double)p->T < units[i].ns)
+        i++;
+    p->unit_ns = units[i].ns;
+    p->unit = units[i].name;
+    /* decimals enough to tell a pixel column from the next */
+    double px = (double)p->T / PW / p->unit_ns;
+    p->decimals = 0;
+    for (double d = 1; d > px && p->decimals < 9; d /= 10)
+        p->decimals++;
+}
+
+/* A moment since the trace started, in the picture's unit to a pixel's
+ * precision: "0" at the start, else "12.50 ms". */
+static const char *moment(const plot *p, double ns, char *buf, size_t size)
+{
+    if (ns <= 0)
+        snprintf(buf, size, "0");
+    else
+        snprintf(buf, size, "%.*f %s", p->decimals, ns / p->unit_ns, p->unit);
+    return buf;
 }
 
 /* A round step (1, 2 or 5 times a power of ten) giving about n ticks over span. */
@@ -116,45 +162,194 @@ static double nice_step(double span, int n)
     return raw <= p ? p : raw <= 2 * p ? 2 * p : raw <= 5 * p ? 5 * p : 10 * p;
 }
 
-static int category(const plot *p, const tm_alloc *a)
+/* Who holds an allocation (GM_TO_*: the program, or the library's own). */
+static unsigned owner_of(const plot *p, const tm_alloc *a)
 {
-    if (!p->by_pool)
-        return p->cat_of_kind[a->kind < 6 ? a->kind : 6];
-    return a->pool < (uint32_t)(MAX_CATS - 1) ? (int)a->pool : MAX_CATS - 1;
+    unsigned o = p->t->ev[a->ev].aux;
+    return o <= GM_TO_LAST ? o : GM_TO_PROGRAM;
 }
 
-static void categories(plot *p)
+static int category(const plot *p, const tm_alloc *a)
 {
-    if (p->by_pool) {
-        size_t n = p->m.npools + 1;
-        p->ncat = n > MAX_CATS ? MAX_CATS : (int)n;
-        for (int c = 0; c < p->ncat; c++) {
-            if (c == MAX_CATS - 1 && n > MAX_CATS)
-                snprintf(p->cat_name[c], sizeof p->cat_name[c], "pools %d and later", c);
-            else if (c == 0)
-                snprintf(p->cat_name[c], sizeof p->cat_name[c], "driver");
-            else
-                snprintf(p->cat_name[c], sizeof p->cat_name[c], "pool %d (%s, device %d)", c,
-                         tr_kind_name(p->m.pools[c - 1].kind), (int)p->m.pools[c - 1].device);
-            p->cat_colour[c] = palette[c % NPAL];
-        }
-        return;
+    if (p->by == TP_BY_POOL)
+        return a->pool < (uint32_t)(MAX_AREAS - 1) ? (int)a->pool : MAX_AREAS - 1;
+    unsigned o = owner_of(p, a);
+    if (o != GM_TO_PROGRAM)
+        return p->cat_of_owner[o];
+    if (p->by == TP_BY_SITE)
+        return a->stack != 0 && a->stack < p->t->nstk ? p->cat_of_site[a->stack] : p->cat_no_site;
+    return p->cat_of_kind[a->kind < 6 ? a->kind : 6];
+}
+
+/* A new category: its name (printf) and fill; its number, or -1 when
+ * there is no room left. */
+static int new_category(plot *p, const char *fill, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int new_category(plot *p, const char *fill, const char *fmt, ...)
+{
+    if (p->ncat == MAX_AREAS)
+        return -1;
+    int c = p->ncat++;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(p->cat_name[c], sizeof p->cat_name[c], fmt, ap);
+    va_end(ap);
+    snprintf(p->cat_fill[c], sizeof p->cat_fill[c], "%s", fill);
+    p->cat_site[c] = 0;
+    p->cat_library[c] = 0;
+    return c;
+}
+
+/* A call site's name: its first `depth` frames. */
+static void site_name(const plot *p, uint32_t stack, uint32_t depth, char *buf, size_t size)
+{
+    const tr_stack *st = &p->t->stk[stack];
+    char frame[512];
+    size_t used = 0;
+    buf[0] = '\0';
+    for (uint32_t i = 0; i < depth && i < st->n && used < size; i++)
+        used += (size_t)snprintf(buf + used, size - used, "%s%s", i ? " < " : "",
+                                 tr_frame_name(p->t, &st->f[i], frame, sizeof frame));
+}
+
+/* --by-site: the program's call sites that held the most at their own
+ * peak get a category each, named by as many frames as tell them apart;
+ * the rest share one ("other call sites"), as do allocations without a
+ * site. */
+static int site_categories(plot *p, int room)
+{
+    size_t ns = p->t->nstk;
+    double *cur = calloc(ns ? ns : 1, sizeof *cur), *peak = calloc(ns ? ns : 1, sizeof *peak);
+    p->cat_of_site = malloc((ns ? ns : 1) * sizeof *p->cat_of_site);
+    uint32_t chosen[MAX_AREAS], depth[MAX_AREAS];
+    int n = 0, others = 0, none = 0;
+    if (cur == NULL || peak == NULL || p->cat_of_site == NULL) {
+        free(cur);
+        free(peak);
+        return -1;
     }
-    int used[7] = {0};
-    for (size_t i = 0; i < p->m.na; i++)
-        used[p->m.a[i].kind < 6 ? p->m.a[i].kind : 6] = 1;
+    for (size_t i = 0; i < p->t->nev; i++) {
+        if (p->m.which[i] < 0)
+            continue;
+        const tm_alloc *a = &p->m.a[p->m.which[i]];
+        if (owner_of(p, a) != GM_TO_PROGRAM)
+            continue;
+        if (a->stack == 0 || a->stack >= ns) {
+            none = 1;
+            continue;
+        }
+        cur[a->stack] += (double)p->m.delta[i];
+        if (cur[a->stack] > peak[a->stack])
+            peak[a->stack] = cur[a->stack];
+    }
+    size_t used = 0;
+    for (size_t k = 1; k < ns; k++)
+        used += peak[k] > 0;
+    room -= none;
+    if (used > (size_t)room)
+        room--; /* for "other call sites" */
+    while (n < room) { /* the largest left, one at a time: room is small */
+        size_t best = 0;
+        for (size_t k = 1; k < ns; k++)
+            if (peak[k] > 0 && (best == 0 || peak[k] > peak[best]))
+                best = k;
+        if (best == 0)
+            break;
+        depth[n] = 1;
+        chosen[n++] = (uint32_t)best;
+        peak[best] = 0;
+    }
+    for (size_t k = 1; k < ns; k++)
+        others |= peak[k] > 0;
+    /* names: one frame more for the sites whose names are alike, until
+     * they differ or have no more frames */
+    char names[MAX_AREAS][sizeof p->cat_name[0]];
+    for (int round = 0; round < (int)GM_TRACE_MAX_FRAMES; round++) {
+        for (int i = 0; i < n; i++)
+            site_name(p, chosen[i], depth[i], names[i], sizeof names[i]);
+        int alike[MAX_AREAS] = {0}, any = 0;
+        for (int i = 0; i < n; i++)
+            for (int j = i + 1; j < n; j++)
+                if (strcmp(names[i], names[j]) == 0)
+                    alike[i] = alike[j] = any = 1;
+        for (int i = 0; i < n; i++)
+            depth[i] += alike[i] && depth[i] < p->t->stk[chosen[i]].n;
+        if (!any)
+            break;
+    }
+    int other = -1;
+    for (int i = 0; i < n; i++) {
+        int c = new_category(p, palette[i % NPAL], "%s", names[i]);
+        p->cat_site[c] = chosen[i];
+    }
+    if (others)
+        other = new_category(p, "#bab0ac", "other call sites");
+    p->cat_no_site = none ? new_category(p, "#dddddd", "no call site") : other;
+    for (size_t k = 0; k < ns; k++)
+        p->cat_of_site[k] = other;
+    for (int i = 0; i < n; i++)
+        p->cat_of_site[chosen[i]] = i;
+    free(cur);
+    free(peak);
+    return 0;
+}
+
+static const char *const owner_colour[] = {"", "#8c564b", "#17becf", "#bcbd22", "#9467bd"};
+
+static int categories(plot *p)
+{
     p->ncat = 0;
-    for (int k = 0; k < 7; k++)
-        if (used[k]) {
-            p->cat_of_kind[k] = p->ncat;
-            snprintf(p->cat_name[p->ncat], sizeof p->cat_name[p->ncat], "%s", tr_kind_name(k));
-            p->cat_colour[p->ncat++] = kind_colour[k];
+    if (p->by == TP_BY_POOL) {
+        size_t n = p->m.npools + 1;
+        for (size_t c = 0; c < n && c < MAX_AREAS; c++) {
+            if (c == MAX_AREAS - 1 && n > MAX_AREAS)
+                new_category(p, palette[c % NPAL], "pools %zu and later", c);
+            else if (c == 0)
+                new_category(p, palette[0], "driver");
+            else
+                new_category(p, palette[c % NPAL], "pool %zu (%s, device %d)", c, tr_kind_name(p->m.pools[c - 1].kind),
+                             (int)p->m.pools[c - 1].device);
         }
-    if (p->ncat == 0) { /* nothing allocated: one empty category */
-        snprintf(p->cat_name[0], sizeof p->cat_name[0], "device");
-        p->cat_colour[0] = kind_colour[0];
-        p->ncat = 1;
+        return 0;
     }
+    /* the program's memory, by kind or by call site; then the library's
+     * own, by what it is for, hatched */
+    int used[7] = {0}, owners[GM_TO_LAST + 1] = {0}, nowners = 0;
+    for (size_t i = 0; i < p->m.na; i++) {
+        unsigned o = owner_of(p, &p->m.a[i]);
+        if (o == GM_TO_PROGRAM)
+            used[p->m.a[i].kind < 6 ? p->m.a[i].kind : 6] = 1;
+        else
+            nowners += !owners[o]++;
+    }
+    if (p->by == TP_BY_SITE) {
+        if (site_categories(p, MAX_AREAS - nowners) != 0)
+            return -1;
+    } else {
+        for (int k = 0; k < 7; k++)
+            if (used[k])
+                p->cat_of_kind[k] = new_category(p, kind_colour[k], "%s", tr_kind_name(k));
+    }
+    for (int o = 1; o <= GM_TO_LAST; o++)
+        if (owners[o]) {
+            char fill[24];
+            snprintf(fill, sizeof fill, "url(#library-%d)", o);
+            p->cat_of_owner[o] = new_category(p, fill, "library: %s", tr_owner_name(o));
+            p->cat_library[p->cat_of_owner[o]] = o;
+        }
+    if (p->ncat == 0) /* nothing allocated: one empty category */
+        new_category(p, kind_colour[0], "device");
+    return 0;
+}
+
+/* The hatched fills of the library's own memory. */
+static void patterns(plot *p)
+{
+    fprintf(p->f, "<defs>\n");
+    for (int o = 1; o <= GM_TO_LAST; o++)
+        fprintf(p->f, "<pattern id=\"library-%d\" width=\"6\" height=\"6\" patternUnits=\"userSpaceOnUse\" "
+                "patternTransform=\"rotate(45)\"><rect width=\"6\" height=\"6\" fill=\"%s\"/><rect width=\"2\" "
+                "height=\"6\" fill=\"#fff\" fill-opacity=\"0.6\"/></pattern>\n", o, owner_colour[o]);
+    fprintf(p->f, "</defs>\n");
 }
 
 /* Each column's state at its highest total. */
@@ -163,12 +358,13 @@ static int sample(plot *p)
     int nc = p->ncat;
     p->snap = calloc((size_t)PW * nc, sizeof *p->snap);
     p->tot = calloc(PW, sizeof *p->tot);
+    p->lib = calloc(PW, sizeof *p->lib);
     double *cur = calloc(nc, sizeof *cur);
-    if (p->snap == NULL || p->tot == NULL || cur == NULL) {
+    if (p->snap == NULL || p->tot == NULL || p->lib == NULL || cur == NULL) {
         free(cur);
         return -1;
     }
-    double total = 0;
+    double total = 0, lib = 0;
     int c = 0;
     for (size_t i = 0; i < p->t->nev; i++) {
         if (p->m.which[i] < 0)
@@ -178,12 +374,18 @@ static int sample(plot *p)
             c++;
             memcpy(p->snap + (size_t)c * nc, cur, nc * sizeof *cur);
             p->tot[c] = total;
+            p->lib[c] = lib;
         }
-        int k = category(p, &p->m.a[p->m.which[i]]);
-        cur[k] += (double)p->m.delta[i];
+        const tm_alloc *a = &p->m.a[p->m.which[i]];
+        int k = category(p, a);
+        if (k >= 0)
+            cur[k] += (double)p->m.delta[i];
+        if (owner_of(p, a) != GM_TO_PROGRAM)
+            lib += (double)p->m.delta[i];
         total += (double)p->m.delta[i];
         if (total > p->tot[col]) {
             p->tot[col] = total;
+            p->lib[col] = lib;
             memcpy(p->snap + (size_t)col * nc, cur, nc * sizeof *cur);
         }
     }
@@ -191,6 +393,7 @@ static int sample(plot *p)
         c++;
         memcpy(p->snap + (size_t)c * nc, cur, nc * sizeof *cur);
         p->tot[c] = total;
+        p->lib[c] = lib;
     }
     double top = 0;
     for (int i = 0; i < PW; i++)
@@ -219,10 +422,10 @@ static void memory_chart(plot *p)
 {
     FILE *f = p->f;
     int nc = p->ncat;
-    char b1[64], b2[64];
+    char b1[64], b2[64], b3[64];
     fprintf(f, "<g id=\"memory\">\n<text x=\"%d\" y=\"%d\" class=\"h\">memory in use (stacked by %s)</text>\n", LEFT,
-            p->y - 6, p->by_pool ? "pool" : "kind");
-    fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"#fafafa\" stroke=\"#ccc\"/>\n", LEFT, p->y,
+            p->y - 6, p->by == TP_BY_POOL ? "pool" : p->by == TP_BY_SITE ? "call site" : "kind");
+    fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"#000\" fill-opacity=\"0.02\" stroke=\"#ccc\"/>\n", LEFT, p->y,
             PW, MEM_H);
     /* y axis: round steps of the unit (B, KiB, MiB, ...) the top is counted in */
     static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
@@ -239,6 +442,22 @@ static void memory_chart(plot *p)
         fprintf(f, "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%.4g %s</text>\n", LEFT - 4, y + 4, v,
                 units[u]);
     }
+    /* Out-of-memory lines from the chart's top down to the memory in use
+     * of the columns they cross, and under the areas: the memory in use
+     * when an allocation failed is most often the peak, whose column a
+     * line would hide.  Their dots, with the message, come over the chart
+     * (events_overlay). */
+    fprintf(f, "<g id=\"oom-lines\">\n");
+    for (size_t i = 0; i < p->t->nev; i++)
+        if (p->t->ev[i].type == GM_TE_OOM) {
+            double x = xof(p, p->t->ev[i].t), top = 0;
+            for (int c = colof(p, p->t->ev[i].t) - 2, e = c + 4; c <= e; c++)
+                if (c >= 0 && c < PW && p->tot[c] > top)
+                    top = p->tot[c];
+            fprintf(f, "<line class=\"oom-line\" x1=\"%.1f\" x2=\"%.1f\" y1=\"%d\" y2=\"%.1f\" stroke=\"#d62728\" "
+                    "stroke-width=\"2\"/>\n", x, x, p->y, ymem(p, top) - 1);
+        }
+    fprintf(f, "</g>\n");
     /* one area per category, from the lower categories' top up */
     for (int k = 0; k < nc; k++) {
         uint64_t peak = 0;
@@ -249,7 +468,7 @@ static void memory_chart(plot *p)
             continue;
         fprintf(f, "<path class=\"area\" data-category=\"");
         esc(f, p->cat_name[k]);
-        fprintf(f, "\" fill=\"%s\" fill-opacity=\"0.85\" d=\"", p->cat_colour[k]);
+        fprintf(f, "\" fill=\"%s\" fill-opacity=\"0.85\" d=\"", p->cat_fill[k]);
         /* the top edge left to right, then the bottom edge back: one step
          * per run of columns of one height */
         for (int edge = 0; edge < 2; edge++)
@@ -264,7 +483,18 @@ static void memory_chart(plot *p)
             }
         fprintf(f, " Z\"><title>");
         esc(f, p->cat_name[k]);
-        fprintf(f, ": peak %s</title></path>\n", tm_bytes(peak, b1, sizeof b1));
+        fprintf(f, ": peak %s", tm_bytes(peak, b1, sizeof b1));
+        if (p->cat_library[k] != 0)
+            fprintf(f, " (the library's own memory, not the program's arrays)");
+        if (p->cat_site[k] != 0) { /* the whole call site */
+            const tr_stack *st = &p->t->stk[p->cat_site[k]];
+            char frame[512];
+            for (uint32_t i = 0; i < st->n; i++) {
+                fprintf(f, "\n%s ", i == 0 ? "at" : "  by");
+                esc(f, tr_frame_name(p->t, &st->f[i], frame, sizeof frame));
+            }
+        }
+        fprintf(f, "</title></path>\n");
     }
     /* hover: 5-pixel bins with their highest moment */
     fprintf(f, "<g class=\"hover\" fill=\"transparent\">\n");
@@ -273,16 +503,20 @@ static void memory_chart(plot *p)
         for (int c = c0; c < c0 + 5 && c < PW; c++)
             if (p->tot[c] > p->tot[best])
                 best = c;
-        time_label((uint64_t)((double)c0 / PW * (double)p->T), b1, sizeof b1);
-        time_label((uint64_t)((double)(c0 + 5) / PW * (double)p->T), b2, sizeof b2);
-        fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"5\" height=\"%d\"><title>%s to %s: in use %s", LEFT + c0, p->y,
-                MEM_H, b1, b2, tm_bytes((uint64_t)p->tot[best], b1, sizeof b1));
+        /* one buffer per string: all three are read when the line is printed */
+        int c1 = c0 + 5 < PW ? c0 + 5 : PW;
+        fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\"><title>%s to %s: in use %s", LEFT + c0,
+                p->y, c1 - c0, MEM_H, moment(p, (double)c0 / PW * (double)p->T, b1, sizeof b1),
+                moment(p, (double)c1 / PW * (double)p->T, b2, sizeof b2),
+                tm_bytes((uint64_t)p->tot[best], b3, sizeof b3));
         for (int k = 0; k < nc; k++)
             if (p->snap[(size_t)best * nc + k] > 0) {
                 fprintf(f, "\n");
                 esc(f, p->cat_name[k]);
                 fprintf(f, ": %s", tm_bytes((uint64_t)p->snap[(size_t)best * nc + k], b1, sizeof b1));
             }
+        if (p->by == TP_BY_POOL && p->lib[best] > 0) /* the other ways, it has categories of its own */
+            fprintf(f, "\nof which the library's own: %s", tm_bytes((uint64_t)p->lib[best], b1, sizeof b1));
         fprintf(f, "</title></rect>\n");
     }
     fprintf(f, "</g>\n</g>\n");
@@ -302,7 +536,7 @@ static void events_overlay(plot *p)
         if (e->type != GM_TE_MARK)
             continue;
         double x = xof(p, e->t);
-        time_label(e->t, b1, sizeof b1);
+        moment(p, (double)e->t, b1, sizeof b1);
         fprintf(f, "<line class=\"marker\" x1=\"%.1f\" x2=\"%.1f\" y1=\"%d\" y2=\"%d\" stroke=\"#555\" "
                 "stroke-dasharray=\"2,3\"><title>", x, x, p->y, p->y + MEM_H);
         esc(f, tr_str(t, e->ref));
@@ -321,7 +555,7 @@ static void events_overlay(plot *p)
         if (e->type != GM_TE_LADDER && e->type != GM_TE_TRIM)
             continue;
         double x = xof(p, e->t);
-        time_label(e->t, b1, sizeof b1);
+        moment(p, (double)e->t, b1, sizeof b1);
         fprintf(f, "<path class=\"%s\" d=\"M%.1f %d l-4 8 h8 Z\" fill=\"#e8a33d\"><title>%s at %s on device %d: %s "
                 "given back in %u blocks%s</title></path>\n", e->type == GM_TE_LADDER ? "ladder" : "trim", x,
                 p->y + MEM_H - 8, e->type == GM_TE_LADDER ? "out-of-memory ladder" : "pool trim", b1, (int)e->device,
@@ -335,49 +569,26 @@ static void events_overlay(plot *p)
         if (e->type != GM_TE_OOM)
             continue;
         double x = xof(p, e->t);
-        time_label(e->t, b1, sizeof b1);
-        fprintf(f, "<g class=\"oom\"><line x1=\"%.1f\" x2=\"%.1f\" y1=\"%d\" y2=\"%d\" stroke=\"#d62728\" "
-                "stroke-width=\"2\"/><circle cx=\"%.1f\" cy=\"%d\" r=\"6\" fill=\"#d62728\"/><title>out of memory at "
-                "%s: %s of %s memory on device %d\n", x, x, p->y, p->y + MEM_H, x, p->y, b1,
-                tm_bytes(e->bytes, b2, sizeof b2), tr_kind_name(e->kind), (int)e->device);
+        moment(p, (double)e->t, b1, sizeof b1);
+        /* the line is under the memory areas (memory_chart); the dot is
+         * above the chart's top, clear of its highest column */
+        fprintf(f, "<g class=\"oom\"><circle cx=\"%.1f\" cy=\"%d\" r=\"6\" fill=\"#d62728\"/><title>out of "
+                "memory at %s: %s of %s memory on device %d\n", x, p->y, b1, tm_bytes(e->bytes, b2, sizeof b2),
+                tr_kind_name(e->kind), (int)e->device);
         esc(f, tr_str(t, e->ref));
         fprintf(f, "</title></g>\n");
     }
     fprintf(f, "</g>\n");
 }
 
-typedef struct region {
-    uint32_t thread, depth, name;
-    uint64_t t0, t1;
-} region;
-
 static int regions(plot *p)
 {
     FILE *f = p->f;
     const tr_trace *t = p->t;
-    region *r = NULL;
-    size_t n = 0, cap = 0;
-    for (size_t i = 0; i < t->nev; i++) {
-        const tr_event *e = &t->ev[i];
-        if (e->type == GM_TE_PUSH) {
-            if (n == cap) {
-                cap = cap ? cap * 2 : 64;
-                region *q = realloc(r, cap * sizeof *q);
-                if (q == NULL) {
-                    free(r);
-                    return -1;
-                }
-                r = q;
-            }
-            r[n++] = (region){e->thread, e->aux, e->ref, e->t, TM_LIVE};
-        } else if (e->type == GM_TE_POP) {
-            size_t k = n;
-            while (k > 0 && !(r[k - 1].thread == e->thread && r[k - 1].depth == e->aux && r[k - 1].t1 == TM_LIVE))
-                k--;
-            if (k > 0)
-                r[k - 1].t1 = e->t;
-        }
-    }
+    tm_region *r = NULL;
+    size_t n = 0;
+    if (tm_regions(t, &r, &n) != 0)
+        return -1;
     /* lanes: the threads with regions, in order of their first region */
     uint32_t lanes[64];
     int depth[64] = {0}, nl = 0;
@@ -465,7 +676,7 @@ static void copies(plot *p)
     fprintf(f, "<g id=\"copies\">\n<text x=\"%d\" y=\"%d\" class=\"h\">copies: bandwidth of synchronous copies, "
             "coloured by path; copies on streams as ticks at the foot%s</text>\n", LEFT, p->y - 6,
             ncopies ? "" : " (none)");
-    fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"#fafafa\" stroke=\"#ccc\"/>\n", LEFT, p->y,
+    fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"#000\" fill-opacity=\"0.02\" stroke=\"#ccc\"/>\n", LEFT, p->y,
             PW, COPY_H);
     double top = bwmax > 0 ? bwmax * 1.1 : 1e9;
     double step = nice_step(top / 1e9, 4);
@@ -516,7 +727,7 @@ static void copies(plot *p)
         double h = bw / top * COPY_H;
         if (h < 1)
             h = 1;
-        time_label(e->t, b2, sizeof b2);
+        moment(p, (double)e->t, b2, sizeof b2);
         time_label(e->value, b3, sizeof b3);
         fprintf(f, "<rect class=\"copy\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\"><title>",
                 x0, p->y + COPY_H - h, x1 - x0, h, colour);
@@ -555,36 +766,52 @@ static void copies(plot *p)
     p->y += COPY_H + 34;
 }
 
-static void time_axis(plot *p, int top)
+/* The axis at the foot, and into grid (drawn first, under everything) its
+ * vertical lines from top down. */
+static void time_axis(plot *p, int top, FILE *grid)
 {
     FILE *f = p->f;
     double step = nice_step((double)p->T, 10);
     char b[64];
     fprintf(f, "<g id=\"time-axis\">\n<line x1=\"%d\" x2=\"%d\" y1=\"%d\" y2=\"%d\" stroke=\"#333\"/>\n", LEFT,
             LEFT + PW, p->y, p->y);
-    for (double v = 0; v <= (double)p->T + step * 1e-9; v += step) {
-        double x = xof(p, (uint64_t)v);
-        time_label((uint64_t)v, b, sizeof b);
-        fprintf(f, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%d\" y2=\"%d\" stroke=\"#eee\"/><line x1=\"%.1f\" x2=\"%.1f\" "
-                "y1=\"%d\" y2=\"%d\" stroke=\"#333\"/><text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%s</text>\n",
-                x, x, top, p->y, x, x, p->y, p->y + 5, x, p->y + 17, b);
+    /* every label in the picture's unit; the trace's start is "0" */
+    for (int i = 0; (double)i * step <= (double)p->T + step * 1e-9; i++) {
+        double v = (double)i * step, x = xof(p, (uint64_t)v);
+        if (i == 0)
+            snprintf(b, sizeof b, "0");
+        else
+            snprintf(b, sizeof b, "%.6g %s", v / p->unit_ns, p->unit);
+        fprintf(grid, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%d\" y2=\"%d\" stroke=\"#eee\"/>\n", x, x, top, p->y);
+        fprintf(f, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%d\" y2=\"%d\" stroke=\"#333\"/><text x=\"%.1f\" y=\"%d\" "
+                "text-anchor=\"middle\">%s</text>\n", x, x, p->y, p->y + 5, x, p->y + 17, b);
     }
-    fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">time since the trace started</text>\n</g>\n",
-            LEFT + PW / 2, p->y + 34);
+    fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">time since the trace started (%s)</text>\n</g>\n",
+            LEFT + PW / 2, p->y + 34, p->unit);
     p->y += 44;
 }
 
+/* The legend: as many rows as its entries need. */
 static void legend(plot *p)
 {
     FILE *f = p->f;
     int x = LEFT;
     fprintf(f, "<g id=\"legend\">\n");
     for (int k = 0; k < p->ncat; k++) {
+        int w = 24 + 6 * (int)strlen(p->cat_name[k]);
+        if (x > LEFT && x + w > LEFT + PW) {
+            x = LEFT;
+            p->y += 16;
+        }
         fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"10\" height=\"10\" fill=\"%s\"/><text x=\"%d\" y=\"%d\">", x,
-                p->y, p->cat_colour[k], x + 14, p->y + 9);
+                p->y, p->cat_fill[k], x + 14, p->y + 9);
         esc(f, p->cat_name[k]);
         fprintf(f, "</text>\n");
-        x += 24 + 7 * (int)strlen(p->cat_name[k]);
+        x += w;
+    }
+    if (x + 380 > LEFT + PW) {
+        x = LEFT;
+        p->y += 16;
     }
     fprintf(f, "<line x1=\"%d\" x2=\"%d\" y1=\"%d\" y2=\"%d\" stroke=\"#555\" stroke-dasharray=\"2,3\"/><text "
             "x=\"%d\" y=\"%d\">marker</text>\n", x, x + 10, p->y + 5, p->y + 5, x + 14, p->y + 9);
@@ -622,14 +849,22 @@ static int draw(plot *p, const char *file, int svg_only)
                 (unsigned)t->pid, b1, t->nev, tm_bytes(peak, b2, sizeof b2),
                 t->complete ? "" : " (the trace is incomplete: its program did not stop it)");
     }
-    /* the SVG's height is known only at the end: draw into a buffer first */
-    char *body = NULL;
-    size_t bodysize = 0;
-    FILE *real = f;
-    p->f = f = open_memstream(&body, &bodysize);
-    if (f == NULL)
+    /* the SVG's height is known only at the end: draw into a buffer first,
+     * and the time grid, which lies under everything, into another (the
+     * charts' backgrounds are translucent over it) */
+    char *body = NULL, *gridtext = NULL;
+    size_t bodysize = 0, gridsize = 0;
+    FILE *real = f, *grid = open_memstream(&gridtext, &gridsize);
+    if (grid == NULL)
         return -1;
+    p->f = f = open_memstream(&body, &bodysize);
+    if (f == NULL) {
+        fclose(grid);
+        free(gridtext);
+        return -1;
+    }
     p->y = 30;
+    patterns(p);
     legend(p);
     p->y += 14;
     int mem_top = p->y;
@@ -639,11 +874,13 @@ static int draw(plot *p, const char *file, int svg_only)
     int rc = regions(p);
     p->y += 10;
     copies(p);
-    time_axis(p, mem_top);
+    time_axis(p, mem_top, grid);
     fclose(f);
+    fclose(grid);
     p->f = f = real;
     if (rc != 0) {
         free(body);
+        free(gridtext);
         return -1;
     }
     if (svg_only)
@@ -653,8 +890,11 @@ static int draw(plot *p, const char *file, int svg_only)
             "font-size: 12px; }</style>\n<rect width=\"100%%\" height=\"100%%\" fill=\"#fff\"/>\n<text x=\"%d\" "
             "y=\"18\" class=\"h\">", WIDTH, p->y, WIDTH, p->y, LEFT);
     esc(f, file);
-    fprintf(f, ": peak in use %s</text>\n", tm_bytes(peak, b1, sizeof b1));
+    fprintf(f, ": peak in use %s</text>\n<g id=\"time-grid\">\n", tm_bytes(peak, b1, sizeof b1));
+    fwrite(gridtext, 1, gridsize, f);
+    fprintf(f, "</g>\n");
     fwrite(body, 1, bodysize, f);
+    free(gridtext);
     free(body);
     fprintf(f, "</svg>\n");
     if (!svg_only)
@@ -662,45 +902,46 @@ static int draw(plot *p, const char *file, int svg_only)
     return 0;
 }
 
-int trace_plot(const tr_trace *t, const char *file, const char *out, int by_pool)
+int trace_plot(const tr_trace *t, const char *file, const char *out, int by)
 {
-    plot p = {.t = t, .by_pool = by_pool};
+    plot p = {.t = t, .by = by};
     p.T = t->end_ns > 0 ? t->end_ns : 1;
-    if (tm_build(t, &p.m) != 0) {
-        fprintf(stderr, "gpumem trace plot: out of memory\n");
+    time_unit(&p);
+    if (by == TP_BY_SITE && !(t->flags & GM_TRACE_FLAG_CALL_SITES)) {
+        fprintf(stderr, "gpumem trace plot: --by-site: %s has no call sites (record them with GPUMEM_TRACE_STACKS=1, "
+                "or gpumem_trace_start's GPUMEM_TRACE_CALL_SITES)\n", file);
         return 1;
     }
-    categories(&p);
+    if (tm_build(t, &p.m) != 0 || categories(&p) != 0) {
+        fprintf(stderr, "gpumem trace plot: out of memory\n");
+        free(p.cat_of_site);
+        tm_free(&p.m);
+        return 1;
+    }
     size_t n = strlen(out);
     int svg_only = n >= 4 && strcmp(out + n - 4, ".svg") == 0;
-    char *tmp = malloc(n + 16);
     int rc = 1;
-    if (tmp == NULL || sample(&p) != 0) {
+    outfile of;
+    if (sample(&p) != 0) {
         fprintf(stderr, "gpumem trace plot: out of memory\n");
         goto done;
     }
-    snprintf(tmp, n + 16, "%s.tmp%ld", out, (long)getpid());
-    if ((p.f = fopen(tmp, "w")) == NULL) {
+    if (outfile_open(&of, out) != 0) {
         fprintf(stderr, "gpumem trace plot: cannot write '%s': %s\n", out, strerror(errno));
         goto done;
     }
+    p.f = of.f;
     int drawn = draw(&p, file, svg_only);
-    int err = ferror(p.f);
-    if (fclose(p.f) != 0 || err || drawn != 0) {
+    if (outfile_close(&of, drawn == 0) != 0 || drawn != 0) {
         fprintf(stderr, "gpumem trace plot: cannot write '%s': %s\n", out, drawn ? "out of memory" : strerror(errno));
-        unlink(tmp);
-        goto done;
-    }
-    if (rename(tmp, out) != 0) {
-        fprintf(stderr, "gpumem trace plot: cannot write '%s': %s\n", out, strerror(errno));
-        unlink(tmp);
         goto done;
     }
     rc = 0;
 done:
-    free(tmp);
     free(p.snap);
     free(p.tot);
+    free(p.lib);
+    free(p.cat_of_site);
     tm_free(&p.m);
     return rc;
 }

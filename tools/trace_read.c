@@ -29,6 +29,13 @@ const char *tr_kind_name(int kind)
     return kind >= 0 && kind < 6 ? names[kind] : "unknown";
 }
 
+const char *tr_owner_name(int owner)
+{
+    static const char *const names[] = {"program", "copy scratch", "staging slots", "bounce blocks",
+                                        "copy temporaries"};
+    return owner >= 0 && owner <= GM_TO_LAST ? names[owner] : "unknown";
+}
+
 const char *tr_type_name(int type)
 {
     static const char *const names[] = {"?", "alloc", "free", "copy", "ladder", "oom", "trim", "mark", "push", "pop"};
@@ -93,6 +100,7 @@ typedef struct parser {
     tr_trace *t;
     size_t cap_ev, cap_str, cap_stk, cap_thr;
     uint32_t record_bytes;
+    uint64_t alloc_total; /* the bytes of every allocation so far */
     /* where we are, for the messages */
     size_t block;        /* blocks read, from 1 */
     uint64_t records;    /* event records read */
@@ -175,10 +183,24 @@ static tr_status add_event(parser *p, const unsigned char *r, size_t off, uint32
     if (type == GM_TE_ALLOC && ref >= (t->nstk ? t->nstk : 1))
         return BAD("call site %u is not defined before it", off + GM_TR_REF, p->block, (unsigned long long)recno,
                    (unsigned)ref);
+    if (type == GM_TE_ALLOC && t->version < 2)
+        aux = GM_TO_PROGRAM; /* version 1 has no owners */
+    if (type == GM_TE_ALLOC && aux > GM_TO_LAST)
+        return BAD("owner %u is not one of this format's (0 to %u)", off + GM_TR_AUX, p->block,
+                   (unsigned long long)recno, (unsigned)aux, (unsigned)GM_TO_LAST);
     if ((type == GM_TE_COPY || type == GM_TE_OOM || type == GM_TE_MARK || type == GM_TE_PUSH) &&
         ref >= (t->nstr ? t->nstr : 1))
         return BAD("string %u is not defined before it", off + GM_TR_REF, p->block, (unsigned long long)recno,
                    (unsigned)ref);
+    uint64_t bytes = get64(r + GM_TR_BYTES);
+    if ((type == GM_TE_ALLOC || type == GM_TE_FREE) && bytes > TR_MAX_ALLOC_BYTES)
+        return BAD("an allocation of %llu bytes (at most 2^63 - 1)", off + GM_TR_BYTES, p->block,
+                   (unsigned long long)recno, (unsigned long long)bytes);
+    if (type == GM_TE_ALLOC && bytes > TR_MAX_ALLOC_BYTES - p->alloc_total)
+        return BAD("allocations of more than 2^63 - 1 bytes in all", off + GM_TR_BYTES, p->block,
+                   (unsigned long long)recno);
+    if (type == GM_TE_ALLOC)
+        p->alloc_total += bytes;
 #undef BAD
     if (grow((void **)&t->ev, &p->cap_ev, t->nev + 1, sizeof *t->ev) != 0)
         return fail(p, TR_NO_MEMORY, "out of memory");
@@ -195,7 +217,7 @@ static tr_status add_event(parser *p, const unsigned char *r, size_t off, uint32
     e->ctx = get64(r + GM_TR_CONTEXT);
     e->stream = get64(r + GM_TR_STREAM);
     e->pool = get64(r + GM_TR_POOL);
-    e->bytes = get64(r + GM_TR_BYTES);
+    e->bytes = bytes;
     e->value = get64(r + GM_TR_VALUE);
     e->seq = p->records;
     t->nev++;
@@ -396,9 +418,9 @@ tr_status tr_parse(const unsigned char *data, size_t size, int partial, const ch
     if (size < 12)
         return fail(&p, TR_TRUNCATED, "truncated at byte %zu: the file ends inside the header", size);
     t->version = get32(data + GM_TH_VERSION);
-    if (t->version != GM_TRACE_VERSION)
-        return fail(&p, TR_VERSION, "trace format version %u; this gpumem reads version %u only",
-                    (unsigned)t->version, GM_TRACE_VERSION);
+    if (t->version < GM_TRACE_VERSION_MIN || t->version > GM_TRACE_VERSION)
+        return fail(&p, TR_VERSION, "trace format version %u; this gpumem reads versions %u to %u",
+                    (unsigned)t->version, GM_TRACE_VERSION_MIN, GM_TRACE_VERSION);
     if (size < GM_TRACE_HEADER_BYTES)
         return fail(&p, TR_TRUNCATED, "truncated at byte %zu: the file ends inside the header (%u bytes)", size,
                     GM_TRACE_HEADER_BYTES);

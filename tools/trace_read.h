@@ -16,11 +16,17 @@
 
 #include "trace_format.h"
 
+/* The largest allocation (and free) a trace may record, and the most that
+ * all of its allocations may add up to: an alloc or free record of more
+ * bytes, or an alloc that takes the sum past it, is corrupt.  So memory in
+ * use, however it is summed, fits an int64_t (and a double converts back). */
+#define TR_MAX_ALLOC_BYTES ((uint64_t)INT64_MAX)
+
 typedef struct tr_event {
     uint8_t type, kind, kind2, flags; /* GM_TE_*, gpumem_memory_kind (0xff unknown), GM_TF_* */
     int32_t device;
     uint32_t thread;                  /* the thread's index (tr_trace.thr[].index) */
-    uint32_t ref, aux;                /* as the format says */
+    uint32_t ref, aux;                /* as the format says (an alloc's aux, its owner: GM_TO_PROGRAM in version 1) */
     uint64_t t;                       /* ns since the trace started (a copy: its start) */
     uint64_t ctx, stream, pool, bytes;
     uint64_t value;                   /* address; a copy's duration in ns; bytes given back */
@@ -85,6 +91,9 @@ void tr_free(tr_trace *t);
 const char *tr_kind_name(int kind);
 const char *tr_type_name(int type);
 const char *tr_direction_name(int direction);
+/* Who holds an allocation (an alloc's aux, GM_TO_*): "program", "copy
+ * scratch", "staging slots", "bounce blocks", "copy temporaries". */
+const char *tr_owner_name(int owner);
 
 /* String id's text; "" for 0 or an id the trace lacks. */
 const char *tr_str(const tr_trace *t, uint32_t id);
@@ -95,5 +104,20 @@ const char *tr_frame_name(const tr_trace *t, const tr_frame *f, char *buf, size_
 
 /* Drops the symbol tables that tr_frame_name read. */
 void tr_symbols_free(void);
+
+/* What tr_frame_name may read of the module files a trace names (a trace is
+ * untrusted): one file at most TR_SYMBOLS_MAX_FILE bytes, all of them at
+ * most TR_SYMBOLS_MAX_TOTAL. */
+#define TR_SYMBOLS_MAX_FILE ((uint64_t)1 << 30)
+#define TR_SYMBOLS_MAX_TOTAL ((uint64_t)4 << 30)
+
+/* What tr_frame_name did since the start (or tr_symbols_free): distinct
+ * module names looked up, files read (each device and inode once, however
+ * many names it has) and their bytes, names refused (missing, not a regular
+ * file, empty, too large, on /proc or /sys, not ELF, past the total). */
+typedef struct tr_symbols_stats {
+    uint64_t names, files_read, bytes_read, refused;
+} tr_symbols_stats;
+void tr_symbols_get_stats(tr_symbols_stats *s);
 
 #endif /* GPUMEM_TOOLS_TRACE_READ_H */

@@ -1,15 +1,26 @@
 /*
  * trace_sym.c - names of call-site frames (trace_read.h's tr_frame_name):
  * the function of the module's ELF symbol table (.symtab, else .dynsym)
- * that holds the frame's address, read once per module file.
+ * that holds the frame's address.  A trace is untrusted input, and the
+ * files it names are read with care: only what can be an ELF object (a
+ * regular file, not empty, at most TR_SYMBOLS_MAX_FILE bytes, on no
+ * pseudo file system such as /proc, beginning with the ELF magic), opened
+ * without blocking and checked again once open, each (device, inode) once
+ * however many names it has, and at most TR_SYMBOLS_MAX_TOTAL bytes in
+ * all; anything else names no function.
  */
 #include "config.h"
 
 #include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/magic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
+#include <unistd.h>
 
 #include "trace_read.h"
 
@@ -18,15 +29,26 @@ typedef struct sym {
     const char *name;
 } sym;
 
-typedef struct symtab {
-    struct symtab *next;
-    char *path;
+/* A module file, read once: by (device, inode), whatever its names. */
+typedef struct module {
+    struct module *next;
+    dev_t dev;
+    ino_t ino;
     unsigned char *data; /* the file: names point into it */
     sym *s;
     size_t n;
+} module;
+
+/* A name a trace gives a module (NULL mod: refused or unreadable). */
+typedef struct symtab {
+    struct symtab *next;
+    char *path;
+    module *mod;
 } symtab;
 
 static symtab *tables;
+static module *modules;
+static tr_symbols_stats stats;
 
 static int by_lo(const void *a, const void *b)
 {
@@ -35,34 +57,8 @@ static int by_lo(const void *a, const void *b)
 }
 
 /* The functions of an ELF64 little-endian file's symbol table. */
-static void read_symbols(symtab *tab)
+static void read_symbols(module *tab, const unsigned char *d, size_t n)
 {
-    /* a trace names its modules: read only regular files, and not huge ones */
-    struct stat sb;
-    if (stat(tab->path, &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_size > ((off_t)1 << 30))
-        return;
-    FILE *f = fopen(tab->path, "rb");
-    if (f == NULL)
-        return;
-    size_t cap = 1 << 20, n = 0;
-    unsigned char *d = malloc(cap);
-    while (d != NULL) {
-        n += fread(d + n, 1, cap - n, f);
-        if (n < cap)
-            break;
-        unsigned char *b = cap < ((size_t)1 << 31) ? realloc(d, cap * 2) : NULL;
-        if (b == NULL) {
-            free(d);
-            d = NULL;
-            break;
-        }
-        d = b;
-        cap *= 2;
-    }
-    fclose(f);
-    if (d == NULL)
-        return;
-    tab->data = d;
     Elf64_Ehdr eh;
     if (n < sizeof eh)
         return;
@@ -102,6 +98,73 @@ static void read_symbols(symtab *tab)
         qsort(tab->s, tab->n, sizeof *tab->s, by_lo);
 }
 
+/* Reads all of fd (size bytes) into a new buffer; NULL on failure. */
+static unsigned char *read_all(int fd, size_t size)
+{
+    unsigned char *d = malloc(size);
+    size_t n = 0;
+    while (d != NULL && n < size) {
+        ssize_t r = pread(fd, d + n, size - n, (off_t)n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0) {
+            free(d);
+            return NULL;
+        }
+        n += (size_t)r;
+    }
+    return d;
+}
+
+/* The module that path names, read when it can be an ELF object (a
+ * regular file of 1 byte to TR_SYMBOLS_MAX_FILE, on no pseudo file
+ * system, beginning with the ELF magic, within the total), once per
+ * (device, inode).  NULL: refused or unreadable. */
+static module *module_of(const char *path)
+{
+    struct stat sb;
+    struct statfs fs;
+    /* stat first: a FIFO, a device or a /proc file is never opened */
+    if (stat(path, &sb) != 0)
+        return NULL;
+    if (!S_ISREG(sb.st_mode) || sb.st_size <= 0 || (uint64_t)sb.st_size > TR_SYMBOLS_MAX_FILE ||
+        statfs(path, &fs) != 0 || fs.f_type == PROC_SUPER_MAGIC || fs.f_type == SYSFS_MAGIC ||
+        fs.f_type == DEBUGFS_MAGIC) {
+        return NULL;
+    }
+    for (module *m = modules; m != NULL; m = m->next)
+        if (m->dev == sb.st_dev && m->ino == sb.st_ino)
+            return m;
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0)
+        return NULL;
+    /* what was opened, which may differ from what stat saw */
+    struct stat fb;
+    unsigned char magic[SELFMAG];
+    module *m = NULL;
+    if (fstat(fd, &fb) != 0 || !S_ISREG(fb.st_mode) || fb.st_dev != sb.st_dev || fb.st_ino != sb.st_ino ||
+        fb.st_size <= 0 || (uint64_t)fb.st_size > TR_SYMBOLS_MAX_FILE ||
+        pread(fd, magic, sizeof magic, 0) != (ssize_t)sizeof magic || memcmp(magic, ELFMAG, SELFMAG) != 0 ||
+        stats.bytes_read + (uint64_t)fb.st_size > TR_SYMBOLS_MAX_TOTAL) {
+        close(fd);
+        return NULL;
+    }
+    if ((m = calloc(1, sizeof *m)) == NULL || (m->data = read_all(fd, (size_t)fb.st_size)) == NULL) {
+        free(m);
+        close(fd);
+        return NULL;
+    }
+    close(fd);
+    m->dev = fb.st_dev;
+    m->ino = fb.st_ino;
+    stats.files_read++;
+    stats.bytes_read += (uint64_t)fb.st_size;
+    read_symbols(m, m->data, (size_t)fb.st_size);
+    m->next = modules;
+    modules = m;
+    return m;
+}
+
 static symtab *table(const char *path)
 {
     for (symtab *t = tables; t != NULL; t = t->next)
@@ -112,10 +175,17 @@ static symtab *table(const char *path)
         free(t);
         return NULL;
     }
-    read_symbols(t);
+    stats.names++;
+    t->mod = module_of(path);
+    stats.refused += t->mod == NULL;
     t->next = tables;
     tables = t;
     return t;
+}
+
+void tr_symbols_get_stats(tr_symbols_stats *s)
+{
+    *s = stats;
 }
 
 void tr_symbols_free(void)
@@ -124,10 +194,16 @@ void tr_symbols_free(void)
         symtab *t = tables;
         tables = t->next;
         free(t->path);
-        free(t->data);
-        free(t->s);
         free(t);
     }
+    while (modules != NULL) {
+        module *m = modules;
+        modules = m->next;
+        free(m->data);
+        free(m->s);
+        free(m);
+    }
+    memset(&stats, 0, sizeof stats);
 }
 
 const char *tr_frame_name(const tr_trace *t, const tr_frame *f, char *buf, size_t size)
@@ -138,7 +214,8 @@ const char *tr_frame_name(const tr_trace *t, const tr_frame *f, char *buf, size_
         return buf;
     }
     const char *base = strrchr(mod, '/') ? strrchr(mod, '/') + 1 : mod;
-    symtab *tab = table(mod);
+    symtab *st = table(mod);
+    module *tab = st != NULL ? st->mod : NULL;
     uint64_t pc = f->vaddr != 0 ? f->vaddr - 1 : 0; /* a return address: the call is just before it */
     if (tab != NULL && tab->n != 0) {
         size_t lo = 0, hi = tab->n;

@@ -39,12 +39,19 @@
  * @par Out of memory
  * When an allocation still fails after the ladder, its
  * ::GPUMEM_ERROR_OUT_OF_MEMORY (::GPUMEM_ERROR_HOST_OUT_OF_MEMORY for
- * page-locked memory) has a message that says what was asked for and by
- * which call; the device's free and total memory; what this process holds
- * live, by kind; what its pools hold unused and their largest free block;
- * what the deferred frees hold; what the ladder gave back; and an estimate
- * of what other processes hold (total - free - what this process holds).
- * It then names the cause, one of:
+ * page-locked memory) has a one-line message that says what was asked for
+ * and by which call; the cause (below) and the driver call that refused;
+ * what the ladder gave back; what to try next (@c GPUMEM_DEBUG=leaks, which
+ * lists what is alive at exit and where it was made, and @c GPUMEM_TRACE,
+ * which records every allocation); then the memory report of the device,
+ * every context of it in this process, as
+ * gpumem_memory_report_format() writes it with
+ * ::GPUMEM_MEMORY_REPORT_ONE_LINE, this failure counted: the device's free
+ * and total memory and an estimate of what others hold (total - free -
+ * what this process holds) when the driver gave them, what this process
+ * holds, what is live by kind, what its pools hold unused and their largest
+ * free block, the deferred frees.  The message is cut at 1023 bytes.  The
+ * cause is one of:
  *  - "larger than the device (more than its total memory)": the request
  *    (for a pool, its block) exceeds the device's total memory, so no
  *    freeing can make room;
@@ -57,8 +64,8 @@
  *  - "unknown (no free memory figure)": the driver did not say how much of
  *    the device is free (its cuMemGetInfo failed).
  *
- * For page-locked memory the host is short, not the device: the message
- * gives the process's page-locked memory by kind and says so.  A callback
+ * For page-locked memory the host is short, not the device: the cause says
+ * so, and the report gives the process's page-locked memory by kind.  A callback
  * set with gpumem_context_set_oom_callback() runs before the final failure
  * and may free memory and ask for another try.
  *
@@ -69,15 +76,22 @@
  * registered, with a few return addresses of the call that made it.  A
  * context's final release, and the end of the process for every context
  * still alive then, list on standard error what is still alive, with the
- * call that made it and the first calling frame outside the library
- * (object(symbol+offset) [address], as backtrace_symbols() writes them; a
- * program linked with -rdynamic gets its function names).
+ * call that made it and the first three calling frames outside the
+ * library.  The frames are named when the list is printed, not when
+ * memory is allocated: in a library built with libdw (configure says
+ * "leak sites: file:line (libdw)"), a frame whose object has debug
+ * information (built with -g, or with a separate debug file under
+ * /usr/lib/debug) reads "function (file:line)", the file relative to the
+ * directory it was compiled in; any other frame reads as
+ * backtrace_symbols() writes it, object(symbol+offset) [address] (a
+ * program linked with -rdynamic gets its function names there).
  */
 #ifndef GPUMEM_MEMORY_H
 #define GPUMEM_MEMORY_H
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <gpumem/export.h>
 #include <gpumem/status.h>
 #include <gpumem/context.h>
@@ -225,6 +239,93 @@ struct gpumem_memory_pool_report {
  */
 GPUMEM_API gpumem_status gpumem_memory_report(gpumem_context *ctx, unsigned flags,
                                               struct gpumem_memory_report *report);
+
+/** Printer flag: one line, parts separated by "; ", what is zero left out (for a log or an error message). */
+#define GPUMEM_MEMORY_REPORT_ONE_LINE 0x1
+
+/**
+ * Writes @p report, as gpumem_memory_report() filled it, as text into @p buf
+ * of @p size bytes, the way snprintf() does.  Without flags the text is a
+ * few lines, each ending in a newline: a first line naming the device and
+ * the contexts counted, then the device's total and free memory and what
+ * others hold (only when the report was made with
+ * ::GPUMEM_MEMORY_DEVICE_INFO), what this process holds of the device
+ * (@c device_reserved_bytes and its peak), a table of the live kinds (bytes,
+ * count and their peaks, one row per kind), the pools, the deferred frees,
+ * the driver allocations and the out-of-memory counts.  Sizes are written
+ * in bytes and in KiB, MiB, GiB or TiB; a figure that is not a whole number
+ * of its unit never reads as one ("1024.0 MiB" is written for no less).
+ * With ::GPUMEM_MEMORY_REPORT_ONE_LINE it is one line with no newline,
+ * parts separated by "; ", which leaves out kinds with nothing live and no
+ * peak, and pools, deferred frees and out-of-memory counts that are all 0;
+ * the out-of-memory errors of the library quote it (see "Out of memory").
+ *
+ * @par Truncation
+ * As snprintf(): when the text and its terminating NUL do not fit in
+ * @p size bytes, @p buf gets the text's first @p size - 1 bytes and a NUL,
+ * and the call still returns ::GPUMEM_OK: the text was truncated when
+ * @c *needed is more than @p size.  The text is ASCII, so a cut never splits
+ * a character.  With @p size 0 nothing is written and @p buf may be NULL: a
+ * call with NULL and 0 asks for the size.
+ *
+ * @par Versions
+ * The report's @c size must be at least sizeof(struct gpumem_memory_report)
+ * of GPUMEM_1.1; fields that later versions append are printed when @c size
+ * covers them.  The report is only read.  Added in GPUMEM_1.1.
+ * @par Example
+ * A report in a buffer of the size it needs:
+ * @code{.c}
+ * #include <stdio.h>
+ * #include <stdlib.h>
+ * #include <string.h>
+ * #include <gpumem.h>
+ *
+ * int main(void)
+ * {
+ *     struct gpumem_memory_report r = {.size = sizeof r};
+ *     size_t needed = 0;
+ *     char *text = NULL;
+ *     gpumem_status st = gpumem_memory_report(NULL, 0, &r);
+ *     if (st == GPUMEM_OK)
+ *         st = gpumem_memory_report_format(&r, GPUMEM_MEMORY_REPORT_ONE_LINE, NULL, 0, &needed);
+ *     if (st == GPUMEM_OK && (text = malloc(needed)) != NULL)
+ *         st = gpumem_memory_report_format(&r, GPUMEM_MEMORY_REPORT_ONE_LINE, text, needed, &needed);
+ *     if (st == GPUMEM_OK && text != NULL)
+ *         printf("%s\n", strstr(text, "live:")); // prints: live: nothing; no pools; driver allocations 0
+ *     else
+ *         fprintf(stderr, "gpumem: %s\n", st != GPUMEM_OK ? gpumem_last_error() : "out of memory");
+ *     free(text);
+ *     return st == GPUMEM_OK ? 0 : 1;
+ * }
+ * @endcode
+ * @param report the report, filled by gpumem_memory_report().
+ * @param flags 0 or ::GPUMEM_MEMORY_REPORT_ONE_LINE.
+ * @param[out] buf room for @p size bytes (may be NULL when @p size is 0).
+ * @param size the size of @p buf.
+ * @param[out] needed if not NULL, the bytes the whole text needs, its NUL included (so that
+ *        malloc(*needed) holds it).
+ * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT (@p report; @p buf with @p size > 0),
+ *        ::GPUMEM_ERROR_INVALID_VALUE (unknown @p flags; @c report->size too small; @c report->flags
+ *        with bits gpumem_memory_report() does not know: not a report it filled).  Nothing is written on
+ *        failure.
+ */
+GPUMEM_API gpumem_status gpumem_memory_report_format(const struct gpumem_memory_report *report, unsigned flags,
+                                                     char *buf, size_t size, size_t *needed);
+
+/**
+ * Writes @p report as gpumem_memory_report_format() formats it to
+ * @p file, such as stdout or stderr (with ::GPUMEM_MEMORY_REPORT_ONE_LINE,
+ * a newline ends the line).  Added in GPUMEM_1.1.
+ * @param report the report, filled by gpumem_memory_report().
+ * @param flags 0 or ::GPUMEM_MEMORY_REPORT_ONE_LINE.
+ * @param file an open stream.
+ * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT (@p report, @p file), ::GPUMEM_ERROR_INVALID_VALUE
+ *        for what gpumem_memory_report_format() refuses (then nothing is written) and for a stream that
+ *        refuses the text (the message gives the system's reason; part of the text may have been written),
+ *        or ::GPUMEM_ERROR_HOST_OUT_OF_MEMORY.
+ */
+GPUMEM_API gpumem_status gpumem_memory_report_print(const struct gpumem_memory_report *report, unsigned flags,
+                                                    FILE *file);
 
 /**
  * Starts the peaks of @p ctx (with ::GPUMEM_MEMORY_WHOLE_DEVICE: of its

@@ -81,7 +81,11 @@ GPUMEM_BEGIN_DECLS
 
 /**
  * Starts recording a trace into the file @p path, which is created, or
- * truncated when it exists.  Call sites are recorded when @p flags has
+ * truncated when it exists.  The trace is written in place into what
+ * @p path names, never replacing it: a FIFO, a device (such as /dev/null) or
+ * what a symbolic link names is written through, and stays what it was.  A
+ * FIFO must have a reader already: one without is refused (the message says
+ * so) rather than waited for.  Call sites are recorded when @p flags has
  * ::GPUMEM_TRACE_CALL_SITES or the environment sets
  * @c GPUMEM_TRACE_STACKS=1.  Added in GPUMEM_1.1.
  * @param path the file to write.
