@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "env.h"
+#include "params.h"
 #include "error.h"
 #include "gpumem/trace.h"
 #include "trace.h"
@@ -437,7 +438,7 @@ GPUMEM_API gpumem_status gpumem_trace_start(const char *path, unsigned flags)
         return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: 'flags' 0x%x has bits other than "
                         "GPUMEM_TRACE_CALL_SITES (0x1)", what, flags);
     long stacks = 0;
-    gpumem_status st = gm_env_long("GPUMEM_TRACE_STACKS", 0, 1, 0, &stacks, NULL);
+    gpumem_status st = gm_param_long(GM_P_TRACE_STACKS, &stacks, NULL);
     if (st != GPUMEM_OK)
         return gm_error_prefix(st, what);
     if (stacks)
@@ -482,7 +483,7 @@ static char env_message[1024];
 
 static void env_start(void)
 {
-    const char *v = gm_env("GPUMEM_TRACE");
+    const char *v = gm_param_text(GM_P_TRACE);
     if (v == NULL)
         return;
     char path[sizeof trace_path + 64];
@@ -516,7 +517,7 @@ static void env_start(void)
     }
     path[n] = '\0';
     long stacks = 0;
-    gpumem_status st = gm_env_long("GPUMEM_TRACE_STACKS", 0, 1, 0, &stacks, NULL);
+    gpumem_status st = gm_param_long(GM_P_TRACE_STACKS, &stacks, NULL);
     if (st != GPUMEM_OK) {
         env_status = st;
         snprintf(env_message, sizeof env_message, "%s", gpumem_last_error());
