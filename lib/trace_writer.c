@@ -21,6 +21,7 @@
 #include "params.h"
 #include "error.h"
 #include "gpumem/trace.h"
+#include "lifecycle.h"
 #include "trace.h"
 #include "trace_format.h"
 #include "trace_impl.h"
@@ -298,10 +299,12 @@ static void fork_child(void)
     pthread_mutex_unlock(&ctl_mu);
 }
 
+const gm_life_hook gm_trace_life = {.what = "the trace", .at_exit = at_exit, .fork_prepare = fork_prepare,
+                                    .fork_parent = fork_parent, .fork_child = fork_child};
+
 static void init_once(void)
 {
-    if (gm_trace_threads_init() != 0 || atexit(at_exit) != 0 ||
-        pthread_atfork(fork_prepare, fork_parent, fork_child) != 0) {
+    if (gm_trace_threads_init() != 0 || gm_life_arm(&gm_trace_life) != 0) {
         once_failed = 1;
         return;
     }

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lifecycle.h"
 #include "workers.h"
 
 #include <time.h>
@@ -52,7 +53,7 @@ struct gm_workers {
 static pthread_mutex_t reg_mu = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic(gm_workers *) pools[NODES_MAX + 1];
 static atomic_bool stopping;
-static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+static pthread_once_t arm_once = PTHREAD_ONCE_INIT;
 static char sysfs_root[256] = GM_SYSFS_ROOT;
 static pthread_mutex_t root_mu = PTHREAD_MUTEX_INITIALIZER;
 
@@ -176,14 +177,9 @@ static void fork_child(void)
     pthread_mutex_init(&root_mu, NULL);
 }
 
-static void atfork_register(void)
-{
-    pthread_atfork(fork_prepare, fork_parent, fork_child);
-}
-
 /* At exit (or dlclose): the workers leave, so that none runs the library's
  * code once it is gone. */
-__attribute__((destructor)) static void workers_fini(void)
+static void workers_fini(void)
 {
     atomic_store_explicit(&stopping, true, memory_order_relaxed);
     pthread_mutex_lock(&reg_mu);
@@ -207,6 +203,20 @@ __attribute__((destructor)) static void workers_fini(void)
             pthread_join(w->tid[k], NULL);
     }
     pthread_mutex_unlock(&reg_mu);
+}
+
+/* The hooks (lifecycle.h), armed with the first pool; the unload runs armed or not. */
+const gm_life_hook gm_workers_life = {
+    .what = "the worker pools",
+    .fork_prepare = fork_prepare,
+    .fork_parent = fork_parent,
+    .fork_child = fork_child,
+    .at_unload = workers_fini,
+};
+
+static void arm(void)
+{
+    (void)gm_life_arm(&gm_workers_life);
 }
 
 /* ---- the pool ------------------------------------------------------------------------------- */
@@ -332,7 +342,7 @@ gm_workers *gm_workers_get(int node)
     gm_workers *w = atomic_load_explicit(&pools[node + 1], memory_order_acquire);
     if (w != NULL)
         return w;
-    pthread_once(&atfork_once, atfork_register);
+    pthread_once(&arm_once, arm);
     pthread_mutex_lock(&reg_mu);
     w = atomic_load_explicit(&pools[node + 1], memory_order_relaxed);
     if (w == NULL && (w = calloc(1, sizeof *w)) != NULL) {

@@ -29,12 +29,12 @@
  * for something only a later gm_task_join would allow (a join waits for the
  * workers inside fn).
  *
- * Process life: the workers are stopped and joined by a destructor (process
- * exit, dlclose): a worker leaves its task between two items when
+ * Process life (gm_workers_life, run by lib/wiring.c's table): the workers
+ * are stopped and joined when the library is unloaded (process exit,
+ * dlclose): a worker leaves its task between two items when
  * gm_workers_stopping() says so, and the task's caller does the rest.  In
- * the child of fork() the pools start empty (pthread_atfork): tasks queued
- * in the parent do not exist there, and workers are made again on first
- * use.
+ * the child of fork() the pools start empty: tasks queued in the parent do
+ * not exist there, and workers are made again on first use.
  */
 #ifndef GM_WORKERS_H
 #define GM_WORKERS_H
@@ -95,6 +95,10 @@ void gm_task_join(gm_workers *w, gm_task *t);
  * the pool stops: then no more start).  Afterwards the pool holds no
  * reference to t.  For a caller that leaves the items to the workers. */
 void gm_task_wait(gm_workers *w, gm_task *t);
+
+/* The pools' process-lifetime hook (lifecycle.h, lib/wiring.c's table):
+ * fork: the child's pools start empty; unload: the workers stop, joined. */
+extern const struct gm_life_hook gm_workers_life;
 
 /* Whether the pools are stopping (process exit): workers should leave their
  * task between items. */

@@ -6,6 +6,7 @@
  * CPUs, callers leaving the slots to them), copies exact. */
 #include "config.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -22,6 +23,7 @@
 #include "staging.h"
 #include "sysfs.h"
 #include "tap.h"
+#include "lifecycle.h"
 #include "workers.h"
 
 #define ITEMS 20000
@@ -443,6 +445,10 @@ int main(void)
     /* the same with the workers and the joiners polling before they sleep
      * (the default on machines of 4 CPUs or more, workers.h) */
     wakes();
+    /* the process-lifetime hooks go through lib/wiring.c's table */
+    static const gm_life_hook stray = {.what = "not in the table"};
+    is_int(gm_life_arm(&stray), ENOENT, "a hook that lib/wiring.c's table does not list is not armed");
+    is_int(gm_life_arm(&gm_workers_life), 0, "the pools' hook is armed (again: the first result)");
     long spin = gm_workers_spin();
     gm_workers_set_spin(200000);
     is_int(gm_workers_spin(), 200000, "polling for 200 us before sleeping");
