@@ -4,7 +4,8 @@
  *
  * Every pair is checked first (as gpumem_array_copy checks its arguments,
  * then no destination may share a byte with another pair's destination or
- * source), so that a bad argument leaves every destination untouched.
+ * source: batch_overlap.c), so that a bad argument leaves every
+ * destination untouched.
  * Then every pair is decided once (copy_decide.c, with the caps that
  * copy_engine.c would give it) and sorted:
  *  - pieces: pairs of the batch's context whose decision is the pack
@@ -34,6 +35,8 @@
 #include <string.h>
 
 #include "array.h"
+#include "batch_overlap.h"
+#include "copy_debug.h"
 #include "copy_decide.h"
 #include "copy_engine.h"
 #include "pack_calls.h"
@@ -46,12 +49,6 @@
 #include "trace.h"
 
 /* ---- names in messages ------------------------------------------------------------------------- */
-
-/* How a call names the two sides of pair i. */
-typedef struct batch_names {
-    const char *what;
-    void (*name)(char *buf, size_t size, size_t i, bool dst);
-} batch_names;
 
 static void copy_name(char *buf, size_t size, size_t i, bool dst)
 {
@@ -69,255 +66,6 @@ static void pack_name(char *buf, size_t size, size_t i, bool dst)
 static void unpack_name(char *buf, size_t size, size_t i, bool dst)
 {
     pack_name(buf, size, i, !dst); /* the same two sides, the other way */
-}
-
-/* ---- which bytes an array touches ------------------------------------------------------------- */
-
-/* An array's bytes as a normalized layout: its address space (device or
- * host), the address of its lowest byte, and the axes of extent > 1 with
- * a nonzero stride, made positive. */
-typedef struct span {
-    int space;      /* 0: none (no bytes); 1: device addresses; 2: host addresses */
-    uint64_t addr;  /* the lowest element's address */
-    int n;
-    int64_t ext[GM_MAX_NDIM];
-    int64_t str[GM_MAX_NDIM];
-    uint64_t isz;
-    uint64_t hi;    /* one past the highest byte */
-} span;
-
-static void span_of(const gpumem_array *a, span *s)
-{
-    memset(s, 0, sizeof *s);
-    if (gm_array_size(a) == 0 || a->itemsize == 0)
-        return;
-    s->space = gm_array_on_device(a) ? 1 : 2;
-    uint64_t addr = s->space == 1 ? (uint64_t)a->dev : (uint64_t)(uintptr_t)a->host;
-    uint64_t reach = a->itemsize;
-    for (int i = 0; i < a->ndim; i++) {
-        int64_t n = a->shape[i], st = a->strides[i];
-        if (n <= 1 || st == 0)
-            continue;
-        if (st < 0) { /* the same bytes, walked the other way */
-            addr -= (uint64_t)((n - 1) * -st);
-            st = -st;
-        }
-        s->ext[s->n] = n;
-        s->str[s->n] = st;
-        s->n++;
-        reach += (uint64_t)((n - 1) * st);
-    }
-    s->addr = addr;
-    s->isz = a->itemsize;
-    s->hi = addr + reach;
-}
-
-/* Whether a layout's bytes fill [addr, hi) with no gap. */
-static bool span_dense(const span *s)
-{
-    uint64_t covered = s->isz; /* elements x itemsize <= hi - addr, equal only without gaps or overlap */
-    for (int i = 0; i < s->n; i++)
-        if (__builtin_mul_overflow(covered, (uint64_t)s->ext[i], &covered))
-            return false;
-    if (covered != s->hi - s->addr)
-        return false;
-    /* equal counts: dense unless two elements share bytes, which a layout
-     * of sorted strides each at least the span of the ones below it rules out */
-    int64_t order[GM_MAX_NDIM];
-    for (int i = 0; i < s->n; i++)
-        order[i] = s->str[i];
-    for (int i = 1; i < s->n; i++) /* insertion sort, descending */
-        for (int j = i; j > 0 && order[j - 1] < order[j]; j--) {
-            int64_t t = order[j];
-            order[j] = order[j - 1];
-            order[j - 1] = t;
-        }
-    uint64_t below = s->isz;
-    for (int i = s->n - 1; i >= 0; i--) {
-        if ((uint64_t)order[i] < below)
-            return false;
-        below = (uint64_t)order[i]; /* the next one up must step over this whole axis */
-        int64_t e = 1;
-        for (int k = 0; k < s->n; k++)
-            if (s->str[k] == order[i])
-                e = s->ext[k];
-        below *= (uint64_t)e;
-    }
-    return true;
-}
-
-static int span_meet(const span *a, const span *b, long *budget);
-
-/* s without its axis k, its element 0 moved by `shift` bytes. */
-static void span_drop(const span *s, int k, uint64_t shift, span *out)
-{
-    *out = *s;
-    out->n = 0;
-    for (int i = 0; i < s->n; i++)
-        if (i != k) {
-            out->ext[out->n] = s->ext[i];
-            out->str[out->n] = s->str[i];
-            out->n++;
-        }
-    out->addr = s->addr + shift;
-    out->hi = out->addr + (s->hi - s->addr - (uint64_t)((s->ext[k] - 1) * s->str[k]));
-}
-
-/* Two views of one array (two columns, two blocks): both have an axis of
- * the largest stride S of either, and without it each spans at most S
- * bytes.  Index i of a's axis meets index j of b's only where the two
- * sub-views, S * (i - j) apart, meet: at most two values of i - j are that
- * close, so the question is asked of the sub-views at those shifts (no
- * walk over the indices).  false when the views are not of that shape. */
-static bool span_lattice(const span *a, const span *b, long *budget, int *r)
-{
-    int ia = -1, ib = -1;
-    int64_t S = 0;
-    for (int i = 0; i < a->n; i++)
-        S = a->str[i] > S ? a->str[i] : S;
-    for (int i = 0; i < b->n; i++)
-        S = b->str[i] > S ? b->str[i] : S;
-    for (int i = 0; i < a->n && ia < 0; i++)
-        ia = a->str[i] == S ? i : -1;
-    for (int i = 0; i < b->n && ib < 0; i++)
-        ib = b->str[i] == S ? i : -1;
-    if (ia < 0 || ib < 0)
-        return false;
-    uint64_t sa = a->hi - a->addr - (uint64_t)((a->ext[ia] - 1) * S);
-    uint64_t sb = b->hi - b->addr - (uint64_t)((b->ext[ib] - 1) * S);
-    if (sa > (uint64_t)S || sb > (uint64_t)S)
-        return false;
-    /* the extents meet, so the two addresses are less than the larger span apart */
-    int64_t diff = b->addr >= a->addr ? (int64_t)(b->addr - a->addr) : -(int64_t)(a->addr - b->addr);
-    int64_t k0 = diff / S - (diff % S < 0 ? 1 : 0); /* floor(diff / S) */
-    *r = 0;
-    for (int64_t k = k0 - 1; k <= k0 + 1 && *r == 0; k++) {
-        /* a's index i = j + k meets b's index j only when diff - S < k * S < diff + S */
-        if (k * S <= diff - S || k * S >= diff + S || k > a->ext[ia] - 1 || -k > b->ext[ib] - 1)
-            continue;
-        span x, y; /* a's sub-view k strides on, b's at its index 0 (shifted up instead when k < 0) */
-        span_drop(a, ia, k > 0 ? (uint64_t)(k * S) : 0, &x);
-        span_drop(b, ib, k < 0 ? (uint64_t)(-k * S) : 0, &y);
-        *r = span_meet(&x, &y, budget);
-    }
-    return true;
-}
-
-/* Whether two layouts of one address space share a byte: 1 yes, 0 no, -1
- * when that takes more than *budget steps to tell.  Splits the axis with
- * the largest stride of either side into its indices, keeping only those
- * whose bytes reach the other side's extent, until both are one element
- * (a dense side meets any side whose first or last byte falls in it). */
-static int span_meet(const span *a, const span *b, long *budget)
-{
-    if (--*budget < 0)
-        return -1;
-    if (a->hi <= b->addr || b->hi <= a->addr)
-        return 0;
-    if (a->n == 0 && b->n == 0)
-        return 1;
-    bool ad = span_dense(a), bd = span_dense(b);
-    if ((ad && (b->addr >= a->addr || b->hi <= a->hi)) || (bd && (a->addr >= b->addr || a->hi <= b->hi)))
-        return 1; /* an end of one lies inside the other, which has no gap */
-    int r;
-    if (span_lattice(a, b, budget, &r))
-        return r;
-    const span *x = a, *y = b;
-    int axis = -1;
-    int64_t best = 0;
-    for (int i = 0; i < a->n; i++)
-        if (a->str[i] > best) {
-            best = a->str[i];
-            x = a, y = b, axis = i;
-        }
-    for (int i = 0; i < b->n; i++)
-        if (b->str[i] > best) {
-            best = b->str[i];
-            x = b, y = a, axis = i;
-        }
-    /* x without the axis: its bytes from x->addr + k * best to that + inner */
-    span sub = *x;
-    sub.n = 0;
-    for (int i = 0; i < x->n; i++)
-        if (i != axis) {
-            sub.ext[sub.n] = x->ext[i];
-            sub.str[sub.n] = x->str[i];
-            sub.n++;
-        }
-    uint64_t inner = x->hi - x->addr - (uint64_t)((x->ext[axis] - 1) * best);
-    /* index k reaches y when x->addr + k*best < y->hi and x->addr + k*best + inner > y->addr */
-    int64_t first = 0, last = x->ext[axis] - 1;
-    if (y->addr + 1 > x->addr + inner) {
-        uint64_t need = y->addr + 1 - (x->addr + inner); /* k*best >= need */
-        int64_t k = (int64_t)((need + (uint64_t)best - 1) / (uint64_t)best);
-        if (k > first)
-            first = k;
-    }
-    if (y->hi <= x->addr)
-        return 0;
-    int64_t k = (int64_t)((y->hi - 1 - x->addr) / (uint64_t)best);
-    if (k < last)
-        last = k;
-    for (int64_t i = first; i <= last; i++) {
-        sub.addr = x->addr + (uint64_t)(i * best);
-        sub.hi = sub.addr + inner;
-        r = span_meet(&sub, y, budget);
-        if (r != 0)
-            return r;
-    }
-    return 0;
-}
-
-/* The steps span_meet may take for one check of two pairs. */
-#define MEET_BUDGET (1L << 22)
-
-/* GPUMEM_ERROR_INVALID_VALUE when a destination shares memory with
- * another pair's destination or source. */
-static gpumem_status check_collisions(const batch_names *nm, size_t n, gpumem_array *const *dst,
-                                      gpumem_array *const *src)
-{
-    if (n < 2)
-        return GPUMEM_OK;
-    span *d = malloc(n * sizeof *d), *s = malloc(n * sizeof *s);
-    if (d == NULL || s == NULL) {
-        free(d);
-        free(s);
-        return gm_error(GPUMEM_ERROR_HOST_OUT_OF_MEMORY, "%s: out of host memory", nm->what);
-    }
-    for (size_t i = 0; i < n; i++) {
-        span_of(dst[i], &d[i]);
-        span_of(src[i], &s[i]);
-    }
-    gpumem_status st = GPUMEM_OK;
-    for (size_t i = 0; i < n && st == GPUMEM_OK; i++) {
-        if (d[i].space == 0)
-            continue;
-        for (size_t j = 0; j < n && st == GPUMEM_OK; j++) {
-            if (j == i)
-                continue;
-            for (int other = 0; other < 2 && st == GPUMEM_OK; other++) {
-                const span *o = other == 0 ? &d[j] : &s[j];
-                if (o->space != d[i].space || (other == 0 && j < i)) /* dst pairs: once */
-                    continue;
-                long budget = MEET_BUDGET;
-                int r = span_meet(&d[i], o, &budget);
-                if (r == 0)
-                    continue;
-                char a[64], b[64];
-                nm->name(a, sizeof a, i, true);
-                nm->name(b, sizeof b, j, other == 0);
-                st = gm_error(GPUMEM_ERROR_INVALID_VALUE,
-                              r > 0 ? "%s: %s shares memory with %s: the pairs of a batch may run at once, so a "
-                                      "destination may overlap only its own source"
-                                    : "%s: %s may share memory with %s (too many elements to tell): the pairs of a "
-                                      "batch may run at once, so a destination may overlap only its own source",
-                              nm->what, a, b);
-            }
-        }
-    }
-    free(d);
-    free(s);
-    return st;
 }
 
 /* ---- the plan ------------------------------------------------------------------------------------ */
@@ -764,9 +512,14 @@ static gpumem_status check_and_run(const batch_names *nm, size_t n, gpumem_array
         st = gm_copy_check(where, dst[i], src[i], stream, &ctxs[i]);
     }
     if (st == GPUMEM_OK)
-        st = check_collisions(nm, n, dst, src);
-    if (st == GPUMEM_OK)
+        st = gm_batch_check_collisions(nm, n, dst, src);
+    if (st == GPUMEM_OK) {
+        bool lines = n > 0 && gm_copies_on(); /* GPUMEM_DEBUG=copies: one line for the call */
+        uint64_t c0 = lines ? gm_copies_clock() : 0;
         st = batch_run(nm->what, n, dst, src, ctxs, stream);
+        if (lines)
+            gm_copies_batch_line(nm->what, c0, st, n, dst, src, stream != NULL);
+    }
     free(ctxs);
     return st;
 }

@@ -176,20 +176,42 @@ uint64_t gm_copies_clock(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* The direction of one copy between arrays. */
+static const char *direction(const gpumem_array *dst, const gpumem_array *src)
+{
+    bool sd = gm_array_on_device(src), dd = gm_array_on_device(dst);
+    return sd && dd ? (src->ctx->device != dst->ctx->device ? "peer" : "d2d") : sd ? "d2h" : dd ? "h2d" : "h2h";
+}
+
 void gm_copies_line(const char *what, uint64_t t0, gpumem_status st, const gpumem_array *dst,
                     const gpumem_array *src, bool sync)
 {
     uint64_t t1 = gm_copies_clock();
     gpumem_copy_path path = GPUMEM_COPY_PATH_NONE;
     gpumem_debug_last_copy_path(&path);
-    bool sd = gm_array_on_device(src), dd = gm_array_on_device(dst);
-    const char *dir = sd && dd ? (src->ctx->device != dst->ctx->device ? "peer" : "d2d")
-                      : sd     ? "d2h"
-                      : dd     ? "h2d"
-                               : "h2h";
     const char *name = gpumem_copy_path_name(path);
     /* one call: stdio writes the line whole among other threads' lines */
-    fprintf(stderr, "gpumem: copy %s: %s path=%s bytes=%llu us=%.1f sync=%s status=%s\n", what, dir,
+    fprintf(stderr, "gpumem: copy %s: %s path=%s bytes=%llu us=%.1f sync=%s status=%s\n", what, direction(dst, src),
             name != NULL ? name : "?", (unsigned long long)gm_array_size(dst) * (unsigned long long)dst->itemsize,
             (double)(t1 - t0) / 1000.0, sync ? "yes" : "no", gpumem_status_string(st));
+}
+
+void gm_copies_batch_line(const char *what, uint64_t t0, gpumem_status st, size_t n, gpumem_array *const *dst,
+                          gpumem_array *const *src, bool on_stream)
+{
+    uint64_t t1 = gm_copies_clock();
+    gpumem_copy_path path = GPUMEM_COPY_PATH_NONE;
+    gpumem_debug_last_copy_path(&path); /* the last pair's */
+    const char *name = gpumem_copy_path_name(path), *dir = NULL;
+    unsigned long long bytes = 0;
+    bool host_only = true;
+    for (size_t i = 0; i < n; i++) {
+        const char *d = direction(dst[i], src[i]);
+        dir = dir == NULL || strcmp(dir, d) == 0 ? d : "mixed";
+        host_only = host_only && strcmp(d, "h2h") == 0;
+        bytes += (unsigned long long)gm_array_size(dst[i]) * (unsigned long long)dst[i]->itemsize;
+    }
+    fprintf(stderr, "gpumem: copy %s: %s path=%s bytes=%llu us=%.1f sync=%s status=%s pairs=%zu\n", what,
+            dir != NULL ? dir : "h2h", name != NULL ? name : "?", bytes, (double)(t1 - t0) / 1000.0,
+            !on_stream || host_only ? "yes" : "no", gpumem_status_string(st), n);
 }

@@ -29,6 +29,16 @@
  *    the copy that the engine fills and empties (gm_copy_run, in each
  *    side's context), moved as one run.
  * Peer access is enabled once per pair, both ways, and remembered.
+ *
+ * What a failure says of the destination (gpumem/array.h, gpumem/peer.h):
+ * each way notes, in a dst_truth, when it issued a write into the
+ * destination, when it issued the last one, and when a wait for the stream
+ * that runs the writes succeeded after that.  A failure before the first
+ * write says nothing more (the destination is unchanged); after it, the
+ * message says "the write into the destination was issued" (it may be
+ * partly written), or, once the wait succeeded, "the copy completed" (it
+ * holds the whole copy): a failure that comes later (a wait for the other
+ * device, an event recorded after the last write) does not undo it.
  */
 
 #include "config.h"
@@ -190,6 +200,34 @@ static gm_cu_deviceptr low_addr(const gpumem_array *a)
     return a->dev + (gm_cu_deviceptr)lo;
 }
 
+/* ---- what the destination holds ------------------------------------------------------------------ */
+
+typedef struct dst_truth {
+    bool issued;  /* a write into the destination was queued */
+    bool all;     /* its last write was queued */
+    bool landed;  /* then a wait for the stream that runs the writes succeeded */
+} dst_truth;
+
+/* A write into the destination was queued; last: its last one. */
+static void wrote(dst_truth *t, bool last)
+{
+    t->issued = true;
+    t->all = t->all || last;
+}
+
+/* The failure st (the record just made) with what it left in the
+ * destination said, unless a step below said it already. */
+static gpumem_status tell(gpumem_status st, const dst_truth *t)
+{
+    const char *msg = gm_error_message();
+    if (st == GPUMEM_OK || !t->issued || strstr(msg, "the copy completed") != NULL ||
+        strstr(msg, "the write into the destination was issued") != NULL)
+        return st;
+    if (t->landed)
+        return gm_error_reword(st, "%s (the copy completed: the destination holds it)", msg);
+    return gm_error_reword(st, "%s (the write into the destination was issued: it may be partly written)", msg);
+}
+
 /* ---- scratch and kernels on each device ----------------------------------------------------------- */
 
 typedef struct peer_side {
@@ -274,13 +312,24 @@ static gpumem_status sync_stream(const char *what, gpumem_context *ctx, gm_dstre
     return gm_drv_check(GM_DRV(stream_synchronize, ctx->dctx, ds), GM_OP_stream_synchronize, what);
 }
 
-/* Waits for every stream the copy used, keeping the first failure. */
+/* Waits for every stream the copy used, keeping the first failure; the
+ * first (ctx[0], ds[0]) is the one that runs the writes into the
+ * destination: once they were all queued, its wait's success says they
+ * landed (t). */
 static gpumem_status drain(const char *what, gpumem_status st, gpumem_context *const *ctx, gm_dstream *const *ds,
-                           int n)
+                           int n, dst_truth *t)
 {
-    for (int i = 0; i < n; i++)
-        if (ctx[i] != NULL)
-            st = gm_keep_first(st, sync_stream(what, ctx[i], ds[i]));
+    for (int i = 0; i < n; i++) {
+        if (ctx[i] == NULL)
+            continue;
+        bool failed = st != GPUMEM_OK; /* as gm_keep_first: the first failure's record stays */
+        if (failed)
+            gm_error_suspend();
+        gpumem_status w = sync_stream(what, ctx[i], ds[i]);
+        st = failed ? gm_error_resume(st) : w;
+        if (i == 0 && w == GPUMEM_OK && t->all)
+            t->landed = true;
+    }
     return st;
 }
 
@@ -292,7 +341,7 @@ static gpumem_status drain(const char *what, gpumem_status st, gpumem_context *c
  * pull: the destination's device scatters the dense src into dst, which the
  * other device may still write). */
 static gpumem_status one_kernel(const char *what, gpumem_array *dst, const gpumem_array *src, bool pull,
-                                gm_copy_reason *missing)
+                                gm_copy_reason *missing, dst_truth *t)
 {
     gpumem_context *on = pull ? dst->ctx : src->ctx, *other = pull ? src->ctx : dst->ctx;
     peer_side ps = {NULL, NULL, NULL};
@@ -306,9 +355,11 @@ static gpumem_status one_kernel(const char *what, gpumem_array *dst, const gpume
     else if (st == GPUMEM_OK)
         st = side_pack(what, ps.k, NULL, dst->ndim, dst->shape, dst->itemsize, src->strides, src->dev, dst->strides,
                        dst->dev, false);
+    if (st == GPUMEM_OK)
+        wrote(t, true);
     gpumem_context *c[1] = {on};
     gm_dstream *ds[1] = {NULL};
-    st = drain(what, st, c, ds, 1);
+    st = drain(what, st, c, ds, 1, t);
     gm_pack_kernels_put(ps.k);
     return st;
 }
@@ -323,7 +374,8 @@ static gpumem_status one_kernel(const char *what, gpumem_array *dst, const gpume
  * it, unpacks, records DRAIN[h] (the destination's), which A[h] waits for
  * before it fills the buffer again. */
 static gpumem_status peer_pipeline(const char *what, gpumem_array *dst, const gpumem_array *src,
-                                   const gm_copy_decision *d, const int64_t *layout, gm_copy_reason *missing)
+                                   const gm_copy_decision *d, const int64_t *layout, gm_copy_reason *missing,
+                                   dst_truth *t)
 {
     const int nd = dst->ndim;
     const size_t isz = dst->itemsize;
@@ -368,12 +420,14 @@ static gpumem_status peer_pipeline(const char *what, gpumem_array *dst, const gp
             st = side_pack(what, pd.k, NULL, nd, ext, isz, dst->strides,
                            dst->dev + (uint64_t)dot(nd, start, dst->strides), layout, in_buf, true);
         if (st == GPUMEM_OK)
+            wrote(t, k + 1 == d->nchunks);
+        if (st == GPUMEM_OK)
             st = record(what, dst->ctx, pd.s->ev[GM_SCRATCH_DRAIN + h], NULL);
     }
+    /* the destination's legacy stream, which unpacks, first */
+    gpumem_context *order[3] = {c[1], c[0], A[1] != NULL ? c[2] : NULL};
     gm_dstream *ds[3] = {NULL, NULL, A[1]};
-    if (A[1] == NULL)
-        c[2] = NULL;
-    st = drain(what, st, c, ds, 3);
+    st = drain(what, st, order, ds, 3, t);
     side_put(&ps);
     side_put(&pd);
     return st;
@@ -394,6 +448,9 @@ typedef struct staged {
     const gm_copy_decision *d;
     const int64_t *layout;
     peer_side ps, pd;
+    dst_truth *t;                   /* of the destination */
+    bool into_dst;                  /* the run being moved goes into the destination (not scratch) */
+    bool last;                      /* and ends the copy: its last upload is the last write */
 } staged;
 
 /* n bytes from the source's device at from to the destination's at to,
@@ -418,6 +475,8 @@ static gpumem_status ring_move(staged *g, const gm_stage_ring *r, gm_cu_devicept
             st = wait_for(g->what, g->dctx, NULL, r->down[k]);
         if (st == GPUMEM_OK)
             st = gm_drv_check(GM_DRV(memcpy, g->dctx->dctx, to + off, slot, len, NULL, 1), GM_OP_memcpy, g->what);
+        if (st == GPUMEM_OK && g->into_dst)
+            wrote(g->t, g->last && off + len == n);
         if (st == GPUMEM_OK)
             st = record(g->what, g->dctx, r->up[k], NULL);
         g->piece++;
@@ -437,6 +496,7 @@ static gpumem_status staged_run(void *arg, const gm_stage_ring *r)
     gpumem_status st = GPUMEM_OK;
     g->piece = 0;
     if (g->d == NULL) {
+        g->last = true;
         st = ring_move(g, r, g->to, g->from, g->bytes);
     } else {
         const gm_copy_decision *d = g->d;
@@ -458,17 +518,21 @@ static gpumem_status staged_run(void *arg, const gm_stage_ring *r)
             }
             if (d->peer_unpack_dst)
                 to = g->pd.s->addr;
+            g->into_dst = !d->peer_unpack_dst;
+            g->last = c + 1 == d->nchunks;
             if (st == GPUMEM_OK)
                 st = ring_move(g, r, to, from, n);
-            if (st == GPUMEM_OK && d->peer_unpack_dst)
-                st = side_pack(g->what, g->pd.k, NULL, nd, ext, isz, g->dst->strides,
-                               g->dst->dev + (uint64_t)dot(nd, start, g->dst->strides), g->layout, to + in_buf,
-                               true);
+            if (st == GPUMEM_OK && d->peer_unpack_dst &&
+                (st = side_pack(g->what, g->pd.k, NULL, nd, ext, isz, g->dst->strides,
+                                g->dst->dev + (uint64_t)dot(nd, start, g->dst->strides), g->layout, to + in_buf,
+                                true)) == GPUMEM_OK)
+                wrote(g->t, g->last);
         }
     }
-    gpumem_context *c[2] = {g->sctx, g->dctx};
+    /* the destination's legacy stream, which writes it, first */
+    gpumem_context *c[2] = {g->dctx, g->sctx};
     gm_dstream *ds[2] = {NULL, NULL};
-    return drain(g->what, st, c, ds, 2);
+    return drain(g->what, st, c, ds, 2, g->t);
 }
 
 /* Runs g through the staging engines of both contexts. */
@@ -485,19 +549,24 @@ static gpumem_status staged_go(staged *g)
     return st;
 }
 
-/* bytes from src's device at from to dst's at to, staged; complete on return. */
+/* bytes from src's device at from to dst's at to, staged; complete on
+ * return.  t: what the writes at to did (into the destination, or into a
+ * temporary). */
 static gpumem_status staged_move(const char *what, gpumem_context *dst_ctx, gm_cu_deviceptr to,
-                                 gpumem_context *src_ctx, gm_cu_deviceptr from, uint64_t bytes)
+                                 gpumem_context *src_ctx, gm_cu_deviceptr from, uint64_t bytes, dst_truth *t)
 {
-    staged g = {.what = what, .sctx = src_ctx, .dctx = dst_ctx, .from = from, .to = to, .bytes = bytes};
+    staged g = {.what = what, .sctx = src_ctx, .dctx = dst_ctx, .from = from, .to = to, .bytes = bytes, .t = t,
+                .into_dst = true};
     return staged_go(&g);
 }
 
 /* The chunks of d staged, through one scratch buffer on each strided side's device. */
 static gpumem_status staged_chunks(const char *what, gpumem_array *dst, const gpumem_array *src,
-                                   const gm_copy_decision *d, const int64_t *layout, gm_copy_reason *missing)
+                                   const gm_copy_decision *d, const int64_t *layout, gm_copy_reason *missing,
+                                   dst_truth *t)
 {
-    staged g = {.what = what, .sctx = src->ctx, .dctx = dst->ctx, .dst = dst, .src = src, .d = d, .layout = layout};
+    staged g = {.what = what, .sctx = src->ctx, .dctx = dst->ctx, .dst = dst, .src = src, .d = d, .layout = layout,
+                .t = t};
     gpumem_status st = GPUMEM_OK;
     if (d->peer_pack_src)
         st = side_get(what, src->ctx, (size_t)d->chunk_bytes, false, &g.ps, missing);
@@ -506,9 +575,9 @@ static gpumem_status staged_chunks(const char *what, gpumem_array *dst, const gp
     if (st == GPUMEM_OK && *missing == GM_REASON_NONE)
         st = staged_go(&g);
     if (st != GPUMEM_OK && (g.ps.s != NULL || g.pd.s != NULL)) { /* nothing may still use the scratch */
-        gpumem_context *c[2] = {g.ps.s != NULL ? src->ctx : NULL, g.pd.s != NULL ? dst->ctx : NULL};
+        gpumem_context *c[2] = {g.pd.s != NULL ? dst->ctx : NULL, g.ps.s != NULL ? src->ctx : NULL};
         gm_dstream *ds[2] = {NULL, NULL};
-        (void)drain(what, st, c, ds, 2);
+        (void)drain(what, st, c, ds, 2, t);
     }
     side_put(&g.ps);
     side_put(&g.pd);
@@ -524,10 +593,10 @@ static gpumem_status scratch(const char *what, const gpumem_array *a, const int6
 }
 
 static gpumem_status temps(const char *what, gpumem_array *dst, const gpumem_array *src, bool peer,
-                           const gm_copy_decision *d, const int64_t *layout)
+                           const gm_copy_decision *d, const int64_t *layout, dst_truth *t)
 {
     size_t bytes = (size_t)gm_array_size(dst) * dst->itemsize;
-    gpumem_array *s = NULL, *t = NULL;
+    gpumem_array *s = NULL, *tmp = NULL;
     const gpumem_array *from = src;
     gpumem_array *to = dst;
     gpumem_status st = GPUMEM_OK;
@@ -535,19 +604,24 @@ static gpumem_status temps(const char *what, gpumem_array *dst, const gpumem_arr
         st = gm_copy_run(what, s, src, NULL, src->ctx);
         from = s;
     }
-    if (st == GPUMEM_OK && d->peer_unpack_dst && (st = scratch(what, dst, layout, &t)) == GPUMEM_OK)
-        to = t;
-    if (st == GPUMEM_OK && peer)
+    if (st == GPUMEM_OK && d->peer_unpack_dst && (st = scratch(what, dst, layout, &tmp)) == GPUMEM_OK)
+        to = tmp;
+    /* the move writes the destination itself, or the temporary the engine then copies into it */
+    dst_truth into_temp = {false, false, false}, *moved = tmp != NULL ? &into_temp : t;
+    if (st == GPUMEM_OK && peer) {
         st = gm_drv_check(GM_DRV(memcpy_peer, to->ctx->dctx, low_addr(to), to->ctx->dctx, low_addr(from),
                                  from->ctx->dctx, bytes, NULL, 0),
                           GM_OP_memcpy_peer, what);
-    else if (st == GPUMEM_OK)
-        st = staged_move(what, to->ctx, low_addr(to), from->ctx, low_addr(from), bytes);
-    if (st == GPUMEM_OK && t != NULL)
-        st = gm_copy_run(what, dst, t, NULL, dst->ctx);
+        if (st == GPUMEM_OK) /* synchronous: it landed */
+            *moved = (dst_truth){true, true, true};
+    } else if (st == GPUMEM_OK) {
+        st = staged_move(what, to->ctx, low_addr(to), from->ctx, low_addr(from), bytes, moved);
+    }
+    if (st == GPUMEM_OK && tmp != NULL) /* the engine's copy says itself what a failure left */
+        st = gm_copy_run(what, dst, tmp, NULL, dst->ctx);
     /* once the destination holds the copy, a failure to free the temporaries says so */
     st = gm_keep_first(st, gm_copy_release_temp(what, s));
-    return gm_keep_first(st, gm_copy_release_temp(what, t));
+    return gm_keep_first(st, gm_copy_release_temp(what, tmp));
 }
 
 /* ---- the entry ------------------------------------------------------------------------------------- */
@@ -575,13 +649,15 @@ gpumem_status gm_copy_peer(const char *what, gpumem_array *dst, const gpumem_arr
      * the caller's stream first, finish before returning. */
     if (stream != NULL && (st = sync_stream(what, stream->ctx, gm_stream_ds(stream))) != GPUMEM_OK)
         return st;
+    dst_truth t = {false, false, false};
     switch (d->peer_way) {
-    case GM_PEER_COPY: return staged_move(what, dst->ctx, low_addr(dst), src->ctx, low_addr(src), bytes);
-    case GM_PEER_KERNEL: return one_kernel(what, dst, src, d->peer_read, missing);
+    case GM_PEER_COPY: st = staged_move(what, dst->ctx, low_addr(dst), src->ctx, low_addr(src), bytes, &t); break;
+    case GM_PEER_KERNEL: st = one_kernel(what, dst, src, d->peer_read, missing, &t); break;
     case GM_PEER_PIPELINE:
-        return peer ? peer_pipeline(what, dst, src, d, layout, missing)
-                    : staged_chunks(what, dst, src, d, layout, missing);
-    case GM_PEER_TEMPS: break;
+        st = peer ? peer_pipeline(what, dst, src, d, layout, missing, &t)
+                  : staged_chunks(what, dst, src, d, layout, missing, &t);
+        break;
+    default: st = temps(what, dst, src, peer, d, layout, &t); break;
     }
-    return temps(what, dst, src, peer, d, layout);
+    return tell(st, &t);
 }

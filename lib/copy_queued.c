@@ -50,6 +50,7 @@
 #include "copy_debug.h"
 #include "copy_engine.h"
 #include "copy_workers.h"
+#include "copy_tuning.h"
 #include "copyplan.h"
 #include "cpu_pack.h"
 #include "error.h"
@@ -223,6 +224,13 @@ static gpumem_status drain(gpumem_context *ctx, gpumem_stream *stream, const cha
 gpumem_status gm_copy_queued_download(const char *what, gpumem_array *dst, const gpumem_array *src,
                                       gpumem_stream *stream, gpumem_context *ctx)
 {
+    /* the bounce block and the landing threads are the staging engine's: a
+     * bad staging setting fails this download as it fails an unqueued one
+     * (doc/environment.md), before anything is queued or poisoned */
+    gm_copy_tuning t;
+    gm_copy_tuning_get(&t);
+    if (t.bad & GM_TUNE_BAD_STAGING)
+        return gm_copy_tuning_error(GM_TUNE_BAD_STAGING, what);
     int64_t like[GM_MAX_NDIM], lo = 0, hi = 0;
     gm_layout_strides_like(dst->ndim, dst->shape, dst->strides, dst->itemsize, like);
     gm_layout_extent(dst->ndim, dst->shape, like, dst->itemsize, &lo, &hi);

@@ -149,8 +149,8 @@ static gpumem_status flush(gpumem_context *ctx, const char *what)
 static gpumem_status dealloc_teardown(gpumem_context *ctx, const char *what)
 {
     gpumem_status st = flush(ctx, what);
-    if (ctx->dealloc->count > 0) /* refused frees: one more try, then they are the driver's */
-        (void)flush(ctx, what);
+    if (ctx->dealloc->count > 0) /* refused frees: one more try, then they are the driver's; the first */
+        gm_error_quietly(flush(ctx, what)); /* failure is the one returned, and described */
     pthread_mutex_destroy(&ctx->dealloc->lock);
     free(ctx->dealloc->items);
     free(ctx->dealloc);

@@ -29,7 +29,8 @@
  * status it returned, and its message names the public function that was
  * called, and no other one the library called on the way.
  * It prints "N injection points", the number of runs that failed a call
- * alone.
+ * alone.  A scenario may ask for several simulated devices (copies between
+ * two devices).
  */
 #include "config.h"
 
@@ -710,23 +711,82 @@ static int staging(gpumem_context *ctx)
     return RESULT(st, good);
 }
 
+/* Copies between two devices (gpumem/peer.h), with peer access and then
+ * staged through the pinned slots: a dense copy, a strided source into a
+ * dense destination, a dense source into a strided destination and both
+ * sides strided.  Runs with two simulated devices (the scenario's
+ * `devices`); the second device's context is made and released here. */
+static int peers(gpumem_context *ctx)
+{
+    enum { R = 24, C = 32 };
+    static int32_t in[R * C], out[R * C];
+    for (int i = 0; i < R * C; i++)
+        in[i] = i;
+    gpumem_status st = GPUMEM_OK;
+    gpumem_context *c1 = NULL;
+    gpumem_array *h = NULL, *ho = NULL, *hh = NULL, *a = NULL, *b = NULL, *bh = NULL, *sa = NULL, *sb = NULL, *dense = NULL;
+    gpumem_slice even[2] = {GPUMEM_SLICE_ALL, {0, GPUMEM_SLICE_DEFAULT, 2}};
+    gpumem_slice odd_rev[2] = {{GPUMEM_SLICE_DEFAULT, GPUMEM_SLICE_DEFAULT, -1}, {1, GPUMEM_SLICE_DEFAULT, 2}};
+    int good = 1;
+    TRY(gpumem_context_create(1, &c1));
+    TRY(gpumem_host_array_wrap(in, 2, (int64_t[]){R, C}, NULL, i32, &h));
+    TRY(gpumem_host_array_wrap(out, 2, (int64_t[]){R, C}, NULL, i32, &ho));
+    TRY(gpumem_host_array_wrap(out, 2, (int64_t[]){R, C / 2}, NULL, i32, &hh));
+    TRY(gpumem_to_device(ctx, h, NULL, 0, &a));
+    TRY(gpumem_device_array(c1, 2, (int64_t[]){R, C}, NULL, i32, 'C', NULL, &b));
+    TRY(gpumem_device_array(c1, 2, (int64_t[]){R, C / 2}, NULL, i32, 'C', NULL, &bh));
+    TRY(gpumem_array_slice(a, even, 2, &sa));
+    TRY(gpumem_array_slice(b, odd_rev, 2, &sb));
+    TRY(gpumem_device_array(ctx, 2, (int64_t[]){R, C / 2}, NULL, i32, 'C', NULL, &dense));
+    TRY(gpumem_array_copy(dense, sa, NULL)); /* on device 0: a[:, ::2] */
+    for (int staged = 0; staged < 2 && st == GPUMEM_OK; staged++) {
+        TRY(gpumem_peer_set_enabled(!staged));
+        TRY(gpumem_array_copy(b, a, NULL));      /* dense: one run */
+        TRY(gpumem_array_copy(bh, sa, NULL));    /* a strided source */
+        TRY(gpumem_array_copy(sb, dense, NULL)); /* a strided destination */
+        TRY(gpumem_array_copy(ho, b, NULL));
+        for (int i = 0; st == GPUMEM_OK && i < R * C; i++) { /* b = a, but b[::-1, 1::2] = a[:, ::2] */
+            int r = i / C, c = i % C;
+            good &= out[i] == (c % 2 ? (R - 1 - r) * C + c - 1 : i);
+        }
+        TRY(gpumem_array_copy(sb, sa, NULL));    /* both strided */
+        TRY(gpumem_array_copy(ho, b, NULL));
+        for (int i = 0; st == GPUMEM_OK && i < R * C; i++) {
+            int r = i / C, c = i % C;
+            good &= out[i] == (c % 2 ? (R - 1 - r) * C + c - 1 : i);
+        }
+        TRY(gpumem_array_copy(hh, bh, NULL));
+        for (int i = 0; st == GPUMEM_OK && i < R * C / 2; i++)
+            good &= out[i] == (i / (C / 2)) * C + 2 * (i % (C / 2));
+    }
+    gpumem_peer_set_enabled(1);
+    gpumem_array *all[] = {dense, sb, sa, bh, b, a, hh, ho, h};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        KEEP(gpumem_array_release(all[i]));
+    if (c1 != NULL)
+        KEEP(gpumem_context_release(c1));
+    return RESULT(st, good);
+}
+
 typedef struct scenario {
     const char *name;
     int (*run)(gpumem_context *ctx);
+    int devices; /* simulated devices (GPUMEM_SIM_DEVICES); 0: one */
 } scenario;
 
 static const scenario scenarios[] = {
-    {"devices, contexts, device data, occupancy", devices},
-    {"arrays: creation, views, fill, items, copies, reshape, split", arrays},
-    {"copies between device, pinned, managed, mapped and host views", copies},
-    {"streams: queued copies, queries, auto-synchronize", streams},
-    {"events: records, waits between streams, queries, elapsed time", events},
-    {"staging: pageable and strided host sides through the slots, a queued download in slabs", staging},
-    {"device pool: allocations, arrays through the pool", pools},
-    {"host memory: pinned, mapped, managed, scopes, host pool", host_memory},
-    {"deferred deallocation and defer_cleanup", dealloc},
-    {"memoize, kernel cache, globals, const arrays", kernels},
-    {"interop: CUDA Array Interface, DLPack, pointer query, IPC handle", interop},
+    {"devices, contexts, device data, occupancy", devices, 0},
+    {"arrays: creation, views, fill, items, copies, reshape, split", arrays, 0},
+    {"copies between device, pinned, managed, mapped and host views", copies, 0},
+    {"streams: queued copies, queries, auto-synchronize", streams, 0},
+    {"events: records, waits between streams, queries, elapsed time", events, 0},
+    {"staging: pageable and strided host sides through the slots, a queued download in slabs", staging, 0},
+    {"device pool: allocations, arrays through the pool", pools, 0},
+    {"host memory: pinned, mapped, managed, scopes, host pool", host_memory, 0},
+    {"deferred deallocation and defer_cleanup", dealloc, 0},
+    {"memoize, kernel cache, globals, const arrays", kernels, 0},
+    {"interop: CUDA Array Interface, DLPack, pointer query, IPC handle", interop, 0},
+    {"copies between two devices: peer access and staged, either side strided", peers, 2},
 };
 
 /* ---- the walk ---------------------------------------------------------------------------- */
@@ -759,6 +819,10 @@ static void run(const void *arg, child_result *out)
     const scenario *sc = &scenarios[a[0]];
     long k = a[1];
     char v[32];
+    if (sc->devices > 1) {
+        snprintf(v, sizeof v, "%d", sc->devices);
+        setenv("GPUMEM_SIM_DEVICES", v, 1);
+    }
     if (k > 0) {
         snprintf(v, sizeof v, "%ld", k);
         setenv("GPUMEM_SIM_FAIL", v, 1);

@@ -496,6 +496,237 @@ static void test_collisions_random(void)
     gpumem_array_release(base);
 }
 
+/* Several random views of one array, as destinations and as sources: the
+ * call refuses exactly the first colliding pair of the walk gpumem/batch.h
+ * describes (destination i, then pair j != i, j's destination before its
+ * source, two destinations once), found here by the test's own byte maps,
+ * and names it. */
+static void test_collisions_first(void)
+{
+    enum { P = 6 };
+    const int64_t shape[3] = {6, 7, 9};
+    const size_t isz = 2, nbytes = 6 * 7 * 9 * 2;
+    const gpumem_dtype *i16 = gpumem_dtype_builtin(GPUMEM_INT16);
+    uint64_t seed = rng = (uint64_t)time(NULL) ^ 0x5bd1e995u;
+    diag("seed %llu", (unsigned long long)seed);
+    gpumem_array *base = NULL;
+    MUST(gpumem_device_array(ctx, 3, shape, NULL, i16, 'C', NULL, &base));
+    uint64_t b0 = 0;
+    MUST(gpumem_array_device_pointer(base, &b0));
+    int right = 1, refused = 0;
+    static unsigned char m[2][P][6 * 7 * 9 * 2];
+    for (int round = 0; round < 200 && right; round++) {
+        gpumem_array *dst[P], *src[P];
+        memset(m, 0, sizeof m);
+        for (int k = 0; k < P; k++) {
+            dst[k] = random_view(base, shape);
+            int nd = 0;
+            int64_t vs[GPUMEM_MAX_NDIM];
+            MUST(gpumem_array_ndim(dst[k], &nd));
+            MUST(gpumem_array_shape(dst[k], vs));
+            if (rnd() % 3 == 0) { /* a source of the same shape elsewhere */
+                MUST(gpumem_device_array(ctx, nd, vs, NULL, i16, 'C', NULL, &src[k]));
+            } else { /* or a view of the base, made of the destination's shape */
+                gpumem_array *t = NULL;
+                src[k] = NULL;
+                for (int tries = 0; tries < 50 && src[k] == NULL; tries++) {
+                    t = random_view(base, shape);
+                    int tn = 0;
+                    int64_t ts[GPUMEM_MAX_NDIM];
+                    MUST(gpumem_array_ndim(t, &tn));
+                    MUST(gpumem_array_shape(t, ts));
+                    if (tn == nd && memcmp(ts, vs, (size_t)nd * sizeof *vs) == 0)
+                        src[k] = t;
+                    else
+                        gpumem_array_release(t);
+                }
+                if (src[k] == NULL)
+                    MUST(gpumem_device_array(ctx, nd, vs, NULL, i16, 'C', NULL, &src[k]));
+                else
+                    mark(src[k], b0, m[1][k], isz);
+            }
+            mark(dst[k], b0, m[0][k], isz);
+        }
+        /* the walk's first colliding pair */
+        char want[128] = "";
+        for (int i = 0; i < P && want[0] == '\0'; i++)
+            for (int j = 0; j < P && want[0] == '\0'; j++)
+                for (int o = 0; o < 2 && want[0] == '\0' && j != i; o++) {
+                    if (o == 0 && j < i)
+                        continue;
+                    int meet = 0;
+                    for (size_t b = 0; b < nbytes; b++)
+                        meet |= m[0][i][b] & m[o][j][b];
+                    if (meet)
+                        snprintf(want, sizeof want, "dst[%d] shares memory with %s[%d]:", i, o ? "src" : "dst", j);
+                }
+        gpumem_status st = gpumem_array_copy_batch(P, dst, src, stream);
+        int good = want[0] ? st == GPUMEM_ERROR_INVALID_VALUE && strstr(gpumem_last_error(), want) != NULL
+                           : st == GPUMEM_OK;
+        if (!good) {
+            right = 0;
+            diag("round %d (seed %llu): want %s, the call says %s: %s", round, (unsigned long long)seed,
+                 want[0] ? want : "no collision", gpumem_status_string(st), gpumem_last_error());
+        }
+        refused += want[0] != '\0';
+        for (int k = 0; k < P; k++)
+            GPUMEM_ARRAY_RELEASE_ALL(dst[k], src[k]);
+    }
+    MUST(gpumem_stream_synchronize(stream));
+    ok(right, "200 batches of %d random views of one array as destinations and sources: the first colliding pair "
+              "of the walk is the one refused and named (%d refused)", P, refused);
+    gpumem_array_release(base);
+}
+
+/* Collisions far apart in a batch, several in one: the message names the
+ * first of the walk's order. */
+static void test_collisions_order(void)
+{
+    enum { N = 64 };
+    int64_t n = N;
+    gpumem_array *x = NULL, *y = NULL;
+    MUST(gpumem_device_array(ctx, 1, &n, NULL, i32, 'C', NULL, &x));
+    MUST(gpumem_device_array(ctx, 1, &n, NULL, i32, 'C', NULL, &y));
+    gpumem_array *dst[10], *src[10];
+    /* ten one-element pairs, x[k] <- y[k]; then changes */
+    for (int k = 0; k < 10; k++) {
+        gpumem_slice s = {k, k + 1, 1};
+        MUST(gpumem_array_slice(x, &s, 1, &dst[k]));
+        MUST(gpumem_array_slice(y, &s, 1, &src[k]));
+    }
+    MUST(gpumem_array_copy_batch(10, dst, src, stream));
+    ok(1, "ten disjoint one-element pairs are taken");
+    struct {
+        int i, j;     /* pair j's side replaced with a view of x[i]'s element */
+        int src_side; /* 1: src[j], 0: dst[j] */
+    } swaps[3][2] = {
+        {{1, 7, 0}, {-1, 0, 0}},  /* dst[7] on x[1]: dst[1] and dst[7], far apart */
+        {{3, 8, 1}, {5, 9, 0}},   /* src[8] on x[3], dst[9] on x[5]: dst[3]'s first */
+        {{2, 6, 0}, {2, 4, 1}},   /* dst[6] and src[4] on x[2]: src[4] first (pair 4 before pair 6) */
+    };
+    const char *want[3] = {"dst[1] shares memory with dst[7]:", "dst[3] shares memory with src[8]:",
+                           "dst[2] shares memory with src[4]:"};
+    for (int c = 0; c < 3; c++) {
+        gpumem_array *d2[10], *s2[10];
+        memcpy(d2, dst, sizeof d2);
+        memcpy(s2, src, sizeof s2);
+        gpumem_array *made[2] = {NULL, NULL};
+        for (int w = 0; w < 2 && swaps[c][w].i >= 0; w++) {
+            gpumem_slice s = {swaps[c][w].i, swaps[c][w].i + 1, 1};
+            MUST(gpumem_array_slice(x, &s, 1, &made[w]));
+            if (swaps[c][w].src_side)
+                s2[swaps[c][w].j] = made[w];
+            else
+                d2[swaps[c][w].j] = made[w];
+        }
+        gpumem_status st = gpumem_array_copy_batch(10, d2, s2, stream);
+        ok(st == GPUMEM_ERROR_INVALID_VALUE, "collision case %d refused", c);
+        like(gpumem_last_error(), want[c], "it names the walk's first pair");
+        GPUMEM_ARRAY_RELEASE_ALL(made[0], made[1]);
+    }
+    /* a long destination over many one-element ones: the first it meets */
+    gpumem_slice mid = {4, 8, 1};
+    gpumem_array *wide = NULL, *wsrc = NULL;
+    MUST(gpumem_array_slice(x, &mid, 1, &wide));
+    MUST(gpumem_array_slice(y, &(gpumem_slice){20, 24, 1}, 1, &wsrc));
+    gpumem_array *d3[11], *s3[11];
+    memcpy(d3, dst, sizeof dst);
+    memcpy(s3, src, sizeof src);
+    d3[10] = wide;
+    s3[10] = wsrc;
+    is_int(gpumem_array_copy_batch(11, d3, s3, stream), GPUMEM_ERROR_INVALID_VALUE, "x[4:8] over x[4] .. x[7]");
+    like(gpumem_last_error(), "dst[4] shares memory with dst[10]:", "it names dst[4] and dst[10]");
+    /* ranges that touch and do not meet, and interleaved strided views */
+    gpumem_array *a0 = NULL, *a1 = NULL, *e[8], *ys[8];
+    MUST(gpumem_array_slice(x, &(gpumem_slice){0, 32, 1}, 1, &a0));
+    MUST(gpumem_array_slice(x, &(gpumem_slice){32, 64, 1}, 1, &a1));
+    MUST(gpumem_array_slice(y, &(gpumem_slice){0, 32, 1}, 1, &ys[0]));
+    MUST(gpumem_array_slice(y, &(gpumem_slice){32, 64, 1}, 1, &ys[1]));
+    gpumem_array *d4[2] = {a1, a0}, *s4[2] = {ys[0], ys[1]};
+    MUST(gpumem_array_copy_batch(2, d4, s4, stream));
+    ok(1, "x[32:64] and x[0:32], which touch, are taken");
+    GPUMEM_ARRAY_RELEASE_ALL(a0, a1, ys[0], ys[1]);
+    for (int k = 0; k < 8; k++) {
+        MUST(gpumem_array_slice(x, &(gpumem_slice){k, N, 8}, 1, &e[k]));        /* x[k::8] */
+        MUST(gpumem_array_slice(y, &(gpumem_slice){8 * k, 8 * k + 8, 1}, 1, &ys[k]));
+    }
+    gpumem_array *d5[8] = {e[0], e[5], e[2], e[7], e[4], e[1], e[6], e[3]};
+    gpumem_array *s5[8] = {ys[0], ys[5], ys[2], ys[7], ys[4], ys[1], ys[6], ys[3]};
+    int32_t yv[N], xv[N];
+    for (int k = 0; k < N; k++)
+        yv[k] = 100 + k;
+    gpumem_array *hy = NULL;
+    MUST(gpumem_host_array_wrap(yv, 1, &n, NULL, i32, &hy));
+    MUST(gpumem_array_copy(y, hy, stream));
+    is_int(gpumem_array_copy_batch(8, d5, s5, stream), GPUMEM_OK,
+           "x[k::8] for every k as destinations, their ranges all meeting, no byte shared: taken");
+    MUST(gpumem_stream_synchronize(stream));
+    int good = read_all(x, xv);
+    for (int k = 0; good && k < N; k++)
+        good = xv[k] == 100 + 8 * (k % 8) + k / 8; /* x[k::8] = y[8k:8k+8] */
+    ok(good, "and each gets its values");
+    gpumem_array *x9 = NULL;
+    MUST(gpumem_array_slice(x, &(gpumem_slice){9, N, 16}, 1, &x9)); /* x[9::16]: elements of x[1::8] */
+    gpumem_array *y4 = NULL;
+    MUST(gpumem_array_slice(y, &(gpumem_slice){0, 4, 1}, 1, &y4));
+    gpumem_array *d6[9], *s6[9];
+    memcpy(d6, d5, sizeof d5);
+    memcpy(s6, s5, sizeof s5);
+    d6[8] = x9;
+    s6[8] = y4;
+    is_int(gpumem_array_copy_batch(9, d6, s6, stream), GPUMEM_ERROR_INVALID_VALUE,
+           "x[9::16] among them: refused");
+    like(gpumem_last_error(), "dst[5] shares memory with dst[8]:", "it names x[1::8] (dst[5]) and dst[8]");
+    MUST(gpumem_stream_synchronize(stream));
+    for (int k = 0; k < 8; k++)
+        GPUMEM_ARRAY_RELEASE_ALL(e[k], ys[k]);
+    for (int k = 0; k < 10; k++)
+        GPUMEM_ARRAY_RELEASE_ALL(dst[k], src[k]);
+    GPUMEM_ARRAY_RELEASE_ALL(x9, y4, hy, wide, wsrc, x, y);
+}
+
+/* 50 000 one-element pairs (the collision check was quadratic: 16 000
+ * took 4.8 s): each element arrives. */
+static void test_collisions_large(void)
+{
+    enum { N = 50000 };
+    int64_t n = N;
+    gpumem_array *h = NULL, *d = NULL, **dst = calloc(N, sizeof *dst), **src = calloc(N, sizeof *src);
+    int32_t *in = malloc(N * sizeof *in), *out = malloc(N * sizeof *out);
+    if (dst == NULL || src == NULL || in == NULL || out == NULL)
+        bail_out("out of memory");
+    for (int k = 0; k < N; k++)
+        in[k] = 7 * k + 1;
+    MUST(gpumem_host_array_wrap(in, 1, &n, NULL, i32, &h));
+    MUST(gpumem_device_array(ctx, 1, &n, NULL, i32, 'C', NULL, &d));
+    for (int k = 0; k < N; k++) { /* d[k] <- in[N - 1 - k] */
+        MUST(gpumem_array_slice(d, &(gpumem_slice){k, k + 1, 1}, 1, &dst[k]));
+        MUST(gpumem_array_slice(h, &(gpumem_slice){N - 1 - k, N - k, 1}, 1, &src[k]));
+    }
+    gpumem_status st = gpumem_array_copy_batch(N, dst, src, NULL);
+    ok(st == GPUMEM_OK, "%d one-element pairs", N);
+    if (st != GPUMEM_OK)
+        diag("  %s", gpumem_last_error());
+    int good = read_all(d, out);
+    for (int k = 0; good && k < N; k++)
+        good = out[k] == 7 * (N - 1 - k) + 1;
+    ok(good, "every element arrives");
+    MUST(gpumem_array_slice(h, &(gpumem_slice){5, 6, 1}, 1, &src[N - 1])); /* reads in[5]: no collision */
+    gpumem_array *last = dst[N - 1];
+    MUST(gpumem_array_slice(d, &(gpumem_slice){3, 4, 1}, 1, &dst[N - 1])); /* d[3] twice */
+    is_int(gpumem_array_copy_batch(N, dst, src, NULL), GPUMEM_ERROR_INVALID_VALUE,
+           "the last pair writing d[3] again: refused");
+    like(gpumem_last_error(), "dst[3] shares memory with dst[49999]:", "naming dst[3] and dst[49999]");
+    gpumem_array_release(last);
+    for (int k = 0; k < N; k++)
+        GPUMEM_ARRAY_RELEASE_ALL(dst[k], src[k]);
+    GPUMEM_ARRAY_RELEASE_ALL(h, d);
+    free(dst);
+    free(src);
+    free(in);
+    free(out);
+}
+
 static void test_empty(void)
 {
     is_int(gpumem_array_copy_batch(0, NULL, NULL, stream), GPUMEM_OK, "an empty batch on a stream");
@@ -762,12 +993,143 @@ static void fault_injection(void)
     ok(named, "every failure's message names the injected driver error");
 }
 
+/* GPUMEM_DEBUG=copies (doc/environment.md): one line for each batched
+ * call that got past its checks, succeeded or not, and none for a refused
+ * one.  In a child (the variable is read once): value[0] the lines, value[1]
+ * the lines as expected (text: the first that was not), value[2] lines that
+ * are no copy's. */
+static void copies_lines(const void *arg, child_result *out)
+{
+    (void)arg;
+    char path[] = "/tmp/gpumem-batch-copies-XXXXXX";
+    int fd = mkstemp(path);
+    if (fd < 0) {
+        out->status = -1;
+        return;
+    }
+    setenv("GPUMEM_DEBUG", "copies", 1);
+    fflush(stderr);
+    int saved = dup(2);
+    dup2(fd, 2);
+    enum { H = 16, W = 12 };
+    i32 = gpumem_dtype_builtin(GPUMEM_INT32);
+    gpumem_context *c = NULL;
+    gpumem_stream *s = NULL;
+    gpumem_array *f = NULL, *v[4] = {NULL, NULL, NULL, NULL}, *p[4] = {NULL, NULL, NULL, NULL}, *buf = NULL;
+    const gpumem_slice sl[4][2] = {{GPUMEM_INDEX(0), GPUMEM_SLICE_ALL}, {GPUMEM_INDEX(H - 1), GPUMEM_SLICE_ALL},
+                                   {{1, H - 1, 1}, GPUMEM_INDEX(0)}, {{1, H - 1, 1}, GPUMEM_INDEX(W - 1)}};
+    const int64_t len[4] = {W, W, H - 2, H - 2};
+    gpumem_status st = gpumem_context_create(0, &c);
+    if (st == GPUMEM_OK)
+        st = gpumem_stream_create(c, 0, &s);
+    if (st == GPUMEM_OK)
+        st = gpumem_device_array(c, 2, (int64_t[]){H, W}, NULL, i32, 'C', NULL, &f);
+    for (int k = 0; k < 4 && st == GPUMEM_OK; k++)
+        if ((st = gpumem_array_slice(f, sl[k], 2, &v[k])) == GPUMEM_OK)
+            st = gpumem_pinned_array(c, 1, &len[k], NULL, i32, 'C', &p[k]);
+    if (st == GPUMEM_OK)
+        st = gpumem_pinned_array(c, 1, (int64_t[]){2 * (H - 2)}, NULL, i32, 'C', &buf);
+    if (st != GPUMEM_OK) {
+        dup2(saved, 2);
+        out->status = st;
+        snprintf(out->text, sizeof out->text, "setup: %s", gpumem_last_error());
+        return;
+    }
+    /* what each line must say: the call, the direction, sync, status, pairs, bytes */
+    struct {
+        const char *what, *dir, *sync, *status;
+        int pairs;
+        unsigned long long bytes;
+    } want[5];
+    int nwant = 0;
+    const unsigned long long faces = 4ull * (2 * W + 2 * (H - 2)), sides = 4ull * 2 * (H - 2);
+    st = gpumem_array_copy_batch(4, p, v, s); /* faces out, on the stream */
+    want[nwant++] = (typeof(want[0])){"gpumem_array_copy_batch", "d2h", "no", gpumem_status_string(st), 4, faces};
+    gpumem_stream_synchronize(s);
+    /* both ways in one batch, without a stream */
+    st = gpumem_array_copy_batch(2, (gpumem_array *[]){v[0], p[2]}, (gpumem_array *[]){p[0], v[2]}, NULL);
+    want[nwant++] = (typeof(want[0])){"gpumem_array_copy_batch", "mixed", "yes", gpumem_status_string(st), 2,
+                                      4ull * (W + H - 2)};
+    st = gpumem_array_pack(2, &v[2], buf, s);
+    want[nwant++] = (typeof(want[0])){"gpumem_array_pack", "d2h", "no", gpumem_status_string(st), 2, sides};
+    st = gpumem_array_unpack(2, (gpumem_array *[]){v[3], v[2]}, buf, s);
+    want[nwant++] = (typeof(want[0])){"gpumem_array_unpack", "h2d", "no", gpumem_status_string(st), 2, sides};
+    gpumem_stream_synchronize(s);
+    /* one that fails past its checks (its first driver call): a line with its status */
+    gpumem_debug_fail_call(1, 999);
+    st = gpumem_array_copy_batch(4, p, v, NULL);
+    gpumem_debug_fail_call(0, 0);
+    want[nwant++] = (typeof(want[0])){"gpumem_array_copy_batch", "d2h", "yes", gpumem_status_string(st), 4, faces};
+    out->value[3] = st != GPUMEM_OK;
+    /* refused by their checks, or empty: no line */
+    gpumem_array_copy_batch(2, (gpumem_array *[]){p[0], p[0]}, (gpumem_array *[]){v[0], v[1]}, s);
+    gpumem_array_copy_batch(0, NULL, NULL, s);
+    gpumem_array_unpack(2, v, NULL, s);
+    gpumem_stream_synchronize(s);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    FILE *fp = fdopen(fd, "r");
+    rewind(fp);
+    char line[512];
+    while (fgets(line, sizeof line, fp) != NULL) {
+        line[strcspn(line, "\n")] = '\0';
+        char what[64], dir[8], pth[32], sync[8], status[64];
+        unsigned long long b = 0;
+        double us = -1;
+        int pairs = -1;
+        if (sscanf(line, "gpumem: copy %63[^:]: %7s path=%31s bytes=%llu us=%lf sync=%7s status=%63s pairs=%d",
+                   what, dir, pth, &b, &us, sync, status, &pairs) != 8) {
+            if (out->value[2]++ == 0)
+                snprintf(out->note, sizeof out->note, "%.200s", line);
+            continue;
+        }
+        int k = (int)out->value[0]++;
+        int good = k < nwant && strcmp(what, want[k].what) == 0 && strcmp(dir, want[k].dir) == 0 &&
+                   b == want[k].bytes && us >= 0 && strcmp(sync, want[k].sync) == 0 &&
+                   strcmp(status, want[k].status) == 0 && pairs == want[k].pairs &&
+                   strcmp(pth, "?") != 0;
+        if (good)
+            out->value[1]++;
+        else if (out->text[0] == '\0')
+            snprintf(out->text, sizeof out->text, "line %d: %.400s (want %s %s bytes=%llu sync=%s status=%s pairs=%d)",
+                     k, line, k < nwant ? want[k].what : "none", k < nwant ? want[k].dir : "",
+                     k < nwant ? want[k].bytes : 0, k < nwant ? want[k].sync : "", k < nwant ? want[k].status : "",
+                     k < nwant ? want[k].pairs : 0);
+    }
+    fclose(fp);
+    unlink(path);
+    out->value[4] = nwant;
+    gpumem_array *all[9] = {buf, p[0], p[1], p[2], p[3], v[0], v[1], v[2], v[3]};
+    for (int k = 0; k < 9; k++)
+        gpumem_array_release(all[k]);
+    gpumem_array_release(f);
+    gpumem_stream_destroy(s);
+    gpumem_context_release(c);
+}
+
+static void test_copies_lines(void)
+{
+    child_result r;
+    run_child(copies_lines, NULL, &r);
+    ok(r.exited && r.exit_code == 0 && r.status == GPUMEM_OK && r.value[3], "GPUMEM_DEBUG=copies: the batches ran");
+    if (r.status != GPUMEM_OK)
+        diag("  %s", r.text);
+    ok(r.value[0] == r.value[4] && r.value[1] == r.value[4] && r.value[2] == 0,
+       "GPUMEM_DEBUG=copies: one line for each of the %ld batch, pack and unpack calls past their checks (its "
+       "direction, bytes, sync, status and pairs), none for refused or empty ones (%ld lines, %ld right, %ld "
+       "others)", r.value[4], r.value[0], r.value[1], r.value[2]);
+    if (r.text[0] != '\0' || r.value[2] != 0)
+        diag("  %s %s", r.text, r.note);
+}
+
 int main(void)
 {
     if (test_on_sim())
         fault_injection(); /* children first: before this process starts the simulator's threads */
     else
         skip(5, "fault injection runs on the simulator");
+    test_copies_lines(); /* a child, before this process uses the library */
     char reason[256];
     if (gpumem_test_context(&ctx, reason, sizeof reason) != GPUMEM_OK)
         plan_skip_all(reason);
@@ -782,6 +1144,9 @@ int main(void)
     test_bad_pair();
     test_collisions();
     test_collisions_random();
+    test_collisions_first();
+    test_collisions_order();
+    test_collisions_large();
     test_empty();
     test_pack_round_trip(0);
     test_pack_round_trip(1);

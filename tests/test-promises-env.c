@@ -54,6 +54,7 @@ typedef enum {
     P_PER_CONTEXT,  /* a context's dealloc max_count, then with the variable at 7 a new context's: a * 100 + b */
     P_SIM_ONCE,     /* the device count, then with GPUMEM_SIM_DEVICES=3 set: a * 100 + b */
     P_DEBUG_LATE,   /* a failing call, then GPUMEM_DEBUG changed (0 <-> 1), then one more: whether that printed */
+    P_COPY_QUEUED,  /* a download of 64 int32 into pageable memory queued on a stream: the elements landed */
 } probe;
 
 /* The probes' names, for the test lines. */
@@ -61,7 +62,7 @@ static const char *const probe_names[] = {
     "devices", "memory", "arch", "free", "default", "peer_01", "peer_02", "peer_on", "peer_set", "count",
     "ratio_e6", "context", "st_threads", "st_chunk", "st_depth", "st_min", "st_set", "copy_d2h", "pinned_2m",
     "fail_first", "trace_start", "trace_file", "debug", "copy_h2h", "copy_strided", "copy_lines", "own_pools",
-    "quiet_d2d", "quiet_h2h", "frag", "late", "per_context", "sim_once", "debug_late"
+    "quiet_d2d", "quiet_h2h", "frag", "late", "per_context", "sim_once", "debug_late", "copy_queued"
 };
 
 typedef struct env_case {
@@ -166,6 +167,41 @@ static long run_probe(probe what, gpumem_status *st)
         gpumem_array_release(h);
         gpumem_context_release(ctx);
         return 0;
+    }
+    case P_COPY_QUEUED: {
+        /* the device array is filled by gpumem_array_fill (an upload from
+         * pageable memory would need the staging settings too); the
+         * destination holds 7 until the download lands */
+        gpumem_array *d = NULL, *h = NULL;
+        gpumem_stream *stream = NULL;
+        int64_t shape[1] = {64};
+        int32_t five = 5, *host = NULL;
+        long landed = 0;
+        const gpumem_dtype *i32 = gpumem_dtype_builtin(GPUMEM_INT32);
+        if ((*st = gpumem_context_create_default(&ctx)) != GPUMEM_OK)
+            return -1;
+        if ((*st = gpumem_device_array(ctx, 1, shape, NULL, i32, 'C', NULL, &d)) == GPUMEM_OK &&
+            (*st = gpumem_array_fill(d, &five, NULL)) == GPUMEM_OK &&
+            (*st = gpumem_host_array(1, shape, i32, 'C', &h)) == GPUMEM_OK &&
+            (*st = gpumem_array_host_pointer(h, (void **)&host)) == GPUMEM_OK &&
+            (*st = gpumem_stream_create(ctx, 0, &stream)) == GPUMEM_OK) {
+            for (int i = 0; i < 64; i++)
+                host[i] = 7;
+            *st = gpumem_copy_to_host(d, h, stream);
+            snprintf(probe_msg, sizeof probe_msg, "%s", gpumem_last_error()); /* before the synchronization */
+            gpumem_status sst = gpumem_stream_synchronize(stream);
+            for (int i = 0; i < 64; i++)
+                landed += host[i] == 5 ? 1 : host[i] == 7 ? 0 : 1000; /* nothing else may appear */
+            if (*st == GPUMEM_OK && sst != GPUMEM_OK)
+                *st = sst;
+        }
+        if (*st == GPUMEM_OK)
+            probe_msg[0] = '\0';
+        gpumem_stream_destroy(stream);
+        gpumem_array_release(d);
+        gpumem_array_release(h);
+        gpumem_context_release(ctx);
+        return landed;
     }
     case P_FAIL_FIRST:
         *st = gpumem_device_count(&n);
@@ -716,6 +752,11 @@ static const env_case cases[] = {
     OKV("GPUMEM_STAGING_THREADS=1", P_ST_THREADS, 1),
     BADV("GPUMEM_STAGING_THREADS=0", P_ST_THREADS, "'0'"),
     BADV("GPUMEM_STAGING_THREADS=65", P_ST_THREADS, "'65'"),
+    /* a download into pageable memory queued on a stream could be staged too (issue 26 item 6) */
+    OKV("GPUMEM_STAGING_THREADS=1", P_COPY_QUEUED, 64),
+    OKV("GPUMEM_STAGING_THREADS=4", P_COPY_QUEUED, 64),
+    BADV("GPUMEM_STAGING_THREADS=0", P_COPY_QUEUED, "'0'"),
+    BADV("GPUMEM_STAGING_CHUNK=1K", P_COPY_QUEUED, "'1K'"),
     OKV("GPUMEM_STAGING_CHUNK=", P_ST_CHUNK, 2048),
     OKV("GPUMEM_STAGING_CHUNK=64kib", P_ST_CHUNK, 64),
     OKV("GPUMEM_STAGING_CHUNK=1G", P_ST_CHUNK, 1L << 20),

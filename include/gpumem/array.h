@@ -54,7 +54,11 @@
  * gpumem/staging.h, and so are those between devices, gpumem/peer.h) writes its destination chunk by chunk, so a failure of
  * a later chunk can leave it partly written too.  A
  * failure to free a copy's temporaries after it completed ("the copy
- * completed" in the message) leaves the destination holding the copy.
+ * completed" in the message) leaves the destination holding the copy.  A
+ * copy between two devices says the same of every failure after its first
+ * write into the destination (gpumem/peer.h): "the write into the
+ * destination was issued", or "the copy completed" once the destination's
+ * device was seen done with it.
  */
 #ifndef GPUMEM_ARRAY_H
 #define GPUMEM_ARRAY_H

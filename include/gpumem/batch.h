@@ -56,7 +56,10 @@ GPUMEM_BEGIN_DECLS
  * x[1::4] of a large byte array, the two are refused as if they collided,
  * with a message that says "may share memory (too many elements to tell)",
  * as NumPy's may_share_memory() answers when its work is bounded: copy such
- * pairs with gpumem_array_copy());
+ * pairs with gpumem_array_copy(); the check costs O(n log n) in the pairs,
+ * plus the byte-for-byte comparisons of the sides whose byte ranges meet,
+ * and names the first colliding pair in the order of destination i, then
+ * pair j, j's destination before its source);
  * a pair's destination may overlap its own source (it is then copied
  * through a temporary, as gpumem_array_copy() copies it), and sources may
  * overlap each other.  Pairs with nothing to copy (an extent 0) are

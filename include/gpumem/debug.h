@@ -67,7 +67,12 @@
  * between devices other than one peer copy; @c sync=no: the copy was still
  * queued on its stream, which must be synchronized before the destination
  * is read), and the status it returned.  A queued download reports the path
- * of its copy into the bounce block.  The cost: two clock reads and one
+ * of its copy into the bounce block.  A batched call
+ * (gpumem_array_copy_batch(), gpumem_array_pack(), gpumem_array_unpack())
+ * past its checks prints one line for the call: the direction of every pair
+ * (@c mixed when they differ), the last pair's path, the bytes of every
+ * destination, @c sync=no when it was given a stream (unless every pair is
+ * between host arrays), and @c pairs=N at its end.  The cost: two clock reads and one
  * write to standard error per copy; off, one relaxed load.
  */
 #ifndef GPUMEM_DEBUG_H

@@ -74,7 +74,13 @@
  * copy in several chunks (or staged pieces) writes the destination chunk
  * by chunk, so one that fails part-way may have written a part of it;
  * every other copy writes the destination once, last; the destination's
- * gaps are never written.
+ * gaps are never written.  The message says which: a failure before the
+ * first write into the destination says nothing more, and the destination
+ * is unchanged; one after it says "the write into the destination was
+ * issued" (a part of it, or all of it, may be written); one that comes
+ * once the destination's device was seen done with the last write (a wait
+ * for the other device, an event recorded after the copy) says "the copy
+ * completed", and the destination holds the whole copy.
  */
 #ifndef GPUMEM_PEER_H
 #define GPUMEM_PEER_H
