@@ -15,6 +15,7 @@
 #include "alloc.h"
 #include "dealloc.h"
 #include "env.h"
+#include "params.h"
 #include "error.h"
 #include "hostreg.h"
 #include "memstats.h"
@@ -436,7 +437,7 @@ bool gm_alloc_keepable(const gm_block *b)
  * gives none.  pool.h says why the driver is the default. */
 static gpumem_status allocator_create(gpumem_context *ctx, const char *what)
 {
-    const char *v = gm_env("GPUMEM_ALLOCATOR");
+    const char *v = gm_param_text(GM_P_ALLOCATOR);
     if (v == NULL || gm_word_is(v, "driver"))
         return GPUMEM_OK;
     if (!gm_word_is(v, "pool"))

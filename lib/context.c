@@ -15,6 +15,7 @@
 #include "devfile.h"
 #include "driver.h"
 #include "env.h"
+#include "lifecycle.h"
 #include "error.h"
 #include "stream.h"
 #include "trace.h"
@@ -465,6 +466,8 @@ static void autoinit_at_exit(void)
     atomic_store(&exiting, true);
 }
 
+const gm_life_hook gm_autoinit_life = {.what = "the autoinit context", .at_exit = autoinit_at_exit};
+
 static void autoinit_run(void)
 {
     /* made by gpumem_context_create_default's rules; the failure is given
@@ -473,7 +476,7 @@ static void autoinit_run(void)
     if (autoinit_status != GPUMEM_OK)
         gm_error_save(&autoinit_failure);
     else
-        atexit(autoinit_at_exit);
+        (void)gm_life_arm(&gm_autoinit_life);
 }
 
 /* The autoinit context (borrowed), made once; a failure names `what`. */

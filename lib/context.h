@@ -97,4 +97,7 @@ gpumem_status gm_context_create(const char *what, int device, gpumem_context **c
  * calling a driver that may be tearing itself down. */
 bool gm_process_exiting(void);
 
+/* The autoinit context's process-lifetime hook (lifecycle.h): released at exit. */
+extern const struct gm_life_hook gm_autoinit_life;
+
 #endif /* GM_CONTEXT_H */

@@ -16,14 +16,28 @@
 #include "copy_tuning.h"
 #include "env.h"
 #include "error.h"
+#include "params.h"
 
-/* ---- the parameters, one line each ---------------------------------------------------------------- */
+/* ---- the parameters (params.h's table, read once) --------------------------------------------------- */
 
-/* a size (bytes, "1K"), as every other byte count of the environment */
-GM_PARAM_SIZE(gm_param_copy_min_row_bytes, "GPUMEM_COPY_MIN_ROW_BYTES", 0, 1u << 30, GM_COPY_MIN_ROW_BYTES)
-/* unset: 0, and the decision chooses (GM_COPY_SCRATCH_CHUNK, or more between devices) */
-GM_PARAM_SIZE(gm_param_copy_scratch_chunk, "GPUMEM_COPY_SCRATCH_CHUNK", 64u << 10, 1u << 30, 0)
-GM_PARAM_LONG(gm_param_peer, "GPUMEM_PEER", 0, 1, 1)
+_Static_assert(GM_COPY_MIN_ROW_BYTES == 128, "params.c's GM_P_COPY_MIN_ROW_BYTES row");
+
+/* GPUMEM_COPY_SCRATCH_CHUNK unset: 0, and the decision chooses
+ * (GM_COPY_SCRATCH_CHUNK, or more between devices) */
+static gpumem_status param_copy_min_row_bytes(uint64_t *out)
+{
+    return gm_param_size(GM_P_COPY_MIN_ROW_BYTES, out);
+}
+
+static gpumem_status param_copy_scratch_chunk(uint64_t *out)
+{
+    return gm_param_size(GM_P_COPY_SCRATCH_CHUNK, out);
+}
+
+static gpumem_status param_peer(long *out)
+{
+    return gm_param_long(GM_P_PEER, out, NULL);
+}
 
 /* ---- the snapshot ------------------------------------------------------------------------------- */
 
@@ -46,11 +60,11 @@ static void build(void)
      * that need it; reading it here records nothing, so that a copy that does
      * not need it leaves the caller's last failure alone (gpumem/status.h) */
     gm_error_suspend();
-    if (gm_param_copy_min_row_bytes(&u) == GPUMEM_OK)
+    if (param_copy_min_row_bytes(&u) == GPUMEM_OK)
         t.min_row_bytes = (size_t)u;
     else
         t.bad |= GM_TUNE_BAD_MIN_ROW;
-    if (gm_param_copy_scratch_chunk(&u) == GPUMEM_OK)
+    if (param_copy_scratch_chunk(&u) == GPUMEM_OK)
         t.scratch_chunk = (size_t)u;
     else
         t.bad |= GM_TUNE_BAD_SCRATCH;
@@ -58,7 +72,7 @@ static void build(void)
     if (gpumem_staging_get(&t.staging) != GPUMEM_OK)
         t.bad |= GM_TUNE_BAD_STAGING;
     int api = atomic_load(&api_peer);
-    if (gm_param_peer(&v) != GPUMEM_OK) /* a bad value fails copies between devices even when overridden */
+    if (param_peer(&v) != GPUMEM_OK) /* a bad value fails copies between devices even when overridden */
         t.bad |= GM_TUNE_BAD_PEER;
     else
         t.peer = api >= 0 ? api != 0 : v != 0;
@@ -102,13 +116,13 @@ gpumem_status gm_copy_tuning_error(unsigned bad, const char *what)
     uint64_t u;
     gpumem_status st = GPUMEM_OK;
     if (bad & GM_TUNE_BAD_MIN_ROW)
-        st = gm_param_copy_min_row_bytes(&u);
+        st = param_copy_min_row_bytes(&u);
     else if (bad & GM_TUNE_BAD_SCRATCH)
-        st = gm_param_copy_scratch_chunk(&u);
+        st = param_copy_scratch_chunk(&u);
     else if (bad & GM_TUNE_BAD_STAGING) {
         gpumem_staging_settings s = {sizeof s, 0, 0, 0, 0};
         st = gpumem_staging_get(&s);
     } else if (bad & GM_TUNE_BAD_PEER)
-        st = gm_param_peer(&v);
+        st = param_peer(&v);
     return st == GPUMEM_OK ? st : gm_error_prefix(st, what);
 }

@@ -2,8 +2,8 @@
  * copy_tuning.h - every setting the copy engine's decision reads, in one
  * structure (private).
  *
- * Each environment variable is a cached parameter (env.h's GM_PARAM_*): read
- * once, its value or its error kept for every later read.  The settings
+ * Each environment variable is a row of params.h's table, read once: its
+ * value or its error kept for every later read.  The settings
  * that calls change (gpumem_staging_set, gpumem_peer_set_enabled) publish a
  * new snapshot: a generation number bumps, and each thread copies the
  * snapshot again at its next copy.  A copy reads the tuning once, with
@@ -81,9 +81,5 @@ gpumem_status gm_copy_tuning_error(unsigned bad, const char *what);
 /* gpumem_peer_set_enabled's value: -1 until it is called. */
 void gm_copy_tuning_set_peer(int enabled);
 
-/* The cached parameters (env.h); the staging engine's are staging.c's. */
-gpumem_status gm_param_copy_min_row_bytes(uint64_t *out);
-gpumem_status gm_param_copy_scratch_chunk(uint64_t *out);
-gpumem_status gm_param_peer(long *out);
 
 #endif /* GM_COPY_TUNING_H */

@@ -19,6 +19,7 @@
 #include "cuda_abi.h"
 #include "driver.h"
 #include "env.h"
+#include "params.h"
 #include "error.h"
 
 #define GM_CUDA_DEFAULT_LIBRARY "libcuda.so.1"
@@ -834,7 +835,7 @@ static gpumem_status init_status(gm_cu_result rc)
 gpumem_status gm_cuda_load(const gm_driver **table)
 {
     GM_CHECK_NULL(table);
-    const char *path = gm_env("GPUMEM_CUDA_LIBRARY");
+    const char *path = gm_param_text(GM_P_CUDA_LIBRARY);
     if (path == NULL)
         path = GM_CUDA_DEFAULT_LIBRARY;
 

@@ -11,6 +11,7 @@
 #include "context.h"
 #include "dealloc.h"
 #include "env.h"
+#include "params.h"
 #include "error.h"
 #include "gpumem/cleanup.h"
 #include "memstats.h"
@@ -45,10 +46,9 @@ static gpumem_status dealloc_create(gpumem_context *ctx, const char *what)
         return gm_drv_check(rc, GM_OP_device_total_mem, what);
     long count;
     double ratio;
-    gpumem_status st = gm_env_long("GPUMEM_MAX_PENDING_DEALLOCS_COUNT", 0, LONG_MAX, DEFAULT_MAX_COUNT, &count,
-                                   NULL);
+    gpumem_status st = gm_param_long(GM_P_MAX_PENDING_DEALLOCS_COUNT, &count, NULL); /* default DEFAULT_MAX_COUNT */
     if (st == GPUMEM_OK)
-        st = gm_env_double("GPUMEM_MAX_PENDING_DEALLOCS_RATIO", 0.0, 1.0, DEFAULT_MAX_RATIO, &ratio);
+        st = gm_param_double(GM_P_MAX_PENDING_DEALLOCS_RATIO, &ratio); /* default DEFAULT_MAX_RATIO */
     if (st != GPUMEM_OK)
         return gm_error_prefix(st, what);
     gm_dealloc *q = malloc(sizeof *q);

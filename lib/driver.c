@@ -11,6 +11,7 @@
 
 #include "driver.h"
 #include "env.h"
+#include "params.h"
 #include "error.h"
 #include "gpumem/debug.h"
 
@@ -191,7 +192,7 @@ GPUMEM_API gpumem_status gpumem_debug_fail_call(uint64_t nth, int driver_error)
  * a driver error name (any case) or number; blanks may surround k and ERROR. */
 static gpumem_status parse_sim_fail(void)
 {
-    const char *s = gm_env("GPUMEM_SIM_FAIL");
+    const char *s = gm_param_text(GM_P_SIM_FAIL);
     if (s == NULL)
         return GPUMEM_OK;
     long k;
@@ -267,7 +268,7 @@ static gpumem_status load_auto(const gm_driver **table)
 
 static void select_backend(void)
 {
-    const char *name = gm_env("GPUMEM_BACKEND");
+    const char *name = gm_param_text(GM_P_BACKEND);
     const gm_driver *table = NULL;
     gpumem_status st;
     if (name == NULL || gm_word_is(name, "auto"))

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "env.h"
+#include "params.h"
 #include "error.h"
 
 /* The grammar, in one place (doc/environment.md says the same):
@@ -205,7 +206,7 @@ _Atomic int gm_debug_flags_cache = -1;
 unsigned gm_debug_flags_read(void)
 {
     /* every thread that races here computes the same value */
-    unsigned flags = gm_debug_parse(gm_env("GPUMEM_DEBUG"));
+    unsigned flags = gm_debug_parse(gm_param_text(GM_P_DEBUG));
     atomic_store_explicit(&gm_debug_flags_cache, (int)flags, memory_order_relaxed);
     return flags;
 }
@@ -215,7 +216,7 @@ unsigned gm_debug_flags_read(void)
  * gm_error, the cached parameters keep it. */
 #define BAD(...) (snprintf(err, size, __VA_ARGS__), GPUMEM_ERROR_INVALID_ENVIRONMENT)
 
-static gpumem_status env_long(const char *name, long min, long max, long dflt, long *out, bool *is_set, char *err,
+gpumem_status gm_env_parse_long(const char *name, long min, long max, long dflt, long *out, bool *is_set, char *err,
                               size_t size)
 {
     const char *s = gm_env(name);
@@ -246,7 +247,7 @@ static const char *size_words(uint64_t v, char *buf, size_t size)
     return buf;
 }
 
-static gpumem_status env_size(const char *name, uint64_t min, uint64_t max, uint64_t dflt, uint64_t *out, char *err,
+gpumem_status gm_env_parse_size(const char *name, uint64_t min, uint64_t max, uint64_t dflt, uint64_t *out, char *err,
                               size_t size)
 {
     const char *s = gm_env(name);
@@ -267,7 +268,7 @@ static gpumem_status env_size(const char *name, uint64_t min, uint64_t max, uint
     return GPUMEM_OK;
 }
 
-static gpumem_status env_double(const char *name, double min, double max, double dflt, double *out, char *err,
+gpumem_status gm_env_parse_double(const char *name, double min, double max, double dflt, double *out, char *err,
                                 size_t size)
 {
     const char *s = gm_env(name);
@@ -289,7 +290,7 @@ static gpumem_status env_double(const char *name, double min, double max, double
 gpumem_status gm_env_long(const char *name, long min, long max, long dflt, long *out, bool *is_set)
 {
     char err[256];
-    gpumem_status st = env_long(name, min, max, dflt, out, is_set, err, sizeof err);
+    gpumem_status st = gm_env_parse_long(name, min, max, dflt, out, is_set, err, sizeof err);
     return st == GPUMEM_OK ? st : gm_error(st, "%s", err);
 }
 
@@ -301,80 +302,13 @@ gpumem_status gm_env_size(const char *name, uint64_t min, uint64_t dflt, uint64_
 gpumem_status gm_env_size_range(const char *name, uint64_t min, uint64_t max, uint64_t dflt, uint64_t *out)
 {
     char err[256];
-    gpumem_status st = env_size(name, min, max, dflt, out, err, sizeof err);
+    gpumem_status st = gm_env_parse_size(name, min, max, dflt, out, err, sizeof err);
     return st == GPUMEM_OK ? st : gm_error(st, "%s", err);
 }
 
 gpumem_status gm_env_double(const char *name, double min, double max, double dflt, double *out)
 {
     char err[256];
-    gpumem_status st = env_double(name, min, max, dflt, out, err, sizeof err);
+    gpumem_status st = gm_env_parse_double(name, min, max, dflt, out, err, sizeof err);
     return st == GPUMEM_OK ? st : gm_error(st, "%s", err);
-}
-
-/* ---- cached parameters ---------------------------------------------------------------------- */
-
-/* First reads of every parameter take this lock: a parameter is parsed
- * once, and its value and error are final before state says so. */
-static pthread_mutex_t param_mu = PTHREAD_MUTEX_INITIALIZER;
-
-typedef enum { P_LONG, P_SIZE, P_DOUBLE } param_type;
-
-typedef struct param_range {
-    param_type type;
-    long lmin, lmax, ldflt;
-    uint64_t umin, umax, udflt;
-    double dmin, dmax, ddflt;
-} param_range;
-
-static gpumem_status param_read(gm_param *p, const param_range *r)
-{
-    if (atomic_load_explicit(&p->state, memory_order_acquire) == 0) {
-        pthread_mutex_lock(&param_mu);
-        if (atomic_load_explicit(&p->state, memory_order_relaxed) == 0) {
-            gpumem_status st;
-            switch (r->type) {
-            case P_LONG:
-                st = env_long(p->name, r->lmin, r->lmax, r->ldflt, &p->value.l, NULL, p->error, sizeof p->error);
-                break;
-            case P_SIZE:
-                st = env_size(p->name, r->umin, r->umax, r->udflt, &p->value.u, p->error, sizeof p->error);
-                break;
-            default:
-                st = env_double(p->name, r->dmin, r->dmax, r->ddflt, &p->value.d, p->error, sizeof p->error);
-                break;
-            }
-            p->status = st;
-            atomic_store_explicit(&p->state, 1, memory_order_release);
-        }
-        pthread_mutex_unlock(&param_mu);
-    }
-    return p->status == GPUMEM_OK ? GPUMEM_OK : gm_error(p->status, "%s", p->error);
-}
-
-gpumem_status gm_param_long(gm_param *p, long min, long max, long dflt, long *out)
-{
-    param_range r = {.type = P_LONG, .lmin = min, .lmax = max, .ldflt = dflt};
-    gpumem_status st = param_read(p, &r);
-    if (st == GPUMEM_OK)
-        *out = p->value.l;
-    return st;
-}
-
-gpumem_status gm_param_size(gm_param *p, uint64_t min, uint64_t max, uint64_t dflt, uint64_t *out)
-{
-    param_range r = {.type = P_SIZE, .umin = min, .umax = max, .udflt = dflt};
-    gpumem_status st = param_read(p, &r);
-    if (st == GPUMEM_OK)
-        *out = p->value.u;
-    return st;
-}
-
-gpumem_status gm_param_double(gm_param *p, double min, double max, double dflt, double *out)
-{
-    param_range r = {.type = P_DOUBLE, .dmin = min, .dmax = max, .ddflt = dflt};
-    gpumem_status st = param_read(p, &r);
-    if (st == GPUMEM_OK)
-        *out = p->value.d;
-    return st;
 }

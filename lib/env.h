@@ -8,6 +8,7 @@
 
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "gpumem/status.h"
@@ -24,6 +25,16 @@ bool gm_parse_size(const char *s, uint64_t *out);
 /* A decimal number such as "0.2", "-1", ".5" or "1e-3"; no hex, inf or nan;
  * rounded to the nearest double (an underflow is 0, an overflow refused). */
 bool gm_parse_double(const char *s, double *out);
+
+/* The parsers behind the gm_env_* calls and params.h's reads: name's
+ * value into *out, or GPUMEM_ERROR_INVALID_ENVIRONMENT with the message in
+ * err (no error recorded). */
+gpumem_status gm_env_parse_long(const char *name, long min, long max, long dflt, long *out, bool *is_set, char *err,
+                                size_t size);
+gpumem_status gm_env_parse_size(const char *name, uint64_t min, uint64_t max, uint64_t dflt, uint64_t *out, char *err,
+                                size_t size);
+gpumem_status gm_env_parse_double(const char *name, double min, double max, double dflt, double *out, char *err,
+                                  size_t size);
 
 /* name's value as an integer in [min, max]; *is_set tells whether it was set
  * (may be NULL).  GPUMEM_ERROR_INVALID_ENVIRONMENT on a bad value. */
@@ -76,55 +87,5 @@ static inline unsigned gm_debug_flags(void)
     int f = atomic_load_explicit(&gm_debug_flags_cache, memory_order_relaxed);
     return f >= 0 ? (unsigned)f : gm_debug_flags_read();
 }
-
-/* ---- cached parameters ---------------------------------------------------------------------- */
-
-/* A parameter read from the environment once, as NCCL's NCCL_PARAM: the
- * first read parses the variable; every later read gives the same value, or
- * replays the same error (status and message), without looking at the
- * environment again.  Declare one with a line:
- *
- *   GM_PARAM_LONG(gm_param_peer, "GPUMEM_PEER", 0, 1, 1)
- *
- * which defines `gpumem_status gm_param_peer(long *out)`.
- * Reads after the first cost one acquire load; the first takes a lock.
- * The default need not lie in [min, max] (a caller may use an out-of-range
- * default to mean "unset"). */
-typedef struct gm_param {
-    const char *name;
-    _Atomic int state; /* 0: not read; 1: read (the fields below are final) */
-    gpumem_status status;
-    union {
-        long l;
-        uint64_t u;
-        double d;
-    } value;
-    char error[256];
-} gm_param;
-
-#define GM_PARAM_INIT(NAME) {(NAME), 0, GPUMEM_OK, {0}, ""}
-
-gpumem_status gm_param_long(gm_param *p, long min, long max, long dflt, long *out);
-gpumem_status gm_param_size(gm_param *p, uint64_t min, uint64_t max, uint64_t dflt, uint64_t *out);
-gpumem_status gm_param_double(gm_param *p, double min, double max, double dflt, double *out);
-
-#define GM_PARAM_LONG(getter, NAME, min, max, dflt)                        \
-    gpumem_status getter(long *out)                                        \
-    {                                                                      \
-        static gm_param p_ = GM_PARAM_INIT(NAME);                          \
-        return gm_param_long(&p_, (min), (max), (dflt), out);              \
-    }
-#define GM_PARAM_SIZE(getter, NAME, min, max, dflt)                        \
-    gpumem_status getter(uint64_t *out)                                    \
-    {                                                                      \
-        static gm_param p_ = GM_PARAM_INIT(NAME);                          \
-        return gm_param_size(&p_, (min), (max), (dflt), out);              \
-    }
-#define GM_PARAM_DOUBLE(getter, NAME, min, max, dflt)                      \
-    gpumem_status getter(double *out)                                      \
-    {                                                                      \
-        static gm_param p_ = GM_PARAM_INIT(NAME);                          \
-        return gm_param_double(&p_, (min), (max), (dflt), out);            \
-    }
 
 #endif /* GM_ENV_H */

@@ -16,6 +16,7 @@
 
 #include "error.h"
 #include "handles.h"
+#include "lifecycle.h"
 
 #define GRAIN 64                          /* block sizes are multiples; blocks are aligned to it */
 #define CLASSES (GM_HANDLE_SMALL_MAX / GRAIN)
@@ -92,9 +93,12 @@ static void rings_exit(void *arg)
     pthread_mutex_unlock(&lock);
 }
 
+const gm_life_hook gm_handles_life = {.what = "the handle rings", .key = &exit_key, .thread_exit = rings_exit};
+static bool exit_key_ok;
+
 static void exit_init(void)
 {
-    (void)pthread_key_create(&exit_key, rings_exit);
+    exit_key_ok = gm_life_arm(&gm_handles_life) == 0;
 }
 
 static void *take_shared(unsigned c)
@@ -148,7 +152,8 @@ static void give_small(unsigned c, void *block)
         if (r != NULL) {
             mine.r[c] = r;
             /* the thread's rings go back when it ends */
-            (void)pthread_setspecific(exit_key, &mine);
+            if (exit_key_ok)
+                (void)pthread_setspecific(exit_key, &mine);
         }
     }
     if (r != NULL && r->tail - r->head < RING) {

@@ -171,4 +171,7 @@ void gm_handle_free(void *h);
 /* The name of a handle type in messages ("array", "host pool", ...). */
 const char *gm_handle_type_name(gm_handle_type t);
 
+/* The handle rings' process-lifetime hook (lifecycle.h): thread exit. */
+extern const struct gm_life_hook gm_handles_life;
+
 #endif /* GM_HANDLES_H */

@@ -19,6 +19,7 @@
 #endif
 
 #include "context.h"
+#include "lifecycle.h"
 #include "driver.h"
 #include "env.h"
 #include "error.h"
@@ -325,13 +326,14 @@ static bool debug_wants_leaks(void)
 }
 
 static pthread_once_t leaks_once = PTHREAD_ONCE_INIT;
+const gm_life_hook gm_leaks_life = {.what = "the leak list", .at_exit = leaks_at_exit};
 
 static void leaks_init(void)
 {
     if (!debug_wants_leaks())
         return;
     atomic_store(&gm_leaks_on, true);
-    atexit(leaks_at_exit);
+    (void)gm_life_arm(&gm_leaks_life);
 }
 
 /* ---- the context hook ---------------------------------------------------------------- */

@@ -170,4 +170,7 @@ void gm_leak_forget(gpumem_context *ctx, uintptr_t key);
  * other layer's allocations and frees find the books. */
 extern const gm_context_hook gm_memstats_hook;
 
+/* The leak list's process-lifetime hook (lifecycle.h): listed at exit. */
+extern const struct gm_life_hook gm_leaks_life;
+
 #endif /* GM_MEMSTATS_H */

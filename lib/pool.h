@@ -269,4 +269,7 @@ void gm_pool_core_stats(gm_pool *p, struct gpumem_pool_stats *s); /* fills every
 gpumem_status gm_pool_core_check(const gm_pool *p, gm_pool_kind kind, const char *what, const char *arg);
 gpumem_status gm_pool_stats_out(gm_pool *p, struct gpumem_pool_stats *out, const char *what);
 
+/* The thread caches' process-lifetime hook (lifecycle.h): thread exit. */
+extern const struct gm_life_hook gm_pool_cache_life;
+
 #endif /* GM_POOL_H */

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "error.h"
+#include "lifecycle.h"
 #include "pool_impl.h"
 #include "trace.h"
 #include "workers.h"
@@ -200,10 +201,13 @@ static void tls_exit(void *arg)
     tls.keyed = false; /* a later destructor that uses a pool registers again */
 }
 
+const gm_life_hook gm_pool_cache_life = {.what = "the pools' thread caches", .key = &tls_key,
+                                         .thread_exit = tls_exit};
+
 static void tls_init(void)
 {
     asym_init();
-    tls_key_ok = pthread_key_create(&tls_key, tls_exit) == 0;
+    tls_key_ok = gm_life_arm(&gm_pool_cache_life) == 0;
 }
 
 static inline gm_tcache *tc_find(const gm_pool *p)

@@ -19,6 +19,7 @@
 #include "cuda_abi.h"
 #include "driver.h"
 #include "env.h"
+#include "params.h"
 #include "error.h"
 #include "sim.h"
 #include "sim_impl.h"
@@ -260,7 +261,7 @@ static const gm_driver sim_driver = {
 static gpumem_status parse_busy(long ndev, uint64_t *mask)
 {
     static const char name[] = "GPUMEM_SIM_BUSY";
-    const char *v = gm_env(name);
+    const char *v = gm_param_text(GM_P_SIM_BUSY);
     *mask = 0;
     for (const char *p = v; p != NULL;) {
         const char *comma = strchr(p, ',');
@@ -295,7 +296,7 @@ static gpumem_status parse_busy(long ndev, uint64_t *mask)
 static gpumem_status parse_peers(long ndev, uint64_t *can)
 {
     static const char name[] = "GPUMEM_SIM_PEERS";
-    const char *v = gm_env(name);
+    const char *v = gm_param_text(GM_P_SIM_PEERS);
     uint64_t all = ndev >= 64 ? UINT64_MAX : (UINT64_C(1) << ndev) - 1;
     for (long i = 0; i < GM_SIM_MAX_DEVICES; i++)
         can[i] = 0;
@@ -349,12 +350,13 @@ static gpumem_status configure(void)
     long ndev, delay, first_fit;
     uint64_t capacity, host_limit, busy, other;
     gpumem_status st;
-    if ((st = gm_env_long("GPUMEM_SIM_DEVICES", 1, GM_SIM_MAX_DEVICES, 1, &ndev, NULL)) != GPUMEM_OK ||
-        (st = gm_env_size("GPUMEM_SIM_MEMORY", UINT64_C(1) << 20, UINT64_C(1) << 30, &capacity)) != GPUMEM_OK ||
-        (st = gm_env_size("GPUMEM_SIM_OTHER_MEMORY", 0, 0, &other)) != GPUMEM_OK ||
-        (st = gm_env_long("GPUMEM_SIM_FIRST_FIT", 0, 1, 0, &first_fit, NULL)) != GPUMEM_OK ||
-        (st = gm_env_size("GPUMEM_SIM_HOST_MEMORY", 0, UINT64_C(1) << 30, &host_limit)) != GPUMEM_OK ||
-        (st = gm_env_long("GPUMEM_SIM_STREAM_DELAY_US", 0, 10000000, 2000, &delay, NULL)) != GPUMEM_OK ||
+    _Static_assert(GM_SIM_MAX_DEVICES == 64, "params.c's GM_P_SIM_DEVICES row");
+    if ((st = gm_param_long(GM_P_SIM_DEVICES, &ndev, NULL)) != GPUMEM_OK ||
+        (st = gm_param_size(GM_P_SIM_MEMORY, &capacity)) != GPUMEM_OK ||
+        (st = gm_param_size(GM_P_SIM_OTHER_MEMORY, &other)) != GPUMEM_OK ||
+        (st = gm_param_long(GM_P_SIM_FIRST_FIT, &first_fit, NULL)) != GPUMEM_OK ||
+        (st = gm_param_size(GM_P_SIM_HOST_MEMORY, &host_limit)) != GPUMEM_OK ||
+        (st = gm_param_long(GM_P_SIM_STREAM_DELAY_US, &delay, NULL)) != GPUMEM_OK ||
         (st = parse_busy(ndev, &busy)) != GPUMEM_OK || (st = parse_peers(ndev, S.can_peer)) != GPUMEM_OK)
         return st;
     if (capacity > SIZE_MAX || host_limit > SIZE_MAX)
@@ -362,9 +364,9 @@ static gpumem_status configure(void)
                         "GPUMEM_SIM_MEMORY or GPUMEM_SIM_HOST_MEMORY exceeds the address space");
     if (other >= capacity)
         return gm_error(GPUMEM_ERROR_INVALID_ENVIRONMENT, "GPUMEM_SIM_OTHER_MEMORY='%s': %llu bytes, not less than "
-                        "the device's memory (GPUMEM_SIM_MEMORY: %llu bytes)", gm_env("GPUMEM_SIM_OTHER_MEMORY"),
+                        "the device's memory (GPUMEM_SIM_MEMORY: %llu bytes)", gm_param_text(GM_P_SIM_OTHER_MEMORY),
                         (unsigned long long)other, (unsigned long long)capacity);
-    const char *name = gm_env("GPUMEM_SIM_ARCH");
+    const char *name = gm_param_text(GM_P_SIM_ARCH);
     const gm_sim_arch *arch = gm_sim_arch_find(name != NULL ? name : "sm_90");
     if (arch == NULL) {
         char known[128];

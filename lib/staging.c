@@ -35,6 +35,7 @@
 #include "copy_tuning.h"
 #include "env.h"
 #include "error.h"
+#include "params.h"
 #include "gpumem/staging.h"
 #include "alloc.h"
 #include "staging.h"
@@ -49,11 +50,11 @@
 
 /* ---- settings ------------------------------------------------------------------------------------ */
 
-/* The environment's settings, cached parameters (env.h); threads 0: unset. */
-static GM_PARAM_LONG(param_threads, "GPUMEM_STAGING_THREADS", 1, MAX_THREADS, 0)
-static GM_PARAM_SIZE(param_chunk, "GPUMEM_STAGING_CHUNK", 64u << 10, 1u << 30, DEFAULT_CHUNK)
-static GM_PARAM_LONG(param_depth, "GPUMEM_STAGING_DEPTH", 2, MAX_DEPTH, DEFAULT_DEPTH)
-static GM_PARAM_SIZE(param_min_bytes, "GPUMEM_STAGING_MIN_BYTES", 0, UINT64_MAX, DEFAULT_MIN)
+/* The environment's settings are params.h's GM_P_STAGING_* (read once;
+ * threads 0: unset); their ranges and defaults there are these. */
+_Static_assert(MAX_THREADS == 64 && MAX_DEPTH == 64 && DEFAULT_CHUNK == 2u << 20 && DEFAULT_DEPTH == 2 &&
+                   DEFAULT_MIN == 4u << 20,
+               "params.c's GM_P_STAGING_* rows");
 
 static pthread_mutex_t settings_mu = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic(snapshot *) current;
@@ -107,8 +108,10 @@ const snapshot *gm_staging_snapshot(void)
         long threads, depth;
         uint64_t chunk, min;
         gpumem_status st;
-        if ((st = param_threads(&threads)) == GPUMEM_OK && (st = param_chunk(&chunk)) == GPUMEM_OK &&
-            (st = param_depth(&depth)) == GPUMEM_OK && (st = param_min_bytes(&min)) == GPUMEM_OK && threads == 0)
+        if ((st = gm_param_long(GM_P_STAGING_THREADS, &threads, NULL)) == GPUMEM_OK &&
+            (st = gm_param_size(GM_P_STAGING_CHUNK, &chunk)) == GPUMEM_OK &&
+            (st = gm_param_long(GM_P_STAGING_DEPTH, &depth, NULL)) == GPUMEM_OK &&
+            (st = gm_param_size(GM_P_STAGING_MIN_BYTES, &min)) == GPUMEM_OK && threads == 0)
             threads = d.threads; /* unset: defaults()' */
         if (st == GPUMEM_OK)
             d = (gpumem_staging_settings){sizeof d, (unsigned)threads, (size_t)chunk, (unsigned)depth, (size_t)min};

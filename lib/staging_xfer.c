@@ -107,20 +107,8 @@ static void fail(xfer *x, gpumem_status st)
 static void wait_change(xfer *x, unsigned seen)
 {
     long spin = gm_workers_spin();
-    if (spin > 0) {
-        struct timespec t0, t;
-        clock_gettime(CLOCK_MONOTONIC, &t0);
-        for (unsigned i = 0;; i++) {
-            if (atomic_load_explicit(&x->events, memory_order_acquire) != seen)
-                return;
-            if ((i & 63) == 63) { /* the clock now and then, and the CPU to a thread that waits for one */
-                sched_yield();
-                clock_gettime(CLOCK_MONOTONIC, &t);
-                if ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) >= spin)
-                    break;
-            }
-        }
-    }
+    if (spin > 0 && gm_workers_poll(&x->events, seen, spin))
+        return;
     struct timespec until;
     clock_gettime(CLOCK_REALTIME, &until);
     until.tv_nsec += WAIT_SLICE_NS;

@@ -27,6 +27,7 @@
 
 #include "error.h"
 #include "gpumem/trace.h"
+#include "lifecycle.h"
 #include "trace.h"
 #include "trace_format.h"
 #include "trace_impl.h"
@@ -284,9 +285,12 @@ static inline void fill(unsigned char *r, unsigned type, int kind, int kind2, un
     put32(r + GM_TR_AUX, aux);
 }
 
+const gm_life_hook gm_trace_threads_life = {.what = "the trace's thread buffers", .key = &tb_key,
+                                            .thread_exit = tb_exit};
+
 int gm_trace_threads_init(void)
 {
-    return pthread_key_create(&tb_key, tb_exit);
+    return gm_life_arm(&gm_trace_threads_life);
 }
 
 void gm_trace_threads_lock(void)

@@ -92,4 +92,9 @@ GM_TRACE_COLD void gm_trace_trim(const void *ctx, int device, int kind, const vo
  * in the message). */
 gpumem_status gm_trace_env_start(const char *what);
 
+/* The trace's process-lifetime hooks (lifecycle.h): the writer's (exit:
+ * stop; fork), and the recording threads' buffers (thread exit). */
+extern const struct gm_life_hook gm_trace_life;
+extern const struct gm_life_hook gm_trace_threads_life;
+
 #endif /* GM_TRACE_H */

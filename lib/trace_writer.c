@@ -19,8 +19,10 @@
 #include <unistd.h>
 
 #include "env.h"
+#include "params.h"
 #include "error.h"
 #include "gpumem/trace.h"
+#include "lifecycle.h"
 #include "trace.h"
 #include "trace_format.h"
 #include "trace_impl.h"
@@ -316,10 +318,12 @@ static void fork_child(void)
     pthread_mutex_init(&ctl_mu, NULL);
 }
 
+const gm_life_hook gm_trace_life = {.what = "the trace", .at_exit = at_exit, .fork_prepare = fork_prepare,
+                                    .fork_parent = fork_parent, .fork_child = fork_child};
+
 static void init_once(void)
 {
-    if (gm_trace_threads_init() != 0 || atexit(at_exit) != 0 ||
-        pthread_atfork(fork_prepare, fork_parent, fork_child) != 0) {
+    if (gm_trace_threads_init() != 0 || gm_life_arm(&gm_trace_life) != 0) {
         once_failed = 1;
         return;
     }
@@ -491,7 +495,7 @@ GPUMEM_API gpumem_status gpumem_trace_start(const char *path, unsigned flags)
         return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: 'flags' 0x%x has bits other than "
                         "GPUMEM_TRACE_CALL_SITES (0x1)", what, flags);
     long stacks = 0;
-    gpumem_status st = gm_env_long("GPUMEM_TRACE_STACKS", 0, 1, 0, &stacks, NULL);
+    gpumem_status st = gm_param_long(GM_P_TRACE_STACKS, &stacks, NULL);
     if (st != GPUMEM_OK)
         return gm_error_prefix(st, what);
     if (stacks)
@@ -536,7 +540,7 @@ static char env_message[1024];
 
 static void env_start(void)
 {
-    const char *v = gm_env("GPUMEM_TRACE");
+    const char *v = gm_param_text(GM_P_TRACE);
     if (v == NULL)
         return;
     char path[sizeof trace_path + 64];
@@ -570,7 +574,7 @@ static void env_start(void)
     }
     path[n] = '\0';
     long stacks = 0;
-    gpumem_status st = gm_env_long("GPUMEM_TRACE_STACKS", 0, 1, 0, &stacks, NULL);
+    gpumem_status st = gm_param_long(GM_P_TRACE_STACKS, &stacks, NULL);
     if (st != GPUMEM_OK) {
         env_status = st;
         snprintf(env_message, sizeof env_message, "%s", gpumem_last_error());

@@ -6,7 +6,8 @@
 #define GM_WIRING_H
 
 /* Installs lib/wiring.c's tables: the context hooks (gm_context_set_hooks)
- * and the pack-kernel provider of the copy engine (gm_pack_provider_set).
+ * the pack-kernel provider of the copy engine (gm_pack_provider_set), and
+ * the registrar of the process-lifetime hooks (gm_life_set_registrar).
  * It runs when the library loads, before any context can be made; calling
  * it again installs the same tables.  A program that links the internal
  * convenience library statically names it (-Wl,--undefined=gm_wiring_install)

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lifecycle.h"
 #include "workers.h"
 
 #include <time.h>
@@ -32,11 +33,18 @@
 struct gm_workers {
     int node;
     pthread_mutex_t mu;
-    pthread_cond_t work;  /* a task wants workers, or stop */
     pthread_cond_t idle;  /* a worker left a task */
     gm_task *head, *tail; /* tasks with want > 0 */
     atomic_uint queued;   /* tasks between head and tail, polled by spinning workers */
     unsigned n;           /* workers made */
+    /* parked workers: each sleeps on its own condition variable, and a
+     * post wakes as many as it wants, the last parked first (the warmest) */
+    pthread_cond_t wake[GM_WORKERS_MAX];
+    bool parked[GM_WORKERS_MAX]; /* worker i sleeps until a post (or stop) clears it */
+    unsigned park[GM_WORKERS_MAX]; /* the parked workers' indexes, a stack */
+    unsigned nparked;
+    atomic_uint spinning; /* workers polling the queue (at most GM_WORKERS_IDLE_SPINNERS) */
+    atomic_ulong futile;  /* wakes that found no task */
     atomic_uint have;     /* n, read without the lock */
     pthread_t tid[GM_WORKERS_MAX];
     bool stop;
@@ -45,7 +53,7 @@ struct gm_workers {
 static pthread_mutex_t reg_mu = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic(gm_workers *) pools[NODES_MAX + 1];
 static atomic_bool stopping;
-static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+static pthread_once_t arm_once = PTHREAD_ONCE_INIT;
 static char sysfs_root[256] = GM_SYSFS_ROOT;
 static pthread_mutex_t root_mu = PTHREAD_MUTEX_INITIALIZER;
 
@@ -94,9 +102,24 @@ static bool spin_on(atomic_uint *v, bool want_zero, long ns)
         if (gm_workers_stopping())
             return false;
         CPU_RELAX();
-        if ((i & 63) == 0) { /* the clock now and then, and the CPU to a thread that waits for one */
-            if (i > 0)
-                sched_yield();
+        if ((i & 63) == 0) { /* the clock now and then (no sched_yield: workers.h) */
+            long t = now_ns();
+            if (until == 0)
+                until = t + ns;
+            else if (t >= until)
+                return false;
+        }
+    }
+}
+
+bool gm_workers_poll(const atomic_uint *v, unsigned old, long ns)
+{
+    long until = 0;
+    for (unsigned i = 0;; i++) {
+        if (atomic_load_explicit(v, memory_order_acquire) != old)
+            return true;
+        CPU_RELAX();
+        if ((i & 63) == 0) {
             long t = now_ns();
             if (until == 0)
                 until = t + ns;
@@ -137,8 +160,13 @@ static void fork_child(void)
         if (w == NULL)
             continue;
         pthread_mutex_init(&w->mu, NULL);
-        pthread_cond_init(&w->work, NULL);
         pthread_cond_init(&w->idle, NULL);
+        for (int k = 0; k < GM_WORKERS_MAX; k++) {
+            pthread_cond_init(&w->wake[k], NULL);
+            w->parked[k] = false;
+        }
+        w->nparked = 0;
+        atomic_store_explicit(&w->spinning, 0, memory_order_relaxed);
         w->head = w->tail = NULL;
         atomic_store_explicit(&w->queued, 0, memory_order_relaxed);
         w->n = 0;
@@ -149,14 +177,9 @@ static void fork_child(void)
     pthread_mutex_init(&root_mu, NULL);
 }
 
-static void atfork_register(void)
-{
-    pthread_atfork(fork_prepare, fork_parent, fork_child);
-}
-
 /* At exit (or dlclose): the workers leave, so that none runs the library's
  * code once it is gone. */
-__attribute__((destructor)) static void workers_fini(void)
+static void workers_fini(void)
 {
     atomic_store_explicit(&stopping, true, memory_order_relaxed);
     pthread_mutex_lock(&reg_mu);
@@ -166,7 +189,11 @@ __attribute__((destructor)) static void workers_fini(void)
             continue;
         pthread_mutex_lock(&w->mu);
         w->stop = true;
-        pthread_cond_broadcast(&w->work);
+        while (w->nparked > 0) {
+            unsigned k = w->park[--w->nparked];
+            w->parked[k] = false;
+            pthread_cond_signal(&w->wake[k]);
+        }
         pthread_cond_broadcast(&w->idle);
         unsigned n = w->n;
         w->n = 0;
@@ -176,6 +203,20 @@ __attribute__((destructor)) static void workers_fini(void)
             pthread_join(w->tid[k], NULL);
     }
     pthread_mutex_unlock(&reg_mu);
+}
+
+/* The hooks (lifecycle.h), armed with the first pool; the unload runs armed or not. */
+const gm_life_hook gm_workers_life = {
+    .what = "the worker pools",
+    .fork_prepare = fork_prepare,
+    .fork_parent = fork_parent,
+    .fork_child = fork_child,
+    .at_unload = workers_fini,
+};
+
+static void arm(void)
+{
+    (void)gm_life_arm(&gm_workers_life);
 }
 
 /* ---- the pool ------------------------------------------------------------------------------- */
@@ -253,18 +294,29 @@ static void *worker_main(void *arg)
         if (gm_numa_node_cpus(gm_sysfs_root(), w->node, &set))
             (void)pthread_setaffinity_np(pthread_self(), sizeof set, &set);
     }
+    unsigned me = (unsigned)s.index;
     pthread_mutex_lock(&w->mu);
     for (;;) {
-        if (!w->stop && w->head == NULL) { /* poll a while before sleeping (workers.h) */
+        /* poll a while before sleeping, a few workers only (workers.h) */
+        if (!w->stop && w->head == NULL &&
+            atomic_load_explicit(&w->spinning, memory_order_relaxed) < GM_WORKERS_IDLE_SPINNERS) {
             long spin = gm_workers_spin();
             if (spin > 0) {
+                atomic_fetch_add_explicit(&w->spinning, 1, memory_order_relaxed);
                 pthread_mutex_unlock(&w->mu);
                 (void)spin_on(&w->queued, false, spin);
                 pthread_mutex_lock(&w->mu);
+                atomic_fetch_sub_explicit(&w->spinning, 1, memory_order_relaxed);
             }
         }
-        while (!w->stop && w->head == NULL)
-            pthread_cond_wait(&w->work, &w->mu);
+        while (!w->stop && w->head == NULL) {
+            w->parked[me] = true;
+            w->park[w->nparked++] = me;
+            while (w->parked[me])
+                pthread_cond_wait(&w->wake[me], &w->mu);
+            if (!w->stop && w->head == NULL)
+                atomic_fetch_add_explicit(&w->futile, 1, memory_order_relaxed);
+        }
         if (w->stop)
             break;
         gm_task *t = w->head;
@@ -290,14 +342,15 @@ gm_workers *gm_workers_get(int node)
     gm_workers *w = atomic_load_explicit(&pools[node + 1], memory_order_acquire);
     if (w != NULL)
         return w;
-    pthread_once(&atfork_once, atfork_register);
+    pthread_once(&arm_once, arm);
     pthread_mutex_lock(&reg_mu);
     w = atomic_load_explicit(&pools[node + 1], memory_order_relaxed);
     if (w == NULL && (w = calloc(1, sizeof *w)) != NULL) {
         w->node = node;
         pthread_mutex_init(&w->mu, NULL);
-        pthread_cond_init(&w->work, NULL);
         pthread_cond_init(&w->idle, NULL);
+        for (int k = 0; k < GM_WORKERS_MAX; k++)
+            pthread_cond_init(&w->wake[k], NULL);
         atomic_store_explicit(&pools[node + 1], w, memory_order_release);
     }
     pthread_mutex_unlock(&reg_mu);
@@ -307,6 +360,15 @@ gm_workers *gm_workers_get(int node)
 int gm_workers_node(const gm_workers *w)
 {
     return w->node;
+}
+
+void gm_workers_counts(gm_workers *w, unsigned *parked, unsigned *spinning, unsigned long *futile)
+{
+    pthread_mutex_lock(&w->mu);
+    *parked = w->nparked;
+    pthread_mutex_unlock(&w->mu);
+    *spinning = atomic_load_explicit(&w->spinning, memory_order_relaxed);
+    *futile = atomic_load_explicit(&w->futile, memory_order_relaxed);
 }
 
 unsigned gm_workers_grow(gm_workers *w, unsigned n)
@@ -355,10 +417,13 @@ void gm_task_post(gm_workers *w, gm_task *t, unsigned n)
                 w->head = t;
             w->tail = t;
         }
-        if (n == 1)
-            pthread_cond_signal(&w->work);
-        else
-            pthread_cond_broadcast(&w->work);
+        /* wake n parked workers, not all: a worker woken for nothing
+         * takes a CPU from those that have work (workers.h) */
+        for (unsigned i = 0; i < n && w->nparked > 0; i++) {
+            unsigned k = w->park[--w->nparked];
+            w->parked[k] = false;
+            pthread_cond_signal(&w->wake[k]);
+        }
     }
     pthread_mutex_unlock(&w->mu);
 }

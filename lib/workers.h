@@ -29,12 +29,12 @@
  * for something only a later gm_task_join would allow (a join waits for the
  * workers inside fn).
  *
- * Process life: the workers are stopped and joined by a destructor (process
- * exit, dlclose): a worker leaves its task between two items when
+ * Process life (gm_workers_life, run by lib/wiring.c's table): the workers
+ * are stopped and joined when the library is unloaded (process exit,
+ * dlclose): a worker leaves its task between two items when
  * gm_workers_stopping() says so, and the task's caller does the rest.  In
- * the child of fork() the pools start empty (pthread_atfork): tasks queued
- * in the parent do not exist there, and workers are made again on first
- * use.
+ * the child of fork() the pools start empty: tasks queued in the parent do
+ * not exist there, and workers are made again on first use.
  */
 #ifndef GM_WORKERS_H
 #define GM_WORKERS_H
@@ -96,23 +96,53 @@ void gm_task_join(gm_workers *w, gm_task *t);
  * reference to t.  For a caller that leaves the items to the workers. */
 void gm_task_wait(gm_workers *w, gm_task *t);
 
+/* The pools' process-lifetime hook (lifecycle.h, lib/wiring.c's table):
+ * fork: the child's pools start empty; unload: the workers stop, joined. */
+extern const struct gm_life_hook gm_workers_life;
+
 /* Whether the pools are stopping (process exit): workers should leave their
  * task between items. */
 bool gm_workers_stopping(void);
 
 /* Spinning.  Waking a sleeping thread costs tens of microseconds (more in a
  * virtual machine), which a copy of a few MiB pays at its start (the
- * workers) and at its end (the joining caller).  So a worker that finds no
- * task polls the queue for a while before it sleeps, and gm_task_join and
- * gm_task_wait poll for the workers to leave before they sleep: copies
- * that follow each other find the workers awake.  The time is
- * GM_WORKERS_SPIN_NS on a machine with at least GM_WORKERS_SPIN_CPUS CPUs,
- * else 0 (a small machine has no CPU to spare); gm_workers_set_spin
- * changes it (tests: -1 restores the default). */
+ * workers) and at its end (the joining caller).  So at most
+ * GM_WORKERS_IDLE_SPINNERS workers of a pool that find no task poll the
+ * queue for a while before they sleep, and gm_task_join and gm_task_wait
+ * poll for the workers to leave before they sleep: copies that follow each
+ * other find workers awake.  The time is GM_WORKERS_SPIN_NS on a machine
+ * with at least GM_WORKERS_SPIN_CPUS CPUs, else 0 (a small machine has no
+ * CPU to spare); gm_workers_set_spin changes it (tests: -1 restores the
+ * default).
+ *
+ * Nothing here may hold a CPU that a thread of the copy needs, or give it
+ * away for long (issue 29: one 4 MiB copy in twenty took a scheduler tick,
+ * 4 ms, instead of 0.3 ms, with 12 or 16 threads on 16 CPUs):
+ *   - a poll never calls sched_yield: the yielder waits behind whatever
+ *     runs next on its CPU until that blocks or its slice ends (a tick,
+ *     when it is the driver's own busy wait in cuEventSynchronize, which
+ *     never yields), and a poller is a thread the copy waits for (the
+ *     caller joining, a worker about to take the next task);
+ *   - only a few workers poll while idle: every poller keeps a CPU busy,
+ *     and with all CPUs busy a thread preempted in the middle of a chunk
+ *     finds no idle CPU to move to (the kernel balances onto CPUs that go
+ *     idle) and waits for the next tick;
+ *   - a post wakes as many parked workers as it wants, not all of them
+ *     (each worker parks on its own condition variable): a worker woken
+ *     for nothing takes a CPU from those that have work. */
 #define GM_WORKERS_SPIN_NS 100000L
 #define GM_WORKERS_SPIN_CPUS 4
+#define GM_WORKERS_IDLE_SPINNERS 2
 void gm_workers_set_spin(long ns);
 long gm_workers_spin(void);
+
+/* Polls until *v != old, for at most ns (no sched_yield, see above);
+ * whether it saw the change. */
+bool gm_workers_poll(const atomic_uint *v, unsigned old, long ns);
+
+/* The pool's workers parked now, polling the queue now, and the wakes so
+ * far that found no task (tests, benchmarks). */
+void gm_workers_counts(gm_workers *w, unsigned *parked, unsigned *spinning, unsigned long *futile);
 
 /* ---- NUMA (pure: sysfs) ------------------------------------------------------------------ */
 

@@ -6,7 +6,7 @@ builddir=${GPUMEM_TEST_BUILDDIR:-.}
 gpumem="$builddir/tools/gpumem"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/gpumem-bench.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
-echo "1..25"
+echo "1..27"
 i=0
 t() { i=$((i + 1)); if [ "$1" = 0 ]; then echo "ok $i - $2"; else echo "not ok $i - $2"; sed 's/^/# /' "$tmp/err"; fi; }
 GPUMEM_STAGING_MIN_BYTES=1M "$gpumem" bench --quick >"$tmp/out" 2>"$tmp/err"; t $? "bench --quick exits 0"
@@ -18,6 +18,10 @@ grep -q '^host  *pageable read, 1 thread ' "$tmp/out" && grep -q '^host  *pageab
     grep -q '^concurrent h2d 8 threads, 1 MiB pageable each .*% of pinned' "$tmp/out" &&
     grep -q '^# target: a queued pageable download takes' "$tmp/out" && grep -q '^targets .*h2d pinned 4 KiB' "$tmp/out"
 t $? "the host ceiling, pageable rows as % of pinned and of the host, 2 to 8 threads at once, the targets"
+grep -q '^host  *h\[:, ::2\] to pinned slot, useful bytes, engine busy, 1 thread ' "$tmp/out" &&
+    grep -q '^# host ceiling of a strided host side h\[:, ::2\] (useful bytes): h2d ' "$tmp/out" &&
+    grep -q '^strided   h2d h\[:, ::2\] pageable .*% of host' "$tmp/out" && grep -q '^transfer  h2d pinned .* p95 .* max ' "$tmp/out"
+t $? "the strided host side's ceiling of useful bytes, the strided pageable rows judged against it; p95 and max"
 if [ "${GPUMEM_BACKEND:-sim}" = sim ]; then
     GPUMEM_SIM_HOST_MEMORY=3M "$gpumem" bench --quick --reps 1 >"$tmp/out" 2>"$tmp/err" && grep -q '^# skipped: .*page-locked' "$tmp/out"
     t $? "sizes beyond the page-locked limit are skipped with a note, not failed"
@@ -25,21 +29,26 @@ else
     i=$((i + 1)); echo "ok $i # SKIP the page-locked limit is the simulator's (GPUMEM_SIM_HOST_MEMORY)"
 fi
 "$gpumem" bench --quick --csv >"$tmp/csv" 2>"$tmp/err"; t $? "bench --csv exits 0"
-head -n 1 "$tmp/csv" | grep -q '^group,case,path,bytes,seconds,gb_per_s$' && [ "$(wc -l <"$tmp/csv")" -gt 30 ]
+head -n 1 "$tmp/csv" | grep -q '^group,case,path,bytes,seconds,gb_per_s,p95_seconds,max_seconds$' && [ "$(wc -l <"$tmp/csv")" -gt 30 ]
 t $? "--csv: the header and a line per result"
 if command -v python3 >/dev/null 2>&1; then
     python3 -c '
 import csv, sys
 rows = list(csv.reader(open(sys.argv[1], newline="")))
-assert rows[0] == ["group", "case", "path", "bytes", "seconds", "gb_per_s"], rows[0]
-bad = [r for r in rows if len(r) != 6]
-assert not bad, "rows without 6 fields: %r" % bad[:3]
+assert rows[0] == ["group", "case", "path", "bytes", "seconds", "gb_per_s", "p95_seconds", "max_seconds"], rows[0]
+bad = [r for r in rows if len(r) != 8]
+assert not bad, "rows without 8 fields: %r" % bad[:3]
 for r in rows[1:]:
-    int(r[3]); float(r[4]); float(r[5])
+    int(r[3]); m = float(r[4]); float(r[5])
+    if r[0] == "alloc":
+        assert r[6] == "" and r[7] == "", r
+    else:
+        assert m <= float(r[6]) <= float(r[7]), r
+assert any(r[0] == "transfer" and r[6] != "" for r in rows[1:])
 commas = [r[1] for r in rows[1:] if "," in r[1]]
 assert "d2h d[:, ::2] pinned" in commas and any(c.startswith("pool 4 KiB, ") for c in commas), commas
 ' "$tmp/csv" >"$tmp/err" 2>&1
-    t $? "--csv is RFC 4180: a CSV reader finds 6 fields in every row, case names with commas included"
+    t $? "--csv is RFC 4180: a CSV reader finds 8 fields in every row, case names with commas included; median <= p95 <= max"
 else
     i=$((i + 1)); echo "ok $i # SKIP python3 is not installed to read the CSV"
 fi
@@ -49,8 +58,16 @@ if command -v python3 >/dev/null 2>&1; then
     t $? "--json is one object with the machine and the results"
     python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); r=d["results"]; assert any("pct_of_pinned" in x and "pct_of_host" in x for x in r if x["group"] == "transfer"); assert any(x["group"] == "host" and x["threads"] >= 1 for x in r); assert any(n.startswith("host ceiling") for n in d["notes"])' "$tmp/json" 2>"$tmp/err"
     t $? "--json carries the percentages of pinned and of the host, the host rows and the notes"
+    python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+r = [x for x in d["results"] if x["group"] in ("transfer", "strided", "host", "concurrent", "overlap")]
+assert r and all(x["seconds"] <= x["p95_seconds"] <= x["max_seconds"] for x in r), r[:2]
+assert d["machine"]["reps"] == 3
+' "$tmp/json" 2>"$tmp/err"
+    t $? "--json: every transfer, strided, host, concurrent and overlap row has its median <= p95 <= maximum"
 else
-    i=$((i + 2)); echo "ok $((i - 1)) # SKIP python3 is not installed to parse the JSON"; echo "ok $i # SKIP python3"
+    i=$((i + 3)); echo "ok $((i - 2)) # SKIP python3 is not installed to parse the JSON"; echo "ok $((i - 1)) # SKIP python3"; echo "ok $i # SKIP python3"
 fi
 "$gpumem" bench --quick --rows --reps 1 >"$tmp/out" 2>"$tmp/err" && grep -q '^rows .*rows of 65536 B' "$tmp/out"
 t $? "--rows measures 2-D copies up to rows of 64 KiB"

@@ -127,34 +127,10 @@ static void words(void)
 }
 
 
-/* Cached parameters (env.h): one line each. */
-static GM_PARAM_LONG(param_good, "GPUMEM_TEST_PARAM_GOOD", 0, 10, 3)
-static GM_PARAM_LONG(param_bad, "GPUMEM_TEST_PARAM_BAD", 0, 10, 3)
-static GM_PARAM_SIZE(param_size, "GPUMEM_TEST_PARAM_SIZE", 64u << 10, 1u << 30, 4u << 20)
-static GM_PARAM_DOUBLE(param_double, "GPUMEM_TEST_PARAM_DOUBLE", 0.0, 1.0, 0.5)
-
+/* The parsers' ranges (the table's reads are tests/test-params.c's). */
 static void test_params(void)
 {
-    long v = 0;
     uint64_t u = 0;
-    double d = 0;
-    unsetenv("GPUMEM_TEST_PARAM_GOOD");
-    ok(param_good(&v) == GPUMEM_OK && v == 3, "a parameter: unset gives its default");
-    setenv("GPUMEM_TEST_PARAM_GOOD", "7", 1);
-    ok(param_good(&v) == GPUMEM_OK && v == 3, "it was read once: a later value does not count");
-    setenv("GPUMEM_TEST_PARAM_BAD", "eleven", 1);
-    is_int(param_bad(&v), GPUMEM_ERROR_INVALID_ENVIRONMENT, "a bad value is an error");
-    like(gpumem_last_error(), "GPUMEM_TEST_PARAM_BAD='eleven'", "naming the variable and the value");
-    setenv("GPUMEM_TEST_PARAM_BAD", "4", 1);
-    gm_error(GPUMEM_ERROR_INVALID_VALUE, "something else");
-    is_int(param_bad(&v), GPUMEM_ERROR_INVALID_ENVIRONMENT, "every later read gives the same error");
-    like(gpumem_last_error(), "GPUMEM_TEST_PARAM_BAD='eleven': not a decimal integer", "with the same message");
-    setenv("GPUMEM_TEST_PARAM_SIZE", "2G", 1);
-    is_int(param_size(&u), GPUMEM_ERROR_INVALID_ENVIRONMENT, "a size above its maximum is an error");
-    like(gpumem_last_error(), "must be between 64 KiB and 1 GiB", "saying the range");
-    is_int(param_size(&u), GPUMEM_ERROR_INVALID_ENVIRONMENT, "and stays one");
-    setenv("GPUMEM_TEST_PARAM_DOUBLE", " 0.25 ", 1);
-    ok(param_double(&d) == GPUMEM_OK && d == 0.25, "a number, blanks around it");
     setenv("GPUMEM_TEST_PARAM_SIZE", "", 1);
     ok(gm_env_size_range("GPUMEM_TEST_PARAM_SIZE", 1, 8, 5, &u) == GPUMEM_OK && u == 5,
        "gm_env_size_range: empty is unset");
@@ -165,7 +141,7 @@ static void test_params(void)
 
 int main(void)
 {
-    plan(86 + 18 + 12 + 9);
+    plan(86 + 18 + 2 + 9);
     words(); /* first: its children must fork before this process uses the library */
     long v = 0;
     ok(gm_parse_long("42", &v) && v == 42, "a decimal");

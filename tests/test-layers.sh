@@ -15,7 +15,9 @@
 #     tags) no function or variable that an object of a higher layer defines;
 #   - a file may include the private headers of its own layer and below;
 #   - nothing registers itself: lib/wiring.c holds the library's only
-#     constructor, and its table names every context hook of lib/;
+#     constructor and destructor, its table names every context hook of
+#     lib/, its life table every process-lifetime hook (lifecycle.h), and
+#     no other file calls atexit, pthread_atfork or pthread_key_create;
 #   - doc/design.md's wiring table and doc/mainpage.md's list of layers
 #     agree with lib/wiring.c and with the layer table.
 # First the test checks itself: the symbol check must catch an upward call
@@ -166,7 +168,7 @@ defs "$tmp/table" "$tmp/nm" >"$tmp/defs"
 
 names=$(cd "$lib" && ls *.c *.h *.cu kernels/*.c kernels/*.h kernels/*.cu 2>/dev/null | sort -u)
 rows=$(awk '$1 != "-" { print $1 }' "$tmp/table")
-n=7
+n=10
 for f in $names; do n=$((n + 1)); done
 echo "1..$n"
 i=0
@@ -204,6 +206,8 @@ bad=$(awk '$1 == "NOSOURCE" { printf " %s", $2 }' "$tmp/up")
 [ -n "$(awk '$1 == "OBJECT"' "$tmp/up")" ] || bad=" no object in $archive"
 ok "$bad" "every object of $archive comes from a file of the layer table"
 
+wired_life=$(sed -n '/life_hooks\[\] *= *{/,/};/p' "$lib/wiring.c" | grep -o '&gm_[A-Za-z0-9_]*_life' | tr -d '&')
+
 # 4: one constructor, in lib/wiring.c.
 bad=""
 for f in $names; do
@@ -212,6 +216,29 @@ for f in $names; do
 done
 grep -q '__attribute__ *( *( *constructor' "$lib/wiring.c" || bad="$bad wiring.c(has none)"
 ok "$bad" "lib/wiring.c holds the library's only constructor"
+
+# 4b: the process-lifetime hooks: only lib/wiring.c registers them (atexit,
+# at_quick_exit, pthread_atfork, pthread_key_create, a destructor), and its
+# life table names every gm_life_hook of lib/, in the order of doc/design.md.
+bad=""
+for f in $names; do
+    [ "$f" = wiring.c ] && continue
+    sed 's,/\*.*\*/,,g' "$lib/$f" | grep -qE '(^|[^A-Za-z0-9_])(atexit|at_quick_exit|pthread_atfork|pthread_key_create) *\(|__attribute__ *\( *\( *destructor' &&
+        bad="$bad $f"
+done
+ok "$bad" "no file of lib/ but wiring.c registers an exit, fork or thread-exit hook or a destructor"
+bad=""
+for h in $(cd "$lib" && cat $names | sed -n 's/^const gm_life_hook \([A-Za-z0-9_]*\) *=.*/\1/p'); do
+    echo "$wired_life" | grep -qx "$h" || bad="$bad $h"
+done
+[ -n "$wired_life" ] || bad=" no life_hooks[] in lib/wiring.c"
+ok "$bad" "lib/wiring.c's life table names every process-lifetime hook that lib/ defines"
+doc=$(awk '/^## /{ on = ($0 == "## Wiring") } on' "$design" | grep -o '^| L[0-9]* | `gm_[A-Za-z0-9_]*_life`' |
+    sed 's/.*`\(.*\)`/\1/' | tr '\n' ' ')
+code=$(echo "$wired_life" | tr '\n' ' ')
+bad=""
+[ -n "$code" ] && [ "$code" = "$doc" ] || bad=" wiring.c has [$code], doc/design.md [$doc]"
+ok "$bad" "doc/design.md's wiring table lists lib/wiring.c's process-lifetime hooks in their order"
 
 # 5: lib/wiring.c's table names every context hook.
 bad=""

@@ -38,9 +38,12 @@ t() { i=$((i + 1)); if [ "$1" = 0 ]; then echo "ok $i - $2"; else echo "not ok $
 : >"$tmp/log"
 
 # Every variable read through lib/env.c's readers (gm_env*("NAME", ...), or a
-# name kept in a constant first: static const char name[] = "NAME").
-grep -ohE 'gm_env(_[a-z]+)?\("[A-Za-z_]+"|name\[\] = "[A-Z_]+"' "$srcdir"/lib/*.c | sed 's/.*"\(.*\)"$/\1/' |
-    sort -u >"$tmp/vars"
+# name kept in a constant first: static const char name[] = "NAME"), and
+# every row of lib/params.c's table (TEXT(NAME, ...), LONG(NAME, ...): GPUMEM_NAME).
+{
+    grep -ohE 'gm_env(_[a-z]+)?\("[A-Za-z_]+"|name\[\] = "[A-Z_]+"' "$srcdir"/lib/*.c | sed 's/.*"\(.*\)"$/\1/'
+    grep -ohE '^ *(TEXT|LONG|SIZE|DOUBLE)\([A-Z_]+,' "$srcdir/lib/params.c" | sed 's/^ *[A-Z]*(\([A-Z_]*\),$/GPUMEM_\1/'
+} | sort -u >"$tmp/vars"
 missing=
 for v in $(cat "$tmp/vars"); do
     grep -q "^\.B $v\$" "$srcdir/doc/gpumem.1" || missing="$missing gpumem.1:$v"

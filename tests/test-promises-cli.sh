@@ -198,12 +198,13 @@ if [ $have_python = yes ]; then
     [ $rc = 0 ] && py "$tmp/bench.csv" '
 import csv, sys
 rows = list(csv.reader(open(sys.argv[1], newline="")))
-assert rows[0] == ["group", "case", "path", "bytes", "seconds", "gb_per_s"], rows[0]
-assert len(rows) > 20 and all(len(r) == 6 for r in rows), [r for r in rows if len(r) != 6]
+assert rows[0] == ["group", "case", "path", "bytes", "seconds", "gb_per_s", "p95_seconds", "max_seconds"], rows[0]
+assert len(rows) > 20 and all(len(r) == 8 for r in rows), [r for r in rows if len(r) != 8]
 assert any("," in r[1] for r in rows[1:]), "no case with a comma"
 for r in rows[1:]:
-    int(r[3]); float(r[4]); float(r[5])' && grep -q "^# " "$tmp/err"
-    t $? "bench --csv: the header, 6 fields a line (RFC 4180), the notes on standard error (rc $rc)"
+    int(r[3]); float(r[4]); float(r[5])
+    assert (r[6] == "" and r[7] == "") if r[0] == "alloc" else float(r[4]) <= float(r[6]) <= float(r[7]), r' && grep -q "^# " "$tmp/err"
+    t $? "bench --csv: the header, 8 fields a line (RFC 4180), the notes on standard error (rc $rc)"
 else
     skip "python3 is not installed to read the CSV"
 fi

@@ -6,6 +6,7 @@
  * CPUs, callers leaving the slots to them), copies exact. */
 #include "config.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -22,6 +23,7 @@
 #include "staging.h"
 #include "sysfs.h"
 #include "tap.h"
+#include "lifecycle.h"
 #include "workers.h"
 
 #define ITEMS 20000
@@ -92,6 +94,75 @@ static int each_once(count_task *c)
 }
 
 /* post, take part, join: every item once */
+/* A task that n workers must enter together: each waits in it until all
+ * n are in (the test's posts wake exactly n). */
+typedef struct meet_task {
+    gm_task task;
+    unsigned n;
+    atomic_uint in;
+} meet_task;
+
+static void meet_run(gm_task *t, int worker)
+{
+    meet_task *m = (meet_task *)t;
+    if (worker < 0)
+        return;
+    atomic_fetch_add(&m->in, 1);
+    while (atomic_load(&m->in) < m->n)
+        sched_yield();
+}
+
+/* Waits (no time limit: a hang is a failure) until the pool's parked and
+ * polling workers add up to n; the counts. */
+static void settle(gm_workers *w, unsigned n, unsigned *parked, unsigned *spinning, unsigned long *futile)
+{
+    for (;;) {
+        gm_workers_counts(w, parked, spinning, futile);
+        if (*parked + *spinning == n)
+            return;
+        usleep(1000);
+    }
+}
+
+/* Issue 29: a post wakes the workers it wants, not all; only a few idle
+ * workers poll. */
+static void wakes(void)
+{
+    gm_workers *w = gm_workers_get(7); /* a pool of its own (no such node: any CPU) */
+    unsigned parked, spinning;
+    unsigned long futile, before;
+    gm_workers_set_spin(0);
+    is_int(gm_workers_grow(w, 6), 6, "a pool of 6 workers");
+    settle(w, 6, &parked, &spinning, &before);
+    is_int(parked, 6, "not polling: all 6 park");
+    int good = 1;
+    for (int round = 0; round < 20; round++) {
+        meet_task m = {.task = GM_TASK_INIT(meet_run), .n = 2};
+        gm_task_post(w, &m.task, 2);
+        gm_task_wait(w, &m.task);
+        good &= atomic_load(&m.in) == 2;
+        settle(w, 6, &parked, &spinning, &futile);
+    }
+    ok(good, "20 tasks for 2 workers each: 2 workers ran each");
+    is_int((long)(futile - before), 0, "and no worker was woken for nothing (a post of 2 wakes 2 of the 6)");
+    gm_workers_set_spin(300000000L); /* 0.3 s: the pollers are seen */
+    meet_task m = {.task = GM_TASK_INIT(meet_run), .n = 6};
+    gm_task_post(w, &m.task, 6);
+    gm_task_wait(w, &m.task);
+    is_int(atomic_load(&m.in), 6, "a task for all 6");
+    settle(w, 6, &parked, &spinning, &futile);
+    ok(spinning == GM_WORKERS_IDLE_SPINNERS && parked == 6 - GM_WORKERS_IDLE_SPINNERS,
+       "afterwards %u poll the queue and %u park (at most %d poll)", spinning, parked, GM_WORKERS_IDLE_SPINNERS);
+    gm_workers_set_spin(0);
+    for (;;) { /* the pollers give up within 0.3 s */
+        gm_workers_counts(w, &parked, &spinning, &futile);
+        if (parked == 6)
+            break;
+        usleep(10000);
+    }
+    gm_workers_set_spin(-1);
+}
+
 static int run_joined(gm_workers *w, unsigned helpers)
 {
     count_task *c = count_new();
@@ -373,6 +444,11 @@ int main(void)
 
     /* the same with the workers and the joiners polling before they sleep
      * (the default on machines of 4 CPUs or more, workers.h) */
+    wakes();
+    /* the process-lifetime hooks go through lib/wiring.c's table */
+    static const gm_life_hook stray = {.what = "not in the table"};
+    is_int(gm_life_arm(&stray), ENOENT, "a hook that lib/wiring.c's table does not list is not armed");
+    is_int(gm_life_arm(&gm_workers_life), 0, "the pools' hook is armed (again: the first result)");
     long spin = gm_workers_spin();
     gm_workers_set_spin(200000);
     is_int(gm_workers_spin(), 200000, "polling for 200 us before sleeping");

@@ -12,8 +12,14 @@
  *     its own 2 MiB pinned slot (the staging engine's default; it stays in
  *     the core's cache) while the copy engine moves a pinned buffer to or
  *     from the device on a stream, as during a staged copy.
+ *   - "h[:, ::2] to pinned slot" and "pinned slot to h[:, ::2]", useful
+ *     bytes, engine busy: the same with every other float32 of the slice
+ *     gathered into the slot (scattered from it), the work of a strided
+ *     host side; the bytes counted are the useful half.
  * The best slot figure of each direction is the ceiling every pageable
- * figure of the run is judged against (cmd-bench.c prints the percentage).
+ * figure of the run is judged against, and the best gather (scatter)
+ * figure the ceiling of a strided host side (cmd-bench.c prints the
+ * percentage).
  *
  * Group "concurrent": 2, 4 and 8 threads copying at once, each its own
  * arrays (64 MiB, --quick 1 MiB), synchronous copies, pinned then pageable,
@@ -75,7 +81,7 @@ static void gate_open(gate *g, int abort)
 
 /* ---- the host ceiling --------------------------------------------------------------------------- */
 
-typedef enum { READ, MEMCPY, TO_SLOT, FROM_SLOT } host_kind;
+typedef enum { READ, MEMCPY, TO_SLOT, FROM_SLOT, GATHER_TO_SLOT, SCATTER_FROM_SLOT, HOST_KINDS } host_kind;
 
 typedef struct host_job {
     host_kind kind;
@@ -113,13 +119,29 @@ static void *host_thread(void *arg)
         for (size_t off = 0; off < j->bytes; off += SLOT)
             memcpy(j->src + off, j->dst, j->bytes - off < SLOT ? j->bytes - off : SLOT);
         break;
+    case GATHER_TO_SLOT: /* every other float32 of the slice, packed: h[:, ::2] into a slot */
+    case SCATTER_FROM_SLOT: {
+        uint32_t *h = (uint32_t *)(void *)j->src, *slot = (uint32_t *)(void *)j->dst;
+        size_t n = j->bytes / 8, per = SLOT / 4; /* useful elements; a slot's */
+        for (size_t e0 = 0; e0 < n; e0 += per) {
+            size_t m = n - e0 < per ? n - e0 : per;
+            if (j->kind == GATHER_TO_SLOT)
+                for (size_t i = 0; i < m; i++)
+                    slot[i] = h[2 * (e0 + i)];
+            else
+                for (size_t i = 0; i < m; i++)
+                    h[2 * (e0 + i)] = slot[i];
+        }
+        break;
+    }
+    default: break;
     }
     return NULL;
 }
 
-/* Seconds for t threads to do kind over total bytes (median of reps); < 0
- * when threads cannot start. */
-static double host_run(host_kind kind, unsigned t, unsigned char *src, unsigned char *dst, unsigned char *slots,
+/* The seconds for t threads to do kind over total bytes (reps runs);
+ * -1 when threads cannot start. */
+static int host_run(bench_times *out, host_kind kind, unsigned t, unsigned char *src, unsigned char *dst, unsigned char *slots,
                        size_t total, int reps)
 {
     double times[16];
@@ -145,7 +167,8 @@ static double host_run(host_kind kind, unsigned t, unsigned char *src, unsigned 
         if (started < t)
             return -1;
     }
-    return bench_median_of(times, n);
+    *out = bench_times_of(times, n);
+    return 0;
 }
 
 /* The copy engine kept busy: a pinned buffer to (or from) the device on a
@@ -186,9 +209,11 @@ static void engine_stop(engine *e)
     e->running = 0;
 }
 
-int bench_host(bench_io *io, gpumem_context *ctx, int quick, int reps, double *h2d, double *d2h)
+int bench_host(bench_io *io, gpumem_context *ctx, int quick, int reps, double ceiling[BENCH_CEILINGS])
 {
-    *h2d = *d2h = 0;
+    double *h2d = &ceiling[BENCH_H2D], *d2h = &ceiling[BENCH_D2H];
+    for (int i = 0; i < BENCH_CEILINGS; i++)
+        ceiling[i] = 0;
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     unsigned maxt = cpus < 1 ? 1 : cpus > MAX_THREADS ? MAX_THREADS : (unsigned)cpus;
     size_t total = quick ? (8u << 20) : (512u << 20);
@@ -229,30 +254,36 @@ int bench_host(bench_io *io, gpumem_context *ctx, int quick, int reps, double *h
         gpumem_array_host_pointer(slots, &sp);
     if (sp != NULL)
         memset(sp, 3, (size_t)nslots);
-    static const char *const names[4] = {"pageable read", "memcpy pageable", "pageable to pinned slot, engine busy",
-                                         "pinned slot to pageable, engine busy"};
+    static const char *const names[HOST_KINDS] = {
+        "pageable read", "memcpy pageable", "pageable to pinned slot, engine busy",
+        "pinned slot to pageable, engine busy", "h[:, ::2] to pinned slot, useful bytes, engine busy",
+        "pinned slot to h[:, ::2], useful bytes, engine busy"};
     int rc = 0;
-    for (int k = READ; k <= FROM_SLOT && !rc; k++) {
+    for (int k = READ; k < HOST_KINDS && !rc; k++) {
         if (k >= TO_SLOT && sp == NULL)
             break;
+        int down = k == FROM_SLOT || k == SCATTER_FROM_SLOT;
         if (k >= TO_SLOT)
-            engine_start(&e, k == FROM_SLOT);
+            engine_start(&e, down);
         for (unsigned t = 1; t <= maxt && !rc; t = t * 2 > maxt && t < maxt ? maxt : t * 2) {
             char name[128];
             snprintf(name, sizeof name, "%s, %u thread%s", names[k], t, t > 1 ? "s" : "");
             io->progress(io, name);
-            double s = host_run((host_kind)k, t, src, dst, sp, total, reps);
-            if (s < 0) {
+            bench_times tm;
+            if (host_run(&tm, (host_kind)k, t, src, dst, sp, total, reps) != 0) {
                 io->note(io, "skipped: the host rows: threads could not start");
                 break;
             }
             size_t bytes = total / t / 64 * 64 * t;
-            io->row(io, "host", name, e.running || k < TO_SLOT ? "cpu" : "cpu, engine idle", bytes, s, (int)t, -1, -1);
-            double gbs = s > 0 ? (double)bytes / s / 1e9 : 0;
-            if (k == TO_SLOT && gbs > *h2d)
-                *h2d = gbs;
-            if (k == FROM_SLOT && gbs > *d2h)
-                *d2h = gbs;
+            if (k >= GATHER_TO_SLOT) /* the useful bytes: half of those read or written */
+                bytes /= 2;
+            io->row(io, "host", name, e.running || k < TO_SLOT ? "cpu" : "cpu, engine idle", bytes, &tm, (int)t, -1,
+                    -1);
+            double gbs = bench_gbs(bytes, tm.median);
+            int which = k == TO_SLOT ? BENCH_H2D : k == FROM_SLOT ? BENCH_D2H : k == GATHER_TO_SLOT ? BENCH_H2D_STRIDED
+                      : k == SCATTER_FROM_SLOT ? BENCH_D2H_STRIDED : -1;
+            if (which >= 0 && gbs > ceiling[which])
+                ceiling[which] = gbs;
         }
         if (k >= TO_SLOT)
             engine_stop(&e);
@@ -262,6 +293,9 @@ int bench_host(bench_io *io, gpumem_context *ctx, int quick, int reps, double *h
                    *d2h);
     else
         io->note(io, "host ceiling of pageable copies: not measured (no pinned slots)");
+    if (ceiling[BENCH_H2D_STRIDED] > 0 && ceiling[BENCH_D2H_STRIDED] > 0)
+        bench_note(io, "host ceiling of a strided host side h[:, ::2] (useful bytes): h2d %.2f GB/s, d2h %.2f GB/s",
+                   ceiling[BENCH_H2D_STRIDED], ceiling[BENCH_D2H_STRIDED]);
     gpumem_stream_destroy(e.stream);
     gpumem_array_release(e.pinned);
     gpumem_array_release(e.dev);
@@ -298,7 +332,7 @@ static void *conc_thread(void *arg)
 
 /* Median seconds of reps rounds in which t threads each copy once (the
  * round ends with the slowest); < 0 on failure. */
-static double conc_run(conc_job *jobs, unsigned t, int down, int reps)
+static int conc_run(bench_times *out, conc_job *jobs, unsigned t, int down, int reps)
 {
     pthread_t tid[8];
     pthread_barrier_t start, end;
@@ -342,7 +376,8 @@ static double conc_run(conc_job *jobs, unsigned t, int down, int reps)
     pthread_barrier_destroy(&end);
     if (bad)
         return -1;
-    return bench_median_of(times, reps);
+    *out = bench_times_of(times, reps);
+    return 0;
 }
 
 int bench_concurrent(bench_io *io, gpumem_context *ctx, int quick, int reps, double h2d_ceiling,
@@ -390,17 +425,17 @@ int bench_concurrent(bench_io *io, gpumem_context *ctx, int quick, int reps, dou
                 char row[160];
                 snprintf(row, sizeof row, "%s %s", down ? "d2h" : "h2d", name);
                 io->progress(io, row);
-                double s = conc_run(jobs, t, down, reps);
-                if (s < 0) {
+                bench_times tm;
+                if (conc_run(&tm, jobs, t, down, reps) != 0) {
                     bench_error("\n", "%s: a copy failed", row);
                     rc = 1;
                     break;
                 }
                 uint64_t bytes = (uint64_t)n * t;
-                double gbs = s > 0 ? (double)bytes / s / 1e9 : 0, ceiling = down ? d2h_ceiling : h2d_ceiling;
+                double gbs = bench_gbs(bytes, tm.median), ceiling = down ? d2h_ceiling : h2d_ceiling;
                 if (pinned)
                     pinned_gbs[down] = gbs;
-                io->row(io, "concurrent", row, pinned ? "pinned" : "pageable", bytes, s, (int)t,
+                io->row(io, "concurrent", row, pinned ? "pinned" : "pageable", bytes, &tm, (int)t,
                         pinned || pinned_gbs[down] <= 0 ? -1 : 100 * gbs / pinned_gbs[down],
                         pinned || ceiling <= 0 ? -1 : 100 * gbs / ceiling);
             }

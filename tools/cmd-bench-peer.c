@@ -120,15 +120,15 @@ typedef struct peer_bench {
  * failed (a failure other than out of memory fails the bench). */
 static double lib_row(peer_bench *p, const char *name, view *to, view *from, uint64_t bytes)
 {
-    double t = 0;
+    bench_times t;
     const char *path = NULL;
     int rc = bench_copy(p->io, p->reps, name, to->a, from->a, &t, &path);
     if (rc != 0) {
         p->rc |= rc > 0;
         return -1;
     }
-    p->io->row(p->io, "peer", name, path, bytes, t, 0, -1, -1);
-    return bench_gbs(bytes, t);
+    p->io->row(p->io, "peer", name, path, bytes, &t, 0, -1, -1);
+    return bench_gbs(bytes, t.median);
 }
 
 static unsigned long long dev_ptr(gpumem_array *a)
@@ -148,14 +148,14 @@ static double kernel_row(peer_bench *p, const char *name, int on, const char *pa
     kernel_run k = {p->fn[on], p->c[on], dev_ptr(to->a), dev_ptr(from->a), to->rows, to->cols, to->s0, to->s1,
                     from->s0, from->s1, GPUMEM_OK};
     p->io->progress(p->io, name);
-    double t = bench_median(p->reps, run_kernel, &k);
-    if (t < 0) {
+    bench_times t;
+    if (bench_time(p->reps, run_kernel, &k, &t) != 0) {
         bench_note(p->io, "skipped: %s, %s: %s", name, path, gpumem_last_error());
         p->fn[0] = p->fn[1] = NULL; /* a kernel that cannot run here will not run in the next case either */
         return -1;
     }
-    p->io->row(p->io, "peer", name, path, bytes, t, 0, -1, -1);
-    return bench_gbs(bytes, t);
+    p->io->row(p->io, "peer", name, path, bytes, &t, 0, -1, -1);
+    return bench_gbs(bytes, t.median);
 }
 
 /* A strided case from device `from` to `to`: the library, the plain
@@ -296,11 +296,11 @@ int bench_peer(bench_io *io, gpumem_context *ctx, int quick, int reps)
             continue;
         if (drv.ok) {
             drv_run dr = {dev_ptr(a[to]), dev_ptr(a[from]), to, from, (size_t)bytes};
-            double t = bench_median(reps, run_drv, &dr);
-            if (t >= 0) {
-                io->row(io, "peer", name, "driver", bytes, t, 0, -1, -1);
+            bench_times t;
+            if (bench_time(reps, run_drv, &dr, &t) == 0) {
+                io->row(io, "peer", name, "driver", bytes, &t, 0, -1, -1);
                 bench_note(io, "target: %s: %.1f%% of cuMemcpyPeer (at least 95%%)", name,
-                           100.0 * contig[from] / bench_gbs(bytes, t));
+                           100.0 * contig[from] / bench_gbs(bytes, t.median));
             }
         }
         view s_ev = {ev[from], 1, n, 0, 2}, d_ev = {ev[to], 1, n, 0, 2};

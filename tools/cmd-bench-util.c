@@ -1,6 +1,6 @@
 /*
  * cmd-bench-util.c - what the parts of gpumem bench share: the clock, the
- * median of timed runs, the library's copy of a case timed, notes, and the
+ * median, p95 and maximum of timed runs, the library's copy of a case timed, notes, and the
  * CUDA driver of the baselines (see cmd-bench.h).
  */
 #include "config.h"
@@ -36,10 +36,32 @@ double bench_median_of(double *t, int n)
     return n % 2 ? t[n / 2] : (t[n / 2 - 1] + t[n / 2]) / 2;
 }
 
-double bench_median(int reps, bench_run_fn fn, void *arg)
+bench_times bench_times_of(double *t, int n)
+{
+    double med = bench_median_of(t, n);
+    int rank = (95 * n + 99) / 100; /* nearest rank: the ceiling of 0.95 n */
+    return (bench_times){med, t[(rank > 0 ? rank : 1) - 1], t[n - 1]};
+}
+
+void bench_times_scale(bench_times *t, double f)
+{
+    t->median *= f;
+    if (t->p95 >= 0) {
+        t->p95 *= f;
+        t->max *= f;
+    }
+}
+
+bench_times bench_times_one(double s)
+{
+    return (bench_times){s, -1, -1};
+}
+
+int bench_time(int reps, bench_run_fn fn, void *arg, bench_times *out)
 {
     double t[BENCH_MAX_REPS];
-    int n = reps < BENCH_MAX_REPS ? reps : BENCH_MAX_REPS;
+    int n = reps < 1 ? 1 : reps < BENCH_MAX_REPS ? reps : BENCH_MAX_REPS;
+    *out = bench_times_one(-1);
     if (fn(arg) != 0)
         return -1;
     for (int i = 0; i < n; i++) {
@@ -48,7 +70,14 @@ double bench_median(int reps, bench_run_fn fn, void *arg)
             return -1;
         t[i] = bench_now_s() - t0;
     }
-    return bench_median_of(t, n);
+    *out = bench_times_of(t, n);
+    return 0;
+}
+
+double bench_median(int reps, bench_run_fn fn, void *arg)
+{
+    bench_times t;
+    return bench_time(reps, fn, arg, &t) == 0 ? t.median : -1;
 }
 
 double bench_gbs(uint64_t bytes, double s)
@@ -101,17 +130,17 @@ const char *bench_first_error(void)
     return first_error[0] ? first_error : NULL;
 }
 
-int bench_copy(bench_io *io, int reps, const char *name, gpumem_array *dst, gpumem_array *src, double *s,
+int bench_copy(bench_io *io, int reps, const char *name, gpumem_array *dst, gpumem_array *src, bench_times *t,
                const char **path)
 {
     io->progress(io, name);
     copy_run c = {dst, src, GPUMEM_OK};
-    *s = bench_median(reps, run_copy, &c);
-    if (*s < 0 && bench_oom(c.st)) { /* its temporaries do not fit: the staging slots, scratch */
+    int bad = bench_time(reps, run_copy, &c, t);
+    if (bad && bench_oom(c.st)) { /* its temporaries do not fit: the staging slots, scratch */
         bench_note(io, "skipped: %s: %s", name, gpumem_last_error());
         return -1;
     }
-    if (*s < 0) {
+    if (bad) {
         bench_error("\n", "%s: %s", name, gpumem_last_error());
         return 1;
     }

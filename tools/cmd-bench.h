@@ -9,6 +9,13 @@
 
 #include <gpumem.h>
 
+/* The times of the runs behind one figure, in seconds: the median, the
+ * 95th percentile (nearest rank: the ceil(0.95 n)-th fastest) and the
+ * slowest; p95 and max < 0 when unknown (a figure derived from others). */
+typedef struct bench_times {
+    double median, p95, max;
+} bench_times;
+
 typedef struct bench_io bench_io;
 struct bench_io {
     /* A progress line, on a terminal. */
@@ -21,7 +28,7 @@ struct bench_io {
      * threads copying at once (0: one copy), its bandwidth as a percentage
      * of the pinned figure of the same case and of the host's ceiling. */
     void (*row)(bench_io *io, const char *group, const char *name, const char *path, uint64_t bytes,
-                double seconds, int threads, double pct_pinned, double pct_host);
+                const bench_times *t, int threads, double pct_pinned, double pct_host);
     /* A line of the table's comments (a skipped size, a target): "# text"
      * in the table and CSV, and in JSON a row {"group": "note", ...}. */
     void (*note)(bench_io *io, const char *text);
@@ -36,12 +43,18 @@ const char *bench_first_error(void);
 /* The allocation rows (cmd-bench-alloc.c).  0 on success. */
 int bench_alloc(bench_io *io, gpumem_context *ctx, int quick);
 
+/* The host's ceilings, in GB/s (0 when not measured): of a pageable copy
+ * each way, and of a strided host side h[:, ::2] each way in useful bytes. */
+enum { BENCH_H2D, BENCH_D2H, BENCH_H2D_STRIDED, BENCH_D2H_STRIDED, BENCH_CEILINGS };
+
 /* The host's ceiling (cmd-bench-host.c): group "host", rows at 1 to N
- * threads (N the CPUs) of pageable read, memcpy, and memcpy into (h2d) and
- * out of (d2h) a 2 MiB pinned slot per thread while the copy engine moves
- * a pinned buffer; *h2d and *d2h get the best slot figure of each way in
- * GB/s (0 when not measured).  0 on success. */
-int bench_host(bench_io *io, gpumem_context *ctx, int quick, int reps, double *h2d, double *d2h);
+ * threads (N the CPUs) of pageable read, memcpy, memcpy into (h2d) and
+ * out of (d2h) a 2 MiB pinned slot per thread, and the gather of every
+ * other float32 (h[:, ::2]) into a slot and its scatter back (bytes: the
+ * useful half), the slot rows while the copy engine moves a pinned buffer;
+ * ceiling[] gets the best slot figure of each (BENCH_H2D ...).  0 on
+ * success. */
+int bench_host(bench_io *io, gpumem_context *ctx, int quick, int reps, double ceiling[BENCH_CEILINGS]);
 
 /* Several threads copying at once (cmd-bench-host.c): group "concurrent",
  * 2, 4 and 8 threads, each with its own arrays (64 MiB, --quick 1 MiB),
@@ -58,7 +71,8 @@ int bench_peer(bench_io *io, gpumem_context *ctx, int quick, int reps);
 
 /* ---- shared by the parts (cmd-bench-util.c) ---- */
 
-#define BENCH_MAX_REPS 64 /* bench_median keeps at most this many times */
+#define BENCH_MAX_REPS 64 /* bench_time keeps at most this many times */
+#define BENCH_REPS 21     /* the default: a p95 that is not the maximum */
 
 typedef int (*bench_run_fn)(void *arg); /* one complete run; 0 on success */
 
@@ -68,8 +82,21 @@ double bench_now_s(void);
 /* The median of the n times t (n >= 1), which it sorts. */
 double bench_median_of(double *t, int n);
 
-/* The median seconds of reps runs of fn (at most BENCH_MAX_REPS) after
- * one warm-up run; < 0 when a run fails. */
+/* The median, p95 and maximum of the n times t (n >= 1), which it sorts. */
+bench_times bench_times_of(double *t, int n);
+
+/* Each time of t multiplied by f (a figure per item of a loop). */
+void bench_times_scale(bench_times *t, double f);
+
+/* A figure of one time s: its median; p95 and maximum unknown. */
+bench_times bench_times_one(double s);
+
+/* Times reps runs of fn (1 to BENCH_MAX_REPS) after one warm-up run, into
+ * *out: 0, or -1 when a run fails. */
+int bench_time(int reps, bench_run_fn fn, void *arg, bench_times *out);
+
+/* The median seconds of reps runs of fn (bench_time's); < 0 when a run
+ * fails. */
 double bench_median(int reps, bench_run_fn fn, void *arg);
 
 /* GB/s of bytes moved in s seconds; 0 for s <= 0. */
@@ -83,10 +110,10 @@ int bench_oom(gpumem_status st);
 void bench_note(bench_io *io, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* The library's copy of src into dst, as case `name` (a progress line):
- * the median seconds of reps runs in *s and the path it took in *path, and
+ * the times of reps runs in *t and the path it took in *path, and
  * 0; -1 when it ran out of memory (noted "skipped: name: why"); 1 on
  * another failure (said on stderr). */
-int bench_copy(bench_io *io, int reps, const char *name, gpumem_array *dst, gpumem_array *src, double *s,
+int bench_copy(bench_io *io, int reps, const char *name, gpumem_array *dst, gpumem_array *src, bench_times *t,
                const char **path);
 
 /* The CUDA driver of the baselines: libcuda.so.1's dlopen handle when the

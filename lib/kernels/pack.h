@@ -50,7 +50,8 @@ bool gm_pack_kernel_tiled(int i);
 void gm_pack_launch_dims(int i, const gm_pack_params *p, unsigned grid[3], unsigned block[3]);
 
 /* Runs rows [row_begin, row_end) of a pack (or unpack) on the CPU, the
- * addresses of p read as host addresses.  The whole copy is rows 0 to
+ * addresses of p read as host addresses, with the library's one CPU packer
+ * (cpu_pack.h's gm_cpu_pack_range).  The whole copy is rows 0 to
  * p->rows.  Disjoint row ranges may run on different threads at once. */
 void gm_pack_run_host(const gm_pack_params *p, bool unpack, uint64_t row_begin, uint64_t row_end);
 

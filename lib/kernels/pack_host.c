@@ -6,6 +6,7 @@
 
 #include <string.h>
 
+#include "cpu_pack.h"
 #include "kernels/pack.h"
 
 static const char *const names[GM_PACK_ALL_KERNELS] = {
@@ -99,20 +100,6 @@ void gm_pack_launch_dims(int i, const gm_pack_params *p, unsigned grid[3], unsig
     grid[2] = 1;
 }
 
-static int64_t row_offset(const gm_pack_params *p, uint64_t row)
-{
-    int64_t off = 0;
-    for (int k = p->nouter - 1; k > 0; k--) {
-        uint64_t n = (uint64_t)p->outer_shape[k];
-        uint64_t q = row / n;
-        off += (int64_t)(row - q * n) * p->outer_stride[k];
-        row = q;
-    }
-    if (p->nouter > 0)
-        off += (int64_t)row * p->outer_stride[0];
-    return off;
-}
-
 void gm_pack_strided_span(const gm_pack_params *p, int64_t *lo, int64_t *hi)
 {
     int64_t l = 0, h = 0;
@@ -129,40 +116,18 @@ void gm_pack_strided_span(const gm_pack_params *p, int64_t *lo, int64_t *hi)
     *hi = h + p->unit;
 }
 
-/* One row at constant unit U: the compiler turns each memcpy into a move. */
-#define ROW(U)                                                                  \
-    do {                                                                        \
-        if (unpack)                                                             \
-            for (uint64_t c = 0; c < cols; c++)                                 \
-                memcpy(srow + (int64_t)c * cs, prow + c * (U), (U));            \
-        else                                                                    \
-            for (uint64_t c = 0; c < cols; c++)                                 \
-                memcpy(prow + c * (U), srow + (int64_t)c * cs, (U));            \
-    } while (0)
-
+/* The generic kernels' twin is the library's one CPU packer (cpu_pack.c),
+ * which packs strided host sides for the copy engine too: rows [row_begin,
+ * row_end) are the packed elements row_begin * cols onward. */
 void gm_pack_run_host(const gm_pack_params *p, bool unpack, uint64_t row_begin, uint64_t row_end)
 {
-    const uint64_t cols = p->cols;
-    const int64_t cs = p->col_stride;
-    const size_t unit = (size_t)p->unit;
-    for (uint64_t r = row_begin; r < row_end && r < p->rows; r++) {
-        unsigned char *srow = (unsigned char *)(uintptr_t)p->strided + row_offset(p, r);
-        unsigned char *prow = (unsigned char *)(uintptr_t)p->packed + r * cols * unit;
-        if (cs == (int64_t)unit) { /* a run: one move */
-            if (unpack)
-                memcpy(srow, prow, cols * unit);
-            else
-                memcpy(prow, srow, cols * unit);
-            continue;
-        }
-        switch (unit) {
-        case 1: ROW(1); break;
-        case 2: ROW(2); break;
-        case 4: ROW(4); break;
-        case 8: ROW(8); break;
-        default: ROW(16); break;
-        }
-    }
+    if (row_end > p->rows)
+        row_end = p->rows;
+    if (row_begin >= row_end)
+        return;
+    uint64_t e0 = row_begin * p->cols;
+    gm_cpu_pack_range(p, unpack, e0, row_end * p->cols,
+                      (unsigned char *)(uintptr_t)p->packed + e0 * (uint64_t)p->unit);
 }
 
 /* ---- the tiled kernels' twin ---------------------------------------------------------------------- */
