@@ -58,7 +58,7 @@ try:
 except Exception:
     pass
 EOF
-export GPUMEM_LIBRARY="$so" GPUMEM_BACKEND=cuda
+export GPUMEM_LIBRARY="$so" GPUMEM_BACKEND=${GPUMEM_BACKEND:-cuda}
 export PYTHONPATH="$shims:$here/python${PYTHONPATH:+:$PYTHONPATH}"
 summary="$out/summary.txt"
 : >"$summary"

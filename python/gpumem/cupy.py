@@ -11,13 +11,23 @@ buffers from libgpumem's page-locked pool; both are shared with numba
 gpumem.memory_report() under the runtime "cupy".  uninstall() gives CuPy
 back its own pools.
 """
+import ctypes
+
 import cupy
 
-from . import alloc as _alloc, free as _free, host_alloc as _host_alloc, host_free as _host_free
+from . import _lib
+from . import host_alloc as _host_alloc, host_free as _host_free
 
 __all__ = ["install", "uninstall", "malloc", "malloc_pinned"]
 
 RUNTIME = "cupy"
+
+# The hot path calls the library directly: CuPy allocates and frees often.
+_c_alloc = _lib.lib.gpumem_foreign_alloc
+_c_free = _lib.lib.gpumem_foreign_free
+_RT = RUNTIME.encode()
+_get_device = cupy.cuda.runtime.getDevice
+_current_stream = cupy.cuda.get_current_stream
 
 
 class _Block:
@@ -33,7 +43,9 @@ class _Block:
     def __del__(self):
         if self.ptr:
             p, self.ptr = self.ptr, 0
-            _free(p, self.stream)
+            st = _c_free(p, self.stream)
+            if st:
+                _lib.check(st)  # shown as an ignored exception: __del__ cannot raise
 
 
 class _PinnedBlock:
@@ -57,9 +69,13 @@ class _PinnedBlock:
 
 def malloc(size):
     """CuPy's allocator function: a cupy.cuda.MemoryPointer of size bytes."""
-    device = cupy.cuda.runtime.getDevice()
-    stream = cupy.cuda.get_current_stream().ptr
-    ptr = _alloc(size, device, stream, RUNTIME)
+    device = _get_device()
+    stream = _current_stream().ptr
+    p = ctypes.c_void_p()
+    st = _c_alloc(_RT, device, size, stream, ctypes.byref(p))
+    if st:
+        _lib.check(st)
+    ptr = p.value or 0
     mem = cupy.cuda.UnownedMemory(ptr, size, _Block(ptr, stream), device)
     return cupy.cuda.MemoryPointer(mem, 0)
 

@@ -239,8 +239,8 @@ GPUMEM_API gpumem_status gpumem_foreign_ipc_handle(const void *ptr, void *handle
 
 /**
  * The context that foreign allocations of @p ctx's device use from now on
- * (see "Which pool"); it is retained, and the one it replaces released.
- * Allocations made before keep their pool.
+ * (see "Which pool").  It is retained until exit, as is the one it
+ * replaces: allocations made before keep their context and pool.
  * @param ctx the context.
  * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT, ::GPUMEM_ERROR_INVALID_STATE (a released context),
  *        ::GPUMEM_ERROR_INVALID_DEVICE (an ordinal beyond 63).
@@ -252,7 +252,7 @@ GPUMEM_API gpumem_status gpumem_foreign_set_context(gpumem_context *ctx);
  * as on a first allocation when there is none yet: gpumem_memory_report()
  * of it shows the foreign memory.
  * @param device the device ordinal.
- * @param[out] ctx the context (borrowed: valid until exit or the next gpumem_foreign_set_context()).
+ * @param[out] ctx the context (borrowed: valid until exit).
  * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT, ::GPUMEM_ERROR_INVALID_DEVICE, or a failure of
  *        gpumem_context_create().
  */
