@@ -46,6 +46,7 @@ typedef struct fdevice {
     gpumem_host_pool *host[HOST_POOLS];   /* guarded by lock */
     gpumem_context *host_ctx[HOST_POOLS];
     gpumem_stream *slots[STREAM_SLOTS];   /* guarded by lock */
+    _Atomic(gpumem_stream *) legacy;      /* the anchor's default stream, once asked for */
     pthread_mutex_t lock;
 } fdevice;
 
@@ -155,6 +156,16 @@ static gpumem_status stream_of(fdevice *f, int d, void *stream, const char *what
 /* stream_of, held (release it with gm_stream_unhold). */
 static gpumem_status stream_held(fdevice *f, int d, void *stream, const char *what, gpumem_stream **out)
 {
+    uintptr_t v = (uintptr_t)stream;
+    if (v == 0 || v == 1) { /* the legacy default stream, which lives as long as the anchor: no lock */
+        gpumem_stream *s = atomic_load_explicit(&f->legacy, memory_order_acquire);
+        if (s == NULL) {
+            GM_FORWARD_IF_ERROR(prefixed(gpumem_stream_default(f->anchor, &s), what));
+            atomic_store_explicit(&f->legacy, s, memory_order_release);
+        }
+        *out = gm_stream_hold(s);
+        return GPUMEM_OK;
+    }
     pthread_mutex_lock(&f->lock);
     gpumem_status st = stream_of(f, d, stream, what, out);
     if (st == GPUMEM_OK)
@@ -247,23 +258,22 @@ GPUMEM_API gpumem_status gpumem_foreign_free(void *ptr, void *stream)
     if (ptr == NULL)
         return GPUMEM_OK;
     uint64_t addr = (uint64_t)(uintptr_t)ptr;
-    gm_fentry probe;
-    if (!gm_foreign_map_find(GM_FSPACE_DEVICE, addr, &probe)) {
+    gm_fentry *e = gm_foreign_map_take(GM_FSPACE_DEVICE, addr);
+    if (e == NULL) {
+        gm_fentry probe;
         bool host = gm_foreign_map_find(GM_FSPACE_HOST, addr, &probe);
         return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: pointer 0x%llx is %s", what, (unsigned long long)addr,
                         host ? "page-locked memory of gpumem_foreign_host_alloc: free it with gpumem_foreign_host_free"
                              : "no live allocation of gpumem_foreign_alloc or gpumem_foreign_managed_alloc (freed "
                                "already, or another allocator's)");
     }
-    fdevice *f = &devices[probe.device];
     gpumem_stream *s = NULL;
-    if (probe.kind == GPUMEM_MEMORY_DEVICE)
-        GM_FORWARD_IF_ERROR(stream_held(f, probe.device, stream, what, &s));
-    gm_fentry *e = gm_foreign_map_take(GM_FSPACE_DEVICE, addr);
-    if (e == NULL) { /* another thread freed it meanwhile */
-        gm_stream_unhold(s);
-        return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: pointer 0x%llx is no live allocation of "
-                        "gpumem_foreign_alloc (freed already, by another thread)", what, (unsigned long long)addr);
+    if (e->kind == GPUMEM_MEMORY_DEVICE) {
+        gpumem_status st = stream_held(&devices[e->device], e->device, stream, what, &s);
+        if (st != GPUMEM_OK) { /* a bad stream frees nothing: the entry goes back (its shard has room) */
+            gm_foreign_map_put(GM_FSPACE_DEVICE, e, what);
+            return st;
+        }
     }
     bool pushed = trace_push(e->runtime);
     gm_foreign_count(e, -1);
