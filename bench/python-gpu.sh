@@ -17,7 +17,9 @@
 #      allocator and with gpumem.torch.install(): the losses must agree;
 #  (c) a CuPy workload with CuPy's pool and with gpumem.cupy.install();
 #  (d) timings: numba device_array then del, CuPy and PyTorch allocation
-#      and free, each through gpumem and through the runtime's own.
+#      and free, each through gpumem and through the runtime's own;
+#  (e) numba, CuPy and PyTorch in one process: a block numba frees is
+#      reused by CuPy, then by PyTorch; all three in the report and a trace.
 #
 # numba-cuda 0.30.4 there needs two shims, made in a temporary directory
 # put first on PYTHONPATH: a stand-in `filecheck` package (numba-cuda's
@@ -217,6 +219,42 @@ ok = a["sha"] == b["sha"]
 print("%s  c-cupy-compare: sums %r and %r, bit-identical: %s; cupy through gpumem: %s"
       % ("PASS" if ok else "FAIL", a["sum"], b["sum"], ok, b.get("stats")))
 EOF
+
+# ---- (e) one pool for all three runtimes in one process ------------------------------------
+cat >"$out/shared_pool.py" <<'EOF'
+import os, sys, tempfile
+import gpumem, gpumem.torch, gpumem.cupy
+gpumem.torch.install()            # before PyTorch's first CUDA allocation
+import torch, cupy, numpy as np
+from numba import cuda
+assert os.environ.get("NUMBA_CUDA_MEMORY_MANAGER") == "gpumem.numba"
+gpumem.cupy.install()
+n = 1 << 20
+trace = os.path.join(tempfile.mkdtemp(), "shared.gmtrace")
+gpumem.release_held()
+with gpumem.trace(trace):
+    a = cuda.device_array(n, dtype=np.uint8)
+    pa = a.device_ctypes_pointer.value
+    del a                                    # numba frees it on the legacy default stream
+    x = cupy.empty(n, dtype=cupy.uint8)      # CuPy's current stream is the legacy default stream
+    px = x.data.ptr
+    del x
+    t = torch.empty(n, dtype=torch.uint8, device="cuda")
+    pt = t.data_ptr()
+    keep = (cuda.device_array(n, dtype=np.uint8), cupy.zeros(n, dtype=cupy.uint8),
+            torch.zeros(n, dtype=torch.uint8, device="cuda"))
+    rep = gpumem.memory_report()
+data = open(trace, "rb").read()
+print("numba block %#x, CuPy got %#x, PyTorch got %#x" % (pa, px, pt))
+print("runtimes:", {k: (v["device_count"], v["device_bytes"]) for k, v in rep["runtimes"].items()})
+ok = px == pa and pt == pa
+ok &= all(rep["runtimes"].get(r, {}).get("device_count", 0) >= 1 for r in ("numba", "cupy", "torch"))
+ok &= all(r.encode() in data for r in ("numba", "cupy", "torch"))
+print("one pool: a block freed by numba was reused by CuPy, then by PyTorch; all three in the report and the trace:", ok)
+sys.exit(0 if ok else 1)
+EOF
+run e-shared-pool "$T_SHORT" env NUMBA_CUDA_MEMORY_MANAGER=gpumem.numba $PYTHON "$out/shared_pool.py"
+grep -E '^(numba block|runtimes|one pool)' "$out/e-shared-pool.log" | sed 's/^/      /' | tee -a "$summary"
 
 # ---- (d) timings ---------------------------------------------------------------------------
 cat >"$out/timing.py" <<'EOF'
