@@ -9,7 +9,12 @@
  *
  * An internal test: it holds streams back with a host function (the
  * driver table's launch_host_func), as test-pool does, so that pending
- * work is deterministic on the simulator and on a GPU.
+ * work is deterministic on the simulator and on a GPU.  First, before the
+ * process touches the library, a fault walk: children run one scenario
+ * of the tier with GPUMEM_SIM_FAIL=k for every k until the k-th driver
+ * call is past the scenario's last (make check-faults' method, on this
+ * tier alone, whose process-wide context the main walk's leak rules
+ * cannot hold to).
  */
 #include "config.h"
 
@@ -21,6 +26,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "child.h"
 #include "context.h"
 #include "driver.h"
 #include "gpumem.h"
@@ -56,6 +62,92 @@ static struct gpumem_foreign_stats stats_of(const char *rt)
     struct gpumem_foreign_stats s = {.size = sizeof s};
     gpumem_foreign_stats(rt, &s);
     return s;
+}
+
+/* ---- the fault walk ------------------------------------------------------------------- */
+
+/* Records a failed call whose message does not begin with its name. */
+static void misnamed(child_result *out, const char *name, gpumem_status st)
+{
+    if (st == GPUMEM_OK || strncmp(gpumem_last_error(), name, strlen(name)) == 0)
+        return;
+    if (out->value[1]++ == 0)
+        snprintf(out->text, sizeof out->text, "%s returned %s: %s", name, gpumem_status_string(st),
+                 gpumem_last_error());
+}
+#define CALL(out, name, expr) misnamed((out), #name, name expr)
+
+/* Counts a pointer that is still in the table after its free ran. */
+static void still_live(child_result *out, const void *p, const char *what)
+{
+    if (p != NULL && gpumem_foreign_lookup(p, NULL, NULL, NULL, NULL) == GPUMEM_OK && out->value[2]++ == 0)
+        snprintf(out->note, sizeof out->note, "%s is still live after its free", what);
+}
+
+static void fault_scenario(const void *arg, child_result *out)
+{
+    char v[32];
+    snprintf(v, sizeof v, "%d", *(const int *)arg);
+    setenv("GPUMEM_SIM_FAIL", v, 1);
+    gpumem_context *ctx = NULL;
+    gpumem_stream *S = NULL;
+    void *sh = NULL, *p = NULL, *q = NULL, *h = NULL, *m = NULL;
+    unsigned char ipc[GPUMEM_FOREIGN_IPC_HANDLE_SIZE];
+    size_t off = 0;
+    uint64_t dp = 0;
+    CALL(out, gpumem_foreign_context, (0, &ctx));
+    if (ctx != NULL && gpumem_stream_create(ctx, GPUMEM_STREAM_NON_BLOCKING, &S) == GPUMEM_OK)
+        gpumem_foreign_stream_handle(S, &sh);
+    CALL(out, gpumem_foreign_alloc, ("c", 0, 4096, NULL, &p));
+    CALL(out, gpumem_foreign_alloc, ("c", 0, 5000, sh, &q));
+    if (q != NULL)
+        CALL(out, gpumem_foreign_ipc_handle, (q, ipc, &off));
+    CALL(out, gpumem_foreign_free, (q, sh));
+    CALL(out, gpumem_foreign_free, (p, NULL));
+    CALL(out, gpumem_foreign_alloc, ("c", 0, 4096, sh, &p)); /* from the held block, perhaps */
+    CALL(out, gpumem_foreign_free, (p, NULL));
+    CALL(out, gpumem_foreign_host_alloc, ("c", 0, 1000, GPUMEM_FOREIGN_HOST_MAPPED, &h));
+    if (h != NULL)
+        CALL(out, gpumem_foreign_device_pointer, (h, &dp));
+    CALL(out, gpumem_foreign_host_free, (h));
+    CALL(out, gpumem_foreign_managed_alloc, ("c", 0, 2048, 1, &m));
+    CALL(out, gpumem_foreign_free, (m, NULL));
+    CALL(out, gpumem_foreign_release_held, (0));
+    still_live(out, p, "the device allocation");
+    still_live(out, q, "the allocation on a foreign stream");
+    still_live(out, h, "the mapped allocation");
+    still_live(out, m, "the managed allocation");
+    if (S != NULL)
+        gpumem_stream_destroy(S);
+    uint64_t calls = 0;
+    gm_drv_fail_at = 0; /* counting the calls is no driver call, but be sure nothing fails now */
+    gpumem_debug_driver_calls(NULL, &calls);
+    out->value[0] = (long)calls;
+}
+
+static void test_faults(void)
+{
+    int k = 1, points = 0, crashed = 0, bad = 0, leaked = 0;
+    child_result r;
+    char first[1200] = "";
+    for (; k <= 2000; k++) {
+        if (run_child(fault_scenario, &k, &r) != 0 || !r.exited || r.exit_code != 0) {
+            if (crashed++ == 0)
+                snprintf(first, sizeof first, "k=%d: the child ended with %d", k, r.exit_code);
+            continue;
+        }
+        if (r.value[1] && bad++ == 0)
+            snprintf(first, sizeof first, "k=%d: %s", k, r.text);
+        if (r.value[2] && leaked++ == 0)
+            snprintf(first, sizeof first, "k=%d: %s", k, r.note);
+        if (r.value[0] < k)
+            break;
+        points++;
+    }
+    ok(crashed == 0, "fault walk: no run crashed (%d injection points)", points);
+    ok(bad == 0, "fault walk: every failure's message names the call that failed%s%s", *first ? ": " : "", first);
+    ok(leaked == 0, "fault walk: every free ran, whatever failed");
+    ok(points > 10 && k <= 2000, "fault walk: it reached past the scenario's last driver call (%d)", points);
 }
 
 static void test_bad_input(void)
@@ -424,6 +516,7 @@ static void test_runtimes(void)
 
 int main(void)
 {
+    test_faults(); /* first: its children must fork before this process touches the library */
     if (gpumem_foreign_context(0, &fctx) != GPUMEM_OK)
         bail_out("no foreign context: %s", gpumem_last_error());
     test_bad_input();
