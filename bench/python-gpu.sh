@@ -278,45 +278,32 @@ if what == "numba":
         assert os.environ.get("NUMBA_CUDA_MEMORY_MANAGER") == "gpumem.numba"
     from numba import cuda
     import numpy as np
-    cuda.device_array(1, dtype=np.uint8)
-
-    def loop():
-        for _ in range(N):
-            a = cuda.device_array(256, dtype=np.uint8)
-            del a
-    us = best(loop)
+    make = lambda: cuda.device_array(256, dtype=np.uint8)
 elif what == "cupy":
     import cupy
     if mode == "gpumem":
         import gpumem.cupy
         gpumem.cupy.install()
-    cupy.empty(256, dtype=cupy.uint8)
-
-    def loop():
-        for _ in range(N):
-            a = cupy.empty(256, dtype=cupy.uint8)
-            del a
-    us = best(loop)
+    make = lambda: cupy.empty(256, dtype=cupy.uint8)
 elif what == "torch":
     if mode == "gpumem":
         import gpumem.torch
         gpumem.torch.install()
     import torch
-    torch.empty(256, dtype=torch.uint8, device="cuda")
-
-    def loop():
-        for _ in range(N):
-            a = torch.empty(256, dtype=torch.uint8, device="cuda")
-            del a
-    us = best(loop)
+    make = lambda: torch.empty(256, dtype=torch.uint8, device="cuda")
 elif what == "raw":
     import gpumem
-    gpumem.free(gpumem.alloc(256))
+    make = lambda: gpumem.free(gpumem.alloc(256))
+make()  # the first allocation makes the context and the pool
 
-    def loop():
-        for _ in range(N):
-            gpumem.free(gpumem.alloc(256))
-    us = best(loop)
+
+def loop():
+    for _ in range(N):
+        a = make()
+        del a
+
+
+us = best(loop)
 print("%s %s %.3f us" % (what, mode, us))
 EOF
 for w in numba cupy torch; do
