@@ -67,6 +67,16 @@ def _host_ptr(addr):
         getattr(_drv, "USE_NV_BINDING", True) == 0 else addr
 
 
+def _dev_ptr(addr):
+    """A device address as numba's MemoryPointer takes it: the binding's
+    CUdeviceptr for the NVIDIA binding (numba-cuda, as numba makes its own
+    NULL pointers), else ctypes.c_void_p."""
+    binding = getattr(_drv, "binding", None)
+    if getattr(_drv, "USE_NV_BINDING", True) and binding is not None and hasattr(binding, "CUdeviceptr"):
+        return binding.CUdeviceptr(addr)
+    return ctypes.c_void_p(addr)
+
+
 class _Registration:
     """A host buffer page-locked for mempin: libgpumem's registration scope."""
 
@@ -161,10 +171,10 @@ class GpumemMemoryManager(_drv.BaseCUDAMemoryManager):
     def memalloc(self, size):
         ctx = weakref.proxy(self.context)
         if size == 0:
-            return _drv.MemoryPointer(ctx, ctypes.c_void_p(0), 0)
+            return _drv.MemoryPointer(ctx, _dev_ptr(0), 0)
         stream = self._stream()
         ptr = _alloc(size, self._device, stream, RUNTIME)
-        return _drv.MemoryPointer(ctx, ctypes.c_void_p(ptr), size,
+        return _drv.MemoryPointer(ctx, _dev_ptr(ptr), size,
                                   finalizer=self._finalizer(_free, ptr, stream))
 
     def memhostalloc(self, size, mapped=False, portable=False, wc=False):
@@ -192,7 +202,7 @@ class GpumemMemoryManager(_drv.BaseCUDAMemoryManager):
     def memallocmanaged(self, size, attach_global=True):
         ctx = weakref.proxy(self.context)
         ptr = _managed_alloc(size, self._device, attach_global=attach_global, runtime=RUNTIME)
-        mem = _drv.ManagedMemory(ctx, ctypes.c_void_p(ptr), size,
+        mem = _drv.ManagedMemory(ctx, _dev_ptr(ptr), size,
                                  finalizer=self._forget(("managed", ptr), _free, ptr, 0))
         self._allocations[("managed", ptr)] = mem
         return mem.own()
