@@ -30,7 +30,7 @@ import weakref
 from numba.cuda.cudadrv import driver as _drv
 
 from . import _lib
-from . import alloc as _alloc, free as _free, host_alloc as _host_alloc, host_free as _host_free
+from . import free as _free, host_alloc as _host_alloc, host_free as _host_free
 from . import managed_alloc as _managed_alloc, ipc_handle as _ipc_handle, memory_info as _memory_info
 from . import release_held as _release_held, PER_THREAD_STREAM
 
@@ -109,6 +109,21 @@ class _Registration:
             _lib.check(st)
 
 
+def _finalize(mgr_ref, fn, args):
+    """Runs fn(*args), or keeps it for the end of the manager's defer_cleanup scope."""
+    m = mgr_ref()
+    if m is not None and m._defer:
+        with m._lock:
+            if m._defer:
+                m._pending.append((fn, args))
+                return
+    fn(*args)
+
+
+_c_alloc = _lib.lib.gpumem_foreign_alloc
+_RT = RUNTIME.encode()
+
+
 class GpumemMemoryManager(_drv.BaseCUDAMemoryManager):
     """A complete numba EMM plugin (interface version 1) over libgpumem.
 
@@ -123,12 +138,17 @@ class GpumemMemoryManager(_drv.BaseCUDAMemoryManager):
         self._pending = []          # frees held back by defer_cleanup: (function, args)
         self._allocations = {}      # mapped and managed memory numba refers to weakly (mem.own())
         self._stream_value = None   # the stream of device memory, read from numba's config once
+        self._ref = weakref.ref(self)
+        self._device_id = None      # the context's device ordinal, read once
 
     # -- the device and the stream --------------------------------------------------------------
 
     @property
     def _device(self):
-        return self.context.device.id
+        d = self._device_id
+        if d is None:
+            d = self._device_id = self.context.device.id
+        return d
 
     def _stream(self):
         s = self._stream_value
@@ -138,17 +158,7 @@ class GpumemMemoryManager(_drv.BaseCUDAMemoryManager):
 
     def _finalizer(self, fn, *args):
         """A finalizer that runs fn(*args) now, or at the end of defer_cleanup."""
-        mgr = weakref.ref(self)
-
-        def finalize():
-            m = mgr()
-            if m is not None:
-                with m._lock:
-                    if m._defer:
-                        m._pending.append((fn, args))
-                        return
-            fn(*args)
-        return finalize
+        return functools.partial(_finalize, self._ref, fn, args)
 
     def _forget(self, key, fn, *args):
         """As _finalizer, also dropping the strong reference kept for numba."""
@@ -173,7 +183,11 @@ class GpumemMemoryManager(_drv.BaseCUDAMemoryManager):
         if size == 0:
             return _drv.MemoryPointer(ctx, _dev_ptr(0), 0)
         stream = self._stream()
-        ptr = _alloc(size, self._device, stream, RUNTIME)
+        p = ctypes.c_void_p()
+        st = _c_alloc(_RT, self._device, size, stream, ctypes.byref(p))
+        if st:
+            _lib.check(st)
+        ptr = p.value
         return _drv.MemoryPointer(ctx, _dev_ptr(ptr), size,
                                   finalizer=self._finalizer(_free, ptr, stream))
 
