@@ -40,6 +40,11 @@ static gpumem_stream *stream_new(gpumem_context *ctx, gm_dstream *ds, bool is_de
     return s;
 }
 
+gpumem_stream *gm_stream_foreign(gpumem_context *ctx, gm_dstream *ds)
+{
+    return stream_new(ctx, ds, false);
+}
+
 void gm_stream_unhold(gpumem_stream *s)
 {
     if (s != NULL && atomic_fetch_sub_explicit(&s->refs, 1, memory_order_acq_rel) == 1) {

@@ -92,6 +92,12 @@ static inline gpumem_stream *gm_stream_hold(gpumem_stream *s)
 }
 void gm_stream_unhold(gpumem_stream *s);
 
+/* A stream object over driver stream ds, which another runtime owns
+ * (lib/foreign.c): in no list of ctx, never synchronized, committed or
+ * destroyed by the library; its one reference goes with gm_stream_unhold.
+ * NULL when out of host memory. */
+gpumem_stream *gm_stream_foreign(gpumem_context *ctx, gm_dstream *ds);
+
 /* The held stream s if its work may still be pending (not destroyed), else
  * NULL: a destroyed stream was synchronized.  NULL-safe. */
 static inline gpumem_stream *gm_stream_if_alive(gpumem_stream *s)

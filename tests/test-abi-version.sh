@@ -42,7 +42,11 @@ objdump -p "$so" | awk '
     on && /^$/ { exit }
     on && /^[0-9]/ { if ($2 != "0x01") { if (n) print node, parent; node = $4; parent = "-"; n++ } next }
     on && /^[ \t]/ { if (n) parent = $1 }
-    END { if (n) print node, parent }' >"$tmp/nodes"
+    END { if (n) print node, parent }' >"$tmp/allnodes"
+# GPUMEM_EXPERIMENTAL (the experimental tier) is apart from the chain: it
+# inherits nothing, nothing inherits it, and it counts for no version.
+grep -v '^GPUMEM_EXPERIMENTAL ' "$tmp/allnodes" >"$tmp/nodes"
+sed 's/^/# node (parent): /' "$tmp/allnodes" | grep ' GPUMEM_EXPERIMENTAL ' || true
 sed 's/^/# node (parent): /' "$tmp/nodes"
 
 # 1. The nodes are GPUMEM_X.0, GPUMEM_X.1, ... in order, each inheriting the
@@ -70,9 +74,11 @@ nodes=$(wc -l <"$tmp/nodes")
 t $? "libtool age $lt_age = $((nodes - 1)) older nodes, revision $lt_rev = patch level $patch"
 
 # 5. lib/libgpumem.map declares exactly these nodes (the build used it).
-sed -n 's/^\(GPUMEM_[0-9]*\.[0-9]*\) {.*/\1/p' "$srcdir/lib/libgpumem.map" >"$tmp/mapnodes"
-cut -d' ' -f1 "$tmp/nodes" | diff "$tmp/mapnodes" - >"$tmp/log"
-t $? "lib/libgpumem.map declares the library's nodes, in order" "$tmp/log"
+sed -n 's/^\(GPUMEM_[0-9A-Z_]*\.*[0-9]*\) {.*/\1/p' "$srcdir/lib/libgpumem.map" >"$tmp/mapnodes"
+cut -d' ' -f1 "$tmp/allnodes" | diff "$tmp/mapnodes" - >"$tmp/log"
+awk '$1 == "GPUMEM_EXPERIMENTAL" && $2 != "-" { print "GPUMEM_EXPERIMENTAL inherits " $2 } $2 == "GPUMEM_EXPERIMENTAL" { print $1 " inherits GPUMEM_EXPERIMENTAL" }' \
+    "$tmp/allnodes" >>"$tmp/log"
+t $? "lib/libgpumem.map declares the library's nodes, in order (GPUMEM_EXPERIMENTAL apart)" "$tmp/log"
 
 # 6. debian/libgpumem1.symbols: the SONAME and package name, every node, and
 #    each symbol's version the release that opened its node (A.B.0).
@@ -84,7 +90,11 @@ if [ -f "$srcdir/debian/libgpumem1.symbols" ]; then
     while read -r node parent; do
         grep -qx " $node@$node ${node#GPUMEM_}.0" "$f" || echo "no line ' $node@$node ${node#GPUMEM_}.0'" >>"$tmp/log"
     done <"$tmp/nodes"
-    awk '/^ / { split($1, a, "@GPUMEM_"); if (a[2] == "" || $2 != a[2] ".0") print "line " NR ": " $0 " (expected version " a[2] ".0)" }' \
+    # An experimental symbol's version is the release that built the
+    # package (RELEASING, "The experimental tier"): it may change in any.
+    awk -v v="$version" '/^ / { split($1, a, "@GPUMEM_")
+        if (a[2] == "EXPERIMENTAL") { if ($2 != v) print "line " NR ": " $0 " (expected version " v ")"; next }
+        if (a[2] == "" || $2 != a[2] ".0") print "line " NR ": " $0 " (expected version " a[2] ".0)" }' \
         "$f" >>"$tmp/log"
     [ ! -s "$tmp/log" ]
     t $? "debian/libgpumem1.symbols: libgpumem.so.$major, every node, each symbol at its node's release" "$tmp/log"

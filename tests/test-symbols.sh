@@ -4,7 +4,7 @@
 srcdir=${GPUMEM_TEST_SRCDIR:-.}
 builddir=${GPUMEM_TEST_BUILDDIR:-.}
 so=$(ls "$builddir"/lib/.libs/libgpumem.so.* 2>/dev/null | head -n 1)
-echo "1..9"
+echo "1..10"
 if [ -z "$so" ] || ! command -v nm >/dev/null 2>&1; then
     echo "Bail out! no shared library or no nm"
     exit 1
@@ -12,15 +12,16 @@ fi
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/gpumem-symbols.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
 nm -D --defined-only "$so" | awk '$2 != "A" {print $3}' | sort >"$tmp/exported"
-grep -hE '^GPUMEM_API' "$srcdir"/include/gpumem/*.h "$builddir"/include/gpumem/version.h |
+grep -hE '^GPUMEM_API' "$srcdir"/include/gpumem/*.h "$srcdir"/include/gpumem/experimental/*.h \
+    "$builddir"/include/gpumem/version.h |
     sed 's/(.*//' | awk '{print $NF}' | tr -d '*' | sort -u >"$tmp/declared"
 sed -n 's/^ *\(gpumem_[a-z0-9_]*\);.*/\1/p' "$srcdir/lib/libgpumem.map" | sort -u >"$tmp/mapped"
 sed 's/@.*//' "$tmp/exported" | sort -u >"$tmp/names"
 
 # Which nodes there are, and in what order, is tests/test-abi-version.sh's.
-bad=$(grep -Ev '^gpumem_[a-z0-9_]*@@GPUMEM_1\.[0-9]+$' "$tmp/exported")
-if [ -z "$bad" ]; then echo "ok 1 - every exported symbol is gpumem_*@@GPUMEM_1.N"; else
-    echo "not ok 1 - symbols outside gpumem_*@@GPUMEM_1.N"; echo "$bad" | sed 's/^/# /'; fi
+bad=$(grep -Ev '^gpumem_[a-z0-9_]*@@GPUMEM_(1\.[0-9]+|EXPERIMENTAL)$' "$tmp/exported")
+if [ -z "$bad" ]; then echo "ok 1 - every exported symbol is gpumem_*@@GPUMEM_1.N or @@GPUMEM_EXPERIMENTAL"; else
+    echo "not ok 1 - symbols outside gpumem_*@@GPUMEM_1.N and @@GPUMEM_EXPERIMENTAL"; echo "$bad" | sed 's/^/# /'; fi
 n=$(wc -l <"$tmp/exported")
 if [ "$n" -gt 20 ]; then echo "ok 2 - the library exports $n symbols"; else echo "not ok 2 - only $n exported"; fi
 missing=$(comm -23 "$tmp/declared" "$tmp/names")
@@ -64,3 +65,16 @@ case "$flags" in
 *STATIC_TLS*) echo "not ok 9 - the library needs static TLS (FLAGS:$flags): an initial-exec thread-local" ;;
 *) echo "ok 9 - the library needs no static TLS, so dlopen after others' TLS works" ;;
 esac
+
+# The experimental tier: the functions that include/gpumem/experimental/
+# declares are exactly those of node GPUMEM_EXPERIMENTAL (and no stable
+# header declares one of them).
+grep -hE '^GPUMEM_API' "$srcdir"/include/gpumem/experimental/*.h | sed 's/(.*//' | awk '{print $NF}' |
+    tr -d '*' | sort -u >"$tmp/exp-declared"
+sed -n 's/@@GPUMEM_EXPERIMENTAL$//p' "$tmp/exported" | sort -u >"$tmp/exp-exported"
+if [ -s "$tmp/exp-declared" ] && cmp -s "$tmp/exp-declared" "$tmp/exp-exported"; then
+    echo "ok 10 - node GPUMEM_EXPERIMENTAL holds exactly the $(wc -l <"$tmp/exp-declared") functions of include/gpumem/experimental/"
+else
+    echo "not ok 10 - node GPUMEM_EXPERIMENTAL and include/gpumem/experimental/ differ:"
+    diff "$tmp/exp-declared" "$tmp/exp-exported" | sed 's/^/# /'
+fi
