@@ -37,6 +37,18 @@ static uint64_t device_used(void)
     return total - fr;
 }
 
+/* What the device is charged, by cuMemGetInfo: exact on the simulator.  A
+ * real driver charges its own page tables for the reservation and the
+ * mappings too (the H200 run of 2026-11-29 saw 24 MiB move), so there the
+ * pool's source_bytes, checked beside each of these, is the figure. */
+static void device_charge_is(uint64_t got, uint64_t want, const char *what)
+{
+    if (sim)
+        is_int(got, want, what);
+    else
+        skip(1, "cuMemGetInfo on a real driver counts the driver's own page tables: source_bytes is checked instead");
+}
+
 static struct gpumem_pool_stats stats_of(gpumem_pool *p)
 {
     struct gpumem_pool_stats s = {.size = sizeof s};
@@ -68,7 +80,7 @@ static void test_basics(void)
     is_int(calls("cuMemAddressReserve") - res0, 1, "a virtual-memory pool makes one address reservation");
     is_int(s.reserved_bytes, want_res, "of the device's memory and an eighth more for small blocks");
     is_int(s.source_bytes, 0, "nothing mapped yet");
-    is_int(device_used(), used0, "nothing charged to the device");
+    device_charge_is(device_used(), used0, "nothing charged to the device");
 
     uint64_t map0 = calls("cuMemMap"), create0 = calls("cuMemCreate"), acc0 = calls("cuMemSetAccess");
     gpumem_allocation *a = NULL, *b = NULL;
@@ -77,7 +89,7 @@ static void test_basics(void)
     is_int(s.source_bytes, 4 * M, "two granules mapped (4 MiB)");
     ok(calls("cuMemMap") - map0 == 2 && calls("cuMemCreate") - create0 == 2 && calls("cuMemSetAccess") - acc0 == 2,
        "a chunk per granule: two cuMemCreate, two cuMemMap, two cuMemSetAccess");
-    is_int(device_used() - used0, 4 * M, "the device is charged the mapped bytes");
+    device_charge_is(device_used() - used0, 4 * M, "the device is charged the mapped bytes");
     ok(gpumem_pool_allocate(p, 512 * 1024, NULL, &b) == GPUMEM_OK, "a small block (512 KiB)");
     uint64_t pa = 0, pb = 0;
     gpumem_allocation_pointer(a, &pa);
@@ -102,7 +114,7 @@ static void test_basics(void)
     s = stats_of(p);
     is_int(s.source_bytes, 0, "every chunk unmapped");
     is_int(calls("cuMemUnmap") - unmap0, calls("cuMemRelease") - rel0, "each unmapped chunk released");
-    is_int(device_used(), used0, "the device has all its memory back");
+    device_charge_is(device_used(), used0, "the device has all its memory back");
     uint64_t free0 = calls("cuMemAddressFree");
     ok(gpumem_pool_destroy(p) == GPUMEM_OK, "destroy");
     is_int(calls("cuMemAddressFree") - free0, 1, "the reservation is freed with the pool");
@@ -195,7 +207,7 @@ static void test_threshold_and_maximum(void)
     gpumem_allocation_free(c, NULL);
     ok(gpumem_pool_free_held(p) == GPUMEM_OK && stats_of(p).source_bytes == 0,
        "free_held gives every chunk back to the driver");
-    is_int(device_used(), used0, "all device memory is back");
+    device_charge_is(device_used(), used0, "all device memory is back");
     gpumem_pool_destroy(p);
 }
 
