@@ -43,14 +43,23 @@ shims="$out/shims"
 mkdir -p "$shims/filecheck"
 cat >"$shims/filecheck/__init__.py" <<'EOF'
 """Stand-in for the filecheck package, which is absent on this machine:
-numba-cuda's testing.py imports it; only FileCheck assertions use it."""
-class FileCheck:
-    def __init__(self, *a, **k):
-        pass
-
-    def __getattr__(self, name):
-        raise RuntimeError("filecheck is a stand-in here: FileCheck assertions cannot run")
+numba-cuda's testing.py imports Matcher, Options, Parser, pattern_for_opts
+and FInput from its submodules; only FileCheck assertions use them."""
 EOF
+for m in matcher options parser finput; do
+    cat >"$shims/filecheck/$m.py" <<'EOF'
+class _StandIn:
+    def __init__(self, *a, **k):
+        raise RuntimeError("filecheck is a stand-in here: FileCheck assertions cannot run")
+
+
+Matcher = Options = Parser = FInput = _StandIn
+
+
+def pattern_for_opts(*a, **k):
+    raise RuntimeError("filecheck is a stand-in here: FileCheck assertions cannot run")
+EOF
+done
 cat >"$shims/sitecustomize.py" <<'EOF'
 # numba-cuda 0.30.4 overloads numpy.row_stack, which NumPy 2.5 removed.
 try:
