@@ -15,7 +15,7 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/test-design.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
 echo "1..4"
 [ -r "$design" ] || { echo "Bail out! cannot read $design"; exit 1; }
-find "$srcdir/lib" "$srcdir/include" "$srcdir/tools" \( -name '*.[ch]' -o -name '*.cu' -o -name '*.hpp' \) \
+find "$srcdir/lib" "$srcdir/include" "$srcdir/tools" \( -name '*.[ch]' -o -name '*.h.in' -o -name '*.cu' -o -name '*.hpp' \) \
     -exec cat {} + >"$tmp/code"
 
 # The names of page $1 of kind $2 (ident, macro, file), one a line.
@@ -38,7 +38,8 @@ missing() {
         file)
             found=""
             for d in "$srcdir/lib" "$srcdir/lib/kernels" "$srcdir/include" "$srcdir"; do
-                for f in $d/$t; do [ -e "$f" ] && found=yes; done
+                # a file configure makes (version.h) is its .in in a VPATH build
+                for f in $d/$t; do [ -e "$f" ] || [ -e "$f.in" ] && found=yes; done
             done
             [ -n "$found" ] || printf ' %s' "$t" ;;
         esac
