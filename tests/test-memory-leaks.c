@@ -58,7 +58,8 @@ int main(int argc, char **argv)
         dup2(efd, 2);
         dup2(ofd, 1);
         setenv("GPUMEM_DEBUG", "leaks", 1);
-        execl("/proc/self/exe", argv[0], "child", (char *)NULL);
+        /* argv[0] when it is a path: under valgrind /proc/self/exe names valgrind */
+        execl(strchr(argv[0], '/') != NULL ? argv[0] : "/proc/self/exe", argv[0], "child", (char *)NULL);
         _exit(127);
     }
     int ws = 0;
