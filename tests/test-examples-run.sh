@@ -105,7 +105,15 @@ fi
 if [ "${GPUMEM_HAVE_FORTRAN:-no}" != yes ]; then
     echo "ok 6 # SKIP the Fortran module is not built"
 else
-    runmake "" "$tmp/f.log" fortran "FC=${FC:-gfortran}"; r=$?
+    # libgfortran's formatted write hands Fortran strings, which have no
+    # NUL, to strndup, whose interceptor under strict_string_checks reads
+    # past them: a report in libgfortran, not in the example or the library
+    if [ -n "$san" ]; then
+        ASAN_OPTIONS="${ASAN_OPTIONS:-}${ASAN_OPTIONS:+:}intercept_strndup=0" runmake "" "$tmp/f.log" fortran "FC=${FC:-gfortran}"
+    else
+        runmake "" "$tmp/f.log" fortran "FC=${FC:-gfortran}"
+    fi
+    r=$?
     if [ $r = 0 ] && grep -q '^pool: 1 miss, 2 hits$' "$tmp/f.log" &&
         { [ "$suite_backend" != sim ] || grep -q "$note" "$tmp/f.log" || ! grep -q 'create_default: GPUMEM_ERROR' "$tmp/f.log"; }; then
         echo "ok 6 - examples/fortran: make run runs example$(grep -q "$note" "$tmp/f.log" && echo ' on the simulator, saying so')"
