@@ -194,19 +194,27 @@ import cupy
 if mode == "gpumem":
     import gpumem.cupy
     gpumem.cupy.install()
-rs = cupy.random.RandomState(seed=3)
-acc = cupy.zeros((512, 512), dtype=cupy.float64)
+# Two streams, each with its own generator and accumulator, so the workload
+# itself has no race between them: the only thing the streams share is the
+# allocator, whose blocks freed on one stream are reused on the other.
 s1 = cupy.cuda.Stream(non_blocking=True)
+streams = (cupy.cuda.Stream.null, s1)
+rs, acc = [], []
+for s in streams:
+    with s:
+        rs.append(cupy.random.RandomState(seed=3 + len(rs)))
+        acc.append(cupy.zeros((512, 512), dtype=cupy.float64))
 for i in range(200):
-    with (s1 if i % 2 else cupy.cuda.Stream.null):
-        a = rs.standard_normal((512, 512))
+    k = i % 2
+    with streams[k]:
+        a = rs[k].standard_normal((512, 512))
         b = cupy.tanh(a @ a.T / 512.0)
-        acc += b.sum(axis=0, keepdims=True) * 1e-3
+        acc[k] += b.sum(axis=0, keepdims=True) * 1e-3
         tmp = [cupy.empty(int(1000 + 37 * j * (i % 7)), dtype=cupy.uint8) for j in range(20)]
         del tmp, a, b
 s1.synchronize()
 cupy.cuda.Stream.null.synchronize()
-host = cupy.asnumpy(acc)
+host = cupy.asnumpy(acc[0] + acc[1])
 pinned = cupy.cuda.alloc_pinned_memory(1 << 20)
 extra = {}
 if mode == "gpumem":
