@@ -13,7 +13,7 @@
 #include "error.h"
 #include "pool_impl.h"
 
-#define HOST_ALLOC_FLAGS (GPUMEM_HOST_ALLOC_PORTABLE | GPUMEM_HOST_ALLOC_DEVICEMAP | GPUMEM_HOST_ALLOC_WRITECOMBINED)
+#define HOST_ALLOC_FLAGS GM_POOL_HOST_ALLOC_FLAGS
 #define MAXIMUM_LIMIT ((uint64_t)1 << 50) /* a reservation's address space, at most */
 
 /* The caller's struct, checked for its size: a shorter one is an error, a

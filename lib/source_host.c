@@ -42,6 +42,12 @@
 #define PIECE ((size_t)2 << 20)   /* bytes one thread touches at a time */
 #define TOUCHERS_MAX 16u          /* threads touching one extent, the caller included */
 
+/* A pool's flags are given to cuMemHostRegister as they are (write-combined
+ * memory is refused before: pool_props.c). */
+_Static_assert(GM_CU_MEMHOSTALLOC_PORTABLE == GM_CU_MEMHOSTREGISTER_PORTABLE &&
+                   GM_CU_MEMHOSTALLOC_DEVICEMAP == GM_CU_MEMHOSTREGISTER_DEVICEMAP,
+               "the registration flags are the allocation flags");
+
 /* ---- NUMA syscalls ---- */
 
 int gm_numa_bind(void *p, size_t bytes, int node)

@@ -345,8 +345,8 @@ static int bench_register(bench_io *io, gpumem_context *ctx, int quick)
     }
     if (bad)
         return 1;
-    io->row(io, "register", props.numa_node == GPUMEM_NUMA_NODE_NONE ? "pool: touch on the workers + 1 register"
-                                                                     : "pool: GPU's node, touch on workers + 1 register",
+    io->row(io, "register", props.numa_node == GPUMEM_NUMA_NODE_NONE ? "pool, no node: parallel touch + 1 register"
+                                                                     : "pool, device's node: parallel touch + 1 register",
             "gpumem", r.bytes, &t[0], 0, -1, -1);
     io->row(io, "register", "one serial cuMemHostRegister (untouched)", "driver", r.bytes, &t[1], 0, -1, -1);
     io->row(io, "register", "touch on 1 thread + 1 cuMemHostRegister", "driver", r.bytes, &t[2], 0, -1, -1);
