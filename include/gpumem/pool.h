@@ -665,6 +665,43 @@ GPUMEM_API gpumem_status gpumem_host_pool_create(gpumem_context *ctx, unsigned f
  * to place them on (::GPUMEM_NUMA_NODE_NONE, or a machine without NUMA), a
  * ::GPUMEM_POOL_SOURCE_PINNED pool is the pool of gpumem_host_pool_create()
  * (cuMemHostAlloc blocks).  Added in GPUMEM_1.1.
+ *
+ * @par Example
+ * Staging buffers on the GPU's own NUMA node (on a machine without NUMA,
+ * and on the simulator unless GPUMEM_SIM_NUMA says otherwise, they are
+ * simply page-locked):
+ * @code{.c}
+ * #include <stdio.h>
+ * #include <string.h>
+ * #include <gpumem.h>
+ *
+ * int main(void)
+ * {
+ *     struct gpumem_pool_props props = GPUMEM_POOL_PROPS_INIT;
+ *     props.source = GPUMEM_POOL_SOURCE_PINNED; // numa_node: GPUMEM_NUMA_NODE_DEVICE
+ *     gpumem_host_pool *pool = NULL;
+ *     gpumem_allocation *a = NULL;
+ *     void *p = NULL;
+ *     int pinned = 0;
+ *     gpumem_status st = gpumem_host_pool_create_with_props(NULL, &props, &pool);
+ *     if (st == GPUMEM_OK)
+ *         st = gpumem_host_pool_allocate_bytes(pool, (size_t)64 << 20, &a);
+ *     if (st == GPUMEM_OK)
+ *         st = gpumem_allocation_host_pointer(a, &p);
+ *     if (st == GPUMEM_OK) {
+ *         memset(p, 0, (size_t)64 << 20);
+ *         st = gpumem_host_is_pinned(p, (size_t)64 << 20, &pinned);
+ *     }
+ *     if (st == GPUMEM_OK)
+ *         printf("64 MiB, page-locked: %d\n", pinned); // prints: 64 MiB, page-locked: 1
+ *     else
+ *         fprintf(stderr, "gpumem: %s\n", gpumem_last_error());
+ *     if (a != NULL)
+ *         gpumem_allocation_free(a, NULL);
+ *     gpumem_host_pool_destroy(pool);
+ *     return st == GPUMEM_OK ? 0 : 1;
+ * }
+ * @endcode
  * @param ctx the context, or NULL for the autoinit context.
  * @param[in] props the properties (see struct gpumem_pool_props).
  * @param[out] pool the new pool.
