@@ -19,7 +19,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stddef.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "child.h"
@@ -366,12 +371,12 @@ static void test_sim_numa(int nodes, int refuse)
         is_int(r.value[2], 1, "  of one registered block");
     }
     run_child(numa_child, "nodes=2,gpu0=1", &r);
-    if (refuse) {
-        is_int(r.status, GPUMEM_ERROR_NOT_SUPPORTED, "gpu0=1: mbind refused");
-        skip(1, "mbind is refused here");
-    } else if (nodes < 2) {
+    if (nodes < 2) {
         is_int(r.status, GPUMEM_ERROR_INVALID_VALUE, "GPUMEM_SIM_NUMA gpu0=1 on a machine of one node: refused");
         like(r.text, "GPUMEM_NUMA_NODE_DEVICE (device 0's node, 1)", "  naming the device's node");
+    } else if (refuse) {
+        is_int(r.status, GPUMEM_ERROR_NOT_SUPPORTED, "gpu0=1: mbind refused");
+        skip(1, "mbind is refused here");
     } else {
         is_int(r.status, GPUMEM_OK, "GPUMEM_SIM_NUMA gpu0=1 on a machine of two nodes");
         is_int(r.value[1], pages, "  has every page on node 1");
@@ -394,6 +399,55 @@ static void test_sim_numa(int nodes, int refuse)
         like(r.text, "GPUMEM_SIM_NUMA", "  naming the variable");
         like(r.text, bad[i].needle, "  and what is wrong");
     }
+}
+
+/* ---- mbind refused, as a container's seccomp filter refuses it ---- */
+
+static void seccomp_child(const void *arg, child_result *out)
+{
+    (void)arg;
+    struct sock_filter filter[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_mbind, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA)),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    };
+    struct sock_fprog prog = {.len = (unsigned short)(sizeof filter / sizeof filter[0]), .filter = filter};
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 || prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0) {
+        out->status = -1;
+        snprintf(out->note, sizeof out->note, "cannot install a seccomp filter: %s", strerror(errno));
+        return;
+    }
+    if (gpumem_context_create(0, &ctx) != GPUMEM_OK) {
+        out->status = -2;
+        return;
+    }
+    gpumem_host_pool *pool = NULL;
+    out->status = host_pool(GPUMEM_POOL_SOURCE_PINNED, 0, 0, &pool);
+    snprintf(out->text, sizeof out->text, "%s", gpumem_last_error());
+    out->value[0] = pool == NULL;
+    gpumem_host_pool_destroy(pool);
+    /* Without a node, the pool does not need mbind. */
+    gpumem_allocation *a = NULL;
+    out->value[1] = host_pool(GPUMEM_POOL_SOURCE_REGISTERED, GPUMEM_NUMA_NODE_NONE, 0, &pool) == GPUMEM_OK &&
+                    gpumem_host_pool_allocate_bytes(pool, 3 * M, &a) == GPUMEM_OK;
+    gpumem_allocation_free(a, NULL);
+    gpumem_host_pool_destroy(pool);
+    gpumem_context_release(ctx);
+}
+
+static void test_seccomp(void)
+{
+    child_result r;
+    run_child(seccomp_child, NULL, &r);
+    if (r.status == -1) {
+        skip(4, r.note);
+        return;
+    }
+    is_int(r.status, GPUMEM_ERROR_NOT_SUPPORTED, "mbind refused by a seccomp filter: a pool on node 0 is NOT_SUPPORTED");
+    like(r.text, "mbind: EPERM: not allowed here, as under a container's default seccomp filter", "  saying why");
+    is_int(r.value[0], 1, "  and makes no pool");
+    is_int(r.value[1], 1, "  a pool without a node still works there");
 }
 
 /* ---- the fault walk ---- */
@@ -465,6 +519,7 @@ int main(void)
     int refuse = mbind_refused();
     diag("the machine's nodes with memory: %s (%d); mbind: %s", list[0] ? list : "unknown", nodes,
          refuse == 0 ? "allowed" : strerror(refuse));
+    test_seccomp(); /* in a child, before this process uses the driver */
     if (sim) {
         test_sim_numa(nodes, refuse != 0);
         fault_walk_all(fault_child, "registered and managed pools", 7, "device and page-locked",
