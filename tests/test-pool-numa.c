@@ -212,7 +212,7 @@ static void test_refusals(int nodes, const char *list)
 {
     char needle[64];
     snprintf(needle, sizeof needle, "no memory on NUMA node %d", nodes);
-    char what[128];
+    char what[400];
     snprintf(what, sizeof what, "node %d of a machine with nodes %s is refused", nodes, list);
     refused(GPUMEM_POOL_SOURCE_PINNED, nodes, 0, GPUMEM_ERROR_INVALID_VALUE, needle, what);
     like(gpumem_last_error(), "props->numa_node", "  naming props->numa_node");
