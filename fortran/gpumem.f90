@@ -253,6 +253,10 @@ module gpumem
   integer(c_int), parameter :: GPUMEM_POOL_SOURCE_PINNED = 1
   integer(c_int), parameter :: GPUMEM_POOL_SOURCE_VIRTUAL = 2
   integer(c_int), parameter :: GPUMEM_POOL_SOURCE_ASYNC = 3
+  integer(c_int), parameter :: GPUMEM_POOL_SOURCE_MANAGED = 4
+  integer(c_int), parameter :: GPUMEM_POOL_SOURCE_REGISTERED = 5
+  integer(c_int), parameter :: GPUMEM_NUMA_NODE_DEVICE = -1
+  integer(c_int), parameter :: GPUMEM_NUMA_NODE_NONE = -2
   integer(c_int), parameter :: GPUMEM_POOL_HANDLE_NONE = 0
   integer(c_int), parameter :: GPUMEM_POOL_HANDLE_POSIX_FD = 1
   ! gpumem/memory.h

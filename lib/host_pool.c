@@ -12,8 +12,7 @@
 #include "memstats.h"
 #include "pool.h"
 
-#define HOST_ALLOC_FLAGS \
-    (GPUMEM_HOST_ALLOC_PORTABLE | GPUMEM_HOST_ALLOC_DEVICEMAP | GPUMEM_HOST_ALLOC_WRITECOMBINED)
+#define HOST_ALLOC_FLAGS GM_POOL_HOST_ALLOC_FLAGS
 
 /* The public flags are the driver's CU_MEMHOSTALLOC_* values. */
 _Static_assert(GPUMEM_HOST_ALLOC_PORTABLE == GM_CU_MEMHOSTALLOC_PORTABLE &&

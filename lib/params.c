@@ -59,6 +59,8 @@ const gm_param_def gm_params[GM_P_COUNT] = {
          "the simulated streams' delay"),
     TEXT(SIM_FAIL, "none", GM_READ_EACH, "once per process, at the first driver call (driver.c)",
          "fail the k-th driver call (fault injection)"),
+    TEXT(SIM_NUMA, "none", GM_READ_EACH, "when the sim backend loads (sim_numa.c)",
+         "the simulated machine's NUMA nodes and each device's node"),
     TEXT(ALLOCATOR, "driver", GM_READ_EACH, "when a context is created (alloc.c)",
          "arrays from the driver or from a pool per context"),
     LONG(MAX_PENDING_DEALLOCS_COUNT, 0, LONG_MAX, 10, "10", GM_READ_EACH, "when a context is created (dealloc.c)",

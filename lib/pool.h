@@ -233,6 +233,9 @@ bool gm_pool_holds_context(const gm_pool *p);
 /* The GPUMEM_HOST_ALLOC_* flags that a page-locked pool's blocks are
  * allocated with (0 for a device pool). */
 unsigned gm_pool_alloc_flags(const gm_pool *p);
+/* Every GPUMEM_HOST_ALLOC_* flag a page-locked pool takes. */
+#define GM_POOL_HOST_ALLOC_FLAGS \
+    (GPUMEM_HOST_ALLOC_PORTABLE | GPUMEM_HOST_ALLOC_DEVICEMAP | GPUMEM_HOST_ALLOC_WRITECOMBINED)
 
 /* flags: GPUMEM_POOL_NO_THREAD_CACHE, GM_POOL_CONTEXT_OWNED; src: the
  * memory source the pool's blocks come from (source.h; a device pool's is

@@ -7,12 +7,13 @@
  */
 #include "config.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "error.h"
 #include "pool_impl.h"
 
-#define HOST_ALLOC_FLAGS (GPUMEM_HOST_ALLOC_PORTABLE | GPUMEM_HOST_ALLOC_DEVICEMAP | GPUMEM_HOST_ALLOC_WRITECOMBINED)
+#define HOST_ALLOC_FLAGS GM_POOL_HOST_ALLOC_FLAGS
 #define MAXIMUM_LIMIT ((uint64_t)1 << 50) /* a reservation's address space, at most */
 
 /* The caller's struct, checked for its size: a shorter one is an error, a
@@ -32,6 +33,34 @@ static gpumem_status props_copy(const struct gpumem_pool_props *in, const char *
     return GPUMEM_OK;
 }
 
+/* A host pool's node: numa_node resolved (the device's by default), then
+ * checked; a pinned pool with a node becomes a registered one (source.h),
+ * cuMemHostAlloc having no placement. */
+static gpumem_status place(gpumem_context *ctx, const struct gpumem_pool_props *p, bool wc, gm_source_config *src,
+                           const char *what)
+{
+    int node = p->numa_node;
+    char asked[64];
+    snprintf(asked, sizeof asked, "%d", node);
+    if (node == GPUMEM_NUMA_NODE_DEVICE && wc)
+        node = -1; /* write-combined memory comes from cuMemHostAlloc, not placed (pool.h) */
+    else if (node == GPUMEM_NUMA_NODE_DEVICE) {
+        gpumem_status st = gm_source_device_node(ctx, what, &node);
+        if (st != GPUMEM_OK)
+            return st;
+        snprintf(asked, sizeof asked, "GPUMEM_NUMA_NODE_DEVICE (device %d's node, %d)", ctx->device, node);
+    } else if (node == GPUMEM_NUMA_NODE_NONE)
+        node = -1;
+    if (node >= 0) {
+        gpumem_status st = gm_numa_node_check(node, asked, what);
+        if (st != GPUMEM_OK)
+            return st;
+        src->kind = GM_SOURCE_REGISTERED;
+    }
+    src->numa_node = node;
+    return GPUMEM_OK;
+}
+
 gpumem_status gm_pool_core_create_props(gm_pool_kind kind, gpumem_context *ctx, const struct gpumem_pool_props *in,
                                         const char *what, gm_pool **out)
 {
@@ -45,19 +74,24 @@ gpumem_status gm_pool_core_create_props(gm_pool_kind kind, gpumem_context *ctx, 
     case GPUMEM_POOL_SOURCE_DEVICE:
     case GPUMEM_POOL_SOURCE_VIRTUAL:
     case GPUMEM_POOL_SOURCE_ASYNC:
+    case GPUMEM_POOL_SOURCE_MANAGED:
         if (host)
             return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: props->source %d is device memory; a host pool's is "
-                            "GPUMEM_POOL_SOURCE_PINNED (gpumem_pool_create_with_props makes device pools)", what,
-                            p.source);
+                            "GPUMEM_POOL_SOURCE_PINNED or GPUMEM_POOL_SOURCE_REGISTERED "
+                            "(gpumem_pool_create_with_props makes device pools)", what, p.source);
         src.kind = p.source == GPUMEM_POOL_SOURCE_DEVICE    ? GM_SOURCE_DEVICE
                    : p.source == GPUMEM_POOL_SOURCE_VIRTUAL ? GM_SOURCE_VMM
-                                                            : GM_SOURCE_ASYNC;
+                   : p.source == GPUMEM_POOL_SOURCE_ASYNC   ? GM_SOURCE_ASYNC
+                                                            : GM_SOURCE_MANAGED;
         break;
     case GPUMEM_POOL_SOURCE_PINNED:
+    case GPUMEM_POOL_SOURCE_REGISTERED:
         if (!host)
-            return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: props->source GPUMEM_POOL_SOURCE_PINNED is host memory "
-                            "(gpumem_host_pool_create_with_props makes host pools)", what);
-        src.kind = GM_SOURCE_PINNED;
+            return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: props->source %s is host memory "
+                            "(gpumem_host_pool_create_with_props makes host pools)", what,
+                            p.source == GPUMEM_POOL_SOURCE_PINNED ? "GPUMEM_POOL_SOURCE_PINNED"
+                                                                  : "GPUMEM_POOL_SOURCE_REGISTERED");
+        src.kind = p.source == GPUMEM_POOL_SOURCE_PINNED ? GM_SOURCE_PINNED : GM_SOURCE_REGISTERED;
         break;
     default:
         return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: props->source %d is no GPUMEM_POOL_SOURCE_*", what,
@@ -67,11 +101,17 @@ gpumem_status gm_pool_core_create_props(gm_pool_kind kind, gpumem_context *ctx, 
     if (p.flags & ~known)
         return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: props->flags has unknown flags 0x%x", what,
                         p.flags & ~known);
-    if (p.numa_node != -1)
-        return host ? gm_error(GPUMEM_ERROR_NOT_SUPPORTED, "%s: props->numa_node %d: placing a pool's page-locked "
-                               "memory on a NUMA node is not supported yet (set -1)", what, p.numa_node)
-                    : gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: props->numa_node %d: a device pool has no NUMA node "
-                               "(set -1)", what, p.numa_node);
+    if (!host && p.numa_node != GPUMEM_NUMA_NODE_DEVICE)
+        return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: props->numa_node %d: a device pool has no NUMA node "
+                        "(leave it GPUMEM_NUMA_NODE_DEVICE, -1)", what, p.numa_node);
+    if (host && p.numa_node < GPUMEM_NUMA_NODE_NONE)
+        return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: props->numa_node %d is neither a node number nor "
+                        "GPUMEM_NUMA_NODE_DEVICE (-1) or GPUMEM_NUMA_NODE_NONE (-2)", what, p.numa_node);
+    bool wc = (p.flags & GPUMEM_HOST_ALLOC_WRITECOMBINED) != 0;
+    if (host && wc && (src.kind == GM_SOURCE_REGISTERED || p.numa_node >= 0))
+        return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: props->flags GPUMEM_HOST_ALLOC_WRITECOMBINED: registered "
+                        "memory, as memory placed on a NUMA node is, cannot be write-combined (use "
+                        "GPUMEM_POOL_SOURCE_PINNED with numa_node GPUMEM_NUMA_NODE_NONE)", what);
     bool vmm = src.kind == GM_SOURCE_VMM, async = src.kind == GM_SOURCE_ASYNC;
     if (!vmm && p.growth_step != 0)
         return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: props->growth_step applies only to "
@@ -96,6 +136,8 @@ gpumem_status gm_pool_core_create_props(gm_pool_kind kind, gpumem_context *ctx, 
     if (p.device != -1 && p.device != ctx->device)
         return gm_error(GPUMEM_ERROR_CONTEXT_MISMATCH, "%s: props->device is %d, but the context's device is %d "
                         "(set -1 for the context's)", what, p.device, ctx->device);
+    if (host && (st = place(ctx, &p, wc, &src, what)) != GPUMEM_OK)
+        return st;
     src.host_flags = host ? p.flags & HOST_ALLOC_FLAGS : 0u;
     src.growth_step = p.growth_step;
     src.maximum = p.maximum;

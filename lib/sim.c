@@ -76,6 +76,10 @@ static int sim_device_get_attribute(int dev, int attr, int *value)
         return GM_CUDA_ERROR_INVALID_VALUE;
     if (dev < 0 || dev >= S.ndev)
         return GM_CUDA_ERROR_INVALID_DEVICE;
+    if (attr == GM_CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID) { /* GPUMEM_SIM_NUMA's (sim_numa.c) */
+        *value = S.numa_node[dev];
+        return CU_OK;
+    }
     return gm_sim_arch_attribute(S.arch, dev, (int)(S.busy >> dev & 1), attr, value);
 }
 
@@ -357,7 +361,8 @@ static gpumem_status configure(void)
         (st = gm_param_long(GM_P_SIM_FIRST_FIT, &first_fit, NULL)) != GPUMEM_OK ||
         (st = gm_param_size(GM_P_SIM_HOST_MEMORY, &host_limit)) != GPUMEM_OK ||
         (st = gm_param_long(GM_P_SIM_STREAM_DELAY_US, &delay, NULL)) != GPUMEM_OK ||
-        (st = parse_busy(ndev, &busy)) != GPUMEM_OK || (st = parse_peers(ndev, S.can_peer)) != GPUMEM_OK)
+        (st = parse_busy(ndev, &busy)) != GPUMEM_OK || (st = parse_peers(ndev, S.can_peer)) != GPUMEM_OK ||
+        (st = gm_sim_numa_parse(ndev, S.numa_node)) != GPUMEM_OK)
         return st;
     if (capacity > SIZE_MAX || host_limit > SIZE_MAX)
         return gm_error(GPUMEM_ERROR_INVALID_ENVIRONMENT,

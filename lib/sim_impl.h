@@ -201,6 +201,7 @@ struct gm_sim_state {
     const gm_sim_arch *arch;
     uint64_t busy; /* bit per ordinal */
     uint64_t can_peer[GM_SIM_MAX_DEVICES]; /* bit per ordinal: device i can access it (GPUMEM_SIM_PEERS) */
+    int numa_node[GM_SIM_MAX_DEVICES];     /* GPUMEM_SIM_NUMA: device i's node, -1 for none (sim_numa.c) */
     size_t page;
     struct gm_dctx dev[GM_SIM_MAX_DEVICES];
     sim_alloc **reg; /* sorted by base; records never overlap */
@@ -371,5 +372,10 @@ int gm_sim_occupancy_max_active_blocks(gm_dctx *ctx, int *blocks, gm_dfunc *func
                                        size_t dynamic_smem);
 int gm_sim_launch_kernel(gm_dctx *ctx, gm_dfunc *func, const unsigned grid[3], const unsigned block[3],
                          unsigned shared_bytes, gm_dstream *stream, void **params);
+
+/* GPUMEM_SIM_NUMA (sim_numa.c): each of the ndev devices' NUMA node into
+ * node_of[] (-1 for every one when unset); a bad value is
+ * GPUMEM_ERROR_INVALID_ENVIRONMENT naming the variable. */
+gpumem_status gm_sim_numa_parse(long ndev, int *node_of);
 
 #endif /* GM_SIM_IMPL_H */

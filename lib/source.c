@@ -1,7 +1,9 @@
 /*
  * source.c - the memory sources of one driver allocation per extent
- * (source.h): device memory (cuMemAlloc) and page-locked host memory
- * (cuMemHostAlloc, recorded in the host registry), and gm_source_create,
+ * (source.h): device memory (cuMemAlloc), managed memory
+ * (cuMemAllocManaged) and page-locked host memory (cuMemHostAlloc), the
+ * last two recorded in the host registry, the driver's stream-ordered
+ * pool, and gm_source_create,
  * which makes a source of any kind.
  */
 #include "config.h"
@@ -40,6 +42,15 @@ static gpumem_status simple_alloc(gm_source *s, size_t bytes, bool grow, const c
         gm_cu_deviceptr d = 0;
         rc = GM_DRV(mem_alloc, dctx, &d, bytes);
         *addr = d;
+    } else if (s->cfg.kind == GM_SOURCE_MANAGED) {
+        gm_cu_deviceptr d = 0;
+        rc = GM_DRV(mem_alloc_managed, dctx, &d, bytes, GM_CU_MEM_ATTACH_GLOBAL);
+        /* Known as page-locked while it lives, as the allocator's managed memory is (alloc.c). */
+        if (rc == 0 && (st = gm_host_track_allocation((void *)(uintptr_t)d, bytes)) != GPUMEM_OK) {
+            gm_error_quietly(GM_DRV(mem_free, dctx, d));
+            return gm_error_prefix(st, what);
+        }
+        *addr = d;
     } else {
         void *h = NULL;
         rc = gm_host_alloc_locked(dctx, bytes, s->cfg.host_flags, what, &h, &st);
@@ -50,29 +61,35 @@ static gpumem_status simple_alloc(gm_source *s, size_t bytes, bool grow, const c
         count(s, 1, (int64_t)bytes);
         return GPUMEM_OK;
     }
+    bool host = s->cfg.kind == GM_SOURCE_PINNED;
     if (rc == GM_CUDA_ERROR_OUT_OF_MEMORY) {
         *oom = true;
-        return s->cfg.kind == GM_SOURCE_DEVICE ? GPUMEM_ERROR_OUT_OF_MEMORY : GPUMEM_ERROR_HOST_OUT_OF_MEMORY;
+        return host ? GPUMEM_ERROR_HOST_OUT_OF_MEMORY : GPUMEM_ERROR_OUT_OF_MEMORY;
     }
     if (rc < 0)
         return st; /* gm_host_alloc_locked's own failure, with its message */
     char where[200];
     snprintf(where, sizeof where, "%s: a block of %zu bytes", what, bytes);
-    return gm_drv_check(rc, s->cfg.kind == GM_SOURCE_DEVICE ? GM_OP_mem_alloc : GM_OP_mem_host_alloc, where);
+    return gm_drv_check(rc, host                                ? GM_OP_mem_host_alloc
+                            : s->cfg.kind == GM_SOURCE_MANAGED ? GM_OP_mem_alloc_managed
+                                                                : GM_OP_mem_alloc,
+                        where);
 }
 
 static gpumem_status simple_free(gm_source *s, uint64_t addr, size_t bytes, const char *what)
 {
     gm_dctx *dctx = s->ctx->dctx;
     count(s, -1, -(int64_t)bytes);
-    if (s->cfg.kind == GM_SOURCE_DEVICE)
+    if (s->cfg.kind == GM_SOURCE_MANAGED)
+        gm_host_untrack_allocation((void *)(uintptr_t)addr);
+    if (s->cfg.kind != GM_SOURCE_PINNED)
         return gm_drv_check(GM_DRV(mem_free, dctx, addr), GM_OP_mem_free, what);
     return gm_drv_check(gm_host_free_locked(dctx, (void *)(uintptr_t)addr), GM_OP_mem_free_host, what);
 }
 
 static void simple_location(const gm_source *s, gm_source_location *loc)
 {
-    if (s->cfg.kind == GM_SOURCE_DEVICE)
+    if (s->cfg.kind != GM_SOURCE_PINNED) /* managed memory: the device is its home */
         *loc = (gm_source_location){GM_CU_MEM_LOCATION_TYPE_DEVICE, s->ctx->device};
     else
         *loc = (gm_source_location){GM_CU_MEM_LOCATION_TYPE_HOST, -1};
@@ -215,6 +232,11 @@ static const gm_source_ops device_ops = {
     .location = simple_location, .usage = simple_usage, .destroy = simple_destroy,
 };
 
+static const gm_source_ops managed_ops = {
+    .name = "managed", .caps = 0, .alloc = simple_alloc, .free = simple_free,
+    .location = simple_location, .usage = simple_usage, .destroy = simple_destroy,
+};
+
 static const gm_source_ops pinned_ops = {
     .name = "pinned", .caps = GM_SOURCE_CAP_HOST, .alloc = simple_alloc, .free = simple_free,
     .location = simple_location, .usage = simple_usage, .destroy = simple_destroy,
@@ -227,10 +249,15 @@ gpumem_status gm_source_create(gpumem_context *ctx, const gm_source_config *cfg,
         return gm_source_vmm_create(ctx, cfg, what, out);
     if (cfg->kind == GM_SOURCE_ASYNC)
         return async_create(ctx, cfg, what, out);
+    if (cfg->kind == GM_SOURCE_REGISTERED)
+        return gm_source_host_create(ctx, cfg, what, out);
     gm_simple_source *ss = calloc(1, sizeof *ss);
     if (ss == NULL)
         return gm_error(GPUMEM_ERROR_HOST_OUT_OF_MEMORY, "%s: out of host memory", what);
-    ss->s = (gm_source){.ops = cfg->kind == GM_SOURCE_DEVICE ? &device_ops : &pinned_ops, .ctx = ctx, .cfg = *cfg};
+    const gm_source_ops *ops = cfg->kind == GM_SOURCE_DEVICE    ? &device_ops
+                               : cfg->kind == GM_SOURCE_MANAGED ? &managed_ops
+                                                                : &pinned_ops;
+    ss->s = (gm_source){.ops = ops, .ctx = ctx, .cfg = *cfg};
     *out = &ss->s;
     return GPUMEM_OK;
 }

@@ -5,10 +5,17 @@
  * nothing else to get or give back memory, so device and page-locked pools
  * are the same code over different sources.
  *
- * Sources (source.c, source_vmm.c):
+ * Sources (source.c, source_host.c, source_vmm.c):
  *  - device: one cuMemAlloc per extent, cuMemFree back;
  *  - pinned: one cuMemHostAlloc per extent (through gm_host_alloc_locked,
  *    which records the range in the host registry), cuMemFreeHost back;
+ *  - managed: one cuMemAllocManaged (CU_MEM_ATTACH_GLOBAL) per extent,
+ *    recorded in the host registry as the allocator's managed memory is,
+ *    cuMemFree back;
+ *  - registered (source_host.c): one anonymous mmap per extent, bound to a
+ *    NUMA node (mbind) before its first touch, touched in parallel on the
+ *    node's workers, then one cuMemHostRegister of the whole extent,
+ *    recorded in the host registry; cuMemHostUnregister and munmap back;
  *  - the driver's stream-ordered pool: a cuMemPoolCreate pool of the
  *    device, whose release threshold is the source's; one
  *    cuMemAllocFromPoolAsync per extent on the legacy stream, waited for
@@ -48,7 +55,14 @@
 #include "driver.h"
 #include "gpumem/status.h"
 
-typedef enum gm_source_kind { GM_SOURCE_DEVICE, GM_SOURCE_PINNED, GM_SOURCE_VMM, GM_SOURCE_ASYNC } gm_source_kind;
+typedef enum gm_source_kind {
+    GM_SOURCE_DEVICE,
+    GM_SOURCE_PINNED,
+    GM_SOURCE_VMM,
+    GM_SOURCE_ASYNC,
+    GM_SOURCE_MANAGED,   /* one cuMemAllocManaged per extent (source.c) */
+    GM_SOURCE_REGISTERED /* mmap, mbind to a node, touched on the workers, cuMemHostRegister (source_host.c) */
+} gm_source_kind;
 
 #define GM_SOURCE_CAP_GROW 0x1u   /* extents merge; map, unmap, settle and trim */
 #define GM_SOURCE_CAP_EXPORT 0x2u /* chunks export as POSIX file descriptors */
@@ -79,6 +93,7 @@ typedef struct gm_source_config {
     uint64_t maximum;           /* virtual memory: bytes reserved, the most that can be mapped; 0: the device's */
     uint64_t release_threshold; /* virtual memory: idle mapped bytes kept at a settle */
     bool exportable;            /* virtual memory: chunks exportable as POSIX file descriptors */
+    int numa_node;              /* registered: the node pages are bound to; -1: not placed */
 } gm_source_config;
 
 typedef struct gm_source gm_source;
@@ -125,6 +140,40 @@ gpumem_status gm_source_create(gpumem_context *ctx, const gm_source_config *cfg,
 /* Releases the idle chunks beyond the release threshold (GROW sources; a
  * no-op for the others). */
 gpumem_status gm_source_settle(gm_source *s, const char *what);
+
+/* ---- host memory placed on a NUMA node (source_host.c) ---- */
+
+/* The registered source (GM_SOURCE_REGISTERED): cfg.host_flags are
+ * cuMemHostRegister's (PORTABLE, DEVICEMAP), cfg.numa_node the node (-1:
+ * none).  A node is checked here, with one page bound to it: a node the
+ * machine has no memory on is GPUMEM_ERROR_INVALID_VALUE naming
+ * props->numa_node, mbind refused (EPERM, ENOSYS: seccomp, no NUMA in the
+ * kernel) GPUMEM_ERROR_NOT_SUPPORTED saying so. */
+gpumem_status gm_source_host_create(gpumem_context *ctx, const gm_source_config *cfg, const char *what,
+                                    gm_source **out);
+
+/* The NUMA node nearest ctx's device: CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID (the
+ * simulator's from GPUMEM_SIM_NUMA), or, from a driver without that
+ * attribute, the device's <sysfs>/bus/pci/devices/<PCI id>/numa_node; -1 in
+ * *node when the machine has no NUMA.  A driver failure is its status. */
+gpumem_status gm_source_device_node(gpumem_context *ctx, const char *what, int *node);
+
+/* Whether node (0 or more) can take pages: in <sysfs>/devices/system/node/
+ * has_memory where that can be read, and one page bound to it (mbind).
+ * asked is props->numa_node as the message writes it.  No such node:
+ * GPUMEM_ERROR_INVALID_VALUE naming props->numa_node; mbind refused (EPERM
+ * under a container's seccomp filter, ENOSYS): GPUMEM_ERROR_NOT_SUPPORTED
+ * saying so. */
+gpumem_status gm_numa_node_check(int node, const char *asked, const char *what);
+
+/* Binds [p, p + bytes) (page-aligned, not yet touched) to node
+ * (mbind(MPOL_BIND)); 0 or the errno. */
+int gm_numa_bind(void *p, size_t bytes, int node);
+
+/* The node of each of the n pages at pages[] into nodes[] (move_pages(2)
+ * with no target: a query; a negative errno for a page not present); 0 or
+ * the errno of the call. */
+int gm_numa_page_nodes(void *const *pages, size_t n, int *nodes);
 
 /* source_vmm.c */
 gpumem_status gm_source_vmm_create(gpumem_context *ctx, const gm_source_config *cfg, const char *what,

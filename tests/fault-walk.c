@@ -483,6 +483,55 @@ static int vmm_pool(gpumem_context *ctx)
     return RESULT(st, good);
 }
 
+/* Registered and managed pools (issue 27): a host pool of registered
+ * memory (mmap, touched on the workers, cuMemHostRegister), one on the
+ * device's node (the device's node query), a device pool of managed
+ * memory, data through each. */
+static int numa_pools(gpumem_context *ctx)
+{
+    gpumem_host_pool *hp = NULL, *dflt = NULL;
+    gpumem_pool *mp = NULL;
+    gpumem_allocation *a[3] = {NULL, NULL, NULL};
+    void *h = NULL, *g = NULL;
+    uint64_t dptr = 0;
+    gpumem_status st = GPUMEM_OK;
+    struct gpumem_pool_props props = GPUMEM_POOL_PROPS_INIT;
+    props.source = GPUMEM_POOL_SOURCE_REGISTERED;
+    props.numa_node = GPUMEM_NUMA_NODE_NONE;
+    props.flags = GPUMEM_HOST_ALLOC_DEVICEMAP;
+    TRY(gpumem_host_pool_create_with_props(ctx, &props, &hp));
+    TRY(gpumem_host_pool_allocate_bytes(hp, (size_t)5 << 20, &a[0]));
+    TRY(gpumem_allocation_host_pointer(a[0], &h));
+    TRY(gpumem_allocation_pointer(a[0], &dptr));
+    props = (struct gpumem_pool_props)GPUMEM_POOL_PROPS_INIT;
+    props.source = GPUMEM_POOL_SOURCE_PINNED;
+    TRY(gpumem_host_pool_create_with_props(ctx, &props, &dflt));
+    TRY(gpumem_host_pool_allocate_bytes(dflt, 1000, &a[1]));
+    props = (struct gpumem_pool_props)GPUMEM_POOL_PROPS_INIT;
+    props.source = GPUMEM_POOL_SOURCE_MANAGED;
+    TRY(gpumem_pool_create_with_props(ctx, &props, &mp));
+    TRY(gpumem_pool_allocate(mp, 4096, NULL, &a[2]));
+    uint64_t mptr = 0;
+    TRY(gpumem_allocation_pointer(a[2], &mptr)); /* managed: valid on the host too */
+    g = (void *)(uintptr_t)mptr;
+    if (h != NULL)
+        memset(h, 3, (size_t)5 << 20);
+    if (g != NULL)
+        memset(g, 4, 4096);
+    int good = st == GPUMEM_OK && h != NULL && dptr != 0 && ((unsigned char *)h)[(5 << 20) - 1] == 3 && g != NULL &&
+               ((unsigned char *)g)[4095] == 4;
+    for (int i = 0; i < 3; i++)
+        if (a[i] != NULL)
+            KEEP(gpumem_allocation_free(a[i], NULL));
+    if (hp != NULL)
+        KEEP(gpumem_host_pool_destroy(hp));
+    if (dflt != NULL)
+        KEEP(gpumem_host_pool_destroy(dflt));
+    if (mp != NULL)
+        KEEP(gpumem_pool_destroy(mp));
+    return RESULT(st, good);
+}
+
 static int host_memory(gpumem_context *ctx)
 {
     static double buf[32], reg_buf[32];
@@ -829,6 +878,7 @@ static const scenario scenarios[] = {
     {"device pool: allocations, arrays through the pool", pools, 0},
     {"virtual-memory pool: blocks that merge, arrays through it, trim", vmm_pool, 0},
     {"host memory: pinned, mapped, managed, scopes, host pool", host_memory, 0},
+    {"registered, NUMA-placed and managed pools", numa_pools, 0},
     {"deferred deallocation and defer_cleanup", dealloc, 0},
     {"memoize, kernel cache, globals, const arrays", kernels, 0},
     {"interop: CUDA Array Interface, DLPack, pointer query, IPC handle", interop, 0},

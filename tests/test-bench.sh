@@ -72,8 +72,9 @@ fi
 "$gpumem" bench --quick --rows --reps 1 >"$tmp/out" 2>"$tmp/err" && grep -q '^rows .*rows of 65536 B' "$tmp/out"
 t $? "--rows measures 2-D copies up to rows of 64 KiB"
 "$gpumem" bench --quick --alloc --reps 1 >"$tmp/out" 2>"$tmp/err" &&
-    [ "$(grep -c '^alloc .*gpumem' "$tmp/out")" -ge 16 ] && grep -q '^alloc  *memoize hit, 8 threads' "$tmp/out"
-t $? "--alloc: pool, array, page-locked pool and memoize rows at 1 to 8 threads"
+    [ "$(grep -c '^alloc .*gpumem' "$tmp/out")" -ge 16 ] && grep -q '^alloc  *memoize hit, 8 threads' "$tmp/out" &&
+    grep -q '^register  *pool, .* 33554432 ' "$tmp/out" && grep -q '^register  *one serial cuMemHostRegister' "$tmp/out"
+t $? "--alloc: pool, array, page-locked pool and memoize rows at 1 to 8 threads, and the registration rows"
 if [ "${GPUMEM_BACKEND:-sim}" = sim ]; then
     GPUMEM_SIM_DEVICES=2 "$gpumem" bench --quick --peer --reps 1 >"$tmp/out" 2>"$tmp/err" &&
         grep -q '^peer .*d2d 0->1 \[::2\]  *peer ' "$tmp/out" && grep -q '^peer .*d2d 1->0 contiguous staged  *peer-staged ' "$tmp/out" &&

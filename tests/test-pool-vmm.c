@@ -286,8 +286,8 @@ static void test_props(void)
     bad(&d, 1, GPUMEM_ERROR_INVALID_VALUE, "props->source", "a host pool of device memory");
     x = d, x.flags = GPUMEM_HOST_ALLOC_PORTABLE;
     bad(&x, 0, GPUMEM_ERROR_INVALID_VALUE, "props->flags", "host flags on a device pool");
-    x = h, x.numa_node = 0;
-    bad(&x, 1, GPUMEM_ERROR_NOT_SUPPORTED, "props->numa_node", "a NUMA node for a host pool");
+    x = h, x.numa_node = -3;
+    bad(&x, 1, GPUMEM_ERROR_INVALID_VALUE, "props->numa_node", "a host pool's node below GPUMEM_NUMA_NODE_NONE");
     x = d, x.numa_node = 0;
     bad(&x, 0, GPUMEM_ERROR_INVALID_VALUE, "props->numa_node", "a NUMA node for a device pool");
     x = d, x.maximum = 64 * M;

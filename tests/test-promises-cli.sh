@@ -181,7 +181,7 @@ m = d["machine"]
 assert m["backend"] == "sim" and m["reps"] == 1 and m["baseline"] is None and m["device"] == 0, m
 assert set(m["staging"]) == {"threads", "chunk_bytes", "depth", "min_bytes"}, m
 groups = {r["group"] for r in d["results"]}
-assert groups == {"host", "transfer", "strided", "alloc", "overlap", "concurrent", "targets"}, groups
+assert groups == {"host", "transfer", "strided", "alloc", "register", "overlap", "concurrent", "targets"}, groups
 for r in d["results"]:
     assert {"group", "case", "path", "bytes", "seconds", "gb_per_s"} <= set(r), r
     assert ("threads" in r) == (r["group"] in ("host", "concurrent", "alloc")), r

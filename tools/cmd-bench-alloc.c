@@ -11,6 +11,10 @@
  *     and cuMemAllocAsync + cuMemFreeAsync (each thread on its own stream),
  *     called through libcuda.so.1 in the device's primary context (only
  *     when the library runs on the cuda backend).
+ * and the registration row (group "register"): page-locking fresh memory
+ * through a host pool of the registered source on the device's NUMA node
+ * (parallel first touch, one cuMemHostRegister) against one serial
+ * cuMemHostRegister of the same size.
  * Every block is 4 KiB.  bench/bench-pool has more cases (the shared store
  * alone, 4 MiB blocks) and runs on the simulator's driver table too.
  */
@@ -22,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <gpumem.h>
@@ -269,6 +274,90 @@ static int measure(bench_io *io, gpumem_context *ctx, int c, int threads, double
     return 0;
 }
 
+/* ---- registration speed: group "register" ---- */
+
+/* One run: bytes of fresh, untouched host memory page-locked and given
+ * back, either by a host pool of the registered source on the device's
+ * NUMA node (mmap, mbind, touched in parallel on the node's workers, one
+ * cuMemHostRegister; freed and trimmed: cuMemHostUnregister, munmap) or
+ * by one serial cuMemHostRegister of an anonymous mapping (gpumem_pinned
+ * of an array over it, then gpumem_unpinned and munmap). */
+typedef struct reg_case {
+    gpumem_context *ctx;
+    gpumem_host_pool *pool; /* NULL: the serial registration */
+    size_t bytes;
+    int touch; /* serial: the caller touches every page first, on one thread */
+} reg_case;
+
+static int reg_run(void *arg)
+{
+    reg_case *r = arg;
+    if (r->pool != NULL) {
+        gpumem_allocation *a = NULL;
+        return gpumem_host_pool_allocate_bytes(r->pool, r->bytes, &a) != GPUMEM_OK ||
+               gpumem_allocation_free(a, NULL) != GPUMEM_OK || gpumem_host_pool_trim(r->pool, 0) != GPUMEM_OK;
+    }
+    void *p = mmap(NULL, r->bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+        return 1;
+    long page = sysconf(_SC_PAGESIZE);
+    for (size_t o = 0; r->touch && o < r->bytes; o += page > 0 ? (size_t)page : 4096)
+        ((volatile char *)p)[o] = 0;
+    gpumem_array *arr = NULL;
+    gpumem_registration *reg = NULL;
+    int bad = gpumem_host_array_wrap(p, 1, (int64_t[]){(int64_t)r->bytes}, NULL, gpumem_dtype_builtin(GPUMEM_UINT8),
+                                     &arr) != GPUMEM_OK ||
+              gpumem_pinned(r->ctx, &arr, 1, &reg) != GPUMEM_OK || gpumem_unpinned(&reg) != GPUMEM_OK;
+    gpumem_array_release(arr);
+    munmap(p, r->bytes);
+    return bad;
+}
+
+static int bench_register(bench_io *io, gpumem_context *ctx, int quick)
+{
+    struct gpumem_pool_props props = GPUMEM_POOL_PROPS_INIT;
+    props.source = GPUMEM_POOL_SOURCE_REGISTERED;
+    props.flags = GPUMEM_POOL_NO_THREAD_CACHE;
+    reg_case r = {.ctx = ctx, .bytes = (size_t)(quick ? 32 : 1024) << 20};
+    if (gpumem_host_pool_create_with_props(ctx, &props, &r.pool) != GPUMEM_OK) {
+        bench_note(io, "skipped: registration on the device's NUMA node: %s", gpumem_last_error());
+        props.numa_node = GPUMEM_NUMA_NODE_NONE;
+        if (gpumem_host_pool_create_with_props(ctx, &props, &r.pool) != GPUMEM_OK)
+            return 1;
+    }
+    bench_times t[3];
+    int reps = quick ? 3 : 5;
+    io->progress(io, "registration");
+    int bad = bench_time(reps, reg_run, &r, &t[0]) != 0;
+    gpumem_status st = gpumem_last_status();
+    gpumem_host_pool_destroy(r.pool);
+    if (bad && bench_oom(st)) {
+        bench_note(io, "skipped: registration of %zu MiB: out of page-locked memory", r.bytes >> 20);
+        return 0;
+    }
+    r.pool = NULL;
+    bad = bad || bench_time(reps, reg_run, &r, &t[1]) != 0;
+    r.touch = 1;
+    bad = bad || bench_time(reps, reg_run, &r, &t[2]) != 0;
+    if (bad && bench_oom(gpumem_last_status())) {
+        bench_note(io, "skipped: registration of %zu MiB: %s", r.bytes >> 20, gpumem_last_error());
+        return 0;
+    }
+    if (bad)
+        return 1;
+    io->row(io, "register", props.numa_node == GPUMEM_NUMA_NODE_NONE ? "pool, no node: parallel touch + 1 register"
+                                                                     : "pool, device's node: parallel touch + 1 register",
+            "gpumem", r.bytes, &t[0], 0, -1, -1);
+    io->row(io, "register", "one serial cuMemHostRegister (untouched)", "driver", r.bytes, &t[1], 0, -1, -1);
+    io->row(io, "register", "touch on 1 thread + 1 cuMemHostRegister", "driver", r.bytes, &t[2], 0, -1, -1);
+    bench_note(io, "register: each run maps, page-locks and gives back %zu MiB of fresh memory; the pool takes "
+               "%.2fx the time of one serial registration, %.2fx that of a serial touch and registration%s",
+               r.bytes >> 20, t[1].median > 0 ? t[0].median / t[1].median : 0,
+               t[2].median > 0 ? t[0].median / t[2].median : 0,
+               bench_driver() == NULL ? " (the simulator's registration touches no page: compare the touch rows)" : "");
+    return 0;
+}
+
 int bench_alloc(bench_io *io, gpumem_context *ctx, int quick)
 {
     int device = 0;
@@ -285,6 +374,10 @@ int bench_alloc(bench_io *io, gpumem_context *ctx, int quick)
                 return 1;
             }
         }
+    }
+    if (bench_register(io, ctx, quick) != 0) {
+        bench_error("\n", "registration: %s", gpumem_last_error());
+        return 1;
     }
     return 0;
 }

@@ -253,8 +253,42 @@ typedef enum gpumem_pool_source {
      * memory.  Not simulated: on the simulator the create call fails with
      * ::GPUMEM_ERROR_NOT_SIMULATED.
      */
-    GPUMEM_POOL_SOURCE_ASYNC = 3
+    GPUMEM_POOL_SOURCE_ASYNC = 3,
+    /**
+     * Managed (unified) memory, one cuMemAllocManaged (CU_MEM_ATTACH_GLOBAL)
+     * per block, cuMemFree back: a device pool whose blocks' pointers are
+     * valid on the host as well (gpumem_allocation_pointer() gives it; the
+     * pool's arrays are ::GPUMEM_MEMORY_DEVICE arrays over it).  Device
+     * pools only.
+     */
+    GPUMEM_POOL_SOURCE_MANAGED = 4,
+    /**
+     * Page-locked host memory that the library maps (anonymous mmap) and
+     * registers (cuMemHostRegister), one mapping and one registration per
+     * block, placed on a NUMA node (see @c numa_node) before its pages are
+     * first touched.  The pages are touched in parallel, on the library's
+     * workers of that node, before the one registration of the block.
+     * ::GPUMEM_HOST_ALLOC_WRITECOMBINED is not available (registered
+     * memory cannot be write-combined).  Host pools only.
+     */
+    GPUMEM_POOL_SOURCE_REGISTERED = 5
 } gpumem_pool_source;
+
+/**
+ * struct gpumem_pool_props' @c numa_node: a host pool's pages go on the NUMA
+ * node nearest the pool's device (the default).  That node is the driver's
+ * CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID where the driver has it, else the
+ * numa_node file of the device under /sys/bus/pci/devices; when the machine has no
+ * NUMA (the node is -1 there), the pages are not placed.  Device pools
+ * take this value only.  Added in GPUMEM_1.1.
+ */
+#define GPUMEM_NUMA_NODE_DEVICE (-1)
+/**
+ * struct gpumem_pool_props' @c numa_node: a host pool's pages are not
+ * placed (the kernel's default policy: usually the node of the thread that
+ * first touches them).  Added in GPUMEM_1.1.
+ */
+#define GPUMEM_NUMA_NODE_NONE (-2)
 
 /** struct gpumem_pool_props' @c handle_type: the pool's memory cannot be exported.  Added in GPUMEM_1.1. */
 #define GPUMEM_POOL_HANDLE_NONE 0
@@ -277,7 +311,21 @@ struct gpumem_pool_props {
     size_t size;     /**< sizeof(struct gpumem_pool_props) */
     int source;      /**< a ::gpumem_pool_source; default ::GPUMEM_POOL_SOURCE_DEVICE */
     int device;      /**< the device of the pool's memory: -1 (the default) for the context's, or the context's ordinal */
-    int numa_node;   /**< the NUMA node of a host pool's pages: -1 (the default; any other value is not supported yet) */
+    /**
+     * The NUMA node of a host pool's pages: ::GPUMEM_NUMA_NODE_DEVICE (-1,
+     * the default: the device's own node), ::GPUMEM_NUMA_NODE_NONE (-2: not
+     * placed), or a node number.  Pages on a node are bound there
+     * (mbind(MPOL_BIND) before the first touch; like numactl --membind, a
+     * node that runs out of free memory is the kernel's out-of-memory
+     * case, not a fallback to another node).  The node must be one with
+     * memory (/sys/devices/system/node/has_memory).  A
+     * ::GPUMEM_POOL_SOURCE_PINNED pool whose node is a node is a
+     * ::GPUMEM_POOL_SOURCE_REGISTERED pool (cuMemHostAlloc cannot place
+     * pages), unless the node is the default and @c flags has
+     * ::GPUMEM_HOST_ALLOC_WRITECOMBINED: then it is not placed.  Device
+     * pools: ::GPUMEM_NUMA_NODE_DEVICE only.
+     */
+    int numa_node;
     unsigned flags;  /**< ::GPUMEM_POOL_NO_THREAD_CACHE; for a host pool also the ::GPUMEM_HOST_ALLOC_PORTABLE flags */
     /**
      * ::GPUMEM_POOL_SOURCE_VIRTUAL: the fewest bytes one growth maps, when
@@ -320,7 +368,9 @@ struct gpumem_pool_props {
  * A new, empty device pool of @p ctx (NULL: the autoinit context) with
  * the properties @p props: of cuMemAlloc blocks
  * (::GPUMEM_POOL_SOURCE_DEVICE, as gpumem_pool_create() makes it) or over
- * a virtual-memory reservation (::GPUMEM_POOL_SOURCE_VIRTUAL).  Every
+ * a virtual-memory reservation (::GPUMEM_POOL_SOURCE_VIRTUAL), of the
+ * driver's stream-ordered pool (::GPUMEM_POOL_SOURCE_ASYNC) or of managed
+ * memory (::GPUMEM_POOL_SOURCE_MANAGED).  Every
  * other device pool call works on it as on any pool.  The pool holds a
  * reference to the context.  Added in GPUMEM_1.1.
  *
@@ -360,8 +410,9 @@ struct gpumem_pool_props {
  * @param[in] props the properties (see struct gpumem_pool_props).
  * @param[out] pool the new pool.
  * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT; ::GPUMEM_ERROR_INVALID_VALUE (@c size smaller than this
- *        version's struct, or nonzero bytes past it; an unknown @c source or one of host memory; unknown
- *        @c flags; @c numa_node not -1; @c growth_step set for a source other than virtual memory; @c maximum or
+ *        version's struct, or nonzero bytes past it; an unknown @c source or one of host memory
+ *        (::GPUMEM_POOL_SOURCE_PINNED, ::GPUMEM_POOL_SOURCE_REGISTERED); unknown @c flags; @c numa_node not
+ *        ::GPUMEM_NUMA_NODE_DEVICE; @c growth_step set for a source other than virtual memory; @c maximum or
  *        @c release_threshold set for a source other than virtual memory and the driver's pool; an unknown
  *        @c handle_type, or ::GPUMEM_POOL_HANDLE_POSIX_FD for a source other than virtual memory; @c maximum or
  *        @c growth_step above 2^50); ::GPUMEM_ERROR_CONTEXT_MISMATCH (@c device is not the context's);
@@ -606,17 +657,65 @@ GPUMEM_API gpumem_status gpumem_host_pool_create(gpumem_context *ctx, unsigned f
 /**
  * A new, empty page-locked host pool of @p ctx (NULL: the autoinit
  * context) with the properties @p props, whose @c source must be
- * ::GPUMEM_POOL_SOURCE_PINNED (@c flags may hold the
- * ::GPUMEM_HOST_ALLOC_PORTABLE flags too): the pool of
- * gpumem_host_pool_create(), made from the same struct as device pools.
- * Added in GPUMEM_1.1.
+ * ::GPUMEM_POOL_SOURCE_PINNED or ::GPUMEM_POOL_SOURCE_REGISTERED (@c flags
+ * may hold the ::GPUMEM_HOST_ALLOC_PORTABLE flags too), made from the same
+ * struct as device pools.  Its pages go on the NUMA node @c numa_node says:
+ * by default the device's own node, so that copies between the device and
+ * the pool's memory do not cross the link between sockets.  Without a node
+ * to place them on (::GPUMEM_NUMA_NODE_NONE, or a machine without NUMA), a
+ * ::GPUMEM_POOL_SOURCE_PINNED pool is the pool of gpumem_host_pool_create()
+ * (cuMemHostAlloc blocks).  Added in GPUMEM_1.1.
+ *
+ * @par Example
+ * Staging buffers on the GPU's own NUMA node (on a machine without NUMA,
+ * and on the simulator unless GPUMEM_SIM_NUMA says otherwise, they are
+ * simply page-locked):
+ * @code{.c}
+ * #include <stdio.h>
+ * #include <string.h>
+ * #include <gpumem.h>
+ *
+ * int main(void)
+ * {
+ *     struct gpumem_pool_props props = GPUMEM_POOL_PROPS_INIT;
+ *     props.source = GPUMEM_POOL_SOURCE_PINNED; // numa_node: GPUMEM_NUMA_NODE_DEVICE
+ *     gpumem_host_pool *pool = NULL;
+ *     gpumem_allocation *a = NULL;
+ *     void *p = NULL;
+ *     int pinned = 0;
+ *     gpumem_status st = gpumem_host_pool_create_with_props(NULL, &props, &pool);
+ *     if (st == GPUMEM_OK)
+ *         st = gpumem_host_pool_allocate_bytes(pool, (size_t)64 << 20, &a);
+ *     if (st == GPUMEM_OK)
+ *         st = gpumem_allocation_host_pointer(a, &p);
+ *     if (st == GPUMEM_OK) {
+ *         memset(p, 0, (size_t)64 << 20);
+ *         st = gpumem_host_is_pinned(p, (size_t)64 << 20, &pinned);
+ *     }
+ *     if (st == GPUMEM_OK)
+ *         printf("64 MiB, page-locked: %d\n", pinned); // prints: 64 MiB, page-locked: 1
+ *     else
+ *         fprintf(stderr, "gpumem: %s\n", gpumem_last_error());
+ *     if (a != NULL)
+ *         gpumem_allocation_free(a, NULL);
+ *     gpumem_host_pool_destroy(pool);
+ *     return st == GPUMEM_OK ? 0 : 1;
+ * }
+ * @endcode
  * @param ctx the context, or NULL for the autoinit context.
  * @param[in] props the properties (see struct gpumem_pool_props).
  * @param[out] pool the new pool.
  * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT; ::GPUMEM_ERROR_INVALID_VALUE (as
- *        gpumem_pool_create_with_props(), and a @c source other than ::GPUMEM_POOL_SOURCE_PINNED);
- *        ::GPUMEM_ERROR_NOT_SUPPORTED (@c numa_node not -1); ::GPUMEM_ERROR_CONTEXT_MISMATCH;
- *        ::GPUMEM_ERROR_HOST_OUT_OF_MEMORY; or an autoinit failure.
+ *        gpumem_pool_create_with_props(), and a @c source other than ::GPUMEM_POOL_SOURCE_PINNED and
+ *        ::GPUMEM_POOL_SOURCE_REGISTERED; @c numa_node below
+ *        ::GPUMEM_NUMA_NODE_NONE, or a node the machine has no memory on (the message names @c numa_node and the
+ *        nodes there are; with ::GPUMEM_NUMA_NODE_DEVICE, the device's node); a node with
+ *        ::GPUMEM_HOST_ALLOC_WRITECOMBINED, or ::GPUMEM_POOL_SOURCE_REGISTERED with it);
+ *        ::GPUMEM_ERROR_NOT_SUPPORTED (the kernel refuses mbind, as a container's seccomp filter may: the message
+ *        says so; or has no NUMA support); ::GPUMEM_ERROR_CONTEXT_MISMATCH; ::GPUMEM_ERROR_HOST_OUT_OF_MEMORY; an
+ *        autoinit failure; or a driver failure (the device's NUMA node).  A block of a
+ *        ::GPUMEM_POOL_SOURCE_REGISTERED pool that cannot be mapped or registered is
+ *        ::GPUMEM_ERROR_HOST_OUT_OF_MEMORY at its allocate call.
  */
 GPUMEM_API gpumem_status gpumem_host_pool_create_with_props(gpumem_context *ctx,
                                                             const struct gpumem_pool_props *props,
