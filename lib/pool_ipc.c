@@ -186,11 +186,13 @@ static gpumem_status map_chunk(gpumem_pool_import *im, gm_source_chunk *k, const
             gm_error_quietly(gm_drv_check(GM_DRV(mem_unmap, dctx, im->base + k->off, k->len), GM_OP_mem_unmap, where));
     }
     /* The mapping keeps the memory: the handle goes at once. */
-    gpumem_status rst = gm_drv_check(GM_DRV(mem_release, dctx, h), GM_OP_mem_release, where);
-    if (st == GPUMEM_OK && rst != GPUMEM_OK) {
-        gm_error_quietly(gm_drv_check(GM_DRV(mem_unmap, dctx, im->base + k->off, k->len), GM_OP_mem_unmap, where));
-        st = rst;
+    if (st != GPUMEM_OK) {
+        gm_error_quietly(gm_drv_check(GM_DRV(mem_release, dctx, h), GM_OP_mem_release, where));
+        return st;
     }
+    st = gm_drv_check(GM_DRV(mem_release, dctx, h), GM_OP_mem_release, where);
+    if (st != GPUMEM_OK)
+        gm_error_quietly(gm_drv_check(GM_DRV(mem_unmap, dctx, im->base + k->off, k->len), GM_OP_mem_unmap, where));
     return st;
 }
 
