@@ -348,16 +348,18 @@ GPUMEM_API gpumem_status gpumem_pool_import_update(gpumem_pool_import *import, i
     gm_ipc_pool_info info;
     gm_source_chunk *c = NULL;
     size_t n = 0;
-    pthread_mutex_lock(&import->mu);
+    /* received without the lock: opening allocations goes on meanwhile */
     gpumem_status st = receive(import->ctx, socket_fd, what, &info, &c, &n);
-    if (st == GPUMEM_OK && (info.id != import->info.id || info.reserved != import->info.reserved ||
-                            info.granularity != import->info.granularity)) {
+    if (st != GPUMEM_OK)
+        return st;
+    if (info.id != import->info.id || info.reserved != import->info.reserved ||
+        info.granularity != import->info.granularity) {
         gm_pool_ipc_chunks_free(c, n);
-        st = gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: the send is of %s than the import's", what,
-                      info.id != import->info.id ? "another pool" : "another reservation size or granularity");
-    } else if (st == GPUMEM_OK) {
-        st = reconcile(import, c, n, what);
+        return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: the send is of %s than the import's", what,
+                        info.id != import->info.id ? "another pool" : "another reservation size or granularity");
     }
+    pthread_mutex_lock(&import->mu);
+    st = reconcile(import, c, n, what);
     pthread_mutex_unlock(&import->mu);
     return st;
 }

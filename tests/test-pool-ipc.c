@@ -483,6 +483,15 @@ static void test_exporter_errors(void)
            "an update from another pool is refused");
     ok(gpumem_pool_import_open_allocation(im, &h, &pi, NULL) == GPUMEM_OK, "the import is unchanged by it");
     ok(gpumem_pool_import_close(im) == GPUMEM_OK, "the import closes");
+    /* a pool that maps nothing sends an empty set */
+    gpumem_pool *empty = vmm_pool(1);
+    im = NULL;
+    ok(gpumem_pool_ipc_send(empty, sv[0]) == GPUMEM_OK && gpumem_pool_ipc_open(NULL, sv[1], &im) == GPUMEM_OK,
+       "a pool that maps no chunk sends, and the import maps nothing");
+    is_err(gpumem_pool_import_open_allocation(im, &h, &pi, NULL), GPUMEM_ERROR_INVALID_VALUE, "another pool",
+           "the empty import refuses another pool's handle");
+    ok(gpumem_pool_import_close(im) == GPUMEM_OK, "the empty import closes");
+    gpumem_pool_destroy(empty);
     ok(gpumem_pool_import_close(NULL) == GPUMEM_OK, "closing NULL is a no-op");
     ok(count_fds() == fds0, "the same process's descriptors after the close are those before the send");
     gpumem_allocation_free(o, NULL);
