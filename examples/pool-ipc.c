@@ -223,7 +223,8 @@ static int parent(const char *self, size_t mib)
     waitpid(pid, &wst, 0);
     int child_ok = 0, child_first = -1;
     double child_gbs = 0;
-    if (!WIFEXITED(wst) || WEXITSTATUS(wst) != 0 || sscanf(line, "%d %lf %d", &child_ok, &child_gbs, &child_first) != 3) {
+    if (!WIFEXITED(wst) || WEXITSTATUS(wst) != 0 ||
+        sscanf(line, "%d %lf %d", &child_ok, &child_gbs, &child_first) != 3) {
         fprintf(stderr, "pool-ipc: the child failed\n");
         return EXIT_FAILURE;
     }

@@ -380,7 +380,8 @@ static size_t chunk_upper(const gpumem_pool_import *im, uint64_t off)
 
 static gpumem_status bad_handle(const char *what, const char *field, uint64_t value)
 {
-    return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: not a valid pool IPC handle: %s (%" PRIu64 ")", what, field,
+    return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: 'handle' is not a valid pool IPC handle: %s (%" PRIu64 ")",
+                    what, field,
                     value);
 }
 
@@ -411,7 +412,8 @@ GPUMEM_API gpumem_status gpumem_pool_import_open_allocation(gpumem_pool_import *
     if (bytes == 0)
         return bad_handle(what, "its size is 0", 0);
     if (bytes > SIZE_MAX || off > import->info.reserved || bytes > import->info.reserved - off)
-        return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: not a valid pool IPC handle: its %" PRIu64 " bytes at "
+        return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: 'handle' is not a valid pool IPC handle: its %" PRIu64
+                        " bytes at "
                         "offset %" PRIu64 " reach past the pool's reservation of %" PRIu64 " bytes", what, bytes, off,
                         import->info.reserved);
     pthread_mutex_lock(&import->mu);

@@ -251,8 +251,9 @@ static gpumem_status recv_bytes(int sock, int stream, unsigned char *buf, size_t
 
 static gpumem_status bad(const char *what, const char *field, uint64_t value)
 {
-    return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: not a valid pool IPC message: %s (%" PRIu64 ")", what, field,
-                    value);
+    return gm_error(GPUMEM_ERROR_INVALID_VALUE,
+                    "%s: the message read from socket_fd is not a valid pool IPC message: %s (%" PRIu64 ")", what,
+                    field, value);
 }
 
 /* Checks a header; the first of a send sets *info and *total. */
@@ -260,11 +261,13 @@ static gpumem_status check_header(const unsigned char *h, bool first, gm_ipc_poo
                                   uint32_t received, uint32_t *n, const char *what)
 {
     if (memcmp(h + OFF_MAGIC, magic, sizeof magic) != 0)
-        return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: not a pool IPC message: the magic is not \"GPUMEMPC\" "
-                        "(bytes of another kind on the socket, or damaged)", what);
+        return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: the message read from socket_fd is not a pool IPC message: "
+                        "the magic is not "
+                        "\"GPUMEMPC\" (bytes of another kind on the socket, or damaged)", what);
     if (get32(h + OFF_VERSION) != GPUMEM_POOL_IPC_VERSION)
-        return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: the pool IPC message has version %" PRIu32 ", and this "
-                        "library reads version %d", what, get32(h + OFF_VERSION), GPUMEM_POOL_IPC_VERSION);
+        return gm_error(GPUMEM_ERROR_INVALID_VALUE,
+                        "%s: the pool IPC message read from socket_fd has version %" PRIu32 ", and "
+                        "this library reads version %d", what, get32(h + OFF_VERSION), GPUMEM_POOL_IPC_VERSION);
     if (get32(h + OFF_HDRSIZE) != HDR)
         return bad(what, "its header size is not 64", get32(h + OFF_HDRSIZE));
     gm_ipc_pool_info in = {.id = get64(h + OFF_ID), .reserved = get64(h + OFF_RESERVED),
@@ -321,8 +324,9 @@ static gpumem_status read_message(int sock, int stream, bool first, gm_ipc_pool_
     if (st == GPUMEM_OK && (trunc || got != HDR + (size_t)n * REC))
         st = bad(what, "the message's bytes are not its header and its chunk records", got);
     if (st == GPUMEM_OK && (f.excess || f.n != n))
-        st = gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: not a valid pool IPC message: it carries %s%zu file "
-                      "descriptors for %" PRIu32 " chunks", what, f.excess ? "more than " : "", f.n, n);
+        st = gm_error(GPUMEM_ERROR_INVALID_VALUE,
+                      "%s: the message read from socket_fd is not a valid pool IPC message: it carries "
+                      "%s%zu file descriptors for %" PRIu32 " chunks", what, f.excess ? "more than " : "", f.n, n);
     if (st == GPUMEM_OK && first && *total > 0 && (*c = calloc(*total, sizeof **c)) == NULL)
         st = gm_error(GPUMEM_ERROR_HOST_OUT_OF_MEMORY, "%s: out of host memory", what);
     for (uint32_t i = 0; st == GPUMEM_OK && i < n; i++) {

@@ -218,7 +218,8 @@ static void importer(int s)
     report(st == GPUMEM_OK, "the third send updates the import");
     report_err(gpumem_pool_import_open_allocation(im, &ha, &pa2, NULL), GPUMEM_ERROR_INVALID_STATE,
                "does not map all of", "a chunk the pool unmapped is unmapped by the update");
-    report(gpumem_pool_import_open_allocation(im, &hb, &pb, NULL) == GPUMEM_OK && xfer(pb, buf, 8 * M, 0) == GPUMEM_OK &&
+    report(gpumem_pool_import_open_allocation(im, &hb, &pb, NULL) == GPUMEM_OK &&
+               xfer(pb, buf, 8 * M, 0) == GPUMEM_OK &&
                check(buf, 8 * M, 3, 11),
            "the chunks kept still hold their bytes");
     report(gpumem_pool_import_close(im) == GPUMEM_OK, "gpumem_pool_import_close");
