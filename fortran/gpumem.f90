@@ -259,6 +259,10 @@ module gpumem
   integer(c_int), parameter :: GPUMEM_NUMA_NODE_NONE = -2
   integer(c_int), parameter :: GPUMEM_POOL_HANDLE_NONE = 0
   integer(c_int), parameter :: GPUMEM_POOL_HANDLE_POSIX_FD = 1
+  ! gpumem/pool_ipc.h
+  integer(c_int), parameter :: GPUMEM_POOL_IPC_VERSION = 1
+  integer(c_int), parameter :: GPUMEM_POOL_IPC_HANDLE_SIZE = 64
+  integer(c_int), parameter :: GPUMEM_POOL_IPC_MAX_FDS = 32
   ! gpumem/memory.h
   integer(c_int), parameter :: GPUMEM_MEMORY_DEVICE_INFO = 1
   integer(c_int), parameter :: GPUMEM_MEMORY_WHOLE_DEVICE = 2
@@ -428,6 +432,11 @@ module gpumem
   type, bind(c) :: gpumem_ipc_handle
     integer(c_signed_char) :: bytes(GPUMEM_IPC_HANDLE_SIZE)
   end type gpumem_ipc_handle
+
+  !> gpumem_pool_ipc_handle: GPUMEM_POOL_IPC_HANDLE_SIZE plain bytes.
+  type, bind(c) :: gpumem_pool_ipc_handle
+    integer(c_signed_char) :: bytes(GPUMEM_POOL_IPC_HANDLE_SIZE)
+  end type gpumem_pool_ipc_handle
 
   ! The helpers' description of a Fortran array.
   integer, parameter :: layout_max_rank = 7
@@ -1553,6 +1562,51 @@ module gpumem
       type(c_ptr), value :: pool
       integer(c_int64_t), value :: keep_bytes
       integer(c_int) :: gpumem_pool_trim
+    end function
+    ! ---- gpumem/pool_ipc.h
+    function gpumem_pool_ipc_send(pool, socket_fd) &
+        bind(c, name='gpumem_pool_ipc_send')
+      import
+      type(c_ptr), value :: pool
+      integer(c_int), value :: socket_fd
+      integer(c_int) :: gpumem_pool_ipc_send
+    end function
+    function gpumem_pool_ipc_open(ctx, socket_fd, import) &
+        bind(c, name='gpumem_pool_ipc_open')
+      import
+      type(c_ptr), value :: ctx
+      integer(c_int), value :: socket_fd
+      type(c_ptr), intent(out) :: import
+      integer(c_int) :: gpumem_pool_ipc_open
+    end function
+    function gpumem_pool_import_update(import, socket_fd) &
+        bind(c, name='gpumem_pool_import_update')
+      import
+      type(c_ptr), value :: import
+      integer(c_int), value :: socket_fd
+      integer(c_int) :: gpumem_pool_import_update
+    end function
+    function gpumem_pool_import_open_allocation(import, handle, pointer, size) &
+        bind(c, name='gpumem_pool_import_open_allocation')
+      import
+      type(c_ptr), value :: import
+      type(gpumem_pool_ipc_handle), intent(in) :: handle
+      integer(c_int64_t), intent(out) :: pointer
+      integer(c_size_t), intent(out), optional :: size
+      integer(c_int) :: gpumem_pool_import_open_allocation
+    end function
+    function gpumem_pool_import_close(import) &
+        bind(c, name='gpumem_pool_import_close')
+      import
+      type(c_ptr), value :: import
+      integer(c_int) :: gpumem_pool_import_close
+    end function
+    function gpumem_allocation_ipc_handle(alloc, handle) &
+        bind(c, name='gpumem_allocation_ipc_handle')
+      import
+      type(c_ptr), value :: alloc
+      type(gpumem_pool_ipc_handle), intent(inout) :: handle
+      integer(c_int) :: gpumem_allocation_ipc_handle
     end function
     function gpumem_host_pool_create_with_props(ctx, props, pool) &
         bind(c, name='gpumem_host_pool_create_with_props')

@@ -18,6 +18,7 @@
 #include <gpumem/array.h>
 #include <gpumem/batch.h>
 #include <gpumem/pool.h>
+#include <gpumem/pool_ipc.h>
 #include <gpumem/memory.h>
 #include <gpumem/host.h>
 #include <gpumem/cleanup.h>

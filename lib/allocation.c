@@ -83,6 +83,19 @@ static gm_rec *rec_live(const gpumem_allocation *a, const char *what, gpumem_sta
     return r;
 }
 
+gpumem_status gm_pool_token_block(const gpumem_allocation *a, const char *what, gm_pool **pool, uint64_t *addr,
+                                  size_t *requested)
+{
+    gpumem_status st = GPUMEM_OK;
+    gm_rec *r = rec_live(a, what, &st);
+    if (r == NULL)
+        return st;
+    *pool = r->pool;
+    *addr = r->addr;
+    *requested = r->requested;
+    return GPUMEM_OK;
+}
+
 bool gm_pool_token_pool_live(const gpumem_allocation *token)
 {
     uint32_t htag;

@@ -295,6 +295,7 @@ static const struct {
     [GM_HANDLE_DEVICE_DATA] = {"device data", "a device data object", "gpumem_device_data", "destroyed"},
     [GM_HANDLE_DTYPE] = {"dtype", "a dtype", "gpumem_dtype", "released"},
     [GM_HANDLE_EVENT] = {"event", "an event", "gpumem_event", "destroyed"},
+    [GM_HANDLE_POOL_IMPORT] = {"pool import", "a pool import", "gpumem_pool_import", "closed"},
 };
 
 const char *gm_handle_type_name(gm_handle_type t)

@@ -4,7 +4,7 @@
  * Every object behind a public opaque handle (gpumem_context, gpumem_array,
  * gpumem_stream, gpumem_pool, gpumem_host_pool, gpumem_registration,
  * gpumem_module, gpumem_function, gpumem_device_data, gpumem_dtype,
- * gpumem_event) begins
+ * gpumem_event, gpumem_pool_import) begins
  * with a gm_handle: a magic number that names its type and whether it is
  * live.  (gpumem_allocation handles are not addresses but generation-tagged
  * record numbers, checked exactly by allocation.c; see pool.h.)
@@ -54,6 +54,7 @@
 #include "gpumem/module.h"
 #include "gpumem/occupancy.h"
 #include "gpumem/pool.h"
+#include "gpumem/pool_ipc.h"
 #include "gpumem/status.h"
 #include "gpumem/stream.h"
 
@@ -69,6 +70,7 @@ typedef enum gm_handle_type {
     GM_HANDLE_DEVICE_DATA,
     GM_HANDLE_DTYPE,
     GM_HANDLE_EVENT,
+    GM_HANDLE_POOL_IMPORT,
     GM_HANDLE_TYPES /* one past the last */
 } gm_handle_type;
 
@@ -108,7 +110,8 @@ typedef struct gm_handle {
              gpumem_device_data *: GM_HANDLE_DEVICE_DATA,                                          \
              const gpumem_device_data *: GM_HANDLE_DEVICE_DATA,                                    \
              gpumem_dtype *: GM_HANDLE_DTYPE, const gpumem_dtype *: GM_HANDLE_DTYPE,               \
-             gpumem_event *: GM_HANDLE_EVENT, const gpumem_event *: GM_HANDLE_EVENT)
+             gpumem_event *: GM_HANDLE_EVENT, const gpumem_event *: GM_HANDLE_EVENT,               \
+             gpumem_pool_import *: GM_HANDLE_POOL_IMPORT, const gpumem_pool_import *: GM_HANDLE_POOL_IMPORT)
 
 /* Whether h is a live handle of type t: one load and one compare. */
 static inline bool gm_handle_live(const void *h, gm_handle_type t)

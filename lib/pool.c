@@ -490,6 +490,11 @@ gpumem_status gm_pool_core_check(const gm_pool *p, gm_pool_kind kind, const char
     return gm_handle_check(p, kind == GM_POOL_DEVICE ? GM_HANDLE_POOL : GM_HANDLE_HOST_POOL, what, arg);
 }
 
+gm_source *gm_pool_core_source(gm_pool *p)
+{
+    return p->src;
+}
+
 gpumem_context *gm_pool_context(const gm_pool *p)
 {
     return p->ctx;

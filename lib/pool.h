@@ -270,6 +270,11 @@ gpumem_status gm_pool_core_alloc(gm_pool *p, size_t size, gpumem_stream *stream,
 gpumem_status gm_pool_core_free_held(gm_pool *p, bool stop, const char *what);
 void gm_pool_core_stats(gm_pool *p, struct gpumem_pool_stats *s); /* fills every field but size */
 gpumem_status gm_pool_core_check(const gm_pool *p, gm_pool_kind kind, const char *what, const char *arg);
+/* For pool IPC (pool_ipc.c): a pool's source, and the pool, address and
+ * requested bytes of a live allocation (else a status naming 'alloc'). */
+gm_source *gm_pool_core_source(gm_pool *p);
+gpumem_status gm_pool_token_block(const gpumem_allocation *a, const char *what, gm_pool **pool, uint64_t *addr,
+                                  size_t *requested);
 gpumem_status gm_pool_stats_out(gm_pool *p, struct gpumem_pool_stats *out, const char *what);
 
 /* The thread caches' process-lifetime hook (lifecycle.h): thread exit. */

@@ -174,6 +174,32 @@ int gm_numa_bind(void *p, size_t bytes, int node);
  * with no target: a query; a negative errno for a page not present); 0 or
  * the errno of the call. */
 int gm_numa_page_nodes(void *const *pages, size_t n, int *nodes);
+/* ---- export (virtual memory with GM_SOURCE_CAP_EXPORT; pool_ipc.c) ---- */
+
+/* What an importer needs to know of an exporting source. */
+typedef struct gm_source_export_info {
+    uint64_t id;          /* random, never 0: names the source to importers */
+    uint64_t reserved;    /* bytes of the reservation */
+    uint64_t granularity; /* of the chunks */
+    int device;           /* the device ordinal */
+} gm_source_export_info;
+
+/* One mapped chunk, exported. */
+typedef struct gm_source_chunk {
+    uint64_t off, len; /* in the reservation */
+    uint64_t serial;   /* chunks mapped by the source up to this one: a later chunk at the same offset differs */
+    int fd;            /* a new POSIX file descriptor (the caller closes it) */
+} gm_source_chunk;
+
+void gm_source_vmm_describe(gm_source *s, gm_source_export_info *info);
+/* Every chunk mapped now, exported (*out malloc'd, the caller frees it and
+ * closes the fds); a source that is not exportable is
+ * GPUMEM_ERROR_INVALID_VALUE, a failed export the driver's failure. */
+gpumem_status gm_source_vmm_export_all(gm_source *s, const char *what, gm_source_chunk **out, size_t *count);
+/* Where the extent [addr, addr + bytes) lies: its offset in the
+ * reservation, and the serials of the chunks under its first and last byte. */
+gpumem_status gm_source_vmm_locate(gm_source *s, uint64_t addr, uint64_t bytes, const char *what, uint64_t *off,
+                                   uint64_t *first_serial, uint64_t *last_serial);
 
 /* source_vmm.c */
 gpumem_status gm_source_vmm_create(gpumem_context *ctx, const gm_source_config *cfg, const char *what,

@@ -23,6 +23,9 @@
 
 #include <pthread.h>
 #include <stdio.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -45,6 +48,7 @@ typedef struct varena {
 typedef struct vchunk {
     uint64_t off, len;
     gm_cu_mem_handle h;
+    uint64_t serial; /* the source's count of chunks mapped when it was: tells chunks at one offset apart */
 } vchunk;
 
 typedef struct gm_vmm_source {
@@ -60,6 +64,8 @@ typedef struct gm_vmm_source {
     vchunk *chunks; /* sorted by off */
     size_t nchunks, capchunks;
     uint64_t mapped_bytes, extents, extent_bytes;
+    uint64_t serials; /* chunks mapped so far */
+    uint64_t export_id; /* exportable: a random number naming the source to importers (pool_ipc.c) */
 } gm_vmm_source;
 
 static gm_vmm_source *vs_of(gm_source *s)
@@ -187,7 +193,7 @@ static gpumem_status chunk_map(gm_vmm_source *v, uint64_t off, uint64_t len, con
     }
     size_t i = chunk_upper(v, off);
     memmove(&v->chunks[i + 1], &v->chunks[i], (v->nchunks - i) * sizeof *v->chunks);
-    v->chunks[i] = (vchunk){off, len, h};
+    v->chunks[i] = (vchunk){off, len, h, ++v->serials};
     v->nchunks++;
     memset(&v->mapped[off / v->gran], 1, len / v->gran);
     v->mapped_bytes += len;
@@ -414,6 +420,90 @@ static gpumem_status vmm_export_fd(gm_source *s, uint64_t addr, int *fd, uint64_
     return st;
 }
 
+
+/* ---- export (pool_ipc.c) ---- */
+
+static gpumem_status not_exportable(const gm_source *s, const char *what)
+{
+    if (s->cfg.kind == GM_SOURCE_VMM && (s->ops->caps & GM_SOURCE_CAP_EXPORT))
+        return GPUMEM_OK;
+    return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: the pool was not made with handle_type "
+                    "GPUMEM_POOL_HANDLE_POSIX_FD (a GPUMEM_POOL_SOURCE_VIRTUAL pool's props)", what);
+}
+
+void gm_source_vmm_describe(gm_source *s, gm_source_export_info *info)
+{
+    gm_vmm_source *v = vs_of(s);
+    *info = (gm_source_export_info){.id = v->export_id, .reserved = v->size, .granularity = v->gran,
+                                    .device = s->ctx->device};
+}
+
+gpumem_status gm_source_vmm_export_all(gm_source *s, const char *what, gm_source_chunk **out, size_t *count)
+{
+    gpumem_status st = not_exportable(s, what);
+    if (st != GPUMEM_OK)
+        return st;
+    gm_vmm_source *v = vs_of(s);
+    *out = NULL;
+    *count = 0;
+    pthread_mutex_lock(&v->mu);
+    size_t n = v->nchunks;
+    gm_source_chunk *c = n > 0 ? calloc(n, sizeof *c) : NULL;
+    if (n > 0 && c == NULL)
+        st = gm_error(GPUMEM_ERROR_HOST_OUT_OF_MEMORY, "%s: out of host memory", what);
+    size_t done = 0;
+    for (; st == GPUMEM_OK && done < n; done++) {
+        int fd = -1;
+        char where[200];
+        snprintf(where, sizeof where, "%s: exporting the chunk at offset %llu", what,
+                 (unsigned long long)v->chunks[done].off);
+        st = gm_drv_check(GM_DRV(mem_export_to_shareable_handle, s->ctx->dctx, &fd, v->chunks[done].h,
+                                 GM_CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR),
+                          GM_OP_mem_export_to_shareable_handle, where);
+        if (st == GPUMEM_OK)
+            c[done] = (gm_source_chunk){.off = v->chunks[done].off, .len = v->chunks[done].len,
+                                        .serial = v->chunks[done].serial, .fd = fd};
+        else
+            break;
+    }
+    pthread_mutex_unlock(&v->mu);
+    if (st != GPUMEM_OK) {
+        for (size_t i = 0; i < done; i++)
+            close(c[i].fd);
+        free(c);
+        return st;
+    }
+    *out = c;
+    *count = n;
+    return GPUMEM_OK;
+}
+
+gpumem_status gm_source_vmm_locate(gm_source *s, uint64_t addr, uint64_t bytes, const char *what, uint64_t *off,
+                                   uint64_t *first_serial, uint64_t *last_serial)
+{
+    gpumem_status st = not_exportable(s, what);
+    if (st != GPUMEM_OK)
+        return st;
+    gm_vmm_source *v = vs_of(s);
+    if (addr < v->base || bytes == 0 || addr - v->base > v->size || bytes > v->size - (addr - v->base))
+        return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: the block lies outside the pool's reservation", what);
+    uint64_t lo = addr - v->base, hi = lo + bytes;
+    pthread_mutex_lock(&v->mu);
+    size_t i = chunk_upper(v, lo);
+    const vchunk *first = i > 0 && lo < v->chunks[i - 1].off + v->chunks[i - 1].len ? &v->chunks[i - 1] : NULL;
+    size_t j = chunk_upper(v, hi - 1);
+    const vchunk *last = j > 0 && hi - 1 < v->chunks[j - 1].off + v->chunks[j - 1].len ? &v->chunks[j - 1] : NULL;
+    if (first == NULL || last == NULL)
+        st = gm_error(GPUMEM_ERROR_INTERNAL, "%s: the block is not mapped", what);
+    else {
+        *off = lo;
+        *first_serial = first->serial;
+        *last_serial = last->serial;
+    }
+    pthread_mutex_unlock(&v->mu);
+    return st;
+}
+
 static void vmm_location(const gm_source *s, gm_source_location *loc)
 {
     *loc = (gm_source_location){GM_CU_MEM_LOCATION_TYPE_DEVICE, s->ctx->device};
@@ -512,6 +602,13 @@ gpumem_status gm_source_vmm_create(gpumem_context *ctx, const gm_source_config *
     v->size = maximum + small;
     v->ngran = v->size / gran;
     v->prop = prop;
+    if (cfg->exportable && getrandom(&v->export_id, sizeof v->export_id, GRND_NONBLOCK) != sizeof v->export_id) {
+        struct timespec t; /* no entropy yet: the clock and the process id tell sources apart well enough */
+        clock_gettime(CLOCK_REALTIME, &t);
+        v->export_id = ((uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec) ^ (uint64_t)getpid() << 40 ^
+                       (uint64_t)(uintptr_t)v;
+    }
+    v->export_id |= 1; /* never 0 */
     v->arena[0] = (varena){.base = 0, .size = maximum};
     v->arena[1] = (varena){.base = maximum, .size = small};
     pthread_mutex_init(&v->mu, NULL);

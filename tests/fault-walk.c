@@ -35,9 +35,12 @@
 #include "config.h"
 
 #include <ctype.h>
+#include <dirent.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <gpumem.h>
 
@@ -532,6 +535,86 @@ static int numa_pools(gpumem_context *ctx)
     return RESULT(st, good);
 }
 
+/* IPC of a virtual-memory pool's memory (issue 27): a send over a
+ * socketpair, received in this process (the simulator's shareable handles
+ * are memfds), an allocation opened by its handle, bytes written on one
+ * side read on the other, a second send after the pool grew, an update, the
+ * close.  Descriptors are counted: none may stay open. */
+static int count_fds(void)
+{
+    DIR *dir = opendir("/proc/self/fd");
+    int n = 0;
+    while (dir != NULL && readdir(dir) != NULL)
+        n++;
+    if (dir != NULL)
+        closedir(dir);
+    return n;
+}
+
+static int failed_free(void);
+
+static int pool_ipc(gpumem_context *ctx)
+{
+    static double host[100], out[100];
+    for (int i = 0; i < 100; i++)
+        host[i] = i, out[i] = -1;
+    struct gpumem_pool_props props = GPUMEM_POOL_PROPS_INIT;
+    props.source = GPUMEM_POOL_SOURCE_VIRTUAL;
+    props.maximum = (uint64_t)16 << 20;
+    props.handle_type = GPUMEM_POOL_HANDLE_POSIX_FD;
+    gpumem_pool *pool = NULL;
+    gpumem_allocation *a = NULL, *b = NULL;
+    gpumem_pool_import *im = NULL;
+    gpumem_pool_ipc_handle ha, hb;
+    gpumem_array *h = NULL, *o = NULL, *d = NULL, *v = NULL;
+    uint64_t pa = 0, pb = 0;
+    int sv[2] = {-1, -1}, fds0 = count_fds();
+    if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0)
+        return GPUMEM_ERROR_INTERNAL;
+    gpumem_status st = GPUMEM_OK;
+    TRY(gpumem_pool_create_with_props(ctx, &props, &pool));
+    TRY(gpumem_pool_allocate(pool, 800, NULL, &a));
+    TRY(gpumem_pool_ipc_send(pool, sv[0]));
+    TRY(gpumem_pool_ipc_open(ctx, sv[1], &im));
+    TRY(gpumem_allocation_ipc_handle(a, &ha));
+    TRY(gpumem_pool_import_open_allocation(im, &ha, &pa, NULL));
+    TRY(gpumem_pool_allocate(pool, (size_t)3 << 20, NULL, &b));
+    TRY(gpumem_pool_ipc_send(pool, sv[0]));
+    TRY(gpumem_pool_import_update(im, sv[1]));
+    TRY(gpumem_allocation_ipc_handle(b, &hb));
+    TRY(gpumem_pool_import_open_allocation(im, &hb, &pb, NULL));
+    uint64_t pool_ptr = 0;
+    TRY(gpumem_allocation_pointer(a, &pool_ptr));
+    gpumem_cuda_array_interface desc = {.size = sizeof desc, .version = 3, .ndim = 1, .shape = {100},
+                                        .typestr = "<f8", .data = pool_ptr};
+    TRY(gpumem_host_array_wrap(host, 1, (int64_t[]){100}, NULL, f64, &h));
+    TRY(gpumem_host_array_wrap(out, 1, (int64_t[]){100}, NULL, f64, &o));
+    TRY(gpumem_as_cuda_array(ctx, &desc, GPUMEM_CAI_NO_SYNCHRONIZE, NULL, NULL, &d));
+    desc.data = pa;
+    TRY(gpumem_as_cuda_array(ctx, &desc, GPUMEM_CAI_NO_SYNCHRONIZE, NULL, NULL, &v));
+    TRY(gpumem_array_copy(d, h, NULL));
+    TRY(gpumem_array_copy(o, v, NULL));
+    int good = st == GPUMEM_OK && pa != pool_ptr && pb != 0 && check_doubles(out, 100, iota);
+    gpumem_array *all[] = {v, d, o, h};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        KEEP(gpumem_array_release(all[i]));
+    KEEP(gpumem_pool_import_close(im));
+    if (b != NULL)
+        KEEP(gpumem_allocation_free(b, NULL));
+    if (a != NULL)
+        KEEP(gpumem_allocation_free(a, NULL));
+    if (pool != NULL)
+        KEEP(gpumem_pool_destroy(pool));
+    /* what a failed send left in the socket is closed with it */
+    close(sv[0]);
+    close(sv[1]);
+    /* A descriptor left open is wrong, unless the driver kept memory (a
+     * failed unmap or release keeps its chunk's memfd) */
+    if (count_fds() != fds0 && !failed_free() && gm_drv_fail_then == 0)
+        return WRONG;
+    return RESULT(st, good);
+}
+
 static int host_memory(gpumem_context *ctx)
 {
     static double buf[32], reg_buf[32];
@@ -877,6 +960,7 @@ static const scenario scenarios[] = {
     {"staging: pageable and strided host sides through the slots, a queued download in slabs", staging, 0},
     {"device pool: allocations, arrays through the pool", pools, 0},
     {"virtual-memory pool: blocks that merge, arrays through it, trim", vmm_pool, 0},
+    {"pool IPC: a send, an import in the same process, an update, an allocation through it", pool_ipc, 0},
     {"host memory: pinned, mapped, managed, scopes, host pool", host_memory, 0},
     {"registered, NUMA-placed and managed pools", numa_pools, 0},
     {"deferred deallocation and defer_cleanup", dealloc, 0},

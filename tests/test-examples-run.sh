@@ -30,7 +30,7 @@ Requires: gpumem
 Cflags: -I$builddir/fortran
 Libs: -L$builddir/fortran -lgpumem_fortran
 PC
-cp "$srcdir/examples/Makefile" "$srcdir/examples/hello.c" "$srcdir/examples/halo.c" "$tmp/ex/"
+cp "$srcdir/examples/Makefile" "$srcdir/examples/hello.c" "$srcdir/examples/halo.c" "$srcdir/examples/pool-ipc.c" "$tmp/ex/"
 mkdir "$tmp/ex/cpp" "$tmp/ex/fortran"
 cp "$srcdir/examples/cpp/Makefile" "$srcdir/examples/cpp/first.cpp" "$srcdir/examples/cpp/pool.cpp" "$tmp/ex/cpp/"
 cp "$srcdir/examples/fortran/Makefile" "$srcdir/examples/fortran/example.f90" "$tmp/ex/fortran/"
@@ -59,7 +59,8 @@ if [ "$suite_backend" = sim ]; then
     # No GPU here (CI): the note, the reason, and both programs on the simulator.
     [ $r = 0 ] && grep -q '^make run: no usable GPU here (above): running on the simulator, GPUMEM_BACKEND=sim$' "$tmp/auto.log" &&
         grep -q 'gpumem_context_create_default: GPUMEM_ERROR_\(DRIVER_NOT_FOUND\|NO_DEVICE\)' "$tmp/auto.log" &&
-        grep -q '^backend: *sim$' "$tmp/auto.log" && grep -q 'steps: .*host reference.*: ok$' "$tmp/auto.log"
+        grep -q '^backend: *sim$' "$tmp/auto.log" && grep -q 'steps: .*host reference.*: ok$' "$tmp/auto.log" &&
+        grep -q "^the parent read the child's bytes: ok$" "$tmp/auto.log"
     r2=$?
     what="without a GPU, make run says so and runs hello and halo on the simulator"
     if [ $r2 != 0 ] && [ $r = 0 ] && grep -q '^backend: *cuda$' "$tmp/auto.log"; then

@@ -1,6 +1,7 @@
 #!/bin/sh
 # examples/mpi/ring under mpirun: 4 ranks pass their device arrays around a
-# ring through IPC handles and through MPI messages, and exchange the
+# ring through IPC handles, through a virtual-memory pool's chunks sent over
+# Unix sockets (gpumem/pool_ipc.h) and through MPI messages, and exchange the
 # strided halo columns of a field (gpumem_array_pack, MPI_Isend and
 # MPI_Irecv, gpumem_array_unpack), checked by value (the
 # example exits nonzero on any wrong element), on one simulated device and
@@ -49,9 +50,9 @@ ring "$tmp/one" GPUMEM_SIM_DEVICES=1
 rc=$?
 echo "(exit $rc)" >>"$tmp/one"
 result $rc "mpirun -np 4: the ring passes (GPUMEM_BACKEND=$GPUMEM_BACKEND)" "$tmp/one"
-n=$(grep -c 'IPC from rank [0-9]* ok, .* message ok, halo ok' "$tmp/one")
+n=$(grep -c 'IPC from rank [0-9]* ok, pool IPC ok, .* message ok, halo ok' "$tmp/one")
 [ "$n" = 4 ] && grep -q 'ring of 4 ranks: PASS' "$tmp/one"
-result $? "each of the 4 ranks read its left neighbour's values through IPC and a message, and its halo columns" "$tmp/one"
+result $? "each of the 4 ranks read its left neighbour's values through IPC, pool IPC and a message, and its halo columns" "$tmp/one"
 
 if [ "$GPUMEM_BACKEND" = sim ]; then
     ring "$tmp/two" GPUMEM_SIM_DEVICES=2

@@ -8,7 +8,11 @@
  *     (gpumem_ipc_get_handle), the handles go to every rank
  *     (MPI_Allgather of plain bytes), each rank opens its left neighbour's
  *     array (gpumem_ipc_open) and copies it into an array of its own, with no
- *     MPI message carrying the data.
+ *     MPI message carrying the data.  Then the same through a virtual-memory
+ *     pool's memory (gpumem/pool_ipc.h): each rank connects to its left
+ *     neighbour over a Unix socket (an abstract name), which sends its pool's
+ *     chunks (file descriptors) and its allocation's handle; the rank opens
+ *     the allocation and copies it.
  *  2. MPI messages: each rank sends its array to the right.  A CUDA-aware MPI
  *     (MPIX_Query_cuda_support() answers 1) takes the device pointer itself;
  *     any other MPI gets the bytes through a pinned host array, since it
@@ -27,10 +31,14 @@
  * (GPUMEM_BACKEND=sim runs it without a GPU).
  */
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
 
 #include <mpi.h>
 #if defined(OPEN_MPI) && OPEN_MPI
@@ -75,6 +83,84 @@ static long mismatches(gpumem_array *dev, int from)
     long bad = 0;
     for (int i = 0; i < N; i++)
         bad += v[i] != 1000 * from + i;
+    return bad;
+}
+
+/* A Unix socket of this job by an abstract name: listening (peer < 0) as
+ * rank `self`, or connected to rank `peer`'s. */
+static int ring_socket(long job, int self, int peer)
+{
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
+    int n = snprintf(a.sun_path + 1, sizeof a.sun_path - 1, "gpumem-ring-%ld-%d", job, peer < 0 ? self : peer);
+    socklen_t len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n);
+    int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (s < 0 || (peer < 0 ? bind(s, (struct sockaddr *)&a, len) != 0 || listen(s, 1) != 0
+                           : connect(s, (struct sockaddr *)&a, len) != 0)) {
+        perror("ring: a Unix socket");
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    return s;
+}
+
+/* 1b. Pool IPC: this rank's values in an exportable virtual-memory pool;
+ * the left neighbour's allocation opened through a Unix socket and copied
+ * into got.  The wrong elements. */
+static long pool_ipc(gpumem_context *ctx, const int32_t *v, int left, int ndev, gpumem_array *got)
+{
+    struct gpumem_pool_props props = GPUMEM_POOL_PROPS_INIT;
+    props.source = GPUMEM_POOL_SOURCE_VIRTUAL;
+    props.maximum = 64 << 20;
+    props.handle_type = GPUMEM_POOL_HANDLE_POSIX_FD;
+    gpumem_pool *pool = NULL;
+    gpumem_allocation *a = NULL;
+    gpumem_array *host = NULL, *dev = NULL, *theirs = NULL;
+    gpumem_cuda_array_interface d = {.size = sizeof d, .version = 3, .ndim = 1, .shape = {N}, .typestr = "<i4"};
+    check(gpumem_pool_create_with_props(ctx, &props, &pool), "gpumem_pool_create_with_props");
+    check(gpumem_pool_allocate(pool, N * sizeof *v, NULL, &a), "gpumem_pool_allocate");
+    check(gpumem_allocation_pointer(a, &d.data), "gpumem_allocation_pointer");
+    check(gpumem_as_cuda_array(ctx, &d, GPUMEM_CAI_NO_SYNCHRONIZE, NULL, NULL, &dev), "gpumem_as_cuda_array");
+    check(gpumem_host_array_wrap((void *)v, 1, (int64_t[]){N}, NULL, GPUMEM_DTYPE_OF(v[0]), &host),
+          "gpumem_host_array_wrap");
+    check(gpumem_array_copy(dev, host, NULL), "gpumem_array_copy");
+    GPUMEM_ARRAY_RELEASE_ALL(dev, host);
+
+    /* listen, then connect to the left neighbour and take the right one's call */
+    long job = (long)getpid();
+    MPI_Bcast(&job, 1, MPI_LONG, 0, MPI_COMM_WORLD);
+    int listener = ring_socket(job, rank, -1);
+    MPI_Barrier(MPI_COMM_WORLD);
+    int from_left = ring_socket(job, rank, left);
+    int to_right = accept(listener, NULL, NULL);
+    if (to_right < 0)
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    gpumem_pool_ipc_handle h;
+    check(gpumem_pool_ipc_send(pool, to_right), "gpumem_pool_ipc_send");
+    check(gpumem_allocation_ipc_handle(a, &h), "gpumem_allocation_ipc_handle");
+    if (write(to_right, &h, sizeof h) != (ssize_t)sizeof h)
+        MPI_Abort(MPI_COMM_WORLD, 1);
+
+    /* the left neighbour's memory is on its device: imported in a context of it */
+    gpumem_context *lctx = ctx;
+    if (left % ndev != rank % ndev)
+        check(gpumem_context_create(left % ndev, &lctx), "gpumem_context_create");
+    gpumem_pool_import *im = NULL;
+    check(gpumem_pool_ipc_open(lctx, from_left, &im), "gpumem_pool_ipc_open");
+    if (read(from_left, &h, sizeof h) != (ssize_t)sizeof h)
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    check(gpumem_pool_import_open_allocation(im, &h, &d.data, NULL), "gpumem_pool_import_open_allocation");
+    check(gpumem_as_cuda_array(lctx, &d, GPUMEM_CAI_NO_SYNCHRONIZE, NULL, NULL, &theirs), "gpumem_as_cuda_array");
+    check(gpumem_array_copy(got, theirs, NULL), "gpumem_array_copy");
+    gpumem_array_release(theirs);
+    check(gpumem_pool_import_close(im), "gpumem_pool_import_close");
+    long bad = mismatches(got, left);
+    if (lctx != ctx)
+        gpumem_context_release(lctx);
+    close(from_left);
+    close(to_right);
+    close(listener);
+    MPI_Barrier(MPI_COMM_WORLD);
+    gpumem_allocation_free(a, NULL);
+    gpumem_pool_destroy(pool);
     return bad;
 }
 
@@ -124,6 +210,7 @@ int main(int argc, char **argv)
     long bad_ipc = mismatches(got, left);
     free(all);
     MPI_Barrier(MPI_COMM_WORLD); /* every rank closed its mapping: the arrays may go */
+    long bad_pool = pool_ipc(ctx, v, left, ndev, got);
 
     /* 2. MPI messages: send this rank's array to the right */
     int aware = cuda_aware();
@@ -196,10 +283,10 @@ int main(int argc, char **argv)
     GPUMEM_ARRAY_RELEASE_ALL(halo[1], halo[0], edge[1], edge[0], recvbuf, sendbuf, field, fh);
     gpumem_stream_destroy(s);
 
-    printf("rank %d of %d, device %d of %d: IPC from rank %d %s, %s message %s, halo %s\n", rank, size, device,
-           ndev, left, bad_ipc == 0 ? "ok" : "WRONG", aware ? "device-pointer" : "pinned-host",
-           bad_msg == 0 ? "ok" : "WRONG", bad_halo == 0 ? "ok" : "WRONG");
-    long bad = bad_ipc + bad_msg + bad_halo, total = 0;
+    printf("rank %d of %d, device %d of %d: IPC from rank %d %s, pool IPC %s, %s message %s, halo %s\n", rank,
+           size, device, ndev, left, bad_ipc == 0 ? "ok" : "WRONG", bad_pool == 0 ? "ok" : "WRONG",
+           aware ? "device-pointer" : "pinned-host", bad_msg == 0 ? "ok" : "WRONG", bad_halo == 0 ? "ok" : "WRONG");
+    long bad = bad_ipc + bad_pool + bad_msg + bad_halo, total = 0;
     MPI_Allreduce(&bad, &total, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
     if (rank == 0)
         printf("ring of %d ranks: %s (%ld wrong elements)\n", size, total == 0 ? "PASS" : "FAIL", total);

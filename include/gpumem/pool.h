@@ -295,7 +295,9 @@ typedef enum gpumem_pool_source {
 /**
  * struct gpumem_pool_props' @c handle_type: the physical chunks of a
  * ::GPUMEM_POOL_SOURCE_VIRTUAL pool are made exportable as POSIX file
- * descriptors (CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR).  Added in GPUMEM_1.1.
+ * descriptors (CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR), which
+ * gpumem_pool_ipc_send() sends to another process (gpumem/pool_ipc.h).
+ * Added in GPUMEM_1.1.
  */
 #define GPUMEM_POOL_HANDLE_POSIX_FD 1
 

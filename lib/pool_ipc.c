@@ -1,0 +1,450 @@
+/*
+ * pool_ipc.c - a virtual-memory pool's memory in another process
+ * (gpumem/pool_ipc.h): the exporter's send and allocation handles, and the
+ * importer's reservation, into which each received chunk is mapped once at
+ * its offset in the exporter's reservation, so that an allocation's offset
+ * is the same on both sides.  An import keeps its mapped chunks sorted by
+ * offset; opening an allocation checks the handle against them and makes
+ * no driver call.
+ */
+#include "config.h"
+
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "context.h"
+#include "driver.h"
+#include "error.h"
+#include "gpumem/pool_ipc.h"
+#include "handles.h"
+#include "pool.h"
+#include "pool_ipc.h"
+
+enum {
+    H_MAGIC = 0,
+    H_VERSION = 8,
+    H_SIZE = 12,
+    H_ID = 16,
+    H_OFFSET = 24,
+    H_BYTES = 32,
+    H_FIRST = 40,
+    H_LAST = 48,
+    H_ZERO = 56
+};
+_Static_assert(GPUMEM_POOL_IPC_HANDLE_SIZE == 64, "the handle's table");
+
+static const char handle_magic[8] = {'G', 'P', 'U', 'M', 'E', 'M', 'P', 'A'};
+
+typedef struct ichunk {
+    uint64_t off, len, serial;
+} ichunk;
+
+struct gpumem_pool_import {
+    gm_handle h; /* first: the lifecycle check */
+    gpumem_context *ctx; /* retained */
+    pthread_mutex_t mu;  /* guards the chunks */
+    gm_ipc_pool_info info;
+    gm_cu_deviceptr base;
+    ichunk *chunks; /* sorted by off, disjoint */
+    size_t n;
+};
+
+static void put32(unsigned char *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static void put64(unsigned char *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static uint32_t get32(const unsigned char *p)
+{
+    uint32_t v = 0;
+    for (int i = 3; i >= 0; i--)
+        v = v << 8 | p[i];
+    return v;
+}
+
+static uint64_t get64(const unsigned char *p)
+{
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--)
+        v = v << 8 | p[i];
+    return v;
+}
+
+/* The PCI ids (domain, bus, device) of a device ordinal. */
+static gpumem_status pci_ids(const char *what, int device, int32_t ids[3])
+{
+    static const int attrs[3] = {GM_CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID, GM_CU_DEVICE_ATTRIBUTE_PCI_BUS_ID,
+                                 GM_CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID};
+    for (int i = 0; i < 3; i++) {
+        int v = 0;
+        gpumem_status st = gm_drv_check(GM_DRV(device_get_attribute, device, attrs[i], &v),
+                                        GM_OP_device_get_attribute, what);
+        if (st != GPUMEM_OK)
+            return st;
+        ids[i] = v;
+    }
+    return GPUMEM_OK;
+}
+
+/* ---- the exporter ---- */
+
+GPUMEM_API gpumem_status gpumem_pool_ipc_send(gpumem_pool *pool, int socket_fd)
+{
+    const char *what = "gpumem_pool_ipc_send";
+    gm_pool *p = gm_pool_of_device(pool);
+    gpumem_status st = gm_pool_core_check(p, GM_POOL_DEVICE, what, "pool");
+    int stream = 0;
+    if (st == GPUMEM_OK)
+        st = gm_pool_ipc_socket(socket_fd, what, &stream);
+    if (st != GPUMEM_OK)
+        return st;
+    gm_source *src = gm_pool_core_source(p);
+    gm_ipc_pool_info info = {0};
+    gm_source_chunk *c = NULL;
+    size_t n = 0;
+    st = gm_source_vmm_export_all(src, what, &c, &n);
+    if (st != GPUMEM_OK)
+        return st;
+    gm_source_export_info ex;
+    gm_source_vmm_describe(src, &ex);
+    info = (gm_ipc_pool_info){.id = ex.id, .reserved = ex.reserved, .granularity = ex.granularity};
+    st = pci_ids(what, ex.device, info.pci);
+    if (st == GPUMEM_OK)
+        st = gm_pool_ipc_write(socket_fd, stream, &info, c, n, what);
+    gm_pool_ipc_chunks_free(c, n);
+    return st;
+}
+
+GPUMEM_API gpumem_status gpumem_allocation_ipc_handle(const gpumem_allocation *alloc, gpumem_pool_ipc_handle *handle)
+{
+    const char *what = "gpumem_allocation_ipc_handle";
+    GM_CHECK_NULL(handle);
+    gm_pool *p = NULL;
+    uint64_t addr = 0, off = 0, first = 0, last = 0;
+    size_t bytes = 0;
+    gpumem_status st = gm_pool_token_block(alloc, what, &p, &addr, &bytes);
+    if (st != GPUMEM_OK)
+        return st;
+    if (bytes == 0)
+        return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: 'alloc' has size 0: it has no memory to share", what);
+    gm_source *src = gm_pool_core_source(p);
+    st = gm_source_vmm_locate(src, addr, bytes, what, &off, &first, &last);
+    if (st != GPUMEM_OK)
+        return st;
+    gm_source_export_info ex;
+    gm_source_vmm_describe(src, &ex);
+    unsigned char out[GPUMEM_POOL_IPC_HANDLE_SIZE];
+    memset(out, 0, sizeof out);
+    memcpy(out + H_MAGIC, handle_magic, sizeof handle_magic);
+    put32(out + H_VERSION, GPUMEM_POOL_IPC_VERSION);
+    put32(out + H_SIZE, GPUMEM_POOL_IPC_HANDLE_SIZE);
+    put64(out + H_ID, ex.id);
+    put64(out + H_OFFSET, off);
+    put64(out + H_BYTES, bytes);
+    put64(out + H_FIRST, first);
+    put64(out + H_LAST, last);
+    memcpy(handle->bytes, out, sizeof out);
+    return GPUMEM_OK;
+}
+
+/* ---- the importer ---- */
+
+/* Imports and maps chunk k at its offset, read-write for the context's
+ * device; k's fd is closed whatever happens. */
+static gpumem_status map_chunk(gpumem_pool_import *im, gm_source_chunk *k, const char *what)
+{
+    gm_dctx *dctx = im->ctx->dctx;
+    char where[200];
+    snprintf(where, sizeof where, "%s: the chunk at offset %" PRIu64, what, k->off);
+    gm_cu_mem_handle h = 0;
+    gpumem_status st = gm_drv_check(GM_DRV(mem_import_from_shareable_handle, dctx, &h, (void *)(intptr_t)k->fd,
+                                           GM_CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR),
+                                    GM_OP_mem_import_from_shareable_handle, where);
+    close(k->fd);
+    k->fd = -1;
+    if (st != GPUMEM_OK)
+        return st;
+    st = gm_drv_check(GM_DRV(mem_map, dctx, im->base + k->off, k->len, h), GM_OP_mem_map, where);
+    if (st == GPUMEM_OK) {
+        gm_cu_mem_access_desc d = {{GM_CU_MEM_LOCATION_TYPE_DEVICE, im->ctx->device},
+                                   GM_CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
+        st = gm_drv_check(GM_DRV(mem_set_access, dctx, im->base + k->off, k->len, &d, 1), GM_OP_mem_set_access,
+                          where);
+        if (st != GPUMEM_OK)
+            gm_error_quietly(gm_drv_check(GM_DRV(mem_unmap, dctx, im->base + k->off, k->len), GM_OP_mem_unmap, where));
+    }
+    /* The mapping keeps the memory: the handle goes at once. */
+    if (st != GPUMEM_OK) {
+        gm_error_quietly(gm_drv_check(GM_DRV(mem_release, dctx, h), GM_OP_mem_release, where));
+        return st;
+    }
+    st = gm_drv_check(GM_DRV(mem_release, dctx, h), GM_OP_mem_release, where);
+    if (st != GPUMEM_OK)
+        gm_error_quietly(gm_drv_check(GM_DRV(mem_unmap, dctx, im->base + k->off, k->len), GM_OP_mem_unmap, where));
+    return st;
+}
+
+static gpumem_status unmap_chunk(gpumem_pool_import *im, const ichunk *c, const char *what)
+{
+    if (gm_process_exiting())
+        return GPUMEM_OK;
+    return gm_drv_check(GM_DRV(mem_unmap, im->ctx->dctx, im->base + c->off, c->len), GM_OP_mem_unmap, what);
+}
+
+/* Brings the import's chunks to the send's c[0..n) (im->mu held): those
+ * it no longer holds go, the new ones are mapped.  Every fd of c is closed. */
+static gpumem_status reconcile(gpumem_pool_import *im, gm_source_chunk *c, size_t n, const char *what)
+{
+    ichunk *next = n + im->n > 0 ? calloc(n + im->n, sizeof *next) : NULL;
+    if (n + im->n > 0 && next == NULL) {
+        gm_pool_ipc_chunks_free(c, n);
+        return gm_error(GPUMEM_ERROR_HOST_OUT_OF_MEMORY, "%s: out of host memory", what);
+    }
+    size_t m = 0, j = 0;
+    gpumem_status st = GPUMEM_OK;
+    /* Keep the chunks in both; unmap the others (a failed unmap keeps its chunk mapped and listed). */
+    for (size_t i = 0; i < im->n; i++) {
+        const ichunk *o = &im->chunks[i];
+        while (j < n && c[j].off < o->off)
+            j++;
+        if (j < n && c[j].off == o->off && c[j].len == o->len && c[j].serial == o->serial) {
+            close(c[j].fd);
+            c[j].fd = -1;
+            next[m++] = *o;
+            continue;
+        }
+        gpumem_status one = unmap_chunk(im, o, what);
+        if (one != GPUMEM_OK)
+            next[m++] = *o;
+        st = gm_keep_first(st, one);
+    }
+    /* Map the new ones, unless a kept chunk overlaps (the failed unmaps). */
+    size_t kept = m;
+    for (size_t i = 0; i < n; i++) {
+        if (c[i].fd < 0)
+            continue;
+        bool overlap = false;
+        for (size_t q = 0; q < kept && !overlap; q++)
+            overlap = next[q].off < c[i].off + c[i].len && c[i].off < next[q].off + next[q].len;
+        if (overlap || st != GPUMEM_OK) {
+            close(c[i].fd);
+            c[i].fd = -1;
+            continue;
+        }
+        gpumem_status one = map_chunk(im, &c[i], what);
+        if (one == GPUMEM_OK)
+            next[m++] = (ichunk){c[i].off, c[i].len, c[i].serial};
+        st = gm_keep_first(st, one);
+    }
+    gm_pool_ipc_chunks_free(c, n);
+    /* sorted by offset again: an insertion sort of the kept and new ones */
+    for (size_t a = 1; a < m; a++) {
+        ichunk x = next[a];
+        size_t b = a;
+        for (; b > 0 && next[b - 1].off > x.off; b--)
+            next[b] = next[b - 1];
+        next[b] = x;
+    }
+    free(im->chunks);
+    im->chunks = next;
+    im->n = m;
+    return st;
+}
+
+static gpumem_status import_end(gpumem_pool_import *im, const char *what)
+{
+    gpumem_status st = GPUMEM_OK;
+    for (size_t i = 0; i < im->n; i++)
+        st = gm_keep_first(st, unmap_chunk(im, &im->chunks[i], what));
+    if (im->base != 0 && !gm_process_exiting())
+        st = gm_keep_first(st, gm_drv_check(GM_DRV(mem_address_free, im->ctx->dctx, im->base,
+                                                   (size_t)im->info.reserved),
+                                            GM_OP_mem_address_free, what));
+    st = gm_keep_first(st, gm_context_release_as(im->ctx, what));
+    free(im->chunks);
+    pthread_mutex_destroy(&im->mu);
+    gm_handle_free(im);
+    return st;
+}
+
+/* Receives a send from sock: checked, of the context's device. */
+static gpumem_status receive(gpumem_context *ctx, int sock, const char *what, gm_ipc_pool_info *info,
+                             gm_source_chunk **c, size_t *n)
+{
+    int stream = 0;
+    gpumem_status st = gm_pool_ipc_socket(sock, what, &stream);
+    if (st != GPUMEM_OK)
+        return st;
+    int32_t pci[3];
+    st = pci_ids(what, ctx->device, pci);
+    if (st == GPUMEM_OK)
+        st = gm_pool_ipc_read(sock, stream, what, info, c, n);
+    if (st == GPUMEM_OK && memcmp(pci, info->pci, sizeof pci) != 0) {
+        gm_pool_ipc_chunks_free(*c, *n);
+        *c = NULL;
+        st = gm_error(GPUMEM_ERROR_CONTEXT_MISMATCH, "%s: the pool's memory is on the device at PCI %04x:%02x:%02x, "
+                      "and the context's device %d is at %04x:%02x:%02x", what, (unsigned)info->pci[0],
+                      (unsigned)info->pci[1], (unsigned)info->pci[2], ctx->device, (unsigned)pci[0],
+                      (unsigned)pci[1], (unsigned)pci[2]);
+    }
+    return st;
+}
+
+GPUMEM_API gpumem_status gpumem_pool_ipc_open(gpumem_context *ctx, int socket_fd, gpumem_pool_import **import)
+{
+    const char *what = "gpumem_pool_ipc_open";
+    GM_CHECK_NULL(import);
+    gpumem_status st = GPUMEM_OK;
+    ctx = gm_context_use(ctx, what, &st);
+    if (st != GPUMEM_OK)
+        return st;
+    gm_ipc_pool_info info;
+    gm_source_chunk *c = NULL;
+    size_t n = 0;
+    st = receive(ctx, socket_fd, what, &info, &c, &n);
+    if (st != GPUMEM_OK)
+        return st;
+    gpumem_pool_import *im = gm_handle_new_zeroed(GM_HANDLE_POOL_IMPORT, sizeof *im);
+    if (im == NULL) {
+        gm_pool_ipc_chunks_free(c, n);
+        return gm_error(GPUMEM_ERROR_HOST_OUT_OF_MEMORY, "%s: out of host memory", what);
+    }
+    gpumem_context_retain(ctx);
+    im->ctx = ctx;
+    im->info = info;
+    pthread_mutex_init(&im->mu, NULL);
+    char where[200];
+    snprintf(where, sizeof where, "%s: reserving %" PRIu64 " bytes of address space", what, info.reserved);
+    st = gm_drv_check(GM_DRV(mem_address_reserve, ctx->dctx, &im->base, (size_t)info.reserved, 0),
+                      GM_OP_mem_address_reserve, where);
+    if (st != GPUMEM_OK) {
+        im->base = 0;
+        gm_pool_ipc_chunks_free(c, n);
+    } else {
+        st = reconcile(im, c, n, what);
+    }
+    if (st != GPUMEM_OK)
+        return gm_keep_first(st, import_end(im, what));
+    *import = im;
+    return GPUMEM_OK;
+}
+
+GPUMEM_API gpumem_status gpumem_pool_import_update(gpumem_pool_import *import, int socket_fd)
+{
+    const char *what = "gpumem_pool_import_update";
+    GM_CHECK_HANDLE(import);
+    gm_ipc_pool_info info;
+    gm_source_chunk *c = NULL;
+    size_t n = 0;
+    /* received without the lock: opening allocations goes on meanwhile */
+    gpumem_status st = receive(import->ctx, socket_fd, what, &info, &c, &n);
+    if (st != GPUMEM_OK)
+        return st;
+    if (info.id != import->info.id || info.reserved != import->info.reserved ||
+        info.granularity != import->info.granularity) {
+        gm_pool_ipc_chunks_free(c, n);
+        return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: the send is of %s than the import's", what,
+                        info.id != import->info.id ? "another pool" : "another reservation size or granularity");
+    }
+    pthread_mutex_lock(&import->mu);
+    st = reconcile(import, c, n, what);
+    pthread_mutex_unlock(&import->mu);
+    return st;
+}
+
+/* The index of the first chunk whose off is above off. */
+static size_t chunk_upper(const gpumem_pool_import *im, uint64_t off)
+{
+    size_t lo = 0, hi = im->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (im->chunks[mid].off <= off)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+static gpumem_status bad_handle(const char *what, const char *field, uint64_t value)
+{
+    return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: 'handle' is not a valid pool IPC handle: %s (%" PRIu64 ")",
+                    what, field,
+                    value);
+}
+
+GPUMEM_API gpumem_status gpumem_pool_import_open_allocation(gpumem_pool_import *import,
+                                                            const gpumem_pool_ipc_handle *handle,
+                                                            uint64_t *pointer, size_t *size)
+{
+    const char *what = "gpumem_pool_import_open_allocation";
+    GM_CHECK_HANDLE(import);
+    GM_CHECK_NULL(handle);
+    GM_CHECK_NULL(pointer);
+    const unsigned char *in = handle->bytes;
+    if (memcmp(in + H_MAGIC, handle_magic, sizeof handle_magic) != 0)
+        return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: 'handle' is not a pool IPC handle: the magic is not "
+                        "\"GPUMEMPA\" (bytes of another kind, or damaged)", what);
+    if (get32(in + H_VERSION) != GPUMEM_POOL_IPC_VERSION)
+        return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: 'handle' has version %" PRIu32 ", and this library reads "
+                        "version %d", what, get32(in + H_VERSION), GPUMEM_POOL_IPC_VERSION);
+    if (get32(in + H_SIZE) != GPUMEM_POOL_IPC_HANDLE_SIZE)
+        return bad_handle(what, "its size field is not GPUMEM_POOL_IPC_HANDLE_SIZE", get32(in + H_SIZE));
+    if (get64(in + H_ZERO) != 0)
+        return bad_handle(what, "its reserved bytes 56 to 63 are not zero", get64(in + H_ZERO));
+    uint64_t id = get64(in + H_ID), off = get64(in + H_OFFSET), bytes = get64(in + H_BYTES);
+    uint64_t first = get64(in + H_FIRST), last = get64(in + H_LAST);
+    if (id != import->info.id)
+        return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: 'handle' names another pool (id 0x%016" PRIx64 ") than the "
+                        "import's (0x%016" PRIx64 ")", what, id, import->info.id);
+    if (bytes == 0)
+        return bad_handle(what, "its size is 0", 0);
+    if (bytes > SIZE_MAX || off > import->info.reserved || bytes > import->info.reserved - off)
+        return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: 'handle' is not a valid pool IPC handle: its %" PRIu64
+                        " bytes at "
+                        "offset %" PRIu64 " reach past the pool's reservation of %" PRIu64 " bytes", what, bytes, off,
+                        import->info.reserved);
+    pthread_mutex_lock(&import->mu);
+    /* every byte mapped, by chunks that touch each other */
+    size_t i = chunk_upper(import, off), k = i > 0 ? i - 1 : 0;
+    uint64_t end = off + bytes;
+    bool mapped = i > 0 && off < import->chunks[k].off + import->chunks[k].len;
+    while (mapped && import->chunks[k].off + import->chunks[k].len < end) {
+        if (k + 1 >= import->n || import->chunks[k + 1].off != import->chunks[k].off + import->chunks[k].len)
+            mapped = false;
+        else
+            k++;
+    }
+    bool same = mapped && import->chunks[i - 1].serial == first && import->chunks[k].serial == last;
+    uint64_t base = import->base;
+    pthread_mutex_unlock(&import->mu);
+    if (!mapped || !same)
+        return gm_error(GPUMEM_ERROR_INVALID_STATE, "%s: the import %s the %" PRIu64 " bytes at offset %" PRIu64
+                        " of 'handle': the exporter's pool mapped them after its last send (send again with "
+                        "gpumem_pool_ipc_send and call gpumem_pool_import_update)", what,
+                        !mapped ? "does not map all of" : "maps older chunks under", bytes, off);
+    *pointer = base + off;
+    if (size != NULL)
+        *size = (size_t)bytes;
+    return GPUMEM_OK;
+}
+
+GPUMEM_API gpumem_status gpumem_pool_import_close(gpumem_pool_import *import)
+{
+    if (import == NULL)
+        return GPUMEM_OK;
+    GM_END_HANDLE(import);
+    return import_end(import, "gpumem_pool_import_close");
+}
