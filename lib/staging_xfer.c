@@ -66,10 +66,10 @@ typedef struct xfer {
     gpumem_staging_settings cfg;
     size_t chunk;         /* the largest chunk: a slot, or less */
     size_t ramp;          /* the first (and last) chunk of the ramps */
-    pthread_mutex_t mu;   /* pos, opened, ring, errors */
+    pthread_mutex_t mu;   /* opened, ring, errors; pos with segments */
     pthread_cond_t cv;    /* events changed */
     atomic_uint events;   /* bumped at each change others may wait for: an open, a segment queued, the end, a failure */
-    uint64_t pos;         /* the next byte to take */
+    _Atomic uint64_t pos; /* the next byte to take: under mu with segments, else by compare-and-swap */
     uint64_t nseg, opened; /* segments; those opened */
     uint64_t closed;      /* segments closed (the caller's) */
     seg_rec ring[SEG_RING]; /* segment k in ring[k % SEG_RING] while it may be open */
@@ -103,23 +103,32 @@ static void fail(xfer *x, gpumem_status st)
 }
 
 /* Waits until x->events is no longer seen (polling a while first, as the
- * pool's threads do), at most WAIT_SLICE_NS. */
-static void wait_change(xfer *x, unsigned seen)
+ * pool's threads do).  Every change a thread of a transfer waits for is
+ * signalled (changed(), under x->mu, after the change), so the wait needs
+ * no timeout, but one: a caller that leaves the chunks to the workers
+ * (sliced) looks at the pools' end every WAIT_SLICE_NS, as workers that
+ * stop at process exit signal nothing. */
+static void wait_change(xfer *x, unsigned seen, bool sliced)
 {
     long spin = gm_workers_spin();
     if (spin > 0 && gm_workers_poll(&x->events, seen, spin))
         return;
-    struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_nsec += WAIT_SLICE_NS;
-    if (until.tv_nsec >= 1000000000L) {
-        until.tv_sec++;
-        until.tv_nsec -= 1000000000L;
-    }
     pthread_mutex_lock(&x->mu);
-    while (atomic_load_explicit(&x->events, memory_order_relaxed) == seen &&
-           pthread_cond_timedwait(&x->cv, &x->mu, &until) == 0)
-        ;
+    if (!sliced) {
+        while (atomic_load_explicit(&x->events, memory_order_relaxed) == seen)
+            pthread_cond_wait(&x->cv, &x->mu);
+    } else {
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_nsec += WAIT_SLICE_NS;
+        if (until.tv_nsec >= 1000000000L) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000L;
+        }
+        while (atomic_load_explicit(&x->events, memory_order_relaxed) == seen &&
+               pthread_cond_timedwait(&x->cv, &x->mu, &until) == 0)
+            ;
+    }
     pthread_mutex_unlock(&x->mu);
 }
 
@@ -267,24 +276,46 @@ static uint64_t chunk_at(const xfer *x, uint64_t p)
  * not open yet; -1 when every chunk was taken. */
 static int take(xfer *x, uint64_t *off, size_t *n, gm_cu_deviceptr *dev, uint64_t *seg)
 {
+    if (x->segs.count == 0) { /* one segment, open from the start: no lock */
+        uint64_t p = atomic_load_explicit(&x->pos, memory_order_relaxed), m;
+        do {
+            if (p >= x->op.bytes)
+                return -1;
+            m = chunk_at(x, p);
+            if (m > x->op.bytes - p)
+                m = x->op.bytes - p;
+        } while (!atomic_compare_exchange_weak_explicit(&x->pos, &p, p + m, memory_order_relaxed,
+                                                        memory_order_relaxed));
+        *off = p;
+        *n = (size_t)m;
+        *dev = x->ring[0].dev + p;
+        *seg = 0;
+        if (p + m >= x->op.bytes) { /* the caller may wait for it */
+            pthread_mutex_lock(&x->mu);
+            changed(x);
+            pthread_mutex_unlock(&x->mu);
+        }
+        return 1;
+    }
     int r = 0;
     pthread_mutex_lock(&x->mu);
-    if (x->pos >= x->op.bytes) {
+    uint64_t pos = atomic_load_explicit(&x->pos, memory_order_relaxed);
+    if (pos >= x->op.bytes) {
         r = -1;
     } else {
         for (uint64_t k = x->opened > SEG_RING ? x->opened - SEG_RING : 0; k < x->opened; k++) {
             seg_rec *g = &x->ring[k % SEG_RING];
-            if (x->pos < g->off || x->pos >= g->end)
+            if (pos < g->off || pos >= g->end)
                 continue;
-            uint64_t m = chunk_at(x, x->pos);
-            if (m > g->end - x->pos)
-                m = g->end - x->pos;
-            *off = x->pos;
+            uint64_t m = chunk_at(x, pos);
+            if (m > g->end - pos)
+                m = g->end - pos;
+            *off = pos;
             *n = (size_t)m;
-            *dev = g->dev + (x->pos - g->off);
+            *dev = g->dev + (pos - g->off);
             *seg = k;
-            x->pos += m;
-            if (x->pos >= x->op.bytes)
+            atomic_store_explicit(&x->pos, pos + m, memory_order_relaxed);
+            if (pos + m >= x->op.bytes)
                 changed(x); /* the caller may wait for it */
             r = 1;
             break;
@@ -381,12 +412,7 @@ static int step(xfer *x, runner *r)
 static void xfer_run(gm_task *t, int worker)
 {
     xfer *x = (xfer *)t;
-    if (stop_taking(x, worker))
-        return;
-    pthread_mutex_lock(&x->mu);
-    bool left = x->pos < x->op.bytes;
-    pthread_mutex_unlock(&x->mu);
-    if (!left)
+    if (stop_taking(x, worker) || atomic_load_explicit(&x->pos, memory_order_relaxed) >= x->op.bytes)
         return;
     gpumem_status st;
     runner r = {.worker = worker};
@@ -413,7 +439,7 @@ static void xfer_run(gm_task *t, int worker)
         if (s == STEP_DONE)
             break;
         if (s == STEP_WAIT)
-            wait_change(x, seen);
+            wait_change(x, seen, false); /* for the caller's next open */
     }
     lane_give(x->e, r.l, worker);
 }
@@ -527,7 +553,7 @@ gpumem_status gm_staging_run(gm_staging *e, const gm_stage_op *op, gm_dstream *d
     x->chunk = c & ~(size_t)4095 ? c & ~(size_t)4095 : 4096;
     size_t a = (x->chunk / threads) & ~(size_t)4095;
     x->ramp = a < RAMP_MIN ? (RAMP_MIN < x->chunk ? RAMP_MIN : x->chunk) : a;
-    pthread_mutex_init(&x->mu, NULL);
+    gm_spin_mutex_init(&x->mu);
     pthread_cond_init(&x->cv, NULL);
     /* workers: one per chunk beyond the caller's, at most threads in all */
     uint64_t helpers = chunks_upto(x, threads + 1) - (e->callers_fill ? 1 : 0);
@@ -556,21 +582,19 @@ gpumem_status gm_staging_run(gm_staging *e, const gm_stage_op *op, gm_dstream *d
         int s = r.l != NULL ? step(x, &r) : STEP_WAIT;
         if (s == STEP_DID)
             continue;
-        pthread_mutex_lock(&x->mu);
-        bool taken = x->pos >= x->op.bytes;
-        pthread_mutex_unlock(&x->mu);
+        bool taken = atomic_load_explicit(&x->pos, memory_order_relaxed) >= x->op.bytes;
         bool closed = x->segs.count == 0 || x->closed == x->nseg;
         if ((failed || (taken && closed)) && s != STEP_DID)
             break;
         if (s == STEP_WAIT || s == STEP_DONE)
-            wait_change(x, seen);
+            wait_change(x, seen, r.l == NULL); /* no lane: the workers move the chunks */
     }
     if (r.l != NULL)
         lane_give(e, r.l, -1);
     gm_task_join(e->workers, &x->task);
     if (x->st != GPUMEM_OK)
         st = gm_error_restore(&x->rec);
-    else if (x->pos < x->op.bytes)
+    else if (atomic_load_explicit(&x->pos, memory_order_relaxed) < x->op.bytes)
         st = x->lane_st != GPUMEM_OK ? gm_error_restore(&x->lane_rec)
                                      : gm_error(GPUMEM_ERROR_INTERNAL, "%s: the staging engine left chunks", what);
     pthread_cond_destroy(&x->cv);

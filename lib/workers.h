@@ -84,6 +84,12 @@ int gm_workers_node(const gm_workers *w);
  * pthread_create's error. */
 int gm_thread_start(pthread_t *tid, const char *name, void *(*fn)(void *), void *arg);
 
+/* Initializes mu as a mutex that spins a little before it sleeps (glibc's
+ * adaptive mutex; a plain one elsewhere): for locks held for a few
+ * instructions by threads of one copy, whose holder is running, so that a
+ * waiter seldom sleeps and then waits to be scheduled again. */
+void gm_spin_mutex_init(pthread_mutex_t *mu);
+
 /* Lets up to n more workers start t (the pool has fewer: those it has). */
 void gm_task_post(gm_workers *w, gm_task *t, unsigned n);
 
