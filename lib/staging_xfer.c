@@ -231,7 +231,10 @@ static void host_side(xfer *x, char *buf, uint64_t off, size_t n)
     bool up = x->op.dir > 0;
     if (x->op.pack != NULL) {
         uint64_t u = (uint64_t)x->pack.unit, p = x->op.pack_offset + off;
-        gm_cpu_pack_range(&x->pack, !up, p / u, (p + n) / u, buf);
+        if (up) /* the slot is read by the device next, not by this CPU */
+            gm_cpu_pack_range_out(&x->pack, p / u, (p + n) / u, buf);
+        else
+            gm_cpu_pack_range(&x->pack, true, p / u, (p + n) / u, buf);
     } else if (up) {
         memcpy(buf, x->op.host + off, n);
     } else {
