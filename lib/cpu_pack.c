@@ -188,6 +188,35 @@ void gm_cpu_pack_range_out(const gm_pack_params *p, uint64_t e0, uint64_t e1, vo
 #endif
 }
 
+void gm_cpu_copy_out(void *dst, const void *src, size_t n)
+{
+#ifdef HAVE_SSE2_GATHER
+    unsigned char *d = dst;
+    const unsigned char *s = src;
+    if (n >= GM_CPU_COPY_OUT_MIN) {
+        size_t head = (16 - ((uintptr_t)d & 15)) & 15;
+        memcpy(d, s, head);
+        d += head;
+        s += head;
+        n -= head;
+        for (; n >= 64; n -= 64, d += 64, s += 64) {
+            __m128i a = _mm_loadu_si128((const __m128i *)(const void *)s);
+            __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(s + 16));
+            __m128i c = _mm_loadu_si128((const __m128i *)(const void *)(s + 32));
+            __m128i e = _mm_loadu_si128((const __m128i *)(const void *)(s + 48));
+            _mm_stream_si128((__m128i *)(void *)d, a);
+            _mm_stream_si128((__m128i *)(void *)(d + 16), b);
+            _mm_stream_si128((__m128i *)(void *)(d + 32), c);
+            _mm_stream_si128((__m128i *)(void *)(d + 48), e);
+        }
+        _mm_sfence();
+    }
+    memcpy(d, s, n);
+#else
+    memcpy(dst, src, n);
+#endif
+}
+
 void gm_cpu_pack_range_plain(const gm_pack_params *p, bool unpack, uint64_t e0, uint64_t e1, void *buf)
 {
     range(p, unpack, e0, e1, buf, row_plain);

@@ -48,6 +48,14 @@ void gm_cpu_pack_range(const gm_pack_params *p, bool unpack, uint64_t e0, uint64
  * cache.  The same bytes as gm_cpu_pack_range. */
 void gm_cpu_pack_range_out(const gm_pack_params *p, uint64_t e0, uint64_t e1, void *buf);
 
+/* memcpy(dst, src, n) into a dst that a device reads next (a staging
+ * slot): from GM_CPU_COPY_OUT_MIN bytes on, with non-temporal stores
+ * (fenced before it returns) on x86-64, so that dst's lines are not read
+ * for ownership first and the copy's memory traffic is the source's reads
+ * and dst's writes (the device's reads of dst compete with it). */
+#define GM_CPU_COPY_OUT_MIN (64u << 10)
+void gm_cpu_copy_out(void *dst, const void *src, size_t n);
+
 /* The same with the element-by-element loop only (no SSE2 gather): the
  * reference the tests and the measurement compare with. */
 void gm_cpu_pack_range_plain(const gm_pack_params *p, bool unpack, uint64_t e0, uint64_t e1, void *buf);

@@ -236,7 +236,7 @@ static void host_side(xfer *x, char *buf, uint64_t off, size_t n)
         else
             gm_cpu_pack_range(&x->pack, true, p / u, (p + n) / u, buf);
     } else if (up) {
-        memcpy(buf, x->op.host + off, n);
+        gm_cpu_copy_out(buf, x->op.host + off, n); /* the device reads the slot next */
     } else {
         memcpy(x->op.host + off, buf, n);
     }

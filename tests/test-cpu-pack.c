@@ -263,6 +263,27 @@ int main(void)
                 edges = edge_gather(u, n, at, true);
     ok(edges, "the same packed with non-temporal stores into buffers at every offset of the unit in 16 bytes: exact, "
               "nothing written around it, nothing read past the last element");
+    /* the copy into staging slots: around its threshold, at every offset */
+    static const size_t lens[] = {0, 1, 15, 63, GM_CPU_COPY_OUT_MIN - 1, GM_CPU_COPY_OUT_MIN, GM_CPU_COPY_OUT_MIN + 1,
+                                  GM_CPU_COPY_OUT_MIN + 63, GM_CPU_COPY_OUT_MIN + 77, 3 * GM_CPU_COPY_OUT_MIN + 5};
+    size_t most = 3 * GM_CPU_COPY_OUT_MIN + 5 + 64;
+    unsigned char *src = malloc(most), *dst = malloc(most);
+    int copies = 1;
+    for (size_t i = 0; i < most; i++)
+        src[i] = (unsigned char)(i * 13 + 5);
+    for (size_t l = 0; l < sizeof lens / sizeof *lens && copies; l++)
+        for (size_t so = 0; so < 16 && copies; so += 3)
+            for (size_t d = 1; d < 17 && copies; d++) {
+                memset(dst, 0xE7, most);
+                gm_cpu_copy_out(dst + d, src + so, lens[l]);
+                copies = dst[d - 1] == 0xE7 && dst[d + lens[l]] == 0xE7 && memcmp(dst + d, src + so, lens[l]) == 0;
+                if (!copies)
+                    diag("gm_cpu_copy_out: %zu bytes from offset %zu to offset %zu", lens[l], so, d);
+            }
+    ok(copies, "gm_cpu_copy_out: 0 to 192 KiB + 5 bytes at every destination offset in 16: memcpy's bytes, nothing "
+               "written around them");
+    free(src);
+    free(dst);
     for (int u = 1; u <= 16; u *= 2) {
         speed(u, false);
         speed(u, true);
