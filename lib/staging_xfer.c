@@ -44,6 +44,34 @@
  * otherwise).  The caller takes chunks too between its opens and closes.
  */
 
+/*
+ * Where a thread of a transfer may sleep, and what wakes it (issue 29: a
+ * copy must never wait for a timeout, nor sleep where a short poll does):
+ *   - a parked worker (workers.c, its own condition variable): woken by
+ *     gm_task_post, which clears its flag under the pool's lock and
+ *     signals it after unlocking, only as many as the task wants beyond
+ *     the workers polling the queue;
+ *   - the pool's and the transfer's locks: glibc's adaptive mutexes, which
+ *     spin a while before they sleep (the holders run a few instructions);
+ *     the chunks of a one-segment transfer are taken with no lock at all;
+ *   - wait_change (a worker waiting for the caller to open a segment, the
+ *     caller for a segment's chunks to be queued, for the last chunk to be
+ *     taken, or for a worker that could not have a lane): polls for
+ *     gm_workers_spin(), then sleeps on x->cv, signalled under x->mu after
+ *     every such change (changed()).  Only a caller with no lane, which
+ *     leaves the chunks to the workers (a NUMA node's engine), sleeps in
+ *     slices of WAIT_SLICE_NS: workers that stop at process exit signal
+ *     nothing;
+ *   - the join (gm_task_join): polls while workers keep leaving the task,
+ *     then sleeps on the pool's `idle`, broadcast by the last one to leave;
+ *   - slot_wait (cuEventSynchronize of the slot's last transfer) and the
+ *     final stream synchronize of a synchronous upload: the driver's wait,
+ *     as the context's scheduling flags say;
+ *   - a caller lane, when all CALLER_LANES are taken: e->lane_back, which
+ *     every caller broadcasts as it gives its lane back.
+ * No usleep, nanosleep or sched_yield is on the path.
+ */
+
 #define SEG_RING 4           /* open segments' records (ahead < SEG_RING) */
 #define RAMP_MIN (64u << 10) /* the smallest chunk of a ramp */
 #define WAIT_SLICE_NS 10000000L /* a thread waiting for the transfer looks at the pools' end this often */
