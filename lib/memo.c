@@ -93,7 +93,12 @@ typedef struct gm_memo {
 static pthread_mutex_t stores_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t stores_cv = PTHREAD_COND_INITIALIZER;
 static gm_memo *stores;
-static _Atomic uint64_t memo_gen = 1;
+/* the generation, read by every hit: on a cache line no other variable
+ * shares (a neighbour written by other threads would make each hit a miss) */
+static struct {
+    _Alignas(64) _Atomic uint64_t v;
+} memo_gen_line = {1};
+#define memo_gen (memo_gen_line.v)
 
 /* ---- the table's cache of hits ---- */
 
