@@ -11,7 +11,10 @@
  * count in turn (gpumem_staging_set, in one process: the pool grows to the
  * largest, as in an application that changed its setting), uploads (h2d)
  * then downloads (d2h), with the median, p95, p99 and maximum, the ratios
- * p95/median and max/median, and the copies slower than twice the median.
+ * p95/median and max/median, the copies slower than twice the median, and
+ * the process's context switches per copy: voluntary ones are threads
+ * that slept (a wait or a lock of the hand-off, or the driver's), each a
+ * wake-up that may cost a scheduler tick on a busy machine.
  * On the GPU machine:
  *
  *     GPUMEM_BACKEND=cuda bench/bench-handoff 4 1000 4 8 12 16
@@ -24,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include <gpumem.h>
@@ -49,7 +53,17 @@ static int cmp(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-static void report(const char *way, double *t, int n, double mib)
+/* Context switches of the process so far (all its threads): voluntary
+ * (a thread slept: a wait, a lock) and involuntary (preempted). */
+static void switches(long *vol, long *invol)
+{
+    struct rusage u;
+    getrusage(RUSAGE_SELF, &u);
+    *vol = u.ru_nvcsw;
+    *invol = u.ru_nivcsw;
+}
+
+static void report(const char *way, double *t, int n, double mib, long vol, long invol)
 {
     qsort(t, (size_t)n, sizeof *t, cmp);
     double med = t[n / 2];
@@ -61,6 +75,8 @@ static void report(const char *way, double *t, int n, double mib)
            " (p95/median %.2f, max/median %.2f, %.2f GB/s at the median)\n",
            way, mib, n, med, p95, t[(n * 99) / 100], t[n - 1], slow, p95 / med, t[n - 1] / med,
            mib * 1048576 / med / 1e3);
+    printf("    per copy: %.1f sleeps (voluntary context switches of all threads), %.1f preemptions\n",
+           (double)vol / n, (double)invol / n);
 }
 
 int main(int argc, char **argv)
@@ -103,12 +119,15 @@ int main(int argc, char **argv)
         for (int way = 0; way < 2; way++) {
             for (int i = 0; i < 5; i++) /* warm: workers, lanes */
                 CHECK(way == 0 ? gpumem_array_copy(d, h, NULL) : gpumem_array_copy(h, d, NULL));
+            long v0, i0, v1, i1;
+            switches(&v0, &i0);
             for (int i = 0; i < n; i++) {
                 double t0 = now_us();
                 CHECK(way == 0 ? gpumem_array_copy(d, h, NULL) : gpumem_array_copy(h, d, NULL));
                 t[i] = now_us() - t0;
             }
-            report(way == 0 ? "h2d" : "d2h", t, n, mib);
+            switches(&v1, &i1);
+            report(way == 0 ? "h2d" : "d2h", t, n, mib, v1 - v0, i1 - i0);
         }
     }
     gpumem_array_release(h);
