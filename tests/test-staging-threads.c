@@ -439,6 +439,18 @@ int main(void)
     }
     ok(all, "4 threads, each 3 strided round trips through device scratch in segments at once: exact, gaps untouched, "
             "path cpu-device-pack");
+
+    /* uploads of 32 MiB and more fill their slots with non-temporal stores */
+    gpumem_staging_settings big = {sizeof big, 4, 2u << 20, 2, 256u << 10};
+    is_int(gpumem_staging_set(&big), GPUMEM_OK, "4 threads per copy, 2 MiB slots");
+    worker_arg wb = {NULL, 7, NULL, 0, (33u << 20) + 5, 1, 0, 0};
+    copier(&wb);
+    ok(wb.good && wb.staged, "33 MiB + 5 bytes up (slots filled around the cache) and back, staged: exact");
+    gpumem_copy_path bu, bd;
+    int bgood = strided_case(GPUMEM_UINT32, 64, 131075, 0, &bu, &bd);
+    ok(bgood && bu == GPUMEM_COPY_PATH_CPU_PACK && bd == GPUMEM_COPY_PATH_CPU_PACK,
+       "32 MiB + 3 KiB of 4-byte elements from host [:, ::2] (packed around the cache) and back: exact, gaps "
+       "untouched, path %s/%s", gpumem_copy_path_name(bu), gpumem_copy_path_name(bd));
     gpumem_context_release(ctx);
     done_testing();
     return exit_status();
