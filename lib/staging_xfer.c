@@ -80,8 +80,13 @@
  * adds a read of each line first.  A smaller upload's slots stay in the
  * last-level cache, where the device's reads find them (on the simulator,
  * 4 MiB uploads took 1.5x as long with non-temporal stores).  To be judged
- * on the GPU machine (the 64 MiB pageable rows, bench-handoff 4 MiB). */
-#define STREAM_MIN ((uint64_t)32 << 20)
+ * on the GPU machine (the 64 MiB pageable rows, bench-handoff 4 MiB): a
+ * build with -DGM_STAGE_STREAM_MIN=0 streams every upload, one with
+ * -DGM_STAGE_STREAM_MIN=UINT64_MAX none. */
+#ifndef GM_STAGE_STREAM_MIN
+#define GM_STAGE_STREAM_MIN ((uint64_t)32 << 20)
+#endif
+#define STREAM_MIN ((uint64_t)(GM_STAGE_STREAM_MIN))
 #define RAMP_MIN (64u << 10) /* the smallest chunk of a ramp */
 #define WAIT_SLICE_NS 10000000L /* a thread waiting for the transfer looks at the pools' end this often */
 
