@@ -65,8 +65,11 @@
  *   - the join (gm_task_join): polls while workers keep leaving the task,
  *     then sleeps on the pool's `idle`, broadcast by the last one to leave;
  *   - slot_wait (cuEventSynchronize of the slot's last transfer) and the
- *     final stream synchronize of a synchronous upload: the driver's wait,
- *     as the context's scheduling flags say;
+ *     final stream synchronize of a synchronous upload: polled first with
+ *     cuEventQuery / cuStreamQuery for gm_workers_spin() (no yield; not
+ *     while a fault is armed, GPUMEM_SIM_FAIL), then
+ *     the driver's wait, as the context's scheduling flags say (which may
+ *     yield in a loop, or sleep until the device's interrupt);
  *   - a caller lane, when all CALLER_LANES are taken: e->lane_back, which
  *     every caller broadcasts as it gives its lane back.
  * No usleep, nanosleep or sched_yield is on the path.
@@ -241,12 +244,41 @@ static void lane_give(gm_staging *e, lane *l, int worker)
     }
 }
 
+/* An event or a stream to poll before the driver's wait for it. */
+typedef struct drv_poll {
+    gm_dctx *dctx;
+    gm_devent *ev;     /* NULL: the stream */
+    gm_dstream *ds;
+} drv_poll;
+
+/* Whether the driver's wait would return at once (done, or failed: the
+ * wait says how). */
+static bool drv_done(void *arg)
+{
+    drv_poll *p = arg;
+    int rc = p->ev != NULL ? GM_DRV(event_query, p->dctx, p->ev) : GM_DRV(stream_query, p->dctx, p->ds);
+    return rc != GM_CUDA_ERROR_NOT_READY;
+}
+
+/* Polls p for gm_workers_spin() (no yield) before the driver's wait, which
+ * may yield its CPU in a loop and then wait behind what runs there. */
+static void drv_poll_first(drv_poll p)
+{
+    long spin = gm_workers_spin();
+    /* not while a driver call is armed to fail (GPUMEM_SIM_FAIL, the fault
+     * walks): a walk fails each call in turn, so a run's calls must be the
+     * same in every run, and the number of queries depends on timing */
+    if (spin > 0 && atomic_load_explicit(&gm_drv_fail_at, memory_order_relaxed) == 0)
+        (void)gm_workers_poll_until(drv_done, &p, spin);
+}
+
 /* Waits until slot b's last transfer is done. */
 static gpumem_status slot_wait(xfer *x, lane *l, unsigned b)
 {
     if (!l->used[b])
         return GPUMEM_OK;
     l->used[b] = false;
+    drv_poll_first((drv_poll){x->e->dctx, l->ev[b], NULL});
     return gm_drv_check(GM_DRV(event_synchronize, x->e->dctx, l->ev[b]), GM_OP_event_synchronize, x->what);
 }
 
@@ -649,8 +681,10 @@ gpumem_status gm_staging_run(gm_staging *e, const gm_stage_op *op, gm_dstream *d
     pthread_cond_destroy(&x->cv);
     pthread_mutex_destroy(&x->mu);
     free(x);
-    if (st == GPUMEM_OK && op->dir > 0 && !async)
+    if (st == GPUMEM_OK && op->dir > 0 && !async) {
+        drv_poll_first((drv_poll){e->dctx, NULL, ds});
         st = gm_drv_check(GM_DRV(stream_synchronize, e->dctx, ds), GM_OP_stream_synchronize, what);
+    }
     return st;
 }
 

@@ -143,6 +143,19 @@ bool gm_workers_poll(const atomic_uint *v, unsigned old, long ns)
     }
 }
 
+bool gm_workers_poll_until(bool (*done)(void *arg), void *arg, long ns)
+{
+    long until = now_ns() + ns;
+    for (;;) {
+        if (done(arg))
+            return true;
+        for (int i = 0; i < 32; i++)
+            CPU_RELAX();
+        if (now_ns() >= until)
+            return false;
+    }
+}
+
 /* ---- fork and exit ------------------------------------------------------------------------ */
 
 static void fork_prepare(void)

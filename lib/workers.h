@@ -151,6 +151,13 @@ long gm_workers_spin(void);
  * whether it saw the change. */
 bool gm_workers_poll(const atomic_uint *v, unsigned old, long ns);
 
+/* Polls until done(arg), for at most ns, pausing a little (a few dozen
+ * CPU_RELAX) between calls, never yielding; whether done said so.  For a
+ * wait the driver would do with sched_yield in its loop (a context's
+ * default scheduling): the yielder may wait a tick behind a thread that
+ * runs on its CPU. */
+bool gm_workers_poll_until(bool (*done)(void *arg), void *arg, long ns);
+
 /* The pool's workers parked now, polling the queue now, and the wakes so
  * far that found no task (tests, benchmarks). */
 void gm_workers_counts(gm_workers *w, unsigned *parked, unsigned *spinning, unsigned long *futile);
