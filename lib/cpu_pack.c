@@ -46,7 +46,8 @@ static void row_plain(unsigned char *s, unsigned char *b, uint64_t n, int64_t cs
 /* Every other element of s (stride 2 * unit) into b, n elements: 32 bytes
  * of s become 16 of b per step.  Loads are unaligned; the last step reads no
  * byte past the last element's. */
-static uint64_t gather2(const unsigned char *s, unsigned char *b, uint64_t n, int unit)
+static inline __attribute__((always_inline)) uint64_t gather2_to(const unsigned char *s, unsigned char *b, uint64_t n,
+                                                                  int unit, bool stream)
 {
     uint64_t per = 16 / (uint64_t)unit, done = 0; /* elements per 16 bytes out */
     const __m128i lo16 = _mm_set1_epi32(0xffff), lo8 = _mm_set1_epi16(0xff);
@@ -77,9 +78,23 @@ static uint64_t gather2(const unsigned char *s, unsigned char *b, uint64_t n, in
             break;
         default: r = _mm_unpacklo_epi64(x, y); break;
         }
-        _mm_storeu_si128((__m128i *)(void *)b, r);
+        if (stream)
+            _mm_stream_si128((__m128i *)(void *)b, r);
+        else
+            _mm_storeu_si128((__m128i *)(void *)b, r);
     }
     return done;
+}
+
+static uint64_t gather2(const unsigned char *s, unsigned char *b, uint64_t n, int unit)
+{
+    return gather2_to(s, b, n, unit, false);
+}
+
+/* gather2 with non-temporal stores: b is 16-byte aligned. */
+static uint64_t gather2_nt(const unsigned char *s, unsigned char *b, uint64_t n, int unit)
+{
+    return gather2_to(s, b, n, unit, true);
 }
 #endif
 
@@ -94,6 +109,33 @@ static void row_fast(unsigned char *s, unsigned char *b, uint64_t n, int64_t cs,
     }
 #endif
     row_plain(s, b, n, cs, unit, unpack);
+}
+
+/* A pack whose bytes go out of this CPU (a pinned slot a DMA reads next):
+ * the gathers store around the cache (non-temporal), so that the slot's
+ * lines are neither read for ownership first nor evict the strided side's,
+ * and the 8-byte every-other gather is worth it then (the reads and the
+ * slot's writes are the memory traffic; in cache the loop was faster). */
+static void row_stream(unsigned char *s, unsigned char *b, uint64_t n, int64_t cs, int unit, bool unpack)
+{
+#ifdef HAVE_SSE2_GATHER
+    if (!unpack && unit <= 8 && cs == 2 * unit) {
+        uint64_t head = ((16 - ((uintptr_t)b & 15)) & 15) / (uint64_t)unit; /* elements before b is aligned */
+        if (head * (uint64_t)unit == ((16 - ((uintptr_t)b & 15)) & 15)) { /* b aligned on the unit */
+            if (head > n)
+                head = n;
+            row_plain(s, b, head, cs, unit, false);
+            s += (int64_t)head * cs;
+            b += head * (uint64_t)unit;
+            n -= head;
+            uint64_t done = gather2_nt(s, b, n, unit);
+            s += (int64_t)done * cs;
+            b += done * (uint64_t)unit;
+            n -= done;
+        }
+    }
+#endif
+    row_fast(s, b, n, cs, unit, unpack);
 }
 
 typedef void (*row_fn)(unsigned char *s, unsigned char *b, uint64_t n, int64_t cs, int unit, bool unpack);
@@ -136,6 +178,43 @@ static void range(const gm_pack_params *p, bool unpack, uint64_t e0, uint64_t e1
 void gm_cpu_pack_range(const gm_pack_params *p, bool unpack, uint64_t e0, uint64_t e1, void *buf)
 {
     range(p, unpack, e0, e1, buf, row_fast);
+}
+
+void gm_cpu_pack_range_out(const gm_pack_params *p, uint64_t e0, uint64_t e1, void *buf)
+{
+    range(p, false, e0, e1, buf, row_stream);
+#ifdef HAVE_SSE2_GATHER
+    _mm_sfence(); /* the non-temporal stores are done before whatever reads buf next is started */
+#endif
+}
+
+void gm_cpu_copy_out(void *dst, const void *src, size_t n)
+{
+#ifdef HAVE_SSE2_GATHER
+    unsigned char *d = dst;
+    const unsigned char *s = src;
+    if (n >= GM_CPU_COPY_OUT_MIN) {
+        size_t head = (16 - ((uintptr_t)d & 15)) & 15;
+        memcpy(d, s, head);
+        d += head;
+        s += head;
+        n -= head;
+        for (; n >= 64; n -= 64, d += 64, s += 64) {
+            __m128i a = _mm_loadu_si128((const __m128i *)(const void *)s);
+            __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(s + 16));
+            __m128i c = _mm_loadu_si128((const __m128i *)(const void *)(s + 32));
+            __m128i e = _mm_loadu_si128((const __m128i *)(const void *)(s + 48));
+            _mm_stream_si128((__m128i *)(void *)d, a);
+            _mm_stream_si128((__m128i *)(void *)(d + 16), b);
+            _mm_stream_si128((__m128i *)(void *)(d + 32), c);
+            _mm_stream_si128((__m128i *)(void *)(d + 48), e);
+        }
+        _mm_sfence();
+    }
+    memcpy(d, s, n);
+#else
+    memcpy(dst, src, n);
+#endif
 }
 
 void gm_cpu_pack_range_plain(const gm_pack_params *p, bool unpack, uint64_t e0, uint64_t e1, void *buf)

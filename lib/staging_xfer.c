@@ -44,7 +44,52 @@
  * otherwise).  The caller takes chunks too between its opens and closes.
  */
 
+/*
+ * Where a thread of a transfer may sleep, and what wakes it (issue 29: a
+ * copy must never wait for a timeout, nor sleep where a short poll does):
+ *   - a parked worker (workers.c, its own condition variable): woken by
+ *     gm_task_post, which clears its flag under the pool's lock and
+ *     signals it after unlocking, only as many as the task wants beyond
+ *     the workers polling the queue;
+ *   - the pool's and the transfer's locks: glibc's adaptive mutexes, which
+ *     spin a while before they sleep (the holders run a few instructions);
+ *     the chunks of a one-segment transfer are taken with no lock at all;
+ *   - wait_change (a worker waiting for the caller to open a segment, the
+ *     caller for a segment's chunks to be queued, for the last chunk to be
+ *     taken, or for a worker that could not have a lane): polls for
+ *     gm_workers_spin(), then sleeps on x->cv, signalled under x->mu after
+ *     every such change (changed()).  Only a caller with no lane, which
+ *     leaves the chunks to the workers (a NUMA node's engine), sleeps in
+ *     slices of WAIT_SLICE_NS: workers that stop at process exit signal
+ *     nothing;
+ *   - the join (gm_task_join): polls while workers keep leaving the task,
+ *     then sleeps on the pool's `idle`, broadcast by the last one to leave;
+ *   - slot_wait (cuEventSynchronize of the slot's last transfer) and the
+ *     final stream synchronize of a synchronous upload: polled first with
+ *     cuEventQuery / cuStreamQuery for gm_workers_spin() (no yield; not
+ *     while a fault is armed, GPUMEM_SIM_FAIL), then
+ *     the driver's wait, as the context's scheduling flags say (which may
+ *     yield in a loop, or sleep until the device's interrupt);
+ *   - a caller lane, when all CALLER_LANES are taken: e->lane_back, which
+ *     every caller broadcasts as it gives its lane back.
+ * No usleep, nanosleep or sched_yield is on the path.
+ */
+
 #define SEG_RING 4           /* open segments' records (ahead < SEG_RING) */
+/* Uploads of at least this many bytes fill their slots with non-temporal
+ * stores (gm_cpu_copy_out, gm_cpu_pack_range_out): the link lags the fill
+ * by up to threads x depth slots (48 MiB by default), so a slot's lines
+ * leave the cache before the device reads them, and a regular store only
+ * adds a read of each line first.  A smaller upload's slots stay in the
+ * last-level cache, where the device's reads find them (on the simulator,
+ * 4 MiB uploads took 1.5x as long with non-temporal stores).  To be judged
+ * on the GPU machine (the 64 MiB pageable rows, bench-handoff 4 MiB): a
+ * build with -DGM_STAGE_STREAM_MIN=0 streams every upload, one with
+ * -DGM_STAGE_STREAM_MIN=UINT64_MAX none. */
+#ifndef GM_STAGE_STREAM_MIN
+#define GM_STAGE_STREAM_MIN ((uint64_t)32 << 20)
+#endif
+#define STREAM_MIN ((uint64_t)(GM_STAGE_STREAM_MIN))
 #define RAMP_MIN (64u << 10) /* the smallest chunk of a ramp */
 #define WAIT_SLICE_NS 10000000L /* a thread waiting for the transfer looks at the pools' end this often */
 
@@ -66,10 +111,10 @@ typedef struct xfer {
     gpumem_staging_settings cfg;
     size_t chunk;         /* the largest chunk: a slot, or less */
     size_t ramp;          /* the first (and last) chunk of the ramps */
-    pthread_mutex_t mu;   /* pos, opened, ring, errors */
+    pthread_mutex_t mu;   /* opened, ring, errors; pos with segments */
     pthread_cond_t cv;    /* events changed */
     atomic_uint events;   /* bumped at each change others may wait for: an open, a segment queued, the end, a failure */
-    uint64_t pos;         /* the next byte to take */
+    _Atomic uint64_t pos; /* the next byte to take: under mu with segments, else by compare-and-swap */
     uint64_t nseg, opened; /* segments; those opened */
     uint64_t closed;      /* segments closed (the caller's) */
     seg_rec ring[SEG_RING]; /* segment k in ring[k % SEG_RING] while it may be open */
@@ -103,23 +148,32 @@ static void fail(xfer *x, gpumem_status st)
 }
 
 /* Waits until x->events is no longer seen (polling a while first, as the
- * pool's threads do), at most WAIT_SLICE_NS. */
-static void wait_change(xfer *x, unsigned seen)
+ * pool's threads do).  Every change a thread of a transfer waits for is
+ * signalled (changed(), under x->mu, after the change), so the wait needs
+ * no timeout, but one: a caller that leaves the chunks to the workers
+ * (sliced) looks at the pools' end every WAIT_SLICE_NS, as workers that
+ * stop at process exit signal nothing. */
+static void wait_change(xfer *x, unsigned seen, bool sliced)
 {
     long spin = gm_workers_spin();
     if (spin > 0 && gm_workers_poll(&x->events, seen, spin))
         return;
-    struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_nsec += WAIT_SLICE_NS;
-    if (until.tv_nsec >= 1000000000L) {
-        until.tv_sec++;
-        until.tv_nsec -= 1000000000L;
-    }
     pthread_mutex_lock(&x->mu);
-    while (atomic_load_explicit(&x->events, memory_order_relaxed) == seen &&
-           pthread_cond_timedwait(&x->cv, &x->mu, &until) == 0)
-        ;
+    if (!sliced) {
+        while (atomic_load_explicit(&x->events, memory_order_relaxed) == seen)
+            pthread_cond_wait(&x->cv, &x->mu);
+    } else {
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_nsec += WAIT_SLICE_NS;
+        if (until.tv_nsec >= 1000000000L) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000L;
+        }
+        while (atomic_load_explicit(&x->events, memory_order_relaxed) == seen &&
+               pthread_cond_timedwait(&x->cv, &x->mu, &until) == 0)
+            ;
+    }
     pthread_mutex_unlock(&x->mu);
 }
 
@@ -190,12 +244,41 @@ static void lane_give(gm_staging *e, lane *l, int worker)
     }
 }
 
+/* An event or a stream to poll before the driver's wait for it. */
+typedef struct drv_poll {
+    gm_dctx *dctx;
+    gm_devent *ev;     /* NULL: the stream */
+    gm_dstream *ds;
+} drv_poll;
+
+/* Whether the driver's wait would return at once (done, or failed: the
+ * wait says how). */
+static bool drv_done(void *arg)
+{
+    drv_poll *p = arg;
+    int rc = p->ev != NULL ? GM_DRV(event_query, p->dctx, p->ev) : GM_DRV(stream_query, p->dctx, p->ds);
+    return rc != GM_CUDA_ERROR_NOT_READY;
+}
+
+/* Polls p for gm_workers_spin() (no yield) before the driver's wait, which
+ * may yield its CPU in a loop and then wait behind what runs there. */
+static void drv_poll_first(drv_poll p)
+{
+    long spin = gm_workers_spin();
+    /* not while a driver call is armed to fail (GPUMEM_SIM_FAIL, the fault
+     * walks): a walk fails each call in turn, so a run's calls must be the
+     * same in every run, and the number of queries depends on timing */
+    if (spin > 0 && atomic_load_explicit(&gm_drv_fail_at, memory_order_relaxed) == 0)
+        (void)gm_workers_poll_until(drv_done, &p, spin);
+}
+
 /* Waits until slot b's last transfer is done. */
 static gpumem_status slot_wait(xfer *x, lane *l, unsigned b)
 {
     if (!l->used[b])
         return GPUMEM_OK;
     l->used[b] = false;
+    drv_poll_first((drv_poll){x->e->dctx, l->ev[b], NULL});
     return gm_drv_check(GM_DRV(event_synchronize, x->e->dctx, l->ev[b]), GM_OP_event_synchronize, x->what);
 }
 
@@ -222,7 +305,14 @@ static void host_side(xfer *x, char *buf, uint64_t off, size_t n)
     bool up = x->op.dir > 0;
     if (x->op.pack != NULL) {
         uint64_t u = (uint64_t)x->pack.unit, p = x->op.pack_offset + off;
-        gm_cpu_pack_range(&x->pack, !up, p / u, (p + n) / u, buf);
+        if (up && x->op.bytes >= STREAM_MIN) /* the slot is read by the device next, out of memory */
+            gm_cpu_pack_range_out(&x->pack, p / u, (p + n) / u, buf);
+        else if (up)
+            gm_cpu_pack_range(&x->pack, false, p / u, (p + n) / u, buf);
+        else
+            gm_cpu_pack_range(&x->pack, true, p / u, (p + n) / u, buf);
+    } else if (up && x->op.bytes >= STREAM_MIN) {
+        gm_cpu_copy_out(buf, x->op.host + off, n); /* the device reads the slot next, out of memory */
     } else if (up) {
         memcpy(buf, x->op.host + off, n);
     } else {
@@ -267,24 +357,46 @@ static uint64_t chunk_at(const xfer *x, uint64_t p)
  * not open yet; -1 when every chunk was taken. */
 static int take(xfer *x, uint64_t *off, size_t *n, gm_cu_deviceptr *dev, uint64_t *seg)
 {
+    if (x->segs.count == 0) { /* one segment, open from the start: no lock */
+        uint64_t p = atomic_load_explicit(&x->pos, memory_order_relaxed), m;
+        do {
+            if (p >= x->op.bytes)
+                return -1;
+            m = chunk_at(x, p);
+            if (m > x->op.bytes - p)
+                m = x->op.bytes - p;
+        } while (!atomic_compare_exchange_weak_explicit(&x->pos, &p, p + m, memory_order_relaxed,
+                                                        memory_order_relaxed));
+        *off = p;
+        *n = (size_t)m;
+        *dev = x->ring[0].dev + p;
+        *seg = 0;
+        if (p + m >= x->op.bytes) { /* the caller may wait for it */
+            pthread_mutex_lock(&x->mu);
+            changed(x);
+            pthread_mutex_unlock(&x->mu);
+        }
+        return 1;
+    }
     int r = 0;
     pthread_mutex_lock(&x->mu);
-    if (x->pos >= x->op.bytes) {
+    uint64_t pos = atomic_load_explicit(&x->pos, memory_order_relaxed);
+    if (pos >= x->op.bytes) {
         r = -1;
     } else {
         for (uint64_t k = x->opened > SEG_RING ? x->opened - SEG_RING : 0; k < x->opened; k++) {
             seg_rec *g = &x->ring[k % SEG_RING];
-            if (x->pos < g->off || x->pos >= g->end)
+            if (pos < g->off || pos >= g->end)
                 continue;
-            uint64_t m = chunk_at(x, x->pos);
-            if (m > g->end - x->pos)
-                m = g->end - x->pos;
-            *off = x->pos;
+            uint64_t m = chunk_at(x, pos);
+            if (m > g->end - pos)
+                m = g->end - pos;
+            *off = pos;
             *n = (size_t)m;
-            *dev = g->dev + (x->pos - g->off);
+            *dev = g->dev + (pos - g->off);
             *seg = k;
-            x->pos += m;
-            if (x->pos >= x->op.bytes)
+            atomic_store_explicit(&x->pos, pos + m, memory_order_relaxed);
+            if (pos + m >= x->op.bytes)
                 changed(x); /* the caller may wait for it */
             r = 1;
             break;
@@ -381,12 +493,7 @@ static int step(xfer *x, runner *r)
 static void xfer_run(gm_task *t, int worker)
 {
     xfer *x = (xfer *)t;
-    if (stop_taking(x, worker))
-        return;
-    pthread_mutex_lock(&x->mu);
-    bool left = x->pos < x->op.bytes;
-    pthread_mutex_unlock(&x->mu);
-    if (!left)
+    if (stop_taking(x, worker) || atomic_load_explicit(&x->pos, memory_order_relaxed) >= x->op.bytes)
         return;
     gpumem_status st;
     runner r = {.worker = worker};
@@ -413,7 +520,7 @@ static void xfer_run(gm_task *t, int worker)
         if (s == STEP_DONE)
             break;
         if (s == STEP_WAIT)
-            wait_change(x, seen);
+            wait_change(x, seen, false); /* for the caller's next open */
     }
     lane_give(x->e, r.l, worker);
 }
@@ -527,7 +634,7 @@ gpumem_status gm_staging_run(gm_staging *e, const gm_stage_op *op, gm_dstream *d
     x->chunk = c & ~(size_t)4095 ? c & ~(size_t)4095 : 4096;
     size_t a = (x->chunk / threads) & ~(size_t)4095;
     x->ramp = a < RAMP_MIN ? (RAMP_MIN < x->chunk ? RAMP_MIN : x->chunk) : a;
-    pthread_mutex_init(&x->mu, NULL);
+    gm_spin_mutex_init(&x->mu);
     pthread_cond_init(&x->cv, NULL);
     /* workers: one per chunk beyond the caller's, at most threads in all */
     uint64_t helpers = chunks_upto(x, threads + 1) - (e->callers_fill ? 1 : 0);
@@ -556,28 +663,28 @@ gpumem_status gm_staging_run(gm_staging *e, const gm_stage_op *op, gm_dstream *d
         int s = r.l != NULL ? step(x, &r) : STEP_WAIT;
         if (s == STEP_DID)
             continue;
-        pthread_mutex_lock(&x->mu);
-        bool taken = x->pos >= x->op.bytes;
-        pthread_mutex_unlock(&x->mu);
+        bool taken = atomic_load_explicit(&x->pos, memory_order_relaxed) >= x->op.bytes;
         bool closed = x->segs.count == 0 || x->closed == x->nseg;
         if ((failed || (taken && closed)) && s != STEP_DID)
             break;
         if (s == STEP_WAIT || s == STEP_DONE)
-            wait_change(x, seen);
+            wait_change(x, seen, r.l == NULL); /* no lane: the workers move the chunks */
     }
     if (r.l != NULL)
         lane_give(e, r.l, -1);
     gm_task_join(e->workers, &x->task);
     if (x->st != GPUMEM_OK)
         st = gm_error_restore(&x->rec);
-    else if (x->pos < x->op.bytes)
+    else if (atomic_load_explicit(&x->pos, memory_order_relaxed) < x->op.bytes)
         st = x->lane_st != GPUMEM_OK ? gm_error_restore(&x->lane_rec)
                                      : gm_error(GPUMEM_ERROR_INTERNAL, "%s: the staging engine left chunks", what);
     pthread_cond_destroy(&x->cv);
     pthread_mutex_destroy(&x->mu);
     free(x);
-    if (st == GPUMEM_OK && op->dir > 0 && !async)
+    if (st == GPUMEM_OK && op->dir > 0 && !async) {
+        drv_poll_first((drv_poll){e->dctx, NULL, ds});
         st = gm_drv_check(GM_DRV(stream_synchronize, e->dctx, ds), GM_OP_stream_synchronize, what);
+    }
     return st;
 }
 

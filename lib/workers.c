@@ -51,6 +51,20 @@ struct gm_workers {
 };
 
 static pthread_mutex_t reg_mu = PTHREAD_MUTEX_INITIALIZER;
+
+void gm_spin_mutex_init(pthread_mutex_t *mu)
+{
+#ifdef PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP
+    pthread_mutexattr_t a;
+    if (pthread_mutexattr_init(&a) == 0) {
+        bool ok = pthread_mutexattr_settype(&a, PTHREAD_MUTEX_ADAPTIVE_NP) == 0 && pthread_mutex_init(mu, &a) == 0;
+        pthread_mutexattr_destroy(&a);
+        if (ok)
+            return;
+    }
+#endif
+    pthread_mutex_init(mu, NULL);
+}
 static _Atomic(gm_workers *) pools[NODES_MAX + 1];
 static atomic_bool stopping;
 static pthread_once_t arm_once = PTHREAD_ONCE_INIT;
@@ -129,6 +143,19 @@ bool gm_workers_poll(const atomic_uint *v, unsigned old, long ns)
     }
 }
 
+bool gm_workers_poll_until(bool (*done)(void *arg), void *arg, long ns)
+{
+    long until = now_ns() + ns;
+    for (;;) {
+        if (done(arg))
+            return true;
+        for (int i = 0; i < 32; i++)
+            CPU_RELAX();
+        if (now_ns() >= until)
+            return false;
+    }
+}
+
 /* ---- fork and exit ------------------------------------------------------------------------ */
 
 static void fork_prepare(void)
@@ -159,7 +186,7 @@ static void fork_child(void)
         gm_workers *w = atomic_load_explicit(&pools[i], memory_order_relaxed);
         if (w == NULL)
             continue;
-        pthread_mutex_init(&w->mu, NULL);
+        gm_spin_mutex_init(&w->mu);
         pthread_cond_init(&w->idle, NULL);
         for (int k = 0; k < GM_WORKERS_MAX; k++) {
             pthread_cond_init(&w->wake[k], NULL);
@@ -347,7 +374,7 @@ gm_workers *gm_workers_get(int node)
     w = atomic_load_explicit(&pools[node + 1], memory_order_relaxed);
     if (w == NULL && (w = calloc(1, sizeof *w)) != NULL) {
         w->node = node;
-        pthread_mutex_init(&w->mu, NULL);
+        gm_spin_mutex_init(&w->mu);
         pthread_cond_init(&w->idle, NULL);
         for (int k = 0; k < GM_WORKERS_MAX; k++)
             pthread_cond_init(&w->wake[k], NULL);
@@ -402,6 +429,7 @@ void gm_task_post(gm_workers *w, gm_task *t, unsigned n)
 {
     if (n == 0)
         return;
+    unsigned wake[GM_WORKERS_MAX], nwake = 0;
     pthread_mutex_lock(&w->mu);
     if (n > w->n)
         n = w->n;
@@ -417,26 +445,41 @@ void gm_task_post(gm_workers *w, gm_task *t, unsigned n)
                 w->head = t;
             w->tail = t;
         }
-        /* wake n parked workers, not all: a worker woken for nothing
-         * takes a CPU from those that have work (workers.h) */
-        for (unsigned i = 0; i < n && w->nparked > 0; i++) {
+        /* wake as many parked workers as the task wants beyond the
+         * workers polling the queue (each of them looks at the queue
+         * under the lock before it parks, so it takes the task), not all:
+         * a worker woken for nothing takes a CPU from those that have
+         * work (workers.h) */
+        unsigned spinning = w->head == t && t->next == NULL ? atomic_load_explicit(&w->spinning, memory_order_relaxed) : 0;
+        unsigned want = t->want > spinning ? t->want - spinning : 0;
+        while (nwake < want && w->nparked > 0) {
             unsigned k = w->park[--w->nparked];
             w->parked[k] = false;
-            pthread_cond_signal(&w->wake[k]);
+            wake[nwake++] = k;
         }
     }
     pthread_mutex_unlock(&w->mu);
+    /* signalled out of the lock, so that a woken worker does not at once
+     * sleep again on the lock its waker holds: parked[k] was cleared under
+     * the lock, and worker k waits for that in pthread_cond_wait (it can
+     * only have missed the signal by being awake already) */
+    for (unsigned i = 0; i < nwake; i++)
+        pthread_cond_signal(&w->wake[wake[i]]);
 }
 
-/* Waits (w->mu held) until no worker is inside t: polls a while without
- * the lock, then sleeps. */
+/* Waits (w->mu held) until no worker is inside t: polls without the lock
+ * while workers keep leaving (the spin time from the last one that left:
+ * the workers finish their last items one after the other), then sleeps
+ * until the last one's broadcast. */
 static void wait_idle(gm_workers *w, gm_task *t)
 {
-    if (atomic_load_explicit(&t->active, memory_order_acquire) > 0) {
+    unsigned a = atomic_load_explicit(&t->active, memory_order_acquire);
+    if (a > 0) {
         long spin = gm_workers_spin();
         if (spin > 0) {
             pthread_mutex_unlock(&w->mu);
-            (void)spin_on(&t->active, true, spin);
+            while (a > 0 && gm_workers_poll(&t->active, a, spin) && !gm_workers_stopping())
+                a = atomic_load_explicit(&t->active, memory_order_acquire);
             pthread_mutex_lock(&w->mu);
         }
     }

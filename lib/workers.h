@@ -84,6 +84,12 @@ int gm_workers_node(const gm_workers *w);
  * pthread_create's error. */
 int gm_thread_start(pthread_t *tid, const char *name, void *(*fn)(void *), void *arg);
 
+/* Initializes mu as a mutex that spins a little before it sleeps (glibc's
+ * adaptive mutex; a plain one elsewhere): for locks held for a few
+ * instructions by threads of one copy, whose holder is running, so that a
+ * waiter seldom sleeps and then waits to be scheduled again. */
+void gm_spin_mutex_init(pthread_mutex_t *mu);
+
 /* Lets up to n more workers start t (the pool has fewer: those it has). */
 void gm_task_post(gm_workers *w, gm_task *t, unsigned n);
 
@@ -109,8 +115,9 @@ bool gm_workers_stopping(void);
  * workers) and at its end (the joining caller).  So at most
  * GM_WORKERS_IDLE_SPINNERS workers of a pool that find no task poll the
  * queue for a while before they sleep, and gm_task_join and gm_task_wait
- * poll for the workers to leave before they sleep: copies that follow each
- * other find workers awake.  The time is GM_WORKERS_SPIN_NS on a machine
+ * poll for the workers to leave before they sleep (the time counts again
+ * from each worker that leaves: the last items end one after the other):
+ * copies that follow each other find workers awake.  The time is GM_WORKERS_SPIN_NS on a machine
  * with at least GM_WORKERS_SPIN_CPUS CPUs, else 0 (a small machine has no
  * CPU to spare); gm_workers_set_spin changes it (tests: -1 restores the
  * default).
@@ -127,9 +134,13 @@ bool gm_workers_stopping(void);
  *     and with all CPUs busy a thread preempted in the middle of a chunk
  *     finds no idle CPU to move to (the kernel balances onto CPUs that go
  *     idle) and waits for the next tick;
- *   - a post wakes as many parked workers as it wants, not all of them
- *     (each worker parks on its own condition variable): a worker woken
- *     for nothing takes a CPU from those that have work. */
+ *   - a post wakes as many parked workers as it wants, less the workers
+ *     polling the queue when its task is the only one queued, not all of
+ *     them (each worker parks on its own condition variable), and signals
+ *     them once the pool's lock is free: a worker woken for nothing takes
+ *     a CPU from those that have work, and one woken while its waker holds
+ *     the lock sleeps again on it at once.
+ * staging_xfer.c lists every place a thread of a copy may sleep. */
 #define GM_WORKERS_SPIN_NS 100000L
 #define GM_WORKERS_SPIN_CPUS 4
 #define GM_WORKERS_IDLE_SPINNERS 2
@@ -139,6 +150,13 @@ long gm_workers_spin(void);
 /* Polls until *v != old, for at most ns (no sched_yield, see above);
  * whether it saw the change. */
 bool gm_workers_poll(const atomic_uint *v, unsigned old, long ns);
+
+/* Polls until done(arg), for at most ns, pausing a little (a few dozen
+ * CPU_RELAX) between calls, never yielding; whether done said so.  For a
+ * wait the driver would do with sched_yield in its loop (a context's
+ * default scheduling): the yielder may wait a tick behind a thread that
+ * runs on its CPU. */
+bool gm_workers_poll_until(bool (*done)(void *arg), void *arg, long ns);
 
 /* The pool's workers parked now, polling the queue now, and the wakes so
  * far that found no task (tests, benchmarks). */

@@ -132,7 +132,11 @@ static int one_case(char *why, size_t whylen)
                 uint64_t len = 1 + (uint64_t)pick((int64_t)count);
                 if (e + len > count)
                     len = count - e;
-                (pick(2) ? gm_cpu_pack_range : gm_cpu_pack_range_plain)(&p2, false, e, e + len, out + 16 + e * unit);
+                int64_t how = pick(3);
+                if (how == 2) /* the non-temporal pack of staging slots */
+                    gm_cpu_pack_range_out(&p2, e, e + len, out + 16 + e * unit);
+                else
+                    (how ? gm_cpu_pack_range : gm_cpu_pack_range_plain)(&p2, false, e, e + len, out + 16 + e * unit);
                 e += len;
             }
             good = memcmp(out + 16, ref + 16, pbytes) == 0 && out[15] == 0x5A && out[16 + pbytes] == 0x5A;
@@ -165,7 +169,7 @@ static int one_case(char *why, size_t whylen)
 
 /* Every other element of unit u, n of them, ending at the last byte before
  * an inaccessible page: packed exactly, no fault. */
-static int edge_gather(int u, uint64_t n)
+static int edge_gather(int u, uint64_t n, int out_at, bool nt)
 {
     long page = sysconf(_SC_PAGESIZE);
     size_t span_bytes = (size_t)((2 * n - 1) * (uint64_t)u);
@@ -184,12 +188,16 @@ static int edge_gather(int u, uint64_t n)
     p.cols = n;
     p.col_stride = 2 * u;
     p.unit = u;
-    unsigned char *out = malloc((size_t)(n * (uint64_t)u) + 1);
-    gm_cpu_pack_range(&p, false, 0, n, out);
-    int good = 1;
+    unsigned char *mem = malloc((size_t)(n * (uint64_t)u) + 32), *out = mem + out_at;
+    memset(mem, 0x5A, (size_t)(n * (uint64_t)u) + 32);
+    if (nt)
+        gm_cpu_pack_range_out(&p, 0, n, out);
+    else
+        gm_cpu_pack_range(&p, false, 0, n, out);
+    int good = mem[out_at - 1] == 0x5A && out[n * (uint64_t)u] == 0x5A;
     for (uint64_t e = 0; e < n && good; e++)
         good = memcmp(out + e * (uint64_t)u, s + 2 * e * (uint64_t)u, (size_t)u) == 0;
-    free(out);
+    free(mem);
     munmap(m, (pages + 1) * (size_t)page);
     return good;
 }
@@ -214,17 +222,22 @@ static void speed(int u, bool unpack)
     p.cols = useful / (size_t)u;
     p.col_stride = 2 * u;
     p.unit = u;
-    double best[2] = {1e9, 1e9};
+    double best[3] = {1e9, 1e9, 1e9};
     for (int rep = 0; rep < 3; rep++)
-        for (int fast = 0; fast < 2; fast++) {
+        for (int fast = 0; fast < (unpack ? 2 : 3); fast++) {
             double t0 = now();
-            (fast ? gm_cpu_pack_range : gm_cpu_pack_range_plain)(&p, unpack, 0, p.cols, b);
+            if (fast == 2)
+                gm_cpu_pack_range_out(&p, 0, p.cols, b);
+            else
+                (fast ? gm_cpu_pack_range : gm_cpu_pack_range_plain)(&p, unpack, 0, p.cols, b);
             double t = now() - t0;
             if (t < best[fast])
                 best[fast] = t;
         }
     diag("%s of every other %d-byte element, one thread: element loop %.2f GB/s, this library's %.2f GB/s",
          unpack ? "unpack" : "pack", u, (double)useful / best[0] / 1e9, (double)useful / best[1] / 1e9);
+    if (!unpack)
+        diag("  non-temporal (staging slots, out of cache): %.2f GB/s", (double)useful / best[2] / 1e9);
     free(s);
     free(b);
 }
@@ -240,9 +253,37 @@ int main(void)
     int edges = 1;
     for (int u = 1; u <= 8 && edges; u *= 2)
         for (uint64_t n = 1; n <= 70 && edges; n++)
-            edges = edge_gather(u, n);
+            edges = edge_gather(u, n, 16, false);
     ok(edges, "every other element of 1, 2, 4, 8 bytes, 1 to 70 of them ending at an inaccessible page: exact, "
               "nothing read past the last element (the SSE2 gather's last step)");
+    edges = 1;
+    for (int u = 1; u <= 8 && edges; u *= 2)
+        for (int at = 16; at < 32 && edges; at += u)
+            for (uint64_t n = 1; n <= 70 && edges; n++)
+                edges = edge_gather(u, n, at, true);
+    ok(edges, "the same packed with non-temporal stores into buffers at every offset of the unit in 16 bytes: exact, "
+              "nothing written around it, nothing read past the last element");
+    /* the copy into staging slots: around its threshold, at every offset */
+    static const size_t lens[] = {0, 1, 15, 63, GM_CPU_COPY_OUT_MIN - 1, GM_CPU_COPY_OUT_MIN, GM_CPU_COPY_OUT_MIN + 1,
+                                  GM_CPU_COPY_OUT_MIN + 63, GM_CPU_COPY_OUT_MIN + 77, 3 * GM_CPU_COPY_OUT_MIN + 5};
+    size_t most = 3 * GM_CPU_COPY_OUT_MIN + 5 + 64;
+    unsigned char *src = malloc(most), *dst = malloc(most);
+    int copies = 1;
+    for (size_t i = 0; i < most; i++)
+        src[i] = (unsigned char)(i * 13 + 5);
+    for (size_t l = 0; l < sizeof lens / sizeof *lens && copies; l++)
+        for (size_t so = 0; so < 16 && copies; so += 3)
+            for (size_t d = 1; d < 17 && copies; d++) {
+                memset(dst, 0xE7, most);
+                gm_cpu_copy_out(dst + d, src + so, lens[l]);
+                copies = dst[d - 1] == 0xE7 && dst[d + lens[l]] == 0xE7 && memcmp(dst + d, src + so, lens[l]) == 0;
+                if (!copies)
+                    diag("gm_cpu_copy_out: %zu bytes from offset %zu to offset %zu", lens[l], so, d);
+            }
+    ok(copies, "gm_cpu_copy_out: 0 to 192 KiB + 5 bytes at every destination offset in 16: memcpy's bytes, nothing "
+               "written around them");
+    free(src);
+    free(dst);
     for (int u = 1; u <= 16; u *= 2) {
         speed(u, false);
         speed(u, true);

@@ -81,7 +81,7 @@ static void *copier(void *p)
     return NULL;
 }
 
-static void threads_at_once(int n, int mode, const char *how)
+static void threads_at_once_rounds(int n, int mode, int rounds, const char *how)
 {
     pthread_t tid[8];
     worker_arg args[8];
@@ -89,7 +89,7 @@ static void threads_at_once(int n, int mode, const char *how)
     if (mode == 1)
         gpumem_stream_create(ctx, 0, &shared);
     for (int i = 0; i < n; i++) {
-        args[i] = (worker_arg){NULL, i, shared, mode == 2, (1u << 20) + 4096 * (size_t)i + (size_t)i, 3, 0, 0};
+        args[i] = (worker_arg){NULL, i, shared, mode == 2, (1u << 20) + 4096 * (size_t)i + (size_t)i, rounds, 0, 0};
         pthread_create(&tid[i], NULL, copier, &args[i]);
     }
     int good = 1, staged = 1;
@@ -98,10 +98,39 @@ static void threads_at_once(int n, int mode, const char *how)
         good &= args[i].good != 0;
         staged &= args[i].staged != 0;
     }
-    ok(good, "%d threads, %s: 3 round trips of 1 MiB and more each, exact", n, how);
+    ok(good, "%d threads, %s: %d round trips of 1 MiB and more each, exact", n, how, rounds);
     ok(staged, "%d threads, %s: every pageable copy staged (none fell back to the driver's call)", n, how);
     if (shared != NULL)
         gpumem_stream_destroy(shared);
+}
+
+static void threads_at_once(int n, int mode, const char *how)
+{
+    threads_at_once_rounds(n, mode, 3, how);
+}
+
+/* Strided copies through the device pack kernels' scratch (a transfer in
+ * segments: workers wait for the caller's opens, the caller for their
+ * chunks), from several threads at once. */
+typedef struct strided_arg {
+    int index;
+    int good;
+} strided_arg;
+
+static int strided_case(gpumem_type type, int64_t rows, int64_t cols, int dev_strided, gpumem_copy_path *up,
+                        gpumem_copy_path *down);
+
+static void *strided_thread(void *p)
+{
+    strided_arg *a = p;
+    a->good = 1;
+    for (int r = 0; r < 3 && a->good; r++) {
+        gpumem_copy_path up, down;
+        a->good = strided_case(a->index % 2 ? GPUMEM_UINT32 : GPUMEM_UINT8, 64, (int64_t)(96u << 10) + a->index, 1,
+                               &up, &down) &&
+                  up == GPUMEM_COPY_PATH_CPU_DEVICE_PACK && down == GPUMEM_COPY_PATH_CPU_DEVICE_PACK;
+    }
+    return NULL;
 }
 
 /* ---- strided host sides ---- */
@@ -388,6 +417,40 @@ int main(void)
         copier(&w);
         ok(w.good && w.staged, "the same on a stream (the download queued): exact");
     }
+
+    /* the hand-off between callers and workers under load: many more
+     * threads per copy than CPUs, small slots (many chunks), several
+     * copies at once; every wait of a copy ends on a signal (no timeout
+     * moves it on), so a lost wake-up hangs here */
+    gpumem_staging_settings many = {sizeof many, 16, 64u << 10, 2, 256u << 10};
+    is_int(gpumem_staging_set(&many), GPUMEM_OK, "16 threads per copy, 64 KiB slots, depth 2");
+    threads_at_once_rounds(8, 0, 12, "16 threads per copy, synchronous copies");
+    threads_at_once_rounds(8, 2, 12, "16 threads per copy, a stream each");
+    pthread_t st[4];
+    strided_arg sa[4];
+    for (int i = 0; i < 4; i++) {
+        sa[i] = (strided_arg){i, 0};
+        pthread_create(&st[i], NULL, strided_thread, &sa[i]);
+    }
+    all = 1;
+    for (int i = 0; i < 4; i++) {
+        pthread_join(st[i], NULL);
+        all &= sa[i].good;
+    }
+    ok(all, "4 threads, each 3 strided round trips through device scratch in segments at once: exact, gaps untouched, "
+            "path cpu-device-pack");
+
+    /* uploads of 32 MiB and more fill their slots with non-temporal stores */
+    gpumem_staging_settings big = {sizeof big, 4, 2u << 20, 2, 256u << 10};
+    is_int(gpumem_staging_set(&big), GPUMEM_OK, "4 threads per copy, 2 MiB slots");
+    worker_arg wb = {NULL, 7, NULL, 0, (33u << 20) + 5, 1, 0, 0};
+    copier(&wb);
+    ok(wb.good && wb.staged, "33 MiB + 5 bytes up (slots filled around the cache) and back, staged: exact");
+    gpumem_copy_path bu, bd;
+    int bgood = strided_case(GPUMEM_UINT32, 64, 131075, 0, &bu, &bd);
+    ok(bgood && bu == GPUMEM_COPY_PATH_CPU_PACK && bd == GPUMEM_COPY_PATH_CPU_PACK,
+       "32 MiB + 3 KiB of 4-byte elements from host [:, ::2] (packed around the cache) and back: exact, gaps "
+       "untouched, path %s/%s", gpumem_copy_path_name(bu), gpumem_copy_path_name(bd));
     gpumem_context_release(ctx);
     done_testing();
     return exit_status();

@@ -269,12 +269,19 @@ static void numa_case(const void *arg, child_result *out)
  * strided host side through the slots, a queued download in slabs.
  * value[0]: the k-th call was reached; [1]: right values (or a failure);
  * [2]: page-locked bytes kept after the context's release. */
+typedef struct fault_arg {
+    long k;
+    long spin; /* gm_workers_set_spin's, -1: the default */
+} fault_arg;
+
 static void fault_case(const void *arg, child_result *out)
 {
-    long k = *(const long *)arg;
+    long k = ((const fault_arg *)arg)->k;
+    gm_workers_set_spin(((const fault_arg *)arg)->spin);
     char v[32];
     snprintf(v, sizeof v, "%ld", k);
-    setenv("GPUMEM_SIM_FAIL", v, 1);
+    if (k > 0) /* 0: none fails */
+        setenv("GPUMEM_SIM_FAIL", v, 1);
     gpumem_staging_settings s = {sizeof s, 3, 64u << 10, 2, 0};
     gpumem_staging_set(&s);
     gpumem_context *ctx = NULL;
@@ -379,7 +386,8 @@ int main(void)
         int clean = 1;
         long k;
         for (k = 1; k < 2000; k++) {
-            run_child(fault_case, &k, &r);
+            fault_arg fa = {k, 0}; /* no polling: the same calls in every run */
+            run_child(fault_case, &fa, &r);
             if (!r.exited || r.exit_code != 0 || !r.value[1] || (r.value[2] != 0 && !failed_free(r.text))) {
                 clean = 0;
                 diag("k=%ld: exit %d, status %d, right %ld, %ld locked bytes kept: %s", k, r.exit_code, r.status,
@@ -390,8 +398,30 @@ int main(void)
         }
         ok(clean && k > 20, "each of the %ld driver calls of threaded staged, strided and queued copies failed in "
                             "turn: no crash or hang, an error or the right bytes, no page-locked memory kept", k - 1);
+        /* the threads polling: the waits for slots and streams query the
+         * driver before they wait (not while a call is armed to fail: the
+         * queries' number depends on timing), the workers poll for tasks */
+        fault_arg none = {0, 200000};
+        run_child(fault_case, &none, &r);
+        ok(r.exited && r.exit_code == 0 && r.status == GPUMEM_OK && r.value[1] == 1 && r.value[2] == 0,
+           "polling for 200 us (slots and streams queried before the driver's waits): the same copies, exact (%s)",
+           r.status != GPUMEM_OK ? r.text : "");
+        clean = 1;
+        for (k = 1; k < 2000; k++) {
+            fault_arg fa = {k, 200000};
+            run_child(fault_case, &fa, &r);
+            if (!r.exited || r.exit_code != 0 || !r.value[1] || (r.value[2] != 0 && !failed_free(r.text))) {
+                clean = 0;
+                diag("polling, k=%ld: exit %d, status %d, right %ld, %ld locked bytes kept: %s", k, r.exit_code,
+                     r.status, r.value[1], r.value[2], r.text);
+            }
+            if (!r.value[0])
+                break;
+        }
+        ok(clean && k > 20, "polling for 200 us: each of the %ld driver calls failed in turn: no crash or hang, an "
+                            "error or the right bytes, no page-locked memory kept", k - 1);
     } else {
-        skip(1, "fault injection runs on the simulator");
+        skip(3, "fault injection runs on the simulator");
     }
     gm_workers *w = gm_workers_get(-1);
     ok(w != NULL && gm_workers_get(-1) == w, "one pool per node, made once");
