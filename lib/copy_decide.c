@@ -193,8 +193,38 @@ typedef struct input {
     uint64_t bytes;
 } input;
 
+/* Whether a capability can be had for the copy: the caller's probe gets it
+ * (gm_copy_probe), else the caps' flags say.  False with d failed when the
+ * probe fails. */
+static bool have(const input *in, gm_copy_decision *d, gm_copy_need need, int side, uint64_t bytes, bool two)
+{
+    const gm_copy_caps *c = in->caps;
+    if (c->probe == NULL) {
+        switch (need) {
+        case GM_NEED_KERNELS: return !c->no_kernels;
+        case GM_NEED_STAGING: return !c->staging_busy;
+        case GM_NEED_WINDOW: return !c->no_scratch && !c->small_scratch;
+        default: return !c->no_scratch;
+        }
+    }
+    bool h = false;
+    gpumem_status st = c->probe->acquire(c->probe->arg, need, side, bytes, two, &h);
+    if (st != GPUMEM_OK) {
+        fail(d, st, 0);
+        d->probe_failed = true;
+        return false;
+    }
+    return h;
+}
+
+/* The device side asked about in a copy of one device (gm_copy_probe's side). */
+static int device_side(const input *in)
+{
+    return in->dst->mem == GM_COPY_MEM_DEVICE ? 1 : 0;
+}
+
 /* Whether a transfer with a pageable host end of the copy is staged; false
- * with d failed when the staging settings are bad. */
+ * with d failed when the staging settings are bad (or the probe failed). */
 static bool staged_transfer(const input *in, gm_copy_decision *d)
 {
     if (in->t->bad & GM_TUNE_BAD_STAGING) {
@@ -203,11 +233,21 @@ static bool staged_transfer(const input *in, gm_copy_decision *d)
     }
     if (in->bytes < in->t->staging.min_bytes)
         return false;
-    if (in->caps->staging_busy) {
-        d->reason = GM_REASON_STAGING_BUSY;
+    if (!have(in, d, GM_NEED_STAGING, device_side(in), 0, false)) {
+        if (d->how != GM_HOW_FAIL)
+            d->reason = GM_REASON_STAGING_BUSY;
         return false;
     }
     return true;
+}
+
+/* A way without what a packed run needed: d says only how, path and why. */
+static void instead(gm_copy_decision *d, gm_copy_how how, gpumem_copy_path path, gm_copy_reason why)
+{
+    memset(d, 0, sizeof *d);
+    d->how = how;
+    d->path = path;
+    d->reason = why;
 }
 
 /* The path of the planner's rectangular copies between two layouts. */
@@ -235,8 +275,11 @@ static bool tiled(const input *in, const int64_t *strided, uint64_t saddr, const
            p.tiled;
 }
 
-/* A packed run: sets the ops, the run and its scratch chunks. */
-static void packed(const input *in, gm_copy_decision *d, gm_copy_op src_op, gm_copy_op dst_op, gm_copy_run_layout run,
+/* A packed run: sets the ops, the run and its scratch chunks, the scratch
+ * had (a staged copy's window, else buffers of tuning.scratch_chunk).
+ * False when the scratch cannot be had (the caller takes another way);
+ * true with d failed on a failure. */
+static bool packed(const input *in, gm_copy_decision *d, gm_copy_op src_op, gm_copy_op dst_op, gm_copy_run_layout run,
                    gpumem_copy_path path)
 {
     d->how = GM_HOW_PACKED;
@@ -258,36 +301,73 @@ static void packed(const input *in, gm_copy_decision *d, gm_copy_op src_op, gm_c
          * threads straight into or out of its pinned slots */
         if (in->t->bad & GM_TUNE_BAD_STAGING) {
             fail(d, GPUMEM_ERROR_INVALID_ENVIRONMENT, GM_TUNE_BAD_STAGING);
-            return;
+            return true;
         }
+        /* the engine serves several copies at once (staging.h): it is had */
+        (void)have(in, d, GM_NEED_STAGING, device_side(in), 0, false);
+        if (d->how == GM_HOW_FAIL)
+            return true;
         d->staged = true;
     } else if (transfer && pageable_end) {
         d->staged = staged_transfer(in, d);
         if (d->how == GM_HOW_FAIL)
-            return;
+            return true;
     }
     if (src_op != GM_OP_KERNEL && dst_op != GM_OP_KERNEL)
-        return;
+        return true;
     if (in->t->bad & GM_TUNE_BAD_SCRATCH) {
         fail(d, GPUMEM_ERROR_INVALID_ENVIRONMENT, GM_TUNE_BAD_SCRATCH);
-        return;
+        return true;
     }
     int64_t rs[GM_MAX_NDIM];
     gm_copy_run_strides(d, in->ndim, in->shape, in->itemsize, in->src->strides, in->dst->strides, rs);
     uint64_t limit = in->t->scratch_chunk > 0 ? in->t->scratch_chunk : GM_COPY_SCRATCH_CHUNK;
-    if (d->staged && in->caps->small_scratch) {
-        d->reason = GM_REASON_SMALL_SCRATCH;
-    } else if (d->staged) { /* the staging window: a slot for every thread in each of the two open buffers */
+    const int side = device_side(in);
+    bool got = false;
+    if (d->staged) { /* the staging window: a slot for every thread in each of the two open buffers */
         uint64_t window = (uint64_t)in->t->staging.threads * in->t->staging.chunk_bytes;
         if (window > GM_COPY_SCRATCH_STAGED_MAX)
             window = GM_COPY_SCRATCH_STAGED_MAX;
-        if (window > limit)
-            limit = window;
+        chunk_plan(d, in->ndim, in->shape, rs, in->bytes, window > limit ? window : limit);
+        d->overlap = d->nchunks > 1 && transfer;
+        got = have(in, d, GM_NEED_WINDOW, side, d->chunk_bytes * (uint64_t)d->nbufs, d->overlap);
+        if (d->how == GM_HOW_FAIL)
+            return true;
+        if (!got)
+            d->reason = GM_REASON_SMALL_SCRATCH;
     }
-    chunk_plan(d, in->ndim, in->shape, rs, in->bytes, limit);
-    d->overlap = d->nchunks > 1 && transfer;
+    if (!got) {
+        chunk_plan(d, in->ndim, in->shape, rs, in->bytes, limit);
+        d->overlap = d->nchunks > 1 && transfer;
+        got = have(in, d, GM_NEED_SCRATCH, side, d->chunk_bytes * (uint64_t)d->nbufs, d->overlap);
+        if (d->how == GM_HOW_FAIL)
+            return true;
+        if (!got)
+            return false;
+    }
     d->transpose = (src_op == GM_OP_KERNEL && tiled(in, in->src->strides, in->src->addr, rs, 0, false)) ||
                    (dst_op == GM_OP_KERNEL && tiled(in, in->dst->strides, in->dst->addr, rs, 0, true));
+    return true;
+}
+
+/* Without the kernels or scratch (why): the CPU packs the strided host
+ * side into a host buffer laid out like the device side's axis order, and
+ * the planner's rectangular copies take it to or from the device side. */
+static void cpu_and_rect(const input *in, gm_copy_decision *d, bool upload, gm_copy_reason why)
+{
+    const gm_copy_side *dv = upload ? in->dst : in->src;
+    int64_t like[GM_MAX_NDIM];
+    instead(d, GM_HOW_NONE, GPUMEM_COPY_PATH_NONE, why);
+    gm_layout_strides_like(in->ndim, in->shape, dv->strides, in->itemsize, like);
+    gpumem_copy_path p = upload ? rect_path(in, like, dv->strides, GPUMEM_COPY_PATH_CPU_PACK, d)
+                                : rect_path(in, dv->strides, like, GPUMEM_COPY_PATH_CPU_PACK, d);
+    if (d->how == GM_HOW_FAIL)
+        return;
+    if (upload)
+        packed(in, d, GM_OP_CPU, GM_OP_RECT, GM_RUN_LIKE_DST, p);
+    else
+        packed(in, d, GM_OP_RECT, GM_OP_CPU, GM_RUN_LIKE_SRC, p);
+    d->reason = why;
 }
 
 static void decide(const input *in, bool check_overlap, gm_copy_decision *d);
@@ -349,13 +429,19 @@ static void decide(const input *in, bool check_overlap, gm_copy_decision *d)
          * (C -> [:, ::2] pushed ran at 167 GB/s, pulled at 365, two H200s). */
         bool push = caps->peer && !d->peer_unpack_dst;
         bool pull = caps->peer && !push && !d->peer_pack_src;
-        bool one_kernel = push || pull;
-        if (caps->no_kernels || (caps->no_scratch && !one_kernel)) {
+        /* the kernels of each device that runs one: the strided sides' */
+        bool kernels = push ? have(in, d, GM_NEED_KERNELS, 0, 0, false)
+                       : pull ? have(in, d, GM_NEED_KERNELS, 1, 0, false)
+                              : (!d->peer_pack_src || have(in, d, GM_NEED_KERNELS, 0, 0, false)) &&
+                                    (!d->peer_unpack_dst || have(in, d, GM_NEED_KERNELS, 1, 0, false));
+        if (d->how == GM_HOW_FAIL)
+            return;
+        if (!kernels) {
             d->peer_way = GM_PEER_TEMPS;
-            d->reason = caps->no_kernels ? GM_REASON_NO_KERNELS : GM_REASON_NO_SCRATCH;
+            d->reason = GM_REASON_NO_KERNELS;
             return;
         }
-        if (one_kernel) {
+        if (push || pull) {
             d->peer_way = GM_PEER_KERNEL;
             d->peer_write = push;
             d->peer_read = pull;
@@ -382,6 +468,23 @@ static void decide(const input *in, bool check_overlap, gm_copy_decision *d)
         if (!caps->peer)
             d->nbufs = 1;
         d->overlap = d->nchunks > 1 || !caps->peer;
+        /* scratch: with peer access the destination's buffers (and the
+         * source's side stream, its buffer unused); staged, one buffer on
+         * each strided side's device */
+        bool scratch = caps->peer ? have(in, d, GM_NEED_SCRATCH, 0, 1, d->nbufs > 1) &&
+                                        have(in, d, GM_NEED_SCRATCH, 1, d->chunk_bytes * (uint64_t)d->nbufs, false)
+                                  : (!d->peer_pack_src || have(in, d, GM_NEED_SCRATCH, 0, d->chunk_bytes, false)) &&
+                                        (!d->peer_unpack_dst ||
+                                         have(in, d, GM_NEED_SCRATCH, 1, d->chunk_bytes, false));
+        if (d->how == GM_HOW_FAIL || scratch)
+            return;
+        bool pack_src = d->peer_pack_src, unpack_dst = d->peer_unpack_dst;
+        instead(d, GM_HOW_PEER, caps->peer ? GPUMEM_COPY_PATH_PEER : GPUMEM_COPY_PATH_PEER_STAGED,
+                GM_REASON_NO_SCRATCH);
+        d->run = GM_RUN_CROSSING;
+        d->peer_pack_src = pack_src;
+        d->peer_unpack_dst = unpack_dst;
+        d->peer_way = GM_PEER_TEMPS;
         return;
     }
 
@@ -402,8 +505,11 @@ static void decide(const input *in, bool check_overlap, gm_copy_decision *d)
         int64_t like[GM_MAX_NDIM];
         gm_layout_strides_like(ndim, shape, dst->strides, isz, like);
         gm_copy_side bounce = {GM_COPY_MEM_LOCKED, -1, 0, like};
+        gm_copy_caps nested = *caps; /* the copy into the bounce decides and acquires for itself */
+        nested.probe = NULL;
         input b = *in;
         b.dst = &bounce;
+        b.caps = &nested;
         decide(&b, false, d);
         d->queued = true;
         return;
@@ -414,8 +520,11 @@ static void decide(const input *in, bool check_overlap, gm_copy_decision *d)
         int64_t like[GM_MAX_NDIM];
         gm_layout_strides_like(ndim, shape, src->strides, isz, like);
         gm_copy_side tmp = {GM_COPY_MEM_DEVICE, src->device, 0, like};
+        gm_copy_caps nested = *caps; /* the two copies decide and acquire for themselves */
+        nested.probe = NULL;
         input second = *in;
         second.src = &tmp;
+        second.caps = &nested;
         decide(&second, false, d);
         if (d->how != GM_HOW_FAIL) {
             gpumem_copy_path p = d->path;
@@ -459,64 +568,41 @@ static void decide(const input *in, bool check_overlap, gm_copy_decision *d)
 
     /* 7 and 8. packing */
     bool sdense = gm_copy_dense(ndim, shape, src->strides, isz), ddense = gm_copy_dense(ndim, shape, dst->strides, isz);
-    bool kernels = !caps->no_kernels, scratch = kernels && !caps->no_scratch;
-    gm_copy_reason why = !kernels ? GM_REASON_NO_KERNELS : GM_REASON_NO_SCRATCH;
     gpumem_copy_path rect = count == 1 ? GPUMEM_COPY_PATH_DMA : GPUMEM_COPY_PATH_DMA_LOOP;
+    /* the strided host side packed by the CPU against the dense device side: no kernels */
+    if (ddev && !sdev && ddense && !sdense) {
+        packed(in, d, GM_OP_CPU, GM_OP_DIRECT, GM_RUN_DST, GPUMEM_COPY_PATH_CPU_PACK);
+        return;
+    }
+    if (sdev && !ddev && sdense && !ddense) {
+        packed(in, d, GM_OP_DIRECT, GM_OP_CPU, GM_RUN_SRC, GPUMEM_COPY_PATH_CPU_PACK);
+        return;
+    }
+    bool kernels = have(in, d, GM_NEED_KERNELS, device_side(in), 0, false);
+    if (d->how == GM_HOW_FAIL)
+        return;
+    gm_copy_reason why = !kernels ? GM_REASON_NO_KERNELS : GM_REASON_NO_SCRATCH;
     if (sdev && ddev) {
         if (kernels && (ddense || sdense)) {
             d->how = GM_HOW_KERNEL;
             d->path = GPUMEM_COPY_PATH_DEVICE_PACK;
             d->transpose = ddense ? tiled(in, src->strides, src->addr, dst->strides, dst->addr, false)
                                   : tiled(in, dst->strides, dst->addr, src->strides, src->addr, true);
-        } else if (scratch) {
-            packed(in, d, GM_OP_KERNEL, GM_OP_KERNEL, GM_RUN_LIKE_DST, GPUMEM_COPY_PATH_DEVICE_PACK);
-        } else {
-            d->how = GM_HOW_RECT;
-            d->path = rect;
-            d->reason = why;
+        } else if (!kernels || !packed(in, d, GM_OP_KERNEL, GM_OP_KERNEL, GM_RUN_LIKE_DST, GPUMEM_COPY_PATH_DEVICE_PACK)) {
+            instead(d, GM_HOW_RECT, rect, why);
         }
         return;
     }
-    if (ddev) { /* host to device */
-        if (sdense && scratch) {
-            packed(in, d, GM_OP_DIRECT, GM_OP_KERNEL, GM_RUN_SRC, GPUMEM_COPY_PATH_DEVICE_PACK);
-        } else if (sdense) {
-            d->how = GM_HOW_RECT;
-            d->path = rect;
-            d->reason = why;
-        } else if (ddense) {
-            packed(in, d, GM_OP_CPU, GM_OP_DIRECT, GM_RUN_DST, GPUMEM_COPY_PATH_CPU_PACK);
-        } else if (scratch) {
-            packed(in, d, GM_OP_CPU, GM_OP_KERNEL, GM_RUN_LIKE_DST, GPUMEM_COPY_PATH_CPU_DEVICE_PACK);
-        } else {
-            int64_t like[GM_MAX_NDIM];
-            gm_layout_strides_like(ndim, shape, dst->strides, isz, like);
-            gpumem_copy_path p = rect_path(in, like, dst->strides, GPUMEM_COPY_PATH_CPU_PACK, d);
-            if (d->how != GM_HOW_FAIL) {
-                packed(in, d, GM_OP_CPU, GM_OP_RECT, GM_RUN_LIKE_DST, p);
-                d->reason = why;
-            }
-        }
+    /* host to device (up) or device to host: a dense host side crosses as it is */
+    const bool up = ddev;
+    if (up ? sdense : ddense) {
+        if (!kernels || !packed(in, d, up ? GM_OP_DIRECT : GM_OP_KERNEL, up ? GM_OP_KERNEL : GM_OP_DIRECT,
+                                up ? GM_RUN_SRC : GM_RUN_DST, GPUMEM_COPY_PATH_DEVICE_PACK))
+            instead(d, GM_HOW_RECT, rect, why);
         return;
     }
-    /* device to host */
-    if (ddense && scratch) {
-        packed(in, d, GM_OP_KERNEL, GM_OP_DIRECT, GM_RUN_DST, GPUMEM_COPY_PATH_DEVICE_PACK);
-    } else if (ddense) {
-        d->how = GM_HOW_RECT;
-        d->path = rect;
-        d->reason = why;
-    } else if (sdense) {
-        packed(in, d, GM_OP_DIRECT, GM_OP_CPU, GM_RUN_SRC, GPUMEM_COPY_PATH_CPU_PACK);
-    } else if (scratch) {
-        packed(in, d, GM_OP_KERNEL, GM_OP_CPU, GM_RUN_LIKE_DST, GPUMEM_COPY_PATH_CPU_DEVICE_PACK);
-    } else {
-        int64_t like[GM_MAX_NDIM];
-        gm_layout_strides_like(ndim, shape, src->strides, isz, like);
-        gpumem_copy_path p = rect_path(in, src->strides, like, GPUMEM_COPY_PATH_CPU_PACK, d);
-        if (d->how != GM_HOW_FAIL) {
-            packed(in, d, GM_OP_RECT, GM_OP_CPU, GM_RUN_LIKE_SRC, p);
-            d->reason = why;
-        }
-    }
+    if (kernels && packed(in, d, up ? GM_OP_CPU : GM_OP_KERNEL, up ? GM_OP_KERNEL : GM_OP_CPU, GM_RUN_LIKE_DST,
+                          GPUMEM_COPY_PATH_CPU_DEVICE_PACK))
+        return;
+    cpu_and_rect(in, d, up, why);
 }

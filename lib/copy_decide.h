@@ -12,11 +12,15 @@
  * is cut into chunks.  It makes no driver call, takes no lock and reads no
  * environment: tests/test-copy-decide.c checks it against a table.
  *
- * The executors (copy_engine.c, copy_peer.c) only carry a decision out.
- * When a capability turns out to be missing while they do (the kernels
- * cannot be loaded, no scratch can be allocated, the staging engine is
- * busy) they decide again with that capability off, before anything was
- * written, and the new decision records why (gm_copy_reason).
+ * A copy is decided once.  The capabilities are had before anything runs:
+ * the decision asks the caller's probe (caps->probe, gm_copy_probe) for
+ * each one as its rules reach it (the pack kernels of a device, device
+ * scratch of the size its chunks take, the staging engine), the probe
+ * acquires it for the copy, and a capability that cannot be had sends the
+ * rules on to the next way, the decision recording why (gm_copy_reason).
+ * Without a probe the caps' flags say what can be had (the tests' tables).
+ * The executors (copy_engine.c, copy_peer.c) only carry the decision out,
+ * with what was acquired; they never decide.
  *
  * The rules, in order (a "dense" side fills one run of bytes: contiguous in
  * some axis order, axes possibly reversed):
@@ -116,8 +120,32 @@ typedef struct gm_copy_side {
     const int64_t *strides; /* bytes per axis */
 } gm_copy_side;
 
+/* What a copy may hold while it runs, that the decision asks for as its
+ * rules reach it (gm_copy_probe). */
+typedef enum gm_copy_need {
+    GM_NEED_KERNELS = 0,   /* the pack kernels of a device */
+    GM_NEED_SCRATCH,       /* device scratch of `bytes` there (two: with a side stream) */
+    GM_NEED_WINDOW,        /* the same, a staged copy's window of it (smaller buffers may replace it) */
+    GM_NEED_STAGING        /* the staging engine of the device side's context */
+} gm_copy_need;
+
+/* The caller's side of the capabilities: acquire gets what the decision
+ * needs, for the copy, and keeps it until the copy is done: *have false when
+ * it cannot be had (the kernels cannot be loaded, the device has no room,
+ * another copy is using the staging engine), and the decision takes another
+ * way; a failure (its message set, naming the call) makes the decision
+ * GM_HOW_FAIL with that status and probe_failed.  `side` is the device
+ * asked about between two devices (0: the source's, 1: the destination's).
+ * Each need is asked once per device, except scratch (a window, then smaller
+ * buffers). */
+typedef struct gm_copy_probe {
+    gpumem_status (*acquire)(void *arg, gm_copy_need need, int side, uint64_t bytes, bool two, bool *have);
+    void *arg;
+} gm_copy_probe;
+
 /* What is known of the machine for this copy. */
 typedef struct gm_copy_caps {
+    const gm_copy_probe *probe; /* NULL: the flags below say what can be had */
     size_t max_pitch;  /* the largest 2-D/3-D pitch (CU_DEVICE_ATTRIBUTE_MAX_PITCH); 0: no limit */
     bool on_stream;    /* queued on a stream (else synchronous) */
     bool peer;         /* two devices: peer access is on for the pair */
@@ -211,6 +239,7 @@ typedef struct gm_copy_decision {
     bool peer_unpack_dst;  /* the destination is unpacked on its device */
     bool peer_write;       /* the source's pack kernel writes the other device's memory (peer mapping) */
     bool peer_read;        /* the destination's unpack kernel reads the other device's memory (peer mapping) */
+    bool probe_failed;     /* GM_HOW_FAIL: caps->probe's acquire failed (its message is complete) */
 } gm_copy_decision;
 
 /* Decides how to copy src into dst, equally shaped arrays of ndim axes of

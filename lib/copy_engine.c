@@ -1,10 +1,10 @@
 /*
  * copy_engine.c - the copy engine: every copy between two arrays is decided
  * once (copy_decide.c, which says the rules) and carried out here.  The
- * executors below only do what the decision says; when a capability it
- * assumed turns out missing before anything was written (the pack kernels
- * cannot be loaded, no scratch can be had, the staging engine is busy),
- * the copy is decided again without it.
+ * decision acquires what it takes through the job's probe (acquire below:
+ * the pack kernels, device scratch, the staging engine), taking another way
+ * where one cannot be had; the executors below only do what it says, with
+ * what it acquired, and never decide.
  *
  * A copy that fits one scratch chunk (the decision's nchunks <= 1) changes
  * nothing in the destination when it fails before its last step: the
@@ -181,10 +181,9 @@ typedef struct job {
     gpumem_array *run_buf;    /* the pageable host array that holds the run (the decision's host_run) */
     bool pending;             /* work is queued on ds that a synchronous copy must wait for */
     bool side_pending;        /* work is queued on the scratch's side stream that ds does not wait for */
+    bool cross;               /* between two devices: what the copy holds is in peer */
+    gm_peer_hold peer;
 } job;
-
-/* What a copy found missing: it is decided again without it. */
-typedef enum missing { MISSING_NONE = 0, MISSING_KERNELS, MISSING_SCRATCH, MISSING_STAGING, MISSING_WINDOW } missing;
 
 /* One rectangular copy of a plan, with the driver. */
 static gpumem_status run_one(void *arg, const gm_copy_plan *p, int64_t src_off, int64_t dst_off)
@@ -282,42 +281,44 @@ static int64_t dot(int ndim, const int64_t *a, const int64_t *b)
 
 /* ---- what a copy holds -------------------------------------------------------------------------- */
 
-/* The context's pack kernels: *missing when the driver cannot load them. */
-static gpumem_status get_kernels(job *j, missing *miss)
+/* gm_copy_probe's acquire (copy_decide.h): what the decision asks for,
+ * held by the job until finish().  The kernels: *have false when the
+ * driver cannot load them.  Device scratch (and a side stream when two):
+ * *have false when the device has no room; the copy's stream waits for its
+ * last use.  The staging engine. */
+static gpumem_status acquire(void *arg, gm_copy_need need, int which, uint64_t bytes, bool two, bool *have)
 {
-    if (j->kernels != NULL)
-        return GPUMEM_OK;
-    gpumem_status st = gm_pack_kernels_get(j->ctx, j->what, &j->kernels);
-    if (st == GPUMEM_OK && j->kernels == NULL)
-        *miss = MISSING_KERNELS;
-    return st;
-}
-
-/* Device scratch of bytes (and a side stream when overlapping): *missing
- * when the device has no room for it (MISSING_WINDOW: a staged copy's
- * window, which smaller buffers may replace).  The copy's stream waits for
- * its last use. */
-static gpumem_status get_scratch(job *j, const gm_copy_decision *d, uint64_t bytes, bool two_streams, missing *miss)
-{
-    gpumem_status st = gm_pack_scratch_get(j->kernels, (size_t)bytes, two_streams, j->what, &j->scratch);
-    if (st == GPUMEM_ERROR_OUT_OF_MEMORY) {
-        *miss = d->staged && d->reason != GM_REASON_SMALL_SCRATCH ? MISSING_WINDOW : MISSING_SCRATCH;
-        return GPUMEM_OK;
+    job *j = arg;
+    gpumem_status st = GPUMEM_OK;
+    *have = false;
+    if (j->cross)
+        return gm_copy_peer_acquire(j->what, &j->peer, need, which, bytes, two, have);
+    switch (need) {
+    case GM_NEED_KERNELS:
+        if (j->kernels == NULL)
+            st = gm_pack_kernels_get(j->ctx, j->what, &j->kernels);
+        *have = j->kernels != NULL;
+        return st;
+    case GM_NEED_STAGING:
+        if (j->stage == NULL)
+            st = gm_staging_acquire(j->ctx, &j->stage);
+        *have = j->stage != NULL;
+        return st;
+    default: break;
     }
-    if (st == GPUMEM_OK && j->scratch->used) {
+    if (j->kernels == NULL || j->scratch != NULL) /* asked after the kernels, once had */
+        return GPUMEM_OK;
+    st = gm_pack_scratch_get(j->kernels, (size_t)bytes, two, j->what, &j->scratch);
+    if (st == GPUMEM_ERROR_OUT_OF_MEMORY)
+        return GPUMEM_OK;
+    if (st != GPUMEM_OK)
+        return st;
+    *have = true;
+    if (j->scratch->used) {
         j->pending = true;
         st = gm_drv_check(GM_DRV(stream_wait_event, j->ctx->dctx, j->ds, j->scratch->ev[GM_SCRATCH_DONE]),
                           GM_OP_stream_wait_event, j->what);
     }
-    return st;
-}
-
-/* The staging engine: *missing when another copy is using it. */
-static gpumem_status get_staging(job *j, missing *miss)
-{
-    gpumem_status st = gm_staging_acquire(j->ctx, &j->stage);
-    if (st == GPUMEM_OK && j->stage == NULL)
-        *miss = MISSING_STAGING;
     return st;
 }
 
@@ -373,6 +374,7 @@ static gpumem_status finish(job *j, gpumem_status st)
     j->run_buf = NULL;
     gm_pack_kernels_put(j->kernels);
     j->kernels = NULL;
+    gm_copy_peer_release(&j->peer);
     return st;
 }
 
@@ -668,24 +670,14 @@ static gpumem_status run_staged(job *j, const gm_copy_decision *d, gpumem_array 
 }
 
 /* Through one packed run (GM_HOW_PACKED). */
-static gpumem_status run_packed(job *j, const gm_copy_decision *d, gpumem_array *dst, const gpumem_array *src,
-                                missing *miss)
+static gpumem_status run_packed(job *j, const gm_copy_decision *d, gpumem_array *dst, const gpumem_array *src)
 {
     const int nd = dst->ndim;
     const int64_t *shape = dst->shape;
     const size_t isz = dst->itemsize;
     const uint64_t bytes = nbytes_of(dst);
     const bool ddev = gm_array_on_device(dst);
-    gpumem_status st = GPUMEM_OK;
-    if (d->src_op == GM_OP_KERNEL || d->dst_op == GM_OP_KERNEL)
-        if ((st = get_kernels(j, miss)) != GPUMEM_OK || *miss != MISSING_NONE)
-            return st;
-    if (d->staged && ((st = get_staging(j, miss)) != GPUMEM_OK || *miss != MISSING_NONE))
-        return st;
-    if (d->nchunks > 0 && ((st = get_scratch(j, d, d->chunk_bytes * (uint64_t)d->nbufs, d->overlap, miss)) !=
-                               GPUMEM_OK ||
-                           *miss != MISSING_NONE))
-        return st;
+    gpumem_status st = GPUMEM_OK; /* the kernels, scratch and staging engine are held (acquire) */
 
     int64_t rs[GM_MAX_NDIM];
     gm_copy_run_strides(d, nd, shape, isz, src->strides, dst->strides, rs);
@@ -738,11 +730,8 @@ static gpumem_status run_packed(job *j, const gm_copy_decision *d, gpumem_array 
 }
 
 /* Device to device by one kernel (GM_HOW_KERNEL). */
-static gpumem_status run_kernel(job *j, gpumem_array *dst, const gpumem_array *src, missing *miss)
+static gpumem_status run_kernel(job *j, gpumem_array *dst, const gpumem_array *src)
 {
-    gpumem_status st = get_kernels(j, miss);
-    if (st != GPUMEM_OK || *miss != MISSING_NONE)
-        return st;
     if (gm_copy_dense(dst->ndim, dst->shape, dst->strides, dst->itemsize))
         return device_pack(j, dst->ndim, dst->shape, dst->itemsize, src->strides, src->dev, dst->strides, dst->dev,
                            false);
@@ -750,47 +739,34 @@ static gpumem_status run_kernel(job *j, gpumem_array *dst, const gpumem_array *s
 }
 
 /* One contiguous transfer (GM_HOW_TRANSFER). */
-static gpumem_status run_transfer(job *j, const gm_copy_decision *d, gpumem_array *dst, const gpumem_array *src,
-                                  missing *miss)
+static gpumem_status run_transfer(job *j, const gm_copy_decision *d, gpumem_array *dst, const gpumem_array *src)
 {
-    gpumem_status st;
-    if (d->staged && ((st = get_staging(j, miss)) != GPUMEM_OK || *miss != MISSING_NONE))
-        return st;
     side s = side_of(src), t = side_of(dst);
     j->pending |= j->async != 0;
     return transfer(j, j->ds, side_addr(&t, d->dst_offset), side_addr(&s, d->src_offset), (size_t)d->width,
                     gm_array_on_device(dst) ? 1 : -1, j->async);
 }
 
-/* Carries out d. */
-static gpumem_status execute(const char *what, const gm_copy_decision *d, gpumem_array *dst, const gpumem_array *src,
-                             gpumem_stream *stream, gpumem_context *ctx, missing *miss)
+/* Carries out d with what the job holds (its decision acquired it). */
+static gpumem_status execute(job *j, const gm_copy_decision *d, gpumem_array *dst, const gpumem_array *src)
 {
+    const char *what = j->what;
     if (d->queued)
-        return gm_copy_queued_download(what, dst, src, stream, ctx);
+        return gm_copy_queued_download(what, dst, src, j->stream, j->ctx);
     switch (d->how) {
     case GM_HOW_NONE: return GPUMEM_OK;
-    case GM_HOW_FAIL: return d->bad != 0 ? gm_copy_tuning_error(d->bad, what) : gm_error_prefix(d->status, what);
-    case GM_HOW_HOST: return gm_copy_host(what, dst, src, stream, d->via_temp);
-    case GM_HOW_PEER: {
-        gm_copy_reason why = GM_REASON_NONE;
-        gpumem_status st = gm_copy_peer(what, dst, src, stream, d, &why);
-        *miss = why == GM_REASON_NO_KERNELS ? MISSING_KERNELS : why == GM_REASON_NO_SCRATCH ? MISSING_SCRATCH
-                                                                                              : MISSING_NONE;
-        return st;
+    case GM_HOW_FAIL:
+        return d->probe_failed ? d->status
+               : d->bad != 0   ? gm_copy_tuning_error(d->bad, what)
+                               : gm_error_prefix(d->status, what);
+    case GM_HOW_HOST: return gm_copy_host(what, dst, src, j->stream, d->via_temp);
+    case GM_HOW_PEER: return gm_copy_peer(what, dst, src, j->stream, d, &j->peer);
+    case GM_HOW_TEMP: return gm_copy_temp(what, dst, src, j->stream, j->ctx);
+    case GM_HOW_TRANSFER: return run_transfer(j, d, dst, src);
+    case GM_HOW_RECT: return run_rect(j, dst, src->strides, side_of(src), dst->strides, side_of(dst));
+    case GM_HOW_KERNEL: return run_kernel(j, dst, src);
+    default: return run_packed(j, d, dst, src);
     }
-    case GM_HOW_TEMP: return gm_copy_temp(what, dst, src, stream, ctx);
-    default: break;
-    }
-    job j = {.what = what, .ctx = ctx, .stream = stream, .ds = gm_stream_ds(stream), .async = stream != NULL};
-    gpumem_status st;
-    switch (d->how) {
-    case GM_HOW_TRANSFER: st = run_transfer(&j, d, dst, src, miss); break;
-    case GM_HOW_RECT: st = run_rect(&j, dst, src->strides, side_of(src), dst->strides, side_of(dst)); break;
-    case GM_HOW_KERNEL: st = run_kernel(&j, dst, src, miss); break;
-    default: st = run_packed(&j, d, dst, src, miss); break;
-    }
-    return finish(&j, st);
 }
 
 static gpumem_status copy_run(const char *what, gpumem_array *dst, const gpumem_array *src, gpumem_stream *stream,
@@ -809,42 +785,43 @@ static gpumem_status copy_run(const char *what, gpumem_array *dst, const gpumem_
     }
     gm_copy_tuning t;
     gm_copy_tuning_get(&t);
-    gm_copy_caps caps = {.max_pitch = ctx != NULL ? ctx->max_pitch : 0, .on_stream = stream != NULL};
+    job j = {.what = what, .ctx = ctx, .stream = stream, .ds = gm_stream_ds(stream), .async = stream != NULL};
+    gm_copy_probe probe = {acquire, &j};
+    gm_copy_caps caps = {.probe = &probe, .max_pitch = ctx != NULL ? ctx->max_pitch : 0, .on_stream = stream != NULL};
     gm_copy_side s = gm_copy_decide_side(src), ds = gm_copy_decide_side(dst);
-    if (gm_copy_is_cross_device(dst, src) && gm_array_size(dst) > 0 && !(t.bad & GM_TUNE_BAD_PEER)) {
-        gpumem_status st = gm_copy_peer_ready(what, dst, src, &caps.peer);
-        if (st != GPUMEM_OK)
-            return st;
-    }
-    for (;;) {
-        gm_copy_decide(dst->ndim, dst->shape, dst->itemsize, &s, &ds, &caps, &t, d);
-        missing miss = MISSING_NONE;
-        /* level is now that of the copies this one makes */
-        bool nested = (d->queued || d->how == GM_HOW_TEMP) && level < LEVELS;
-        if (nested)
-            done[level] = *d; /* what is reported if no nested copy runs */
-        bool caller = level == 1; /* the copy the caller asked for, not one inside it */
-        if (caller && gm_poison_on() && poisons_destination(d, dst, src, &ds, stream))
-            gm_poison_before_download(dst, stream, ctx);
-        gpumem_status st = execute(what, d, dst, src, stream, ctx, &miss);
-        if (caller && miss == MISSING_NONE && gm_copies_on() && lands_before_return(d, dst, stream))
-            synced = true;
-        switch (miss) {
-        case MISSING_NONE:
-            if (nested) { /* nested copies did it: the last one's way is this copy's */
-                bool queued = d->queued;
-                *d = done[level];
-                d->queued = queued;
-            }
-            return st;
-        case MISSING_KERNELS: caps.no_kernels = true; break;
-        case MISSING_SCRATCH: caps.no_scratch = true; break;
-        case MISSING_STAGING: caps.staging_busy = true; break;
-        case MISSING_WINDOW: caps.small_scratch = true; break;
+    if (gm_copy_is_cross_device(dst, src) && gm_array_size(dst) > 0) {
+        j.cross = true;
+        j.peer.ctx[0] = src->ctx;
+        j.peer.ctx[1] = dst->ctx;
+        if (!(t.bad & GM_TUNE_BAD_PEER)) {
+            gpumem_status st = gm_copy_peer_ready(what, dst, src, &caps.peer);
+            if (st != GPUMEM_OK)
+                return st;
         }
     }
+    /* decided once: the decision acquires what it takes as its rules reach it */
+    gm_copy_decide(dst->ndim, dst->shape, dst->itemsize, &s, &ds, &caps, &t, d);
+    if (!d->staged && j.stage != NULL) { /* asked for by a way not taken */
+        gm_staging_release(j.stage);
+        j.stage = NULL;
+    }
+    /* level is now that of the copies this one makes */
+    bool nested = (d->queued || d->how == GM_HOW_TEMP) && level < LEVELS;
+    if (nested)
+        done[level] = *d; /* what is reported if no nested copy runs */
+    bool caller = level == 1; /* the copy the caller asked for, not one inside it */
+    if (caller && gm_poison_on() && poisons_destination(d, dst, src, &ds, stream))
+        gm_poison_before_download(dst, stream, ctx);
+    gpumem_status st = finish(&j, execute(&j, d, dst, src));
+    if (caller && gm_copies_on() && lands_before_return(d, dst, stream))
+        synced = true;
+    if (nested) { /* nested copies did it: the last one's way is this copy's */
+        bool queued = d->queued;
+        *d = done[level];
+        d->queued = queued;
+    }
+    return st;
 }
-
 gpumem_status gm_copy_run(const char *what, gpumem_array *dst, const gpumem_array *src, gpumem_stream *stream,
                           gpumem_context *ctx)
 {

@@ -525,10 +525,107 @@ static void test_tiling(void)
     ok(bad == 0, "the chunks of 500 random runs tile them, in order, every element once");
 }
 
+/* ---- the capabilities, asked as the rules reach them ------------------------------------------- */
+
+/* A probe that records what the decision asks and answers from a table. */
+typedef struct asked {
+    int n;
+    gm_copy_need need[8];
+    int side[8];
+    uint64_t bytes[8];
+    bool two[8];
+    bool no[4];            /* per need: not had */
+    gm_copy_need fail_on;  /* a need that fails with GPUMEM_ERROR_INVALID_VALUE (fail: true) */
+    bool fail;
+} asked;
+
+static gpumem_status record_ask(void *arg, gm_copy_need need, int side, uint64_t bytes, bool two, bool *have)
+{
+    asked *a = arg;
+    if (a->n < 8) {
+        a->need[a->n] = need;
+        a->side[a->n] = side;
+        a->bytes[a->n] = bytes;
+        a->two[a->n] = two;
+    }
+    a->n++;
+    *have = !a->no[need];
+    return a->fail && need == a->fail_on ? GPUMEM_ERROR_INVALID_VALUE : GPUMEM_OK;
+}
+
+static gm_copy_decision decide_asking(asked *a, int ndim, const int64_t *shape, gm_copy_side src, gm_copy_side dst,
+                                      bool peer)
+{
+    gm_copy_tuning t = tuning();
+    gm_copy_probe probe = {record_ask, a};
+    gm_copy_caps caps = {.probe = &probe, .peer = peer};
+    gm_copy_decision d;
+    gm_copy_decide(ndim, shape, 4, &src, &dst, &caps, &t, &d);
+    return d;
+}
+
+static void test_probe(void)
+{
+    int64_t wide[] = {16384, 1000}, wsrc[] = {4096, 4}, wdst[] = {4000, 4}, c8[] = {32, 4};
+    int64_t s64[] = {6, 4}, cols[] = {32, 8};
+
+    asked a = {0};
+    gm_copy_decision d = decide_asking(&a, 2, (int64_t[]){6, 8}, dev(D0, c8), pinned(H0, c8), false);
+    ok(d.how == GM_HOW_TRANSFER && a.n == 0, "a contiguous pinned download asks for nothing");
+
+    a = (asked){0};
+    d = decide_asking(&a, 2, wide, dev(D0, wsrc), paged(H0, wdst), false);
+    ok(d.how == GM_HOW_PACKED && d.staged && d.nchunks == 2 && a.n == 3 && a.need[0] == GM_NEED_KERNELS &&
+           a.side[0] == 0 && a.need[1] == GM_NEED_STAGING && a.need[2] == GM_NEED_WINDOW &&
+           a.bytes[2] == 2ull * 8388 * 4000 && a.two[2],
+       "a staged strided download asks for the kernels, the staging engine, then the window's two buffers");
+
+    a = (asked){.no = {[GM_NEED_WINDOW] = true}};
+    d = decide_asking(&a, 2, wide, dev(D0, wsrc), paged(H0, wdst), false);
+    ok(d.how == GM_HOW_PACKED && d.reason == GM_REASON_SMALL_SCRATCH && d.nchunks == 16 && a.n == 4 &&
+           a.need[3] == GM_NEED_SCRATCH && a.bytes[3] == 2ull * 1048 * 4000 && a.two[3],
+       "without the window: buffers of the scratch chunk, asked for next, in the one decision");
+
+    a = (asked){.no = {[GM_NEED_WINDOW] = true, [GM_NEED_SCRATCH] = true}};
+    d = decide_asking(&a, 2, wide, dev(D0, wsrc), paged(H0, wdst), false);
+    ok(d.how == GM_HOW_RECT && d.path == GPUMEM_COPY_PATH_DMA && d.reason == GM_REASON_NO_SCRATCH && !d.staged &&
+           d.nchunks == 0 && a.n == 4,
+       "without any scratch: one 2-D copy, decided at once (no scratch, no chunks, not staged)");
+
+    a = (asked){.no = {[GM_NEED_KERNELS] = true}};
+    d = decide_asking(&a, 2, s64, dev(D0, cols), pinned(H0, (int64_t[]){16, 4}), false);
+    ok(d.how == GM_HOW_RECT && d.reason == GM_REASON_NO_KERNELS && a.n == 1 && a.need[0] == GM_NEED_KERNELS,
+       "kernels that cannot be loaded: asked once, the rectangular copies instead");
+
+    a = (asked){.fail = true, .fail_on = GM_NEED_KERNELS};
+    d = decide_asking(&a, 2, s64, dev(D0, cols), pinned(H0, (int64_t[]){16, 4}), false);
+    ok(d.how == GM_HOW_FAIL && d.probe_failed && d.status == GPUMEM_ERROR_INVALID_VALUE && a.n == 1,
+       "a probe that fails fails the decision with its status");
+
+    a = (asked){0};
+    d = decide_asking(&a, 2, s64, dev_on(0, D0, cols), dev_on(1, D0 + 4, cols), true);
+    ok(d.how == GM_HOW_PEER && d.peer_way == GM_PEER_PIPELINE && a.n == 4 && a.need[0] == GM_NEED_KERNELS &&
+           a.side[0] == 0 && a.need[1] == GM_NEED_KERNELS && a.side[1] == 1 && a.need[2] == GM_NEED_SCRATCH &&
+           a.side[2] == 0 && a.bytes[2] == 1 && a.need[3] == GM_NEED_SCRATCH && a.side[3] == 1 &&
+           a.bytes[3] == d.chunk_bytes * (uint64_t)d.nbufs,
+       "both sides strided between two devices: both devices' kernels, the source's stream, the destination's buffers");
+
+    a = (asked){.no = {[GM_NEED_SCRATCH] = true}};
+    d = decide_asking(&a, 2, s64, dev_on(0, D0, cols), dev_on(1, D0 + 4, cols), true);
+    ok(d.how == GM_HOW_PEER && d.peer_way == GM_PEER_TEMPS && d.reason == GM_REASON_NO_SCRATCH && d.nchunks == 0 &&
+           d.peer_pack_src && d.peer_unpack_dst,
+       "the same without scratch: through temporaries");
+
+    a = (asked){0};
+    d = decide_asking(&a, 1, (int64_t[]){1024}, dev(D0, (int64_t[]){8}), dev(D0 + 4, (int64_t[]){8}), false);
+    ok(d.how == GM_HOW_TEMP && a.n == 0, "overlapping device views: the temporary's copies ask for themselves");
+}
+
 int main(void)
 {
     test_table();
     test_tiling();
+    test_probe();
     done_testing();
     return exit_status();
 }
