@@ -394,9 +394,9 @@ static size_t kernel_pieces(const piece *ps, size_t n)
     return k;
 }
 
-/* Copies the checked pairs. */
+/* Copies the checked pairs; *path: the last pair's way. */
 static gpumem_status batch_run(const char *what, size_t n, gpumem_array *const *dst, gpumem_array *const *src,
-                               gpumem_context *const *ctxs, gpumem_stream *stream)
+                               gpumem_context *const *ctxs, gpumem_stream *stream, gpumem_copy_path *path)
 {
     piece *ps = calloc(n > 0 ? n : 1, sizeof *ps);
     if (ps == NULL)
@@ -470,9 +470,10 @@ static gpumem_status batch_run(const char *what, size_t n, gpumem_array *const *
         if (p->kind == P_NONE || (batched && p->kind != P_SINGLE))
             continue;
         uint64_t t1 = GM_TRACE_TICKS();
-        st = gm_copy_run(what, p->dst, p->src, stream, p->ctx);
-        gm_copy_last_decision(&p->d);
-        GM_TRACE_IF(st == GPUMEM_OK, gm_copy_trace(t1, p->dst, p->src, stream, p->ctx));
+        gm_copy_outcome o;
+        st = gm_copy_run(what, p->dst, p->src, stream, p->ctx, &o);
+        p->d = o.d;
+        GM_TRACE_IF(st == GPUMEM_OK, gm_copy_trace(t1, p->dst, p->src, stream, p->ctx, p->d.path));
     }
     if (batched) {
         if (st == GPUMEM_OK && b.scratch != NULL && b.scratch->used) {
@@ -486,11 +487,13 @@ static gpumem_status batch_run(const char *what, size_t n, gpumem_array *const *
         for (size_t i = 0; i < n && st == GPUMEM_OK; i++)
             if (ps[i].kind >= P_TRANSFER) {
                 gm_copy_report(&ps[i].d);
-                GM_TRACE_IF(1, gm_copy_trace(t0, ps[i].dst, ps[i].src, stream, ctx));
+                GM_TRACE_IF(1, gm_copy_trace(t0, ps[i].dst, ps[i].src, stream, ctx, ps[i].d.path));
             }
     }
-    if (n > 0)
+    if (n > 0) {
         gm_copy_report(&ps[n - 1].d); /* what gpumem_debug_last_copy_path reports: the last pair's way */
+        *path = ps[n - 1].d.path;
+    }
     free(ps);
     return st;
 }
@@ -516,9 +519,10 @@ static gpumem_status check_and_run(const batch_names *nm, size_t n, gpumem_array
     if (st == GPUMEM_OK) {
         bool lines = n > 0 && gm_copies_on(); /* GPUMEM_DEBUG=copies: one line for the call */
         uint64_t c0 = lines ? gm_copies_clock() : 0;
-        st = batch_run(nm->what, n, dst, src, ctxs, stream);
+        gpumem_copy_path path = GPUMEM_COPY_PATH_NONE;
+        st = batch_run(nm->what, n, dst, src, ctxs, stream, &path);
         if (lines)
-            gm_copies_batch_line(nm->what, c0, st, n, dst, src, stream != NULL);
+            gm_copies_batch_line(nm->what, c0, st, n, dst, src, path, stream != NULL);
     }
     free(ctxs);
     return st;

@@ -39,26 +39,11 @@
 
 /* ---- the decision a thread's copies report ----------------------------------------------------- */
 
-/* Copies run inside copies (a queued download's copy into its bounce, the
- * two copies through a temporary, a copy between devices packing a side):
- * level 0 is a copy the caller asked for.  done[level] is the decision of
- * the last copy that ended at that level; done[0] is what the thread
- * reports, and a copy that ran as nested copies takes the last of theirs. */
-#define LEVELS 4
-static _Thread_local int level;
-static _Thread_local gm_copy_decision done[LEVELS];
-/* The caller's copy returned only once it had landed (gm_copy_last_synced). */
-static _Thread_local bool synced;
-
-bool gm_copy_last_synced(void)
-{
-    return synced;
-}
-
-void gm_copy_note_synced(void)
-{
-    synced = true;
-}
+/* The decision of the calling thread's last copy that a caller asked for
+ * (gm_copy_run, or a batch's gm_copy_report): what
+ * gpumem_debug_last_copy_path reports.  Copies made inside a copy
+ * (gm_copy_inner) hand their decision back to it instead. */
+static _Thread_local gm_copy_decision reported;
 
 /* Whether the executor of d finishes the copy before it returns (on a
  * stream; without one every copy does): the CPU's copies, a download
@@ -92,18 +77,18 @@ static bool poisons_destination(const gm_copy_decision *d, const gpumem_array *d
 GPUMEM_API gpumem_status gpumem_debug_last_copy_path(gpumem_copy_path *path)
 {
     GM_CHECK_NULL(path);
-    *path = done[0].path;
+    *path = reported.path;
     return GPUMEM_OK;
 }
 
 void gm_copy_last_decision(gm_copy_decision *out)
 {
-    *out = done[0];
+    *out = reported;
 }
 
 void gm_copy_report(const gm_copy_decision *d)
 {
-    done[0] = *d;
+    reported = *d;
 }
 
 GPUMEM_API const char *gpumem_copy_path_name(gpumem_copy_path path)
@@ -747,12 +732,15 @@ static gpumem_status run_transfer(job *j, const gm_copy_decision *d, gpumem_arra
                     gm_array_on_device(dst) ? 1 : -1, j->async);
 }
 
-/* Carries out d with what the job holds (its decision acquired it). */
-static gpumem_status execute(job *j, const gm_copy_decision *d, gpumem_array *dst, const gpumem_array *src)
+/* Carries out d with what the job holds (its decision acquired it); the
+ * ways made of copies inside it (queued, through a temporary) say in o the
+ * last one's decision (inner) and whether they waited for the stream. */
+static gpumem_status execute(job *j, const gm_copy_decision *d, gpumem_array *dst, const gpumem_array *src,
+                             gm_copy_outcome *o, gm_copy_decision *inner)
 {
     const char *what = j->what;
     if (d->queued)
-        return gm_copy_queued_download(what, dst, src, j->stream, j->ctx);
+        return gm_copy_queued_download(what, dst, src, j->stream, j->ctx, inner, &o->synced);
     switch (d->how) {
     case GM_HOW_NONE: return GPUMEM_OK;
     case GM_HOW_FAIL:
@@ -761,7 +749,7 @@ static gpumem_status execute(job *j, const gm_copy_decision *d, gpumem_array *ds
                                : gm_error_prefix(d->status, what);
     case GM_HOW_HOST: return gm_copy_host(what, dst, src, j->stream, d->via_temp);
     case GM_HOW_PEER: return gm_copy_peer(what, dst, src, j->stream, d, &j->peer);
-    case GM_HOW_TEMP: return gm_copy_temp(what, dst, src, j->stream, j->ctx);
+    case GM_HOW_TEMP: return gm_copy_temp(what, dst, src, j->stream, j->ctx, inner, &o->synced);
     case GM_HOW_TRANSFER: return run_transfer(j, d, dst, src);
     case GM_HOW_RECT: return run_rect(j, dst, src->strides, side_of(src), dst->strides, side_of(dst));
     case GM_HOW_KERNEL: return run_kernel(j, dst, src);
@@ -770,8 +758,10 @@ static gpumem_status execute(job *j, const gm_copy_decision *d, gpumem_array *ds
 }
 
 static gpumem_status copy_run(const char *what, gpumem_array *dst, const gpumem_array *src, gpumem_stream *stream,
-                              gpumem_context *ctx, gm_copy_decision *d)
+                              gpumem_context *ctx, bool caller, gm_copy_outcome *o)
 {
+    memset(o, 0, sizeof *o);
+    gm_copy_decision *d = &o->d;
     bool src_dev = gm_array_on_device(src), dst_dev = gm_array_on_device(dst);
     /* downloads queued on the stream write host memory when the stream gets
      * there: a copy that touches host memory from the CPU now waits for them */
@@ -805,34 +795,36 @@ static gpumem_status copy_run(const char *what, gpumem_array *dst, const gpumem_
         gm_staging_release(j.stage);
         j.stage = NULL;
     }
-    /* level is now that of the copies this one makes */
-    bool nested = (d->queued || d->how == GM_HOW_TEMP) && level < LEVELS;
-    if (nested)
-        done[level] = *d; /* what is reported if no nested copy runs */
-    bool caller = level == 1; /* the copy the caller asked for, not one inside it */
     if (caller && gm_poison_on() && poisons_destination(d, dst, src, &ds, stream))
         gm_poison_before_download(dst, stream, ctx);
-    gpumem_status st = finish(&j, execute(&j, d, dst, src));
+    bool nested = d->queued || d->how == GM_HOW_TEMP;
+    gm_copy_decision inner = *d; /* what is reported if no copy inside runs */
+    gpumem_status st = finish(&j, execute(&j, d, dst, src, o, &inner));
     if (caller && gm_copies_on() && lands_before_return(d, dst, stream))
-        synced = true;
-    if (nested) { /* nested copies did it: the last one's way is this copy's */
+        o->synced = true;
+    if (nested) { /* copies inside it did it: the last one's way is this copy's */
         bool queued = d->queued;
-        *d = done[level];
+        *d = inner;
         d->queued = queued;
     }
     return st;
 }
+
 gpumem_status gm_copy_run(const char *what, gpumem_array *dst, const gpumem_array *src, gpumem_stream *stream,
-                          gpumem_context *ctx)
+                          gpumem_context *ctx, gm_copy_outcome *out)
 {
-    gm_copy_decision d;
-    memset(&d, 0, sizeof d);
-    int mine = level++;
-    if (mine == 0)
-        synced = false;
-    gpumem_status st = copy_run(what, dst, src, stream, ctx, &d);
-    level = mine;
-    if (mine < LEVELS)
-        done[mine] = d;
+    gm_copy_outcome o;
+    gpumem_status st = copy_run(what, dst, src, stream, ctx, true, out != NULL ? out : &o);
+    reported = (out != NULL ? out : &o)->d;
+    return st;
+}
+
+gpumem_status gm_copy_inner(const char *what, gpumem_array *dst, const gpumem_array *src, gpumem_stream *stream,
+                            gpumem_context *ctx, gm_copy_decision *out)
+{
+    gm_copy_outcome o;
+    gpumem_status st = copy_run(what, dst, src, stream, ctx, false, &o);
+    if (out != NULL)
+        *out = o.d;
     return st;
 }

@@ -26,7 +26,7 @@
  *    overlapping the upload of another, ordered by events on each device's
  *    stream), a strided destination unpacked from scratch on its device;
  *  - GM_PEER_TEMPS: without the kernels or scratch, temporaries as large as
- *    the copy that the engine fills and empties (gm_copy_run, in each
+ *    the copy that the engine fills and empties (gm_copy_inner, in each
  *    side's context), moved as one run.
  * Peer access is enabled once per pair, both ways, and remembered.
  *
@@ -604,7 +604,7 @@ static gpumem_status temps(const char *what, gpumem_array *dst, const gpumem_arr
     gpumem_array *to = dst;
     gpumem_status st = GPUMEM_OK;
     if (d->peer_pack_src && (st = scratch(what, src, layout, &s)) == GPUMEM_OK) {
-        st = gm_copy_run(what, s, src, NULL, src->ctx);
+        st = gm_copy_inner(what, s, src, NULL, src->ctx, NULL);
         from = s;
     }
     if (st == GPUMEM_OK && d->peer_unpack_dst && (st = scratch(what, dst, layout, &tmp)) == GPUMEM_OK)
@@ -621,7 +621,7 @@ static gpumem_status temps(const char *what, gpumem_array *dst, const gpumem_arr
         st = staged_move(what, to->ctx, low_addr(to), from->ctx, low_addr(from), bytes, moved);
     }
     if (st == GPUMEM_OK && tmp != NULL) /* the engine's copy says itself what a failure left */
-        st = gm_copy_run(what, dst, tmp, NULL, dst->ctx);
+        st = gm_copy_inner(what, dst, tmp, NULL, dst->ctx, NULL);
     /* once the destination holds the copy, a failure to free the temporaries says so */
     st = gm_keep_first(st, gm_copy_release_temp(what, s));
     return gm_keep_first(st, gm_copy_release_temp(what, tmp));
