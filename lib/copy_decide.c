@@ -372,6 +372,78 @@ static void cpu_and_rect(const input *in, gm_copy_decision *d, bool upload, gm_c
 
 static void decide(const input *in, bool check_overlap, gm_copy_decision *d);
 
+/* ---- the plan ------------------------------------------------------------------------------------ */
+
+static void step(gm_copy_decision *d, gm_step_kind kind, gm_step_buf from, gm_step_buf to, bool chunked)
+{
+    d->steps[d->nsteps++] = (gm_copy_step){kind, from, to, chunked};
+}
+
+/* Where a packed run meets a side (op) on the crossing. */
+static gm_step_buf run_end(gm_copy_op op, gm_step_buf side)
+{
+    return op == GM_OP_DIRECT ? side : op == GM_OP_CPU ? GM_BUF_SLOTS : GM_BUF_SCRATCH;
+}
+
+/* The steps of a packed run (GM_HOW_PACKED): the source's side, the
+ * crossing between host and device, the destination's side. */
+static void plan_packed(const input *in, gm_copy_decision *d)
+{
+    const bool chunked = d->nchunks > 0;
+    const bool sdev = in->src->mem == GM_COPY_MEM_DEVICE, ddev = in->dst->mem == GM_COPY_MEM_DEVICE;
+    if (d->src_op == GM_OP_KERNEL)
+        step(d, GM_STEP_PACK, GM_BUF_SRC, GM_BUF_SCRATCH, chunked);
+    else if (d->src_op == GM_OP_CPU)
+        step(d, GM_STEP_CPU_PACK, GM_BUF_SRC, d->host_run ? GM_BUF_HOST_RUN : GM_BUF_SLOTS, chunked);
+    else if (d->src_op == GM_OP_RECT)
+        step(d, GM_STEP_RECT, GM_BUF_SRC, GM_BUF_HOST_RUN, false);
+    if (sdev != ddev && !d->host_run)
+        step(d, d->staged ? GM_STEP_STAGED : GM_STEP_COPY, run_end(d->src_op, GM_BUF_SRC),
+             run_end(d->dst_op, GM_BUF_DST), chunked);
+    if (d->dst_op == GM_OP_KERNEL)
+        step(d, GM_STEP_UNPACK, GM_BUF_SCRATCH, GM_BUF_DST, chunked);
+    else if (d->dst_op == GM_OP_CPU)
+        step(d, GM_STEP_CPU_UNPACK, d->host_run ? GM_BUF_HOST_RUN : GM_BUF_SLOTS, GM_BUF_DST, chunked);
+    else if (d->dst_op == GM_OP_RECT)
+        step(d, GM_STEP_RECT, GM_BUF_HOST_RUN, GM_BUF_DST, false);
+}
+
+/* The steps of a decision (copy_decide.h's gm_copy_step). */
+static void plan(const input *in, gm_copy_decision *d)
+{
+    if (d->queued) { /* the slabs into the bounce, each a copy of its own, then the landing */
+        step(d, GM_STEP_NESTED, GM_BUF_SRC, GM_BUF_BOUNCE, false);
+        step(d, GM_STEP_LAND, GM_BUF_BOUNCE, GM_BUF_DST, false);
+        return;
+    }
+    switch (d->how) {
+    case GM_HOW_HOST: step(d, GM_STEP_HOST, GM_BUF_SRC, GM_BUF_DST, false); break;
+    case GM_HOW_TEMP:
+        step(d, GM_STEP_NESTED, GM_BUF_SRC, GM_BUF_TEMP, false);
+        step(d, GM_STEP_NESTED, GM_BUF_TEMP, GM_BUF_DST, false);
+        break;
+    case GM_HOW_TRANSFER: step(d, d->staged ? GM_STEP_STAGED : GM_STEP_COPY, GM_BUF_SRC, GM_BUF_DST, false); break;
+    case GM_HOW_RECT: step(d, GM_STEP_RECT, GM_BUF_SRC, GM_BUF_DST, false); break;
+    case GM_HOW_KERNEL:
+        step(d, gm_copy_dense(in->ndim, in->shape, in->dst->strides, in->itemsize) ? GM_STEP_PACK : GM_STEP_UNPACK,
+             GM_BUF_SRC, GM_BUF_DST, false);
+        break;
+    case GM_HOW_PEER:
+        if (d->peer_way == GM_PEER_TEMPS && d->peer_pack_src)
+            step(d, GM_STEP_NESTED, GM_BUF_SRC, GM_BUF_TEMP, false);
+        if (d->peer_way == GM_PEER_TEMPS)
+            step(d, GM_STEP_PEER, d->peer_pack_src ? GM_BUF_TEMP : GM_BUF_SRC,
+                 d->peer_unpack_dst ? GM_BUF_TEMP : GM_BUF_DST, false);
+        else
+            step(d, GM_STEP_PEER, GM_BUF_SRC, GM_BUF_DST, d->peer_way == GM_PEER_PIPELINE);
+        if (d->peer_way == GM_PEER_TEMPS && d->peer_unpack_dst)
+            step(d, GM_STEP_NESTED, GM_BUF_TEMP, GM_BUF_DST, false);
+        break;
+    case GM_HOW_PACKED: plan_packed(in, d); break;
+    default: break; /* nothing runs */
+    }
+}
+
 void gm_copy_decide(int ndim, const int64_t *shape, size_t itemsize, const gm_copy_side *src,
                     const gm_copy_side *dst, const gm_copy_caps *caps, const gm_copy_tuning *tuning,
                     gm_copy_decision *out)
@@ -381,6 +453,7 @@ void gm_copy_decide(int ndim, const int64_t *shape, size_t itemsize, const gm_co
     for (int i = 0; i < ndim; i++)
         in.bytes *= (uint64_t)(shape[i] > 0 ? shape[i] : 0);
     decide(&in, true, out);
+    plan(&in, out);
 }
 
 static void decide(const input *in, bool check_overlap, gm_copy_decision *d)

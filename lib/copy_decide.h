@@ -7,9 +7,15 @@
  * largest pitch; whether the pack kernels, device scratch, the staging
  * engine and peer access are there) and one tuning snapshot
  * (copy_tuning.h), and returns a gm_copy_decision: the path that
- * gpumem_debug_last_copy_path reports, what the executor does, whether
- * transfers are staged, how many CPU threads pack, and how device scratch
- * is cut into chunks.  It makes no driver call, takes no lock and reads no
+ * gpumem_debug_last_copy_path reports, the plan (a short fixed list of
+ * steps, gm_copy_step: a driver copy or the planner's rectangular copies, a
+ * device pack or unpack kernel, a CPU pack into the staging slots or a
+ * host buffer, a staged transfer, a move between devices, a copy of its
+ * own into or out of a temporary or a bounce, a queued download's
+ * landing, each with the buffers it reads and writes, chunked ones taking
+ * the decision's chunks in turns), whether transfers are staged, how many
+ * CPU threads pack, and how device scratch is cut into chunks.  It makes
+ * no driver call (its probe's aside), takes no lock and reads no
  * environment: tests/test-copy-decide.c checks it against a table.
  *
  * A copy is decided once.  The capabilities are had before anything runs:
@@ -19,8 +25,12 @@
  * acquires it for the copy, and a capability that cannot be had sends the
  * rules on to the next way, the decision recording why (gm_copy_reason).
  * Without a probe the caps' flags say what can be had (the tests' tables).
- * The executors (copy_engine.c, copy_peer.c) only carry the decision out,
- * with what was acquired; they never decide.
+ * The executors (copy_engine.c, copy_peer.c, copy_temp.c, copy_queued.c)
+ * run the plan's steps, with what was acquired; they never decide.  The
+ * chunked steps of a packed run are fused: they run in turns, chunk by
+ * chunk, on one or two streams.  A step that is a copy of its own
+ * (GM_STEP_NESTED) runs through gm_copy_inner (copy_engine.h), which
+ * decides that copy once.
  *
  * The rules, in order (a "dense" side fills one run of bytes: contiguous in
  * some axis order, axes possibly reversed):
@@ -203,8 +213,45 @@ typedef enum gm_copy_reason {
     GM_REASON_SMALL_SCRATCH /* a staged copy's window of scratch could not be had: smaller buffers */
 } gm_copy_reason;
 
+/* The plan: what the executors run, step by step. */
+typedef enum gm_step_kind {
+    GM_STEP_HOST = 1,   /* the CPU copies (through a host temporary: via_temp) */
+    GM_STEP_COPY,       /* one driver copy of one run */
+    GM_STEP_RECT,       /* the planner's rectangular driver copies (copyplan.h) */
+    GM_STEP_STAGED,     /* a transfer through the staging engine's pinned slots */
+    GM_STEP_PACK,       /* a device pack kernel: a strided side gathered into a dense one */
+    GM_STEP_UNPACK,     /* a device unpack kernel: a dense side scattered into a strided one */
+    GM_STEP_CPU_PACK,   /* the CPU packs a strided host side (into the slots as they cross, or a host buffer) */
+    GM_STEP_CPU_UNPACK, /* the CPU unpacks into a strided host side */
+    GM_STEP_PEER,       /* a move between two devices (peer_way says how, copy_peer.c) */
+    GM_STEP_NESTED,     /* a copy of its own (gm_copy_inner, decided once when it runs): into or out of a
+                         * temporary, or a queued download's slabs into the bounce */
+    GM_STEP_LAND        /* a queued download's landing: the bounce into the destination, by the workers */
+} gm_step_kind;
+
+/* The buffers a step reads and writes. */
+typedef enum gm_step_buf {
+    GM_BUF_SRC = 1,  /* the source */
+    GM_BUF_DST,      /* the destination */
+    GM_BUF_SCRATCH,  /* device scratch (pack_calls.h), chunk by chunk */
+    GM_BUF_SLOTS,    /* the staging engine's pinned slots */
+    GM_BUF_HOST_RUN, /* a pageable host buffer that holds the run (host_run) */
+    GM_BUF_TEMP,     /* a device temporary as large as the copy */
+    GM_BUF_BOUNCE    /* a queued download's pinned bounce block */
+} gm_step_buf;
+
+typedef struct gm_copy_step {
+    gm_step_kind kind;
+    gm_step_buf from, to;
+    bool chunked; /* chunk by chunk, in turns with the other chunked steps (the decision's chunks) */
+} gm_copy_step;
+
+#define GM_COPY_STEPS_MAX 4
+
 typedef struct gm_copy_decision {
     gpumem_copy_path path; /* what gpumem_debug_last_copy_path reports */
+    int nsteps;            /* the plan: its steps, in order (0: nothing runs) */
+    gm_copy_step steps[GM_COPY_STEPS_MAX];
     gm_copy_how how;
     gm_copy_reason reason;
     gpumem_status status;  /* GM_HOW_FAIL: the status */

@@ -715,9 +715,9 @@ static gpumem_status run_packed(job *j, const gm_copy_decision *d, gpumem_array 
 }
 
 /* Device to device by one kernel (GM_HOW_KERNEL). */
-static gpumem_status run_kernel(job *j, gpumem_array *dst, const gpumem_array *src)
+static gpumem_status run_kernel(job *j, const gm_copy_step *s, gpumem_array *dst, const gpumem_array *src)
 {
-    if (gm_copy_dense(dst->ndim, dst->shape, dst->strides, dst->itemsize))
+    if (s->kind == GM_STEP_PACK) /* the dense destination gathered from the source */
         return device_pack(j, dst->ndim, dst->shape, dst->itemsize, src->strides, src->dev, dst->strides, dst->dev,
                            false);
     return device_pack(j, dst->ndim, dst->shape, dst->itemsize, dst->strides, dst->dev, src->strides, src->dev, true);
@@ -739,21 +739,31 @@ static gpumem_status execute(job *j, const gm_copy_decision *d, gpumem_array *ds
                              gm_copy_outcome *o, gm_copy_decision *inner)
 {
     const char *what = j->what;
-    if (d->queued)
-        return gm_copy_queued_download(what, dst, src, j->stream, j->ctx, inner, &o->synced);
-    switch (d->how) {
-    case GM_HOW_NONE: return GPUMEM_OK;
-    case GM_HOW_FAIL:
+    if (d->how == GM_HOW_FAIL && !d->queued) /* (a queued one fails in its slabs' copies) */
         return d->probe_failed ? d->status
                : d->bad != 0   ? gm_copy_tuning_error(d->bad, what)
                                : gm_error_prefix(d->status, what);
-    case GM_HOW_HOST: return gm_copy_host(what, dst, src, j->stream, d->via_temp);
-    case GM_HOW_PEER: return gm_copy_peer(what, dst, src, j->stream, d, &j->peer);
-    case GM_HOW_TEMP: return gm_copy_temp(what, dst, src, j->stream, j->ctx, inner, &o->synced);
-    case GM_HOW_TRANSFER: return run_transfer(j, d, dst, src);
-    case GM_HOW_RECT: return run_rect(j, dst, src->strides, side_of(src), dst->strides, side_of(dst));
-    case GM_HOW_KERNEL: return run_kernel(j, dst, src);
-    default: return run_packed(j, d, dst, src);
+    if (d->nsteps == 0)
+        return GPUMEM_OK;
+    const gm_copy_step *s = &d->steps[0];
+    switch (s->kind) {
+    case GM_STEP_NESTED: /* copies of their own, with the steps between them */
+        if (s->to == GM_BUF_BOUNCE) /* then the landing */
+            return gm_copy_queued_download(what, dst, src, j->stream, j->ctx, inner, &o->synced);
+        if (d->how == GM_HOW_TEMP) /* into the temporary, out of it */
+            return gm_copy_temp(what, dst, src, j->stream, j->ctx, inner, &o->synced);
+        return gm_copy_peer(what, dst, src, j->stream, d, &j->peer); /* between devices through temporaries */
+    case GM_STEP_HOST: return gm_copy_host(what, dst, src, j->stream, d->via_temp);
+    case GM_STEP_PEER: return gm_copy_peer(what, dst, src, j->stream, d, &j->peer);
+    default: break;
+    }
+    if (d->nsteps > 1) /* a packed run: its steps fused, in turns chunk by chunk */
+        return run_packed(j, d, dst, src);
+    switch (s->kind) {
+    case GM_STEP_COPY:
+    case GM_STEP_STAGED: return run_transfer(j, d, dst, src);
+    case GM_STEP_RECT: return run_rect(j, dst, src->strides, side_of(src), dst->strides, side_of(dst));
+    default: return run_kernel(j, s, dst, src); /* GM_STEP_PACK, GM_STEP_UNPACK */
     }
 }
 
