@@ -371,6 +371,7 @@ static void cpu_and_rect(const input *in, gm_copy_decision *d, bool upload, gm_c
 }
 
 static void decide(const input *in, bool check_overlap, gm_copy_decision *d);
+static void plan(const input *in, gm_copy_decision *d);
 
 /* ---- the plan ------------------------------------------------------------------------------------ */
 
@@ -408,9 +409,12 @@ static void plan_packed(const input *in, gm_copy_decision *d)
         step(d, GM_STEP_RECT, GM_BUF_HOST_RUN, GM_BUF_DST, false);
 }
 
-/* The steps of a decision (copy_decide.h's gm_copy_step). */
+/* The steps of a decision (copy_decide.h's gm_copy_step; a copy through a
+ * temporary has them already). */
 static void plan(const input *in, gm_copy_decision *d)
 {
+    if (d->nsteps > 0)
+        return;
     if (d->queued) { /* the slabs into the bounce, each a copy of its own, then the landing */
         step(d, GM_STEP_NESTED, GM_BUF_SRC, GM_BUF_BOUNCE, false);
         step(d, GM_STEP_LAND, GM_BUF_BOUNCE, GM_BUF_DST, false);
@@ -418,10 +422,6 @@ static void plan(const input *in, gm_copy_decision *d)
     }
     switch (d->how) {
     case GM_HOW_HOST: step(d, GM_STEP_HOST, GM_BUF_SRC, GM_BUF_DST, false); break;
-    case GM_HOW_TEMP:
-        step(d, GM_STEP_NESTED, GM_BUF_SRC, GM_BUF_TEMP, false);
-        step(d, GM_STEP_NESTED, GM_BUF_TEMP, GM_BUF_DST, false);
-        break;
     case GM_HOW_TRANSFER: step(d, d->staged ? GM_STEP_STAGED : GM_STEP_COPY, GM_BUF_SRC, GM_BUF_DST, false); break;
     case GM_HOW_RECT: step(d, GM_STEP_RECT, GM_BUF_SRC, GM_BUF_DST, false); break;
     case GM_HOW_KERNEL:
@@ -588,23 +588,40 @@ static void decide(const input *in, bool check_overlap, gm_copy_decision *d)
         return;
     }
 
-    /* 5. overlapping device views: the path of the temporary's copy into dst */
+    /* 5. overlapping device views: into a temporary laid out like src, out
+     * of it; each copy is one step (a driver copy or one kernel: the
+     * temporary is dense), the path the second's */
     if (sdev && ddev && check_overlap && overlap(ndim, shape, isz, src, dst)) {
         int64_t like[GM_MAX_NDIM];
         gm_layout_strides_like(ndim, shape, src->strides, isz, like);
         gm_copy_side tmp = {GM_COPY_MEM_DEVICE, src->device, 0, like};
-        gm_copy_caps nested = *caps; /* the two copies decide and acquire for themselves */
-        nested.probe = NULL;
-        input second = *in;
+        input first = *in, second = *in;
+        first.dst = &tmp;
         second.src = &tmp;
-        second.caps = &nested;
-        decide(&second, false, d);
-        if (d->how != GM_HOW_FAIL) {
-            gpumem_copy_path p = d->path;
-            memset(d, 0, sizeof *d);
-            d->how = GM_HOW_TEMP;
-            d->path = p;
+        gm_copy_decision a, b;
+        memset(&a, 0, sizeof a);
+        memset(&b, 0, sizeof b);
+        decide(&first, false, &a);
+        if (a.how != GM_HOW_FAIL)
+            decide(&second, false, &b);
+        if (a.how == GM_HOW_FAIL || b.how == GM_HOW_FAIL) {
+            *d = a.how == GM_HOW_FAIL ? a : b;
+            return;
         }
+        plan(&first, &a);
+        plan(&second, &b);
+        if (a.nsteps != 1 || b.nsteps != 1) { /* not by the rules: a dense side is one step */
+            fail(d, GPUMEM_ERROR_INTERNAL, 0);
+            return;
+        }
+        d->how = GM_HOW_TEMP;
+        d->path = b.path;
+        d->reason = a.reason != GM_REASON_NONE ? a.reason : b.reason;
+        d->steps[0] = a.steps[0];
+        d->steps[0].to = GM_BUF_TEMP;
+        d->steps[1] = b.steps[0];
+        d->steps[1].from = GM_BUF_TEMP;
+        d->nsteps = 2;
         return;
     }
 

@@ -29,8 +29,10 @@
  * run the plan's steps, with what was acquired; they never decide.  The
  * chunked steps of a packed run are fused: they run in turns, chunk by
  * chunk, on one or two streams.  A step that is a copy of its own
- * (GM_STEP_NESTED) runs through gm_copy_inner (copy_engine.h), which
- * decides that copy once.
+ * (GM_STEP_NESTED: a queued download's slabs, the temporaries of a copy
+ * between devices without kernels or scratch) runs through gm_copy_inner
+ * (copy_engine.h), which decides that copy once; a copy through a
+ * temporary between overlapping views is two plain steps.
  *
  * The rules, in order (a "dense" side fills one run of bytes: contiguous in
  * some axis order, axes possibly reversed):
@@ -64,7 +66,9 @@
  *     bounce block laid out like the destination (copy_queued.c); the rest
  *     of the decision is that of the copy into the bounce;
  *  5. overlapping device views: through a temporary like the source, two
- *     copies; the path is the second's;
+ *     copies, each decided here and one step of the plan (the planner's
+ *     rectangular copies, or one kernel: the temporary is dense); the path
+ *     is the second's;
  *  6. one rectangular copy of the planner (copyplan.h): a contiguous
  *     transfer between host and device (STAGED through the staging engine
  *     when the host side is pageable and at least staging.min_bytes, else
@@ -146,8 +150,9 @@ typedef enum gm_copy_need {
  * way; a failure (its message set, naming the call) makes the decision
  * GM_HOW_FAIL with that status and probe_failed.  `side` is the device
  * asked about between two devices (0: the source's, 1: the destination's).
- * Each need is asked once per device, except scratch (a window, then smaller
- * buffers). */
+ * A need may be asked again (scratch: a window, then smaller buffers; the
+ * kernels by both copies through a temporary): the probe answers from what
+ * it holds. */
 typedef struct gm_copy_probe {
     gpumem_status (*acquire)(void *arg, gm_copy_need need, int side, uint64_t bytes, bool two, bool *have);
     void *arg;

@@ -166,6 +166,8 @@ typedef struct job {
     gpumem_array *run_buf;    /* the pageable host array that holds the run (the decision's host_run) */
     bool pending;             /* work is queued on ds that a synchronous copy must wait for */
     bool side_pending;        /* work is queued on the scratch's side stream that ds does not wait for */
+    gpumem_array *temp;       /* the device temporary of a copy through one (GM_HOW_TEMP) */
+    bool *synced;             /* set when the copy waited for its stream after all */
     bool cross;               /* between two devices: what the copy holds is in peer */
     gm_peer_hold peer;
 } job;
@@ -360,6 +362,9 @@ static gpumem_status finish(job *j, gpumem_status st)
     gm_pack_kernels_put(j->kernels);
     j->kernels = NULL;
     gm_copy_peer_release(&j->peer);
+    if (j->temp != NULL) /* once the steps through it are done (their stream's write-back), or now */
+        st = gm_copy_temp_end(j->what, j->temp, j->stream, j->ctx, st, j->synced);
+    j->temp = NULL;
     return st;
 }
 
@@ -723,6 +728,15 @@ static gpumem_status run_kernel(job *j, const gm_copy_step *s, gpumem_array *dst
     return device_pack(j, dst->ndim, dst->shape, dst->itemsize, dst->strides, dst->dev, src->strides, src->dev, true);
 }
 
+/* One step between two device arrays of the job's device: the planner's
+ * rectangular copies, or one kernel. */
+static gpumem_status run_step(job *j, const gm_copy_step *s, gpumem_array *dst, const gpumem_array *src)
+{
+    if (s->kind == GM_STEP_RECT)
+        return run_rect(j, dst, src->strides, side_of(src), dst->strides, side_of(dst));
+    return run_kernel(j, s, dst, src); /* GM_STEP_PACK, GM_STEP_UNPACK */
+}
+
 /* One contiguous transfer (GM_HOW_TRANSFER). */
 static gpumem_status run_transfer(job *j, const gm_copy_decision *d, gpumem_array *dst, const gpumem_array *src)
 {
@@ -750,21 +764,22 @@ static gpumem_status execute(job *j, const gm_copy_decision *d, gpumem_array *ds
     case GM_STEP_NESTED: /* copies of their own, with the steps between them */
         if (s->to == GM_BUF_BOUNCE) /* then the landing */
             return gm_copy_queued_download(what, dst, src, j->stream, j->ctx, inner, &o->synced);
-        if (d->how == GM_HOW_TEMP) /* into the temporary, out of it */
-            return gm_copy_temp(what, dst, src, j->stream, j->ctx, inner, &o->synced);
         return gm_copy_peer(what, dst, src, j->stream, d, &j->peer); /* between devices through temporaries */
     case GM_STEP_HOST: return gm_copy_host(what, dst, src, j->stream, d->via_temp);
     case GM_STEP_PEER: return gm_copy_peer(what, dst, src, j->stream, d, &j->peer);
     default: break;
     }
+    if (d->how == GM_HOW_TEMP) { /* into the temporary, out of it: one step each */
+        gpumem_status st = gm_copy_temp_new(what, src, j->stream, &j->temp);
+        if (st == GPUMEM_OK)
+            st = run_step(j, &d->steps[0], j->temp, src);
+        return st == GPUMEM_OK ? run_step(j, &d->steps[1], dst, j->temp) : st;
+    }
     if (d->nsteps > 1) /* a packed run: its steps fused, in turns chunk by chunk */
         return run_packed(j, d, dst, src);
-    switch (s->kind) {
-    case GM_STEP_COPY:
-    case GM_STEP_STAGED: return run_transfer(j, d, dst, src);
-    case GM_STEP_RECT: return run_rect(j, dst, src->strides, side_of(src), dst->strides, side_of(dst));
-    default: return run_kernel(j, s, dst, src); /* GM_STEP_PACK, GM_STEP_UNPACK */
-    }
+    if (s->kind == GM_STEP_COPY || s->kind == GM_STEP_STAGED)
+        return run_transfer(j, d, dst, src);
+    return run_step(j, s, dst, src);
 }
 
 static gpumem_status copy_run(const char *what, gpumem_array *dst, const gpumem_array *src, gpumem_stream *stream,
@@ -785,7 +800,8 @@ static gpumem_status copy_run(const char *what, gpumem_array *dst, const gpumem_
     }
     gm_copy_tuning t;
     gm_copy_tuning_get(&t);
-    job j = {.what = what, .ctx = ctx, .stream = stream, .ds = gm_stream_ds(stream), .async = stream != NULL};
+    job j = {.what = what, .ctx = ctx, .stream = stream, .ds = gm_stream_ds(stream), .async = stream != NULL,
+             .synced = &o->synced};
     gm_copy_probe probe = {acquire, &j};
     gm_copy_caps caps = {.probe = &probe, .max_pitch = ctx != NULL ? ctx->max_pitch : 0, .on_stream = stream != NULL};
     gm_copy_side s = gm_copy_decide_side(src), ds = gm_copy_decide_side(dst);
@@ -807,7 +823,7 @@ static gpumem_status copy_run(const char *what, gpumem_array *dst, const gpumem_
     }
     if (caller && gm_poison_on() && poisons_destination(d, dst, src, &ds, stream))
         gm_poison_before_download(dst, stream, ctx);
-    bool nested = d->queued || d->how == GM_HOW_TEMP;
+    bool nested = d->queued;
     gm_copy_decision inner = *d; /* what is reported if no copy inside runs */
     gpumem_status st = finish(&j, execute(&j, d, dst, src, o, &inner));
     if (caller && gm_copies_on() && lands_before_return(d, dst, stream))

@@ -57,13 +57,16 @@ gpumem_status gm_copy_release_temp(const char *what, gpumem_array *tmp);
 gpumem_status gm_copy_host(const char *what, gpumem_array *dst, const gpumem_array *src, gpumem_stream *stream,
                            bool via_temp);
 
-/* copy_temp.c: overlapping device views, through a device temporary: two
- * copies (gm_copy_inner); the temporary goes once the stream is done with
- * it (its next synchronization), or at once without a stream.  *last: the
- * second copy's decision (left as it was when it did not run); *synced set
- * when it had to wait for the stream after all. */
-gpumem_status gm_copy_temp(const char *what, gpumem_array *dst, const gpumem_array *src, gpumem_stream *stream,
-                           gpumem_context *ctx, gm_copy_decision *last, bool *synced);
+/* copy_temp.c: the device temporary of a copy between overlapping device
+ * views (GM_HOW_TEMP), laid out like src, owned by the library in a trace.
+ * gm_copy_temp_end, once the plan's two steps (into it, out of it) were
+ * queued with status st: the temporary goes once the stream is done with
+ * it (a write-back at its next synchronization), or at once without a
+ * stream or when the copy failed, after a wait for the stream (*synced set
+ * then).  Keeps the first failure. */
+gpumem_status gm_copy_temp_new(const char *what, const gpumem_array *src, gpumem_stream *stream, gpumem_array **tmp);
+gpumem_status gm_copy_temp_end(const char *what, gpumem_array *tmp, gpumem_stream *stream, gpumem_context *ctx,
+                               gpumem_status st, bool *synced);
 
 /* A copy from device array src into pageable host array dst on stream (not
  * NULL), queued: into a pinned bounce block on the stream, then a host

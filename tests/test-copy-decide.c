@@ -618,7 +618,9 @@ static void test_probe(void)
 
     a = (asked){0};
     d = decide_asking(&a, 1, (int64_t[]){1024}, dev(D0, (int64_t[]){8}), dev(D0 + 4, (int64_t[]){8}), false);
-    ok(d.how == GM_HOW_TEMP && a.n == 0, "overlapping device views: the temporary's copies ask for themselves");
+    ok(d.how == GM_HOW_TEMP && a.n == 2 && a.need[0] == GM_NEED_KERNELS && a.need[1] == GM_NEED_KERNELS &&
+           d.nsteps == 2 && d.steps[0].kind == GM_STEP_PACK && d.steps[1].kind == GM_STEP_UNPACK,
+       "overlapping strided device views: each copy through the temporary asks for the kernels it runs");
 }
 
 /* ---- the plans' steps ------------------------------------------------------------------------------ */
@@ -665,7 +667,9 @@ static void test_plans(void)
     plan_is("a queued pageable download of d[:, ::2]", 2, s64, dev(D0, cols), paged(H0, c4), stream, 2,
             (gm_copy_step[]){STEP(NESTED, SRC, BOUNCE), STEP(LAND, BOUNCE, DST)});
     plan_is("overlapping device views d[1:] into d[:-1]", 1, (int64_t[]){255}, dev(D0 + 4, c1), dev(D0, c1), none, 2,
-            (gm_copy_step[]){STEP(NESTED, SRC, TEMP), STEP(NESTED, TEMP, DST)});
+            (gm_copy_step[]){STEP(RECT, SRC, TEMP), STEP(RECT, TEMP, DST)});
+    plan_is("d[:, ::2] into d[:, 1::2] of the same array", 2, s64, dev(D0, cols), dev(D0 + 4, cols), none, 2,
+            (gm_copy_step[]){STEP(PACK, SRC, TEMP), STEP(UNPACK, TEMP, DST)});
     plan_is("a strided host upload h[:, ::2] into a dense device array", 2, s64, paged(H0, cols), dev(D0, c4), none,
             2, (gm_copy_step[]){STEP(CPU_PACK, SRC, SLOTS), STEP(STAGED, SLOTS, DST)});
     plan_is("h[:, ::2] into d[:, 1::2]", 2, s64, paged(H0, cols), dev(D0 + 4, cols), none, 3,

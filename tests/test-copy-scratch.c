@@ -417,8 +417,8 @@ static void outcome_case(const void *arg, child_result *out)
     gm_copy_caps caps = {.max_pitch = 0};
     gm_copy_side ss = gm_copy_decide_side(mid), ds = gm_copy_decide_side(even31);
     gm_copy_decide(2, mid->shape, 4, &ss, &ds, &caps, &t, &whole);
-    bits |= st == GPUMEM_OK && whole.how == GM_HOW_TEMP && o.d.how != GM_HOW_TEMP && o.d.how != GM_HOW_NONE &&
-                    o.d.path == whole.path
+    bits |= st == GPUMEM_OK && whole.how == GM_HOW_TEMP && o.d.how == GM_HOW_TEMP && o.d.path == whole.path &&
+                    o.d.nsteps == 2 && o.d.steps[0].to == GM_BUF_TEMP && o.d.steps[1].from == GM_BUF_TEMP
                 ? O_TEMP
                 : 0;
     out->value[2] = (long)o.d.how;
@@ -450,8 +450,8 @@ static void test_outcome(void)
     ok(r.value[1] & O_LAST, "gpumem_debug_last_copy_path's decision is the outcome's");
     ok(r.value[1] & O_VALUES, "the queued download landed");
     ok(r.value[1] & O_INNER, "a copy inside another gives its decision back and leaves the thread's report alone");
-    ok(r.value[1] & O_TEMP, "a copy through a temporary: the outcome is the second copy's decision (how %ld)",
-       r.value[2]);
+    ok(r.value[1] & O_TEMP, "a copy through a temporary: the outcome is its plan, two steps through the temporary, "
+       "the second one's path (how %ld)", r.value[2]);
 }
 
 int main(void)
