@@ -6,24 +6,25 @@
  * then no destination may share a byte with another pair's destination or
  * source: batch_overlap.c), so that a bad argument leaves every
  * destination untouched.
- * Then every pair is decided once (copy_decide.c, with the caps that
- * copy_engine.c would give it) and sorted:
- *  - pieces: pairs of the batch's context whose decision is the pack
- *    kernels' and one scratch chunk at most (GM_HOW_KERNEL, device to
- *    device; GM_HOW_PACKED through device scratch with a dense locked host
- *    side or a device side at the other end), and contiguous transfers
- *    between a locked host side and the device (GM_HOW_TRANSFER, not
- *    staged);
+ * Then every pair is decided (copy_decide.c, with the caps that
+ * copy_engine.c would give it) and sorted by the steps of its plan:
+ *  - pieces: pairs of the batch's context whose plan is one kernel step
+ *    (pack or unpack, device to device), a kernel step into or out of one
+ *    scratch chunk and a driver copy to or from a dense locked host side,
+ *    two kernel steps through one scratch chunk, or one driver copy
+ *    between a locked host side and the device;
  *  - the rest (a queued or staged copy, a host-side strided copy, peers,
  *    overlapping sides, a transposed or deep pack, pairs of another
- *    context): one gm_copy_run each, first.
- * The pieces run as three steps on the stream, behind one device scratch
- * buffer holding each packed run: one launch of the batched kernel
- * (pack.cu, up to GM_PACK_BATCH_MAX pieces per launch) for every gather
- * (the sources of downloads and device-to-device copies, and the single
- * kernels of GM_HOW_KERNEL), the transfers in pair order (runs adjacent on
- * both sides merged into one), and one launch for every scatter (the
- * destinations of uploads and of device-to-device copies through scratch).
+ *    context): one gm_copy_run each, first (which decides that pair again,
+ *    acquiring what it needs).
+ * The pieces' steps run fused, as three steps on the stream, behind one
+ * device scratch buffer holding each packed run: one launch of the batched
+ * kernel (pack.cu, up to GM_PACK_BATCH_MAX pieces per launch) for every
+ * pack step (the sources of downloads and device-to-device copies, and the
+ * single pack kernels), the driver copies in pair order (runs adjacent on
+ * both sides merged into one), and one launch for every unpack step (the
+ * destinations of uploads and of device-to-device copies through scratch,
+ * and the single unpack kernels go with the packs).
  * With fewer than two kernel pieces, no kernels or no scratch, the pieces
  * are copied by gm_copy_run too: batching is only a faster way to the same
  * bytes.
@@ -127,31 +128,44 @@ static bool plan_pack(const gpumem_array *a, const int64_t *ss, uint64_t saddr, 
     return st == GPUMEM_OK && out->bytes > 0 && batchable(out);
 }
 
-/* Sorts pair p (its decision made) into a piece kind. */
+/* Whether plan d is the n steps of want (kind, from, to). */
+#define PLAN_IS(d, n, ...) plan_is((d), (n), (const gm_copy_step[]){__VA_ARGS__})
+static bool plan_is(const gm_copy_decision *d, int n, const gm_copy_step *want)
+{
+    if (d->nsteps != n)
+        return false;
+    for (int i = 0; i < n; i++)
+        if (d->steps[i].kind != want[i].kind || d->steps[i].from != want[i].from || d->steps[i].to != want[i].to)
+            return false;
+    return true;
+}
+#define S(kind, from, to) {GM_STEP_##kind, GM_BUF_##from, GM_BUF_##to, false}
+
+/* Sorts pair p into a piece kind by the steps of its plan (decided once):
+ * a driver copy between a locked host side and the device, one kernel, a
+ * kernel into or out of scratch and a driver copy, or two kernels. */
 static piece_kind classify(piece *p, gpumem_context *ctx)
 {
     const gm_copy_decision *d = &p->d;
     gpumem_array *dst = p->dst;
     const gpumem_array *src = p->src;
     bool sdev = gm_array_on_device(src), ddev = gm_array_on_device(dst);
-    if (d->how == GM_HOW_NONE)
+    if (d->nsteps == 0 && d->how != GM_HOW_FAIL)
         return P_NONE;
-    if (p->ctx != ctx || d->queued || gm_copy_is_cross_device(dst, src))
+    if (p->ctx != ctx || gm_copy_is_cross_device(dst, src))
         return P_SINGLE;
     if ((!sdev && !ddev) || (!sdev && !host_locked(src)) || (!ddev && !host_locked(dst)))
         return P_SINGLE; /* the CPU's, or the staging engine's, or a queued download's */
     const uint64_t bytes = (uint64_t)gm_array_size(dst) * dst->itemsize;
     p->bytes = bytes;
-    switch (d->how) {
-    case GM_HOW_TRANSFER:
-        if (d->staged)
-            return P_SINGLE;
+    if (PLAN_IS(d, 1, S(COPY, SRC, DST))) {
         p->t_dst = (ddev ? dst->dev : (uint64_t)(uintptr_t)dst->host) + (uint64_t)d->dst_offset;
         p->t_src = (sdev ? src->dev : (uint64_t)(uintptr_t)src->host) + (uint64_t)d->src_offset;
         p->bytes = d->width;
         return P_TRANSFER;
-    case GM_HOW_KERNEL:
-        if (gm_copy_dense(dst->ndim, dst->shape, dst->strides, dst->itemsize)) {
+    }
+    if (PLAN_IS(d, 1, S(PACK, SRC, DST)) || PLAN_IS(d, 1, S(UNPACK, SRC, DST))) {
+        if (d->steps[0].kind == GM_STEP_PACK) { /* the dense destination gathered */
             p->g_strided = src->dev;
             p->g_packed = dst->dev;
             return plan_pack(dst, src->strides, src->dev, dst->strides, dst->dev, false, &p->gather) ? P_KERNEL
@@ -161,30 +175,25 @@ static piece_kind classify(piece *p, gpumem_context *ctx)
         p->s_packed = src->dev;
         return plan_pack(dst, dst->strides, dst->dev, src->strides, src->dev, true, &p->scatter) ? P_KERNEL
                                                                                                  : P_SINGLE;
-    case GM_HOW_PACKED:
-        break;
-    default:
-        return P_SINGLE;
     }
-    if (d->staged || d->host_run || d->nchunks != 1 || d->transpose)
+    bool down = PLAN_IS(d, 2, S(PACK, SRC, SCRATCH), S(COPY, SCRATCH, DST));
+    bool up = PLAN_IS(d, 2, S(COPY, SRC, SCRATCH), S(UNPACK, SCRATCH, DST));
+    bool d2d = PLAN_IS(d, 2, S(PACK, SRC, SCRATCH), S(UNPACK, SCRATCH, DST));
+    if (!(down || up || d2d) || d->nchunks != 1 || d->transpose) /* one scratch chunk, the batched kernel's */
         return P_SINGLE;
     gm_copy_run_strides(d, dst->ndim, dst->shape, dst->itemsize, src->strides, dst->strides, p->rs);
     p->rlo = low_of(dst, p->rs);
-    if (d->src_op == GM_OP_KERNEL && d->dst_op == GM_OP_DIRECT && sdev && !ddev &&
-        gm_copy_has_layout(dst->ndim, dst->shape, dst->strides, dst->itemsize, p->rs)) {
+    if (down && gm_copy_has_layout(dst->ndim, dst->shape, dst->strides, dst->itemsize, p->rs)) {
         p->t_dst = (uint64_t)(uintptr_t)dst->host + (uint64_t)low_of(dst, dst->strides);
         p->t_src_scratch = true;
         return P_DOWN;
     }
-    if (d->src_op == GM_OP_DIRECT && d->dst_op == GM_OP_KERNEL && !sdev && ddev &&
-        gm_copy_has_layout(src->ndim, src->shape, src->strides, src->itemsize, p->rs)) {
+    if (up && gm_copy_has_layout(src->ndim, src->shape, src->strides, src->itemsize, p->rs)) {
         p->t_src = (uint64_t)(uintptr_t)src->host + (uint64_t)low_of(src, src->strides);
         p->t_dst_scratch = true;
         return P_UP;
     }
-    if (d->src_op == GM_OP_KERNEL && d->dst_op == GM_OP_KERNEL && sdev && ddev)
-        return P_D2D;
-    return P_SINGLE;
+    return d2d ? P_D2D : P_SINGLE;
 }
 
 /* Plans the kernels of a piece whose run starts at scratch offset p->off,
