@@ -191,6 +191,7 @@ typedef struct input {
     const gm_copy_caps *caps;
     const gm_copy_tuning *t;
     uint64_t bytes;
+    int side; /* the device the probe is asked about (gm_copy_probe); -1: the device side's */
 } input;
 
 /* Whether a capability can be had for the copy: the caller's probe gets it
@@ -220,7 +221,7 @@ static bool have(const input *in, gm_copy_decision *d, gm_copy_need need, int si
 /* The device side asked about in a copy of one device (gm_copy_probe's side). */
 static int device_side(const input *in)
 {
-    return in->dst->mem == GM_COPY_MEM_DEVICE ? 1 : 0;
+    return in->side >= 0 ? in->side : in->dst->mem == GM_COPY_MEM_DEVICE ? 1 : 0;
 }
 
 /* Whether a transfer with a pageable host end of the copy is staged; false
@@ -428,16 +429,8 @@ static void plan(const input *in, gm_copy_decision *d)
         step(d, gm_copy_dense(in->ndim, in->shape, in->dst->strides, in->itemsize) ? GM_STEP_PACK : GM_STEP_UNPACK,
              GM_BUF_SRC, GM_BUF_DST, false);
         break;
-    case GM_HOW_PEER:
-        if (d->peer_way == GM_PEER_TEMPS && d->peer_pack_src)
-            step(d, GM_STEP_NESTED, GM_BUF_SRC, GM_BUF_TEMP, false);
-        if (d->peer_way == GM_PEER_TEMPS)
-            step(d, GM_STEP_PEER, d->peer_pack_src ? GM_BUF_TEMP : GM_BUF_SRC,
-                 d->peer_unpack_dst ? GM_BUF_TEMP : GM_BUF_DST, false);
-        else
-            step(d, GM_STEP_PEER, GM_BUF_SRC, GM_BUF_DST, d->peer_way == GM_PEER_PIPELINE);
-        if (d->peer_way == GM_PEER_TEMPS && d->peer_unpack_dst)
-            step(d, GM_STEP_NESTED, GM_BUF_TEMP, GM_BUF_DST, false);
+    case GM_HOW_PEER: /* (through temporaries: peer_temps planned it) */
+        step(d, GM_STEP_PEER, GM_BUF_SRC, GM_BUF_DST, d->peer_way == GM_PEER_PIPELINE);
         break;
     case GM_HOW_PACKED: plan_packed(in, d); break;
     default: break; /* nothing runs */
@@ -448,12 +441,56 @@ void gm_copy_decide(int ndim, const int64_t *shape, size_t itemsize, const gm_co
                     const gm_copy_side *dst, const gm_copy_caps *caps, const gm_copy_tuning *tuning,
                     gm_copy_decision *out)
 {
-    input in = {ndim, shape, itemsize, src, dst, caps, tuning, itemsize};
+    input in = {ndim, shape, itemsize, src, dst, caps, tuning, itemsize, -1};
     memset(out, 0, sizeof *out);
     for (int i = 0; i < ndim; i++)
         in.bytes *= (uint64_t)(shape[i] > 0 ? shape[i] : 0);
     decide(&in, true, out);
     plan(&in, out);
+}
+
+/* GM_PEER_TEMPS: temporaries laid out as the crossing run on each strided
+ * side's device; the copies into and out of them are steps of the plan,
+ * each decided here as one step on its device (the planner's rectangular
+ * copies, or one kernel where that device's kernels can be had). */
+static void peer_temps(const input *in, gm_copy_decision *d, const int64_t *layout)
+{
+    d->peer_way = GM_PEER_TEMPS;
+    gm_copy_step sub[2];
+    for (int i = 0; i < 2; i++) {
+        if (!(i == 0 ? d->peer_pack_src : d->peer_unpack_dst))
+            continue;
+        gm_copy_side tmp = {GM_COPY_MEM_DEVICE, (i == 0 ? in->src : in->dst)->device, 0, layout};
+        input one = *in;
+        one.side = i;
+        if (i == 0)
+            one.dst = &tmp;
+        else
+            one.src = &tmp;
+        gm_copy_decision s;
+        memset(&s, 0, sizeof s);
+        decide(&one, false, &s);
+        if (s.how == GM_HOW_FAIL) {
+            *d = s;
+            return;
+        }
+        plan(&one, &s);
+        if (s.nsteps != 1) { /* not by the rules: the temporary is dense */
+            fail(d, GPUMEM_ERROR_INTERNAL, 0);
+            return;
+        }
+        sub[i] = s.steps[0];
+    }
+    if (d->peer_pack_src) {
+        sub[0].to = GM_BUF_TEMP;
+        d->steps[d->nsteps++] = sub[0];
+    }
+    step(d, GM_STEP_PEER, d->peer_pack_src ? GM_BUF_TEMP : GM_BUF_SRC, d->peer_unpack_dst ? GM_BUF_TEMP : GM_BUF_DST,
+         false);
+    if (d->peer_unpack_dst) {
+        sub[1].from = GM_BUF_TEMP;
+        d->steps[d->nsteps++] = sub[1];
+    }
 }
 
 static void decide(const input *in, bool check_overlap, gm_copy_decision *d)
@@ -510,8 +547,8 @@ static void decide(const input *in, bool check_overlap, gm_copy_decision *d)
         if (d->how == GM_HOW_FAIL)
             return;
         if (!kernels) {
-            d->peer_way = GM_PEER_TEMPS;
             d->reason = GM_REASON_NO_KERNELS;
+            peer_temps(in, d, layout);
             return;
         }
         if (push || pull) {
@@ -557,7 +594,7 @@ static void decide(const input *in, bool check_overlap, gm_copy_decision *d)
         d->run = GM_RUN_CROSSING;
         d->peer_pack_src = pack_src;
         d->peer_unpack_dst = unpack_dst;
-        d->peer_way = GM_PEER_TEMPS;
+        peer_temps(in, d, layout);
         return;
     }
 

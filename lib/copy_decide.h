@@ -29,10 +29,11 @@
  * run the plan's steps, with what was acquired; they never decide.  The
  * chunked steps of a packed run are fused: they run in turns, chunk by
  * chunk, on one or two streams.  A step that is a copy of its own
- * (GM_STEP_NESTED: a queued download's slabs, the temporaries of a copy
- * between devices without kernels or scratch) runs through gm_copy_inner
- * (copy_engine.h), which decides that copy once; a copy through a
- * temporary between overlapping views is two plain steps.
+ * (GM_STEP_NESTED: a queued download's slabs into its bounce) runs
+ * through gm_copy_inner (copy_engine.h), which decides each slab's copy
+ * once; the copies into and out of a temporary (overlapping device views,
+ * a copy between devices without kernels or scratch) are plain steps,
+ * decided with the rest of the plan.
  *
  * The rules, in order (a "dense" side fills one run of bytes: contiguous in
  * some axis order, axes possibly reversed):
@@ -59,7 +60,10 @@
  *       on its own device (GM_PEER_PIPELINE, nbufs 1; GM_PEER_COPY when
  *       neither side is strided);
  *     - without the kernels (or, where scratch is needed, without scratch):
- *       temporaries as large as the copy (GM_PEER_TEMPS, the reason set);
+ *       temporaries as large as the copy (GM_PEER_TEMPS, the reason set),
+ *       laid out as the run; the copies into and out of them are steps of
+ *       the plan on each side's device (rectangular copies, or one kernel
+ *       where that device's kernels can be had);
  *  3. both sides host-addressable: the CPU copies (HOST), through a
  *     temporary when the bytes overlap;
  *  4. a download into pageable memory on a stream: queued into a pinned
@@ -229,8 +233,8 @@ typedef enum gm_step_kind {
     GM_STEP_CPU_PACK,   /* the CPU packs a strided host side (into the slots as they cross, or a host buffer) */
     GM_STEP_CPU_UNPACK, /* the CPU unpacks into a strided host side */
     GM_STEP_PEER,       /* a move between two devices (peer_way says how, copy_peer.c) */
-    GM_STEP_NESTED,     /* a copy of its own (gm_copy_inner, decided once when it runs): into or out of a
-                         * temporary, or a queued download's slabs into the bounce */
+    GM_STEP_NESTED,     /* copies of their own (gm_copy_inner, each decided once when it runs): a queued
+                         * download's slabs into the bounce */
     GM_STEP_LAND        /* a queued download's landing: the bounce into the destination, by the workers */
 } gm_step_kind;
 

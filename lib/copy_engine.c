@@ -759,16 +759,13 @@ static gpumem_status execute(job *j, const gm_copy_decision *d, gpumem_array *ds
                                : gm_error_prefix(d->status, what);
     if (d->nsteps == 0)
         return GPUMEM_OK;
+    if (d->how == GM_HOW_PEER) /* its steps on both devices (copy_peer.c) */
+        return gm_copy_peer(what, dst, src, j->stream, d, &j->peer);
     const gm_copy_step *s = &d->steps[0];
-    switch (s->kind) {
-    case GM_STEP_NESTED: /* copies of their own, with the steps between them */
-        if (s->to == GM_BUF_BOUNCE) /* then the landing */
-            return gm_copy_queued_download(what, dst, src, j->stream, j->ctx, inner, &o->synced);
-        return gm_copy_peer(what, dst, src, j->stream, d, &j->peer); /* between devices through temporaries */
-    case GM_STEP_HOST: return gm_copy_host(what, dst, src, j->stream, d->via_temp);
-    case GM_STEP_PEER: return gm_copy_peer(what, dst, src, j->stream, d, &j->peer);
-    default: break;
-    }
+    if (s->kind == GM_STEP_NESTED) /* the slabs' copies into the bounce, then the landing */
+        return gm_copy_queued_download(what, dst, src, j->stream, j->ctx, inner, &o->synced);
+    if (s->kind == GM_STEP_HOST)
+        return gm_copy_host(what, dst, src, j->stream, d->via_temp);
     if (d->how == GM_HOW_TEMP) { /* into the temporary, out of it: one step each */
         gpumem_status st = gm_copy_temp_new(what, src, j->stream, &j->temp);
         if (st == GPUMEM_OK)
@@ -843,6 +840,15 @@ gpumem_status gm_copy_run(const char *what, gpumem_array *dst, const gpumem_arra
     gpumem_status st = copy_run(what, dst, src, stream, ctx, true, out != NULL ? out : &o);
     reported = (out != NULL ? out : &o)->d;
     return st;
+}
+
+gpumem_status gm_copy_step_run(const char *what, gpumem_context *ctx, gm_pack_kernels *k, const gm_copy_step *s,
+                               gpumem_array *dst, const gpumem_array *src)
+{
+    job j = {.what = what, .ctx = ctx, .kernels = k};
+    gpumem_status st = run_step(&j, s, dst, src);
+    j.kernels = NULL; /* the caller's */
+    return finish(&j, st);
 }
 
 gpumem_status gm_copy_inner(const char *what, gpumem_array *dst, const gpumem_array *src, gpumem_stream *stream,

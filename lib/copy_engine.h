@@ -52,6 +52,14 @@ gpumem_status gm_array_copy(const char *what, gpumem_array *dst, const gpumem_ar
  * with gm_keep_first). */
 gpumem_status gm_copy_release_temp(const char *what, gpumem_array *tmp);
 
+/* Runs step s of a plan (GM_STEP_RECT, GM_STEP_PACK or GM_STEP_UNPACK)
+ * between two device arrays of ctx's device, with its kernels k (the
+ * caller's, held; NULL for GM_STEP_RECT), on its legacy stream; complete
+ * on return (copy_peer.c: the copies into and out of temporaries). */
+struct gm_pack_kernels;
+gpumem_status gm_copy_step_run(const char *what, gpumem_context *ctx, struct gm_pack_kernels *k, const gm_copy_step *s,
+                               gpumem_array *dst, const gpumem_array *src);
+
 /* copy_temp.c: a copy between two host-addressable arrays by the CPU,
  * synchronously (overlapping views through a temporary: via_temp). */
 gpumem_status gm_copy_host(const char *what, gpumem_array *dst, const gpumem_array *src, gpumem_stream *stream,

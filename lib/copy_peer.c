@@ -26,7 +26,7 @@
  *    overlapping the upload of another, ordered by events on each device's
  *    stream), a strided destination unpacked from scratch on its device;
  *  - GM_PEER_TEMPS: without the kernels or scratch, temporaries as large as
- *    the copy that the engine fills and empties (gm_copy_inner, in each
+ *    the copy that the plan's first and last steps fill and empty (gm_copy_step_run, in each
  *    side's context), moved as one run.
  * Peer access is enabled once per pair, both ways, and remembered.
  *
@@ -596,7 +596,7 @@ static gpumem_status scratch(const char *what, const gpumem_array *a, const int6
 }
 
 static gpumem_status temps(const char *what, gpumem_array *dst, const gpumem_array *src, bool peer,
-                           const gm_copy_decision *d, const int64_t *layout, dst_truth *t)
+                           const gm_copy_decision *d, const int64_t *layout, gm_peer_hold *h, dst_truth *t)
 {
     size_t bytes = (size_t)gm_array_size(dst) * dst->itemsize;
     gpumem_array *s = NULL, *tmp = NULL;
@@ -604,7 +604,7 @@ static gpumem_status temps(const char *what, gpumem_array *dst, const gpumem_arr
     gpumem_array *to = dst;
     gpumem_status st = GPUMEM_OK;
     if (d->peer_pack_src && (st = scratch(what, src, layout, &s)) == GPUMEM_OK) {
-        st = gm_copy_inner(what, s, src, NULL, src->ctx, NULL);
+        st = gm_copy_step_run(what, src->ctx, h->k[0], &d->steps[0], s, src); /* the plan's first step */
         from = s;
     }
     if (st == GPUMEM_OK && d->peer_unpack_dst && (st = scratch(what, dst, layout, &tmp)) == GPUMEM_OK)
@@ -621,7 +621,7 @@ static gpumem_status temps(const char *what, gpumem_array *dst, const gpumem_arr
         st = staged_move(what, to->ctx, low_addr(to), from->ctx, low_addr(from), bytes, moved);
     }
     if (st == GPUMEM_OK && tmp != NULL) /* the engine's copy says itself what a failure left */
-        st = gm_copy_inner(what, dst, tmp, NULL, dst->ctx, NULL);
+        st = gm_copy_step_run(what, dst->ctx, h->k[1], &d->steps[d->nsteps - 1], dst, tmp); /* its last */
     /* once the destination holds the copy, a failure to free the temporaries says so */
     st = gm_keep_first(st, gm_copy_release_temp(what, s));
     return gm_keep_first(st, gm_copy_release_temp(what, tmp));
@@ -660,7 +660,7 @@ gpumem_status gm_copy_peer(const char *what, gpumem_array *dst, const gpumem_arr
     case GM_PEER_PIPELINE:
         st = peer ? peer_pipeline(what, dst, src, d, layout, h, &t) : staged_chunks(what, dst, src, d, layout, h, &t);
         break;
-    default: st = temps(what, dst, src, peer, d, layout, &t); break;
+    default: st = temps(what, dst, src, peer, d, layout, h, &t); break;
     }
     return tell(st, &t);
 }

@@ -688,7 +688,13 @@ static void test_plans(void)
     plan_is("without kernels, d[:, ::2] to a contiguous host array", 2, s64, dev(D0, cols), pinned(H0, c4), nok, 1,
             (gm_copy_step[]){STEP(RECT, SRC, DST)});
     plan_is("between devices without scratch, both strided", 2, s64, dev_on(0, D0, cols), dev_on(1, D0 + 4, cols),
-            peer_nos, 3, (gm_copy_step[]){STEP(NESTED, SRC, TEMP), STEP(PEER, TEMP, TEMP), STEP(NESTED, TEMP, DST)});
+            peer_nos, 3, (gm_copy_step[]){STEP(PACK, SRC, TEMP), STEP(PEER, TEMP, TEMP), STEP(UNPACK, TEMP, DST)});
+    plan_is("between devices without kernels, both strided", 2, s64, dev_on(0, D0, cols), dev_on(1, D0 + 4, cols),
+            (gm_copy_caps){.peer = true, .no_kernels = true}, 3,
+            (gm_copy_step[]){STEP(RECT, SRC, TEMP), STEP(PEER, TEMP, TEMP), STEP(RECT, TEMP, DST)});
+    plan_is("between devices without kernels, a strided source into a dense destination", 2, s64,
+            dev_on(0, D0, cols), dev_on(1, D0, c4), (gm_copy_caps){.no_kernels = true}, 2,
+            (gm_copy_step[]){STEP(RECT, SRC, TEMP), STEP(PEER, TEMP, DST)});
     plan_is("host to host", 2, s68, paged(H0, c8), pinned(H0 + 4096, c8), none, 1,
             (gm_copy_step[]){STEP(HOST, SRC, DST)});
     plan_is("an empty copy", 2, (int64_t[]){0, 4}, dev(D0, c4), pinned(H0, c4), none, 0, NULL);
