@@ -3,8 +3,10 @@
  * once (copy_decide.c, which says the rules) and carried out here.  The
  * decision acquires what it takes through the job's probe (acquire below:
  * the pack kernels, device scratch, the staging engine), taking another way
- * where one cannot be had; the executors below only do what it says, with
- * what it acquired, and never decide.
+ * where one cannot be had; the executors below run its plan's steps with
+ * what it acquired (execute(): one step, a packed run's steps fused chunk
+ * by chunk, the two steps through a temporary; a move between devices in
+ * copy_peer.c, a queued download in copy_queued.c), and never decide.
  *
  * A copy that fits one scratch chunk (the decision's nchunks <= 1) changes
  * nothing in the destination when it fails before its last step: the
