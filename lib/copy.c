@@ -103,10 +103,8 @@ gpumem_status gm_copy_check(const char *what, gpumem_array *dst, const gpumem_ar
 
 /* The trace's event of a copy that started at t0 (lib/trace.h). */
 void gm_copy_trace(uint64_t t0, const gpumem_array *dst, const gpumem_array *src, gpumem_stream *stream,
-                   gpumem_context *ctx)
+                   gpumem_context *ctx, gpumem_copy_path path)
 {
-    gpumem_copy_path path = GPUMEM_COPY_PATH_NONE;
-    gpumem_debug_last_copy_path(&path);
     bool sd = gm_array_on_device(src), dd = gm_array_on_device(dst);
     int dir = sd && dd ? (src->ctx->device != dst->ctx->device ? GM_TRACE_PEER : GM_TRACE_D2D)
               : sd     ? GM_TRACE_D2H
@@ -127,10 +125,11 @@ gpumem_status gm_array_copy(const char *what, gpumem_array *dst, const gpumem_ar
     uint64_t t0 = GM_TRACE_TICKS();
     bool lines = gm_copies_on(); /* GPUMEM_DEBUG=copies */
     uint64_t c0 = lines ? gm_copies_clock() : 0;
-    st = gm_copy_run(what, dst, src, stream, ctx);
-    GM_TRACE_IF(st == GPUMEM_OK && gm_array_size(dst) != 0, gm_copy_trace(t0, dst, src, stream, ctx));
+    gm_copy_outcome o;
+    st = gm_copy_run(what, dst, src, stream, ctx, &o);
+    GM_TRACE_IF(st == GPUMEM_OK && gm_array_size(dst) != 0, gm_copy_trace(t0, dst, src, stream, ctx, o.d.path));
     if (lines)
-        gm_copies_line(what, c0, st, dst, src, gm_copy_last_synced());
+        gm_copies_line(what, c0, st, dst, src, o.d.path, o.synced);
     return st;
 }
 
@@ -336,6 +335,6 @@ GPUMEM_API gpumem_status gpumem_array_fill(gpumem_array *array, const void *valu
     if (st == GPUMEM_OK)
         st = fill_contiguous(what, array->ctx, tmp->dev, n, array->itemsize, value, ds, stream != NULL);
     if (st == GPUMEM_OK)
-        st = gm_copy_run(what, array, tmp, stream, array->ctx);
+        st = gm_copy_run(what, array, tmp, stream, array->ctx, NULL);
     return release_scratch(tmp, array->ctx, ds, stream != NULL, st, what);
 }

@@ -6,24 +6,25 @@
  * then no destination may share a byte with another pair's destination or
  * source: batch_overlap.c), so that a bad argument leaves every
  * destination untouched.
- * Then every pair is decided once (copy_decide.c, with the caps that
- * copy_engine.c would give it) and sorted:
- *  - pieces: pairs of the batch's context whose decision is the pack
- *    kernels' and one scratch chunk at most (GM_HOW_KERNEL, device to
- *    device; GM_HOW_PACKED through device scratch with a dense locked host
- *    side or a device side at the other end), and contiguous transfers
- *    between a locked host side and the device (GM_HOW_TRANSFER, not
- *    staged);
+ * Then every pair is decided (copy_decide.c, with the caps that
+ * copy_engine.c would give it) and sorted by the steps of its plan:
+ *  - pieces: pairs of the batch's context whose plan is one kernel step
+ *    (pack or unpack, device to device), a kernel step into or out of one
+ *    scratch chunk and a driver copy to or from a dense locked host side,
+ *    two kernel steps through one scratch chunk, or one driver copy
+ *    between a locked host side and the device;
  *  - the rest (a queued or staged copy, a host-side strided copy, peers,
  *    overlapping sides, a transposed or deep pack, pairs of another
- *    context): one gm_copy_run each, first.
- * The pieces run as three steps on the stream, behind one device scratch
- * buffer holding each packed run: one launch of the batched kernel
- * (pack.cu, up to GM_PACK_BATCH_MAX pieces per launch) for every gather
- * (the sources of downloads and device-to-device copies, and the single
- * kernels of GM_HOW_KERNEL), the transfers in pair order (runs adjacent on
- * both sides merged into one), and one launch for every scatter (the
- * destinations of uploads and of device-to-device copies through scratch).
+ *    context): one gm_copy_run each, first (which decides that pair again,
+ *    acquiring what it needs).
+ * The pieces' steps run fused, as three steps on the stream, behind one
+ * device scratch buffer holding each packed run: one launch of the batched
+ * kernel (pack.cu, up to GM_PACK_BATCH_MAX pieces per launch) for every
+ * pack step (the sources of downloads and device-to-device copies, and the
+ * single pack kernels), the driver copies in pair order (runs adjacent on
+ * both sides merged into one), and one launch for every unpack step (the
+ * destinations of uploads and of device-to-device copies through scratch,
+ * and the single unpack kernels go with the packs).
  * With fewer than two kernel pieces, no kernels or no scratch, the pieces
  * are copied by gm_copy_run too: batching is only a faster way to the same
  * bytes.
@@ -127,31 +128,44 @@ static bool plan_pack(const gpumem_array *a, const int64_t *ss, uint64_t saddr, 
     return st == GPUMEM_OK && out->bytes > 0 && batchable(out);
 }
 
-/* Sorts pair p (its decision made) into a piece kind. */
+/* Whether plan d is the n steps of want (kind, from, to). */
+#define PLAN_IS(d, n, ...) plan_is((d), (n), (const gm_copy_step[]){__VA_ARGS__})
+static bool plan_is(const gm_copy_decision *d, int n, const gm_copy_step *want)
+{
+    if (d->nsteps != n)
+        return false;
+    for (int i = 0; i < n; i++)
+        if (d->steps[i].kind != want[i].kind || d->steps[i].from != want[i].from || d->steps[i].to != want[i].to)
+            return false;
+    return true;
+}
+#define S(kind, from, to) {GM_STEP_##kind, GM_BUF_##from, GM_BUF_##to, false}
+
+/* Sorts pair p into a piece kind by the steps of its plan (decided once):
+ * a driver copy between a locked host side and the device, one kernel, a
+ * kernel into or out of scratch and a driver copy, or two kernels. */
 static piece_kind classify(piece *p, gpumem_context *ctx)
 {
     const gm_copy_decision *d = &p->d;
     gpumem_array *dst = p->dst;
     const gpumem_array *src = p->src;
     bool sdev = gm_array_on_device(src), ddev = gm_array_on_device(dst);
-    if (d->how == GM_HOW_NONE)
+    if (d->nsteps == 0 && d->how != GM_HOW_FAIL)
         return P_NONE;
-    if (p->ctx != ctx || d->queued || gm_copy_is_cross_device(dst, src))
+    if (p->ctx != ctx || gm_copy_is_cross_device(dst, src))
         return P_SINGLE;
     if ((!sdev && !ddev) || (!sdev && !host_locked(src)) || (!ddev && !host_locked(dst)))
         return P_SINGLE; /* the CPU's, or the staging engine's, or a queued download's */
     const uint64_t bytes = (uint64_t)gm_array_size(dst) * dst->itemsize;
     p->bytes = bytes;
-    switch (d->how) {
-    case GM_HOW_TRANSFER:
-        if (d->staged)
-            return P_SINGLE;
+    if (PLAN_IS(d, 1, S(COPY, SRC, DST))) {
         p->t_dst = (ddev ? dst->dev : (uint64_t)(uintptr_t)dst->host) + (uint64_t)d->dst_offset;
         p->t_src = (sdev ? src->dev : (uint64_t)(uintptr_t)src->host) + (uint64_t)d->src_offset;
         p->bytes = d->width;
         return P_TRANSFER;
-    case GM_HOW_KERNEL:
-        if (gm_copy_dense(dst->ndim, dst->shape, dst->strides, dst->itemsize)) {
+    }
+    if (PLAN_IS(d, 1, S(PACK, SRC, DST)) || PLAN_IS(d, 1, S(UNPACK, SRC, DST))) {
+        if (d->steps[0].kind == GM_STEP_PACK) { /* the dense destination gathered */
             p->g_strided = src->dev;
             p->g_packed = dst->dev;
             return plan_pack(dst, src->strides, src->dev, dst->strides, dst->dev, false, &p->gather) ? P_KERNEL
@@ -161,30 +175,25 @@ static piece_kind classify(piece *p, gpumem_context *ctx)
         p->s_packed = src->dev;
         return plan_pack(dst, dst->strides, dst->dev, src->strides, src->dev, true, &p->scatter) ? P_KERNEL
                                                                                                  : P_SINGLE;
-    case GM_HOW_PACKED:
-        break;
-    default:
-        return P_SINGLE;
     }
-    if (d->staged || d->host_run || d->nchunks != 1 || d->transpose)
+    bool down = PLAN_IS(d, 2, S(PACK, SRC, SCRATCH), S(COPY, SCRATCH, DST));
+    bool up = PLAN_IS(d, 2, S(COPY, SRC, SCRATCH), S(UNPACK, SCRATCH, DST));
+    bool d2d = PLAN_IS(d, 2, S(PACK, SRC, SCRATCH), S(UNPACK, SCRATCH, DST));
+    if (!(down || up || d2d) || d->nchunks != 1 || d->transpose) /* one scratch chunk, the batched kernel's */
         return P_SINGLE;
     gm_copy_run_strides(d, dst->ndim, dst->shape, dst->itemsize, src->strides, dst->strides, p->rs);
     p->rlo = low_of(dst, p->rs);
-    if (d->src_op == GM_OP_KERNEL && d->dst_op == GM_OP_DIRECT && sdev && !ddev &&
-        gm_copy_has_layout(dst->ndim, dst->shape, dst->strides, dst->itemsize, p->rs)) {
+    if (down && gm_copy_has_layout(dst->ndim, dst->shape, dst->strides, dst->itemsize, p->rs)) {
         p->t_dst = (uint64_t)(uintptr_t)dst->host + (uint64_t)low_of(dst, dst->strides);
         p->t_src_scratch = true;
         return P_DOWN;
     }
-    if (d->src_op == GM_OP_DIRECT && d->dst_op == GM_OP_KERNEL && !sdev && ddev &&
-        gm_copy_has_layout(src->ndim, src->shape, src->strides, src->itemsize, p->rs)) {
+    if (up && gm_copy_has_layout(src->ndim, src->shape, src->strides, src->itemsize, p->rs)) {
         p->t_src = (uint64_t)(uintptr_t)src->host + (uint64_t)low_of(src, src->strides);
         p->t_dst_scratch = true;
         return P_UP;
     }
-    if (d->src_op == GM_OP_KERNEL && d->dst_op == GM_OP_KERNEL && sdev && ddev)
-        return P_D2D;
-    return P_SINGLE;
+    return d2d ? P_D2D : P_SINGLE;
 }
 
 /* Plans the kernels of a piece whose run starts at scratch offset p->off,
@@ -394,9 +403,9 @@ static size_t kernel_pieces(const piece *ps, size_t n)
     return k;
 }
 
-/* Copies the checked pairs. */
+/* Copies the checked pairs; *path: the last pair's way. */
 static gpumem_status batch_run(const char *what, size_t n, gpumem_array *const *dst, gpumem_array *const *src,
-                               gpumem_context *const *ctxs, gpumem_stream *stream)
+                               gpumem_context *const *ctxs, gpumem_stream *stream, gpumem_copy_path *path)
 {
     piece *ps = calloc(n > 0 ? n : 1, sizeof *ps);
     if (ps == NULL)
@@ -470,9 +479,10 @@ static gpumem_status batch_run(const char *what, size_t n, gpumem_array *const *
         if (p->kind == P_NONE || (batched && p->kind != P_SINGLE))
             continue;
         uint64_t t1 = GM_TRACE_TICKS();
-        st = gm_copy_run(what, p->dst, p->src, stream, p->ctx);
-        gm_copy_last_decision(&p->d);
-        GM_TRACE_IF(st == GPUMEM_OK, gm_copy_trace(t1, p->dst, p->src, stream, p->ctx));
+        gm_copy_outcome o;
+        st = gm_copy_run(what, p->dst, p->src, stream, p->ctx, &o);
+        p->d = o.d;
+        GM_TRACE_IF(st == GPUMEM_OK, gm_copy_trace(t1, p->dst, p->src, stream, p->ctx, p->d.path));
     }
     if (batched) {
         if (st == GPUMEM_OK && b.scratch != NULL && b.scratch->used) {
@@ -486,11 +496,13 @@ static gpumem_status batch_run(const char *what, size_t n, gpumem_array *const *
         for (size_t i = 0; i < n && st == GPUMEM_OK; i++)
             if (ps[i].kind >= P_TRANSFER) {
                 gm_copy_report(&ps[i].d);
-                GM_TRACE_IF(1, gm_copy_trace(t0, ps[i].dst, ps[i].src, stream, ctx));
+                GM_TRACE_IF(1, gm_copy_trace(t0, ps[i].dst, ps[i].src, stream, ctx, ps[i].d.path));
             }
     }
-    if (n > 0)
+    if (n > 0) {
         gm_copy_report(&ps[n - 1].d); /* what gpumem_debug_last_copy_path reports: the last pair's way */
+        *path = ps[n - 1].d.path;
+    }
     free(ps);
     return st;
 }
@@ -516,9 +528,10 @@ static gpumem_status check_and_run(const batch_names *nm, size_t n, gpumem_array
     if (st == GPUMEM_OK) {
         bool lines = n > 0 && gm_copies_on(); /* GPUMEM_DEBUG=copies: one line for the call */
         uint64_t c0 = lines ? gm_copies_clock() : 0;
-        st = batch_run(nm->what, n, dst, src, ctxs, stream);
+        gpumem_copy_path path = GPUMEM_COPY_PATH_NONE;
+        st = batch_run(nm->what, n, dst, src, ctxs, stream, &path);
         if (lines)
-            gm_copies_batch_line(nm->what, c0, st, n, dst, src, stream != NULL);
+            gm_copies_batch_line(nm->what, c0, st, n, dst, src, path, stream != NULL);
     }
     free(ctxs);
     return st;

@@ -184,11 +184,9 @@ static const char *direction(const gpumem_array *dst, const gpumem_array *src)
 }
 
 void gm_copies_line(const char *what, uint64_t t0, gpumem_status st, const gpumem_array *dst,
-                    const gpumem_array *src, bool sync)
+                    const gpumem_array *src, gpumem_copy_path path, bool sync)
 {
     uint64_t t1 = gm_copies_clock();
-    gpumem_copy_path path = GPUMEM_COPY_PATH_NONE;
-    gpumem_debug_last_copy_path(&path);
     const char *name = gpumem_copy_path_name(path);
     /* one call: stdio writes the line whole among other threads' lines */
     fprintf(stderr, "gpumem: copy %s: %s path=%s bytes=%llu us=%.1f sync=%s status=%s\n", what, direction(dst, src),
@@ -197,11 +195,9 @@ void gm_copies_line(const char *what, uint64_t t0, gpumem_status st, const gpume
 }
 
 void gm_copies_batch_line(const char *what, uint64_t t0, gpumem_status st, size_t n, gpumem_array *const *dst,
-                          gpumem_array *const *src, bool on_stream)
+                          gpumem_array *const *src, gpumem_copy_path path, bool on_stream)
 {
     uint64_t t1 = gm_copies_clock();
-    gpumem_copy_path path = GPUMEM_COPY_PATH_NONE;
-    gpumem_debug_last_copy_path(&path); /* the last pair's */
     const char *name = gpumem_copy_path_name(path), *dir = NULL;
     unsigned long long bytes = 0;
     bool host_only = true;

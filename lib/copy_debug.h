@@ -24,7 +24,7 @@
  * the point the memory trace records copies at; one per batched call,
  * copy_batch.c's): the call, the direction,
  * the engine's path, the bytes, the time the call took, and whether it
- * returned only once the copy had landed (the engine's gm_copy_last_synced).
+ * returned only once the copy had landed (the engine's gm_copy_outcome).
  */
 #ifndef GM_COPY_DEBUG_H
 #define GM_COPY_DEBUG_H
@@ -67,18 +67,19 @@ void gm_poison_before_download(const gpumem_array *a, gpumem_stream *stream, gpu
 /* A clock for the copies' times: nanoseconds, monotonic. */
 uint64_t gm_copies_clock(void);
 
-/* The line of a copy between arrays that started at t0 (gm_copies_clock)
- * and ended with st; sync: it returned only once the copy had landed. */
+/* The line of a copy between arrays that started at t0 (gm_copies_clock),
+ * took path (its decision's) and ended with st; sync: it returned only
+ * once the copy had landed. */
 void gm_copies_line(const char *what, uint64_t t0, gpumem_status st, const gpumem_array *dst,
-                    const gpumem_array *src, bool sync);
+                    const gpumem_array *src, gpumem_copy_path path, bool sync);
 
 /* The line of a batch of n pairs (gpumem_array_copy_batch, pack, unpack:
  * dst[i] <- src[i], the buffer's pieces on its side) that started at t0
  * and ended with st: one line for the call, its direction that of every
- * pair ("mixed" when they differ), the last pair's path, the bytes of every
- * destination, and pairs=n at its end; on_stream: queued on a stream
+ * pair ("mixed" when they differ), path (the last pair's), the bytes of
+ * every destination, and pairs=n at its end; on_stream: queued on a stream
  * (sync=no, unless every pair is between host arrays). */
 void gm_copies_batch_line(const char *what, uint64_t t0, gpumem_status st, size_t n, gpumem_array *const *dst,
-                          gpumem_array *const *src, bool on_stream);
+                          gpumem_array *const *src, gpumem_copy_path path, bool on_stream);
 
 #endif /* GM_COPY_DEBUG_H */

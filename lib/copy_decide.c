@@ -191,10 +191,41 @@ typedef struct input {
     const gm_copy_caps *caps;
     const gm_copy_tuning *t;
     uint64_t bytes;
+    int side; /* the device the probe is asked about (gm_copy_probe); -1: the device side's */
 } input;
 
+/* Whether a capability can be had for the copy: the caller's probe gets it
+ * (gm_copy_probe), else the caps' flags say.  False with d failed when the
+ * probe fails. */
+static bool have(const input *in, gm_copy_decision *d, gm_copy_need need, int side, uint64_t bytes, bool two)
+{
+    const gm_copy_caps *c = in->caps;
+    if (c->probe == NULL) {
+        switch (need) {
+        case GM_NEED_KERNELS: return !c->no_kernels;
+        case GM_NEED_STAGING: return !c->staging_busy;
+        case GM_NEED_WINDOW: return !c->no_scratch && !c->small_scratch;
+        default: return !c->no_scratch;
+        }
+    }
+    bool h = false;
+    gpumem_status st = c->probe->acquire(c->probe->arg, need, side, bytes, two, &h);
+    if (st != GPUMEM_OK) {
+        fail(d, st, 0);
+        d->probe_failed = true;
+        return false;
+    }
+    return h;
+}
+
+/* The device side asked about in a copy of one device (gm_copy_probe's side). */
+static int device_side(const input *in)
+{
+    return in->side >= 0 ? in->side : in->dst->mem == GM_COPY_MEM_DEVICE ? 1 : 0;
+}
+
 /* Whether a transfer with a pageable host end of the copy is staged; false
- * with d failed when the staging settings are bad. */
+ * with d failed when the staging settings are bad (or the probe failed). */
 static bool staged_transfer(const input *in, gm_copy_decision *d)
 {
     if (in->t->bad & GM_TUNE_BAD_STAGING) {
@@ -203,11 +234,21 @@ static bool staged_transfer(const input *in, gm_copy_decision *d)
     }
     if (in->bytes < in->t->staging.min_bytes)
         return false;
-    if (in->caps->staging_busy) {
-        d->reason = GM_REASON_STAGING_BUSY;
+    if (!have(in, d, GM_NEED_STAGING, device_side(in), 0, false)) {
+        if (d->how != GM_HOW_FAIL)
+            d->reason = GM_REASON_STAGING_BUSY;
         return false;
     }
     return true;
+}
+
+/* A way without what a packed run needed: d says only how, path and why. */
+static void instead(gm_copy_decision *d, gm_copy_how how, gpumem_copy_path path, gm_copy_reason why)
+{
+    memset(d, 0, sizeof *d);
+    d->how = how;
+    d->path = path;
+    d->reason = why;
 }
 
 /* The path of the planner's rectangular copies between two layouts. */
@@ -235,8 +276,11 @@ static bool tiled(const input *in, const int64_t *strided, uint64_t saddr, const
            p.tiled;
 }
 
-/* A packed run: sets the ops, the run and its scratch chunks. */
-static void packed(const input *in, gm_copy_decision *d, gm_copy_op src_op, gm_copy_op dst_op, gm_copy_run_layout run,
+/* A packed run: sets the ops, the run and its scratch chunks, the scratch
+ * had (a staged copy's window, else buffers of tuning.scratch_chunk).
+ * False when the scratch cannot be had (the caller takes another way);
+ * true with d failed on a failure. */
+static bool packed(const input *in, gm_copy_decision *d, gm_copy_op src_op, gm_copy_op dst_op, gm_copy_run_layout run,
                    gpumem_copy_path path)
 {
     d->how = GM_HOW_PACKED;
@@ -258,49 +302,195 @@ static void packed(const input *in, gm_copy_decision *d, gm_copy_op src_op, gm_c
          * threads straight into or out of its pinned slots */
         if (in->t->bad & GM_TUNE_BAD_STAGING) {
             fail(d, GPUMEM_ERROR_INVALID_ENVIRONMENT, GM_TUNE_BAD_STAGING);
-            return;
+            return true;
         }
+        /* the engine serves several copies at once (staging.h): it is had */
+        (void)have(in, d, GM_NEED_STAGING, device_side(in), 0, false);
+        if (d->how == GM_HOW_FAIL)
+            return true;
         d->staged = true;
     } else if (transfer && pageable_end) {
         d->staged = staged_transfer(in, d);
         if (d->how == GM_HOW_FAIL)
-            return;
+            return true;
     }
     if (src_op != GM_OP_KERNEL && dst_op != GM_OP_KERNEL)
-        return;
+        return true;
     if (in->t->bad & GM_TUNE_BAD_SCRATCH) {
         fail(d, GPUMEM_ERROR_INVALID_ENVIRONMENT, GM_TUNE_BAD_SCRATCH);
-        return;
+        return true;
     }
     int64_t rs[GM_MAX_NDIM];
     gm_copy_run_strides(d, in->ndim, in->shape, in->itemsize, in->src->strides, in->dst->strides, rs);
     uint64_t limit = in->t->scratch_chunk > 0 ? in->t->scratch_chunk : GM_COPY_SCRATCH_CHUNK;
-    if (d->staged && in->caps->small_scratch) {
-        d->reason = GM_REASON_SMALL_SCRATCH;
-    } else if (d->staged) { /* the staging window: a slot for every thread in each of the two open buffers */
+    const int side = device_side(in);
+    bool got = false;
+    if (d->staged) { /* the staging window: a slot for every thread in each of the two open buffers */
         uint64_t window = (uint64_t)in->t->staging.threads * in->t->staging.chunk_bytes;
         if (window > GM_COPY_SCRATCH_STAGED_MAX)
             window = GM_COPY_SCRATCH_STAGED_MAX;
-        if (window > limit)
-            limit = window;
+        chunk_plan(d, in->ndim, in->shape, rs, in->bytes, window > limit ? window : limit);
+        d->overlap = d->nchunks > 1 && transfer;
+        got = have(in, d, GM_NEED_WINDOW, side, d->chunk_bytes * (uint64_t)d->nbufs, d->overlap);
+        if (d->how == GM_HOW_FAIL)
+            return true;
+        if (!got)
+            d->reason = GM_REASON_SMALL_SCRATCH;
     }
-    chunk_plan(d, in->ndim, in->shape, rs, in->bytes, limit);
-    d->overlap = d->nchunks > 1 && transfer;
+    if (!got) {
+        chunk_plan(d, in->ndim, in->shape, rs, in->bytes, limit);
+        d->overlap = d->nchunks > 1 && transfer;
+        got = have(in, d, GM_NEED_SCRATCH, side, d->chunk_bytes * (uint64_t)d->nbufs, d->overlap);
+        if (d->how == GM_HOW_FAIL)
+            return true;
+        if (!got)
+            return false;
+    }
     d->transpose = (src_op == GM_OP_KERNEL && tiled(in, in->src->strides, in->src->addr, rs, 0, false)) ||
                    (dst_op == GM_OP_KERNEL && tiled(in, in->dst->strides, in->dst->addr, rs, 0, true));
+    return true;
+}
+
+/* Without the kernels or scratch (why): the CPU packs the strided host
+ * side into a host buffer laid out like the device side's axis order, and
+ * the planner's rectangular copies take it to or from the device side. */
+static void cpu_and_rect(const input *in, gm_copy_decision *d, bool upload, gm_copy_reason why)
+{
+    const gm_copy_side *dv = upload ? in->dst : in->src;
+    int64_t like[GM_MAX_NDIM];
+    instead(d, GM_HOW_NONE, GPUMEM_COPY_PATH_NONE, why);
+    gm_layout_strides_like(in->ndim, in->shape, dv->strides, in->itemsize, like);
+    gpumem_copy_path p = upload ? rect_path(in, like, dv->strides, GPUMEM_COPY_PATH_CPU_PACK, d)
+                                : rect_path(in, dv->strides, like, GPUMEM_COPY_PATH_CPU_PACK, d);
+    if (d->how == GM_HOW_FAIL)
+        return;
+    if (upload)
+        packed(in, d, GM_OP_CPU, GM_OP_RECT, GM_RUN_LIKE_DST, p);
+    else
+        packed(in, d, GM_OP_RECT, GM_OP_CPU, GM_RUN_LIKE_SRC, p);
+    d->reason = why;
 }
 
 static void decide(const input *in, bool check_overlap, gm_copy_decision *d);
+static void plan(const input *in, gm_copy_decision *d);
+
+/* ---- the plan ------------------------------------------------------------------------------------ */
+
+static void step(gm_copy_decision *d, gm_step_kind kind, gm_step_buf from, gm_step_buf to, bool chunked)
+{
+    d->steps[d->nsteps++] = (gm_copy_step){kind, from, to, chunked};
+}
+
+/* Where a packed run meets a side (op) on the crossing. */
+static gm_step_buf run_end(gm_copy_op op, gm_step_buf side)
+{
+    return op == GM_OP_DIRECT ? side : op == GM_OP_CPU ? GM_BUF_SLOTS : GM_BUF_SCRATCH;
+}
+
+/* The steps of a packed run (GM_HOW_PACKED): the source's side, the
+ * crossing between host and device, the destination's side. */
+static void plan_packed(const input *in, gm_copy_decision *d)
+{
+    const bool chunked = d->nchunks > 0;
+    const bool sdev = in->src->mem == GM_COPY_MEM_DEVICE, ddev = in->dst->mem == GM_COPY_MEM_DEVICE;
+    if (d->src_op == GM_OP_KERNEL)
+        step(d, GM_STEP_PACK, GM_BUF_SRC, GM_BUF_SCRATCH, chunked);
+    else if (d->src_op == GM_OP_CPU)
+        step(d, GM_STEP_CPU_PACK, GM_BUF_SRC, d->host_run ? GM_BUF_HOST_RUN : GM_BUF_SLOTS, chunked);
+    else if (d->src_op == GM_OP_RECT)
+        step(d, GM_STEP_RECT, GM_BUF_SRC, GM_BUF_HOST_RUN, false);
+    if (sdev != ddev && !d->host_run)
+        step(d, d->staged ? GM_STEP_STAGED : GM_STEP_COPY, run_end(d->src_op, GM_BUF_SRC),
+             run_end(d->dst_op, GM_BUF_DST), chunked);
+    if (d->dst_op == GM_OP_KERNEL)
+        step(d, GM_STEP_UNPACK, GM_BUF_SCRATCH, GM_BUF_DST, chunked);
+    else if (d->dst_op == GM_OP_CPU)
+        step(d, GM_STEP_CPU_UNPACK, d->host_run ? GM_BUF_HOST_RUN : GM_BUF_SLOTS, GM_BUF_DST, chunked);
+    else if (d->dst_op == GM_OP_RECT)
+        step(d, GM_STEP_RECT, GM_BUF_HOST_RUN, GM_BUF_DST, false);
+}
+
+/* The steps of a decision (copy_decide.h's gm_copy_step; a copy through a
+ * temporary has them already). */
+static void plan(const input *in, gm_copy_decision *d)
+{
+    if (d->nsteps > 0)
+        return;
+    if (d->queued) { /* the slabs into the bounce, each a copy of its own, then the landing */
+        step(d, GM_STEP_NESTED, GM_BUF_SRC, GM_BUF_BOUNCE, false);
+        step(d, GM_STEP_LAND, GM_BUF_BOUNCE, GM_BUF_DST, false);
+        return;
+    }
+    switch (d->how) {
+    case GM_HOW_HOST: step(d, GM_STEP_HOST, GM_BUF_SRC, GM_BUF_DST, false); break;
+    case GM_HOW_TRANSFER: step(d, d->staged ? GM_STEP_STAGED : GM_STEP_COPY, GM_BUF_SRC, GM_BUF_DST, false); break;
+    case GM_HOW_RECT: step(d, GM_STEP_RECT, GM_BUF_SRC, GM_BUF_DST, false); break;
+    case GM_HOW_KERNEL:
+        step(d, gm_copy_dense(in->ndim, in->shape, in->dst->strides, in->itemsize) ? GM_STEP_PACK : GM_STEP_UNPACK,
+             GM_BUF_SRC, GM_BUF_DST, false);
+        break;
+    case GM_HOW_PEER: /* (through temporaries: peer_temps planned it) */
+        step(d, GM_STEP_PEER, GM_BUF_SRC, GM_BUF_DST, d->peer_way == GM_PEER_PIPELINE);
+        break;
+    case GM_HOW_PACKED: plan_packed(in, d); break;
+    default: break; /* nothing runs */
+    }
+}
 
 void gm_copy_decide(int ndim, const int64_t *shape, size_t itemsize, const gm_copy_side *src,
                     const gm_copy_side *dst, const gm_copy_caps *caps, const gm_copy_tuning *tuning,
                     gm_copy_decision *out)
 {
-    input in = {ndim, shape, itemsize, src, dst, caps, tuning, itemsize};
+    input in = {ndim, shape, itemsize, src, dst, caps, tuning, itemsize, -1};
     memset(out, 0, sizeof *out);
     for (int i = 0; i < ndim; i++)
         in.bytes *= (uint64_t)(shape[i] > 0 ? shape[i] : 0);
     decide(&in, true, out);
+    plan(&in, out);
+}
+
+/* GM_PEER_TEMPS: temporaries laid out as the crossing run on each strided
+ * side's device; the copies into and out of them are steps of the plan,
+ * each decided here as one step on its device (the planner's rectangular
+ * copies, or one kernel where that device's kernels can be had). */
+static void peer_temps(const input *in, gm_copy_decision *d, const int64_t *layout)
+{
+    d->peer_way = GM_PEER_TEMPS;
+    gm_copy_step sub[2];
+    for (int i = 0; i < 2; i++) {
+        if (!(i == 0 ? d->peer_pack_src : d->peer_unpack_dst))
+            continue;
+        gm_copy_side tmp = {GM_COPY_MEM_DEVICE, (i == 0 ? in->src : in->dst)->device, 0, layout};
+        input one = *in;
+        one.side = i;
+        if (i == 0)
+            one.dst = &tmp;
+        else
+            one.src = &tmp;
+        gm_copy_decision s;
+        memset(&s, 0, sizeof s);
+        decide(&one, false, &s);
+        if (s.how == GM_HOW_FAIL) {
+            *d = s;
+            return;
+        }
+        plan(&one, &s);
+        if (s.nsteps != 1) { /* not by the rules: the temporary is dense */
+            fail(d, GPUMEM_ERROR_INTERNAL, 0);
+            return;
+        }
+        sub[i] = s.steps[0];
+    }
+    if (d->peer_pack_src) {
+        sub[0].to = GM_BUF_TEMP;
+        d->steps[d->nsteps++] = sub[0];
+    }
+    step(d, GM_STEP_PEER, d->peer_pack_src ? GM_BUF_TEMP : GM_BUF_SRC, d->peer_unpack_dst ? GM_BUF_TEMP : GM_BUF_DST,
+         false);
+    if (d->peer_unpack_dst) {
+        sub[1].from = GM_BUF_TEMP;
+        d->steps[d->nsteps++] = sub[1];
+    }
 }
 
 static void decide(const input *in, bool check_overlap, gm_copy_decision *d)
@@ -349,13 +539,19 @@ static void decide(const input *in, bool check_overlap, gm_copy_decision *d)
          * (C -> [:, ::2] pushed ran at 167 GB/s, pulled at 365, two H200s). */
         bool push = caps->peer && !d->peer_unpack_dst;
         bool pull = caps->peer && !push && !d->peer_pack_src;
-        bool one_kernel = push || pull;
-        if (caps->no_kernels || (caps->no_scratch && !one_kernel)) {
-            d->peer_way = GM_PEER_TEMPS;
-            d->reason = caps->no_kernels ? GM_REASON_NO_KERNELS : GM_REASON_NO_SCRATCH;
+        /* the kernels of each device that runs one: the strided sides' */
+        bool kernels = push ? have(in, d, GM_NEED_KERNELS, 0, 0, false)
+                       : pull ? have(in, d, GM_NEED_KERNELS, 1, 0, false)
+                              : (!d->peer_pack_src || have(in, d, GM_NEED_KERNELS, 0, 0, false)) &&
+                                    (!d->peer_unpack_dst || have(in, d, GM_NEED_KERNELS, 1, 0, false));
+        if (d->how == GM_HOW_FAIL)
+            return;
+        if (!kernels) {
+            d->reason = GM_REASON_NO_KERNELS;
+            peer_temps(in, d, layout);
             return;
         }
-        if (one_kernel) {
+        if (push || pull) {
             d->peer_way = GM_PEER_KERNEL;
             d->peer_write = push;
             d->peer_read = pull;
@@ -382,6 +578,23 @@ static void decide(const input *in, bool check_overlap, gm_copy_decision *d)
         if (!caps->peer)
             d->nbufs = 1;
         d->overlap = d->nchunks > 1 || !caps->peer;
+        /* scratch: with peer access the destination's buffers (and the
+         * source's side stream, its buffer unused); staged, one buffer on
+         * each strided side's device */
+        bool scratch = caps->peer ? have(in, d, GM_NEED_SCRATCH, 0, 1, d->nbufs > 1) &&
+                                        have(in, d, GM_NEED_SCRATCH, 1, d->chunk_bytes * (uint64_t)d->nbufs, false)
+                                  : (!d->peer_pack_src || have(in, d, GM_NEED_SCRATCH, 0, d->chunk_bytes, false)) &&
+                                        (!d->peer_unpack_dst ||
+                                         have(in, d, GM_NEED_SCRATCH, 1, d->chunk_bytes, false));
+        if (d->how == GM_HOW_FAIL || scratch)
+            return;
+        bool pack_src = d->peer_pack_src, unpack_dst = d->peer_unpack_dst;
+        instead(d, GM_HOW_PEER, caps->peer ? GPUMEM_COPY_PATH_PEER : GPUMEM_COPY_PATH_PEER_STAGED,
+                GM_REASON_NO_SCRATCH);
+        d->run = GM_RUN_CROSSING;
+        d->peer_pack_src = pack_src;
+        d->peer_unpack_dst = unpack_dst;
+        peer_temps(in, d, layout);
         return;
     }
 
@@ -402,27 +615,50 @@ static void decide(const input *in, bool check_overlap, gm_copy_decision *d)
         int64_t like[GM_MAX_NDIM];
         gm_layout_strides_like(ndim, shape, dst->strides, isz, like);
         gm_copy_side bounce = {GM_COPY_MEM_LOCKED, -1, 0, like};
+        gm_copy_caps nested = *caps; /* the copy into the bounce decides and acquires for itself */
+        nested.probe = NULL;
         input b = *in;
         b.dst = &bounce;
+        b.caps = &nested;
         decide(&b, false, d);
         d->queued = true;
         return;
     }
 
-    /* 5. overlapping device views: the path of the temporary's copy into dst */
+    /* 5. overlapping device views: into a temporary laid out like src, out
+     * of it; each copy is one step (a driver copy or one kernel: the
+     * temporary is dense), the path the second's */
     if (sdev && ddev && check_overlap && overlap(ndim, shape, isz, src, dst)) {
         int64_t like[GM_MAX_NDIM];
         gm_layout_strides_like(ndim, shape, src->strides, isz, like);
         gm_copy_side tmp = {GM_COPY_MEM_DEVICE, src->device, 0, like};
-        input second = *in;
+        input first = *in, second = *in;
+        first.dst = &tmp;
         second.src = &tmp;
-        decide(&second, false, d);
-        if (d->how != GM_HOW_FAIL) {
-            gpumem_copy_path p = d->path;
-            memset(d, 0, sizeof *d);
-            d->how = GM_HOW_TEMP;
-            d->path = p;
+        gm_copy_decision a, b;
+        memset(&a, 0, sizeof a);
+        memset(&b, 0, sizeof b);
+        decide(&first, false, &a);
+        if (a.how != GM_HOW_FAIL)
+            decide(&second, false, &b);
+        if (a.how == GM_HOW_FAIL || b.how == GM_HOW_FAIL) {
+            *d = a.how == GM_HOW_FAIL ? a : b;
+            return;
         }
+        plan(&first, &a);
+        plan(&second, &b);
+        if (a.nsteps != 1 || b.nsteps != 1) { /* not by the rules: a dense side is one step */
+            fail(d, GPUMEM_ERROR_INTERNAL, 0);
+            return;
+        }
+        d->how = GM_HOW_TEMP;
+        d->path = b.path;
+        d->reason = a.reason != GM_REASON_NONE ? a.reason : b.reason;
+        d->steps[0] = a.steps[0];
+        d->steps[0].to = GM_BUF_TEMP;
+        d->steps[1] = b.steps[0];
+        d->steps[1].from = GM_BUF_TEMP;
+        d->nsteps = 2;
         return;
     }
 
@@ -459,64 +695,41 @@ static void decide(const input *in, bool check_overlap, gm_copy_decision *d)
 
     /* 7 and 8. packing */
     bool sdense = gm_copy_dense(ndim, shape, src->strides, isz), ddense = gm_copy_dense(ndim, shape, dst->strides, isz);
-    bool kernels = !caps->no_kernels, scratch = kernels && !caps->no_scratch;
-    gm_copy_reason why = !kernels ? GM_REASON_NO_KERNELS : GM_REASON_NO_SCRATCH;
     gpumem_copy_path rect = count == 1 ? GPUMEM_COPY_PATH_DMA : GPUMEM_COPY_PATH_DMA_LOOP;
+    /* the strided host side packed by the CPU against the dense device side: no kernels */
+    if (ddev && !sdev && ddense && !sdense) {
+        packed(in, d, GM_OP_CPU, GM_OP_DIRECT, GM_RUN_DST, GPUMEM_COPY_PATH_CPU_PACK);
+        return;
+    }
+    if (sdev && !ddev && sdense && !ddense) {
+        packed(in, d, GM_OP_DIRECT, GM_OP_CPU, GM_RUN_SRC, GPUMEM_COPY_PATH_CPU_PACK);
+        return;
+    }
+    bool kernels = have(in, d, GM_NEED_KERNELS, device_side(in), 0, false);
+    if (d->how == GM_HOW_FAIL)
+        return;
+    gm_copy_reason why = !kernels ? GM_REASON_NO_KERNELS : GM_REASON_NO_SCRATCH;
     if (sdev && ddev) {
         if (kernels && (ddense || sdense)) {
             d->how = GM_HOW_KERNEL;
             d->path = GPUMEM_COPY_PATH_DEVICE_PACK;
             d->transpose = ddense ? tiled(in, src->strides, src->addr, dst->strides, dst->addr, false)
                                   : tiled(in, dst->strides, dst->addr, src->strides, src->addr, true);
-        } else if (scratch) {
-            packed(in, d, GM_OP_KERNEL, GM_OP_KERNEL, GM_RUN_LIKE_DST, GPUMEM_COPY_PATH_DEVICE_PACK);
-        } else {
-            d->how = GM_HOW_RECT;
-            d->path = rect;
-            d->reason = why;
+        } else if (!kernels || !packed(in, d, GM_OP_KERNEL, GM_OP_KERNEL, GM_RUN_LIKE_DST, GPUMEM_COPY_PATH_DEVICE_PACK)) {
+            instead(d, GM_HOW_RECT, rect, why);
         }
         return;
     }
-    if (ddev) { /* host to device */
-        if (sdense && scratch) {
-            packed(in, d, GM_OP_DIRECT, GM_OP_KERNEL, GM_RUN_SRC, GPUMEM_COPY_PATH_DEVICE_PACK);
-        } else if (sdense) {
-            d->how = GM_HOW_RECT;
-            d->path = rect;
-            d->reason = why;
-        } else if (ddense) {
-            packed(in, d, GM_OP_CPU, GM_OP_DIRECT, GM_RUN_DST, GPUMEM_COPY_PATH_CPU_PACK);
-        } else if (scratch) {
-            packed(in, d, GM_OP_CPU, GM_OP_KERNEL, GM_RUN_LIKE_DST, GPUMEM_COPY_PATH_CPU_DEVICE_PACK);
-        } else {
-            int64_t like[GM_MAX_NDIM];
-            gm_layout_strides_like(ndim, shape, dst->strides, isz, like);
-            gpumem_copy_path p = rect_path(in, like, dst->strides, GPUMEM_COPY_PATH_CPU_PACK, d);
-            if (d->how != GM_HOW_FAIL) {
-                packed(in, d, GM_OP_CPU, GM_OP_RECT, GM_RUN_LIKE_DST, p);
-                d->reason = why;
-            }
-        }
+    /* host to device (up) or device to host: a dense host side crosses as it is */
+    const bool up = ddev;
+    if (up ? sdense : ddense) {
+        if (!kernels || !packed(in, d, up ? GM_OP_DIRECT : GM_OP_KERNEL, up ? GM_OP_KERNEL : GM_OP_DIRECT,
+                                up ? GM_RUN_SRC : GM_RUN_DST, GPUMEM_COPY_PATH_DEVICE_PACK))
+            instead(d, GM_HOW_RECT, rect, why);
         return;
     }
-    /* device to host */
-    if (ddense && scratch) {
-        packed(in, d, GM_OP_KERNEL, GM_OP_DIRECT, GM_RUN_DST, GPUMEM_COPY_PATH_DEVICE_PACK);
-    } else if (ddense) {
-        d->how = GM_HOW_RECT;
-        d->path = rect;
-        d->reason = why;
-    } else if (sdense) {
-        packed(in, d, GM_OP_DIRECT, GM_OP_CPU, GM_RUN_SRC, GPUMEM_COPY_PATH_CPU_PACK);
-    } else if (scratch) {
-        packed(in, d, GM_OP_KERNEL, GM_OP_CPU, GM_RUN_LIKE_DST, GPUMEM_COPY_PATH_CPU_DEVICE_PACK);
-    } else {
-        int64_t like[GM_MAX_NDIM];
-        gm_layout_strides_like(ndim, shape, src->strides, isz, like);
-        gpumem_copy_path p = rect_path(in, src->strides, like, GPUMEM_COPY_PATH_CPU_PACK, d);
-        if (d->how != GM_HOW_FAIL) {
-            packed(in, d, GM_OP_RECT, GM_OP_CPU, GM_RUN_LIKE_SRC, p);
-            d->reason = why;
-        }
-    }
+    if (kernels && packed(in, d, up ? GM_OP_CPU : GM_OP_KERNEL, up ? GM_OP_KERNEL : GM_OP_CPU, GM_RUN_LIKE_DST,
+                          GPUMEM_COPY_PATH_CPU_DEVICE_PACK))
+        return;
+    cpu_and_rect(in, d, up, why);
 }

@@ -7,16 +7,33 @@
  * largest pitch; whether the pack kernels, device scratch, the staging
  * engine and peer access are there) and one tuning snapshot
  * (copy_tuning.h), and returns a gm_copy_decision: the path that
- * gpumem_debug_last_copy_path reports, what the executor does, whether
- * transfers are staged, how many CPU threads pack, and how device scratch
- * is cut into chunks.  It makes no driver call, takes no lock and reads no
+ * gpumem_debug_last_copy_path reports, the plan (a short fixed list of
+ * steps, gm_copy_step: a driver copy or the planner's rectangular copies, a
+ * device pack or unpack kernel, a CPU pack into the staging slots or a
+ * host buffer, a staged transfer, a move between devices, a copy of its
+ * own into or out of a temporary or a bounce, a queued download's
+ * landing, each with the buffers it reads and writes, chunked ones taking
+ * the decision's chunks in turns), whether transfers are staged, how many
+ * CPU threads pack, and how device scratch is cut into chunks.  It makes
+ * no driver call (its probe's aside), takes no lock and reads no
  * environment: tests/test-copy-decide.c checks it against a table.
  *
- * The executors (copy_engine.c, copy_peer.c) only carry a decision out.
- * When a capability turns out to be missing while they do (the kernels
- * cannot be loaded, no scratch can be allocated, the staging engine is
- * busy) they decide again with that capability off, before anything was
- * written, and the new decision records why (gm_copy_reason).
+ * A copy is decided once.  The capabilities are had before anything runs:
+ * the decision asks the caller's probe (caps->probe, gm_copy_probe) for
+ * each one as its rules reach it (the pack kernels of a device, device
+ * scratch of the size its chunks take, the staging engine), the probe
+ * acquires it for the copy, and a capability that cannot be had sends the
+ * rules on to the next way, the decision recording why (gm_copy_reason).
+ * Without a probe the caps' flags say what can be had (the tests' tables).
+ * The executors (copy_engine.c, copy_peer.c, copy_temp.c, copy_queued.c)
+ * run the plan's steps, with what was acquired; they never decide.  The
+ * chunked steps of a packed run are fused: they run in turns, chunk by
+ * chunk, on one or two streams.  A step that is a copy of its own
+ * (GM_STEP_NESTED: a queued download's slabs into its bounce) runs
+ * through gm_copy_inner (copy_engine.h), which decides each slab's copy
+ * once; the copies into and out of a temporary (overlapping device views,
+ * a copy between devices without kernels or scratch) are plain steps,
+ * decided with the rest of the plan.
  *
  * The rules, in order (a "dense" side fills one run of bytes: contiguous in
  * some axis order, axes possibly reversed):
@@ -43,14 +60,19 @@
  *       on its own device (GM_PEER_PIPELINE, nbufs 1; GM_PEER_COPY when
  *       neither side is strided);
  *     - without the kernels (or, where scratch is needed, without scratch):
- *       temporaries as large as the copy (GM_PEER_TEMPS, the reason set);
+ *       temporaries as large as the copy (GM_PEER_TEMPS, the reason set),
+ *       laid out as the run; the copies into and out of them are steps of
+ *       the plan on each side's device (rectangular copies, or one kernel
+ *       where that device's kernels can be had);
  *  3. both sides host-addressable: the CPU copies (HOST), through a
  *     temporary when the bytes overlap;
  *  4. a download into pageable memory on a stream: queued into a pinned
  *     bounce block laid out like the destination (copy_queued.c); the rest
  *     of the decision is that of the copy into the bounce;
  *  5. overlapping device views: through a temporary like the source, two
- *     copies; the path is the second's;
+ *     copies, each decided here and one step of the plan (the planner's
+ *     rectangular copies, or one kernel: the temporary is dense); the path
+ *     is the second's;
  *  6. one rectangular copy of the planner (copyplan.h): a contiguous
  *     transfer between host and device (STAGED through the staging engine
  *     when the host side is pageable and at least staging.min_bytes, else
@@ -116,8 +138,33 @@ typedef struct gm_copy_side {
     const int64_t *strides; /* bytes per axis */
 } gm_copy_side;
 
+/* What a copy may hold while it runs, that the decision asks for as its
+ * rules reach it (gm_copy_probe). */
+typedef enum gm_copy_need {
+    GM_NEED_KERNELS = 0,   /* the pack kernels of a device */
+    GM_NEED_SCRATCH,       /* device scratch of `bytes` there (two: with a side stream) */
+    GM_NEED_WINDOW,        /* the same, a staged copy's window of it (smaller buffers may replace it) */
+    GM_NEED_STAGING        /* the staging engine of the device side's context */
+} gm_copy_need;
+
+/* The caller's side of the capabilities: acquire gets what the decision
+ * needs, for the copy, and keeps it until the copy is done: *have false when
+ * it cannot be had (the kernels cannot be loaded, the device has no room,
+ * another copy is using the staging engine), and the decision takes another
+ * way; a failure (its message set, naming the call) makes the decision
+ * GM_HOW_FAIL with that status and probe_failed.  `side` is the device
+ * asked about between two devices (0: the source's, 1: the destination's).
+ * A need may be asked again (scratch: a window, then smaller buffers; the
+ * kernels by both copies through a temporary): the probe answers from what
+ * it holds. */
+typedef struct gm_copy_probe {
+    gpumem_status (*acquire)(void *arg, gm_copy_need need, int side, uint64_t bytes, bool two, bool *have);
+    void *arg;
+} gm_copy_probe;
+
 /* What is known of the machine for this copy. */
 typedef struct gm_copy_caps {
+    const gm_copy_probe *probe; /* NULL: the flags below say what can be had */
     size_t max_pitch;  /* the largest 2-D/3-D pitch (CU_DEVICE_ATTRIBUTE_MAX_PITCH); 0: no limit */
     bool on_stream;    /* queued on a stream (else synchronous) */
     bool peer;         /* two devices: peer access is on for the pair */
@@ -175,8 +222,45 @@ typedef enum gm_copy_reason {
     GM_REASON_SMALL_SCRATCH /* a staged copy's window of scratch could not be had: smaller buffers */
 } gm_copy_reason;
 
+/* The plan: what the executors run, step by step. */
+typedef enum gm_step_kind {
+    GM_STEP_HOST = 1,   /* the CPU copies (through a host temporary: via_temp) */
+    GM_STEP_COPY,       /* one driver copy of one run */
+    GM_STEP_RECT,       /* the planner's rectangular driver copies (copyplan.h) */
+    GM_STEP_STAGED,     /* a transfer through the staging engine's pinned slots */
+    GM_STEP_PACK,       /* a device pack kernel: a strided side gathered into a dense one */
+    GM_STEP_UNPACK,     /* a device unpack kernel: a dense side scattered into a strided one */
+    GM_STEP_CPU_PACK,   /* the CPU packs a strided host side (into the slots as they cross, or a host buffer) */
+    GM_STEP_CPU_UNPACK, /* the CPU unpacks into a strided host side */
+    GM_STEP_PEER,       /* a move between two devices (peer_way says how, copy_peer.c) */
+    GM_STEP_NESTED,     /* copies of their own (gm_copy_inner, each decided once when it runs): a queued
+                         * download's slabs into the bounce */
+    GM_STEP_LAND        /* a queued download's landing: the bounce into the destination, by the workers */
+} gm_step_kind;
+
+/* The buffers a step reads and writes. */
+typedef enum gm_step_buf {
+    GM_BUF_SRC = 1,  /* the source */
+    GM_BUF_DST,      /* the destination */
+    GM_BUF_SCRATCH,  /* device scratch (pack_calls.h), chunk by chunk */
+    GM_BUF_SLOTS,    /* the staging engine's pinned slots */
+    GM_BUF_HOST_RUN, /* a pageable host buffer that holds the run (host_run) */
+    GM_BUF_TEMP,     /* a device temporary as large as the copy */
+    GM_BUF_BOUNCE    /* a queued download's pinned bounce block */
+} gm_step_buf;
+
+typedef struct gm_copy_step {
+    gm_step_kind kind;
+    gm_step_buf from, to;
+    bool chunked; /* chunk by chunk, in turns with the other chunked steps (the decision's chunks) */
+} gm_copy_step;
+
+#define GM_COPY_STEPS_MAX 4
+
 typedef struct gm_copy_decision {
     gpumem_copy_path path; /* what gpumem_debug_last_copy_path reports */
+    int nsteps;            /* the plan: its steps, in order (0: nothing runs) */
+    gm_copy_step steps[GM_COPY_STEPS_MAX];
     gm_copy_how how;
     gm_copy_reason reason;
     gpumem_status status;  /* GM_HOW_FAIL: the status */
@@ -211,6 +295,7 @@ typedef struct gm_copy_decision {
     bool peer_unpack_dst;  /* the destination is unpacked on its device */
     bool peer_write;       /* the source's pack kernel writes the other device's memory (peer mapping) */
     bool peer_read;        /* the destination's unpack kernel reads the other device's memory (peer mapping) */
+    bool probe_failed;     /* GM_HOW_FAIL: caps->probe's acquire failed (its message is complete) */
 } gm_copy_decision;
 
 /* Decides how to copy src into dst, equally shaped arrays of ndim axes of

@@ -1,10 +1,12 @@
 /*
  * copy_engine.c - the copy engine: every copy between two arrays is decided
  * once (copy_decide.c, which says the rules) and carried out here.  The
- * executors below only do what the decision says; when a capability it
- * assumed turns out missing before anything was written (the pack kernels
- * cannot be loaded, no scratch can be had, the staging engine is busy),
- * the copy is decided again without it.
+ * decision acquires what it takes through the job's probe (acquire below:
+ * the pack kernels, device scratch, the staging engine), taking another way
+ * where one cannot be had; the executors below run its plan's steps with
+ * what it acquired (execute(): one step, a packed run's steps fused chunk
+ * by chunk, the two steps through a temporary; a move between devices in
+ * copy_peer.c, a queued download in copy_queued.c), and never decide.
  *
  * A copy that fits one scratch chunk (the decision's nchunks <= 1) changes
  * nothing in the destination when it fails before its last step: the
@@ -39,26 +41,11 @@
 
 /* ---- the decision a thread's copies report ----------------------------------------------------- */
 
-/* Copies run inside copies (a queued download's copy into its bounce, the
- * two copies through a temporary, a copy between devices packing a side):
- * level 0 is a copy the caller asked for.  done[level] is the decision of
- * the last copy that ended at that level; done[0] is what the thread
- * reports, and a copy that ran as nested copies takes the last of theirs. */
-#define LEVELS 4
-static _Thread_local int level;
-static _Thread_local gm_copy_decision done[LEVELS];
-/* The caller's copy returned only once it had landed (gm_copy_last_synced). */
-static _Thread_local bool synced;
-
-bool gm_copy_last_synced(void)
-{
-    return synced;
-}
-
-void gm_copy_note_synced(void)
-{
-    synced = true;
-}
+/* The decision of the calling thread's last copy that a caller asked for
+ * (gm_copy_run, or a batch's gm_copy_report): what
+ * gpumem_debug_last_copy_path reports.  Copies made inside a copy
+ * (gm_copy_inner) hand their decision back to it instead. */
+static _Thread_local gm_copy_decision reported;
 
 /* Whether the executor of d finishes the copy before it returns (on a
  * stream; without one every copy does): the CPU's copies, a download
@@ -92,18 +79,18 @@ static bool poisons_destination(const gm_copy_decision *d, const gpumem_array *d
 GPUMEM_API gpumem_status gpumem_debug_last_copy_path(gpumem_copy_path *path)
 {
     GM_CHECK_NULL(path);
-    *path = done[0].path;
+    *path = reported.path;
     return GPUMEM_OK;
 }
 
 void gm_copy_last_decision(gm_copy_decision *out)
 {
-    *out = done[0];
+    *out = reported;
 }
 
 void gm_copy_report(const gm_copy_decision *d)
 {
-    done[0] = *d;
+    reported = *d;
 }
 
 GPUMEM_API const char *gpumem_copy_path_name(gpumem_copy_path path)
@@ -181,10 +168,11 @@ typedef struct job {
     gpumem_array *run_buf;    /* the pageable host array that holds the run (the decision's host_run) */
     bool pending;             /* work is queued on ds that a synchronous copy must wait for */
     bool side_pending;        /* work is queued on the scratch's side stream that ds does not wait for */
+    gpumem_array *temp;       /* the device temporary of a copy through one (GM_HOW_TEMP) */
+    bool *synced;             /* set when the copy waited for its stream after all */
+    bool cross;               /* between two devices: what the copy holds is in peer */
+    gm_peer_hold peer;
 } job;
-
-/* What a copy found missing: it is decided again without it. */
-typedef enum missing { MISSING_NONE = 0, MISSING_KERNELS, MISSING_SCRATCH, MISSING_STAGING, MISSING_WINDOW } missing;
 
 /* One rectangular copy of a plan, with the driver. */
 static gpumem_status run_one(void *arg, const gm_copy_plan *p, int64_t src_off, int64_t dst_off)
@@ -282,42 +270,44 @@ static int64_t dot(int ndim, const int64_t *a, const int64_t *b)
 
 /* ---- what a copy holds -------------------------------------------------------------------------- */
 
-/* The context's pack kernels: *missing when the driver cannot load them. */
-static gpumem_status get_kernels(job *j, missing *miss)
+/* gm_copy_probe's acquire (copy_decide.h): what the decision asks for,
+ * held by the job until finish().  The kernels: *have false when the
+ * driver cannot load them.  Device scratch (and a side stream when two):
+ * *have false when the device has no room; the copy's stream waits for its
+ * last use.  The staging engine. */
+static gpumem_status acquire(void *arg, gm_copy_need need, int which, uint64_t bytes, bool two, bool *have)
 {
-    if (j->kernels != NULL)
-        return GPUMEM_OK;
-    gpumem_status st = gm_pack_kernels_get(j->ctx, j->what, &j->kernels);
-    if (st == GPUMEM_OK && j->kernels == NULL)
-        *miss = MISSING_KERNELS;
-    return st;
-}
-
-/* Device scratch of bytes (and a side stream when overlapping): *missing
- * when the device has no room for it (MISSING_WINDOW: a staged copy's
- * window, which smaller buffers may replace).  The copy's stream waits for
- * its last use. */
-static gpumem_status get_scratch(job *j, const gm_copy_decision *d, uint64_t bytes, bool two_streams, missing *miss)
-{
-    gpumem_status st = gm_pack_scratch_get(j->kernels, (size_t)bytes, two_streams, j->what, &j->scratch);
-    if (st == GPUMEM_ERROR_OUT_OF_MEMORY) {
-        *miss = d->staged && d->reason != GM_REASON_SMALL_SCRATCH ? MISSING_WINDOW : MISSING_SCRATCH;
-        return GPUMEM_OK;
+    job *j = arg;
+    gpumem_status st = GPUMEM_OK;
+    *have = false;
+    if (j->cross)
+        return gm_copy_peer_acquire(j->what, &j->peer, need, which, bytes, two, have);
+    switch (need) {
+    case GM_NEED_KERNELS:
+        if (j->kernels == NULL)
+            st = gm_pack_kernels_get(j->ctx, j->what, &j->kernels);
+        *have = j->kernels != NULL;
+        return st;
+    case GM_NEED_STAGING:
+        if (j->stage == NULL)
+            st = gm_staging_acquire(j->ctx, &j->stage);
+        *have = j->stage != NULL;
+        return st;
+    default: break;
     }
-    if (st == GPUMEM_OK && j->scratch->used) {
+    if (j->kernels == NULL || j->scratch != NULL) /* asked after the kernels, once had */
+        return GPUMEM_OK;
+    st = gm_pack_scratch_get(j->kernels, (size_t)bytes, two, j->what, &j->scratch);
+    if (st == GPUMEM_ERROR_OUT_OF_MEMORY)
+        return GPUMEM_OK;
+    if (st != GPUMEM_OK)
+        return st;
+    *have = true;
+    if (j->scratch->used) {
         j->pending = true;
         st = gm_drv_check(GM_DRV(stream_wait_event, j->ctx->dctx, j->ds, j->scratch->ev[GM_SCRATCH_DONE]),
                           GM_OP_stream_wait_event, j->what);
     }
-    return st;
-}
-
-/* The staging engine: *missing when another copy is using it. */
-static gpumem_status get_staging(job *j, missing *miss)
-{
-    gpumem_status st = gm_staging_acquire(j->ctx, &j->stage);
-    if (st == GPUMEM_OK && j->stage == NULL)
-        *miss = MISSING_STAGING;
     return st;
 }
 
@@ -373,6 +363,10 @@ static gpumem_status finish(job *j, gpumem_status st)
     j->run_buf = NULL;
     gm_pack_kernels_put(j->kernels);
     j->kernels = NULL;
+    gm_copy_peer_release(&j->peer);
+    if (j->temp != NULL) /* once the steps through it are done (their stream's write-back), or now */
+        st = gm_copy_temp_end(j->what, j->temp, j->stream, j->ctx, st, j->synced);
+    j->temp = NULL;
     return st;
 }
 
@@ -668,24 +662,14 @@ static gpumem_status run_staged(job *j, const gm_copy_decision *d, gpumem_array 
 }
 
 /* Through one packed run (GM_HOW_PACKED). */
-static gpumem_status run_packed(job *j, const gm_copy_decision *d, gpumem_array *dst, const gpumem_array *src,
-                                missing *miss)
+static gpumem_status run_packed(job *j, const gm_copy_decision *d, gpumem_array *dst, const gpumem_array *src)
 {
     const int nd = dst->ndim;
     const int64_t *shape = dst->shape;
     const size_t isz = dst->itemsize;
     const uint64_t bytes = nbytes_of(dst);
     const bool ddev = gm_array_on_device(dst);
-    gpumem_status st = GPUMEM_OK;
-    if (d->src_op == GM_OP_KERNEL || d->dst_op == GM_OP_KERNEL)
-        if ((st = get_kernels(j, miss)) != GPUMEM_OK || *miss != MISSING_NONE)
-            return st;
-    if (d->staged && ((st = get_staging(j, miss)) != GPUMEM_OK || *miss != MISSING_NONE))
-        return st;
-    if (d->nchunks > 0 && ((st = get_scratch(j, d, d->chunk_bytes * (uint64_t)d->nbufs, d->overlap, miss)) !=
-                               GPUMEM_OK ||
-                           *miss != MISSING_NONE))
-        return st;
+    gpumem_status st = GPUMEM_OK; /* the kernels, scratch and staging engine are held (acquire) */
 
     int64_t rs[GM_MAX_NDIM];
     gm_copy_run_strides(d, nd, shape, isz, src->strides, dst->strides, rs);
@@ -738,64 +722,70 @@ static gpumem_status run_packed(job *j, const gm_copy_decision *d, gpumem_array 
 }
 
 /* Device to device by one kernel (GM_HOW_KERNEL). */
-static gpumem_status run_kernel(job *j, gpumem_array *dst, const gpumem_array *src, missing *miss)
+static gpumem_status run_kernel(job *j, const gm_copy_step *s, gpumem_array *dst, const gpumem_array *src)
 {
-    gpumem_status st = get_kernels(j, miss);
-    if (st != GPUMEM_OK || *miss != MISSING_NONE)
-        return st;
-    if (gm_copy_dense(dst->ndim, dst->shape, dst->strides, dst->itemsize))
+    if (s->kind == GM_STEP_PACK) /* the dense destination gathered from the source */
         return device_pack(j, dst->ndim, dst->shape, dst->itemsize, src->strides, src->dev, dst->strides, dst->dev,
                            false);
     return device_pack(j, dst->ndim, dst->shape, dst->itemsize, dst->strides, dst->dev, src->strides, src->dev, true);
 }
 
-/* One contiguous transfer (GM_HOW_TRANSFER). */
-static gpumem_status run_transfer(job *j, const gm_copy_decision *d, gpumem_array *dst, const gpumem_array *src,
-                                  missing *miss)
+/* One step between two device arrays of the job's device: the planner's
+ * rectangular copies, or one kernel. */
+static gpumem_status run_step(job *j, const gm_copy_step *s, gpumem_array *dst, const gpumem_array *src)
 {
-    gpumem_status st;
-    if (d->staged && ((st = get_staging(j, miss)) != GPUMEM_OK || *miss != MISSING_NONE))
-        return st;
+    if (s->kind == GM_STEP_RECT)
+        return run_rect(j, dst, src->strides, side_of(src), dst->strides, side_of(dst));
+    return run_kernel(j, s, dst, src); /* GM_STEP_PACK, GM_STEP_UNPACK */
+}
+
+/* One contiguous transfer (GM_HOW_TRANSFER). */
+static gpumem_status run_transfer(job *j, const gm_copy_decision *d, gpumem_array *dst, const gpumem_array *src)
+{
     side s = side_of(src), t = side_of(dst);
     j->pending |= j->async != 0;
     return transfer(j, j->ds, side_addr(&t, d->dst_offset), side_addr(&s, d->src_offset), (size_t)d->width,
                     gm_array_on_device(dst) ? 1 : -1, j->async);
 }
 
-/* Carries out d. */
-static gpumem_status execute(const char *what, const gm_copy_decision *d, gpumem_array *dst, const gpumem_array *src,
-                             gpumem_stream *stream, gpumem_context *ctx, missing *miss)
+/* Carries out d with what the job holds (its decision acquired it); the
+ * ways made of copies inside it (queued, through a temporary) say in o the
+ * last one's decision (inner) and whether they waited for the stream. */
+static gpumem_status execute(job *j, const gm_copy_decision *d, gpumem_array *dst, const gpumem_array *src,
+                             gm_copy_outcome *o, gm_copy_decision *inner)
 {
-    if (d->queued)
-        return gm_copy_queued_download(what, dst, src, stream, ctx);
-    switch (d->how) {
-    case GM_HOW_NONE: return GPUMEM_OK;
-    case GM_HOW_FAIL: return d->bad != 0 ? gm_copy_tuning_error(d->bad, what) : gm_error_prefix(d->status, what);
-    case GM_HOW_HOST: return gm_copy_host(what, dst, src, stream, d->via_temp);
-    case GM_HOW_PEER: {
-        gm_copy_reason why = GM_REASON_NONE;
-        gpumem_status st = gm_copy_peer(what, dst, src, stream, d, &why);
-        *miss = why == GM_REASON_NO_KERNELS ? MISSING_KERNELS : why == GM_REASON_NO_SCRATCH ? MISSING_SCRATCH
-                                                                                              : MISSING_NONE;
-        return st;
+    const char *what = j->what;
+    if (d->how == GM_HOW_FAIL && !d->queued) /* (a queued one fails in its slabs' copies) */
+        return d->probe_failed ? d->status
+               : d->bad != 0   ? gm_copy_tuning_error(d->bad, what)
+                               : gm_error_prefix(d->status, what);
+    if (d->nsteps == 0)
+        return GPUMEM_OK;
+    if (d->how == GM_HOW_PEER) /* its steps on both devices (copy_peer.c) */
+        return gm_copy_peer(what, dst, src, j->stream, d, &j->peer);
+    const gm_copy_step *s = &d->steps[0];
+    if (s->kind == GM_STEP_NESTED) /* the slabs' copies into the bounce, then the landing */
+        return gm_copy_queued_download(what, dst, src, j->stream, j->ctx, inner, &o->synced);
+    if (s->kind == GM_STEP_HOST)
+        return gm_copy_host(what, dst, src, j->stream, d->via_temp);
+    if (d->how == GM_HOW_TEMP) { /* into the temporary, out of it: one step each */
+        gpumem_status st = gm_copy_temp_new(what, src, j->stream, &j->temp);
+        if (st == GPUMEM_OK)
+            st = run_step(j, &d->steps[0], j->temp, src);
+        return st == GPUMEM_OK ? run_step(j, &d->steps[1], dst, j->temp) : st;
     }
-    case GM_HOW_TEMP: return gm_copy_temp(what, dst, src, stream, ctx);
-    default: break;
-    }
-    job j = {.what = what, .ctx = ctx, .stream = stream, .ds = gm_stream_ds(stream), .async = stream != NULL};
-    gpumem_status st;
-    switch (d->how) {
-    case GM_HOW_TRANSFER: st = run_transfer(&j, d, dst, src, miss); break;
-    case GM_HOW_RECT: st = run_rect(&j, dst, src->strides, side_of(src), dst->strides, side_of(dst)); break;
-    case GM_HOW_KERNEL: st = run_kernel(&j, dst, src, miss); break;
-    default: st = run_packed(&j, d, dst, src, miss); break;
-    }
-    return finish(&j, st);
+    if (d->nsteps > 1) /* a packed run: its steps fused, in turns chunk by chunk */
+        return run_packed(j, d, dst, src);
+    if (s->kind == GM_STEP_COPY || s->kind == GM_STEP_STAGED)
+        return run_transfer(j, d, dst, src);
+    return run_step(j, s, dst, src);
 }
 
 static gpumem_status copy_run(const char *what, gpumem_array *dst, const gpumem_array *src, gpumem_stream *stream,
-                              gpumem_context *ctx, gm_copy_decision *d)
+                              gpumem_context *ctx, bool caller, gm_copy_outcome *o)
 {
+    memset(o, 0, sizeof *o);
+    gm_copy_decision *d = &o->d;
     bool src_dev = gm_array_on_device(src), dst_dev = gm_array_on_device(dst);
     /* downloads queued on the stream write host memory when the stream gets
      * there: a copy that touches host memory from the CPU now waits for them */
@@ -809,53 +799,66 @@ static gpumem_status copy_run(const char *what, gpumem_array *dst, const gpumem_
     }
     gm_copy_tuning t;
     gm_copy_tuning_get(&t);
-    gm_copy_caps caps = {.max_pitch = ctx != NULL ? ctx->max_pitch : 0, .on_stream = stream != NULL};
+    job j = {.what = what, .ctx = ctx, .stream = stream, .ds = gm_stream_ds(stream), .async = stream != NULL,
+             .synced = &o->synced};
+    gm_copy_probe probe = {acquire, &j};
+    gm_copy_caps caps = {.probe = &probe, .max_pitch = ctx != NULL ? ctx->max_pitch : 0, .on_stream = stream != NULL};
     gm_copy_side s = gm_copy_decide_side(src), ds = gm_copy_decide_side(dst);
-    if (gm_copy_is_cross_device(dst, src) && gm_array_size(dst) > 0 && !(t.bad & GM_TUNE_BAD_PEER)) {
-        gpumem_status st = gm_copy_peer_ready(what, dst, src, &caps.peer);
-        if (st != GPUMEM_OK)
-            return st;
-    }
-    for (;;) {
-        gm_copy_decide(dst->ndim, dst->shape, dst->itemsize, &s, &ds, &caps, &t, d);
-        missing miss = MISSING_NONE;
-        /* level is now that of the copies this one makes */
-        bool nested = (d->queued || d->how == GM_HOW_TEMP) && level < LEVELS;
-        if (nested)
-            done[level] = *d; /* what is reported if no nested copy runs */
-        bool caller = level == 1; /* the copy the caller asked for, not one inside it */
-        if (caller && gm_poison_on() && poisons_destination(d, dst, src, &ds, stream))
-            gm_poison_before_download(dst, stream, ctx);
-        gpumem_status st = execute(what, d, dst, src, stream, ctx, &miss);
-        if (caller && miss == MISSING_NONE && gm_copies_on() && lands_before_return(d, dst, stream))
-            synced = true;
-        switch (miss) {
-        case MISSING_NONE:
-            if (nested) { /* nested copies did it: the last one's way is this copy's */
-                bool queued = d->queued;
-                *d = done[level];
-                d->queued = queued;
-            }
-            return st;
-        case MISSING_KERNELS: caps.no_kernels = true; break;
-        case MISSING_SCRATCH: caps.no_scratch = true; break;
-        case MISSING_STAGING: caps.staging_busy = true; break;
-        case MISSING_WINDOW: caps.small_scratch = true; break;
+    if (gm_copy_is_cross_device(dst, src) && gm_array_size(dst) > 0) {
+        j.cross = true;
+        j.peer.ctx[0] = src->ctx;
+        j.peer.ctx[1] = dst->ctx;
+        if (!(t.bad & GM_TUNE_BAD_PEER)) {
+            gpumem_status st = gm_copy_peer_ready(what, dst, src, &caps.peer);
+            if (st != GPUMEM_OK)
+                return st;
         }
     }
+    /* decided once: the decision acquires what it takes as its rules reach it */
+    gm_copy_decide(dst->ndim, dst->shape, dst->itemsize, &s, &ds, &caps, &t, d);
+    if (!d->staged && j.stage != NULL) { /* asked for by a way not taken */
+        gm_staging_release(j.stage);
+        j.stage = NULL;
+    }
+    if (caller && gm_poison_on() && poisons_destination(d, dst, src, &ds, stream))
+        gm_poison_before_download(dst, stream, ctx);
+    bool nested = d->queued;
+    gm_copy_decision inner = *d; /* what is reported if no copy inside runs */
+    gpumem_status st = finish(&j, execute(&j, d, dst, src, o, &inner));
+    if (caller && gm_copies_on() && lands_before_return(d, dst, stream))
+        o->synced = true;
+    if (nested) { /* copies inside it did it: the last one's way is this copy's */
+        bool queued = d->queued;
+        *d = inner;
+        d->queued = queued;
+    }
+    return st;
 }
 
 gpumem_status gm_copy_run(const char *what, gpumem_array *dst, const gpumem_array *src, gpumem_stream *stream,
-                          gpumem_context *ctx)
+                          gpumem_context *ctx, gm_copy_outcome *out)
 {
-    gm_copy_decision d;
-    memset(&d, 0, sizeof d);
-    int mine = level++;
-    if (mine == 0)
-        synced = false;
-    gpumem_status st = copy_run(what, dst, src, stream, ctx, &d);
-    level = mine;
-    if (mine < LEVELS)
-        done[mine] = d;
+    gm_copy_outcome o;
+    gpumem_status st = copy_run(what, dst, src, stream, ctx, true, out != NULL ? out : &o);
+    reported = (out != NULL ? out : &o)->d;
+    return st;
+}
+
+gpumem_status gm_copy_step_run(const char *what, gpumem_context *ctx, gm_pack_kernels *k, const gm_copy_step *s,
+                               gpumem_array *dst, const gpumem_array *src)
+{
+    job j = {.what = what, .ctx = ctx, .kernels = k};
+    gpumem_status st = run_step(&j, s, dst, src);
+    j.kernels = NULL; /* the caller's */
+    return finish(&j, st);
+}
+
+gpumem_status gm_copy_inner(const char *what, gpumem_array *dst, const gpumem_array *src, gpumem_stream *stream,
+                            gpumem_context *ctx, gm_copy_decision *out)
+{
+    gm_copy_outcome o;
+    gpumem_status st = copy_run(what, dst, src, stream, ctx, false, &o);
+    if (out != NULL)
+        *out = o.d;
     return st;
 }

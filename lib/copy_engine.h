@@ -12,15 +12,32 @@
 #include "copy_decide.h"
 #include "gpumem/debug.h"
 
+/* What one copy did: its decision (a queued download's, or a copy's
+ * through a temporary, is the last copy's inside it, queued kept), and
+ * whether it returned only once it had landed in its destination rather
+ * than queued on its stream (what GPUMEM_DEBUG=copies reports as sync,
+ * copy_debug.h; found only while copies is on). */
+typedef struct gm_copy_outcome {
+    gm_copy_decision d;
+    bool synced;
+} gm_copy_outcome;
+
 /* Copies src into dst (arguments checked: equal shape and dtype, dst
  * writable, stream in ctx or, between two devices, of either device), on
  * stream (NULL: synchronously).  ctx is the context of the device side
  * (NULL when both are host memory; the destination's between two
- * devices).  An empty copy moves nothing.  The decision of a copy the
- * caller made (not one made inside another copy) is what
- * gpumem_debug_last_copy_path reports. */
+ * devices).  An empty copy moves nothing.  The copy is decided once
+ * (copy_decide.h).  *out (NULL: not wanted) says what it did; its decision
+ * is what gpumem_debug_last_copy_path reports from now on. */
 gpumem_status gm_copy_run(const char *what, gpumem_array *dst, const gpumem_array *src, gpumem_stream *stream,
-                          gpumem_context *ctx);
+                          gpumem_context *ctx, gm_copy_outcome *out);
+
+/* The same for a copy made inside another (a queued download's slab into
+ * its bounce, a copy through a temporary, a copy between devices through
+ * temporaries): no poisoning, nothing reported; *out (NULL: not wanted) is
+ * its decision, for the copy that made it. */
+gpumem_status gm_copy_inner(const char *what, gpumem_array *dst, const gpumem_array *src, gpumem_stream *stream,
+                            gpumem_context *ctx, gm_copy_decision *out);
 
 /* gpumem_array_copy for the library's own calls that copy on the way
  * (to_device, a reshape's copy, a write-back, const_array_like): the same
@@ -35,34 +52,42 @@ gpumem_status gm_array_copy(const char *what, gpumem_array *dst, const gpumem_ar
  * with gm_keep_first). */
 gpumem_status gm_copy_release_temp(const char *what, gpumem_array *tmp);
 
+/* Runs step s of a plan (GM_STEP_RECT, GM_STEP_PACK or GM_STEP_UNPACK)
+ * between two device arrays of ctx's device, with its kernels k (the
+ * caller's, held; NULL for GM_STEP_RECT), on its legacy stream; complete
+ * on return (copy_peer.c: the copies into and out of temporaries). */
+struct gm_pack_kernels;
+gpumem_status gm_copy_step_run(const char *what, gpumem_context *ctx, struct gm_pack_kernels *k, const gm_copy_step *s,
+                               gpumem_array *dst, const gpumem_array *src);
+
 /* copy_temp.c: a copy between two host-addressable arrays by the CPU,
  * synchronously (overlapping views through a temporary: via_temp). */
 gpumem_status gm_copy_host(const char *what, gpumem_array *dst, const gpumem_array *src, gpumem_stream *stream,
                            bool via_temp);
 
-/* copy_temp.c: overlapping device views, through a device temporary: two
- * copies; the temporary goes once the stream is done with it (its next
- * synchronization), or at once without a stream. */
-gpumem_status gm_copy_temp(const char *what, gpumem_array *dst, const gpumem_array *src, gpumem_stream *stream,
-                           gpumem_context *ctx);
+/* copy_temp.c: the device temporary of a copy between overlapping device
+ * views (GM_HOW_TEMP), laid out like src, owned by the library in a trace.
+ * gm_copy_temp_end, once the plan's two steps (into it, out of it) were
+ * queued with status st: the temporary goes once the stream is done with
+ * it (a write-back at its next synchronization), or at once without a
+ * stream or when the copy failed, after a wait for the stream (*synced set
+ * then).  Keeps the first failure. */
+gpumem_status gm_copy_temp_new(const char *what, const gpumem_array *src, gpumem_stream *stream, gpumem_array **tmp);
+gpumem_status gm_copy_temp_end(const char *what, gpumem_array *tmp, gpumem_stream *stream, gpumem_context *ctx,
+                               gpumem_status st, bool *synced);
 
 /* A copy from device array src into pageable host array dst on stream (not
  * NULL), queued: into a pinned bounce block on the stream, then a host
- * function on the stream writes dst (copy_queued.c).  Returns at once. */
+ * function on the stream writes dst (copy_queued.c).  Returns at once.
+ * *last: the decision of the last slab's copy into the bounce (left as it
+ * was when none ran); *synced set when it had to wait for the stream. */
 gpumem_status gm_copy_queued_download(const char *what, gpumem_array *dst, const gpumem_array *src,
-                                      gpumem_stream *stream, gpumem_context *ctx);
+                                      gpumem_stream *stream, gpumem_context *ctx, gm_copy_decision *last,
+                                      bool *synced);
 
 /* The decision of the calling thread's last copy (the one
  * gpumem_debug_last_copy_path reports), for tests. */
 void gm_copy_last_decision(gm_copy_decision *out);
-
-/* Whether the calling thread's last copy (a gm_copy_run of the caller's,
- * not one made inside a copy) returned only once it had landed in its
- * destination, rather than queued on its stream: what GPUMEM_DEBUG=copies
- * reports as sync (copy_debug.h); kept only while copies is on.  gm_copy_note_synced says so for the
- * copy running now, from a way that had to wait for its stream after all. */
-bool gm_copy_last_synced(void);
-void gm_copy_note_synced(void);
 
 /* The decision's view of an array: its memory kind, device and address
  * (copy_decide.h's gm_copy_side; the strides are the array's). */
@@ -79,9 +104,9 @@ void gm_copy_report(const gm_copy_decision *d);
 gpumem_status gm_copy_check(const char *what, gpumem_array *dst, const gpumem_array *src, gpumem_stream *stream,
                             gpumem_context **ctx);
 
-/* copy.c: the trace's event of a copy that started at t0, with the path
- * gpumem_debug_last_copy_path reports (call under GM_TRACE_IF). */
+/* copy.c: the trace's event of a copy that started at t0 and took path
+ * (its decision's; call under GM_TRACE_IF). */
 void gm_copy_trace(uint64_t t0, const gpumem_array *dst, const gpumem_array *src, gpumem_stream *stream,
-                   gpumem_context *ctx);
+                   gpumem_context *ctx, gpumem_copy_path path);
 
 #endif /* GM_COPY_ENGINE_H */

@@ -26,7 +26,7 @@
  *    overlapping the upload of another, ordered by events on each device's
  *    stream), a strided destination unpacked from scratch on its device;
  *  - GM_PEER_TEMPS: without the kernels or scratch, temporaries as large as
- *    the copy that the engine fills and empties (gm_copy_run, in each
+ *    the copy that the plan's first and last steps fill and empty (gm_copy_step_run, in each
  *    side's context), moved as one run.
  * Peer access is enabled once per pair, both ways, and remembered.
  *
@@ -236,43 +236,54 @@ typedef struct peer_side {
     gm_scratch *s;
 } peer_side;
 
-/* The kernels of ctx's device and a scratch buffer of bytes there (with its
- * side stream when two_streams), its last use waited for on the legacy
- * stream; *missing when either cannot be had. */
-static gpumem_status side_get(const char *what, gpumem_context *ctx, size_t bytes, bool two_streams, peer_side *p,
-                              gm_copy_reason *missing)
+gpumem_status gm_copy_peer_acquire(const char *what, gm_peer_hold *h, gm_copy_need need, int side, uint64_t bytes,
+                                   bool two, bool *have)
 {
-    p->ctx = ctx;
-    gpumem_status st = gm_pack_kernels_get(ctx, what, &p->k);
-    if (st != GPUMEM_OK || p->k == NULL) {
-        if (st == GPUMEM_OK)
-            *missing = GM_REASON_NO_KERNELS;
+    gpumem_context *ctx = h->ctx[side];
+    *have = false;
+    if (need == GM_NEED_KERNELS) {
+        gpumem_status st = h->k[side] != NULL ? GPUMEM_OK : gm_pack_kernels_get(ctx, what, &h->k[side]);
+        *have = h->k[side] != NULL;
         return st;
     }
-    if (bytes == 0)
+    if (need == GM_NEED_STAGING || h->k[side] == NULL || h->s[side] != NULL) /* not the decision's questions */
         return GPUMEM_OK;
-    st = gm_pack_scratch_get(p->k, bytes, two_streams, what, &p->s);
-    if (st == GPUMEM_ERROR_OUT_OF_MEMORY) {
-        *missing = GM_REASON_NO_SCRATCH;
+    gpumem_status st = gm_pack_scratch_get(h->k[side], (size_t)bytes, two, what, &h->s[side]);
+    if (st == GPUMEM_ERROR_OUT_OF_MEMORY)
         return GPUMEM_OK;
-    }
+    if (st != GPUMEM_OK)
+        return st;
+    *have = true;
     /* the legacy stream, where the copy starts, waits for its last use */
-    if (st == GPUMEM_OK && p->s->used)
-        st = gm_drv_check(GM_DRV(stream_wait_event, ctx->dctx, NULL, p->s->ev[GM_SCRATCH_DONE]),
+    if (h->s[side]->used)
+        st = gm_drv_check(GM_DRV(stream_wait_event, ctx->dctx, NULL, h->s[side]->ev[GM_SCRATCH_DONE]),
                           GM_OP_stream_wait_event, what);
     return st;
 }
 
-/* Gives the kernels and scratch back; the copy waited for every stream
- * that used the scratch (it is idle). */
+void gm_copy_peer_release(gm_peer_hold *h)
+{
+    for (int i = 0; i < 2; i++) {
+        gm_pack_scratch_put(h->k[i], h->s[i]);
+        gm_pack_kernels_put(h->k[i]);
+        h->s[i] = NULL;
+        h->k[i] = NULL;
+    }
+}
+
+/* One device's share of what the copy holds. */
+static peer_side side_of(gm_peer_hold *h, int i)
+{
+    peer_side p = {h->ctx[i], h->k[i], h->s[i]};
+    return p;
+}
+
+/* Marks the scratch idle: the copy waited for every stream that used it
+ * (gm_copy_peer gives it back). */
 static void side_put(peer_side *p)
 {
     if (p->s != NULL)
         p->s->used = false;
-    gm_pack_scratch_put(p->k, p->s);
-    gm_pack_kernels_put(p->k);
-    p->s = NULL;
-    p->k = NULL;
 }
 
 static int64_t dot(int n, const int64_t *a, const int64_t *b)
@@ -341,14 +352,11 @@ static gpumem_status drain(const char *what, gpumem_status st, gpumem_context *c
  * pull: the destination's device scatters the dense src into dst, which the
  * other device may still write). */
 static gpumem_status one_kernel(const char *what, gpumem_array *dst, const gpumem_array *src, bool pull,
-                                gm_copy_reason *missing, dst_truth *t)
+                                gm_peer_hold *h, dst_truth *t)
 {
     gpumem_context *on = pull ? dst->ctx : src->ctx, *other = pull ? src->ctx : dst->ctx;
-    peer_side ps = {NULL, NULL, NULL};
-    gpumem_status st = side_get(what, on, 0, false, &ps, missing);
-    if (st != GPUMEM_OK || *missing != GM_REASON_NONE)
-        return st;
-    st = sync_stream(what, other, NULL);
+    peer_side ps = side_of(h, pull ? 1 : 0);
+    gpumem_status st = sync_stream(what, other, NULL);
     if (st == GPUMEM_OK && pull)
         st = side_pack(what, ps.k, NULL, dst->ndim, dst->shape, dst->itemsize, dst->strides, dst->dev, src->strides,
                        src->dev, true);
@@ -359,9 +367,7 @@ static gpumem_status one_kernel(const char *what, gpumem_array *dst, const gpume
         wrote(t, true);
     gpumem_context *c[1] = {on};
     gm_dstream *ds[1] = {NULL};
-    st = drain(what, st, c, ds, 1, t);
-    gm_pack_kernels_put(ps.k);
-    return st;
+    return drain(what, st, c, ds, 1, t);
 }
 
 /* ---- chunks with peer access (GM_PEER_PIPELINE) -------------------------------------------------- */
@@ -374,20 +380,18 @@ static gpumem_status one_kernel(const char *what, gpumem_array *dst, const gpume
  * it, unpacks, records DRAIN[h] (the destination's), which A[h] waits for
  * before it fills the buffer again. */
 static gpumem_status peer_pipeline(const char *what, gpumem_array *dst, const gpumem_array *src,
-                                   const gm_copy_decision *d, const int64_t *layout, gm_copy_reason *missing,
+                                   const gm_copy_decision *d, const int64_t *layout, gm_peer_hold *hold,
                                    dst_truth *t)
 {
     const int nd = dst->ndim;
     const size_t isz = dst->itemsize;
     const int nbufs = d->nbufs > 1 ? 2 : 1;
-    peer_side ps = {NULL, NULL, NULL}, pd = {NULL, NULL, NULL};
     /* the source's: its events and side stream (its buffer stays unused) */
-    gpumem_status st = side_get(what, src->ctx, 1, nbufs > 1, &ps, missing);
-    if (st == GPUMEM_OK && *missing == GM_REASON_NONE)
-        st = side_get(what, dst->ctx, (size_t)d->chunk_bytes * (size_t)nbufs, false, &pd, missing);
+    peer_side ps = side_of(hold, 0), pd = side_of(hold, 1);
+    gpumem_status st = GPUMEM_OK;
     gpumem_context *c[3] = {NULL, NULL, NULL};
     gm_dstream *A[2] = {NULL, NULL};
-    if (st == GPUMEM_OK && *missing == GM_REASON_NONE) {
+    {
         c[0] = c[2] = src->ctx;
         c[1] = dst->ctx;
         A[1] = nbufs > 1 ? ps.s->side : NULL;
@@ -400,7 +404,7 @@ static gpumem_status peer_pipeline(const char *what, gpumem_array *dst, const gp
     }
     int64_t lo = 0, hi = 0;
     gm_layout_extent(nd, dst->shape, layout, isz, &lo, &hi);
-    for (uint64_t k = 0; st == GPUMEM_OK && *missing == GM_REASON_NONE && k < d->nchunks; k++) {
+    for (uint64_t k = 0; st == GPUMEM_OK && k < d->nchunks; k++) {
         const int h = (int)(k % (uint64_t)nbufs);
         int64_t start[GM_MAX_NDIM], ext[GM_MAX_NDIM];
         uint64_t off = 0, n = 0;
@@ -562,18 +566,14 @@ static gpumem_status staged_move(const char *what, gpumem_context *dst_ctx, gm_c
 
 /* The chunks of d staged, through one scratch buffer on each strided side's device. */
 static gpumem_status staged_chunks(const char *what, gpumem_array *dst, const gpumem_array *src,
-                                   const gm_copy_decision *d, const int64_t *layout, gm_copy_reason *missing,
-                                   dst_truth *t)
+                                   const gm_copy_decision *d, const int64_t *layout, gm_peer_hold *h, dst_truth *t)
 {
     staged g = {.what = what, .sctx = src->ctx, .dctx = dst->ctx, .dst = dst, .src = src, .d = d, .layout = layout,
                 .t = t};
-    gpumem_status st = GPUMEM_OK;
-    if (d->peer_pack_src)
-        st = side_get(what, src->ctx, (size_t)d->chunk_bytes, false, &g.ps, missing);
-    if (st == GPUMEM_OK && *missing == GM_REASON_NONE && d->peer_unpack_dst)
-        st = side_get(what, dst->ctx, (size_t)d->chunk_bytes, false, &g.pd, missing);
-    if (st == GPUMEM_OK && *missing == GM_REASON_NONE)
-        st = staged_go(&g);
+    peer_side none = {NULL, NULL, NULL};
+    g.ps = d->peer_pack_src ? side_of(h, 0) : none;
+    g.pd = d->peer_unpack_dst ? side_of(h, 1) : none;
+    gpumem_status st = staged_go(&g);
     if (st != GPUMEM_OK && (g.ps.s != NULL || g.pd.s != NULL)) { /* nothing may still use the scratch */
         gpumem_context *c[2] = {g.pd.s != NULL ? dst->ctx : NULL, g.ps.s != NULL ? src->ctx : NULL};
         gm_dstream *ds[2] = {NULL, NULL};
@@ -596,7 +596,7 @@ static gpumem_status scratch(const char *what, const gpumem_array *a, const int6
 }
 
 static gpumem_status temps(const char *what, gpumem_array *dst, const gpumem_array *src, bool peer,
-                           const gm_copy_decision *d, const int64_t *layout, dst_truth *t)
+                           const gm_copy_decision *d, const int64_t *layout, gm_peer_hold *h, dst_truth *t)
 {
     size_t bytes = (size_t)gm_array_size(dst) * dst->itemsize;
     gpumem_array *s = NULL, *tmp = NULL;
@@ -604,7 +604,7 @@ static gpumem_status temps(const char *what, gpumem_array *dst, const gpumem_arr
     gpumem_array *to = dst;
     gpumem_status st = GPUMEM_OK;
     if (d->peer_pack_src && (st = scratch(what, src, layout, &s)) == GPUMEM_OK) {
-        st = gm_copy_run(what, s, src, NULL, src->ctx);
+        st = gm_copy_step_run(what, src->ctx, h->k[0], &d->steps[0], s, src); /* the plan's first step */
         from = s;
     }
     if (st == GPUMEM_OK && d->peer_unpack_dst && (st = scratch(what, dst, layout, &tmp)) == GPUMEM_OK)
@@ -621,7 +621,7 @@ static gpumem_status temps(const char *what, gpumem_array *dst, const gpumem_arr
         st = staged_move(what, to->ctx, low_addr(to), from->ctx, low_addr(from), bytes, moved);
     }
     if (st == GPUMEM_OK && tmp != NULL) /* the engine's copy says itself what a failure left */
-        st = gm_copy_run(what, dst, tmp, NULL, dst->ctx);
+        st = gm_copy_step_run(what, dst->ctx, h->k[1], &d->steps[d->nsteps - 1], dst, tmp); /* its last */
     /* once the destination holds the copy, a failure to free the temporaries says so */
     st = gm_keep_first(st, gm_copy_release_temp(what, s));
     return gm_keep_first(st, gm_copy_release_temp(what, tmp));
@@ -635,7 +635,7 @@ gpumem_status gm_copy_peer_ready(const char *what, const gpumem_array *dst, cons
 }
 
 gpumem_status gm_copy_peer(const char *what, gpumem_array *dst, const gpumem_array *src, gpumem_stream *stream,
-                           const gm_copy_decision *d, gm_copy_reason *missing)
+                           const gm_copy_decision *d, gm_peer_hold *h)
 {
     bool peer = d->path == GPUMEM_COPY_PATH_PEER;
     int64_t layout[GM_MAX_NDIM];
@@ -652,15 +652,15 @@ gpumem_status gm_copy_peer(const char *what, gpumem_array *dst, const gpumem_arr
      * the caller's stream first, finish before returning. */
     if (stream != NULL && (st = sync_stream(what, stream->ctx, gm_stream_ds(stream))) != GPUMEM_OK)
         return st;
+    /* the kernels and scratch the decision acquired, given back below */
     dst_truth t = {false, false, false};
     switch (d->peer_way) {
     case GM_PEER_COPY: st = staged_move(what, dst->ctx, low_addr(dst), src->ctx, low_addr(src), bytes, &t); break;
-    case GM_PEER_KERNEL: st = one_kernel(what, dst, src, d->peer_read, missing, &t); break;
+    case GM_PEER_KERNEL: st = one_kernel(what, dst, src, d->peer_read, h, &t); break;
     case GM_PEER_PIPELINE:
-        st = peer ? peer_pipeline(what, dst, src, d, layout, missing, &t)
-                  : staged_chunks(what, dst, src, d, layout, missing, &t);
+        st = peer ? peer_pipeline(what, dst, src, d, layout, h, &t) : staged_chunks(what, dst, src, d, layout, h, &t);
         break;
-    default: st = temps(what, dst, src, peer, d, layout, &t); break;
+    default: st = temps(what, dst, src, peer, d, layout, h, &t); break;
     }
     return tell(st, &t);
 }

@@ -10,7 +10,7 @@
  *  - the copy is cut into slabs along the destination's outermost axis (a
  *    range of its indices, every inner axis whole: one run of bounce
  *    bytes), each about a 32nd of the copy, 1 to 8 MiB;
- *  - each slab is queued on the stream (gm_copy_run, into its part of the
+ *  - each slab is queued on the stream (gm_copy_inner, into its part of the
  *    bounce block), followed by an event; one worker (the watcher) waits
  *    for the events in turn and says "these bytes arrived", waking the
  *    others.  Events, not a host function per slab: a host function stalls
@@ -189,7 +189,7 @@ static gpumem_status give_back(void *arg, bool run, const char *what)
  * the bounce, laid out as like with its element 0 at bounce0. */
 static gpumem_status slab_copy(const char *what, gpumem_context *ctx, const gpumem_array *src,
                                const gpumem_array *dst, const int64_t *like, uint64_t bounce0, int k, int64_t a,
-                               int64_t b, gpumem_stream *stream)
+                               int64_t b, gpumem_stream *stream, gm_copy_decision *last)
 {
     int64_t shape[GM_MAX_NDIM];
     memcpy(shape, dst->shape, sizeof shape);
@@ -206,7 +206,7 @@ static gpumem_status slab_copy(const char *what, gpumem_context *ctx, const gpum
         st = gm_array_wrap(what, ctx, src->kind, src->dev + soff, src->ndim, shape, src->strides, src->dtype, NULL,
                            NULL, &sv);
     if (st == GPUMEM_OK)
-        st = gm_copy_run(what, bv, sv, stream, ctx); /* the path it reports is this copy's */
+        st = gm_copy_inner(what, bv, sv, stream, ctx, last); /* its way is this copy's */
     st = gm_keep_first(st, gm_array_release_as(sv, what)); /* wrappers: they free nothing */
     return gm_keep_first(st, gm_array_release_as(bv, what));
 }
@@ -222,7 +222,8 @@ static gpumem_status drain(gpumem_context *ctx, gpumem_stream *stream, const cha
 }
 
 gpumem_status gm_copy_queued_download(const char *what, gpumem_array *dst, const gpumem_array *src,
-                                      gpumem_stream *stream, gpumem_context *ctx)
+                                      gpumem_stream *stream, gpumem_context *ctx, gm_copy_decision *last,
+                                      bool *synced)
 {
     /* the bounce block and the landing threads are the staging engine's: a
      * bad staging setting fails this download as it fails an unqueued one
@@ -293,7 +294,7 @@ gpumem_status gm_copy_queued_download(const char *what, gpumem_array *dst, const
     for (int64_t s = 0; st == GPUMEM_OK && s < nslabs; s++) {
         int64_t a = ext * s / nslabs, b = ext * (s + 1) / nslabs;
         ran = true;
-        if ((st = slab_copy(what, ctx, src, dst, like, bounce0, nslabs > 1 ? k : -1, a, b, stream)) != GPUMEM_OK ||
+        if ((st = slab_copy(what, ctx, src, dst, like, bounce0, nslabs > 1 ? k : -1, a, b, stream, last)) != GPUMEM_OK ||
             s + 1 == nslabs || !marks)
             continue;
         gm_devent *ev = NULL;
@@ -318,7 +319,7 @@ gpumem_status gm_copy_queued_download(const char *what, gpumem_array *dst, const
         atomic_fetch_add_explicit(&l->refs, 1, memory_order_relaxed);
         queued_land = GM_DRV(launch_host_func, ctx->dctx, gm_stream_ds(stream), land_all, l) == GM_CUDA_SUCCESS;
         if (!queued_land) { /* the stream cannot run it: wait, and land the bytes here */
-            gm_copy_note_synced();
+            *synced = true;
             atomic_fetch_sub_explicit(&l->refs, 1, memory_order_relaxed);
             atomic_fetch_sub_explicit(&stream->landings, 1, memory_order_relaxed);
             st = gm_drv_check(GM_DRV(stream_synchronize, ctx->dctx, gm_stream_ds(stream)), GM_OP_stream_synchronize,

@@ -57,27 +57,23 @@ static gpumem_status release_temp(void *arg, bool run, const char *what)
     return gm_array_release_as(arg, what);
 }
 
-/* Overlapping device views (GM_HOW_TEMP): into a temporary, then into dst,
- * two copies; the temporary goes once the stream is done with it (at its
- * next synchronization). */
-gpumem_status gm_copy_temp(const char *what, gpumem_array *dst, const gpumem_array *src, gpumem_stream *stream,
-                           gpumem_context *ctx)
+gpumem_status gm_copy_temp_new(const char *what, const gpumem_array *src, gpumem_stream *stream, gpumem_array **tmp)
 {
-    gpumem_array *tmp = NULL;
     gm_owner was = gm_alloc_owner_begin(GM_OWNER_TEMPORARY); /* the library's own, in a trace */
-    gpumem_status st = gm_array_new_like(what, src, src->ndim, src->shape, 0, stream, &tmp);
+    gpumem_status st = gm_array_new_like(what, src, src->ndim, src->shape, 0, stream, tmp);
     gm_alloc_owner_end(was);
-    if (st != GPUMEM_OK)
-        return st;
-    st = gm_copy_run(what, tmp, src, stream, ctx);
-    if (st == GPUMEM_OK)
-        st = gm_copy_run(what, dst, tmp, stream, ctx);
+    return st;
+}
+
+gpumem_status gm_copy_temp_end(const char *what, gpumem_array *tmp, gpumem_stream *stream, gpumem_context *ctx,
+                               gpumem_status st, bool *synced)
+{
     if (stream != NULL && st == GPUMEM_OK && gm_stream_add_writeback(stream, ctx, release_temp, tmp, what) == GPUMEM_OK)
         return GPUMEM_OK;
     if (stream != NULL) {
         st = gm_keep_first(st, gm_drv_check(GM_DRV(stream_synchronize, ctx->dctx, gm_stream_ds(stream)),
                                             GM_OP_stream_synchronize, what));
-        gm_copy_note_synced();
+        *synced = true;
     }
     return gm_keep_first(st, gm_copy_release_temp(what, tmp));
 }

@@ -1,7 +1,7 @@
 /* The copy engine's decision (lib/copy_decide.c): a table of copies and
  * what must be decided for each (path, executor, how each side meets the
  * packed run, staging, scratch chunks, why a fallback), so that a changed
- * choice fails here; then the chunks of random runs, which must tile the
+ * choice fails here; the steps of plans; what a decision asks its probe for; then the chunks of random runs, which must tile the
  * run in order, every element once. */
 #include "config.h"
 
@@ -525,10 +525,187 @@ static void test_tiling(void)
     ok(bad == 0, "the chunks of 500 random runs tile them, in order, every element once");
 }
 
+/* ---- the capabilities, asked as the rules reach them ------------------------------------------- */
+
+/* A probe that records what the decision asks and answers from a table. */
+typedef struct asked {
+    int n;
+    gm_copy_need need[8];
+    int side[8];
+    uint64_t bytes[8];
+    bool two[8];
+    bool no[4];            /* per need: not had */
+    gm_copy_need fail_on;  /* a need that fails with GPUMEM_ERROR_INVALID_VALUE (fail: true) */
+    bool fail;
+} asked;
+
+static gpumem_status record_ask(void *arg, gm_copy_need need, int side, uint64_t bytes, bool two, bool *have)
+{
+    asked *a = arg;
+    if (a->n < 8) {
+        a->need[a->n] = need;
+        a->side[a->n] = side;
+        a->bytes[a->n] = bytes;
+        a->two[a->n] = two;
+    }
+    a->n++;
+    *have = !a->no[need];
+    return a->fail && need == a->fail_on ? GPUMEM_ERROR_INVALID_VALUE : GPUMEM_OK;
+}
+
+static gm_copy_decision decide_asking(asked *a, int ndim, const int64_t *shape, gm_copy_side src, gm_copy_side dst,
+                                      bool peer)
+{
+    gm_copy_tuning t = tuning();
+    gm_copy_probe probe = {record_ask, a};
+    gm_copy_caps caps = {.probe = &probe, .peer = peer};
+    gm_copy_decision d;
+    gm_copy_decide(ndim, shape, 4, &src, &dst, &caps, &t, &d);
+    return d;
+}
+
+static void test_probe(void)
+{
+    int64_t wide[] = {16384, 1000}, wsrc[] = {4096, 4}, wdst[] = {4000, 4}, c8[] = {32, 4};
+    int64_t s64[] = {6, 4}, cols[] = {32, 8};
+
+    asked a = {0};
+    gm_copy_decision d = decide_asking(&a, 2, (int64_t[]){6, 8}, dev(D0, c8), pinned(H0, c8), false);
+    ok(d.how == GM_HOW_TRANSFER && a.n == 0, "a contiguous pinned download asks for nothing");
+
+    a = (asked){0};
+    d = decide_asking(&a, 2, wide, dev(D0, wsrc), paged(H0, wdst), false);
+    ok(d.how == GM_HOW_PACKED && d.staged && d.nchunks == 2 && a.n == 3 && a.need[0] == GM_NEED_KERNELS &&
+           a.side[0] == 0 && a.need[1] == GM_NEED_STAGING && a.need[2] == GM_NEED_WINDOW &&
+           a.bytes[2] == 2ull * 8388 * 4000 && a.two[2],
+       "a staged strided download asks for the kernels, the staging engine, then the window's two buffers");
+
+    a = (asked){.no = {[GM_NEED_WINDOW] = true}};
+    d = decide_asking(&a, 2, wide, dev(D0, wsrc), paged(H0, wdst), false);
+    ok(d.how == GM_HOW_PACKED && d.reason == GM_REASON_SMALL_SCRATCH && d.nchunks == 16 && a.n == 4 &&
+           a.need[3] == GM_NEED_SCRATCH && a.bytes[3] == 2ull * 1048 * 4000 && a.two[3],
+       "without the window: buffers of the scratch chunk, asked for next, in the one decision");
+
+    a = (asked){.no = {[GM_NEED_WINDOW] = true, [GM_NEED_SCRATCH] = true}};
+    d = decide_asking(&a, 2, wide, dev(D0, wsrc), paged(H0, wdst), false);
+    ok(d.how == GM_HOW_RECT && d.path == GPUMEM_COPY_PATH_DMA && d.reason == GM_REASON_NO_SCRATCH && !d.staged &&
+           d.nchunks == 0 && a.n == 4,
+       "without any scratch: one 2-D copy, decided at once (no scratch, no chunks, not staged)");
+
+    a = (asked){.no = {[GM_NEED_KERNELS] = true}};
+    d = decide_asking(&a, 2, s64, dev(D0, cols), pinned(H0, (int64_t[]){16, 4}), false);
+    ok(d.how == GM_HOW_RECT && d.reason == GM_REASON_NO_KERNELS && a.n == 1 && a.need[0] == GM_NEED_KERNELS,
+       "kernels that cannot be loaded: asked once, the rectangular copies instead");
+
+    a = (asked){.fail = true, .fail_on = GM_NEED_KERNELS};
+    d = decide_asking(&a, 2, s64, dev(D0, cols), pinned(H0, (int64_t[]){16, 4}), false);
+    ok(d.how == GM_HOW_FAIL && d.probe_failed && d.status == GPUMEM_ERROR_INVALID_VALUE && a.n == 1,
+       "a probe that fails fails the decision with its status");
+
+    a = (asked){0};
+    d = decide_asking(&a, 2, s64, dev_on(0, D0, cols), dev_on(1, D0 + 4, cols), true);
+    ok(d.how == GM_HOW_PEER && d.peer_way == GM_PEER_PIPELINE && a.n == 4 && a.need[0] == GM_NEED_KERNELS &&
+           a.side[0] == 0 && a.need[1] == GM_NEED_KERNELS && a.side[1] == 1 && a.need[2] == GM_NEED_SCRATCH &&
+           a.side[2] == 0 && a.bytes[2] == 1 && a.need[3] == GM_NEED_SCRATCH && a.side[3] == 1 &&
+           a.bytes[3] == d.chunk_bytes * (uint64_t)d.nbufs,
+       "both sides strided between two devices: both devices' kernels, the source's stream, the destination's buffers");
+
+    a = (asked){.no = {[GM_NEED_SCRATCH] = true}};
+    d = decide_asking(&a, 2, s64, dev_on(0, D0, cols), dev_on(1, D0 + 4, cols), true);
+    ok(d.how == GM_HOW_PEER && d.peer_way == GM_PEER_TEMPS && d.reason == GM_REASON_NO_SCRATCH && d.nchunks == 0 &&
+           d.peer_pack_src && d.peer_unpack_dst,
+       "the same without scratch: through temporaries");
+
+    a = (asked){0};
+    d = decide_asking(&a, 1, (int64_t[]){1024}, dev(D0, (int64_t[]){8}), dev(D0 + 4, (int64_t[]){8}), false);
+    ok(d.how == GM_HOW_TEMP && a.n == 2 && a.need[0] == GM_NEED_KERNELS && a.need[1] == GM_NEED_KERNELS &&
+           d.nsteps == 2 && d.steps[0].kind == GM_STEP_PACK && d.steps[1].kind == GM_STEP_UNPACK,
+       "overlapping strided device views: each copy through the temporary asks for the kernels it runs");
+}
+
+/* ---- the plans' steps ------------------------------------------------------------------------------ */
+
+static const char *step_name(gm_step_kind k)
+{
+    static const char *const n[] = {"?",      "host",       "copy", "rect",   "staged", "pack",
+                                    "unpack", "cpu-pack", "cpu-unpack", "peer", "nested", "land"};
+    return (unsigned)k < sizeof n / sizeof *n ? n[k] : "?";
+}
+
+/* Whether the plan of src -> dst is the n steps given (kind, from, to, chunked). */
+static void plan_is(const char *name, int ndim, const int64_t *shape, gm_copy_side src, gm_copy_side dst,
+                    gm_copy_caps caps, int n, const gm_copy_step *steps)
+{
+    gm_copy_tuning t = tuning();
+    gm_copy_decision d;
+    gm_copy_decide(ndim, shape, 4, &src, &dst, &caps, &t, &d);
+    bool good = d.nsteps == n;
+    for (int i = 0; good && i < n; i++)
+        good = d.steps[i].kind == steps[i].kind && d.steps[i].from == steps[i].from && d.steps[i].to == steps[i].to &&
+               d.steps[i].chunked == steps[i].chunked;
+    ok(good, "the plan of %s: %d steps", name, n);
+    if (!good)
+        for (int i = 0; i < d.nsteps; i++)
+            diag("step %d: %s %d -> %d%s", i, step_name(d.steps[i].kind), d.steps[i].from, d.steps[i].to,
+                 d.steps[i].chunked ? " chunked" : "");
+}
+
+#define STEP(k, f, t) {GM_STEP_##k, GM_BUF_##f, GM_BUF_##t, false}
+#define CHUNKED(k, f, t) {GM_STEP_##k, GM_BUF_##f, GM_BUF_##t, true}
+
+static void test_plans(void)
+{
+    int64_t s64[] = {6, 4}, cols[] = {32, 8}, c4[] = {16, 4}, c1[] = {4}, s68[] = {6, 8}, c8[] = {32, 4};
+    int64_t wide[] = {16384, 1000}, wsrc[] = {4096, 4}, wdst[] = {4000, 4};
+    gm_copy_caps none = {0}, stream = {.on_stream = true}, nok = {.no_kernels = true};
+    gm_copy_caps peer_nos = {.peer = true, .no_scratch = true};
+
+    plan_is("a contiguous pinned download", 2, s68, dev(D0, c8), pinned(H0, c8), none, 1,
+            (gm_copy_step[]){STEP(COPY, SRC, DST)});
+    plan_is("a 64 MiB pageable upload", 1, (int64_t[]){16 * (int64_t)MiB}, paged(H0, c1), dev(D0, c1), none, 1,
+            (gm_copy_step[]){STEP(STAGED, SRC, DST)});
+    plan_is("a queued pageable download of d[:, ::2]", 2, s64, dev(D0, cols), paged(H0, c4), stream, 2,
+            (gm_copy_step[]){STEP(NESTED, SRC, BOUNCE), STEP(LAND, BOUNCE, DST)});
+    plan_is("overlapping device views d[1:] into d[:-1]", 1, (int64_t[]){255}, dev(D0 + 4, c1), dev(D0, c1), none, 2,
+            (gm_copy_step[]){STEP(RECT, SRC, TEMP), STEP(RECT, TEMP, DST)});
+    plan_is("d[:, ::2] into d[:, 1::2] of the same array", 2, s64, dev(D0, cols), dev(D0 + 4, cols), none, 2,
+            (gm_copy_step[]){STEP(PACK, SRC, TEMP), STEP(UNPACK, TEMP, DST)});
+    plan_is("a strided host upload h[:, ::2] into a dense device array", 2, s64, paged(H0, cols), dev(D0, c4), none,
+            2, (gm_copy_step[]){STEP(CPU_PACK, SRC, SLOTS), STEP(STAGED, SLOTS, DST)});
+    plan_is("h[:, ::2] into d[:, 1::2]", 2, s64, paged(H0, cols), dev(D0 + 4, cols), none, 3,
+            (gm_copy_step[]){CHUNKED(CPU_PACK, SRC, SLOTS), CHUNKED(STAGED, SLOTS, SCRATCH),
+                             CHUNKED(UNPACK, SCRATCH, DST)});
+    plan_is("62.5 MiB of d's 4000-byte rows into pageable memory", 2, wide, dev(D0, wsrc), paged(H0, wdst), none, 2,
+            (gm_copy_step[]){CHUNKED(PACK, SRC, SCRATCH), CHUNKED(STAGED, SCRATCH, DST)});
+    plan_is("d[:, ::2] into a contiguous pinned array", 2, s64, dev(D0, cols), pinned(H0, c4), none, 2,
+            (gm_copy_step[]){CHUNKED(PACK, SRC, SCRATCH), CHUNKED(COPY, SCRATCH, DST)});
+    plan_is("d[:, ::2] into d2[:, 1::2]", 2, s64, dev(D0, cols), dev(D0 + 4096, cols), none, 2,
+            (gm_copy_step[]){CHUNKED(PACK, SRC, SCRATCH), CHUNKED(UNPACK, SCRATCH, DST)});
+    plan_is("d[:, ::2] into a contiguous device array", 2, s64, dev(D0, cols), dev(D0 + 4096, c4), none, 1,
+            (gm_copy_step[]){STEP(PACK, SRC, DST)});
+    plan_is("without kernels, h[:, ::2] into d[:, 1::2]", 2, s64, paged(H0, cols), dev(D0 + 4, cols), nok, 2,
+            (gm_copy_step[]){STEP(CPU_PACK, SRC, HOST_RUN), STEP(RECT, HOST_RUN, DST)});
+    plan_is("without kernels, d[:, ::2] to a contiguous host array", 2, s64, dev(D0, cols), pinned(H0, c4), nok, 1,
+            (gm_copy_step[]){STEP(RECT, SRC, DST)});
+    plan_is("between devices without scratch, both strided", 2, s64, dev_on(0, D0, cols), dev_on(1, D0 + 4, cols),
+            peer_nos, 3, (gm_copy_step[]){STEP(PACK, SRC, TEMP), STEP(PEER, TEMP, TEMP), STEP(UNPACK, TEMP, DST)});
+    plan_is("between devices without kernels, both strided", 2, s64, dev_on(0, D0, cols), dev_on(1, D0 + 4, cols),
+            (gm_copy_caps){.peer = true, .no_kernels = true}, 3,
+            (gm_copy_step[]){STEP(RECT, SRC, TEMP), STEP(PEER, TEMP, TEMP), STEP(RECT, TEMP, DST)});
+    plan_is("between devices without kernels, a strided source into a dense destination", 2, s64,
+            dev_on(0, D0, cols), dev_on(1, D0, c4), (gm_copy_caps){.no_kernels = true}, 2,
+            (gm_copy_step[]){STEP(RECT, SRC, TEMP), STEP(PEER, TEMP, DST)});
+    plan_is("host to host", 2, s68, paged(H0, c8), pinned(H0 + 4096, c8), none, 1,
+            (gm_copy_step[]){STEP(HOST, SRC, DST)});
+    plan_is("an empty copy", 2, (int64_t[]){0, 4}, dev(D0, c4), pinned(H0, c4), none, 0, NULL);
+}
+
 int main(void)
 {
     test_table();
+    test_plans();
     test_tiling();
+    test_probe();
     done_testing();
     return exit_status();
 }

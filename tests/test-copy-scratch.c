@@ -17,6 +17,7 @@
 #include "arrays.h"
 #include "child.h"
 #include "copy_engine.h"
+#include "copy_tuning.h"
 #include "pack_calls.h"
 #include "rng.h"
 #include "tap.h"
@@ -358,9 +359,105 @@ static void test_stream(void)
     }
 }
 
+/* What a copy did comes back with it (gm_copy_outcome), and copies made
+ * inside it report nothing themselves.  value[1]: bits of the checks. */
+enum { O_QUEUED = 1 << 0, O_LAST = 1 << 1, O_INNER = 1 << 2, O_TEMP = 1 << 3, O_VALUES = 1 << 4 };
+
+#define OR 64
+#define OC 64
+
+static void outcome_case(const void *arg, child_result *out)
+{
+    (void)arg;
+    gpumem_context *ctx = NULL;
+    gpumem_stream *stream = NULL;
+    if ((out->status = gpumem_context_create_default(&ctx)) != GPUMEM_OK ||
+        (out->status = gpumem_stream_create(ctx, 0, &stream)) != GPUMEM_OK)
+        return;
+    float *h = malloc(sizeof(float) * OR * OC), *half = calloc(OR * (OC / 2), sizeof(float));
+    for (int i = 0; i < OR * OC; i++)
+        h[i] = (float)i;
+    gpumem_array *hb = wrap_f32(h, OR, OC), *d = NULL, *d2 = NULL;
+    out->status = keep(gpumem_to_device(ctx, hb, NULL, 0, &d), gpumem_to_device(ctx, hb, NULL, 0, &d2));
+    if (out->status != GPUMEM_OK)
+        return;
+    long bits = 0;
+    gpumem_array *even = cols_view(d, 0, 2), *hh = wrap_f32(half, OR, OC / 2);
+    /* a queued download into pageable memory: its outcome is the bounce copy's decision, queued */
+    gm_copy_outcome o;
+    memset(&o, 0xff, sizeof o);
+    gpumem_status st = gm_copy_run("test", hh, even, stream, ctx, &o);
+    st = keep(st, gpumem_stream_synchronize(stream));
+    gm_copy_decision last;
+    gm_copy_last_decision(&last);
+    bits |= st == GPUMEM_OK && o.d.queued && o.d.how == GM_HOW_PACKED &&
+                    o.d.path == GPUMEM_COPY_PATH_DEVICE_PACK && !o.synced ? O_QUEUED : 0;
+    bits |= last.path == o.d.path && last.queued && last.how == o.d.how ? O_LAST : 0;
+    bits |= st == GPUMEM_OK && holds_cols(half, h, OR, OC, 0, 2) ? O_VALUES : 0;
+    /* a copy inside another: its decision comes back to the caller, the thread's report stays */
+    gm_copy_decision inner;
+    memset(&inner, 0, sizeof inner);
+    st = keep(st, gm_copy_inner("test", d2, d, NULL, ctx, &inner));
+    gm_copy_last_decision(&last);
+    bits |= st == GPUMEM_OK && inner.how == GM_HOW_RECT && inner.path == GPUMEM_COPY_PATH_CONTIGUOUS &&
+                    last.queued && last.path == o.d.path ? O_INNER : 0;
+    /* overlapping views through a temporary: the outcome is the second copy's decision */
+    gpumem_array *odd = cols_view(d, 1, 2), *mid = NULL;
+    gpumem_slice sl[2] = {{GPUMEM_SLICE_DEFAULT, GPUMEM_SLICE_DEFAULT, 1}, {1, OC - 1, 2}};
+    st = keep(st, gpumem_array_slice(d, sl, 2, &mid)); /* d[:, 1:63:2]: the odd columns but the last */
+    gpumem_array *even31 = NULL;
+    gpumem_slice se[2] = {{GPUMEM_SLICE_DEFAULT, GPUMEM_SLICE_DEFAULT, 1}, {2, GPUMEM_SLICE_DEFAULT, 2}};
+    st = keep(st, gpumem_array_slice(d, se, 2, &even31)); /* d[:, 2::2] */
+    memset(&o, 0, sizeof o);
+    if (st == GPUMEM_OK)
+        st = gm_copy_run("test", even31, mid, NULL, ctx, &o); /* interleaved columns: the extents overlap */
+    gm_copy_decision whole; /* the copy as a whole goes through the temporary */
+    gm_copy_tuning t;
+    gm_copy_tuning_get(&t);
+    gm_copy_caps caps = {.max_pitch = 0};
+    gm_copy_side ss = gm_copy_decide_side(mid), ds = gm_copy_decide_side(even31);
+    gm_copy_decide(2, mid->shape, 4, &ss, &ds, &caps, &t, &whole);
+    bits |= st == GPUMEM_OK && whole.how == GM_HOW_TEMP && o.d.how == GM_HOW_TEMP && o.d.path == whole.path &&
+                    o.d.nsteps == 2 && o.d.steps[0].to == GM_BUF_TEMP && o.d.steps[1].from == GM_BUF_TEMP
+                ? O_TEMP
+                : 0;
+    out->value[2] = (long)o.d.how;
+    out->value[1] = bits;
+    if (st != GPUMEM_OK)
+        snprintf(out->text, sizeof out->text, "%s", gpumem_last_error());
+    out->status = st;
+    gpumem_array_release(even31);
+    gpumem_array_release(mid);
+    gpumem_array_release(odd);
+    gpumem_array_release(even);
+    gpumem_array_release(hh);
+    gpumem_array_release(d2);
+    gpumem_array_release(d);
+    gpumem_array_release(hb);
+    free(half);
+    free(h);
+    gpumem_stream_destroy(stream);
+    gpumem_context_release(ctx);
+}
+
+static void test_outcome(void)
+{
+    child_result r;
+    run_child(outcome_case, NULL, &r);
+    ok(r.exited && r.exit_code == 0 && r.status == GPUMEM_OK, "the outcomes' copies run%s%s", r.text[0] ? ": " : "",
+       r.text);
+    ok(r.value[1] & O_QUEUED, "a queued download's outcome: the bounce copy's decision (device-pack), queued");
+    ok(r.value[1] & O_LAST, "gpumem_debug_last_copy_path's decision is the outcome's");
+    ok(r.value[1] & O_VALUES, "the queued download landed");
+    ok(r.value[1] & O_INNER, "a copy inside another gives its decision back and leaves the thread's report alone");
+    ok(r.value[1] & O_TEMP, "a copy through a temporary: the outcome is its plan, two steps through the temporary, "
+       "the second one's path (how %ld)", r.value[2]);
+}
+
 int main(void)
 {
     test_big();
+    test_outcome();
     test_chunks();
     test_stream();
     done_testing();
