@@ -20,7 +20,6 @@ limit=900
 exceptions='
 include/gpumem.hpp the C++ binding, one installed header: split it into headers of its own (include/gpumem/*.hpp) with the install lists, the man pages and tests/test-promises-hpp
 include/gpumem/array.h the public array API, one installed header: splitting it moves calls between installed headers (abi, man pages, doc/api)
-fortran/gpumem.f90 the Fortran module gpumem: one module in one file, as the build and gpumem-fortran.pc install it; a split needs submodules
 '
 
 echo "1..3"
