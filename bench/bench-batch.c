@@ -17,20 +17,8 @@
 
 #include <gpumem.h>
 
-#define CHECK(call)                                                                  \
-    do {                                                                             \
-        if ((call) != GPUMEM_OK) {                                                   \
-            fprintf(stderr, "bench-batch: %s: %s\n", #call, gpumem_last_error());   \
-            exit(EXIT_FAILURE);                                                      \
-        }                                                                            \
-    } while (0)
-
-static double now_us(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec * 1e6 + t.tv_nsec / 1e3;
-}
+#define BENCH_NAME "bench-batch"
+#include "bench.h"
 
 static uint64_t launches(void)
 {

@@ -75,8 +75,8 @@ if has peer; then
     command -v python3 >/dev/null && [ -f "$root/bench/peers.py" ] && python3 "$root/bench/peers.py" --peer >>"$out/peer.txt" 2>&1
 fi
 if has oom; then
-    echo "== tests/test-memory with GPUMEM_TEST_GPU_OOM=1"
-    GPUMEM_TEST_GPU_OOM=1 ./libtool --mode=execute tests/test-memory 2>&1 | grep -v '^ok ' | head -40
+    echo "== tests/test-memory-oom with GPUMEM_TEST_GPU_OOM=1"
+    GPUMEM_TEST_GPU_OOM=1 ./libtool --mode=execute tests/test-memory-oom 2>GPUMEM_TEST_GPU_OOM=1 ./libtool --mode=execute tests/test-memory 2>&11 | grep -v '^ok ' | head -40
 fi
 if has alloc; then
     echo "== gpumem bench --alloc"

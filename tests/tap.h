@@ -22,7 +22,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int tap_run, tap_failed, tap_planned = -1;
+/* The counts: weak definitions, one set for the whole program, so that a
+ * test made of several files, each including this header, numbers its
+ * results in one sequence. */
+__attribute__((weak)) int tap_run, tap_failed;
+__attribute__((weak)) int tap_planned = -1;
 
 static void diag(const char *fmt, ...) __attribute__((format(printf, 1, 2), unused));
 static void diag(const char *fmt, ...)

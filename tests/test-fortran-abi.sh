@@ -11,7 +11,10 @@ n=8
 echo "1..$n"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/gpumem-fortran.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
-mod="$srcdir/fortran/gpumem.f90"
+# The module's text: gpumem.f90 and the hand-written parts it includes.
+mod="$tmp/gpumem.f90"
+cat "$srcdir/fortran/gpumem.f90" "$srcdir/fortran/gpumem_constants.inc" "$srcdir/fortran/gpumem_c_api1.inc" \
+    "$srcdir/fortran/gpumem_c_api2.inc" >"$mod" || exit 1
 lib="$builddir/lib/.libs"
 i=0
 result() { # 0|1, description, log

@@ -5,26 +5,9 @@
 # to cost quadratic time (many pools, many unmatched regions, many
 # streams); an allocation of 2^63 bytes or more.  The crafted traces come
 # from tests/trace-craft.py.
-builddir=${GPUMEM_TEST_BUILDDIR:-.}
-srcdir=${GPUMEM_TEST_SRCDIR:-$(dirname "$0")/..}
-gpumem="$builddir/tools/gpumem"
-workload="$builddir/tests/trace-workload"
+trace_test=trace-hostile trace_show=20
+. "${GPUMEM_TEST_SRCDIR:-$(dirname "$0")/..}/tests/trace-lib.sh"
 craft="$srcdir/tests/trace-craft.py"
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/gpumem-trace-hostile.XXXXXX") || exit 1
-trap 'rm -rf "$tmp"' EXIT
-unset GPUMEM_TRACE GPUMEM_TRACE_STACKS
-
-i=0
-t() {
-    i=$((i + 1))
-    if [ "$1" = 0 ]; then
-        echo "ok $i - $2"
-    else
-        echo "not ok $i - $2"
-        for f in "$tmp/out" "$tmp/err"; do [ -f "$f" ] && sed 's/^/# /' "$f" | head -20; done
-    fi
-}
-skip() { i=$((i + 1)); echo "ok $i # SKIP $1"; }
 
 "$workload" "$tmp/w.gmt" >"$tmp/out" 2>"$tmp/err"
 t $? "the workload runs, traced"

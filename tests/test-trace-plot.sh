@@ -7,12 +7,9 @@
 # out-of-memory line, no console error).  Without Chromium (the Debian
 # package chromium) the browser's checks skip and say so; without python3
 # the test skips.
-builddir=${GPUMEM_TEST_BUILDDIR:-.}
-srcdir=${GPUMEM_TEST_SRCDIR:-$(dirname "$0")/..}
-gpumem="$builddir/tools/gpumem"
-workload="$builddir/tests/trace-workload"
+trace_test=trace-plot
+. "${GPUMEM_TEST_SRCDIR:-$(dirname "$0")/..}/tests/trace-lib.sh"
 check="$srcdir/tests/trace-plot-check.py"
-unset GPUMEM_TRACE GPUMEM_TRACE_STACKS
 
 if ! command -v python3 >/dev/null 2>&1; then
     echo "1..0 # SKIP python3 is not installed to check the pictures"
@@ -25,8 +22,6 @@ for b in chromium chromium-browser google-chrome google-chrome-stable; do
         break
     fi
 done
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/gpumem-trace-plot.XXXXXX") || exit 1
-trap 'rm -rf "$tmp"' EXIT
 
 plot() { # TRACE OUT [OPTION...]
     trace=$1 out=$2

@@ -4,28 +4,13 @@
 # largest allocations with their owner and call site; the library's memory
 # kept at the end is not counted as never freed.  On crafted traces
 # (tests/trace-plot-check.py --write-trace) and tests/trace-workload's.
-builddir=${GPUMEM_TEST_BUILDDIR:-.}
-srcdir=${GPUMEM_TEST_SRCDIR:-$(dirname "$0")/..}
-gpumem="$builddir/tools/gpumem"
-workload="$builddir/tests/trace-workload"
-unset GPUMEM_TRACE GPUMEM_TRACE_STACKS
+trace_test=trace-owner
+. "${GPUMEM_TEST_SRCDIR:-$(dirname "$0")/..}/tests/trace-lib.sh"
 if ! command -v python3 >/dev/null 2>&1; then
     echo "1..0 # SKIP python3 is not installed to write the crafted traces"
     exit 0
 fi
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/gpumem-trace-owner.XXXXXX") || exit 1
-trap 'rm -rf "$tmp"' EXIT
 echo "1..7"
-i=0
-t() {
-    i=$((i + 1))
-    if [ "$1" = 0 ]; then
-        echo "ok $i - $2"
-    else
-        echo "not ok $i - $2"
-        for f in "$tmp/out" "$tmp/err"; do [ -f "$f" ] && sed 's/^/# /' "$f" | head -40; done
-    fi
-}
 for n in owners owners-kept; do
     python3 "$srcdir/tests/trace-plot-check.py" --write-trace $n "$tmp/$n.gmt" || exit 1
 done

@@ -2,24 +2,9 @@
 # gpumem trace: summary (text and --json), export --chrome, replay, and bad
 # input (truncated, corrupt, another version, not a trace), on the trace of
 # tests/trace-workload, whose memory history is known (its head comment).
-builddir=${GPUMEM_TEST_BUILDDIR:-.}
-gpumem="$builddir/tools/gpumem"
-workload="$builddir/tests/trace-workload"
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/gpumem-trace-tool.XXXXXX") || exit 1
-trap 'rm -rf "$tmp"' EXIT
-unset GPUMEM_TRACE GPUMEM_TRACE_STACKS
+trace_test=trace-tool
+. "${GPUMEM_TEST_SRCDIR:-$(dirname "$0")/..}/tests/trace-lib.sh"
 echo "1..37"
-i=0
-t() {
-    i=$((i + 1))
-    if [ "$1" = 0 ]; then
-        echo "ok $i - $2"
-    else
-        echo "not ok $i - $2"
-        for f in "$tmp/out" "$tmp/err"; do [ -f "$f" ] && sed 's/^/# /' "$f" | head -40; done
-    fi
-}
-skip() { i=$((i + 1)); echo "ok $i # SKIP $1"; }
 have_python=no
 command -v python3 >/dev/null 2>&1 && have_python=yes
 
