@@ -67,14 +67,17 @@ def _host_ptr(addr):
         getattr(_drv, "USE_NV_BINDING", True) == 0 else addr
 
 
-def _dev_ptr(addr):
-    """A device address as numba's MemoryPointer takes it: the binding's
-    CUdeviceptr for the NVIDIA binding (numba-cuda, as numba makes its own
-    NULL pointers), else ctypes.c_void_p."""
+def _dev_ptr_type():
+    """The type numba's MemoryPointer takes a device address in: the
+    binding's CUdeviceptr for the NVIDIA binding (numba-cuda, as numba makes
+    its own NULL pointers), else ctypes.c_void_p.  Read once, at import."""
     binding = getattr(_drv, "binding", None)
     if getattr(_drv, "USE_NV_BINDING", True) and binding is not None and hasattr(binding, "CUdeviceptr"):
-        return binding.CUdeviceptr(addr)
-    return ctypes.c_void_p(addr)
+        return binding.CUdeviceptr
+    return ctypes.c_void_p
+
+
+_dev_ptr = _dev_ptr_type()
 
 
 class _Registration:
@@ -120,8 +123,27 @@ def _finalize(mgr_ref, fn, args):
     fn(*args)
 
 
+def _free_device(mgr, ptr):
+    """memalloc's finalizer (numba calls it through weakref.finalize when the
+    MemoryPointer goes): one call of the library, on the manager's stream,
+    unless a defer_cleanup scope holds the free back.  It keeps the
+    manager: a manager outlives the memory it gave."""
+    if mgr._defer:
+        with mgr._lock:
+            if mgr._defer:
+                mgr._pending.append((_free_device, (mgr, ptr)))
+                return
+    st = _c_free(ptr, mgr._stream_value)
+    if st:
+        _lib.check(st)
+
+
 _c_alloc = _lib.lib.gpumem_foreign_alloc
+_c_free = _lib.lib.gpumem_foreign_free
 _RT = RUNTIME.encode()
+_byref = ctypes.byref
+_void_p = ctypes.c_void_p
+_partial = functools.partial
 
 
 class GpumemMemoryManager(_drv.BaseCUDAMemoryManager):
@@ -137,9 +159,11 @@ class GpumemMemoryManager(_drv.BaseCUDAMemoryManager):
         self._defer = 0
         self._pending = []          # frees held back by defer_cleanup: (function, args)
         self._allocations = {}      # mapped and managed memory numba refers to weakly (mem.own())
-        self._stream_value = None   # the stream of device memory, read from numba's config once
+        # The stream of device memory, read from numba's config once.
+        self._stream_value = PER_THREAD_STREAM if _config_per_thread() else 0
         self._ref = weakref.ref(self)
         self._device_id = None      # the context's device ordinal, read once
+        self._ctx_proxy = None      # weakref.proxy(self.context), made once
 
     # -- the device and the stream --------------------------------------------------------------
 
@@ -151,10 +175,13 @@ class GpumemMemoryManager(_drv.BaseCUDAMemoryManager):
         return d
 
     def _stream(self):
-        s = self._stream_value
-        if s is None:
-            s = self._stream_value = PER_THREAD_STREAM if _config_per_thread() else 0
-        return s
+        return self._stream_value
+
+    def _ctx(self):
+        c = self._ctx_proxy
+        if c is None:
+            c = self._ctx_proxy = weakref.proxy(self.context)
+        return c
 
     def _finalizer(self, fn, *args):
         """A finalizer that runs fn(*args) now, or at the end of defer_cleanup."""
@@ -179,20 +206,25 @@ class GpumemMemoryManager(_drv.BaseCUDAMemoryManager):
         _memory_info(self._device)
 
     def memalloc(self, size):
-        ctx = weakref.proxy(self.context)
+        # The hot path (numba's device_array): one library call, and the
+        # finalizer a partial of a module function; nothing else is made.
+        ctx = self._ctx_proxy
+        if ctx is None:
+            ctx = self._ctx()
         if size == 0:
             return _drv.MemoryPointer(ctx, _dev_ptr(0), 0)
-        stream = self._stream()
-        p = ctypes.c_void_p()
-        st = _c_alloc(_RT, self._device, size, stream, ctypes.byref(p))
+        d = self._device_id
+        if d is None:
+            d = self._device
+        p = _void_p()
+        st = _c_alloc(_RT, d, size, self._stream_value, _byref(p))
         if st:
             _lib.check(st)
         ptr = p.value
-        return _drv.MemoryPointer(ctx, _dev_ptr(ptr), size,
-                                  finalizer=self._finalizer(_free, ptr, stream))
+        return _drv.MemoryPointer(ctx, _dev_ptr(ptr), size, finalizer=_partial(_free_device, self, ptr))
 
     def memhostalloc(self, size, mapped=False, portable=False, wc=False):
-        ctx = weakref.proxy(self.context)
+        ctx = self._ctx()
         ptr = _host_alloc(size, self._device, mapped=mapped, portable=portable, wc=wc, runtime=RUNTIME)
         if mapped:
             mem = _drv.MappedMemory(ctx, _host_ptr(ptr), size,
@@ -202,7 +234,7 @@ class GpumemMemoryManager(_drv.BaseCUDAMemoryManager):
         return _drv.PinnedMemory(ctx, _host_ptr(ptr), size, finalizer=self._finalizer(_host_free, ptr))
 
     def mempin(self, owner, pointer, size, mapped=False):
-        ctx = weakref.proxy(self.context)
+        ctx = self._ctx()
         pointer = int(getattr(pointer, "value", pointer) or 0)
         reg = _Registration(_context_of(self._device), pointer, size, mapped)
         if mapped:
@@ -214,7 +246,7 @@ class GpumemMemoryManager(_drv.BaseCUDAMemoryManager):
         return _drv.PinnedMemory(ctx, _host_ptr(pointer), size, owner=owner, finalizer=self._finalizer(reg.close))
 
     def memallocmanaged(self, size, attach_global=True):
-        ctx = weakref.proxy(self.context)
+        ctx = self._ctx()
         ptr = _managed_alloc(size, self._device, attach_global=attach_global, runtime=RUNTIME)
         mem = _drv.ManagedMemory(ctx, _dev_ptr(ptr), size,
                                  finalizer=self._forget(("managed", ptr), _free, ptr, 0))
