@@ -212,41 +212,56 @@ static gpumem_status record(gm_fspace space, gm_block *b, gpumem_context *ctx, i
     return GPUMEM_OK;
 }
 
-/* The start of every allocation: the runtime's index, the device's state
- * and context; *ptr = NULL when size is 0 (nothing more to do then). */
-static gpumem_status alloc_begin(const char *what, const char *runtime, int device, size_t size, void **ptr, int *rt,
-                                 fdevice **f, gpumem_context **ctx)
+/* What every allocation entry point starts from. */
+typedef struct alloc_start {
+    int rt;               /* the runtime's index */
+    fdevice *f;           /* the device's state */
+    gpumem_context *ctx;  /* the context the allocation is made in */
+} alloc_start;
+
+/* The start of every allocation entry point `what`: checks ptr, then finds
+ * the runtime's index, the device's state and its context.  Returns false
+ * when the entry point has nothing more to do and returns *st: a failure,
+ * or GPUMEM_OK with *ptr = NULL for size 0. */
+static bool alloc_begin(const char *what, const char *runtime, int device, size_t size, void **ptr, alloc_start *a,
+                        gpumem_status *st)
 {
-    GM_FORWARD_IF_ERROR(gm_foreign_runtime_index(runtime, what, rt));
-    GM_FORWARD_IF_ERROR(device_get(device, what, f));
-    *ctx = atomic_load_explicit(&(*f)->ctx, memory_order_acquire);
-    if (size == 0)
+    if (ptr == NULL) {
+        *st = gm_error(GPUMEM_ERROR_NULL_ARGUMENT, "%s: argument 'ptr' is NULL", what);
+        return false;
+    }
+    *st = gm_foreign_runtime_index(runtime, what, &a->rt);
+    if (*st == GPUMEM_OK)
+        *st = device_get(device, what, &a->f);
+    if (*st != GPUMEM_OK)
+        return false;
+    a->ctx = atomic_load_explicit(&a->f->ctx, memory_order_acquire);
+    if (size == 0) {
         *ptr = NULL;
-    return GPUMEM_OK;
+        return false;
+    }
+    return true;
 }
 
 GPUMEM_API gpumem_status gpumem_foreign_alloc(const char *runtime, int device, size_t size, void *stream, void **ptr)
 {
     const char *what = "gpumem_foreign_alloc";
-    GM_CHECK_NULL(ptr);
-    int rt;
-    fdevice *f;
-    gpumem_context *ctx;
-    GM_FORWARD_IF_ERROR(alloc_begin(what, runtime, device, size, ptr, &rt, &f, &ctx));
-    if (size == 0)
-        return GPUMEM_OK;
+    alloc_start a;
+    gpumem_status st;
+    if (!alloc_begin(what, runtime, device, size, ptr, &a, &st))
+        return st;
     gpumem_pool *pool;
-    GM_FORWARD_IF_ERROR(device_pool(f, ctx, what, &pool));
+    GM_FORWARD_IF_ERROR(device_pool(a.f, a.ctx, what, &pool));
     gpumem_stream *s = NULL;
-    GM_FORWARD_IF_ERROR(stream_held(f, device, stream, what, &s));
-    bool pushed = trace_push(rt);
+    GM_FORWARD_IF_ERROR(stream_held(a.f, device, stream, what, &s));
+    bool pushed = trace_push(a.rt);
     gm_block b;
-    gpumem_status st = gm_alloc_device_pool(pool, size, s, what, &b); /* b.stream holds s too */
+    st = gm_alloc_device_pool(pool, size, s, what, &b); /* b.stream holds s too */
     gm_stream_unhold(s);
     if (st == GPUMEM_OK) {
         gm_stream_unhold(b.stream); /* the free names its own stream */
         b.stream = NULL;
-        st = record(GM_FSPACE_DEVICE, &b, ctx, device, rt, GPUMEM_MEMORY_DEVICE, what, ptr);
+        st = record(GM_FSPACE_DEVICE, &b, a.ctx, device, a.rt, GPUMEM_MEMORY_DEVICE, what, ptr);
     }
     trace_pop(pushed);
     return st;
@@ -288,19 +303,15 @@ GPUMEM_API gpumem_status gpumem_foreign_managed_alloc(const char *runtime, int d
                                                       void **ptr)
 {
     const char *what = "gpumem_foreign_managed_alloc";
-    GM_CHECK_NULL(ptr);
-    int rt;
-    fdevice *f;
-    gpumem_context *ctx;
-    GM_FORWARD_IF_ERROR(alloc_begin(what, runtime, device, size, ptr, &rt, &f, &ctx));
-    if (size == 0)
-        return GPUMEM_OK;
-    bool pushed = trace_push(rt);
+    alloc_start a;
+    gpumem_status st;
+    if (!alloc_begin(what, runtime, device, size, ptr, &a, &st))
+        return st;
+    bool pushed = trace_push(a.rt);
     gm_block b;
-    gpumem_status st = gm_alloc_managed(ctx, size, global ? GM_CU_MEM_ATTACH_GLOBAL : GM_CU_MEM_ATTACH_HOST, what,
-                                        &b);
+    st = gm_alloc_managed(a.ctx, size, global ? GM_CU_MEM_ATTACH_GLOBAL : GM_CU_MEM_ATTACH_HOST, what, &b);
     if (st == GPUMEM_OK)
-        st = record(GM_FSPACE_DEVICE, &b, ctx, device, rt, GPUMEM_MEMORY_MANAGED, what, ptr);
+        st = record(GM_FSPACE_DEVICE, &b, a.ctx, device, a.rt, GPUMEM_MEMORY_MANAGED, what, ptr);
     trace_pop(pushed);
     return st;
 }
@@ -313,16 +324,14 @@ GPUMEM_API gpumem_status gpumem_foreign_host_alloc(const char *runtime, int devi
                                                    void **ptr)
 {
     const char *what = "gpumem_foreign_host_alloc";
-    GM_CHECK_NULL(ptr);
-    GM_RETURN_ERROR_IF(flags & ~(unsigned)HOST_FLAGS, GPUMEM_ERROR_INVALID_VALUE, "%s: unknown flags 0x%x", what,
-                       flags);
-    int rt;
-    fdevice *f;
-    gpumem_context *ctx;
-    GM_FORWARD_IF_ERROR(alloc_begin(what, runtime, device, size, ptr, &rt, &f, &ctx));
-    if (size == 0)
-        return GPUMEM_OK;
-    gpumem_status st = GPUMEM_OK;
+    GM_RETURN_ERROR_IF(ptr != NULL && (flags & ~(unsigned)HOST_FLAGS), GPUMEM_ERROR_INVALID_VALUE,
+                       "%s: unknown flags 0x%x", what, flags); /* a NULL ptr is named first, by alloc_begin */
+    alloc_start a;
+    gpumem_status st;
+    if (!alloc_begin(what, runtime, device, size, ptr, &a, &st))
+        return st;
+    fdevice *f = a.f;
+    gpumem_context *ctx = a.ctx;
     pthread_mutex_lock(&f->lock);
     gpumem_host_pool *hp = f->host[flags];
     if (hp == NULL || f->host_ctx[flags] != ctx) {
@@ -335,11 +344,11 @@ GPUMEM_API gpumem_status gpumem_foreign_host_alloc(const char *runtime, int devi
     }
     pthread_mutex_unlock(&f->lock);
     GM_FORWARD_IF_ERROR(st);
-    bool pushed = trace_push(rt);
+    bool pushed = trace_push(a.rt);
     gm_block b;
     st = gm_alloc_host_pool(hp, size, what, &b);
     if (st == GPUMEM_OK)
-        st = record(GM_FSPACE_HOST, &b, ctx, device, rt,
+        st = record(GM_FSPACE_HOST, &b, ctx, device, a.rt,
                     flags & GPUMEM_FOREIGN_HOST_MAPPED ? GPUMEM_MEMORY_MAPPED : GPUMEM_MEMORY_PINNED, what, ptr);
     trace_pop(pushed);
     return st;

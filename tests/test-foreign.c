@@ -182,6 +182,27 @@ static void test_bad_input(void)
     is_int(gpumem_foreign_free(NULL, NULL), GPUMEM_OK, "freeing NULL is a no-op");
     is_int(gpumem_foreign_host_free(NULL), GPUMEM_OK, "so is freeing NULL host memory");
     is_int(gpumem_foreign_host_alloc("t", 0, 64, 0x8, &p), GPUMEM_ERROR_INVALID_VALUE, "unknown host flags");
+    /* The three allocation entry points start alike (one helper): a NULL ptr
+     * first, named with the call; the runtime, then the device; size 0. */
+    is_int(gpumem_foreign_host_alloc("t", 0, 64, 0x8, NULL), GPUMEM_ERROR_NULL_ARGUMENT,
+           "host: a NULL ptr is named before unknown flags");
+    like(gpumem_last_error(), "gpumem_foreign_host_alloc: argument 'ptr' is NULL", "named with the call");
+    is_int(gpumem_foreign_managed_alloc("t", 0, 64, 1, NULL), GPUMEM_ERROR_NULL_ARGUMENT, "managed: NULL ptr");
+    like(gpumem_last_error(), "gpumem_foreign_managed_alloc: argument 'ptr' is NULL", "named with the call");
+    is_int(gpumem_foreign_alloc("t", 0, 64, NULL, NULL), GPUMEM_ERROR_NULL_ARGUMENT, "device: NULL ptr");
+    like(gpumem_last_error(), "gpumem_foreign_alloc: argument 'ptr' is NULL", "named with the call");
+    p = (void *)0x1;
+    is_int(gpumem_foreign_host_alloc("Bad", 64, 64, 0, &p), GPUMEM_ERROR_INVALID_VALUE, "host: the name first");
+    is_int(gpumem_foreign_managed_alloc("t", 64, 64, 1, &p), GPUMEM_ERROR_INVALID_DEVICE, "managed: device 64");
+    like(gpumem_last_error(), "gpumem_foreign_managed_alloc: device 64", "named with the call");
+    is_int(gpumem_foreign_host_alloc("t", -1, 0, 0, &p), GPUMEM_ERROR_INVALID_DEVICE, "host: a bad device, size 0");
+    ok(p == (void *)0x1, "ptr unchanged by the failures");
+    is_int(gpumem_foreign_host_alloc("t", 0, 0, 0, &p), GPUMEM_OK, "host: size 0");
+    ok(p == NULL, "gives NULL");
+    p = (void *)0x1;
+    is_int(gpumem_foreign_managed_alloc("t", 0, 0, 1, &p), GPUMEM_OK, "managed: size 0");
+    ok(p == NULL, "gives NULL");
+    is_int(stats_of("t").allocations, 0, "none of them counted an allocation");
     is_int(gpumem_foreign_stats(NULL, NULL), GPUMEM_ERROR_NULL_ARGUMENT, "stats: NULL");
     struct gpumem_foreign_stats tiny = {.size = 4};
     is_int(gpumem_foreign_stats("t", &tiny), GPUMEM_ERROR_INVALID_VALUE, "stats: size too small");
