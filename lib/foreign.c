@@ -119,20 +119,27 @@ static gpumem_status device_pool(fdevice *f, gpumem_context *ctx, const char *wh
 /* ---- foreign streams ---------------------------------------------------------------- */
 
 #define PER_THREAD_STREAM ((uintptr_t)2)
+#define LEGACY_ONLY ((uintptr_t)GPUMEM_FOREIGN_STREAM_LEGACY_ONLY)
+
+/* Whether stream value v names the legacy default stream: 0, 1 or LEGACY_ONLY. */
+static inline bool is_legacy(uintptr_t v)
+{
+    return v <= 1 || v == LEGACY_ONLY;
+}
 
 /* The stream object for CUstream `stream` of device f: the context's default
- * stream for the legacy default stream (0 or 1), else a cached wrapper,
+ * stream for the legacy default stream (0, 1 or LEGACY_ONLY), else a cached wrapper,
  * made (and the handle asked about) on a miss.  Not held: valid while the
  * caller holds f->lock, or, for the default stream, while ctx lives. */
 static gpumem_status stream_of(fdevice *f, int d, void *stream, const char *what, gpumem_stream **out)
 {
     uintptr_t v = (uintptr_t)stream;
-    if (v == 0 || v == 1)
+    if (is_legacy(v))
         return prefixed(gpumem_stream_default(f->anchor, out), what);
-    GM_RETURN_ERROR_IF((v > PER_THREAD_STREAM && v < 4096) || v > (uintptr_t)INTPTR_MAX, GPUMEM_ERROR_INVALID_VALUE,
-                       "%s: stream 0x%llx is not a stream: 0 and 1 are the legacy default stream, 2 the per-thread "
-                       "default stream, and a CUstream is the address of a driver object (not in the first page)",
-                       what, (unsigned long long)v);
+    GM_RETURN_ERROR_IF((v > LEGACY_ONLY && v < 4096) || v > (uintptr_t)INTPTR_MAX, GPUMEM_ERROR_INVALID_VALUE,
+                       "%s: stream 0x%llx is not a stream: 0 and 1 are the legacy default stream (3 too, for memory "
+                       "used on it only), 2 the per-thread default stream, and a CUstream is the address of a "
+                       "driver object (not in the first page)", what, (unsigned long long)v);
     gm_dstream *ds = (gm_dstream *)stream;
     size_t slot = (size_t)((v >> 4) * 0x9E3779B1u) % STREAM_SLOTS;
     gpumem_stream *s = f->slots[slot];
@@ -157,7 +164,7 @@ static gpumem_status stream_of(fdevice *f, int d, void *stream, const char *what
 static gpumem_status stream_held(fdevice *f, int d, void *stream, const char *what, gpumem_stream **out)
 {
     uintptr_t v = (uintptr_t)stream;
-    if (v == 0 || v == 1) { /* the legacy default stream, which lives as long as the anchor: no lock */
+    if (is_legacy(v)) { /* the legacy default stream, which lives as long as the anchor: no lock */
         gpumem_stream *s = atomic_load_explicit(&f->legacy, memory_order_acquire);
         if (s == NULL) {
             GM_FORWARD_IF_ERROR(prefixed(gpumem_stream_default(f->anchor, &s), what));
@@ -293,6 +300,7 @@ GPUMEM_API gpumem_status gpumem_foreign_free(void *ptr, void *stream)
     bool pushed = trace_push(e->runtime);
     gm_foreign_count(e, -1);
     e->block.stream = s; /* gm_alloc_free orders the reuse after s's work, and drops the hold */
+    e->block.legacy_only = (uintptr_t)stream == LEGACY_ONLY; /* then it records no event now */
     gpumem_status st = gm_alloc_free(e->ctx, &e->block, what);
     trace_pop(pushed);
     free(e);

@@ -172,6 +172,20 @@ static inline uintptr_t gm_stream_key(const gpumem_stream *s)
     return ds != NULL ? (uintptr_t)ds : 1u; /* 1: the legacy default stream */
 }
 
+/* The key of a block freed on the legacy default stream with legacy_only
+ * (gm_pool_release_as) whose event is not recorded yet: an allocation on
+ * the legacy stream (key 1) reuses it at once; anyone else first records
+ * its event on the legacy stream (gm_pool_pending_done), and giving it
+ * back to the source waits for the legacy stream. */
+#define GM_KEY_LEGACY_UNRECORDED ((uintptr_t)3)
+
+/* Whether a held block of key block_key may serve an allocation on stream
+ * key at once: it is idle, or freed on that very stream. */
+static inline bool gm_key_fits(uintptr_t block_key, uintptr_t key)
+{
+    return block_key == 0 || block_key == key || (block_key == GM_KEY_LEGACY_UNRECORDED && key == 1);
+}
+
 #define ADD(field, d) \
     atomic_store_explicit(&(field), atomic_load_explicit(&(field), memory_order_relaxed) + (d), memory_order_relaxed)
 #define GET(field) atomic_load_explicit(&(field), memory_order_relaxed)

@@ -323,6 +323,45 @@ static void test_streams(void)
     ok(b == a, "it is the default stream: the block is reused at once");
     release_stream(NULL);
     gpumem_foreign_free(b, (void *)(uintptr_t)1);
+
+    /* GPUMEM_FOREIGN_STREAM_LEGACY_ONLY: the free records no event; the
+     * legacy stream reuses the block at once, another stream only once the
+     * legacy stream's work (queued before the free) is done. */
+    is_int(gpumem_foreign_release_held(0), GPUMEM_OK, "the pools hold nothing (so no other block is at hand)");
+    void *c = NULL, *c2 = NULL, *z = NULL, *z2 = NULL, *z3 = NULL;
+    uint64_t rec0 = 0, rec1 = 0;
+    is_int(gpumem_foreign_alloc("cupy", 0, N, GPUMEM_FOREIGN_STREAM_LEGACY_ONLY, &c), GPUMEM_OK,
+           "allocate on GPUMEM_FOREIGN_STREAM_LEGACY_ONLY");
+    hold_stream(NULL);
+    is_int(GM_DRV(memset, fctx->dctx, (uint64_t)(uintptr_t)c, 0x3C, 1, N, NULL, 1), 0,
+           "queue a memset of it on the legacy stream, held back");
+    gpumem_debug_driver_calls("cuEventRecord", &rec0);
+    is_int(gpumem_foreign_free(c, GPUMEM_FOREIGN_STREAM_LEGACY_ONLY), GPUMEM_OK, "free it, legacy only, work pending");
+    gpumem_debug_driver_calls("cuEventRecord", &rec1);
+    is_int((long long)(rec1 - rec0), 0, "the free recorded no event");
+    is_int(gpumem_foreign_alloc("torch", 0, N, t, &z), GPUMEM_OK, "allocate the same size on non-blocking T");
+    ok(z != NULL && z != c, "T does not get the block while the legacy stream's work is pending");
+    is_int(gpumem_foreign_alloc("numba", 0, N, NULL, &c2), GPUMEM_OK, "allocate on the legacy stream");
+    ok(c2 == c, "the legacy stream gets it at once: its later work is ordered after the memset");
+    is_int(gpumem_foreign_free(c2, GPUMEM_FOREIGN_STREAM_LEGACY_ONLY), GPUMEM_OK, "free it again, legacy only");
+    release_stream(NULL);
+    GM_DRV(memcpy, fctx->dctx, (uint64_t)(uintptr_t)out, (uint64_t)(uintptr_t)c, N, NULL, 0);
+    all = 1;
+    for (int i = 0; i < N; i++)
+        all &= out[i] == 0x3C;
+    ok(all, "the memset landed in it");
+    /* The first allocation on T records the block's event now (it may not
+     * have completed yet); once the legacy stream is idle it has. */
+    is_int(gpumem_foreign_alloc("torch", 0, N, t, &z2), GPUMEM_OK, "allocate on T, the legacy stream idle");
+    GM_DRV(stream_synchronize, fctx->dctx, NULL);
+    if (z2 != c)
+        is_int(gpumem_foreign_alloc("torch", 0, N, t, &z3), GPUMEM_OK, "allocate on T again");
+    ok(z2 == c || z3 == c, "T gets the block once the legacy stream's work is done");
+    gpumem_foreign_free(z, t);
+    gpumem_foreign_free(z2, t);
+    gpumem_foreign_free(z3, t);
+    is_int(gpumem_foreign_alloc("cupy", 0, N, (void *)(uintptr_t)4, &c), GPUMEM_ERROR_INVALID_VALUE,
+           "stream 4 is no stream");
     gpumem_stream_destroy(S);
     gpumem_stream_destroy(T);
 }

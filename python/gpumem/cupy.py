@@ -16,7 +16,7 @@ import ctypes
 import cupy
 
 from . import _lib
-from . import host_alloc as _host_alloc, host_free as _host_free
+from . import host_alloc as _host_alloc, host_free as _host_free, LEGACY_ONLY_STREAM as _LEGACY_ONLY
 
 __all__ = ["install", "uninstall", "malloc", "malloc_pinned"]
 
@@ -33,13 +33,16 @@ _byref = ctypes.byref
 
 # The stream each live block was allocated for, by pointer: its free is
 # ordered on it, as CuPy's own pool returns a block to its stream's arena.
+# CuPy's null stream is the legacy default stream, which CuPy's memory is
+# used on alone (its own pool assumes as much): its blocks are freed with
+# LEGACY_ONLY_STREAM, which records no event.
 _streams = {}
 
 
 def _malloc_ptr(size, device):
     """PythonFunctionAllocator's malloc: a pointer to size bytes (> 0) of
     device's pool, for CuPy's current stream."""
-    stream = _current_stream().ptr
+    stream = _current_stream().ptr or _LEGACY_ONLY
     p = _void_p()
     st = _c_alloc(_RT, device, size, stream, _byref(p))
     if st:
@@ -98,7 +101,7 @@ class _PinnedBlock:
 def _malloc_python(size):
     """malloc over UnownedMemory, for a CuPy without PythonFunctionAllocator."""
     device = _get_device()
-    stream = _current_stream().ptr
+    stream = _current_stream().ptr or _LEGACY_ONLY
     p = _void_p()
     st = _c_alloc(_RT, device, size, stream, _byref(p))
     if st:

@@ -130,6 +130,18 @@ class CupyFunctionAllocator(Cupy):
     """gpumem.cupy over CuPy's PythonFunctionAllocator (CuPy 8 and later)."""
     FUNCTION_ALLOCATOR = True
 
+    def test_null_stream(self):
+        """CuPy's null stream: blocks are freed legacy-only, reused at once on it"""
+        self.gc._current_stream = lambda: types.SimpleNamespace(ptr=0)
+        mp = self.gc.malloc(7000)
+        p = mp.ptr
+        self.assertEqual(self.gc._streams[p], gpumem.LEGACY_ONLY_STREAM)
+        del mp
+        gc.collect()
+        q = self.gc.malloc(7000)
+        self.assertEqual(q.ptr, p)
+        del q
+
     def test_function_allocator(self):
         """install hands CuPy a PythonFunctionAllocator's malloc over the library"""
         self.assertIsInstance(self.gc._allocator, self.cupy.cuda.PythonFunctionAllocator)
