@@ -417,25 +417,63 @@ GPUMEM_API gpumem_status gpumem_foreign_device_pointer(const void *ptr, uint64_t
     return GPUMEM_OK;
 }
 
+/* The driver context in which to export device address addr, which is no
+ * live allocation's start in the table: the foreign context of the device
+ * the driver says holds it (cuPointerGetAttributes), if it is device memory
+ * and not managed. */
+static gpumem_status ipc_context_of(uint64_t addr, const char *what, gm_dctx **out)
+{
+    enum { TYPE, MANAGED, ORDINAL, N };
+    static const int attrs[N] = {
+        [TYPE] = GM_CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+        [MANAGED] = GM_CU_POINTER_ATTRIBUTE_IS_MANAGED,
+        [ORDINAL] = GM_CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+    };
+    uint64_t slot[N] = {0}; /* zeroed 8-byte slots: the driver writes 1 or 4 bytes */
+    void *data[N] = {&slot[TYPE], &slot[MANAGED], &slot[ORDINAL]};
+    GM_FORWARD_IF_ERROR(gm_drv_check(GM_DRV(pointer_get_attributes, N, attrs, data, addr),
+                                     GM_OP_pointer_get_attributes, what));
+    unsigned type;
+    int ordinal;
+    memcpy(&type, &slot[TYPE], sizeof type);
+    memcpy(&ordinal, &slot[ORDINAL], sizeof ordinal);
+    GM_RETURN_ERROR_IF(type != GM_CU_MEMORYTYPE_DEVICE || slot[MANAGED] != 0, GPUMEM_ERROR_INVALID_VALUE,
+                       "%s: pointer 0x%llx is no device memory the driver knows (%s)", what,
+                       (unsigned long long)addr, slot[MANAGED] ? "managed memory cannot be exported"
+                                                               : "host memory, freed memory, or nothing");
+    fdevice *f;
+    GM_FORWARD_IF_ERROR(device_get(ordinal, what, &f));
+    *out = atomic_load_explicit(&f->ctx, memory_order_acquire)->dctx;
+    return GPUMEM_OK;
+}
+
 GPUMEM_API gpumem_status gpumem_foreign_ipc_handle(const void *ptr, void *handle, size_t *offset)
 {
     const char *what = "gpumem_foreign_ipc_handle";
     GM_CHECK_NULL(handle);
     GM_CHECK_NULL(offset);
+    GM_RETURN_ERROR_IF(ptr == NULL, GPUMEM_ERROR_INVALID_VALUE, "%s: pointer is NULL", what);
+    uint64_t addr = (uint64_t)(uintptr_t)ptr;
     gm_fentry e;
-    GM_RETURN_ERROR_IF(ptr == NULL || !gm_foreign_map_find(GM_FSPACE_DEVICE, (uint64_t)(uintptr_t)ptr, &e) ||
-                           e.kind != GPUMEM_MEMORY_DEVICE, GPUMEM_ERROR_INVALID_VALUE,
-                       "%s: pointer %p is no live device allocation of gpumem_foreign_alloc", what, ptr);
+    gm_dctx *dctx = NULL;
+    if (gm_foreign_map_find(GM_FSPACE_DEVICE, addr, &e)) { /* the start of an allocation of this tier */
+        GM_RETURN_ERROR_IF(e.kind != GPUMEM_MEMORY_DEVICE, GPUMEM_ERROR_INVALID_VALUE,
+                           "%s: pointer %p is managed memory of gpumem_foreign_managed_alloc, which the driver "
+                           "cannot export", what, ptr);
+        dctx = e.ctx->dctx;
+    } else { /* inside one, or another allocator's memory (numba's foreign arrays) */
+        GM_FORWARD_IF_ERROR(ipc_context_of(addr, what, &dctx));
+    }
     gm_cu_deviceptr base = 0;
     size_t range = 0;
-    GM_FORWARD_IF_ERROR(gm_drv_check(GM_DRV(mem_get_address_range, e.ctx->dctx, &base, &range, e.block.addr),
+    GM_FORWARD_IF_ERROR(gm_drv_check(GM_DRV(mem_get_address_range, dctx, &base, &range, addr),
                                      GM_OP_mem_get_address_range, what));
     gm_cu_ipc_mem_handle h;
-    GM_FORWARD_IF_ERROR(gm_drv_check(GM_DRV(ipc_get_mem_handle, e.ctx->dctx, &h, base), GM_OP_ipc_get_mem_handle,
+    GM_FORWARD_IF_ERROR(gm_drv_check(GM_DRV(ipc_get_mem_handle, dctx, &h, base), GM_OP_ipc_get_mem_handle,
                                      what));
     _Static_assert(sizeof h == GPUMEM_FOREIGN_IPC_HANDLE_SIZE, "CUipcMemHandle is 64 bytes");
     memcpy(handle, &h, sizeof h);
-    *offset = (size_t)(e.block.addr - base);
+    *offset = (size_t)(addr - base);
     return GPUMEM_OK;
 }
 

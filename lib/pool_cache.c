@@ -168,6 +168,17 @@ unsigned gm_pool_my_stripe(const gm_pool *p)
     return (s >> 1) & p->stripe_mask;
 }
 
+static atomic_uintptr_t next_thread_key = 2; /* keys 2n+1: 5, 7, 9, ... */
+static _Thread_local uintptr_t thread_key;
+
+uintptr_t gm_pool_per_thread_key(void)
+{
+    uintptr_t k = thread_key;
+    if (__builtin_expect(k == 0, 0))
+        thread_key = k = atomic_fetch_add_explicit(&next_thread_key, 1, memory_order_relaxed) << 1 | 1u;
+    return k;
+}
+
 static pthread_key_t tls_key;
 static bool tls_key_ok;
 static pthread_once_t tls_once = PTHREAD_ONCE_INIT;

@@ -366,6 +366,70 @@ static void test_streams(void)
     gpumem_stream_destroy(T);
 }
 
+/* CU_STREAM_PER_THREAD (2): every thread names its own per-thread default
+ * stream 2.  A block that thread A freed on its per-thread stream, with A's
+ * work still queued, must not go to thread B's per-thread stream at once
+ * (B's work is not ordered after A's): B takes it only once the event of
+ * A's free has completed.  (The simulator runs stream 2 on the legacy
+ * stream: A's held work holds it back.) */
+#define PT ((void *)(uintptr_t)2)
+enum { PT_SIZE = 40960 };
+
+struct pt_arg {
+    void *block;       /* A: the block it freed; B: the block it got */
+    uint64_t records;  /* A: cuEventRecord calls its free made */
+    gpumem_status st;
+};
+
+static void *pt_thread_a(void *arg)
+{
+    struct pt_arg *a = arg;
+    uint64_t r0 = 0, r1 = 0;
+    a->st = gpumem_foreign_alloc("numba", 0, PT_SIZE, PT, &a->block);
+    if (a->st != GPUMEM_OK)
+        return NULL;
+    hold_stream(PT);
+    GM_DRV(memset, fctx->dctx, (uint64_t)(uintptr_t)a->block, 0x6B, 1, PT_SIZE, (gm_dstream *)PT, 1);
+    gpumem_debug_driver_calls("cuEventRecord", &r0);
+    a->st = gpumem_foreign_free(a->block, PT);
+    gpumem_debug_driver_calls("cuEventRecord", &r1);
+    a->records = r1 - r0;
+    return NULL; /* the thread exits: its cached blocks go to the pool's store */
+}
+
+static void *pt_thread_b(void *arg)
+{
+    struct pt_arg *b = arg;
+    b->st = gpumem_foreign_alloc("numba", 0, PT_SIZE, PT, &b->block);
+    return NULL;
+}
+
+static void test_per_thread_stream(void)
+{
+    is_int(gpumem_foreign_release_held(0), GPUMEM_OK, "the pools hold nothing");
+    struct pt_arg a = {0}, b = {0}, c = {0};
+    pthread_t th;
+    pthread_create(&th, NULL, pt_thread_a, &a);
+    pthread_join(th, NULL);
+    is_int(a.st, GPUMEM_OK, "thread A allocates and frees a block on its per-thread stream, its memset held back");
+    ok(a.records >= 1, "A's free recorded an event (%llu)", (unsigned long long)a.records);
+    pthread_create(&th, NULL, pt_thread_b, &b);
+    pthread_join(th, NULL);
+    is_int(b.st, GPUMEM_OK, "thread B allocates the same size on its per-thread stream");
+    ok(b.block != NULL && b.block != a.block,
+       "B does not get A's block while A's work is pending (each thread's stream 2 is its own)");
+    release_stream(PT);
+    pthread_create(&th, NULL, pt_thread_b, &c);
+    pthread_join(th, NULL);
+    is_int(c.st, GPUMEM_OK, "thread C allocates the same size on its per-thread stream");
+    ok(c.block == a.block, "once A's event has completed, C gets A's block");
+    unsigned char out[64];
+    GM_DRV(memcpy, fctx->dctx, (uint64_t)(uintptr_t)out, (uint64_t)(uintptr_t)c.block, sizeof out, NULL, 0);
+    ok(out[0] == 0x6B && out[63] == 0x6B, "A's memset landed before C got the block");
+    gpumem_foreign_free(b.block, PT);
+    gpumem_foreign_free(c.block, PT);
+}
+
 static void test_shared_pool(void)
 {
     enum { N = 40000 };
@@ -474,8 +538,47 @@ static void test_ipc(void)
     GM_DRV(mem_get_address_range, fctx->dctx, &base, &range, (uint64_t)(uintptr_t)p);
     is_int(off, (uint64_t)(uintptr_t)p - base, "the offset is the pointer's in its driver allocation");
     is_int(gpumem_foreign_ipc_handle(p, NULL, &off), GPUMEM_ERROR_NULL_ARGUMENT, "NULL handle");
+
+    /* An address inside the allocation (a numba view): the same driver allocation, its own offset. */
+    unsigned char h2[GPUMEM_FOREIGN_IPC_HANDLE_SIZE];
+    size_t off2 = 0;
+    is_int(gpumem_foreign_ipc_handle((char *)p + 1000, h2, &off2), GPUMEM_OK,
+           "the IPC handle of an address inside a foreign allocation");
+    ok(memcmp(h, h2, sizeof h) == 0, "the same handle as the allocation's start");
+    is_int(off2, off + 1000, "the offset is the interior address's");
+
+    /* Device memory no allocator of the library made (numba's foreign arrays). */
+    uint64_t raw = 0;
+    is_int(GM_DRV(mem_alloc, fctx->dctx, &raw, 8192), 0, "device memory straight from the driver");
+    size_t off3 = 99;
+    unsigned char h3[GPUMEM_FOREIGN_IPC_HANDLE_SIZE];
+    memset(h3, 0, sizeof h3);
+    is_int(gpumem_foreign_ipc_handle((void *)(uintptr_t)(raw + 512), h3, &off3), GPUMEM_OK,
+           "the IPC handle of another allocator's device memory");
+    is_int(off3, 512, "its offset from the driver allocation's start");
+    nonzero = 0;
+    for (size_t i = 0; i < sizeof h3; i++)
+        nonzero |= h3[i];
+    ok(nonzero && memcmp(h3, h, sizeof h) != 0, "a handle of its own");
+    GM_DRV(mem_free, fctx->dctx, raw);
+    off3 = 77;
+    is_int(gpumem_foreign_ipc_handle((void *)(uintptr_t)(raw + 512), h3, &off3), GPUMEM_ERROR_INVALID_VALUE,
+           "no handle once the driver freed it");
+    is_int(off3, 77, "nothing written on failure");
+
+    void *m = NULL;
+    gpumem_foreign_managed_alloc("numba", 0, 4096, 1, &m);
+    is_int(gpumem_foreign_ipc_handle(m, h3, &off3), GPUMEM_ERROR_INVALID_VALUE, "no handle of managed memory");
+    is_int(gpumem_foreign_ipc_handle((char *)m + 64, h3, &off3), GPUMEM_ERROR_INVALID_VALUE,
+           "nor of an address inside it");
+    gpumem_foreign_free(m, NULL);
+    unsigned char host[64];
+    is_int(gpumem_foreign_ipc_handle(host, h3, &off3), GPUMEM_ERROR_INVALID_VALUE, "no handle of host memory");
+
     gpumem_foreign_free(p, NULL);
-    is_int(gpumem_foreign_ipc_handle(p, h, &off), GPUMEM_ERROR_INVALID_VALUE, "no handle of a freed pointer");
+    is_int(gpumem_foreign_release_held(0), GPUMEM_OK, "the pool gives its held blocks back");
+    is_int(gpumem_foreign_ipc_handle(p, h, &off), GPUMEM_ERROR_INVALID_VALUE,
+           "no handle of a pointer freed and given back to the driver");
 }
 
 static void test_trace(void)
@@ -582,6 +685,7 @@ int main(void)
     test_bad_input();
     test_alloc_free();
     test_streams();
+    test_per_thread_stream();
     test_shared_pool();
     test_host();
     test_ipc();

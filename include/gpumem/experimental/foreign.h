@@ -248,15 +248,24 @@ GPUMEM_API gpumem_status gpumem_foreign_device_pointer(const void *ptr, uint64_t
 
 /**
  * The driver's IPC handle (cuIpcGetMemHandle) of the driver allocation that
- * holds device memory @p ptr of gpumem_foreign_alloc(), and @p ptr's offset
- * in it: what numba's IpcHandle carries.  Another process opens it with
- * cuIpcOpenMemHandle and adds the offset.
- * @param ptr a device pointer of gpumem_foreign_alloc().
+ * holds device address @p ptr, and @p ptr's offset in it
+ * (cuMemGetAddressRange): what numba's IpcHandle carries.  Another process
+ * opens it with cuIpcOpenMemHandle and adds the offset.  @p ptr may be the
+ * start of device memory of gpumem_foreign_alloc() (found in the pointer
+ * table: no driver query), any address inside one (a view), or device
+ * memory that another allocator made (numba's foreign arrays), as numba's
+ * own memory manager exports any device pointer: the driver then says
+ * which device holds it (cuPointerGetAttributes), and the handle is made in
+ * that device's foreign context.  So an address inside a block that this
+ * tier's pool holds for reuse (freed, not given back) is still exported:
+ * it is device memory the driver knows.
+ * @param ptr a device address.
  * @param[out] handle ::GPUMEM_FOREIGN_IPC_HANDLE_SIZE bytes.
  * @param[out] offset @p ptr minus the driver allocation's start.
- * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT, ::GPUMEM_ERROR_INVALID_VALUE (not a live device
- *        allocation of this tier), ::GPUMEM_ERROR_NOT_SUPPORTED or another driver failure (memory the
- *        driver cannot export).  Nothing is written on failure.
+ * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT (@p handle, @p offset), ::GPUMEM_ERROR_INVALID_VALUE
+ *        (@p ptr NULL, managed memory, or no device memory the driver knows: host memory, freed memory,
+ *        nothing), ::GPUMEM_ERROR_INVALID_DEVICE (a device beyond the tier's), ::GPUMEM_ERROR_NOT_SUPPORTED
+ *        or another driver failure (memory the driver cannot export).  Nothing is written on failure.
  */
 GPUMEM_API gpumem_status gpumem_foreign_ipc_handle(const void *ptr, void *handle, size_t *offset);
 
