@@ -131,8 +131,10 @@ def device_pointer(ptr):
 
 
 def ipc_handle(ptr):
-    """(handle, offset): the driver's 64-byte CUipcMemHandle of the
-    allocation holding device memory ptr of alloc(), and ptr's offset in it."""
+    """(handle, offset): the driver's 64-byte CUipcMemHandle of the driver
+    allocation holding device address ptr, and ptr's offset in it.  ptr may
+    be memory of alloc(), an address inside it, or another library's device
+    memory (gpumem_foreign_ipc_handle)."""
     h = ctypes.create_string_buffer(IPC_HANDLE_SIZE)
     off = ctypes.c_size_t()
     _check(_L.gpumem_foreign_ipc_handle(ptr or None, h, ctypes.byref(off)))

@@ -80,6 +80,25 @@ def _dev_ptr_type():
 _dev_ptr = _dev_ptr_type()
 
 
+def _ordinal(device):
+    """A device's ordinal: numba's Device has .id; a context that a program
+    attached (numba's driver.Context(dev, handle), as numba's
+    Test3rdPartyContext makes it) may hold the binding's CUdevice, which is
+    the ordinal as an int."""
+    d = getattr(device, "id", None)
+    return int(device) if d is None else int(d)
+
+
+def _address(memory):
+    """The device address of a numba MemoryPointer (or of one numba made
+    over another library's memory): device_pointer_value, else its handle."""
+    v = getattr(memory, "device_pointer_value", None)
+    if v is None:
+        h = getattr(memory, "handle", None)
+        v = getattr(h, "value", h)
+    return int(v or 0)
+
+
 class _Registration:
     """A host buffer page-locked for mempin: libgpumem's registration scope."""
 
@@ -171,7 +190,7 @@ class GpumemMemoryManager(_drv.BaseCUDAMemoryManager):
     def _device(self):
         d = self._device_id
         if d is None:
-            d = self._device_id = self.context.device.id
+            d = self._device_id = _ordinal(self.context.device)
         return d
 
     def _stream(self):
@@ -188,15 +207,36 @@ class GpumemMemoryManager(_drv.BaseCUDAMemoryManager):
         return functools.partial(_finalize, self._ref, fn, args)
 
     def _forget(self, key, fn, *args):
-        """As _finalizer, also dropping the strong reference kept for numba."""
+        """A finalizer that drops the strong reference kept for numba at
+        once, and runs fn(*args) now or at the end of defer_cleanup (only
+        the free waits, as numba's own finalizers do).  numba's
+        OwnedPointer refers to the memory weakly: once numba frees it
+        (cuda.mapped() calls free() on exit, its OwnedPointer goes later),
+        the memory must be gone, or the OwnedPointer's end frees it a second
+        time ("Freeing dead memory")."""
         mgr = weakref.ref(self)
+        later = self._finalizer(fn, *args)
 
-        def forget(*a):
+        def forget():
             m = mgr()
             if m is not None:
                 m._allocations.pop(key, None)
-            fn(*a)
-        return self._finalizer(forget, *args)
+            later()
+        return forget
+
+    def _unpin(self, key, reg):
+        """mempin's finalizer: unregisters at once, never deferred (numba's
+        own does, so that cuda.pinned() and cuda.mapped() may page-lock the
+        same buffer again at once, inside defer_cleanup too), and drops the
+        strong reference kept for numba at once."""
+        mgr = weakref.ref(self)
+
+        def unpin():
+            m = mgr()
+            if m is not None and key is not None:
+                m._allocations.pop(key, None)
+            reg.close()
+        return unpin
 
     # -- the interface ------------------------------------------------------------------------
 
@@ -240,10 +280,10 @@ class GpumemMemoryManager(_drv.BaseCUDAMemoryManager):
         if mapped:
             key = ("pin", id(reg))
             mem = _drv.MappedMemory(ctx, _host_ptr(pointer), size, owner=owner,
-                                    finalizer=self._forget(key, reg.close))
+                                    finalizer=self._unpin(key, reg))
             self._allocations[key] = mem
             return mem.own()
-        return _drv.PinnedMemory(ctx, _host_ptr(pointer), size, owner=owner, finalizer=self._finalizer(reg.close))
+        return _drv.PinnedMemory(ctx, _host_ptr(pointer), size, owner=owner, finalizer=self._unpin(None, reg))
 
     def memallocmanaged(self, size, attach_global=True):
         ctx = self._ctx()
@@ -254,13 +294,14 @@ class GpumemMemoryManager(_drv.BaseCUDAMemoryManager):
         return mem.own()
 
     def get_ipc_handle(self, memory):
-        owner = getattr(memory, "owner", memory)
-        base = owner.device_pointer_value or 0   # the start of the allocation memalloc made
-        ptr = memory.device_pointer_value or 0   # memory may be a view into it
-        raw, offset = _ipc_handle(base)
+        # memory may be memalloc's, a view into it, or memory numba wraps
+        # over another library's (a foreign array, whose owner is that
+        # library's object): the library finds the driver allocation that
+        # holds the address and the offset in it, as numba's own manager
+        # does with cuMemGetAddressRange.
+        raw, offset = _ipc_handle(_address(memory))
         source_info = self.context.device.get_device_identity()
-        return _drv.IpcHandle(memory, _ipc_handle_object(raw), memory.size, source_info,
-                              offset=offset + (ptr - base))
+        return _drv.IpcHandle(memory, _ipc_handle_object(raw), memory.size, source_info, offset=offset)
 
     def get_memory_info(self):
         free, total = _memory_info(self._device)
