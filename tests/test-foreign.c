@@ -100,8 +100,14 @@ static void fault_scenario(const void *arg, child_result *out)
         gpumem_foreign_stream_handle(S, &sh);
     CALL(out, gpumem_foreign_alloc, ("c", 0, 4096, NULL, &p));
     CALL(out, gpumem_foreign_alloc, ("c", 0, 5000, sh, &q));
-    if (q != NULL)
+    if (q != NULL) {
         CALL(out, gpumem_foreign_ipc_handle, (q, ipc, &off));
+        CALL(out, gpumem_foreign_ipc_handle, ((char *)q + 256, ipc, &off)); /* found by the driver */
+    }
+    void *pt = NULL;
+    CALL(out, gpumem_foreign_alloc, ("c", 0, 3000, (void *)(uintptr_t)2, &pt)); /* the per-thread stream */
+    CALL(out, gpumem_foreign_free, (pt, (void *)(uintptr_t)2));
+    still_live(out, pt, "the allocation on the per-thread stream");
     CALL(out, gpumem_foreign_free, (q, sh));
     CALL(out, gpumem_foreign_free, (p, NULL));
     CALL(out, gpumem_foreign_alloc, ("c", 0, 4096, sh, &p)); /* from the held block, perhaps */
