@@ -424,7 +424,8 @@ static void test_per_thread_stream(void)
     is_int(b.st, GPUMEM_OK, "thread B allocates the same size on its per-thread stream");
     ok(b.block != NULL && b.block != a.block,
        "B does not get A's block while A's work is pending (each thread's stream 2 is its own)");
-    release_stream(PT);
+    atomic_store(&gate, 1); /* A's stream is A's own on a GPU: wait for the whole context */
+    GM_DRV(ctx_synchronize, fctx->dctx);
     pthread_create(&th, NULL, pt_thread_b, &c);
     pthread_join(th, NULL);
     is_int(c.st, GPUMEM_OK, "thread C allocates the same size on its per-thread stream");
