@@ -17,7 +17,8 @@
 #      allocator and with gpumem.torch.install(): the losses must agree;
 #  (c) a CuPy workload with CuPy's pool and with gpumem.cupy.install();
 #  (d) timings: numba device_array then del, CuPy and PyTorch allocation
-#      and free, each through gpumem and through the runtime's own;
+#      and free, each through gpumem and through the runtime's own, side by
+#      side (interleaved rounds in one process for numba and CuPy; medians);
 #  (e) numba, CuPy and PyTorch in one process: a block numba frees is
 #      reused by CuPy, then by PyTorch; all three in the report and a trace.
 #
@@ -274,76 +275,117 @@ run e-shared-pool "$T_SHORT" env NUMBA_CUDA_MEMORY_MANAGER=gpumem.numba $PYTHON 
 grep -E '^(numba block|runtimes|one pool)' "$out/e-shared-pool.log" | sed 's/^/      /' | tee -a "$summary"
 
 # ---- (d) timings ---------------------------------------------------------------------------
+# Side by side: numba and CuPy time both allocators in one process, in
+# interleaved rounds (own, gpumem, own, gpumem, ...), and report the median
+# round of each, so the machine's drift falls on both alike.  PyTorch can
+# switch allocators only before its first CUDA allocation: its two processes
+# run alternately, ROUNDS rounds each, and the medians are compared.
 cat >"$out/timing.py" <<'EOF'
-import sys, time
-what, mode = sys.argv[1], sys.argv[2]
-N = 20000
+import gc, os, statistics, sys, time
+what = sys.argv[1]
+N = int(os.environ.get("PAIRS", "20000"))         # allocate-and-free pairs of 256 B per round
+ROUNDS = int(os.environ.get("ROUNDS", "9"))
 
 
-def best(fn, reps=5):
-    t = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        fn()
-        t.append((time.perf_counter() - t0) / N * 1e6)
-    return min(t)
+def round_us(make):
+    t0 = time.perf_counter()
+    for _ in range(N):
+        a = make()
+        del a
+    return (time.perf_counter() - t0) / N * 1e6
+
+
+def interleaved(modes):
+    """modes: [(name, setup, make)]: setup() switches to the mode; the rounds
+    alternate between the modes; prints each mode's median round."""
+    for name, setup, make in modes:   # warm up: contexts, pools, caches
+        setup()
+        round_us(make)
+    times = {name: [] for name, _, _ in modes}
+    gc.disable()
+    for r in range(ROUNDS):
+        for name, setup, make in (modes if r % 2 == 0 else modes[::-1]):
+            setup()
+            times[name].append(round_us(make))
+    gc.enable()
+    for name, _, _ in modes:
+        t = sorted(times[name])
+        print("%s %s %.3f us (median of %d rounds of %d; min %.3f, max %.3f)"
+              % (what, name, statistics.median(t), ROUNDS, N, t[0], t[-1]))
 
 
 if what == "numba":
-    if mode == "gpumem":
-        import os
-        assert os.environ.get("NUMBA_CUDA_MEMORY_MANAGER") == "gpumem.numba"
     from numba import cuda
+    from numba.cuda.cudadrv import driver
     import numpy as np
+    import gpumem.numba
+    ctx = cuda.current_context()
+    own = ctx.memory_manager
+    mine = gpumem.numba.GpumemMemoryManager(context=ctx)
+    mine.initialize()
+
+    class Floor(gpumem.numba.GpumemMemoryManager):
+        """numba's own cost: memalloc hands out one fixed block, no finalizer."""
+        def memalloc(self, size, _keep=[]):
+            if not _keep:
+                _keep.append(mine.memalloc(1 << 20))
+            return driver.MemoryPointer(self._ctx(), _keep[0].device_pointer, size)
+
+    floor = Floor(context=ctx)
+
+    def use(mm):
+        def setup():
+            ctx.memory_manager = mm
+        return setup
     make = lambda: cuda.device_array(256, dtype=np.uint8)
+    interleaved([("own", use(own), make), ("gpumem", use(mine), make), ("floor", use(floor), make),
+                 ("plugin-only", use(mine), lambda: mine.memalloc(256))])
+    ctx.memory_manager = own
 elif what == "cupy":
     import cupy
-    if mode == "gpumem":
-        import gpumem.cupy
-        gpumem.cupy.install()
+    import gpumem.cupy
+    pool = cupy.get_default_memory_pool().malloc
     make = lambda: cupy.empty(256, dtype=cupy.uint8)
+    interleaved([("own", lambda: cupy.cuda.set_allocator(pool), make),
+                 ("gpumem", lambda: cupy.cuda.set_allocator(gpumem.cupy.malloc), make)])
 elif what == "torch":
+    mode = sys.argv[2]
     if mode == "gpumem":
         import gpumem.torch
         gpumem.torch.install()
     import torch
     make = lambda: torch.empty(256, dtype=torch.uint8, device="cuda")
+    interleaved([(mode, lambda: None, make)])
 elif what == "raw":
     import gpumem
-    make = lambda: gpumem.free(gpumem.alloc(256))
-make()  # the first allocation makes the context and the pool
-
-
-def loop():
-    for _ in range(N):
-        a = make()
-        del a
-
-
-us = best(loop)
-print("%s %s %.3f us" % (what, mode, us))
+    interleaved([("gpumem", lambda: None, lambda: gpumem.free(gpumem.alloc(256)))])
 EOF
-for w in numba cupy torch; do
-    run "d-$w-own" "$T_SHORT" env -u NUMBA_CUDA_MEMORY_MANAGER $PYTHON "$out/timing.py" "$w" own
-    if [ "$w" = numba ]; then
-        run "d-$w-gpumem" "$T_SHORT" env NUMBA_CUDA_MEMORY_MANAGER=gpumem.numba $PYTHON "$out/timing.py" "$w" gpumem
-    else
-        run "d-$w-gpumem" "$T_SHORT" $PYTHON "$out/timing.py" "$w" gpumem
-    fi
+median() { sort -n | awk '{ v[NR] = $1 } END { if (NR) print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+us_of() { grep -E "^$1 $2 [0-9.]+ us" "$3" 2>/dev/null | awk '{ print $3 }'; }
+# numba's own manager stays the context's; the plugin's is made beside it
+run d-numba "$T_SHORT" env -u NUMBA_CUDA_MEMORY_MANAGER $PYTHON "$out/timing.py" numba
+run d-cupy "$T_SHORT" $PYTHON "$out/timing.py" cupy
+: >"$out/d-torch.log"
+for i in 1 2 3; do
+    for m in own gpumem; do
+        run "d-torch-$m-$i" "$T_SHORT" $PYTHON "$out/timing.py" torch "$m" && cat "$out/d-torch-$m-$i.log" >>"$out/d-torch.log"
+    done
 done
-run d-raw-gpumem "$T_SHORT" $PYTHON "$out/timing.py" raw gpumem
+run d-raw "$T_SHORT" $PYTHON "$out/timing.py" raw
 note ""
-note "timings (best of 5, 20000 allocate-and-free pairs of 256 B; targets: numba >= 5x faster through gpumem, CuPy and PyTorch no slower):"
+note "timings (256 B allocate-and-free pairs, side by side; targets: numba >= 5x faster through gpumem, CuPy and PyTorch no slower):"
 for w in numba cupy torch; do
-    o=$(grep -E "us$" "$out/d-$w-own.log" 2>/dev/null | tail -n 1 | awk '{print $3}')
-    g=$(grep -E "us$" "$out/d-$w-gpumem.log" 2>/dev/null | tail -n 1 | awk '{print $3}')
+    o=$(us_of $w own "$out/d-$w.log" | median)
+    g=$(us_of $w gpumem "$out/d-$w.log" | median)
     if [ -n "$o" ] && [ -n "$g" ]; then
-        note "  $(printf '%-6s' $w) own $(printf '%8s' $o) us   gpumem $(printf '%8s' $g) us   ratio $(awk -v o="$o" -v g="$g" 'BEGIN { printf "%.2fx", o / g }')"
+        note "  $(printf '%-6s' $w) own $(printf '%8s' $o) us   gpumem $(printf '%8s' $g) us   own/gpumem $(awk -v o="$o" -v g="$g" 'BEGIN { printf "%.2fx", o / g }')"
     else
-        note "  $w: no timing (see $out/d-$w-*.log)"
+        note "  $w: no timing (see $out/d-$w*.log)"
     fi
 done
-note "  gpumem.alloc + gpumem.free from Python: $(grep -E 'us$' "$out/d-raw-gpumem.log" 2>/dev/null | awk '{print $3}') us"
+note "  numba device_array with a memalloc that does nothing (numba's own floor): $(us_of numba floor "$out/d-numba.log") us;" \
+     "the plugin's memalloc + del alone: $(us_of numba plugin-only "$out/d-numba.log") us"
+note "  gpumem.alloc + gpumem.free from Python: $(us_of raw gpumem "$out/d-raw.log") us"
 echo
 echo "==== summary ($summary)"
 cat "$summary"

@@ -329,6 +329,7 @@ static gpumem_status alloc_pool(gpumem_context *ctx, gm_pool *pool, gm_pool_kind
     }
     out->bytes = bytes;
     out->mem = GM_MEM_POOL;
+    out->legacy_only = false;
     out->stream = gm_stream_hold(stream);
     out->pool_ctx = gm_pool_holds_context(pool) ? gm_pool_context(pool) : NULL;
     GM_TRACE_IF(bytes != 0, gm_trace_alloc(ctx, ctx->device, stream, trace_kind(GM_MEM_POOL, kind, 0, pool), pool,
@@ -417,7 +418,7 @@ gpumem_status gm_alloc_free(gpumem_context *ctx, gm_block *b, const char *what)
         /* Back to the pool, ordered after the work of the stream it was
          * allocated on while that stream lives (a destroyed stream was
          * synchronized: nothing of it is pending). */
-        st = gm_pool_release(b->token, gm_stream_if_alive(b->stream), what);
+        st = gm_pool_release_as(b->token, gm_stream_if_alive(b->stream), b->legacy_only, what);
         gm_stream_unhold(b->stream);
         break;
     }

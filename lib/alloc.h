@@ -44,6 +44,8 @@ typedef struct gm_block {
     size_t bytes;                 /* bytes asked for */
     gm_mem mem;
     bool mapped;                  /* GM_MEM_LOCKED with DEVICEMAP: counted as mapped memory */
+    bool legacy_only;             /* GM_MEM_POOL freed on the legacy stream: its work was queued there only
+                                   * (gm_pool_release_as) */
     struct gpumem_allocation *token; /* GM_MEM_POOL: the pool's token */
     gpumem_stream *stream;        /* the stream a pool block was allocated on (held), or NULL */
     gpumem_context *pool_ctx;     /* GM_MEM_POOL: the pool's context, which lives while the block does */

@@ -119,20 +119,27 @@ static gpumem_status device_pool(fdevice *f, gpumem_context *ctx, const char *wh
 /* ---- foreign streams ---------------------------------------------------------------- */
 
 #define PER_THREAD_STREAM ((uintptr_t)2)
+#define LEGACY_ONLY ((uintptr_t)GPUMEM_FOREIGN_STREAM_LEGACY_ONLY)
+
+/* Whether stream value v names the legacy default stream: 0, 1 or LEGACY_ONLY. */
+static inline bool is_legacy(uintptr_t v)
+{
+    return v <= 1 || v == LEGACY_ONLY;
+}
 
 /* The stream object for CUstream `stream` of device f: the context's default
- * stream for the legacy default stream (0 or 1), else a cached wrapper,
+ * stream for the legacy default stream (0, 1 or LEGACY_ONLY), else a cached wrapper,
  * made (and the handle asked about) on a miss.  Not held: valid while the
  * caller holds f->lock, or, for the default stream, while ctx lives. */
 static gpumem_status stream_of(fdevice *f, int d, void *stream, const char *what, gpumem_stream **out)
 {
     uintptr_t v = (uintptr_t)stream;
-    if (v == 0 || v == 1)
+    if (is_legacy(v))
         return prefixed(gpumem_stream_default(f->anchor, out), what);
-    GM_RETURN_ERROR_IF((v > PER_THREAD_STREAM && v < 4096) || v > (uintptr_t)INTPTR_MAX, GPUMEM_ERROR_INVALID_VALUE,
-                       "%s: stream 0x%llx is not a stream: 0 and 1 are the legacy default stream, 2 the per-thread "
-                       "default stream, and a CUstream is the address of a driver object (not in the first page)",
-                       what, (unsigned long long)v);
+    GM_RETURN_ERROR_IF((v > LEGACY_ONLY && v < 4096) || v > (uintptr_t)INTPTR_MAX, GPUMEM_ERROR_INVALID_VALUE,
+                       "%s: stream 0x%llx is not a stream: 0 and 1 are the legacy default stream (3 too, for memory "
+                       "used on it only), 2 the per-thread default stream, and a CUstream is the address of a "
+                       "driver object (not in the first page)", what, (unsigned long long)v);
     gm_dstream *ds = (gm_dstream *)stream;
     size_t slot = (size_t)((v >> 4) * 0x9E3779B1u) % STREAM_SLOTS;
     gpumem_stream *s = f->slots[slot];
@@ -157,7 +164,7 @@ static gpumem_status stream_of(fdevice *f, int d, void *stream, const char *what
 static gpumem_status stream_held(fdevice *f, int d, void *stream, const char *what, gpumem_stream **out)
 {
     uintptr_t v = (uintptr_t)stream;
-    if (v == 0 || v == 1) { /* the legacy default stream, which lives as long as the anchor: no lock */
+    if (is_legacy(v)) { /* the legacy default stream, which lives as long as the anchor: no lock */
         gpumem_stream *s = atomic_load_explicit(&f->legacy, memory_order_acquire);
         if (s == NULL) {
             GM_FORWARD_IF_ERROR(prefixed(gpumem_stream_default(f->anchor, &s), what));
@@ -212,41 +219,56 @@ static gpumem_status record(gm_fspace space, gm_block *b, gpumem_context *ctx, i
     return GPUMEM_OK;
 }
 
-/* The start of every allocation: the runtime's index, the device's state
- * and context; *ptr = NULL when size is 0 (nothing more to do then). */
-static gpumem_status alloc_begin(const char *what, const char *runtime, int device, size_t size, void **ptr, int *rt,
-                                 fdevice **f, gpumem_context **ctx)
+/* What every allocation entry point starts from. */
+typedef struct alloc_start {
+    int rt;               /* the runtime's index */
+    fdevice *f;           /* the device's state */
+    gpumem_context *ctx;  /* the context the allocation is made in */
+} alloc_start;
+
+/* The start of every allocation entry point `what`: checks ptr, then finds
+ * the runtime's index, the device's state and its context.  Returns false
+ * when the entry point has nothing more to do and returns *st: a failure,
+ * or GPUMEM_OK with *ptr = NULL for size 0. */
+static bool alloc_begin(const char *what, const char *runtime, int device, size_t size, void **ptr, alloc_start *a,
+                        gpumem_status *st)
 {
-    GM_FORWARD_IF_ERROR(gm_foreign_runtime_index(runtime, what, rt));
-    GM_FORWARD_IF_ERROR(device_get(device, what, f));
-    *ctx = atomic_load_explicit(&(*f)->ctx, memory_order_acquire);
-    if (size == 0)
+    if (ptr == NULL) {
+        *st = gm_error(GPUMEM_ERROR_NULL_ARGUMENT, "%s: argument 'ptr' is NULL", what);
+        return false;
+    }
+    *st = gm_foreign_runtime_index(runtime, what, &a->rt);
+    if (*st == GPUMEM_OK)
+        *st = device_get(device, what, &a->f);
+    if (*st != GPUMEM_OK)
+        return false;
+    a->ctx = atomic_load_explicit(&a->f->ctx, memory_order_acquire);
+    if (size == 0) {
         *ptr = NULL;
-    return GPUMEM_OK;
+        return false;
+    }
+    return true;
 }
 
 GPUMEM_API gpumem_status gpumem_foreign_alloc(const char *runtime, int device, size_t size, void *stream, void **ptr)
 {
     const char *what = "gpumem_foreign_alloc";
-    GM_CHECK_NULL(ptr);
-    int rt;
-    fdevice *f;
-    gpumem_context *ctx;
-    GM_FORWARD_IF_ERROR(alloc_begin(what, runtime, device, size, ptr, &rt, &f, &ctx));
-    if (size == 0)
-        return GPUMEM_OK;
+    alloc_start a;
+    gpumem_status st;
+    if (!alloc_begin(what, runtime, device, size, ptr, &a, &st))
+        return st;
     gpumem_pool *pool;
-    GM_FORWARD_IF_ERROR(device_pool(f, ctx, what, &pool));
+    GM_FORWARD_IF_ERROR(device_pool(a.f, a.ctx, what, &pool));
     gpumem_stream *s = NULL;
-    GM_FORWARD_IF_ERROR(stream_held(f, device, stream, what, &s));
-    bool pushed = trace_push(rt);
+    GM_FORWARD_IF_ERROR(stream_held(a.f, device, stream, what, &s));
+    bool pushed = trace_push(a.rt);
     gm_block b;
-    gpumem_status st = gm_alloc_device_pool(pool, size, s, what, &b); /* b.stream holds s too */
+    st = gm_alloc_device_pool(pool, size, s, what, &b); /* b.stream holds s too */
     gm_stream_unhold(s);
     if (st == GPUMEM_OK) {
         gm_stream_unhold(b.stream); /* the free names its own stream */
         b.stream = NULL;
-        st = record(GM_FSPACE_DEVICE, &b, ctx, device, rt, GPUMEM_MEMORY_DEVICE, what, ptr);
+        st = record(GM_FSPACE_DEVICE, &b, a.ctx, device, a.rt, GPUMEM_MEMORY_DEVICE, what, ptr);
     }
     trace_pop(pushed);
     return st;
@@ -278,6 +300,7 @@ GPUMEM_API gpumem_status gpumem_foreign_free(void *ptr, void *stream)
     bool pushed = trace_push(e->runtime);
     gm_foreign_count(e, -1);
     e->block.stream = s; /* gm_alloc_free orders the reuse after s's work, and drops the hold */
+    e->block.legacy_only = (uintptr_t)stream == LEGACY_ONLY; /* then it records no event now */
     gpumem_status st = gm_alloc_free(e->ctx, &e->block, what);
     trace_pop(pushed);
     free(e);
@@ -288,19 +311,15 @@ GPUMEM_API gpumem_status gpumem_foreign_managed_alloc(const char *runtime, int d
                                                       void **ptr)
 {
     const char *what = "gpumem_foreign_managed_alloc";
-    GM_CHECK_NULL(ptr);
-    int rt;
-    fdevice *f;
-    gpumem_context *ctx;
-    GM_FORWARD_IF_ERROR(alloc_begin(what, runtime, device, size, ptr, &rt, &f, &ctx));
-    if (size == 0)
-        return GPUMEM_OK;
-    bool pushed = trace_push(rt);
+    alloc_start a;
+    gpumem_status st;
+    if (!alloc_begin(what, runtime, device, size, ptr, &a, &st))
+        return st;
+    bool pushed = trace_push(a.rt);
     gm_block b;
-    gpumem_status st = gm_alloc_managed(ctx, size, global ? GM_CU_MEM_ATTACH_GLOBAL : GM_CU_MEM_ATTACH_HOST, what,
-                                        &b);
+    st = gm_alloc_managed(a.ctx, size, global ? GM_CU_MEM_ATTACH_GLOBAL : GM_CU_MEM_ATTACH_HOST, what, &b);
     if (st == GPUMEM_OK)
-        st = record(GM_FSPACE_DEVICE, &b, ctx, device, rt, GPUMEM_MEMORY_MANAGED, what, ptr);
+        st = record(GM_FSPACE_DEVICE, &b, a.ctx, device, a.rt, GPUMEM_MEMORY_MANAGED, what, ptr);
     trace_pop(pushed);
     return st;
 }
@@ -313,16 +332,14 @@ GPUMEM_API gpumem_status gpumem_foreign_host_alloc(const char *runtime, int devi
                                                    void **ptr)
 {
     const char *what = "gpumem_foreign_host_alloc";
-    GM_CHECK_NULL(ptr);
-    GM_RETURN_ERROR_IF(flags & ~(unsigned)HOST_FLAGS, GPUMEM_ERROR_INVALID_VALUE, "%s: unknown flags 0x%x", what,
-                       flags);
-    int rt;
-    fdevice *f;
-    gpumem_context *ctx;
-    GM_FORWARD_IF_ERROR(alloc_begin(what, runtime, device, size, ptr, &rt, &f, &ctx));
-    if (size == 0)
-        return GPUMEM_OK;
-    gpumem_status st = GPUMEM_OK;
+    GM_RETURN_ERROR_IF(ptr != NULL && (flags & ~(unsigned)HOST_FLAGS), GPUMEM_ERROR_INVALID_VALUE,
+                       "%s: unknown flags 0x%x", what, flags); /* a NULL ptr is named first, by alloc_begin */
+    alloc_start a;
+    gpumem_status st;
+    if (!alloc_begin(what, runtime, device, size, ptr, &a, &st))
+        return st;
+    fdevice *f = a.f;
+    gpumem_context *ctx = a.ctx;
     pthread_mutex_lock(&f->lock);
     gpumem_host_pool *hp = f->host[flags];
     if (hp == NULL || f->host_ctx[flags] != ctx) {
@@ -335,11 +352,11 @@ GPUMEM_API gpumem_status gpumem_foreign_host_alloc(const char *runtime, int devi
     }
     pthread_mutex_unlock(&f->lock);
     GM_FORWARD_IF_ERROR(st);
-    bool pushed = trace_push(rt);
+    bool pushed = trace_push(a.rt);
     gm_block b;
     st = gm_alloc_host_pool(hp, size, what, &b);
     if (st == GPUMEM_OK)
-        st = record(GM_FSPACE_HOST, &b, ctx, device, rt,
+        st = record(GM_FSPACE_HOST, &b, ctx, device, a.rt,
                     flags & GPUMEM_FOREIGN_HOST_MAPPED ? GPUMEM_MEMORY_MAPPED : GPUMEM_MEMORY_PINNED, what, ptr);
     trace_pop(pushed);
     return st;
@@ -400,25 +417,63 @@ GPUMEM_API gpumem_status gpumem_foreign_device_pointer(const void *ptr, uint64_t
     return GPUMEM_OK;
 }
 
+/* The driver context in which to export device address addr, which is no
+ * live allocation's start in the table: the foreign context of the device
+ * the driver says holds it (cuPointerGetAttributes), if it is device memory
+ * and not managed. */
+static gpumem_status ipc_context_of(uint64_t addr, const char *what, gm_dctx **out)
+{
+    enum { TYPE, MANAGED, ORDINAL, N };
+    static const int attrs[N] = {
+        [TYPE] = GM_CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+        [MANAGED] = GM_CU_POINTER_ATTRIBUTE_IS_MANAGED,
+        [ORDINAL] = GM_CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+    };
+    uint64_t slot[N] = {0}; /* zeroed 8-byte slots: the driver writes 1 or 4 bytes */
+    void *data[N] = {&slot[TYPE], &slot[MANAGED], &slot[ORDINAL]};
+    GM_FORWARD_IF_ERROR(gm_drv_check(GM_DRV(pointer_get_attributes, N, attrs, data, addr),
+                                     GM_OP_pointer_get_attributes, what));
+    unsigned type;
+    int ordinal;
+    memcpy(&type, &slot[TYPE], sizeof type);
+    memcpy(&ordinal, &slot[ORDINAL], sizeof ordinal);
+    GM_RETURN_ERROR_IF(type != GM_CU_MEMORYTYPE_DEVICE || slot[MANAGED] != 0, GPUMEM_ERROR_INVALID_VALUE,
+                       "%s: pointer 0x%llx is no device memory the driver knows (%s)", what,
+                       (unsigned long long)addr, slot[MANAGED] ? "managed memory cannot be exported"
+                                                               : "host memory, freed memory, or nothing");
+    fdevice *f;
+    GM_FORWARD_IF_ERROR(device_get(ordinal, what, &f));
+    *out = atomic_load_explicit(&f->ctx, memory_order_acquire)->dctx;
+    return GPUMEM_OK;
+}
+
 GPUMEM_API gpumem_status gpumem_foreign_ipc_handle(const void *ptr, void *handle, size_t *offset)
 {
     const char *what = "gpumem_foreign_ipc_handle";
     GM_CHECK_NULL(handle);
     GM_CHECK_NULL(offset);
+    GM_RETURN_ERROR_IF(ptr == NULL, GPUMEM_ERROR_INVALID_VALUE, "%s: pointer is NULL", what);
+    uint64_t addr = (uint64_t)(uintptr_t)ptr;
     gm_fentry e;
-    GM_RETURN_ERROR_IF(ptr == NULL || !gm_foreign_map_find(GM_FSPACE_DEVICE, (uint64_t)(uintptr_t)ptr, &e) ||
-                           e.kind != GPUMEM_MEMORY_DEVICE, GPUMEM_ERROR_INVALID_VALUE,
-                       "%s: pointer %p is no live device allocation of gpumem_foreign_alloc", what, ptr);
+    gm_dctx *dctx = NULL;
+    if (gm_foreign_map_find(GM_FSPACE_DEVICE, addr, &e)) { /* the start of an allocation of this tier */
+        GM_RETURN_ERROR_IF(e.kind != GPUMEM_MEMORY_DEVICE, GPUMEM_ERROR_INVALID_VALUE,
+                           "%s: pointer %p is managed memory of gpumem_foreign_managed_alloc, which the driver "
+                           "cannot export", what, ptr);
+        dctx = e.ctx->dctx;
+    } else { /* inside one, or another allocator's memory (numba's foreign arrays) */
+        GM_FORWARD_IF_ERROR(ipc_context_of(addr, what, &dctx));
+    }
     gm_cu_deviceptr base = 0;
     size_t range = 0;
-    GM_FORWARD_IF_ERROR(gm_drv_check(GM_DRV(mem_get_address_range, e.ctx->dctx, &base, &range, e.block.addr),
+    GM_FORWARD_IF_ERROR(gm_drv_check(GM_DRV(mem_get_address_range, dctx, &base, &range, addr),
                                      GM_OP_mem_get_address_range, what));
     gm_cu_ipc_mem_handle h;
-    GM_FORWARD_IF_ERROR(gm_drv_check(GM_DRV(ipc_get_mem_handle, e.ctx->dctx, &h, base), GM_OP_ipc_get_mem_handle,
+    GM_FORWARD_IF_ERROR(gm_drv_check(GM_DRV(ipc_get_mem_handle, dctx, &h, base), GM_OP_ipc_get_mem_handle,
                                      what));
     _Static_assert(sizeof h == GPUMEM_FOREIGN_IPC_HANDLE_SIZE, "CUipcMemHandle is 64 bytes");
     memcpy(handle, &h, sizeof h);
-    *offset = (size_t)(e.block.addr - base);
+    *offset = (size_t)(addr - base);
     return GPUMEM_OK;
 }
 

@@ -111,8 +111,20 @@
 /* ---- for the rest of the library -------------------------------------------------- */
 
 /* Gives a device or host block back, as gpumem_allocation_free: stream is
- * the stream whose queued work may still use it (NULL: none). */
-gpumem_status gm_pool_release(gpumem_allocation *token, gpumem_stream *stream, const char *what);
+ * the stream whose queued work may still use it (NULL: none).  With
+ * legacy_only, and stream the legacy default stream (its driver stream
+ * NULL), the caller says that the block's work was queued on that stream
+ * only: the free queues nothing, an allocation on the legacy stream reuses
+ * the block at once, and one on another stream first records the block's
+ * event on the legacy stream (then: it covers at least the block's work)
+ * and takes it once that has completed. */
+gpumem_status gm_pool_release_as(gpumem_allocation *token, gpumem_stream *stream, bool legacy_only,
+                                 const char *what);
+
+static inline gpumem_status gm_pool_release(gpumem_allocation *token, gpumem_stream *stream, const char *what)
+{
+    return gm_pool_release_as(token, stream, false, what);
+}
 
 /* Whether the pool of token, a live allocation, is live: false once it was
  * destroyed, when its end, and with it its reference to its context, waits

@@ -168,6 +168,17 @@ unsigned gm_pool_my_stripe(const gm_pool *p)
     return (s >> 1) & p->stripe_mask;
 }
 
+static atomic_uintptr_t next_thread_key = 2; /* keys 2n+1: 5, 7, 9, ... */
+static _Thread_local uintptr_t thread_key;
+
+uintptr_t gm_pool_per_thread_key(void)
+{
+    uintptr_t k = thread_key;
+    if (__builtin_expect(k == 0, 0))
+        thread_key = k = atomic_fetch_add_explicit(&next_thread_key, 1, memory_order_relaxed) << 1 | 1u;
+    return k;
+}
+
 static pthread_key_t tls_key;
 static bool tls_key_ok;
 static pthread_once_t tls_once = PTHREAD_ONCE_INIT;
@@ -334,13 +345,13 @@ static inline gm_rec *tc_take(gm_pool *p, gm_tcache *tc, unsigned cls, uintptr_t
     unsigned n = TC_N(tc, cls);
     gm_rec **b = tc->bin[cls];
     gm_rec *top = b[n - 1];
-    if (__builtin_expect(top->key == 0 || top->key == key, 1)) { /* the common hit */
+    if (__builtin_expect(gm_key_fits(top->key, key), 1)) { /* the common hit */
         TC_SET_N(tc, cls, n - 1);
         return top;
     }
     int at = -1;
     for (int i = (int)n - 2; i >= 0 && at < 0; i--)
-        if (b[i]->key == 0 || b[i]->key == key)
+        if (gm_key_fits(b[i]->key, key))
             at = i;
     for (int i = 0, q = 0; at < 0 && i < (int)n && q < TC_QUERIES; i++, q++) {
         int done = gm_pool_pending_done(p, b[i], what, st);
@@ -480,7 +491,7 @@ static gpumem_status free_slow(gm_pool *p, gm_tcache *tc, gm_rec *r, gpumem_stre
     return GPUMEM_OK;
 }
 
-gpumem_status gm_pool_release(gpumem_allocation *a, gpumem_stream *stream, const char *what)
+gpumem_status gm_pool_release_as(gpumem_allocation *a, gpumem_stream *stream, bool legacy_only, const char *what)
 {
     if (a == NULL)
         return gm_error(GPUMEM_ERROR_NULL_ARGUMENT, "%s: argument 'alloc' is NULL", what);
@@ -509,7 +520,9 @@ gpumem_status gm_pool_release(gpumem_allocation *a, gpumem_stream *stream, const
     GM_TRACE(gm_trace_free(p->ctx, p->ctx->device, stream, GM_TRACE_KIND_UNKNOWN, p, r->requested, r->addr));
     if (!atomic_load_explicit(&p->holding, memory_order_relaxed))
         return gm_pool_free_direct(p, r, stream, what);
-    if (stream != NULL) {
+    if (stream != NULL && legacy_only && gm_stream_ds(stream) == NULL) {
+        r->key = GM_KEY_LEGACY_UNRECORDED; /* its event is recorded when another stream asks */
+    } else if (stream != NULL) {
         gpumem_status st = gm_pool_record_free(p, r, stream, what);
         if (st != GPUMEM_OK) {
             /* The block cannot be told apart from its pending work: it goes

@@ -164,12 +164,42 @@ struct gm_pool {
     gm_stripe stripes[]; /* stripe_mask + 1 */
 };
 
+/* The calling thread's key for the per-thread default stream
+ * (CU_STREAM_PER_THREAD): odd, at least 5 and never reused in the process,
+ * so that it is no driver stream's address (aligned), no key of the legacy
+ * stream (1, GM_KEY_LEGACY_UNRECORDED) and no key of an exited thread,
+ * whose per-thread stream may still have work queued (pool_cache.c). */
+uintptr_t gm_pool_per_thread_key(void);
+
+/* The handle of the per-thread default stream, CU_STREAM_PER_THREAD. */
+#define GM_DSTREAM_PER_THREAD ((gm_dstream *)(uintptr_t)2)
+
+/* The key a block freed on s is pending under: its driver stream, 1 for
+ * the legacy default stream, and for the per-thread default stream a key
+ * of the calling thread (each thread's per-thread stream is its own
+ * stream, though every thread names it 2). */
 static inline uintptr_t gm_stream_key(const gpumem_stream *s)
 {
     if (s == NULL)
         return 0;
     gm_dstream *ds = gm_stream_ds(s);
+    if (__builtin_expect(ds == GM_DSTREAM_PER_THREAD, 0))
+        return gm_pool_per_thread_key();
     return ds != NULL ? (uintptr_t)ds : 1u; /* 1: the legacy default stream */
+}
+
+/* The key of a block freed on the legacy default stream with legacy_only
+ * (gm_pool_release_as) whose event is not recorded yet: an allocation on
+ * the legacy stream (key 1) reuses it at once; anyone else first records
+ * its event on the legacy stream (gm_pool_pending_done), and giving it
+ * back to the source waits for the legacy stream. */
+#define GM_KEY_LEGACY_UNRECORDED ((uintptr_t)3)
+
+/* Whether a held block of key block_key may serve an allocation on stream
+ * key at once: it is idle, or freed on that very stream. */
+static inline bool gm_key_fits(uintptr_t block_key, uintptr_t key)
+{
+    return block_key == 0 || block_key == key || (block_key == GM_KEY_LEGACY_UNRECORDED && key == 1);
 }
 
 #define ADD(field, d) \

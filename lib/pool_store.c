@@ -31,7 +31,9 @@ gpumem_status gm_pool_release_block(gm_pool *p, gm_rec *r, gpumem_stream *sync, 
         return GPUMEM_OK; /* the driver may be gone; the system reclaims it all */
     gm_dctx *dctx = p->ctx->dctx;
     gpumem_status st = GPUMEM_OK;
-    if (r->key != 0)
+    if (r->key == GM_KEY_LEGACY_UNRECORDED) /* its work was queued on the legacy stream only */
+        st = gm_drv_check(GM_DRV(stream_synchronize, dctx, NULL), GM_OP_stream_synchronize, what);
+    else if (r->key != 0)
         st = gm_drv_check(GM_DRV(event_synchronize, dctx, r->event), GM_OP_event_synchronize, what);
     else if (sync != NULL)
         st = gm_drv_check(GM_DRV(stream_synchronize, dctx, gm_stream_ds(sync)), GM_OP_stream_synchronize, what);
@@ -43,8 +45,9 @@ gpumem_status gm_pool_release_block(gm_pool *p, gm_rec *r, gpumem_stream *sync, 
     return gm_keep_first(st, p->src->ops->free(p->src, r->addr, gm_pool_block_bytes(r->cls), what));
 }
 
-/* Records the block's event on stream, making the event the first time. */
-gpumem_status gm_pool_record_free(gm_pool *p, gm_rec *r, gpumem_stream *stream, const char *what)
+/* Records the block's event on driver stream ds (NULL: the legacy default
+ * stream), making the event the first time; the block's key is then key. */
+static gpumem_status record_on(gm_pool *p, gm_rec *r, gm_dstream *ds, uintptr_t key, const char *what)
 {
     gm_dctx *dctx = p->ctx->dctx;
     if (r->event == NULL) {
@@ -55,17 +58,29 @@ gpumem_status gm_pool_record_free(gm_pool *p, gm_rec *r, gpumem_stream *stream, 
             return st;
         r->event = ev;
     }
-    gpumem_status st = gm_drv_check(GM_DRV(event_record, dctx, r->event, gm_stream_ds(stream)),
-                                    GM_OP_event_record, what);
+    gpumem_status st = gm_drv_check(GM_DRV(event_record, dctx, r->event, ds), GM_OP_event_record, what);
     if (st == GPUMEM_OK)
-        r->key = gm_stream_key(stream);
+        r->key = key;
     return st;
+}
+
+/* Records the block's event on stream, making the event the first time. */
+gpumem_status gm_pool_record_free(gm_pool *p, gm_rec *r, gpumem_stream *stream, const char *what)
+{
+    return record_on(p, r, gm_stream_ds(stream), gm_stream_key(stream), what);
 }
 
 /* Whether a pending block's event has completed: 1 yes (the block is made
  * idle), 0 not yet, -1 the query failed (status in *st). */
 int gm_pool_pending_done(gm_pool *p, gm_rec *r, const char *what, gpumem_status *st)
 {
+    if (r->key == GM_KEY_LEGACY_UNRECORDED) {
+        /* Recorded now, after the block's work on the legacy stream (and
+         * perhaps later work): its completion is enough, if late. */
+        *st = record_on(p, r, NULL, 1, what);
+        if (*st != GPUMEM_OK)
+            return -1;
+    }
     int rc = GM_DRV(event_query, p->ctx->dctx, r->event);
     if (rc == 0) {
         r->key = 0;
@@ -122,7 +137,7 @@ static gm_rec *store_take(gm_pool *p, gm_stripe *s, unsigned cls, size_t size, u
     gm_rec *prev = NULL, *r = cs->pending_head, *found = NULL;
     if (queries == NULL) {
         for (int i = 0; key != 0 && r != NULL && i < STORE_SCAN && found == NULL; i++) {
-            if (r->key == key && gm_pool_block_bytes(r->cls) >= size)
+            if (gm_key_fits(r->key, key) && gm_pool_block_bytes(r->cls) >= size)
                 found = r;
             else
                 prev = r, r = r->next;

@@ -80,6 +80,9 @@
  * enqueued before it on the device's default stream, and work on the
  * default stream waits for the work enqueued before it on every blocking
  * stream of the device; GM_CU_STREAM_NON_BLOCKING streams do neither.
+ * CU_STREAM_PER_THREAD (handle 2) is the legacy default stream in the
+ * simulator, for every thread: an ordering at least as strict as the
+ * driver's per-thread default streams, each a blocking stream.
  * Copies and memsets with async == 0 are queued on the given stream and
  * waited for.  As on the driver, an async copy from pageable host memory
  * (not page-locked, registered or managed) copies the source into a staging

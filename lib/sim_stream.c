@@ -311,10 +311,11 @@ void gm_sim_stream_retire(gm_dstream *s)
     stream_unref(s);
 }
 
-/* The stream handle h names for ctx; NULL is the legacy default stream. */
+/* The stream handle h names for ctx; NULL is the legacy default stream,
+ * and so is CU_STREAM_PER_THREAD (2) here (sim.h, "Streams"). */
 int gm_sim_stream_get(gm_dctx *ctx, gm_dstream *h, gm_dstream **out)
 {
-    if (h == NULL) {
+    if (h == NULL || h == (gm_dstream *)(uintptr_t)2) {
         *out = ctx->dflt;
         return CU_OK;
     }

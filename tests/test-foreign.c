@@ -100,8 +100,14 @@ static void fault_scenario(const void *arg, child_result *out)
         gpumem_foreign_stream_handle(S, &sh);
     CALL(out, gpumem_foreign_alloc, ("c", 0, 4096, NULL, &p));
     CALL(out, gpumem_foreign_alloc, ("c", 0, 5000, sh, &q));
-    if (q != NULL)
+    if (q != NULL) {
         CALL(out, gpumem_foreign_ipc_handle, (q, ipc, &off));
+        CALL(out, gpumem_foreign_ipc_handle, ((char *)q + 256, ipc, &off)); /* found by the driver */
+    }
+    void *pt = NULL;
+    CALL(out, gpumem_foreign_alloc, ("c", 0, 3000, (void *)(uintptr_t)2, &pt)); /* the per-thread stream */
+    CALL(out, gpumem_foreign_free, (pt, (void *)(uintptr_t)2));
+    still_live(out, pt, "the allocation on the per-thread stream");
     CALL(out, gpumem_foreign_free, (q, sh));
     CALL(out, gpumem_foreign_free, (p, NULL));
     CALL(out, gpumem_foreign_alloc, ("c", 0, 4096, sh, &p)); /* from the held block, perhaps */
@@ -182,6 +188,27 @@ static void test_bad_input(void)
     is_int(gpumem_foreign_free(NULL, NULL), GPUMEM_OK, "freeing NULL is a no-op");
     is_int(gpumem_foreign_host_free(NULL), GPUMEM_OK, "so is freeing NULL host memory");
     is_int(gpumem_foreign_host_alloc("t", 0, 64, 0x8, &p), GPUMEM_ERROR_INVALID_VALUE, "unknown host flags");
+    /* The three allocation entry points start alike (one helper): a NULL ptr
+     * first, named with the call; the runtime, then the device; size 0. */
+    is_int(gpumem_foreign_host_alloc("t", 0, 64, 0x8, NULL), GPUMEM_ERROR_NULL_ARGUMENT,
+           "host: a NULL ptr is named before unknown flags");
+    like(gpumem_last_error(), "gpumem_foreign_host_alloc: argument 'ptr' is NULL", "named with the call");
+    is_int(gpumem_foreign_managed_alloc("t", 0, 64, 1, NULL), GPUMEM_ERROR_NULL_ARGUMENT, "managed: NULL ptr");
+    like(gpumem_last_error(), "gpumem_foreign_managed_alloc: argument 'ptr' is NULL", "named with the call");
+    is_int(gpumem_foreign_alloc("t", 0, 64, NULL, NULL), GPUMEM_ERROR_NULL_ARGUMENT, "device: NULL ptr");
+    like(gpumem_last_error(), "gpumem_foreign_alloc: argument 'ptr' is NULL", "named with the call");
+    p = (void *)0x1;
+    is_int(gpumem_foreign_host_alloc("Bad", 64, 64, 0, &p), GPUMEM_ERROR_INVALID_VALUE, "host: the name first");
+    is_int(gpumem_foreign_managed_alloc("t", 64, 64, 1, &p), GPUMEM_ERROR_INVALID_DEVICE, "managed: device 64");
+    like(gpumem_last_error(), "gpumem_foreign_managed_alloc: device 64", "named with the call");
+    is_int(gpumem_foreign_host_alloc("t", -1, 0, 0, &p), GPUMEM_ERROR_INVALID_DEVICE, "host: a bad device, size 0");
+    ok(p == (void *)0x1, "ptr unchanged by the failures");
+    is_int(gpumem_foreign_host_alloc("t", 0, 0, 0, &p), GPUMEM_OK, "host: size 0");
+    ok(p == NULL, "gives NULL");
+    p = (void *)0x1;
+    is_int(gpumem_foreign_managed_alloc("t", 0, 0, 1, &p), GPUMEM_OK, "managed: size 0");
+    ok(p == NULL, "gives NULL");
+    is_int(stats_of("t").allocations, 0, "none of them counted an allocation");
     is_int(gpumem_foreign_stats(NULL, NULL), GPUMEM_ERROR_NULL_ARGUMENT, "stats: NULL");
     struct gpumem_foreign_stats tiny = {.size = 4};
     is_int(gpumem_foreign_stats("t", &tiny), GPUMEM_ERROR_INVALID_VALUE, "stats: size too small");
@@ -302,8 +329,112 @@ static void test_streams(void)
     ok(b == a, "it is the default stream: the block is reused at once");
     release_stream(NULL);
     gpumem_foreign_free(b, (void *)(uintptr_t)1);
+
+    /* GPUMEM_FOREIGN_STREAM_LEGACY_ONLY: the free records no event; the
+     * legacy stream reuses the block at once, another stream only once the
+     * legacy stream's work (queued before the free) is done. */
+    is_int(gpumem_foreign_release_held(0), GPUMEM_OK, "the pools hold nothing (so no other block is at hand)");
+    void *c = NULL, *c2 = NULL, *z = NULL, *z2 = NULL, *z3 = NULL;
+    uint64_t rec0 = 0, rec1 = 0;
+    is_int(gpumem_foreign_alloc("cupy", 0, N, GPUMEM_FOREIGN_STREAM_LEGACY_ONLY, &c), GPUMEM_OK,
+           "allocate on GPUMEM_FOREIGN_STREAM_LEGACY_ONLY");
+    hold_stream(NULL);
+    is_int(GM_DRV(memset, fctx->dctx, (uint64_t)(uintptr_t)c, 0x3C, 1, N, NULL, 1), 0,
+           "queue a memset of it on the legacy stream, held back");
+    gpumem_debug_driver_calls("cuEventRecord", &rec0);
+    is_int(gpumem_foreign_free(c, GPUMEM_FOREIGN_STREAM_LEGACY_ONLY), GPUMEM_OK, "free it, legacy only, work pending");
+    gpumem_debug_driver_calls("cuEventRecord", &rec1);
+    is_int((long long)(rec1 - rec0), 0, "the free recorded no event");
+    is_int(gpumem_foreign_alloc("torch", 0, N, t, &z), GPUMEM_OK, "allocate the same size on non-blocking T");
+    ok(z != NULL && z != c, "T does not get the block while the legacy stream's work is pending");
+    is_int(gpumem_foreign_alloc("numba", 0, N, NULL, &c2), GPUMEM_OK, "allocate on the legacy stream");
+    ok(c2 == c, "the legacy stream gets it at once: its later work is ordered after the memset");
+    is_int(gpumem_foreign_free(c2, GPUMEM_FOREIGN_STREAM_LEGACY_ONLY), GPUMEM_OK, "free it again, legacy only");
+    release_stream(NULL);
+    GM_DRV(memcpy, fctx->dctx, (uint64_t)(uintptr_t)out, (uint64_t)(uintptr_t)c, N, NULL, 0);
+    all = 1;
+    for (int i = 0; i < N; i++)
+        all &= out[i] == 0x3C;
+    ok(all, "the memset landed in it");
+    /* The first allocation on T records the block's event now (it may not
+     * have completed yet); once the legacy stream is idle it has. */
+    is_int(gpumem_foreign_alloc("torch", 0, N, t, &z2), GPUMEM_OK, "allocate on T, the legacy stream idle");
+    GM_DRV(stream_synchronize, fctx->dctx, NULL);
+    if (z2 != c)
+        is_int(gpumem_foreign_alloc("torch", 0, N, t, &z3), GPUMEM_OK, "allocate on T again");
+    ok(z2 == c || z3 == c, "T gets the block once the legacy stream's work is done");
+    gpumem_foreign_free(z, t);
+    gpumem_foreign_free(z2, t);
+    gpumem_foreign_free(z3, t);
+    is_int(gpumem_foreign_alloc("cupy", 0, N, (void *)(uintptr_t)4, &c), GPUMEM_ERROR_INVALID_VALUE,
+           "stream 4 is no stream");
     gpumem_stream_destroy(S);
     gpumem_stream_destroy(T);
+}
+
+/* CU_STREAM_PER_THREAD (2): every thread names its own per-thread default
+ * stream 2.  A block that thread A freed on its per-thread stream, with A's
+ * work still queued, must not go to thread B's per-thread stream at once
+ * (B's work is not ordered after A's): B takes it only once the event of
+ * A's free has completed.  (The simulator runs stream 2 on the legacy
+ * stream: A's held work holds it back.) */
+#define PT ((void *)(uintptr_t)2)
+enum { PT_SIZE = 40960 };
+
+struct pt_arg {
+    void *block;       /* A: the block it freed; B: the block it got */
+    uint64_t records;  /* A: cuEventRecord calls its free made */
+    gpumem_status st;
+};
+
+static void *pt_thread_a(void *arg)
+{
+    struct pt_arg *a = arg;
+    uint64_t r0 = 0, r1 = 0;
+    a->st = gpumem_foreign_alloc("numba", 0, PT_SIZE, PT, &a->block);
+    if (a->st != GPUMEM_OK)
+        return NULL;
+    hold_stream(PT);
+    GM_DRV(memset, fctx->dctx, (uint64_t)(uintptr_t)a->block, 0x6B, 1, PT_SIZE, (gm_dstream *)PT, 1);
+    gpumem_debug_driver_calls("cuEventRecord", &r0);
+    a->st = gpumem_foreign_free(a->block, PT);
+    gpumem_debug_driver_calls("cuEventRecord", &r1);
+    a->records = r1 - r0;
+    return NULL; /* the thread exits: its cached blocks go to the pool's store */
+}
+
+static void *pt_thread_b(void *arg)
+{
+    struct pt_arg *b = arg;
+    b->st = gpumem_foreign_alloc("numba", 0, PT_SIZE, PT, &b->block);
+    return NULL;
+}
+
+static void test_per_thread_stream(void)
+{
+    is_int(gpumem_foreign_release_held(0), GPUMEM_OK, "the pools hold nothing");
+    struct pt_arg a = {0}, b = {0}, c = {0};
+    pthread_t th;
+    pthread_create(&th, NULL, pt_thread_a, &a);
+    pthread_join(th, NULL);
+    is_int(a.st, GPUMEM_OK, "thread A allocates and frees a block on its per-thread stream, its memset held back");
+    ok(a.records >= 1, "A's free recorded an event (%llu)", (unsigned long long)a.records);
+    pthread_create(&th, NULL, pt_thread_b, &b);
+    pthread_join(th, NULL);
+    is_int(b.st, GPUMEM_OK, "thread B allocates the same size on its per-thread stream");
+    ok(b.block != NULL && b.block != a.block,
+       "B does not get A's block while A's work is pending (each thread's stream 2 is its own)");
+    atomic_store(&gate, 1); /* A's stream is A's own on a GPU: wait for the whole context */
+    GM_DRV(ctx_synchronize, fctx->dctx);
+    pthread_create(&th, NULL, pt_thread_b, &c);
+    pthread_join(th, NULL);
+    is_int(c.st, GPUMEM_OK, "thread C allocates the same size on its per-thread stream");
+    ok(c.block == a.block, "once A's event has completed, C gets A's block");
+    unsigned char out[64];
+    GM_DRV(memcpy, fctx->dctx, (uint64_t)(uintptr_t)out, (uint64_t)(uintptr_t)c.block, sizeof out, NULL, 0);
+    ok(out[0] == 0x6B && out[63] == 0x6B, "A's memset landed before C got the block");
+    gpumem_foreign_free(b.block, PT);
+    gpumem_foreign_free(c.block, PT);
 }
 
 static void test_shared_pool(void)
@@ -414,8 +545,47 @@ static void test_ipc(void)
     GM_DRV(mem_get_address_range, fctx->dctx, &base, &range, (uint64_t)(uintptr_t)p);
     is_int(off, (uint64_t)(uintptr_t)p - base, "the offset is the pointer's in its driver allocation");
     is_int(gpumem_foreign_ipc_handle(p, NULL, &off), GPUMEM_ERROR_NULL_ARGUMENT, "NULL handle");
+
+    /* An address inside the allocation (a numba view): the same driver allocation, its own offset. */
+    unsigned char h2[GPUMEM_FOREIGN_IPC_HANDLE_SIZE];
+    size_t off2 = 0;
+    is_int(gpumem_foreign_ipc_handle((char *)p + 1000, h2, &off2), GPUMEM_OK,
+           "the IPC handle of an address inside a foreign allocation");
+    ok(memcmp(h, h2, sizeof h) == 0, "the same handle as the allocation's start");
+    is_int(off2, off + 1000, "the offset is the interior address's");
+
+    /* Device memory no allocator of the library made (numba's foreign arrays). */
+    uint64_t raw = 0;
+    is_int(GM_DRV(mem_alloc, fctx->dctx, &raw, 8192), 0, "device memory straight from the driver");
+    size_t off3 = 99;
+    unsigned char h3[GPUMEM_FOREIGN_IPC_HANDLE_SIZE];
+    memset(h3, 0, sizeof h3);
+    is_int(gpumem_foreign_ipc_handle((void *)(uintptr_t)(raw + 512), h3, &off3), GPUMEM_OK,
+           "the IPC handle of another allocator's device memory");
+    is_int(off3, 512, "its offset from the driver allocation's start");
+    nonzero = 0;
+    for (size_t i = 0; i < sizeof h3; i++)
+        nonzero |= h3[i];
+    ok(nonzero && memcmp(h3, h, sizeof h) != 0, "a handle of its own");
+    GM_DRV(mem_free, fctx->dctx, raw);
+    off3 = 77;
+    is_int(gpumem_foreign_ipc_handle((void *)(uintptr_t)(raw + 512), h3, &off3), GPUMEM_ERROR_INVALID_VALUE,
+           "no handle once the driver freed it");
+    is_int(off3, 77, "nothing written on failure");
+
+    void *m = NULL;
+    gpumem_foreign_managed_alloc("numba", 0, 4096, 1, &m);
+    is_int(gpumem_foreign_ipc_handle(m, h3, &off3), GPUMEM_ERROR_INVALID_VALUE, "no handle of managed memory");
+    is_int(gpumem_foreign_ipc_handle((char *)m + 64, h3, &off3), GPUMEM_ERROR_INVALID_VALUE,
+           "nor of an address inside it");
+    gpumem_foreign_free(m, NULL);
+    unsigned char host[64];
+    is_int(gpumem_foreign_ipc_handle(host, h3, &off3), GPUMEM_ERROR_INVALID_VALUE, "no handle of host memory");
+
     gpumem_foreign_free(p, NULL);
-    is_int(gpumem_foreign_ipc_handle(p, h, &off), GPUMEM_ERROR_INVALID_VALUE, "no handle of a freed pointer");
+    is_int(gpumem_foreign_release_held(0), GPUMEM_OK, "the pool gives its held blocks back");
+    is_int(gpumem_foreign_ipc_handle(p, h, &off), GPUMEM_ERROR_INVALID_VALUE,
+           "no handle of a pointer freed and given back to the driver");
 }
 
 static void test_trace(void)
@@ -522,6 +692,7 @@ int main(void)
     test_bad_input();
     test_alloc_free();
     test_streams();
+    test_per_thread_stream();
     test_shared_pool();
     test_host();
     test_ipc();

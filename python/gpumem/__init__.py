@@ -24,7 +24,7 @@ __all__ = [
     "GpumemError", "version", "backend", "device_count", "alloc", "free", "host_alloc", "host_free",
     "managed_alloc", "lookup", "device_pointer", "ipc_handle", "release_held", "stats", "runtimes",
     "memory_report", "memory_info", "trace_start", "trace_stop", "trace_mark", "trace_region", "trace",
-    "Stream", "defer_cleanup", "PER_THREAD_STREAM", "LEGACY_STREAM",
+    "Stream", "defer_cleanup", "PER_THREAD_STREAM", "LEGACY_STREAM", "LEGACY_ONLY_STREAM",
 ]
 
 _L = _lib.lib
@@ -33,6 +33,9 @@ _check = _lib.check
 #: CU_STREAM_LEGACY and CU_STREAM_PER_THREAD, as stream values.
 LEGACY_STREAM = 1
 PER_THREAD_STREAM = 2
+#: The legacy default stream, for memory used on it alone: its free records
+#: no event (GPUMEM_FOREIGN_STREAM_LEGACY_ONLY; CuPy's null stream).
+LEGACY_ONLY_STREAM = 3
 
 IPC_HANDLE_SIZE = 64
 
@@ -128,8 +131,10 @@ def device_pointer(ptr):
 
 
 def ipc_handle(ptr):
-    """(handle, offset): the driver's 64-byte CUipcMemHandle of the
-    allocation holding device memory ptr of alloc(), and ptr's offset in it."""
+    """(handle, offset): the driver's 64-byte CUipcMemHandle of the driver
+    allocation holding device address ptr, and ptr's offset in it.  ptr may
+    be memory of alloc(), an address inside it, or another library's device
+    memory (gpumem_foreign_ipc_handle)."""
     h = ctypes.create_string_buffer(IPC_HANDLE_SIZE)
     off = ctypes.c_size_t()
     _check(_L.gpumem_foreign_ipc_handle(ptr or None, h, ctypes.byref(off)))

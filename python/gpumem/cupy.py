@@ -16,7 +16,7 @@ import ctypes
 import cupy
 
 from . import _lib
-from . import host_alloc as _host_alloc, host_free as _host_free
+from . import host_alloc as _host_alloc, host_free as _host_free, LEGACY_ONLY_STREAM as _LEGACY_ONLY
 
 __all__ = ["install", "uninstall", "malloc", "malloc_pinned"]
 
@@ -28,11 +28,42 @@ _c_free = _lib.lib.gpumem_foreign_free
 _RT = RUNTIME.encode()
 _get_device = cupy.cuda.runtime.getDevice
 _current_stream = cupy.cuda.get_current_stream
+_void_p = ctypes.c_void_p
+_byref = ctypes.byref
+
+# The stream each live block was allocated for, by pointer: its free is
+# ordered on it, as CuPy's own pool returns a block to its stream's arena.
+# CuPy's null stream is the legacy default stream, which CuPy's memory is
+# used on alone (its own pool assumes as much): its blocks are freed with
+# LEGACY_ONLY_STREAM, which records no event.
+_streams = {}
+
+
+def _malloc_ptr(size, device):
+    """PythonFunctionAllocator's malloc: a pointer to size bytes (> 0) of
+    device's pool, for CuPy's current stream."""
+    stream = _current_stream().ptr or _LEGACY_ONLY
+    p = _void_p()
+    st = _c_alloc(_RT, device, size, stream, _byref(p))
+    if st:
+        _lib.check(st)
+    ptr = p.value
+    _streams[ptr] = stream
+    return ptr
+
+
+def _free_ptr(ptr, device):
+    """PythonFunctionAllocator's free: ordered after the work queued on the
+    stream the block was allocated for.  CuPy calls it from a deallocator,
+    where an exception is only printed."""
+    st = _c_free(ptr, _streams.pop(ptr, 0))
+    if st:
+        _lib.check(st)
 
 
 class _Block:
     """Owns one device allocation; frees it, on the stream it was made for,
-    when CuPy drops its last reference."""
+    when CuPy drops its last reference (CuPy without PythonFunctionAllocator)."""
 
     __slots__ = ("ptr", "stream")
 
@@ -67,17 +98,31 @@ class _PinnedBlock:
             _host_free(p)
 
 
-def malloc(size):
-    """CuPy's allocator function: a cupy.cuda.MemoryPointer of size bytes."""
+def _malloc_python(size):
+    """malloc over UnownedMemory, for a CuPy without PythonFunctionAllocator."""
     device = _get_device()
-    stream = _current_stream().ptr
-    p = ctypes.c_void_p()
-    st = _c_alloc(_RT, device, size, stream, ctypes.byref(p))
+    stream = _current_stream().ptr or _LEGACY_ONLY
+    p = _void_p()
+    st = _c_alloc(_RT, device, size, stream, _byref(p))
     if st:
         _lib.check(st)
     ptr = p.value or 0
     mem = cupy.cuda.UnownedMemory(ptr, size, _Block(ptr, stream), device)
     return cupy.cuda.MemoryPointer(mem, 0)
+
+
+_function_allocator = getattr(cupy.cuda, "PythonFunctionAllocator", None)
+if _function_allocator is not None:
+    # CuPy's own Cython class makes the memory object and the pointer, and
+    # calls _free_ptr from its deallocator: the Python on the hot path is
+    # _malloc_ptr and _free_ptr, one library call each.
+    _allocator = _function_allocator(_malloc_ptr, _free_ptr)
+    malloc = _allocator.malloc
+else:
+    _allocator = None
+    malloc = _malloc_python
+# malloc(size), CuPy's allocator function: a cupy.cuda.MemoryPointer of size
+# bytes of the current device's pool, for CuPy's current stream.
 
 
 def malloc_pinned(size):

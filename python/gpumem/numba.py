@@ -67,14 +67,36 @@ def _host_ptr(addr):
         getattr(_drv, "USE_NV_BINDING", True) == 0 else addr
 
 
-def _dev_ptr(addr):
-    """A device address as numba's MemoryPointer takes it: the binding's
-    CUdeviceptr for the NVIDIA binding (numba-cuda, as numba makes its own
-    NULL pointers), else ctypes.c_void_p."""
+def _dev_ptr_type():
+    """The type numba's MemoryPointer takes a device address in: the
+    binding's CUdeviceptr for the NVIDIA binding (numba-cuda, as numba makes
+    its own NULL pointers), else ctypes.c_void_p.  Read once, at import."""
     binding = getattr(_drv, "binding", None)
     if getattr(_drv, "USE_NV_BINDING", True) and binding is not None and hasattr(binding, "CUdeviceptr"):
-        return binding.CUdeviceptr(addr)
-    return ctypes.c_void_p(addr)
+        return binding.CUdeviceptr
+    return ctypes.c_void_p
+
+
+_dev_ptr = _dev_ptr_type()
+
+
+def _ordinal(device):
+    """A device's ordinal: numba's Device has .id; a context that a program
+    attached (numba's driver.Context(dev, handle), as numba's
+    Test3rdPartyContext makes it) may hold the binding's CUdevice, which is
+    the ordinal as an int."""
+    d = getattr(device, "id", None)
+    return int(device) if d is None else int(d)
+
+
+def _address(memory):
+    """The device address of a numba MemoryPointer (or of one numba made
+    over another library's memory): device_pointer_value, else its handle."""
+    v = getattr(memory, "device_pointer_value", None)
+    if v is None:
+        h = getattr(memory, "handle", None)
+        v = getattr(h, "value", h)
+    return int(v or 0)
 
 
 class _Registration:
@@ -120,8 +142,27 @@ def _finalize(mgr_ref, fn, args):
     fn(*args)
 
 
+def _free_device(mgr, ptr):
+    """memalloc's finalizer (numba calls it through weakref.finalize when the
+    MemoryPointer goes): one call of the library, on the manager's stream,
+    unless a defer_cleanup scope holds the free back.  It keeps the
+    manager: a manager outlives the memory it gave."""
+    if mgr._defer:
+        with mgr._lock:
+            if mgr._defer:
+                mgr._pending.append((_free_device, (mgr, ptr)))
+                return
+    st = _c_free(ptr, mgr._stream_value)
+    if st:
+        _lib.check(st)
+
+
 _c_alloc = _lib.lib.gpumem_foreign_alloc
+_c_free = _lib.lib.gpumem_foreign_free
 _RT = RUNTIME.encode()
+_byref = ctypes.byref
+_void_p = ctypes.c_void_p
+_partial = functools.partial
 
 
 class GpumemMemoryManager(_drv.BaseCUDAMemoryManager):
@@ -137,9 +178,11 @@ class GpumemMemoryManager(_drv.BaseCUDAMemoryManager):
         self._defer = 0
         self._pending = []          # frees held back by defer_cleanup: (function, args)
         self._allocations = {}      # mapped and managed memory numba refers to weakly (mem.own())
-        self._stream_value = None   # the stream of device memory, read from numba's config once
+        # The stream of device memory, read from numba's config once.
+        self._stream_value = PER_THREAD_STREAM if _config_per_thread() else 0
         self._ref = weakref.ref(self)
         self._device_id = None      # the context's device ordinal, read once
+        self._ctx_proxy = None      # weakref.proxy(self.context), made once
 
     # -- the device and the stream --------------------------------------------------------------
 
@@ -147,29 +190,53 @@ class GpumemMemoryManager(_drv.BaseCUDAMemoryManager):
     def _device(self):
         d = self._device_id
         if d is None:
-            d = self._device_id = self.context.device.id
+            d = self._device_id = _ordinal(self.context.device)
         return d
 
     def _stream(self):
-        s = self._stream_value
-        if s is None:
-            s = self._stream_value = PER_THREAD_STREAM if _config_per_thread() else 0
-        return s
+        return self._stream_value
+
+    def _ctx(self):
+        c = self._ctx_proxy
+        if c is None:
+            c = self._ctx_proxy = weakref.proxy(self.context)
+        return c
 
     def _finalizer(self, fn, *args):
         """A finalizer that runs fn(*args) now, or at the end of defer_cleanup."""
         return functools.partial(_finalize, self._ref, fn, args)
 
     def _forget(self, key, fn, *args):
-        """As _finalizer, also dropping the strong reference kept for numba."""
+        """A finalizer that drops the strong reference kept for numba at
+        once, and runs fn(*args) now or at the end of defer_cleanup (only
+        the free waits, as numba's own finalizers do).  numba's
+        OwnedPointer refers to the memory weakly: once numba frees it
+        (cuda.mapped() calls free() on exit, its OwnedPointer goes later),
+        the memory must be gone, or the OwnedPointer's end frees it a second
+        time ("Freeing dead memory")."""
         mgr = weakref.ref(self)
+        later = self._finalizer(fn, *args)
 
-        def forget(*a):
+        def forget():
             m = mgr()
             if m is not None:
                 m._allocations.pop(key, None)
-            fn(*a)
-        return self._finalizer(forget, *args)
+            later()
+        return forget
+
+    def _unpin(self, key, reg):
+        """mempin's finalizer: unregisters at once, never deferred (numba's
+        own does, so that cuda.pinned() and cuda.mapped() may page-lock the
+        same buffer again at once, inside defer_cleanup too), and drops the
+        strong reference kept for numba at once."""
+        mgr = weakref.ref(self)
+
+        def unpin():
+            m = mgr()
+            if m is not None and key is not None:
+                m._allocations.pop(key, None)
+            reg.close()
+        return unpin
 
     # -- the interface ------------------------------------------------------------------------
 
@@ -179,20 +246,25 @@ class GpumemMemoryManager(_drv.BaseCUDAMemoryManager):
         _memory_info(self._device)
 
     def memalloc(self, size):
-        ctx = weakref.proxy(self.context)
+        # The hot path (numba's device_array): one library call, and the
+        # finalizer a partial of a module function; nothing else is made.
+        ctx = self._ctx_proxy
+        if ctx is None:
+            ctx = self._ctx()
         if size == 0:
             return _drv.MemoryPointer(ctx, _dev_ptr(0), 0)
-        stream = self._stream()
-        p = ctypes.c_void_p()
-        st = _c_alloc(_RT, self._device, size, stream, ctypes.byref(p))
+        d = self._device_id
+        if d is None:
+            d = self._device
+        p = _void_p()
+        st = _c_alloc(_RT, d, size, self._stream_value, _byref(p))
         if st:
             _lib.check(st)
         ptr = p.value
-        return _drv.MemoryPointer(ctx, _dev_ptr(ptr), size,
-                                  finalizer=self._finalizer(_free, ptr, stream))
+        return _drv.MemoryPointer(ctx, _dev_ptr(ptr), size, finalizer=_partial(_free_device, self, ptr))
 
     def memhostalloc(self, size, mapped=False, portable=False, wc=False):
-        ctx = weakref.proxy(self.context)
+        ctx = self._ctx()
         ptr = _host_alloc(size, self._device, mapped=mapped, portable=portable, wc=wc, runtime=RUNTIME)
         if mapped:
             mem = _drv.MappedMemory(ctx, _host_ptr(ptr), size,
@@ -202,19 +274,19 @@ class GpumemMemoryManager(_drv.BaseCUDAMemoryManager):
         return _drv.PinnedMemory(ctx, _host_ptr(ptr), size, finalizer=self._finalizer(_host_free, ptr))
 
     def mempin(self, owner, pointer, size, mapped=False):
-        ctx = weakref.proxy(self.context)
+        ctx = self._ctx()
         pointer = int(getattr(pointer, "value", pointer) or 0)
         reg = _Registration(_context_of(self._device), pointer, size, mapped)
         if mapped:
             key = ("pin", id(reg))
             mem = _drv.MappedMemory(ctx, _host_ptr(pointer), size, owner=owner,
-                                    finalizer=self._forget(key, reg.close))
+                                    finalizer=self._unpin(key, reg))
             self._allocations[key] = mem
             return mem.own()
-        return _drv.PinnedMemory(ctx, _host_ptr(pointer), size, owner=owner, finalizer=self._finalizer(reg.close))
+        return _drv.PinnedMemory(ctx, _host_ptr(pointer), size, owner=owner, finalizer=self._unpin(None, reg))
 
     def memallocmanaged(self, size, attach_global=True):
-        ctx = weakref.proxy(self.context)
+        ctx = self._ctx()
         ptr = _managed_alloc(size, self._device, attach_global=attach_global, runtime=RUNTIME)
         mem = _drv.ManagedMemory(ctx, _dev_ptr(ptr), size,
                                  finalizer=self._forget(("managed", ptr), _free, ptr, 0))
@@ -222,13 +294,14 @@ class GpumemMemoryManager(_drv.BaseCUDAMemoryManager):
         return mem.own()
 
     def get_ipc_handle(self, memory):
-        owner = getattr(memory, "owner", memory)
-        base = owner.device_pointer_value or 0   # the start of the allocation memalloc made
-        ptr = memory.device_pointer_value or 0   # memory may be a view into it
-        raw, offset = _ipc_handle(base)
+        # memory may be memalloc's, a view into it, or memory numba wraps
+        # over another library's (a foreign array, whose owner is that
+        # library's object): the library finds the driver allocation that
+        # holds the address and the offset in it, as numba's own manager
+        # does with cuMemGetAddressRange.
+        raw, offset = _ipc_handle(_address(memory))
         source_info = self.context.device.get_device_identity()
-        return _drv.IpcHandle(memory, _ipc_handle_object(raw), memory.size, source_info,
-                              offset=offset + (ptr - base))
+        return _drv.IpcHandle(memory, _ipc_handle_object(raw), memory.size, source_info, offset=offset)
 
     def get_memory_info(self):
         free, total = _memory_info(self._device)

@@ -13,7 +13,7 @@ import gpumem
 from gpumem import _lib
 
 
-def _fake_cupy(stream_ptr):
+def _fake_cupy(stream_ptr, function_allocator):
     cupy = types.ModuleType("cupy")
     cuda = types.SimpleNamespace()
     cuda.runtime = types.SimpleNamespace(getDevice=lambda: 0)
@@ -31,7 +31,28 @@ def _fake_cupy(stream_ptr):
         def __init__(self, mem, offset):
             self.mem, self.ptr = mem, mem.ptr + offset
 
+    class PythonFunctionAllocatorMemory:
+        """As CuPy's: malloc_func(size, device) for size > 0, and
+        free_func(ptr, device) when it goes, its exception only printed."""
+
+        def __init__(self, size, malloc_func, free_func, device_id):
+            self._free_func, self.device_id, self.size = free_func, device_id, size
+            self.ptr = malloc_func(size, device_id) if size > 0 else 0
+
+        def __del__(self):
+            if self.ptr:
+                self._free_func(self.ptr, self.device_id)
+
+    class PythonFunctionAllocator:
+        def __init__(self, malloc_func, free_func):
+            self._malloc_func, self._free_func = malloc_func, free_func
+
+        def malloc(self, size):
+            return MemoryPointer(PythonFunctionAllocatorMemory(size, self._malloc_func, self._free_func, 0), 0)
+
     cuda.UnownedMemory = UnownedMemory
+    if function_allocator:
+        cuda.PythonFunctionAllocator = PythonFunctionAllocator
     cuda.MemoryPointer = MemoryPointer
     cuda.PinnedMemoryPointer = PinnedMemoryPointer
     cuda.hooks = {}
@@ -44,10 +65,13 @@ def _fake_cupy(stream_ptr):
 
 
 class Cupy(unittest.TestCase):
+    """gpumem.cupy over a CuPy without PythonFunctionAllocator: UnownedMemory."""
+    FUNCTION_ALLOCATOR = False
+
     def setUp(self):
         self.stream = gpumem.Stream()
         self.saved = sys.modules.get("cupy"), sys.modules.pop("gpumem.cupy", None)
-        sys.modules["cupy"] = self.cupy = _fake_cupy(self.stream.handle)
+        sys.modules["cupy"] = self.cupy = _fake_cupy(self.stream.handle, self.FUNCTION_ALLOCATOR)
         import gpumem.cupy as gc_
         self.gc = gc_
 
@@ -75,15 +99,21 @@ class Cupy(unittest.TestCase):
         p = mp.ptr
         self.assertEqual(gpumem.lookup(p), {"device": 0, "base": p, "size": 3000, "kind": "device"})
         self.assertEqual(mp.mem.size, 3000)
-        self.assertEqual(mp.mem.owner.stream, self.stream.handle)
+        if self.FUNCTION_ALLOCATOR:
+            self.assertEqual(self.gc._streams[p], self.stream.handle)
+        else:
+            self.assertEqual(mp.mem.owner.stream, self.stream.handle)
         self.assertEqual(gpumem.stats("cupy")["device_count"], 1)
         del mp
         gc.collect()
         with self.assertRaises(gpumem.GpumemError):
             gpumem.lookup(p)
+        if self.FUNCTION_ALLOCATOR:
+            self.assertNotIn(p, self.gc._streams, "the free forgot the block's stream")
         q = self.gc.malloc(3000)
         self.assertEqual(q.ptr, p, "freed on the stream, reused at once on it")
         del q
+        self.assertEqual(self.gc.malloc(0).ptr, 0)
 
     def test_pinned_memory(self):
         mp = self.gc.malloc_pinned(5000)
@@ -94,6 +124,28 @@ class Cupy(unittest.TestCase):
         gc.collect()
         with self.assertRaises(gpumem.GpumemError):
             gpumem.lookup(p)
+
+
+class CupyFunctionAllocator(Cupy):
+    """gpumem.cupy over CuPy's PythonFunctionAllocator (CuPy 8 and later)."""
+    FUNCTION_ALLOCATOR = True
+
+    def test_null_stream(self):
+        """CuPy's null stream: blocks are freed legacy-only, reused at once on it"""
+        self.gc._current_stream = lambda: types.SimpleNamespace(ptr=0)
+        mp = self.gc.malloc(7000)
+        p = mp.ptr
+        self.assertEqual(self.gc._streams[p], gpumem.LEGACY_ONLY_STREAM)
+        del mp
+        gc.collect()
+        q = self.gc.malloc(7000)
+        self.assertEqual(q.ptr, p)
+        del q
+
+    def test_function_allocator(self):
+        """install hands CuPy a PythonFunctionAllocator's malloc over the library"""
+        self.assertIsInstance(self.gc._allocator, self.cupy.cuda.PythonFunctionAllocator)
+        self.assertEqual(self.gc.malloc.__self__, self.gc._allocator)
 
 
 class Torch(unittest.TestCase):

@@ -137,8 +137,10 @@ class Ipc(unittest.TestCase):
         self.assertNotEqual(h, bytes(64))
         self.assertGreaterEqual(off, 0)
         self.assertEqual(gpumem.ipc_handle(p), (h, off), "the same handle twice")
+        self.assertEqual(gpumem.ipc_handle(p + 100), (h, off + 100), "an address inside it: its own offset")
         gpumem.free(p)
-        with self.assertRaises(GpumemError):
+        gpumem.release_held(0)
+        with self.assertRaises(GpumemError):  # freed and given back to the driver
             gpumem.ipc_handle(p)
 
     def test_no_handle_of_host_memory(self):

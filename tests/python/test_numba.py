@@ -35,6 +35,39 @@ class FakeContext:
         self.device = FakeDevice()
 
 
+class FakeCUdevice:
+    """As cuda.bindings.driver.CUdevice: the ordinal by int(), no .id (numba's
+    driver.Context(dev, handle) of an attached context holds one)."""
+
+    def __int__(self):
+        return 0
+
+
+class CUdeviceContext:
+    def __init__(self):
+        self.device = FakeCUdevice()
+
+
+class _Unraisable:
+    """Collects what Python would print as 'Exception ignored' (a finalizer's
+    exception: numba's OwnedPointer freeing dead memory), and stderr."""
+
+    def __enter__(self):
+        import io
+        import sys
+        self.seen = []
+        self._hook, sys.unraisablehook = sys.unraisablehook, self.seen.append
+        self._err, sys.stderr = sys.stderr, io.StringIO()
+        return self
+
+    def __exit__(self, *exc):
+        import sys
+        gc.collect()
+        sys.unraisablehook = self._hook
+        self.stderr, sys.stderr = sys.stderr.getvalue(), self._err
+        self.messages = [repr(u.exc_value) for u in self.seen]
+
+
 def _mapped_standin():
     class MappedMemory(drv.MappedMemory):
         def __init__(self, context, pointer, size, owner=None, finalizer=None):
@@ -178,6 +211,107 @@ class NumbaManager(unittest.TestCase):
         self.assertEqual(h2.offset, off)
         del view, hv, h, h2, mem
         gc.collect()
+
+    def test_attached_context_cudevice(self):
+        """a context whose device is the binding's CUdevice (no .id): the ordinal is int(device)"""
+        mm = gnumba.GpumemMemoryManager(context=CUdeviceContext())
+        mm.initialize()
+        mem = mm.memalloc(4096)
+        self.assertEqual(gpumem.lookup(mem.device_pointer_value)["device"], 0)
+        self.assertEqual(mm.get_memory_info(), drv.MemoryInfo(*gpumem.memory_info(0)))
+        del mem
+        gc.collect()
+
+    def test_ipc_handle_foreign_memory(self):
+        """get_ipc_handle of memory numba wraps over another library's (owner: that library's object)"""
+        block = gpumem.alloc(1 << 16, runtime="python")
+        try:
+            raw, off = gpumem.ipc_handle(block)
+            owner = object()  # a foreign array: no device_pointer_value
+            mem = drv.MemoryPointer(self.ctx, gnumba._dev_ptr(block + 256), 1024, owner=owner)
+            h = self.mm.get_ipc_handle(mem)
+            self.assertEqual(h.offset, off + 256)
+            self.assertEqual(h.size, 1024)
+            hb = bytes(h.handle.reserved) if hasattr(h.handle, "reserved") else bytes(bytearray(h.handle))
+            self.assertEqual(hb, raw)
+            del h, mem
+            gc.collect()
+        finally:
+            gpumem.free(block)
+
+    def _mapped_twice(self, arr_buf, addr, size):
+        """what numba's cuda.mapped() does: mempin(mapped=True), then free() on exit"""
+        pm = self.mm.mempin(arr_buf, addr, size, mapped=True)
+        try:
+            return pm.device_pointer_value
+        finally:
+            pm.free()
+
+    def test_mapped_contextmanager(self):
+        """cuda.mapped() twice, inside defer_cleanup, and left by an exception: unregistered at once, no
+        'Exception ignored' (numba's test_del_mapped_contextmanager)"""
+        import ctypes
+        real = drv.MappedMemory
+        drv.MappedMemory = _mapped_standin()
+        buf = ctypes.create_string_buffer(4096)
+        addr = ctypes.addressof(buf)
+        r0 = gpumem.memory_report()["registered"]["count"]
+        try:
+            with _Unraisable() as u:
+                for _ in range(2):
+                    self._mapped_twice(buf, addr, len(buf))
+                    gc.collect()
+                    self.assertEqual(gpumem.memory_report()["registered"]["count"], r0)
+                with self.mm.defer_cleanup():
+                    for _ in range(2):
+                        self._mapped_twice(buf, addr, len(buf))
+                        gc.collect()
+                        self.assertEqual(gpumem.memory_report()["registered"]["count"], r0,
+                                         "unregistered at once inside defer_cleanup")
+
+                class MappedException(Exception):
+                    pass
+                try:
+                    pm = self.mm.mempin(buf, addr, len(buf), mapped=True)
+                    try:
+                        raise MappedException
+                    finally:
+                        pm.free()
+                except MappedException:
+                    pass
+                del pm
+            self.assertEqual(u.messages, [])
+            self.assertNotIn("Exception ignored", u.stderr)
+            self.assertNotIn("Freeing dead memory", u.stderr)
+            self.assertEqual(gpumem.memory_report()["registered"]["count"], r0)
+        finally:
+            drv.MappedMemory = real
+
+    def test_mapped_and_managed_freed_in_defer_cleanup(self):
+        """memhostalloc(mapped=True) and memallocmanaged freed by numba inside defer_cleanup: the memory goes
+        at once for numba (no 'Exception ignored'), the free waits for the scope's end"""
+        real = drv.MappedMemory
+        drv.MappedMemory = _mapped_standin()
+        try:
+            with _Unraisable() as u:
+                with self.mm.defer_cleanup():
+                    host = self.mm.memhostalloc(8192, mapped=True)
+                    hp = int(getattr(host.host_pointer, "value", host.host_pointer))
+                    managed = self.mm.memallocmanaged(4096)
+                    mp = managed.device_pointer_value
+                    host.free()
+                    managed.free()
+                    del host, managed
+                    gc.collect()
+                    self.assertEqual(gpumem.lookup(hp)["kind"], "mapped", "the free waits for the scope")
+                    self.assertEqual(gpumem.lookup(mp)["kind"], "managed")
+                for p in (hp, mp):
+                    with self.assertRaises(gpumem.GpumemError):
+                        gpumem.lookup(p)
+            self.assertEqual(u.messages, [])
+            self.assertNotIn("Exception ignored", u.stderr)
+        finally:
+            drv.MappedMemory = real
 
     def test_memory_info_and_reset(self):
         info = self.mm.get_memory_info()

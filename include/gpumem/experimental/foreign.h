@@ -45,8 +45,9 @@
  * A stream is a @c CUstream of the device's primary context, given as
  * <tt>void *</tt>: NULL (0) and @c CU_STREAM_LEGACY (1) are the legacy
  * default stream, @c CU_STREAM_PER_THREAD (2) the calling thread's default
- * stream, any other value a stream handle.  A value from 3 to 4095 or above
- * @c INTPTR_MAX is ::GPUMEM_ERROR_INVALID_VALUE; the first time a handle is
+ * stream, ::GPUMEM_FOREIGN_STREAM_LEGACY_ONLY (3) the legacy default stream
+ * too (see below), any other value a stream handle.  A value from 4 to 4095
+ * or above @c INTPTR_MAX is ::GPUMEM_ERROR_INVALID_VALUE; the first time a handle is
  * seen it is asked about (cuStreamQuery), and one the driver does not know
  * is ::GPUMEM_ERROR_INVALID_VALUE too.  (A handle of a destroyed stream is
  * undefined behaviour in the CUDA driver, as it is for numba and CuPy; the
@@ -56,6 +57,21 @@
  * block freed on stream S is reused at once by an allocation on S, whose
  * later work is ordered after S's; an allocation on another stream takes it
  * only once an event that the free recorded on S has completed.
+ *
+ * @par The legacy default stream
+ * A free on the legacy default stream (0 or 1) records its event there
+ * too, and since the legacy stream waits for the work queued before on
+ * every blocking stream, and that later work waits for it, a block freed
+ * on it is safe to reuse for work on any blocking stream: the call for a
+ * runtime that does not know which stream used the memory (numba's
+ * plugin).  A runtime whose memory was used on the legacy stream alone
+ * (CuPy on its null stream, as CuPy's own pool assumes) may free with
+ * ::GPUMEM_FOREIGN_STREAM_LEGACY_ONLY instead: that free queues nothing
+ * (no cuEventRecord), an allocation on the legacy stream reuses the block
+ * at once, one on another stream first records the block's event on the
+ * legacy stream, covering its work, and takes the block only once that has
+ * completed, and giving the block back to the driver waits for the legacy
+ * stream.  Allocating on it is allocating on the legacy stream.
  *
  * @par Pointers
  * Every allocation is found again by its pointer (a hash table: O(1)
@@ -102,6 +118,13 @@ GPUMEM_BEGIN_DECLS
 #define GPUMEM_FOREIGN_HOST_MAPPED 0x2
 /** Flag of gpumem_foreign_host_alloc(): write-combined (CU_MEMHOSTALLOC_WRITECOMBINED). */
 #define GPUMEM_FOREIGN_HOST_WRITECOMBINED 0x4
+
+/**
+ * A stream value: the legacy default stream, for memory whose work was
+ * queued on the legacy stream only; its free records no event (see "The
+ * legacy default stream").
+ */
+#define GPUMEM_FOREIGN_STREAM_LEGACY_ONLY ((void *)(uintptr_t)3)
 
 /**
  * One runtime's memory, filled by gpumem_foreign_stats().  Set @c size to
@@ -225,15 +248,24 @@ GPUMEM_API gpumem_status gpumem_foreign_device_pointer(const void *ptr, uint64_t
 
 /**
  * The driver's IPC handle (cuIpcGetMemHandle) of the driver allocation that
- * holds device memory @p ptr of gpumem_foreign_alloc(), and @p ptr's offset
- * in it: what numba's IpcHandle carries.  Another process opens it with
- * cuIpcOpenMemHandle and adds the offset.
- * @param ptr a device pointer of gpumem_foreign_alloc().
+ * holds device address @p ptr, and @p ptr's offset in it
+ * (cuMemGetAddressRange): what numba's IpcHandle carries.  Another process
+ * opens it with cuIpcOpenMemHandle and adds the offset.  @p ptr may be the
+ * start of device memory of gpumem_foreign_alloc() (found in the pointer
+ * table: no driver query), any address inside one (a view), or device
+ * memory that another allocator made (numba's foreign arrays), as numba's
+ * own memory manager exports any device pointer: the driver then says
+ * which device holds it (cuPointerGetAttributes), and the handle is made in
+ * that device's foreign context.  So an address inside a block that this
+ * tier's pool holds for reuse (freed, not given back) is still exported:
+ * it is device memory the driver knows.
+ * @param ptr a device address.
  * @param[out] handle ::GPUMEM_FOREIGN_IPC_HANDLE_SIZE bytes.
  * @param[out] offset @p ptr minus the driver allocation's start.
- * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT, ::GPUMEM_ERROR_INVALID_VALUE (not a live device
- *        allocation of this tier), ::GPUMEM_ERROR_NOT_SUPPORTED or another driver failure (memory the
- *        driver cannot export).  Nothing is written on failure.
+ * @return ::GPUMEM_OK; ::GPUMEM_ERROR_NULL_ARGUMENT (@p handle, @p offset), ::GPUMEM_ERROR_INVALID_VALUE
+ *        (@p ptr NULL, managed memory, or no device memory the driver knows: host memory, freed memory,
+ *        nothing), ::GPUMEM_ERROR_INVALID_DEVICE (a device beyond the tier's), ::GPUMEM_ERROR_NOT_SUPPORTED
+ *        or another driver failure (memory the driver cannot export).  Nothing is written on failure.
  */
 GPUMEM_API gpumem_status gpumem_foreign_ipc_handle(const void *ptr, void *handle, size_t *offset);
 
