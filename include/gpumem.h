@@ -19,6 +19,7 @@
 #include <gpumem/batch.h>
 #include <gpumem/pool.h>
 #include <gpumem/pool_ipc.h>
+#include <gpumem/pool_props.h>
 #include <gpumem/memory.h>
 #include <gpumem/host.h>
 #include <gpumem/cleanup.h>
