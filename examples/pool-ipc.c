@@ -9,7 +9,7 @@
  * mebibytes (default: 1024 on a GPU, 16 on the simulator) and fills them,
  * then starts itself again as a child (fork and exec) joined by a
  * socketpair.  It sends the pool's chunks over the socket (file
- * descriptors, SCM_RIGHTS) and the allocation's 64-byte handle; the child
+ * descriptors, SCM_RIGHTS) and the allocation's 128-byte handle; the child
  * opens the allocation, checks the parent's bytes, writes its own into the
  * first mebibyte, and copies the whole allocation into memory of its own
  * (device to device), timed.  The parent checks the child's bytes and

@@ -257,7 +257,7 @@ module gpumem
   integer(c_int), parameter :: GPUMEM_POOL_HANDLE_POSIX_FD = 1
   ! gpumem/pool_ipc.h
   integer(c_int), parameter :: GPUMEM_POOL_IPC_VERSION = 1
-  integer(c_int), parameter :: GPUMEM_POOL_IPC_HANDLE_SIZE = 64
+  integer(c_int), parameter :: GPUMEM_POOL_IPC_HANDLE_SIZE = 128
   integer(c_int), parameter :: GPUMEM_POOL_IPC_MAX_FDS = 32
   ! gpumem/memory.h
   integer(c_int), parameter :: GPUMEM_MEMORY_DEVICE_INFO = 1

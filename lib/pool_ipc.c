@@ -34,9 +34,11 @@ enum {
     H_BYTES = 32,
     H_FIRST = 40,
     H_LAST = 48,
-    H_ZERO = 56
+    H_KIND = 56,
+    H_ZERO = 57, /* to the end */
+    KIND_VMM = 1
 };
-_Static_assert(GPUMEM_POOL_IPC_HANDLE_SIZE == 64, "the handle's table");
+_Static_assert(GPUMEM_POOL_IPC_HANDLE_SIZE == 128, "the handle's table");
 
 static const char handle_magic[8] = {'G', 'P', 'U', 'M', 'E', 'M', 'P', 'A'};
 
@@ -155,6 +157,7 @@ GPUMEM_API gpumem_status gpumem_allocation_ipc_handle(const gpumem_allocation *a
     put64(out + H_BYTES, bytes);
     put64(out + H_FIRST, first);
     put64(out + H_LAST, last);
+    out[H_KIND] = KIND_VMM;
     memcpy(handle->bytes, out, sizeof out);
     return GPUMEM_OK;
 }
@@ -402,8 +405,11 @@ GPUMEM_API gpumem_status gpumem_pool_import_open_allocation(gpumem_pool_import *
                         "version %d", what, get32(in + H_VERSION), GPUMEM_POOL_IPC_VERSION);
     if (get32(in + H_SIZE) != GPUMEM_POOL_IPC_HANDLE_SIZE)
         return bad_handle(what, "its size field is not GPUMEM_POOL_IPC_HANDLE_SIZE", get32(in + H_SIZE));
-    if (get64(in + H_ZERO) != 0)
-        return bad_handle(what, "its reserved bytes 56 to 63 are not zero", get64(in + H_ZERO));
+    if (in[H_KIND] != KIND_VMM)
+        return bad_handle(what, "its kind (byte 56) is not 1, a virtual-memory pool's allocation", in[H_KIND]);
+    for (size_t i = H_ZERO; i < GPUMEM_POOL_IPC_HANDLE_SIZE; i++)
+        if (in[i] != 0)
+            return bad_handle(what, "its reserved bytes 57 to 127 are not zero: byte", i);
     uint64_t id = get64(in + H_ID), off = get64(in + H_OFFSET), bytes = get64(in + H_BYTES);
     uint64_t first = get64(in + H_FIRST), last = get64(in + H_LAST);
     if (id != import->info.id)

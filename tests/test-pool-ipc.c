@@ -194,6 +194,22 @@ static void importer(int s)
     report_err(gpumem_pool_import_open_allocation(im, &bad, &pb, NULL), GPUMEM_ERROR_INVALID_VALUE,
                "reserved bytes", "nonzero reserved bytes are refused");
     memcpy(&bad, &ha, sizeof bad);
+    bad.bytes[GPUMEM_POOL_IPC_HANDLE_SIZE - 1] = 0x80;
+    report_err(gpumem_pool_import_open_allocation(im, &bad, &pb, NULL), GPUMEM_ERROR_INVALID_VALUE, "byte (127)",
+               "a nonzero last byte (127) is refused, naming it");
+    memcpy(&bad, &ha, sizeof bad);
+    bad.bytes[64] = 1;
+    report_err(gpumem_pool_import_open_allocation(im, &bad, &pb, NULL), GPUMEM_ERROR_INVALID_VALUE, "byte (64)",
+               "a nonzero byte 64 (beyond the old 64-byte handle) is refused");
+    memcpy(&bad, &ha, sizeof bad);
+    bad.bytes[56] = 7;
+    report_err(gpumem_pool_import_open_allocation(im, &bad, &pb, NULL), GPUMEM_ERROR_INVALID_VALUE, "kind",
+               "an unknown kind byte is refused, naming the kind");
+    memcpy(&bad, &ha, sizeof bad);
+    put32(bad.bytes + 12, 64);
+    report_err(gpumem_pool_import_open_allocation(im, &bad, &pb, NULL), GPUMEM_ERROR_INVALID_VALUE,
+               "GPUMEM_POOL_IPC_HANDLE_SIZE", "a handle of the old size 64 is refused for its size field");
+    memcpy(&bad, &ha, sizeof bad);
     put64(bad.bytes + 40, 999999);
     report_err(gpumem_pool_import_open_allocation(im, &bad, &pb, NULL), GPUMEM_ERROR_INVALID_STATE,
                "older chunks", "a handle whose chunk serial differs is GPUMEM_ERROR_INVALID_STATE");
@@ -266,8 +282,13 @@ static void exporter(int s)
     ok(gpumem_pool_ipc_send(pool, s) == GPUMEM_OK, "gpumem_pool_ipc_send sends the pool's chunks");
     gpumem_pool_ipc_handle ha, hb;
     ok(gpumem_allocation_ipc_handle(a, &ha) == GPUMEM_OK, "gpumem_allocation_ipc_handle");
-    ok(memcmp(ha.bytes, "GPUMEMPA", 8) == 0 && ha.bytes[8] == GPUMEM_POOL_IPC_VERSION && ha.bytes[12] == 64,
-       "the handle starts with its magic, version and size");
+    ok(sizeof ha == 128 && memcmp(ha.bytes, "GPUMEMPA", 8) == 0 && ha.bytes[8] == GPUMEM_POOL_IPC_VERSION &&
+           ha.bytes[12] == 128 && ha.bytes[13] == 0 && ha.bytes[56] == 1,
+       "the handle is 128 bytes and starts with its magic, version and size; its kind (byte 56) is 1");
+    int zero = 1;
+    for (size_t i = 57; i < sizeof ha.bytes; i++)
+        zero &= ha.bytes[i] == 0;
+    ok(zero, "the handle's bytes 57 to 127 are zero");
     write_full(s, &ha, sizeof ha);
     wait_byte(s, 'A');
     ok(xfer(pa, buf, 3 * M, 0) == GPUMEM_OK && check(buf, 3 * M, 13, 5), "the parent reads what the child wrote");
@@ -543,7 +564,7 @@ int main(void)
             diag("%s", r.diag);
     }
     close(res[0]);
-    is_int(nrec, 25, "the child reported every check");
+    is_int(nrec, 29, "the child reported every check");
 
     test_forged();
     test_exporter_errors();

@@ -19,7 +19,7 @@
  *     each chunk once, at the chunk's offset in it, readable and writable
  *     by its context's device.
  *  2. for each allocation to share, the exporter makes a
- *     ::gpumem_pool_ipc_handle (gpumem_allocation_ipc_handle(): 64 plain
+ *     ::gpumem_pool_ipc_handle (gpumem_allocation_ipc_handle(): 128 plain
  *     bytes, to send any way, the same socket included), and the importer
  *     gives it to gpumem_pool_import_open_allocation(), which checks it
  *     against what the import maps and gives the device address of the
@@ -84,18 +84,23 @@
  * or not after the previous one.  A message from another pool than the
  * import's (an update) is ::GPUMEM_ERROR_INVALID_VALUE too.
  *
- * The allocation handle's 64 bytes:
+ * The allocation handle's 128 bytes:
  * | offset | bytes | field |
  * |---|---|---|
  * | 0 | 8 | magic "GPUMEMPA" |
  * | 8 | 4 | version ::GPUMEM_POOL_IPC_VERSION |
- * | 12 | 4 | ::GPUMEM_POOL_IPC_HANDLE_SIZE |
+ * | 12 | 4 | ::GPUMEM_POOL_IPC_HANDLE_SIZE (128) |
  * | 16 | 8 | the pool's id |
  * | 24 | 8 | the allocation's offset in the reservation |
  * | 32 | 8 | the allocation's size in bytes |
  * | 40 | 8 | the serial of the chunk under its first byte |
  * | 48 | 8 | the serial of the chunk under its last byte |
- * | 56 | 8 | zero |
+ * | 56 | 1 | the kind: 1, an allocation of a virtual-memory pool |
+ * | 57 | 71 | zero |
+ * The handle is 128 bytes so that a later kind can carry the driver's
+ * 64-byte export data of a stream-ordered pool's allocation
+ * (CUmemPoolPtrExportData) beside the fields above.  The receiving call
+ * refuses a handle whose kind is not 1 or whose zero bytes are not zero.
  *
  * Not simulated: nothing; on the simulator (GPUMEM_BACKEND=sim) a chunk's
  * file descriptor is a real one (a memfd of the chunk's bytes), so two
@@ -117,7 +122,7 @@
 /** The version of the wire format and of the allocation handle.  Added in GPUMEM_1.1. */
 #define GPUMEM_POOL_IPC_VERSION 1
 /** The bytes of a ::gpumem_pool_ipc_handle.  Added in GPUMEM_1.1. */
-#define GPUMEM_POOL_IPC_HANDLE_SIZE 64
+#define GPUMEM_POOL_IPC_HANDLE_SIZE 128
 /** The most file descriptors one message of a send carries.  Added in GPUMEM_1.1. */
 #define GPUMEM_POOL_IPC_MAX_FDS 32
 
@@ -197,7 +202,7 @@ GPUMEM_API gpumem_status gpumem_pool_import_update(gpumem_pool_import *import, i
  * @p import's mapping, and its size.  The handle is untrusted input: it is
  * checked whole before it is used, and refused with
  * ::GPUMEM_ERROR_INVALID_VALUE and a message naming the field when its
- * magic, version, size or reserved bytes are wrong, when it names another
+ * magic, version, size, kind or zero bytes are wrong, when it names another
  * pool than the import's, when its size is 0 or its bytes reach past the
  * reservation (overflow included); and with ::GPUMEM_ERROR_INVALID_STATE
  * when the import does not map every byte of it, or maps its first or last
