@@ -73,7 +73,7 @@
  * undefined; the importer's address may then read or overwrite memory the
  * exporter has reused for other allocations, or fault.
  *
- * @par Lifetime
+ * @par Lifetime (virtual-memory pools)
  * The importer's mappings keep the physical memory alive: a chunk the
  * exporter unmaps and releases stays valid in the importer until its
  * update or close, and the exporter's allocations may be freed and the
