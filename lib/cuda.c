@@ -133,7 +133,14 @@
     X(cuMemPoolGetAttribute, (gm_cu_mempool pool, int attr, void *value))                    \
     X(cuMemPoolTrimTo, (gm_cu_mempool pool, size_t keep))                                    \
     X(cuMemAllocFromPoolAsync, (gm_cu_deviceptr *ptr, size_t bytes, gm_cu_mempool pool,      \
-                                gm_cu_stream stream))
+                                gm_cu_stream stream))                                        \
+    X(cuMemPoolSetAccess, (gm_cu_mempool pool, const gm_cu_mem_access_desc *map, size_t count)) \
+    X(cuMemPoolExportToShareableHandle, (void *handle, gm_cu_mempool pool, int type,           \
+                                         unsigned long long flags))                          \
+    X(cuMemPoolImportFromShareableHandle, (gm_cu_mempool *pool, void *handle, int type,       \
+                                           unsigned long long flags))                        \
+    X(cuMemPoolExportPointer, (gm_cu_mem_pool_ptr_export_data *data, gm_cu_deviceptr ptr))   \
+    X(cuMemPoolImportPointer, (gm_cu_deviceptr *ptr, gm_cu_mempool pool, gm_cu_mem_pool_ptr_export_data *data))
 
 #define GM_CU_PFN_(name, params) typedef gm_cu_result (*gm_pfn_##name) params;
 GM_CU_ENTRY_POINTS(GM_CU_PFN_)
@@ -659,6 +666,19 @@ CU_OPTIONAL_OP_(mem_pool_trim_to, cuMemPoolTrimTo, (gm_dctx *ctx, gm_dmempool *p
 CU_OPTIONAL_OP_(mem_alloc_from_pool_async, cuMemAllocFromPoolAsync,
                 (gm_dctx *ctx, gm_cu_deviceptr *ptr, size_t bytes, gm_dmempool *pool, gm_dstream *stream),
                 (ptr, bytes, CU_POOL(pool), CU_STREAM(stream)))
+CU_OPTIONAL_OP_(mem_pool_set_access, cuMemPoolSetAccess,
+                (gm_dctx *ctx, gm_dmempool *pool, const gm_cu_mem_access_desc *desc, size_t count),
+                (CU_POOL(pool), desc, count))
+CU_OPTIONAL_OP_(mem_pool_export_to_shareable_handle, cuMemPoolExportToShareableHandle,
+                (gm_dctx *ctx, void *shareable, gm_dmempool *pool, int type), (shareable, CU_POOL(pool), type, 0))
+CU_OPTIONAL_OP_(mem_pool_import_from_shareable_handle, cuMemPoolImportFromShareableHandle,
+                (gm_dctx *ctx, gm_dmempool **pool, void *os_handle, int type),
+                ((gm_cu_mempool *)(void *)pool, os_handle, type, 0))
+CU_OPTIONAL_OP_(mem_pool_export_pointer, cuMemPoolExportPointer, (gm_dctx *ctx, gm_cu_mem_pool_ptr_export_data *d,
+                                                                  gm_cu_deviceptr ptr), (d, ptr))
+CU_OPTIONAL_OP_(mem_pool_import_pointer, cuMemPoolImportPointer,
+                (gm_dctx *ctx, gm_cu_deviceptr *ptr, gm_dmempool *pool, gm_cu_mem_pool_ptr_export_data *data),
+                (ptr, CU_POOL(pool), data))
 
 static const gm_driver cuda_driver = {
     .name = "cuda",
@@ -719,6 +739,8 @@ static const gm_driver cuda_driver = {
     CU_TABLE_(mem_export_to_shareable_handle) CU_TABLE_(mem_import_from_shareable_handle)
     CU_TABLE_(mem_pool_create) CU_TABLE_(mem_pool_destroy) CU_TABLE_(mem_pool_set_attribute)
     CU_TABLE_(mem_pool_get_attribute) CU_TABLE_(mem_pool_trim_to) CU_TABLE_(mem_alloc_from_pool_async)
+    CU_TABLE_(mem_pool_set_access) CU_TABLE_(mem_pool_export_to_shareable_handle) CU_TABLE_(mem_pool_export_pointer)
+    CU_TABLE_(mem_pool_import_from_shareable_handle) CU_TABLE_(mem_pool_import_pointer)
 #undef CU_TABLE_
 };
 

@@ -367,4 +367,9 @@ typedef struct gm_cu_mem_pool_props {
     unsigned char reserved[54];
 } gm_cu_mem_pool_props;
 
+/* CUmemPoolPtrExportData (CUmemPoolPtrExportData_v1): opaque bytes. */
+typedef struct gm_cu_mem_pool_ptr_export_data {
+    unsigned char reserved[64];
+} gm_cu_mem_pool_ptr_export_data;
+
 #endif /* GM_CUDA_ABI_H */

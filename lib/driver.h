@@ -111,7 +111,12 @@ typedef struct gm_dmempool gm_dmempool; /* a backend stream-ordered memory pool 
     X(mem_pool_set_attribute, "cuMemPoolSetAttribute")    \
     X(mem_pool_get_attribute, "cuMemPoolGetAttribute")    \
     X(mem_pool_trim_to, "cuMemPoolTrimTo")                \
-    X(mem_alloc_from_pool_async, "cuMemAllocFromPoolAsync")
+    X(mem_alloc_from_pool_async, "cuMemAllocFromPoolAsync") \
+    X(mem_pool_set_access, "cuMemPoolSetAccess")          \
+    X(mem_pool_export_to_shareable_handle, "cuMemPoolExportToShareableHandle") \
+    X(mem_pool_import_from_shareable_handle, "cuMemPoolImportFromShareableHandle") \
+    X(mem_pool_export_pointer, "cuMemPoolExportPointer")  \
+    X(mem_pool_import_pointer, "cuMemPoolImportPointer")
 
 typedef struct gm_driver {
     const char *name; /* "cuda" or "sim" */
@@ -262,6 +267,21 @@ typedef struct gm_driver {
     int (*mem_pool_trim_to)(gm_dctx *ctx, gm_dmempool *pool, size_t keep);
     int (*mem_alloc_from_pool_async)(gm_dctx *ctx, gm_cu_deviceptr *ptr, size_t bytes, gm_dmempool *pool,
                                      gm_dstream *stream);
+    /* Sharing a stream-ordered pool between processes (pool_ipc.c; not
+     * simulated either).  A pool made with handleTypes
+     * GM_CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR exports as a new file
+     * descriptor, *(int *)shareable (the caller closes it); the importer
+     * makes a pool of it (os_handle: the fd cast to a pointer, destroyed
+     * with mem_pool_destroy) and grants its device access to it.  An
+     * allocation of the pool exports as 64 opaque bytes, which the importer
+     * turns into its own pointer to the same memory (freed with mem_free
+     * or mem_free_async, before the exporter frees it). */
+    int (*mem_pool_set_access)(gm_dctx *ctx, gm_dmempool *pool, const gm_cu_mem_access_desc *desc, size_t count);
+    int (*mem_pool_export_to_shareable_handle)(gm_dctx *ctx, void *shareable, gm_dmempool *pool, int type);
+    int (*mem_pool_import_from_shareable_handle)(gm_dctx *ctx, gm_dmempool **pool, void *os_handle, int type);
+    int (*mem_pool_export_pointer)(gm_dctx *ctx, gm_cu_mem_pool_ptr_export_data *data, gm_cu_deviceptr ptr);
+    int (*mem_pool_import_pointer)(gm_dctx *ctx, gm_cu_deviceptr *ptr, gm_dmempool *pool,
+                                   gm_cu_mem_pool_ptr_export_data *data);
 } gm_driver;
 
 /* Operation indices, for the counters. */

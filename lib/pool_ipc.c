@@ -34,15 +34,28 @@ enum {
     H_BYTES = 32,
     H_FIRST = 40,
     H_LAST = 48,
-    H_ZERO = 56
+    H_KIND = 56,
+    H_ZERO = 57, /* to the end (KIND_VMM), to H_DATA (KIND_ASYNC) */
+    H_DATA = 64, /* KIND_ASYNC: the driver's CUmemPoolPtrExportData */
+    KIND_VMM = 1,
+    KIND_ASYNC = 2
 };
-_Static_assert(GPUMEM_POOL_IPC_HANDLE_SIZE == 64, "the handle's table");
+/* KIND_ASYNC: H_OFFSET is the offset in the driver's allocation, H_FIRST its size, H_LAST zero. */
+#define EXTENT_MAX ((uint64_t)1 << 51)
+_Static_assert(GPUMEM_POOL_IPC_HANDLE_SIZE == 128, "the handle's table");
 
 static const char handle_magic[8] = {'G', 'P', 'U', 'M', 'E', 'M', 'P', 'A'};
 
 typedef struct ichunk {
     uint64_t off, len, serial;
 } ichunk;
+
+/* A driver's allocation imported from a stream-ordered pool (cuMemPoolImportPointer). */
+typedef struct iptr {
+    gm_cu_mem_pool_ptr_export_data data;
+    gm_cu_deviceptr ptr;
+    uint64_t size;
+} iptr;
 
 struct gpumem_pool_import {
     gm_handle h; /* first: the lifecycle check */
@@ -52,6 +65,9 @@ struct gpumem_pool_import {
     gm_cu_deviceptr base;
     ichunk *chunks; /* sorted by off, disjoint */
     size_t n;
+    gm_dmempool *dpool; /* a stream-ordered pool's import (info.granularity 0), else NULL */
+    iptr *ptrs;         /* its allocations imported, each once */
+    size_t nptrs, cap;
 };
 
 static void put32(unsigned char *p, uint32_t v)
@@ -100,6 +116,21 @@ static gpumem_status pci_ids(const char *what, int device, int32_t ids[3])
 
 /* ---- the exporter ---- */
 
+/* A stream-ordered pool's send: its one file descriptor. */
+static gpumem_status send_async(gm_source *src, int sock, int stream, const char *what)
+{
+    gm_source_chunk c = {.fd = -1};
+    gm_ipc_pool_info info = {0};
+    gpumem_status st = gm_source_async_export_pool(src, what, &c.fd, &info.id);
+    if (st != GPUMEM_OK)
+        return st;
+    st = pci_ids(what, src->ctx->device, info.pci);
+    if (st == GPUMEM_OK)
+        st = gm_pool_ipc_write(sock, stream, &info, &c, 1, what);
+    close(c.fd);
+    return st;
+}
+
 GPUMEM_API gpumem_status gpumem_pool_ipc_send(gpumem_pool *pool, int socket_fd)
 {
     const char *what = "gpumem_pool_ipc_send";
@@ -114,6 +145,8 @@ GPUMEM_API gpumem_status gpumem_pool_ipc_send(gpumem_pool *pool, int socket_fd)
     gm_ipc_pool_info info = {0};
     gm_source_chunk *c = NULL;
     size_t n = 0;
+    if (src->cfg.kind == GM_SOURCE_ASYNC)
+        return send_async(src, socket_fd, stream, what);
     st = gm_source_vmm_export_all(src, what, &c, &n);
     if (st != GPUMEM_OK)
         return st;
@@ -125,6 +158,36 @@ GPUMEM_API gpumem_status gpumem_pool_ipc_send(gpumem_pool *pool, int socket_fd)
         st = gm_pool_ipc_write(socket_fd, stream, &info, c, n, what);
     gm_pool_ipc_chunks_free(c, n);
     return st;
+}
+
+static void handle_head(unsigned char *out, uint64_t id, uint64_t off, uint64_t bytes, uint64_t first,
+                        uint64_t last, int kind)
+{
+    memset(out, 0, GPUMEM_POOL_IPC_HANDLE_SIZE);
+    memcpy(out + H_MAGIC, handle_magic, sizeof handle_magic);
+    put32(out + H_VERSION, GPUMEM_POOL_IPC_VERSION);
+    put32(out + H_SIZE, GPUMEM_POOL_IPC_HANDLE_SIZE);
+    put64(out + H_ID, id);
+    put64(out + H_OFFSET, off);
+    put64(out + H_BYTES, bytes);
+    put64(out + H_FIRST, first);
+    put64(out + H_LAST, last);
+    out[H_KIND] = (unsigned char)kind;
+}
+
+/* A stream-ordered pool's allocation: the driver's allocation under it, exported. */
+static gpumem_status handle_async(gm_source *src, uint64_t addr, size_t bytes, gpumem_pool_ipc_handle *handle,
+                                  const char *what)
+{
+    gm_source_async_block b;
+    gpumem_status st = gm_source_async_export_block(src, addr, bytes, what, &b);
+    if (st != GPUMEM_OK)
+        return st;
+    unsigned char out[GPUMEM_POOL_IPC_HANDLE_SIZE];
+    handle_head(out, b.id, b.off, bytes, b.extent, 0, KIND_ASYNC);
+    memcpy(out + H_DATA, b.data.reserved, sizeof b.data.reserved);
+    memcpy(handle->bytes, out, sizeof out);
+    return GPUMEM_OK;
 }
 
 GPUMEM_API gpumem_status gpumem_allocation_ipc_handle(const gpumem_allocation *alloc, gpumem_pool_ipc_handle *handle)
@@ -140,21 +203,15 @@ GPUMEM_API gpumem_status gpumem_allocation_ipc_handle(const gpumem_allocation *a
     if (bytes == 0)
         return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: 'alloc' has size 0: it has no memory to share", what);
     gm_source *src = gm_pool_core_source(p);
+    if (src->cfg.kind == GM_SOURCE_ASYNC)
+        return handle_async(src, addr, bytes, handle, what);
     st = gm_source_vmm_locate(src, addr, bytes, what, &off, &first, &last);
     if (st != GPUMEM_OK)
         return st;
     gm_source_export_info ex;
     gm_source_vmm_describe(src, &ex);
     unsigned char out[GPUMEM_POOL_IPC_HANDLE_SIZE];
-    memset(out, 0, sizeof out);
-    memcpy(out + H_MAGIC, handle_magic, sizeof handle_magic);
-    put32(out + H_VERSION, GPUMEM_POOL_IPC_VERSION);
-    put32(out + H_SIZE, GPUMEM_POOL_IPC_HANDLE_SIZE);
-    put64(out + H_ID, ex.id);
-    put64(out + H_OFFSET, off);
-    put64(out + H_BYTES, bytes);
-    put64(out + H_FIRST, first);
-    put64(out + H_LAST, last);
+    handle_head(out, ex.id, off, bytes, first, last, KIND_VMM);
     memcpy(handle->bytes, out, sizeof out);
     return GPUMEM_OK;
 }
@@ -266,6 +323,13 @@ static gpumem_status reconcile(gpumem_pool_import *im, gm_source_chunk *c, size_
 static gpumem_status import_end(gpumem_pool_import *im, const char *what)
 {
     gpumem_status st = GPUMEM_OK;
+    /* a stream-ordered pool's: the imported allocations go before the pool (the driver's order) */
+    for (size_t i = 0; i < im->nptrs && !gm_process_exiting(); i++)
+        st = gm_keep_first(st, gm_drv_check(GM_DRV(mem_free, im->ctx->dctx, im->ptrs[i].ptr), GM_OP_mem_free, what));
+    if (im->dpool != NULL && !gm_process_exiting())
+        st = gm_keep_first(st, gm_drv_check(GM_DRV(mem_pool_destroy, im->ctx->dctx, im->dpool),
+                                            GM_OP_mem_pool_destroy, what));
+    free(im->ptrs);
     for (size_t i = 0; i < im->n; i++)
         st = gm_keep_first(st, unmap_chunk(im, &im->chunks[i], what));
     if (im->base != 0 && !gm_process_exiting())
@@ -277,6 +341,23 @@ static gpumem_status import_end(gpumem_pool_import *im, const char *what)
     pthread_mutex_destroy(&im->mu);
     gm_handle_free(im);
     return st;
+}
+
+/* A stream-ordered pool from its file descriptor (the caller closes it),
+ * readable and writable by the context's device. */
+static gpumem_status import_pool(gpumem_pool_import *im, int fd, const char *what)
+{
+    gm_dctx *dctx = im->ctx->dctx;
+    gm_dmempool *pool = NULL;
+    gpumem_status st = gm_drv_check(GM_DRV(mem_pool_import_from_shareable_handle, dctx, &pool, (void *)(intptr_t)fd,
+                                           GM_CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR),
+                                    GM_OP_mem_pool_import_from_shareable_handle, what);
+    if (st != GPUMEM_OK)
+        return st;
+    im->dpool = pool;
+    gm_cu_mem_access_desc d = {{GM_CU_MEM_LOCATION_TYPE_DEVICE, im->ctx->device},
+                               GM_CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
+    return gm_drv_check(GM_DRV(mem_pool_set_access, dctx, pool, &d, 1), GM_OP_mem_pool_set_access, what);
 }
 
 /* Receives a send from sock: checked, of the context's device. */
@@ -325,6 +406,14 @@ GPUMEM_API gpumem_status gpumem_pool_ipc_open(gpumem_context *ctx, int socket_fd
     im->ctx = ctx;
     im->info = info;
     pthread_mutex_init(&im->mu, NULL);
+    if (info.granularity == 0) { /* a stream-ordered pool */
+        st = import_pool(im, c[0].fd, what);
+        gm_pool_ipc_chunks_free(c, n);
+        if (st != GPUMEM_OK)
+            return gm_keep_first(st, import_end(im, what));
+        *import = im;
+        return GPUMEM_OK;
+    }
     char where[200];
     snprintf(where, sizeof where, "%s: reserving %" PRIu64 " bytes of address space", what, info.reserved);
     st = gm_drv_check(GM_DRV(mem_address_reserve, ctx->dctx, &im->base, (size_t)info.reserved, 0),
@@ -358,6 +447,10 @@ GPUMEM_API gpumem_status gpumem_pool_import_update(gpumem_pool_import *import, i
         return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: the send is of %s than the import's", what,
                         info.id != import->info.id ? "another pool" : "another reservation size or granularity");
     }
+    if (import->dpool != NULL || info.granularity == 0) { /* a stream-ordered pool's: nothing to map */
+        gm_pool_ipc_chunks_free(c, n);
+        return GPUMEM_OK;
+    }
     pthread_mutex_lock(&import->mu);
     st = reconcile(import, c, n, what);
     pthread_mutex_unlock(&import->mu);
@@ -385,6 +478,72 @@ static gpumem_status bad_handle(const char *what, const char *field, uint64_t va
                     value);
 }
 
+/* The driver's allocation that data names, imported once (import->mu held). */
+static gpumem_status import_pointer(gpumem_pool_import *im, const unsigned char *data, const char *what,
+                                    const iptr **out)
+{
+    for (size_t i = 0; i < im->nptrs; i++)
+        if (memcmp(im->ptrs[i].data.reserved, data, sizeof im->ptrs[i].data.reserved) == 0) {
+            *out = &im->ptrs[i];
+            return GPUMEM_OK;
+        }
+    if (im->nptrs == im->cap) {
+        size_t cap = im->cap ? 2 * im->cap : 8;
+        iptr *p = realloc(im->ptrs, cap * sizeof *p);
+        if (p == NULL)
+            return gm_error(GPUMEM_ERROR_HOST_OUT_OF_MEMORY, "%s: out of host memory", what);
+        im->ptrs = p;
+        im->cap = cap;
+    }
+    iptr *e = &im->ptrs[im->nptrs];
+    memset(e, 0, sizeof *e);
+    memcpy(e->data.reserved, data, sizeof e->data.reserved);
+    gm_dctx *dctx = im->ctx->dctx;
+    gpumem_status st = gm_drv_check(GM_DRV(mem_pool_import_pointer, dctx, &e->ptr, im->dpool, &e->data),
+                                    GM_OP_mem_pool_import_pointer, what);
+    if (st != GPUMEM_OK)
+        return st;
+    gm_cu_deviceptr base = 0;
+    size_t size = 0; /* the driver's own bounds: the handle's are untrusted */
+    st = gm_drv_check(GM_DRV(mem_get_address_range, dctx, &base, &size, e->ptr), GM_OP_mem_get_address_range, what);
+    if (st != GPUMEM_OK) {
+        gm_error_quietly(GM_DRV(mem_free, dctx, e->ptr));
+        return st;
+    }
+    e->size = size;
+    im->nptrs++;
+    *out = e;
+    return GPUMEM_OK;
+}
+
+/* A stream-ordered pool's allocation: bounds checked against the driver's allocation it lies in. */
+static gpumem_status open_async(gpumem_pool_import *im, const unsigned char *in, uint64_t *pointer, size_t *size,
+                                const char *what)
+{
+    uint64_t off = get64(in + H_OFFSET), bytes = get64(in + H_BYTES), extent = get64(in + H_FIRST);
+    if (get64(in + H_LAST) != 0)
+        return bad_handle(what, "its bytes 48 to 55 are not zero", get64(in + H_LAST));
+    if (extent == 0 || extent > EXTENT_MAX || bytes > extent || off > extent - bytes)
+        return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: 'handle' is not a valid pool IPC handle: its %" PRIu64
+                        " bytes at offset %" PRIu64 " do not lie in the driver's allocation of %" PRIu64 " bytes",
+                        what, bytes, off, extent);
+    pthread_mutex_lock(&im->mu);
+    const iptr *e = NULL;
+    gpumem_status st = import_pointer(im, in + H_DATA, what, &e);
+    uint64_t base = e != NULL ? e->ptr : 0, real = e != NULL ? e->size : 0;
+    pthread_mutex_unlock(&im->mu);
+    if (st != GPUMEM_OK)
+        return st;
+    if (real != extent)
+        return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: 'handle' is not a valid pool IPC handle: it says the "
+                        "driver's allocation has %" PRIu64 " bytes, and the driver's import has %" PRIu64, what,
+                        extent, real);
+    *pointer = base + off;
+    if (size != NULL)
+        *size = (size_t)bytes;
+    return GPUMEM_OK;
+}
+
 GPUMEM_API gpumem_status gpumem_pool_import_open_allocation(gpumem_pool_import *import,
                                                             const gpumem_pool_ipc_handle *handle,
                                                             uint64_t *pointer, size_t *size)
@@ -402,8 +561,19 @@ GPUMEM_API gpumem_status gpumem_pool_import_open_allocation(gpumem_pool_import *
                         "version %d", what, get32(in + H_VERSION), GPUMEM_POOL_IPC_VERSION);
     if (get32(in + H_SIZE) != GPUMEM_POOL_IPC_HANDLE_SIZE)
         return bad_handle(what, "its size field is not GPUMEM_POOL_IPC_HANDLE_SIZE", get32(in + H_SIZE));
-    if (get64(in + H_ZERO) != 0)
-        return bad_handle(what, "its reserved bytes 56 to 63 are not zero", get64(in + H_ZERO));
+    int kind = import->info.granularity == 0 ? KIND_ASYNC : KIND_VMM;
+    if (in[H_KIND] != KIND_VMM && in[H_KIND] != KIND_ASYNC)
+        return bad_handle(what, "its kind (byte 56) is neither 1 (a virtual-memory pool's allocation) nor 2 (a "
+                          "stream-ordered pool's)", in[H_KIND]);
+    if (in[H_KIND] != kind)
+        return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: 'handle' is of kind %d, an allocation of %s, and the import "
+                        "is of %s", what, in[H_KIND], in[H_KIND] == KIND_VMM ? "a virtual-memory pool" :
+                        "the driver's stream-ordered pool", kind == KIND_VMM ? "a virtual-memory pool" :
+                        "the driver's stream-ordered pool");
+    for (size_t i = H_ZERO; i < (kind == KIND_VMM ? GPUMEM_POOL_IPC_HANDLE_SIZE : H_DATA); i++)
+        if (in[i] != 0)
+            return bad_handle(what, kind == KIND_VMM ? "its reserved bytes 57 to 127 are not zero: byte" :
+                              "its reserved bytes 57 to 63 are not zero: byte", i);
     uint64_t id = get64(in + H_ID), off = get64(in + H_OFFSET), bytes = get64(in + H_BYTES);
     uint64_t first = get64(in + H_FIRST), last = get64(in + H_LAST);
     if (id != import->info.id)
@@ -411,6 +581,8 @@ GPUMEM_API gpumem_status gpumem_pool_import_open_allocation(gpumem_pool_import *
                         "import's (0x%016" PRIx64 ")", what, id, import->info.id);
     if (bytes == 0)
         return bad_handle(what, "its size is 0", 0);
+    if (kind == KIND_ASYNC)
+        return open_async(import, in, pointer, size, what);
     if (bytes > SIZE_MAX || off > import->info.reserved || bytes > import->info.reserved - off)
         return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: 'handle' is not a valid pool IPC handle: its %" PRIu64
                         " bytes at "

@@ -161,13 +161,14 @@ gpumem_status gm_pool_ipc_write(int sock, int stream, const gm_ipc_pool_info *in
         put32(buf + OFF_N, (uint32_t)k);
         put32(buf + OFF_TOTAL, (uint32_t)n);
         put32(buf + OFF_FIRST, (uint32_t)at);
+        size_t recs = info->granularity == 0 ? 0 : k; /* a driver's pool: its one fd, no record */
         for (size_t i = 0; i < k; i++) {
             put64(buf + HDR + REC * i, c[at + i].off);
             put64(buf + HDR + REC * i + 8, c[at + i].len);
             put64(buf + HDR + REC * i + 16, c[at + i].serial);
             fds[i] = c[at + i].fd;
         }
-        gpumem_status st = send_message(sock, stream, buf, HDR + REC * k, fds, k, what);
+        gpumem_status st = send_message(sock, stream, buf, HDR + REC * recs, fds, k, what);
         if (st != GPUMEM_OK)
             return st;
         at += k;
@@ -278,6 +279,13 @@ static gpumem_status check_header(const unsigned char *h, bool first, gm_ipc_poo
     *n = get32(h + OFF_N);
     if (in.id == 0)
         return bad(what, "the pool id is 0", 0);
+    if (in.reserved == 0 && in.granularity == 0) { /* the driver's stream-ordered pool: one fd, no record */
+        if (t != 1 || *n != 1 || get32(h + OFF_FIRST) != 0 || !first)
+            return bad(what, "a stream-ordered pool's send is not one message of one file descriptor", t);
+        *info = in;
+        *total = t;
+        return GPUMEM_OK;
+    }
     if (in.granularity < GRAN_MIN || in.granularity > GRAN_MAX || (in.granularity & (in.granularity - 1)) != 0)
         return bad(what, "the granularity is not a power of two from 4 KiB to 1 GiB", in.granularity);
     if (in.reserved == 0 || in.reserved > RESERVED_MAX || in.reserved % in.granularity != 0)
@@ -316,12 +324,13 @@ static gpumem_status read_message(int sock, int stream, bool first, gm_ipc_pool_
         st = bad(what, "the message is shorter than its 64-byte header", got);
     if (st == GPUMEM_OK)
         st = check_header(buf, first, info, total, *received, &n, what);
-    if (st == GPUMEM_OK && stream && n > 0) {
+    size_t recs = st == GPUMEM_OK && info->granularity == 0 ? 0 : n; /* a driver's pool: no record */
+    if (st == GPUMEM_OK && stream && recs > 0) {
         size_t more = 0;
-        st = recv_bytes(sock, stream, buf + HDR, (size_t)n * REC, &f, &more, &trunc, what);
+        st = recv_bytes(sock, stream, buf + HDR, recs * REC, &f, &more, &trunc, what);
         got += more;
     }
-    if (st == GPUMEM_OK && (trunc || got != HDR + (size_t)n * REC))
+    if (st == GPUMEM_OK && (trunc || got != HDR + recs * REC))
         st = bad(what, "the message's bytes are not its header and its chunk records", got);
     if (st == GPUMEM_OK && (f.excess || f.n != n))
         st = gm_error(GPUMEM_ERROR_INVALID_VALUE,
@@ -329,7 +338,7 @@ static gpumem_status read_message(int sock, int stream, bool first, gm_ipc_pool_
                       "%s%zu file descriptors for %" PRIu32 " chunks", what, f.excess ? "more than " : "", f.n, n);
     if (st == GPUMEM_OK && first && *total > 0 && (*c = calloc(*total, sizeof **c)) == NULL)
         st = gm_error(GPUMEM_ERROR_HOST_OUT_OF_MEMORY, "%s: out of host memory", what);
-    for (uint32_t i = 0; st == GPUMEM_OK && i < n; i++) {
+    for (uint32_t i = 0; st == GPUMEM_OK && recs > 0 && i < n; i++) {
         gm_source_chunk k = {.off = get64(buf + HDR + REC * i), .len = get64(buf + HDR + REC * i + 8),
                              .serial = get64(buf + HDR + REC * i + 16), .fd = -1};
         uint64_t prev_end = *received + i > 0 ? (*c)[*received + i - 1].off + (*c)[*received + i - 1].len : 0;

@@ -123,9 +123,9 @@ gpumem_status gm_pool_core_create_props(gm_pool_kind kind, gpumem_context *ctx, 
     if (p.handle_type != GPUMEM_POOL_HANDLE_NONE && p.handle_type != GPUMEM_POOL_HANDLE_POSIX_FD)
         return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: props->handle_type %d is no GPUMEM_POOL_HANDLE_*", what,
                         p.handle_type);
-    if (!vmm && p.handle_type != GPUMEM_POOL_HANDLE_NONE)
-        return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: props->handle_type: only a GPUMEM_POOL_SOURCE_VIRTUAL pool "
-                        "exports its memory", what);
+    if (!vmm && !async && p.handle_type != GPUMEM_POOL_HANDLE_NONE)
+        return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: props->handle_type: only a GPUMEM_POOL_SOURCE_VIRTUAL or "
+                        "GPUMEM_POOL_SOURCE_ASYNC pool exports its memory", what);
     if (p.maximum > MAXIMUM_LIMIT || p.growth_step > MAXIMUM_LIMIT)
         return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: props->%s %llu is more than 2^50 bytes", what,
                         p.maximum > MAXIMUM_LIMIT ? "maximum" : "growth_step",

@@ -259,6 +259,11 @@ static const gm_driver sim_driver = {
     .mem_pool_get_attribute = gm_sim_mem_pool_attribute,
     .mem_pool_trim_to = gm_sim_mem_pool_trim_to,
     .mem_alloc_from_pool_async = gm_sim_mem_alloc_from_pool_async,
+    .mem_pool_set_access = gm_sim_mem_pool_set_access,
+    .mem_pool_export_to_shareable_handle = gm_sim_mem_pool_export_to_shareable_handle,
+    .mem_pool_import_from_shareable_handle = gm_sim_mem_pool_import_from_shareable_handle,
+    .mem_pool_export_pointer = gm_sim_mem_pool_export_pointer,
+    .mem_pool_import_pointer = gm_sim_mem_pool_import_pointer,
 };
 
 /* GPUMEM_SIM_BUSY: distinct ordinals below ndev, comma-separated. */

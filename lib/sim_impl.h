@@ -295,6 +295,12 @@ int gm_sim_mem_pool_create(gm_dctx *ctx, gm_dmempool **pool, const gm_cu_mem_poo
 int gm_sim_mem_pool_destroy(gm_dctx *ctx, gm_dmempool *pool);
 int gm_sim_mem_pool_attribute(gm_dctx *ctx, gm_dmempool *pool, int attr, uint64_t *value);
 int gm_sim_mem_pool_trim_to(gm_dctx *ctx, gm_dmempool *pool, size_t keep);
+int gm_sim_mem_pool_set_access(gm_dctx *ctx, gm_dmempool *pool, const gm_cu_mem_access_desc *desc, size_t count);
+int gm_sim_mem_pool_export_to_shareable_handle(gm_dctx *ctx, void *shareable, gm_dmempool *pool, int type);
+int gm_sim_mem_pool_import_from_shareable_handle(gm_dctx *ctx, gm_dmempool **pool, void *os_handle, int type);
+int gm_sim_mem_pool_export_pointer(gm_dctx *ctx, gm_cu_mem_pool_ptr_export_data *data, gm_cu_deviceptr ptr);
+int gm_sim_mem_pool_import_pointer(gm_dctx *ctx, gm_cu_deviceptr *ptr, gm_dmempool *pool,
+                                   gm_cu_mem_pool_ptr_export_data *data);
 int gm_sim_mem_alloc_from_pool_async(gm_dctx *ctx, gm_cu_deviceptr *ptr, size_t bytes, gm_dmempool *pool,
                                      gm_dstream *stream);
 

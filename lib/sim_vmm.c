@@ -483,3 +483,34 @@ int gm_sim_mem_alloc_from_pool_async(gm_dctx *ctx, gm_cu_deviceptr *ptr, size_t 
     (void)ctx, (void)ptr, (void)bytes, (void)pool, (void)stream;
     return GM_SIM_ERROR_NOT_SIMULATED;
 }
+
+int gm_sim_mem_pool_set_access(gm_dctx *ctx, gm_dmempool *pool, const gm_cu_mem_access_desc *desc, size_t count)
+{
+    (void)ctx, (void)pool, (void)desc, (void)count;
+    return GM_SIM_ERROR_NOT_SIMULATED;
+}
+
+int gm_sim_mem_pool_export_to_shareable_handle(gm_dctx *ctx, void *shareable, gm_dmempool *pool, int type)
+{
+    (void)ctx, (void)shareable, (void)pool, (void)type;
+    return GM_SIM_ERROR_NOT_SIMULATED;
+}
+
+int gm_sim_mem_pool_import_from_shareable_handle(gm_dctx *ctx, gm_dmempool **pool, void *os_handle, int type)
+{
+    (void)ctx, (void)pool, (void)os_handle, (void)type;
+    return GM_SIM_ERROR_NOT_SIMULATED;
+}
+
+int gm_sim_mem_pool_export_pointer(gm_dctx *ctx, gm_cu_mem_pool_ptr_export_data *data, gm_cu_deviceptr ptr)
+{
+    (void)ctx, (void)data, (void)ptr;
+    return GM_SIM_ERROR_NOT_SIMULATED;
+}
+
+int gm_sim_mem_pool_import_pointer(gm_dctx *ctx, gm_cu_deviceptr *ptr, gm_dmempool *pool,
+                                   gm_cu_mem_pool_ptr_export_data *data)
+{
+    (void)ctx, (void)ptr, (void)pool, (void)data;
+    return GM_SIM_ERROR_NOT_SIMULATED;
+}

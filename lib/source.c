@@ -115,6 +115,7 @@ static gpumem_status simple_destroy(gm_source *s, const char *what)
 typedef struct gm_async_source {
     gm_simple_source ss; /* first: counted as the others */
     gm_dmempool *pool;
+    uint64_t export_id; /* exportable: a random number naming the pool to importers (pool_ipc.c) */
 } gm_async_source;
 
 static gpumem_status async_alloc(gm_source *s, size_t bytes, bool grow, const char *what, uint64_t *addr,
@@ -199,7 +200,7 @@ static gpumem_status async_create(gpumem_context *ctx, const gm_source_config *c
     gm_cu_mem_pool_props props;
     memset(&props, 0, sizeof props);
     props.allocType = GM_CU_MEM_ALLOCATION_TYPE_PINNED;
-    props.handleTypes = GM_CU_MEM_HANDLE_TYPE_NONE;
+    props.handleTypes = cfg->exportable ? GM_CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR : GM_CU_MEM_HANDLE_TYPE_NONE;
     props.location = (gm_cu_mem_location){GM_CU_MEM_LOCATION_TYPE_DEVICE, ctx->device};
     props.maxSize = (size_t)cfg->maximum;
     gm_dmempool *pool = NULL;
@@ -223,7 +224,61 @@ static gpumem_status async_create(gpumem_context *ctx, const gm_source_config *c
     }
     as->ss.s = (gm_source){.ops = &async_ops, .ctx = ctx, .cfg = *cfg};
     as->pool = pool;
+    if (cfg->exportable)
+        as->export_id = gm_source_export_id(as);
     *out = &as->ss.s;
+    return GPUMEM_OK;
+}
+
+/* ---- export of the driver's stream-ordered pool (pool_ipc.c) ---- */
+
+static gpumem_status async_not_exportable(const gm_source *s, const char *what)
+{
+    if (s->cfg.kind == GM_SOURCE_ASYNC && s->cfg.exportable)
+        return GPUMEM_OK;
+    return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: the pool was not made with handle_type "
+                    "GPUMEM_POOL_HANDLE_POSIX_FD", what);
+}
+
+gpumem_status gm_source_async_export_pool(gm_source *s, const char *what, int *fd, uint64_t *id)
+{
+    gpumem_status st = async_not_exportable(s, what);
+    if (st != GPUMEM_OK)
+        return st;
+    gm_async_source *as = (gm_async_source *)s;
+    int out = -1;
+    st = gm_drv_check(GM_DRV(mem_pool_export_to_shareable_handle, s->ctx->dctx, &out, as->pool,
+                             GM_CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR),
+                      GM_OP_mem_pool_export_to_shareable_handle, what);
+    if (st != GPUMEM_OK)
+        return st;
+    *fd = out;
+    *id = as->export_id;
+    return GPUMEM_OK;
+}
+
+gpumem_status gm_source_async_export_block(gm_source *s, uint64_t addr, uint64_t bytes, const char *what,
+                                           gm_source_async_block *out)
+{
+    gpumem_status st = async_not_exportable(s, what);
+    if (st != GPUMEM_OK)
+        return st;
+    gm_dctx *dctx = s->ctx->dctx;
+    gm_cu_deviceptr base = 0;
+    size_t size = 0;
+    st = gm_drv_check(GM_DRV(mem_get_address_range, dctx, &base, &size, addr), GM_OP_mem_get_address_range, what);
+    if (st != GPUMEM_OK)
+        return st;
+    if (addr < base || bytes > size || addr - base > size - bytes)
+        return gm_error(GPUMEM_ERROR_INTERNAL, "%s: the block does not lie in one allocation of the driver's pool",
+                        what);
+    memset(out, 0, sizeof *out);
+    st = gm_drv_check(GM_DRV(mem_pool_export_pointer, dctx, &out->data, base), GM_OP_mem_pool_export_pointer, what);
+    if (st != GPUMEM_OK)
+        return st;
+    out->id = ((gm_async_source *)s)->export_id;
+    out->off = addr - base;
+    out->extent = size;
     return GPUMEM_OK;
 }
 

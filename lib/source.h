@@ -201,6 +201,27 @@ gpumem_status gm_source_vmm_export_all(gm_source *s, const char *what, gm_source
 gpumem_status gm_source_vmm_locate(gm_source *s, uint64_t addr, uint64_t bytes, const char *what, uint64_t *off,
                                    uint64_t *first_serial, uint64_t *last_serial);
 
+/* ---- export of the driver's stream-ordered pool (source.c; pool_ipc.c) ---- */
+
+/* The pool as a new POSIX file descriptor *fd (the caller closes it), and
+ * its id; a source not ASYNC and exportable is GPUMEM_ERROR_INVALID_VALUE. */
+gpumem_status gm_source_async_export_pool(gm_source *s, const char *what, int *fd, uint64_t *id);
+
+/* A block [addr, addr + bytes) of the pool: the driver's allocation (the
+ * source's extent) that holds it, exported (cuMemPoolExportPointer). */
+typedef struct gm_source_async_block {
+    uint64_t id;     /* the pool's */
+    uint64_t off;    /* the block's offset in the extent */
+    uint64_t extent; /* the extent's bytes */
+    gm_cu_mem_pool_ptr_export_data data;
+} gm_source_async_block;
+gpumem_status gm_source_async_export_block(gm_source *s, uint64_t addr, uint64_t bytes, const char *what,
+                                           gm_source_async_block *out);
+
+/* A random number, never 0, naming an exportable source to importers
+ * (salt: the source's address, mixed in when there is no entropy yet). */
+uint64_t gm_source_export_id(const void *salt);
+
 /* source_vmm.c */
 gpumem_status gm_source_vmm_create(gpumem_context *ctx, const gm_source_config *cfg, const char *what,
                                    gm_source **out);

@@ -423,6 +423,18 @@ static gpumem_status vmm_export_fd(gm_source *s, uint64_t addr, int *fd, uint64_
 
 /* ---- export (pool_ipc.c) ---- */
 
+uint64_t gm_source_export_id(const void *salt)
+{
+    uint64_t id = 0;
+    if (getrandom(&id, sizeof id, GRND_NONBLOCK) != sizeof id) {
+        struct timespec t; /* no entropy yet: the clock and the process id tell sources apart well enough */
+        clock_gettime(CLOCK_REALTIME, &t);
+        id = ((uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec) ^ (uint64_t)getpid() << 40 ^
+             (uint64_t)(uintptr_t)salt;
+    }
+    return id | 1; /* never 0 */
+}
+
 static gpumem_status not_exportable(const gm_source *s, const char *what)
 {
     if (s->cfg.kind == GM_SOURCE_VMM && (s->ops->caps & GM_SOURCE_CAP_EXPORT))
@@ -602,13 +614,8 @@ gpumem_status gm_source_vmm_create(gpumem_context *ctx, const gm_source_config *
     v->size = maximum + small;
     v->ngran = v->size / gran;
     v->prop = prop;
-    if (cfg->exportable && getrandom(&v->export_id, sizeof v->export_id, GRND_NONBLOCK) != sizeof v->export_id) {
-        struct timespec t; /* no entropy yet: the clock and the process id tell sources apart well enough */
-        clock_gettime(CLOCK_REALTIME, &t);
-        v->export_id = ((uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec) ^ (uint64_t)getpid() << 40 ^
-                       (uint64_t)(uintptr_t)v;
-    }
-    v->export_id |= 1; /* never 0 */
+    if (cfg->exportable)
+        v->export_id = gm_source_export_id(v);
     v->arena[0] = (varena){.base = 0, .size = maximum};
     v->arena[1] = (varena){.base = maximum, .size = small};
     pthread_mutex_init(&v->mu, NULL);

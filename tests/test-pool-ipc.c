@@ -194,6 +194,27 @@ static void importer(int s)
     report_err(gpumem_pool_import_open_allocation(im, &bad, &pb, NULL), GPUMEM_ERROR_INVALID_VALUE,
                "reserved bytes", "nonzero reserved bytes are refused");
     memcpy(&bad, &ha, sizeof bad);
+    bad.bytes[GPUMEM_POOL_IPC_HANDLE_SIZE - 1] = 0x80;
+    report_err(gpumem_pool_import_open_allocation(im, &bad, &pb, NULL), GPUMEM_ERROR_INVALID_VALUE, "byte (127)",
+               "a nonzero last byte (127) is refused, naming it");
+    memcpy(&bad, &ha, sizeof bad);
+    bad.bytes[64] = 1;
+    report_err(gpumem_pool_import_open_allocation(im, &bad, &pb, NULL), GPUMEM_ERROR_INVALID_VALUE, "byte (64)",
+               "a nonzero byte 64 (beyond the old 64-byte handle) is refused");
+    memcpy(&bad, &ha, sizeof bad);
+    bad.bytes[56] = 7;
+    report_err(gpumem_pool_import_open_allocation(im, &bad, &pb, NULL), GPUMEM_ERROR_INVALID_VALUE, "kind",
+               "an unknown kind byte is refused, naming the kind");
+    memcpy(&bad, &ha, sizeof bad);
+    bad.bytes[56] = 2;
+    report_err(gpumem_pool_import_open_allocation(im, &bad, &pb, NULL), GPUMEM_ERROR_INVALID_VALUE,
+               "'handle' is of kind 2", "a stream-ordered pool's handle (kind 2) given to a virtual-memory pool's "
+               "import is refused, naming 'handle'");
+    memcpy(&bad, &ha, sizeof bad);
+    put32(bad.bytes + 12, 64);
+    report_err(gpumem_pool_import_open_allocation(im, &bad, &pb, NULL), GPUMEM_ERROR_INVALID_VALUE,
+               "GPUMEM_POOL_IPC_HANDLE_SIZE", "a handle of the old size 64 is refused for its size field");
+    memcpy(&bad, &ha, sizeof bad);
     put64(bad.bytes + 40, 999999);
     report_err(gpumem_pool_import_open_allocation(im, &bad, &pb, NULL), GPUMEM_ERROR_INVALID_STATE,
                "older chunks", "a handle whose chunk serial differs is GPUMEM_ERROR_INVALID_STATE");
@@ -266,8 +287,13 @@ static void exporter(int s)
     ok(gpumem_pool_ipc_send(pool, s) == GPUMEM_OK, "gpumem_pool_ipc_send sends the pool's chunks");
     gpumem_pool_ipc_handle ha, hb;
     ok(gpumem_allocation_ipc_handle(a, &ha) == GPUMEM_OK, "gpumem_allocation_ipc_handle");
-    ok(memcmp(ha.bytes, "GPUMEMPA", 8) == 0 && ha.bytes[8] == GPUMEM_POOL_IPC_VERSION && ha.bytes[12] == 64,
-       "the handle starts with its magic, version and size");
+    ok(sizeof ha == 128 && memcmp(ha.bytes, "GPUMEMPA", 8) == 0 && ha.bytes[8] == GPUMEM_POOL_IPC_VERSION &&
+           ha.bytes[12] == 128 && ha.bytes[13] == 0 && ha.bytes[56] == 1,
+       "the handle is 128 bytes and starts with its magic, version and size; its kind (byte 56) is 1");
+    int zero = 1;
+    for (size_t i = 57; i < sizeof ha.bytes; i++)
+        zero &= ha.bytes[i] == 0;
+    ok(zero, "the handle's bytes 57 to 127 are zero");
     write_full(s, &ha, sizeof ha);
     wait_byte(s, 'A');
     ok(xfer(pa, buf, 3 * M, 0) == GPUMEM_OK && check(buf, 3 * M, 13, 5), "the parent reads what the child wrote");
@@ -417,6 +443,31 @@ static void test_forged(void)
     put64(m + 32, 3 * M);
     is_err(open_forged(SOCK_STREAM, m, 64, 0, 1), GPUMEM_ERROR_INVALID_VALUE, "granularity",
            "a granularity that is no power of two is refused");
+    /* a stream-ordered pool's send: reservation and granularity 0, one descriptor, no record */
+    header(m, 77, 1, 1, 0);
+    put64(m + 24, 0);
+    put64(m + 32, 0);
+    is_err(open_forged(SOCK_SEQPACKET, m, 64, 0, 0), GPUMEM_ERROR_INVALID_VALUE,
+           "carries 0 file descriptors for 1 chunks", "a stream-ordered pool's send without its descriptor is refused");
+    is_err(open_forged(SOCK_SEQPACKET, m, 64, 2, 0), GPUMEM_ERROR_INVALID_VALUE,
+           "carries 2 file descriptors for 1 chunks", "a stream-ordered pool's send of two descriptors is refused");
+    is_err(open_forged(SOCK_SEQPACKET, m, 64 + 24, 1, 0), GPUMEM_ERROR_INVALID_VALUE,
+           "not its header and its chunk records", "a stream-ordered pool's send with a record is refused");
+    put32(m + 56, 2);
+    is_err(open_forged(SOCK_STREAM, m, 64, 1, 1), GPUMEM_ERROR_INVALID_VALUE,
+           "not one message of one file descriptor", "a stream-ordered pool's send of two chunks is refused");
+    put32(m + 56, 1);
+    put32(m + 44, 0x10); /* the simulated device 0's PCI bus */
+    gpumem_status st = open_forged(SOCK_STREAM, m, 64, 1, 1);
+    const char *backend = getenv("GPUMEM_BACKEND");
+    int sim = backend == NULL || strcmp(backend, "cuda") != 0;
+    if (sim)
+        is_err(st, GPUMEM_ERROR_NOT_SIMULATED, "cuMemPoolImportFromShareableHandle",
+               "a well-formed stream-ordered pool's send reaches cuMemPoolImportFromShareableHandle, which the "
+               "simulator does not model");
+    else
+        is_err(st, st == GPUMEM_OK ? GPUMEM_ERROR_INTERNAL : st, "gpumem_pool_ipc_open",
+               "a forged stream-ordered pool's send (a memfd, another device's PCI ids) is refused");
     ok(count_fds() == fds0, "no descriptor of the refused messages is left open");
 
     gpumem_pool_import *im = NULL;
@@ -510,6 +561,21 @@ static void test_exporter_errors(void)
     gpumem_pool_destroy(pool);
     gpumem_pool_destroy(plain);
     gpumem_pool_destroy(dev);
+
+    /* the driver's stream-ordered pool takes an exportable handle type (tests/test-pool-ipc-async shares one) */
+    struct gpumem_pool_props props = GPUMEM_POOL_PROPS_INIT;
+    props.source = GPUMEM_POOL_SOURCE_ASYNC;
+    props.handle_type = GPUMEM_POOL_HANDLE_POSIX_FD;
+    gpumem_pool *ap = NULL;
+    gpumem_status st = gpumem_pool_create_with_props(NULL, &props, &ap);
+    const char *backend = getenv("GPUMEM_BACKEND");
+    if (backend == NULL || strcmp(backend, "cuda") != 0)
+        is_err(st, GPUMEM_ERROR_NOT_SIMULATED, "cuMemPoolCreate",
+               "an exportable stream-ordered pool is accepted and reaches cuMemPoolCreate, which the simulator does "
+               "not model");
+    else if (!ok(st == GPUMEM_OK || st == GPUMEM_ERROR_NOT_SUPPORTED, "an exportable stream-ordered pool is made"))
+        diag("%s", gpumem_last_error());
+    gpumem_pool_destroy(ap);
 }
 
 int main(void)
@@ -543,7 +609,7 @@ int main(void)
             diag("%s", r.diag);
     }
     close(res[0]);
-    is_int(nrec, 25, "the child reported every check");
+    is_int(nrec, 30, "the child reported every check");
 
     test_forged();
     test_exporter_errors();

@@ -109,9 +109,10 @@ typedef enum gpumem_pool_source {
 #define GPUMEM_POOL_HANDLE_NONE 0
 /**
  * struct gpumem_pool_props' @c handle_type: the physical chunks of a
- * ::GPUMEM_POOL_SOURCE_VIRTUAL pool are made exportable as POSIX file
- * descriptors (CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR), which
- * gpumem_pool_ipc_send() sends to another process (gpumem/pool_ipc.h).
+ * ::GPUMEM_POOL_SOURCE_VIRTUAL pool, or the driver's pool of a
+ * ::GPUMEM_POOL_SOURCE_ASYNC one (its @c handleTypes), are made exportable
+ * as POSIX file descriptors (CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR),
+ * which gpumem_pool_ipc_send() sends to another process (gpumem/pool_ipc.h).
  * Added in GPUMEM_1.1.
  */
 #define GPUMEM_POOL_HANDLE_POSIX_FD 1
@@ -169,7 +170,7 @@ struct gpumem_pool_props {
      * UINT64_MAX.
      */
     uint64_t release_threshold;
-    /** ::GPUMEM_POOL_HANDLE_NONE (the default) or ::GPUMEM_POOL_HANDLE_POSIX_FD (virtual-memory pools only). */
+    /** ::GPUMEM_POOL_HANDLE_NONE (the default) or ::GPUMEM_POOL_HANDLE_POSIX_FD (virtual memory and the driver's pool). */
     int handle_type;
 };
 
@@ -231,7 +232,8 @@ struct gpumem_pool_props {
  *        (::GPUMEM_POOL_SOURCE_PINNED, ::GPUMEM_POOL_SOURCE_REGISTERED); unknown @c flags; @c numa_node not
  *        ::GPUMEM_NUMA_NODE_DEVICE; @c growth_step set for a source other than virtual memory; @c maximum or
  *        @c release_threshold set for a source other than virtual memory and the driver's pool; an unknown
- *        @c handle_type, or ::GPUMEM_POOL_HANDLE_POSIX_FD for a source other than virtual memory; @c maximum or
+ *        @c handle_type, or ::GPUMEM_POOL_HANDLE_POSIX_FD for a source other than virtual memory and the driver's
+ *        pool; @c maximum or
  *        @c growth_step above 2^50); ::GPUMEM_ERROR_CONTEXT_MISMATCH (@c device is not the context's);
  *        ::GPUMEM_ERROR_NOT_SUPPORTED (the driver has no virtual memory management, or no stream-ordered
  *        pools); ::GPUMEM_ERROR_NOT_SIMULATED (::GPUMEM_POOL_SOURCE_ASYNC on the simulator);
