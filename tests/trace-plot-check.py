@@ -385,22 +385,27 @@ def check_page(b, page, expect, label):
     # On a loaded machine the first screenshot may come before the page
     # is wholly painted (11984 of 260000 pixels once, in make -j3 check
     # beside other builds): take it again until it is, for a while.
+    # The device area's colour is waited for too where it is expected: a
+    # page painted but for that area failed once under load (distcheck at
+    # a load average of 10 on 2 cores).
+    # #4e79a7 at 85% over #fafafa
+    blue = tuple(round(0.85 * c + 0.15 * 0xfa) for c in (0x4e, 0x79, 0xa7))
+    want_blue = expect.get("device_blue", True)
     deadline = time.monotonic() + TIMEOUT
     while True:
         width, height, rows = screenshot(b, session, {"x": 0, "y": 0, "width": 1300, "height": 800, "scale": 0.5})
         pixels = [p for row in rows for p in row]
         inked = sum(1 for p in pixels if min(p) < 235)
         colours = {(p[0] >> 4, p[1] >> 4, p[2] >> 4) for p in pixels}
-        if (inked > width * height // 20 and len(colours) >= 8) or time.monotonic() > deadline:
+        device_blue = sum(1 for p in pixels if all(abs(p[k] - blue[k]) < 12 for k in range(3)))
+        painted = inked > width * height // 20 and len(colours) >= 8 and (device_blue > 1000 or not want_blue)
+        if painted or time.monotonic() > deadline:
             break
         time.sleep(0.25)
-    # #4e79a7 at 85% over #fafafa
-    blue = tuple(round(0.85 * c + 0.15 * 0xfa) for c in (0x4e, 0x79, 0xa7))
-    device_blue = sum(1 for p in pixels if all(abs(p[k] - blue[k]) < 12 for k in range(3)))
     check(inked > width * height // 20 and len(colours) >= 6,
           "%s: the screenshot is not blank: %d of %d pixels inked, %d colours" % (label, inked, width * height,
                                                                                  len(colours)))
-    if expect.get("device_blue", True):
+    if want_blue:
         check(device_blue > 1000, "%s: the device memory area shows in its colour (%d pixels)" % (label, device_blue))
     if expect.get("oom_at_peak"):
         # the allocation failed at the peak: its column shows, and hovers, under the out-of-memory line
