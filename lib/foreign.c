@@ -549,5 +549,9 @@ GPUMEM_API void gpumem_torch_free(void *ptr, size_t size, int device, void *stre
 {
     (void)size;
     (void)device;
+    /* PyTorch used the block on its allocation stream alone: on the
+     * legacy stream no event is needed (foreign.h). */
+    if ((uintptr_t)stream <= 1)
+        stream = GPUMEM_FOREIGN_STREAM_LEGACY_ONLY;
     (void)gpumem_foreign_free(ptr, stream);
 }

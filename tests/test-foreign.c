@@ -454,6 +454,31 @@ static void test_shared_pool(void)
            "gpumem_torch_free freed it");
     gpumem_torch_free(c, N, 0, NULL);
     like(gpumem_last_error(), "freed already", "a second gpumem_torch_free leaves its message and frees nothing");
+    /* PyTorch's frees on the legacy stream record no event: the legacy
+     * stream reuses the block at once, another stream only after the
+     * legacy stream's work. */
+    gpumem_foreign_release_held(0);
+    void *d = gpumem_torch_alloc(N, 0, NULL), *d2 = NULL, *e = NULL;
+    gpumem_stream *T = NULL;
+    void *t = NULL;
+    gpumem_stream_create(fctx, GPUMEM_STREAM_NON_BLOCKING, &T);
+    gpumem_foreign_stream_handle(T, &t);
+    uint64_t rec0 = 0, rec1 = 0;
+    hold_stream(NULL);
+    GM_DRV(memset, fctx->dctx, (uint64_t)(uintptr_t)d, 0x2D, 1, N, NULL, 1);
+    gpumem_debug_driver_calls("cuEventRecord", &rec0);
+    gpumem_torch_free(d, N, 0, NULL);
+    gpumem_debug_driver_calls("cuEventRecord", &rec1);
+    is_int((long long)(rec1 - rec0), 0, "gpumem_torch_free on the legacy stream records no event");
+    e = gpumem_torch_alloc(N, 0, t);
+    ok(e != NULL && e != d, "another stream does not get the block while the legacy stream's work is pending");
+    d2 = gpumem_torch_alloc(N, 0, (void *)(uintptr_t)1);
+    ok(d2 == d, "the legacy stream gets it at once");
+    release_stream(NULL);
+    gpumem_torch_free(d2, N, 0, (void *)(uintptr_t)1);
+    gpumem_torch_free(e, N, 0, t);
+    GM_DRV(stream_synchronize, fctx->dctx, NULL);
+    gpumem_stream_destroy(T);
     ok(gpumem_torch_alloc(64, 64, NULL) == NULL, "gpumem_torch_alloc on device 64 gives NULL");
     like(gpumem_last_error(), "device 64", "with its message");
     struct gpumem_foreign_stats s = stats_of("torch");

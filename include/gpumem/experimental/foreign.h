@@ -345,7 +345,13 @@ GPUMEM_API void *gpumem_torch_alloc(size_t size, int device, void *stream);
 /**
  * PyTorch's CUDAPluggableAllocator free function:
  * gpumem_foreign_free(@p ptr, @p stream).  PyTorch passes the stream it
- * allocated on, and the size and device, which are not needed.  A failure
+ * allocated on, and the size and device, which are not needed.  PyTorch
+ * uses a block on the stream it was allocated on alone (other streams
+ * through record_stream, which a pluggable allocator does not see), so a
+ * block freed on the legacy default stream (NULL or 1) is freed as
+ * ::GPUMEM_FOREIGN_STREAM_LEGACY_ONLY: no event is recorded, the legacy
+ * stream reuses it at once and another stream after the legacy stream's
+ * work (as PyTorch's own caching allocator does).  A failure
  * (a pointer this tier did not allocate) leaves its message in
  * gpumem_last_error() and frees nothing.
  * @param ptr the device pointer.
