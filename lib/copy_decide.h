@@ -307,6 +307,10 @@ void gm_copy_decide(int ndim, const int64_t *shape, size_t itemsize, const gm_co
                     const gm_copy_side *dst, const gm_copy_caps *caps, const gm_copy_tuning *tuning,
                     gm_copy_decision *out);
 
+/* How many times the calling thread called gm_copy_decide (for tests:
+ * a copy is decided once). */
+unsigned long gm_copy_decide_count(void);
+
 /* Whether strides make a dense layout of shape (axes of extent 1 aside). */
 bool gm_copy_dense(int ndim, const int64_t *shape, const int64_t *strides, size_t itemsize);
 

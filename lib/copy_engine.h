@@ -32,6 +32,17 @@ typedef struct gm_copy_outcome {
 gpumem_status gm_copy_run(const char *what, gpumem_array *dst, const gpumem_array *src, gpumem_stream *stream,
                           gpumem_context *ctx, gm_copy_outcome *out);
 
+/* gm_copy_run of a copy already decided: pre, made by gm_copy_decide
+ * without a probe (caps' flags all false: every capability taken as had)
+ * for these arrays with this context's max_pitch and stream, runs as it
+ * is once what its plan takes is acquired (the kernels, its scratch, the
+ * staging engine); when one of them cannot be had, or pre is a copy
+ * between devices or a failure, the copy is decided as gm_copy_run decides
+ * it.  *out is what it did (copy_batch.c: the pairs that go one by one). */
+gpumem_status gm_copy_run_decided(const char *what, gpumem_array *dst, const gpumem_array *src,
+                                  gpumem_stream *stream, gpumem_context *ctx, const gm_copy_decision *pre,
+                                  gm_copy_outcome *out);
+
 /* The same for a copy made inside another (a queued download's slab into
  * its bounce, a copy through a temporary, a copy between devices through
  * temporaries): no poisoning, nothing reported; *out (NULL: not wanted) is

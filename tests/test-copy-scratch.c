@@ -454,9 +454,62 @@ static void test_outcome(void)
        "the second one's path (how %ld)", r.value[2]);
 }
 
+/* A batch whose pairs go one by one (no two kernel pieces to fuse):
+ * d[:, ::2] into a dense device array (one pack kernel), d into d2 (one
+ * driver copy), synchronously: each pair is decided once, by the batch.
+ * value[0]: the decisions the batch made; value[1]: the bytes landed. */
+static void batch_once_case(const void *arg, child_result *out)
+{
+    (void)arg;
+    gpumem_context *ctx = NULL;
+    if ((out->status = gpumem_context_create_default(&ctx)) != GPUMEM_OK)
+        return;
+    float *h = malloc(sizeof(float) * OR * OC), *half = calloc(OR * (OC / 2), sizeof(float));
+    float *back = calloc(OR * OC, sizeof(float));
+    for (int i = 0; i < OR * OC; i++)
+        h[i] = (float)i;
+    gpumem_array *hb = wrap_f32(h, OR, OC), *hh = wrap_f32(half, OR, OC / 2), *hback = wrap_f32(back, OR, OC);
+    gpumem_array *d = NULL, *d2 = NULL, *dh = NULL;
+    gpumem_status st = keep(gpumem_to_device(ctx, hb, NULL, 0, &d), gpumem_to_device(ctx, hb, NULL, 0, &d2));
+    st = keep(st, gpumem_to_device(ctx, hh, NULL, 0, &dh));
+    gpumem_array *even = st == GPUMEM_OK ? cols_view(d, 0, 2) : NULL;
+    unsigned long before = gm_copy_decide_count();
+    if (st == GPUMEM_OK) {
+        gpumem_array *dsts[2] = {dh, d2}, *srcs[2] = {even, d};
+        st = gpumem_array_copy_batch(2, dsts, srcs, NULL);
+    }
+    out->value[0] = (long)(gm_copy_decide_count() - before);
+    st = keep(st, keep(gpumem_copy_to_host(dh, hh, NULL), gpumem_copy_to_host(d2, hback, NULL)));
+    out->value[1] = st == GPUMEM_OK && holds_cols(half, h, OR, OC, 0, 2) && memcmp(back, h, sizeof(float) * OR * OC) == 0;
+    if (st != GPUMEM_OK)
+        snprintf(out->text, sizeof out->text, "%s", gpumem_last_error());
+    out->status = st;
+    gpumem_array_release(even);
+    gpumem_array_release(dh);
+    gpumem_array_release(d2);
+    gpumem_array_release(d);
+    gpumem_array_release(hback);
+    gpumem_array_release(hh);
+    gpumem_array_release(hb);
+    free(back);
+    free(half);
+    free(h);
+    gpumem_context_release(ctx);
+}
+
+static void test_batch_once(void)
+{
+    child_result r;
+    run_child(batch_once_case, NULL, &r);
+    ok(r.exited && r.exit_code == 0 && r.status == GPUMEM_OK, "the batch runs%s%s", r.text[0] ? ": " : "", r.text);
+    ok(r.value[0] == 2, "a batch's two pairs that go one by one are decided once each (%ld decisions)", r.value[0]);
+    ok(r.value[1] == 1, "their bytes landed");
+}
+
 int main(void)
 {
     test_big();
+    test_batch_once();
     test_outcome();
     test_chunks();
     test_stream();
