@@ -33,7 +33,11 @@
  * through gm_copy_inner (copy_engine.h), which decides each slab's copy
  * once; the copies into and out of a temporary (overlapping device views,
  * a copy between devices without kernels or scratch) are plain steps,
- * decided with the rest of the plan.
+ * decided with the rest of the plan.  A batch decides its pairs without a
+ * probe; a pair that goes one by one runs that decision
+ * (gm_copy_run_decided, copy_engine.h), the engine acquiring what its plan
+ * takes and deciding it only when one of those cannot be had (or it is
+ * between devices).  gm_copy_decide_count counts a thread's decisions.
  *
  * The rules, in order (a "dense" side fills one run of bytes: contiguous in
  * some axis order, axes possibly reversed):
