@@ -30,8 +30,10 @@
  * chunked steps of a packed run are fused: they run in turns, chunk by
  * chunk, on one or two streams.  A step that is a copy of its own
  * (GM_STEP_NESTED: a queued download's slabs into its bounce) runs
- * through gm_copy_inner (copy_engine.h), which decides each slab's copy
- * once; the copies into and out of a temporary (overlapping device views,
+ * through gm_copy_inner (copy_engine.h): when the copy into the bounce is
+ * one contiguous driver copy, each slab runs it on its own bytes,
+ * undecided (the queued download is decided once); any other way is
+ * decided again for each slab; the copies into and out of a temporary (overlapping device views,
  * a copy between devices without kernels or scratch) are plain steps,
  * decided with the rest of the plan.  A batch decides its pairs without a
  * probe; a pair that goes one by one runs that decision
@@ -237,8 +239,8 @@ typedef enum gm_step_kind {
     GM_STEP_CPU_PACK,   /* the CPU packs a strided host side (into the slots as they cross, or a host buffer) */
     GM_STEP_CPU_UNPACK, /* the CPU unpacks into a strided host side */
     GM_STEP_PEER,       /* a move between two devices (peer_way says how, copy_peer.c) */
-    GM_STEP_NESTED,     /* copies of their own (gm_copy_inner, each decided once when it runs): a queued
-                         * download's slabs into the bounce */
+    GM_STEP_NESTED,     /* a queued download's slabs into the bounce (gm_copy_inner: the decision's one
+                         * driver copy on each slab's bytes, else each slab decided when it runs) */
     GM_STEP_LAND        /* a queued download's landing: the bounce into the destination, by the workers */
 } gm_step_kind;
 

@@ -722,7 +722,7 @@ static gpumem_status execute(job *j, const gm_copy_decision *d, gpumem_array *ds
         return gm_copy_peer(what, dst, src, j->stream, d, &j->peer);
     const gm_copy_step *s = &d->steps[0];
     if (s->kind == GM_STEP_NESTED) /* the slabs' copies into the bounce, then the landing */
-        return gm_copy_queued_download(what, dst, src, j->stream, j->ctx, inner, &o->synced);
+        return gm_copy_queued_download(what, dst, src, j->stream, j->ctx, d, inner, &o->synced);
     if (s->kind == GM_STEP_HOST)
         return gm_copy_host(what, dst, src, j->stream, d->via_temp);
     if (d->how == GM_HOW_TEMP) { /* into the temporary, out of it: one step each */
@@ -858,10 +858,10 @@ gpumem_status gm_copy_step_run(const char *what, gpumem_context *ctx, gm_pack_ke
 }
 
 gpumem_status gm_copy_inner(const char *what, gpumem_array *dst, const gpumem_array *src, gpumem_stream *stream,
-                            gpumem_context *ctx, gm_copy_decision *out)
+                            gpumem_context *ctx, const gm_copy_decision *pre, gm_copy_decision *out)
 {
     gm_copy_outcome o;
-    gpumem_status st = copy_run(what, dst, src, stream, ctx, false, NULL, &o);
+    gpumem_status st = copy_run(what, dst, src, stream, ctx, false, pre, &o);
     if (out != NULL)
         *out = o.d;
     return st;
