@@ -15,8 +15,10 @@
  *    between a locked host side and the device;
  *  - the rest (a queued or staged copy, a host-side strided copy, peers,
  *    overlapping sides, a transposed or deep pack, pairs of another
- *    context): one gm_copy_run each, first (which decides that pair again,
- *    acquiring what it needs).
+ *    context): one copy each by the engine, first, with the batch's decision
+ *    (gm_copy_run_decided acquires what its plan takes; a pair of another
+ *    context, or whose plan's capabilities cannot be had, is decided by
+ *    the engine instead).
  * The pieces' steps run fused, as three steps on the stream, behind one
  * device scratch buffer holding each packed run: one launch of the batched
  * kernel (pack.cu, up to GM_PACK_BATCH_MAX pieces per launch) for every
@@ -26,7 +28,7 @@
  * destinations of uploads and of device-to-device copies through scratch,
  * and the single unpack kernels go with the packs).
  * With fewer than two kernel pieces, no kernels or no scratch, the pieces
- * are copied by gm_copy_run too: batching is only a faster way to the same
+ * are copied one by one so too: batching is only a faster way to the same
  * bytes.
  */
 #include "config.h"
@@ -86,6 +88,7 @@ typedef struct piece {
     const gpumem_array *src;
     gpumem_context *ctx;  /* the pair's context (gm_copy_check's) */
     gm_copy_decision d;
+    bool decided;         /* d is the batch's decision (the batch's context), else gm_copy_run decides */
     piece_kind kind;
     uint64_t bytes;       /* the run's bytes */
     int64_t rs[GM_MAX_NDIM]; /* the run's strides */
@@ -427,6 +430,7 @@ static gpumem_status batch_run(const char *what, size_t n, gpumem_array *const *
             continue; /* P_SINGLE */
         gm_copy_side s = gm_copy_decide_side(src[i]), d = gm_copy_decide_side(dst[i]);
         gm_copy_decide(dst[i]->ndim, dst[i]->shape, dst[i]->itemsize, &s, &d, &caps, &t, &p->d);
+        p->decided = true;
         p->kind = classify(p, ctx);
     }
     /* the scratch runs, one after the other (adjacent where their host ends are), 256-aligned otherwise;
@@ -480,7 +484,8 @@ static gpumem_status batch_run(const char *what, size_t n, gpumem_array *const *
             continue;
         uint64_t t1 = GM_TRACE_TICKS();
         gm_copy_outcome o;
-        st = gm_copy_run(what, p->dst, p->src, stream, p->ctx, &o);
+        st = p->decided ? gm_copy_run_decided(what, p->dst, p->src, stream, p->ctx, &p->d, &o) /* decided once */
+                        : gm_copy_run(what, p->dst, p->src, stream, p->ctx, &o);
         p->d = o.d;
         GM_TRACE_IF(st == GPUMEM_OK, gm_copy_trace(t1, p->dst, p->src, stream, p->ctx, p->d.path));
     }

@@ -1,6 +1,8 @@
 /*
  * copy_debug.c - GPUMEM_DEBUG=poison and GPUMEM_DEBUG=copies (copy_debug.h
- * says what each does; doc/environment.md says it for users).
+ * says what each does; doc/environment.md says it for users), and the
+ * decision a thread's last copy reports (gpumem_debug_last_copy_path,
+ * gpumem_copy_path_name; gm_copy_report, copy_engine.h).
  */
 #include "config.h"
 
@@ -210,4 +212,47 @@ void gm_copies_batch_line(const char *what, uint64_t t0, gpumem_status st, size_
     fprintf(stderr, "gpumem: copy %s: %s path=%s bytes=%llu us=%.1f sync=%s status=%s pairs=%zu\n", what,
             dir != NULL ? dir : "h2h", name != NULL ? name : "?", bytes, (double)(t1 - t0) / 1000.0,
             !on_stream || host_only ? "yes" : "no", gpumem_status_string(st), n);
+}
+
+/* ---- the decision a thread's copies report (copy_engine.h) ------------------------------------- */
+
+/* The decision of the calling thread's last copy that a caller asked for
+ * (gm_copy_run, or a batch's gm_copy_report): what
+ * gpumem_debug_last_copy_path reports.  Copies made inside a copy
+ * (gm_copy_inner) hand their decision back to it instead. */
+static _Thread_local gm_copy_decision reported;
+
+GPUMEM_API gpumem_status gpumem_debug_last_copy_path(gpumem_copy_path *path)
+{
+    GM_CHECK_NULL(path);
+    *path = reported.path;
+    return GPUMEM_OK;
+}
+
+void gm_copy_last_decision(gm_copy_decision *out)
+{
+    *out = reported;
+}
+
+void gm_copy_report(const gm_copy_decision *d)
+{
+    reported = *d;
+}
+
+GPUMEM_API const char *gpumem_copy_path_name(gpumem_copy_path path)
+{
+    switch (path) {
+    case GPUMEM_COPY_PATH_NONE: return "none";
+    case GPUMEM_COPY_PATH_HOST: return "host";
+    case GPUMEM_COPY_PATH_CONTIGUOUS: return "contiguous";
+    case GPUMEM_COPY_PATH_DMA: return "dma";
+    case GPUMEM_COPY_PATH_DEVICE_PACK: return "device-pack";
+    case GPUMEM_COPY_PATH_CPU_PACK: return "cpu-pack";
+    case GPUMEM_COPY_PATH_CPU_DEVICE_PACK: return "cpu-device-pack";
+    case GPUMEM_COPY_PATH_STAGED: return "staged";
+    case GPUMEM_COPY_PATH_DMA_LOOP: return "dma-loop";
+    case GPUMEM_COPY_PATH_PEER: return "peer";
+    case GPUMEM_COPY_PATH_PEER_STAGED: return "peer-staged";
+    }
+    return NULL;
 }

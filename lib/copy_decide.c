@@ -437,11 +437,20 @@ static void plan(const input *in, gm_copy_decision *d)
     }
 }
 
+/* The calling thread's decisions so far (gm_copy_decide_count). */
+static _Thread_local unsigned long decisions;
+
+unsigned long gm_copy_decide_count(void)
+{
+    return decisions;
+}
+
 void gm_copy_decide(int ndim, const int64_t *shape, size_t itemsize, const gm_copy_side *src,
                     const gm_copy_side *dst, const gm_copy_caps *caps, const gm_copy_tuning *tuning,
                     gm_copy_decision *out)
 {
     input in = {ndim, shape, itemsize, src, dst, caps, tuning, itemsize, -1};
+    decisions++;
     memset(out, 0, sizeof *out);
     for (int i = 0; i < ndim; i++)
         in.bytes *= (uint64_t)(shape[i] > 0 ? shape[i] : 0);

@@ -30,10 +30,16 @@
  * chunked steps of a packed run are fused: they run in turns, chunk by
  * chunk, on one or two streams.  A step that is a copy of its own
  * (GM_STEP_NESTED: a queued download's slabs into its bounce) runs
- * through gm_copy_inner (copy_engine.h), which decides each slab's copy
- * once; the copies into and out of a temporary (overlapping device views,
+ * through gm_copy_inner (copy_engine.h): when the copy into the bounce is
+ * one contiguous driver copy, each slab runs it on its own bytes,
+ * undecided (the queued download is decided once); any other way is
+ * decided again for each slab; the copies into and out of a temporary (overlapping device views,
  * a copy between devices without kernels or scratch) are plain steps,
- * decided with the rest of the plan.
+ * decided with the rest of the plan.  A batch decides its pairs without a
+ * probe; a pair that goes one by one runs that decision
+ * (gm_copy_run_decided, copy_engine.h), the engine acquiring what its plan
+ * takes and deciding it only when one of those cannot be had (or it is
+ * between devices).  gm_copy_decide_count counts a thread's decisions.
  *
  * The rules, in order (a "dense" side fills one run of bytes: contiguous in
  * some axis order, axes possibly reversed):
@@ -233,8 +239,8 @@ typedef enum gm_step_kind {
     GM_STEP_CPU_PACK,   /* the CPU packs a strided host side (into the slots as they cross, or a host buffer) */
     GM_STEP_CPU_UNPACK, /* the CPU unpacks into a strided host side */
     GM_STEP_PEER,       /* a move between two devices (peer_way says how, copy_peer.c) */
-    GM_STEP_NESTED,     /* copies of their own (gm_copy_inner, each decided once when it runs): a queued
-                         * download's slabs into the bounce */
+    GM_STEP_NESTED,     /* a queued download's slabs into the bounce (gm_copy_inner: the decision's one
+                         * driver copy on each slab's bytes, else each slab decided when it runs) */
     GM_STEP_LAND        /* a queued download's landing: the bounce into the destination, by the workers */
 } gm_step_kind;
 
@@ -306,6 +312,10 @@ typedef struct gm_copy_decision {
 void gm_copy_decide(int ndim, const int64_t *shape, size_t itemsize, const gm_copy_side *src,
                     const gm_copy_side *dst, const gm_copy_caps *caps, const gm_copy_tuning *tuning,
                     gm_copy_decision *out);
+
+/* How many times the calling thread called gm_copy_decide (for tests:
+ * a copy is decided once). */
+unsigned long gm_copy_decide_count(void);
 
 /* Whether strides make a dense layout of shape (axes of extent 1 aside). */
 bool gm_copy_dense(int ndim, const int64_t *shape, const int64_t *strides, size_t itemsize);

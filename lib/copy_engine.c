@@ -39,14 +39,6 @@
 #include "staging.h"
 #include "stream.h"
 
-/* ---- the decision a thread's copies report ----------------------------------------------------- */
-
-/* The decision of the calling thread's last copy that a caller asked for
- * (gm_copy_run, or a batch's gm_copy_report): what
- * gpumem_debug_last_copy_path reports.  Copies made inside a copy
- * (gm_copy_inner) hand their decision back to it instead. */
-static _Thread_local gm_copy_decision reported;
-
 /* Whether the executor of d finishes the copy before it returns (on a
  * stream; without one every copy does): the CPU's copies, a download
  * unpacked by the CPU (it waits for the bytes), the staging engine's
@@ -74,41 +66,6 @@ static bool poisons_destination(const gm_copy_decision *d, const gpumem_array *d
 {
     return stream != NULL && gm_array_on_device(src) && dside->mem == GM_COPY_MEM_LOCKED && !d->queued &&
            !lands_before_return(d, dst, stream) && gm_array_size(dst) > 0;
-}
-
-GPUMEM_API gpumem_status gpumem_debug_last_copy_path(gpumem_copy_path *path)
-{
-    GM_CHECK_NULL(path);
-    *path = reported.path;
-    return GPUMEM_OK;
-}
-
-void gm_copy_last_decision(gm_copy_decision *out)
-{
-    *out = reported;
-}
-
-void gm_copy_report(const gm_copy_decision *d)
-{
-    reported = *d;
-}
-
-GPUMEM_API const char *gpumem_copy_path_name(gpumem_copy_path path)
-{
-    switch (path) {
-    case GPUMEM_COPY_PATH_NONE: return "none";
-    case GPUMEM_COPY_PATH_HOST: return "host";
-    case GPUMEM_COPY_PATH_CONTIGUOUS: return "contiguous";
-    case GPUMEM_COPY_PATH_DMA: return "dma";
-    case GPUMEM_COPY_PATH_DEVICE_PACK: return "device-pack";
-    case GPUMEM_COPY_PATH_CPU_PACK: return "cpu-pack";
-    case GPUMEM_COPY_PATH_CPU_DEVICE_PACK: return "cpu-device-pack";
-    case GPUMEM_COPY_PATH_STAGED: return "staged";
-    case GPUMEM_COPY_PATH_DMA_LOOP: return "dma-loop";
-    case GPUMEM_COPY_PATH_PEER: return "peer";
-    case GPUMEM_COPY_PATH_PEER_STAGED: return "peer-staged";
-    }
-    return NULL;
 }
 
 /* ---- sides and driver copies --------------------------------------------------------------------- */
@@ -765,7 +722,7 @@ static gpumem_status execute(job *j, const gm_copy_decision *d, gpumem_array *ds
         return gm_copy_peer(what, dst, src, j->stream, d, &j->peer);
     const gm_copy_step *s = &d->steps[0];
     if (s->kind == GM_STEP_NESTED) /* the slabs' copies into the bounce, then the landing */
-        return gm_copy_queued_download(what, dst, src, j->stream, j->ctx, inner, &o->synced);
+        return gm_copy_queued_download(what, dst, src, j->stream, j->ctx, d, inner, &o->synced);
     if (s->kind == GM_STEP_HOST)
         return gm_copy_host(what, dst, src, j->stream, d->via_temp);
     if (d->how == GM_HOW_TEMP) { /* into the temporary, out of it: one step each */
@@ -781,8 +738,33 @@ static gpumem_status execute(job *j, const gm_copy_decision *d, gpumem_array *ds
     return run_step(j, s, dst, src);
 }
 
+/* Acquires what the plan of pre (decided without a probe, every capability
+ * taken as had) runs with: its kernels, its scratch, the staging engine (a
+ * queued download's copies into the bounce acquire for themselves).  *took
+ * false when one cannot be had, or pre is a way whose capabilities are not
+ * the job's alone (between devices) or a failure: the copy is then decided
+ * with the probe.  A failure is the acquisition's, as the probe's would be. */
+static gpumem_status take(job *j, const gm_copy_decision *pre, bool *took)
+{
+    bool kernels = false, have = true;
+    gpumem_status st = GPUMEM_OK;
+    *took = false;
+    if (j->cross || pre->how == GM_HOW_FAIL || pre->how == GM_HOW_PEER)
+        return GPUMEM_OK;
+    for (int i = 0; i < pre->nsteps; i++)
+        kernels |= pre->steps[i].kind == GM_STEP_PACK || pre->steps[i].kind == GM_STEP_UNPACK;
+    if (!pre->queued && kernels)
+        st = acquire(j, GM_NEED_KERNELS, 0, 0, false, &have);
+    if (!pre->queued && st == GPUMEM_OK && have && pre->nchunks > 0)
+        st = acquire(j, GM_NEED_SCRATCH, 0, pre->chunk_bytes * (uint64_t)pre->nbufs, pre->overlap, &have);
+    if (!pre->queued && st == GPUMEM_OK && have && pre->staged)
+        st = acquire(j, GM_NEED_STAGING, 0, 0, false, &have);
+    *took = st == GPUMEM_OK && have;
+    return st;
+}
+
 static gpumem_status copy_run(const char *what, gpumem_array *dst, const gpumem_array *src, gpumem_stream *stream,
-                              gpumem_context *ctx, bool caller, gm_copy_outcome *o)
+                              gpumem_context *ctx, bool caller, const gm_copy_decision *pre, gm_copy_outcome *o)
 {
     memset(o, 0, sizeof *o);
     gm_copy_decision *d = &o->d;
@@ -814,8 +796,21 @@ static gpumem_status copy_run(const char *what, gpumem_array *dst, const gpumem_
                 return st;
         }
     }
-    /* decided once: the decision acquires what it takes as its rules reach it */
-    gm_copy_decide(dst->ndim, dst->shape, dst->itemsize, &s, &ds, &caps, &t, d);
+    /* decided once: the decision acquires what it takes as its rules reach it
+     * (or was made, and what it takes is acquired now) */
+    bool took = false;
+    gpumem_status tst = pre != NULL ? take(&j, pre, &took) : GPUMEM_OK;
+    if (tst != GPUMEM_OK)
+        return finish(&j, tst);
+    if (took) {
+        *d = *pre;
+    } else {
+        if (pre != NULL) { /* what was had goes back: the decision asks again */
+            gm_error_quietly(finish(&j, GPUMEM_OK));
+            j.pending = false;
+        }
+        gm_copy_decide(dst->ndim, dst->shape, dst->itemsize, &s, &ds, &caps, &t, d);
+    }
     if (!d->staged && j.stage != NULL) { /* asked for by a way not taken */
         gm_staging_release(j.stage);
         j.stage = NULL;
@@ -839,8 +834,17 @@ gpumem_status gm_copy_run(const char *what, gpumem_array *dst, const gpumem_arra
                           gpumem_context *ctx, gm_copy_outcome *out)
 {
     gm_copy_outcome o;
-    gpumem_status st = copy_run(what, dst, src, stream, ctx, true, out != NULL ? out : &o);
-    reported = (out != NULL ? out : &o)->d;
+    gpumem_status st = copy_run(what, dst, src, stream, ctx, true, NULL, out != NULL ? out : &o);
+    gm_copy_report(&(out != NULL ? out : &o)->d);
+    return st;
+}
+
+gpumem_status gm_copy_run_decided(const char *what, gpumem_array *dst, const gpumem_array *src,
+                                  gpumem_stream *stream, gpumem_context *ctx, const gm_copy_decision *pre,
+                                  gm_copy_outcome *out)
+{
+    gpumem_status st = copy_run(what, dst, src, stream, ctx, true, pre, out);
+    gm_copy_report(&out->d);
     return st;
 }
 
@@ -854,10 +858,10 @@ gpumem_status gm_copy_step_run(const char *what, gpumem_context *ctx, gm_pack_ke
 }
 
 gpumem_status gm_copy_inner(const char *what, gpumem_array *dst, const gpumem_array *src, gpumem_stream *stream,
-                            gpumem_context *ctx, gm_copy_decision *out)
+                            gpumem_context *ctx, const gm_copy_decision *pre, gm_copy_decision *out)
 {
     gm_copy_outcome o;
-    gpumem_status st = copy_run(what, dst, src, stream, ctx, false, &o);
+    gpumem_status st = copy_run(what, dst, src, stream, ctx, false, pre, &o);
     if (out != NULL)
         *out = o.d;
     return st;

@@ -32,12 +32,23 @@ typedef struct gm_copy_outcome {
 gpumem_status gm_copy_run(const char *what, gpumem_array *dst, const gpumem_array *src, gpumem_stream *stream,
                           gpumem_context *ctx, gm_copy_outcome *out);
 
+/* gm_copy_run of a copy already decided: pre, made by gm_copy_decide
+ * without a probe (caps' flags all false: every capability taken as had)
+ * for these arrays with this context's max_pitch and stream, runs as it
+ * is once what its plan takes is acquired (the kernels, its scratch, the
+ * staging engine); when one of them cannot be had, or pre is a copy
+ * between devices or a failure, the copy is decided as gm_copy_run decides
+ * it.  *out is what it did (copy_batch.c: the pairs that go one by one). */
+gpumem_status gm_copy_run_decided(const char *what, gpumem_array *dst, const gpumem_array *src,
+                                  gpumem_stream *stream, gpumem_context *ctx, const gm_copy_decision *pre,
+                                  gm_copy_outcome *out);
+
 /* The same for a copy made inside another (a queued download's slab into
- * its bounce, a copy through a temporary, a copy between devices through
- * temporaries): no poisoning, nothing reported; *out (NULL: not wanted) is
- * its decision, for the copy that made it. */
+ * its bounce): no poisoning, nothing reported; with pre (NULL: decided
+ * here) it runs pre as gm_copy_run_decided does; *out (NULL: not wanted)
+ * is its decision, for the copy that made it. */
 gpumem_status gm_copy_inner(const char *what, gpumem_array *dst, const gpumem_array *src, gpumem_stream *stream,
-                            gpumem_context *ctx, gm_copy_decision *out);
+                            gpumem_context *ctx, const gm_copy_decision *pre, gm_copy_decision *out);
 
 /* gpumem_array_copy for the library's own calls that copy on the way
  * (to_device, a reshape's copy, a write-back, const_array_like): the same
@@ -79,11 +90,14 @@ gpumem_status gm_copy_temp_end(const char *what, gpumem_array *tmp, gpumem_strea
 /* A copy from device array src into pageable host array dst on stream (not
  * NULL), queued: into a pinned bounce block on the stream, then a host
  * function on the stream writes dst (copy_queued.c).  Returns at once.
- * *last: the decision of the last slab's copy into the bounce (left as it
- * was when none ran); *synced set when it had to wait for the stream. */
+ * d: its decision (queued; the rest that of the copy into the bounce: one
+ * contiguous driver copy is run slab by slab as it is, any other way is
+ * decided again for each slab).  *last: the decision of the last slab's
+ * copy into the bounce (left as it was when none ran); *synced set when it
+ * had to wait for the stream. */
 gpumem_status gm_copy_queued_download(const char *what, gpumem_array *dst, const gpumem_array *src,
-                                      gpumem_stream *stream, gpumem_context *ctx, gm_copy_decision *last,
-                                      bool *synced);
+                                      gpumem_stream *stream, gpumem_context *ctx, const gm_copy_decision *d,
+                                      gm_copy_decision *last, bool *synced);
 
 /* The decision of the calling thread's last copy (the one
  * gpumem_debug_last_copy_path reports), for tests. */

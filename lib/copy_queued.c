@@ -11,7 +11,9 @@
  *    range of its indices, every inner axis whole: one run of bounce
  *    bytes), each about a 32nd of the copy, 1 to 8 MiB;
  *  - each slab is queued on the stream (gm_copy_inner, into its part of the
- *    bounce block), followed by an event; one worker (the watcher) waits
+ *    bounce block: the download's own decision when it is one contiguous
+ *    driver copy, the slab's bytes of it; else the slab's copy is decided
+ *    as it runs), followed by an event; one worker (the watcher) waits
  *    for the events in turn and says "these bytes arrived", waking the
  *    others.  Events, not a host function per slab: a host function stalls
  *    the stream until the driver's thread has run it, and 32 of them cost
@@ -186,10 +188,14 @@ static gpumem_status give_back(void *arg, bool run, const char *what)
 }
 
 /* Queues the copy of indices [a, b) of axis k (k < 0: all of it) of src into
- * the bounce, laid out as like with its element 0 at bounce0. */
+ * the bounce, laid out as like with its element 0 at bounce0.  With whole
+ * (the copy's decision: one contiguous driver copy of src, laid out as
+ * like), the slab is that copy of its own bytes, undecided; else the slab's
+ * copy is decided as it runs. */
 static gpumem_status slab_copy(const char *what, gpumem_context *ctx, const gpumem_array *src,
                                const gpumem_array *dst, const int64_t *like, uint64_t bounce0, int k, int64_t a,
-                               int64_t b, gpumem_stream *stream, gm_copy_decision *last)
+                               int64_t b, gpumem_stream *stream, const gm_copy_decision *whole,
+                               gm_copy_decision *last)
 {
     int64_t shape[GM_MAX_NDIM];
     memcpy(shape, dst->shape, sizeof shape);
@@ -205,8 +211,17 @@ static gpumem_status slab_copy(const char *what, gpumem_context *ctx, const gpum
     if (st == GPUMEM_OK)
         st = gm_array_wrap(what, ctx, src->kind, src->dev + soff, src->ndim, shape, src->strides, src->dtype, NULL,
                            NULL, &sv);
-    if (st == GPUMEM_OK)
-        st = gm_copy_inner(what, bv, sv, stream, ctx, last); /* its way is this copy's */
+    gm_copy_decision sd = {.nsteps = 0};
+    if (whole != NULL) { /* the slab's run: its bytes from element 0 on both sides (like ascends) */
+        sd = *whole;
+        sd.queued = false;
+        sd.nsteps = 1;
+        sd.steps[0] = (gm_copy_step){GM_STEP_COPY, GM_BUF_SRC, GM_BUF_DST, false};
+        sd.src_offset = sd.dst_offset = 0;
+        sd.width = (uint64_t)gm_array_size(sv) * sv->itemsize;
+    }
+    if (st == GPUMEM_OK) /* its way is this copy's */
+        st = gm_copy_inner(what, bv, sv, stream, ctx, whole != NULL ? &sd : NULL, last);
     st = gm_keep_first(st, gm_array_release_as(sv, what)); /* wrappers: they free nothing */
     return gm_keep_first(st, gm_array_release_as(bv, what));
 }
@@ -222,8 +237,8 @@ static gpumem_status drain(gpumem_context *ctx, gpumem_stream *stream, const cha
 }
 
 gpumem_status gm_copy_queued_download(const char *what, gpumem_array *dst, const gpumem_array *src,
-                                      gpumem_stream *stream, gpumem_context *ctx, gm_copy_decision *last,
-                                      bool *synced)
+                                      gpumem_stream *stream, gpumem_context *ctx, const gm_copy_decision *d,
+                                      gm_copy_decision *last, bool *synced)
 {
     /* the bounce block and the landing threads are the staging engine's: a
      * bad staging setting fails this download as it fails an unqueued one
@@ -246,6 +261,9 @@ gpumem_status gm_copy_queued_download(const char *what, gpumem_array *dst, const
         if (dst->shape[i] > 1 && (k < 0 || like[i] > like[k]))
             k = i;
     int64_t ext = k >= 0 ? dst->shape[k] : 1;
+    /* one contiguous driver copy into the bounce: every slab is one of its bytes, decided once */
+    bool one = d->how == GM_HOW_TRANSFER && !d->staged && d->src_offset == 0 && d->dst_offset == 0 &&
+               gm_copy_has_layout(dst->ndim, dst->shape, src->strides, dst->itemsize, like);
     uint64_t slab = bytes / SLABS;
     slab = slab < SLAB_MIN ? SLAB_MIN : slab > SLAB_MAX ? SLAB_MAX : slab;
     int64_t nslabs = k < 0 || threads < 2 ? 1 : (int64_t)((bytes + slab - 1) / slab);
@@ -294,7 +312,8 @@ gpumem_status gm_copy_queued_download(const char *what, gpumem_array *dst, const
     for (int64_t s = 0; st == GPUMEM_OK && s < nslabs; s++) {
         int64_t a = ext * s / nslabs, b = ext * (s + 1) / nslabs;
         ran = true;
-        if ((st = slab_copy(what, ctx, src, dst, like, bounce0, nslabs > 1 ? k : -1, a, b, stream, last)) != GPUMEM_OK ||
+        if ((st = slab_copy(what, ctx, src, dst, like, bounce0, nslabs > 1 ? k : -1, a, b, stream,
+                             one ? d : NULL, last)) != GPUMEM_OK ||
             s + 1 == nslabs || !marks)
             continue;
         gm_devent *ev = NULL;

@@ -397,7 +397,7 @@ static void outcome_case(const void *arg, child_result *out)
     /* a copy inside another: its decision comes back to the caller, the thread's report stays */
     gm_copy_decision inner;
     memset(&inner, 0, sizeof inner);
-    st = keep(st, gm_copy_inner("test", d2, d, NULL, ctx, &inner));
+    st = keep(st, gm_copy_inner("test", d2, d, NULL, ctx, NULL, &inner));
     gm_copy_last_decision(&last);
     bits |= st == GPUMEM_OK && inner.how == GM_HOW_RECT && inner.path == GPUMEM_COPY_PATH_CONTIGUOUS &&
                     last.queued && last.path == o.d.path ? O_INNER : 0;
@@ -454,9 +454,117 @@ static void test_outcome(void)
        "the second one's path (how %ld)", r.value[2]);
 }
 
+/* A batch whose pairs go one by one (no two kernel pieces to fuse):
+ * d[:, ::2] into a dense device array (one pack kernel), d into d2 (one
+ * driver copy), synchronously: each pair is decided once, by the batch.
+ * value[0]: the decisions the batch made; value[1]: the bytes landed. */
+static void batch_once_case(const void *arg, child_result *out)
+{
+    (void)arg;
+    gpumem_context *ctx = NULL;
+    if ((out->status = gpumem_context_create_default(&ctx)) != GPUMEM_OK)
+        return;
+    float *h = malloc(sizeof(float) * OR * OC), *half = calloc(OR * (OC / 2), sizeof(float));
+    float *back = calloc(OR * OC, sizeof(float));
+    for (int i = 0; i < OR * OC; i++)
+        h[i] = (float)i;
+    gpumem_array *hb = wrap_f32(h, OR, OC), *hh = wrap_f32(half, OR, OC / 2), *hback = wrap_f32(back, OR, OC);
+    gpumem_array *d = NULL, *d2 = NULL, *dh = NULL;
+    gpumem_status st = keep(gpumem_to_device(ctx, hb, NULL, 0, &d), gpumem_to_device(ctx, hb, NULL, 0, &d2));
+    st = keep(st, gpumem_to_device(ctx, hh, NULL, 0, &dh));
+    gpumem_array *even = st == GPUMEM_OK ? cols_view(d, 0, 2) : NULL;
+    unsigned long before = gm_copy_decide_count();
+    if (st == GPUMEM_OK) {
+        gpumem_array *dsts[2] = {dh, d2}, *srcs[2] = {even, d};
+        st = gpumem_array_copy_batch(2, dsts, srcs, NULL);
+    }
+    out->value[0] = (long)(gm_copy_decide_count() - before);
+    st = keep(st, keep(gpumem_copy_to_host(dh, hh, NULL), gpumem_copy_to_host(d2, hback, NULL)));
+    out->value[1] = st == GPUMEM_OK && holds_cols(half, h, OR, OC, 0, 2) && memcmp(back, h, sizeof(float) * OR * OC) == 0;
+    if (st != GPUMEM_OK)
+        snprintf(out->text, sizeof out->text, "%s", gpumem_last_error());
+    out->status = st;
+    gpumem_array_release(even);
+    gpumem_array_release(dh);
+    gpumem_array_release(d2);
+    gpumem_array_release(d);
+    gpumem_array_release(hback);
+    gpumem_array_release(hh);
+    gpumem_array_release(hb);
+    free(back);
+    free(half);
+    free(h);
+    gpumem_context_release(ctx);
+}
+
+static void test_batch_once(void)
+{
+    child_result r;
+    run_child(batch_once_case, NULL, &r);
+    ok(r.exited && r.exit_code == 0 && r.status == GPUMEM_OK, "the batch runs%s%s", r.text[0] ? ": " : "", r.text);
+    ok(r.value[0] == 2, "a batch's two pairs that go one by one are decided once each (%ld decisions)", r.value[0]);
+    ok(r.value[1] == 1, "their bytes landed");
+}
+
+/* A queued download of a contiguous device array into pageable memory,
+ * 4 landing threads: 8 MiB in slabs of 1 MiB, each one driver copy into
+ * the bounce.  value[0]: the decisions the download made; value[1]: its
+ * bytes landed; value[2]: its outcome is the last slab's copy, queued. */
+#define QR 2048
+#define QC 1024
+static void queued_once_case(const void *arg, child_result *out)
+{
+    (void)arg;
+    setenv("GPUMEM_STAGING_THREADS", "4", 1);
+    gpumem_context *ctx = NULL;
+    gpumem_stream *stream = NULL;
+    if ((out->status = gpumem_context_create_default(&ctx)) != GPUMEM_OK ||
+        (out->status = gpumem_stream_create(ctx, 0, &stream)) != GPUMEM_OK)
+        return;
+    float *h = malloc(sizeof(float) * QR * QC), *back = calloc((size_t)QR * QC, sizeof(float));
+    for (int i = 0; i < QR * QC; i++)
+        h[i] = (float)i;
+    gpumem_array *hb = wrap_f32(h, QR, QC), *hback = wrap_f32(back, QR, QC), *d = NULL;
+    gpumem_status st = gpumem_to_device(ctx, hb, NULL, 0, &d);
+    unsigned long before = gm_copy_decide_count();
+    gm_copy_outcome o;
+    memset(&o, 0, sizeof o);
+    if (st == GPUMEM_OK)
+        st = gm_copy_run("test", hback, d, stream, ctx, &o);
+    out->value[0] = (long)(gm_copy_decide_count() - before);
+    st = keep(st, gpumem_stream_synchronize(stream));
+    out->value[1] = st == GPUMEM_OK && memcmp(back, h, sizeof(float) * QR * QC) == 0;
+    out->value[2] = o.d.queued && o.d.how == GM_HOW_TRANSFER && o.d.path == GPUMEM_COPY_PATH_CONTIGUOUS &&
+                    o.d.width == (1u << 20);
+    if (st != GPUMEM_OK)
+        snprintf(out->text, sizeof out->text, "%s", gpumem_last_error());
+    out->status = st;
+    gpumem_array_release(d);
+    gpumem_array_release(hback);
+    gpumem_array_release(hb);
+    free(back);
+    free(h);
+    gpumem_stream_destroy(stream);
+    gpumem_context_release(ctx);
+}
+
+static void test_queued_once(void)
+{
+    child_result r;
+    run_child(queued_once_case, NULL, &r);
+    ok(r.exited && r.exit_code == 0 && r.status == GPUMEM_OK, "the queued download runs%s%s", r.text[0] ? ": " : "",
+       r.text);
+    ok(r.value[0] == 1, "a queued download of 8 slabs, each one driver copy, is decided once (%ld decisions)",
+       r.value[0]);
+    ok(r.value[1] == 1, "its bytes landed");
+    ok(r.value[2] == 1, "its outcome: queued, contiguous, the last slab's 1 MiB");
+}
+
 int main(void)
 {
+    test_queued_once();
     test_big();
+    test_batch_once();
     test_outcome();
     test_chunks();
     test_stream();
