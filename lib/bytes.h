@@ -4,7 +4,9 @@
  * files and fat binaries) are little-endian on every CUDA platform, and a
  * simulator on a big-endian host (Debian's s390x) reads them alike.
  * rd32_host reads a value in the host's byte order, for structures that
- * this process itself laid out in memory (nvcc's fatbin wrapper).
+ * this process itself laid out in memory (nvcc's fatbin wrapper).  wr32 and
+ * wr64 write little-endian values: the IPC handles and the pool IPC wire
+ * format are little-endian whatever the two hosts.
  */
 #ifndef GM_BYTES_H
 #define GM_BYTES_H
@@ -25,6 +27,18 @@ static inline uint32_t rd32(const unsigned char *b)
 static inline uint64_t rd64(const unsigned char *b)
 {
     return (uint64_t)rd32(b) | (uint64_t)rd32(b + 4) << 32;
+}
+
+static inline void wr32(unsigned char *b, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        b[i] = (unsigned char)(v >> (8 * i));
+}
+
+static inline void wr64(unsigned char *b, uint64_t v)
+{
+    wr32(b, (uint32_t)v);
+    wr32(b + 4, (uint32_t)(v >> 32));
 }
 
 static inline uint32_t rd32_host(const unsigned char *b)

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "array.h"
+#include "bytes.h"
 #include "cai.h"
 #include "context.h"
 #include "copy_engine.h"
@@ -55,34 +56,6 @@ _Static_assert(OFF_STRIDES == 392 && OFF_TYPESTR == 648 && OFF_DESCR == 676 && D
 _Static_assert(GM_CU_IPC_HANDLE_SIZE == 64, "CUipcMemHandle is 64 bytes");
 
 static const char ipc_magic[8] = {'G', 'P', 'U', 'M', 'E', 'M', 'I', 'P'};
-
-static void put_u32(unsigned char *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++)
-        p[i] = (unsigned char)(v >> (8 * i));
-}
-
-static void put_u64(unsigned char *p, uint64_t v)
-{
-    for (int i = 0; i < 8; i++)
-        p[i] = (unsigned char)(v >> (8 * i));
-}
-
-static uint32_t get_u32(const unsigned char *p)
-{
-    uint32_t v = 0;
-    for (int i = 3; i >= 0; i--)
-        v = v << 8 | p[i];
-    return v;
-}
-
-static uint64_t get_u64(const unsigned char *p)
-{
-    uint64_t v = 0;
-    for (int i = 7; i >= 0; i--)
-        v = v << 8 | p[i];
-    return v;
-}
 
 /* ---- this process ----------------------------------------------------------------------- */
 
@@ -190,28 +163,28 @@ GPUMEM_API gpumem_status gpumem_ipc_get_handle(const gpumem_array *array, gpumem
         return st;
 
     memcpy(out + OFF_MAGIC, ipc_magic, sizeof ipc_magic);
-    put_u32(out + OFF_VERSION, GPUMEM_IPC_VERSION);
-    put_u32(out + OFF_SIZE, GPUMEM_IPC_HANDLE_SIZE);
-    put_u64(out + OFF_PID, (uint64_t)getpid());
-    put_u64(out + OFF_NONCE, nonce());
+    wr32(out + OFF_VERSION, GPUMEM_IPC_VERSION);
+    wr32(out + OFF_SIZE, GPUMEM_IPC_HANDLE_SIZE);
+    wr64(out + OFF_PID, (uint64_t)getpid());
+    wr64(out + OFF_NONCE, nonce());
     memcpy(out + OFF_CU_HANDLE, &cu_handle, sizeof cu_handle);
     for (int i = 0; i < 3; i++)
-        put_u32(out + OFF_PCI + 4 * i, (uint32_t)pci[i]);
-    put_u32(out + OFF_ORDINAL, (uint32_t)a->ctx->device);
-    put_u64(out + OFF_OFFSET, a->dev - info.range_start);
-    put_u64(out + OFF_ALLOC_SIZE, info.range_size);
-    put_u32(out + OFF_NDIM, (uint32_t)a->ndim);
-    put_u32(out + OFF_ITEMSIZE, (uint32_t)a->itemsize);
+        wr32(out + OFF_PCI + 4 * i, (uint32_t)pci[i]);
+    wr32(out + OFF_ORDINAL, (uint32_t)a->ctx->device);
+    wr64(out + OFF_OFFSET, a->dev - info.range_start);
+    wr64(out + OFF_ALLOC_SIZE, info.range_size);
+    wr32(out + OFF_NDIM, (uint32_t)a->ndim);
+    wr32(out + OFF_ITEMSIZE, (uint32_t)a->itemsize);
     for (int i = 0; i < a->ndim; i++) {
-        put_u64(out + OFF_SHAPE + 8 * i, (uint64_t)a->shape[i]);
-        put_u64(out + OFF_STRIDES + 8 * i, (uint64_t)a->strides[i]);
+        wr64(out + OFF_SHAPE + 8 * i, (uint64_t)a->shape[i]);
+        wr64(out + OFF_STRIDES + 8 * i, (uint64_t)a->strides[i]);
     }
     size_t tlen = strlen(desc.typestr);
     if (tlen >= TYPESTR_BYTES)
         return gm_error(GPUMEM_ERROR_INVALID_DTYPE, "%s: the typestr '%s' is too long", what, desc.typestr);
     memcpy(out + OFF_TYPESTR, desc.typestr, tlen);
     size_t dlen = desc.descr != NULL ? strlen(desc.descr) : 0;
-    put_u32(out + OFF_DESCR_LEN, (uint32_t)dlen);
+    wr32(out + OFF_DESCR_LEN, (uint32_t)dlen);
     memcpy(handle->bytes, out, sizeof out);
     return GPUMEM_OK;
 }
@@ -246,32 +219,32 @@ static gpumem_status decode(const char *what, const unsigned char *in, decoded *
         return gm_error(GPUMEM_ERROR_INVALID_VALUE,
                         "%s: not an IPC handle: the magic is not \"GPUMEMIP\" (bytes of another kind, or damaged)",
                         what);
-    uint32_t version = get_u32(in + OFF_VERSION);
+    uint32_t version = rd32(in + OFF_VERSION);
     if (version != GPUMEM_IPC_VERSION)
         return gm_error(GPUMEM_ERROR_INVALID_VALUE,
                         "%s: the IPC handle has version %" PRIu32 ", and this library reads version %d", what,
                         version, GPUMEM_IPC_VERSION);
-    uint32_t size = get_u32(in + OFF_SIZE);
+    uint32_t size = rd32(in + OFF_SIZE);
     if (size != GPUMEM_IPC_HANDLE_SIZE)
         return bad(what, "its size field is not GPUMEM_IPC_HANDLE_SIZE", size);
-    d->pid = get_u64(in + OFF_PID);
-    d->nonce = get_u64(in + OFF_NONCE);
+    d->pid = rd64(in + OFF_PID);
+    d->nonce = rd64(in + OFF_NONCE);
     memcpy(&d->cu, in + OFF_CU_HANDLE, sizeof d->cu);
     for (int i = 0; i < 3; i++)
-        d->pci[i] = (int32_t)get_u32(in + OFF_PCI + 4 * i);
-    d->ordinal = (int)(int32_t)get_u32(in + OFF_ORDINAL);
-    d->offset = get_u64(in + OFF_OFFSET);
-    d->alloc_size = get_u64(in + OFF_ALLOC_SIZE);
-    uint32_t ndim = get_u32(in + OFF_NDIM);
+        d->pci[i] = (int32_t)rd32(in + OFF_PCI + 4 * i);
+    d->ordinal = (int)(int32_t)rd32(in + OFF_ORDINAL);
+    d->offset = rd64(in + OFF_OFFSET);
+    d->alloc_size = rd64(in + OFF_ALLOC_SIZE);
+    uint32_t ndim = rd32(in + OFF_NDIM);
     if (ndim > GPUMEM_MAX_NDIM)
         return bad(what, "ndim is above GPUMEM_MAX_NDIM", ndim);
     d->ndim = (int)ndim;
-    d->itemsize = get_u32(in + OFF_ITEMSIZE);
+    d->itemsize = rd32(in + OFF_ITEMSIZE);
     if (d->itemsize == 0)
         return bad(what, "the item size is 0", 0);
     for (int i = 0; i < d->ndim; i++) {
-        d->shape[i] = (int64_t)get_u64(in + OFF_SHAPE + 8 * i);
-        d->strides[i] = (int64_t)get_u64(in + OFF_STRIDES + 8 * i);
+        d->shape[i] = (int64_t)rd64(in + OFF_SHAPE + 8 * i);
+        d->strides[i] = (int64_t)rd64(in + OFF_STRIDES + 8 * i);
         if (d->shape[i] < 0)
             return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: not a valid IPC handle: shape[%d] is %" PRId64, what,
                             i, d->shape[i]);
@@ -279,7 +252,7 @@ static gpumem_status decode(const char *what, const unsigned char *in, decoded *
     if (memchr(in + OFF_TYPESTR, '\0', TYPESTR_BYTES) == NULL)
         return bad(what, "the typestr is not NUL-terminated", TYPESTR_BYTES);
     memcpy(d->typestr, in + OFF_TYPESTR, TYPESTR_BYTES);
-    uint32_t dlen = get_u32(in + OFF_DESCR_LEN);
+    uint32_t dlen = rd32(in + OFF_DESCR_LEN);
     if (dlen >= DESCR_BYTES || in[OFF_DESCR + dlen] != '\0' || memchr(in + OFF_DESCR, '\0', dlen) != NULL)
         return bad(what, "the record description's length does not match its text", dlen);
     memcpy(d->descr, in + OFF_DESCR, dlen + 1);

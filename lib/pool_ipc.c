@@ -17,6 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "bytes.h"
 #include "context.h"
 #include "driver.h"
 #include "error.h"
@@ -69,34 +70,6 @@ struct gpumem_pool_import {
     iptr *ptrs;         /* its allocations imported, each once */
     size_t nptrs, cap;
 };
-
-static void put32(unsigned char *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++)
-        p[i] = (unsigned char)(v >> (8 * i));
-}
-
-static void put64(unsigned char *p, uint64_t v)
-{
-    for (int i = 0; i < 8; i++)
-        p[i] = (unsigned char)(v >> (8 * i));
-}
-
-static uint32_t get32(const unsigned char *p)
-{
-    uint32_t v = 0;
-    for (int i = 3; i >= 0; i--)
-        v = v << 8 | p[i];
-    return v;
-}
-
-static uint64_t get64(const unsigned char *p)
-{
-    uint64_t v = 0;
-    for (int i = 7; i >= 0; i--)
-        v = v << 8 | p[i];
-    return v;
-}
 
 /* The PCI ids (domain, bus, device) of a device ordinal. */
 static gpumem_status pci_ids(const char *what, int device, int32_t ids[3])
@@ -165,13 +138,13 @@ static void handle_head(unsigned char *out, uint64_t id, uint64_t off, uint64_t 
 {
     memset(out, 0, GPUMEM_POOL_IPC_HANDLE_SIZE);
     memcpy(out + H_MAGIC, handle_magic, sizeof handle_magic);
-    put32(out + H_VERSION, GPUMEM_POOL_IPC_VERSION);
-    put32(out + H_SIZE, GPUMEM_POOL_IPC_HANDLE_SIZE);
-    put64(out + H_ID, id);
-    put64(out + H_OFFSET, off);
-    put64(out + H_BYTES, bytes);
-    put64(out + H_FIRST, first);
-    put64(out + H_LAST, last);
+    wr32(out + H_VERSION, GPUMEM_POOL_IPC_VERSION);
+    wr32(out + H_SIZE, GPUMEM_POOL_IPC_HANDLE_SIZE);
+    wr64(out + H_ID, id);
+    wr64(out + H_OFFSET, off);
+    wr64(out + H_BYTES, bytes);
+    wr64(out + H_FIRST, first);
+    wr64(out + H_LAST, last);
     out[H_KIND] = (unsigned char)kind;
 }
 
@@ -520,9 +493,9 @@ static gpumem_status import_pointer(gpumem_pool_import *im, const unsigned char 
 static gpumem_status open_async(gpumem_pool_import *im, const unsigned char *in, uint64_t *pointer, size_t *size,
                                 const char *what)
 {
-    uint64_t off = get64(in + H_OFFSET), bytes = get64(in + H_BYTES), extent = get64(in + H_FIRST);
-    if (get64(in + H_LAST) != 0)
-        return bad_handle(what, "its bytes 48 to 55 are not zero", get64(in + H_LAST));
+    uint64_t off = rd64(in + H_OFFSET), bytes = rd64(in + H_BYTES), extent = rd64(in + H_FIRST);
+    if (rd64(in + H_LAST) != 0)
+        return bad_handle(what, "its bytes 48 to 55 are not zero", rd64(in + H_LAST));
     if (extent == 0 || extent > EXTENT_MAX || bytes > extent || off > extent - bytes)
         return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: 'handle' is not a valid pool IPC handle: its %" PRIu64
                         " bytes at offset %" PRIu64 " do not lie in the driver's allocation of %" PRIu64 " bytes",
@@ -556,11 +529,11 @@ GPUMEM_API gpumem_status gpumem_pool_import_open_allocation(gpumem_pool_import *
     if (memcmp(in + H_MAGIC, handle_magic, sizeof handle_magic) != 0)
         return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: 'handle' is not a pool IPC handle: the magic is not "
                         "\"GPUMEMPA\" (bytes of another kind, or damaged)", what);
-    if (get32(in + H_VERSION) != GPUMEM_POOL_IPC_VERSION)
+    if (rd32(in + H_VERSION) != GPUMEM_POOL_IPC_VERSION)
         return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: 'handle' has version %" PRIu32 ", and this library reads "
-                        "version %d", what, get32(in + H_VERSION), GPUMEM_POOL_IPC_VERSION);
-    if (get32(in + H_SIZE) != GPUMEM_POOL_IPC_HANDLE_SIZE)
-        return bad_handle(what, "its size field is not GPUMEM_POOL_IPC_HANDLE_SIZE", get32(in + H_SIZE));
+                        "version %d", what, rd32(in + H_VERSION), GPUMEM_POOL_IPC_VERSION);
+    if (rd32(in + H_SIZE) != GPUMEM_POOL_IPC_HANDLE_SIZE)
+        return bad_handle(what, "its size field is not GPUMEM_POOL_IPC_HANDLE_SIZE", rd32(in + H_SIZE));
     int kind = import->info.granularity == 0 ? KIND_ASYNC : KIND_VMM;
     if (in[H_KIND] != KIND_VMM && in[H_KIND] != KIND_ASYNC)
         return bad_handle(what, "its kind (byte 56) is neither 1 (a virtual-memory pool's allocation) nor 2 (a "
@@ -574,8 +547,8 @@ GPUMEM_API gpumem_status gpumem_pool_import_open_allocation(gpumem_pool_import *
         if (in[i] != 0)
             return bad_handle(what, kind == KIND_VMM ? "its reserved bytes 57 to 127 are not zero: byte" :
                               "its reserved bytes 57 to 63 are not zero: byte", i);
-    uint64_t id = get64(in + H_ID), off = get64(in + H_OFFSET), bytes = get64(in + H_BYTES);
-    uint64_t first = get64(in + H_FIRST), last = get64(in + H_LAST);
+    uint64_t id = rd64(in + H_ID), off = rd64(in + H_OFFSET), bytes = rd64(in + H_BYTES);
+    uint64_t first = rd64(in + H_FIRST), last = rd64(in + H_LAST);
     if (id != import->info.id)
         return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: 'handle' names another pool (id 0x%016" PRIx64 ") than the "
                         "import's (0x%016" PRIx64 ")", what, id, import->info.id);

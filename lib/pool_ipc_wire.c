@@ -17,6 +17,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "bytes.h"
 #include "error.h"
 #include "gpumem/pool_ipc.h"
 #include "pool_ipc.h"
@@ -42,34 +43,6 @@ enum {
 #define GRAN_MAX ((uint64_t)1 << 30)
 
 static const char magic[8] = {'G', 'P', 'U', 'M', 'E', 'M', 'P', 'C'};
-
-static void put32(unsigned char *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++)
-        p[i] = (unsigned char)(v >> (8 * i));
-}
-
-static void put64(unsigned char *p, uint64_t v)
-{
-    for (int i = 0; i < 8; i++)
-        p[i] = (unsigned char)(v >> (8 * i));
-}
-
-static uint32_t get32(const unsigned char *p)
-{
-    uint32_t v = 0;
-    for (int i = 3; i >= 0; i--)
-        v = v << 8 | p[i];
-    return v;
-}
-
-static uint64_t get64(const unsigned char *p)
-{
-    uint64_t v = 0;
-    for (int i = 7; i >= 0; i--)
-        v = v << 8 | p[i];
-    return v;
-}
 
 gpumem_status gm_pool_ipc_socket(int sock, const char *what, int *stream)
 {
@@ -151,21 +124,21 @@ gpumem_status gm_pool_ipc_write(int sock, int stream, const gm_ipc_pool_info *in
         int fds[MAX_FDS];
         memset(buf, 0, HDR);
         memcpy(buf + OFF_MAGIC, magic, sizeof magic);
-        put32(buf + OFF_VERSION, GPUMEM_POOL_IPC_VERSION);
-        put32(buf + OFF_HDRSIZE, HDR);
-        put64(buf + OFF_ID, info->id);
-        put64(buf + OFF_RESERVED, info->reserved);
-        put64(buf + OFF_GRAN, info->granularity);
+        wr32(buf + OFF_VERSION, GPUMEM_POOL_IPC_VERSION);
+        wr32(buf + OFF_HDRSIZE, HDR);
+        wr64(buf + OFF_ID, info->id);
+        wr64(buf + OFF_RESERVED, info->reserved);
+        wr64(buf + OFF_GRAN, info->granularity);
         for (int i = 0; i < 3; i++)
-            put32(buf + OFF_PCI + 4 * i, (uint32_t)info->pci[i]);
-        put32(buf + OFF_N, (uint32_t)k);
-        put32(buf + OFF_TOTAL, (uint32_t)n);
-        put32(buf + OFF_FIRST, (uint32_t)at);
+            wr32(buf + OFF_PCI + 4 * i, (uint32_t)info->pci[i]);
+        wr32(buf + OFF_N, (uint32_t)k);
+        wr32(buf + OFF_TOTAL, (uint32_t)n);
+        wr32(buf + OFF_FIRST, (uint32_t)at);
         size_t recs = info->granularity == 0 ? 0 : k; /* a driver's pool: its one fd, no record */
         for (size_t i = 0; i < k; i++) {
-            put64(buf + HDR + REC * i, c[at + i].off);
-            put64(buf + HDR + REC * i + 8, c[at + i].len);
-            put64(buf + HDR + REC * i + 16, c[at + i].serial);
+            wr64(buf + HDR + REC * i, c[at + i].off);
+            wr64(buf + HDR + REC * i + 8, c[at + i].len);
+            wr64(buf + HDR + REC * i + 16, c[at + i].serial);
             fds[i] = c[at + i].fd;
         }
         gpumem_status st = send_message(sock, stream, buf, HDR + REC * recs, fds, k, what);
@@ -265,22 +238,22 @@ static gpumem_status check_header(const unsigned char *h, bool first, gm_ipc_poo
         return gm_error(GPUMEM_ERROR_INVALID_VALUE, "%s: the message read from socket_fd is not a pool IPC message: "
                         "the magic is not "
                         "\"GPUMEMPC\" (bytes of another kind on the socket, or damaged)", what);
-    if (get32(h + OFF_VERSION) != GPUMEM_POOL_IPC_VERSION)
+    if (rd32(h + OFF_VERSION) != GPUMEM_POOL_IPC_VERSION)
         return gm_error(GPUMEM_ERROR_INVALID_VALUE,
                         "%s: the pool IPC message read from socket_fd has version %" PRIu32 ", and "
-                        "this library reads version %d", what, get32(h + OFF_VERSION), GPUMEM_POOL_IPC_VERSION);
-    if (get32(h + OFF_HDRSIZE) != HDR)
-        return bad(what, "its header size is not 64", get32(h + OFF_HDRSIZE));
-    gm_ipc_pool_info in = {.id = get64(h + OFF_ID), .reserved = get64(h + OFF_RESERVED),
-                           .granularity = get64(h + OFF_GRAN)};
+                        "this library reads version %d", what, rd32(h + OFF_VERSION), GPUMEM_POOL_IPC_VERSION);
+    if (rd32(h + OFF_HDRSIZE) != HDR)
+        return bad(what, "its header size is not 64", rd32(h + OFF_HDRSIZE));
+    gm_ipc_pool_info in = {.id = rd64(h + OFF_ID), .reserved = rd64(h + OFF_RESERVED),
+                           .granularity = rd64(h + OFF_GRAN)};
     for (int i = 0; i < 3; i++)
-        in.pci[i] = (int32_t)get32(h + OFF_PCI + 4 * i);
-    uint32_t t = get32(h + OFF_TOTAL);
-    *n = get32(h + OFF_N);
+        in.pci[i] = (int32_t)rd32(h + OFF_PCI + 4 * i);
+    uint32_t t = rd32(h + OFF_TOTAL);
+    *n = rd32(h + OFF_N);
     if (in.id == 0)
         return bad(what, "the pool id is 0", 0);
     if (in.reserved == 0 && in.granularity == 0) { /* the driver's stream-ordered pool: one fd, no record */
-        if (t != 1 || *n != 1 || get32(h + OFF_FIRST) != 0 || !first)
+        if (t != 1 || *n != 1 || rd32(h + OFF_FIRST) != 0 || !first)
             return bad(what, "a stream-ordered pool's send is not one message of one file descriptor", t);
         *info = in;
         *total = t;
@@ -302,9 +275,9 @@ static gpumem_status check_header(const unsigned char *h, bool first, gm_ipc_poo
                memcmp(in.pci, info->pci, sizeof in.pci) != 0 || t != *total) {
         return bad(what, "a message of the send disagrees with its first on the pool or the chunk count", t);
     }
-    if (get32(h + OFF_FIRST) != received)
+    if (rd32(h + OFF_FIRST) != received)
         return bad(what, "the index of the message's first chunk is not the count received so far",
-                   get32(h + OFF_FIRST));
+                   rd32(h + OFF_FIRST));
     if (*n > *total - received || (*n == 0 && *total != 0))
         return bad(what, "the message's chunk count does not fit the send's", *n);
     return GPUMEM_OK;
@@ -339,8 +312,8 @@ static gpumem_status read_message(int sock, int stream, bool first, gm_ipc_pool_
     if (st == GPUMEM_OK && first && *total > 0 && (*c = calloc(*total, sizeof **c)) == NULL)
         st = gm_error(GPUMEM_ERROR_HOST_OUT_OF_MEMORY, "%s: out of host memory", what);
     for (uint32_t i = 0; st == GPUMEM_OK && recs > 0 && i < n; i++) {
-        gm_source_chunk k = {.off = get64(buf + HDR + REC * i), .len = get64(buf + HDR + REC * i + 8),
-                             .serial = get64(buf + HDR + REC * i + 16), .fd = -1};
+        gm_source_chunk k = {.off = rd64(buf + HDR + REC * i), .len = rd64(buf + HDR + REC * i + 8),
+                             .serial = rd64(buf + HDR + REC * i + 16), .fd = -1};
         uint64_t prev_end = *received + i > 0 ? (*c)[*received + i - 1].off + (*c)[*received + i - 1].len : 0;
         if (k.len == 0 || k.off % info->granularity != 0 || k.len % info->granularity != 0)
             st = bad(what, "a chunk is empty or not aligned to the granularity", k.off);
