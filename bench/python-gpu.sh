@@ -346,8 +346,12 @@ elif what == "cupy":
     import gpumem.cupy
     pool = cupy.get_default_memory_pool().malloc
     make = lambda: cupy.empty(256, dtype=cupy.uint8)
-    interleaved([("own", lambda: cupy.cuda.set_allocator(pool), make),
-                 ("gpumem", lambda: cupy.cuda.set_allocator(gpumem.cupy.malloc), make)])
+    print("cupy path %s" % gpumem.cupy.PATH)
+    modes = [("own", lambda: cupy.cuda.set_allocator(pool), make),
+             ("gpumem", lambda: cupy.cuda.set_allocator(gpumem.cupy.malloc), make)]
+    if gpumem.cupy.PATH == "c":  # the Python-function allocator beside it
+        modes.append(("gpumem-python", lambda: cupy.cuda.set_allocator(gpumem.cupy._python_allocator.malloc), make))
+    interleaved(modes)
 elif what == "torch":
     mode = sys.argv[2]
     if mode == "gpumem":
@@ -385,6 +389,7 @@ for w in numba cupy torch; do
 done
 note "  numba device_array with a memalloc that does nothing (numba's own floor): $(us_of numba floor "$out/d-numba.log") us;" \
      "the plugin's memalloc + del alone: $(us_of numba plugin-only "$out/d-numba.log") us"
+note "  CuPy through gpumem: $(grep -E '^cupy path' "$out/d-cupy.log") (CFunctionAllocator: c); through its Python-function allocator: $(us_of cupy gpumem-python "$out/d-cupy.log") us"
 note "  gpumem.alloc + gpumem.free from Python: $(us_of raw gpumem "$out/d-raw.log") us"
 echo
 echo "==== summary ($summary)"

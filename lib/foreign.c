@@ -120,6 +120,7 @@ static gpumem_status device_pool(fdevice *f, gpumem_context *ctx, const char *wh
 
 #define PER_THREAD_STREAM ((uintptr_t)2)
 #define LEGACY_ONLY ((uintptr_t)GPUMEM_FOREIGN_STREAM_LEGACY_ONLY)
+#define ALLOCATED ((uintptr_t)GPUMEM_FOREIGN_STREAM_ALLOCATED)
 
 /* Whether stream value v names the legacy default stream: 0, 1 or LEGACY_ONLY. */
 static inline bool is_legacy(uintptr_t v)
@@ -138,8 +139,9 @@ static gpumem_status stream_of(fdevice *f, int d, void *stream, const char *what
         return prefixed(gpumem_stream_default(f->anchor, out), what);
     GM_RETURN_ERROR_IF((v > LEGACY_ONLY && v < 4096) || v > (uintptr_t)INTPTR_MAX, GPUMEM_ERROR_INVALID_VALUE,
                        "%s: stream 0x%llx is not a stream: 0 and 1 are the legacy default stream (3 too, for memory "
-                       "used on it only), 2 the per-thread default stream, and a CUstream is the address of a "
-                       "driver object (not in the first page)", what, (unsigned long long)v);
+                       "used on it only), 2 the per-thread default stream, 4 (for a free only) the allocation's "
+                       "stream, and a CUstream is the address of a driver object (not in the first page)", what,
+                       (unsigned long long)v);
     gm_dstream *ds = (gm_dstream *)stream;
     size_t slot = (size_t)((v >> 4) * 0x9E3779B1u) % STREAM_SLOTS;
     gpumem_stream *s = f->slots[slot];
@@ -266,8 +268,8 @@ GPUMEM_API gpumem_status gpumem_foreign_alloc(const char *runtime, int device, s
     st = gm_alloc_device_pool(pool, size, s, what, &b); /* b.stream holds s too */
     gm_stream_unhold(s);
     if (st == GPUMEM_OK) {
-        gm_stream_unhold(b.stream); /* the free names its own stream */
-        b.stream = NULL;
+        /* b.stream stays held: a free on GPUMEM_FOREIGN_STREAM_ALLOCATED uses it */
+        b.legacy_only = (uintptr_t)stream == LEGACY_ONLY;
         st = record(GM_FSPACE_DEVICE, &b, a.ctx, device, a.rt, GPUMEM_MEMORY_DEVICE, what, ptr);
     }
     trace_pop(pushed);
@@ -289,18 +291,20 @@ GPUMEM_API gpumem_status gpumem_foreign_free(void *ptr, void *stream)
                              : "no live allocation of gpumem_foreign_alloc or gpumem_foreign_managed_alloc (freed "
                                "already, or another allocator's)");
     }
-    gpumem_stream *s = NULL;
-    if (e->kind == GPUMEM_MEMORY_DEVICE) {
+    if (e->kind == GPUMEM_MEMORY_DEVICE && (uintptr_t)stream != ALLOCATED) {
+        gpumem_stream *s = NULL;
         gpumem_status st = stream_held(&devices[e->device], e->device, stream, what, &s);
         if (st != GPUMEM_OK) { /* a bad stream frees nothing: the entry goes back (its shard has room) */
             gm_foreign_map_put(GM_FSPACE_DEVICE, e, what);
             return st;
         }
+        gm_stream_unhold(e->block.stream); /* the allocation's stream, not named by this free */
+        e->block.stream = s;
+        e->block.legacy_only = (uintptr_t)stream == LEGACY_ONLY; /* then it records no event now */
     }
+    /* gm_alloc_free orders the reuse after block.stream's work, and drops the hold */
     bool pushed = trace_push(e->runtime);
     gm_foreign_count(e, -1);
-    e->block.stream = s; /* gm_alloc_free orders the reuse after s's work, and drops the hold */
-    e->block.legacy_only = (uintptr_t)stream == LEGACY_ONLY; /* then it records no event now */
     gpumem_status st = gm_alloc_free(e->ctx, &e->block, what);
     trace_pop(pushed);
     free(e);

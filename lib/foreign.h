@@ -29,7 +29,8 @@ typedef enum gm_fspace { GM_FSPACE_DEVICE = 0, GM_FSPACE_HOST = 1 } gm_fspace;
 /* One live allocation. */
 typedef struct gm_fentry {
     struct gm_fentry *next;  /* in its bucket */
-    gm_block block;          /* what gm_alloc_free takes back (block.stream NULL) */
+    gm_block block;          /* what gm_alloc_free takes back; for device memory block.stream (held) and
+                              * block.legacy_only are the allocation's stream */
     gpumem_context *ctx;     /* the context it was allocated in (the device's, kept until exit) */
     int device;
     int runtime;             /* index of its runtime's name */

@@ -32,29 +32,20 @@
 #include "gpumem.h"
 #define GPUMEM_EXPERIMENTAL
 #include "gpumem/experimental/foreign.h"
+#include "stream-gate.h"
 #include "tap.h"
 
 static gpumem_context *fctx; /* the context of device 0's foreign allocations */
 
-static atomic_int gate;
-static void gate_fn(void *arg)
-{
-    (void)arg;
-    while (!atomic_load(&gate))
-        ;
-}
-
-/* Queues work on raw stream h that waits for the gate. */
+/* Queues work on raw stream h that waits for the gate (stream-gate.h). */
 static void hold_stream(void *h)
 {
-    atomic_store(&gate, 0);
-    GM_DRV(launch_host_func, fctx->dctx, (gm_dstream *)h, gate_fn, NULL);
+    hold_stream_of(fctx, h);
 }
 
 static void release_stream(void *h)
 {
-    atomic_store(&gate, 1);
-    GM_DRV(stream_synchronize, fctx->dctx, (gm_dstream *)h);
+    release_stream_of(fctx, h);
 }
 
 static struct gpumem_foreign_stats stats_of(const char *rt)
@@ -424,7 +415,7 @@ static void test_per_thread_stream(void)
     is_int(b.st, GPUMEM_OK, "thread B allocates the same size on its per-thread stream");
     ok(b.block != NULL && b.block != a.block,
        "B does not get A's block while A's work is pending (each thread's stream 2 is its own)");
-    atomic_store(&gate, 1); /* A's stream is A's own on a GPU: wait for the whole context */
+    atomic_store(&stream_gate, 1); /* A's stream is A's own on a GPU: wait for the whole context */
     GM_DRV(ctx_synchronize, fctx->dctx);
     pthread_create(&th, NULL, pt_thread_b, &c);
     pthread_join(th, NULL);

@@ -18,7 +18,7 @@ import cupy
 from . import _lib
 from . import host_alloc as _host_alloc, host_free as _host_free, LEGACY_ONLY_STREAM as _LEGACY_ONLY
 
-__all__ = ["install", "uninstall", "malloc", "malloc_pinned"]
+__all__ = ["install", "uninstall", "malloc", "malloc_pinned", "PATH", "OutOfMemoryError", "AllocationError"]
 
 RUNTIME = "cupy"
 
@@ -30,33 +30,50 @@ _get_device = cupy.cuda.runtime.getDevice
 _current_stream = cupy.cuda.get_current_stream
 _void_p = ctypes.c_void_p
 _byref = ctypes.byref
-
-# The stream each live block was allocated for, by pointer: its free is
-# ordered on it, as CuPy's own pool returns a block to its stream's arena.
+# A free on the stream its allocation was made for (the library keeps it):
+# CuPy's own pool, too, returns a block to its allocation stream's arena.
+_ALLOCATED = 4  # GPUMEM_FOREIGN_STREAM_ALLOCATED
 # CuPy's null stream is the legacy default stream, which CuPy's memory is
-# used on alone (its own pool assumes as much): its blocks are freed with
-# LEGACY_ONLY_STREAM, which records no event.
-_streams = {}
+# used on alone (its own pool assumes as much): its blocks are allocated
+# with LEGACY_ONLY_STREAM, whose free records no event.
+
+_memory = getattr(cupy.cuda, "memory", None)
+
+
+class OutOfMemoryError(getattr(_memory, "OutOfMemoryError", MemoryError)):
+    """CuPy's OutOfMemoryError, raised with the library's message (what
+    gpumem_last_error() said) when the pool cannot give the memory."""
+
+    def __init__(self, message):
+        MemoryError.__init__(self, message)
+
+
+class AllocationError(_lib.GpumemError):
+    """Any other failure of an allocation through the C allocator: its
+    text is the library's message; .status and .name are None (the message
+    names the failure)."""
+
+    def __init__(self, message):
+        RuntimeError.__init__(self, message)
+        self.status = None
+        self.name = None
 
 
 def _malloc_ptr(size, device):
     """PythonFunctionAllocator's malloc: a pointer to size bytes (> 0) of
     device's pool, for CuPy's current stream."""
-    stream = _current_stream().ptr or _LEGACY_ONLY
     p = _void_p()
-    st = _c_alloc(_RT, device, size, stream, _byref(p))
+    st = _c_alloc(_RT, device, size, _current_stream().ptr or _LEGACY_ONLY, _byref(p))
     if st:
         _lib.check(st)
-    ptr = p.value
-    _streams[ptr] = stream
-    return ptr
+    return p.value
 
 
 def _free_ptr(ptr, device):
     """PythonFunctionAllocator's free: ordered after the work queued on the
     stream the block was allocated for.  CuPy calls it from a deallocator,
     where an exception is only printed."""
-    st = _c_free(ptr, _streams.pop(ptr, 0))
+    st = _c_free(ptr, _ALLOCATED)
     if st:
         _lib.check(st)
 
@@ -65,16 +82,15 @@ class _Block:
     """Owns one device allocation; frees it, on the stream it was made for,
     when CuPy drops its last reference (CuPy without PythonFunctionAllocator)."""
 
-    __slots__ = ("ptr", "stream")
+    __slots__ = ("ptr",)
 
-    def __init__(self, ptr, stream):
+    def __init__(self, ptr):
         self.ptr = ptr
-        self.stream = stream
 
     def __del__(self):
         if self.ptr:
             p, self.ptr = self.ptr, 0
-            st = _c_free(p, self.stream)
+            st = _c_free(p, _ALLOCATED)
             if st:
                 _lib.check(st)  # shown as an ignored exception: __del__ cannot raise
 
@@ -98,31 +114,100 @@ class _PinnedBlock:
             _host_free(p)
 
 
-def _malloc_python(size):
+def _malloc_unowned(size):
     """malloc over UnownedMemory, for a CuPy without PythonFunctionAllocator."""
     device = _get_device()
-    stream = _current_stream().ptr or _LEGACY_ONLY
     p = _void_p()
-    st = _c_alloc(_RT, device, size, stream, _byref(p))
+    st = _c_alloc(_RT, device, size, _current_stream().ptr or _LEGACY_ONLY, _byref(p))
     if st:
         _lib.check(st)
     ptr = p.value or 0
-    mem = cupy.cuda.UnownedMemory(ptr, size, _Block(ptr, stream), device)
+    mem = cupy.cuda.UnownedMemory(ptr, size, _Block(ptr), device)
     return cupy.cuda.MemoryPointer(mem, 0)
 
 
+# ---- CuPy's C-function allocator --------------------------------------------------------
+# CFunctionAllocator calls gpumem_cupy_malloc and gpumem_cupy_free directly,
+# with no Python on the hot path.  It passes no stream: the library asks
+# CuPy's own C function for the current stream, which CuPy's Cython module
+# exports in __pyx_capi__ with its C signature as the capsule's name.  When
+# that function is not there as expected, the Python-function allocator is
+# used instead.
+
+
+class _Param(ctypes.Structure):
+    """struct gpumem_cupy_param (gpumem/experimental/foreign.h)."""
+    _fields_ = [("size", ctypes.c_size_t), ("current_stream", _void_p), ("error_occurred", _void_p),
+                ("set_error", _void_p), ("out_of_memory", _void_p), ("error", _void_p)]
+
+
+_STREAM_SIGNATURE = b"intptr_t (void)"
+
+
+def _stream_function():
+    """The address of CuPy's C function giving the current stream
+    (get_current_stream_ptr of cupy_backends.cuda.stream, else of
+    cupy.cuda.stream), or None."""
+    import importlib
+    import sys
+    get_name = ctypes.pythonapi.PyCapsule_GetName
+    get_name.restype, get_name.argtypes = ctypes.c_char_p, [ctypes.py_object]
+    get_pointer = ctypes.pythonapi.PyCapsule_GetPointer
+    get_pointer.restype, get_pointer.argtypes = _void_p, [ctypes.py_object, ctypes.c_char_p]
+    for name in ("cupy_backends.cuda.stream", "cupy.cuda.stream"):
+        mod = sys.modules.get(name)
+        if mod is None:
+            try:
+                mod = importlib.import_module(name)
+            except ImportError:
+                continue
+        capsule = (getattr(mod, "__pyx_capi__", None) or {}).get("get_current_stream_ptr")
+        if capsule is None:
+            continue
+        try:
+            if get_name(capsule) != _STREAM_SIGNATURE:
+                continue
+            return get_pointer(capsule, _STREAM_SIGNATURE)
+        except (TypeError, ValueError):  # not a capsule
+            continue
+    return None
+
+
+def _c_allocator():
+    """CuPy's CFunctionAllocator over gpumem_cupy_malloc and
+    gpumem_cupy_free, or None where CuPy lacks it or its stream function."""
+    factory = getattr(_memory, "CFunctionAllocator", None)
+    stream = _stream_function() if factory is not None else None
+    if stream is None:
+        return None
+    addr = lambda f: ctypes.cast(f, _void_p).value
+    param = _Param(ctypes.sizeof(_Param), stream, addr(ctypes.pythonapi.PyErr_Occurred),
+                   addr(ctypes.pythonapi.PyErr_SetString), id(OutOfMemoryError), id(AllocationError))
+    # the param, and the two types it names, live as long as the allocator
+    owner = (param, OutOfMemoryError, AllocationError)
+    return factory(ctypes.addressof(param), addr(_lib.lib.gpumem_cupy_malloc), addr(_lib.lib.gpumem_cupy_free),
+                   owner)
+
+
 _function_allocator = getattr(cupy.cuda, "PythonFunctionAllocator", None)
-if _function_allocator is not None:
+_python_allocator = _function_allocator(_malloc_ptr, _free_ptr) if _function_allocator is not None else None
+_allocator = _c_allocator()
+if _allocator is not None:
+    PATH = "c"
+    malloc = _allocator.malloc
+elif _python_allocator is not None:
     # CuPy's own Cython class makes the memory object and the pointer, and
     # calls _free_ptr from its deallocator: the Python on the hot path is
     # _malloc_ptr and _free_ptr, one library call each.
-    _allocator = _function_allocator(_malloc_ptr, _free_ptr)
-    malloc = _allocator.malloc
+    PATH = "python"
+    malloc = _python_allocator.malloc
 else:
-    _allocator = None
-    malloc = _malloc_python
+    PATH = "unowned"
+    malloc = _malloc_unowned
 # malloc(size), CuPy's allocator function: a cupy.cuda.MemoryPointer of size
-# bytes of the current device's pool, for CuPy's current stream.
+# bytes of the current device's pool, for CuPy's current stream.  PATH says
+# which way it goes: "c" (CFunctionAllocator: no Python per allocation),
+# "python" (PythonFunctionAllocator) or "unowned" (UnownedMemory).
 
 
 def malloc_pinned(size):

@@ -46,8 +46,9 @@
  * <tt>void *</tt>: NULL (0) and @c CU_STREAM_LEGACY (1) are the legacy
  * default stream, @c CU_STREAM_PER_THREAD (2) the calling thread's default
  * stream, ::GPUMEM_FOREIGN_STREAM_LEGACY_ONLY (3) the legacy default stream
- * too (see below), any other value a stream handle.  A value from 4 to 4095
- * or above @c INTPTR_MAX is ::GPUMEM_ERROR_INVALID_VALUE; the first time a handle is
+ * too (see below), ::GPUMEM_FOREIGN_STREAM_ALLOCATED (4), for a free only, the
+ * allocation's stream, any other value a stream handle.  Any other value from
+ * 4 to 4095, or above @c INTPTR_MAX, is ::GPUMEM_ERROR_INVALID_VALUE; the first time a handle is
  * seen it is asked about (cuStreamQuery), and one the driver does not know
  * is ::GPUMEM_ERROR_INVALID_VALUE too.  (A handle of a destroyed stream is
  * undefined behaviour in the CUDA driver, as it is for numba and CuPy; the
@@ -127,6 +128,15 @@ GPUMEM_BEGIN_DECLS
 #define GPUMEM_FOREIGN_STREAM_LEGACY_ONLY ((void *)(uintptr_t)3)
 
 /**
+ * A stream value for gpumem_foreign_free() only: the stream that the
+ * allocation was made for, as gpumem_foreign_alloc() was given it
+ * (::GPUMEM_FOREIGN_STREAM_LEGACY_ONLY included), for a runtime that frees
+ * without a stream, as CuPy's allocator hooks do (the library keeps it
+ * with the pointer, and the stream object alive until the free).
+ */
+#define GPUMEM_FOREIGN_STREAM_ALLOCATED ((void *)(uintptr_t)4)
+
+/**
  * One runtime's memory, filled by gpumem_foreign_stats().  Set @c size to
  * sizeof(struct gpumem_foreign_stats) first: later versions only append
  * fields.  Bytes are the sizes asked for.  The counts are exact when no
@@ -169,7 +179,7 @@ GPUMEM_API gpumem_status gpumem_foreign_alloc(const char *runtime, int device, s
  * through the context's deferred frees (gpumem/cleanup.h).  NULL is a no-op.
  * @param ptr the pointer, or NULL.
  * @param stream the CUstream on which work using the memory may still be queued (NULL: the legacy default
- *        stream).
+ *        stream), or ::GPUMEM_FOREIGN_STREAM_ALLOCATED: the one the allocation was made for.
  * @return ::GPUMEM_OK; ::GPUMEM_ERROR_INVALID_VALUE (a pointer that is no live allocation of this tier, a
  *        page-locked one, or a bad @p stream: then nothing is freed), or a driver failure recording the free's
  *        event (the block is then given back to the driver once the stream's work is done: it is freed
@@ -360,6 +370,66 @@ GPUMEM_API void *gpumem_torch_alloc(size_t size, int device, void *stream);
  * @param stream the CUstream on which work using the memory may still be queued.
  */
 GPUMEM_API void gpumem_torch_free(void *ptr, size_t size, int device, void *stream);
+
+/**
+ * What CuPy's CFunctionAllocator hands gpumem_cupy_malloc() and
+ * gpumem_cupy_free() as their @c param: how to find the stream an
+ * allocation is for and how to report a failure to Python.  CuPy calls both
+ * with the GIL held, so the functions here may use the Python C API.  The
+ * Python package fills it (gpumem.cupy.install(), doc/python.md); it must
+ * stay alive while CuPy may call the two functions.
+ */
+struct gpumem_cupy_param {
+    /** sizeof(struct gpumem_cupy_param): later versions only append fields. */
+    size_t size;
+    /** The CUstream the allocation is for (CuPy's current stream: its C API
+     *  get_current_stream_ptr), 0 for CuPy's null stream, the legacy default
+     *  stream.  -1 is a failure when error_occurred() says so. */
+    intptr_t (*current_stream)(void);
+    /** Whether a Python exception is set (PyErr_Occurred); may be NULL. */
+    void *(*error_occurred)(void);
+    /** Sets a Python exception of type @p type with message @p message
+     *  (PyErr_SetString). */
+    void (*set_error)(void *type, const char *message);
+    /** The exception type of ::GPUMEM_ERROR_OUT_OF_MEMORY and
+     *  ::GPUMEM_ERROR_HOST_OUT_OF_MEMORY. */
+    void *out_of_memory;
+    /** The exception type of any other failure. */
+    void *error;
+};
+
+/**
+ * CuPy's CFunctionAllocator malloc function: @p size bytes of device
+ * memory, as gpumem_foreign_alloc("cupy", @p device, @p size, stream, &ptr)
+ * gives them, stream being <tt>param->current_stream()</tt>, and
+ * ::GPUMEM_FOREIGN_STREAM_LEGACY_ONLY for CuPy's null stream (CuPy's own
+ * pool, too, takes memory used on its null stream to be used there alone).
+ * CuPy makes it with
+ * <tt>CFunctionAllocator(param, gpumem_cupy_malloc, gpumem_cupy_free, owner)</tt>
+ * and checks for a Python exception after the call.
+ * @param param a struct gpumem_cupy_param.
+ * @param size the bytes; 0 gives NULL.
+ * @param device the device ordinal.
+ * @return the device pointer; NULL on failure, with a Python exception set
+ *         by @c param->set_error (@c out_of_memory for lack of memory, else
+ *         @c error, its message gpumem_last_error()), or the one that
+ *         @c current_stream set.  A NULL @p param, or one whose @c size is
+ *         too small, gives NULL and ::GPUMEM_ERROR_NULL_ARGUMENT or
+ *         ::GPUMEM_ERROR_INVALID_VALUE in gpumem_last_error() only.
+ */
+GPUMEM_API void *gpumem_cupy_malloc(void *param, size_t size, int device);
+
+/**
+ * CuPy's CFunctionAllocator free function: gpumem_foreign_free(@p ptr,
+ * ::GPUMEM_FOREIGN_STREAM_ALLOCATED), ordered after the work queued on the
+ * stream it was allocated for.  CuPy checks nothing: a failure (a pointer
+ * this tier did not allocate) leaves its message in gpumem_last_error() and
+ * frees nothing.
+ * @param param the struct gpumem_cupy_param (unused).
+ * @param ptr the device pointer, or NULL (a no-op).
+ * @param device the device ordinal (unused).
+ */
+GPUMEM_API void gpumem_cupy_free(void *param, void *ptr, int device);
 
 GPUMEM_END_DECLS
 
