@@ -192,9 +192,24 @@ def _c_allocator():
 _function_allocator = getattr(cupy.cuda, "PythonFunctionAllocator", None)
 _python_allocator = _function_allocator(_malloc_ptr, _free_ptr) if _function_allocator is not None else None
 _allocator = _c_allocator()
+
+
+def _c_malloc(size, _malloc=_allocator.malloc if _allocator is not None else None):
+    """malloc over the C allocator.  CuPy 14 does not check for the
+    exception gpumem_cupy_malloc sets, and Python then raises SystemError
+    with it as the cause: raised here as itself, so that a caller catches
+    CuPy's OutOfMemoryError as from CuPy's own pool."""
+    try:
+        return _malloc(size)
+    except SystemError as e:
+        if isinstance(e.__cause__, (OutOfMemoryError, AllocationError)):
+            raise e.__cause__ from None
+        raise
+
+
 if _allocator is not None:
     PATH = "c"
-    malloc = _allocator.malloc
+    malloc = _c_malloc
 elif _python_allocator is not None:
     # CuPy's own Cython class makes the memory object and the pointer, and
     # calls _free_ptr from its deallocator: the Python on the hot path is
