@@ -11,14 +11,19 @@
  *    range of its indices, every inner axis whole: one run of bounce
  *    bytes), each about a 32nd of the copy, 1 to 8 MiB;
  *  - each slab is queued on the stream (gm_copy_inner, into its part of the
- *    bounce block: the download's own decision when it is one contiguous
- *    driver copy, the slab's bytes of it; else the slab's copy is decided
- *    as it runs), followed by an event; one worker (the watcher) waits
- *    for the events in turn and says "these bytes arrived", waking the
- *    others.  Events, not a host function per slab: a host function stalls
- *    the stream until the driver's thread has run it, and 32 of them cost
- *    a 256 MiB download about 1.9 ms beside its 4.9 ms on the link (the
- *    queued download took 1.31x the synchronous one, two H200s);
+ *    bounce block), followed by an event.  A slab runs a decision, it does
+ *    not make its own: the download's when that is one contiguous driver
+ *    copy (the slab's bytes of it), else the one made for slabs of its
+ *    extent along the cut axis, when the first of them is queued
+ *    (slab_decision; the slabs take two extents at most, so a download is
+ *    decided three times at most, itself included; a slab whose kernels or
+ *    scratch cannot be had is decided again, as gm_copy_run_decided does).
+ *    One worker (the watcher) waits for the events in turn and says "these
+ *    bytes arrived", waking the others.  Events, not a host function per
+ *    slab: a host function stalls the stream until the driver's thread has
+ *    run it, and 32 of them cost a 256 MiB download about 1.9 ms beside its
+ *    4.9 ms on the link (the queued download took 1.31x the synchronous
+ *    one, two H200s);
  *  - the workers land pieces of the arrived bytes (a memcpy, or an unpack
  *    into a strided destination), each piece by whichever thread takes it;
  *  - after the last slab a final host function lands what is left itself
