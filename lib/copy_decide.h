@@ -33,7 +33,8 @@
  * through gm_copy_inner (copy_engine.h): when the copy into the bounce is
  * one contiguous driver copy, each slab runs it on its own bytes,
  * undecided (the queued download is decided once); any other way is
- * decided again for each slab; the copies into and out of a temporary (overlapping device views,
+ * decided once per extent of slab, two at most (copy_queued.c), and each
+ * slab runs its extent's decision; the copies into and out of a temporary (overlapping device views,
  * a copy between devices without kernels or scratch) are plain steps,
  * decided with the rest of the plan.  A batch decides its pairs without a
  * probe; a pair that goes one by one runs that decision
@@ -240,7 +241,7 @@ typedef enum gm_step_kind {
     GM_STEP_CPU_UNPACK, /* the CPU unpacks into a strided host side */
     GM_STEP_PEER,       /* a move between two devices (peer_way says how, copy_peer.c) */
     GM_STEP_NESTED,     /* a queued download's slabs into the bounce (gm_copy_inner: the decision's one
-                         * driver copy on each slab's bytes, else each slab decided when it runs) */
+                         * driver copy on each slab's bytes, else one decision per slab extent) */
     GM_STEP_LAND        /* a queued download's landing: the bounce into the destination, by the workers */
 } gm_step_kind;
 

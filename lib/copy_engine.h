@@ -92,9 +92,10 @@ gpumem_status gm_copy_temp_end(const char *what, gpumem_array *tmp, gpumem_strea
  * function on the stream writes dst (copy_queued.c).  Returns at once.
  * d: its decision (queued; the rest that of the copy into the bounce: one
  * contiguous driver copy is run slab by slab as it is, any other way is
- * decided again for each slab).  *last: the decision of the last slab's
- * copy into the bounce (left as it was when none ran); *synced set when it
- * had to wait for the stream. */
+ * decided once per extent of slab, two at most, and each slab runs its
+ * extent's decision as gm_copy_inner runs pre).  *last: the decision of
+ * the last slab's copy into the bounce (left as it was when none ran);
+ * *synced set when it had to wait for the stream. */
 gpumem_status gm_copy_queued_download(const char *what, gpumem_array *dst, const gpumem_array *src,
                                       gpumem_stream *stream, gpumem_context *ctx, const gm_copy_decision *d,
                                       gm_copy_decision *last, bool *synced);

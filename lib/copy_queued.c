@@ -11,14 +11,19 @@
  *    range of its indices, every inner axis whole: one run of bounce
  *    bytes), each about a 32nd of the copy, 1 to 8 MiB;
  *  - each slab is queued on the stream (gm_copy_inner, into its part of the
- *    bounce block: the download's own decision when it is one contiguous
- *    driver copy, the slab's bytes of it; else the slab's copy is decided
- *    as it runs), followed by an event; one worker (the watcher) waits
- *    for the events in turn and says "these bytes arrived", waking the
- *    others.  Events, not a host function per slab: a host function stalls
- *    the stream until the driver's thread has run it, and 32 of them cost
- *    a 256 MiB download about 1.9 ms beside its 4.9 ms on the link (the
- *    queued download took 1.31x the synchronous one, two H200s);
+ *    bounce block), followed by an event.  A slab runs a decision, it does
+ *    not make its own: the download's when that is one contiguous driver
+ *    copy (the slab's bytes of it), else the one made for slabs of its
+ *    extent along the cut axis, when the first of them is queued
+ *    (slab_decision; the slabs take two extents at most, so a download is
+ *    decided three times at most, itself included; a slab whose kernels or
+ *    scratch cannot be had is decided again, as gm_copy_run_decided does).
+ *    One worker (the watcher) waits for the events in turn and says "these
+ *    bytes arrived", waking the others.  Events, not a host function per
+ *    slab: a host function stalls the stream until the driver's thread has
+ *    run it, and 32 of them cost a 256 MiB download about 1.9 ms beside its
+ *    4.9 ms on the link (the queued download took 1.31x the synchronous
+ *    one, two H200s);
  *  - the workers land pieces of the arrived bytes (a memcpy, or an unpack
  *    into a strided destination), each piece by whichever thread takes it;
  *  - after the last slab a final host function lands what is left itself
@@ -50,6 +55,7 @@
 #include <string.h>
 
 #include "copy_debug.h"
+#include "copy_decide.h"
 #include "copy_engine.h"
 #include "copy_workers.h"
 #include "copy_tuning.h"
@@ -187,15 +193,47 @@ static gpumem_status give_back(void *arg, bool run, const char *what)
     return st;
 }
 
+/* The decisions of the slabs' copies into the bounce, when the copy into
+ * the bounce is not one contiguous driver copy: one per slab extent along
+ * axis k (the slabs' extents differ by one at most: two at most), made
+ * the first time a slab of that extent runs, as gm_copy_run_decided takes
+ * it (no probe: every capability taken as had, each slab's copy acquiring
+ * what its plan takes).  Slabs of one extent differ only in their
+ * addresses, which no rule of a copy from device memory into pinned
+ * memory reads (the tiled kernels aside, which the kernels find again
+ * from each slab's addresses). */
+typedef struct slab_decisions {
+    const gm_copy_tuning *t;
+    int n;
+    int64_t extent[2];
+    gm_copy_decision d[2];
+} slab_decisions;
+
+/* The decision for the slab copy of sv into bv, of extent e along axis k:
+ * decided once per extent. */
+static const gm_copy_decision *slab_decision(slab_decisions *sd, gpumem_context *ctx, const gpumem_array *bv,
+                                             const gpumem_array *sv, int64_t e)
+{
+    for (int i = 0; i < sd->n; i++)
+        if (sd->extent[i] == e)
+            return &sd->d[i];
+    int i = sd->n < 2 ? sd->n++ : 1; /* (a third extent, which the cut never makes, replaces the second) */
+    gm_copy_caps caps = {.max_pitch = ctx->max_pitch, .on_stream = true};
+    gm_copy_side s = gm_copy_decide_side(sv), b = gm_copy_decide_side(bv);
+    sd->extent[i] = e;
+    gm_copy_decide(sv->ndim, sv->shape, sv->itemsize, &s, &b, &caps, sd->t, &sd->d[i]);
+    return &sd->d[i];
+}
+
 /* Queues the copy of indices [a, b) of axis k (k < 0: all of it) of src into
  * the bounce, laid out as like with its element 0 at bounce0.  With whole
  * (the copy's decision: one contiguous driver copy of src, laid out as
- * like), the slab is that copy of its own bytes, undecided; else the slab's
- * copy is decided as it runs. */
+ * like), the slab is that copy of its own bytes, undecided; else the slab
+ * runs the decision of its extent (slab_decision). */
 static gpumem_status slab_copy(const char *what, gpumem_context *ctx, const gpumem_array *src,
                                const gpumem_array *dst, const int64_t *like, uint64_t bounce0, int k, int64_t a,
                                int64_t b, gpumem_stream *stream, const gm_copy_decision *whole,
-                               gm_copy_decision *last)
+                               slab_decisions *decided, gm_copy_decision *last)
 {
     int64_t shape[GM_MAX_NDIM];
     memcpy(shape, dst->shape, sizeof shape);
@@ -212,16 +250,20 @@ static gpumem_status slab_copy(const char *what, gpumem_context *ctx, const gpum
         st = gm_array_wrap(what, ctx, src->kind, src->dev + soff, src->ndim, shape, src->strides, src->dtype, NULL,
                            NULL, &sv);
     gm_copy_decision sd = {.nsteps = 0};
-    if (whole != NULL) { /* the slab's run: its bytes from element 0 on both sides (like ascends) */
+    const gm_copy_decision *pre = NULL;
+    if (st == GPUMEM_OK && whole != NULL) { /* the slab's run: its bytes from element 0 on both sides (like ascends) */
         sd = *whole;
         sd.queued = false;
         sd.nsteps = 1;
         sd.steps[0] = (gm_copy_step){GM_STEP_COPY, GM_BUF_SRC, GM_BUF_DST, false};
         sd.src_offset = sd.dst_offset = 0;
         sd.width = (uint64_t)gm_array_size(sv) * sv->itemsize;
+        pre = &sd;
+    } else if (st == GPUMEM_OK) {
+        pre = slab_decision(decided, ctx, bv, sv, k >= 0 ? b - a : -1);
     }
     if (st == GPUMEM_OK) /* its way is this copy's */
-        st = gm_copy_inner(what, bv, sv, stream, ctx, whole != NULL ? &sd : NULL, last);
+        st = gm_copy_inner(what, bv, sv, stream, ctx, pre, last);
     st = gm_keep_first(st, gm_array_release_as(sv, what)); /* wrappers: they free nothing */
     return gm_keep_first(st, gm_array_release_as(bv, what));
 }
@@ -309,11 +351,12 @@ gpumem_status gm_copy_queued_download(const char *what, gpumem_array *dst, const
     }
     /* each slab on the stream, then an event the watcher waits for */
     bool ran = false, marks = true, queued_land = false;
+    slab_decisions decided = {.t = &t, .n = 0};
     for (int64_t s = 0; st == GPUMEM_OK && s < nslabs; s++) {
         int64_t a = ext * s / nslabs, b = ext * (s + 1) / nslabs;
         ran = true;
         if ((st = slab_copy(what, ctx, src, dst, like, bounce0, nslabs > 1 ? k : -1, a, b, stream,
-                             one ? d : NULL, last)) != GPUMEM_OK ||
+                             one ? d : NULL, &decided, last)) != GPUMEM_OK ||
             s + 1 == nslabs || !marks)
             continue;
         gm_devent *ev = NULL;

@@ -560,9 +560,131 @@ static void test_queued_once(void)
     ok(r.value[2] == 1, "its outcome: queued, contiguous, the last slab's 1 MiB");
 }
 
+/* Strided queued downloads into pageable memory, 4 landing threads: the
+ * copy into the bounce is no one contiguous driver copy (a pack kernel
+ * into scratch, or the planner's 3-D copy), and it is cut into 11 to 21
+ * slabs of two extents.  Each download is decided once, and its slabs
+ * are run from a decision made once per slab shape: at most 3 decisions
+ * in all.  The base holds its element indices (int32, or int64 for the
+ * item size 8); every element of the view must land. */
+typedef struct strided_queued {
+    const char *name;
+    gpumem_type dtype;
+    int ndim;
+    int64_t shape[3];
+    gpumem_slice s[3];
+} strided_queued;
+
+static const strided_queued strided_queued_cases[] = {
+    {"d[::2], 1-D int32", GPUMEM_INT32, 1, {6000002}, {{0, GPUMEM_SLICE_DEFAULT, 2}}},
+    {"d[:, ::2], 2-D int32", GPUMEM_INT32, 2, {3001, 2048}, {GPUMEM_SLICE_ALL, {0, GPUMEM_SLICE_DEFAULT, 2}}},
+    {"d[3:48, 2:122:2, 5:1005], a 3-D slab of int32", GPUMEM_INT32, 3, {50, 130, 1024},
+     {{3, 48, 1}, {2, 122, 2}, {5, 1005, 1}}},
+    {"d[::-1, 1::2], 2-D int64", GPUMEM_INT64, 2, {1501, 2048},
+     {{GPUMEM_SLICE_DEFAULT, GPUMEM_SLICE_DEFAULT, -1}, {1, GPUMEM_SLICE_DEFAULT, 2}}},
+};
+
+/* value[0]: the decisions of the copy; value[1]: every element landed;
+ * value[2]: the slabs' events recorded; value[3]: the copy was queued. */
+static void strided_queued_case(const void *arg, child_result *out)
+{
+    const strided_queued *c = arg;
+    setenv("GPUMEM_STAGING_THREADS", "4", 1);
+    gpumem_context *ctx = NULL;
+    gpumem_stream *stream = NULL;
+    if ((out->status = gpumem_context_create_default(&ctx)) != GPUMEM_OK ||
+        (out->status = gpumem_stream_create(ctx, 0, &stream)) != GPUMEM_OK)
+        return;
+    const gpumem_dtype *dt = gpumem_dtype_builtin(c->dtype);
+    size_t isz = c->dtype == GPUMEM_INT64 ? 8 : 4;
+    int64_t n = 1;
+    for (int i = 0; i < c->ndim; i++)
+        n *= c->shape[i];
+    char *base = malloc((size_t)n * isz);
+    for (int64_t i = 0; i < n; i++) {
+        if (isz == 8)
+            ((int64_t *)base)[i] = i;
+        else
+            ((int32_t *)base)[i] = (int32_t)i;
+    }
+    gpumem_array *hb = NULL, *d = NULL, *view = NULL, *hdst = NULL;
+    gpumem_status st = gpumem_host_array_wrap(base, c->ndim, c->shape, NULL, dt, &hb);
+    st = keep(st, gpumem_to_device(ctx, hb, NULL, 0, &d));
+    st = keep(st, gpumem_array_slice(d, c->s, c->ndim, &view));
+    int64_t vshape[3] = {1, 1, 1}, vn = 1;
+    if (st == GPUMEM_OK)
+        gpumem_array_shape(view, vshape);
+    for (int i = 0; i < c->ndim; i++)
+        vn *= vshape[i];
+    char *got = malloc((size_t)vn * isz);
+    memset(got, 0xa5, (size_t)vn * isz);
+    st = keep(st, gpumem_host_array_wrap(got, c->ndim, vshape, NULL, dt, &hdst));
+    int64_t ev0 = calls("cuEventRecord");
+    unsigned long before = gm_copy_decide_count();
+    gm_copy_outcome o;
+    memset(&o, 0, sizeof o);
+    if (st == GPUMEM_OK)
+        st = gm_copy_run("test", hdst, view, stream, ctx, &o);
+    out->value[0] = (long)(gm_copy_decide_count() - before);
+    out->value[2] = (long)(calls("cuEventRecord") - ev0);
+    out->value[3] = o.d.queued;
+    st = keep(st, gpumem_stream_synchronize(stream));
+    /* the view's element (i, j, l) is the base's element at its indices */
+    int64_t first[3] = {0, 0, 0}, step[3] = {1, 1, 1}, bs[3] = {1, 1, 1};
+    for (int i = 0; i < c->ndim; i++) {
+        step[i] = c->s[i].step == GPUMEM_SLICE_DEFAULT ? 1 : c->s[i].step;
+        first[i] = c->s[i].start != GPUMEM_SLICE_DEFAULT ? c->s[i].start : step[i] < 0 ? c->shape[i] - 1 : 0;
+        bs[i] = c->shape[i];
+    }
+    int64_t bad = st == GPUMEM_OK ? 0 : 1;
+    for (int64_t e = 0; e < vn && bad == 0; e++) {
+        int64_t r = e, idx[3] = {0, 0, 0};
+        for (int i = c->ndim - 1; i >= 0; i--) {
+            idx[i] = first[i] + step[i] * (r % vshape[i]);
+            r /= vshape[i];
+        }
+        int64_t want = (idx[0] * (c->ndim > 1 ? bs[1] : 1) + (c->ndim > 1 ? idx[1] : 0)) * (c->ndim > 2 ? bs[2] : 1) +
+                       (c->ndim > 2 ? idx[2] : 0);
+        int64_t have = isz == 8 ? ((int64_t *)got)[e] : ((int32_t *)got)[e];
+        if (have != want) {
+            bad = 1;
+            snprintf(out->note, sizeof out->note, "element %lld: %lld, not %lld", (long long)e, (long long)have,
+                     (long long)want);
+        }
+    }
+    out->value[1] = bad == 0;
+    if (st != GPUMEM_OK)
+        snprintf(out->text, sizeof out->text, "%s", gpumem_last_error());
+    out->status = st;
+    gpumem_array_release(hdst);
+    gpumem_array_release(view);
+    gpumem_array_release(d);
+    gpumem_array_release(hb);
+    free(got);
+    free(base);
+    gpumem_stream_destroy(stream);
+    gpumem_context_release(ctx);
+}
+
+static void test_strided_queued(void)
+{
+    for (size_t i = 0; i < sizeof strided_queued_cases / sizeof strided_queued_cases[0]; i++) {
+        const strided_queued *c = &strided_queued_cases[i];
+        child_result r;
+        run_child(strided_queued_case, c, &r);
+        ok(r.exited && r.exit_code == 0 && r.status == GPUMEM_OK, "%s: the queued download runs%s%s", c->name,
+           r.text[0] ? ": " : "", r.text);
+        ok(r.value[3] == 1 && r.value[2] >= 7, "%s: queued, in 8 slabs or more (%ld events)", c->name, r.value[2]);
+        ok(r.value[0] >= 1 && r.value[0] <= 3,
+           "%s: decided once, its slabs once per slab shape (%ld decisions)", c->name, r.value[0]);
+        ok(r.value[1] == 1, "%s: every element landed%s%s", c->name, r.note[0] ? ": " : "", r.note);
+    }
+}
+
 int main(void)
 {
     test_queued_once();
+    test_strided_queued();
     test_big();
     test_batch_once();
     test_outcome();
