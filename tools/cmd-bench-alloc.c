@@ -7,10 +7,11 @@
  *     while a trace records (gpumem_trace_start into a temporary file);
  *   - a page-locked pool (gpumem_host_pool_allocate_bytes + free);
  *   - memoize hits (one call, not a pair), with a note that tells the
- *     library's cost from the machine's: the hit in cycles of the
- *     thread's own clock (timed beside it), how much of the wall time the
- *     threads ran, and the CPU time the process's other threads (the
- *     copies' parked workers, say) took meanwhile;
+ *     library's cost from the machine's: how much of the wall time the
+ *     threads ran, the hit in cycles of the thread's own clock (timed
+ *     beside it), the CPU time the process's other threads (the copies'
+ *     parked workers, say) took meanwhile, and whether threads moved
+ *     between CPUs or shared a core;
  *   - the driver's own allocators as the baseline: cuMemAlloc + cuMemFree
  *     and cuMemAllocAsync + cuMemFreeAsync (each thread on its own stream),
  *     called through libcuda.so.1 in the device's primary context (only
@@ -26,6 +27,7 @@
 
 #include <dlfcn.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -105,6 +107,7 @@ typedef struct worker {
     double loop_cpu;  /* MEMO: the thread's CPU time in its timed loop, seconds */
     double cpu;       /* MEMO: its CPU time from the gate to its end */
     double mul_ns;    /* MEMO: one dependent multiply on it after the loop */
+    int cpu_first, cpu_last; /* MEMO: the CPU it ran on when its loop began and ended */
     int bad;
 } worker;
 
@@ -183,6 +186,23 @@ static double mul_latency_ns(void)
     return best;
 }
 
+/* The physical core of a CPU as package * 65536 + core id (sysfs), or -1. */
+static long core_of(int cpu)
+{
+    long id[2] = {-1, -1};
+    static const char *const names[2] = {"physical_package_id", "core_id"};
+    for (int i = 0; i < 2 && cpu >= 0; i++) {
+        char path[96];
+        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu%d/topology/%s", cpu, names[i]);
+        FILE *f = fopen(path, "r");
+        if (f == NULL || fscanf(f, "%ld", &id[i]) != 1)
+            id[i] = -1;
+        if (f != NULL)
+            fclose(f);
+    }
+    return id[0] < 0 || id[1] < 0 ? -1 : id[0] * 65536 + id[1];
+}
+
 /* One pair; 0 on success. */
 static int pair(worker *w)
 {
@@ -229,6 +249,7 @@ static void *run(void *arg)
         w->bad = pair(w);
     gate_pass(w->gate);
     double cpu0 = w->k == MEMO ? cpu_s(CLOCK_THREAD_CPUTIME_ID) : 0;
+    w->cpu_first = w->k == MEMO ? sched_getcpu() : -1;
     int batch = w->k == DRIVER || w->k == DRIVER_ASYNC ? 20 : 1000;
     uint64_t n = 0;
     double t0 = bench_now_s(), t = t0;
@@ -253,6 +274,7 @@ static void *run(void *arg)
     w->elapsed = t - t0;
     if (w->k == MEMO) {
         w->loop_cpu = cpu_s(CLOCK_THREAD_CPUTIME_ID) - cpu0;
+        w->cpu_last = sched_getcpu();
         w->mul_ns = mul_latency_ns();
         w->cpu = cpu_s(CLOCK_THREAD_CPUTIME_ID) - cpu0;
     }
@@ -346,6 +368,16 @@ static int measure(bench_io *io, gpumem_context *ctx, int c, int threads, double
     io->alloc_result(io, name, k == DRIVER || k == DRIVER_ASYNC ? "driver" : "gpumem", threads, ns / threads * 1e-9,
                      longest > 0 ? (double)total / longest : 0);
     if (k == MEMO && started > 0) {
+        /* where the threads ran: moved between CPUs, or two on one core
+         * (hyperthreads share a core's issue slots) */
+        int moved = 0, shared = 0;
+        long core[8];
+        for (int i = 0; i < started; i++) {
+            moved += w[i].cpu_first != w[i].cpu_last;
+            core[i] = core_of(w[i].cpu_last);
+            for (int j = 0; j < i; j++)
+                shared += core[i] >= 0 && core[i] == core[j];
+        }
         /* what the nanoseconds are made of: the share of the wall time the
          * threads ran, the library's cycles while they ran, the core's
          * clock, and the CPU the process's other threads took meanwhile
@@ -354,9 +386,12 @@ static int measure(bench_io *io, gpumem_context *ctx, int c, int threads, double
         cpu_ns /= started;
         bench_note(io, "%s: %.1f ns a hit of wall time, of which the threads ran %.0f%%: %.1f ns a hit of their CPU "
                    "time, %.1f cycles of their clock (a dependent multiply took %.3f ns: %.2f GHz at 3 cycles a "
-                   "multiply); the process's other threads took %.1f ms of CPU in the row's %.0f ms",
+                   "multiply); the process's other threads took %.1f ms of CPU in the row's %.0f ms; %d of %d "
+                   "threads ended on another CPU than they began on; %d pairs of threads ended on one core (one "
+                   "CPU, or two hyperthreads of a core)",
                    name, ns / threads, 100 * ran / started, cpu_ns, mul_ns > 0 ? 3 * cpu_ns / mul_ns : 0, mul_ns,
-                   mul_ns > 0 ? 3 / mul_ns : 0, others_cpu > 0 ? others_cpu * 1e3 : 0, wall * 1e3);
+                   mul_ns > 0 ? 3 / mul_ns : 0, others_cpu > 0 ? others_cpu * 1e3 : 0, wall * 1e3, moved, started,
+                   shared);
     }
     return 0;
 }
