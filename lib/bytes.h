@@ -5,8 +5,10 @@
  * simulator on a big-endian host (Debian's s390x) reads them alike.
  * rd32_host reads a value in the host's byte order, for structures that
  * this process itself laid out in memory (nvcc's fatbin wrapper).  wr32 and
- * wr64 write little-endian values: the IPC handles and the pool IPC wire
- * format are little-endian whatever the two hosts.
+ * wr64 write little-endian values: the IPC handles, the pool IPC wire
+ * format and the trace file (trace_format.h) are little-endian whatever the
+ * hosts, and the trace reader of gpumem trace (tools/trace_read.c) reads
+ * the file back with rd32 and rd64.
  */
 #ifndef GM_BYTES_H
 #define GM_BYTES_H

@@ -273,16 +273,16 @@ static inline void fill(unsigned char *r, unsigned type, int kind, int kind2, un
                         uint64_t ticks, uint64_t ctx, uint64_t stream, uint64_t pool, uint64_t bytes, uint64_t value,
                         uint32_t ref, uint32_t aux)
 {
-    put64(r + GM_TR_TYPE, (uint64_t)(type & 0xffu) | (uint64_t)(kind & 0xff) << 8 | (uint64_t)(kind2 & 0xff) << 16 |
+    wr64(r + GM_TR_TYPE, (uint64_t)(type & 0xffu) | (uint64_t)(kind & 0xff) << 8 | (uint64_t)(kind2 & 0xff) << 16 |
                               (uint64_t)(flags & 0xffu) << 24 | (uint64_t)(uint32_t)device << 32);
-    put64(r + GM_TR_TICKS, ticks);
-    put64(r + GM_TR_CONTEXT, ctx);
-    put64(r + GM_TR_STREAM, stream);
-    put64(r + GM_TR_POOL, pool);
-    put64(r + GM_TR_BYTES, bytes);
-    put64(r + GM_TR_VALUE, value);
-    put32(r + GM_TR_REF, ref);
-    put32(r + GM_TR_AUX, aux);
+    wr64(r + GM_TR_TICKS, ticks);
+    wr64(r + GM_TR_CONTEXT, ctx);
+    wr64(r + GM_TR_STREAM, stream);
+    wr64(r + GM_TR_POOL, pool);
+    wr64(r + GM_TR_BYTES, bytes);
+    wr64(r + GM_TR_VALUE, value);
+    wr32(r + GM_TR_REF, ref);
+    wr32(r + GM_TR_AUX, aux);
 }
 
 const gm_life_hook gm_trace_threads_life = {.what = "the trace's thread buffers", .key = &tb_key,
@@ -400,8 +400,8 @@ static unsigned char *pending_add(uint32_t type, size_t payload)
         return NULL;
     p->next = NULL;
     p->size = GM_TRACE_BLOCK_HEADER + payload;
-    put32(p->data, type);
-    put32(p->data + 4, (uint32_t)payload);
+    wr32(p->data, type);
+    wr32(p->data + 4, (uint32_t)payload);
     if (T.tail != NULL)
         T.tail->next = p;
     else
@@ -445,7 +445,7 @@ static uint32_t intern_string_locked(const char *s, size_t len)
     if (b == NULL)
         return 0;
     uint32_t id = T.next_sid++;
-    put32(b, id);
+    wr32(b, id);
     memcpy(b + 4, s, len);
     if (T.ns < TABLE_MAX) {
         grow((void ***)&T.sb, &T.nsb, T.ns, offsetof(sentry, hash));
@@ -560,14 +560,14 @@ static uint32_t intern_stack(const uint64_t *f, unsigned n)
     unsigned char *b = pending_add(GM_TB_STACK, 8 + (size_t)n * GM_TRACE_FRAME_BYTES);
     if (b != NULL) {
         id = T.next_kid++;
-        put32(b, id);
-        put32(b + 4, n);
+        wr32(b, id);
+        wr32(b + 4, n);
         for (unsigned i = 0; i < n; i++) {
             unsigned char *fr = b + 8 + (size_t)i * GM_TRACE_FRAME_BYTES;
-            put64(fr, f[i]);
-            put64(fr + 8, va[i]);
-            put32(fr + 16, mid[i]);
-            put32(fr + 20, 0);
+            wr64(fr, f[i]);
+            wr64(fr + 8, va[i]);
+            wr32(fr + 16, mid[i]);
+            wr32(fr + 20, 0);
         }
         if (T.nk < TABLE_MAX) {
             grow((void ***)&T.kb, &T.nkb, T.nk, offsetof(kentry, hash));

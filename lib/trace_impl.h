@@ -18,28 +18,13 @@
 #ifndef GM_TRACE_IMPL_H
 #define GM_TRACE_IMPL_H
 
-#include <endian.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <string.h>
 
+#include "bytes.h" /* wr32 and wr64: the file is little-endian */
 #include "trace_format.h"
-
-/* ---- little-endian stores ------------------------------------------------------------------- */
-
-static inline void put32(unsigned char *p, uint32_t v)
-{
-    v = htole32(v);
-    memcpy(p, &v, sizeof v);
-}
-
-static inline void put64(unsigned char *p, uint64_t v)
-{
-    v = htole64(v);
-    memcpy(p, &v, sizeof v);
-}
 
 /* ---- what the threads hand the writer ---------------------------------------------------------- */
 

@@ -134,8 +134,8 @@ static void out(const void *p, size_t n)
 static void out_block(uint32_t type, const void *payload, size_t n)
 {
     unsigned char h[GM_TRACE_BLOCK_HEADER];
-    put32(h, type);
-    put32(h + 4, (uint32_t)n);
+    wr32(h, type);
+    wr32(h + 4, (uint32_t)n);
     out(h, sizeof h);
     out(payload, n);
 }
@@ -156,9 +156,9 @@ static void out_clock(uint32_t type, const uint64_t *pre, size_t npre)
     unsigned char b[48];
     size_t n = 0;
     for (size_t i = 0; i < npre; i++, n += 8)
-        put64(b + n, pre[i]);
-    put64(b + n, gm_trace_ticks());
-    put64(b + n + 8, gm_trace_mono_ns());
+        wr64(b + n, pre[i]);
+    wr64(b + n, gm_trace_ticks());
+    wr64(b + n + 8, gm_trace_mono_ns());
     out_block(type, b, n + 16);
 }
 
@@ -178,18 +178,18 @@ static void out_chunk(chunk *c)
     if (c->thread >= W.nseen || !W.seen[c->thread]) {
         unsigned char b[8 + sizeof c->name];
         size_t len = strnlen(c->name, sizeof c->name);
-        put32(b, c->thread);
-        put32(b + 4, c->tid);
+        wr32(b, c->thread);
+        wr32(b + 4, c->tid);
         memcpy(b + 8, c->name, len);
         out_block(GM_TB_THREAD, b, 8 + len);
         if (c->thread < W.nseen)
             W.seen[c->thread] = 1;
     }
     unsigned char h[GM_TRACE_BLOCK_HEADER + 8];
-    put32(h, GM_TB_EVENTS);
-    put32(h + 4, 8 + c->count * GM_TRACE_RECORD_BYTES);
-    put32(h + 8, c->thread);
-    put32(h + 12, c->count);
+    wr32(h, GM_TB_EVENTS);
+    wr32(h + 4, 8 + c->count * GM_TRACE_RECORD_BYTES);
+    wr32(h + 8, c->thread);
+    wr32(h + 12, c->count);
     out(h, sizeof h);
     out(c->rec, (size_t)c->count * GM_TRACE_RECORD_BYTES);
     W.recorded += c->count;
@@ -389,13 +389,13 @@ static gpumem_status start_locked(const char *path, unsigned flags, char *why, s
     }
     unsigned char h[GM_TRACE_HEADER_BYTES] = {0};
     memcpy(h + GM_TH_MAGIC, GM_TRACE_MAGIC, 8);
-    put32(h + GM_TH_VERSION, GM_TRACE_VERSION);
-    put32(h + GM_TH_HEADER_BYTES, GM_TRACE_HEADER_BYTES);
-    put32(h + GM_TH_RECORD_BYTES, GM_TRACE_RECORD_BYTES);
-    put32(h + GM_TH_FLAGS, flags);
+    wr32(h + GM_TH_VERSION, GM_TRACE_VERSION);
+    wr32(h + GM_TH_HEADER_BYTES, GM_TRACE_HEADER_BYTES);
+    wr32(h + GM_TH_RECORD_BYTES, GM_TRACE_RECORD_BYTES);
+    wr32(h + GM_TH_FLAGS, flags);
     struct timespec rt;
     clock_gettime(CLOCK_REALTIME, &rt);
-    put64(h + GM_TH_REALTIME_NS, (uint64_t)rt.tv_sec * 1000000000u + (uint64_t)rt.tv_nsec);
+    wr64(h + GM_TH_REALTIME_NS, (uint64_t)rt.tv_sec * 1000000000u + (uint64_t)rt.tv_nsec);
     /* A first rate for the counter, from a pair read 2 ms before the start
      * (so a trace cut short still converts); the start is the later pair. */
     uint64_t t1 = gm_trace_ticks(), n1 = gm_trace_mono_ns(), t0 = t1, n0 = n1;
@@ -404,15 +404,15 @@ static gpumem_status start_locked(const char *path, unsigned flags, char *why, s
             t0 = gm_trace_ticks();
             n0 = gm_trace_mono_ns();
         } while (n0 - n1 < 2000000u);
-    put64(h + GM_TH_TICKS0, t0);
-    put64(h + GM_TH_NS0, n0);
-    put64(h + GM_TH_TICKS1, t1);
-    put64(h + GM_TH_NS1, n1);
+    wr64(h + GM_TH_TICKS0, t0);
+    wr64(h + GM_TH_NS0, n0);
+    wr64(h + GM_TH_TICKS1, t1);
+    wr64(h + GM_TH_NS1, n1);
     const char *exe_path = gm_trace_exe_path();
     size_t elen = strlen(exe_path);
     unsigned char info[8 + GM_TRACE_EXE_PATH_MAX];
-    put32(info, (uint32_t)getpid());
-    put32(info + 4, 0);
+    wr32(info, (uint32_t)getpid());
+    wr32(info + 4, 0);
     memcpy(info + 8, exe_path, elen);
     W.f = f;
     W.err = 0;

@@ -6,7 +6,7 @@ builddir=${GPUMEM_TEST_BUILDDIR:-.}
 gpumem="$builddir/tools/gpumem"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/gpumem-bench.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
-echo "1..27"
+echo "1..28"
 i=0
 t() { i=$((i + 1)); if [ "$1" = 0 ]; then echo "ok $i - $2"; else echo "not ok $i - $2"; sed 's/^/# /' "$tmp/err"; fi; }
 GPUMEM_STAGING_MIN_BYTES=1M "$gpumem" bench --quick >"$tmp/out" 2>"$tmp/err"; t $? "bench --quick exits 0"
@@ -75,6 +75,8 @@ t $? "--rows measures 2-D copies up to rows of 64 KiB"
     [ "$(grep -c '^alloc .*gpumem' "$tmp/out")" -ge 16 ] && grep -q '^alloc  *memoize hit, 8 threads' "$tmp/out" &&
     grep -q '^register  *pool, .* 33554432 ' "$tmp/out" && grep -q '^register  *one serial cuMemHostRegister' "$tmp/out"
 t $? "--alloc: pool, array, page-locked pool and memoize rows at 1 to 8 threads, and the registration rows"
+grep -Eq '^# memoize hit, 8 threads: [0-9.]+ ns a hit of wall time, of which the threads ran [0-9]+%: [0-9.]+ ns a hit of their CPU time, [0-9.]+ cycles of their clock \(a dependent multiply took [0-9.]+ ns: [0-9.]+ GHz at 3 cycles a multiply\); the process.s other threads took [0-9.]+ ms of CPU in the row.s [0-9]+ ms; [0-9] of 8 threads ended on another CPU than they began on; [0-9]+ pairs of threads ended on one core \(one CPU, or two hyperthreads of a core\)$' "$tmp/out"
+t $? "--alloc: each memoize row has a note of what its time is made of (CPU share, cycles, clock, other threads' CPU, CPUs and cores)"
 if [ "${GPUMEM_BACKEND:-sim}" = sim ]; then
     GPUMEM_SIM_DEVICES=2 "$gpumem" bench --quick --peer --reps 1 >"$tmp/out" 2>"$tmp/err" &&
         grep -q '^peer .*d2d 0->1 \[::2\]  *peer ' "$tmp/out" && grep -q '^peer .*d2d 1->0 contiguous staged  *peer-staged ' "$tmp/out" &&

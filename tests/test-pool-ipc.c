@@ -10,7 +10,6 @@
  * GPU (GPUMEM_BACKEND=cuda) the same test runs with the driver's. */
 #include "config.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -21,117 +20,13 @@
 #include <unistd.h>
 
 #include "gpumem.h"
+#include "ipc-child.h"
 #include "tap.h"
 
-#define M ((uint64_t)1 << 20)
 #define MAXIMUM (64 * M)
 #define RESERVED (MAXIMUM + MAXIMUM / 8) /* the pool's reservation: maximum and an eighth for small blocks */
 
-static int count_fds(void)
-{
-    DIR *d = opendir("/proc/self/fd");
-    int n = 0;
-    if (d == NULL)
-        return -1;
-    while (readdir(d) != NULL)
-        n++;
-    closedir(d);
-    return n - 3; /* ".", ".." and the directory's own */
-}
-
-static int read_full(int fd, void *buf, size_t len)
-{
-    size_t got = 0;
-    while (got < len) {
-        ssize_t r = read(fd, (char *)buf + got, len - got);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            return -1;
-        got += (size_t)r;
-    }
-    return 0;
-}
-
-static int write_full(int fd, const void *buf, size_t len)
-{
-    return write(fd, buf, len) == (ssize_t)len ? 0 : -1;
-}
-
-/* Device bytes at ptr as an array of n bytes. */
-static gpumem_status dev_bytes(uint64_t ptr, size_t n, gpumem_array **out)
-{
-    gpumem_cuda_array_interface d = {.size = sizeof d, .version = 3, .ndim = 1, .shape = {(int64_t)n},
-                                     .typestr = "|u1", .data = ptr};
-    return gpumem_as_cuda_array(NULL, &d, GPUMEM_CAI_NO_SYNCHRONIZE, NULL, NULL, out);
-}
-
-/* Copies n bytes between host buf and device ptr (to_device or back). */
-static gpumem_status xfer(uint64_t ptr, unsigned char *buf, size_t n, int to_device)
-{
-    gpumem_array *d = NULL, *h = NULL;
-    int64_t shape[1] = {(int64_t)n};
-    gpumem_status st = dev_bytes(ptr, n, &d);
-    if (st == GPUMEM_OK)
-        st = gpumem_host_array_wrap(buf, 1, shape, NULL, gpumem_dtype_builtin(GPUMEM_UINT8), &h);
-    if (st == GPUMEM_OK)
-        st = to_device ? gpumem_array_copy(d, h, NULL) : gpumem_array_copy(h, d, NULL);
-    gpumem_array_release(h);
-    gpumem_array_release(d);
-    return st;
-}
-
-static void fill(unsigned char *b, size_t n, unsigned mul, unsigned add)
-{
-    for (size_t i = 0; i < n; i++)
-        b[i] = (unsigned char)((i * mul + add) & 0xff);
-}
-
-static int check(const unsigned char *b, size_t n, unsigned mul, unsigned add)
-{
-    for (size_t i = 0; i < n; i++)
-        if (b[i] != (unsigned char)((i * mul + add) & 0xff))
-            return 0;
-    return 1;
-}
-
-static void put64(unsigned char *p, uint64_t v)
-{
-    for (int i = 0; i < 8; i++)
-        p[i] = (unsigned char)(v >> (8 * i));
-}
-
-static void put32(unsigned char *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++)
-        p[i] = (unsigned char)(v >> (8 * i));
-}
-
-/* ---- the child: the importer; its results come back through a pipe ---- */
-
-typedef struct rec {
-    int pass;
-    char name[200];
-    char diag[400];
-} rec;
-
-static int res_fd = -1;
-
-static void report(int pass, const char *name)
-{
-    rec r;
-    memset(&r, 0, sizeof r);
-    r.pass = pass;
-    snprintf(r.name, sizeof r.name, "child: %s", name);
-    snprintf(r.diag, sizeof r.diag, "%s", pass ? "" : gpumem_last_error());
-    if (write_full(res_fd, &r, sizeof r) != 0)
-        _exit(3);
-}
-
-static void report_err(gpumem_status st, gpumem_status want, const char *needle, const char *name)
-{
-    report(st == want && strstr(gpumem_last_error(), needle) != NULL, name);
-}
+/* ---- the child: the importer (its results come back through a pipe) ---- */
 
 static void importer(int s)
 {
@@ -265,13 +160,6 @@ static gpumem_pool *vmm_pool(int exportable)
     if (gpumem_pool_create_with_props(NULL, &props, &p) != GPUMEM_OK)
         bail_out("a virtual-memory pool: %s", gpumem_last_error());
     return p;
-}
-
-static void wait_byte(int s, char want)
-{
-    char c = 0;
-    if (read_full(s, &c, 1) != 0 || c != want)
-        bail_out("the child did not answer '%c' (got '%c')", want, c);
 }
 
 static void exporter(int s)
@@ -580,36 +468,12 @@ static void test_exporter_errors(void)
 
 int main(void)
 {
-    int sv[2], res[2];
-    if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0 || pipe(res) != 0)
-        bail_out("socketpair");
-    fflush(stdout);
-    pid_t pid = fork(); /* before the library is used */
-    if (pid < 0)
-        bail_out("fork");
-    if (pid == 0) {
-        close(sv[0]);
-        close(res[0]);
-        res_fd = res[1];
-        importer(sv[1]);
-        _exit(0);
-    }
-    close(sv[1]);
-    close(res[1]);
-    exporter(sv[0]);
-    close(sv[0]);
-    int wst = 0;
-    waitpid(pid, &wst, 0);
+    ipc_child c;
+    ipc_child_start(&c, importer);
+    exporter(c.sock);
+    int wst = ipc_child_wait(&c);
     ok(WIFEXITED(wst) && WEXITSTATUS(wst) == 0, "the child exits normally");
-    rec r;
-    int nrec = 0;
-    while (read_full(res[0], &r, sizeof r) == 0) {
-        nrec++;
-        if (!ok(r.pass, "%s", r.name))
-            diag("%s", r.diag);
-    }
-    close(res[0]);
-    is_int(nrec, 30, "the child reported every check");
+    is_int(ipc_child_results(&c), 30, "the child reported every check");
 
     test_forged();
     test_exporter_errors();

@@ -6,7 +6,12 @@
  *   - arrays on the context's pool (gpumem_device_array + release), also
  *     while a trace records (gpumem_trace_start into a temporary file);
  *   - a page-locked pool (gpumem_host_pool_allocate_bytes + free);
- *   - memoize hits (one call, not a pair);
+ *   - memoize hits (one call, not a pair), with a note that tells the
+ *     library's cost from the machine's: how much of the wall time the
+ *     threads ran, the hit in cycles of the thread's own clock (timed
+ *     beside it), the CPU time the process's other threads (the copies'
+ *     parked workers, say) took meanwhile, and whether threads moved
+ *     between CPUs or shared a core;
  *   - the driver's own allocators as the baseline: cuMemAlloc + cuMemFree
  *     and cuMemAllocAsync + cuMemFreeAsync (each thread on its own stream),
  *     called through libcuda.so.1 in the device's primary context (only
@@ -22,11 +27,13 @@
 
 #include <dlfcn.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <gpumem.h>
@@ -97,6 +104,10 @@ typedef struct worker {
     void *stream; /* DRIVER_ASYNC: the thread's own driver stream */
     uint64_t pairs;
     double elapsed;
+    double loop_cpu;  /* MEMO: the thread's CPU time in its timed loop, seconds */
+    double cpu;       /* MEMO: its CPU time from the gate to its end */
+    double mul_ns;    /* MEMO: one dependent multiply on it after the loop */
+    int cpu_first, cpu_last; /* MEMO: the CPU it ran on when its loop began and ended */
     int bad;
 } worker;
 
@@ -133,6 +144,63 @@ static gpumem_status memo_create(gpumem_context *c, const void *key, size_t key_
     (void)c, (void)key, (void)key_size, (void)user;
     *value = &drv;
     return GPUMEM_OK;
+}
+
+static double cpu_s(clockid_t clock)
+{
+    struct timespec t;
+    clock_gettime(clock, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+/* x * k, kept as one multiply: the empty asm stops the compiler from
+ * folding a chain of them into one. */
+static inline uint64_t mul_step(uint64_t x, uint64_t k)
+{
+    x *= k;
+    __asm__ volatile("" : "+r"(x));
+    return x;
+}
+
+/* The time of one 64-bit multiply that waits for the one before, on this
+ * thread now, in nanoseconds (the best of five runs of 2^20): a measure of
+ * the core's clock, which a row's nanoseconds depend on as much as on the
+ * library.  It takes 3 cycles on the x86-64 cores of the last decade; the
+ * note's cycles and GHz assume that. */
+static double mul_latency_ns(void)
+{
+    static volatile uint64_t seed = UINT64_C(0x9e3779b97f4a7c15);
+    uint64_t x = seed, k = seed | 1;
+    double best = 0;
+    for (int r = 0; r < 5; r++) {
+        double t0 = bench_now_s();
+        for (int i = 0; i < (1 << 20) / 8; i++) {
+            x = mul_step(mul_step(mul_step(mul_step(x, k), k), k), k);
+            x = mul_step(mul_step(mul_step(mul_step(x, k), k), k), k);
+        }
+        double ns = (bench_now_s() - t0) * 1e9 / (1 << 20);
+        if (r == 0 || ns < best)
+            best = ns;
+    }
+    seed = x;
+    return best;
+}
+
+/* The physical core of a CPU as package * 65536 + core id (sysfs), or -1. */
+static long core_of(int cpu)
+{
+    long id[2] = {-1, -1};
+    static const char *const names[2] = {"physical_package_id", "core_id"};
+    for (int i = 0; i < 2 && cpu >= 0; i++) {
+        char path[96];
+        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu%d/topology/%s", cpu, names[i]);
+        FILE *f = fopen(path, "r");
+        if (f == NULL || fscanf(f, "%ld", &id[i]) != 1)
+            id[i] = -1;
+        if (f != NULL)
+            fclose(f);
+    }
+    return id[0] < 0 || id[1] < 0 ? -1 : id[0] * 65536 + id[1];
 }
 
 /* One pair; 0 on success. */
@@ -180,6 +248,8 @@ static void *run(void *arg)
     for (int i = 0; i < 100 && !w->bad; i++)
         w->bad = pair(w);
     gate_pass(w->gate);
+    double cpu0 = w->k == MEMO ? cpu_s(CLOCK_THREAD_CPUTIME_ID) : 0;
+    w->cpu_first = w->k == MEMO ? sched_getcpu() : -1;
     int batch = w->k == DRIVER || w->k == DRIVER_ASYNC ? 20 : 1000;
     uint64_t n = 0;
     double t0 = bench_now_s(), t = t0;
@@ -202,6 +272,12 @@ static void *run(void *arg)
     w->bad = bad;
     w->pairs = n;
     w->elapsed = t - t0;
+    if (w->k == MEMO) {
+        w->loop_cpu = cpu_s(CLOCK_THREAD_CPUTIME_ID) - cpu0;
+        w->cpu_last = sched_getcpu();
+        w->mul_ns = mul_latency_ns();
+        w->cpu = cpu_s(CLOCK_THREAD_CPUTIME_ID) - cpu0;
+    }
     if (w->stream != NULL) {
         drv.stream_synchronize(w->stream);
         drv.stream_destroy(w->stream);
@@ -261,9 +337,10 @@ static int measure(bench_io *io, gpumem_context *ctx, int c, int threads, double
             break;
         started++;
     }
+    double proc0 = cpu_s(CLOCK_PROCESS_CPUTIME_ID), wall0 = bench_now_s();
     gate_open(&g, started);
     int bad = started < threads;
-    double ns = 0, longest = 0;
+    double ns = 0, longest = 0, threads_cpu = 0, ran = 0, cpu_ns = 0, mul_ns = 0;
     uint64_t total = 0;
     for (int i = 0; i < started; i++) {
         pthread_join(th[i], NULL);
@@ -272,7 +349,12 @@ static int measure(bench_io *io, gpumem_context *ctx, int c, int threads, double
         total += w[i].pairs;
         if (w[i].elapsed > longest)
             longest = w[i].elapsed;
+        threads_cpu += w[i].cpu;
+        ran += w[i].elapsed > 0 ? w[i].loop_cpu / w[i].elapsed : 0;
+        cpu_ns += w[i].pairs ? w[i].loop_cpu * 1e9 / (double)w[i].pairs : 0;
+        mul_ns += w[i].mul_ns;
     }
+    double others_cpu = cpu_s(CLOCK_PROCESS_CPUTIME_ID) - proc0 - threads_cpu, wall = bench_now_s() - wall0;
     if (k == ARRAY)
         gpumem_context_set_pool(ctx, NULL);
     if (trace[0] && (gpumem_trace_stop() != GPUMEM_OK || unlink(trace) != 0))
@@ -285,6 +367,32 @@ static int measure(bench_io *io, gpumem_context *ctx, int c, int threads, double
     snprintf(name, sizeof name, "%s, %d thread%s", cases[c].name, threads, threads > 1 ? "s" : "");
     io->alloc_result(io, name, k == DRIVER || k == DRIVER_ASYNC ? "driver" : "gpumem", threads, ns / threads * 1e-9,
                      longest > 0 ? (double)total / longest : 0);
+    if (k == MEMO && started > 0) {
+        /* where the threads ran: moved between CPUs, or two on one core
+         * (hyperthreads share a core's issue slots) */
+        int moved = 0, shared = 0;
+        long core[8];
+        for (int i = 0; i < started; i++) {
+            moved += w[i].cpu_first != w[i].cpu_last;
+            core[i] = core_of(w[i].cpu_last);
+            for (int j = 0; j < i; j++)
+                shared += core[i] >= 0 && core[i] == core[j];
+        }
+        /* what the nanoseconds are made of: the share of the wall time the
+         * threads ran, the library's cycles while they ran, the core's
+         * clock, and the CPU the process's other threads took meanwhile
+         * (workers still spinning after the copies would show there) */
+        mul_ns /= started;
+        cpu_ns /= started;
+        bench_note(io, "%s: %.1f ns a hit of wall time, of which the threads ran %.0f%%: %.1f ns a hit of their CPU "
+                   "time, %.1f cycles of their clock (a dependent multiply took %.3f ns: %.2f GHz at 3 cycles a "
+                   "multiply); the process's other threads took %.1f ms of CPU in the row's %.0f ms; %d of %d "
+                   "threads ended on another CPU than they began on; %d pairs of threads ended on one core (one "
+                   "CPU, or two hyperthreads of a core)",
+                   name, ns / threads, 100 * ran / started, cpu_ns, mul_ns > 0 ? 3 * cpu_ns / mul_ns : 0, mul_ns,
+                   mul_ns > 0 ? 3 / mul_ns : 0, others_cpu > 0 ? others_cpu * 1e3 : 0, wall * 1e3, moved, started,
+                   shared);
+    }
     return 0;
 }
 

@@ -11,17 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bytes.h" /* rd32 and rd64: the file is little-endian */
 #include "trace_read.h"
-
-static uint32_t get32(const unsigned char *p)
-{
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-static uint64_t get64(const unsigned char *p)
-{
-    return (uint64_t)get32(p) | (uint64_t)get32(p + 4) << 32;
-}
 
 const char *tr_kind_name(int kind)
 {
@@ -149,7 +140,7 @@ static int thread_known(const tr_trace *t, uint32_t index)
  * from the two farthest apart (lo, hi). */
 static void add_clock(parser *p, const unsigned char *b)
 {
-    uint64_t ticks = get64(b), ns = get64(b + 8);
+    uint64_t ticks = rd64(b), ns = rd64(b + 8);
     if (ticks < p->ticks_lo) {
         p->ticks_lo = ticks;
         p->ns_lo = ns;
@@ -166,7 +157,7 @@ static tr_status add_event(parser *p, const unsigned char *r, size_t off, uint32
     tr_trace *t = p->t;
     uint64_t recno = p->records + 1;
     unsigned type = r[GM_TR_TYPE], kind = r[GM_TR_KIND], kind2 = r[GM_TR_KIND2];
-    uint32_t ref = get32(r + GM_TR_REF), aux = get32(r + GM_TR_AUX);
+    uint32_t ref = rd32(r + GM_TR_REF), aux = rd32(r + GM_TR_AUX);
 #define BAD(...) fail(p, TR_CORRUPT, "corrupt at byte %zu (block %zu, event record %llu): " __VA_ARGS__)
     if (type < 1 || type > GM_TE_LAST)
         return BAD("event type %u is not one of this format's (1 to %u)", off, p->block, (unsigned long long)recno,
@@ -192,7 +183,7 @@ static tr_status add_event(parser *p, const unsigned char *r, size_t off, uint32
         ref >= (t->nstr ? t->nstr : 1))
         return BAD("string %u is not defined before it", off + GM_TR_REF, p->block, (unsigned long long)recno,
                    (unsigned)ref);
-    uint64_t bytes = get64(r + GM_TR_BYTES);
+    uint64_t bytes = rd64(r + GM_TR_BYTES);
     if ((type == GM_TE_ALLOC || type == GM_TE_FREE) && bytes > TR_MAX_ALLOC_BYTES)
         return BAD("an allocation of %llu bytes (at most 2^63 - 1)", off + GM_TR_BYTES, p->block,
                    (unsigned long long)recno, (unsigned long long)bytes);
@@ -209,16 +200,16 @@ static tr_status add_event(parser *p, const unsigned char *r, size_t off, uint32
     e->kind = (uint8_t)kind;
     e->kind2 = (uint8_t)kind2;
     e->flags = r[GM_TR_FLAGS];
-    e->device = (int32_t)get32(r + GM_TR_DEVICE);
+    e->device = (int32_t)rd32(r + GM_TR_DEVICE);
     e->thread = thread;
     e->ref = ref;
     e->aux = aux;
-    e->t = get64(r + GM_TR_TICKS); /* raw until the end */
-    e->ctx = get64(r + GM_TR_CONTEXT);
-    e->stream = get64(r + GM_TR_STREAM);
-    e->pool = get64(r + GM_TR_POOL);
+    e->t = rd64(r + GM_TR_TICKS); /* raw until the end */
+    e->ctx = rd64(r + GM_TR_CONTEXT);
+    e->stream = rd64(r + GM_TR_STREAM);
+    e->pool = rd64(r + GM_TR_POOL);
     e->bytes = bytes;
-    e->value = get64(r + GM_TR_VALUE);
+    e->value = rd64(r + GM_TR_VALUE);
     e->seq = p->records;
     t->nev++;
     p->records++;
@@ -256,20 +247,20 @@ static tr_status parse_blocks(parser *p, size_t off, int *ended, size_t *stop)
             return fail(p, TR_TRUNCATED, "truncated at byte %zu (inside the header of block %zu, which starts at "
                         "byte %zu; after event record %llu)", p->size, p->block, off,
                         (unsigned long long)p->records);
-        uint32_t type = get32(p->data + off), len = get32(p->data + off + 4);
+        uint32_t type = rd32(p->data + off), len = rd32(p->data + off + 4);
         if (len > GM_TRACE_MAX_PAYLOAD)
             return fail(p, TR_CORRUPT, "corrupt at byte %zu (block %zu): a block of %u bytes (at most %u)", off,
                         p->block, (unsigned)len, (unsigned)GM_TRACE_MAX_PAYLOAD);
         const unsigned char *b = p->data + off + GM_TRACE_BLOCK_HEADER;
         size_t have = p->size - off - GM_TRACE_BLOCK_HEADER;
         if (len > have) {
-            if (type == GM_TB_EVENTS && len >= 8 && have >= 8 && thread_known(t, get32(b))) {
+            if (type == GM_TB_EVENTS && len >= 8 && have >= 8 && thread_known(t, rd32(b))) {
                 /* the whole records before the end */
-                uint32_t n = get32(b + 4);
+                uint32_t n = rd32(b + 4);
                 size_t whole = (have - 8) / p->record_bytes;
                 for (size_t i = 0; i < whole && i < n; i++) {
                     tr_status st = add_event(p, b + 8 + i * p->record_bytes, off + 16 + i * p->record_bytes,
-                                             get32(b));
+                                             rd32(b));
                     if (st != TR_OK)
                         return st;
                 }
@@ -285,7 +276,7 @@ static tr_status parse_blocks(parser *p, size_t off, int *ended, size_t *stop)
         case GM_TB_INFO:
             if (len < 8)
                 return BAD("an info block of %u bytes (at least 8)", (unsigned)len);
-            t->pid = get32(b);
+            t->pid = rd32(b);
             free(t->program);
             if ((t->program = clean_string(b + 8, len - 8)) == NULL)
                 return fail(p, TR_NO_MEMORY, "out of memory");
@@ -296,8 +287,8 @@ static tr_status parse_blocks(parser *p, size_t off, int *ended, size_t *stop)
             if (grow((void **)&t->thr, &p->cap_thr, t->nthr + 1, sizeof *t->thr) != 0)
                 return fail(p, TR_NO_MEMORY, "out of memory");
             tr_thread *th = &t->thr[t->nthr++];
-            th->index = get32(b);
-            th->tid = get32(b + 4);
+            th->index = rd32(b);
+            th->tid = rd32(b + 4);
             char *name = clean_string(b + 8, len - 8);
             if (name == NULL)
                 return fail(p, TR_NO_MEMORY, "out of memory");
@@ -308,7 +299,7 @@ static tr_status parse_blocks(parser *p, size_t off, int *ended, size_t *stop)
         case GM_TB_STRING: {
             if (len < 4 || len - 4 > GM_TRACE_MAX_STRING)
                 return BAD("a string block of %u bytes (4 to %u)", (unsigned)len, 4 + GM_TRACE_MAX_STRING);
-            uint32_t id = get32(b);
+            uint32_t id = rd32(b);
             size_t next = t->nstr ? t->nstr : 1;
             if (id != next)
                 return BAD("string id %u where %zu comes next", (unsigned)id, next);
@@ -321,7 +312,7 @@ static tr_status parse_blocks(parser *p, size_t off, int *ended, size_t *stop)
         case GM_TB_STACK: {
             if (len < 8)
                 return BAD("a call-site block of %u bytes (at least 8)", (unsigned)len);
-            uint32_t id = get32(b), n = get32(b + 4);
+            uint32_t id = rd32(b), n = rd32(b + 4);
             size_t next = t->nstk ? t->nstk : 1;
             if (n > GM_TRACE_MAX_FRAMES || len != 8 + n * GM_TRACE_FRAME_BYTES)
                 return BAD("a call site of %u frames in %u bytes", (unsigned)n, (unsigned)len);
@@ -333,9 +324,9 @@ static tr_status parse_blocks(parser *p, size_t off, int *ended, size_t *stop)
             s->n = n;
             for (uint32_t i = 0; i < n; i++) {
                 const unsigned char *fr = b + 8 + i * GM_TRACE_FRAME_BYTES;
-                s->f[i].addr = get64(fr);
-                s->f[i].vaddr = get64(fr + 8);
-                s->f[i].module = get32(fr + 16);
+                s->f[i].addr = rd64(fr);
+                s->f[i].vaddr = rd64(fr + 8);
+                s->f[i].module = rd32(fr + 16);
                 if (s->f[i].module >= (t->nstr ? t->nstr : 1))
                     return BAD("a call site's frame names string %u, not defined before it",
                                (unsigned)s->f[i].module);
@@ -346,7 +337,7 @@ static tr_status parse_blocks(parser *p, size_t off, int *ended, size_t *stop)
         case GM_TB_EVENTS: {
             if (len < 8)
                 return BAD("an events block of %u bytes (at least 8)", (unsigned)len);
-            uint32_t thread = get32(b), n = get32(b + 4);
+            uint32_t thread = rd32(b), n = rd32(b + 4);
             if ((uint64_t)n * p->record_bytes != len - 8)
                 return BAD("an events block of %u records in %u bytes", (unsigned)n, (unsigned)len);
             if (!thread_known(t, thread))
@@ -367,8 +358,8 @@ static tr_status parse_blocks(parser *p, size_t off, int *ended, size_t *stop)
         case GM_TB_END:
             if (len != 32)
                 return BAD("an end block of %u bytes (32)", (unsigned)len);
-            t->recorded = get64(b);
-            t->lost = get64(b + 8);
+            t->recorded = rd64(b);
+            t->lost = rd64(b + 8);
             add_clock(p, b + 16);
             if (t->recorded != p->records)
                 return BAD("the end block counts %llu events, the file has %llu", (unsigned long long)t->recorded,
@@ -417,15 +408,15 @@ tr_status tr_parse(const unsigned char *data, size_t size, int partial, const ch
     }
     if (size < 12)
         return fail(&p, TR_TRUNCATED, "truncated at byte %zu: the file ends inside the header", size);
-    t->version = get32(data + GM_TH_VERSION);
+    t->version = rd32(data + GM_TH_VERSION);
     if (t->version < GM_TRACE_VERSION_MIN || t->version > GM_TRACE_VERSION)
         return fail(&p, TR_VERSION, "trace format version %u; this gpumem reads versions %u to %u",
                     (unsigned)t->version, GM_TRACE_VERSION_MIN, GM_TRACE_VERSION);
     if (size < GM_TRACE_HEADER_BYTES)
         return fail(&p, TR_TRUNCATED, "truncated at byte %zu: the file ends inside the header (%u bytes)", size,
                     GM_TRACE_HEADER_BYTES);
-    uint32_t hbytes = get32(data + GM_TH_HEADER_BYTES);
-    p.record_bytes = get32(data + GM_TH_RECORD_BYTES);
+    uint32_t hbytes = rd32(data + GM_TH_HEADER_BYTES);
+    p.record_bytes = rd32(data + GM_TH_RECORD_BYTES);
     if (hbytes < GM_TRACE_HEADER_BYTES || hbytes > 4096)
         return fail(&p, TR_CORRUPT, "corrupt at byte %u: a header of %u bytes (64 to 4096)", GM_TH_HEADER_BYTES,
                     (unsigned)hbytes);
@@ -435,10 +426,10 @@ tr_status tr_parse(const unsigned char *data, size_t size, int partial, const ch
     if (size < hbytes)
         return fail(&p, TR_TRUNCATED, "truncated at byte %zu: the file ends inside the header (%u bytes)", size,
                     (unsigned)hbytes);
-    t->flags = get32(data + GM_TH_FLAGS);
-    t->realtime_ns = get64(data + GM_TH_REALTIME_NS);
-    p.ticks0 = get64(data + GM_TH_TICKS0);
-    p.ns0 = get64(data + GM_TH_NS0);
+    t->flags = rd32(data + GM_TH_FLAGS);
+    t->realtime_ns = rd64(data + GM_TH_REALTIME_NS);
+    p.ticks0 = rd64(data + GM_TH_TICKS0);
+    p.ns0 = rd64(data + GM_TH_NS0);
     p.ticks_lo = p.ticks_hi = p.ticks0;
     p.ns_lo = p.ns_hi = p.ns0;
     add_clock(&p, data + GM_TH_TICKS1);
