@@ -314,3 +314,18 @@ bool gm_driver_usable(void)
     gm_error_resume(GPUMEM_OK);
     return st == GPUMEM_OK;
 }
+
+gpumem_status gm_device_pci_ids(const char *what, int device, int32_t ids[3])
+{
+    static const int attrs[3] = {GM_CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID, GM_CU_DEVICE_ATTRIBUTE_PCI_BUS_ID,
+                                 GM_CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID};
+    for (int i = 0; i < 3; i++) {
+        int v = 0;
+        gpumem_status st = gm_drv_check(GM_DRV(device_get_attribute, device, attrs[i], &v),
+                                        GM_OP_device_get_attribute, what);
+        if (st != GPUMEM_OK)
+            return st;
+        ids[i] = v;
+    }
+    return GPUMEM_OK;
+}

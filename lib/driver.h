@@ -311,6 +311,11 @@ gpumem_status gm_driver_ready_for(const char *what);
  * recording a failure: for calls that do without one. */
 bool gm_driver_usable(void);
 
+/* The PCI ids (domain, bus, device) of device ordinal `device`: three
+ * cuDeviceGetAttribute calls, a failure naming `what`.  What an IPC handle
+ * carries to find the device in another process. */
+gpumem_status gm_device_pci_ids(const char *what, int device, int32_t ids[3]);
+
 /* Dispatcher state; use the macros below. */
 extern _Atomic uint64_t gm_drv_calls[GM_OP_COUNT];
 extern _Atomic uint64_t gm_drv_total_calls;

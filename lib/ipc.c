@@ -84,22 +84,6 @@ static uint64_t nonce(void)
     return process_nonce;
 }
 
-/* The PCI ids (domain, bus, device) of a device ordinal. */
-static gpumem_status pci_ids(const char *what, int device, int32_t ids[3])
-{
-    static const int attrs[3] = {GM_CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID, GM_CU_DEVICE_ATTRIBUTE_PCI_BUS_ID,
-                                 GM_CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID};
-    for (int i = 0; i < 3; i++) {
-        int v = 0;
-        gpumem_status st = gm_drv_check(GM_DRV(device_get_attribute, device, attrs[i], &v),
-                                        GM_OP_device_get_attribute, what);
-        if (st != GPUMEM_OK)
-            return st;
-        ids[i] = v;
-    }
-    return GPUMEM_OK;
-}
-
 /* ---- gpumem_ipc_get_handle ---------------------------------------------------------------- */
 
 GPUMEM_API gpumem_status gpumem_ipc_get_handle(const gpumem_array *array, gpumem_ipc_handle *handle)
@@ -154,7 +138,7 @@ GPUMEM_API gpumem_status gpumem_ipc_get_handle(const gpumem_array *array, gpumem
                         : info.kind == GPUMEM_POINTER_MANAGED ? "managed memory"
                                                               : "host memory");
     int32_t pci[3];
-    if ((st = pci_ids(what, a->ctx->device, pci)) != GPUMEM_OK)
+    if ((st = gm_device_pci_ids(what, a->ctx->device, pci)) != GPUMEM_OK)
         return st;
     gm_cu_ipc_mem_handle cu_handle;
     st = gm_drv_check(GM_DRV(ipc_get_mem_handle, a->ctx->dctx, &cu_handle, info.range_start),
@@ -352,7 +336,7 @@ static gpumem_status find_device(const char *what, const int32_t pci[3], int *de
     *device = -1;
     for (int i = 0; st == GPUMEM_OK && i < count && *device < 0; i++) {
         int32_t ids[3];
-        st = pci_ids(what, i, ids);
+        st = gm_device_pci_ids(what, i, ids);
         if (st == GPUMEM_OK && memcmp(ids, pci, sizeof ids) == 0)
             *device = i;
     }

@@ -71,22 +71,6 @@ struct gpumem_pool_import {
     size_t nptrs, cap;
 };
 
-/* The PCI ids (domain, bus, device) of a device ordinal. */
-static gpumem_status pci_ids(const char *what, int device, int32_t ids[3])
-{
-    static const int attrs[3] = {GM_CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID, GM_CU_DEVICE_ATTRIBUTE_PCI_BUS_ID,
-                                 GM_CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID};
-    for (int i = 0; i < 3; i++) {
-        int v = 0;
-        gpumem_status st = gm_drv_check(GM_DRV(device_get_attribute, device, attrs[i], &v),
-                                        GM_OP_device_get_attribute, what);
-        if (st != GPUMEM_OK)
-            return st;
-        ids[i] = v;
-    }
-    return GPUMEM_OK;
-}
-
 /* ---- the exporter ---- */
 
 /* A stream-ordered pool's send: its one file descriptor. */
@@ -97,7 +81,7 @@ static gpumem_status send_async(gm_source *src, int sock, int stream, const char
     gpumem_status st = gm_source_async_export_pool(src, what, &c.fd, &info.id);
     if (st != GPUMEM_OK)
         return st;
-    st = pci_ids(what, src->ctx->device, info.pci);
+    st = gm_device_pci_ids(what, src->ctx->device, info.pci);
     if (st == GPUMEM_OK)
         st = gm_pool_ipc_write(sock, stream, &info, &c, 1, what);
     close(c.fd);
@@ -126,7 +110,7 @@ GPUMEM_API gpumem_status gpumem_pool_ipc_send(gpumem_pool *pool, int socket_fd)
     gm_source_export_info ex;
     gm_source_vmm_describe(src, &ex);
     info = (gm_ipc_pool_info){.id = ex.id, .reserved = ex.reserved, .granularity = ex.granularity};
-    st = pci_ids(what, ex.device, info.pci);
+    st = gm_device_pci_ids(what, ex.device, info.pci);
     if (st == GPUMEM_OK)
         st = gm_pool_ipc_write(socket_fd, stream, &info, c, n, what);
     gm_pool_ipc_chunks_free(c, n);
@@ -342,7 +326,7 @@ static gpumem_status receive(gpumem_context *ctx, int sock, const char *what, gm
     if (st != GPUMEM_OK)
         return st;
     int32_t pci[3];
-    st = pci_ids(what, ctx->device, pci);
+    st = gm_device_pci_ids(what, ctx->device, pci);
     if (st == GPUMEM_OK)
         st = gm_pool_ipc_read(sock, stream, what, info, c, n);
     if (st == GPUMEM_OK && memcmp(pci, info->pci, sizeof pci) != 0) {
