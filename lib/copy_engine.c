@@ -313,14 +313,17 @@ static gpumem_status finish(job *j, gpumem_status st)
             st = gm_error_reword(sst, "%s (waiting for the copy: the write into the destination was issued)",
                                  gm_error_message());
     }
+    /* (what was not had is not given back: a plain transfer holds nothing) */
     put_scratch(j, st);
     gm_staging_release(j->stage);
     j->stage = NULL;
-    st = gm_keep_first(st, gm_copy_release_temp(j->what, j->run_buf));
+    if (j->run_buf != NULL)
+        st = gm_keep_first(st, gm_copy_release_temp(j->what, j->run_buf));
     j->run_buf = NULL;
     gm_pack_kernels_put(j->kernels);
     j->kernels = NULL;
-    gm_copy_peer_release(&j->peer);
+    if (j->cross)
+        gm_copy_peer_release(&j->peer);
     if (j->temp != NULL) /* once the steps through it are done (their stream's write-back), or now */
         st = gm_copy_temp_end(j->what, j->temp, j->stream, j->ctx, st, j->synced);
     j->temp = NULL;
@@ -763,10 +766,17 @@ static gpumem_status take(job *j, const gm_copy_decision *pre, bool *took)
     return st;
 }
 
+/* A copy that ends before it is decided: it did nothing. */
+static gpumem_status undecided(gm_copy_outcome *o, gpumem_status st)
+{
+    memset(&o->d, 0, sizeof o->d);
+    return st;
+}
+
 static gpumem_status copy_run(const char *what, gpumem_array *dst, const gpumem_array *src, gpumem_stream *stream,
                               gpumem_context *ctx, bool caller, const gm_copy_decision *pre, gm_copy_outcome *o)
 {
-    memset(o, 0, sizeof *o);
+    o->synced = false; /* (o->d is set by the decision, or by undecided: not zeroed twice) */
     gm_copy_decision *d = &o->d;
     bool src_dev = gm_array_on_device(src), dst_dev = gm_array_on_device(dst);
     /* downloads queued on the stream write host memory when the stream gets
@@ -777,7 +787,7 @@ static gpumem_status copy_run(const char *what, gpumem_array *dst, const gpumem_
                                                 gm_stream_ds(stream)),
                                          GM_OP_stream_synchronize, what);
         if (sst != GPUMEM_OK)
-            return sst;
+            return undecided(o, sst);
     }
     gm_copy_tuning t;
     gm_copy_tuning_get(&t);
@@ -793,7 +803,7 @@ static gpumem_status copy_run(const char *what, gpumem_array *dst, const gpumem_
         if (!(t.bad & GM_TUNE_BAD_PEER)) {
             gpumem_status st = gm_copy_peer_ready(what, dst, src, &caps.peer);
             if (st != GPUMEM_OK)
-                return st;
+                return undecided(o, st);
         }
     }
     /* decided once: the decision acquires what it takes as its rules reach it
@@ -801,7 +811,7 @@ static gpumem_status copy_run(const char *what, gpumem_array *dst, const gpumem_
     bool took = false;
     gpumem_status tst = pre != NULL ? take(&j, pre, &took) : GPUMEM_OK;
     if (tst != GPUMEM_OK)
-        return finish(&j, tst);
+        return undecided(o, finish(&j, tst));
     if (took) {
         *d = *pre;
     } else {
@@ -818,7 +828,9 @@ static gpumem_status copy_run(const char *what, gpumem_array *dst, const gpumem_
     if (caller && gm_poison_on() && poisons_destination(d, dst, src, &ds, stream))
         gm_poison_before_download(dst, stream, ctx);
     bool nested = d->queued;
-    gm_copy_decision inner = *d; /* what is reported if no copy inside runs */
+    gm_copy_decision inner; /* a queued download's last copy inside (what is reported if none runs) */
+    if (nested)
+        inner = *d;
     gpumem_status st = finish(&j, execute(&j, d, dst, src, o, &inner));
     if (caller && gm_copies_on() && lands_before_return(d, dst, stream))
         o->synced = true;
