@@ -131,6 +131,26 @@ typedef struct job {
     gm_peer_hold peer;
 } job;
 
+/* A copy's job, holding nothing yet: field by field (a zeroing initializer's
+ * `rep stos` was a tenth of a small copy's own time); src and dst are set in
+ * run_rect, peer only between two devices (cross). */
+static void job_start(job *j, const char *what, gpumem_context *ctx, gpumem_stream *stream, bool *synced)
+{
+    j->what = what;
+    j->ctx = ctx;
+    j->stream = stream;
+    j->ds = gm_stream_ds(stream);
+    j->async = stream != NULL;
+    j->kernels = NULL;
+    j->scratch = NULL;
+    j->stage = NULL;
+    j->run_buf = NULL;
+    j->pending = j->side_pending = false;
+    j->temp = NULL;
+    j->synced = synced;
+    j->cross = false;
+}
+
 /* One rectangular copy of a plan, with the driver. */
 static gpumem_status run_one(void *arg, const gm_copy_plan *p, int64_t src_off, int64_t dst_off)
 {
@@ -313,7 +333,6 @@ static gpumem_status finish(job *j, gpumem_status st)
             st = gm_error_reword(sst, "%s (waiting for the copy: the write into the destination was issued)",
                                  gm_error_message());
     }
-    /* (what was not had is not given back: a plain transfer holds nothing) */
     put_scratch(j, st);
     gm_staging_release(j->stage);
     j->stage = NULL;
@@ -776,7 +795,7 @@ static gpumem_status undecided(gm_copy_outcome *o, gpumem_status st)
 static gpumem_status copy_run(const char *what, gpumem_array *dst, const gpumem_array *src, gpumem_stream *stream,
                               gpumem_context *ctx, bool caller, const gm_copy_decision *pre, gm_copy_outcome *o)
 {
-    o->synced = false; /* (o->d is set by the decision, or by undecided: not zeroed twice) */
+    o->synced = false; /* o->d: set by the decision, or by undecided() */
     gm_copy_decision *d = &o->d;
     bool src_dev = gm_array_on_device(src), dst_dev = gm_array_on_device(dst);
     /* downloads queued on the stream write host memory when the stream gets
@@ -791,15 +810,14 @@ static gpumem_status copy_run(const char *what, gpumem_array *dst, const gpumem_
     }
     gm_copy_tuning t;
     gm_copy_tuning_get(&t);
-    job j = {.what = what, .ctx = ctx, .stream = stream, .ds = gm_stream_ds(stream), .async = stream != NULL,
-             .synced = &o->synced};
+    job j;
+    job_start(&j, what, ctx, stream, &o->synced);
     gm_copy_probe probe = {acquire, &j};
     gm_copy_caps caps = {.probe = &probe, .max_pitch = ctx != NULL ? ctx->max_pitch : 0, .on_stream = stream != NULL};
     gm_copy_side s = gm_copy_decide_side(src), ds = gm_copy_decide_side(dst);
     if (gm_copy_is_cross_device(dst, src) && gm_array_size(dst) > 0) {
         j.cross = true;
-        j.peer.ctx[0] = src->ctx;
-        j.peer.ctx[1] = dst->ctx;
+        j.peer = (gm_peer_hold){.ctx = {src->ctx, dst->ctx}};
         if (!(t.bad & GM_TUNE_BAD_PEER)) {
             gpumem_status st = gm_copy_peer_ready(what, dst, src, &caps.peer);
             if (st != GPUMEM_OK)
