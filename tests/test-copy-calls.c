@@ -7,7 +7,9 @@
  * synchronization.  Pinned arrays, pageable memory the library does not
  * know, and pageable memory registered with it (gpumem_pinned); a device
  * slice like `gpumem bench`'s; gpumem_array_copy, gpumem_copy_to_device
- * and gpumem_copy_to_host.  The bytes arrive (values checked). */
+ * and gpumem_copy_to_host.  The bytes arrive (values checked).  And an
+ * array's page-locked state, which it keeps between copies, follows the
+ * host registry. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -175,6 +177,55 @@ static void test_size(int64_t n)
     gpumem_array_release(dwhole);
 }
 
+static gpumem_copy_path upload_path(gpumem_array *d, gpumem_array *h)
+{
+    gpumem_copy_path p = GPUMEM_COPY_PATH_NONE;
+    if (gpumem_array_copy(d, h, NULL) != GPUMEM_OK)
+        bail_out("an upload: %s", gpumem_last_error());
+    gpumem_debug_last_copy_path(&p);
+    return p;
+}
+
+/* Whether a host array is page-locked is the host registry's answer, kept
+ * by the array until the registry changes: registering and unregistering
+ * its memory (or a part of it) after copies of it changes the way the
+ * next copy of the same array goes.  Above the staging threshold a
+ * pageable upload is staged and a page-locked one is not. */
+static void test_registry_followed(void)
+{
+    const int64_t n = 8 << 20, half = n / 2;
+    unsigned char *mem = malloc((size_t)n);
+    gpumem_array *h = NULL, *d = NULL, *dhalf = NULL;
+    if (mem == NULL || gpumem_host_array_wrap(mem, 1, &n, NULL, u8, &h) != GPUMEM_OK ||
+        gpumem_device_array(ctx, 1, &n, NULL, u8, 'C', NULL, &d) != GPUMEM_OK)
+        bail_out("arrays: %s", gpumem_last_error());
+    memset(mem, 9, (size_t)n);
+    gpumem_array *first = slice(h, 0, half), *second = slice(h, half, half);
+    dhalf = slice(d, 0, half);
+    is_int(upload_path(d, h), GPUMEM_COPY_PATH_STAGED, "8 MiB pageable: staged");
+    is_int(upload_path(dhalf, first), GPUMEM_COPY_PATH_STAGED, "its first half: staged");
+    gpumem_registration *reg = NULL;
+    if (gpumem_pinned(ctx, &first, 1, &reg) != GPUMEM_OK)
+        bail_out("gpumem_pinned: %s", gpumem_last_error());
+    is_int(upload_path(dhalf, first), GPUMEM_COPY_PATH_CONTIGUOUS, "its first half registered: one driver copy");
+    is_int(upload_path(dhalf, second), GPUMEM_COPY_PATH_STAGED, "the second half, not registered: staged");
+    is_int(upload_path(d, h), GPUMEM_COPY_PATH_STAGED, "the whole, half registered: staged");
+    if (gpumem_unpinned(&reg) != GPUMEM_OK)
+        bail_out("gpumem_unpinned: %s", gpumem_last_error());
+    is_int(upload_path(dhalf, first), GPUMEM_COPY_PATH_STAGED, "its first half unregistered: staged again");
+    if (gpumem_pinned(ctx, &h, 1, &reg) != GPUMEM_OK)
+        bail_out("gpumem_pinned: %s", gpumem_last_error());
+    is_int(upload_path(d, h), GPUMEM_COPY_PATH_CONTIGUOUS, "the whole registered: one driver copy");
+    is_int(upload_path(dhalf, second), GPUMEM_COPY_PATH_CONTIGUOUS, "and its second half");
+    if (gpumem_unpinned(&reg) != GPUMEM_OK)
+        bail_out("gpumem_unpinned: %s", gpumem_last_error());
+    is_int(upload_path(d, h), GPUMEM_COPY_PATH_STAGED, "the whole unregistered: staged again");
+    gpumem_array *all[] = {first, second, h, dhalf, d};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        gpumem_array_release(all[i]);
+    free(mem);
+}
+
 int main(void)
 {
     /* 4 KiB to just below the staging threshold (GPUMEM_STAGING_MIN_BYTES's 4 MiB) */
@@ -185,9 +236,10 @@ int main(void)
     if (gpumem_context_create(0, &ctx) != GPUMEM_OK)
         plan_skip_all(gpumem_last_error());
     u8 = gpumem_dtype_builtin(GPUMEM_UINT8);
-    plan(nsizes * NKINDS * 8);
+    plan(nsizes * NKINDS * 8 + 9);
     for (int i = 0; i < nsizes; i++)
         test_size(sizes[i]);
+    test_registry_followed();
     gpumem_context_release(ctx);
     return exit_status();
 }
