@@ -329,9 +329,20 @@ bool gm_array_is_locked(const gpumem_array *a)
 {
     if (a->kind != GPUMEM_MEMORY_HOST)
         return true;
+    /* the registry's answer, kept until the registry changes: a copy of
+     * pageable memory takes no lock */
+    _Atomic uint64_t *memo = (_Atomic uint64_t *)&a->locked_memo;
+    uint64_t m = atomic_load_explicit(memo, memory_order_relaxed);
+    if (m >> 1 == gm_host_generation())
+        return (m & 1) != 0;
     int64_t lo, hi;
     gm_layout_extent(a->ndim, a->shape, a->strides, a->itemsize, &lo, &hi);
-    return gm_host_is_locked(a->host + lo, (size_t)(hi - lo));
+    if (hi == lo)
+        return true;
+    uint64_t gen;
+    bool locked = gm_host_is_locked_at(a->host + lo, (size_t)(hi - lo), &gen);
+    atomic_store_explicit(memo, gen << 1 | (locked ? 1u : 0u), memory_order_relaxed);
+    return locked;
 }
 
 static gpumem_status check_order(const char *what, char order)

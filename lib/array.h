@@ -43,6 +43,7 @@ struct gpumem_array {
     gm_block block;              /* GM_OWNED_BLOCK */
     void (*owner_release)(void *); /* GM_OWNED_FOREIGN: tells the owner the array is gone */
     void *owner;
+    _Atomic uint64_t locked_memo; /* gm_array_is_locked's last answer: generation << 1 | locked; 0: none */
     int64_t shape[GM_MAX_NDIM];
     int64_t strides[GM_MAX_NDIM];
 };

@@ -131,6 +131,26 @@ typedef struct job {
     gm_peer_hold peer;
 } job;
 
+/* A copy's job, holding nothing yet: field by field (a zeroing initializer's
+ * `rep stos` was a tenth of a small copy's own time); src and dst are set in
+ * run_rect, peer only between two devices (cross). */
+static void job_start(job *j, const char *what, gpumem_context *ctx, gpumem_stream *stream, bool *synced)
+{
+    j->what = what;
+    j->ctx = ctx;
+    j->stream = stream;
+    j->ds = gm_stream_ds(stream);
+    j->async = stream != NULL;
+    j->kernels = NULL;
+    j->scratch = NULL;
+    j->stage = NULL;
+    j->run_buf = NULL;
+    j->pending = j->side_pending = false;
+    j->temp = NULL;
+    j->synced = synced;
+    j->cross = false;
+}
+
 /* One rectangular copy of a plan, with the driver. */
 static gpumem_status run_one(void *arg, const gm_copy_plan *p, int64_t src_off, int64_t dst_off)
 {
@@ -316,11 +336,13 @@ static gpumem_status finish(job *j, gpumem_status st)
     put_scratch(j, st);
     gm_staging_release(j->stage);
     j->stage = NULL;
-    st = gm_keep_first(st, gm_copy_release_temp(j->what, j->run_buf));
+    if (j->run_buf != NULL)
+        st = gm_keep_first(st, gm_copy_release_temp(j->what, j->run_buf));
     j->run_buf = NULL;
     gm_pack_kernels_put(j->kernels);
     j->kernels = NULL;
-    gm_copy_peer_release(&j->peer);
+    if (j->cross)
+        gm_copy_peer_release(&j->peer);
     if (j->temp != NULL) /* once the steps through it are done (their stream's write-back), or now */
         st = gm_copy_temp_end(j->what, j->temp, j->stream, j->ctx, st, j->synced);
     j->temp = NULL;
@@ -763,10 +785,17 @@ static gpumem_status take(job *j, const gm_copy_decision *pre, bool *took)
     return st;
 }
 
+/* A copy that ends before it is decided: it did nothing. */
+static gpumem_status undecided(gm_copy_outcome *o, gpumem_status st)
+{
+    memset(&o->d, 0, sizeof o->d);
+    return st;
+}
+
 static gpumem_status copy_run(const char *what, gpumem_array *dst, const gpumem_array *src, gpumem_stream *stream,
                               gpumem_context *ctx, bool caller, const gm_copy_decision *pre, gm_copy_outcome *o)
 {
-    memset(o, 0, sizeof *o);
+    o->synced = false; /* o->d: set by the decision, or by undecided() */
     gm_copy_decision *d = &o->d;
     bool src_dev = gm_array_on_device(src), dst_dev = gm_array_on_device(dst);
     /* downloads queued on the stream write host memory when the stream gets
@@ -777,23 +806,22 @@ static gpumem_status copy_run(const char *what, gpumem_array *dst, const gpumem_
                                                 gm_stream_ds(stream)),
                                          GM_OP_stream_synchronize, what);
         if (sst != GPUMEM_OK)
-            return sst;
+            return undecided(o, sst);
     }
     gm_copy_tuning t;
     gm_copy_tuning_get(&t);
-    job j = {.what = what, .ctx = ctx, .stream = stream, .ds = gm_stream_ds(stream), .async = stream != NULL,
-             .synced = &o->synced};
+    job j;
+    job_start(&j, what, ctx, stream, &o->synced);
     gm_copy_probe probe = {acquire, &j};
     gm_copy_caps caps = {.probe = &probe, .max_pitch = ctx != NULL ? ctx->max_pitch : 0, .on_stream = stream != NULL};
     gm_copy_side s = gm_copy_decide_side(src), ds = gm_copy_decide_side(dst);
     if (gm_copy_is_cross_device(dst, src) && gm_array_size(dst) > 0) {
         j.cross = true;
-        j.peer.ctx[0] = src->ctx;
-        j.peer.ctx[1] = dst->ctx;
+        j.peer = (gm_peer_hold){.ctx = {src->ctx, dst->ctx}};
         if (!(t.bad & GM_TUNE_BAD_PEER)) {
             gpumem_status st = gm_copy_peer_ready(what, dst, src, &caps.peer);
             if (st != GPUMEM_OK)
-                return st;
+                return undecided(o, st);
         }
     }
     /* decided once: the decision acquires what it takes as its rules reach it
@@ -801,7 +829,7 @@ static gpumem_status copy_run(const char *what, gpumem_array *dst, const gpumem_
     bool took = false;
     gpumem_status tst = pre != NULL ? take(&j, pre, &took) : GPUMEM_OK;
     if (tst != GPUMEM_OK)
-        return finish(&j, tst);
+        return undecided(o, finish(&j, tst));
     if (took) {
         *d = *pre;
     } else {
@@ -818,7 +846,9 @@ static gpumem_status copy_run(const char *what, gpumem_array *dst, const gpumem_
     if (caller && gm_poison_on() && poisons_destination(d, dst, src, &ds, stream))
         gm_poison_before_download(dst, stream, ctx);
     bool nested = d->queued;
-    gm_copy_decision inner = *d; /* what is reported if no copy inside runs */
+    gm_copy_decision inner; /* a queued download's last copy inside (what is reported if none runs) */
+    if (nested)
+        inner = *d;
     gpumem_status st = finish(&j, execute(&j, d, dst, src, o, &inner));
     if (caller && gm_copies_on() && lands_before_return(d, dst, stream))
         o->synced = true;

@@ -17,6 +17,7 @@
 #include "config.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -43,6 +44,13 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t changed = PTHREAD_COND_INITIALIZER;
 static range *ranges;       /* sorted by start, disjoint */
 static size_t nranges, cap;
+_Atomic uint64_t gm_host_gen_ = 1; /* gm_host_generation: moved on by every change below (lock held) */
+
+/* A range came, went or changed kind: gm_host_is_locked may answer otherwise. */
+static void moved_on(void)
+{
+    atomic_fetch_add_explicit(&gm_host_gen_, 1, memory_order_relaxed);
+}
 
 /* Index of the first range that ends after p. */
 static size_t first_after(uintptr_t p)
@@ -71,6 +79,7 @@ static bool insert_at(size_t i, range r)
     memmove(&ranges[i + 1], &ranges[i], (nranges - i) * sizeof *ranges);
     ranges[i] = r;
     nranges++;
+    moved_on();
     return true;
 }
 
@@ -78,6 +87,7 @@ static void remove_at(size_t i)
 {
     memmove(&ranges[i], &ranges[i + 1], (nranges - i - 1) * sizeof *ranges);
     nranges--;
+    moved_on();
 }
 
 static size_t find_start(uintptr_t start)
@@ -126,11 +136,9 @@ int gm_host_free_locked(gm_dctx *dctx, void *p)
     return GM_DRV(mem_free_host, dctx, p);
 }
 
-bool gm_host_is_locked(const void *p, size_t bytes)
+bool gm_host_is_locked_at(const void *p, size_t bytes, uint64_t *gen)
 {
     uintptr_t a = (uintptr_t)p, b = a + bytes;
-    if (bytes == 0)
-        return true;
     pthread_mutex_lock(&lock);
     bool covered = true;
     for (size_t i = first_after(a); a < b; i++) {
@@ -140,8 +148,15 @@ bool gm_host_is_locked(const void *p, size_t bytes)
         }
         a = ranges[i].end;
     }
+    *gen = atomic_load_explicit(&gm_host_gen_, memory_order_relaxed);
     pthread_mutex_unlock(&lock);
     return covered;
+}
+
+bool gm_host_is_locked(const void *p, size_t bytes)
+{
+    uint64_t gen;
+    return bytes == 0 || gm_host_is_locked_at(p, bytes, &gen);
 }
 
 GPUMEM_API gpumem_status gpumem_host_is_pinned(const void *pointer, size_t bytes, int *result)
@@ -185,6 +200,7 @@ static gpumem_status unref_range(uintptr_t start, const char *what)
     }
     if (r.kind == RANGE_REGISTERED && !gm_process_exiting()) {
         ranges[i].kind = RANGE_BUSY;
+        moved_on();
         pthread_mutex_unlock(&lock);
         st = gm_drv_check(GM_DRV(mem_host_unregister, r.ctx->dctx, (void *)r.start), GM_OP_mem_host_unregister,
                           what);
@@ -231,6 +247,7 @@ gpumem_status gm_host_pin_pages(gpumem_context *ctx, gm_pin_set *set, uintptr_t 
         if (rc == 0 || rc == GM_CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED) {
             /* already registered: another library pinned it; use it, never unregister it */
             ranges[i].kind = rc == 0 ? RANGE_REGISTERED : RANGE_FOREIGN;
+            moved_on();
             gpumem_context_retain(ctx);
             if (rc == 0) {
                 gm_memstats_live(ctx, GM_MK_REGISTERED, end - a, +1);

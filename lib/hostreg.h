@@ -15,6 +15,7 @@
 #ifndef GM_HOSTREG_H
 #define GM_HOSTREG_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -41,6 +42,18 @@ int gm_host_free_locked(gm_dctx *dctx, void *p);
 
 /* Whether every byte of [p, p + bytes) is page-locked as far as we know. */
 bool gm_host_is_locked(const void *p, size_t bytes);
+
+/* The registry's generation (never 0): it moves on with every change that
+ * may change an answer of gm_host_is_locked, so an answer may be kept
+ * (gm_array_is_locked) while the generation is the one it was given at. */
+extern _Atomic uint64_t gm_host_gen_;
+static inline uint64_t gm_host_generation(void)
+{
+    return atomic_load_explicit(&gm_host_gen_, memory_order_relaxed);
+}
+
+/* gm_host_is_locked (bytes > 0), and in *gen the generation its answer is of. */
+bool gm_host_is_locked_at(const void *p, size_t bytes, uint64_t *gen);
 
 /* The ranges a registration scope holds a reference on. */
 typedef struct gm_pin_set {

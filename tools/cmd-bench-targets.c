@@ -188,8 +188,8 @@ int bench_targets(bench *b)
         drv_case dc = {bench_addr(c.dst, !dir), bench_addr(c.src, dir), (size_t)small, {0}, 0};
         const char *name = dir ? "d2h pinned 4 KiB, per copy" : "h2d pinned 4 KiB, per copy";
         bench_progress(b, name);
-        bench_times tm;
-        if (bench_med(b, run_small, &c, &tm) != 0) {
+        bench_times tm, tdrv; /* the two timed in turns (bench_time_vs) */
+        if (bench_time_vs(b->reps, run_small, &c, bench_drv.ok ? run_small_drv : NULL, &dc, &tm, &tdrv) != 0) {
             bench_error("\n", "%s: %s", name, gpumem_last_error());
             rc = 1;
             break;
@@ -197,7 +197,8 @@ int bench_targets(bench *b)
         bench_times_scale(&tm, 1.0 / SMALL_LOOP);
         double t = tm.median;
         bench_result(b, "targets", name, "gpumem", (uint64_t)small, &tm);
-        if (bench_drv.ok && bench_med(b, run_small_drv, &dc, &tm) == 0) {
+        if (tdrv.median >= 0) {
+            tm = tdrv;
             bench_times_scale(&tm, 1.0 / SMALL_LOOP);
             double td = tm.median;
             {

@@ -74,6 +74,35 @@ int bench_time(int reps, bench_run_fn fn, void *arg, bench_times *out)
     return 0;
 }
 
+int bench_time_vs(int reps, bench_run_fn fn, void *arg, bench_run_fn base, void *barg, bench_times *t,
+                  bench_times *tb)
+{
+    double ta[BENCH_MAX_REPS], tbase[BENCH_MAX_REPS];
+    int n = reps < 1 ? 1 : reps < BENCH_MAX_REPS ? reps : BENCH_MAX_REPS;
+    *t = *tb = bench_times_one(-1);
+    if (fn(arg) != 0)
+        return -1;
+    int with_base = base != NULL && base(barg) == 0;
+    for (int i = 0; i < n; i++) {
+        for (int k = 0; k < 2; k++) {
+            int lib = (k == 0) == (i % 2 == 0); /* even rounds: the library first */
+            if (!lib && !with_base)
+                continue;
+            double t0 = bench_now_s();
+            int bad = lib ? fn(arg) : base(barg);
+            double dt = bench_now_s() - t0;
+            if (bad && lib)
+                return -1;
+            with_base &= !bad;
+            (lib ? ta : tbase)[i] = dt;
+        }
+    }
+    *t = bench_times_of(ta, n);
+    if (with_base)
+        *tb = bench_times_of(tbase, n);
+    return 0;
+}
+
 double bench_median(int reps, bench_run_fn fn, void *arg)
 {
     bench_times t;
@@ -133,9 +162,16 @@ const char *bench_first_error(void)
 int bench_copy(bench_io *io, int reps, const char *name, gpumem_array *dst, gpumem_array *src, bench_times *t,
                const char **path)
 {
+    bench_times none;
+    return bench_copy_vs(io, reps, name, dst, src, t, path, NULL, NULL, &none);
+}
+
+int bench_copy_vs(bench_io *io, int reps, const char *name, gpumem_array *dst, gpumem_array *src, bench_times *t,
+                  const char **path, bench_run_fn base, void *barg, bench_times *tb)
+{
     io->progress(io, name);
     copy_run c = {dst, src, GPUMEM_OK};
-    int bad = bench_time(reps, run_copy, &c, t);
+    int bad = bench_time_vs(reps, run_copy, &c, base, barg, t, tb);
     if (bad && bench_oom(c.st)) { /* its temporaries do not fit: the staging slots, scratch */
         bench_note(io, "skipped: %s: %s", name, gpumem_last_error());
         return -1;

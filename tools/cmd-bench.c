@@ -114,9 +114,11 @@ uint64_t bench_addr(gpumem_array *a, int device)
 int bench_measure_vs(bench *b, const char *group, const char *name, gpumem_array *dst, gpumem_array *src,
                      uint64_t bytes, drv_case *base, double pinned_gbs, int which, double *gbs, double contig_gbs)
 {
-    bench_times t;
+    bench_times t, td;
     const char *path = NULL;
-    int rc = bench_copy(&b->io, b->reps, name, dst, src, &t, &path);
+    /* the driver's call of the case timed in turns with the library's (bench_time_vs) */
+    bench_run_fn drv = base != NULL && bench_drv.ok ? bench_run_drv : NULL;
+    int rc = bench_copy_vs(&b->io, b->reps, name, dst, src, &t, &path, drv, base, &td);
     if (rc != 0)
         return rc > 0;
     double s = t.median;
@@ -125,8 +127,8 @@ int bench_measure_vs(bench *b, const char *group, const char *name, gpumem_array
     bench_row(b, group, name, path, bytes, &t, 0, pinned_gbs >= 0 ? bench_pct(bytes, s, pinned_gbs) : -1,
               pinned_gbs >= 0 && which >= 0 ? bench_pct(bytes, s, b->ceiling[which]) : -1,
               bench_pct(bytes, s, contig_gbs));
-    if (base != NULL && bench_drv.ok && bench_med(b, bench_run_drv, base, &t) == 0)
-        bench_result(b, group, name, "driver", bytes, &t);
+    if (td.median >= 0)
+        bench_result(b, group, name, "driver", bytes, &td);
     return 0;
 }
 

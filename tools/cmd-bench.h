@@ -95,6 +95,16 @@ bench_times bench_times_one(double s);
  * *out: 0, or -1 when a run fails. */
 int bench_time(int reps, bench_run_fn fn, void *arg, bench_times *out);
 
+/* bench_time of fn and, interleaved with it, of base (NULL: none), the
+ * baseline of the same case: one warm-up run of each, then reps rounds
+ * that each time one run of both, taking turns at going first, so that
+ * drift (clocks, caches, the device's power state) and order favour
+ * neither.  *t: fn's times, *tb: base's (its median < 0 when base is NULL
+ * or one of its runs failed; fn's rounds go on without it).  0, or -1 when
+ * a run of fn fails. */
+int bench_time_vs(int reps, bench_run_fn fn, void *arg, bench_run_fn base, void *barg, bench_times *t,
+                  bench_times *tb);
+
 /* The median seconds of reps runs of fn (bench_time's); < 0 when a run
  * fails. */
 double bench_median(int reps, bench_run_fn fn, void *arg);
@@ -115,6 +125,11 @@ void bench_note(bench_io *io, const char *fmt, ...) __attribute__((format(printf
  * another failure (said on stderr). */
 int bench_copy(bench_io *io, int reps, const char *name, gpumem_array *dst, gpumem_array *src, bench_times *t,
                const char **path);
+
+/* bench_copy, its runs interleaved with those of base (bench_time_vs),
+ * whose times go into *tb. */
+int bench_copy_vs(bench_io *io, int reps, const char *name, gpumem_array *dst, gpumem_array *src, bench_times *t,
+                  const char **path, bench_run_fn base, void *barg, bench_times *tb);
 
 /* The CUDA driver of the baselines: libcuda.so.1's dlopen handle when the
  * library runs on the cuda backend, else NULL. */
