@@ -54,6 +54,12 @@ static inline bool gm_array_on_device(const gpumem_array *a)
     return a->kind == GPUMEM_MEMORY_DEVICE || a->kind == GPUMEM_MEMORY_FOREIGN;
 }
 
+/* Whether this array is page-locked host memory the library made (pinned or mapped). */
+static inline bool gm_array_pinned(const gpumem_array *a)
+{
+    return a->kind == GPUMEM_MEMORY_PINNED || a->kind == GPUMEM_MEMORY_MAPPED;
+}
+
 /* Element count (assumes a checked shape). */
 int64_t gm_array_size(const gpumem_array *a);
 

@@ -2,11 +2,10 @@
  * copy_engine.c - the copy engine: every copy between two arrays is decided
  * once (copy_decide.c, which says the rules) and carried out here.  The
  * decision acquires what it takes through the job's probe (acquire below:
- * the pack kernels, device scratch, the staging engine), taking another way
- * where one cannot be had; the executors below run its plan's steps with
- * what it acquired (execute(): one step, a packed run's steps fused chunk
- * by chunk, the two steps through a temporary; a move between devices in
- * copy_peer.c, a queued download in copy_queued.c), and never decide.
+ * the pack kernels, device scratch, the staging engine), or takes another
+ * way; the executors run its plan's steps with what it acquired (execute():
+ * one step, a packed run's steps fused chunk by chunk, two steps through a
+ * temporary; copy_peer.c between devices, copy_queued.c a queued download).
  *
  * A copy that fits one scratch chunk (the decision's nchunks <= 1) changes
  * nothing in the destination when it fails before its last step: the
@@ -217,7 +216,7 @@ static gpumem_status transfer(job *j, gm_dstream *ds, gm_cu_deviceptr dst, gm_cu
     if (bytes == 0)
         return GPUMEM_OK;
     if (j->stage != NULL)
-        return dir > 0 ? gm_staging_upload(j->stage, dst, (const void *)(uintptr_t)src, bytes, ds, async, j->what)
+        return dir > 0 ? gm_staging_upload(j->stage, dst, (const void *)(uintptr_t)src, bytes, ds, async == 1, j->what)
                        : gm_staging_download(j->stage, (void *)(uintptr_t)dst, src, bytes, ds, j->what);
     return gm_drv_check(GM_DRV(memcpy, j->ctx->dctx, dst, src, bytes, ds, async), GM_OP_memcpy, j->what);
 }
@@ -723,8 +722,11 @@ static gpumem_status run_transfer(job *j, const gm_copy_decision *d, gpumem_arra
 {
     side s = side_of(src), t = side_of(dst);
     j->pending |= j->async != 0;
+    /* the driver's synchronous call completes a download, and an upload from page-locked memory */
+    bool done = j->ds == NULL && (dst->kind == GPUMEM_MEMORY_HOST || gm_array_pinned(dst) ||
+                                  (gm_array_pinned(src) && gm_array_on_device(dst)));
     return transfer(j, j->ds, side_addr(&t, d->dst_offset), side_addr(&s, d->src_offset), (size_t)d->width,
-                    gm_array_on_device(dst) ? 1 : -1, j->async);
+                    gm_array_on_device(dst) ? 1 : -1, j->async ? 1 : done ? GM_DRV_SYNC_DONE : 0);
 }
 
 /* Carries out d with what the job holds (its decision acquired it); the

@@ -358,9 +358,9 @@ static int cuda_memcpy(gm_dctx *ctx, gm_cu_deviceptr dst, gm_cu_deviceptr src, s
                        gm_dstream *stream, int async)
 {
     CU_TRY(make_current(ctx));
-    if (!async && stream == NULL)
-        return finish(cu.cuMemcpy(dst, src, bytes), NULL, 0);
-    return finish(cu.cuMemcpyAsync(dst, src, bytes, CU_STREAM(stream)), stream, async);
+    if (async != 1 && stream == NULL) /* synchronous; GM_DRV_SYNC_DONE needs no wait after */
+        return async == GM_DRV_SYNC_DONE ? cu.cuMemcpy(dst, src, bytes) : finish(cu.cuMemcpy(dst, src, bytes), NULL, 0);
+    return finish(cu.cuMemcpyAsync(dst, src, bytes, CU_STREAM(stream)), stream, async == 1);
 }
 
 static int cuda_memcpy_2d(gm_dctx *ctx, const gm_cu_memcpy2d *copy, gm_dstream *stream, int async)

@@ -22,10 +22,18 @@
  *    async == 0 they are complete when the call returns, whatever the
  *    direction (the cuda backend waits for the stream after the driver's
  *    synchronous calls, which may return early for device-to-device copies
- *    and memsets).
+ *    and memsets); a 1-D copy on the NULL stream with async ==
+ *    GM_DRV_SYNC_DONE is the driver's synchronous call alone, for a caller
+ *    that knows it completes before returning (into host memory, or from
+ *    page-locked memory to the device: the driver's "API synchronization
+ *    behavior"), which saves the wait.
  */
 #ifndef GM_DRIVER_H
 #define GM_DRIVER_H
+
+/* memcpy's async for a synchronous copy that the driver completes itself
+ * (see the conventions above). */
+#define GM_DRV_SYNC_DONE 2
 
 #include <stdatomic.h>
 #include <stdbool.h>

@@ -99,7 +99,7 @@ static int copy_locked(gm_dctx *ctx, gm_dstream *stream, int async, const region
     op->u.copy.spitch = src->pitch;
     op->u.copy.sslice = src->slice;
     /* like the driver: into pageable memory is synchronous, from it is staged */
-    bool wait = !async || dp.rec == NULL;
+    bool wait = async != 1 || dp.rec == NULL; /* GM_DRV_SYNC_DONE (2) is synchronous */
     if (!wait && sp.rec == NULL) {
         size_t total;
         unsigned char *buf;
