@@ -70,6 +70,11 @@
  *     while a fault is armed, GPUMEM_SIM_FAIL), then
  *     the driver's wait, as the context's scheduling flags say (which may
  *     yield in a loop, or sleep until the device's interrupt);
+ *     The caller of a transfer in segments polls its slot's event until
+ *     it is done, opening and closing segments between the queries, and
+ *     moves its chunks in pieces with the same between them (see
+ *     caller_polls): the workers never wait for a segment while the
+ *     caller sits in the driver's wait or in a whole chunk's memcpy;
  *   - a caller lane, when all CALLER_LANES are taken: e->lane_back, which
  *     every caller broadcasts as it gives its lane back.
  * No usleep, nanosleep or sched_yield is on the path.
@@ -432,6 +437,94 @@ typedef struct runner {
 
 enum { STEP_DID, STEP_WAIT, STEP_DONE };
 
+static void advance(xfer *x);
+
+/*
+ * The caller of a transfer with segments opens and closes them (advance)
+ * and takes chunks too.  While it waits in the driver for its own slot, or
+ * copies a whole chunk between its slot and the host side, it opens
+ * nothing: the workers that have drained their slots find no open chunk,
+ * poll, then sleep on x->cv, and the copy waits for their wake-up (on a
+ * busy machine, a scheduler tick).  So in a transfer with segments the
+ * caller (issue 29's strided downloads):
+ *   - polls its slot's event with advance() between the queries, instead
+ *     of the driver's wait, until the event is done or every segment is
+ *     closed (then slot_wait waits as always);
+ *   - moves its chunks between slot and host side in pieces of
+ *     CALLER_PIECE bytes, with advance() between them.
+ * Not on a machine that does not poll (gm_workers_spin() 0), nor while a
+ * driver call is armed to fail (the walks need the same calls each run).
+ */
+#define CALLER_PIECE (256u << 10)
+
+static _Thread_local unsigned long caller_advances; /* gm_staging_caller_advances */
+
+unsigned long gm_staging_caller_advances(void)
+{
+    return caller_advances;
+}
+
+static bool caller_polls(const xfer *x, const runner *r)
+{
+    return r->worker < 0 && x->segs.count > 0 && gm_workers_spin() > 0 &&
+           atomic_load_explicit(&gm_drv_fail_at, memory_order_relaxed) == 0;
+}
+
+typedef struct caller_slot {
+    xfer *x;
+    lane *l;
+    unsigned b;
+} caller_slot;
+
+/* Whether the caller's poll of slot b may end: its event is done (or
+ * failed: slot_wait says how), the transfer failed, or nothing is left to
+ * open or close. */
+static bool caller_slot_done(void *arg)
+{
+    caller_slot *c = arg;
+    xfer *x = c->x;
+    advance(x);
+    caller_advances++;
+    if (atomic_load_explicit(&x->failed, memory_order_acquire) || x->closed == x->nseg)
+        return true;
+    return GM_DRV(event_query, x->e->dctx, c->l->ev[c->b]) != GM_CUDA_ERROR_NOT_READY;
+}
+
+/* slot_wait for r's thread: the caller of a transfer with segments polls
+ * first, advancing the segments (above). */
+static gpumem_status runner_slot_wait(xfer *x, runner *r, unsigned b)
+{
+    if (r->l->used[b] && caller_polls(x, r)) {
+        caller_slot c = {x, r->l, b};
+        while (!gm_workers_poll_until(caller_slot_done, &c, gm_workers_spin()))
+            ;
+    }
+    return slot_wait(x, r->l, b);
+}
+
+/* host_side for r's thread: the caller of a transfer with segments in
+ * pieces, advancing the segments between them (above). */
+static void runner_host_side(xfer *x, runner *r, char *buf, uint64_t off, size_t n)
+{
+    if (n <= CALLER_PIECE || !caller_polls(x, r)) {
+        host_side(x, buf, off, n);
+        return;
+    }
+    /* pieces of whole pack units (a unit larger than a piece: one unit) */
+    uint64_t u = x->op.pack != NULL ? (uint64_t)x->pack.unit : 1, piece = CALLER_PIECE / u * u;
+    if (piece == 0)
+        piece = u;
+    for (uint64_t done = 0; done < n;) {
+        uint64_t m = n - done < piece ? n - done : piece;
+        host_side(x, buf + done, off + done, (size_t)m);
+        done += m;
+        if (done < n) {
+            advance(x);
+            caller_advances++;
+        }
+    }
+}
+
 static int step_failed(xfer *x, runner *r, gpumem_status st)
 {
     r->l->dirty = true;
@@ -456,9 +549,9 @@ static int step(xfer *x, runner *r)
             return got == 0 ? STEP_WAIT : STEP_DONE;
         unsigned b = l->next;
         l->next = (b + 1) % l->nslots;
-        if ((st = slot_wait(x, l, b)) != GPUMEM_OK)
+        if ((st = runner_slot_wait(x, r, b)) != GPUMEM_OK)
             return step_failed(x, r, st);
-        host_side(x, l->slot[b], off, n);
+        runner_host_side(x, r, l->slot[b], off, n);
         if ((st = slot_queue(x, l, b, dev, n)) != GPUMEM_OK)
             return step_failed(x, r, st);
         queued(x, k, n);
@@ -482,10 +575,10 @@ static int step(xfer *x, runner *r)
     unsigned q = r->head;
     r->head = (r->head + 1) % l->nslots;
     r->count--;
-    if ((st = slot_wait(x, l, r->b[q])) != GPUMEM_OK)
+    if ((st = runner_slot_wait(x, r, r->b[q])) != GPUMEM_OK)
         return step_failed(x, r, st);
     if (!atomic_load_explicit(&x->failed, memory_order_acquire))
-        host_side(x, l->slot[r->b[q]], r->off[q], r->n[q]);
+        runner_host_side(x, r, l->slot[r->b[q]], r->off[q], r->n[q]);
     return STEP_DID;
 }
 
