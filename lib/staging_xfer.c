@@ -62,8 +62,10 @@
  *     leaves the chunks to the workers (a NUMA node's engine), sleeps in
  *     slices of WAIT_SLICE_NS: workers that stop at process exit signal
  *     nothing;
- *   - the join (gm_task_join): polls while workers keep leaving the task,
- *     then sleeps on the pool's `idle`, broadcast by the last one to leave;
+ *   - the join (gm_task_join): the caller first polls until the workers
+ *     have left (END_POLL_SPINS spin times at most), then the join polls
+ *     while workers keep leaving the task, then sleeps on the pool's
+ *     `idle`, broadcast by the last one to leave;
  *   - slot_wait (cuEventSynchronize of the slot's last transfer) and the
  *     final stream synchronize of a synchronous upload: polled first with
  *     cuEventQuery / cuStreamQuery for gm_workers_spin() (no yield; not
@@ -663,6 +665,14 @@ static void advance(xfer *x)
     }
 }
 
+#define END_POLL_SPINS 40 /* 4 ms at the default spin: a slot's transfer behind the others' and its chunk */
+
+/* Whether every worker left task t. */
+static bool workers_left(void *arg)
+{
+    return atomic_load_explicit(&((gm_task *)arg)->active, memory_order_acquire) == 0;
+}
+
 /* The threads a task may use (the caller included), with the pool grown to
  * them. */
 static unsigned engine_threads(gm_staging *e, unsigned threads)
@@ -765,6 +775,15 @@ gpumem_status gm_staging_run(gm_staging *e, const gm_stage_op *op, gm_dstream *d
     }
     if (r.l != NULL)
         lane_give(e, r.l, -1);
+    /* the workers' last chunks: polled for until they leave (at most
+     * END_POLL_SPINS spin times), as the join polls only while they leave
+     * within a spin time of each other and then sleeps: a worker's last
+     * chunk (its slot's transfer behind the others', then its memcpy or
+     * unpack) may end well after the one before, and the caller's wake-up
+     * from that sleep is then the copy's tail */
+    long spin = gm_workers_spin();
+    if (spin > 0 && atomic_load_explicit(&x->task.active, memory_order_acquire) > 0)
+        (void)gm_workers_poll_until(workers_left, &x->task, END_POLL_SPINS * spin);
     gm_task_join(e->workers, &x->task);
     if (x->st != GPUMEM_OK)
         st = gm_error_restore(&x->rec);
