@@ -42,6 +42,18 @@
  * chunk of it is queued on the stream; chunks never cross a segment, and a
  * thread takes only chunks of open segments (it waits for the caller
  * otherwise).  The caller takes chunks too between its opens and closes.
+ *
+ * Where the threads poll (gm_workers_spin() > 0, no fault armed: the walks
+ * need the same calls each run) and the caller fills (issue 29's strided
+ * downloads):
+ *   - segment k opens once every chunk of k - 1 is taken (in_order): an
+ *     open queues on the stream a wait for its buffer's kernel, and the
+ *     chunks of k - 1 taken after it waited behind it, the link idle;
+ *   - the caller never sleeps while it may have a segment to open or
+ *     close: it polls its slot's event (not the driver's wait) and moves
+ *     its chunks in pieces of CALLER_PIECE, advancing between them, and
+ *     polls the transfer's events; else the workers that find no open
+ *     chunk poll, then sleep, and the copy waits for their wake-up.
  */
 
 /*
@@ -72,11 +84,7 @@
  *     while a fault is armed, GPUMEM_SIM_FAIL), then
  *     the driver's wait, as the context's scheduling flags say (which may
  *     yield in a loop, or sleep until the device's interrupt);
- *     The caller of a transfer in segments polls its slot's event until
- *     it is done, opening and closing segments between the queries, and
- *     moves its chunks in pieces with the same between them (see
- *     caller_polls): the workers never wait for a segment while the
- *     caller sits in the driver's wait or in a whole chunk's memcpy;
+ *     the caller of a transfer in segments polls only (above);
  *   - a caller lane, when all CALLER_LANES are taken: e->lane_back, which
  *     every caller broadcasts as it gives its lane back.
  * No usleep, nanosleep or sched_yield is on the path.
@@ -124,6 +132,7 @@ typedef struct xfer {
     _Atomic uint64_t pos; /* the next byte to take: under mu with segments, else by compare-and-swap */
     uint64_t nseg, opened; /* segments; those opened */
     uint64_t closed;      /* segments closed (the caller's) */
+    bool in_order;        /* segment k opens once every chunk of k - 1 is taken (advance) */
     seg_rec ring[SEG_RING]; /* segment k in ring[k % SEG_RING] while it may be open */
     atomic_bool failed;
     atomic_uint lanes_failed; /* workers that could not have a lane */
@@ -403,8 +412,8 @@ static int take(xfer *x, uint64_t *off, size_t *n, gm_cu_deviceptr *dev, uint64_
             *dev = g->dev + (pos - g->off);
             *seg = k;
             atomic_store_explicit(&x->pos, pos + m, memory_order_relaxed);
-            if (pos + m >= x->op.bytes)
-                changed(x); /* the caller may wait for it */
+            if (pos + m >= g->end)
+                changed(x); /* the caller may wait for it: the next open, the end */
             r = 1;
             break;
         }
@@ -441,29 +450,19 @@ enum { STEP_DID, STEP_WAIT, STEP_DONE };
 
 static void advance(xfer *x);
 
-/*
- * The caller of a transfer with segments opens and closes them (advance)
- * and takes chunks too.  While it waits in the driver for its own slot, or
- * copies a whole chunk between its slot and the host side, it opens
- * nothing: the workers that have drained their slots find no open chunk,
- * poll, then sleep on x->cv, and the copy waits for their wake-up (on a
- * busy machine, a scheduler tick).  So in a transfer with segments the
- * caller (issue 29's strided downloads):
- *   - polls its slot's event with advance() between the queries, instead
- *     of the driver's wait, until the event is done or every segment is
- *     closed (then slot_wait waits as always);
- *   - moves its chunks between slot and host side in pieces of
- *     CALLER_PIECE bytes, with advance() between them.
- * Not on a machine that does not poll (gm_workers_spin() 0), nor while a
- * driver call is armed to fail (the walks need the same calls each run).
- */
+/* The caller of a transfer in segments, where threads poll (see the top). */
 #define CALLER_PIECE (256u << 10)
 
-static _Thread_local unsigned long caller_advances; /* gm_staging_caller_advances */
+static _Thread_local unsigned long caller_advances, early_opens; /* the test hooks (staging.h) */
 
 unsigned long gm_staging_caller_advances(void)
 {
     return caller_advances;
+}
+
+unsigned long gm_staging_early_opens(void)
+{
+    return early_opens;
 }
 
 static bool caller_polls(const xfer *x, const runner *r)
@@ -513,9 +512,7 @@ static void runner_host_side(xfer *x, runner *r, char *buf, uint64_t off, size_t
         return;
     }
     /* pieces of whole pack units (a unit larger than a piece: one unit) */
-    uint64_t u = x->op.pack != NULL ? (uint64_t)x->pack.unit : 1, piece = CALLER_PIECE / u * u;
-    if (piece == 0)
-        piece = u;
+    uint64_t u = x->op.pack != NULL ? (uint64_t)x->pack.unit : 1, piece = CALLER_PIECE > u ? CALLER_PIECE / u * u : u;
     for (uint64_t done = 0; done < n;) {
         uint64_t m = n - done < piece ? n - done : piece;
         host_side(x, buf + done, off + done, (size_t)m);
@@ -638,7 +635,9 @@ static void advance(xfer *x)
                 continue;
             }
         }
-        if (x->opened < x->nseg && x->opened < x->closed + g->ahead) {
+        if (x->opened < x->nseg && x->opened < x->closed + g->ahead &&
+            (!x->in_order || x->opened == 0 ||
+             atomic_load_explicit(&x->pos, memory_order_relaxed) >= x->ring[(x->opened - 1) % SEG_RING].end)) {
             uint64_t k = x->opened, off = 0, bytes = 0, want = k > 0 ? x->ring[(k - 1) % SEG_RING].end : 0;
             gm_cu_deviceptr dev = 0;
             if ((st = g->open(g->arg, k, &off, &bytes, &dev)) == GPUMEM_OK &&
@@ -650,6 +649,8 @@ static void advance(xfer *x)
                 fail(x, st);
                 return;
             }
+            if (k > 0 && atomic_load_explicit(&x->pos, memory_order_relaxed) < want)
+                early_opens++;
             pthread_mutex_lock(&x->mu);
             seg_rec *r = &x->ring[k % SEG_RING];
             r->off = off;
@@ -723,6 +724,8 @@ gpumem_status gm_staging_run(gm_staging *e, const gm_stage_op *op, gm_dstream *d
     if (op->segs != NULL) {
         x->segs = *op->segs;
         x->nseg = op->segs->count;
+        x->in_order = e->callers_fill && gm_workers_spin() > 0 &&
+                      atomic_load_explicit(&gm_drv_fail_at, memory_order_relaxed) == 0;
     } else {
         x->nseg = x->opened = 1;
         x->ring[0].off = 0;
@@ -770,17 +773,18 @@ gpumem_status gm_staging_run(gm_staging *e, const gm_stage_op *op, gm_dstream *d
         bool closed = x->segs.count == 0 || x->closed == x->nseg;
         if ((failed || (taken && closed)) && s != STEP_DID)
             break;
-        if (s == STEP_WAIT || s == STEP_DONE)
-            wait_change(x, seen, r.l == NULL); /* no lane: the workers move the chunks */
+        if (x->in_order && r.l != NULL && x->opened < x->nseg) { /* it opens the next: no sleep (in_order) */
+            while (!gm_workers_poll(&x->events, seen, gm_workers_spin()) && !gm_workers_stopping())
+                ;
+            if (!gm_workers_stopping())
+                continue;
+        }
+        wait_change(x, seen, r.l == NULL || gm_workers_stopping()); /* no lane: the workers move the chunks */
     }
     if (r.l != NULL)
         lane_give(e, r.l, -1);
-    /* the workers' last chunks: polled for until they leave (at most
-     * END_POLL_SPINS spin times), as the join polls only while they leave
-     * within a spin time of each other and then sleeps: a worker's last
-     * chunk (its slot's transfer behind the others', then its memcpy or
-     * unpack) may end well after the one before, and the caller's wake-up
-     * from that sleep is then the copy's tail */
+    /* polled for the workers' last chunks: the join sleeps when one ends a
+     * spin time after the one before, and its wake-up is the copy's tail */
     long spin = gm_workers_spin();
     if (spin > 0 && atomic_load_explicit(&x->task.active, memory_order_acquire) > 0)
         (void)gm_workers_poll_until(workers_left, &x->task, END_POLL_SPINS * spin);

@@ -7,7 +7,9 @@
  * memory and back, h[:, ::2] to d[:, ::2] and back, synchronous and on a
  * stream, on one thread (the caller alone) and three; the caller advanced
  * the segments from inside its waits (gm_staging_caller_advances) when the
- * threads poll, and never when they do not (a machine of few CPUs). */
+ * threads poll, and never when they do not (a machine of few CPUs); where
+ * they poll, no segment opens before every chunk of the one before was
+ * taken (gm_staging_early_opens). */
 #include "config.h"
 
 #include <stdint.h>
@@ -69,7 +71,8 @@ static int read_back(gpumem_array *d, int64_t n, uint32_t *host)
 {
     gpumem_array *d1 = NULL, *h = NULL;
     int good = gpumem_array_reshape(d, 1, &n, 'C', GPUMEM_NO_COPY, NULL, &d1) == GPUMEM_OK &&
-               gpumem_host_array_wrap(host, 1, &n, NULL, u32, &h) == GPUMEM_OK && gpumem_array_copy(h, d1, NULL) == GPUMEM_OK;
+               gpumem_host_array_wrap(host, 1, &n, NULL, u32, &h) == GPUMEM_OK &&
+               gpumem_array_copy(h, d1, NULL) == GPUMEM_OK;
     gpumem_array_release(d1);
     gpumem_array_release(h);
     return good;
@@ -208,9 +211,9 @@ static void cases(unsigned threads, long spin)
     for (int on_stream = 0; on_stream < 2; on_stream++) {
         const char *where = on_stream ? "on a stream" : "synchronous";
         gpumem_copy_path down = GPUMEM_COPY_PATH_NONE, up = GPUMEM_COPY_PATH_NONE;
-        unsigned long a0 = gm_staging_caller_advances();
+        unsigned long a0 = gm_staging_caller_advances(), e0 = gm_staging_early_opens();
         int good = every_other((6 << 20) / 4 + 5, on_stream, &down, &up);
-        unsigned long a1 = gm_staging_caller_advances();
+        unsigned long a1 = gm_staging_caller_advances(), e1 = gm_staging_early_opens();
         ok(good && down == GPUMEM_COPY_PATH_DEVICE_PACK && up == GPUMEM_COPY_PATH_DEVICE_PACK,
            "%u threads, %s, %s: 6 MiB + 20 B of d[::2] down into pageable memory and up again, in segments: exact, "
            "gaps untouched, path %s/%s",
@@ -219,6 +222,13 @@ static void cases(unsigned threads, long spin)
             ok(a1 - a0 >= 6, "the caller alone advanced the segments from inside its waits (%lu times)", a1 - a0);
         else if (spin == 0)
             is_int((long long)(a1 - a0), 0, "threads that do not poll: the caller waits in the driver, in one piece");
+        if (spin > 0)
+            is_int((long long)(e1 - e0), 0,
+                   "each segment opened once every chunk of the one before was taken (no transfer waits behind a "
+                   "later segment's kernel)");
+        else if (threads == 1)
+            ok(e1 - e0 >= 2, "threads that do not poll: the caller opens two segments at once, ahead (%lu early)",
+               e1 - e0);
         /* (on a stream a download may be queued: its own path) */
         good = slab(160, on_stream, &down);
         ok(good && (on_stream || down == GPUMEM_COPY_PATH_DEVICE_PACK),
@@ -242,6 +252,7 @@ int main(void)
     cases(1, 50000);
     cases(3, 50000);
     cases(3, 0);
+    cases(1, 0);
     gm_workers_set_spin(-1);
     gpumem_stream_destroy(stream);
     gpumem_context_release(ctx);
