@@ -666,7 +666,8 @@ static void advance(xfer *x)
     }
 }
 
-#define END_POLL_SPINS 40 /* 4 ms at the default spin: a slot's transfer behind the others' and its chunk */
+#define END_POLL_SPINS 10 /* 1 ms at the default spin: the last chunks are small (the ramp); not long, as a
+                            * caller polling here takes a CPU that other copies' threads may want */
 
 /* Whether every worker left task t. */
 static bool workers_left(void *arg)
