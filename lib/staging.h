@@ -102,6 +102,16 @@ struct gm_stage_segs {
  * already moved stay moved (the destination may be partly written). */
 gpumem_status gm_staging_run(gm_staging *e, const gm_stage_op *op, gm_dstream *ds, int async, const char *what);
 
+/* A test hook: how many times this thread, as the caller of a transfer in
+ * segments, advanced them (opened and closed what it could) while it
+ * polled its slot or between the pieces of its chunks (staging_xfer.c). */
+unsigned long gm_staging_caller_advances(void);
+
+/* A test hook: how many segments this thread, as the caller of a transfer
+ * in segments, opened while the one before still had chunks to take (none
+ * where the threads poll: staging_xfer.c's in_order). */
+unsigned long gm_staging_early_opens(void);
+
 /* bytes from pageable src to device dst, on ds: gm_staging_run of one run. */
 gpumem_status gm_staging_upload(gm_staging *e, gm_cu_deviceptr dst, const void *src, size_t bytes, gm_dstream *ds,
                                 int async, const char *what);

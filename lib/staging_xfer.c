@@ -42,6 +42,18 @@
  * chunk of it is queued on the stream; chunks never cross a segment, and a
  * thread takes only chunks of open segments (it waits for the caller
  * otherwise).  The caller takes chunks too between its opens and closes.
+ *
+ * Where the threads poll (gm_workers_spin() > 0, no fault armed: the walks
+ * need the same calls each run) and the caller fills (issue 29's strided
+ * downloads):
+ *   - segment k opens once every chunk of k - 1 is taken (in_order): an
+ *     open queues on the stream a wait for its buffer's kernel, and the
+ *     chunks of k - 1 taken after it waited behind it, the link idle;
+ *   - the caller never sleeps while it may have a segment to open or
+ *     close: it polls its slot's event (not the driver's wait) and moves
+ *     its chunks in pieces of CALLER_PIECE, advancing between them, and
+ *     polls the transfer's events; else the workers that find no open
+ *     chunk poll, then sleep, and the copy waits for their wake-up.
  */
 
 /*
@@ -62,14 +74,17 @@
  *     leaves the chunks to the workers (a NUMA node's engine), sleeps in
  *     slices of WAIT_SLICE_NS: workers that stop at process exit signal
  *     nothing;
- *   - the join (gm_task_join): polls while workers keep leaving the task,
- *     then sleeps on the pool's `idle`, broadcast by the last one to leave;
+ *   - the join (gm_task_join): the caller first polls until the workers
+ *     have left (END_POLL_SPINS spin times at most), then the join polls
+ *     while workers keep leaving the task, then sleeps on the pool's
+ *     `idle`, broadcast by the last one to leave;
  *   - slot_wait (cuEventSynchronize of the slot's last transfer) and the
  *     final stream synchronize of a synchronous upload: polled first with
  *     cuEventQuery / cuStreamQuery for gm_workers_spin() (no yield; not
  *     while a fault is armed, GPUMEM_SIM_FAIL), then
  *     the driver's wait, as the context's scheduling flags say (which may
  *     yield in a loop, or sleep until the device's interrupt);
+ *     the caller of a transfer in segments polls only (above);
  *   - a caller lane, when all CALLER_LANES are taken: e->lane_back, which
  *     every caller broadcasts as it gives its lane back.
  * No usleep, nanosleep or sched_yield is on the path.
@@ -117,6 +132,7 @@ typedef struct xfer {
     _Atomic uint64_t pos; /* the next byte to take: under mu with segments, else by compare-and-swap */
     uint64_t nseg, opened; /* segments; those opened */
     uint64_t closed;      /* segments closed (the caller's) */
+    bool in_order;        /* segment k opens once every chunk of k - 1 is taken (advance) */
     seg_rec ring[SEG_RING]; /* segment k in ring[k % SEG_RING] while it may be open */
     atomic_bool failed;
     atomic_uint lanes_failed; /* workers that could not have a lane */
@@ -396,8 +412,8 @@ static int take(xfer *x, uint64_t *off, size_t *n, gm_cu_deviceptr *dev, uint64_
             *dev = g->dev + (pos - g->off);
             *seg = k;
             atomic_store_explicit(&x->pos, pos + m, memory_order_relaxed);
-            if (pos + m >= x->op.bytes)
-                changed(x); /* the caller may wait for it */
+            if (pos + m >= g->end)
+                changed(x); /* the caller may wait for it: the next open, the end */
             r = 1;
             break;
         }
@@ -432,6 +448,82 @@ typedef struct runner {
 
 enum { STEP_DID, STEP_WAIT, STEP_DONE };
 
+static void advance(xfer *x);
+
+/* The caller of a transfer in segments, where threads poll (see the top). */
+#define CALLER_PIECE (256u << 10)
+
+static _Thread_local unsigned long caller_advances, early_opens; /* the test hooks (staging.h) */
+
+unsigned long gm_staging_caller_advances(void)
+{
+    return caller_advances;
+}
+
+unsigned long gm_staging_early_opens(void)
+{
+    return early_opens;
+}
+
+static bool caller_polls(const xfer *x, const runner *r)
+{
+    return r->worker < 0 && x->segs.count > 0 && gm_workers_spin() > 0 &&
+           atomic_load_explicit(&gm_drv_fail_at, memory_order_relaxed) == 0;
+}
+
+typedef struct caller_slot {
+    xfer *x;
+    lane *l;
+    unsigned b;
+} caller_slot;
+
+/* Whether the caller's poll of slot b may end: its event is done (or
+ * failed: slot_wait says how), the transfer failed, or nothing is left to
+ * open or close. */
+static bool caller_slot_done(void *arg)
+{
+    caller_slot *c = arg;
+    xfer *x = c->x;
+    advance(x);
+    caller_advances++;
+    if (atomic_load_explicit(&x->failed, memory_order_acquire) || x->closed == x->nseg)
+        return true;
+    return GM_DRV(event_query, x->e->dctx, c->l->ev[c->b]) != GM_CUDA_ERROR_NOT_READY;
+}
+
+/* slot_wait for r's thread: the caller of a transfer with segments polls
+ * first, advancing the segments (above). */
+static gpumem_status runner_slot_wait(xfer *x, runner *r, unsigned b)
+{
+    if (r->l->used[b] && caller_polls(x, r)) {
+        caller_slot c = {x, r->l, b};
+        while (!gm_workers_poll_until(caller_slot_done, &c, gm_workers_spin()))
+            ;
+    }
+    return slot_wait(x, r->l, b);
+}
+
+/* host_side for r's thread: the caller of a transfer with segments in
+ * pieces, advancing the segments between them (above). */
+static void runner_host_side(xfer *x, runner *r, char *buf, uint64_t off, size_t n)
+{
+    if (n <= CALLER_PIECE || !caller_polls(x, r)) {
+        host_side(x, buf, off, n);
+        return;
+    }
+    /* pieces of whole pack units (a unit larger than a piece: one unit) */
+    uint64_t u = x->op.pack != NULL ? (uint64_t)x->pack.unit : 1, piece = CALLER_PIECE > u ? CALLER_PIECE / u * u : u;
+    for (uint64_t done = 0; done < n;) {
+        uint64_t m = n - done < piece ? n - done : piece;
+        host_side(x, buf + done, off + done, (size_t)m);
+        done += m;
+        if (done < n) {
+            advance(x);
+            caller_advances++;
+        }
+    }
+}
+
 static int step_failed(xfer *x, runner *r, gpumem_status st)
 {
     r->l->dirty = true;
@@ -456,9 +548,9 @@ static int step(xfer *x, runner *r)
             return got == 0 ? STEP_WAIT : STEP_DONE;
         unsigned b = l->next;
         l->next = (b + 1) % l->nslots;
-        if ((st = slot_wait(x, l, b)) != GPUMEM_OK)
+        if ((st = runner_slot_wait(x, r, b)) != GPUMEM_OK)
             return step_failed(x, r, st);
-        host_side(x, l->slot[b], off, n);
+        runner_host_side(x, r, l->slot[b], off, n);
         if ((st = slot_queue(x, l, b, dev, n)) != GPUMEM_OK)
             return step_failed(x, r, st);
         queued(x, k, n);
@@ -482,10 +574,10 @@ static int step(xfer *x, runner *r)
     unsigned q = r->head;
     r->head = (r->head + 1) % l->nslots;
     r->count--;
-    if ((st = slot_wait(x, l, r->b[q])) != GPUMEM_OK)
+    if ((st = runner_slot_wait(x, r, r->b[q])) != GPUMEM_OK)
         return step_failed(x, r, st);
     if (!atomic_load_explicit(&x->failed, memory_order_acquire))
-        host_side(x, l->slot[r->b[q]], r->off[q], r->n[q]);
+        runner_host_side(x, r, l->slot[r->b[q]], r->off[q], r->n[q]);
     return STEP_DID;
 }
 
@@ -543,7 +635,9 @@ static void advance(xfer *x)
                 continue;
             }
         }
-        if (x->opened < x->nseg && x->opened < x->closed + g->ahead) {
+        if (x->opened < x->nseg && x->opened < x->closed + g->ahead &&
+            (!x->in_order || x->opened == 0 ||
+             atomic_load_explicit(&x->pos, memory_order_relaxed) >= x->ring[(x->opened - 1) % SEG_RING].end)) {
             uint64_t k = x->opened, off = 0, bytes = 0, want = k > 0 ? x->ring[(k - 1) % SEG_RING].end : 0;
             gm_cu_deviceptr dev = 0;
             if ((st = g->open(g->arg, k, &off, &bytes, &dev)) == GPUMEM_OK &&
@@ -555,6 +649,8 @@ static void advance(xfer *x)
                 fail(x, st);
                 return;
             }
+            if (k > 0 && atomic_load_explicit(&x->pos, memory_order_relaxed) < want)
+                early_opens++;
             pthread_mutex_lock(&x->mu);
             seg_rec *r = &x->ring[k % SEG_RING];
             r->off = off;
@@ -568,6 +664,15 @@ static void advance(xfer *x)
         }
         return;
     }
+}
+
+#define END_POLL_SPINS 10 /* 1 ms at the default spin: the last chunks are small (the ramp); not long, as a
+                            * caller polling here takes a CPU that other copies' threads may want */
+
+/* Whether every worker left task t. */
+static bool workers_left(void *arg)
+{
+    return atomic_load_explicit(&((gm_task *)arg)->active, memory_order_acquire) == 0;
 }
 
 /* The threads a task may use (the caller included), with the pool grown to
@@ -620,6 +725,8 @@ gpumem_status gm_staging_run(gm_staging *e, const gm_stage_op *op, gm_dstream *d
     if (op->segs != NULL) {
         x->segs = *op->segs;
         x->nseg = op->segs->count;
+        x->in_order = e->callers_fill && gm_workers_spin() > 0 &&
+                      atomic_load_explicit(&gm_drv_fail_at, memory_order_relaxed) == 0;
     } else {
         x->nseg = x->opened = 1;
         x->ring[0].off = 0;
@@ -667,11 +774,21 @@ gpumem_status gm_staging_run(gm_staging *e, const gm_stage_op *op, gm_dstream *d
         bool closed = x->segs.count == 0 || x->closed == x->nseg;
         if ((failed || (taken && closed)) && s != STEP_DID)
             break;
-        if (s == STEP_WAIT || s == STEP_DONE)
-            wait_change(x, seen, r.l == NULL); /* no lane: the workers move the chunks */
+        if (x->in_order && r.l != NULL && x->opened < x->nseg) { /* it opens the next: no sleep (in_order) */
+            while (!gm_workers_poll(&x->events, seen, gm_workers_spin()) && !gm_workers_stopping())
+                ;
+            if (!gm_workers_stopping())
+                continue;
+        }
+        wait_change(x, seen, r.l == NULL || gm_workers_stopping()); /* no lane: the workers move the chunks */
     }
     if (r.l != NULL)
         lane_give(e, r.l, -1);
+    /* polled for the workers' last chunks: the join sleeps when one ends a
+     * spin time after the one before, and its wake-up is the copy's tail */
+    long spin = gm_workers_spin();
+    if (spin > 0 && atomic_load_explicit(&x->task.active, memory_order_acquire) > 0)
+        (void)gm_workers_poll_until(workers_left, &x->task, END_POLL_SPINS * spin);
     gm_task_join(e->workers, &x->task);
     if (x->st != GPUMEM_OK)
         st = gm_error_restore(&x->rec);
