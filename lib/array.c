@@ -325,24 +325,29 @@ gpumem_status gm_array_new_pooled_device(const char *what, gpumem_pool *pool, gp
     return GPUMEM_OK;
 }
 
-bool gm_array_is_locked(const gpumem_array *a)
+gm_host_lock gm_array_lock_state(const gpumem_array *a)
 {
     if (a->kind != GPUMEM_MEMORY_HOST)
-        return true;
+        return GM_HOST_LOCKED;
     /* the registry's answer, kept until the registry changes: a copy of
      * pageable memory takes no lock */
     _Atomic uint64_t *memo = (_Atomic uint64_t *)&a->locked_memo;
     uint64_t m = atomic_load_explicit(memo, memory_order_relaxed);
-    if (m >> 1 == gm_host_generation())
-        return (m & 1) != 0;
+    if (m >> 2 == gm_host_generation())
+        return (gm_host_lock)(m & 3);
     int64_t lo, hi;
     gm_layout_extent(a->ndim, a->shape, a->strides, a->itemsize, &lo, &hi);
     if (hi == lo)
-        return true;
+        return GM_HOST_LOCKED;
     uint64_t gen;
-    bool locked = gm_host_is_locked_at(a->host + lo, (size_t)(hi - lo), &gen);
-    atomic_store_explicit(memo, gen << 1 | (locked ? 1u : 0u), memory_order_relaxed);
-    return locked;
+    gm_host_lock st = gm_host_lock_state_at(a->host + lo, (size_t)(hi - lo), &gen);
+    atomic_store_explicit(memo, gen << 2 | (uint64_t)st, memory_order_relaxed);
+    return st;
+}
+
+bool gm_array_is_locked(const gpumem_array *a)
+{
+    return gm_array_lock_state(a) == GM_HOST_LOCKED;
 }
 
 static gpumem_status check_order(const char *what, char order)

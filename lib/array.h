@@ -13,6 +13,7 @@
 #include "driver.h"
 #include "gpumem/array.h"
 #include "handles.h"
+#include "hostreg.h"
 #include "gpumem/pool.h"
 #include "layout.h"
 
@@ -43,7 +44,7 @@ struct gpumem_array {
     gm_block block;              /* GM_OWNED_BLOCK */
     void (*owner_release)(void *); /* GM_OWNED_FOREIGN: tells the owner the array is gone */
     void *owner;
-    _Atomic uint64_t locked_memo; /* gm_array_is_locked's last answer: generation << 1 | locked; 0: none */
+    _Atomic uint64_t locked_memo; /* gm_array_lock_state's last answer: generation << 2 | state; 0: none */
     int64_t shape[GM_MAX_NDIM];
     int64_t strides[GM_MAX_NDIM];
 };
@@ -131,6 +132,9 @@ gpumem_status gm_array_check_destination(const char *what, const gpumem_array *a
 
 /* Whether a's memory is page-locked (pinned, mapped, managed, or registered). */
 bool gm_array_is_locked(const gpumem_array *a);
+/* The gm_host_lock of a host array's bytes: GM_HOST_LOCKED for the
+ * library's own page-locked kinds and for no bytes. */
+gm_host_lock gm_array_lock_state(const gpumem_array *a);
 
 /* An array over memory that someone else owns (a module's global, another
  * library's buffer): release(owner) is called exactly once, when the

@@ -247,7 +247,9 @@ static bool staged_transfer(const input *in, gm_copy_decision *d)
         fail(d, GPUMEM_ERROR_INVALID_ENVIRONMENT, GM_TUNE_BAD_STAGING);
         return false;
     }
-    if (in->bytes < in->t->staging.min_bytes)
+    bool split = (in->src->mem == GM_COPY_MEM_PAGEABLE && in->src->split) ||
+                 (in->dst->mem == GM_COPY_MEM_PAGEABLE && in->dst->split);
+    if (in->bytes < in->t->staging.min_bytes && !split) /* the driver refuses split bytes at any size */
         return false;
     if (!have(in, d, GM_NEED_STAGING, device_side(in), 0, false)) {
         if (d->how != GM_HOW_FAIL)
@@ -487,7 +489,7 @@ static void peer_temps(const input *in, gm_copy_decision *d, const int64_t *layo
     for (int i = 0; i < 2; i++) {
         if (!(i == 0 ? d->peer_pack_src : d->peer_unpack_dst))
             continue;
-        gm_copy_side tmp = {GM_COPY_MEM_DEVICE, (i == 0 ? in->src : in->dst)->device, 0, layout};
+        gm_copy_side tmp = {GM_COPY_MEM_DEVICE, (i == 0 ? in->src : in->dst)->device, 0, layout, false};
         input one = *in;
         one.side = i;
         if (i == 0)
@@ -641,7 +643,7 @@ static void decide(const input *in, bool check_overlap, gm_copy_decision *d)
     if (caps->on_stream && sdev && dst->mem == GM_COPY_MEM_PAGEABLE) {
         int64_t like[GM_MAX_NDIM];
         gm_layout_strides_like(ndim, shape, dst->strides, isz, like);
-        gm_copy_side bounce = {GM_COPY_MEM_LOCKED, -1, 0, like};
+        gm_copy_side bounce = {GM_COPY_MEM_LOCKED, -1, 0, like, false};
         gm_copy_caps nested = *caps; /* the copy into the bounce decides and acquires for itself */
         nested.probe = NULL;
         input b = *in;
@@ -658,7 +660,7 @@ static void decide(const input *in, bool check_overlap, gm_copy_decision *d)
     if (sdev && ddev && check_overlap && overlap(ndim, shape, isz, src, dst)) {
         int64_t like[GM_MAX_NDIM];
         gm_layout_strides_like(ndim, shape, src->strides, isz, like);
-        gm_copy_side tmp = {GM_COPY_MEM_DEVICE, src->device, 0, like};
+        gm_copy_side tmp = {GM_COPY_MEM_DEVICE, src->device, 0, like, false};
         input first = *in, second = *in;
         first.dst = &tmp;
         second.src = &tmp;
@@ -709,7 +711,8 @@ static void decide(const input *in, bool check_overlap, gm_copy_decision *d)
         }
         count = gm_copy_plan_count(&plan);
     }
-    bool slow2d = plan.dims >= 2 && paged && !(t->bad & GM_TUNE_BAD_STAGING) && in->bytes >= t->staging.min_bytes;
+    bool slow2d = plan.dims >= 2 && paged && !(t->bad & GM_TUNE_BAD_STAGING) &&
+                  (in->bytes >= t->staging.min_bytes || host->split);
     bool narrow = plan.dims >= 2 && (plan.width < t->min_row_bytes || slow2d);
     if (count == 1 && plan.dims == 1 && cross) {
         d->how = GM_HOW_TRANSFER;

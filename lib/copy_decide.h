@@ -82,11 +82,12 @@
  *     is the second's;
  *  6. one rectangular copy of the planner (copyplan.h): a contiguous
  *     transfer between host and device (STAGED through the staging engine
- *     when the host side is pageable and at least staging.min_bytes, else
- *     CONTIGUOUS), or one driver copy (CONTIGUOUS, DMA) when its rows are
- *     at least min_row_bytes wide and, with a pageable host side, the copy
- *     is below staging.min_bytes (the driver's own staging of a 2-D copy is
- *     slow);
+ *     when the host side is pageable and at least staging.min_bytes, or
+ *     split at any size, else CONTIGUOUS), or one driver copy (CONTIGUOUS,
+ *     DMA) when its rows are at least min_row_bytes wide and, with a
+ *     pageable host side, the copy is below staging.min_bytes and not split
+ *     (the driver's own staging of a 2-D copy is slow, and it refuses split
+ *     bytes);
  *  7. otherwise the strided sides are packed so that one run crosses:
  *     - device to device: one pack kernel into a dense destination, one
  *       unpack kernel from a dense source, else pack and unpack through
@@ -143,6 +144,8 @@ typedef struct gm_copy_side {
     int device;             /* the device of device memory; -1 otherwise */
     uint64_t addr;          /* element 0's address (device or host) */
     const int64_t *strides; /* bytes per axis */
+    bool split;             /* PAGEABLE bytes partly page-locked, not in one range (hostreg.h's
+                             * GM_HOST_SPLIT): the driver refuses them, so the copy is staged */
 } gm_copy_side;
 
 /* What a copy may hold while it runs, that the decision asks for as its

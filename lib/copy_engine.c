@@ -97,15 +97,15 @@ static gm_cu_deviceptr side_addr(const side *s, int64_t offset)
 
 gm_copy_side gm_copy_decide_side(const gpumem_array *a)
 {
-    gm_copy_side s = {GM_COPY_MEM_LOCKED, -1, (uint64_t)(uintptr_t)a->host, a->strides};
+    gm_copy_side s = {GM_COPY_MEM_LOCKED, -1, (uint64_t)(uintptr_t)a->host, a->strides, false};
+    gm_host_lock lock = gm_array_lock_state(a);
     if (gm_array_on_device(a)) {
-        s.mem = GM_COPY_MEM_DEVICE;
-        s.device = a->ctx != NULL ? a->ctx->device : -1;
-        s.addr = a->dev;
+        s = (gm_copy_side){GM_COPY_MEM_DEVICE, a->ctx != NULL ? a->ctx->device : -1, a->dev, a->strides, false};
     } else if (a->kind == GPUMEM_MEMORY_MANAGED) {
         s.mem = GM_COPY_MEM_MANAGED;
-    } else if (a->kind == GPUMEM_MEMORY_HOST && !gm_array_is_locked(a)) {
+    } else if (lock != GM_HOST_LOCKED) {
         s.mem = GM_COPY_MEM_PAGEABLE;
+        s.split = lock == GM_HOST_SPLIT;
     }
     return s;
 }

@@ -153,6 +153,20 @@ bool gm_host_is_locked_at(const void *p, size_t bytes, uint64_t *gen)
     return covered;
 }
 
+gm_host_lock gm_host_lock_state_at(const void *p, size_t bytes, uint64_t *gen)
+{
+    uintptr_t a = (uintptr_t)p, b = a + bytes;
+    pthread_mutex_lock(&lock);
+    size_t i = first_after(a);
+    gm_host_lock st = GM_HOST_PAGEABLE;
+    if (i < nranges && ranges[i].start < b) /* a range holds some of the bytes */
+        st = ranges[i].start <= a && ranges[i].end >= b && ranges[i].kind != RANGE_BUSY ? GM_HOST_LOCKED
+                                                                                       : GM_HOST_SPLIT;
+    *gen = atomic_load_explicit(&gm_host_gen_, memory_order_relaxed);
+    pthread_mutex_unlock(&lock);
+    return st;
+}
+
 bool gm_host_is_locked(const void *p, size_t bytes)
 {
     uint64_t gen;

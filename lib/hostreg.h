@@ -55,6 +55,20 @@ static inline uint64_t gm_host_generation(void)
 /* gm_host_is_locked (bytes > 0), and in *gen the generation its answer is of. */
 bool gm_host_is_locked_at(const void *p, size_t bytes, uint64_t *gen);
 
+/* What the driver's DMA may make of host bytes: a range that starts in
+ * page-locked memory must lie in that one allocation or registration, or
+ * the driver refuses the copy (CUDA_ERROR_INVALID_VALUE), page-locked
+ * around it or not; two registrations that share a page are two. */
+typedef enum gm_host_lock {
+    GM_HOST_PAGEABLE = 0, /* no byte in a range the registry knows */
+    GM_HOST_LOCKED = 1,   /* every byte in one range: a driver copy takes it */
+    GM_HOST_SPLIT = 2     /* some bytes in ranges, not all in one: only the CPU may copy it */
+} gm_host_lock;
+
+/* The gm_host_lock of [p, p + bytes) (bytes > 0), and in *gen the generation
+ * its answer is of. */
+gm_host_lock gm_host_lock_state_at(const void *p, size_t bytes, uint64_t *gen);
+
 /* The ranges a registration scope holds a reference on. */
 typedef struct gm_pin_set {
     uintptr_t *pieces; /* starts of the ranges */

@@ -67,7 +67,9 @@ static int span_get(const region *r, size_t w, size_t h, size_t d, span *out)
             return GM_CUDA_ERROR_INVALID_VALUE;
         out->p = rec->mem + (r->addr - rec->base);
     } else {
-        if (rec == NULL && r->type == GM_CU_MEMORYTYPE_DEVICE)
+        /* like the driver: host bytes that start in page-locked memory
+         * (an allocation, a registration) must lie in it */
+        if (rec == NULL && (r->type == GM_CU_MEMORYTYPE_DEVICE || gm_sim_reg_find(r->addr) != NULL))
             return GM_CUDA_ERROR_INVALID_VALUE;
         out->p = (unsigned char *)(uintptr_t)r->addr;
     }

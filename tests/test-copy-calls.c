@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <gpumem.h>
 
@@ -110,7 +111,10 @@ static gpumem_array *host_array(int kind, int64_t n, void **mem, gpumem_registra
     if (kind == PINNED) {
         st = gpumem_pinned_array(ctx, 1, &two, NULL, u8, 'C', whole);
     } else {
-        if ((*mem = malloc((size_t)two)) == NULL)
+        /* whole pages of their own: two registrations that share a page are
+         * two driver ranges, which one driver copy cannot span (test_split) */
+        size_t page = (size_t)sysconf(_SC_PAGESIZE), size = ((size_t)two + page - 1) / page * page;
+        if (posix_memalign(mem, page, size) != 0)
             bail_out("out of memory");
         st = gpumem_host_array_wrap(*mem, 1, &two, NULL, u8, whole);
         if (st == GPUMEM_OK && kind == REGISTERED)
@@ -226,6 +230,53 @@ static void test_registry_followed(void)
     free(mem);
 }
 
+/* Two buffers that share a page, each registered (gpumem_pinned rounds
+ * out to pages, so the shared page is the first registration's and the
+ * second buffer spans two driver registrations): the driver refuses a copy
+ * that starts in one registration and runs past it, whatever its size, so
+ * the copy into or out of the second buffer is staged by the library, and
+ * its bytes land. */
+static void test_split(void)
+{
+    const size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    const int64_t n = (int64_t)(4 * page);
+    unsigned char *mem = NULL;
+    if (posix_memalign((void **)&mem, page, 6 * page) != 0)
+        bail_out("out of memory");
+    int64_t first_n = (int64_t)(page + page / 2);
+    gpumem_array *a = NULL, *b = NULL, *d = NULL;
+    if (gpumem_host_array_wrap(mem, 1, &first_n, NULL, u8, &a) != GPUMEM_OK ||
+        gpumem_host_array_wrap(mem + first_n, 1, &n, NULL, u8, &b) != GPUMEM_OK ||
+        gpumem_device_array(ctx, 1, &n, NULL, u8, 'C', NULL, &d) != GPUMEM_OK)
+        bail_out("arrays: %s", gpumem_last_error());
+    gpumem_registration *ra = NULL, *rb = NULL;
+    if (gpumem_pinned(ctx, &a, 1, &ra) != GPUMEM_OK || gpumem_pinned(ctx, &b, 1, &rb) != GPUMEM_OK)
+        bail_out("gpumem_pinned: %s", gpumem_last_error());
+    int pinned = 0;
+    gpumem_host_is_pinned(mem + first_n, (size_t)n, &pinned);
+    ok(pinned, "the second buffer is page-locked, in two registrations (gpumem_host_is_pinned)");
+    for (int64_t i = 0; i < n; i++)
+        mem[first_n + i] = (unsigned char)(i * 13 + 1);
+    gpumem_copy_path p = GPUMEM_COPY_PATH_NONE;
+    is_int(gpumem_array_copy(d, b, NULL), GPUMEM_OK, "an upload from the buffer that spans two registrations");
+    gpumem_debug_last_copy_path(&p);
+    is_int(p, GPUMEM_COPY_PATH_STAGED, "staged, below the staging threshold");
+    memset(mem + first_n, 0, (size_t)n);
+    is_int(gpumem_array_copy(b, d, NULL), GPUMEM_OK, "a download into it");
+    gpumem_debug_last_copy_path(&p);
+    is_int(p, GPUMEM_COPY_PATH_STAGED, "staged too");
+    int same = 1;
+    for (int64_t i = 0; i < n; i++)
+        same &= mem[first_n + i] == (unsigned char)(i * 13 + 1);
+    ok(same, "the bytes went up and came back");
+    gpumem_unpinned(&ra);
+    gpumem_unpinned(&rb);
+    gpumem_array *all[] = {a, b, d};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        gpumem_array_release(all[i]);
+    free(mem);
+}
+
 int main(void)
 {
     /* 4 KiB to just below the staging threshold (GPUMEM_STAGING_MIN_BYTES's 4 MiB) */
@@ -236,10 +287,11 @@ int main(void)
     if (gpumem_context_create(0, &ctx) != GPUMEM_OK)
         plan_skip_all(gpumem_last_error());
     u8 = gpumem_dtype_builtin(GPUMEM_UINT8);
-    plan(nsizes * NKINDS * 8 + 9);
+    plan(nsizes * NKINDS * 8 + 9 + 6);
     for (int i = 0; i < nsizes; i++)
         test_size(sizes[i]);
     test_registry_followed();
+    test_split();
     gpumem_context_release(ctx);
     return exit_status();
 }

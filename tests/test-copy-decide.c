@@ -73,19 +73,24 @@ static void check(const char *name, int ndim, const int64_t *shape, size_t isz, 
 
 static gm_copy_side dev(uint64_t addr, const int64_t *strides)
 {
-    return (gm_copy_side){GM_COPY_MEM_DEVICE, 0, addr, strides};
+    return (gm_copy_side){GM_COPY_MEM_DEVICE, 0, addr, strides, false};
 }
 static gm_copy_side dev_on(int device, uint64_t addr, const int64_t *strides)
 {
-    return (gm_copy_side){GM_COPY_MEM_DEVICE, device, addr, strides};
+    return (gm_copy_side){GM_COPY_MEM_DEVICE, device, addr, strides, false};
 }
 static gm_copy_side pinned(uint64_t addr, const int64_t *strides)
 {
-    return (gm_copy_side){GM_COPY_MEM_LOCKED, -1, addr, strides};
+    return (gm_copy_side){GM_COPY_MEM_LOCKED, -1, addr, strides, false};
 }
 static gm_copy_side paged(uint64_t addr, const int64_t *strides)
 {
-    return (gm_copy_side){GM_COPY_MEM_PAGEABLE, -1, addr, strides};
+    return (gm_copy_side){GM_COPY_MEM_PAGEABLE, -1, addr, strides, false};
+}
+/* pageable bytes partly page-locked, in more than one range (hostreg.h) */
+static gm_copy_side split(uint64_t addr, const int64_t *strides)
+{
+    return (gm_copy_side){GM_COPY_MEM_PAGEABLE, -1, addr, strides, true};
 }
 
 #define D0 0x100000000ull /* device addresses */
@@ -125,6 +130,21 @@ static void test_table(void)
           none, &t, (want){.how = GM_HOW_TRANSFER, .path = GPUMEM_COPY_PATH_CONTIGUOUS}, NULL);
     check("64 MiB pinned download", 1, big, f, dev(D0, big_s), pinned(H0, big_s), none, &t,
           (want){.how = GM_HOW_TRANSFER, .path = GPUMEM_COPY_PATH_CONTIGUOUS}, NULL);
+    /* split host bytes: the driver refuses them at any size, so they are staged */
+    check("1 MiB split download: staged below min_bytes", 1, (int64_t[]){256 * 1024}, f, dev(D0, big_s),
+          split(H0, big_s), none, &t, (want){.how = GM_HOW_TRANSFER, .path = GPUMEM_COPY_PATH_STAGED, .staged = true},
+          NULL);
+    check("4 KiB split upload: staged", 1, (int64_t[]){1024}, f, split(H0, big_s), dev(D0, big_s), none, &t,
+          (want){.how = GM_HOW_TRANSFER, .path = GPUMEM_COPY_PATH_STAGED, .staged = true}, NULL);
+    /* 64 rows of 2 KiB at a pitch of 4 KiB: the driver's 2-D copy, unless split */
+    int64_t rows[] = {64, 512}, pitch4k[] = {4096, 4}, dense2k[] = {2048, 4};
+    check("a pageable 2-D upload below min_bytes: the driver's 2-D copy", 2, rows, f, paged(H0, pitch4k),
+          dev(D0, dense2k), none, &t, (want){.how = GM_HOW_RECT, .path = GPUMEM_COPY_PATH_DMA}, NULL);
+    check("the same split: packed by the CPU, staged, not the driver's 2-D copy", 2, rows, f, split(H0, pitch4k),
+          dev(D0, dense2k), none, &t,
+          (want){.how = GM_HOW_PACKED, .path = GPUMEM_COPY_PATH_CPU_PACK, .src_op = GM_OP_CPU,
+                 .dst_op = GM_OP_DIRECT, .run = GM_RUN_DST, .staged = true, .cpu_threads = 8},
+          NULL);
 
     /* the packing paths of tests/test-copy-paths.c */
     check("d[:, ::2] to a contiguous host array", 2, s64, f, dev(D0, cols), pinned(H0, c4), none, &t,
@@ -468,7 +488,7 @@ static void test_tiling(void)
         memset(&d, 0, sizeof d);
         uint64_t bytes = (uint64_t)total * isz;
         t.scratch_chunk = isz * (1 + rnd((uint64_t)total));
-        gm_copy_side src = {GM_COPY_MEM_DEVICE, 0, D0, rs}, dst = {GM_COPY_MEM_LOCKED, -1, H0, rs};
+        gm_copy_side src = {GM_COPY_MEM_DEVICE, 0, D0, rs, false}, dst = {GM_COPY_MEM_LOCKED, -1, H0, rs, false};
         /* a strided source so that it packs: twice the run's strides */
         int64_t ss[4];
         for (int i = 0; i < nd; i++)
