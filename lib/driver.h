@@ -2,8 +2,8 @@
  * driver.h - the one table of driver operations, and the dispatcher every
  * call into it goes through.
  *
- * Two backends fill the table: cuda.c (the NVIDIA driver, loaded with dlopen)
- * and sim.c (a simulator on host memory).  Both speak the CUDA driver ABI of
+ * Two backends fill the table: cuda.c and cuda_ops.c (the NVIDIA driver,
+ * loaded with dlopen) and sim.c (a simulator on host memory).  Both speak the CUDA driver ABI of
  * cuda_abi.h: results are CUresult codes, copies take CUDA_MEMCPY2D/3D.
  *
  * Call the table only through GM_DRV(op, args...): it counts the call (per

@@ -19,7 +19,7 @@
  * do not move in step (staging_xfer.c says why).
  *
  * A transfer through device scratch that the pack kernels fill or empty
- * buffer by buffer (copy_engine.c) is one transfer cut into segments
+ * buffer by buffer (copy_packed.c) is one transfer cut into segments
  * (gm_stage_segs): the calling thread opens each segment (queues what the
  * segment's device bytes wait for) and closes it once its chunks are all
  * queued (queues what waits for them), while every thread, the caller

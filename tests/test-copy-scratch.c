@@ -1,4 +1,4 @@
-/* Device scratch of strided copies (lib/copy_engine.c): bounded to a few
+/* Device scratch of strided copies (lib/copy_engine.c, lib/copy_packed.c): bounded to a few
  * chunks, so a strided view larger than the device's free memory copies
  * both ways; without room even for that the copy runs without scratch and
  * the decision says why; many-chunk copies of random layouts are exact; a

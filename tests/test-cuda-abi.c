@@ -169,7 +169,7 @@ int main(void)
     CHECK_FIELD(gm_cu_mem_pool_props, CUmemPoolProps, maxSize)
     CHECK_FIELD(gm_cu_mem_pool_props, CUmemPoolProps, usage)
     CHECK_FIELD(gm_cu_mem_pool_props, CUmemPoolProps, reserved)
-    /* The prototypes cuda.c declares for cuGetProcAddress's pointers (types
+    /* The prototypes cuda_impl.h declares for cuGetProcAddress's pointers (types
      * only: this program links no driver). */
 #define SAME_TYPE(f, T) __builtin_types_compatible_p(__typeof__(&f), T)
     ok(SAME_TYPE(cuMemAddressReserve, CUresult (*)(CUdeviceptr *, size_t, size_t, CUdeviceptr, unsigned long long)) &&
@@ -183,7 +183,7 @@ int main(void)
            SAME_TYPE(cuMemExportToShareableHandle,
                      CUresult (*)(void *, CUmemGenericAllocationHandle, CUmemAllocationHandleType, unsigned long long)) &&
            SAME_TYPE(cuMemAllocFromPoolAsync, CUresult (*)(CUdeviceptr *, size_t, CUmemoryPool, CUstream)),
-       "the virtual memory entry points have the prototypes cuda.c gives them");
+       "the virtual memory entry points have the prototypes cuda_impl.h gives them");
 
     /* module images */
     is_int(GM_FATBINC_WRAPPER_MAGIC, FATBINC_MAGIC, "FATBINC_MAGIC");

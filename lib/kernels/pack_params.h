@@ -1,7 +1,7 @@
 /*
  * pack_params.h - the parameter block of the library's pack and unpack
  * kernels (pack.cu), shared by the CUDA source, the host code that plans
- * and launches them (the copy engine, copy_engine.c, through the launcher
+ * and launches them (the copy engine, copy_packed.c, through the launcher
  * in pack_provider.c) and the C implementation the simulator and the CPU
  * packing run (pack_host.c).  Plain C that nvcc and a C11 compiler read alike.
  *
