@@ -46,7 +46,7 @@ static range *ranges;       /* sorted by start, disjoint */
 static size_t nranges, cap;
 _Atomic uint64_t gm_host_gen_ = 1; /* gm_host_generation: moved on by every change below (lock held) */
 
-/* A range came, went or changed kind: gm_host_is_locked may answer otherwise. */
+/* A range came, went or changed kind: gm_host_lock_state_at may answer otherwise. */
 static void moved_on(void)
 {
     atomic_fetch_add_explicit(&gm_host_gen_, 1, memory_order_relaxed);
@@ -136,23 +136,6 @@ int gm_host_free_locked(gm_dctx *dctx, void *p)
     return GM_DRV(mem_free_host, dctx, p);
 }
 
-bool gm_host_is_locked_at(const void *p, size_t bytes, uint64_t *gen)
-{
-    uintptr_t a = (uintptr_t)p, b = a + bytes;
-    pthread_mutex_lock(&lock);
-    bool covered = true;
-    for (size_t i = first_after(a); a < b; i++) {
-        if (i >= nranges || ranges[i].start > a || ranges[i].kind == RANGE_BUSY) {
-            covered = false;
-            break;
-        }
-        a = ranges[i].end;
-    }
-    *gen = atomic_load_explicit(&gm_host_gen_, memory_order_relaxed);
-    pthread_mutex_unlock(&lock);
-    return covered;
-}
-
 gm_host_lock gm_host_lock_state_at(const void *p, size_t bytes, uint64_t *gen)
 {
     uintptr_t a = (uintptr_t)p, b = a + bytes;
@@ -169,8 +152,18 @@ gm_host_lock gm_host_lock_state_at(const void *p, size_t bytes, uint64_t *gen)
 
 bool gm_host_is_locked(const void *p, size_t bytes)
 {
-    uint64_t gen;
-    return bytes == 0 || gm_host_is_locked_at(p, bytes, &gen);
+    uintptr_t a = (uintptr_t)p, b = a + bytes;
+    pthread_mutex_lock(&lock);
+    bool covered = true;
+    for (size_t i = first_after(a); a < b; i++) {
+        if (i >= nranges || ranges[i].start > a || ranges[i].kind == RANGE_BUSY) {
+            covered = false;
+            break;
+        }
+        a = ranges[i].end;
+    }
+    pthread_mutex_unlock(&lock);
+    return covered;
 }
 
 GPUMEM_API gpumem_status gpumem_host_is_pinned(const void *pointer, size_t bytes, int *result)

@@ -44,16 +44,13 @@ int gm_host_free_locked(gm_dctx *dctx, void *p);
 bool gm_host_is_locked(const void *p, size_t bytes);
 
 /* The registry's generation (never 0): it moves on with every change that
- * may change an answer of gm_host_is_locked, so an answer may be kept
- * (gm_array_is_locked) while the generation is the one it was given at. */
+ * may change an answer of gm_host_lock_state_at, so an answer may be kept
+ * (gm_array_lock_state) while the generation is the one it was given at. */
 extern _Atomic uint64_t gm_host_gen_;
 static inline uint64_t gm_host_generation(void)
 {
     return atomic_load_explicit(&gm_host_gen_, memory_order_relaxed);
 }
-
-/* gm_host_is_locked (bytes > 0), and in *gen the generation its answer is of. */
-bool gm_host_is_locked_at(const void *p, size_t bytes, uint64_t *gen);
 
 /* What the driver's DMA may make of host bytes: a range that starts in
  * page-locked memory must lie in that one allocation or registration, or
